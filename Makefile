@@ -1,0 +1,85 @@
+# DLH — Deep Learning Harness. One non-recursive Makefile; each folder adds its
+# sources and targets through its module.mk.
+#
+#   make                 build everything into $(BUILDDIR)
+#   make check           install missing Debian packages, build, run all tests
+#   make install PREFIX=/opt/dlh DESTDIR=
+#   make clean
+
+BUILDDIR ?= build
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERBOSE ?= 0
+DEBUG ?= 0
+
+SHELL := /bin/bash
+CXX ?= g++
+PKG_CONFIG ?= pkg-config
+
+# MPI, HDF5 (the openmpi variant: never link both variants) and OpenBLAS. Evaluated
+# lazily so that `make check` can install the packages before anything asks for them.
+DEP_PKGS := ompi-c hdf5-openmpi openblas
+DEP_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS))
+DEP_LIBS = $(shell $(PKG_CONFIG) --libs $(DEP_PKGS)) -lboost_program_options -lz
+
+ifeq ($(DEBUG),1)
+OPTFLAGS := -O0 -g
+else
+OPTFLAGS := -O3 -g
+endif
+override CXXFLAGS := -std=c++17 $(OPTFLAGS) -Wall -Wextra -pthread -fPIC $(CXXFLAGS)
+DLH_VERSION ?= 0.1.0
+override CPPFLAGS := -I. -DOMPI_SKIP_MPICXX -DDLH_VERSION=\"$(DLH_VERSION)\" $(CPPFLAGS)
+override LDFLAGS := -pthread -Wl,-z,relro -Wl,-z,now $(LDFLAGS)
+
+ifeq ($(VERBOSE),0)
+Q := @
+endif
+
+OBJDIR := $(BUILDDIR)/obj
+BINDIR := $(BUILDDIR)/bin
+LIBDIR := $(BUILDDIR)/lib
+
+all:
+
+include common/module.mk
+include launcher/module.mk
+include tests/module.mk
+
+$(OBJDIR)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  CXX   %s\n' $<
+	$(Q)$(CXX) $(CPPFLAGS) $(DEP_CFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBDIR)/%.a:
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  AR    %s\n' $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+deps:
+	@bash share/setup/install-deps.sh build
+
+# make check: the test command of README. Installs what is missing, then re-reads this
+# Makefile in a sub-make so that pkg-config sees the freshly installed packages.
+check: deps
+	$(Q)$(MAKE) --no-print-directory check-unit check-mpi check-scripts
+
+install: all
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dlh/examples
+	$(Q)install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	$(Q)install -m 644 share/examples/* $(DESTDIR)$(PREFIX)/share/dlh/examples/
+
+uninstall:
+	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(INSTALL_BINS)))
+	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/dlh
+
+clean:
+	rm -rf $(BUILDDIR)
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+.PHONY: all deps check install uninstall clean format
+.DELETE_ON_ERROR:
+
+-include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)

@@ -1,0 +1,31 @@
+// DLH — Deep Learning Harness. Error types shared by every part.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace dlh {
+
+// Base of every error DLH throws. The message is one line, ready for the user:
+// it names the file and the field when input is at fault.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct UsageError : Error {  // bad command-line option
+  using Error::Error;
+};
+struct SpecError : Error {  // bad training spec: "spec.json: layers[2].kernel: ..."
+  using Error::Error;
+};
+struct DataError : Error {  // missing or malformed data set
+  using Error::Error;
+};
+struct CheckpointError : Error {  // unreadable, corrupt or unwritable checkpoint
+  using Error::Error;
+};
+struct MpiError : Error {
+  using Error::Error;
+};
+
+}  // namespace dlh

@@ -1,0 +1,641 @@
+// DLH — the training spec: parsing, validation, shape propagation, learning rate.
+#include "common/spec.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/error.hpp"
+
+namespace dlh {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr size_t kMaxSpecBytes = 16u << 20;  // a spec is a few hundred bytes
+
+// ---------------------------------------------------------------- messages
+
+// A JSON value as shown after "got": compact, ASCII, one line, at most ~60 characters.
+std::string Shown(const json& v) {
+  std::string s = v.dump(-1, ' ', true, json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string Quoted(const std::string& s) {
+  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+// Numbers in messages, written the way JSON would write them (0.05, 1e-05, 3).
+std::string Num(double d) { return json(d).dump(); }
+
+// Joins "optimizer" + "lr" -> "optimizer.lr"; "" + "lr" -> "lr".
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+// Throws "<origin>: <path>: <problem>" (or "<origin>: <problem>" at the top level).
+[[noreturn]] void Fail(const std::string& origin, const std::string& path,
+                       const std::string& problem) {
+  std::string msg = origin.empty() ? std::string("spec") : origin;
+  msg += ": ";
+  if (!path.empty()) msg += path + ": ";
+  msg += problem;
+  // Messages are one line, whatever the origin's name holds.
+  std::replace(msg.begin(), msg.end(), '\n', ' ');
+  std::replace(msg.begin(), msg.end(), '\r', ' ');
+  throw SpecError(msg);
+}
+
+// ---------------------------------------------------------------- field access
+
+// One JSON object being read: checks keys, types and ranges, with messages that name
+// the field by its full path.
+class Obj {
+ public:
+  Obj(const json& j, const std::string& origin, std::string path)
+      : j_(j), origin_(origin), path_(std::move(path)) {}
+
+  const std::string& path() const { return path_; }
+  std::string at(const std::string& key) const { return Join(path_, key); }
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    Fail(origin_, key.empty() ? path_ : at(key), problem);
+  }
+
+  bool has(const char* key) const { return j_.contains(key); }
+  const json& get(const char* key) const { return j_.at(key); }
+
+  // Rejects any key not in `allowed`, in the order the file gives them.
+  void only(std::initializer_list<const char*> allowed) const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || it.key() == a;
+      if (!ok) Fail(origin_, path_, "unknown key " + Quoted(it.key()));
+    }
+  }
+
+  const json& required(const char* key) const {
+    if (!has(key)) fail(key, "required");
+    return get(key);
+  }
+
+  // An integer in [min, INT_MAX]. Floats (3.5, and 3.0 too) are rejected.
+  int integer(const char* key, int min, bool req, int def) const {
+    if (!has(key)) {
+      if (req) fail(key, "required");
+      return def;
+    }
+    const json& v = get(key);
+    std::string want = min == 1   ? "must be a positive integer"
+                       : min == 0 ? "must be a non-negative integer"
+                                  : "must be an integer >= " + std::to_string(min);
+    if (!v.is_number_integer()) fail(key, want + ", got " + Shown(v));
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > uint64_t(INT_MAX))
+        fail(key, "must be at most " + std::to_string(INT_MAX) + ", got " + Shown(v));
+      int x = int(v.get<uint64_t>());
+      if (x < min) fail(key, want + ", got " + Shown(v));
+      return x;
+    }
+    int64_t x = v.get<int64_t>();
+    if (x < min) fail(key, want + ", got " + Shown(v));
+    if (x > INT_MAX) fail(key, "must be at most " + std::to_string(INT_MAX) + ", got " + Shown(v));
+    return int(x);
+  }
+
+  uint64_t unsigned64(const char* key, uint64_t def) const {
+    if (!has(key)) return def;
+    const json& v = get(key);
+    if (!v.is_number_unsigned()) fail(key, "must be a non-negative integer, got " + Shown(v));
+    return v.get<uint64_t>();
+  }
+
+  // Any JSON number (integer or not).
+  double number(const char* key, bool req, double def) const {
+    if (!has(key)) {
+      if (req) fail(key, "required");
+      return def;
+    }
+    const json& v = get(key);
+    if (!v.is_number()) fail(key, "must be a number, got " + Shown(v));
+    double d = v.get<double>();
+    if (!std::isfinite(d)) fail(key, "must be a finite number, got " + Shown(v));
+    return d;
+  }
+
+  bool boolean(const char* key, bool def) const {
+    if (!has(key)) return def;
+    const json& v = get(key);
+    if (!v.is_boolean()) fail(key, "must be true or false, got " + Shown(v));
+    return v.get<bool>();
+  }
+
+  std::string string(const char* key, bool req, const std::string& def) const {
+    if (!has(key)) {
+      if (req) fail(key, "required");
+      return def;
+    }
+    const json& v = get(key);
+    if (!v.is_string()) fail(key, "must be a string, got " + Shown(v));
+    return v.get<std::string>();
+  }
+
+  // A string that must be one of `choices`; returns its index.
+  size_t choice(const char* key, std::initializer_list<const char*> choices, bool req,
+                size_t def) const {
+    if (!has(key)) {
+      if (req) fail(key, "required");
+      return def;
+    }
+    const json& v = get(key);
+    size_t i = 0;
+    if (v.is_string())
+      for (const char* c : choices) {
+        if (v.get<std::string>() == c) return i;
+        ++i;
+      }
+    std::string list;
+    for (const char* c : choices) list += (list.empty() ? "" : ", ") + Quoted(c);
+    fail(key, "must be one of " + list + ", got " + Shown(v));
+  }
+
+  // The value of `key` (already known to be a number) for a range message.
+  std::string shown(const char* key) const { return Shown(get(key)); }
+
+ private:
+  const json& j_;
+  const std::string& origin_;
+  std::string path_;
+};
+
+// A nested object; "must be an object" when it is something else.
+const json& RequireObject(const json& v, const std::string& origin, const std::string& path) {
+  if (!v.is_object()) Fail(origin, path, "must be an object, got " + Shown(v));
+  return v;
+}
+
+// ---------------------------------------------------------------- parsing
+
+// Records the first duplicate key (nlohmann would silently keep the last one), with the
+// path of the object that holds it.
+struct DuplicateFinder {
+  struct Frame {
+    bool array = false;
+    size_t index = 0;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> frames;
+  std::string dup_path, dup_key;
+  bool found = false;
+
+  void child_done() {
+    if (!frames.empty() && frames.back().array) ++frames.back().index;
+  }
+  std::string path() const {  // of the innermost container
+    std::string p;
+    for (size_t i = 0; i + 1 < frames.size(); ++i) {
+      if (frames[i].array)
+        p += "[" + std::to_string(frames[i].index) + "]";
+      else
+        p += (p.empty() ? "" : ".") + frames[i].key;
+    }
+    return p;
+  }
+  bool operator()(int, json::parse_event_t ev, json& parsed) {
+    switch (ev) {
+      case json::parse_event_t::object_start:
+        frames.push_back(Frame{});
+        break;
+      case json::parse_event_t::array_start:
+        frames.push_back(Frame{true, 0, {}, {}});
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second && !found) {
+          found = true;
+          dup_key = f.key;
+          dup_path = path();
+        }
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames.pop_back();
+        child_done();
+        break;
+      case json::parse_event_t::value:
+        child_done();
+        break;
+    }
+    return true;
+  }
+};
+
+LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string& path) {
+  RequireObject(v, origin, path);
+  Obj o(v, origin, path);
+  LayerSpec l;
+  static const LayerKind kinds[] = {LayerKind::Conv2d,   LayerKind::MaxPool2d, LayerKind::Dense,
+                                    LayerKind::Relu,     LayerKind::Flatten,   LayerKind::Dropout,
+                                    LayerKind::BatchNorm};
+  l.kind = kinds[o.choice(
+      "type", {"conv2d", "maxpool2d", "dense", "relu", "flatten", "dropout", "batchnorm"}, true,
+      0)];
+  switch (l.kind) {
+    case LayerKind::Conv2d:
+      o.only({"type", "filters", "kernel", "stride", "padding"});
+      l.filters = o.integer("filters", 1, true, 0);
+      l.kernel = o.integer("kernel", 1, true, 0);
+      l.stride = o.integer("stride", 1, false, 1);
+      l.padding = o.integer("padding", 0, false, 0);
+      if (l.padding >= l.kernel)
+        o.fail("padding", "must be less than kernel (" + std::to_string(l.kernel) + "), got " +
+                              o.shown("padding"));
+      break;
+    case LayerKind::MaxPool2d:
+      o.only({"type", "kernel", "stride", "padding"});
+      l.kernel = o.integer("kernel", 1, true, 0);
+      l.stride = o.integer("stride", 1, false, l.kernel);
+      l.padding = o.integer("padding", 0, false, 0);
+      if (l.padding > l.kernel / 2)
+        o.fail("padding", "must be at most kernel/2 (" + std::to_string(l.kernel / 2) + "), got " +
+                              o.shown("padding"));
+      break;
+    case LayerKind::Dense:
+      o.only({"type", "units"});
+      l.units = o.integer("units", 1, true, 0);
+      break;
+    case LayerKind::Dropout:
+      o.only({"type", "rate"});
+      l.rate = o.number("rate", true, 0);
+      if (!(l.rate >= 0 && l.rate < 1)) o.fail("rate", "must be in [0, 1), got " + o.shown("rate"));
+      break;
+    case LayerKind::BatchNorm:
+      o.only({"type", "momentum", "epsilon"});
+      l.momentum = o.number("momentum", false, l.momentum);
+      if (!(l.momentum > 0 && l.momentum <= 1))
+        o.fail("momentum", "must be in (0, 1], got " + o.shown("momentum"));
+      l.epsilon = o.number("epsilon", false, l.epsilon);
+      if (!(l.epsilon > 0))
+        o.fail("epsilon", "must be a positive number, got " + o.shown("epsilon"));
+      break;
+    case LayerKind::Relu:
+    case LayerKind::Flatten:
+      o.only({"type"});
+      break;
+  }
+  return l;
+}
+
+OptimizerSpec ParseOptimizer(const json& v, const std::string& origin) {
+  RequireObject(v, origin, "optimizer");
+  Obj o(v, origin, "optimizer");
+  OptimizerSpec opt;
+  opt.kind = o.choice("type", {"sgd", "adam"}, true, 0) == 0 ? OptimizerSpec::Kind::Sgd
+                                                             : OptimizerSpec::Kind::Adam;
+  if (opt.kind == OptimizerSpec::Kind::Sgd)
+    o.only({"type", "lr", "momentum", "nesterov", "weight_decay"});
+  else
+    o.only({"type", "lr", "beta1", "beta2", "epsilon", "weight_decay"});
+
+  opt.lr = o.number("lr", true, 0);
+  if (!(opt.lr > 0)) o.fail("lr", "must be a positive number, got " + o.shown("lr"));
+  opt.weight_decay = o.number("weight_decay", false, 0);
+  if (!(opt.weight_decay >= 0))
+    o.fail("weight_decay", "must be a non-negative number, got " + o.shown("weight_decay"));
+
+  if (opt.kind == OptimizerSpec::Kind::Sgd) {
+    opt.momentum = o.number("momentum", false, 0);
+    if (!(opt.momentum >= 0 && opt.momentum < 1))
+      o.fail("momentum", "must be in [0, 1), got " + o.shown("momentum"));
+    opt.nesterov = o.boolean("nesterov", false);
+    if (opt.nesterov && opt.momentum <= 0)
+      o.fail("nesterov",
+             "requires momentum > 0, got " + (o.has("momentum") ? "momentum " + o.shown("momentum")
+                                                                : std::string("no momentum")));
+  } else {
+    opt.beta1 = o.number("beta1", false, opt.beta1);
+    if (!(opt.beta1 >= 0 && opt.beta1 < 1))
+      o.fail("beta1", "must be in [0, 1), got " + o.shown("beta1"));
+    opt.beta2 = o.number("beta2", false, opt.beta2);
+    if (!(opt.beta2 >= 0 && opt.beta2 < 1))
+      o.fail("beta2", "must be in [0, 1), got " + o.shown("beta2"));
+    opt.epsilon = o.number("epsilon", false, opt.epsilon);
+    if (!(opt.epsilon > 0))
+      o.fail("epsilon", "must be a positive number, got " + o.shown("epsilon"));
+  }
+  return opt;
+}
+
+ScheduleSpec ParseSchedule(const json& v, const std::string& origin, double lr, int epochs) {
+  RequireObject(v, origin, "schedule");
+  Obj o(v, origin, "schedule");
+  o.only({"warmup_epochs", "decay", "step_epochs", "gamma", "min_lr"});
+  ScheduleSpec s;
+  static const ScheduleSpec::Decay decays[] = {
+      ScheduleSpec::Decay::Constant, ScheduleSpec::Decay::Step, ScheduleSpec::Decay::Cosine};
+  static const char* const names[] = {"constant", "step", "cosine"};
+  size_t d = o.choice("decay", {"constant", "step", "cosine"}, false, 0);
+  s.decay = decays[d];
+
+  s.warmup_epochs = o.number("warmup_epochs", false, 0);
+  if (!(s.warmup_epochs >= 0))
+    o.fail("warmup_epochs", "must be a non-negative number, got " + o.shown("warmup_epochs"));
+  if (s.warmup_epochs > epochs)
+    o.fail("warmup_epochs", "must not exceed epochs (" + std::to_string(epochs) + "), got " +
+                                o.shown("warmup_epochs"));
+
+  // Keys that only one decay reads: reject them elsewhere rather than ignore them.
+  auto only_for = [&](const char* key, size_t want) {
+    if (o.has(key) && d != want)
+      o.fail(key, std::string("only used with \"decay\": \"") + names[want] + "\", got decay " +
+                      Quoted(names[d]));
+  };
+  only_for("step_epochs", 1);
+  only_for("gamma", 1);
+  only_for("min_lr", 2);
+
+  if (s.decay == ScheduleSpec::Decay::Step) {
+    if (!o.has("step_epochs")) o.fail("step_epochs", "required for \"step\" decay");
+    s.step_epochs = o.number("step_epochs", true, 0);
+    if (!(s.step_epochs > 0))
+      o.fail("step_epochs", "must be a positive number, got " + o.shown("step_epochs"));
+    s.gamma = o.number("gamma", false, s.gamma);
+    if (!(s.gamma > 0 && s.gamma <= 1))
+      o.fail("gamma", "must be in (0, 1], got " + o.shown("gamma"));
+  } else if (s.decay == ScheduleSpec::Decay::Cosine) {
+    s.min_lr = o.number("min_lr", false, 0);
+    if (!(s.min_lr >= 0))
+      o.fail("min_lr", "must be a non-negative number, got " + o.shown("min_lr"));
+    if (!(s.min_lr < lr))
+      o.fail("min_lr",
+             "must be less than optimizer.lr (" + Num(lr) + "), got " + o.shown("min_lr"));
+  }
+  return s;
+}
+
+std::string DefaultName(const std::string& origin) {
+  std::string stem = std::filesystem::path(origin).stem().string();
+  return stem.empty() || stem == "-" ? "spec" : stem;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public API
+
+const char* LayerKindName(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Conv2d:
+      return "conv2d";
+    case LayerKind::MaxPool2d:
+      return "maxpool2d";
+    case LayerKind::Dense:
+      return "dense";
+    case LayerKind::Relu:
+      return "relu";
+    case LayerKind::Flatten:
+      return "flatten";
+    case LayerKind::Dropout:
+      return "dropout";
+    case LayerKind::BatchNorm:
+      return "batchnorm";
+  }
+  return "unknown";
+}
+
+TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
+                    const std::string& base_dir) {
+  json root;
+  DuplicateFinder dups;
+  try {
+    root = json::parse(json_text, std::ref(dups));
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
+    std::string what = e.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> drop the tag.
+    if (!what.empty() && what[0] == '[') {
+      size_t close = what.find("] ");
+      if (close != std::string::npos) what = what.substr(close + 2);
+    }
+    // The message quotes what was last read, which may be any bytes: keep it ASCII.
+    for (char& c : what)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    Fail(origin, "", "not valid JSON: " + what);
+  }
+  if (dups.found) Fail(origin, dups.dup_path, "duplicate key " + Quoted(dups.dup_key));
+  if (!root.is_object()) Fail(origin, "", "must be a JSON object, got " + Shown(root));
+
+  Obj o(root, origin, "");
+  o.only({"name", "input", "classes", "layers", "optimizer", "schedule", "batch_size", "epochs",
+          "seed", "dataset"});
+
+  TrainSpec spec;
+  spec.origin = origin;
+  spec.json = json_text;
+
+  spec.name = o.string("name", false, DefaultName(origin));
+  if (spec.name.empty()) o.fail("name", "must not be empty");
+  for (unsigned char c : spec.name)
+    if (c < 0x20 || c == 0x7f)
+      o.fail("name", "must not contain control characters, got " + o.shown("name"));
+
+  {
+    const json& in = RequireObject(o.required("input"), origin, "input");
+    Obj io(in, origin, "input");
+    io.only({"channels", "height", "width"});
+    spec.input.channels = io.integer("channels", 1, true, 0);
+    spec.input.height = io.integer("height", 1, true, 0);
+    spec.input.width = io.integer("width", 1, true, 0);
+  }
+  spec.classes = o.integer("classes", 2, true, 0);
+
+  {
+    const json& layers = o.required("layers");
+    if (!layers.is_array() || layers.empty())
+      o.fail("layers", "must be a non-empty array of layers, got " + Shown(layers));
+    for (size_t i = 0; i < layers.size(); ++i)
+      spec.layers.push_back(ParseLayer(layers[i], origin, "layers[" + std::to_string(i) + "]"));
+  }
+
+  spec.optimizer = ParseOptimizer(o.required("optimizer"), origin);
+  spec.batch_size = o.integer("batch_size", 1, true, 0);
+  spec.epochs = o.integer("epochs", 1, true, 0);
+  if (o.has("schedule"))
+    spec.schedule = ParseSchedule(o.get("schedule"), origin, spec.optimizer.lr, spec.epochs);
+  spec.seed = o.unsigned64("seed", 0);
+
+  spec.dataset = o.string("dataset", true, "");
+  if (spec.dataset.empty()) o.fail("dataset", "must not be empty");
+  {
+    std::filesystem::path p(spec.dataset);
+    if (p.is_relative() && !base_dir.empty())
+      spec.dataset = (std::filesystem::path(base_dir) / p).string();
+  }
+
+  LayerShapes(spec);  // throws when the layers do not fit together
+  return spec;
+}
+
+TrainSpec LoadSpec(const std::string& path) {
+  auto fail_read = [&](const std::string& why) { Fail(path, "", "cannot read: " + why); };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_read(std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      fail_read(std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+    if (text.size() > kMaxSpecBytes) {
+      ::close(fd);
+      fail_read("larger than " + std::to_string(kMaxSpecBytes >> 20) + " MiB, not a spec");
+    }
+  }
+  ::close(fd);
+  return ParseSpec(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+std::vector<Shape3> LayerShapes(const TrainSpec& spec) {
+  const std::string& origin = spec.origin;
+  auto dims = [](const Shape3& s) {
+    return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
+           std::to_string(s.width);
+  };
+  if (spec.input.channels <= 0 || spec.input.height <= 0 || spec.input.width <= 0)
+    Fail(origin, "input", "dimensions must be positive, got " + dims(spec.input));
+  if (spec.layers.empty()) Fail(origin, "layers", "must not be empty");
+
+  std::vector<Shape3> shapes{spec.input};
+  Shape3 s = spec.input;
+  bool flat = false;   // after flatten or dense
+  int flat_from = -1;  // the layer that made it flat
+  auto too_large = [&](const std::string& path, int64_t n) {
+    if (n > INT_MAX)
+      Fail(origin, path, "output of " + std::to_string(n) + " values per sample is too large");
+  };
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& l = spec.layers[i];
+    const std::string at = "layers[" + std::to_string(i) + "]";
+    switch (l.kind) {
+      case LayerKind::Conv2d:
+      case LayerKind::MaxPool2d: {
+        const char* name = LayerKindName(l.kind);
+        if (flat)
+          Fail(origin, at,
+               std::string(name) + " needs a spatial input, but its input is flat (" +
+                   std::to_string(s.elements()) + " values) after " +
+                   LayerKindName(spec.layers[flat_from].kind) + " at layers[" +
+                   std::to_string(flat_from) + "]");
+        if (l.kernel <= 0)
+          Fail(origin, at + ".kernel",
+               "must be a positive integer, got " + std::to_string(l.kernel));
+        if (l.stride <= 0)
+          Fail(origin, at + ".stride",
+               "must be a positive integer, got " + std::to_string(l.stride));
+        if (l.padding < 0)
+          Fail(origin, at + ".padding",
+               "must be a non-negative integer, got " + std::to_string(l.padding));
+        if (l.kind == LayerKind::Conv2d && l.filters <= 0)
+          Fail(origin, at + ".filters",
+               "must be a positive integer, got " + std::to_string(l.filters));
+        int64_t ph = int64_t(s.height) + 2 * int64_t(l.padding);
+        int64_t pw = int64_t(s.width) + 2 * int64_t(l.padding);
+        if (l.kernel > ph || l.kernel > pw)
+          Fail(origin, at + ".kernel",
+               std::to_string(l.kernel) + " does not fit the " + std::to_string(s.height) + "x" +
+                   std::to_string(s.width) + " input (padding " + std::to_string(l.padding) + ")");
+        Shape3 out;
+        out.channels = l.kind == LayerKind::Conv2d ? l.filters : s.channels;
+        out.height = int((ph - l.kernel) / l.stride + 1);
+        out.width = int((pw - l.kernel) / l.stride + 1);
+        too_large(at, out.elements());
+        s = out;
+        break;
+      }
+      case LayerKind::Dense:
+        if (l.units <= 0)
+          Fail(origin, at + ".units", "must be a positive integer, got " + std::to_string(l.units));
+        if (!flat && (s.height != 1 || s.width != 1))
+          Fail(origin, at,
+               "dense needs a flat input: add a flatten layer before it (its input is " + dims(s) +
+                   ")");
+        s = Shape3{l.units, 1, 1};
+        flat = true;
+        flat_from = int(i);
+        break;
+      case LayerKind::Flatten:
+        too_large(at, s.elements());
+        s = Shape3{int(s.elements()), 1, 1};
+        flat = true;
+        flat_from = int(i);
+        break;
+      case LayerKind::Dropout:
+        if (!(l.rate >= 0 && l.rate < 1))
+          Fail(origin, at + ".rate", "must be in [0, 1), got " + Num(l.rate));
+        break;
+      case LayerKind::Relu:
+      case LayerKind::BatchNorm:
+        break;
+    }
+    shapes.push_back(s);
+  }
+
+  const LayerSpec& last = spec.layers.back();
+  if (last.kind != LayerKind::Dense)
+    Fail(origin, "layers",
+         std::string("the last layer must be dense (softmax cross-entropy follows it), it is ") +
+             LayerKindName(last.kind));
+  if (!(s == Shape3{spec.classes, 1, 1}))
+    Fail(origin, "layers",
+         "the last layer must output " + std::to_string(spec.classes) +
+             " values (classes), it outputs " + std::to_string(s.elements()));
+  return shapes;
+}
+
+double LearningRate(const TrainSpec& spec, int64_t step, int64_t steps_per_epoch) {
+  const OptimizerSpec& opt = spec.optimizer;
+  const ScheduleSpec& sch = spec.schedule;
+  const int64_t spe = std::max<int64_t>(1, steps_per_epoch);
+  step = std::max<int64_t>(0, step);
+  const int64_t total = int64_t(spec.epochs) * spe;
+  const int64_t warmup = std::llround(sch.warmup_epochs * double(spe));
+  if (step < warmup) return opt.lr * double(step + 1) / double(warmup);
+
+  switch (sch.decay) {
+    case ScheduleSpec::Decay::Constant:
+      return opt.lr;
+    case ScheduleSpec::Decay::Step: {
+      const double period = sch.step_epochs * double(spe);
+      if (!(period > 0)) return opt.lr;
+      return opt.lr * std::pow(sch.gamma, std::floor(double(step) / period));
+    }
+    case ScheduleSpec::Decay::Cosine: {
+      const int64_t t = step - warmup;
+      const int64_t T = std::max<int64_t>(1, total - warmup);
+      const double frac = double(std::min(t, T)) / double(T);
+      return sch.min_lr + (opt.lr - sch.min_lr) * 0.5 * (1 + std::cos(kPi * frac));
+    }
+  }
+  return opt.lr;
+}
+
+}  // namespace dlh

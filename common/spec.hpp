@@ -1,0 +1,100 @@
+// DLH — the training spec: what to train, on what data, with which optimizer.
+// Parsed from JSON (nlohmann-json); every error names the file and the field, e.g.
+//   spec.json: layers[2].kernel: must be a positive integer, got -3
+// The format is documented in README.md ("Training spec").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlh {
+
+// Per-sample tensor shape: channels x height x width. Flat vectors are {features, 1, 1}.
+struct Shape3 {
+  int channels = 0;
+  int height = 0;
+  int width = 0;
+  int64_t elements() const { return int64_t(channels) * height * width; }
+  bool operator==(const Shape3& o) const {
+    return channels == o.channels && height == o.height && width == o.width;
+  }
+};
+
+enum class LayerKind { Conv2d, MaxPool2d, Dense, Relu, Flatten, Dropout, BatchNorm };
+
+const char* LayerKindName(LayerKind kind);
+
+struct LayerSpec {
+  LayerKind kind = LayerKind::Relu;
+  int filters = 0;  // conv2d: output channels
+  int kernel = 0;   // conv2d, maxpool2d: square window side
+  int stride = 1;   // conv2d, maxpool2d (maxpool default: kernel)
+  int padding = 0;  // conv2d, maxpool2d: zero padding on each side
+  int units = 0;    // dense: output features
+  double rate = 0;  // dropout: probability of dropping an element, in [0, 1)
+  double momentum = 0.1;  // batchnorm: running-statistics update weight
+  double epsilon = 1e-5;  // batchnorm: variance floor
+};
+
+struct OptimizerSpec {
+  enum class Kind { Sgd, Adam };
+  Kind kind = Kind::Sgd;
+  double lr = 0.01;          // peak learning rate (after warm-up)
+  double momentum = 0.0;     // sgd
+  bool nesterov = false;     // sgd
+  double weight_decay = 0;   // L2 on weights (not biases or batchnorm); decoupled for adam
+  double beta1 = 0.9;        // adam
+  double beta2 = 0.999;      // adam
+  double epsilon = 1e-8;     // adam
+};
+
+struct ScheduleSpec {
+  enum class Decay { Constant, Step, Cosine };
+  Decay decay = Decay::Constant;
+  double warmup_epochs = 0;  // linear ramp up to lr over this many epochs (may be fractional)
+  double step_epochs = 0;    // step: multiply by gamma every step_epochs
+  double gamma = 0.1;        // step
+  double min_lr = 0;         // cosine: floor reached at the last step
+};
+
+struct TrainSpec {
+  std::string name;
+  Shape3 input;
+  int classes = 0;
+  std::vector<LayerSpec> layers;
+  OptimizerSpec optimizer;
+  ScheduleSpec schedule;
+  int batch_size = 0;  // global batch: the sum of all ranks' batches per step
+  int epochs = 0;
+  uint64_t seed = 0;
+  std::string dataset;  // HDF5 data set; relative paths are resolved against the spec's folder
+  std::string origin;   // file the spec came from, used in messages
+  std::string json;     // the spec text as given, stored in checkpoints
+};
+
+// Parses and validates a spec. `origin` names the source in messages; relative
+// dataset paths are resolved against `base_dir` (may be empty). Throws SpecError.
+TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
+                    const std::string& base_dir);
+
+// Reads and parses a spec file. Throws SpecError (also for an unreadable file).
+TrainSpec LoadSpec(const std::string& path);
+
+// Per-sample output shape after each layer (size layers.size() + 1; [0] is the input).
+// Throws SpecError when a layer cannot take its input (e.g. kernel larger than the image).
+std::vector<Shape3> LayerShapes(const TrainSpec& spec);
+
+// Learning rate at a 0-based global step. With total = epochs * steps_per_epoch and
+// warmup = round(warmup_epochs * steps_per_epoch) steps:
+//   step < warmup: lr * (step + 1) / warmup   (linear ramp, reaches lr at step warmup-1)
+//   otherwise, with t = step - warmup and T = max(1, total - warmup):
+//     constant: lr
+//     step:     lr * gamma^floor(step / (step_epochs * steps_per_epoch)), counted from
+//               step 0 (not from the end of warm-up)
+//     cosine:   min_lr + (lr - min_lr) * (1 + cos(pi * min(t, T) / T)) / 2, which is lr
+//               right after warm-up and min_lr at step == total (one past the last step)
+// steps_per_epoch < 1 counts as 1 and a negative step as 0.
+double LearningRate(const TrainSpec& spec, int64_t step, int64_t steps_per_epoch);
+
+}  // namespace dlh

@@ -1,0 +1,45 @@
+// DLH — data sets in HDF5, imported from IDX (Fashion-MNIST) or generated.
+//
+// File layout (format_version 1):
+//   /train/images  N x C x H x W, uint8 (scaled to [0,1] on load) or float32 (as is)
+//   /train/labels  N, integer in [0, classes)
+//   /test/images, /test/labels   the same for the held-out split
+//   root attributes: format_version (int), classes (int), source (string),
+//                    mean, std (double, optional: loaded images become (x - mean) / std)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/spec.hpp"
+
+namespace dlh {
+
+struct DataSplit {
+  int64_t count = 0;
+  Shape3 shape;
+  std::vector<float> images;   // count * shape.elements(), normalized
+  std::vector<int32_t> labels; // count
+};
+
+struct Dataset {
+  int classes = 0;
+  DataSplit train;
+  DataSplit test;
+};
+
+// Loads and validates a data set file. Throws DataError naming the file and the
+// dataset at fault (missing, wrong rank, label count mismatch, label out of range).
+Dataset LoadDataset(const std::string& path);
+
+// Reads IDX files (train-images-idx3-ubyte[.gz], ...) from `source_dir` and writes the
+// data set file atomically. Throws DataError.
+void ImportFashionMnist(const std::string& source_dir, const std::string& out_path);
+
+// Writes a learnable synthetic classification data set of any shape: each class has a
+// random prototype image, samples are prototype + Gaussian noise. Deterministic in seed.
+void WriteSyntheticDataset(const std::string& out_path, const Shape3& shape, int classes,
+                           int64_t train_count, int64_t test_count, uint64_t seed);
+
+}  // namespace dlh

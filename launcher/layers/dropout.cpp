@@ -1,0 +1,68 @@
+// DLH — inverted dropout: kept elements are scaled by 1/(1-rate) in training, so that
+// evaluation is the identity.
+//
+// The mask has no RNG state: whether element i is kept is a pure function of (seed, rank,
+// step, layer index, i), computed with a counter-based hash. A run resumed from a
+// checkpoint therefore draws bit-identical masks without saving any generator.
+
+#include <cstdint>
+
+#include "launcher/layers/layers.hpp"
+
+namespace dlh {
+namespace {
+
+// The splitmix64 finaliser: a bijective mixer with full avalanche, so nearby counters
+// (consecutive elements or steps) give unrelated outputs.
+inline uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;  // splitmix64's stream increment
+
+}  // namespace
+
+void Dropout::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
+  BatchSize(in, in_, "dropout");
+  out.resize(in.shape());
+  const size_t size = in.size();
+  mask_.resize(size);
+  const float* x = in.data();
+  float* y = out.data();
+  float* m = mask_.data();
+  if (!ctx.training || rate_ <= 0.0) {
+    for (size_t i = 0; i < size; ++i) m[i] = 1.0f;
+    for (size_t i = 0; i < size; ++i) y[i] = x[i];
+    return;
+  }
+  // One key per (seed, rank, step, layer); chaining through the mixer keeps the fields
+  // from cancelling each other (e.g. rank 1 step 0 vs rank 0 step 1).
+  uint64_t key = Mix64(ctx.seed + kGolden);
+  key = Mix64(key ^ (uint64_t(uint32_t(ctx.rank)) + kGolden));
+  key = Mix64(key ^ (ctx.step + kGolden));
+  key = Mix64(key ^ (uint64_t(uint32_t(ctx.layer_index)) + kGolden));
+  // Element i keeps when its 53-bit uniform u in [0, 1) is >= rate, i.e. P(keep) = 1-rate.
+  const uint64_t threshold = uint64_t(rate_ * 9007199254740992.0);  // rate * 2^53
+  const float scale = float(1.0 / (1.0 - rate_));
+  for (size_t i = 0; i < size; ++i) {
+    const uint64_t u = Mix64(key + (uint64_t(i) + 1) * kGolden) >> 11;
+    m[i] = u >= threshold ? scale : 0.0f;
+  }
+  for (size_t i = 0; i < size; ++i) y[i] = x[i] * m[i];
+}
+
+void Dropout::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                       Tensor* grad_in) {
+  (void)out;
+  if (grad_in == nullptr) return;
+  grad_in->resize(in.shape());
+  const size_t size = in.size();
+  const float* g = grad_out.data();
+  const float* m = mask_.data();
+  float* d = grad_in->data();
+  for (size_t i = 0; i < size; ++i) d[i] = g[i] * m[i];
+}
+
+}  // namespace dlh

@@ -1,0 +1,56 @@
+// DLH — MPI RAII owners and the checked-call macro. Communicators we own are duplicated
+// and set to MPI_ERRORS_RETURN so that MPI_CHECK sees failures instead of MPI aborting.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace dlh {
+
+#define MPI_CHECK(call) ::dlh::mpi::Check((call), #call, __FILE__, __LINE__)
+
+namespace mpi {
+
+void Check(int code, const char* call, const char* file, int line);
+
+// MPI_Init_thread / MPI_Finalize. Only the main thread calls MPI (FUNNELED): the data
+// loader's prefetch thread never does.
+class Env {
+ public:
+  Env(int* argc, char*** argv);
+  ~Env();
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+};
+
+// A duplicated communicator, freed on destruction.
+class Comm {
+ public:
+  explicit Comm(MPI_Comm parent);
+  Comm(Comm&& o) noexcept : comm_(o.comm_) { o.comm_ = MPI_COMM_NULL; }
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm();
+  MPI_Comm get() const { return comm_; }
+  int rank() const;
+  int size() const;
+
+ private:
+  Comm() = default;
+  friend Comm SplitShared(const Comm& parent);
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+// The ranks of `parent` that share this node's memory.
+Comm SplitShared(const Comm& parent);
+
+std::string Hostname();
+// rank 0's string on every rank.
+std::string BroadcastString(MPI_Comm comm, const std::string& value);
+
+}  // namespace mpi
+}  // namespace dlh

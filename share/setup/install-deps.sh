@@ -1,0 +1,50 @@
+#!/bin/bash
+# Installs the Debian 12 packages DLH needs. Idempotent: when every package is
+# already installed it only runs dpkg-query and exits in well under a second.
+#
+#   install-deps.sh [build|demo|bench|all]   (default: build = build + make check)
+set -euo pipefail
+
+profile=${1:-build}
+
+build_pkgs=(
+  build-essential pkg-config
+  openmpi-bin libopenmpi-dev libpmix-dev
+  libhdf5-openmpi-dev hdf5-tools
+  libboost-program-options-dev
+  libgtest-dev
+  nlohmann-json3-dev
+  libopenblas-dev
+  dataset-fashion-mnist
+)
+slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules)
+bench_pkgs=(python3-torch)
+
+case "$profile" in
+  build) want=("${build_pkgs[@]}") ;;
+  demo)  want=("${build_pkgs[@]}" "${slurm_pkgs[@]}") ;;
+  bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  all)   want=("${build_pkgs[@]}" "${slurm_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "install-deps.sh: unknown profile '$profile' (build|demo|bench|all)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps.sh: missing packages: ${missing[*]} (run as root, or install them yourself)" >&2
+  exit 1
+fi
+
+echo "install-deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps.sh: done"

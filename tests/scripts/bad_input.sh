@@ -1,0 +1,47 @@
+#!/bin/bash
+# Bad input to dlh-launch gets one clear line naming the file and field, a non-zero exit
+# code, and leaves nothing behind (2 and 3 ranks under mpirun).
+source "$(dirname "$0")/lib.sh"
+
+dlh-data synthetic --out "$WORK/data.h5" --shape 1x8x8 --classes 4 --train 200 --test 40 >/dev/null
+good() {
+  cat <<'JSON'
+{
+  "input": {"channels": 1, "height": 8, "width": 8},
+  "classes": 4,
+  "layers": [{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "relu"},
+             {"type": "flatten"}, {"type": "dense", "units": 4}],
+  "optimizer": {"type": "sgd", "lr": 0.1},
+  "batch_size": 20, "epochs": 1, "dataset": "data.h5"
+}
+JSON
+}
+good >"$WORK/good.json"
+good | sed 's/"kernel": 3/"kernel": -3/' >"$WORK/neg.json"
+good | sed 's/"units": 4}/"units": 5}/' >"$WORK/classes.json"
+good | sed 's/"data.h5"/"missing.h5"/' >"$WORK/nodata.json"
+good | sed 's/"lr": 0.1/"lr": 0.1, "nesterov": "yes"/' >"$WORK/type.json"
+printf '{"input": ' >"$WORK/broken.json"
+
+for np in 2 3; do
+  echo "$np ranks"
+  L="mpirun -np $np dlh-launch train"
+  expect_fail 2 "neg.json: layers\[0\].kernel: must be a positive integer, got -3" $L "$WORK/neg.json" --run-dir "$WORK/r"
+  [[ $(grep -c . "$WORK/err.txt") -eq 1 ]] || fail "more than one line for one error"
+  expect_fail 2 "classes.json: layers: the last layer must output 4 values" $L "$WORK/classes.json" --run-dir "$WORK/r"
+  expect_fail 2 "missing.h5" $L "$WORK/nodata.json" --run-dir "$WORK/r"
+  expect_fail 2 "type.json: optimizer.nesterov" $L "$WORK/type.json" --run-dir "$WORK/r"
+  expect_fail 2 "broken.json: not valid JSON" $L "$WORK/broken.json" --run-dir "$WORK/r"
+  expect_fail 2 "nope.json: cannot read" $L "$WORK/nope.json" --run-dir "$WORK/r"
+  expect_fail 2 "unrecognised option '--bogus'" $L "$WORK/good.json" --bogus
+  expect_fail 2 "keep: must be at least 1" $L "$WORK/good.json" --keep 0
+  expect_fail 2 "progress: must be one of" $L "$WORK/good.json" --progress fancy
+  expect_fail 2 "batch_size: 2 is smaller than the number of ranks" $L "$WORK/good.json" --batch-size 2 --run-dir "$WORK/r"
+done
+[[ ! -e "$WORK/r/checkpoints" ]] || [[ -z $(ls "$WORK/r/checkpoints") ]] || fail "a failed start left checkpoints"
+check "no checkpoints written by failed starts"
+
+echo "checkpoint from another model"
+mpirun -np 2 dlh-launch train "$WORK/good.json" --run-dir "$WORK/m" --progress none
+good | sed 's/"filters": 4/"filters": 6/' >"$WORK/other.json"
+expect_fail 3 "does not match .*other.json" mpirun -np 2 dlh-launch train "$WORK/other.json" --run-dir "$WORK/m"

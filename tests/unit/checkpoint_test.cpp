@@ -1,0 +1,490 @@
+// DLH — tests of HDF5 checkpoints: round trip, corruption detection, atomic replacement,
+// checkpoint folders (rotation, fallback to an older valid file, stale temporary files).
+#include "launcher/checkpoint.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "launcher/h5.hpp"
+
+namespace dlh {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<float> Iota(size_t n, float start) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + 0.25f * float(i);
+  return v;
+}
+
+// Several arrays in a non-alphabetical order, a 4-D shape, names with '/', a scalar, a
+// zero-sized array and float values that only a bit-exact copy preserves.
+TrainState SampleState(int64_t step = 42) {
+  TrainState s;
+  s.spec_json = "{\n  \"name\": \"tést\",\n  \"layers\": [{\"type\": \"conv2d\"}]\n}\n";
+  s.step = step;
+  s.epoch = 3;
+  s.step_in_epoch = 17;
+  s.seed = 0xFEDCBA9876543210ull;  // top bit set
+  s.world_size = 4;
+  s.samples_seen = 123456789012345;
+  s.elapsed_seconds = 1234.5678901234567;
+  s.optimizer = "adam";
+  s.params.push_back({"03.conv2d/weight", {2, 3, 3, 3}, Iota(54, -5)});
+  s.params.push_back({"03.conv2d/bias", {2}, {0.5f, -0.5f}});
+  s.params.push_back({"00.dense/weight", {4, 3}, Iota(12, 1)});
+  s.params.push_back({"zz/deep/nested/scale", {}, {std::numeric_limits<float>::denorm_min()}});
+  s.params.push_back({"empty", {0, 5}, {}});
+  s.params[2].data[0] = -0.0f;
+  s.params[2].data[1] = std::numeric_limits<float>::infinity();
+  s.params[2].data[2] = std::nanf("0x123");
+  s.buffers.push_back({"05.batchnorm/running_var", {3}, {1, 2, 3}});
+  s.buffers.push_back({"05.batchnorm/running_mean", {3}, {0.1f, 0.2f, 0.3f}});
+  return s;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+}
+
+void ExpectSameArrays(const std::vector<NamedArray>& want, const std::vector<NamedArray>& got) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(want[i].name, got[i].name) << i;
+    EXPECT_EQ(want[i].shape, got[i].shape) << want[i].name;
+    EXPECT_TRUE(SameBits(want[i].data, got[i].data)) << want[i].name;
+  }
+}
+
+void ExpectSameState(const TrainState& want, const TrainState& got) {
+  EXPECT_EQ(want.spec_json, got.spec_json);
+  EXPECT_EQ(want.step, got.step);
+  EXPECT_EQ(want.epoch, got.epoch);
+  EXPECT_EQ(want.step_in_epoch, got.step_in_epoch);
+  EXPECT_EQ(want.seed, got.seed);
+  EXPECT_EQ(want.world_size, got.world_size);
+  EXPECT_EQ(want.samples_seen, got.samples_seen);
+  EXPECT_EQ(std::memcmp(&want.elapsed_seconds, &got.elapsed_seconds, sizeof(double)), 0);
+  EXPECT_EQ(want.optimizer, got.optimizer);
+  ExpectSameArrays(want.params, got.params);
+  ExpectSameArrays(want.buffers, got.buffers);
+  ExpectSameArrays(want.optimizer_state, got.optimizer_state);
+}
+
+// The message of the CheckpointError that `f` throws ("" and a test failure if none).
+template <typename F>
+std::string ErrorOf(F f) {
+  try {
+    f();
+  } catch (const CheckpointError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a CheckpointError: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception";
+  return "";
+}
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The h5 wrapper opens files read-only or creates them; the tests corrupt files in place
+// with HDF5's own read-write open.
+h5::Handle OpenReadWrite(const std::string& path) {
+  return h5::Handle(H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)));
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string>* g_warnings = nullptr;
+void CaptureWarning(const std::string& message) { g_warnings->push_back(message); }
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+    std::string tmpl = base + "/dlh-ckpt-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
+    dir_ = tmpl;
+    g_warnings = &warnings_;
+  }
+  void TearDown() override {
+    g_warnings = nullptr;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  std::string dir_;
+  std::vector<std::string> warnings_;
+};
+
+// ---- round trip -------------------------------------------------------------------------
+
+TEST_F(CheckpointTest, RoundTripKeepsEveryFieldOrderAndBit) {
+  TrainState s = SampleState();
+  SaveCheckpoint(Path("a.h5"), s);
+  TrainState got = LoadCheckpoint(Path("a.h5"));
+  ExpectSameState(s, got);
+  EXPECT_TRUE(got.optimizer_state.empty());
+}
+
+TEST_F(CheckpointTest, RoundTripOptimizerStateAndEmptyGroups) {
+  TrainState s;
+  s.optimizer = "sgd";
+  s.optimizer_state.push_back({"b/momentum", {2, 2}, {1, 2, 3, 4}});
+  s.optimizer_state.push_back({"a/momentum", {1, 1, 1, 3}, {5, 6, 7}});
+  SaveCheckpoint(Path("o.h5"), s);
+  ExpectSameState(s, LoadCheckpoint(Path("o.h5")));
+
+  TrainState bare;  // nothing but defaults: empty spec, no arrays at all
+  SaveCheckpoint(Path("bare.h5"), bare);
+  ExpectSameState(bare, LoadCheckpoint(Path("bare.h5")));
+}
+
+TEST_F(CheckpointTest, SeedKeepsAll64Bits) {
+  for (uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{INT64_MAX}, uint64_t{1} << 63,
+                        UINT64_MAX, uint64_t{0xFEDCBA9876543210ull}}) {
+    TrainState s;
+    s.seed = seed;
+    SaveCheckpoint(Path("seed.h5"), s);
+    EXPECT_EQ(LoadCheckpoint(Path("seed.h5")).seed, seed);
+  }
+}
+
+TEST_F(CheckpointTest, LayoutMatchesDocumentation) {
+  TrainState s = SampleState();
+  SaveCheckpoint(Path("a.h5"), s);
+  h5::File f(Path("a.h5"), h5::Mode::ReadOnly);
+  hid_t id = f.id();
+  EXPECT_EQ(h5::GetIntAttr(id, ".", "format_version"), kCheckpointFormatVersion);
+  EXPECT_EQ(h5::GetStringAttr(id, ".", "producer"), "dlh");
+  EXPECT_EQ(h5::GetIntAttr(id, ".", "step"), 42);
+  EXPECT_EQ(h5::GetStringAttr(id, ".", "seed"), "18364758544493064720");
+  EXPECT_EQ(h5::GetDoubleAttr(id, ".", "elapsed_seconds"), s.elapsed_seconds);
+  EXPECT_EQ(h5::GetStringAttr(id, ".", "optimizer"), "adam");
+  EXPECT_GT(h5::GetIntAttr(id, ".", "created_unix"), 1600000000);
+  std::string checksum = h5::GetStringAttr(id, ".", "checksum");
+  EXPECT_TRUE(StartsWith(checksum, "crc32:") && checksum.size() == 14) << checksum;
+  EXPECT_EQ(h5::ReadString(id, "spec"), s.spec_json);
+  EXPECT_EQ(h5::Dims(id, "params/03.conv2d/weight"), (std::vector<hsize_t>{2, 3, 3, 3}));
+  EXPECT_EQ(h5::ReadString(id, "order/params"),
+            "03.conv2d/weight\n03.conv2d/bias\n00.dense/weight\nzz/deep/nested/scale\nempty");
+  EXPECT_EQ(h5::ReadString(id, "order/optimizer"), "");
+  EXPECT_EQ(h5::ListChildren(id, "/"),
+            (std::vector<std::string>{"buffers", "optimizer", "order", "params", "spec"}));
+  EXPECT_TRUE(h5::ListChildren(id, "optimizer").empty());
+}
+
+TEST_F(CheckpointTest, CreatesMissingFolders) {
+  std::string path = Path("x/y/z/ckpt.h5");
+  SaveCheckpoint(path, SampleState());
+  ExpectSameState(SampleState(), LoadCheckpoint(path));
+}
+
+TEST_F(CheckpointTest, RefusesStatesItCannotStoreFaithfully) {
+  auto refuse = [&](TrainState s, const std::string& why) {
+    std::string msg = ErrorOf([&] { SaveCheckpoint(Path("bad.h5"), s); });
+    EXPECT_TRUE(StartsWith(msg, Path("bad.h5") + ": ")) << msg;
+    EXPECT_NE(msg.find(why), std::string::npos) << msg;
+  };
+  TrainState s = SampleState();
+  s.params[1].data.push_back(1);
+  refuse(s, "shape holds 2 values but it has 3");
+  for (const char* name : {"", "a//b", "/a", "a/", "a/./b", "..", "a\nb"}) {
+    s = SampleState();
+    s.buffers[0].name = name;
+    refuse(s, "buffers[0] name");
+  }
+  s = SampleState();
+  s.params[1].name = s.params[0].name;
+  refuse(s, "is repeated");
+  s = SampleState();
+  s.params.push_back({"03.conv2d/weight/extra", {1}, {1}});
+  refuse(s, "clash");
+  s = SampleState();
+  s.params[0].shape[1] = -3;
+  refuse(s, "negative dimension");
+  EXPECT_FALSE(fs::exists(Path("bad.h5")));
+  EXPECT_TRUE(Names(dir_).empty());
+}
+
+// ---- corruption and bad files -----------------------------------------------------------
+
+TEST_F(CheckpointTest, ChecksumDetectsAFlippedFloat) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    h5::Handle dset(H5_CHECK(H5Dopen2(file.id(), "params/03.conv2d/weight", H5P_DEFAULT)));
+    std::vector<float> v = h5::ReadFloats(file.id(), "params/03.conv2d/weight");
+    uint32_t bits;
+    std::memcpy(&bits, &v[37], 4);
+    bits ^= 1u << 7;
+    std::memcpy(&v[37], &bits, 4);
+    H5_CHECK(H5Dwrite(dset.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()));
+  }
+  std::string msg = ErrorOf([&] { LoadCheckpoint(path); });
+  EXPECT_TRUE(StartsWith(msg, path + ": checksum mismatch (stored crc32:")) << msg;
+  EXPECT_NE(msg.find(", computed crc32:"), std::string::npos) << msg;
+}
+
+// SampleState ends its params with an empty array: zlib restarts a crc32 given a null
+// buffer, which once made every byte before such an array irrelevant.
+TEST_F(CheckpointTest, ChecksumDetectsAChangedScalarAndSpec) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    h5::SetAttr(file.id(), ".", "step_in_epoch", int64_t{18});
+  }
+  EXPECT_NE(ErrorOf([&] { LoadCheckpoint(path); }).find("checksum mismatch"), std::string::npos);
+
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    H5_CHECK(H5Ldelete(file.id(), "spec", H5P_DEFAULT));
+    h5::WriteString(file.id(), "spec", "{}");
+  }
+  EXPECT_NE(ErrorOf([&] { LoadCheckpoint(path); }).find("checksum mismatch"), std::string::npos);
+
+  // created_unix is informational: changing it keeps the file valid.
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    h5::SetAttr(file.id(), ".", "created_unix", int64_t{1});
+  }
+  ExpectSameState(SampleState(), LoadCheckpoint(path));
+}
+
+TEST_F(CheckpointTest, TruncatedFileIsRefused) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  ASSERT_EQ(truncate(path.c_str(), off_t(fs::file_size(path) / 2)), 0);
+  std::string msg = ErrorOf([&] { LoadCheckpoint(path); });
+  EXPECT_TRUE(StartsWith(msg, path + ": not a valid HDF5 file, truncated or corrupt (")) << msg;
+}
+
+TEST_F(CheckpointTest, GarbageAndEmptyFilesAreRefused) {
+  std::string path = Path("garbage.h5");
+  std::string junk;
+  for (int i = 0; i < 5000; ++i) junk += char(i * 7919 % 251);
+  WriteFile(path, junk);
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }), path + ": not an HDF5 file");
+  WriteFile(path, "");
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }), path + ": not an HDF5 file");
+}
+
+TEST_F(CheckpointTest, MissingFileAndFolderAreRefused) {
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(Path("none.h5")); }),
+            Path("none.h5") + ": cannot open (No such file or directory)");
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(dir_); }), dir_ + ": cannot open (not a regular file)");
+}
+
+TEST_F(CheckpointTest, UnsupportedFormatVersionIsRefused) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    h5::SetAttr(file.id(), ".", "format_version", int64_t{7});
+  }
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": format_version 7 is not supported (this build reads 1)");
+}
+
+TEST_F(CheckpointTest, MissingAttributeOrDatasetIsNamed) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    H5_CHECK(H5Adelete(file.id(), "step"));
+  }
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }), path + ": missing attribute step");
+
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    H5_CHECK(H5Ldelete(file.id(), "params/03.conv2d/bias", H5P_DEFAULT));
+  }
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": missing dataset /params/03.conv2d/bias");
+
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    H5_CHECK(H5Ldelete(file.id(), "order/buffers", H5P_DEFAULT));
+  }
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }), path + ": missing dataset /order/buffers");
+
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle file = OpenReadWrite(path);
+    h5::SetAttr(file.id(), ".", "seed", int64_t{5});  // wrong type
+  }
+  std::string msg = ErrorOf([&] { LoadCheckpoint(path); });
+  EXPECT_TRUE(StartsWith(msg, path + ": ")) << msg;
+  EXPECT_NE(msg.find("seed"), std::string::npos) << msg;
+}
+
+// ---- atomic replacement -----------------------------------------------------------------
+
+TEST_F(CheckpointTest, OverwriteReplacesTheFileAtomically) {
+  std::string path = Path("a.h5");
+  TrainState first = SampleState(1), second = SampleState(2);
+  second.params[0].data.assign(54, 9.0f);
+  SaveCheckpoint(path, first);
+  struct stat before {};
+  ASSERT_EQ(stat(path.c_str(), &before), 0);
+  SaveCheckpoint(path, second);
+  struct stat after {};
+  ASSERT_EQ(stat(path.c_str(), &after), 0);
+  // A new inode: the file was renamed into place, not rewritten where it stood.
+  EXPECT_NE(before.st_ino, after.st_ino);
+  ExpectSameState(second, LoadCheckpoint(path));
+  EXPECT_EQ(Names(dir_), std::vector<std::string>{"a.h5"});
+}
+
+TEST_F(CheckpointTest, FailedSaveLeavesThePreviousFileIntact) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState(1));
+
+  // A folder that is a regular file: nothing can be created inside it.
+  std::string inside = path + "/sub/ckpt.h5";
+  std::string msg = ErrorOf([&] { SaveCheckpoint(inside, SampleState(2)); });
+  EXPECT_TRUE(StartsWith(msg, inside + ": ")) << msg;
+
+  // The target is a folder: writing succeeds, the rename fails, the temp file goes.
+  fs::create_directory(Path("taken.h5"));
+  msg = ErrorOf([&] { SaveCheckpoint(Path("taken.h5"), SampleState(2)); });
+  EXPECT_TRUE(StartsWith(msg, Path("taken.h5") + ": cannot rename")) << msg;
+
+  ExpectSameState(SampleState(1), LoadCheckpoint(path));
+  EXPECT_EQ(Names(dir_), (std::vector<std::string>{"a.h5", "taken.h5"}));
+}
+
+// ---- checkpoint folders -----------------------------------------------------------------
+
+TEST_F(CheckpointTest, DirNamesAndListsOnlyCompleteCheckpoints) {
+  CheckpointDir d(dir_ + "/");
+  EXPECT_EQ(d.dir(), dir_);
+  EXPECT_EQ(d.path_for_step(120), dir_ + "/ckpt-000000120.h5");
+  EXPECT_EQ(d.path_for_step(1234567890), dir_ + "/ckpt-1234567890.h5");
+  EXPECT_TRUE(CheckpointDir(Path("not-yet")).list_newest_first().empty());
+
+  for (int64_t step : {7, 1234567890, 30}) SaveCheckpoint(d.path_for_step(step), SampleState(step));
+  WriteFile(Path("ckpt-000000099.h5.tmp.12345"), "partial");
+  WriteFile(Path("ckpt-99.h5"), "not our spelling");
+  WriteFile(Path("notes.txt"), "");
+  fs::create_directory(Path("ckpt-000000500.h5"));
+  EXPECT_EQ(d.list_newest_first(),
+            (std::vector<std::string>{d.path_for_step(1234567890), d.path_for_step(30),
+                                      d.path_for_step(7)}));
+}
+
+TEST_F(CheckpointTest, RotationKeepsExactlyTheNewest) {
+  CheckpointDir d(dir_);
+  for (int64_t step = 1; step <= 6; ++step) {
+    EXPECT_EQ(d.save(SampleState(step), 3), d.path_for_step(step));
+  }
+  EXPECT_EQ(d.list_newest_first(),
+            (std::vector<std::string>{d.path_for_step(6), d.path_for_step(5), d.path_for_step(4)}));
+  d.save(SampleState(7), 1);
+  EXPECT_EQ(Names(dir_), std::vector<std::string>{"ckpt-000000007.h5"});
+  EXPECT_THROW(d.save(SampleState(8), 0), CheckpointError);
+}
+
+TEST_F(CheckpointTest, RotationNeverDeletesTheFileJustWritten) {
+  CheckpointDir d(dir_);
+  d.save(SampleState(10), 5);
+  d.save(SampleState(20), 5);
+  d.save(SampleState(5), 2);  // a run resumed from an older checkpoint
+  EXPECT_EQ(d.list_newest_first(),
+            (std::vector<std::string>{d.path_for_step(20), d.path_for_step(5)}));
+}
+
+TEST_F(CheckpointTest, LoadNewestValidSkipsACorruptNewestFile) {
+  CheckpointDir d(dir_);
+  for (int64_t step : {1, 2, 3}) d.save(SampleState(step), 5);
+  std::string newest = d.path_for_step(3);
+  ASSERT_EQ(truncate(newest.c_str(), off_t(fs::file_size(newest) / 2)), 0);
+
+  TrainState got;
+  std::string path;
+  ASSERT_TRUE(d.load_newest_valid(&got, &path, CaptureWarning));
+  EXPECT_EQ(path, d.path_for_step(2));
+  ExpectSameState(SampleState(2), got);
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_TRUE(StartsWith(warnings_[0], newest + ": skipped: ")) << warnings_[0];
+  EXPECT_EQ(warnings_[0].find(newest, 1), std::string::npos) << "path repeated: " << warnings_[0];
+}
+
+TEST_F(CheckpointTest, LoadNewestValidWithNothingValid) {
+  TrainState got;
+  std::string path;
+  EXPECT_FALSE(CheckpointDir(Path("missing")).load_newest_valid(&got, &path, CaptureWarning));
+  EXPECT_TRUE(warnings_.empty());
+
+  CheckpointDir d(dir_);
+  WriteFile(d.path_for_step(4), "junk");
+  EXPECT_FALSE(d.load_newest_valid(&got, &path, CaptureWarning));
+  EXPECT_EQ(warnings_,
+            std::vector<std::string>{d.path_for_step(4) + ": skipped: not an HDF5 file"});
+  EXPECT_FALSE(d.load_newest_valid(&got, &path, nullptr));  // warn is optional
+}
+
+TEST_F(CheckpointTest, StaleTempFilesAreIgnoredThenRemoved) {
+  CheckpointDir d(dir_);
+  d.save(SampleState(5), 3);
+
+  // A writer that died: a child process that has exited and been reaped.
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  std::string dead = d.path_for_step(9) + ".tmp." + std::to_string(child);
+  std::string mine = d.path_for_step(8) + ".tmp." + std::to_string(getpid());
+  std::string alive = d.path_for_step(7) + ".tmp." + std::to_string(getppid());
+  for (const std::string& p : {dead, mine, alive}) WriteFile(p, "half-written");
+
+  EXPECT_EQ(d.list_newest_first(), std::vector<std::string>{d.path_for_step(5)});
+  TrainState got;
+  std::string path;
+  ASSERT_TRUE(d.load_newest_valid(&got, &path, CaptureWarning));
+  EXPECT_EQ(path, d.path_for_step(5));
+  EXPECT_TRUE(warnings_.empty());
+
+  d.save(SampleState(6), 3);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(mine));
+  EXPECT_TRUE(fs::exists(alive));  // its writer may still be at work
+  EXPECT_EQ(d.list_newest_first(),
+            (std::vector<std::string>{d.path_for_step(6), d.path_for_step(5)}));
+}
+
+}  // namespace
+}  // namespace dlh

@@ -1,0 +1,758 @@
+// DLH — unit tests of the CPU layers (launcher/layers/) and the softmax cross-entropy.
+//
+// Gradients are checked against central finite differences of the scalar loss
+// L = sum(out * R) for a fixed random R: backward with grad_out = R must give dL/dIn and
+// dL/dParam. Layers are fp32, so the tolerance is a norm-based relative error of 1e-2,
+// and inputs of ReLU and max pooling are kept away from kinks and ties.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "common/error.hpp"
+#include "launcher/layer.hpp"
+
+namespace dlh {
+namespace {
+
+constexpr double kTolerance = 1e-2;
+
+Tensor Uniform(std::vector<int> shape, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
+  Tensor t(std::move(shape));
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (float& v : t.values()) v = dist(rng);
+  return t;
+}
+
+// Magnitudes in [0.2, 1] with random signs: no value near ReLU's kink at 0.
+Tensor AwayFromZero(std::vector<int> shape, std::mt19937_64& rng) {
+  Tensor t = Uniform(std::move(shape), rng, 0.2f, 1.0f);
+  std::bernoulli_distribution sign(0.5);
+  for (float& v : t.values()) v = sign(rng) ? v : -v;
+  return t;
+}
+
+// A shuffled ladder of values 0.05 apart: every pooling window has a clear winner.
+Tensor Distinct(std::vector<int> shape, std::mt19937_64& rng) {
+  Tensor t(std::move(shape));
+  std::vector<int> order(t.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = 0.05f * float(order[i]) - 2.0f;
+  return t;
+}
+
+ForwardContext TrainingContext() {
+  ForwardContext ctx;
+  ctx.training = true;
+  ctx.seed = 1234;
+  ctx.step = 17;
+  ctx.rank = 1;
+  ctx.layer_index = 3;
+  return ctx;
+}
+
+double Dot(const Tensor& a, const Tensor& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+double Norm(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+// ||numeric - analytic|| / max(||numeric||, ||analytic||).
+double RelativeError(const std::vector<double>& numeric, const std::vector<double>& analytic) {
+  std::vector<double> diff(numeric.size());
+  for (size_t i = 0; i < numeric.size(); ++i) diff[i] = numeric[i] - analytic[i];
+  const double scale = std::max(Norm(numeric), Norm(analytic));
+  return scale > 0 ? Norm(diff) / scale : 0.0;
+}
+
+// Central differences of f() with respect to every element of `values`.
+template <typename F>
+std::vector<double> NumericGradient(Tensor& values, float eps, F f) {
+  std::vector<double> grad(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float saved = values[i];
+    values[i] = saved + eps;
+    const double up_x = values[i];
+    const double up = f();
+    values[i] = saved - eps;
+    const double down_x = values[i];
+    const double down = f();
+    values[i] = saved;
+    grad[i] = (up - down) / (up_x - down_x);  // the perturbation as fp32 really made it
+  }
+  return grad;
+}
+
+std::vector<double> AsDouble(const Tensor& t) { return {t.values().begin(), t.values().end()}; }
+
+// Checks dL/dIn and every dL/dParam of `layer` at input `x` against finite differences.
+void CheckGradients(Layer& layer, Tensor x, const ForwardContext& ctx, float eps = 1e-2f) {
+  std::mt19937_64 rng(99);
+  Tensor out;
+  layer.forward(x, out, ctx);
+  const Tensor r = Uniform(out.shape(), rng);
+  Tensor grad_in;
+  layer.backward(x, out, r, &grad_in);
+  ASSERT_EQ(grad_in.shape(), x.shape());
+  std::vector<std::vector<double>> param_grads;
+  for (const ParamRef& p : layer.params()) {
+    ASSERT_EQ(p.grad->shape(), p.value->shape()) << p.name;
+    param_grads.push_back(AsDouble(*p.grad));
+  }
+
+  auto loss = [&] {
+    Tensor o;
+    layer.forward(x, o, ctx);
+    return Dot(o, r);
+  };
+  const std::vector<double> analytic_in = AsDouble(grad_in);
+  ASSERT_GT(Norm(analytic_in), 0.0) << "input gradient is all zero: the check would be vacuous";
+  const double err_in = RelativeError(NumericGradient(x, eps, loss), analytic_in);
+  EXPECT_LT(err_in, kTolerance) << "input gradient";
+
+  std::vector<ParamRef> params = layer.params();
+  for (size_t k = 0; k < params.size(); ++k) {
+    ASSERT_GT(Norm(param_grads[k]), 0.0) << params[k].name;
+    const double err = RelativeError(NumericGradient(*params[k].value, eps, loss), param_grads[k]);
+    EXPECT_LT(err, kTolerance) << params[k].name << " gradient";
+  }
+}
+
+std::unique_ptr<Layer> Conv(const Shape3& in, int filters, int kernel, int stride, int padding) {
+  LayerSpec spec;
+  spec.kind = LayerKind::Conv2d;
+  spec.filters = filters;
+  spec.kernel = kernel;
+  spec.stride = stride;
+  spec.padding = padding;
+  return MakeLayer(spec, in);
+}
+
+std::unique_ptr<Layer> Pool(const Shape3& in, int kernel, int stride, int padding) {
+  LayerSpec spec;
+  spec.kind = LayerKind::MaxPool2d;
+  spec.kernel = kernel;
+  spec.stride = stride;
+  spec.padding = padding;
+  return MakeLayer(spec, in);
+}
+
+std::unique_ptr<Layer> DenseLayer(const Shape3& in, int units) {
+  LayerSpec spec;
+  spec.kind = LayerKind::Dense;
+  spec.units = units;
+  return MakeLayer(spec, in);
+}
+
+std::unique_ptr<Layer> Simple(LayerKind kind, const Shape3& in) {
+  LayerSpec spec;
+  spec.kind = kind;
+  return MakeLayer(spec, in);
+}
+
+std::unique_ptr<Layer> DropoutLayer(const Shape3& in, double rate) {
+  LayerSpec spec;
+  spec.kind = LayerKind::Dropout;
+  spec.rate = rate;
+  return MakeLayer(spec, in);
+}
+
+std::unique_ptr<Layer> BatchNormLayer(const Shape3& in, double momentum = 0.1) {
+  LayerSpec spec;
+  spec.kind = LayerKind::BatchNorm;
+  spec.momentum = momentum;
+  return MakeLayer(spec, in);
+}
+
+// Gives every parameter random values (biases and beta included, so that they matter).
+void RandomizeParams(Layer& layer, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const ParamRef& p : layer.params()) {
+    for (float& v : p.value->values()) v = dist(rng);
+  }
+}
+
+// ---------------------------------------------------------------- conv2d
+
+struct ConvCase {
+  int kernel, stride, padding;
+};
+
+class ConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvTest, Gradients) {
+  const ConvCase c = GetParam();
+  std::mt19937_64 rng(1);
+  const Shape3 in{2, 5, 6};  // H != W catches swapped axes
+  auto layer = Conv(in, 3, c.kernel, c.stride, c.padding);
+  RandomizeParams(*layer, rng);
+  CheckGradients(*layer, Uniform({3, 2, 5, 6}, rng), TrainingContext());
+}
+
+// Direct convolution in double, straight from the definition.
+TEST_P(ConvTest, ForwardMatchesDirectConvolution) {
+  const ConvCase c = GetParam();
+  std::mt19937_64 rng(2);
+  const int N = 3, C = 2, H = 5, W = 6, F = 4, K = c.kernel, S = c.stride, P = c.padding;
+  auto layer = Conv({C, H, W}, F, K, S, P);
+  layer->init(rng);
+  RandomizeParams(*layer, rng);
+  const Tensor& w = *layer->params()[0].value;
+  const Tensor& bias = *layer->params()[1].value;
+  const Tensor x = Uniform({N, C, H, W}, rng);
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  const int Ho = (H + 2 * P - K) / S + 1, Wo = (W + 2 * P - K) / S + 1;
+  ASSERT_EQ(out.shape(), (std::vector<int>{N, F, Ho, Wo}));
+  EXPECT_EQ(layer->output_shape(), (Shape3{F, Ho, Wo}));
+  for (int n = 0; n < N; ++n)
+    for (int f = 0; f < F; ++f)
+      for (int oh = 0; oh < Ho; ++oh)
+        for (int ow = 0; ow < Wo; ++ow) {
+          double s = bias[f];
+          for (int ch = 0; ch < C; ++ch)
+            for (int kh = 0; kh < K; ++kh)
+              for (int kw = 0; kw < K; ++kw) {
+                const int ih = oh * S - P + kh, iw = ow * S - P + kw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                s += double(w[((f * C + ch) * K + kh) * K + kw]) *
+                     x[((n * C + ch) * H + ih) * W + iw];
+              }
+          EXPECT_NEAR(out[((n * F + f) * Ho + oh) * Wo + ow], s, 1e-5)
+              << "n=" << n << " f=" << f << " oh=" << oh << " ow=" << ow;
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, ConvTest,
+                         ::testing::Values(ConvCase{3, 1, 0}, ConvCase{3, 1, 1}, ConvCase{3, 2, 0},
+                                           ConvCase{3, 2, 1}, ConvCase{2, 1, 1}, ConvCase{1, 2, 0}),
+                         [](const ::testing::TestParamInfo<ConvCase>& info) {
+                           return "k" + std::to_string(info.param.kernel) + "s" +
+                                  std::to_string(info.param.stride) + "p" +
+                                  std::to_string(info.param.padding);
+                         });
+
+TEST(Conv2d, BackwardAfterEvaluationForwardStillUsesItsInput) {
+  std::mt19937_64 rng(3);
+  auto layer = Conv({2, 5, 5}, 3, 3, 1, 1);
+  layer->init(rng);
+  const Tensor x = Uniform({2, 2, 5, 5}, rng), other = Uniform({4, 2, 5, 5}, rng);
+  Tensor out, g_in;
+  layer->forward(x, out, TrainingContext());
+  const Tensor r = Uniform(out.shape(), rng);
+  layer->backward(x, out, r, &g_in);
+  const Tensor expected = *layer->params()[0].grad;
+  Tensor scratch;
+  layer->forward(x, out, TrainingContext());
+  layer->forward(other, scratch, ForwardContext{});  // evaluation in between
+  layer->backward(x, out, r, &g_in);
+  EXPECT_EQ(layer->params()[0].grad->values(), expected.values());
+}
+
+// ---------------------------------------------------------------- maxpool2d
+
+TEST(MaxPool2d, GradientsKernel2Stride2) {
+  std::mt19937_64 rng(4);
+  auto layer = Pool({2, 6, 5}, 2, 2, 0);
+  EXPECT_EQ(layer->output_shape(), (Shape3{2, 3, 2}));
+  CheckGradients(*layer, Distinct({3, 2, 6, 5}, rng), TrainingContext());
+}
+
+TEST(MaxPool2d, GradientsKernel3Stride2Padding1) {
+  std::mt19937_64 rng(5);
+  auto layer = Pool({2, 5, 5}, 3, 2, 1);
+  EXPECT_EQ(layer->output_shape(), (Shape3{2, 3, 3}));
+  CheckGradients(*layer, Distinct({3, 2, 5, 5}, rng), TrainingContext());
+}
+
+// Naive max over each window clipped to the image, for both pooling configurations.
+TEST(MaxPool2d, ForwardMatchesNaive) {
+  std::mt19937_64 rng(21);
+  for (const ConvCase c : {ConvCase{2, 2, 0}, ConvCase{3, 2, 1}, ConvCase{3, 1, 1}}) {
+    const int N = 2, C = 3, H = 7, W = 6, K = c.kernel, S = c.stride, P = c.padding;
+    auto layer = Pool({C, H, W}, K, S, P);
+    const Tensor x = Uniform({N, C, H, W}, rng);
+    Tensor out;
+    layer->forward(x, out, ForwardContext{});
+    const int Ho = (H + 2 * P - K) / S + 1, Wo = (W + 2 * P - K) / S + 1;
+    ASSERT_EQ(out.shape(), (std::vector<int>{N, C, Ho, Wo}));
+    for (int p = 0; p < N * C; ++p)
+      for (int oh = 0; oh < Ho; ++oh)
+        for (int ow = 0; ow < Wo; ++ow) {
+          float best = -1e30f;
+          for (int ih = oh * S - P; ih < oh * S - P + K; ++ih)
+            for (int iw = ow * S - P; iw < ow * S - P + K; ++iw)
+              if (ih >= 0 && ih < H && iw >= 0 && iw < W) best = std::max(best, x[(p * H + ih) * W + iw]);
+          EXPECT_EQ(out[(p * Ho + oh) * Wo + ow], best) << "k" << K << "s" << S << "p" << P;
+        }
+  }
+}
+
+TEST(MaxPool2d, PaddingNeverWins) {
+  // All inputs negative: a zero from the padding would win every border window.
+  auto layer = Pool({1, 2, 2}, 3, 2, 1);
+  Tensor x({1, 1, 2, 2});
+  x.values() = {-4.0f, -3.0f, -2.0f, -1.0f};
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  ASSERT_EQ(out.shape(), (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_EQ(out[0], -1.0f);
+}
+
+TEST(MaxPool2d, OverlappingWindowsAccumulateGradient) {
+  auto layer = Pool({1, 3, 3}, 2, 1, 0);  // the centre wins all four windows
+  Tensor x({1, 1, 3, 3});
+  x.values() = {0, 0, 0, 0, 9, 0, 0, 0, 0};
+  Tensor out, g_in, g_out({1, 1, 2, 2});
+  g_out.values() = {1, 2, 3, 4};
+  layer->forward(x, out, TrainingContext());
+  layer->backward(x, out, g_out, &g_in);
+  EXPECT_EQ(g_in.values(), (std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0}));
+}
+
+// ---------------------------------------------------------------- dense
+
+TEST(Dense, GradientsFlatInput) {
+  std::mt19937_64 rng(6);
+  auto layer = DenseLayer({7, 1, 1}, 4);
+  RandomizeParams(*layer, rng);
+  CheckGradients(*layer, Uniform({3, 7}, rng), TrainingContext());
+}
+
+TEST(Dense, GradientsImageInputReadAsFlat) {
+  std::mt19937_64 rng(7);
+  auto layer = DenseLayer({2, 3, 2}, 5);
+  RandomizeParams(*layer, rng);
+  CheckGradients(*layer, Uniform({3, 2, 3, 2}, rng), TrainingContext());
+}
+
+TEST(Dense, ForwardMatchesNaive) {
+  std::mt19937_64 rng(8);
+  const int N = 4, I = 6, O = 3;
+  auto layer = DenseLayer({I, 1, 1}, O);
+  RandomizeParams(*layer, rng);
+  const Tensor& w = *layer->params()[0].value;
+  const Tensor& b = *layer->params()[1].value;
+  ASSERT_EQ(w.shape(), (std::vector<int>{O, I}));
+  const Tensor x = Uniform({N, I}, rng);
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  ASSERT_EQ(out.shape(), (std::vector<int>{N, O}));
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < O; ++o) {
+      double s = b[o];
+      for (int i = 0; i < I; ++i) s += double(x[n * I + i]) * w[o * I + i];
+      EXPECT_NEAR(out[n * O + o], s, 1e-5);
+    }
+}
+
+// ---------------------------------------------------------------- relu, flatten
+
+TEST(Relu, Gradients) {
+  std::mt19937_64 rng(9);
+  auto layer = Simple(LayerKind::Relu, {2, 5, 5});
+  CheckGradients(*layer, AwayFromZero({3, 2, 5, 5}, rng), TrainingContext());
+}
+
+TEST(Relu, Forward) {
+  auto layer = Simple(LayerKind::Relu, {4, 1, 1});
+  Tensor x({1, 4}), out;
+  x.values() = {-1.5f, 0.0f, 2.0f, -0.0f};
+  layer->forward(x, out, ForwardContext{});
+  EXPECT_EQ(out.values(), (std::vector<float>{0, 0, 2, 0}));
+}
+
+TEST(Flatten, GradientsAndShape) {
+  std::mt19937_64 rng(10);
+  auto layer = Simple(LayerKind::Flatten, {2, 5, 5});
+  EXPECT_EQ(layer->output_shape(), (Shape3{50, 1, 1}));
+  const Tensor x = Uniform({3, 2, 5, 5}, rng);
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  EXPECT_EQ(out.shape(), (std::vector<int>{3, 50}));
+  EXPECT_EQ(out.values(), x.values());
+  CheckGradients(*layer, x, TrainingContext());
+}
+
+// ---------------------------------------------------------------- dropout
+
+TEST(Dropout, GradientsInTraining) {
+  std::mt19937_64 rng(11);
+  auto layer = DropoutLayer({2, 5, 5}, 0.3);
+  CheckGradients(*layer, Uniform({3, 2, 5, 5}, rng), TrainingContext());
+}
+
+std::vector<float> DropoutOutput(double rate, const ForwardContext& ctx, int n = 4) {
+  auto layer = DropoutLayer({3, 8, 8}, rate);
+  Tensor x({n, 3, 8, 8}), out;
+  std::fill(x.values().begin(), x.values().end(), 1.0f);
+  layer->forward(x, out, ctx);
+  return out.values();
+}
+
+TEST(Dropout, MaskIsAPureFunctionOfTheContext) {
+  const ForwardContext ctx = TrainingContext();
+  EXPECT_EQ(DropoutOutput(0.5, ctx), DropoutOutput(0.5, ctx));  // fresh layers, same mask
+  for (int field = 0; field < 4; ++field) {
+    ForwardContext other = ctx;
+    if (field == 0) other.step += 1;
+    if (field == 1) other.rank += 1;
+    if (field == 2) other.layer_index += 1;
+    if (field == 3) other.seed += 1;
+    EXPECT_NE(DropoutOutput(0.5, ctx), DropoutOutput(0.5, other)) << "field " << field;
+  }
+  // The mask of element i does not depend on the batch size (pure function of i).
+  const std::vector<float> small = DropoutOutput(0.5, ctx, 2), large = DropoutOutput(0.5, ctx, 5);
+  EXPECT_TRUE(std::equal(small.begin(), small.end(), large.begin()));
+}
+
+TEST(Dropout, EvaluationIsIdentity) {
+  std::mt19937_64 rng(12);
+  auto layer = DropoutLayer({2, 5, 5}, 0.5);
+  const Tensor x = Uniform({3, 2, 5, 5}, rng);
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  EXPECT_EQ(out.values(), x.values());
+}
+
+TEST(Dropout, KeptFractionAndScale) {
+  const double rate = 0.3;
+  ForwardContext ctx = TrainingContext();
+  auto layer = DropoutLayer({1000, 1, 1}, rate);
+  Tensor x({100, 1000}), out;
+  std::fill(x.values().begin(), x.values().end(), 2.0f);
+  layer->forward(x, out, ctx);
+  size_t kept = 0;
+  for (float v : out.values()) {
+    if (v != 0.0f) {
+      ++kept;
+      EXPECT_FLOAT_EQ(v, float(2.0 / (1.0 - rate)));
+    }
+  }
+  // 100000 Bernoulli(0.7) draws: the standard deviation of the fraction is 0.0014.
+  EXPECT_NEAR(double(kept) / out.size(), 1.0 - rate, 0.01);
+}
+
+// ---------------------------------------------------------------- batchnorm
+
+TEST(BatchNorm, GradientsImageInput) {
+  std::mt19937_64 rng(13);
+  auto layer = BatchNormLayer({2, 5, 5});
+  RandomizeParams(*layer, rng);
+  CheckGradients(*layer, Uniform({3, 2, 5, 5}, rng), TrainingContext());
+}
+
+TEST(BatchNorm, GradientsFlatInput) {
+  std::mt19937_64 rng(14);
+  auto layer = BatchNormLayer({5, 1, 1});
+  RandomizeParams(*layer, rng);
+  CheckGradients(*layer, Uniform({6, 5}, rng), TrainingContext());
+}
+
+TEST(BatchNorm, TrainingForwardNormalisesWithBatchStatistics) {
+  std::mt19937_64 rng(15);
+  auto layer = BatchNormLayer({2, 3, 3});
+  const Tensor x = Uniform({4, 2, 3, 3}, rng, 1.0f, 5.0f);
+  Tensor out;
+  layer->forward(x, out, TrainingContext());
+  for (int c = 0; c < 2; ++c) {  // gamma 1, beta 0: every channel has mean 0, variance 1
+    double s = 0, sq = 0;
+    for (int n = 0; n < 4; ++n)
+      for (int p = 0; p < 9; ++p) {
+        const double v = out[(n * 2 + c) * 9 + p];
+        s += v;
+        sq += v * v;
+      }
+    EXPECT_NEAR(s / 36, 0.0, 1e-5);
+    EXPECT_NEAR(sq / 36, 1.0, 1e-3);  // epsilon makes it slightly less than 1
+  }
+}
+
+TEST(BatchNorm, CommitFoldsBatchStatisticsIntoRunningStatistics) {
+  std::mt19937_64 rng(16);
+  const double momentum = 0.25;
+  auto layer = BatchNormLayer({2, 2, 2}, momentum);
+  const std::vector<BufferRef> buffers = layer->buffers();
+  ASSERT_EQ(buffers.size(), 2u);
+  EXPECT_EQ(buffers[0].name, "running_mean");
+  EXPECT_EQ(buffers[1].name, "running_var");
+  Tensor& rmean = *buffers[0].value;
+  Tensor& rvar = *buffers[1].value;
+  EXPECT_EQ(rmean.values(), (std::vector<float>{0, 0}));
+  EXPECT_EQ(rvar.values(), (std::vector<float>{1, 1}));
+
+  const Tensor x = Uniform({3, 2, 2, 2}, rng, -2.0f, 3.0f);
+  Tensor out;
+  layer->forward(x, out, TrainingContext());
+  // Forward only records the statistics.
+  EXPECT_EQ(rmean.values(), (std::vector<float>{0, 0}));
+  EXPECT_EQ(rvar.values(), (std::vector<float>{1, 1}));
+
+  Tensor* stats = layer->batch_stats();
+  ASSERT_NE(stats, nullptr);
+  ASSERT_EQ(stats->size(), 4u);
+  const int count = 3 * 4;
+  for (int c = 0; c < 2; ++c) {
+    double s = 0, sq = 0;
+    for (int n = 0; n < 3; ++n)
+      for (int p = 0; p < 4; ++p) s += x[(n * 2 + c) * 4 + p];
+    const double mean = s / count;
+    for (int n = 0; n < 3; ++n)
+      for (int p = 0; p < 4; ++p) sq += std::pow(x[(n * 2 + c) * 4 + p] - mean, 2);
+    EXPECT_NEAR((*stats)[c], mean, 1e-6);
+    EXPECT_NEAR((*stats)[2 + c], sq / count, 1e-6);  // biased
+  }
+
+  // The trainer may replace the statistics (cross-rank average); commit uses them.
+  (*stats)[0] = 0.5f;
+  (*stats)[1] = -1.0f;
+  (*stats)[2] = 2.0f;
+  (*stats)[3] = 0.25f;
+  layer->commit_batch_stats();
+  const double unbias = double(count) / (count - 1);
+  EXPECT_NEAR(rmean[0], (1 - momentum) * 0 + momentum * 0.5, 1e-7);
+  EXPECT_NEAR(rmean[1], (1 - momentum) * 0 + momentum * -1.0, 1e-7);
+  EXPECT_NEAR(rvar[0], (1 - momentum) * 1 + momentum * 2.0 * unbias, 1e-6);
+  EXPECT_NEAR(rvar[1], (1 - momentum) * 1 + momentum * 0.25 * unbias, 1e-6);
+
+  // A second commit folds again from the new running values.
+  const float m0 = rmean[0], v0 = rvar[0];
+  layer->commit_batch_stats();
+  EXPECT_NEAR(rmean[0], (1 - momentum) * m0 + momentum * 0.5, 1e-6);
+  EXPECT_NEAR(rvar[0], (1 - momentum) * v0 + momentum * 2.0 * unbias, 1e-6);
+}
+
+TEST(BatchNorm, EvaluationUsesRunningStatistics) {
+  std::mt19937_64 rng(17);
+  const double eps = 1e-5;
+  auto layer = BatchNormLayer({2, 2, 2});
+  RandomizeParams(*layer, rng);
+  const std::vector<BufferRef> buffers = layer->buffers();
+  buffers[0].value->values() = {0.5f, -1.0f};
+  buffers[1].value->values() = {4.0f, 0.25f};
+  const Tensor& gamma = *layer->params()[0].value;
+  const Tensor& beta = *layer->params()[1].value;
+  const Tensor x = Uniform({3, 2, 2, 2}, rng);
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  for (int n = 0; n < 3; ++n)
+    for (int c = 0; c < 2; ++c)
+      for (int p = 0; p < 4; ++p) {
+        const int i = (n * 2 + c) * 4 + p;
+        const double rm = (*buffers[0].value)[c], rv = (*buffers[1].value)[c];
+        EXPECT_NEAR(out[i], gamma[c] * (x[i] - rm) / std::sqrt(rv + eps) + beta[c], 1e-5);
+      }
+}
+
+// ---------------------------------------------------------------- loss
+
+TEST(SoftmaxCrossEntropy, HandComputedValues) {
+  Tensor logits({2, 2});
+  logits.values() = {0.0f, 0.0f, 3.0f, 1.0f};
+  const int32_t labels[] = {0, 1};
+  Tensor grad;
+  int64_t correct = 5;  // added to, not overwritten
+  const double loss = SoftmaxCrossEntropy(logits, labels, 0.5f, &grad, &correct);
+  const double l1 = std::log(1.0 + std::exp(2.0));  // -log softmax([3,1])[1]
+  EXPECT_NEAR(loss, std::log(2.0) + l1, 1e-6);
+  EXPECT_EQ(correct, 5 + 1);  // sample 0 ties (argmax 0 == label), sample 1 is wrong
+  const double p = 1.0 / (1.0 + std::exp(-2.0));
+  EXPECT_NEAR(grad[0], (0.5 - 1) * 0.5, 1e-7);
+  EXPECT_NEAR(grad[1], 0.5 * 0.5, 1e-7);
+  EXPECT_NEAR(grad[2], p * 0.5, 1e-6);
+  EXPECT_NEAR(grad[3], (1 - p - 1) * 0.5, 1e-6);
+}
+
+TEST(SoftmaxCrossEntropy, LargeLogitsAreStable) {
+  Tensor logits({1, 3});
+  logits.values() = {1000.0f, 0.0f, -1000.0f};
+  const int32_t label = 1;
+  Tensor grad;
+  int64_t correct = 0;
+  const double loss = SoftmaxCrossEntropy(logits, &label, 1.0f, &grad, &correct);
+  EXPECT_NEAR(loss, 1000.0, 1e-6);
+  EXPECT_EQ(correct, 0);
+  for (float g : grad.values()) EXPECT_TRUE(std::isfinite(g));
+  EXPECT_NEAR(grad[0], 1.0, 1e-6);
+  EXPECT_NEAR(grad[1], -1.0, 1e-6);
+}
+
+TEST(SoftmaxCrossEntropy, GradientMatchesFiniteDifferences) {
+  std::mt19937_64 rng(18);
+  Tensor logits = Uniform({4, 5}, rng, -3.0f, 3.0f);
+  const int32_t labels[] = {0, 4, 2, 2};
+  const float scale = 0.25f;
+  Tensor grad;
+  int64_t correct = 0;
+  SoftmaxCrossEntropy(logits, labels, scale, &grad, &correct);
+  const std::vector<double> numeric = NumericGradient(logits, 1e-2f, [&] {
+    int64_t unused = 0;
+    Tensor g;
+    return scale * SoftmaxCrossEntropy(logits, labels, scale, &g, &unused);
+  });
+  EXPECT_LT(RelativeError(numeric, AsDouble(grad)), kTolerance);
+}
+
+TEST(SoftmaxCrossEntropy, LabelOutOfRangeThrows) {
+  Tensor logits({2, 3});
+  logits.zero();
+  Tensor grad;
+  int64_t correct = 0;
+  const int32_t too_big[] = {0, 3};
+  const int32_t negative[] = {-1, 0};
+  EXPECT_THROW(SoftmaxCrossEntropy(logits, too_big, 1.0f, &grad, &correct), Error);
+  EXPECT_THROW(SoftmaxCrossEntropy(logits, negative, 1.0f, &grad, &correct), Error);
+  EXPECT_EQ(correct, 0);
+}
+
+// ---------------------------------------------------------------- contract details
+
+TEST(Layers, ParameterNamesAndDecay) {
+  auto conv = Conv({1, 4, 4}, 2, 3, 1, 1);
+  auto params = conv->params();
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].name, "weight");
+  EXPECT_TRUE(params[0].decay);
+  EXPECT_EQ(params[0].value->shape(), (std::vector<int>{2, 1, 3, 3}));
+  EXPECT_EQ(params[1].name, "bias");
+  EXPECT_FALSE(params[1].decay);
+  EXPECT_EQ(params[1].value->shape(), (std::vector<int>{2}));
+
+  auto dense = DenseLayer({3, 2, 2}, 5);
+  params = dense->params();
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].value->shape(), (std::vector<int>{5, 12}));
+  EXPECT_TRUE(params[0].decay);
+  EXPECT_FALSE(params[1].decay);
+
+  auto bn = BatchNormLayer({3, 2, 2});
+  params = bn->params();
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].name, "gamma");
+  EXPECT_EQ(params[1].name, "beta");
+  EXPECT_FALSE(params[0].decay);
+  EXPECT_FALSE(params[1].decay);
+  EXPECT_EQ(params[0].value->values(), (std::vector<float>{1, 1, 1}));
+  EXPECT_EQ(params[1].value->values(), (std::vector<float>{0, 0, 0}));
+
+  for (LayerKind kind : {LayerKind::Relu, LayerKind::Flatten}) {
+    EXPECT_TRUE(Simple(kind, {3, 2, 2})->params().empty());
+  }
+  EXPECT_EQ(Pool({3, 2, 2}, 2, 2, 0)->batch_stats(), nullptr);
+}
+
+TEST(Layers, HeInitIsDeterministicAndScaled) {
+  auto a = Conv({8, 6, 6}, 64, 3, 1, 1), b = Conv({8, 6, 6}, 64, 3, 1, 1);
+  std::mt19937_64 rng_a(42), rng_b(42), rng_c(43);
+  a->init(rng_a);
+  b->init(rng_b);
+  EXPECT_EQ(a->params()[0].value->values(), b->params()[0].value->values());
+  EXPECT_EQ(a->params()[1].value->values(), std::vector<float>(64, 0.0f));
+  b->init(rng_c);
+  EXPECT_NE(a->params()[0].value->values(), b->params()[0].value->values());
+
+  const Tensor& w = *a->params()[0].value;  // 4608 draws, std sqrt(2/72)
+  double sq = 0;
+  for (float v : w.values()) sq += double(v) * v;
+  EXPECT_NEAR(std::sqrt(sq / w.size()), std::sqrt(2.0 / 72), 0.01);
+
+  auto d = DenseLayer({500, 1, 1}, 20);
+  std::mt19937_64 rng_d(7);
+  d->init(rng_d);
+  sq = 0;
+  for (float v : d->params()[0].value->values()) sq += double(v) * v;
+  EXPECT_NEAR(std::sqrt(sq / 10000), std::sqrt(2.0 / 500), 0.003);
+}
+
+// Backward overwrites parameter gradients, and grad_in == nullptr skips only dL/dIn.
+TEST(Layers, GradientsAreOverwrittenAndInputGradientIsOptional) {
+  std::mt19937_64 rng(19);
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(Conv({2, 5, 5}, 3, 3, 2, 1));
+  layers.push_back(DenseLayer({2, 5, 5}, 4));
+  layers.push_back(BatchNormLayer({2, 5, 5}));
+  for (auto& layer : layers) {
+    layer->init(rng);
+    const Tensor x = Uniform({3, 2, 5, 5}, rng);
+    Tensor out, g_in;
+    layer->forward(x, out, TrainingContext());
+    const Tensor r = Uniform(out.shape(), rng);
+    layer->backward(x, out, r, &g_in);
+    std::vector<std::vector<float>> first;
+    for (const ParamRef& p : layer->params()) first.push_back(p.grad->values());
+    layer->backward(x, out, r, nullptr);
+    std::vector<ParamRef> params = layer->params();
+    for (size_t k = 0; k < params.size(); ++k) {
+      EXPECT_EQ(params[k].grad->values(), first[k]) << "layer kind " << int(layer->kind());
+    }
+  }
+}
+
+TEST(Layers, EmptyBatchIsHarmless) {
+  std::mt19937_64 rng(20);
+  auto conv = Conv({1, 4, 4}, 2, 3, 1, 1);
+  conv->init(rng);
+  Tensor x({0, 1, 4, 4}), out, g_in;
+  conv->forward(x, out, TrainingContext());
+  EXPECT_EQ(out.size(), 0u);
+  conv->backward(x, out, out, &g_in);
+  EXPECT_EQ(conv->params()[0].grad->values(), std::vector<float>(18, 0.0f));
+}
+
+// ---------------------------------------------------------------- MakeLayer
+
+TEST(MakeLayer, OutputShapes) {
+  EXPECT_EQ(Conv({1, 28, 28}, 32, 3, 1, 1)->output_shape(), (Shape3{32, 28, 28}));
+  EXPECT_EQ(Conv({1, 28, 28}, 8, 3, 2, 1)->output_shape(), (Shape3{8, 14, 14}));
+  EXPECT_EQ(Conv({3, 7, 9}, 4, 3, 2, 0)->output_shape(), (Shape3{4, 3, 4}));
+  EXPECT_EQ(Pool({32, 28, 28}, 2, 2, 0)->output_shape(), (Shape3{32, 14, 14}));
+  EXPECT_EQ(Pool({4, 7, 7}, 3, 2, 1)->output_shape(), (Shape3{4, 4, 4}));
+  EXPECT_EQ(DenseLayer({64, 7, 7}, 128)->output_shape(), (Shape3{128, 1, 1}));
+  EXPECT_EQ(Simple(LayerKind::Flatten, {64, 7, 7})->output_shape(), (Shape3{3136, 1, 1}));
+  EXPECT_EQ(BatchNormLayer({10, 1, 1})->output_shape(), (Shape3{10, 1, 1}));
+  EXPECT_EQ(DropoutLayer({3, 4, 5}, 0.5)->output_shape(), (Shape3{3, 4, 5}));
+}
+
+TEST(MakeLayer, RejectsBadConfigurations) {
+  EXPECT_THROW(Conv({10, 1, 1}, 4, 3, 1, 0), SpecError);  // conv on a flat input
+  EXPECT_THROW(Conv({1, 4, 4}, 4, 5, 1, 0), SpecError);   // kernel > input
+  EXPECT_NO_THROW(Conv({1, 4, 4}, 4, 5, 1, 1));           // ... but fits once padded
+  EXPECT_THROW(Conv({1, 4, 4}, 0, 3, 1, 0), SpecError);
+  EXPECT_THROW(Conv({1, 4, 4}, 2, 3, 0, 0), SpecError);
+  EXPECT_THROW(Conv({1, 4, 4}, 2, 3, 1, -1), SpecError);
+  EXPECT_THROW(Pool({1, 4, 4}, 2, 2, 2), SpecError);  // padding-only windows
+  EXPECT_THROW(Pool({1, 4, 4}, 0, 1, 0), SpecError);
+  EXPECT_THROW(DenseLayer({4, 1, 1}, 0), SpecError);
+  EXPECT_THROW(DropoutLayer({4, 1, 1}, 1.0), SpecError);
+  EXPECT_THROW(DropoutLayer({4, 1, 1}, -0.1), SpecError);
+  EXPECT_THROW(BatchNormLayer({4, 1, 1}, 1.5), SpecError);
+  EXPECT_THROW(Simple(LayerKind::Relu, {0, 1, 1}), SpecError);
+  try {
+    Conv({10, 1, 1}, 4, 3, 1, 0);
+    FAIL() << "no error";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv2d"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kernel"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Layers, WrongInputShapeIsAnErrorNotACrash) {
+  auto conv = Conv({2, 5, 5}, 3, 3, 1, 1);
+  Tensor x({2, 3, 5, 5}), out;
+  EXPECT_THROW(conv->forward(x, out, ForwardContext{}), Error);
+}
+
+}  // namespace
+}  // namespace dlh
