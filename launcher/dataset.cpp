@@ -108,6 +108,7 @@ uint64_t Below(std::mt19937_64& gen, uint64_t bound) {
 }
 
 // Standard normal deviates by the Box-Muller transform.
+constexpr double kTwoPi = 6.283185307179586476925;
 class Normal {
  public:
   explicit Normal(uint64_t seed) : gen_(seed) {}
@@ -120,9 +121,9 @@ class Normal {
     double u1 = double((gen_() >> 11) + 1) * 0x1.0p-53;
     double u2 = double(gen_() >> 11) * 0x1.0p-53;
     double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = r * std::sin(2.0 * M_PI * u2);
+    spare_ = r * std::sin(kTwoPi * u2);
     has_spare_ = true;
-    return r * std::cos(2.0 * M_PI * u2);
+    return r * std::cos(kTwoPi * u2);
   }
   std::mt19937_64& engine() { return gen_; }
 

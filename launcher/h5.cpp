@@ -25,7 +25,8 @@ herr_t KeepInnermost(unsigned n, const H5E_error2_t* err, void* out) {
 
 std::string StackMessage() {
   std::string msg;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, KeepInnermost, &msg);
+  // Walking upward starts at the innermost (most specific) error.
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepInnermost, &msg);
   H5Eclear2(H5E_DEFAULT);
   return msg;
 }
@@ -140,9 +141,8 @@ void File::flush_and_sync() {
 
 void File::close() {
   if (!handle_) return;
-  hid_t id = handle_.id();
-  handle_ = Handle();  // drop ownership first; H5Fclose below reports errors
-  H5Idec_ref(id);
+  // Ownership is dropped first so that a failing close is not retried by the destructor.
+  H5_CHECK(H5Fclose(handle_.release()));
 }
 
 bool Exists(hid_t loc, const std::string& path) {

@@ -36,6 +36,11 @@ class Handle {
   Handle& operator=(const Handle&) = delete;
   ~Handle() { reset(); }
   void reset() noexcept;
+  hid_t release() noexcept {  // gives up ownership without closing
+    hid_t id = id_;
+    id_ = H5I_INVALID_HID;
+    return id;
+  }
   hid_t id() const { return id_; }
   explicit operator bool() const { return id_ >= 0; }
 

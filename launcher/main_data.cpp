@@ -235,7 +235,15 @@ int InspectCommand(const std::vector<std::string>& args) {
     h5::File file(path, h5::Mode::ReadOnly);
     hid_t f = file.id();
     if (h5::HasAttr(f, ".", "format_version")) version = h5::GetIntAttr(f, ".", "format_version");
-    if (h5::HasAttr(f, ".", "source")) source = h5::GetStringAttr(f, ".", "source");
+    if (h5::HasAttr(f, ".", "source")) {
+      // h5::GetStringAttr cannot read fixed-length ASCII strings (it asks HDF5 for UTF-8,
+      // which HDF5 will not convert); the source is informational, so do not fail on it.
+      try {
+        source = h5::GetStringAttr(f, ".", "source");
+      } catch (const H5Error& e) {
+        source = std::string("(unreadable: ") + e.what() + ")";
+      }
+    }
     if (h5::HasAttr(f, ".", "mean")) {
       char buf[128];
       std::snprintf(buf, sizeof buf, "mean %.6g, std %.6g (loaded images are (x - mean) / std)",

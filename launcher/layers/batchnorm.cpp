@@ -1,14 +1,22 @@
 // DLH — batch normalisation, per channel over N, H, W (per feature for N x F inputs).
 //
-// Training forward normalises with the batch statistics and only RECORDS them in
-// stats_; the running statistics change in commit_batch_stats(), after the trainer has
-// had the chance to replace stats_ by the cross-rank average. Sums are taken in double:
-// a channel may hold N*H*W values, and the variance of fp32 data summed in fp32 loses
-// digits quickly.
+// Training forward normalises with the batch statistics (biased variance) and only
+// RECORDS them in stats_; the running statistics change in commit_batch_stats(), after
+// the trainer has had the chance to replace stats_ by the cross-rank average.
+//
+// stats_ holds {mean[C], UNBIASED variance[C]}: the running variance takes the unbiased
+// batch variance (as in PyTorch), and folding n/(n-1) in here rather than at commit
+// keeps commit a function of stats_ alone. Ranks with different local batch sizes (an
+// uneven split) would otherwise apply different factors to the same averaged statistics
+// and their running variances would drift apart.
+//
+// Sums are taken in double: a channel may hold N*H*W values, and the variance of fp32
+// data summed in fp32 loses digits quickly.
 
 #include <algorithm>
 #include <cmath>
 
+#include "common/error.hpp"
 #include "launcher/layers/layers.hpp"
 
 namespace dlh {
@@ -36,7 +44,6 @@ void BatchNorm::Reset() {
   running_mean_.zero();
   std::fill(running_var_.values().begin(), running_var_.values().end(), 1.0f);
   stats_.zero();
-  count_ = 0;
 }
 
 std::vector<ParamRef> BatchNorm::params() {
@@ -70,7 +77,6 @@ void BatchNorm::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx
   }
 
   const int64_t count = int64_t(n) * int64_t(hw);
-  count_ = count;
   xhat_.resize(in.size());
   inv_std_.resize(C);
   for (int c = 0; c < C; ++c) {
@@ -91,7 +97,9 @@ void BatchNorm::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx
     }
     const double var = count > 0 ? sq / double(count) : 0.0;  // biased, for normalisation
     stats_[c] = float(mean);
-    stats_[C + c] = float(var);
+    // Unbiased, for the running variance; undefined for a single value, where the
+    // (zero) biased variance stands in rather than a division by zero.
+    stats_[C + c] = float(count > 1 ? sq / double(count - 1) : var);
     const float inv = float(1.0 / std::sqrt(var + epsilon_));
     inv_std_[c] = inv;
     const float m = float(mean), g = gamma_[c], be = beta_[c];
@@ -113,6 +121,9 @@ void BatchNorm::backward(const Tensor& in, const Tensor& out, const Tensor& grad
   const int C = in_.channels;
   const size_t hw = size_t(in_.height) * in_.width;
   const double count = double(n) * double(hw);
+  if (xhat_.size() != in.size()) {
+    throw Error("batchnorm: backward without a matching training forward");
+  }
   const float* g = grad_out.data();
   if (grad_in != nullptr) grad_in->resize(in.shape());
   for (int c = 0; c < C; ++c) {
@@ -141,13 +152,10 @@ void BatchNorm::backward(const Tensor& in, const Tensor& out, const Tensor& grad
 
 void BatchNorm::commit_batch_stats() {
   const int C = in_.channels;
-  // PyTorch folds the unbiased batch variance into the running variance; with a single
-  // value per channel that is undefined, so the (zero) biased one is used instead.
-  const double unbias = count_ > 1 ? double(count_) / double(count_ - 1) : 1.0;
   const double m = momentum_;
   for (int c = 0; c < C; ++c) {
     running_mean_[c] = float((1.0 - m) * running_mean_[c] + m * stats_[c]);
-    running_var_[c] = float((1.0 - m) * running_var_[c] + m * stats_[C + c] * unbias);
+    running_var_[c] = float((1.0 - m) * running_var_[c] + m * stats_[C + c]);
   }
 }
 

@@ -4,6 +4,7 @@
 // backward is a single large sgemm: OpenBLAS threads and blocks big products far better
 // than N small ones, and the per-sample loop overhead disappears.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -81,7 +82,7 @@ void Conv2d::Col2Im(float* grad_in, int n) const {
   const int K = kernel_, S = stride_, P = padding_;
   const size_t plane = size_t(Ho) * Wo;
   const size_t row_len = size_t(n) * plane;
-  std::memset(grad_in, 0, sizeof(float) * size_t(n) * in_.elements());
+  std::fill_n(grad_in, size_t(n) * in_.elements(), 0.0f);
   for (int c = 0; c < in_.channels; ++c) {
     for (int kh = 0; kh < K; ++kh) {
       for (int kw = 0; kw < K; ++kw) {
@@ -155,13 +156,11 @@ void Conv2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad_ou
     grad_bias_[f] = float(sum);
   }
   // dW (F x CKK) = grad_out_cols (F x NP) * cols^T (NP x CKK); overwritten, not added.
-  Sgemm(false, true, F, ckk, cols, 1.0f, out_cols_.data(), cols_.data(), 0.0f,
-        grad_weight_.data());
+  Sgemm(false, true, F, ckk, cols, 1.0f, out_cols_.data(), cols_.data(), 0.0f, grad_weight_.data());
   if (grad_in == nullptr) return;
   // dcols (CKK x NP) = W^T (CKK x F) * grad_out_cols (F x NP), then fold back.
   grad_cols_.resize(size_t(ckk) * cols);
-  Sgemm(true, false, ckk, cols, F, 1.0f, weight_.data(), out_cols_.data(), 0.0f,
-        grad_cols_.data());
+  Sgemm(true, false, ckk, cols, F, 1.0f, weight_.data(), out_cols_.data(), 0.0f, grad_cols_.data());
   grad_in->resize(in.shape());
   Col2Im(grad_in->data(), n);
 }

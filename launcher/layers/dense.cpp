@@ -44,8 +44,7 @@ void Dense::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
   Sgemm(false, true, n, units_, in_features_, 1.0f, in.data(), weight_.data(), 1.0f, out.data());
 }
 
-void Dense::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
-                     Tensor* grad_in) {
+void Dense::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out, Tensor* grad_in) {
   (void)out;
   const int n = BatchSize(in, in_, "dense");
   // dW (units x in) = grad_out^T (units x N) * in (N x in); overwritten, not added.

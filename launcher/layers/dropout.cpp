@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "common/error.hpp"
 #include "launcher/layers/layers.hpp"
 
 namespace dlh {
@@ -57,8 +58,9 @@ void Dropout::backward(const Tensor& in, const Tensor& out, const Tensor& grad_o
                        Tensor* grad_in) {
   (void)out;
   if (grad_in == nullptr) return;
-  grad_in->resize(in.shape());
   const size_t size = in.size();
+  if (mask_.size() != size) throw Error("dropout: backward without a matching forward");
+  grad_in->resize(in.shape());
   const float* g = grad_out.data();
   const float* m = mask_.data();
   float* d = grad_in->data();

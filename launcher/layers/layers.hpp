@@ -137,8 +137,7 @@ class BatchNorm : public Layer {
   double momentum_, epsilon_;
   Tensor gamma_, beta_, grad_gamma_, grad_beta_;
   Tensor running_mean_, running_var_;
-  Tensor stats_;                // {mean[C], biased var[C]} of the last training forward
-  int64_t count_ = 0;           // values per channel behind stats_ (for the unbiased var)
+  Tensor stats_;                // {mean[C], unbiased var[C]} of the last training forward
   std::vector<float> xhat_;     // normalised input of the last training forward
   std::vector<float> inv_std_;  // per channel 1/sqrt(var + eps) of that forward
 };

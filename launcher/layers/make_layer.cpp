@@ -20,7 +20,8 @@ std::string ShapeText(const Shape3& s) {
 }
 
 void RequirePositive(const char* layer, const char* field, int value) {
-  if (value <= 0) Fail(layer, std::string(field) + " must be positive, got " + std::to_string(value));
+  if (value <= 0)
+    Fail(layer, std::string(field) + " must be positive, got " + std::to_string(value));
 }
 
 // Shared by conv2d and maxpool2d: window parameters and the fit into the padded input.
@@ -32,9 +33,10 @@ void CheckWindow(const char* layer, const LayerSpec& spec, const Shape3& in) {
   }
   const int ph = in.height + 2 * spec.padding, pw = in.width + 2 * spec.padding;
   if (spec.kernel > ph || spec.kernel > pw) {
-    std::string what = "kernel " + std::to_string(spec.kernel) + " is larger than the padded input " +
-                       std::to_string(ph) + "x" + std::to_string(pw) + " (input " +
-                       ShapeText(in) + ", padding " + std::to_string(spec.padding) + ")";
+    std::string what = "kernel " + std::to_string(spec.kernel) +
+                       " is larger than the padded input " + std::to_string(ph) + "x" +
+                       std::to_string(pw) + " (input " + ShapeText(in) + ", padding " +
+                       std::to_string(spec.padding) + ")";
     if (in.height == 1 && in.width == 1) what += "; the input is flat (after flatten or dense?)";
     Fail(layer, what);
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/error.hpp"
 #include "launcher/layers/layers.hpp"
 
 namespace dlh {
@@ -59,6 +60,9 @@ void MaxPool2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad
   const size_t in_plane = size_t(in_.height) * in_.width;
   const size_t out_plane = size_t(out_.height) * out_.width;
   const size_t planes = size_t(n) * in_.channels;
+  if (argmax_.size() != planes * out_plane) {
+    throw Error("maxpool2d: backward without a matching forward");
+  }
   grad_in->resize(in.shape());
   grad_in->zero();
   for (size_t p = 0; p < planes; ++p) {

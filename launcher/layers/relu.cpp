@@ -14,8 +14,7 @@ void Relu::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
   for (size_t i = 0; i < size; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void Relu::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
-                    Tensor* grad_in) {
+void Relu::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out, Tensor* grad_in) {
   (void)out;
   if (grad_in == nullptr) return;
   grad_in->resize(in.shape());

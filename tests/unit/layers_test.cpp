@@ -294,7 +294,8 @@ TEST(MaxPool2d, ForwardMatchesNaive) {
           float best = -1e30f;
           for (int ih = oh * S - P; ih < oh * S - P + K; ++ih)
             for (int iw = ow * S - P; iw < ow * S - P + K; ++iw)
-              if (ih >= 0 && ih < H && iw >= 0 && iw < W) best = std::max(best, x[(p * H + ih) * W + iw]);
+              if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                best = std::max(best, x[(p * H + ih) * W + iw]);
           EXPECT_EQ(out[(p * Ho + oh) * Wo + ow], best) << "k" << K << "s" << S << "p" << P;
         }
   }
@@ -512,7 +513,8 @@ TEST(BatchNorm, CommitFoldsBatchStatisticsIntoRunningStatistics) {
     for (int n = 0; n < 3; ++n)
       for (int p = 0; p < 4; ++p) sq += std::pow(x[(n * 2 + c) * 4 + p] - mean, 2);
     EXPECT_NEAR((*stats)[c], mean, 1e-6);
-    EXPECT_NEAR((*stats)[2 + c], sq / count, 1e-6);  // biased
+    // Unbiased: the running variance takes it, as in PyTorch (normalisation uses sq / n).
+    EXPECT_NEAR((*stats)[2 + c], sq / (count - 1), 1e-6);
   }
 
   // The trainer may replace the statistics (cross-rank average); commit uses them.
@@ -521,17 +523,16 @@ TEST(BatchNorm, CommitFoldsBatchStatisticsIntoRunningStatistics) {
   (*stats)[2] = 2.0f;
   (*stats)[3] = 0.25f;
   layer->commit_batch_stats();
-  const double unbias = double(count) / (count - 1);
   EXPECT_NEAR(rmean[0], (1 - momentum) * 0 + momentum * 0.5, 1e-7);
   EXPECT_NEAR(rmean[1], (1 - momentum) * 0 + momentum * -1.0, 1e-7);
-  EXPECT_NEAR(rvar[0], (1 - momentum) * 1 + momentum * 2.0 * unbias, 1e-6);
-  EXPECT_NEAR(rvar[1], (1 - momentum) * 1 + momentum * 0.25 * unbias, 1e-6);
+  EXPECT_NEAR(rvar[0], (1 - momentum) * 1 + momentum * 2.0, 1e-6);
+  EXPECT_NEAR(rvar[1], (1 - momentum) * 1 + momentum * 0.25, 1e-6);
 
   // A second commit folds again from the new running values.
   const float m0 = rmean[0], v0 = rvar[0];
   layer->commit_batch_stats();
   EXPECT_NEAR(rmean[0], (1 - momentum) * m0 + momentum * 0.5, 1e-6);
-  EXPECT_NEAR(rvar[0], (1 - momentum) * v0 + momentum * 2.0 * unbias, 1e-6);
+  EXPECT_NEAR(rvar[0], (1 - momentum) * v0 + momentum * 2.0, 1e-6);
 }
 
 TEST(BatchNorm, EvaluationUsesRunningStatistics) {
@@ -700,15 +701,28 @@ TEST(Layers, GradientsAreOverwrittenAndInputGradientIsOptional) {
   }
 }
 
+// A rank may get no samples (more ranks than the global batch): nothing may crash.
 TEST(Layers, EmptyBatchIsHarmless) {
   std::mt19937_64 rng(20);
-  auto conv = Conv({1, 4, 4}, 2, 3, 1, 1);
-  conv->init(rng);
-  Tensor x({0, 1, 4, 4}), out, g_in;
-  conv->forward(x, out, TrainingContext());
-  EXPECT_EQ(out.size(), 0u);
-  conv->backward(x, out, out, &g_in);
-  EXPECT_EQ(conv->params()[0].grad->values(), std::vector<float>(18, 0.0f));
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(Conv({2, 4, 4}, 2, 3, 1, 1));
+  layers.push_back(Pool({2, 4, 4}, 2, 2, 0));
+  layers.push_back(DenseLayer({2, 4, 4}, 3));
+  layers.push_back(Simple(LayerKind::Relu, {2, 4, 4}));
+  layers.push_back(Simple(LayerKind::Flatten, {2, 4, 4}));
+  layers.push_back(DropoutLayer({2, 4, 4}, 0.5));
+  layers.push_back(BatchNormLayer({2, 4, 4}));
+  for (auto& layer : layers) {
+    layer->init(rng);
+    Tensor x({0, 2, 4, 4}), out, g_in;
+    layer->forward(x, out, TrainingContext());
+    EXPECT_EQ(out.size(), 0u);
+    layer->backward(x, out, out, &g_in);
+    EXPECT_EQ(g_in.size(), 0u);
+    for (const ParamRef& p : layer->params()) {
+      EXPECT_EQ(p.grad->values(), std::vector<float>(p.grad->size(), 0.0f)) << p.name;
+    }
+  }
 }
 
 // ---------------------------------------------------------------- MakeLayer
