@@ -50,8 +50,11 @@ void WriteTyped(hid_t loc, const std::string& path, const std::vector<hsize_t>& 
   Handle space(H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
                                      : H5Screate_simple(int(dims.size()), dims.data(), nullptr)));
   Handle lcpl = LinkCreationWithIntermediates();
+  // No modification times: the same content gives the same bytes.
+  Handle dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_CHECK(H5Pset_obj_track_times(dcpl.id(), 0));
   Handle dset(H5_CHECK(
-      H5Dcreate2(loc, path.c_str(), file_type, space.id(), lcpl.id(), H5P_DEFAULT, H5P_DEFAULT)));
+      H5Dcreate2(loc, path.c_str(), file_type, space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT)));
   size_t count = 1;
   for (hsize_t d : dims) count *= d;
   if (count > 0) H5_CHECK(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
@@ -85,10 +88,11 @@ void WriteAttr(hid_t loc, const std::string& obj, const std::string& name, hid_t
   H5_CHECK(H5Awrite(attr.id(), type, value));
 }
 
-Handle StringType(size_t length) {
+// HDF5 does not convert between character sets, so readers ask for the file's own.
+Handle StringType(size_t length, H5T_cset_t cset = H5T_CSET_UTF8) {
   Handle type(H5_CHECK(H5Tcopy(H5T_C_S1)));
   H5_CHECK(H5Tset_size(type.id(), std::max<size_t>(length, 1)));
-  H5_CHECK(H5Tset_cset(type.id(), H5T_CSET_UTF8));
+  H5_CHECK(H5Tset_cset(type.id(), cset));
   return type;
 }
 
@@ -233,7 +237,7 @@ std::string ReadString(hid_t loc, const std::string& path) {
   if (H5_CHECK(H5Tis_variable_str(ftype.id())) > 0)
     throw H5Error("'" + path + "' is a variable-length string (expected fixed length)");
   size_t size = H5Tget_size(ftype.id());
-  Handle mtype = StringType(size);
+  Handle mtype = StringType(size, H5Tget_cset(ftype.id()));
   std::string out(size, '\0');
   H5_CHECK(H5Dread(dset.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
   out.resize(std::strlen(out.c_str()));
@@ -321,7 +325,7 @@ std::string GetStringAttr(hid_t loc, const std::string& obj, const std::string& 
     return out;
   }
   size_t size = H5Tget_size(type.id());
-  Handle mtype = StringType(size);
+  Handle mtype = StringType(size, H5Tget_cset(type.id()));
   std::string out(size, '\0');
   H5_CHECK(H5Aread(attr.id(), mtype.id(), out.data()));
   out.resize(std::strlen(out.c_str()));

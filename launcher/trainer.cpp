@@ -235,7 +235,10 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
 
   auto save_checkpoint = [&]() {
     auto t = Clock::now();
-    if (rank == 0) {
+    // Rank 0 writes (every rank holds the same bits); the others wait so that nobody runs
+    // ahead, or exits, before the file exists, and a failed write fails every rank.
+    RunCollectively(comm.get(), [&] {
+      if (rank != 0) return;
       TrainState st;
       st.spec_json = spec.json;
       st.step = step;
@@ -250,9 +253,8 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
       st.buffers = net.export_buffers();
       st.optimizer_state = opt->export_state(net.params());
       result.last_checkpoint = ckpt_dir.save(st, o.keep);
-    }
-    // Other ranks wait so that nobody runs ahead (and nobody exits) before the file exists.
-    RunCollectively(comm.get(), [] {});
+    });
+    result.last_checkpoint = mpi::BroadcastString(comm.get(), result.last_checkpoint);
     last_ckpt = Clock::now();
     return Since(t);
   };

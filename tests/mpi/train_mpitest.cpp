@@ -72,7 +72,7 @@ class TrainTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (Rank() == 0) {
-      WriteSyntheticDataset(dir_.path() + "/data.h5", Shape3{1, 8, 8}, 4, 400, 100, 5);
+      WriteSyntheticDataset(dir_.path() + "/data.h5", Shape3{1, 8, 8}, 4, 1200, 200, 5);
       std::ofstream(dir_.path() + "/spec.json") << kSpec;
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -91,7 +91,7 @@ class TrainTest : public ::testing::Test {
 TEST_F(TrainTest, RanksStayBitIdenticalAndLearn) {
   TrainResult r = Train(Options("a"), MPI_COMM_WORLD);
   EXPECT_TRUE(r.finished);
-  EXPECT_EQ(r.steps, 3 * (400 / 25));
+  EXPECT_EQ(r.steps, 3 * (1200 / 25));
   // Train() already compares checksums across ranks; check it here independently too.
   uint32_t crc = r.param_crc, max = 0, min = 0;
   MPI_Allreduce(&crc, &max, 1, MPI_UINT32_T, MPI_MAX, MPI_COMM_WORLD);
@@ -106,9 +106,9 @@ TEST_F(TrainTest, RanksStayBitIdenticalAndLearn) {
 TEST_F(TrainTest, ResumeEqualsUninterruptedRun) {
   TrainResult full = Train(Options("full"), MPI_COMM_WORLD);
   TrainOptions first = Options("split");
-  first.max_steps = 19;  // mid-epoch, not on a checkpoint boundary of the full run
+  first.max_steps = 67;  // mid-epoch, not on a checkpoint boundary of the full run
   TrainResult part = Train(first, MPI_COMM_WORLD);
-  EXPECT_EQ(part.steps, 19);
+  EXPECT_EQ(part.steps, 67);
   EXPECT_FALSE(part.finished);
   TrainResult rest = Train(Options("split"), MPI_COMM_WORLD);
   EXPECT_TRUE(rest.finished);

@@ -27,7 +27,7 @@ for np in 2 3; do
   echo "$np ranks"
   L="mpirun -np $np dlh-launch train"
   expect_fail 2 "neg.json: layers\[0\].kernel: must be a positive integer, got -3" $L "$WORK/neg.json" --run-dir "$WORK/r"
-  [[ $(grep -c . "$WORK/err.txt") -eq 1 ]] || fail "more than one line for one error"
+  [[ $(grep -c "^dlh-launch" "$WORK/err.txt") -eq 1 ]] || fail "more than one line for one error"
   expect_fail 2 "classes.json: layers: the last layer must output 4 values" $L "$WORK/classes.json" --run-dir "$WORK/r"
   expect_fail 2 "missing.h5" $L "$WORK/nodata.json" --run-dir "$WORK/r"
   expect_fail 2 "type.json: optimizer.nesterov" $L "$WORK/type.json" --run-dir "$WORK/r"

@@ -1,6 +1,6 @@
 # Shared helpers for the end-to-end test scripts (sourced, not run).
 set -euo pipefail
-: "${BINDIR:?BINDIR must point at the build's bin folder}"
+: "${BINDIR:?BINDIR must point at the bin folder of the build}"
 BINDIR=$(cd "$BINDIR" && pwd)
 export PATH="$BINDIR:$PATH"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
