@@ -36,7 +36,7 @@ for np in 2 3; do
   expect_fail 2 "unrecognised option '--bogus'" $L "$WORK/good.json" --bogus
   expect_fail 2 "keep: must be at least 1" $L "$WORK/good.json" --keep 0
   expect_fail 2 "progress: must be one of" $L "$WORK/good.json" --progress fancy
-  expect_fail 2 "batch_size: 2 is smaller than the number of ranks" $L "$WORK/good.json" --batch-size 2 --run-dir "$WORK/r"
+  expect_fail 2 "batch_size: 1 is smaller than the number of ranks" $L "$WORK/good.json" --batch-size 1 --run-dir "$WORK/r"
 done
 [[ ! -e "$WORK/r/checkpoints" ]] || [[ -z $(ls "$WORK/r/checkpoints") ]] || fail "a failed start left checkpoints"
 check "no checkpoints written by failed starts"

@@ -35,17 +35,16 @@ JSON
 
 run() {  # run RUN_DIR [extra options]
   local dir=$1; shift
-  mpirun -np 2 dlh-launch train "$WORK/spec.json" --run-dir "$dir" --checkpoint-steps 25 \
-    --progress plain "$@"
+  mpirun -np 2 dlh-launch train "$WORK/spec.json" --run-dir "$dir" --progress plain "$@"
 }
 
 echo "uninterrupted run"
-run "$WORK/a" 2>"$WORK/a.log"
+run "$WORK/a" --checkpoint-steps 25 2>"$WORK/a.log"
 crc_a=$(json_field "$WORK/a/summary.json" param_crc32)
 check "uninterrupted: param_crc32 $crc_a, test accuracy $(json_field "$WORK/a/summary.json" test_accuracy)"
 
 echo "killed run"
-setsid bash -c "$(declare -f run); WORK='$WORK'; run '$WORK/b'" >"$WORK/b1.log" 2>&1 &
+setsid bash -c "$(declare -f run); WORK='$WORK'; run '$WORK/b' --checkpoint-steps 25" >"$WORK/b1.log" 2>&1 &
 pid=$!
 # Wait for the checkpoint of step 100, then kill the whole process group without warning.
 for _ in $(seq 600); do
@@ -53,14 +52,19 @@ for _ in $(seq 600); do
   sleep 0.05
 done
 [[ -e "$WORK/b/checkpoints/ckpt-000000100.h5" ]] || { cat "$WORK/b1.log"; fail "no checkpoint at step 100"; }
+# Like a node failure or Slurm's final SIGKILL: every rank and the launcher die at once.
+# (mpirun puts ranks in their own process groups, so name them as well.)
+pattern="dlh-launch train $WORK/spec.json --run-dir $WORK/b"
 kill -KILL -- -"$pid" 2>/dev/null || true
-wait "$pid" 2>/dev/null || true
+pkill -KILL -f "$pattern" || true
+{ wait "$pid"; } 2>/dev/null || true
+for _ in $(seq 100); do pgrep -f "$pattern" >/dev/null || break; sleep 0.05; done
 [[ ! -e "$WORK/b/summary.json" ]] || fail "run finished before it could be killed (too fast)"
 killed_at=$(ls "$WORK/b/checkpoints" | sort | tail -1)
 check "killed with SIGKILL; newest checkpoint $killed_at"
-pgrep -f "dlh-launch train $WORK/spec.json --run-dir $WORK/b" >/dev/null && fail "ranks survived SIGKILL"
+if pgrep -f "$pattern" >/dev/null; then fail "ranks survived SIGKILL"; fi
 
-run "$WORK/b" 2>"$WORK/b2.log"
+run "$WORK/b" --checkpoint-steps 25 2>"$WORK/b2.log"
 grep -q "resumed from .*ckpt-" "$WORK/b2.log" || { cat "$WORK/b2.log"; fail "did not resume"; }
 check "$(grep -o 'resumed from .*' "$WORK/b2.log" | sed "s|$WORK/||")"
 crc_b=$(json_field "$WORK/b/summary.json" param_crc32)
@@ -73,10 +77,11 @@ h5diff "$WORK/a/checkpoints/$final" "$WORK/b/checkpoints/$final" /optimizer >/de
 check "resumed run is bit-identical: param_crc32 $crc_b, h5diff /params and /optimizer equal"
 
 echo "SIGTERM"
-setsid bash -c "$(declare -f run); WORK='$WORK'; run '$WORK/c' --checkpoint-steps 0" >"$WORK/c1.log" 2>&1 &
+setsid bash -c "$(declare -f run); WORK='$WORK'; run '$WORK/c'" >"$WORK/c1.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
   grep -q "step [0-9]*/150" "$WORK/c1.log" 2>/dev/null && break
+  grep -q "error" "$WORK/c1.log" 2>/dev/null && { cat "$WORK/c1.log"; fail "run c failed"; }
   sleep 0.05
 done
 pkill -TERM -f "dlh-launch train $WORK/spec.json --run-dir $WORK/c" || fail "no ranks to signal"
@@ -93,6 +98,6 @@ check "resumed after SIGTERM: bit-identical to the uninterrupted run"
 echo "corrupt newest checkpoint"
 newest=$(ls "$WORK/b/checkpoints"/ckpt-*.h5 | sort | tail -1)
 truncate -s 1000 "$newest"
-run "$WORK/b" 2>"$WORK/b3.log"
+run "$WORK/b" --checkpoint-steps 25 2>"$WORK/b3.log"
 grep -q "warning: .*$(basename "$newest"): skipped" "$WORK/b3.log" || { cat "$WORK/b3.log"; fail "corrupt file not reported"; }
 check "$(grep -o "warning: .*skipped[^(]*" "$WORK/b3.log" | head -1 | sed "s|$WORK/||")"
