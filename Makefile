@@ -64,6 +64,14 @@ deps:
 check: deps
 	$(Q)$(MAKE) --no-print-directory check-unit check-mpi check-scripts
 
+# make demo: README's first command. Trains the Fashion-MNIST example on 2 MPI ranks
+# (DEMO_EPOCHS=N for a shorter run). A run already in $(BUILDDIR)/demo is resumed.
+DEMO_EPOCHS ?=
+demo:
+	@bash share/setup/install-deps.sh demo
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash share/examples/demo.sh $(BINDIR) $(BUILDDIR)/demo $(DEMO_EPOCHS)
+
 install: all
 	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dlh/examples
 	$(Q)install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
@@ -79,7 +87,7 @@ clean:
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
 
-.PHONY: all deps check install uninstall clean format
+.PHONY: all deps check demo install uninstall clean format
 .DELETE_ON_ERROR:
 
 -include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)

@@ -27,12 +27,12 @@ const char* LayerKindName(LayerKind kind);
 
 struct LayerSpec {
   LayerKind kind = LayerKind::Relu;
-  int filters = 0;  // conv2d: output channels
-  int kernel = 0;   // conv2d, maxpool2d: square window side
-  int stride = 1;   // conv2d, maxpool2d (maxpool default: kernel)
-  int padding = 0;  // conv2d, maxpool2d: zero padding on each side
-  int units = 0;    // dense: output features
-  double rate = 0;  // dropout: probability of dropping an element, in [0, 1)
+  int filters = 0;        // conv2d: output channels
+  int kernel = 0;         // conv2d, maxpool2d: square window side
+  int stride = 1;         // conv2d, maxpool2d (maxpool default: kernel)
+  int padding = 0;        // conv2d, maxpool2d: zero padding on each side
+  int units = 0;          // dense: output features
+  double rate = 0;        // dropout: probability of dropping an element, in [0, 1)
   double momentum = 0.1;  // batchnorm: running-statistics update weight
   double epsilon = 1e-5;  // batchnorm: variance floor
 };
@@ -40,13 +40,13 @@ struct LayerSpec {
 struct OptimizerSpec {
   enum class Kind { Sgd, Adam };
   Kind kind = Kind::Sgd;
-  double lr = 0.01;          // peak learning rate (after warm-up)
-  double momentum = 0.0;     // sgd
-  bool nesterov = false;     // sgd
-  double weight_decay = 0;   // L2 on weights (not biases or batchnorm); decoupled for adam
-  double beta1 = 0.9;        // adam
-  double beta2 = 0.999;      // adam
-  double epsilon = 1e-8;     // adam
+  double lr = 0.01;         // peak learning rate (after warm-up)
+  double momentum = 0.0;    // sgd
+  bool nesterov = false;    // sgd
+  double weight_decay = 0;  // L2 on weights (not biases or batchnorm); decoupled for adam
+  double beta1 = 0.9;       // adam
+  double beta2 = 0.999;     // adam
+  double epsilon = 1e-8;    // adam
 };
 
 struct ScheduleSpec {

@@ -28,10 +28,10 @@ struct TrainState {
                               // (seed, epoch) and (seed, rank, step, layer)
   int64_t world_size = 0;
   int64_t samples_seen = 0;
-  double elapsed_seconds = 0;  // training wall time before this checkpoint
-  std::string optimizer;       // "sgd" or "adam"
-  std::vector<NamedArray> params;     // trained parameters, by layer
-  std::vector<NamedArray> buffers;    // batchnorm running statistics
+  double elapsed_seconds = 0;               // training wall time before this checkpoint
+  std::string optimizer;                    // "sgd" or "adam"
+  std::vector<NamedArray> params;           // trained parameters, by layer
+  std::vector<NamedArray> buffers;          // batchnorm running statistics
   std::vector<NamedArray> optimizer_state;  // momentum / adam moments, named like params + "/slot"
 };
 

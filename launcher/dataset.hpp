@@ -19,8 +19,8 @@ namespace dlh {
 struct DataSplit {
   int64_t count = 0;
   Shape3 shape;
-  std::vector<float> images;   // count * shape.elements(), normalized
-  std::vector<int32_t> labels; // count
+  std::vector<float> images;    // count * shape.elements(), normalized
+  std::vector<int32_t> labels;  // count
 };
 
 struct Dataset {

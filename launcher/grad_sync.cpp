@@ -10,8 +10,7 @@
 namespace dlh {
 
 GradientSync::GradientSync(MPI_Comm comm, const std::vector<NamedParam>& params,
-                           const std::vector<size_t>& param_layer,
-                           const GradSyncOptions& options)
+                           const std::vector<size_t>& param_layer, const GradSyncOptions& options)
     : comm_(comm), params_(params), options_(options) {
   // Walk parameters last to first, the order in which backward finishes them.
   Bucket current;

@@ -16,7 +16,7 @@ namespace dlh {
 
 struct GradSyncOptions {
   size_t bucket_bytes = size_t(4) << 20;  // bytes per fused bucket; a larger tensor gets its own
-  bool overlap = true;  // start buckets during backward (false: all at the end)
+  bool overlap = true;                    // start buckets during backward (false: all at the end)
 };
 
 class GradientSync {

@@ -124,13 +124,12 @@ void Handle::reset() noexcept {
 
 File::File(const std::string& path, Mode mode) : path_(path) {
   Silence();
-  hid_t id = mode == Mode::Create
-                 ? H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)
-                 : H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t id = mode == Mode::Create ? H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)
+                                  : H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) {
     std::string why = StackMessage();
-    throw H5Error(path + ": cannot " + (mode == Mode::Create ? "create" : "open") +
-                  " HDF5 file" + (why.empty() ? "" : " (" + why + ")"));
+    throw H5Error(path + ": cannot " + (mode == Mode::Create ? "create" : "open") + " HDF5 file" +
+                  (why.empty() ? "" : " (" + why + ")"));
   }
   handle_ = Handle(id);
 }
@@ -157,7 +156,8 @@ bool Exists(hid_t loc, const std::string& path) {
   size_t start = 0;
   while (start <= path.size()) {
     size_t slash = path.find('/', start);
-    std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    std::string part =
+        path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!part.empty()) {
       prefix += (prefix.empty() ? "" : "/") + part;
       htri_t ok = H5Lexists(loc, prefix.c_str(), H5P_DEFAULT);
@@ -244,8 +244,7 @@ std::string ReadString(hid_t loc, const std::string& path) {
   return out;
 }
 
-std::vector<float> ReadFloatRows(hid_t loc, const std::string& path, hsize_t first,
-                                 hsize_t count) {
+std::vector<float> ReadFloatRows(hid_t loc, const std::string& path, hsize_t first, hsize_t count) {
   Handle dset = OpenDataset(loc, path);
   Handle space(H5_CHECK(H5Dget_space(dset.id())));
   int rank = int(H5_CHECK(H5Sget_simple_extent_ndims(space.id())));
@@ -275,8 +274,7 @@ void SetAttr(hid_t loc, const std::string& obj, const std::string& name, int64_t
 void SetAttr(hid_t loc, const std::string& obj, const std::string& name, double value) {
   WriteAttr(loc, obj, name, H5T_NATIVE_DOUBLE, &value);
 }
-void SetAttr(hid_t loc, const std::string& obj, const std::string& name,
-             const std::string& value) {
+void SetAttr(hid_t loc, const std::string& obj, const std::string& name, const std::string& value) {
   Handle type = StringType(value.size());
   std::string padded = value.empty() ? std::string(1, '\0') : value;
   WriteAttr(loc, obj, name, type.id(), padded.data());

@@ -19,8 +19,8 @@ namespace dlh {
 
 struct ForwardContext {
   bool training = false;
-  uint64_t seed = 0;    // spec seed
-  uint64_t step = 0;    // global step (dropout masks are a pure function of seed/rank/step/layer)
+  uint64_t seed = 0;  // spec seed
+  uint64_t step = 0;  // global step (dropout masks are a pure function of seed/rank/step/layer)
   int rank = 0;
   int layer_index = 0;  // position in the spec's layer list
 };

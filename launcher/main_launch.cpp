@@ -69,8 +69,10 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     if (rank == 0) std::cout << kUsage << "\n" << desc << "\n";
     return dlh::kExitOk;
   }
-  if (o.spec_path.empty()) throw dlh::UsageError("train: missing SPEC (see dlh-launch train --help)");
-  if (o.keep < 1) throw dlh::UsageError("--keep: must be at least 1, got " + std::to_string(o.keep));
+  if (o.spec_path.empty())
+    throw dlh::UsageError("train: missing SPEC (see dlh-launch train --help)");
+  if (o.keep < 1)
+    throw dlh::UsageError("--keep: must be at least 1, got " + std::to_string(o.keep));
   if (o.epochs < 0) throw dlh::UsageError("--epochs: must be positive");
   if (o.batch_size < 0) throw dlh::UsageError("--batch-size: must be positive");
   if (o.max_steps < 0) throw dlh::UsageError("--max-steps: must not be negative");

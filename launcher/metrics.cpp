@@ -58,11 +58,12 @@ double Now() {
 
 Progress::Progress(ProgressMode mode, int64_t total_steps, int64_t steps_per_epoch, int epochs)
     : mode_(mode), total_steps_(total_steps), steps_per_epoch_(steps_per_epoch), epochs_(epochs) {
-  if (mode_ == ProgressMode::Auto) mode_ = isatty(STDERR_FILENO) ? ProgressMode::Bar : ProgressMode::Plain;
+  if (mode_ == ProgressMode::Auto)
+    mode_ = isatty(STDERR_FILENO) ? ProgressMode::Bar : ProgressMode::Plain;
 }
 
-void Progress::step(int64_t step, int64_t epoch, double loss, double accuracy,
-                    double samples_per_s, double seconds_per_step) {
+void Progress::step(int64_t step, int64_t epoch, double loss, double accuracy, double samples_per_s,
+                    double seconds_per_step) {
   if (mode_ == ProgressMode::None) return;
   const int64_t in_epoch = (step - 1) % steps_per_epoch_ + 1;
   const double eta = double(total_steps_ - step) * seconds_per_step;

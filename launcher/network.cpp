@@ -17,7 +17,8 @@ NamedArray ToArray(const std::string& name, const Tensor& t) {
   return NamedArray{name, t.shape(), t.values()};
 }
 
-void Import(const std::string& name, Tensor* into, const std::map<std::string, const NamedArray*>& by) {
+void Import(const std::string& name, Tensor* into,
+            const std::map<std::string, const NamedArray*>& by) {
   auto it = by.find(name);
   if (it == by.end()) throw CheckpointError("array '" + name + "' is missing");
   if (it->second->shape != into->shape())

@@ -56,8 +56,8 @@ struct EvalResult {
 };
 
 // Each rank evaluates a contiguous slice of the test set; sums are combined.
-EvalResult Evaluate(Network& net, const DataSplit& test, const TrainSpec& spec, int rank,
-                    int size, MPI_Comm comm) {
+EvalResult Evaluate(Network& net, const DataSplit& test, const TrainSpec& spec, int rank, int size,
+                    MPI_Comm comm) {
   const int64_t first = test.count * rank / size, last = test.count * (rank + 1) / size;
   const int64_t per = test.shape.elements(), chunk = 256;
   double sums[2] = {0, 0};  // loss, correct
@@ -294,9 +294,11 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
       for (size_t i = 0; i < s->size(); ++i) control[k++] = weight * double((*s)[i]);
     MPI_CHECK(MPI_Allreduce(control.data(), control_sum.data(), int(control.size()), MPI_DOUBLE,
                             MPI_SUM, comm.get()));
-    int flags[2] = {sig == SIGTERM || sig == SIGINT ? 2 : sig == SIGUSR1 ? 1 : 0,
-                    rank == 0 && o.checkpoint_seconds > 0 &&
-                        Since(last_ckpt) >= o.checkpoint_seconds};
+    int flags[2] = {
+        sig == SIGTERM || sig == SIGINT ? 2
+        : sig == SIGUSR1                ? 1
+                                        : 0,
+        rank == 0 && o.checkpoint_seconds > 0 && Since(last_ckpt) >= o.checkpoint_seconds};
     int flags_max[2];
     MPI_CHECK(MPI_Allreduce(flags, flags_max, 2, MPI_INT, MPI_MAX, comm.get()));
     k = 2;
@@ -325,8 +327,8 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
                      (o.max_steps > 0 && step == o.max_steps);
     if (want_ckpt) t_ckpt = save_checkpoint();
     if (signal != 0) {
-      say(std::string(signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM/SIGINT") + " at step " + std::to_string(step) +
-          ": checkpoint written to " + result.last_checkpoint);
+      say(std::string(signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM/SIGINT") + " at step " +
+          std::to_string(step) + ": checkpoint written to " + result.last_checkpoint);
       if (signal != SIGUSR1 || o.stop_on_usr1) {
         stop = true;
         result.stop_signal = signal;
@@ -344,8 +346,12 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
                   {"accuracy", acc},
                   {"lr", lr},
                   {"samples_per_s", double(spec.batch_size) / t_total},
-                  {"time", {{"total", t_total}, {"compute", t_compute_s}, {"allreduce", t_allreduce},
-                            {"data", t_data}, {"checkpoint", t_ckpt}}}});
+                  {"time",
+                   {{"total", t_total},
+                    {"compute", t_compute_s},
+                    {"allreduce", t_allreduce},
+                    {"data", t_data},
+                    {"checkpoint", t_ckpt}}}});
       progress.step(step, step_in_epoch == 0 ? epoch - 1 : epoch, loss, acc,
                     double(spec.batch_size) / ema_step, ema_step);
     }
@@ -356,8 +362,11 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
       result.test_accuracy = ev.accuracy;
       result.test_loss = ev.loss;
       if (rank == 0) {
-        log->write({{"event", "eval"}, {"epoch", epoch}, {"step", step},
-                    {"test_loss", ev.loss}, {"test_accuracy", ev.accuracy}});
+        log->write({{"event", "eval"},
+                    {"epoch", epoch},
+                    {"step", step},
+                    {"test_loss", ev.loss},
+                    {"test_accuracy", ev.accuracy}});
         char text[160];
         std::snprintf(text, sizeof text, "epoch %lld/%d: test accuracy %.2f%%, test loss %.4f",
                       (long long)epoch, spec.epochs, 100 * ev.accuracy, ev.loss);
@@ -368,14 +377,15 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   progress.finish();
 
   // Every rank must hold the same bits; a mismatch is a bug we want to hear about.
-  uint32_t crc = Crc(Crc(uint32_t(crc32(0, nullptr, 0)), net.export_params()),
-                     net.export_buffers());
+  uint32_t crc =
+      Crc(Crc(uint32_t(crc32(0, nullptr, 0)), net.export_params()), net.export_buffers());
   std::vector<uint32_t> all(size_t(size), 0);
   MPI_CHECK(MPI_Allgather(&crc, 1, MPI_UINT32_T, all.data(), 1, MPI_UINT32_T, comm.get()));
   for (int r = 1; r < size; ++r)
     if (all[size_t(r)] != all[0])
       throw CollectiveError("ranks diverged: parameter checksum of rank " + std::to_string(r) +
-                                " differs from rank 0's", kExitFailure);
+                                " differs from rank 0's",
+                            kExitFailure);
   result.param_crc = crc;
   result.steps = step;
   result.finished = step >= total_steps;
@@ -407,8 +417,9 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     std::rename(tmp.c_str(), (run_dir + "/summary.json").c_str());
     if (result.finished) {
       char text[200];
-      std::snprintf(text, sizeof text, "done: %lld steps, final test accuracy %.2f%%, checkpoint %s",
-                    (long long)step, 100 * result.test_accuracy, result.last_checkpoint.c_str());
+      std::snprintf(text, sizeof text,
+                    "done: %lld steps, final test accuracy %.2f%%, checkpoint %s", (long long)step,
+                    100 * result.test_accuracy, result.last_checkpoint.c_str());
       say(text);
     }
   }

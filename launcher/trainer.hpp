@@ -32,12 +32,12 @@ struct TrainOptions {
 };
 
 struct TrainResult {
-  int64_t steps = 0;             // global steps completed
-  bool finished = false;         // all epochs done
-  int stop_signal = 0;           // signal that stopped the run early (0: none)
-  double test_accuracy = -1;     // last evaluation (-1: none)
+  int64_t steps = 0;          // global steps completed
+  bool finished = false;      // all epochs done
+  int stop_signal = 0;        // signal that stopped the run early (0: none)
+  double test_accuracy = -1;  // last evaluation (-1: none)
   double test_loss = -1;
-  uint32_t param_crc = 0;        // crc32 of every parameter and buffer, identical on all ranks
+  uint32_t param_crc = 0;  // crc32 of every parameter and buffer, identical on all ranks
   std::string last_checkpoint;
 };
 

@@ -31,7 +31,8 @@ struct Model {
     for (size_t i = 0; i < sizes.size(); ++i) {
       values.push_back(std::make_unique<Tensor>(std::vector<int>{sizes[i]}));
       grads.push_back(std::make_unique<Tensor>(std::vector<int>{sizes[i]}));
-      params.push_back({"p" + std::to_string(i), {"w", values.back().get(), grads.back().get(), true}});
+      params.push_back(
+          {"p" + std::to_string(i), {"w", values.back().get(), grads.back().get(), true}});
       layer.push_back(i / 2);  // two tensors per layer
     }
   }

@@ -133,8 +133,7 @@ TEST_F(TrainTest, MissingSpecFailsOnEveryRank) {
 }
 
 TEST_F(TrainTest, DataShapeMismatchFailsOnEveryRank) {
-  if (Rank() == 0)
-    WriteSyntheticDataset(dir_.path() + "/wrong.h5", Shape3{3, 8, 8}, 4, 100, 20, 1);
+  if (Rank() == 0) WriteSyntheticDataset(dir_.path() + "/wrong.h5", Shape3{3, 8, 8}, 4, 100, 20, 1);
   MPI_Barrier(MPI_COMM_WORLD);
   TrainOptions o = Options("bad");
   o.data_path = dir_.path() + "/wrong.h5";

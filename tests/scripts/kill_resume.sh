@@ -95,6 +95,19 @@ run "$WORK/c" 2>"$WORK/c2.log"
 [[ $(json_field "$WORK/c/summary.json" param_crc32) == "$crc_a" ]] || fail "run resumed after SIGTERM differs"
 check "resumed after SIGTERM: bit-identical to the uninterrupted run"
 
+echo "SIGUSR1 to one rank"
+setsid bash -c "$(declare -f run); WORK='$WORK'; run '$WORK/d'" >"$WORK/d.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  grep -q "step [0-9]*/150" "$WORK/d.log" 2>/dev/null && break
+  sleep 0.05
+done
+pkill -USR1 -n -f "dlh-launch train $WORK/spec.json --run-dir $WORK/d" || fail "no rank to signal"
+wait "$pid" || { cat "$WORK/d.log"; fail "run d failed after SIGUSR1"; }
+grep -q "SIGUSR1 at step [0-9]*: checkpoint written" "$WORK/d.log" || { cat "$WORK/d.log"; fail "no SIGUSR1 checkpoint"; }
+[[ $(json_field "$WORK/d/summary.json" param_crc32) == "$crc_a" ]] || fail "SIGUSR1 checkpoint changed the result"
+check "$(grep -o 'SIGUSR1 at step [0-9]*: checkpoint written' "$WORK/d.log"), run continued to the same result"
+
 echo "corrupt newest checkpoint"
 newest=$(ls "$WORK/b/checkpoints"/ckpt-*.h5 | sort | tail -1)
 truncate -s 1000 "$newest"
