@@ -61,7 +61,9 @@ deps:
 
 # make check: the test command of README. Installs what is missing, then re-reads this
 # Makefile in a sub-make so that pkg-config sees the freshly installed packages.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests
 	$(Q)$(MAKE) --no-print-directory check-unit check-mpi check-scripts
 
 # make demo: README's first command. Trains the Fashion-MNIST example on 2 MPI ranks

@@ -17,6 +17,7 @@
 #include "common/error.hpp"
 #include "launcher/h5.hpp"
 #include "launcher/idx.hpp"
+#include "launcher/random.hpp"
 
 namespace dlh {
 namespace {
@@ -90,22 +91,6 @@ void WriteRootAttrs(hid_t file, int classes, const std::string& source, double m
 // Random numbers. The standard distributions (normal, uniform_int) are implementation-
 // defined, so data generated from a seed could differ between standard libraries; these
 // are specified here in full on top of std::mt19937_64, whose output the standard fixes.
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [0, bound) without modulo bias.
-uint64_t Below(std::mt19937_64& gen, uint64_t bound) {
-  uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-  for (;;) {
-    uint64_t r = gen();
-    if (r >= threshold) return r % bound;
-  }
-}
 
 // Standard normal deviates by the Box-Muller transform.
 constexpr double kTwoPi = 6.283185307179586476925;
@@ -197,7 +182,7 @@ SyntheticSplit MakeSyntheticSplit(const std::vector<float>& protos, const Shape3
   out.labels.resize(size_t(count));
   for (int64_t i = 0; i < count; ++i) out.labels[size_t(i)] = int32_t(i % classes);
   for (int64_t i = count - 1; i > 0; --i)
-    std::swap(out.labels[size_t(i)], out.labels[Below(normal.engine(), uint64_t(i) + 1)]);
+    std::swap(out.labels[size_t(i)], out.labels[UniformBelow(normal.engine(), uint64_t(i) + 1)]);
   const size_t n = size_t(s.elements());
   const double sigma = SyntheticNoise(s.elements());
   out.images.resize(size_t(count) * n);

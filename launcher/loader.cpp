@@ -11,29 +11,10 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "launcher/random.hpp"
 
 namespace dlh {
-namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [0, bound) without modulo bias. std::uniform_int_distribution is not used:
-// its algorithm is implementation-defined, and every rank must draw the same permutation
-// even if they were built against different standard libraries.
-uint64_t Below(std::mt19937_64& gen, uint64_t bound) {
-  uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-  for (;;) {
-    uint64_t r = gen();
-    if (r >= threshold) return r % bound;
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 struct Loader::Impl {
   const DataSplit& split;
@@ -173,7 +154,7 @@ std::vector<int64_t> Loader::Permutation(int64_t count, uint64_t seed, int64_t e
   // Mixing through SplitMix64 (rather than e.g. seed + epoch) keeps nearby (seed, epoch)
   // pairs from giving correlated Mersenne Twister states.
   std::mt19937_64 gen(SplitMix64(SplitMix64(seed) ^ uint64_t(epoch)));
-  for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[Below(gen, i)]);
+  for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[UniformBelow(gen, i)]);
   return perm;
 }
 

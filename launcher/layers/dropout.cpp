@@ -9,22 +9,9 @@
 
 #include "common/error.hpp"
 #include "launcher/layers/layers.hpp"
+#include "launcher/random.hpp"
 
 namespace dlh {
-namespace {
-
-// The splitmix64 finaliser: a bijective mixer with full avalanche, so nearby counters
-// (consecutive elements or steps) give unrelated outputs.
-inline uint64_t Mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;  // splitmix64's stream increment
-
-}  // namespace
-
 void Dropout::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
   BatchSize(in, in_, "dropout");
   out.resize(in.shape());
@@ -40,15 +27,15 @@ void Dropout::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) 
   }
   // One key per (seed, rank, step, layer); chaining through the mixer keeps the fields
   // from cancelling each other (e.g. rank 1 step 0 vs rank 0 step 1).
-  uint64_t key = Mix64(ctx.seed + kGolden);
-  key = Mix64(key ^ (uint64_t(uint32_t(ctx.rank)) + kGolden));
-  key = Mix64(key ^ (ctx.step + kGolden));
-  key = Mix64(key ^ (uint64_t(uint32_t(ctx.layer_index)) + kGolden));
+  uint64_t key = Mix64(ctx.seed + kGoldenGamma);
+  key = Mix64(key ^ (uint64_t(uint32_t(ctx.rank)) + kGoldenGamma));
+  key = Mix64(key ^ (ctx.step + kGoldenGamma));
+  key = Mix64(key ^ (uint64_t(uint32_t(ctx.layer_index)) + kGoldenGamma));
   // Element i keeps when its 53-bit uniform u in [0, 1) is >= rate, i.e. P(keep) = 1-rate.
   const uint64_t threshold = uint64_t(rate_ * 9007199254740992.0);  // rate * 2^53
   const float scale = float(1.0 / (1.0 - rate_));
   for (size_t i = 0; i < size; ++i) {
-    const uint64_t u = Mix64(key + (uint64_t(i) + 1) * kGolden) >> 11;
+    const uint64_t u = Mix64(key + (uint64_t(i) + 1) * kGoldenGamma) >> 11;
     m[i] = u >= threshold ? scale : 0.0f;
   }
   for (size_t i = 0; i < size; ++i) y[i] = x[i] * m[i];

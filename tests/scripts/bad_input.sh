@@ -1,7 +1,7 @@
 #!/bin/bash
 # Bad input to dlh-launch gets one clear line naming the file and field, a non-zero exit
 # code, and leaves nothing behind (2 and 3 ranks under mpirun).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/common.bash"
 
 dlh-data synthetic --out "$WORK/data.h5" --shape 1x8x8 --classes 4 --train 200 --test 40 >/dev/null
 good() {

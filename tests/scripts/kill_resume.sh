@@ -2,7 +2,7 @@
 # A run killed with SIGKILL and started again with the same command ends with the same
 # parameters, bit for bit, as a run that was never interrupted (2 ranks under mpirun).
 # Also: SIGTERM checkpoints and stops; a corrupt newest checkpoint is skipped.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/common.bash"
 
 dlh-data synthetic --out "$WORK/data.h5" --shape 1x16x16 --classes 6 --train 3000 --test 300 --seed 3 >/dev/null
 cat >"$WORK/spec.json" <<'JSON'
