@@ -11,6 +11,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 VERBOSE ?= 0
 DEBUG ?= 0
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)  # parallel compiles inside check and demo
 
 SHELL := /bin/bash
 CXX ?= g++
@@ -61,7 +62,6 @@ deps:
 
 # make check: the test command of README. Installs what is missing, then re-reads this
 # Makefile in a sub-make so that pkg-config sees the freshly installed packages.
-JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests
 	$(Q)$(MAKE) --no-print-directory check-unit check-mpi check-scripts
@@ -71,7 +71,7 @@ check: deps
 DEMO_EPOCHS ?=
 demo:
 	@bash share/setup/install-deps.sh demo
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
 	$(Q)bash share/examples/demo.sh $(BINDIR) $(BUILDDIR)/demo $(DEMO_EPOCHS)
 
 install: all

@@ -14,7 +14,7 @@ build_pkgs=(
   libboost-program-options-dev
   libgtest-dev
   nlohmann-json3-dev
-  libopenblas-dev
+  libopenblas-dev libeigen3-dev
   dataset-fashion-mnist
 )
 slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules)
