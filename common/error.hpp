@@ -24,6 +24,9 @@ struct DataError : Error {  // missing or malformed data set
 struct CheckpointError : Error {  // unreadable, corrupt or unwritable checkpoint
   using Error::Error;
 };
+struct EstimateError : Error {  // bad cluster description, calibration, or unfittable data
+  using Error::Error;
+};
 struct MpiError : Error {
   using Error::Error;
 };

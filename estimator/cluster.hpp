@@ -1,0 +1,55 @@
+// DLH estimator — the cluster description: node types, GPU types, power and interconnect.
+// JSON, documented in README ("Cluster description"), example in share/cluster/example.json.
+// The SPANK plugin overlays live availability from Slurm (Cluster::node_types[i].available).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace dlh {
+
+struct Link {
+  double bandwidth_gbs = 0;  // GB/s (1e9 bytes/s), per direction, per GPU
+  double latency_us = 0;     // microseconds per message
+};
+
+struct GpuType {
+  std::string name;              // "a100", also Slurm's GRES type
+  double memory_gb = 0;          // usable device memory, GB (1e9 bytes)
+  double peak_tflops = 0;        // fp32 peak, TFLOP/s (roofline fallback)
+  double memory_bandwidth_gbs = 0;  // GB/s (roofline fallback)
+  double active_watts = 0;       // board power while training
+  double idle_watts = 0;         // allocated but waiting (communication, stragglers)
+  std::string calibration;       // calibration file (resolved path), empty: roofline
+};
+
+struct NodeType {
+  std::string name;          // "gpu-a100"
+  std::string gpu;           // a GpuType name
+  int gpus_per_node = 0;
+  int nodes = 0;             // nodes of this type in the cluster
+  int available = -1;        // nodes free now (-1: unknown, treat as `nodes`)
+  double node_base_watts = 0;  // CPU, memory, NIC... per node, whatever the GPUs do
+  Link intra_node;           // GPU to GPU inside a node (NVLink, PCIe, shared memory)
+  std::vector<std::string> partitions;  // Slurm partitions holding these nodes (optional)
+};
+
+struct Cluster {
+  std::string name;
+  std::vector<GpuType> gpu_types;
+  std::vector<NodeType> node_types;
+  Link inter_node;  // between nodes (per node NIC)
+  const GpuType* gpu(const std::string& name) const;  // nullptr if unknown
+};
+
+// Parses and validates (unknown keys, missing fields, non-positive values, node types
+// naming unknown GPU types, duplicate names) with errors naming the file and field:
+//   cluster.json: node_types[1].gpu: unknown GPU type "h200"
+// Relative calibration paths are resolved against the file's folder. Throws EstimateError.
+Cluster ParseCluster(const std::string& json_text, const std::string& origin,
+                     const std::string& base_dir);
+Cluster LoadCluster(const std::string& path);
+
+}  // namespace dlh

@@ -1,0 +1,58 @@
+// DLH estimator — what a training spec costs: FLOPs, parameters and activations per
+// sample, by layer kind. Pure arithmetic on the spec (no engine, no MPI), so the SPANK
+// plugin can use it.
+//
+// Conventions: one multiply-add = 2 FLOPs. "Activations" are the elements each layer
+// outputs per sample (the input counts once). Backward of the first layer computes no input
+// gradient (the engine skips it), so its backward FLOPs are the weight gradient only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/spec.hpp"
+
+namespace dlh {
+
+struct LayerCost {
+  LayerKind kind;
+  Shape3 in, out;         // per sample
+  double flops_fwd = 0;   // per sample
+  double flops_bwd = 0;   // per sample (weight + input gradients)
+  double params = 0;      // trained values
+  double out_elements = 0;
+};
+
+struct ModelFeatures {
+  // Per-sample FLOPs split by the kind of kernel that executes them (they run at very
+  // different rates: GEMM-bound convolution/dense vs memory-bound element-wise work).
+  double conv_flops_fwd = 0, conv_flops_bwd = 0;
+  double dense_flops_fwd = 0, dense_flops_bwd = 0;
+  double other_flops_fwd = 0, other_flops_bwd = 0;  // pool, relu, batchnorm, dropout, loss
+  double activation_elements = 0;  // per sample, input included
+  double params = 0;               // trained values
+  int conv_layers = 0;
+  int total_filters = 0;   // sum of conv2d filters
+  int dense_layers = 0;
+  int dense_nodes = 0;     // sum of dense units
+  int64_t input_elements = 0;
+  std::vector<LayerCost> layers;
+
+  double param_bytes() const { return 4 * params; }
+  double activation_bytes() const { return 4 * activation_elements; }  // per sample
+  double flops_fwd() const { return conv_flops_fwd + dense_flops_fwd + other_flops_fwd; }
+  double flops_train() const {  // forward + backward, per sample
+    return flops_fwd() + conv_flops_bwd + dense_flops_bwd + other_flops_bwd;
+  }
+};
+
+// Throws SpecError if the spec's shapes do not chain (same checks as LayerShapes).
+ModelFeatures ComputeFeatures(const TrainSpec& spec);
+
+// Device memory one rank needs to train with `batch` samples per step: weights, gradients,
+// `optimizer_slots` state arrays per weight (sgd+momentum 1, adam 2), forward activations
+// and their gradients, plus the engine's convolution workspace (im2col columns).
+double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_slots);
+
+}  // namespace dlh

@@ -1,0 +1,79 @@
+// DLH estimator — the regression model of training-step time, its fit, and calibration
+// files.
+//
+// Model (per device type): seconds per step for a local batch b
+//   t(b) = c0                                  fixed per-step overhead (launches, loop)
+//        + c1 * b * (conv FLOPs fwd+bwd)       GEMM-bound convolution work
+//        + c2 * b * (dense FLOPs fwd+bwd)      GEMM-bound dense work
+//        + c3 * b * activation elements        memory-bound element-wise passes
+//        + c4 * parameters                     optimizer update and gradient copies
+// Each term is a kind of work a device does at its own rate, so every coefficient is a
+// time per unit (seconds per FLOP, per value) and must come out positive; a blind
+// polynomial would fit the sweep and fail on new shapes. The fit minimises RELATIVE error
+// (each row weighted by 1/t), because a 10 ms error matters on a 20 ms step, not on 2 s.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "estimator/features.hpp"
+
+namespace dlh {
+
+constexpr int kTimeTerms = 5;
+const std::vector<std::string>& TimeTermNames();  // "overhead_s", "conv_s_per_flop", ...
+
+// The row of the design matrix for a model and local batch.
+std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch);
+
+// One measured configuration of the calibration sweep.
+struct TimingSample {
+  std::string model;      // name of the sweep model
+  ModelFeatures features;
+  int64_t batch = 0;      // local batch of one rank
+  double seconds = 0;     // median seconds per training step
+  double joules = -1;     // energy per step (-1: not measured)
+};
+
+struct FitQuality {
+  int samples = 0;
+  int folds = 0;
+  double r2 = 0;        // on the training data (of t, not of t weighted)
+  double mape = 0;      // mean absolute percentage error on the training data, in %
+  double cv_mape = 0;   // k-fold cross-validated MAPE, in %
+};
+
+struct TimeModel {
+  std::string device;          // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)", ...
+  std::vector<double> coef;    // kTimeTerms coefficients
+  FitQuality quality;
+  double seconds(const ModelFeatures& f, int64_t batch) const;  // predicted step time
+};
+
+// Weighted least squares with k-fold cross-validation (folds >= 2, samples shuffled with a
+// fixed seed). Throws EstimateError when samples < 2 * kTimeTerms ("too few samples to fit
+// 5 terms: got 7, need at least 10") or the design is rank-deficient.
+TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample>& samples,
+                       int folds = 5);
+
+// Calibration file (JSON, documented in README): device, host description, threads,
+// creation time, every sample (model name, batch, features summary, seconds, joules), and
+// the fitted model with its quality.
+struct Calibration {
+  std::string device;
+  std::string host;        // CPU model / GPU name, cores
+  int threads = 0;
+  std::string created;     // ISO 8601 UTC
+  std::vector<TimingSample> samples;
+  TimeModel model;
+};
+nlohmann::json CalibrationToJson(const Calibration& c);
+// Throws EstimateError naming the file and field.
+Calibration CalibrationFromJson(const nlohmann::json& j, const std::string& origin);
+Calibration LoadCalibration(const std::string& path);
+void SaveCalibration(const std::string& path, const Calibration& c);  // atomic
+
+}  // namespace dlh
