@@ -19,7 +19,7 @@ PKG_CONFIG ?= pkg-config
 
 # MPI, HDF5 (the openmpi variant: never link both variants) and OpenBLAS. Evaluated
 # lazily so that `make check` can install the packages before anything asks for them.
-DEP_PKGS := ompi-c hdf5-openmpi openblas
+DEP_PKGS := ompi-c hdf5-openmpi openblas eigen3
 DEP_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS))
 DEP_LIBS = $(shell $(PKG_CONFIG) --libs $(DEP_PKGS)) -lboost_program_options -lz
 
@@ -45,6 +45,7 @@ all:
 
 include common/module.mk
 include launcher/module.mk
+include estimator/module.mk
 include tests/module.mk
 
 $(OBJDIR)/%.o: %.cpp

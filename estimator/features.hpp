@@ -22,6 +22,7 @@ struct LayerCost {
   double flops_bwd = 0;   // per sample (weight + input gradients)
   double params = 0;      // trained values
   double out_elements = 0;
+  double workspace_elements = 0;  // per sample: conv2d im2col buffers the engine keeps
 };
 
 struct ModelFeatures {
@@ -37,6 +38,10 @@ struct ModelFeatures {
   int dense_layers = 0;
   int dense_nodes = 0;     // sum of dense units
   int64_t input_elements = 0;
+  // Per sample: the im2col column buffers every conv2d layer of the engine keeps between
+  // steps (C*K*K*Ho*Wo for forward, as much again for the input gradient except in the
+  // first layer). Used by TrainingMemoryBytes; kept in calibration files.
+  double conv_workspace_elements = 0;
   std::vector<LayerCost> layers;
 
   double param_bytes() const { return 4 * params; }

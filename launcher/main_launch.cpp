@@ -2,9 +2,12 @@
 // `srun --mpi=pmix` or `mpirun -np N`:
 //   dlh-launch train SPEC [options]
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
+#include "launcher/bench_allreduce.hpp"
 #include "launcher/collective.hpp"
 #include "launcher/mpi.hpp"
 #include "launcher/trainer.hpp"
@@ -15,7 +18,82 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: dlh-launch train SPEC [options]   (one process per rank: srun or mpirun)\n"
-    "       dlh-launch --help | --version\n";
+    "       dlh-launch bench-allreduce [options]\n"
+    "       dlh-launch --help | --version\n"
+    "'dlh-launch COMMAND --help' documents each command's options.\n";
+
+// "4096", "4K", "64M", "1G" (binary multiples).
+size_t ParseBytes(const std::string& text, const std::string& what) {
+  size_t pos = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    throw dlh::UsageError(what + ": expected a size like 4096, 4K, 64M, got '" + text + "'");
+  }
+  std::string unit = text.substr(pos);
+  if (unit == "K" || unit == "k") value <<= 10;
+  else if (unit == "M") value <<= 20;
+  else if (unit == "G") value <<= 30;
+  else if (!unit.empty())
+    throw dlh::UsageError(what + ": expected a size like 4096, 4K, 64M, got '" + text + "'");
+  if (value < 4) throw dlh::UsageError(what + ": must be at least 4 bytes, got '" + text + "'");
+  return size_t(value);
+}
+
+int RunBenchAllreduce(const std::vector<std::string>& args, int rank) {
+  dlh::AllreduceBenchOptions o;
+  std::string min_bytes = "4K", max_bytes = "64M", json_path;
+  po::options_description d("dlh-launch bench-allreduce: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("min-bytes", po::value(&min_bytes)->default_value(min_bytes), "smallest message (sizes grow x4)")
+    ("max-bytes", po::value(&max_bytes)->default_value(max_bytes), "largest message")
+    ("repeats", po::value(&o.repeats)->default_value(o.repeats), "timed blocks per size; median")
+    ("json", po::value(&json_path), "also write the results as JSON to this file (rank 0)");
+  // clang-format on
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(d).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw dlh::UsageError(std::string(e.what()) + " (see dlh-launch bench-allreduce --help)");
+  }
+  if (vm.count("help")) {
+    if (rank == 0) std::cout << d << "\n";
+    return dlh::kExitOk;
+  }
+  o.min_bytes = ParseBytes(min_bytes, "--min-bytes");
+  o.max_bytes = ParseBytes(max_bytes, "--max-bytes");
+  if (o.max_bytes < o.min_bytes) throw dlh::UsageError("--max-bytes: smaller than --min-bytes");
+  if (o.repeats < 1) throw dlh::UsageError("--repeats: must be at least 1");
+  nlohmann::json r = dlh::RunAllreduceBench(MPI_COMM_WORLD, o);
+  if (rank != 0) return dlh::kExitOk;
+  const int n = r["ranks"];
+  // busbw = algbw * 2(n-1)/n, as nccl-tests define it: comparable across rank counts.
+  const double bus = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+  std::printf("allreduce, float sum, %d ranks (median of %d blocks, slowest rank)\n", n, o.repeats);
+  std::printf("%12s %12s %12s %10s %10s %8s\n", "bytes", "MPI us", "DLH us", "MPI busbw",
+              "DLH busbw", "DLH/MPI");
+  for (const auto& s : r["sizes"]) {
+    double bytes = s["bytes"], mpi = s["mpi_s"], dlh = s["dlh_s"];
+    std::printf("%12.0f %12.1f %12.1f %8.2f GB/s %6.2f GB/s %8.2f\n", bytes, mpi * 1e6, dlh * 1e6,
+                bytes / mpi * bus / 1e9, bytes / dlh * bus / 1e9, mpi / dlh);
+  }
+  const auto& sm = r["small"];
+  double per = sm["per_tensor_s"], fused = sm["fused_s"];
+  std::printf("%d tensors of %d bytes: one MPI_Allreduce each %.1f us, fused %.1f us (%.1fx)\n",
+              int(sm["tensors"]), int(sm["bytes_each"]), per * 1e6, fused * 1e6, per / fused);
+  if (!json_path.empty()) {
+    std::FILE* f = std::fopen(json_path.c_str(), "w");
+    if (!f) throw dlh::Error(json_path + ": cannot write: " + std::strerror(errno));
+    std::string text = r.dump(2) + "\n";
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  }
+  return dlh::kExitOk;
+}
 
 po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::string* progress) {
   po::options_description d("dlh-launch train SPEC: options");
@@ -106,10 +184,11 @@ int main(int argc, char** argv) {
     std::puts("dlh-launch " DLH_VERSION);
     return dlh::kExitOk;
   }
-  if (args[0] != "train") {
+  if (args[0] != "train" && args[0] != "bench-allreduce") {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
+  const std::string command = args[0];
   args.erase(args.begin());
 
   dlh::mpi::Env env(&argc, &argv);
@@ -117,7 +196,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
-    return RunTrain(args, rank);
+    return command == "train" ? RunTrain(args, rank) : RunBenchAllreduce(args, rank);
   } catch (const dlh::CollectiveError& e) {
     // Every rank has the same error: one message, a clean exit everywhere.
     if (rank == 0) std::fprintf(stderr, "dlh-launch: error: %s\n", e.what());

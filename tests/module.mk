@@ -6,7 +6,8 @@ MPI_TEST_SRCS := $(wildcard tests/mpi/*_mpitest.cpp) tests/mpi/mpi_main.cpp
 MPI_TEST_BIN := $(BINDIR)/mpi_tests
 GTEST_LIBS := $(shell $(PKG_CONFIG) --libs gtest 2>/dev/null || echo -lgtest)
 
-$(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(LAUNCH_LIB) $(COMMON_LIB)
+$(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
+    $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) -lgtest_main $(DEP_LIBS) -o $@
@@ -21,7 +22,7 @@ MPIRUN ?= mpirun
 MPIRUN_ENV := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 
-tests: $(UNIT_BIN) $(MPI_TEST_BIN) $(BINDIR)/dlh-launch $(BINDIR)/dlh-data
+tests: $(UNIT_BIN) $(MPI_TEST_BIN) $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate
 
 check-unit: $(UNIT_BIN)
 	$(Q)$(UNIT_BIN) --gtest_brief=1
@@ -30,7 +31,7 @@ check-mpi: $(MPI_TEST_BIN)
 	$(Q)for np in 2 3; do echo "== mpi tests, $$np ranks"; \
 	  $(MPIRUN_ENV) $(MPIRUN) -np $$np $(MPI_TEST_BIN) --gtest_color=no --gtest_brief=1 || exit 1; done
 
-check-scripts: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data
+check-scripts: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate
 	$(Q)for t in tests/scripts/*.sh; do echo "== $$t"; \
 	  BINDIR=$(BINDIR) bash $$t || { echo "FAILED: $$t"; exit 1; }; done
 

@@ -1,0 +1,370 @@
+// DLH estimator — the calibration sweep (systematically varied CNNs) and the hand-picked
+// validation models. Pure spec construction: nothing here runs the engine.
+//
+// Every sweep model follows one pattern, so that the sweep varies a few factors cleanly:
+//   per conv layer: conv2d(filters, k3, pad 1) + relu, then maxpool2d(k2) while the image
+//                   stays at least 4x4 after pooling
+//   flatten; per FC layer: dense(nodes) + relu; dense(10)
+// The full sweep is one-factor-at-a-time around a base model (2 conv, 32 filters, 1 FC of
+// 256, 1x28x28, batch 64) plus a space-filling random set: candidates drawn with a fixed
+// seed, kept when their predicted step time is inside a budget, then picked greedily by
+// maximin distance (farthest from everything chosen so far) in a normalised factor space.
+// The budget keeps every step between a few ms and about a second on a 2-core CPU, so the
+// full sweep takes a few minutes there.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "estimator/calibrate.hpp"
+
+namespace dlh {
+namespace {
+
+constexpr int kClasses = 10;
+
+struct Factors {
+  int conv = 2;
+  int filters = 32;
+  int fc = 1;
+  int nodes = 256;
+  int size = 28;  // square input side
+  int channels = 1;
+  int batch = 64;
+};
+
+LayerSpec Conv(int filters, int kernel, int stride, int padding) {
+  LayerSpec l;
+  l.kind = LayerKind::Conv2d;
+  l.filters = filters;
+  l.kernel = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  return l;
+}
+
+LayerSpec Pool(int kernel) {
+  LayerSpec l;
+  l.kind = LayerKind::MaxPool2d;
+  l.kernel = kernel;
+  l.stride = kernel;  // the spec parser's default for maxpool2d
+  return l;
+}
+
+LayerSpec Dense(int units) {
+  LayerSpec l;
+  l.kind = LayerKind::Dense;
+  l.units = units;
+  return l;
+}
+
+LayerSpec Simple(LayerKind kind) {
+  LayerSpec l;
+  l.kind = kind;
+  return l;
+}
+
+LayerSpec Dropout(double rate) {
+  LayerSpec l;
+  l.kind = LayerKind::Dropout;
+  l.rate = rate;
+  return l;
+}
+
+TrainSpec BaseSpec(const std::string& name, Shape3 input, int batch, const std::string& origin) {
+  TrainSpec s;
+  s.name = name;
+  s.input = input;
+  s.classes = kClasses;
+  s.optimizer.kind = OptimizerSpec::Kind::Sgd;
+  s.optimizer.lr = 0.01;
+  s.optimizer.momentum = 0.9;
+  s.batch_size = batch;
+  s.epochs = 1;
+  s.seed = 1;
+  s.origin = origin;
+  return s;
+}
+
+std::string SweepName(const Factors& f) {
+  char fc[32], buf[128];
+  if (f.fc > 0)
+    std::snprintf(fc, sizeof fc, "fc%dx%d", f.fc, f.nodes);
+  else
+    std::snprintf(fc, sizeof fc, "fc0");
+  std::snprintf(buf, sizeof buf, "conv%d-f%d-%s-in%dc%d-b%d", f.conv, f.filters, fc, f.size,
+                f.channels, f.batch);
+  return buf;
+}
+
+// Layers of the sweep pattern (see the top of this file).
+std::vector<LayerSpec> SweepLayers(const Factors& f) {
+  std::vector<LayerSpec> layers;
+  int side = f.size;
+  for (int i = 0; i < f.conv; ++i) {
+    layers.push_back(Conv(f.filters, 3, 1, 1));
+    layers.push_back(Simple(LayerKind::Relu));
+    if (side / 2 >= 4) {
+      layers.push_back(Pool(2));
+      side /= 2;
+    }
+  }
+  layers.push_back(Simple(LayerKind::Flatten));
+  for (int i = 0; i < f.fc; ++i) {
+    layers.push_back(Dense(f.nodes));
+    layers.push_back(Simple(LayerKind::Relu));
+  }
+  layers.push_back(Dense(kClasses));
+  return layers;
+}
+
+SweepEntry MakeSweepEntry(const Factors& f) {
+  SweepEntry e;
+  e.spec = BaseSpec(SweepName(f), Shape3{f.channels, f.size, f.size}, f.batch,
+                    "calibration sweep");
+  e.spec.layers = SweepLayers(f);
+  e.batch = f.batch;
+  LayerShapes(e.spec);  // throws SpecError if the pattern ever produced a broken model
+  return e;
+}
+
+// Rough step time on the reference 2-core CPU (OpenBLAS, AVX2/AVX-512, ~40 GFLOP/s
+// sustained on these GEMMs), used only to keep the random part of the sweep inside the
+// budget. Deliberately independent of features.cpp: the sweep must not move when the
+// estimator's cost model changes.
+double PredictedStepSeconds(const Factors& f) {
+  double flops = 0;  // per sample, forward + backward
+  double elements = double(f.channels) * f.size * f.size;
+  int side = f.size, channels = f.channels;
+  for (int i = 0; i < f.conv; ++i) {
+    const double fwd = 2.0 * 9 * channels * f.filters * side * side;
+    flops += fwd * (i == 0 ? 2 : 3);  // the first layer computes no input gradient
+    elements += 2.0 * f.filters * side * side;  // conv + relu outputs
+    channels = f.filters;
+    if (side / 2 >= 4) {
+      side /= 2;
+      elements += double(channels) * side * side;
+    }
+  }
+  int in = channels * side * side;
+  for (int i = 0; i < f.fc; ++i) {
+    flops += 3 * 2.0 * in * f.nodes;
+    elements += 2.0 * f.nodes;
+    in = f.nodes;
+  }
+  flops += 3 * 2.0 * in * kClasses;
+  const double gemm_rate = 40e9;      // FLOP/s
+  const double element_rate = 0.5e9;  // activation values per second (fwd + bwd passes)
+  return 2e-4 + double(f.batch) * (flops / gemm_rate + elements / element_rate);
+}
+
+// SplitMix64: a tiny generator with the same output on every platform (the standard
+// distributions are implementation-defined, which would change the sweep across
+// compilers).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  template <typename T>
+  T pick(const std::vector<T>& v) {
+    return v[size_t(next() % v.size())];
+  }
+};
+
+// Normalised coordinates for the maximin distance: log scale for sizes and counts that
+// act multiplicatively, each factor spanning about [0, 1].
+std::vector<double> Coordinates(const Factors& f) {
+  auto lg = [](double x, double lo, double hi) {
+    return std::log(x / lo) / std::log(hi / lo);
+  };
+  return {(f.conv - 1) / 3.0,
+          lg(f.filters, 8, 64),
+          f.fc / 2.0,
+          f.fc > 0 ? lg(f.nodes, 64, 1024) : 0.0,
+          lg(f.size, 16, 64),
+          f.channels == 3 ? 1.0 : 0.0,
+          lg(f.batch, 16, 256)};
+}
+
+double Distance2(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d += (a[i] - b[i]) * (a[i] - b[i]);
+  return d;
+}
+
+// Adds `count` random models to `chosen` (see the top of this file).
+void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, double min_s,
+                     double max_s) {
+  SplitMix64 rng{seed};
+  const std::vector<int> convs{1, 2, 3, 4}, filters{8, 12, 16, 24, 32, 48, 64}, fcs{0, 1, 2},
+      nodes{64, 128, 256, 512, 1024}, sizes{16, 20, 24, 28, 32, 40, 48, 56, 64},
+      channels{1, 3}, batches{16, 24, 32, 48, 64, 96, 128, 192, 256};
+  std::set<std::string> names;
+  for (const Factors& f : *chosen) names.insert(SweepName(f));
+  std::vector<Factors> pool;
+  for (int i = 0; i < 2000 && pool.size() < 600; ++i) {
+    Factors f;
+    f.conv = rng.pick(convs);
+    f.filters = rng.pick(filters);
+    f.fc = rng.pick(fcs);
+    f.nodes = rng.pick(nodes);
+    f.size = rng.pick(sizes);
+    f.channels = rng.pick(channels);
+    f.batch = rng.pick(batches);
+    if (f.fc == 0) f.nodes = 0;
+    const double t = PredictedStepSeconds(f);
+    if (t < min_s || t > max_s || !names.insert(SweepName(f)).second) continue;
+    pool.push_back(f);
+  }
+  std::vector<double> nearest(pool.size(), 1e300);
+  for (size_t i = 0; i < pool.size(); ++i)
+    for (const Factors& c : *chosen)
+      nearest[i] = std::min(nearest[i], Distance2(Coordinates(pool[i]), Coordinates(c)));
+  std::vector<bool> used(pool.size(), false);
+  for (int k = 0; k < count; ++k) {
+    size_t best = pool.size();
+    for (size_t i = 0; i < pool.size(); ++i)
+      if (!used[i] && (best == pool.size() || nearest[i] > nearest[best])) best = i;
+    if (best == pool.size()) break;
+    used[best] = true;
+    chosen->push_back(pool[best]);
+    const std::vector<double> cb = Coordinates(pool[best]);
+    for (size_t i = 0; i < pool.size(); ++i)
+      nearest[i] = std::min(nearest[i], Distance2(Coordinates(pool[i]), cb));
+  }
+}
+
+// The base model with one factor changed for each of `values`.
+template <typename Set>
+void Vary(std::vector<Factors>* out, const Factors& base, const std::vector<int>& values,
+          Set set) {
+  for (int v : values) {
+    Factors f = base;
+    set(f, v);
+    out->push_back(f);
+  }
+}
+
+std::vector<Factors> QuickFactors() {
+  // Small base (each step a few ms) so that the whole quick sweep takes seconds; still
+  // varies every factor, enough to fit the 5-term model.
+  Factors base{2, 16, 1, 128, 16, 1, 32};
+  std::vector<Factors> fs{base};
+  Vary(&fs, base, {1, 3}, [](Factors& f, int v) { f.conv = v; });
+  Vary(&fs, base, {8, 32}, [](Factors& f, int v) { f.filters = v; });
+  Vary(&fs, base, {0, 2}, [](Factors& f, int v) { f.fc = v; });
+  Vary(&fs, base, {512, 1024}, [](Factors& f, int v) { f.nodes = v; });
+  Vary(&fs, base, {24, 28}, [](Factors& f, int v) { f.size = v; });
+  Vary(&fs, base, {3}, [](Factors& f, int v) { f.channels = v; });
+  Vary(&fs, base, {16, 64, 128}, [](Factors& f, int v) { f.batch = v; });
+  // A few mixed corners decorrelate the terms (dense-heavy small-batch, conv-heavy).
+  fs.push_back(Factors{1, 8, 2, 1024, 16, 1, 16});
+  fs.push_back(Factors{3, 32, 0, 0, 24, 3, 16});
+  return fs;
+}
+
+std::vector<Factors> FullFactors() {
+  const Factors base;  // 2 conv, 32 filters, 1 FC of 256, 1x28x28, batch 64
+  std::vector<Factors> fs{base};
+  Vary(&fs, base, {1, 3, 4}, [](Factors& f, int v) { f.conv = v; });
+  Vary(&fs, base, {8, 16, 48, 64}, [](Factors& f, int v) { f.filters = v; });
+  Vary(&fs, base, {0, 2}, [](Factors& f, int v) { f.fc = v; });
+  Vary(&fs, base, {64, 128, 512, 1024}, [](Factors& f, int v) { f.nodes = v; });
+  Vary(&fs, base, {16, 32, 48, 64}, [](Factors& f, int v) { f.size = v; });
+  Vary(&fs, base, {28, 32}, [](Factors& f, int v) {
+    f.channels = 3;
+    f.size = v;
+  });
+  Vary(&fs, base, {16, 32, 128, 256}, [](Factors& f, int v) { f.batch = v; });
+  for (Factors& f : fs)
+    if (f.fc == 0) f.nodes = 0;
+  AddSpaceFilling(&fs, 60 - int(fs.size()), 0x444c4843414c31ull, 3e-3, 0.9);
+  return fs;
+}
+
+}  // namespace
+
+std::vector<SweepEntry> CalibrationSweep(bool quick) {
+  std::vector<SweepEntry> out;
+  for (Factors& f : quick ? QuickFactors() : FullFactors()) {
+    if (f.fc == 0) f.nodes = 0;
+    out.push_back(MakeSweepEntry(f));
+  }
+  return out;
+}
+
+std::vector<SweepEntry> ValidationModels() {
+  const std::string origin = "validation models";
+  std::vector<SweepEntry> out;
+  auto add = [&](TrainSpec s) {
+    LayerShapes(s);
+    SweepEntry e;
+    e.batch = s.batch_size;
+    e.spec = std::move(s);
+    out.push_back(std::move(e));
+  };
+  const LayerSpec relu = Simple(LayerKind::Relu), flatten = Simple(LayerKind::Flatten),
+                  bn = Simple(LayerKind::BatchNorm);
+
+  {  // LeNet-5: 5x5 kernels without padding, 2 pools, three dense layers.
+    TrainSpec s = BaseSpec("val-lenet5-in32c1-b64", Shape3{1, 32, 32}, 64, origin);
+    s.layers = {Conv(6, 5, 1, 0), relu,      Pool(2),   Conv(16, 5, 1, 0), relu, Pool(2),
+                flatten,          Dense(120), relu,      Dense(84),         relu, Dense(10)};
+    add(s);
+  }
+  {  // Small VGG: two 3x3 conv + batchnorm per stage, stages of 16, 32 and 64 filters.
+    TrainSpec s = BaseSpec("val-vgg-small-in32c3-b32", Shape3{3, 32, 32}, 32, origin);
+    for (int filters : {16, 32, 64}) {
+      for (int k = 0; k < 2; ++k) s.layers.insert(s.layers.end(), {Conv(filters, 3, 1, 1), bn, relu});
+      s.layers.push_back(Pool(2));
+    }
+    s.layers.insert(s.layers.end(), {flatten, Dense(128), relu, Dropout(0.5), Dense(10)});
+    add(s);
+  }
+  {  // Wide and shallow: one 5x5 conv of 96 filters, a 4x4 pool, the classifier.
+    TrainSpec s = BaseSpec("val-wide-shallow-in28c1-b64", Shape3{1, 28, 28}, 64, origin);
+    s.layers = {Conv(96, 5, 1, 2), relu, Pool(4), flatten, Dense(10)};
+    add(s);
+  }
+  {  // Deep and narrow: six conv layers of 8-16 filters, pools after some only, and a
+     // stride-2 conv instead of the last pool.
+    TrainSpec s = BaseSpec("val-deep-narrow-in32c1-b64", Shape3{1, 32, 32}, 64, origin);
+    s.layers = {Conv(8, 3, 1, 1),  relu, Conv(8, 3, 1, 1),  relu, Pool(2),
+                Conv(12, 3, 1, 1), relu, Conv(12, 3, 1, 1), relu, Pool(2),
+                Conv(16, 3, 2, 1), relu, Conv(16, 3, 1, 1), relu, flatten,
+                Dense(10)};
+    add(s);
+  }
+  {  // Multi-layer perceptron 784-1024-1024-10.
+    TrainSpec s = BaseSpec("val-mlp-784-1024-1024-b128", Shape3{1, 28, 28}, 128, origin);
+    s.layers = {flatten, Dense(1024), relu, Dense(1024), relu, Dense(10)};
+    add(s);
+  }
+  {  // The Fashion-MNIST example (share/examples/fashion-mnist.json).
+    TrainSpec s = BaseSpec("val-fashion-cnn-b128", Shape3{1, 28, 28}, 128, origin);
+    s.layers = {Conv(32, 3, 1, 1), bn,      relu,         Pool(2),    Conv(64, 3, 1, 1),
+                bn,                relu,    Pool(2),      flatten,    Dropout(0.25),
+                Dense(128),        relu,    Dropout(0.3), Dense(10)};
+    s.optimizer.lr = 0.05;
+    s.optimizer.nesterov = true;
+    s.optimizer.weight_decay = 5e-4;
+    add(s);
+  }
+  {  // All-convolutional: stride-2 convs with batchnorm instead of pooling, larger input.
+    TrainSpec s = BaseSpec("val-allconv-stride2-in48c3-b32", Shape3{3, 48, 48}, 32, origin);
+    for (int filters : {32, 64, 128}) s.layers.insert(s.layers.end(), {Conv(filters, 3, 2, 1), bn, relu});
+    s.layers.insert(s.layers.end(), {flatten, Dropout(0.5), Dense(10)});
+    add(s);
+  }
+  return out;
+}
+
+}  // namespace dlh

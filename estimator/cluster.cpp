@@ -1,0 +1,338 @@
+// DLH estimator — the cluster description: parsing and validation.
+#include "estimator/cluster.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace dlh {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxClusterBytes = 16u << 20;
+
+// ---------------------------------------------------------------- messages
+
+// A JSON value for "got ...": compact, ASCII, one line, at most about 60 characters.
+std::string Got(const json& v) {
+  std::string s = v.dump(-1, ' ', true, json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string Quote(const std::string& s) {
+  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+// "<origin>: <path>: <problem>", or "<origin>: <problem>" for the whole file; one line.
+[[noreturn]] void Throw(const std::string& origin, const std::string& path,
+                        const std::string& problem) {
+  std::string msg = (origin.empty() ? std::string("cluster") : origin) + ": ";
+  if (!path.empty()) msg += path + ": ";
+  msg += problem;
+  for (char& c : msg)
+    if (c == '\n' || c == '\r') c = ' ';
+  throw EstimateError(msg);
+}
+
+// ---------------------------------------------------------------- duplicate keys
+
+// nlohmann keeps the last of two equal keys silently; this parser callback records the
+// first duplicate and the path of the object holding it.
+class DuplicateKeys {
+ public:
+  bool operator()(int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        stack_.push_back(Level{false, 0, {}, {}});
+        break;
+      case json::parse_event_t::array_start:
+        stack_.push_back(Level{true, 0, {}, {}});
+        break;
+      case json::parse_event_t::key: {
+        Level& top = stack_.back();
+        top.key = parsed.get<std::string>();
+        if (!top.seen.insert(top.key).second && !found_) {
+          found_ = true;
+          key_ = top.key;
+          path_ = PathOfTop();
+        }
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        stack_.pop_back();
+        Advance();
+        break;
+      case json::parse_event_t::value:
+        Advance();
+        break;
+    }
+    return true;
+  }
+  bool found() const { return found_; }
+  const std::string& key() const { return key_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Level {
+    bool array;
+    size_t index;
+    std::string key;
+    std::set<std::string> seen;
+  };
+  void Advance() {
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+  }
+  std::string PathOfTop() const {  // the path of the innermost (current) object
+    std::string p;
+    for (size_t i = 0; i + 1 < stack_.size(); ++i) {
+      if (stack_[i].array)
+        p += "[" + std::to_string(stack_[i].index) + "]";
+      else
+        p += (p.empty() ? "" : ".") + stack_[i].key;
+    }
+    return p;
+  }
+  std::vector<Level> stack_;
+  bool found_ = false;
+  std::string key_, path_;
+};
+
+// ---------------------------------------------------------------- field reader
+
+// Reads the fields of one JSON object, failing with the field's full path.
+class Fields {
+ public:
+  Fields(const json& j, const std::string& origin, std::string path)
+      : j_(j), origin_(origin), path_(std::move(path)) {
+    if (!j_.is_object()) Throw(origin_, path_, "must be an object, got " + Got(j_));
+  }
+
+  std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    Throw(origin_, key.empty() ? path_ : at(key), problem);
+  }
+  bool has(const char* key) const { return j_.contains(key); }
+  const json& required(const char* key) const {
+    if (!has(key)) fail(key, "required");
+    return j_.at(key);
+  }
+
+  void only(std::initializer_list<const char*> allowed) const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool known = false;
+      for (const char* a : allowed) known = known || it.key() == a;
+      if (!known) fail("", "unknown key " + Quote(it.key()));
+    }
+  }
+
+  // A finite number; `positive`: > 0, else >= 0.
+  double number(const char* key, bool positive) const {
+    const json& v = required(key);
+    const char* want = positive ? "must be a positive number" : "must be a non-negative number";
+    if (!v.is_number()) fail(key, std::string(want) + ", got " + Got(v));
+    double d = v.get<double>();
+    if (!std::isfinite(d) || (positive ? !(d > 0) : !(d >= 0)))
+      fail(key, std::string(want) + ", got " + Got(v));
+    return d;
+  }
+
+  int positive_integer(const char* key) const {
+    const json& v = required(key);
+    bool ok = v.is_number_unsigned() && v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= INT_MAX;
+    if (!ok) fail(key, "must be a positive integer, got " + Got(v));
+    return int(v.get<uint64_t>());
+  }
+
+  std::string text(const char* key) const {
+    const json& v = required(key);
+    if (!v.is_string()) fail(key, "must be a string, got " + Got(v));
+    std::string s = v.get<std::string>();
+    if (s.empty()) fail(key, "must not be empty");
+    return s;
+  }
+
+  // A name also used on Slurm's command line (GRES type, node type): letters, digits and
+  // "-_.", not empty.
+  std::string name(const char* key) const {
+    std::string s = text(key);
+    for (unsigned char c : s)
+      if (!(std::isalnum(c) || c == '-' || c == '_' || c == '.'))
+        fail(key, "must contain only letters, digits, '-', '_' and '.', got " +
+                      Got(j_.at(key)));
+    return s;
+  }
+
+  void optional_string(const char* key) const {
+    if (has(key) && !j_.at(key).is_string())
+      fail(key, "must be a string, got " + Got(j_.at(key)));
+  }
+
+  const json& array(const char* key) const {
+    const json& v = required(key);
+    if (!v.is_array() || v.empty()) fail(key, "must be a non-empty array, got " + Got(v));
+    return v;
+  }
+
+ private:
+  const json& j_;
+  const std::string& origin_;
+  std::string path_;
+};
+
+Link ParseLink(const json& j, const std::string& origin, const std::string& path) {
+  Fields f(j, origin, path);
+  f.only({"bandwidth_gbs", "latency_us"});
+  Link link;
+  link.bandwidth_gbs = f.number("bandwidth_gbs", true);
+  link.latency_us = f.number("latency_us", false);
+  return link;
+}
+
+GpuType ParseGpuType(const json& j, const std::string& origin, const std::string& path,
+                     const std::string& base_dir) {
+  Fields f(j, origin, path);
+  f.only({"name", "description", "memory_gb", "peak_tflops", "memory_bandwidth_gbs",
+          "active_watts", "idle_watts", "calibration"});
+  GpuType g;
+  g.name = f.name("name");
+  f.optional_string("description");
+  g.memory_gb = f.number("memory_gb", true);
+  g.peak_tflops = f.number("peak_tflops", true);
+  g.memory_bandwidth_gbs = f.number("memory_bandwidth_gbs", true);
+  g.active_watts = f.number("active_watts", true);
+  g.idle_watts = f.number("idle_watts", false);
+  if (g.idle_watts > g.active_watts)
+    f.fail("idle_watts", "must not exceed active_watts (" + json(g.active_watts).dump() +
+                             "), got " + json(g.idle_watts).dump());
+  if (f.has("calibration")) {
+    std::filesystem::path p(f.text("calibration"));
+    if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+    g.calibration = p.lexically_normal().string();
+  }
+  return g;
+}
+
+NodeType ParseNodeType(const json& j, const std::string& origin, const std::string& path) {
+  Fields f(j, origin, path);
+  f.only({"name", "description", "gpu", "gpus_per_node", "nodes", "node_base_watts",
+          "intra_node", "partitions"});
+  NodeType n;
+  n.name = f.name("name");
+  f.optional_string("description");
+  n.gpu = f.text("gpu");
+  n.gpus_per_node = f.positive_integer("gpus_per_node");
+  n.nodes = f.positive_integer("nodes");
+  n.node_base_watts = f.number("node_base_watts", false);
+  // A node with one GPU has no GPU-to-GPU link: intra_node may be left out.
+  if (n.gpus_per_node > 1 || f.has("intra_node"))
+    n.intra_node = ParseLink(f.required("intra_node"), origin, f.at("intra_node"));
+  if (f.has("partitions")) {
+    const json& parts = f.array("partitions");
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::string at = f.at("partitions") + "[" + std::to_string(i) + "]";
+      if (!parts[i].is_string() || parts[i].get<std::string>().empty())
+        Throw(origin, at, "must be a non-empty string, got " + Got(parts[i]));
+      n.partitions.push_back(parts[i].get<std::string>());
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+const GpuType* Cluster::gpu(const std::string& name) const {
+  for (const GpuType& g : gpu_types)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+Cluster ParseCluster(const std::string& json_text, const std::string& origin,
+                     const std::string& base_dir) {
+  json root;
+  DuplicateKeys dups;
+  try {
+    root = json::parse(json_text, std::ref(dups));
+  } catch (const json::exception& e) {
+    std::string what = e.what();
+    // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ...".
+    if (!what.empty() && what[0] == '[') {
+      size_t close = what.find("] ");
+      if (close != std::string::npos) what = what.substr(close + 2);
+    }
+    for (char& c : what)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    Throw(origin, "", "not valid JSON: " + what);
+  }
+  if (dups.found()) Throw(origin, dups.path(), "duplicate key " + Quote(dups.key()));
+  if (!root.is_object()) Throw(origin, "", "must be a JSON object, got " + Got(root));
+
+  Fields top(root, origin, "");
+  top.only({"name", "description", "gpu_types", "node_types", "inter_node"});
+  Cluster c;
+  c.name = top.text("name");
+  top.optional_string("description");
+
+  const json& gpus = top.array("gpu_types");
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    std::string path = "gpu_types[" + std::to_string(i) + "]";
+    GpuType g = ParseGpuType(gpus[i], origin, path, base_dir);
+    if (c.gpu(g.name)) Throw(origin, path + ".name", "duplicate GPU type " + Quote(g.name));
+    c.gpu_types.push_back(std::move(g));
+  }
+
+  const json& nodes = top.array("node_types");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::string path = "node_types[" + std::to_string(i) + "]";
+    NodeType n = ParseNodeType(nodes[i], origin, path);
+    for (const NodeType& other : c.node_types)
+      if (other.name == n.name)
+        Throw(origin, path + ".name", "duplicate node type " + Quote(n.name));
+    if (!c.gpu(n.gpu)) Throw(origin, path + ".gpu", "unknown GPU type " + Quote(n.gpu));
+    c.node_types.push_back(std::move(n));
+  }
+
+  c.inter_node = ParseLink(top.required("inter_node"), origin, "inter_node");
+  return c;
+}
+
+Cluster LoadCluster(const std::string& path) {
+  auto fail_read = [&](const std::string& why) { Throw(path, "", "cannot read: " + why); };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_read(std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      fail_read(std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+    if (text.size() > kMaxClusterBytes) {
+      ::close(fd);
+      fail_read("larger than " + std::to_string(kMaxClusterBytes >> 20) +
+                " MiB, not a cluster description");
+    }
+  }
+  ::close(fd);
+  return ParseCluster(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace dlh

@@ -1,0 +1,505 @@
+// DLH — dlh-estimate: the estimator's command line.
+//   dlh-estimate features SPEC            what a model costs per sample
+//   dlh-estimate calibrate --device cpu   run the benchmark sweep, fit, write a calibration
+//   dlh-estimate fit CALIBRATION          refit a calibration file and report its quality
+//   dlh-estimate validate --calibration F predicted vs measured on models outside the sweep
+//   dlh-estimate predict SPEC --calibration F [--batch B]
+//   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta model to measurements
+//   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/duration.hpp"
+#include "common/error.hpp"
+#include "common/spec.hpp"
+#include "estimator/calibrate.hpp"
+#include "estimator/comm_model.hpp"
+#include "estimator/features.hpp"
+#include "estimator/recommender.hpp"
+#include "estimator/time_model.hpp"
+
+namespace po = boost::program_options;
+
+namespace dlh {
+namespace {
+
+// Exit codes (README): 3 means the answer is "no allocation meets the deadline".
+constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInfeasible = 3;
+
+constexpr const char* kUsage =
+    "usage: dlh-estimate COMMAND [options]\n"
+    "  features SPEC [--batch B]                   FLOPs, parameters, memory of a model\n"
+    "  calibrate --device cpu [--out FILE]         benchmark sweep + fit -> calibration file\n"
+    "  fit CALIBRATION [--folds K]                 refit a calibration, report R2 and MAPE\n"
+    "  validate --calibration FILE                 predicted vs measured, models not in the sweep\n"
+    "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
+    "  comm BENCH.json                             fit the allreduce model to measurements\n"
+    "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
+    "'dlh-estimate COMMAND --help' documents each command's options.\n";
+
+// Parses `args` against `desc` (+ positional names); prints help and returns false on --help.
+bool Parse(const std::string& command, const std::vector<std::string>& args,
+           po::options_description& desc, const std::vector<std::string>& positional,
+           po::variables_map& vm) {
+  po::options_description all;
+  all.add(desc);
+  po::options_description hidden;
+  po::positional_options_description pos;
+  for (const auto& name : positional) {
+    hidden.add_options()(name.c_str(), po::value<std::string>());
+    pos.add(name.c_str(), 1);
+  }
+  all.add(hidden);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(command + ": " + e.what() + " (see dlh-estimate " + command + " --help)");
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return false;
+  }
+  for (const auto& name : positional)
+    if (!vm.count(name))
+      throw UsageError(command + ": missing " + name + " (see dlh-estimate " + command + " --help)");
+  return true;
+}
+
+std::string Str(const po::variables_map& vm, const char* name) {
+  return vm[name].as<std::string>();
+}
+
+void WriteJson(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+// Engineering notation: 1.23 G, 456 M.
+std::string Si(double v) {
+  const char* units[] = {"", "k", "M", "G", "T", "P"};
+  int u = 0;
+  while (std::fabs(v) >= 1000 && u < 5) v /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
+  return buf;
+}
+
+// ---------------------------------------------------------------- features
+int Features(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate features SPEC: options");
+  int64_t batch = 0;
+  d.add_options()("help,h", "show this help")(
+      "batch", po::value(&batch)->default_value(0), "local batch for the memory line (0: spec)")(
+      "json", "print JSON");
+  po::variables_map vm;
+  if (!Parse("features", args, d, {"SPEC"}, vm)) return kExitOk;
+  TrainSpec spec = LoadSpec(Str(vm, "SPEC"));
+  ModelFeatures f = ComputeFeatures(spec);
+  if (batch <= 0) batch = spec.batch_size;
+  int slots = spec.optimizer.kind == OptimizerSpec::Kind::Adam ? 2
+              : spec.optimizer.momentum > 0                   ? 1
+                                                              : 0;
+  double memory = TrainingMemoryBytes(f, batch, slots);
+  if (vm.count("json")) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& l : f.layers)
+      layers.push_back({{"kind", LayerKindName(l.kind)}, {"flops_fwd", l.flops_fwd},
+                        {"flops_bwd", l.flops_bwd}, {"params", l.params},
+                        {"out_elements", l.out_elements}});
+    WriteJson({{"spec", spec.origin}, {"layers", layers}, {"flops_fwd", f.flops_fwd()},
+               {"flops_train", f.flops_train()}, {"params", f.params},
+               {"activation_elements", f.activation_elements}, {"conv_layers", f.conv_layers},
+               {"total_filters", f.total_filters}, {"dense_layers", f.dense_layers},
+               {"dense_nodes", f.dense_nodes}, {"input_elements", f.input_elements},
+               {"batch", batch}, {"memory_bytes", memory}});
+    return kExitOk;
+  }
+  std::printf("%s: %s\n", spec.origin.c_str(), spec.name.c_str());
+  std::printf("  %-3s %-10s %-12s %12s %12s %10s %10s\n", "#", "layer", "output", "FLOP fwd",
+              "FLOP bwd", "params", "outputs");
+  for (size_t i = 0; i < f.layers.size(); ++i) {
+    const auto& l = f.layers[i];
+    char shape[48];
+    std::snprintf(shape, sizeof shape, "%dx%dx%d", l.out.channels, l.out.height, l.out.width);
+    std::printf("  %-3zu %-10s %-12s %12s %12s %10.0f %10.0f\n", i, LayerKindName(l.kind), shape,
+                Si(l.flops_fwd).c_str(), Si(l.flops_bwd).c_str(), l.params, l.out_elements);
+  }
+  std::printf("  per sample: %sFLOP forward, %sFLOP forward+backward (conv %s, dense %s)\n",
+              Si(f.flops_fwd()).c_str(), Si(f.flops_train()).c_str(),
+              Si(f.conv_flops_fwd + f.conv_flops_bwd).c_str(),
+              Si(f.dense_flops_fwd + f.dense_flops_bwd).c_str());
+  std::printf("  %.0f parameters (%sB), %.0f activations per sample\n", f.params,
+              Si(f.param_bytes()).c_str(), f.activation_elements);
+  std::printf("  training memory at batch %lld: %sB per rank\n", (long long)batch,
+              Si(memory).c_str());
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------- calibrate
+class ProgressBar {
+ public:
+  explicit ProgressBar(size_t total) : total_(total), tty_(isatty(STDERR_FILENO)) {
+    start_ = std::chrono::steady_clock::now();
+  }
+  void update(size_t done, const std::string& what) {
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    double eta = done ? elapsed / double(done) * double(total_ - done) : 0;
+    const int width = 24;
+    int filled = int(width * double(done) / double(total_));
+    std::string bar(size_t(filled), '#');
+    bar.resize(width, '.');
+    if (tty_)
+      std::fprintf(stderr, "\r[%s] %zu/%zu %-36.36s ETA %s\x1b[K", bar.c_str(), done, total_,
+                   what.c_str(), HumanDuration(eta).c_str());
+    else
+      std::fprintf(stderr, "[%zu/%zu] %s (ETA %s)\n", done, total_, what.c_str(),
+                   HumanDuration(eta).c_str());
+    if (tty_ && done == total_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  size_t total_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+std::string NowIso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void PrintQuality(const TimeModel& m) {
+  std::printf("fit (%s): %d samples, R2 %.4f, MAPE %.1f%%, %d-fold cross-validated MAPE %.1f%%\n",
+              m.device.c_str(), m.quality.samples, m.quality.r2, m.quality.mape, m.quality.folds,
+              m.quality.cv_mape);
+  for (int i = 0; i < kTimeTerms; ++i)
+    std::printf("  %-24s %.4g\n", TimeTermNames()[size_t(i)].c_str(), m.coef[size_t(i)]);
+}
+
+TimingOptions TimingFrom(const po::variables_map& vm) {
+  TimingOptions t;
+  t.threads = vm["threads"].as<int>();
+  t.repeats = vm["repeats"].as<int>();
+  if (t.threads < 0) throw UsageError("--threads: must not be negative");
+  if (t.repeats < 1) throw UsageError("--repeats: must be at least 1");
+  return t;
+}
+
+int Calibrate(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate calibrate: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("device", po::value<std::string>()->default_value("cpu"),
+        "device to calibrate: cpu (cuda:N arrives with the GPU engine)")
+    ("out", po::value<std::string>(), "calibration file to write (default: calibration-<device>.json)")
+    ("quick", "small sweep (seconds; for tests), not for real use")
+    ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (0: OPENBLAS_NUM_THREADS or all cores)")
+    ("repeats", po::value<int>()->default_value(5), "timed blocks per configuration; median")
+    ("folds", po::value<int>()->default_value(5), "cross-validation folds");
+  // clang-format on
+  po::variables_map vm;
+  if (!Parse("calibrate", args, d, {}, vm)) return kExitOk;
+  const std::string device = Str(vm, "device");
+  if (device != "cpu")
+    throw UsageError("--device: '" + device + "' is not available in this build (only cpu)");
+  const std::string out =
+      vm.count("out") ? Str(vm, "out") : "calibration-" + device + ".json";
+  TimingOptions timing = TimingFrom(vm);
+  std::vector<SweepEntry> sweep = CalibrationSweep(vm.count("quick") > 0);
+  std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations\n",
+               device.c_str(), CpuDescription().c_str(), sweep.size());
+  ProgressBar bar(sweep.size());
+  Calibration c;
+  c.device = device;
+  c.host = CpuDescription();
+  c.threads = timing.threads;
+  c.created = NowIso();
+  c.samples = RunSweep(sweep, timing, [&](size_t done, size_t, const TimingSample& s) {
+    bar.update(done, s.model);
+  });
+  c.model = FitTimeModel(device, c.samples, vm["folds"].as<int>());
+  SaveCalibration(out, c);
+  PrintQuality(c.model);
+  std::printf("wrote %s\n", out.c_str());
+  return kExitOk;
+}
+
+int Fit(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate fit CALIBRATION: options");
+  d.add_options()("help,h", "show this help")(
+      "folds", po::value<int>()->default_value(5), "cross-validation folds")(
+      "out", po::value<std::string>(), "write the refitted calibration here");
+  po::variables_map vm;
+  if (!Parse("fit", args, d, {"CALIBRATION"}, vm)) return kExitOk;
+  Calibration c = LoadCalibration(Str(vm, "CALIBRATION"));
+  c.model = FitTimeModel(c.device, c.samples, vm["folds"].as<int>());
+  PrintQuality(c.model);
+  if (vm.count("out")) SaveCalibration(Str(vm, "out"), c);
+  return kExitOk;
+}
+
+int Predict(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate predict SPEC: options");
+  d.add_options()("help,h", "show this help")("calibration", po::value<std::string>()->required(),
+                                              "calibration file")(
+      "batch", po::value<int64_t>()->default_value(0), "local batch (0: the spec's batch_size)");
+  po::variables_map vm;
+  if (!Parse("predict", args, d, {"SPEC"}, vm)) return kExitOk;
+  TrainSpec spec = LoadSpec(Str(vm, "SPEC"));
+  Calibration c = LoadCalibration(Str(vm, "calibration"));
+  int64_t batch = vm["batch"].as<int64_t>();
+  if (batch <= 0) batch = spec.batch_size;
+  double t = c.model.seconds(ComputeFeatures(spec), batch);
+  std::printf("%s at batch %lld on %s: %.2f ms per step, %.0f samples/s\n", spec.name.c_str(),
+              (long long)batch, c.device.c_str(), t * 1e3, double(batch) / t);
+  return kExitOk;
+}
+
+int Validate(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate validate: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("calibration", po::value<std::string>()->required(), "calibration file to validate")
+    ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (use the calibration's)")
+    ("repeats", po::value<int>()->default_value(5), "timed blocks per model; median")
+    ("markdown", "print the table as Markdown (for BENCHMARKS.md)");
+  // clang-format on
+  po::variables_map vm;
+  if (!Parse("validate", args, d, {}, vm)) return kExitOk;
+  Calibration c = LoadCalibration(Str(vm, "calibration"));
+  TimingOptions timing = TimingFrom(vm);
+  if (timing.threads == 0) timing.threads = c.threads;
+  std::vector<SweepEntry> models = ValidationModels();
+  ProgressBar bar(models.size());
+  std::vector<TimingSample> measured =
+      RunSweep(models, timing, [&](size_t done, size_t, const TimingSample& s) {
+        bar.update(done, s.model);
+      });
+  const bool md = vm.count("markdown") > 0;
+  if (md)
+    std::printf("| model | batch | predicted ms | measured ms | error |\n|---|---|---|---|---|\n");
+  else
+    std::printf("%-28s %6s %13s %13s %8s\n", "model (not in the sweep)", "batch", "predicted ms",
+                "measured ms", "error");
+  double sum = 0;
+  for (const auto& m : measured) {
+    double p = c.model.seconds(m.features, m.batch);
+    double err = 100.0 * (p - m.seconds) / m.seconds;
+    sum += std::fabs(err);
+    if (md)
+      std::printf("| %s | %lld | %.2f | %.2f | %+.1f%% |\n", m.model.c_str(), (long long)m.batch,
+                  p * 1e3, m.seconds * 1e3, err);
+    else
+      std::printf("%-28s %6lld %13.2f %13.2f %+7.1f%%\n", m.model.c_str(), (long long)m.batch,
+                  p * 1e3, m.seconds * 1e3, err);
+  }
+  std::printf("%sMAPE over %zu models: %.1f%% (calibration %s: cross-validated MAPE %.1f%%)\n",
+              md ? "\n" : "", measured.size(), sum / double(measured.size()),
+              Str(vm, "calibration").c_str(), c.model.quality.cv_mape);
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------- comm
+int Comm(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate comm BENCH.json: options");
+  d.add_options()("help,h", "show this help")(
+      "method", po::value<std::string>()->default_value("mpi"),
+      "which measurement to fit: mpi (MPI_Allreduce) or dlh (DLH's fused path)");
+  po::variables_map vm;
+  if (!Parse("comm", args, d, {"BENCH.json"}, vm)) return kExitOk;
+  const std::string path = Str(vm, "BENCH.json"), method = Str(vm, "method");
+  if (method != "mpi" && method != "dlh")
+    throw UsageError("--method: must be mpi or dlh, got '" + method + "'");
+  std::ifstream in(path);
+  if (!in) throw EstimateError(path + ": cannot read: " + std::strerror(errno));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw EstimateError(path + ": not valid JSON: " + e.what());
+  }
+  std::vector<AllreducePoint> points;
+  int ranks = 0;
+  try {
+    ranks = j.at("ranks").get<int>();
+    for (const auto& s : j.at("sizes"))
+      points.push_back({s.at("bytes").get<double>(), s.at(method + "_s").get<double>()});
+  } catch (const nlohmann::json::exception& e) {
+    throw EstimateError(path + ": not a dlh-launch bench-allreduce result: " + e.what());
+  }
+  AlphaBeta ab = FitAlphaBeta(points, ranks);
+  std::printf("ring allreduce model fitted to %s (%s, %d ranks): alpha %.2f us, beta %.3f ns/B "
+              "(%.2f GB/s)\n",
+              path.c_str(), method.c_str(), ranks, ab.alpha_s * 1e6, ab.beta_s_per_byte * 1e9,
+              1e-9 / ab.beta_s_per_byte);
+  std::printf("%12s %12s %12s %8s\n", "bytes", "measured us", "model us", "error");
+  double sum = 0;
+  for (const auto& p : points) {
+    double m = RingAllreduceSeconds(p.bytes, ranks, ab);
+    double err = 100.0 * (m - p.seconds) / p.seconds;
+    sum += std::fabs(err);
+    std::printf("%12.0f %12.1f %12.1f %+7.1f%%\n", p.bytes, p.seconds * 1e6, m * 1e6, err);
+  }
+  std::printf("MAPE %.1f%%\n", sum / double(points.size()));
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------- recommend
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int Recommend(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate recommend SPEC: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("samples", po::value<int64_t>()->required(), "training samples per epoch")
+    ("epochs", po::value<int>()->default_value(0), "epochs (0: the spec's)")
+    ("deadline", po::value<std::string>(), "wall-time deadline: 3h, 90m, 2h30m, 1-00:00:00 (none: no deadline)")
+    ("objective", po::value<std::string>()->default_value("energy"), "energy, time or gpu-hours")
+    ("cluster", po::value<std::string>(), "cluster description (default: $DLH_CLUSTER)")
+    ("max-gpus", po::value<int>()->default_value(0), "at most this many GPUs (0: no limit)")
+    ("types", po::value<std::string>(), "allowed GPU types, comma-separated (default: all)")
+    ("mixed", "allow mixing two GPU types in one job (batches balanced by speed)")
+    ("per-gpu-batch", po::value<int64_t>()->default_value(0),
+        "weak scaling: this batch per GPU, global batch and lr grow with the GPUs (0: keep the spec's global batch)")
+    ("margin", po::value<double>()->default_value(0.10), "safety margin on predicted time")
+    ("top", po::value<int>()->default_value(5), "rows in the table")
+    ("json", "print the plan as JSON only");
+  // clang-format on
+  po::variables_map vm;
+  if (!Parse("recommend", args, d, {"SPEC"}, vm)) return kExitOk;
+  Job job;
+  job.spec = LoadSpec(Str(vm, "SPEC"));
+  job.features = ComputeFeatures(job.spec);
+  job.samples = vm["samples"].as<int64_t>();
+  if (job.samples <= 0) throw UsageError("--samples: must be positive");
+  job.epochs = vm["epochs"].as<int>() > 0 ? vm["epochs"].as<int>() : job.spec.epochs;
+  if (vm["epochs"].as<int>() < 0) throw UsageError("--epochs: must be positive");
+  job.deadline_s = vm.count("deadline") ? ParseDuration(Str(vm, "deadline"), "--deadline") : 0;
+  job.objective = ParseObjective(Str(vm, "objective"));
+  job.max_gpus = vm["max-gpus"].as<int>();
+  if (job.max_gpus < 0) throw UsageError("--max-gpus: must not be negative");
+  if (vm.count("types")) job.allowed_types = SplitList(Str(vm, "types"));
+  job.allow_mixed = vm.count("mixed") > 0;
+  job.per_gpu_batch = vm["per-gpu-batch"].as<int64_t>();
+  if (job.per_gpu_batch < 0) throw UsageError("--per-gpu-batch: must not be negative");
+  job.margin = vm["margin"].as<double>();
+  if (!(job.margin >= 0 && job.margin < 10)) throw UsageError("--margin: must be in [0, 10)");
+  std::string cluster_path;
+  if (vm.count("cluster")) cluster_path = Str(vm, "cluster");
+  else if (const char* env = std::getenv("DLH_CLUSTER")) cluster_path = env;
+  else throw UsageError("recommend: no cluster description: pass --cluster FILE or set DLH_CLUSTER");
+  Cluster cluster = LoadCluster(cluster_path);
+  for (const auto& t : job.allowed_types)
+    if (!cluster.gpu(t))
+      throw UsageError("--types: " + cluster_path + " has no GPU type '" + t + "'");
+
+  auto t0 = std::chrono::steady_clock::now();
+  Recommendation rec = dlh::Recommend(job, cluster);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const Allocation& chosen = rec.feasible ? rec.ranked.front() : rec.fastest;
+  nlohmann::json plan = PlanJson(job, rec, chosen);
+  if (vm.count("json")) {
+    WriteJson(plan);
+    return rec.feasible ? kExitOk : kExitInfeasible;
+  }
+  std::printf("%s: %lld samples x %d epochs, global batch %d, deadline %s, objective %s\n",
+              job.spec.origin.c_str(), (long long)job.samples, job.epochs, job.spec.batch_size,
+              job.deadline_s > 0 ? HumanDuration(job.deadline_s).c_str() : "none",
+              ObjectiveName(job.objective));
+  for (const auto& [gpu, speed] : rec.speeds)
+    std::printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(),
+                speed.source.c_str(), speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
+  std::printf("%d allocations considered in %.1f ms\n\n", rec.candidates, took * 1e3);
+  auto row = [](int rank, const Allocation& a) {
+    std::string what;
+    for (const auto& p : a.parts) {
+      if (!what.empty()) what += " + ";
+      what += std::to_string(p.nodes) + "x" + std::to_string(p.gpus_per_node) + " " + p.gpu +
+              " (b" + std::to_string(p.per_gpu_batch) + ")";
+    }
+    std::printf("%3d  %-34s %5d %9s %10.3f %9.1f %8.2f  %s\n", rank, what.c_str(), a.gpus,
+                HumanDuration(a.total_s).c_str(), a.energy_j / 3.6e6, a.gpu_hours,
+                a.step_s * 1e3, a.why.c_str());
+  };
+  std::printf("%3s  %-34s %5s %9s %10s %9s %8s  %s\n", "#", "allocation (nodes x gpus, batch)",
+              "GPUs", "time", "energy kWh", "GPU-h", "step ms", "why");
+  if (rec.feasible) {
+    int n = std::min<int>(vm["top"].as<int>(), int(rec.ranked.size()));
+    for (int i = 0; i < n; ++i) row(i + 1, rec.ranked[size_t(i)]);
+    std::printf("\nchosen: %s; time limit %s\n", chosen.why.c_str(),
+                plan["time_limit"].get<std::string>().c_str());
+    return kExitOk;
+  }
+  row(0, rec.fastest);
+  std::printf("\nno allocation meets the deadline of %s: the fastest (above) needs %s with the "
+              "%.0f%% margin, missing it by %s\n",
+              HumanDuration(job.deadline_s).c_str(),
+              HumanDuration(rec.fastest.total_s * (1 + job.margin)).c_str(), job.margin * 100,
+              HumanDuration(rec.miss_s).c_str());
+  return kExitInfeasible;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return kExitBadInput;
+  }
+  if (args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (args[0] == "--version") {
+    std::puts("dlh-estimate " DLH_VERSION);
+    return kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "features") return Features(args);
+  if (command == "calibrate") return Calibrate(args);
+  if (command == "fit") return Fit(args);
+  if (command == "predict") return Predict(args);
+  if (command == "validate") return Validate(args);
+  if (command == "comm") return Comm(args);
+  if (command == "recommend") return Recommend(args);
+  throw UsageError("unknown command '" + command + "' (see dlh-estimate --help)");
+}
+
+}  // namespace
+}  // namespace dlh
+
+int main(int argc, char** argv) {
+  try {
+    return dlh::Main(argc, argv);
+  } catch (const dlh::UsageError& e) {
+    std::fprintf(stderr, "dlh-estimate: %s\n", e.what());
+    return dlh::kExitBadInput;
+  } catch (const dlh::SpecError& e) {
+    std::fprintf(stderr, "dlh-estimate: error: %s\n", e.what());
+    return dlh::kExitBadInput;
+  } catch (const dlh::EstimateError& e) {
+    std::fprintf(stderr, "dlh-estimate: error: %s\n", e.what());
+    return dlh::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dlh-estimate: error: %s\n", e.what());
+    return dlh::kExitFailure;
+  }
+}

@@ -1,0 +1,24 @@
+# estimator/: libdlh_estimator.a (pure: features, time model, cluster, communication and
+# energy model, recommender; linked by the SPANK plugin), the calibration runner (uses the
+# launcher's engine) and the dlh-estimate CLI.
+ESTIMATE_MAIN := estimator/main_estimate.cpp
+CALIBRATE_SRCS := $(wildcard estimator/calibrate*.cpp)
+ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(CALIBRATE_SRCS),$(wildcard estimator/*.cpp))
+ESTIMATOR_LIB := $(LIBDIR)/libdlh_estimator.a
+CALIBRATE_LIB := $(LIBDIR)/libdlh_calibrate.a
+$(ESTIMATOR_LIB): $(ESTIMATOR_SRCS:%.cpp=$(OBJDIR)/%.o)
+$(CALIBRATE_LIB): $(CALIBRATE_SRCS:%.cpp=$(OBJDIR)/%.o)
+
+# Only OpenBLAS and Boost: the estimator needs no MPI or HDF5 (--as-needed drops them).
+ESTIMATE_LIBS = $(shell $(PKG_CONFIG) --libs openblas) -lboost_program_options
+
+$(BINDIR)/dlh-estimate: $(OBJDIR)/$(ESTIMATE_MAIN:.cpp=.o) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) \
+    $(LAUNCH_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
+	$(Q)$(CXX) $(LDFLAGS) -Wl,--as-needed $^ $(ESTIMATE_LIBS) -o $@
+
+INSTALL_BINS += $(BINDIR)/dlh-estimate
+all: $(ESTIMATOR_LIB) $(BINDIR)/dlh-estimate
+estimator: $(BINDIR)/dlh-estimate
+.PHONY: estimator

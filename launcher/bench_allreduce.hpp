@@ -1,0 +1,31 @@
+// DLH — `dlh-launch bench-allreduce`: times DLH's gradient allreduce (fused buckets, the
+// path training uses) against a plain MPI_Allreduce of the same bytes, alternating, and
+// many small tensors fused against one call per tensor. Its JSON output calibrates the
+// estimator's communication model (`dlh-estimate comm`) and feeds `make bench`.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dlh {
+
+struct AllreduceBenchOptions {
+  size_t min_bytes = 4 << 10;
+  size_t max_bytes = size_t(64) << 20;
+  int repeats = 5;            // timed blocks per size and method; the median is reported
+  double block_seconds = 0.05;  // target duration of one block
+  int small_tensors = 256;    // fused-vs-per-tensor comparison: this many tensors ...
+  size_t small_bytes = 4096;  // ... of this size each
+};
+
+// Collective. Returns the results (the same on every rank):
+// {"ranks", "sizes": [{"bytes", "mpi_s", "dlh_s"}], "small": {"tensors", "bytes_each",
+//  "per_tensor_s", "fused_s"}}; times are medians of the slowest rank per block.
+nlohmann::json RunAllreduceBench(MPI_Comm comm, const AllreduceBenchOptions& options);
+
+}  // namespace dlh
