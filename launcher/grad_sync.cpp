@@ -28,6 +28,7 @@ GradientSync::GradientSync(MPI_Comm comm, const std::vector<NamedParam>& params,
   }
   if (!current.params.empty()) buckets_.push_back(std::move(current));
   for (auto& b : buckets_) {
+    if (b.params.size() == 1) continue;  // reduced in place
     size_t n = 0;
     for (size_t k : b.params) n += params_[k].ref.value->size();
     b.buffer.resize(n);
@@ -40,15 +41,25 @@ GradientSync::~GradientSync() {
     if (b.request != MPI_REQUEST_NULL) MPI_Request_free(&b.request);
 }
 
-void GradientSync::launch(Bucket& b) {
-  float* dst = b.buffer.data();
-  for (size_t k : b.params) {
-    const Tensor& g = *params_[k].ref.grad;
-    std::memcpy(dst, g.data(), g.size() * sizeof(float));
-    dst += g.size();
+void GradientSync::launch(Bucket& b, bool blocking) {
+  // A bucket of one tensor is reduced in place: no packing copies.
+  float* data = b.buffer.data();
+  if (b.params.size() == 1) {
+    data = params_[b.params[0]].ref.grad->data();
+  } else {
+    float* dst = data;
+    for (size_t k : b.params) {
+      const Tensor& g = *params_[k].ref.grad;
+      std::memcpy(dst, g.data(), g.size() * sizeof(float));
+      dst += g.size();
+    }
   }
-  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, b.buffer.data(), int(b.buffer.size()), MPI_FLOAT, MPI_SUM,
-                           comm_, &b.request));
+  const int count = int(b.params.size() == 1 ? params_[b.params[0]].ref.grad->size()
+                                             : b.buffer.size());
+  if (blocking)
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comm_));
+  else
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comm_, &b.request));
   b.launched = true;
 }
 
@@ -61,9 +72,12 @@ void GradientSync::poke() {
 }
 
 void GradientSync::layer_done(size_t layer) {
-  if (!options_.overlap) return;
+  // Layer 0 is the last of backward: nothing is left to overlap with, so its buckets wait
+  // for finish(), which uses the blocking MPI_Allreduce (faster than the non-blocking one
+  // in Open MPI, whose libnbc schedules are not tuned like the blocking algorithms).
+  if (!options_.overlap || layer == 0) return;
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].min_layer >= layer) {
-    launch(buckets_[next_bucket_]);
+    launch(buckets_[next_bucket_], /*blocking=*/false);
     ++next_bucket_;
   }
   poke();
@@ -71,9 +85,13 @@ void GradientSync::layer_done(size_t layer) {
 
 double GradientSync::finish() {
   auto start = std::chrono::steady_clock::now();
-  while (next_bucket_ < buckets_.size()) launch(buckets_[next_bucket_++]);
+  while (next_bucket_ < buckets_.size()) launch(buckets_[next_bucket_++], /*blocking=*/true);
   for (auto& b : buckets_) {
-    MPI_CHECK(MPI_Wait(&b.request, MPI_STATUS_IGNORE));
+    if (b.request != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&b.request, MPI_STATUS_IGNORE));
+    if (b.params.size() == 1) {
+      b.launched = false;
+      continue;
+    }
     const float* src = b.buffer.data();
     for (size_t k : b.params) {
       Tensor& g = *params_[k].ref.grad;

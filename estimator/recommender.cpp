@@ -1,0 +1,827 @@
+// DLH estimator — the deadline-driven allocation recommender.
+//
+// Candidates are evaluated in plain structs (no strings, no allocation per candidate); the
+// best `Job::top` are kept in a bounded heap, and only those (and the fastest) become
+// Allocations with names and a `why` line.
+#include "estimator/recommender.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "common/error.hpp"
+
+namespace dlh {
+
+namespace {
+
+// Roofline assumptions (GPU types without a calibration): a CNN training step reaches
+// about 40% of the fp32 peak in its GEMM-bound work and about 60% of the memory bandwidth
+// in its element-wise passes; each layer launches kernels costing about 10 us forward and
+// 10 us backward; the optimizer reads and writes weights, gradients and state (4 passes
+// over the parameters).
+constexpr double kComputeEfficiency = 0.4;
+constexpr double kBandwidthEfficiency = 0.6;
+constexpr double kLaunchSeconds = 10e-6;
+constexpr double kUsableMemory = 0.9;  // of a GPU's memory_gb, the rest for the runtime
+
+constexpr int kMaxGroups = 16;
+
+// ---------------------------------------------------------------- batch balancing
+
+// Largest-total, then most balanced, whole increments of `count[g]` samples that fit in
+// `left` samples: an exhaustive search over the groups in decreasing count (the last group
+// takes what is left), bounded by a visit budget.
+struct LeftoverSearch {
+  const double* fixed;
+  const double* per;
+  const int* count;
+  const int64_t* base;
+  int order[kMaxGroups];
+  int m = 0;
+  int64_t k[kMaxGroups] = {};
+  int64_t best_k[kMaxGroups] = {};
+  int64_t best_used = -1;
+  double best_finish = 0;
+  long budget = 100000;
+
+  void Run(int depth, int64_t left, int64_t used) {
+    const int g = order[depth];
+    if (depth == m - 1) {
+      k[g] = left / count[g];
+      Leaf(used + k[g] * count[g]);
+      return;
+    }
+    for (int64_t kk = 0; kk * count[g] <= left && budget > 0; ++kk) {
+      k[g] = kk;
+      Run(depth + 1, left - kk * count[g], used + kk * count[g]);
+    }
+  }
+  void Leaf(int64_t used) {
+    --budget;
+    if (used < best_used) return;
+    double finish = 0;
+    for (int i = 0; i < m; ++i) {
+      const int g = order[i];
+      finish = std::max(finish, fixed[g] + per[g] * double(base[g] + k[g]));
+    }
+    if (used > best_used || finish < best_finish) {
+      best_used = used;
+      best_finish = finish;
+      for (int i = 0; i < m; ++i) best_k[order[i]] = k[order[i]];
+    }
+  }
+};
+
+// The balancing of BalanceBatch on plain arrays (n <= kMaxGroups, per[g] > 0), so that the
+// recommender's inner loop allocates nothing. Writes out[g]; sum count*out <= total.
+void BalanceCore(const double* fixed, const double* per, const int* count, int n, int64_t total,
+                 int64_t* out) {
+  int64_t gpus = 0;
+  for (int g = 0; g < n; ++g) gpus += count[g];
+  const int64_t floor_batch = total >= gpus ? 1 : 0;  // every GPU gets one when possible
+
+  // Equal finish time T over the active groups: sum c (T - f) / p = B. Groups whose batch
+  // would fall below the floor are pinned there and T is solved again for the rest
+  // (water filling: T only decreases, so pinned groups stay pinned).
+  bool active[kMaxGroups];
+  double real[kMaxGroups];
+  int64_t rest = total;
+  for (int g = 0; g < n; ++g) {
+    active[g] = count[g] > 0;
+    real[g] = 0;
+  }
+  for (;;) {
+    double s1 = 0, s0 = 0;
+    for (int g = 0; g < n; ++g)
+      if (active[g]) {
+        s1 += count[g] / per[g];
+        s0 += count[g] * fixed[g] / per[g];
+      }
+    if (s1 == 0) break;
+    const double t = (double(rest) + s0) / s1;
+    bool pinned = false;
+    for (int g = 0; g < n; ++g)
+      if (active[g] && (t - fixed[g]) / per[g] < double(floor_batch)) {
+        active[g] = false;
+        real[g] = double(floor_batch);
+        rest -= count[g] * floor_batch;
+        pinned = true;
+      }
+    if (!pinned) {
+      for (int g = 0; g < n; ++g)
+        if (active[g]) real[g] = (t - fixed[g]) / per[g];
+      break;
+    }
+  }
+
+  // Round down, then hand out what is left in whole per-group increments.
+  int64_t used = 0;
+  for (int g = 0; g < n; ++g) {
+    out[g] = count[g] > 0 ? std::max<int64_t>(floor_batch, int64_t(std::floor(real[g] + 1e-9))) : 0;
+    used += count[g] * out[g];
+  }
+  while (used > total) {  // only through the 1e-9 above: take from the slowest finisher
+    int worst = -1;
+    for (int g = 0; g < n; ++g)
+      if (count[g] > 0 && out[g] > floor_batch &&
+          (worst < 0 || fixed[g] + per[g] * out[g] > fixed[worst] + per[worst] * out[worst]))
+        worst = g;
+    if (worst < 0) break;
+    --out[worst];
+    used -= count[worst];
+  }
+  const int64_t left = total - used;
+  if (left <= 0) return;
+  LeftoverSearch s;
+  s.fixed = fixed;
+  s.per = per;
+  s.count = count;
+  s.base = out;
+  for (int g = 0; g < n; ++g)
+    if (count[g] > 0) s.order[s.m++] = g;
+  if (s.m == 0) return;
+  std::sort(s.order, s.order + s.m, [&](int a, int b) { return count[a] > count[b]; });
+  s.Run(0, left, 0);
+  for (int i = 0; i < s.m; ++i) out[s.order[i]] += s.best_k[s.order[i]];
+}
+
+// ---------------------------------------------------------------- formatting
+
+std::string Printf(const char* fmt, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, a);
+  return buf;
+}
+
+// 45s, 5m30s, 12m, 1h12m, 3h, 2d3h
+std::string Duration(double s) {
+  if (!std::isfinite(s)) return "inf";
+  long v = std::lround(std::max(0.0, s));
+  char buf[64];
+  if (v < 100) {
+    std::snprintf(buf, sizeof buf, "%lds", v);
+  } else if (v < 600) {
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", v / 60, v % 60);
+  } else if (v < 3600) {
+    std::snprintf(buf, sizeof buf, "%ldm", (v + 30) / 60);
+  } else if (v < 86400) {
+    long m = (v + 30) / 60;
+    if (m % 60 == 0)
+      std::snprintf(buf, sizeof buf, "%ldh", m / 60);
+    else
+      std::snprintf(buf, sizeof buf, "%ldh%02ldm", m / 60, m % 60);
+  } else {
+    long h = (v + 1800) / 3600;
+    if (h % 24 == 0)
+      std::snprintf(buf, sizeof buf, "%ldd", h / 24);
+    else
+      std::snprintf(buf, sizeof buf, "%ldd%ldh", h / 24, h % 24);
+  }
+  return buf;
+}
+
+std::string Energy(double j) {
+  if (j < 1e3) return Printf("%.0f J", j);
+  if (j < 1e6) return Printf("%.1f kJ", j / 1e3);
+  if (j < 1e9) return Printf("%.1f MJ", j / 1e6);
+  return Printf("%.2f GJ", j / 1e9);
+}
+
+std::string GpuHours(double h) { return Printf(h < 10 ? "%.2f GPU-h" : "%.1f GPU-h", h); }
+
+// "+12%", "+0.4%", "-3%"
+std::string Percent(double ratio) {
+  double p = (ratio - 1) * 100;
+  return Printf(std::fabs(p) < 1 ? "%+.1f%%" : "%+.0f%%", p);
+}
+
+// ---------------------------------------------------------------- candidates
+
+// One node type the job may use, with everything the inner loop needs.
+struct TypeInfo {
+  int node_type = 0;
+  const NodeType* node = nullptr;
+  const GpuType* gpu = nullptr;
+  double fixed = 0, per = 0;  // speed
+  int available = 0;
+  AlphaBeta intra;
+  int64_t max_batch = 0;  // largest per-GPU batch that fits in memory
+};
+
+struct Cand {
+  double key = 0;  // the objective's value
+  double total_s = 0, energy_j = 0, gpu_hours = 0, compute_s = 0, comm_s = 0, step_s = 0;
+  int64_t steps = 0, global = 0;
+  int64_t batch[2] = {0, 0};  // largest per-GPU batch of each part
+  int type[2] = {-1, -1};     // index into the TypeInfo list
+  int nodes[2] = {0, 0}, gpn[2] = {0, 0};
+  int parts = 0, gpus = 0, node_count = 0;
+  uint32_t index = 0;  // enumeration order, the last tie-break
+  bool fits = false, meets = false;
+};
+
+// a ranks before b: objective, then fewer GPUs, then faster, then enumeration order.
+bool Better(const Cand& a, const Cand& b) {
+  if (a.key != b.key) return a.key < b.key;
+  if (a.gpus != b.gpus) return a.gpus < b.gpus;
+  if (a.total_s != b.total_s) return a.total_s < b.total_s;
+  return a.index < b.index;
+}
+
+bool Faster(const Cand& a, const Cand& b) {
+  if (a.total_s != b.total_s) return a.total_s < b.total_s;
+  if (a.gpus != b.gpus) return a.gpus < b.gpus;
+  return a.index < b.index;
+}
+
+int OptimizerSlots(const OptimizerSpec& o) {
+  if (o.kind == OptimizerSpec::Kind::Adam) return 2;
+  return o.momentum > 0 ? 1 : 0;
+}
+
+class Enumerator {
+ public:
+  Enumerator(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types)
+      : job_(job), types_(std::move(types)) {
+    inter_ = AlphaBeta::FromLink(cluster.inter_node);
+    bytes_ = job.features.param_bytes();
+    weak_ = job.per_gpu_batch > 0;
+    keep_ = job.top > 0 ? size_t(job.top) : 0;
+    min_batch_.assign(types_.size(), std::numeric_limits<int64_t>::max());
+  }
+
+  void Run() {
+    for (int t = 0; t < int(types_.size()); ++t) Homogeneous(t);
+    if (job_.allow_mixed)
+      for (int a = 0; a < int(types_.size()); ++a)
+        for (int b = a + 1; b < int(types_.size()); ++b) Mixed(a, b);
+  }
+
+  const std::vector<TypeInfo>& types() const { return types_; }
+  int evaluated = 0, fitting = 0, feasible = 0;
+  bool have_fastest = false;
+  Cand fastest;
+  std::vector<Cand> best;  // a heap (worst on top) while running
+  std::vector<int64_t> min_batch_;  // smallest per-GPU batch asked of each type
+
+ private:
+  void Homogeneous(int t) {
+    const TypeInfo& ti = types_[size_t(t)];
+    const int full = ti.node->gpus_per_node;
+    for (int gpn = 1; gpn <= full; gpn = (gpn == full ? full + 1 : std::min(gpn * 2, full))) {
+      // gpn runs 1, 2, 4, ... and ends with `full` whether or not it is a power of two.
+      if (gpn * 2 > full && gpn != full && (gpn & (gpn - 1)) == 0) {
+        // next is full (not a power of two): handled by the min() above
+      }
+      for (int n = 1; n <= ti.available; ++n) {
+        const int64_t g = int64_t(gpn) * n;
+        if (job_.max_gpus > 0 && g > job_.max_gpus) break;
+        if (g > std::numeric_limits<int>::max()) break;
+        Cand c;
+        c.parts = 1;
+        c.type[0] = t;
+        c.nodes[0] = n;
+        c.gpn[0] = gpn;
+        c.gpus = int(g);
+        c.node_count = n;
+        int64_t lo, hi, n_hi;  // GPUs with batch hi (n_hi of them) and lo (the rest)
+        if (weak_) {
+          c.global = job_.per_gpu_batch * g;
+          lo = hi = job_.per_gpu_batch;
+          n_hi = g;
+        } else {
+          c.global = job_.spec.batch_size;
+          if (c.global < g) break;  // some GPU would get no sample; more nodes only worse
+          lo = c.global / g;
+          n_hi = c.global % g;
+          hi = n_hi > 0 ? lo + 1 : lo;
+          if (n_hi == 0) n_hi = g;
+        }
+        c.batch[0] = hi;
+        const double t_hi = ti.fixed + ti.per * double(hi);
+        const double t_lo = ti.fixed + ti.per * double(lo);
+        const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
+        c.compute_s = t_hi;
+        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gpn, n, ti.intra, inter_);
+        const double watts_active = ti.gpu->active_watts, watts_idle = ti.gpu->idle_watts;
+        Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
+               ti.node->node_base_watts * n, hi <= ti.max_batch);
+      }
+      if (gpn == full) break;
+    }
+  }
+
+  void Mixed(int a, int b) {
+    const TypeInfo& ta = types_[size_t(a)];
+    const TypeInfo& tb = types_[size_t(b)];
+    const int ga = ta.node->gpus_per_node, gb = tb.node->gpus_per_node;
+    double fixed[2] = {ta.fixed, tb.fixed}, per[2] = {ta.per, tb.per};
+    for (int na = 1; na <= ta.available; ++na) {
+      for (int nb = 1; nb <= tb.available; ++nb) {
+        const int64_t ca = int64_t(ga) * na, cb = int64_t(gb) * nb, g = ca + cb;
+        if (job_.max_gpus > 0 && g > job_.max_gpus) break;
+        if (g > std::numeric_limits<int>::max()) break;
+        const int64_t want = weak_ ? job_.per_gpu_batch * g : int64_t(job_.spec.batch_size);
+        if (want < g) break;  // some GPU would get no sample
+        int count[2] = {int(ca), int(cb)};
+        int64_t batch[2];
+        BalanceCore(fixed, per, count, 2, want, batch);
+        if (batch[0] < 1 || batch[1] < 1) continue;
+        Cand c;
+        c.parts = 2;
+        c.type[0] = a;
+        c.type[1] = b;
+        c.nodes[0] = na;
+        c.nodes[1] = nb;
+        c.gpn[0] = ga;
+        c.gpn[1] = gb;
+        c.gpus = int(g);
+        c.node_count = na + nb;
+        c.batch[0] = batch[0];
+        c.batch[1] = batch[1];
+        c.global = ca * batch[0] + cb * batch[1];
+        const double t_a = ta.fixed + ta.per * double(batch[0]);
+        const double t_b = tb.fixed + tb.per * double(batch[1]);
+        c.compute_s = std::max(t_a, t_b);
+        // The slower intra-node link, the smaller node (its shard crossing nodes is larger).
+        const int gmin = std::min(ga, gb);
+        c.comm_s = std::max(HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, ta.intra, inter_),
+                            HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, tb.intra, inter_));
+        const double busy_energy = (ta.gpu->active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
+                                   (tb.gpu->active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
+        const double idle_watts =
+            ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
+        const double base_watts =
+            ta.node->node_base_watts * na + tb.node->node_base_watts * nb;
+        Finish(c, busy_energy, idle_watts, base_watts,
+               batch[0] <= ta.max_batch && batch[1] <= tb.max_batch);
+      }
+    }
+  }
+
+  // Completes a candidate whose parts, batches, compute_s and comm_s are set.
+  // Energy per step = sum over GPUs of idle W * step + (active - idle) W * own compute time:
+  // `busy_energy` is the second sum, `idle_watts` the GPUs' idle power, `base_watts` the
+  // nodes' base power.
+  void Finish(Cand& c, double busy_energy, double idle_watts, double base_watts, bool fits) {
+    const int64_t per_epoch = job_.samples / c.global;
+    if (per_epoch <= 0) return;  // the global batch exceeds an epoch
+    c.index = index_++;
+    ++evaluated;
+    for (int p = 0; p < c.parts; ++p)
+      min_batch_[size_t(c.type[p])] = std::min(min_batch_[size_t(c.type[p])], c.batch[p]);
+    if (!fits) return;
+    ++fitting;
+    c.fits = true;
+    c.steps = per_epoch * job_.epochs;
+    c.step_s = c.compute_s + c.comm_s;
+    const double steps = double(c.steps);
+    c.total_s = job_.startup_s + steps * c.step_s;
+    c.energy_j = steps * (idle_watts * c.step_s + busy_energy) + c.total_s * base_watts +
+                 job_.startup_s * idle_watts;
+    c.gpu_hours = c.gpus * c.total_s / 3600;
+    if (!have_fastest || Faster(c, fastest)) {
+      fastest = c;
+      have_fastest = true;
+    }
+    c.meets = job_.deadline_s <= 0 || c.total_s * (1 + job_.margin) <= job_.deadline_s;
+    if (!c.meets) return;
+    ++feasible;
+    switch (job_.objective) {
+      case Objective::Energy:
+        c.key = c.energy_j;
+        break;
+      case Objective::Time:
+        c.key = c.total_s;
+        break;
+      case Objective::GpuHours:
+        c.key = c.gpu_hours;
+        break;
+    }
+    if (keep_ == 0) {
+      best.push_back(c);
+    } else if (best.size() < keep_) {
+      best.push_back(c);
+      std::push_heap(best.begin(), best.end(), Better);
+    } else if (Better(c, best.front())) {
+      std::pop_heap(best.begin(), best.end(), Better);
+      best.back() = c;
+      std::push_heap(best.begin(), best.end(), Better);
+    }
+  }
+
+  const Job& job_;
+  std::vector<TypeInfo> types_;
+  AlphaBeta inter_;
+  double bytes_ = 0;
+  bool weak_ = false;
+  size_t keep_ = 0;
+  uint32_t index_ = 0;
+};
+
+void CheckSpeed(const std::string& gpu, const DeviceSpeed& s) {
+  if (!(s.per_sample_s > 0) || !std::isfinite(s.per_sample_s) || !(s.fixed_s >= 0) ||
+      !std::isfinite(s.fixed_s))
+    throw EstimateError("GPU type \"" + gpu + "\": speed must have fixed_s >= 0 and " +
+                        "per_sample_s > 0, got " + Printf("%g", s.fixed_s) + " s + " +
+                        Printf("%g", s.per_sample_s) + " s/sample (" + s.source + ")");
+}
+
+void CheckJob(const Job& job) {
+  auto fail = [](const std::string& m) { throw EstimateError("recommend: " + m); };
+  if (job.samples <= 0)
+    fail("samples per epoch must be positive, got " + std::to_string(job.samples));
+  if (job.epochs <= 0) fail("epochs must be positive, got " + std::to_string(job.epochs));
+  if (job.per_gpu_batch < 0)
+    fail("per-GPU batch must not be negative, got " + std::to_string(job.per_gpu_batch));
+  if (job.per_gpu_batch == 0 && job.spec.batch_size <= 0)
+    fail("the spec's batch_size must be positive, got " + std::to_string(job.spec.batch_size));
+  if (!(job.deadline_s >= 0) || !(job.margin >= 0) || !(job.startup_s >= 0))
+    fail("deadline, margin and startup time must not be negative");
+  if (job.max_gpus < 0) fail("max_gpus must not be negative");
+  if (job.top < 0) fail("top must not be negative");
+}
+
+bool Allowed(const Job& job, const std::string& gpu) {
+  return job.allowed_types.empty() ||
+         std::find(job.allowed_types.begin(), job.allowed_types.end(), gpu) !=
+             job.allowed_types.end();
+}
+
+std::string Names(const Cluster& c) {
+  std::string s;
+  for (const GpuType& g : c.gpu_types) s += (s.empty() ? "" : ", ") + g.name;
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public
+
+Objective ParseObjective(const std::string& text) {
+  if (text == "energy") return Objective::Energy;
+  if (text == "time") return Objective::Time;
+  if (text == "gpu-hours") return Objective::GpuHours;
+  throw UsageError("--objective: must be one of energy, time, gpu-hours, got '" + text + "'");
+}
+
+const char* ObjectiveName(Objective o) {
+  switch (o) {
+    case Objective::Energy:
+      return "energy";
+    case Objective::Time:
+      return "time";
+    case Objective::GpuHours:
+      return "gpu-hours";
+  }
+  return "unknown";
+}
+
+std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& cluster) {
+  std::map<std::string, DeviceSpeed> out;
+  const ModelFeatures& f = job.features;
+  const double layers = double(f.layers.empty() ? job.spec.layers.size() : f.layers.size());
+  for (const NodeType& n : cluster.node_types) {
+    if (out.count(n.gpu) || !Allowed(job, n.gpu)) continue;
+    const GpuType* g = cluster.gpu(n.gpu);
+    if (!g) throw EstimateError("node type \"" + n.name + "\": unknown GPU type \"" + n.gpu + "\"");
+    DeviceSpeed s;
+    if (!g->calibration.empty()) {
+      const std::string& path = g->calibration;
+      const std::string where = "GPU type \"" + g->name + "\": ";
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec))
+        throw EstimateError(where + "calibration file " + path +
+                            " not found (calibrate this GPU type, or remove its \"calibration\" "
+                            "to use the roofline model)");
+      Calibration cal;
+      try {
+        cal = LoadCalibration(path);
+      } catch (const EstimateError& e) {
+        throw EstimateError(where + e.what());
+      }
+      if (cal.model.coef.size() != size_t(kTimeTerms))
+        throw EstimateError(where + path + ": model has " +
+                            std::to_string(cal.model.coef.size()) + " coefficients, expected " +
+                            std::to_string(kTimeTerms));
+      const std::vector<double> t0 = TimeTerms(f, 0), t1 = TimeTerms(f, 1);
+      double at0 = 0, at1 = 0;
+      for (int i = 0; i < kTimeTerms; ++i) {
+        at0 += cal.model.coef[size_t(i)] * t0[size_t(i)];
+        at1 += cal.model.coef[size_t(i)] * t1[size_t(i)];
+      }
+      s.fixed_s = at0;
+      s.per_sample_s = at1 - at0;
+      s.source = "calibrated (" + std::filesystem::path(path).filename().string() + ")";
+    } else {
+      const double flops = g->peak_tflops * 1e12 * kComputeEfficiency;
+      const double bandwidth = g->memory_bandwidth_gbs * 1e9;
+      s.per_sample_s = std::max(f.flops_train() / flops,
+                                4 * f.activation_elements * 3 / (bandwidth * kBandwidthEfficiency));
+      s.fixed_s = 2 * layers * kLaunchSeconds + f.param_bytes() * 4 / bandwidth;
+      s.source = "roofline (no calibration for " + g->name + ")";
+    }
+    out[g->name] = s;
+  }
+  return out;
+}
+
+Recommendation Recommend(const Job& job, const Cluster& cluster) {
+  return Recommend(job, cluster, DeviceSpeeds(job, cluster));
+}
+
+Recommendation Recommend(const Job& job, const Cluster& cluster,
+                         const std::map<std::string, DeviceSpeed>& speeds) {
+  CheckJob(job);
+  for (const std::string& t : job.allowed_types)
+    if (!cluster.gpu(t))
+      throw EstimateError("recommend: allowed GPU type \"" + t + "\" is not in cluster \"" +
+                          cluster.name + "\" (it has " + Names(cluster) + ")");
+
+  const int slots = OptimizerSlots(job.spec.optimizer);
+  int64_t all_gpus = 0;
+  std::vector<TypeInfo> types;
+  for (size_t i = 0; i < cluster.node_types.size(); ++i) {
+    const NodeType& n = cluster.node_types[i];
+    if (!Allowed(job, n.gpu)) continue;
+    const int available = n.available < 0 ? n.nodes : n.available;
+    if (available <= 0 || n.gpus_per_node <= 0) continue;
+    TypeInfo t;
+    t.node_type = int(i);
+    t.node = &n;
+    t.gpu = cluster.gpu(n.gpu);
+    if (!t.gpu)
+      throw EstimateError("node type \"" + n.name + "\": unknown GPU type \"" + n.gpu + "\"");
+    auto s = speeds.find(n.gpu);
+    if (s == speeds.end())
+      throw EstimateError("recommend: no speed for GPU type \"" + n.gpu + "\"");
+    CheckSpeed(n.gpu, s->second);
+    t.fixed = s->second.fixed_s;
+    t.per = s->second.per_sample_s;
+    t.available = available;
+    t.intra = AlphaBeta::FromLink(n.intra_node);
+    all_gpus += int64_t(available) * n.gpus_per_node;
+    types.push_back(t);
+  }
+  if (types.empty())
+    throw EstimateError(
+        "recommend: no node type to use" +
+        std::string(job.allowed_types.empty() ? "" : " of the allowed GPU types") +
+        " has available nodes");
+
+  // The largest per-GPU batch each GPU type holds (memory grows with the batch: binary
+  // search up to the largest batch any candidate can ask for).
+  const int64_t cap = job.per_gpu_batch > 0 ? job.per_gpu_batch * all_gpus : job.spec.batch_size;
+  std::map<std::string, int64_t> max_batch;
+  for (TypeInfo& t : types) {
+    auto known = max_batch.find(t.gpu->name);
+    if (known != max_batch.end()) {
+      t.max_batch = known->second;
+      continue;
+    }
+    const double capacity = kUsableMemory * t.gpu->memory_gb * 1e9;
+    int64_t lo = 0, hi = cap;  // fits(lo) (0 trivially), answer in [lo, hi]
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (TrainingMemoryBytes(job.features, mid, slots) <= capacity)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    t.max_batch = max_batch[t.gpu->name] = lo;
+  }
+
+  Enumerator e(job, cluster, std::move(types));
+  e.Run();
+  const std::vector<TypeInfo>& ti = e.types();
+
+  if (e.evaluated == 0)
+    throw EstimateError(
+        "recommend: no allocation to consider: every candidate would leave a GPU without a "
+        "sample or use more samples per step than an epoch has (global batch vs samples, "
+        "max_gpus)");
+  if (e.fitting == 0) {
+    // Name the GPU with the most memory and the smallest batch asked of it.
+    size_t big = 0;
+    for (size_t i = 1; i < ti.size(); ++i)
+      if (ti[i].gpu->memory_gb > ti[big].gpu->memory_gb) big = i;
+    int64_t b = e.min_batch_[big] == std::numeric_limits<int64_t>::max() ? 1 : e.min_batch_[big];
+    for (size_t i = 0; i < ti.size(); ++i)
+      if (ti[i].gpu == ti[big].gpu) b = std::min(b, e.min_batch_[i]);
+    const double need = TrainingMemoryBytes(job.features, b, slots);
+    throw EstimateError("model needs " + Printf("%.1f", need / 1e9) + " GB per GPU at batch " +
+                        std::to_string(b) + "; the largest GPU has " +
+                        Printf("%g", ti[big].gpu->memory_gb) + " GB (" + ti[big].gpu->name +
+                        ", " + Printf("%.0f", kUsableMemory * 100) + "% usable)");
+  }
+
+  auto to_allocation = [&](const Cand& c) {
+    Allocation a;
+    double memory = 0;
+    for (int p = 0; p < c.parts; ++p) {
+      const TypeInfo& t = ti[size_t(c.type[p])];
+      Part part;
+      part.node_type = t.node->name;
+      part.gpu = t.gpu->name;
+      part.nodes = c.nodes[p];
+      part.gpus_per_node = c.gpn[p];
+      part.per_gpu_batch = c.batch[p];
+      a.parts.push_back(part);
+      memory = std::max(memory, TrainingMemoryBytes(job.features, c.batch[p], slots));
+    }
+    a.gpus = c.gpus;
+    a.nodes = c.node_count;
+    a.global_batch = c.global;
+    const double ratio =
+        job.spec.batch_size > 0 ? double(c.global) / double(job.spec.batch_size) : 1.0;
+    a.lr = job.spec.optimizer.lr * ratio;
+    // Linear scaling (Goyal et al. 2017) needs a warm-up when the rate grows a lot.
+    a.warmup_epochs = job.spec.schedule.warmup_epochs;
+    if (ratio > 2) a.warmup_epochs = std::max(a.warmup_epochs, 1.0);
+    a.compute_s = c.compute_s;
+    a.comm_s = c.comm_s;
+    a.step_s = c.step_s;
+    a.steps = c.steps;
+    a.total_s = c.total_s;
+    a.energy_j = c.energy_j;
+    a.gpu_hours = c.gpu_hours;
+    a.memory_bytes = memory;
+    a.fits_memory = c.fits;
+    a.meets_deadline = c.meets;
+    return a;
+  };
+
+  Recommendation rec;
+  rec.candidates = e.evaluated;
+  rec.speeds = speeds;
+  rec.feasible = e.feasible > 0;
+  rec.fastest = to_allocation(e.fastest);
+
+  const std::string deadline =
+      job.deadline_s > 0 ? "the " + Duration(job.deadline_s) + " deadline" : std::string();
+  const std::string among = job.deadline_s > 0 ? " meeting " + deadline : " that fit in memory";
+  if (rec.feasible) {
+    std::sort(e.best.begin(), e.best.end(), Better);
+    rec.ranked.reserve(e.best.size());
+    for (const Cand& c : e.best) rec.ranked.push_back(to_allocation(c));
+    // Why lines: the winner against the field, the others against the winner.
+    const Allocation& top = rec.ranked.front();
+    const std::string of = e.feasible == 1
+                               ? std::string("only allocation") + among
+                               : " of " + std::to_string(e.feasible) + " allocations" + among;
+    switch (job.objective) {
+      case Objective::Energy:
+        top_why_:
+        rec.ranked[0].why = (e.feasible == 1 ? of : "least energy" + of) + " (" +
+                            Energy(top.energy_j) + ", " + Duration(top.total_s) + ")";
+        break;
+      case Objective::Time:
+        rec.ranked[0].why = (e.feasible == 1 ? of : "fastest" + of) + " (" +
+                            Duration(top.total_s) + ", " + Energy(top.energy_j) + ")";
+        break;
+      case Objective::GpuHours:
+        rec.ranked[0].why = (e.feasible == 1 ? of : "fewest GPU-hours" + of) + " (" +
+                            GpuHours(top.gpu_hours) + ", " + Duration(top.total_s) + ")";
+        break;
+    }
+    for (size_t i = 1; i < rec.ranked.size(); ++i) {
+      Allocation& a = rec.ranked[i];
+      const double dt = a.total_s - top.total_s;
+      const std::string time = std::fabs(dt) < 1 ? "same time"
+                                                 : Duration(std::fabs(dt)) +
+                                                       (dt < 0 ? " faster" : " slower");
+      switch (job.objective) {
+        case Objective::Energy:
+          a.why = Percent(a.energy_j / top.energy_j) + " energy, " + time;
+          break;
+        case Objective::Time: {
+          const double r = a.energy_j / top.energy_j;
+          a.why = time + ", " +
+                  (std::fabs(r - 1) < 0.0005
+                       ? std::string("same energy")
+                       : Printf(std::fabs(r - 1) < 0.01 ? "%.1f%%" : "%.0f%%",
+                                std::fabs(r - 1) * 100) +
+                             (r < 1 ? " less energy" : " more energy"));
+          break;
+        }
+        case Objective::GpuHours:
+          a.why = Percent(a.gpu_hours / top.gpu_hours) + " GPU-hours, " + time;
+          break;
+      }
+    }
+  }
+  if (!rec.feasible) {
+    rec.miss_s = rec.fastest.total_s * (1 + job.margin) - job.deadline_s;
+    rec.fastest.why = "fastest allocation misses " + deadline + " by " + Duration(rec.miss_s) +
+                      " (" + Duration(rec.fastest.total_s) + " predicted, " +
+                      Printf("%.0f", job.margin * 100) + "% margin)";
+  } else {
+    rec.fastest.why = "fastest of " + std::to_string(e.fitting) + " allocations that fit in " +
+                      "memory (" + Duration(rec.fastest.total_s) + ", " +
+                      Energy(rec.fastest.energy_j) + ")";
+  }
+  return rec;
+}
+
+std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
+                                  const std::vector<int>& count, int64_t global_batch) {
+  if (speed.size() != count.size())
+    throw EstimateError("BalanceBatch: " + std::to_string(speed.size()) + " speeds for " +
+                        std::to_string(count.size()) + " groups");
+  if (speed.size() > size_t(kMaxGroups))
+    throw EstimateError("BalanceBatch: at most " + std::to_string(kMaxGroups) +
+                        " groups, got " + std::to_string(speed.size()));
+  if (global_batch < 0) throw EstimateError("BalanceBatch: negative global batch");
+  const int n = int(speed.size());
+  double fixed[kMaxGroups], per[kMaxGroups];
+  int counts[kMaxGroups];
+  int64_t out[kMaxGroups];
+  for (int g = 0; g < n; ++g) {
+    if (count[size_t(g)] < 0) throw EstimateError("BalanceBatch: negative GPU count");
+    CheckSpeed("group " + std::to_string(g), speed[size_t(g)]);
+    fixed[g] = speed[size_t(g)].fixed_s;
+    per[g] = speed[size_t(g)].per_sample_s;
+    counts[g] = count[size_t(g)];
+  }
+  BalanceCore(fixed, per, counts, n, global_batch, out);
+  return std::vector<int64_t>(out, out + n);
+}
+
+nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen) {
+  using nlohmann::json;
+  json parts = json::array();
+  json sources = json::object();
+  int tasks_per_node = 0;
+  for (const Part& p : chosen.parts) {
+    parts.push_back({{"node_type", p.node_type},
+                     {"gpu", p.gpu},
+                     {"nodes", p.nodes},
+                     {"gpus_per_node", p.gpus_per_node},
+                     {"per_gpu_batch", p.per_gpu_batch}});
+    tasks_per_node = std::max(tasks_per_node, p.gpus_per_node);
+    auto s = rec.speeds.find(p.gpu);
+    if (s != rec.speeds.end()) sources[p.gpu] = s->second.source;
+  }
+  const std::string limit = SlurmTimeLimit(chosen.total_s, job.margin);
+  // Back to seconds: "D-HH:MM:SS" or "HH:MM:SS".
+  long days = 0, h = 0, m = 0, sec = 0;
+  if (limit.find('-') != std::string::npos)
+    std::sscanf(limit.c_str(), "%ld-%ld:%ld:%ld", &days, &h, &m, &sec);
+  else
+    std::sscanf(limit.c_str(), "%ld:%ld:%ld", &h, &m, &sec);
+  const long limit_s = ((days * 24 + h) * 60 + m) * 60 + sec;
+
+  json j;
+  j["format_version"] = 1;
+  j["spec"] = job.spec.origin;
+  j["objective"] = ObjectiveName(job.objective);
+  j["deadline_s"] = job.deadline_s;
+  j["feasible"] = chosen.fits_memory && chosen.meets_deadline;
+  j["allocation"] = {{"parts", parts},
+                     {"nodes", chosen.nodes},
+                     {"gpus", chosen.gpus},
+                     {"tasks_per_node", tasks_per_node}};
+  j["global_batch"] = chosen.global_batch;
+  j["lr"] = chosen.lr;
+  j["warmup_epochs"] = chosen.warmup_epochs;
+  j["epochs"] = job.epochs;
+  j["samples"] = job.samples;
+  j["predicted"] = {{"step_s", chosen.step_s},
+                    {"compute_s", chosen.compute_s},
+                    {"comm_s", chosen.comm_s},
+                    {"steps", chosen.steps},
+                    {"total_s", chosen.total_s},
+                    {"energy_j", chosen.energy_j},
+                    {"energy_kwh", chosen.energy_j / 3.6e6},
+                    {"gpu_hours", chosen.gpu_hours},
+                    {"memory_gb_per_gpu", chosen.memory_bytes / 1e9}};
+  j["margin"] = job.margin;
+  j["time_limit"] = limit;
+  j["time_limit_s"] = limit_s;
+  j["speed_source"] = sources;
+  j["why"] = chosen.why;
+  return j;
+}
+
+std::string SlurmTimeLimit(double seconds, double margin) {
+  double v = (1 + std::max(0.0, margin)) * seconds;
+  if (!(v > 0)) v = 0;
+  // The tolerance keeps exact multiples of a minute (3600 s, margin 0) from rounding up.
+  double minutes_d = std::ceil(v / 60 - 1e-9);
+  const double most = 365.0 * 24 * 60 * 100;  // 100 years: beyond, Slurm means nothing
+  if (!(minutes_d <= most)) minutes_d = most;
+  long minutes = std::max(1L, long(minutes_d));
+  const long d = minutes / (24 * 60), h = (minutes / 60) % 24, m = minutes % 60;
+  char buf[48];
+  if (d > 0)
+    std::snprintf(buf, sizeof buf, "%ld-%02ld:%02ld:00", d, h, m);
+  else
+    std::snprintf(buf, sizeof buf, "%02ld:%02ld:00", h, m);
+  return buf;
+}
+
+}  // namespace dlh
