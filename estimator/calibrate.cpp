@@ -1,6 +1,8 @@
 // DLH estimator — the calibration runner: times real training steps with the launcher's
 // engine (one process, no MPI), reads RAPL energy counters, and describes the CPU.
 
+#include "estimator/calibrate.hpp"
+
 #include <cblas.h>
 #include <sched.h>
 
@@ -16,7 +18,6 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "estimator/calibrate.hpp"
 #include "estimator/features.hpp"
 #include "launcher/layer.hpp"
 #include "launcher/network.hpp"
@@ -143,7 +144,8 @@ TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& opti
   };
   if (options.warmup < 0) bad("warm-up steps must be 0 or more", options.warmup);
   if (options.repeats < 1) bad("repeats must be at least 1", options.repeats);
-  if (options.steps_per_repeat < 1) bad("steps per repeat must be at least 1", options.steps_per_repeat);
+  if (options.steps_per_repeat < 1)
+    bad("steps per repeat must be at least 1", options.steps_per_repeat);
   const int64_t batch = entry.batch > 0 ? entry.batch : spec.batch_size;
   if (batch <= 0 || batch > INT_MAX)
     throw EstimateError(spec.name + ": batch must be a positive integer, got " +

@@ -52,9 +52,9 @@ bool ReadCpuEnergyJoules(double* joules);
 
 // The pieces of ReadCpuEnergyJoules, for the timing loop and for tests with a fake tree.
 struct EnergyZone {
-  std::string name;         // "intel-rapl:0"
-  double joules = 0;        // energy_uj / 1e6
-  double max_joules = 0;    // max_energy_range_uj / 1e6: the counter wraps to 0 there (0: unknown)
+  std::string name;       // "intel-rapl:0"
+  double joules = 0;      // energy_uj / 1e6
+  double max_joules = 0;  // max_energy_range_uj / 1e6, where the counter wraps (0: unknown)
 };
 // Top-level RAPL package zones (intel-rapl:N, not sub-zones like intel-rapl:0:0) under
 // `powercap_dir` (normally /sys/class/powercap), sorted by name. False when there is none

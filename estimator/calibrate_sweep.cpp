@@ -8,9 +8,10 @@
 // The full sweep is one-factor-at-a-time around a base model (2 conv, 32 filters, 1 FC of
 // 256, 1x28x28, batch 64) plus a space-filling random set: candidates drawn with a fixed
 // seed, kept when their predicted step time is inside a budget, then picked greedily by
-// maximin distance (farthest from everything chosen so far) in a normalised factor space.
-// The budget keeps every step between a few ms and about a second on a 2-core CPU, so the
-// full sweep takes a few minutes there.
+// the maximum projection criterion in a normalised factor space (see AddSpaceFilling).
+// The budget (predicted 4 ms .. 0.8 s) keeps every step between a few ms and about a
+// second on a 2-core CPU, so the full sweep (60 models, 17 steps each) takes 1.5-2 minutes
+// there; the quick one (17 small models) takes about 1.5 s.
 
 #include <algorithm>
 #include <cmath>
@@ -124,25 +125,24 @@ std::vector<LayerSpec> SweepLayers(const Factors& f) {
 
 SweepEntry MakeSweepEntry(const Factors& f) {
   SweepEntry e;
-  e.spec = BaseSpec(SweepName(f), Shape3{f.channels, f.size, f.size}, f.batch,
-                    "calibration sweep");
+  e.spec = BaseSpec(SweepName(f), Shape3{f.channels, f.size, f.size}, f.batch, "calibration sweep");
   e.spec.layers = SweepLayers(f);
   e.batch = f.batch;
   LayerShapes(e.spec);  // throws SpecError if the pattern ever produced a broken model
   return e;
 }
 
-// Rough step time on the reference 2-core CPU (OpenBLAS, AVX2/AVX-512, ~40 GFLOP/s
-// sustained on these GEMMs), used only to keep the random part of the sweep inside the
-// budget. Deliberately independent of features.cpp: the sweep must not move when the
-// estimator's cost model changes.
+// Rough step time on the reference 2-core CPU (OpenBLAS; rates fitted to a first run of
+// the sweep there, within about 30%), used only to keep the random part of the sweep
+// inside the budget. Deliberately independent of features.cpp: the sweep must not move
+// when the estimator's cost model changes.
 double PredictedStepSeconds(const Factors& f) {
   double flops = 0;  // per sample, forward + backward
   double elements = double(f.channels) * f.size * f.size;
   int side = f.size, channels = f.channels;
   for (int i = 0; i < f.conv; ++i) {
     const double fwd = 2.0 * 9 * channels * f.filters * side * side;
-    flops += fwd * (i == 0 ? 2 : 3);  // the first layer computes no input gradient
+    flops += fwd * (i == 0 ? 2 : 3);            // the first layer computes no input gradient
     elements += 2.0 * f.filters * side * side;  // conv + relu outputs
     channels = f.filters;
     if (side / 2 >= 4) {
@@ -157,8 +157,8 @@ double PredictedStepSeconds(const Factors& f) {
     in = f.nodes;
   }
   flops += 3 * 2.0 * in * kClasses;
-  const double gemm_rate = 40e9;      // FLOP/s
-  const double element_rate = 0.5e9;  // activation values per second (fwd + bwd passes)
+  const double gemm_rate = 60e9;       // FLOP/s
+  const double element_rate = 0.15e9;  // activation values per second (all passes)
   return 2e-4 + double(f.batch) * (flops / gemm_rate + elements / element_rate);
 }
 
@@ -179,38 +179,31 @@ struct SplitMix64 {
   }
 };
 
-// Normalised coordinates for the maximin distance: log scale for sizes and counts that
+// Normalised coordinates for the space-filling criterion: log scale for sizes and counts that
 // act multiplicatively, each factor spanning about [0, 1].
 std::vector<double> Coordinates(const Factors& f) {
-  auto lg = [](double x, double lo, double hi) {
-    return std::log(x / lo) / std::log(hi / lo);
-  };
-  return {(f.conv - 1) / 3.0,
-          lg(f.filters, 8, 64),
-          f.fc / 2.0,
-          f.fc > 0 ? lg(f.nodes, 64, 1024) : 0.0,
-          lg(f.size, 16, 64),
-          f.channels == 3 ? 1.0 : 0.0,
+  auto lg = [](double x, double lo, double hi) { return std::log(x / lo) / std::log(hi / lo); };
+  return {(f.conv - 1) / 3.0,  lg(f.filters, 8, 64),
+          f.fc / 2.0,          f.fc > 0 ? lg(f.nodes, 64, 1024) : 0.0,
+          lg(f.size, 16, 64),  f.channels == 3 ? 1.0 : 0.0,
           lg(f.batch, 16, 256)};
 }
 
-double Distance2(const std::vector<double>& a, const std::vector<double>& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d += (a[i] - b[i]) * (a[i] - b[i]);
-  return d;
-}
-
-// Adds `count` random models to `chosen` (see the top of this file).
+// Adds `count` random models to `chosen` (see the top of this file). The greedy pick uses
+// the maximum projection criterion (each new point minimises sum_j 1 / prod_k d_jk^2 over
+// the points picked before it): unlike plain maximin, which piles points into the corners
+// of a 7-D cube, it also spreads the levels of every single factor. The one-factor points
+// are left out of the criterion (they all share the base levels); duplicates are skipped.
 void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, double min_s,
                      double max_s) {
   SplitMix64 rng{seed};
   const std::vector<int> convs{1, 2, 3, 4}, filters{8, 12, 16, 24, 32, 48, 64}, fcs{0, 1, 2},
-      nodes{64, 128, 256, 512, 1024}, sizes{16, 20, 24, 28, 32, 40, 48, 56, 64},
-      channels{1, 3}, batches{16, 24, 32, 48, 64, 96, 128, 192, 256};
+      nodes{64, 128, 256, 512, 1024}, sizes{16, 20, 24, 28, 32, 40, 48, 56, 64}, channels{1, 3},
+      batches{16, 24, 32, 48, 64, 96, 128, 192, 256};
   std::set<std::string> names;
   for (const Factors& f : *chosen) names.insert(SweepName(f));
   std::vector<Factors> pool;
-  for (int i = 0; i < 2000 && pool.size() < 600; ++i) {
+  for (int i = 0; i < 4000 && pool.size() < 800; ++i) {
     Factors f;
     f.conv = rng.pick(convs);
     f.filters = rng.pick(filters);
@@ -224,28 +217,34 @@ void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, dou
     if (t < min_s || t > max_s || !names.insert(SweepName(f)).second) continue;
     pool.push_back(f);
   }
-  std::vector<double> nearest(pool.size(), 1e300);
-  for (size_t i = 0; i < pool.size(); ++i)
-    for (const Factors& c : *chosen)
-      nearest[i] = std::min(nearest[i], Distance2(Coordinates(pool[i]), Coordinates(c)));
+  std::vector<std::vector<double>> coords;
+  for (const Factors& f : pool) coords.push_back(Coordinates(f));
+  // Squared distances get a floor so that sharing a level (distance 0) costs a lot but
+  // not infinitely: with 2-4 levels some sharing is unavoidable.
+  const double floor2 = 0.01;
+  std::vector<double> cost(pool.size(), 0.0);
   std::vector<bool> used(pool.size(), false);
   for (int k = 0; k < count; ++k) {
     size_t best = pool.size();
     for (size_t i = 0; i < pool.size(); ++i)
-      if (!used[i] && (best == pool.size() || nearest[i] > nearest[best])) best = i;
+      if (!used[i] && (best == pool.size() || cost[i] < cost[best])) best = i;
     if (best == pool.size()) break;
     used[best] = true;
     chosen->push_back(pool[best]);
-    const std::vector<double> cb = Coordinates(pool[best]);
-    for (size_t i = 0; i < pool.size(); ++i)
-      nearest[i] = std::min(nearest[i], Distance2(Coordinates(pool[i]), cb));
+    for (size_t i = 0; i < pool.size(); ++i) {
+      double prod = 1;
+      for (size_t d = 0; d < coords[i].size(); ++d) {
+        const double diff = coords[i][d] - coords[best][d];
+        prod *= diff * diff + floor2;
+      }
+      cost[i] += 1 / prod;
+    }
   }
 }
 
 // The base model with one factor changed for each of `values`.
 template <typename Set>
-void Vary(std::vector<Factors>* out, const Factors& base, const std::vector<int>& values,
-          Set set) {
+void Vary(std::vector<Factors>* out, const Factors& base, const std::vector<int>& values, Set set) {
   for (int v : values) {
     Factors f = base;
     set(f, v);
@@ -286,7 +285,7 @@ std::vector<Factors> FullFactors() {
   Vary(&fs, base, {16, 32, 128, 256}, [](Factors& f, int v) { f.batch = v; });
   for (Factors& f : fs)
     if (f.fc == 0) f.nodes = 0;
-  AddSpaceFilling(&fs, 60 - int(fs.size()), 0x444c4843414c31ull, 3e-3, 0.9);
+  AddSpaceFilling(&fs, 60 - int(fs.size()), 0x444c4843414c31ull, 4e-3, 0.8);
   return fs;
 }
 
@@ -316,14 +315,15 @@ std::vector<SweepEntry> ValidationModels() {
 
   {  // LeNet-5: 5x5 kernels without padding, 2 pools, three dense layers.
     TrainSpec s = BaseSpec("val-lenet5-in32c1-b64", Shape3{1, 32, 32}, 64, origin);
-    s.layers = {Conv(6, 5, 1, 0), relu,      Pool(2),   Conv(16, 5, 1, 0), relu, Pool(2),
-                flatten,          Dense(120), relu,      Dense(84),         relu, Dense(10)};
+    s.layers = {Conv(6, 5, 1, 0), relu,       Pool(2), Conv(16, 5, 1, 0), relu, Pool(2),
+                flatten,          Dense(120), relu,    Dense(84),         relu, Dense(10)};
     add(s);
   }
   {  // Small VGG: two 3x3 conv + batchnorm per stage, stages of 16, 32 and 64 filters.
     TrainSpec s = BaseSpec("val-vgg-small-in32c3-b32", Shape3{3, 32, 32}, 32, origin);
     for (int filters : {16, 32, 64}) {
-      for (int k = 0; k < 2; ++k) s.layers.insert(s.layers.end(), {Conv(filters, 3, 1, 1), bn, relu});
+      for (int k = 0; k < 2; ++k)
+        s.layers.insert(s.layers.end(), {Conv(filters, 3, 1, 1), bn, relu});
       s.layers.push_back(Pool(2));
     }
     s.layers.insert(s.layers.end(), {flatten, Dense(128), relu, Dropout(0.5), Dense(10)});
@@ -350,17 +350,29 @@ std::vector<SweepEntry> ValidationModels() {
   }
   {  // The Fashion-MNIST example (share/examples/fashion-mnist.json).
     TrainSpec s = BaseSpec("val-fashion-cnn-b128", Shape3{1, 28, 28}, 128, origin);
-    s.layers = {Conv(32, 3, 1, 1), bn,      relu,         Pool(2),    Conv(64, 3, 1, 1),
-                bn,                relu,    Pool(2),      flatten,    Dropout(0.25),
-                Dense(128),        relu,    Dropout(0.3), Dense(10)};
+    s.layers = {Conv(32, 3, 1, 1),
+                bn,
+                relu,
+                Pool(2),
+                Conv(64, 3, 1, 1),
+                bn,
+                relu,
+                Pool(2),
+                flatten,
+                Dropout(0.25),
+                Dense(128),
+                relu,
+                Dropout(0.3),
+                Dense(10)};
     s.optimizer.lr = 0.05;
     s.optimizer.nesterov = true;
     s.optimizer.weight_decay = 5e-4;
     add(s);
   }
   {  // All-convolutional: stride-2 convs with batchnorm instead of pooling, larger input.
-    TrainSpec s = BaseSpec("val-allconv-stride2-in48c3-b32", Shape3{3, 48, 48}, 32, origin);
-    for (int filters : {32, 64, 128}) s.layers.insert(s.layers.end(), {Conv(filters, 3, 2, 1), bn, relu});
+    TrainSpec s = BaseSpec("val-allconv-s2-in48c3-b32", Shape3{3, 48, 48}, 32, origin);
+    for (int filters : {32, 64, 128})
+      s.layers.insert(s.layers.end(), {Conv(filters, 3, 2, 1), bn, relu});
     s.layers.insert(s.layers.end(), {flatten, Dropout(0.5), Dense(10)});
     add(s);
   }

@@ -171,14 +171,12 @@ class Fields {
     std::string s = text(key);
     for (unsigned char c : s)
       if (!(std::isalnum(c) || c == '-' || c == '_' || c == '.'))
-        fail(key, "must contain only letters, digits, '-', '_' and '.', got " +
-                      Got(j_.at(key)));
+        fail(key, "must contain only letters, digits, '-', '_' and '.', got " + Got(j_.at(key)));
     return s;
   }
 
   void optional_string(const char* key) const {
-    if (has(key) && !j_.at(key).is_string())
-      fail(key, "must be a string, got " + Got(j_.at(key)));
+    if (has(key) && !j_.at(key).is_string()) fail(key, "must be a string, got " + Got(j_.at(key)));
   }
 
   const json& array(const char* key) const {
@@ -205,8 +203,8 @@ Link ParseLink(const json& j, const std::string& origin, const std::string& path
 GpuType ParseGpuType(const json& j, const std::string& origin, const std::string& path,
                      const std::string& base_dir) {
   Fields f(j, origin, path);
-  f.only({"name", "description", "memory_gb", "peak_tflops", "memory_bandwidth_gbs",
-          "active_watts", "idle_watts", "calibration"});
+  f.only({"name", "description", "memory_gb", "peak_tflops", "memory_bandwidth_gbs", "active_watts",
+          "idle_watts", "calibration"});
   GpuType g;
   g.name = f.name("name");
   f.optional_string("description");
@@ -228,8 +226,8 @@ GpuType ParseGpuType(const json& j, const std::string& origin, const std::string
 
 NodeType ParseNodeType(const json& j, const std::string& origin, const std::string& path) {
   Fields f(j, origin, path);
-  f.only({"name", "description", "gpu", "gpus_per_node", "nodes", "node_base_watts",
-          "intra_node", "partitions"});
+  f.only({"name", "description", "gpu", "gpus_per_node", "nodes", "node_base_watts", "intra_node",
+          "partitions"});
   NodeType n;
   n.name = f.name("name");
   f.optional_string("description");

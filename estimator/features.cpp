@@ -57,7 +57,7 @@ ModelFeatures ComputeFeatures(const TrainSpec& spec) {
         const double k2 = double(l.kernel) * l.kernel;
         const double plane = double(c.out.height) * c.out.width;  // Ho*Wo
         const double macs = k2 * c.in.channels * l.filters * plane;
-        c.flops_fwd = 2 * macs + out;                     // GEMM + bias
+        c.flops_fwd = 2 * macs + out;                           // GEMM + bias
         c.flops_bwd = 2 * macs + out + (first ? 0 : 2 * macs);  // dW, db, dX
         c.params = double(l.filters) * c.in.channels * k2 + l.filters;
         // im2col columns (C*K*K) x (Ho*Wo) per sample, and their gradient before col2im.

@@ -17,10 +17,10 @@ namespace dlh {
 
 struct LayerCost {
   LayerKind kind;
-  Shape3 in, out;         // per sample
-  double flops_fwd = 0;   // per sample
-  double flops_bwd = 0;   // per sample (weight + input gradients)
-  double params = 0;      // trained values
+  Shape3 in, out;        // per sample
+  double flops_fwd = 0;  // per sample
+  double flops_bwd = 0;  // per sample (weight + input gradients)
+  double params = 0;     // trained values
   double out_elements = 0;
   double workspace_elements = 0;  // per sample: conv2d im2col buffers the engine keeps
 };
@@ -31,12 +31,12 @@ struct ModelFeatures {
   double conv_flops_fwd = 0, conv_flops_bwd = 0;
   double dense_flops_fwd = 0, dense_flops_bwd = 0;
   double other_flops_fwd = 0, other_flops_bwd = 0;  // pool, relu, batchnorm, dropout, loss
-  double activation_elements = 0;  // per sample, input included
-  double params = 0;               // trained values
+  double activation_elements = 0;                   // per sample, input included
+  double params = 0;                                // trained values
   int conv_layers = 0;
-  int total_filters = 0;   // sum of conv2d filters
+  int total_filters = 0;  // sum of conv2d filters
   int dense_layers = 0;
-  int dense_nodes = 0;     // sum of dense units
+  int dense_nodes = 0;  // sum of dense units
   int64_t input_elements = 0;
   // Per sample: the im2col column buffers every conv2d layer of the engine keeps between
   // steps (C*K*K*Ho*Wo for forward, as much again for the input gradient except in the

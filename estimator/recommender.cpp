@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
-#include <set>
 
 #include "common/error.hpp"
 
@@ -32,46 +31,66 @@ constexpr int kMaxGroups = 16;
 
 // ---------------------------------------------------------------- batch balancing
 
-// Largest-total, then most balanced, whole increments of `count[g]` samples that fit in
-// `left` samples: an exhaustive search over the groups in decreasing count (the last group
-// takes what is left), bounded by a visit budget.
-struct LeftoverSearch {
+// The integer search of BalanceCore: per-group batches in [lo, cap[g]] using as many of
+// `total` samples as possible, then with the earliest slowest finish. Groups are taken in
+// decreasing count; the last (smallest count) takes what is left, up to its cap.
+struct IntegerSearch {
   const double* fixed;
   const double* per;
   const int* count;
-  const int64_t* base;
+  const int64_t* cap;
+  int64_t lo = 0;
   int order[kMaxGroups];
   int m = 0;
-  int64_t k[kMaxGroups] = {};
-  int64_t best_k[kMaxGroups] = {};
+  int64_t after_lo[kMaxGroups], after_cap[kMaxGroups];  // samples of the later groups
+  int64_t b[kMaxGroups] = {}, best[kMaxGroups] = {};
   int64_t best_used = -1;
   double best_finish = 0;
-  long budget = 100000;
+  long budget = 200000;
 
-  void Run(int depth, int64_t left, int64_t used) {
-    const int g = order[depth];
-    if (depth == m - 1) {
-      k[g] = left / count[g];
-      Leaf(used + k[g] * count[g]);
-      return;
-    }
-    for (int64_t kk = 0; kk * count[g] <= left && budget > 0; ++kk) {
-      k[g] = kk;
-      Run(depth + 1, left - kk * count[g], used + kk * count[g]);
+  void Prepare() {
+    int64_t sl = 0, sc = 0;
+    for (int d = m - 1; d >= 0; --d) {
+      after_lo[d] = sl;
+      after_cap[d] = sc;
+      sl += count[order[d]] * lo;
+      sc += count[order[d]] * cap[order[d]];
     }
   }
+
+  void Run(int d, int64_t rest, int64_t used) {
+    const int g = order[d];
+    const int64_t c = count[g];
+    if (d == m - 1) {
+      b[g] = std::min(cap[g], rest / c);
+      if (b[g] >= lo) Leaf(used + c * b[g]);
+      return;
+    }
+    const int64_t hi = std::min(cap[g], (rest - after_lo[d]) / c);
+    if (hi < lo) return;
+    // Below `need` the later groups sit at their caps and the total only falls.
+    int64_t low = lo;
+    const int64_t need = rest - after_cap[d];
+    if (need > 0) low = std::max(low, (need + c - 1) / c);
+    low = std::min(low, hi);
+    for (int64_t v = hi; v >= low && budget > 0; --v) {
+      b[g] = v;
+      Run(d + 1, rest - c * v, used + c * v);
+    }
+  }
+
   void Leaf(int64_t used) {
     --budget;
     if (used < best_used) return;
     double finish = 0;
     for (int i = 0; i < m; ++i) {
       const int g = order[i];
-      finish = std::max(finish, fixed[g] + per[g] * double(base[g] + k[g]));
+      finish = std::max(finish, fixed[g] + per[g] * double(b[g]));
     }
     if (used > best_used || finish < best_finish) {
       best_used = used;
       best_finish = finish;
-      for (int i = 0; i < m; ++i) best_k[order[i]] = k[order[i]];
+      for (int i = 0; i < m; ++i) best[order[i]] = b[order[i]];
     }
   }
 };
@@ -81,19 +100,16 @@ struct LeftoverSearch {
 void BalanceCore(const double* fixed, const double* per, const int* count, int n, int64_t total,
                  int64_t* out) {
   int64_t gpus = 0;
-  for (int g = 0; g < n; ++g) gpus += count[g];
-  const int64_t floor_batch = total >= gpus ? 1 : 0;  // every GPU gets one when possible
+  for (int g = 0; g < n; ++g) gpus += std::max(0, count[g]);
+  const int64_t lo = total >= gpus ? 1 : 0;  // every GPU gets one when possible
 
   // Equal finish time T over the active groups: sum c (T - f) / p = B. Groups whose batch
   // would fall below the floor are pinned there and T is solved again for the rest
   // (water filling: T only decreases, so pinned groups stay pinned).
   bool active[kMaxGroups];
-  double real[kMaxGroups];
   int64_t rest = total;
-  for (int g = 0; g < n; ++g) {
-    active[g] = count[g] > 0;
-    real[g] = 0;
-  }
+  for (int g = 0; g < n; ++g) active[g] = count[g] > 0;
+  double t = 0;
   for (;;) {
     double s1 = 0, s0 = 0;
     for (int g = 0; g < n; ++g)
@@ -102,51 +118,51 @@ void BalanceCore(const double* fixed, const double* per, const int* count, int n
         s0 += count[g] * fixed[g] / per[g];
       }
     if (s1 == 0) break;
-    const double t = (double(rest) + s0) / s1;
+    t = (double(rest) + s0) / s1;
     bool pinned = false;
     for (int g = 0; g < n; ++g)
-      if (active[g] && (t - fixed[g]) / per[g] < double(floor_batch)) {
+      if (active[g] && (t - fixed[g]) / per[g] < double(lo)) {
         active[g] = false;
-        real[g] = double(floor_batch);
-        rest -= count[g] * floor_batch;
+        rest -= count[g] * lo;
         pinned = true;
       }
-    if (!pinned) {
-      for (int g = 0; g < n; ++g)
-        if (active[g]) real[g] = (t - fixed[g]) / per[g];
-      break;
-    }
+    if (!pinned) break;
   }
 
-  // Round down, then hand out what is left in whole per-group increments.
-  int64_t used = 0;
-  for (int g = 0; g < n; ++g) {
-    out[g] = count[g] > 0 ? std::max<int64_t>(floor_batch, int64_t(std::floor(real[g] + 1e-9))) : 0;
-    used += count[g] * out[g];
-  }
-  while (used > total) {  // only through the 1e-9 above: take from the slowest finisher
-    int worst = -1;
-    for (int g = 0; g < n; ++g)
-      if (count[g] > 0 && out[g] > floor_batch &&
-          (worst < 0 || fixed[g] + per[g] * out[g] > fixed[worst] + per[worst] * out[worst]))
-        worst = g;
-    if (worst < 0) break;
-    --out[worst];
-    used -= count[worst];
-  }
-  const int64_t left = total - used;
-  if (left <= 0) return;
-  LeftoverSearch s;
+  // Whole batches: nobody may finish later than T plus one sample of the GPU that is slowest
+  // per sample (each group can then take at least the real batch rounded up); within that,
+  // use as many samples as possible, then finish as early as possible.
+  double slowest_sample = 0;
+  for (int g = 0; g < n; ++g)
+    if (count[g] > 0) slowest_sample = std::max(slowest_sample, per[g]);
+  const double limit = t + slowest_sample;
+  int64_t cap[kMaxGroups];
+  IntegerSearch s;
   s.fixed = fixed;
   s.per = per;
   s.count = count;
-  s.base = out;
-  for (int g = 0; g < n; ++g)
-    if (count[g] > 0) s.order[s.m++] = g;
+  s.cap = cap;
+  s.lo = lo;
+  for (int g = 0; g < n; ++g) {
+    out[g] = 0;
+    if (count[g] <= 0) continue;
+    cap[g] = lo;
+    if (active[g]) {
+      const double most = std::floor((limit - fixed[g]) / per[g] + 1e-9);
+      cap[g] = std::max<int64_t>(lo, most >= double(total) ? total : int64_t(most));
+    }
+    s.order[s.m++] = g;
+  }
   if (s.m == 0) return;
-  std::sort(s.order, s.order + s.m, [&](int a, int b) { return count[a] > count[b]; });
-  s.Run(0, left, 0);
-  for (int i = 0; i < s.m; ++i) out[s.order[i]] += s.best_k[s.order[i]];
+  std::sort(s.order, s.order + s.m,
+            [&](int a, int b) { return count[a] != count[b] ? count[a] > count[b] : a < b; });
+  s.Prepare();
+  s.Run(0, total, 0);
+  if (s.best_used < 0) {  // cannot happen (the floors of the real batches qualify)
+    for (int i = 0; i < s.m; ++i) out[s.order[i]] = lo;
+    return;
+  }
+  for (int i = 0; i < s.m; ++i) out[s.order[i]] = s.best[s.order[i]];
 }
 
 // ---------------------------------------------------------------- formatting
@@ -157,17 +173,18 @@ std::string Printf(const char* fmt, double a) {
   return buf;
 }
 
-// 45s, 5m30s, 12m, 1h12m, 3h, 2d3h
+// 45s, 5m30s, 12m, 1h12m, 3h, 2d3h (minutes from an hour on, hours from a day on)
 std::string Duration(double s) {
   if (!std::isfinite(s)) return "inf";
-  long v = std::lround(std::max(0.0, s));
+  long v = std::lround(std::min(std::max(0.0, s), 1e15));
   char buf[64];
   if (v < 100) {
     std::snprintf(buf, sizeof buf, "%lds", v);
-  } else if (v < 600) {
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", v / 60, v % 60);
   } else if (v < 3600) {
-    std::snprintf(buf, sizeof buf, "%ldm", (v + 30) / 60);
+    if (v % 60 == 0)
+      std::snprintf(buf, sizeof buf, "%ldm", v / 60);
+    else
+      std::snprintf(buf, sizeof buf, "%ldm%02lds", v / 60, v % 60);
   } else if (v < 86400) {
     long m = (v + 30) / 60;
     if (m % 60 == 0)
@@ -199,11 +216,21 @@ std::string Percent(double ratio) {
   return Printf(std::fabs(p) < 1 ? "%+.1f%%" : "%+.0f%%", p);
 }
 
+// Whole minutes of (1 + margin) * seconds, rounded up, at least 1 (and at most 100 years).
+long LimitMinutes(double seconds, double margin) {
+  double v = (1 + std::max(0.0, margin)) * seconds;
+  if (!(v > 0)) v = 0;
+  // The tolerance keeps exact multiples of a minute (3600 s, margin 0) from rounding up.
+  double minutes = std::ceil(v / 60 - 1e-9);
+  const double most = 100 * 365.0 * 24 * 60;
+  if (!(minutes <= most)) minutes = most;
+  return std::max(1L, long(minutes));
+}
+
 // ---------------------------------------------------------------- candidates
 
 // One node type the job may use, with everything the inner loop needs.
 struct TypeInfo {
-  int node_type = 0;
   const NodeType* node = nullptr;
   const GpuType* gpu = nullptr;
   double fixed = 0, per = 0;  // speed
@@ -265,18 +292,20 @@ class Enumerator {
   int evaluated = 0, fitting = 0, feasible = 0;
   bool have_fastest = false;
   Cand fastest;
-  std::vector<Cand> best;  // a heap (worst on top) while running
+  std::vector<Cand> best;           // a heap (worst on top) while running
   std::vector<int64_t> min_batch_;  // smallest per-GPU batch asked of each type
 
  private:
   void Homogeneous(int t) {
     const TypeInfo& ti = types_[size_t(t)];
+    // GPUs per node: 1, 2, 4, ... below the node's count, then the node's count itself.
+    int options[32];
+    int num_options = 0;
     const int full = ti.node->gpus_per_node;
-    for (int gpn = 1; gpn <= full; gpn = (gpn == full ? full + 1 : std::min(gpn * 2, full))) {
-      // gpn runs 1, 2, 4, ... and ends with `full` whether or not it is a power of two.
-      if (gpn * 2 > full && gpn != full && (gpn & (gpn - 1)) == 0) {
-        // next is full (not a power of two): handled by the min() above
-      }
+    for (int64_t g = 1; g < full; g *= 2) options[num_options++] = int(g);
+    options[num_options++] = full;
+    for (int o = 0; o < num_options; ++o) {
+      const int gpn = options[o];
       for (int n = 1; n <= ti.available; ++n) {
         const int64_t g = int64_t(gpn) * n;
         if (job_.max_gpus > 0 && g > job_.max_gpus) break;
@@ -311,7 +340,6 @@ class Enumerator {
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
                ti.node->node_base_watts * n, hi <= ti.max_batch);
       }
-      if (gpn == full) break;
     }
   }
 
@@ -320,6 +348,13 @@ class Enumerator {
     const TypeInfo& tb = types_[size_t(b)];
     const int ga = ta.node->gpus_per_node, gb = tb.node->gpus_per_node;
     double fixed[2] = {ta.fixed, tb.fixed}, per[2] = {ta.per, tb.per};
+    // Allreduce over the smaller node size (its shard crossing nodes is the larger) and the
+    // slower of the two intra-node links at that size (the cross-node stage is the same).
+    const int gmin = std::min(ga, gb);
+    const AlphaBeta& intra =
+        RingAllreduceSeconds(bytes_, gmin, ta.intra) >= RingAllreduceSeconds(bytes_, gmin, tb.intra)
+            ? ta.intra
+            : tb.intra;
     for (int na = 1; na <= ta.available; ++na) {
       for (int nb = 1; nb <= tb.available; ++nb) {
         const int64_t ca = int64_t(ga) * na, cb = int64_t(gb) * nb, g = ca + cb;
@@ -347,16 +382,11 @@ class Enumerator {
         const double t_a = ta.fixed + ta.per * double(batch[0]);
         const double t_b = tb.fixed + tb.per * double(batch[1]);
         c.compute_s = std::max(t_a, t_b);
-        // The slower intra-node link, the smaller node (its shard crossing nodes is larger).
-        const int gmin = std::min(ga, gb);
-        c.comm_s = std::max(HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, ta.intra, inter_),
-                            HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, tb.intra, inter_));
+        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, intra, inter_);
         const double busy_energy = (ta.gpu->active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
                                    (tb.gpu->active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
-        const double idle_watts =
-            ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
-        const double base_watts =
-            ta.node->node_base_watts * na + tb.node->node_base_watts * nb;
+        const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
+        const double base_watts = ta.node->node_base_watts * na + tb.node->node_base_watts * nb;
         Finish(c, busy_energy, idle_watts, base_watts,
                batch[0] <= ta.max_batch && batch[1] <= tb.max_batch);
       }
@@ -438,6 +468,9 @@ void CheckJob(const Job& job) {
   if (job.epochs <= 0) fail("epochs must be positive, got " + std::to_string(job.epochs));
   if (job.per_gpu_batch < 0)
     fail("per-GPU batch must not be negative, got " + std::to_string(job.per_gpu_batch));
+  if (job.per_gpu_batch > std::numeric_limits<int>::max())
+    fail("per-GPU batch must be at most " + std::to_string(std::numeric_limits<int>::max()) +
+         ", got " + std::to_string(job.per_gpu_batch));
   if (job.per_gpu_batch == 0 && job.spec.batch_size <= 0)
     fail("the spec's batch_size must be positive, got " + std::to_string(job.spec.batch_size));
   if (!(job.deadline_s >= 0) || !(job.margin >= 0) || !(job.startup_s >= 0))
@@ -447,9 +480,8 @@ void CheckJob(const Job& job) {
 }
 
 bool Allowed(const Job& job, const std::string& gpu) {
-  return job.allowed_types.empty() ||
-         std::find(job.allowed_types.begin(), job.allowed_types.end(), gpu) !=
-             job.allowed_types.end();
+  return job.allowed_types.empty() || std::find(job.allowed_types.begin(), job.allowed_types.end(),
+                                                gpu) != job.allowed_types.end();
 }
 
 std::string Names(const Cluster& c) {
@@ -505,9 +537,8 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
         throw EstimateError(where + e.what());
       }
       if (cal.model.coef.size() != size_t(kTimeTerms))
-        throw EstimateError(where + path + ": model has " +
-                            std::to_string(cal.model.coef.size()) + " coefficients, expected " +
-                            std::to_string(kTimeTerms));
+        throw EstimateError(where + path + ": model has " + std::to_string(cal.model.coef.size()) +
+                            " coefficients, expected " + std::to_string(kTimeTerms));
       const std::vector<double> t0 = TimeTerms(f, 0), t1 = TimeTerms(f, 1);
       double at0 = 0, at1 = 0;
       for (int i = 0; i < kTimeTerms; ++i) {
@@ -551,7 +582,6 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
     const int available = n.available < 0 ? n.nodes : n.available;
     if (available <= 0 || n.gpus_per_node <= 0) continue;
     TypeInfo t;
-    t.node_type = int(i);
     t.node = &n;
     t.gpu = cluster.gpu(n.gpu);
     if (!t.gpu)
@@ -568,10 +598,9 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
     types.push_back(t);
   }
   if (types.empty())
-    throw EstimateError(
-        "recommend: no node type to use" +
-        std::string(job.allowed_types.empty() ? "" : " of the allowed GPU types") +
-        " has available nodes");
+    throw EstimateError("recommend: no node type to use" +
+                        std::string(job.allowed_types.empty() ? "" : " of the allowed GPU types") +
+                        " has available nodes");
 
   // The largest per-GPU batch each GPU type holds (memory grows with the batch: binary
   // search up to the largest batch any candidate can ask for).
@@ -615,8 +644,8 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
     const double need = TrainingMemoryBytes(job.features, b, slots);
     throw EstimateError("model needs " + Printf("%.1f", need / 1e9) + " GB per GPU at batch " +
                         std::to_string(b) + "; the largest GPU has " +
-                        Printf("%g", ti[big].gpu->memory_gb) + " GB (" + ti[big].gpu->name +
-                        ", " + Printf("%.0f", kUsableMemory * 100) + "% usable)");
+                        Printf("%g", ti[big].gpu->memory_gb) + " GB (" + ti[big].gpu->name + ", " +
+                        Printf("%.0f", kUsableMemory * 100) + "% usable)");
   }
 
   auto to_allocation = [&](const Cand& c) {
@@ -675,13 +704,12 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
                                : " of " + std::to_string(e.feasible) + " allocations" + among;
     switch (job.objective) {
       case Objective::Energy:
-        top_why_:
         rec.ranked[0].why = (e.feasible == 1 ? of : "least energy" + of) + " (" +
                             Energy(top.energy_j) + ", " + Duration(top.total_s) + ")";
         break;
       case Objective::Time:
-        rec.ranked[0].why = (e.feasible == 1 ? of : "fastest" + of) + " (" +
-                            Duration(top.total_s) + ", " + Energy(top.energy_j) + ")";
+        rec.ranked[0].why = (e.feasible == 1 ? of : "fastest" + of) + " (" + Duration(top.total_s) +
+                            ", " + Energy(top.energy_j) + ")";
         break;
       case Objective::GpuHours:
         rec.ranked[0].why = (e.feasible == 1 ? of : "fewest GPU-hours" + of) + " (" +
@@ -691,9 +719,9 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
     for (size_t i = 1; i < rec.ranked.size(); ++i) {
       Allocation& a = rec.ranked[i];
       const double dt = a.total_s - top.total_s;
-      const std::string time = std::fabs(dt) < 1 ? "same time"
-                                                 : Duration(std::fabs(dt)) +
-                                                       (dt < 0 ? " faster" : " slower");
+      const std::string time = std::fabs(dt) < 1
+                                   ? "same time"
+                                   : Duration(std::fabs(dt)) + (dt < 0 ? " faster" : " slower");
       switch (job.objective) {
         case Objective::Energy:
           a.why = Percent(a.energy_j / top.energy_j) + " energy, " + time;
@@ -701,11 +729,10 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
         case Objective::Time: {
           const double r = a.energy_j / top.energy_j;
           a.why = time + ", " +
-                  (std::fabs(r - 1) < 0.0005
-                       ? std::string("same energy")
-                       : Printf(std::fabs(r - 1) < 0.01 ? "%.1f%%" : "%.0f%%",
-                                std::fabs(r - 1) * 100) +
-                             (r < 1 ? " less energy" : " more energy"));
+                  (std::fabs(r - 1) < 0.0005 ? std::string("same energy")
+                                             : Printf(std::fabs(r - 1) < 0.01 ? "%.1f%%" : "%.0f%%",
+                                                      std::fabs(r - 1) * 100) +
+                                                   (r < 1 ? " less energy" : " more energy"));
           break;
         }
         case Objective::GpuHours:
@@ -733,8 +760,8 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
     throw EstimateError("BalanceBatch: " + std::to_string(speed.size()) + " speeds for " +
                         std::to_string(count.size()) + " groups");
   if (speed.size() > size_t(kMaxGroups))
-    throw EstimateError("BalanceBatch: at most " + std::to_string(kMaxGroups) +
-                        " groups, got " + std::to_string(speed.size()));
+    throw EstimateError("BalanceBatch: at most " + std::to_string(kMaxGroups) + " groups, got " +
+                        std::to_string(speed.size()));
   if (global_batch < 0) throw EstimateError("BalanceBatch: negative global batch");
   const int n = int(speed.size());
   double fixed[kMaxGroups], per[kMaxGroups];
@@ -767,13 +794,7 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
     if (s != rec.speeds.end()) sources[p.gpu] = s->second.source;
   }
   const std::string limit = SlurmTimeLimit(chosen.total_s, job.margin);
-  // Back to seconds: "D-HH:MM:SS" or "HH:MM:SS".
-  long days = 0, h = 0, m = 0, sec = 0;
-  if (limit.find('-') != std::string::npos)
-    std::sscanf(limit.c_str(), "%ld-%ld:%ld:%ld", &days, &h, &m, &sec);
-  else
-    std::sscanf(limit.c_str(), "%ld:%ld:%ld", &h, &m, &sec);
-  const long limit_s = ((days * 24 + h) * 60 + m) * 60 + sec;
+  const long limit_s = LimitMinutes(chosen.total_s, job.margin) * 60;
 
   json j;
   j["format_version"] = 1;
@@ -808,13 +829,7 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
 }
 
 std::string SlurmTimeLimit(double seconds, double margin) {
-  double v = (1 + std::max(0.0, margin)) * seconds;
-  if (!(v > 0)) v = 0;
-  // The tolerance keeps exact multiples of a minute (3600 s, margin 0) from rounding up.
-  double minutes_d = std::ceil(v / 60 - 1e-9);
-  const double most = 365.0 * 24 * 60 * 100;  // 100 years: beyond, Slurm means nothing
-  if (!(minutes_d <= most)) minutes_d = most;
-  long minutes = std::max(1L, long(minutes_d));
+  const long minutes = LimitMinutes(seconds, margin);
   const long d = minutes / (24 * 60), h = (minutes / 60) % 24, m = minutes % 60;
   char buf[48];
   if (d > 0)

@@ -43,6 +43,8 @@ struct Job {
                               // global batch grows with the GPUs and lr scales linearly
   double margin = 0.10;       // safety margin on predicted time for deadline and time limit
   double startup_s = 30;      // launch, data loading, first-step warm-up
+  int top = 10;               // Recommendation::ranked keeps the best `top` (0: all; slow
+                              // on large clusters, every one gets a `why` string)
 };
 
 // How one GPU type's step time depends on its local batch: t(b) = fixed + per_sample * b
@@ -54,8 +56,14 @@ struct DeviceSpeed {
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 
-// Per-type speeds for the job's model: from each GPU type's calibration when it has one,
-// else a roofline from its peak FLOP/s and memory bandwidth.
+// Per-type speeds for the job's model, for every GPU type of a node type the job may use
+// (job.allowed_types): from the GPU type's calibration when it has one (fixed = the time
+// model at batch 0, per_sample = its slope; a missing or bad file is an EstimateError
+// naming it), else a roofline:
+//   per_sample = max(flops_train / (0.4 * peak), 12 * activation_elements / (0.6 * bandwidth))
+//   fixed      = 2 * layers * 10 us (kernel launches, fwd + bwd) + 4 * param_bytes / bandwidth
+// (assumed: 40% of fp32 peak, 60% of memory bandwidth; each activation element written and
+// read back as 4-byte floats 3 times; the optimizer update makes 4 passes over the weights).
 std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& cluster);
 
 struct Part {
@@ -91,15 +99,50 @@ struct Recommendation {
 };
 
 // Throws EstimateError when nothing fits at all (e.g. the model exceeds every GPU's memory).
+// Equals Recommend(job, cluster, DeviceSpeeds(job, cluster)).
+//
+// Candidates: for each node type whose GPU type is allowed and that has available nodes
+// (available, or nodes when -1), gpus_per_node in 1, 2, 4, ... below the node's count and
+// the count itself, times 1..available nodes; with allow_mixed, every pair of different
+// node types with full nodes (1..available of each). Total GPUs <= max_gpus when set.
+// Global batch: the spec's batch_size (per_gpu_batch 0), split evenly over one type's GPUs
+// (the remainder goes one sample each to the first GPUs; per_gpu_batch of the part is the
+// largest) or by BalanceBatch over a mix; else per_gpu_batch * GPUs (balanced for a mix).
+// Candidates that would leave a GPU without a sample, or whose global batch exceeds the
+// epoch, are skipped. Memory: TrainingMemoryBytes(features, batch, slots) <= 90% of the
+// GPU's memory_gb (slots: adam 2, sgd with momentum 1, else 0; memory is assumed to grow
+// with the batch). Mixed allreduce: the smaller gpus_per_node, the slower intra-node link
+// and all nodes of both parts. Energy: GPUs of the faster part are idle while the slowest
+// finishes. lr scales linearly with global batch / spec batch_size (Goyal et al. 2017);
+// warmup_epochs becomes at least 1 when that factor exceeds 2.
 Recommendation Recommend(const Job& job, const Cluster& cluster);
 
+// The same with given per-GPU-type speeds (tests, or speeds measured elsewhere): every
+// allowed GPU type in use needs an entry with fixed_s >= 0 and per_sample_s > 0.
+Recommendation Recommend(const Job& job, const Cluster& cluster,
+                         const std::map<std::string, DeviceSpeed>& speeds);
+
 // Splits `global_batch` over GPU groups so that each GPU finishes its step at the same time:
-// group g has count[g] GPUs of speed[g]; returns the per-GPU batch of each group (integers
-// summing, over all GPUs, to global_batch; every GPU gets at least 1 when possible).
+// group g has count[g] GPUs of speed[g]; returns the per-GPU batch of each group.
+//  1. Real batches with one finish time T: b_g = (T - fixed_g) / per_sample_g and
+//     sum count_g * b_g = global_batch. A group that would get less than 1 is pinned at 1
+//     and T is solved again for the others (when global_batch < the GPUs, the floor is 0).
+//  2. Whole batches: no GPU may finish later than T plus the largest per_sample_s (one
+//     sample of the GPU slowest per sample; every group can then take its real batch
+//     rounded up). Within that bound, the batches use as many samples as possible (all of
+//     global_batch whenever some combination does), then give the earliest slowest finish.
+//     A group may get less than its real batch rounded down when that lets the sum be
+//     exact (1 fast + 6 slow GPUs, 256 samples: 76 and 30 rather than 82 and 29).
+//  3. When no combination within the bound uses every sample (counts 4 and 4, batch 103:
+//     13 and 12, 100 samples) the batches sum to less than global_batch, by less than the
+//     sum of the counts: the achievable global batch is sum count_g * b_g, which the
+//     caller uses (the recommender reports it as the allocation's global_batch).
+// At most 16 groups; speeds need fixed_s >= 0 and per_sample_s > 0 (EstimateError).
 std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
                                   const std::vector<int>& count, int64_t global_batch);
 
-// The plan handed to the plugin and the launcher (DLH_PLAN): README "Plan".
+// The plan handed to the plugin and the launcher (DLH_PLAN): README "Plan". "feasible" is
+// the chosen allocation's (fits memory and meets the deadline).
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen);
 
 // Slurm's time limit for a predicted duration: (1 + margin) * seconds, rounded up to whole

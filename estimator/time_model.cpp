@@ -66,14 +66,14 @@ const std::vector<std::string>& TimeTermNames() {
 
 std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch) {
   const double b = double(batch);
-  return {1.0, b * (f.conv_flops_fwd + f.conv_flops_bwd), b * (f.dense_flops_fwd + f.dense_flops_bwd),
-          b * f.activation_elements, f.params};
+  return {1.0, b * (f.conv_flops_fwd + f.conv_flops_bwd),
+          b * (f.dense_flops_fwd + f.dense_flops_bwd), b * f.activation_elements, f.params};
 }
 
 double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {
   if (coef.size() != size_t(kTimeTerms))
-    throw EstimateError("time model for " + (device.empty() ? std::string("?") : device) +
-                        " has " + std::to_string(coef.size()) + " coefficients, need " +
+    throw EstimateError("time model for " + (device.empty() ? std::string("?") : device) + " has " +
+                        std::to_string(coef.size()) + " coefficients, need " +
                         std::to_string(kTimeTerms));
   const std::vector<double> x = TimeTerms(f, batch);
   double t = 0;
@@ -227,8 +227,8 @@ double Predict(const std::vector<double>& c, const std::vector<double>& row) {
 // Uniform in [0, bound), without modulo bias, from the raw generator output (so the
 // shuffle is the same with every standard library, unlike uniform_int_distribution).
 uint64_t Below(std::mt19937_64& rng, uint64_t bound) {
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() -
-                         std::numeric_limits<uint64_t>::max() % bound;
+  const uint64_t limit =
+      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
   uint64_t r;
   do r = rng();
   while (r >= limit);
@@ -241,9 +241,8 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
                        int folds) {
   const int n = int(samples.size());
   if (n < 2 * kTimeTerms)
-    throw EstimateError("too few samples to fit " + std::to_string(kTimeTerms) +
-                        " terms: got " + std::to_string(n) + ", need at least " +
-                        std::to_string(2 * kTimeTerms));
+    throw EstimateError("too few samples to fit " + std::to_string(kTimeTerms) + " terms: got " +
+                        std::to_string(n) + ", need at least " + std::to_string(2 * kTimeTerms));
   if (folds < 2 || folds > n)
     throw EstimateError("cross-validation folds must be between 2 and the number of samples (" +
                         std::to_string(n) + "), got " + std::to_string(folds));
@@ -301,12 +300,11 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
     for (size_t p = 0; p < order.size(); ++p)
       (p >= start && p < start + size ? test : train).push_back(order[p]);
     start += size;
-    const std::string what = "cross-validation fold " + std::to_string(k + 1) + " of " +
-                             std::to_string(folds) + ": ";
+    const std::string what =
+        "cross-validation fold " + std::to_string(k + 1) + " of " + std::to_string(folds) + ": ";
     if (train.size() < size_t(kTimeTerms))
-      throw EstimateError(what + "only " + std::to_string(train.size()) +
-                          " training samples for " + std::to_string(kTimeTerms) +
-                          " terms; use fewer folds");
+      throw EstimateError(what + "only " + std::to_string(train.size()) + " training samples for " +
+                          std::to_string(kTimeTerms) + " terms; use fewer folds");
     const std::vector<double> c = Solve(rows, t, train, what);
     for (size_t i : test) cv_ape += std::fabs(Predict(c, rows[i]) - t[i]) / t[i];
   }
@@ -496,8 +494,7 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   top.object({"format_version", "device", "host", "threads", "created", "samples", "model"});
   {
     const json& v = top.required("format_version");
-    if (!v.is_number_integer())
-      top.fail("format_version", "must be an integer, got " + Shown(v));
+    if (!v.is_number_integer()) top.fail("format_version", "must be an integer, got " + Shown(v));
     if (v != 1)
       top.fail("format_version", "unsupported version " + Shown(v) + " (this build reads 1)");
   }
@@ -517,8 +514,8 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     s.batch = r.integer("batch", 1, std::numeric_limits<int64_t>::max());
     s.seconds = r.number("seconds", S::Positive);
     const json& joules = r.required("joules");
-    if (!joules.is_null() && !(joules.is_number() && joules.get<double>() >= 0 &&
-                               std::isfinite(joules.get<double>())))
+    if (!joules.is_null() &&
+        !(joules.is_number() && joules.get<double>() >= 0 && std::isfinite(joules.get<double>())))
       r.fail("joules", "must be null or a non-negative number, got " + Shown(joules));
     s.joules = joules.is_null() ? -1 : joules.get<double>();
     s.features = ReadFeatures(Reader(r.required("features"), origin, r.at("features")));
@@ -605,8 +602,8 @@ void SaveCalibration(const std::string& path, const Calibration& c) {
   const std::string text = CalibrationToJson(c).dump(2) + "\n";
   // A fresh name in the same folder (rename is atomic only within one file system).
   static std::atomic<unsigned> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   auto fail = [&](int err) {
     ::unlink(tmp.c_str());
     FileFail(path, std::string("cannot write: ") + std::strerror(err));

@@ -89,8 +89,8 @@ TrainSpec Fashion() {
 // One conv2d (3 -> 4 filters, kernel 3, stride 2, padding 1) on a 3x9x9 input, then
 // flatten and dense 100 -> 2.
 TEST(FeaturesTest, SingleConvLayer) {
-  const ModelFeatures f = ComputeFeatures(
-      Net({3, 9, 9}, 2, {Conv(4, 3, 2, 1), Of(LayerKind::Flatten), Dense(2)}));
+  const ModelFeatures f =
+      ComputeFeatures(Net({3, 9, 9}, 2, {Conv(4, 3, 2, 1), Of(LayerKind::Flatten), Dense(2)}));
   ASSERT_EQ(f.layers.size(), 3u);
 
   // conv: Ho = Wo = (9 + 2*1 - 3) / 2 + 1 = 5, output 4x5x5 = 100 values.
@@ -186,10 +186,10 @@ TEST(FeaturesTest, FashionExample) {
   // [13] dense 128 -> 10: fwd 2560 + 10 = 2570; bwd 2560 + 10 + 2560 = 5130; params 1290.
   expect(13, 2570, 5130, 1290, 10);
 
-  EXPECT_DOUBLE_EQ(f.conv_flops_fwd, 476672 + 7237888);     // 7714560
-  EXPECT_DOUBLE_EQ(f.conv_flops_bwd, 476672 + 14463232);    // 14939904
-  EXPECT_DOUBLE_EQ(f.dense_flops_fwd, 802944 + 2570);       // 805514
-  EXPECT_DOUBLE_EQ(f.dense_flops_bwd, 1605760 + 5130);      // 1610890
+  EXPECT_DOUBLE_EQ(f.conv_flops_fwd, 476672 + 7237888);   // 7714560
+  EXPECT_DOUBLE_EQ(f.conv_flops_bwd, 476672 + 14463232);  // 14939904
+  EXPECT_DOUBLE_EQ(f.dense_flops_fwd, 802944 + 2570);     // 805514
+  EXPECT_DOUBLE_EQ(f.dense_flops_bwd, 1605760 + 5130);    // 1610890
   // Other forward: 200704 + 25088 + 25088 + 100352 + 12544 + 12544 + 3136 + 128 + 128
   // + 30 (loss, 3*10) = 379742.
   EXPECT_DOUBLE_EQ(f.other_flops_fwd, 379742);
@@ -263,8 +263,8 @@ TEST(FeaturesTest, FirstLayerHasNoInputGradient) {
   // batchnorm on 2x4x4 = 32 values: fwd 8*32 = 256, bwd 3*32 = 96 (dgamma, dbeta only);
   // maxpool k2 -> 2x2x2 = 8: fwd 4*8 = 32, bwd 8; flatten; dense 8 -> 3: fwd 48 + 3 = 51,
   // bwd 48 + 3 + 48 = 99.
-  ModelFeatures f = ComputeFeatures(Net(
-      {2, 4, 4}, 3, {Of(LayerKind::BatchNorm), Pool(2), Of(LayerKind::Flatten), Dense(3)}));
+  ModelFeatures f = ComputeFeatures(
+      Net({2, 4, 4}, 3, {Of(LayerKind::BatchNorm), Pool(2), Of(LayerKind::Flatten), Dense(3)}));
   EXPECT_DOUBLE_EQ(f.layers[0].flops_fwd, 256);
   EXPECT_DOUBLE_EQ(f.layers[0].flops_bwd, 96);
   EXPECT_DOUBLE_EQ(f.layers[1].flops_fwd, 32);

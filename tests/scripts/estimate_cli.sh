@@ -1,0 +1,67 @@
+#!/bin/bash
+# dlh-estimate end to end: features, a quick real calibration with the engine, fit,
+# predict, the communication model from a real MPI measurement, recommendations on the
+# example cluster (feasible, impossible deadline, JSON plan), and bad input.
+source "$(dirname "$0")/common.bash"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+SPEC=$ROOT/share/examples/fashion-mnist.json
+CLUSTER=$ROOT/share/cluster/example.json
+
+echo "features"
+dlh-estimate features "$SPEC" >"$WORK/features.txt"
+grep -q "421834 parameters" "$WORK/features.txt" || { cat "$WORK/features.txt"; fail "parameter count"; }
+check "$(grep 'per sample' "$WORK/features.txt" | sed 's/^ *//')"
+
+echo "calibrate (quick sweep, real timed steps)"
+dlh-estimate calibrate --device cpu --quick --repeats 3 --threads 1 --out "$WORK/cal.json" >"$WORK/cal.txt" 2>"$WORK/cal.err"
+grep -q "cross-validated MAPE" "$WORK/cal.txt" || { cat "$WORK/cal.txt" "$WORK/cal.err"; fail "no fit report"; }
+check "$(grep 'fit (' "$WORK/cal.txt")"
+python3 - "$WORK/cal.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["device"] == "cpu" and len(c["samples"]) >= 10, "calibration file incomplete"
+assert all(s["seconds"] > 0 for s in c["samples"]), "non-positive timing"
+assert len(c["model"]["coef"]) == 5
+PY
+check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 5 coefficients"
+dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "fit"
+dlh-estimate predict "$SPEC" --calibration "$WORK/cal.json" >"$WORK/predict.txt"
+check "$(cat "$WORK/predict.txt")"
+
+echo "communication model from a real MPI measurement"
+mpirun -np 2 dlh-launch bench-allreduce --max-bytes 1M --repeats 3 --json "$WORK/ar.json" >/dev/null
+dlh-estimate comm "$WORK/ar.json" >"$WORK/comm.txt"
+grep -q "^MAPE" "$WORK/comm.txt" || { cat "$WORK/comm.txt"; fail "comm fit"; }
+check "$(head -1 "$WORK/comm.txt")"
+
+echo "recommend"
+dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$CLUSTER" >"$WORK/rec.txt"
+grep -q "^chosen:" "$WORK/rec.txt" || { cat "$WORK/rec.txt"; fail "no choice"; }
+check "$(grep '^chosen:' "$WORK/rec.txt")"
+dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$CLUSTER" --json >"$WORK/plan.json"
+python3 - "$WORK/plan.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+a = p["allocation"]
+assert p["feasible"] is True
+assert a["gpus"] == sum(x["nodes"] * x["gpus_per_node"] for x in a["parts"])
+assert p["predicted"]["total_s"] * 1.1 <= 3 * 3600 + 1e-6
+assert p["time_limit"]
+PY
+check "JSON plan: feasible, GPUs add up, predicted time within the deadline"
+rc=0; dlh-estimate recommend "$SPEC" --samples 60000000 --epochs 50 --deadline 10m --cluster "$CLUSTER" >"$WORK/imp.txt" || rc=$?
+[[ $rc -eq 3 ]] || { cat "$WORK/imp.txt"; fail "impossible deadline exited $rc, expected 3"; }
+grep -q "no allocation meets the deadline" "$WORK/imp.txt" || fail "impossible deadline not explained"
+check "$(grep 'no allocation' "$WORK/imp.txt")"
+
+echo "bad input"
+printf '{"name": "x", "gpu_types": [], "node_types": [], "inter_node": {"bandwidth_gbs": 1, "latency_us": 1}, "bogus": 1}' >"$WORK/bad-cluster.json"
+expect_fail 2 "bad-cluster.json: " dlh-estimate recommend "$SPEC" --samples 100 --cluster "$WORK/bad-cluster.json"
+expect_fail 2 "deadline: expected a duration" dlh-estimate recommend "$SPEC" --samples 100 --deadline soon --cluster "$CLUSTER"
+expect_fail 2 "objective: must be one of" dlh-estimate recommend "$SPEC" --samples 100 --objective cheap --cluster "$CLUSTER"
+expect_fail 2 "samples" dlh-estimate recommend "$SPEC" --cluster "$CLUSTER"
+expect_fail 2 "no cluster description" env -u DLH_CLUSTER "$BINDIR/dlh-estimate" recommend "$SPEC" --samples 100
+expect_fail 2 "types: .* has no GPU type 'tpu'" dlh-estimate recommend "$SPEC" --samples 100 --types tpu --cluster "$CLUSTER"
+expect_fail 2 "nope.json: cannot read" dlh-estimate fit "$WORK/nope.json"
+expect_fail 2 "device: 'cuda:7' is not available" dlh-estimate calibrate --device cuda:7
+expect_fail 2 "unknown command 'guess'" dlh-estimate guess

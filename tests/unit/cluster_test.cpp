@@ -1,0 +1,292 @@
+// Tests of the cluster description (parsing, errors, paths) and the allreduce model.
+#include "estimator/cluster.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/error.hpp"
+#include "estimator/comm_model.hpp"
+
+namespace dlh {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// A file of the source tree, found from the working folder or the test binary upwards.
+std::string RepoFile(const std::string& relative) {
+  std::error_code ec;
+  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
+    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
+      if (fs::exists(p / relative)) return (p / relative).string();
+  return relative;
+}
+
+// Two GPU types, two node types: every field given.
+json Valid() {
+  return json::parse(R"({
+    "name": "test",
+    "gpu_types": [
+      {"name": "a100", "memory_gb": 40, "peak_tflops": 19.5, "memory_bandwidth_gbs": 1555,
+       "active_watts": 400, "idle_watts": 60, "calibration": "a100.json"},
+      {"name": "v100", "memory_gb": 32, "peak_tflops": 15.7, "memory_bandwidth_gbs": 900,
+       "active_watts": 300, "idle_watts": 40}
+    ],
+    "node_types": [
+      {"name": "gpu-a100", "gpu": "a100", "gpus_per_node": 4, "nodes": 16,
+       "node_base_watts": 350, "intra_node": {"bandwidth_gbs": 300, "latency_us": 3},
+       "partitions": ["gpu"]},
+      {"name": "gpu-v100", "gpu": "v100", "gpus_per_node": 4, "nodes": 8,
+       "node_base_watts": 300, "intra_node": {"bandwidth_gbs": 150, "latency_us": 4}}
+    ],
+    "inter_node": {"bandwidth_gbs": 25, "latency_us": 2}
+  })");
+}
+
+std::string ErrorOf(const std::string& text) {
+  try {
+    ParseCluster(text, "c.json", "/etc/dlh");
+  } catch (const EstimateError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string ErrorOf(const std::function<void(json&)>& edit) {
+  json j = Valid();
+  edit(j);
+  return ErrorOf(j.dump());
+}
+
+TEST(Cluster, ValidParses) {
+  Cluster c = ParseCluster(Valid().dump(), "c.json", "/etc/dlh");
+  EXPECT_EQ(c.name, "test");
+  ASSERT_EQ(c.gpu_types.size(), 2u);
+  EXPECT_EQ(c.gpu_types[0].name, "a100");
+  EXPECT_DOUBLE_EQ(c.gpu_types[0].memory_gb, 40);
+  EXPECT_DOUBLE_EQ(c.gpu_types[0].peak_tflops, 19.5);
+  EXPECT_DOUBLE_EQ(c.gpu_types[0].memory_bandwidth_gbs, 1555);
+  EXPECT_DOUBLE_EQ(c.gpu_types[0].active_watts, 400);
+  EXPECT_DOUBLE_EQ(c.gpu_types[0].idle_watts, 60);
+  EXPECT_EQ(c.gpu_types[0].calibration, "/etc/dlh/a100.json");
+  EXPECT_EQ(c.gpu_types[1].calibration, "");
+  ASSERT_EQ(c.node_types.size(), 2u);
+  const NodeType& n = c.node_types[0];
+  EXPECT_EQ(n.name, "gpu-a100");
+  EXPECT_EQ(n.gpu, "a100");
+  EXPECT_EQ(n.gpus_per_node, 4);
+  EXPECT_EQ(n.nodes, 16);
+  EXPECT_EQ(n.available, -1);
+  EXPECT_DOUBLE_EQ(n.node_base_watts, 350);
+  EXPECT_DOUBLE_EQ(n.intra_node.bandwidth_gbs, 300);
+  EXPECT_DOUBLE_EQ(n.intra_node.latency_us, 3);
+  EXPECT_EQ(n.partitions, std::vector<std::string>{"gpu"});
+  EXPECT_TRUE(c.node_types[1].partitions.empty());
+  EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_gbs, 25);
+  EXPECT_DOUBLE_EQ(c.inter_node.latency_us, 2);
+  ASSERT_NE(c.gpu("v100"), nullptr);
+  EXPECT_EQ(c.gpu("v100")->name, "v100");
+  EXPECT_EQ(c.gpu("h200"), nullptr);
+}
+
+TEST(Cluster, ExampleFileParses) {
+  Cluster c = LoadCluster(RepoFile("share/cluster/example.json"));
+  EXPECT_EQ(c.name, "example");
+  EXPECT_EQ(c.gpu_types.size(), 4u);
+  EXPECT_EQ(c.node_types.size(), 4u);
+  for (const NodeType& n : c.node_types) {
+    EXPECT_NE(c.gpu(n.gpu), nullptr) << n.name;
+    EXPECT_GT(n.intra_node.bandwidth_gbs, 0) << n.name;
+  }
+  for (const GpuType& g : c.gpu_types) EXPECT_EQ(g.calibration, "") << g.name;
+  EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_gbs, 25);
+  EXPECT_DOUBLE_EQ(c.inter_node.latency_us, 2);
+}
+
+TEST(Cluster, LocalFileParses) {
+  const std::string path = RepoFile("share/cluster/local.json");
+  Cluster c = LoadCluster(path);
+  ASSERT_EQ(c.gpu_types.size(), 2u);
+  EXPECT_EQ(c.gpu_types[0].name, "alpha");
+  EXPECT_EQ(c.gpu_types[1].name, "beta");
+  // ../calibration/cpu.json next to share/cluster/, whether or not the file exists yet.
+  EXPECT_EQ(fs::path(c.gpu_types[0].calibration),
+            (fs::path(path).parent_path() / "../calibration/cpu.json").lexically_normal());
+  EXPECT_EQ(c.gpu_types[1].calibration, "");
+  ASSERT_EQ(c.node_types.size(), 2u);
+  for (const NodeType& n : c.node_types) {
+    EXPECT_EQ(n.nodes, 1);
+    EXPECT_EQ(n.gpus_per_node, 2);
+  }
+}
+
+TEST(Cluster, BadInputsNameFileAndField) {
+  EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][1]["gpu"] = "h200"; }),
+            "c.json: node_types[1].gpu: unknown GPU type \"h200\"");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["memory_gb"] = 0; }),
+            "c.json: gpu_types[0].memory_gb: must be a positive number, got 0");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][1]["peak_tflops"] = -2.5; }),
+            "c.json: gpu_types[1].peak_tflops: must be a positive number, got -2.5");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][1]["name"] = "a100"; }),
+            "c.json: gpu_types[1].name: duplicate GPU type \"a100\"");
+  EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][1]["name"] = "gpu-a100"; }),
+            "c.json: node_types[1].name: duplicate node type \"gpu-a100\"");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0].erase("memory_bandwidth_gbs"); }),
+            "c.json: gpu_types[0].memory_bandwidth_gbs: required");
+  EXPECT_EQ(ErrorOf([](json& j) { j.erase("inter_node"); }), "c.json: inter_node: required");
+  EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][0]["available"] = 3; }),
+            "c.json: node_types[0]: unknown key \"available\"");
+  EXPECT_EQ(ErrorOf([](json& j) { j["colour"] = "blue"; }), "c.json: unknown key \"colour\"");
+  EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][0]["gpus_per_node"] = 2.5; }),
+            "c.json: node_types[0].gpus_per_node: must be a positive integer, got 2.5");
+  EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][1]["nodes"] = 0; }),
+            "c.json: node_types[1].nodes: must be a positive integer, got 0");
+  EXPECT_EQ(ErrorOf([](json& j) { j["inter_node"]["bandwidth_gbs"] = "25"; }),
+            "c.json: inter_node.bandwidth_gbs: must be a positive number, got \"25\"");
+  EXPECT_EQ(ErrorOf([](json& j) { j["inter_node"]["latency_us"] = -1; }),
+            "c.json: inter_node.latency_us: must be a non-negative number, got -1");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["idle_watts"] = 500; }),
+            "c.json: gpu_types[0].idle_watts: must not exceed active_watts (400.0), got 500.0");
+  EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][0].erase("intra_node"); }),
+            "c.json: node_types[0].intra_node: required");
+  EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][0]["intra_node"] = 300; }),
+            "c.json: node_types[0].intra_node: must be an object, got 300");
+  EXPECT_EQ(ErrorOf([](json& j) {
+              j["node_types"][0]["partitions"] = json::array({"gpu", 3});
+            }),
+            "c.json: node_types[0].partitions[1]: must be a non-empty string, got 3");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"] = json::array(); }),
+            "c.json: gpu_types: must be a non-empty array, got []");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["name"] = "a 100"; }),
+            "c.json: gpu_types[0].name: must contain only letters, digits, '-', '_' and '.', got "
+            "\"a 100\"");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["calibration"] = ""; }),
+            "c.json: gpu_types[0].calibration: must not be empty");
+  EXPECT_EQ(ErrorOf([](json& j) { j["name"] = 7; }), "c.json: name: must be a string, got 7");
+  EXPECT_EQ(ErrorOf("[1, 2]"), "c.json: must be a JSON object, got [1,2]");
+  EXPECT_EQ(ErrorOf(R"({"name": "x", "name": "y"})"), "c.json: duplicate key \"name\"");
+  EXPECT_EQ(ErrorOf(R"({"inter_node": {"latency_us": 1, "latency_us": 2}})"),
+            "c.json: inter_node: duplicate key \"latency_us\"");
+  EXPECT_EQ(ErrorOf(R"({"gpu_types": [{}, {"name": "a", "name": "b"}]})"),
+            "c.json: gpu_types[1]: duplicate key \"name\"");
+  EXPECT_EQ(ErrorOf("{").rfind("c.json: not valid JSON: parse error", 0), 0u) << ErrorOf("{");
+}
+
+TEST(Cluster, SingleGpuNodesNeedNoIntraLink) {
+  json j = Valid();
+  j["node_types"][1]["gpus_per_node"] = 1;
+  j["node_types"][1].erase("intra_node");
+  Cluster c = ParseCluster(j.dump(), "c.json", "");
+  EXPECT_DOUBLE_EQ(c.node_types[1].intra_node.bandwidth_gbs, 0);
+}
+
+TEST(Cluster, RelativeCalibrationPathsFollowTheFile) {
+  json j = Valid();
+  j["gpu_types"][0]["calibration"] = "../calibration/a100.json";
+  j["gpu_types"][1]["calibration"] = "/opt/cal/v100.json";
+  Cluster c = ParseCluster(j.dump(), "c.json", "/etc/dlh/cluster");
+  EXPECT_EQ(c.gpu_types[0].calibration, "/etc/dlh/calibration/a100.json");
+  EXPECT_EQ(c.gpu_types[1].calibration, "/opt/cal/v100.json");
+  // No folder: relative to the working folder, as given.
+  c = ParseCluster(j.dump(), "c.json", "");
+  EXPECT_EQ(c.gpu_types[0].calibration, "../calibration/a100.json");
+
+  // LoadCluster resolves against the file's own folder.
+  const std::string dir =
+      (fs::temp_directory_path() / ("dlh_cluster_test_" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir + "/sub");
+  j["gpu_types"][0]["calibration"] = "cal/a100.json";
+  std::ofstream(dir + "/sub/cluster.json") << j.dump(2);
+  c = LoadCluster(dir + "/sub/cluster.json");
+  EXPECT_EQ(c.gpu_types[0].calibration, dir + "/sub/cal/a100.json");
+  fs::remove_all(dir);
+}
+
+TEST(Cluster, UnreadableFile) {
+  try {
+    LoadCluster("/nonexistent/cluster.json");
+    FAIL() << "no error";
+  } catch (const EstimateError& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/cluster.json: cannot read: No such file or directory");
+  }
+}
+
+// ---------------------------------------------------------------- allreduce model
+
+TEST(CommModel, FromLink) {
+  AlphaBeta ab = AlphaBeta::FromLink(Link{25, 2});
+  EXPECT_DOUBLE_EQ(ab.alpha_s, 2e-6);
+  EXPECT_DOUBLE_EQ(ab.beta_s_per_byte, 1 / 25e9);
+}
+
+TEST(CommModel, RingByHand) {
+  const AlphaBeta ab{2e-6, 4e-11};
+  // 2*3*2us + 2*3/4 * 1e9 B * 0.04 ns/B = 12 us + 60 ms
+  EXPECT_NEAR(RingAllreduceSeconds(1e9, 4, ab), 0.060012, 1e-12);
+  // 2 ranks: 2*1*2us + 1 * 1e6 * 4e-11 = 4 us + 40 us
+  EXPECT_NEAR(RingAllreduceSeconds(1e6, 2, ab), 44e-6, 1e-15);
+  EXPECT_EQ(RingAllreduceSeconds(1e9, 1, ab), 0);
+  EXPECT_EQ(RingAllreduceSeconds(1e9, 0, ab), 0);
+  EXPECT_EQ(RingAllreduceSeconds(0, 8, ab), 0);
+}
+
+TEST(CommModel, HierarchicalByHand) {
+  const AlphaBeta intra = AlphaBeta::FromLink(Link{300, 3});
+  const AlphaBeta inter = AlphaBeta::FromLink(Link{25, 2});
+  // g = 4, m = 2, n = 1e8 bytes:
+  //   intra 2*3*3us + 2*3/4 * 1e8 / 300e9 = 18 us + 500 us
+  //   inter 2*1*2us + 2*1/2 * 2.5e7 / 25e9 = 4 us + 1000 us
+  EXPECT_NEAR(HierarchicalAllreduceSeconds(1e8, 4, 2, intra, inter), 1.522e-3, 1e-12);
+  // One node: the intra-node ring; one GPU per node: the inter-node ring.
+  EXPECT_DOUBLE_EQ(HierarchicalAllreduceSeconds(1e8, 4, 1, intra, inter),
+                   RingAllreduceSeconds(1e8, 4, intra));
+  EXPECT_DOUBLE_EQ(HierarchicalAllreduceSeconds(1e8, 1, 5, intra, inter),
+                   RingAllreduceSeconds(1e8, 5, inter));
+  EXPECT_EQ(HierarchicalAllreduceSeconds(1e8, 1, 1, intra, inter), 0);
+  EXPECT_EQ(HierarchicalAllreduceSeconds(0, 4, 4, intra, inter), 0);
+}
+
+TEST(CommModel, FitRecoversAlphaAndBeta) {
+  const AlphaBeta truth{5e-6, 1e-10};
+  for (int ranks : {2, 3, 8}) {
+    std::vector<AllreducePoint> points;
+    for (double bytes : {8.0, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8})
+      points.push_back({bytes, RingAllreduceSeconds(bytes, ranks, truth)});
+    AlphaBeta fit = FitAlphaBeta(points, ranks);
+    EXPECT_NEAR(fit.alpha_s / truth.alpha_s, 1, 1e-9) << ranks;
+    EXPECT_NEAR(fit.beta_s_per_byte / truth.beta_s_per_byte, 1, 1e-9) << ranks;
+  }
+}
+
+TEST(CommModel, FitErrors) {
+  auto error = [](const std::vector<AllreducePoint>& points, int ranks) -> std::string {
+    try {
+      FitAlphaBeta(points, ranks);
+    } catch (const EstimateError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(error({{1e3, 1e-5}, {1e6, 1e-3}}, 4),
+            "allreduce fit: too few points to fit alpha and beta: got 2, need at least 3");
+  EXPECT_EQ(error({{1e3, 1e-5}, {1e6, 1e-3}, {1e7, 1e-2}}, 1),
+            "allreduce fit: needs at least 2 ranks, got 1");
+  EXPECT_EQ(error({{1e6, 1e-3}, {1e6, 1.1e-3}, {1e6, 0.9e-3}}, 4),
+            "allreduce fit: the points need at least 2 different message sizes to separate "
+            "latency from bandwidth");
+  EXPECT_EQ(error({{1e3, 1e-5}, {1e6, 0}, {1e7, 1e-2}}, 4).rfind("allreduce fit: point 1 ", 0), 0u);
+  // Time falling with size: a negative bandwidth term.
+  EXPECT_EQ(error({{1e3, 1e-2}, {1e6, 1e-3}, {1e7, 1e-4}}, 4)
+                .rfind("allreduce fit: non-positive result", 0),
+            0u);
+}
+
+}  // namespace
+}  // namespace dlh

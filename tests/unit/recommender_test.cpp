@@ -1,0 +1,815 @@
+// Tests of the recommender: batch balancing, device speeds, the ranking against a
+// brute-force recomputation on small hand-made clusters, plans and time limits, and the
+// time Recommend takes on a 1,000-node cluster (printed, not asserted).
+#include "estimator/recommender.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <string>
+
+#include "common/error.hpp"
+
+namespace dlh {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------- fixtures
+
+// A file of the source tree, found from the working folder or the test binary upwards.
+std::string RepoFile(const std::string& relative) {
+  std::error_code ec;
+  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
+    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
+      if (fs::exists(p / relative)) return (p / relative).string();
+  return relative;
+}
+
+TrainSpec SmallCnn() {
+  return ParseSpec(R"({
+    "name": "small",
+    "input": {"channels": 1, "height": 28, "width": 28},
+    "classes": 10,
+    "layers": [
+      {"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1},
+      {"type": "relu"},
+      {"type": "maxpool2d", "kernel": 2},
+      {"type": "flatten"},
+      {"type": "dense", "units": 10}
+    ],
+    "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
+    "schedule": {"warmup_epochs": 0.5},
+    "batch_size": 256,
+    "epochs": 2,
+    "dataset": "x.h5"
+  })",
+                   "small.json", "");
+}
+
+GpuType Gpu(const std::string& name, double memory_gb, double active, double idle) {
+  GpuType g;
+  g.name = name;
+  g.memory_gb = memory_gb;
+  g.peak_tflops = 10;
+  g.memory_bandwidth_gbs = 500;
+  g.active_watts = active;
+  g.idle_watts = idle;
+  return g;
+}
+
+NodeType Node(const std::string& name, const std::string& gpu, int gpn, int nodes, double base,
+              Link intra) {
+  NodeType n;
+  n.name = name;
+  n.gpu = gpu;
+  n.gpus_per_node = gpn;
+  n.nodes = nodes;
+  n.node_base_watts = base;
+  n.intra_node = intra;
+  return n;
+}
+
+// "fast": 3 nodes x 4 GPUs; "slow": 4 nodes x 2 GPUs.
+Cluster TwoTypes() {
+  Cluster c;
+  c.name = "two";
+  c.gpu_types = {Gpu("fast", 16, 300, 50), Gpu("slow", 16, 200, 30)};
+  c.node_types = {Node("nf", "fast", 4, 3, 200, Link{100, 5}),
+                  Node("ns", "slow", 2, 4, 150, Link{16, 10})};
+  c.inter_node = Link{10, 20};
+  return c;
+}
+
+DeviceSpeed Speed(double fixed, double per) {
+  DeviceSpeed s;
+  s.fixed_s = fixed;
+  s.per_sample_s = per;
+  s.source = "test";
+  return s;
+}
+
+std::map<std::string, DeviceSpeed> TwoSpeeds() {
+  return {{"fast", Speed(0.004, 0.0004)}, {"slow", Speed(0.006, 0.0010)}};
+}
+
+Job SmallJob() {
+  Job job;
+  job.spec = SmallCnn();
+  job.features = ComputeFeatures(job.spec);
+  job.samples = 60000;
+  job.epochs = 2;
+  job.top = 0;  // keep every feasible allocation
+  return job;
+}
+
+// ---------------------------------------------------------------- brute force
+
+// Every candidate the documentation describes, computed the plain way.
+struct Ref {
+  std::vector<Part> parts;
+  int gpus = 0, nodes = 0;
+  int64_t global = 0, steps = 0;
+  double compute = 0, comm = 0, step = 0, total = 0, energy = 0, gpu_hours = 0;
+  bool fits = false, meets = false;
+};
+
+std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
+                            const std::map<std::string, DeviceSpeed>& speeds) {
+  const int slots = job.spec.optimizer.kind == OptimizerSpec::Kind::Adam ? 2
+                    : job.spec.optimizer.momentum > 0                    ? 1
+                                                                         : 0;
+  auto fits = [&](const GpuType& g, int64_t b) {
+    return TrainingMemoryBytes(job.features, b, slots) <= 0.9 * g.memory_gb * 1e9;
+  };
+  auto allowed = [&](const std::string& gpu) {
+    return job.allowed_types.empty() ||
+           std::count(job.allowed_types.begin(), job.allowed_types.end(), gpu) > 0;
+  };
+  auto avail = [](const NodeType& n) { return n.available < 0 ? n.nodes : n.available; };
+  const AlphaBeta inter = AlphaBeta::FromLink(c.inter_node);
+  const double bytes = job.features.param_bytes();
+  std::vector<Ref> out;
+  // GPU-seconds of compute and energy per step, by part.
+  auto finish = [&](Ref& r, double idle_w, double busy_j, double base_w) {
+    r.step = r.compute + r.comm;
+    r.steps = job.epochs * (job.samples / r.global);
+    r.total = job.startup_s + double(r.steps) * r.step;
+    r.energy =
+        double(r.steps) * (idle_w * r.step + busy_j) + r.total * base_w + job.startup_s * idle_w;
+    r.gpu_hours = r.gpus * r.total / 3600;
+    r.meets = job.deadline_s == 0 || r.total * (1 + job.margin) <= job.deadline_s;
+    if (r.steps > 0) out.push_back(r);
+  };
+  for (const NodeType& n : c.node_types) {
+    if (!allowed(n.gpu)) continue;
+    const GpuType& g = *c.gpu(n.gpu);
+    const DeviceSpeed& s = speeds.at(n.gpu);
+    std::vector<int> gpns;
+    for (int k = 1; k < n.gpus_per_node; k *= 2) gpns.push_back(k);
+    gpns.push_back(n.gpus_per_node);
+    for (int gpn : gpns)
+      for (int nodes = 1; nodes <= avail(n); ++nodes) {
+        const int gpus = gpn * nodes;
+        if (job.max_gpus > 0 && gpus > job.max_gpus) continue;
+        Ref r;
+        r.gpus = gpus;
+        r.nodes = nodes;
+        int64_t lo, hi, n_hi;
+        if (job.per_gpu_batch > 0) {
+          r.global = job.per_gpu_batch * gpus;
+          lo = hi = job.per_gpu_batch;
+          n_hi = gpus;
+        } else {
+          r.global = job.spec.batch_size;
+          if (r.global < gpus) continue;
+          lo = r.global / gpus;
+          hi = (r.global + gpus - 1) / gpus;
+          n_hi = r.global % gpus == 0 ? gpus : r.global % gpus;
+        }
+        r.parts = {Part{n.name, n.gpu, nodes, gpn, hi}};
+        r.fits = fits(g, hi);
+        r.compute = s.seconds(double(hi));
+        r.comm = HierarchicalAllreduceSeconds(bytes, gpn, nodes, AlphaBeta::FromLink(n.intra_node),
+                                              inter);
+        const double own =
+            double(n_hi) * s.seconds(double(hi)) + double(gpus - n_hi) * s.seconds(double(lo));
+        finish(r, g.idle_watts * gpus, (g.active_watts - g.idle_watts) * own,
+               n.node_base_watts * nodes);
+      }
+  }
+  if (!job.allow_mixed) return out;
+  for (size_t i = 0; i < c.node_types.size(); ++i)
+    for (size_t j = i + 1; j < c.node_types.size(); ++j) {
+      const NodeType &na = c.node_types[i], &nb = c.node_types[j];
+      if (!allowed(na.gpu) || !allowed(nb.gpu)) continue;
+      const GpuType &ga = *c.gpu(na.gpu), &gb = *c.gpu(nb.gpu);
+      const DeviceSpeed &sa = speeds.at(na.gpu), &sb = speeds.at(nb.gpu);
+      for (int xa = 1; xa <= avail(na); ++xa)
+        for (int xb = 1; xb <= avail(nb); ++xb) {
+          const int ca = xa * na.gpus_per_node, cb = xb * nb.gpus_per_node;
+          Ref r;
+          r.gpus = ca + cb;
+          r.nodes = xa + xb;
+          if (job.max_gpus > 0 && r.gpus > job.max_gpus) continue;
+          const int64_t want =
+              job.per_gpu_batch > 0 ? job.per_gpu_batch * r.gpus : job.spec.batch_size;
+          if (want < r.gpus) continue;
+          std::vector<int64_t> b = BalanceBatch({sa, sb}, {ca, cb}, want);
+          r.global = ca * b[0] + cb * b[1];
+          r.parts = {Part{na.name, na.gpu, xa, na.gpus_per_node, b[0]},
+                     Part{nb.name, nb.gpu, xb, nb.gpus_per_node, b[1]}};
+          r.fits = fits(ga, b[0]) && fits(gb, b[1]);
+          const double ta = sa.seconds(double(b[0])), tb = sb.seconds(double(b[1]));
+          r.compute = std::max(ta, tb);
+          const int g = std::min(na.gpus_per_node, nb.gpus_per_node);
+          r.comm = std::max(HierarchicalAllreduceSeconds(bytes, g, r.nodes,
+                                                         AlphaBeta::FromLink(na.intra_node), inter),
+                            HierarchicalAllreduceSeconds(
+                                bytes, g, r.nodes, AlphaBeta::FromLink(nb.intra_node), inter));
+          finish(r, ga.idle_watts * ca + gb.idle_watts * cb,
+                 (ga.active_watts - ga.idle_watts) * ca * ta +
+                     (gb.active_watts - gb.idle_watts) * cb * tb,
+                 na.node_base_watts * xa + nb.node_base_watts * xb);
+        }
+    }
+  return out;
+}
+
+bool SameParts(const std::vector<Part>& a, const std::vector<Part>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].node_type != b[i].node_type || a[i].gpu != b[i].gpu || a[i].nodes != b[i].nodes ||
+        a[i].gpus_per_node != b[i].gpus_per_node || a[i].per_gpu_batch != b[i].per_gpu_batch)
+      return false;
+  return true;
+}
+
+const Ref* Find(const std::vector<Ref>& refs, const Allocation& a) {
+  for (const Ref& r : refs)
+    if (SameParts(r.parts, a.parts)) return &r;
+  return nullptr;
+}
+
+double Key(const Ref& r, Objective o) {
+  return o == Objective::Energy ? r.energy : o == Objective::Time ? r.total : r.gpu_hours;
+}
+
+// Checks a recommendation against the brute force: the same candidates, the same figures
+// for every ranked allocation, the ranking order, and the best among the feasible ones.
+void CheckAgainstBruteForce(const Job& job, const Cluster& c,
+                            const std::map<std::string, DeviceSpeed>& speeds,
+                            const Recommendation& rec) {
+  const std::vector<Ref> refs = BruteForce(job, c, speeds);
+  EXPECT_EQ(rec.candidates, int(refs.size()));
+  size_t feasible = 0;
+  const Ref* best = nullptr;
+  const Ref* fastest = nullptr;
+  for (const Ref& r : refs) {
+    if (r.fits && (!fastest || r.total < fastest->total)) fastest = &r;
+    if (!r.fits || !r.meets) continue;
+    ++feasible;
+    if (!best || Key(r, job.objective) < Key(*best, job.objective)) best = &r;
+  }
+  EXPECT_EQ(rec.feasible, feasible > 0);
+  if (job.top == 0) {
+    EXPECT_EQ(rec.ranked.size(), feasible);
+  }
+  ASSERT_NE(fastest, nullptr);
+  EXPECT_NEAR(rec.fastest.total_s, fastest->total, 1e-9 * fastest->total);
+  for (size_t i = 0; i < rec.ranked.size(); ++i) {
+    const Allocation& a = rec.ranked[i];
+    const Ref* r = Find(refs, a);
+    ASSERT_NE(r, nullptr) << "ranked[" << i << "] is no candidate";
+    EXPECT_TRUE(r->fits && r->meets);
+    EXPECT_TRUE(a.fits_memory && a.meets_deadline);
+    EXPECT_EQ(a.gpus, r->gpus);
+    EXPECT_EQ(a.nodes, r->nodes);
+    EXPECT_EQ(a.global_batch, r->global);
+    EXPECT_EQ(a.steps, r->steps);
+    EXPECT_NEAR(a.compute_s, r->compute, 1e-12);
+    EXPECT_NEAR(a.comm_s, r->comm, 1e-12);
+    EXPECT_NEAR(a.total_s, r->total, 1e-9 * r->total);
+    EXPECT_NEAR(a.energy_j, r->energy, 1e-9 * r->energy);
+    EXPECT_NEAR(a.gpu_hours, r->gpu_hours, 1e-9 * r->gpu_hours);
+    if (i > 0) {
+      const Allocation& p = rec.ranked[i - 1];
+      const double kp = Key(*Find(refs, p), job.objective), ka = Key(*r, job.objective);
+      EXPECT_LE(kp, ka * (1 + 1e-12)) << "order at " << i;
+      EXPECT_FALSE(a.why.empty());
+    }
+  }
+  if (feasible > 0) {
+    ASSERT_FALSE(rec.ranked.empty());
+    const Ref* top = Find(refs, rec.ranked[0]);
+    EXPECT_NEAR(Key(*top, job.objective), Key(*best, job.objective),
+                1e-9 * Key(*best, job.objective));
+  }
+}
+
+// ---------------------------------------------------------------- BalanceBatch
+
+int64_t Sum(const std::vector<int64_t>& b, const std::vector<int>& c) {
+  int64_t s = 0;
+  for (size_t i = 0; i < b.size(); ++i) s += b[i] * c[i];
+  return s;
+}
+
+TEST(BalanceBatch, EqualSpeedsSplitEvenly) {
+  EXPECT_EQ(BalanceBatch({Speed(0.01, 0.001), Speed(0.01, 0.001)}, {2, 2}, 100),
+            (std::vector<int64_t>{25, 25}));
+  EXPECT_EQ(BalanceBatch({Speed(0.01, 0.001)}, {4}, 64), (std::vector<int64_t>{16}));
+}
+
+TEST(BalanceBatch, TwiceAsFastTakesTwiceTheBatch) {
+  EXPECT_EQ(BalanceBatch({Speed(0, 0.001), Speed(0, 0.002)}, {1, 1}, 90),
+            (std::vector<int64_t>{60, 30}));
+  // 4 fast + 8 slow GPUs: 4 b + 8 b/2 = 960 -> b = 120 and 60.
+  EXPECT_EQ(BalanceBatch({Speed(0, 0.001), Speed(0, 0.002)}, {4, 8}, 960),
+            (std::vector<int64_t>{120, 60}));
+}
+
+TEST(BalanceBatch, FixedCostsCount) {
+  // T = 0.02 + 0.001 a = 0.001 b, a + b = 100 -> a = 40, b = 60, both finish at 60 ms.
+  EXPECT_EQ(BalanceBatch({Speed(0.02, 0.001), Speed(0, 0.001)}, {1, 1}, 100),
+            (std::vector<int64_t>{40, 60}));
+}
+
+TEST(BalanceBatch, SlowGroupKeepsOneSample) {
+  // A fixed cost of 1 s would leave the first group nothing: pinned at 1, the rest to B.
+  EXPECT_EQ(BalanceBatch({Speed(1.0, 0.001), Speed(0, 0.001)}, {1, 1}, 10),
+            (std::vector<int64_t>{1, 9}));
+  // Fewer samples than GPUs: some get none, never more than the batch.
+  std::vector<int64_t> b = BalanceBatch({Speed(0, 0.001), Speed(0, 0.001)}, {4, 4}, 5);
+  EXPECT_LE(Sum(b, {4, 4}), 5);
+}
+
+// The real balanced finish time of two groups (no group pinned).
+double BalancedTime(const std::vector<DeviceSpeed>& s, const std::vector<int>& c, int64_t b) {
+  double s1 = 0, s0 = 0;
+  for (size_t g = 0; g < s.size(); ++g) {
+    s1 += c[g] / s[g].per_sample_s;
+    s0 += c[g] * s[g].fixed_s / s[g].per_sample_s;
+  }
+  return (double(b) + s0) / s1;
+}
+
+TEST(BalanceBatch, LeftoverWithinOneSample) {
+  // 12.875 each: 13 + 12 = 100 of 103 (no GPU may take 14, past one sample over T).
+  std::vector<int64_t> b = BalanceBatch({Speed(0, 0.001), Speed(0, 0.001)}, {4, 4}, 103);
+  EXPECT_EQ(Sum(b, {4, 4}), 100);
+  EXPECT_LE(std::abs(b[0] - b[1]), 1);
+  // 5.8 each, at most 6: 6 x 6 + 4 x 5 = 56 (58 would need 7 on the 4 GPUs).
+  b = BalanceBatch({Speed(0, 0.001), Speed(0, 0.001)}, {6, 4}, 58);
+  EXPECT_EQ(b, (std::vector<int64_t>{6, 5}));
+  // 1 fast + 6 slow GPUs, 256 samples: real 78.8 and 29.5. Rounding down and giving the
+  // fast GPU the 4 left over (82, 29) would make it finish 1.3 ms late; 76 and 30 use all
+  // 256 samples and finish at most 0.5 ms after the balanced time.
+  const std::vector<DeviceSpeed> s = {Speed(0.004, 0.0004), Speed(0.006, 0.0010)};
+  b = BalanceBatch(s, {1, 6}, 256);
+  EXPECT_EQ(b, (std::vector<int64_t>{76, 30}));
+  // Uneven real shares.
+  b = BalanceBatch({Speed(0.003, 0.0007), Speed(0.001, 0.0013)}, {3, 5}, 1001);
+  EXPECT_LE(Sum(b, {3, 5}), 1001);
+  EXPECT_GT(Sum(b, {3, 5}), 1001 - 8);
+}
+
+TEST(BalanceBatch, FinishTimesWithinOneSample) {
+  const std::vector<DeviceSpeed> s = {Speed(0.004, 0.0004), Speed(0.006, 0.0010)};
+  int exact = 0, cases = 0;
+  for (int ca : {1, 4, 8, 12})
+    for (int cb : {2, 6, 8})
+      for (int64_t batch : {256, 1000, 4096, 10007}) {
+        std::vector<int64_t> b = BalanceBatch(s, {ca, cb}, batch);
+        const int64_t sum = Sum(b, {ca, cb});
+        EXPECT_LE(sum, batch);
+        EXPECT_GT(sum, batch - ca - cb);
+        exact += sum == batch;
+        ++cases;
+        // Nobody finishes later than one sample (of the slower GPU) after the balanced time.
+        const double t = BalancedTime(s, {ca, cb}, batch);
+        EXPECT_LE(std::max(s[0].seconds(double(b[0])), s[1].seconds(double(b[1]))),
+                  t + 0.0010 + 1e-12)
+            << ca << " " << cb << " " << batch << ": " << b[0] << " " << b[1];
+      }
+  std::cout << "[ info     ] " << exact << " of " << cases << " splits use every sample\n";
+}
+
+TEST(BalanceBatch, Errors) {
+  EXPECT_THROW(BalanceBatch({Speed(0, 0.001)}, {1, 1}, 10), EstimateError);
+  EXPECT_THROW(BalanceBatch({Speed(0, 0)}, {1}, 10), EstimateError);
+  EXPECT_THROW(BalanceBatch({Speed(-1, 0.001)}, {1}, 10), EstimateError);
+}
+
+// ---------------------------------------------------------------- device speeds
+
+TEST(DeviceSpeeds, RooflineByHand) {
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  auto speeds = DeviceSpeeds(job, c);
+  ASSERT_EQ(speeds.size(), 2u);
+  const ModelFeatures& f = job.features;
+  const double per =
+      std::max(f.flops_train() / (10e12 * 0.4), 4 * f.activation_elements * 3 / (500e9 * 0.6));
+  const double fixed = 2 * double(f.layers.size()) * 10e-6 + f.param_bytes() * 4 / 500e9;
+  EXPECT_DOUBLE_EQ(speeds["fast"].per_sample_s, per);
+  EXPECT_DOUBLE_EQ(speeds["fast"].fixed_s, fixed);
+  EXPECT_EQ(speeds["fast"].source, "roofline (no calibration for fast)");
+  EXPECT_GT(per, 0);
+}
+
+TEST(DeviceSpeeds, MissingCalibrationIsNamed) {
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = "/nonexistent/dlh/fast.json";
+  try {
+    DeviceSpeeds(job, c);
+    FAIL() << "no error";
+  } catch (const EstimateError& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU type \"fast\": calibration file "
+                                         "/nonexistent/dlh/fast.json not found"),
+              std::string::npos)
+        << e.what();
+  }
+  // A type the job does not use needs no calibration.
+  job.allowed_types = {"slow"};
+  EXPECT_EQ(DeviceSpeeds(job, c).count("fast"), 0u);
+}
+
+TEST(DeviceSpeeds, CalibratedIsTheAffineModel) {
+  const std::string path =
+      (fs::temp_directory_path() / ("dlh_rec_cal_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  Calibration cal;
+  cal.device = "cpu";
+  cal.host = "test";
+  cal.threads = 1;
+  cal.created = "2026-01-01T00:00:00Z";
+  cal.model.device = "cpu";
+  cal.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9};
+  SaveCalibration(path, cal);
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path;
+  auto speeds = DeviceSpeeds(job, c);
+  fs::remove(path);
+  double t0 = 0, t7 = 0;
+  const std::vector<double> r0 = TimeTerms(job.features, 0), r7 = TimeTerms(job.features, 7);
+  for (int i = 0; i < kTimeTerms; ++i) {
+    t0 += cal.model.coef[size_t(i)] * r0[size_t(i)];
+    t7 += cal.model.coef[size_t(i)] * r7[size_t(i)];
+  }
+  EXPECT_NEAR(speeds["fast"].seconds(0), t0, 1e-12);
+  EXPECT_NEAR(speeds["fast"].seconds(7), t7, 1e-12);
+  EXPECT_EQ(speeds["fast"].source, "calibrated (" + fs::path(path).filename().string() + ")");
+  EXPECT_EQ(speeds["slow"].source, "roofline (no calibration for slow)");
+}
+
+// ---------------------------------------------------------------- ranking
+
+TEST(Recommend, DeadlineMetWithLeastEnergy) {
+  Job job = SmallJob();
+  job.deadline_s = 60;
+  Cluster c = TwoTypes();
+  auto speeds = TwoSpeeds();
+  Recommendation rec = Recommend(job, c, speeds);
+  ASSERT_TRUE(rec.feasible);
+  const Allocation& top = rec.ranked.front();
+  EXPECT_LE(top.total_s * 1.1, 60);
+  CheckAgainstBruteForce(job, c, speeds, rec);
+  EXPECT_EQ(top.why.rfind("least energy of " + std::to_string(rec.ranked.size()) +
+                              " allocations meeting the 60s deadline (",
+                          0),
+            0u)
+      << top.why;
+  EXPECT_NE(rec.ranked[1].why.find(" energy, "), std::string::npos) << rec.ranked[1].why;
+  // Without a deadline some allocations are slower than 60 s and rank too.
+  job.deadline_s = 0;
+  Recommendation all = Recommend(job, c, speeds);
+  EXPECT_GT(all.ranked.size(), rec.ranked.size());
+  CheckAgainstBruteForce(job, c, speeds, all);
+}
+
+TEST(Recommend, DefaultKeepsTheTopTen) {
+  Job job = SmallJob();
+  job.top = 10;
+  job.allow_mixed = true;
+  Cluster c = TwoTypes();
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  EXPECT_EQ(rec.ranked.size(), 10u);
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+  for (const Allocation& a : rec.ranked) EXPECT_FALSE(a.why.empty());
+}
+
+TEST(Recommend, TimeObjectivePicksTheFastest) {
+  Job job = SmallJob();
+  job.objective = Objective::Time;
+  job.allow_mixed = true;
+  Cluster c = TwoTypes();
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  ASSERT_TRUE(rec.feasible);
+  EXPECT_DOUBLE_EQ(rec.ranked[0].total_s, rec.fastest.total_s);
+  for (const Allocation& a : rec.ranked) EXPECT_GE(a.total_s, rec.ranked[0].total_s);
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+  EXPECT_EQ(rec.ranked[0].why.rfind("fastest of ", 0), 0u) << rec.ranked[0].why;
+}
+
+TEST(Recommend, GpuHoursObjective) {
+  Job job = SmallJob();
+  job.objective = Objective::GpuHours;
+  job.deadline_s = 70;
+  Cluster c = TwoTypes();
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  ASSERT_TRUE(rec.feasible);
+  for (const Allocation& a : rec.ranked) EXPECT_GE(a.gpu_hours, rec.ranked[0].gpu_hours);
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+  EXPECT_EQ(rec.ranked[0].why.rfind("fewest GPU-hours of ", 0), 0u) << rec.ranked[0].why;
+}
+
+TEST(Recommend, ImpossibleDeadlineNamesTheFastest) {
+  Job job = SmallJob();
+  job.deadline_s = 35;  // 30 s startup + 468 steps of at least 4 ms: 31.9 s * 1.1 > 35
+  job.allow_mixed = true;
+  Cluster c = TwoTypes();
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  EXPECT_FALSE(rec.feasible);
+  EXPECT_TRUE(rec.ranked.empty());
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+  EXPECT_NEAR(rec.miss_s, rec.fastest.total_s * 1.1 - 35, 1e-9);
+  EXPECT_GT(rec.miss_s, 0);
+  EXPECT_FALSE(rec.fastest.meets_deadline);
+  EXPECT_TRUE(rec.fastest.fits_memory);
+  EXPECT_EQ(rec.fastest.why.rfind("fastest allocation misses the 35s deadline by ", 0), 0u)
+      << rec.fastest.why;
+  nlohmann::json plan = PlanJson(job, rec, rec.fastest);
+  EXPECT_EQ(plan["feasible"], false);
+}
+
+TEST(Recommend, MemoryFilterDropsSmallGpus) {
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  // "slow" holds no sample at all: every one of its allocations is dropped.
+  c.gpu_types[1].memory_gb = TrainingMemoryBytes(job.features, 1, 1) * 0.5 / 0.9 / 1e9;
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  ASSERT_TRUE(rec.feasible);
+  for (const Allocation& a : rec.ranked)
+    for (const Part& p : a.parts) EXPECT_EQ(p.gpu, "fast");
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+
+  // "fast" holds at most 40 samples: batch 256 needs 7 GPUs or more.
+  c.gpu_types[0].memory_gb =
+      (TrainingMemoryBytes(job.features, 40, 1) + TrainingMemoryBytes(job.features, 41, 1)) / 2 /
+      0.9 / 1e9;
+  rec = Recommend(job, c, TwoSpeeds());
+  ASSERT_TRUE(rec.feasible);
+  for (const Allocation& a : rec.ranked) {
+    EXPECT_GE(a.gpus, 7);
+    EXPECT_LE(a.parts[0].per_gpu_batch, 40);
+    EXPECT_LE(a.memory_bytes, 0.9 * c.gpu_types[0].memory_gb * 1e9);
+  }
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+
+  // Nothing fits: the error names the need and the largest GPU.
+  c.gpu_types[0].memory_gb = 1e-6;
+  c.gpu_types[1].memory_gb = 0.5e-6;
+  const std::string need = [&] {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", TrainingMemoryBytes(job.features, 22, 1) / 1e9);
+    return std::string(buf);
+  }();
+  try {
+    Recommend(job, c, TwoSpeeds());
+    FAIL() << "no error";
+  } catch (const EstimateError& e) {
+    // 256 samples over all 12 "fast" GPUs: 22 each at the least.
+    EXPECT_EQ(std::string(e.what()), "model needs " + need +
+                                         " GB per GPU at batch 22; the largest GPU has 1e-06 "
+                                         "GB (fast, 90% usable)");
+  }
+}
+
+TEST(Recommend, MaxGpusRespected) {
+  Job job = SmallJob();
+  job.max_gpus = 5;
+  job.allow_mixed = true;
+  Cluster c = TwoTypes();
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  ASSERT_TRUE(rec.feasible);
+  for (const Allocation& a : rec.ranked) EXPECT_LE(a.gpus, 5);
+  EXPECT_LE(rec.fastest.gpus, 5);
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+}
+
+TEST(Recommend, AllowedTypesRespected) {
+  Job job = SmallJob();
+  job.allowed_types = {"slow"};
+  job.allow_mixed = true;
+  Cluster c = TwoTypes();
+  std::map<std::string, DeviceSpeed> only_slow = {{"slow", Speed(0.006, 0.0010)}};
+  Recommendation rec = Recommend(job, c, only_slow);  // "fast" needs no speed
+  ASSERT_TRUE(rec.feasible);
+  for (const Allocation& a : rec.ranked) {
+    ASSERT_EQ(a.parts.size(), 1u);
+    EXPECT_EQ(a.parts[0].gpu, "slow");
+    EXPECT_EQ(a.parts[0].node_type, "ns");
+  }
+  CheckAgainstBruteForce(job, c, only_slow, rec);
+  job.allowed_types = {"h200"};
+  EXPECT_THROW(Recommend(job, c, only_slow), EstimateError);
+}
+
+TEST(Recommend, AvailabilityLimitsNodes) {
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.node_types[0].available = 1;
+  c.node_types[1].available = 0;
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  for (const Allocation& a : rec.ranked) {
+    EXPECT_EQ(a.parts[0].gpu, "fast");
+    EXPECT_EQ(a.nodes, 1);
+  }
+  EXPECT_EQ(rec.candidates, 3);  // 1, 2 and 4 GPUs of one node
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+}
+
+TEST(Recommend, MixedBatchesBalancedAndSummed) {
+  Job job = SmallJob();
+  job.allow_mixed = true;
+  job.spec.batch_size = 1000;
+  Cluster c = TwoTypes();
+  const auto speeds = TwoSpeeds();
+  Recommendation rec = Recommend(job, c, speeds);
+  CheckAgainstBruteForce(job, c, speeds, rec);
+  int mixed = 0;
+  for (const Allocation& a : rec.ranked) {
+    if (a.parts.size() != 2) continue;
+    ++mixed;
+    const Part &p = a.parts[0], &q = a.parts[1];
+    EXPECT_EQ(p.gpus_per_node, 4);  // full nodes
+    EXPECT_EQ(q.gpus_per_node, 2);
+    const int cp = p.nodes * p.gpus_per_node, cq = q.nodes * q.gpus_per_node;
+    EXPECT_EQ(cp * p.per_gpu_batch + cq * q.per_gpu_batch, a.global_batch);
+    EXPECT_LE(a.global_batch, 1000);
+    EXPECT_GT(a.global_batch, 1000 - cp - cq);
+    const double tp = speeds.at(p.gpu).seconds(double(p.per_gpu_batch));
+    const double tq = speeds.at(q.gpu).seconds(double(q.per_gpu_batch));
+    const double t = BalancedTime({speeds.at(p.gpu), speeds.at(q.gpu)}, {cp, cq}, 1000);
+    EXPECT_LE(std::max(tp, tq), t + 0.0010 + 1e-12) << p.nodes << "+" << q.nodes;
+    EXPECT_DOUBLE_EQ(a.compute_s, std::max(tp, tq));
+    EXPECT_NEAR(a.lr, 0.1 * double(a.global_batch) / 1000, 1e-15);
+  }
+  EXPECT_EQ(mixed, 3 * 4);
+}
+
+TEST(Recommend, LinearLrScalingAndWarmup) {
+  Job job = SmallJob();
+  job.per_gpu_batch = 64;
+  job.allow_mixed = true;
+  Cluster c = TwoTypes();
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
+  bool saw_small = false, saw_large = false;
+  for (const Allocation& a : rec.ranked) {
+    if (a.parts.size() == 1) {
+      EXPECT_EQ(a.global_batch, 64 * a.gpus);
+    }
+    const double ratio = double(a.global_batch) / 256;
+    EXPECT_NEAR(a.lr, 0.1 * ratio, 1e-12);
+    EXPECT_DOUBLE_EQ(a.warmup_epochs, ratio > 2 ? 1.0 : 0.5);
+    saw_small = saw_small || ratio <= 2;
+    saw_large = saw_large || ratio > 2;
+  }
+  EXPECT_TRUE(saw_small && saw_large);
+}
+
+TEST(Recommend, BadJobs) {
+  Cluster c = TwoTypes();
+  Job job = SmallJob();
+  job.samples = 0;
+  EXPECT_THROW(Recommend(job, c, TwoSpeeds()), EstimateError);
+  job = SmallJob();
+  job.epochs = 0;
+  EXPECT_THROW(Recommend(job, c, TwoSpeeds()), EstimateError);
+  job = SmallJob();
+  std::map<std::string, DeviceSpeed> one = {{"fast", Speed(0.004, 0.0004)}};
+  EXPECT_THROW(Recommend(job, c, one), EstimateError);  // no speed for "slow"
+  job.samples = 100;  // fewer samples than any global batch of 256
+  EXPECT_THROW(Recommend(job, c, TwoSpeeds()), EstimateError);
+}
+
+TEST(Recommend, ExampleClusterWithRooflineSpeeds) {
+  Job job = SmallJob();
+  job.top = 5;
+  job.deadline_s = 3 * 3600;
+  job.allow_mixed = true;
+  Cluster c = LoadCluster(RepoFile("share/cluster/example.json"));
+  Recommendation rec = Recommend(job, c);
+  ASSERT_TRUE(rec.feasible);
+  EXPECT_EQ(rec.ranked.size(), 5u);
+  EXPECT_EQ(rec.speeds.size(), 4u);
+  CheckAgainstBruteForce(job, c, rec.speeds, rec);
+}
+
+// ---------------------------------------------------------------- plan, time limit
+
+TEST(Plan, FieldsPresent) {
+  Job job = SmallJob();
+  job.deadline_s = 60;
+  job.allow_mixed = true;
+  Cluster c = TwoTypes();
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  ASSERT_TRUE(rec.feasible);
+  const Allocation& a = rec.ranked[0];
+  nlohmann::json p = PlanJson(job, rec, a);
+  EXPECT_EQ(p["format_version"], 1);
+  EXPECT_EQ(p["spec"], "small.json");
+  EXPECT_EQ(p["objective"], "energy");
+  EXPECT_EQ(p["deadline_s"], 60.0);
+  EXPECT_EQ(p["feasible"], true);
+  ASSERT_EQ(p["allocation"]["parts"].size(), a.parts.size());
+  for (const char* k : {"node_type", "gpu", "nodes", "gpus_per_node", "per_gpu_batch"})
+    EXPECT_TRUE(p["allocation"]["parts"][0].contains(k)) << k;
+  EXPECT_EQ(p["allocation"]["parts"][0]["gpu"], a.parts[0].gpu);
+  EXPECT_EQ(p["allocation"]["nodes"], a.nodes);
+  EXPECT_EQ(p["allocation"]["gpus"], a.gpus);
+  int tpn = 0;
+  for (const Part& part : a.parts) tpn = std::max(tpn, part.gpus_per_node);
+  EXPECT_EQ(p["allocation"]["tasks_per_node"], tpn);
+  EXPECT_EQ(p["global_batch"], a.global_batch);
+  EXPECT_DOUBLE_EQ(p["lr"].get<double>(), a.lr);
+  EXPECT_DOUBLE_EQ(p["warmup_epochs"].get<double>(), a.warmup_epochs);
+  for (const char* k : {"step_s", "compute_s", "comm_s", "steps", "total_s", "energy_j",
+                        "energy_kwh", "gpu_hours", "memory_gb_per_gpu"})
+    EXPECT_TRUE(p["predicted"].contains(k)) << k;
+  EXPECT_DOUBLE_EQ(p["predicted"]["energy_kwh"].get<double>(), a.energy_j / 3.6e6);
+  EXPECT_GT(p["predicted"]["memory_gb_per_gpu"].get<double>(), 0);
+  EXPECT_EQ(p["time_limit"], SlurmTimeLimit(a.total_s, 0.1));
+  EXPECT_EQ(p["time_limit_s"], 60);  // under 60 s * 1.1: one minute
+  EXPECT_EQ(p["speed_source"][a.parts[0].gpu], "test");
+  EXPECT_EQ(p["why"], a.why);
+}
+
+TEST(Plan, SlurmTimeLimit) {
+  EXPECT_EQ(SlurmTimeLimit(10, 0.1), "00:01:00");
+  EXPECT_EQ(SlurmTimeLimit(0, 0.1), "00:01:00");
+  EXPECT_EQ(SlurmTimeLimit(60, 0), "00:01:00");
+  EXPECT_EQ(SlurmTimeLimit(61, 0), "00:02:00");
+  EXPECT_EQ(SlurmTimeLimit(3600, 0), "01:00:00");
+  EXPECT_EQ(SlurmTimeLimit(3000, 0.1), "00:55:00");
+  EXPECT_EQ(SlurmTimeLimit(86340, 0), "23:59:00");
+  EXPECT_EQ(SlurmTimeLimit(86341, 0), "1-00:00:00");
+  EXPECT_EQ(SlurmTimeLimit(86400, 0), "1-00:00:00");
+  EXPECT_EQ(SlurmTimeLimit(86401, 0), "1-00:01:00");
+  EXPECT_EQ(SlurmTimeLimit(2 * 86400 + 3661, 0), "2-01:02:00");
+  EXPECT_EQ(SlurmTimeLimit(12 * 3600, 1.0), "1-00:00:00");
+}
+
+TEST(Plan, Objectives) {
+  EXPECT_EQ(ParseObjective("energy"), Objective::Energy);
+  EXPECT_EQ(ParseObjective("time"), Objective::Time);
+  EXPECT_EQ(ParseObjective("gpu-hours"), Objective::GpuHours);
+  EXPECT_STREQ(ObjectiveName(Objective::GpuHours), "gpu-hours");
+  try {
+    ParseObjective("cost");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--objective: must be one of energy, time, gpu-hours, got 'cost'");
+  }
+}
+
+// ---------------------------------------------------------------- performance
+
+// 1,000 nodes of 4 types, mixing allowed: prints the time (no timed assertion).
+TEST(RecommendPerformance, ThousandNodesFourTypes) {
+  Cluster c;
+  c.name = "big";
+  c.gpu_types = {Gpu("a100", 40, 400, 55), Gpu("h100", 80, 700, 70), Gpu("v100", 32, 300, 40),
+                 Gpu("l40s", 48, 350, 35)};
+  c.node_types = {Node("na", "a100", 4, 250, 350, Link{300, 3}),
+                  Node("nh", "h100", 8, 250, 800, Link{450, 2.5}),
+                  Node("nv", "v100", 4, 250, 300, Link{150, 4}),
+                  Node("nl", "l40s", 2, 250, 250, Link{25, 8})};
+  c.inter_node = Link{25, 2};
+  std::map<std::string, DeviceSpeed> speeds = {{"a100", Speed(0.002, 2.0e-5)},
+                                               {"h100", Speed(0.0015, 0.7e-5)},
+                                               {"v100", Speed(0.003, 3.0e-5)},
+                                               {"l40s", Speed(0.002, 1.5e-5)}};
+  Job job = SmallJob();
+  job.top = 10;
+  job.samples = 1281167;
+  job.epochs = 90;
+  job.deadline_s = 12 * 3600;
+  job.allow_mixed = true;
+  struct Case {
+    const char* what;
+    int64_t per_gpu_batch;
+    int batch;
+  };
+  for (const Case& k :
+       {Case{"weak scaling, 64 per GPU", 64, 256}, Case{"global batch 8192", 0, 8192}}) {
+    job.per_gpu_batch = k.per_gpu_batch;
+    job.spec.batch_size = k.batch;
+    double best = 1e9;
+    Recommendation rec;
+    for (int rep = 0; rep < 3; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      rec = Recommend(job, c, speeds);
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    ASSERT_TRUE(rec.feasible);
+    EXPECT_EQ(rec.ranked.size(), 10u);
+    std::cout << "[ perf     ] Recommend, 1000 nodes x 4 types, mixed, " << k.what << ": "
+              << rec.candidates << " candidates in " << best * 1e3 << " ms (best of 3)\n"
+              << "[ perf     ]   chosen: " << rec.ranked[0].why << "\n";
+  }
+}
+
+}  // namespace
+}  // namespace dlh

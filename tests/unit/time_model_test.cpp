@@ -1,0 +1,481 @@
+// Tests of the step-time model (estimator/time_model.cpp): design rows, the non-negative
+// relative-error fit and its cross-validation, and calibration files.
+#include "estimator/time_model.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+
+#include "common/error.hpp"
+#include "common/spec.hpp"
+
+namespace dlh {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::vector<double> kCoef{1e-3, 2e-11, 5e-11, 3e-9, 1e-9};
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// Runs `f`, expecting an EstimateError, and returns its message.
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const EstimateError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no EstimateError";
+  return "";
+}
+
+// A CNN or MLP of the kind the calibration sweep varies.
+TrainSpec Model(int channels, int size, int conv_layers, int filters, int dense_layers, int nodes) {
+  TrainSpec s;
+  s.origin = "model";
+  s.input = {channels, size, size};
+  s.classes = 10;
+  auto add = [&](LayerKind kind) {
+    LayerSpec l;
+    l.kind = kind;
+    s.layers.push_back(l);
+    return &s.layers.back();
+  };
+  for (int i = 0; i < conv_layers; ++i) {
+    LayerSpec* c = add(LayerKind::Conv2d);
+    c->filters = filters << i;
+    c->kernel = 3;
+    c->padding = 1;
+    add(LayerKind::Relu);
+    LayerSpec* p = add(LayerKind::MaxPool2d);
+    p->kernel = 2;
+    p->stride = 2;
+  }
+  add(LayerKind::Flatten);
+  for (int i = 0; i < dense_layers; ++i) {
+    add(LayerKind::Dense)->units = nodes;
+    add(LayerKind::Relu);
+  }
+  add(LayerKind::Dense)->units = 10;
+  return s;
+}
+
+double Dot(const std::vector<double>& c, const std::vector<double>& x) {
+  double s = 0;
+  for (size_t j = 0; j < c.size(); ++j) s += c[j] * x[j];
+  return s;
+}
+
+// ~30 varied configurations timed exactly as the model with coefficients `c` says,
+// each time multiplied by (1 + noise * N(0, 1)).
+std::vector<TimingSample> Synthetic(const std::vector<double>& c, double noise = 0,
+                                    int count = 30) {
+  std::mt19937_64 rng(42);
+  std::normal_distribution<double> gauss(0, 1);
+  std::vector<TimingSample> out;
+  for (int i = 0; i < count; ++i) {
+    const int channels = i % 2 == 0 ? 1 : 3;
+    const int size = 16 << (i % 3);          // 16, 32, 64
+    const int conv = i % 4;                  // 0..3 conv layers
+    const int filters = 8 << ((i / 2) % 3);  // 8, 16, 32
+    const int dense = (i / 3) % 3;           // 0..2 hidden dense layers
+    const int nodes = 64 << ((i / 5) % 4);   // 64..512
+    TimingSample s;
+    s.model = "m" + std::to_string(i);
+    s.features = ComputeFeatures(Model(channels, size, conv, filters, dense, nodes));
+    s.batch = 16 << ((i * 7) % 5);  // 16..256
+    s.seconds = Dot(c, TimeTerms(s.features, s.batch));
+    if (noise > 0) s.seconds *= 1 + noise * gauss(rng);
+    s.joules = i % 3 == 0 ? -1 : 2.5 * s.seconds;
+    out.push_back(s);
+  }
+  return out;
+}
+
+TEST(TimeModelTest, TermNames) {
+  EXPECT_EQ(TimeTermNames(),
+            (std::vector<std::string>{"overhead_s", "conv_s_per_flop", "dense_s_per_flop",
+                                      "elementwise_s_per_value", "update_s_per_param"}));
+  EXPECT_EQ(int(TimeTermNames().size()), kTimeTerms);
+}
+
+TEST(TimeModelTest, TermsAndSeconds) {
+  ModelFeatures f;
+  f.conv_flops_fwd = 1e6;
+  f.conv_flops_bwd = 2e6;
+  f.dense_flops_fwd = 1e5;
+  f.dense_flops_bwd = 2e5;
+  f.other_flops_fwd = 7;  // not a term: the element-wise term counts activations
+  f.activation_elements = 1e4;
+  f.params = 5e4;
+  EXPECT_EQ(TimeTerms(f, 10), (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4}));
+  TimeModel m;
+  m.coef = kCoef;
+  // 1e-3 + 3e7*2e-11 + 3e6*5e-11 + 1e5*3e-9 + 5e4*1e-9
+  //   = 1e-3 + 6e-4 + 1.5e-4 + 3e-4 + 5e-5 = 2.1e-3
+  EXPECT_NEAR(m.seconds(f, 10), 2.1e-3, 1e-15);
+  m.coef.pop_back();
+  EXPECT_THROW(m.seconds(f, 10), EstimateError);
+}
+
+TEST(TimeModelTest, FitRecoversExactCoefficients) {
+  const std::vector<TimingSample> samples = Synthetic(kCoef);
+  const TimeModel m = FitTimeModel("cpu", samples);
+  EXPECT_EQ(m.device, "cpu");
+  ASSERT_EQ(m.coef.size(), size_t(kTimeTerms));
+  for (int j = 0; j < kTimeTerms; ++j)
+    EXPECT_NEAR(m.coef[j] / kCoef[j], 1.0, 1e-9) << TimeTermNames()[j];
+  EXPECT_EQ(m.quality.samples, 30);
+  EXPECT_EQ(m.quality.folds, 5);
+  EXPECT_NEAR(m.quality.r2, 1.0, 1e-12);
+  EXPECT_LT(m.quality.mape, 1e-8);
+  EXPECT_LT(m.quality.cv_mape, 1e-6);
+  for (const TimingSample& s : samples)
+    EXPECT_NEAR(m.seconds(s.features, s.batch) / s.seconds, 1.0, 1e-10);
+
+  // Leave-one-out (folds == samples) and the minimum sample count work too.
+  EXPECT_LT(FitTimeModel("cpu", samples, 30).quality.cv_mape, 1e-6);
+  const std::vector<TimingSample> ten(samples.begin(), samples.begin() + 10);
+  EXPECT_NO_THROW(FitTimeModel("cpu", ten, 2));
+}
+
+TEST(TimeModelTest, NoiseShowsInCrossValidation) {
+  const TimeModel m = FitTimeModel("cpu", Synthetic(kCoef, 0.05));
+  EXPECT_GT(m.quality.mape, 0.5);
+  EXPECT_GT(m.quality.cv_mape, 0.5);
+  EXPECT_GT(m.quality.r2, 0.9);
+  EXPECT_LT(m.quality.r2, 1.0);
+  for (double c : m.coef) EXPECT_GE(c, 0);
+  // Same data, same folds: the fit is deterministic.
+  const TimeModel again = FitTimeModel("cpu", Synthetic(kCoef, 0.05));
+  EXPECT_EQ(again.coef, m.coef);
+  EXPECT_EQ(again.quality.cv_mape, m.quality.cv_mape);
+}
+
+// The weighted design of the fit (rows TimeTerms / t, targets 1), for checks.
+void Weighted(const std::vector<TimingSample>& samples, Eigen::MatrixXd* A, Eigen::VectorXd* y) {
+  A->resize(Eigen::Index(samples.size()), kTimeTerms);
+  *y = Eigen::VectorXd::Ones(Eigen::Index(samples.size()));
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const std::vector<double> x = TimeTerms(samples[i].features, samples[i].batch);
+    for (int j = 0; j < kTimeTerms; ++j) (*A)(Eigen::Index(i), j) = x[j] / samples[i].seconds;
+  }
+}
+
+TEST(TimeModelTest, NonNegativeWhenDataPullsBelowZero) {
+  // A negative element-wise rate makes the unconstrained optimum infeasible.
+  const std::vector<double> c{2e-3, 2e-11, 5e-11, -2e-10, 1e-9};
+  const std::vector<TimingSample> samples = Synthetic(c, 0.02);
+  for (const TimingSample& s : samples) ASSERT_GT(s.seconds, 0);
+  Eigen::MatrixXd A;
+  Eigen::VectorXd y;
+  Weighted(samples, &A, &y);
+  // Scale the columns as the fit does, for a well-conditioned reference.
+  Eigen::VectorXd scale = A.colwise().norm().cwiseInverse().transpose();
+  const Eigen::MatrixXd As = A * scale.asDiagonal();
+  const Eigen::VectorXd free = As.colPivHouseholderQr().solve(y);
+  ASSERT_LT(free.minCoeff(), 0) << "the test data must drive a coefficient negative";
+
+  const TimeModel m = FitTimeModel("cpu", samples);
+  for (int j = 0; j < kTimeTerms; ++j) EXPECT_GE(m.coef[j], 0) << TimeTermNames()[j];
+  EXPECT_EQ(m.coef[3], 0);
+
+  // It is THE constrained optimum: no feasible restriction to a subset of the terms fits
+  // better (exhaustive over the 32 subsets).
+  Eigen::VectorXd got(kTimeTerms);
+  for (int j = 0; j < kTimeTerms; ++j) got(j) = m.coef[j];
+  const double got_res = (A * got - y).squaredNorm();
+  double best = std::numeric_limits<double>::infinity();
+  for (int mask = 1; mask < (1 << kTimeTerms); ++mask) {
+    std::vector<int> cols;
+    for (int j = 0; j < kTimeTerms; ++j)
+      if (mask & (1 << j)) cols.push_back(j);
+    Eigen::MatrixXd S(As.rows(), Eigen::Index(cols.size()));
+    for (size_t k = 0; k < cols.size(); ++k) S.col(Eigen::Index(k)) = As.col(cols[k]);
+    const Eigen::VectorXd s = S.colPivHouseholderQr().solve(y);
+    if (s.minCoeff() < 0) continue;
+    best = std::min(best, (S * s - y).squaredNorm());
+  }
+  EXPECT_NEAR(got_res, best, 1e-9 * best);
+}
+
+TEST(TimeModelTest, TooFewSamples) {
+  const std::vector<TimingSample> all = Synthetic(kCoef);
+  const std::vector<TimingSample> seven(all.begin(), all.begin() + 7);
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", seven); }),
+            "too few samples to fit 5 terms: got 7, need at least 10");
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", {}); }),
+            "too few samples to fit 5 terms: got 0, need at least 10");
+}
+
+TEST(TimeModelTest, BadFolds) {
+  const std::vector<TimingSample> s = Synthetic(kCoef, 0, 12);
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 1); }),
+            "cross-validation folds must be between 2 and the number of samples (12), got 1");
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 13); }),
+            "cross-validation folds must be between 2 and the number of samples (12), got 13");
+}
+
+TEST(TimeModelTest, RankDeficient) {
+  // Twelve timings of one configuration: every column is a multiple of the first.
+  std::vector<TimingSample> same(12, Synthetic(kCoef)[5]);
+  for (size_t i = 0; i < same.size(); ++i) same[i].seconds *= 1 + 0.01 * double(i);
+  std::string msg = ErrorOf([&] { FitTimeModel("cpu", same); });
+  EXPECT_TRUE(
+      StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank 1 of 5): "))
+      << msg;
+  EXPECT_TRUE(Contains(msg, "cannot be told apart from the other terms")) << msg;
+
+  // One model at several batches: overhead and parameter updates are indistinguishable.
+  std::vector<TimingSample> batches;
+  for (int b = 1; b <= 12; ++b) {
+    TimingSample s = Synthetic(kCoef)[5];
+    s.batch = 8 * b;
+    s.seconds = Dot(kCoef, TimeTerms(s.features, s.batch));
+    batches.push_back(s);
+  }
+  msg = ErrorOf([&] { FitTimeModel("cpu", batches); });
+  EXPECT_TRUE(StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank"))
+      << msg;
+  EXPECT_TRUE(Contains(msg, "overhead_s") || Contains(msg, "update_s_per_param")) << msg;
+
+  // No sample has a conv layer.
+  std::vector<TimingSample> mlps;
+  for (const TimingSample& s : Synthetic(kCoef, 0, 30))
+    if (s.features.conv_layers == 0) mlps.push_back(s);
+  ASSERT_GE(mlps.size(), 4u);
+  while (mlps.size() < 10) mlps.insert(mlps.end(), mlps.begin(), mlps.begin() + 1);
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", mlps); }),
+            "cannot fit the time model: the design is rank-deficient: conv_s_per_flop has no "
+            "work in any sample; the sweep must exercise every term");
+}
+
+TEST(TimeModelTest, RankDeficientTrainingFold) {
+  // Eight MLPs and the only CNN: fine as a whole, but the fold that holds the CNN out
+  // trains without any convolution work.
+  std::vector<TimingSample> s;
+  for (const TimingSample& x : Synthetic(kCoef))
+    if (x.features.conv_layers == 0) s.push_back(x);
+  ASSERT_EQ(s.size(), 8u);
+  s.push_back(Synthetic(kCoef)[1]);
+  s.push_back(s[0]);
+  s.back().batch *= 3;
+  s.back().seconds = Dot(kCoef, TimeTerms(s.back().features, s.back().batch));
+  // (The whole set fits: the error comes from a fold, whatever the number of folds.)
+  for (int folds : {2, 10}) {
+    const std::string msg = ErrorOf([&] { FitTimeModel("cpu", s, folds); });
+    EXPECT_TRUE(StartsWith(msg, "cross-validation fold ")) << msg;
+    EXPECT_TRUE(Contains(msg, " of " + std::to_string(folds) +
+                                  ": the design is rank-deficient: conv_s_per_flop has no work "
+                                  "in any sample"))
+        << msg;
+  }
+}
+
+TEST(TimeModelTest, BadSamples) {
+  std::vector<TimingSample> s = Synthetic(kCoef, 0, 12);
+  s[2].seconds = 0;
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s); }),
+            "samples[2].seconds: must be a positive number, got 0.0");
+  s = Synthetic(kCoef, 0, 12);
+  s[4].batch = 0;
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s); }),
+            "samples[4].batch: must be a positive integer, got 0");
+}
+
+// ---------------------------------------------------------------- calibration files
+
+Calibration Example() {
+  Calibration c;
+  c.device = "cpu";
+  c.host = "Test CPU @ 2.0GHz, 2 cores";
+  c.threads = 2;
+  c.created = "2026-11-21T12:00:00Z";
+  c.samples = Synthetic(kCoef, 0.03, 12);
+  c.model = FitTimeModel(c.device, c.samples, 4);
+  return c;
+}
+
+void ExpectSameFeatures(const ModelFeatures& a, const ModelFeatures& b) {
+  EXPECT_EQ(a.conv_flops_fwd, b.conv_flops_fwd);
+  EXPECT_EQ(a.conv_flops_bwd, b.conv_flops_bwd);
+  EXPECT_EQ(a.dense_flops_fwd, b.dense_flops_fwd);
+  EXPECT_EQ(a.dense_flops_bwd, b.dense_flops_bwd);
+  EXPECT_EQ(a.other_flops_fwd, b.other_flops_fwd);
+  EXPECT_EQ(a.other_flops_bwd, b.other_flops_bwd);
+  EXPECT_EQ(a.activation_elements, b.activation_elements);
+  EXPECT_EQ(a.params, b.params);
+  EXPECT_EQ(a.conv_workspace_elements, b.conv_workspace_elements);
+  EXPECT_EQ(a.conv_layers, b.conv_layers);
+  EXPECT_EQ(a.total_filters, b.total_filters);
+  EXPECT_EQ(a.dense_layers, b.dense_layers);
+  EXPECT_EQ(a.dense_nodes, b.dense_nodes);
+  EXPECT_EQ(a.input_elements, b.input_elements);
+}
+
+void ExpectSame(const Calibration& a, const Calibration& b) {
+  EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.host, b.host);
+  EXPECT_EQ(a.threads, b.threads);
+  EXPECT_EQ(a.created, b.created);
+  ASSERT_EQ(a.samples.size(), b.samples.size());
+  for (size_t i = 0; i < a.samples.size(); ++i) {
+    SCOPED_TRACE("sample " + std::to_string(i));
+    EXPECT_EQ(a.samples[i].model, b.samples[i].model);
+    EXPECT_EQ(a.samples[i].batch, b.samples[i].batch);
+    EXPECT_EQ(a.samples[i].seconds, b.samples[i].seconds);  // exact: doubles round-trip
+    EXPECT_EQ(a.samples[i].joules, b.samples[i].joules);
+    ExpectSameFeatures(a.samples[i].features, b.samples[i].features);
+    EXPECT_TRUE(b.samples[i].features.layers.empty());
+  }
+  EXPECT_EQ(b.model.device, a.device);
+  EXPECT_EQ(a.model.coef, b.model.coef);
+  EXPECT_EQ(a.model.quality.samples, b.model.quality.samples);
+  EXPECT_EQ(a.model.quality.folds, b.model.quality.folds);
+  EXPECT_EQ(a.model.quality.r2, b.model.quality.r2);
+  EXPECT_EQ(a.model.quality.mape, b.model.quality.mape);
+  EXPECT_EQ(a.model.quality.cv_mape, b.model.quality.cv_mape);
+}
+
+TEST(CalibrationTest, JsonRoundTrip) {
+  const Calibration c = Example();
+  const json j = CalibrationToJson(c);
+  EXPECT_EQ(j["format_version"], 1);
+  EXPECT_EQ(j["model"]["terms"], json(TimeTermNames()));
+  EXPECT_TRUE(j["samples"][0]["joules"].is_null());  // -1: not measured
+  EXPECT_TRUE(j["samples"][1]["joules"].is_number());
+  EXPECT_EQ(j["samples"][0]["features"].size(), 14u);
+  EXPECT_EQ(j["samples"][0]["features"]["conv_layers"], 0);
+  const Calibration back = CalibrationFromJson(json::parse(j.dump()), "cal.json");
+  ExpectSame(c, back);
+  // Refitting the samples read back gives the same model.
+  EXPECT_EQ(FitTimeModel(back.device, back.samples, 4).coef, c.model.coef);
+
+  Calibration unfitted = c;
+  unfitted.model.coef.clear();
+  EXPECT_THROW(CalibrationToJson(unfitted), EstimateError);
+}
+
+TEST(CalibrationTest, BadInputs) {
+  const json good = CalibrationToJson(Example());
+  ASSERT_NO_THROW(CalibrationFromJson(good, "cal.json"));
+  struct Case {
+    std::function<void(json&)> edit;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[](json& j) { j = json::array(); }, "cal.json: must be a JSON object, got []"},
+      {[](json& j) { j["format_version"] = 2; },
+       "cal.json: format_version: unsupported version 2 (this build reads 1)"},
+      {[](json& j) { j["format_version"] = "1"; },
+       "cal.json: format_version: must be an integer, got \"1\""},
+      {[](json& j) { j.erase("format_version"); }, "cal.json: format_version: required"},
+      {[](json& j) { j.erase("device"); }, "cal.json: device: required"},
+      {[](json& j) { j["device"] = ""; }, "cal.json: device: must be a non-empty string, got \"\""},
+      {[](json& j) { j["threads"] = "two"; },
+       "cal.json: threads: must be a non-negative integer, got \"two\""},
+      {[](json& j) { j["extra"] = true; }, "cal.json: unknown key \"extra\""},
+      {[](json& j) { j["samples"] = json::object(); },
+       "cal.json: samples: must be an array, got {}"},
+      {[](json& j) { j["samples"][3]["seconds"] = -1; },
+       "cal.json: samples[3].seconds: must be a positive number, got -1"},
+      {[](json& j) { j["samples"][0]["batch"] = 2.5; },
+       "cal.json: samples[0].batch: must be a positive integer, got 2.5"},
+      {[](json& j) { j["samples"][1]["joules"] = "n/a"; },
+       "cal.json: samples[1].joules: must be null or a non-negative number, got \"n/a\""},
+      {[](json& j) { j["samples"][2].erase("joules"); }, "cal.json: samples[2].joules: required"},
+      {[](json& j) { j["samples"][0]["features"].erase("params"); },
+       "cal.json: samples[0].features.params: required"},
+      {[](json& j) { j["samples"][0]["features"]["conv_layers"] = -1; },
+       "cal.json: samples[0].features.conv_layers: must be a non-negative integer, got -1"},
+      {[](json& j) { j["samples"][5]["features"]["layers"] = json::array(); },
+       "cal.json: samples[5].features: unknown key \"layers\""},
+      {[](json& j) {
+         j["model"]["coef"] = {1, 2, 3, 4};
+       },
+       "cal.json: model.coef: must be an array of 5 non-negative numbers, got [1,2,3,4]"},
+      {[](json& j) { j["model"]["coef"][2] = -1e-9; },
+       "cal.json: model.coef[2]: must be a non-negative number, got -1e-09"},
+      {[](json& j) { j["model"]["terms"][0] = "fixed_s"; },
+       "cal.json: model.terms: must be [\"overhead_s\",\"conv_s_per_flop\",\"dense_s_per_flop\","
+       "\"elementwise_s_per_value\",\"update_s_per_param\"], got [\"fixed_s\",\"conv_s_per_flop\""
+       ",\"dense_s_per_flop\",\"elementw..."},
+      {[](json& j) { j["model"]["quality"]["mape"] = -1; },
+       "cal.json: model.quality.mape: must be a non-negative number, got -1"},
+      {[](json& j) { j["model"].erase("quality"); }, "cal.json: model.quality: required"},
+      {[](json& j) { j["model"] = nullptr; }, "cal.json: model: must be a JSON object, got null"},
+  };
+  for (const Case& c : cases) {
+    json j = good;
+    c.edit(j);
+    EXPECT_EQ(ErrorOf([&] { CalibrationFromJson(j, "cal.json"); }), c.message);
+  }
+}
+
+class CalibrationFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dlh_time_model_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(CalibrationFileTest, SaveAndLoad) {
+  const Calibration c = Example();
+  const std::string path = dir_ + "/cpu.json";
+  SaveCalibration(path, c);
+  ExpectSame(c, LoadCalibration(path));
+  // Overwrite in place; no temporary file is left behind.
+  Calibration d = c;
+  d.threads = 1;
+  SaveCalibration(path, d);
+  EXPECT_EQ(LoadCalibration(path).threads, 1);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(CalibrationFileTest, LoadErrors) {
+  const std::string missing = dir_ + "/missing.json";
+  EXPECT_EQ(ErrorOf([&] { LoadCalibration(missing); }),
+            missing + ": cannot read: No such file or directory");
+
+  const std::string bad = dir_ + "/bad.json";
+  std::ofstream(bad) << "{\"format_version\": 1,";
+  const std::string msg = ErrorOf([&] { LoadCalibration(bad); });
+  EXPECT_TRUE(StartsWith(msg, bad + ": not valid JSON: parse error at line 1, column 22")) << msg;
+
+  const std::string wrong = dir_ + "/wrong.json";
+  std::ofstream(wrong) << "{\"format_version\": 1}\n";
+  EXPECT_EQ(ErrorOf([&] { LoadCalibration(wrong); }), wrong + ": device: required");
+
+  EXPECT_EQ(ErrorOf([&] { LoadCalibration(dir_); }), dir_ + ": cannot read: Is a directory");
+}
+
+TEST_F(CalibrationFileTest, SaveErrors) {
+  const std::string path = dir_ + "/no/such/folder/cpu.json";
+  EXPECT_EQ(ErrorOf([&] { SaveCalibration(path, Example()); }),
+            path + ": cannot write: No such file or directory");
+}
+
+}  // namespace
+}  // namespace dlh
