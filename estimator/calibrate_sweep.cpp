@@ -2,8 +2,8 @@
 // validation models. Pure spec construction: nothing here runs the engine.
 //
 // Every sweep model follows one pattern, so that the sweep varies a few factors cleanly:
-//   per conv layer: conv2d(filters, k3, pad 1) + relu, then maxpool2d(k2) while the image
-//                   stays at least 4x4 after pooling
+//   per conv layer: conv2d(filters, kernel 3 or 5, "same" padding) + relu, then maxpool2d(k2)
+//                   while the image stays at least 4x4 after pooling (0 conv layers: an MLP)
 //   flatten; per FC layer: dense(nodes) + relu; dense(10)
 // The full sweep is one-factor-at-a-time around a base model (2 conv, 32 filters, 1 FC of
 // 256, 1x28x28, batch 64) plus a space-filling random set: candidates drawn with a fixed
@@ -36,6 +36,7 @@ struct Factors {
   int size = 28;  // square input side
   int channels = 1;
   int batch = 64;
+  int kernel = 3;
 };
 
 LayerSpec Conv(int filters, int kernel, int stride, int padding) {
@@ -97,8 +98,10 @@ std::string SweepName(const Factors& f) {
     std::snprintf(fc, sizeof fc, "fc%dx%d", f.fc, f.nodes);
   else
     std::snprintf(fc, sizeof fc, "fc0");
-  std::snprintf(buf, sizeof buf, "conv%d-f%d-%s-in%dc%d-b%d", f.conv, f.filters, fc, f.size,
-                f.channels, f.batch);
+  char kernel[8] = "";
+  if (f.kernel != 3) std::snprintf(kernel, sizeof kernel, "k%d", f.kernel);
+  std::snprintf(buf, sizeof buf, "conv%d%s-f%d-%s-in%dc%d-b%d", f.conv, kernel, f.filters, fc,
+                f.size, f.channels, f.batch);
   return buf;
 }
 
@@ -107,7 +110,7 @@ std::vector<LayerSpec> SweepLayers(const Factors& f) {
   std::vector<LayerSpec> layers;
   int side = f.size;
   for (int i = 0; i < f.conv; ++i) {
-    layers.push_back(Conv(f.filters, 3, 1, 1));
+    layers.push_back(Conv(f.filters, f.kernel, 1, f.kernel / 2));
     layers.push_back(Simple(LayerKind::Relu));
     if (side / 2 >= 4) {
       layers.push_back(Pool(2));
@@ -141,7 +144,7 @@ double PredictedStepSeconds(const Factors& f) {
   double elements = double(f.channels) * f.size * f.size;
   int side = f.size, channels = f.channels;
   for (int i = 0; i < f.conv; ++i) {
-    const double fwd = 2.0 * 9 * channels * f.filters * side * side;
+    const double fwd = 2.0 * f.kernel * f.kernel * channels * f.filters * side * side;
     flops += fwd * (i == 0 ? 2 : 3);            // the first layer computes no input gradient
     elements += 2.0 * f.filters * side * side;  // conv + relu outputs
     channels = f.filters;
@@ -183,10 +186,10 @@ struct SplitMix64 {
 // act multiplicatively, each factor spanning about [0, 1].
 std::vector<double> Coordinates(const Factors& f) {
   auto lg = [](double x, double lo, double hi) { return std::log(x / lo) / std::log(hi / lo); };
-  return {(f.conv - 1) / 3.0,  lg(f.filters, 8, 64),
-          f.fc / 2.0,          f.fc > 0 ? lg(f.nodes, 64, 1024) : 0.0,
+  return {f.conv / 4.0,  lg(f.filters, 8, 128),
+          f.fc / 2.0,          f.fc > 0 ? lg(f.nodes, 64, 2048) : 0.0,
           lg(f.size, 16, 64),  f.channels == 3 ? 1.0 : 0.0,
-          lg(f.batch, 16, 256)};
+          lg(f.batch, 16, 256), f.kernel == 5 ? 1.0 : 0.0};
 }
 
 // Adds `count` random models to `chosen` (see the top of this file). The greedy pick uses
@@ -197,9 +200,10 @@ std::vector<double> Coordinates(const Factors& f) {
 void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, double min_s,
                      double max_s) {
   SplitMix64 rng{seed};
-  const std::vector<int> convs{1, 2, 3, 4}, filters{8, 12, 16, 24, 32, 48, 64}, fcs{0, 1, 2},
-      nodes{64, 128, 256, 512, 1024}, sizes{16, 20, 24, 28, 32, 40, 48, 56, 64}, channels{1, 3},
-      batches{16, 24, 32, 48, 64, 96, 128, 192, 256};
+  const std::vector<int> convs{0, 1, 2, 3, 4}, filters{8, 12, 16, 24, 32, 48, 64, 96, 128},
+      fcs{0, 1, 2}, nodes{64, 128, 256, 512, 1024, 2048},
+      sizes{16, 20, 24, 28, 32, 40, 48, 56, 64}, channels{1, 3},
+      batches{16, 24, 32, 48, 64, 96, 128, 192, 256}, kernels{3, 5};
   std::set<std::string> names;
   for (const Factors& f : *chosen) names.insert(SweepName(f));
   std::vector<Factors> pool;
@@ -212,6 +216,9 @@ void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, dou
     f.size = rng.pick(sizes);
     f.channels = rng.pick(channels);
     f.batch = rng.pick(batches);
+    f.kernel = rng.pick(kernels);
+    if (f.conv == 0 && f.fc == 0) f.fc = 1;  // an MLP needs a hidden layer to be one
+    if (f.conv == 0) f.filters = 0, f.kernel = 3;
     if (f.fc == 0) f.nodes = 0;
     const double t = PredictedStepSeconds(f);
     if (t < min_s || t > max_s || !names.insert(SweepName(f)).second) continue;
@@ -283,9 +290,17 @@ std::vector<Factors> FullFactors() {
     f.size = v;
   });
   Vary(&fs, base, {16, 32, 128, 256}, [](Factors& f, int v) { f.batch = v; });
+  // Beyond the base's neighbourhood: large kernels, wide layers, and plain MLPs, whose big
+  // dense GEMMs run at a different rate than the small ones behind a conv stack.
+  Vary(&fs, base, {5}, [](Factors& f, int v) { f.kernel = v; });
+  Vary(&fs, base, {96, 128}, [](Factors& f, int v) { f.filters = v; });
+  Vary(&fs, base, {2048}, [](Factors& f, int v) { f.nodes = v; });
+  fs.push_back(Factors{0, 0, 2, 512, 28, 1, 128, 3});
+  fs.push_back(Factors{0, 0, 1, 2048, 28, 1, 64, 3});
+  fs.push_back(Factors{1, 96, 0, 0, 28, 1, 64, 5});
   for (Factors& f : fs)
     if (f.fc == 0) f.nodes = 0;
-  AddSpaceFilling(&fs, 60 - int(fs.size()), 0x444c4843414c31ull, 4e-3, 0.8);
+  AddSpaceFilling(&fs, 72 - int(fs.size()), 0x444c4843414c31ull, 4e-3, 0.8);
   return fs;
 }
 

@@ -67,6 +67,7 @@ ModelFeatures ComputeFeatures(const TrainSpec& spec) {
         f.conv_layers += 1;
         f.total_filters += l.filters;
         f.conv_workspace_elements += c.workspace_elements;
+        f.conv_output_elements += out;
         break;
       }
       case LayerKind::Dense: {

@@ -42,6 +42,10 @@ struct ModelFeatures {
   // steps (C*K*K*Ho*Wo for forward, as much again for the input gradient except in the
   // first layer). Used by TrainingMemoryBytes; kept in calibration files.
   double conv_workspace_elements = 0;
+  // Per sample, conv2d output elements (F x Ho x Wo summed over conv layers): the size of
+  // the forward GEMM's result. FLOPs / inner dimension = 2 x this, so a GEMM with a short
+  // inner dimension (C x K x K, small for first layers) costs more than its FLOPs say.
+  double conv_output_elements = 0;
   std::vector<LayerCost> layers;
 
   double param_bytes() const { return 4 * params; }

@@ -272,7 +272,8 @@ int Validate(const std::vector<std::string>& args) {
     ("calibration", po::value<std::string>()->required(), "calibration file to validate")
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (use the calibration's)")
     ("repeats", po::value<int>()->default_value(5), "timed blocks per model; median")
-    ("markdown", "print the table as Markdown (for BENCHMARKS.md)");
+    ("markdown", "print the table as Markdown (for BENCHMARKS.md)")
+    ("save", po::value<std::string>(), "also write the measurements, in the calibration file format");
   // clang-format on
   po::variables_map vm;
   if (!Parse("validate", args, d, {}, vm)) return kExitOk;
@@ -285,6 +286,12 @@ int Validate(const std::vector<std::string>& args) {
       RunSweep(models, timing, [&](size_t done, size_t, const TimingSample& s) {
         bar.update(done, s.model);
       });
+  if (vm.count("save")) {
+    Calibration saved = c;
+    saved.samples = measured;
+    saved.created = NowIso();
+    SaveCalibration(Str(vm, "save"), saved);
+  }
   const bool md = vm.count("markdown") > 0;
   if (md)
     std::printf("| model | batch | predicted ms | measured ms | error |\n|---|---|---|---|---|\n");

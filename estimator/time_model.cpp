@@ -59,15 +59,17 @@ namespace dlh {
 using nlohmann::json;
 
 const std::vector<std::string>& TimeTermNames() {
-  static const std::vector<std::string> names{"overhead_s", "conv_s_per_flop", "dense_s_per_flop",
-                                              "elementwise_s_per_value", "update_s_per_param"};
+  static const std::vector<std::string> names{
+      "overhead_s",          "conv_s_per_flop",    "dense_s_per_flop",     "elementwise_s_per_value",
+      "update_s_per_param", "im2col_s_per_value", "conv_out_s_per_value"};
   return names;
 }
 
 std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch) {
   const double b = double(batch);
   return {1.0, b * (f.conv_flops_fwd + f.conv_flops_bwd),
-          b * (f.dense_flops_fwd + f.dense_flops_bwd), b * f.activation_elements, f.params};
+          b * (f.dense_flops_fwd + f.dense_flops_bwd), b * f.activation_elements, f.params,
+          b * f.conv_workspace_elements, b * f.conv_output_elements};
 }
 
 double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {
@@ -333,6 +335,7 @@ json FeaturesJson(const ModelFeatures& f) {
               {"activation_elements", NumberJson(f.activation_elements)},
               {"params", NumberJson(f.params)},
               {"conv_workspace_elements", NumberJson(f.conv_workspace_elements)},
+              {"conv_output_elements", NumberJson(f.conv_output_elements)},
               {"conv_layers", f.conv_layers},
               {"total_filters", f.total_filters},
               {"dense_layers", f.dense_layers},
@@ -435,7 +438,7 @@ ModelFeatures ReadFeatures(const Reader& r) {
   using S = Reader::Sign;
   r.object({"conv_flops_fwd", "conv_flops_bwd", "dense_flops_fwd", "dense_flops_bwd",
             "other_flops_fwd", "other_flops_bwd", "activation_elements", "params",
-            "conv_workspace_elements", "conv_layers", "total_filters", "dense_layers",
+            "conv_workspace_elements", "conv_output_elements", "conv_layers", "total_filters", "dense_layers",
             "dense_nodes", "input_elements"});
   ModelFeatures f;
   f.conv_flops_fwd = r.number("conv_flops_fwd", S::NonNegative);
@@ -447,6 +450,7 @@ ModelFeatures ReadFeatures(const Reader& r) {
   f.activation_elements = r.number("activation_elements", S::NonNegative);
   f.params = r.number("params", S::NonNegative);
   f.conv_workspace_elements = r.number("conv_workspace_elements", S::NonNegative);
+  f.conv_output_elements = r.number("conv_output_elements", S::NonNegative);
   f.conv_layers = int(r.integer("conv_layers", 0, INT_MAX));
   f.total_filters = int(r.integer("total_filters", 0, INT_MAX));
   f.dense_layers = int(r.integer("dense_layers", 0, INT_MAX));

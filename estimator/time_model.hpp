@@ -7,6 +7,12 @@
 //        + c2 * b * (dense FLOPs fwd+bwd)      GEMM-bound dense work
 //        + c3 * b * activation elements        memory-bound element-wise passes
 //        + c4 * parameters                     optimizer update and gradient copies
+//        + c5 * b * im2col elements            convolution columns written and read back
+//                                              (forward im2col, backward col2im)
+//        + c6 * b * conv output elements       GEMM result tiles: a GEMM's time is about
+//                                              FLOPs/peak + k0 * FLOPs/inner, and
+//                                              FLOPs/inner = 2 * output elements, so short
+//                                              inner dimensions (first layers) cost extra
 // Each term is a kind of work a device does at its own rate, so every coefficient is a
 // time per unit (seconds per FLOP, per value) and must come out positive; a blind
 // polynomial would fit the sweep and fail on new shapes. The fit minimises RELATIVE error
@@ -23,7 +29,7 @@
 
 namespace dlh {
 
-constexpr int kTimeTerms = 5;
+constexpr int kTimeTerms = 7;
 const std::vector<std::string>& TimeTermNames();  // "overhead_s", "conv_s_per_flop", ...
 
 // The row of the design matrix for a model and local batch.
@@ -55,7 +61,7 @@ struct TimeModel {
 
 // Weighted least squares with k-fold cross-validation (folds >= 2, samples shuffled with a
 // fixed seed). Throws EstimateError when samples < 2 * kTimeTerms ("too few samples to fit
-// 5 terms: got 7, need at least 10") or the design is rank-deficient.
+// 7 terms: got 9, need at least 14") or the design is rank-deficient.
 TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample>& samples,
                        int folds = 5);
 

@@ -432,7 +432,7 @@ TEST(DeviceSpeeds, CalibratedIsTheAffineModel) {
   cal.threads = 1;
   cal.created = "2026-01-01T00:00:00Z";
   cal.model.device = "cpu";
-  cal.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9};
+  cal.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9};
   SaveCalibration(path, cal);
   Job job = SmallJob();
   Cluster c = TwoTypes();

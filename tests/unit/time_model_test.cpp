@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const std::vector<double> kCoef{1e-3, 2e-11, 5e-11, 3e-9, 1e-9};
+const std::vector<double> kCoef{1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9};
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -108,7 +108,8 @@ std::vector<TimingSample> Synthetic(const std::vector<double>& c, double noise =
 TEST(TimeModelTest, TermNames) {
   EXPECT_EQ(TimeTermNames(),
             (std::vector<std::string>{"overhead_s", "conv_s_per_flop", "dense_s_per_flop",
-                                      "elementwise_s_per_value", "update_s_per_param"}));
+                                      "elementwise_s_per_value", "update_s_per_param",
+                                      "im2col_s_per_value", "conv_out_s_per_value"}));
   EXPECT_EQ(int(TimeTermNames().size()), kTimeTerms);
 }
 
@@ -121,12 +122,14 @@ TEST(TimeModelTest, TermsAndSeconds) {
   f.other_flops_fwd = 7;  // not a term: the element-wise term counts activations
   f.activation_elements = 1e4;
   f.params = 5e4;
-  EXPECT_EQ(TimeTerms(f, 10), (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4}));
+  f.conv_workspace_elements = 2e3;
+  f.conv_output_elements = 3e3;
+  EXPECT_EQ(TimeTerms(f, 10), (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4, 2e4, 3e4}));
   TimeModel m;
   m.coef = kCoef;
-  // 1e-3 + 3e7*2e-11 + 3e6*5e-11 + 1e5*3e-9 + 5e4*1e-9
-  //   = 1e-3 + 6e-4 + 1.5e-4 + 3e-4 + 5e-5 = 2.1e-3
-  EXPECT_NEAR(m.seconds(f, 10), 2.1e-3, 1e-15);
+  // 1e-3 + 3e7*2e-11 + 3e6*5e-11 + 1e5*3e-9 + 5e4*1e-9 + 2e4*2e-9 + 3e4*4e-9
+  //   = 1e-3 + 6e-4 + 1.5e-4 + 3e-4 + 5e-5 + 4e-5 + 1.2e-4 = 2.26e-3
+  EXPECT_NEAR(m.seconds(f, 10), 2.26e-3, 1e-15);
   m.coef.pop_back();
   EXPECT_THROW(m.seconds(f, 10), EstimateError);
 }
@@ -148,8 +151,8 @@ TEST(TimeModelTest, FitRecoversExactCoefficients) {
 
   // Leave-one-out (folds == samples) and the minimum sample count work too.
   EXPECT_LT(FitTimeModel("cpu", samples, 30).quality.cv_mape, 1e-6);
-  const std::vector<TimingSample> ten(samples.begin(), samples.begin() + 10);
-  EXPECT_NO_THROW(FitTimeModel("cpu", ten, 2));
+  const std::vector<TimingSample> twenty(samples.begin(), samples.begin() + 20);
+  EXPECT_NO_THROW(FitTimeModel("cpu", twenty, 2));
 }
 
 TEST(TimeModelTest, NoiseShowsInCrossValidation) {
@@ -214,34 +217,34 @@ TEST(TimeModelTest, NonNegativeWhenDataPullsBelowZero) {
 
 TEST(TimeModelTest, TooFewSamples) {
   const std::vector<TimingSample> all = Synthetic(kCoef);
-  const std::vector<TimingSample> seven(all.begin(), all.begin() + 7);
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", seven); }),
-            "too few samples to fit 5 terms: got 7, need at least 10");
+  const std::vector<TimingSample> nine(all.begin(), all.begin() + 9);
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", nine); }),
+            "too few samples to fit 7 terms: got 9, need at least 14");
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", {}); }),
-            "too few samples to fit 5 terms: got 0, need at least 10");
+            "too few samples to fit 7 terms: got 0, need at least 14");
 }
 
 TEST(TimeModelTest, BadFolds) {
-  const std::vector<TimingSample> s = Synthetic(kCoef, 0, 12);
+  const std::vector<TimingSample> s = Synthetic(kCoef, 0, 16);
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 1); }),
-            "cross-validation folds must be between 2 and the number of samples (12), got 1");
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 13); }),
-            "cross-validation folds must be between 2 and the number of samples (12), got 13");
+            "cross-validation folds must be between 2 and the number of samples (16), got 1");
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 17); }),
+            "cross-validation folds must be between 2 and the number of samples (16), got 17");
 }
 
 TEST(TimeModelTest, RankDeficient) {
   // Twelve timings of one configuration: every column is a multiple of the first.
-  std::vector<TimingSample> same(12, Synthetic(kCoef)[5]);
+  std::vector<TimingSample> same(16, Synthetic(kCoef)[5]);
   for (size_t i = 0; i < same.size(); ++i) same[i].seconds *= 1 + 0.01 * double(i);
   std::string msg = ErrorOf([&] { FitTimeModel("cpu", same); });
   EXPECT_TRUE(
-      StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank 1 of 5): "))
+      StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank 1 of 7): "))
       << msg;
   EXPECT_TRUE(Contains(msg, "cannot be told apart from the other terms")) << msg;
 
   // One model at several batches: overhead and parameter updates are indistinguishable.
   std::vector<TimingSample> batches;
-  for (int b = 1; b <= 12; ++b) {
+  for (int b = 1; b <= 16; ++b) {
     TimingSample s = Synthetic(kCoef)[5];
     s.batch = 8 * b;
     s.seconds = Dot(kCoef, TimeTerms(s.features, s.batch));
@@ -257,40 +260,48 @@ TEST(TimeModelTest, RankDeficient) {
   for (const TimingSample& s : Synthetic(kCoef, 0, 30))
     if (s.features.conv_layers == 0) mlps.push_back(s);
   ASSERT_GE(mlps.size(), 4u);
-  while (mlps.size() < 10) mlps.insert(mlps.end(), mlps.begin(), mlps.begin() + 1);
+  while (mlps.size() < 14) mlps.insert(mlps.end(), mlps.begin(), mlps.begin() + 1);
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", mlps); }),
-            "cannot fit the time model: the design is rank-deficient: conv_s_per_flop has no "
-            "work in any sample; the sweep must exercise every term");
+            "cannot fit the time model: the design is rank-deficient: conv_s_per_flop, "
+            "im2col_s_per_value, conv_out_s_per_value has no work in any sample; the sweep must "
+            "exercise every term");
 }
 
 TEST(TimeModelTest, RankDeficientTrainingFold) {
-  // Eight MLPs and the only CNN: fine as a whole, but the fold that holds the CNN out
-  // trains without any convolution work.
+  // MLPs and just three CNNs, which the three convolution terms need: fine as a whole, but
+  // a fold that holds a CNN out cannot separate those terms any more.
   std::vector<TimingSample> s;
+  std::vector<TimingSample> cnns;
   for (const TimingSample& x : Synthetic(kCoef))
-    if (x.features.conv_layers == 0) s.push_back(x);
+    (x.features.conv_layers == 0 ? s : cnns).push_back(x);
   ASSERT_EQ(s.size(), 8u);
-  s.push_back(Synthetic(kCoef)[1]);
-  s.push_back(s[0]);
-  s.back().batch *= 3;
-  s.back().seconds = Dot(kCoef, TimeTerms(s.back().features, s.back().batch));
-  // (The whole set fits: the error comes from a fold, whatever the number of folds.)
-  for (int folds : {2, 10}) {
-    const std::string msg = ErrorOf([&] { FitTimeModel("cpu", s, folds); });
-    EXPECT_TRUE(StartsWith(msg, "cross-validation fold ")) << msg;
-    EXPECT_TRUE(Contains(msg, " of " + std::to_string(folds) +
-                                  ": the design is rank-deficient: conv_s_per_flop has no work "
-                                  "in any sample"))
-        << msg;
+  for (size_t i = 0; s.size() < 14; ++i) {  // more MLP rows, at other batches
+    s.push_back(s[i]);
+    s.back().batch *= 3;
+    s.back().seconds = Dot(kCoef, TimeTerms(s.back().features, s.back().batch));
   }
+  // The first (deterministic) choice of a few CNNs that makes the whole set fittable while
+  // some training fold is not: the error must then name the fold.
+  std::string msg;
+  for (size_t k = 3; k <= 5 && !StartsWith(msg, "cross-validation fold "); ++k) {
+    for (size_t first = 0; first + k <= cnns.size(); ++first) {
+      std::vector<TimingSample> t = s;
+      t.insert(t.end(), cnns.begin() + long(first), cnns.begin() + long(first + k));
+      msg = ErrorOf([&] { FitTimeModel("cpu", t, 2); });
+      if (StartsWith(msg, "cross-validation fold ")) break;
+    }
+  }
+  EXPECT_TRUE(StartsWith(msg, "cross-validation fold ")) << msg;
+  EXPECT_TRUE(Contains(msg, " of 2: ")) << msg;
+  EXPECT_TRUE(Contains(msg, "rank-deficient")) << msg;
 }
 
 TEST(TimeModelTest, BadSamples) {
-  std::vector<TimingSample> s = Synthetic(kCoef, 0, 12);
+  std::vector<TimingSample> s = Synthetic(kCoef, 0, 16);
   s[2].seconds = 0;
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s); }),
             "samples[2].seconds: must be a positive number, got 0.0");
-  s = Synthetic(kCoef, 0, 12);
+  s = Synthetic(kCoef, 0, 16);
   s[4].batch = 0;
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s); }),
             "samples[4].batch: must be a positive integer, got 0");
@@ -304,7 +315,7 @@ Calibration Example() {
   c.host = "Test CPU @ 2.0GHz, 2 cores";
   c.threads = 2;
   c.created = "2026-11-21T12:00:00Z";
-  c.samples = Synthetic(kCoef, 0.03, 12);
+  c.samples = Synthetic(kCoef, 0.03, 16);
   c.model = FitTimeModel(c.device, c.samples, 4);
   return c;
 }
@@ -357,7 +368,7 @@ TEST(CalibrationTest, JsonRoundTrip) {
   EXPECT_EQ(j["model"]["terms"], json(TimeTermNames()));
   EXPECT_TRUE(j["samples"][0]["joules"].is_null());  // -1: not measured
   EXPECT_TRUE(j["samples"][1]["joules"].is_number());
-  EXPECT_EQ(j["samples"][0]["features"].size(), 14u);
+  EXPECT_EQ(j["samples"][0]["features"].size(), 15u);
   EXPECT_EQ(j["samples"][0]["features"]["conv_layers"], 0);
   const Calibration back = CalibrationFromJson(json::parse(j.dump()), "cal.json");
   ExpectSame(c, back);
@@ -406,13 +417,13 @@ TEST(CalibrationTest, BadInputs) {
       {[](json& j) {
          j["model"]["coef"] = {1, 2, 3, 4};
        },
-       "cal.json: model.coef: must be an array of 5 non-negative numbers, got [1,2,3,4]"},
+       "cal.json: model.coef: must be an array of 7 non-negative numbers, got [1,2,3,4]"},
       {[](json& j) { j["model"]["coef"][2] = -1e-9; },
        "cal.json: model.coef[2]: must be a non-negative number, got -1e-09"},
       {[](json& j) { j["model"]["terms"][0] = "fixed_s"; },
        "cal.json: model.terms: must be [\"overhead_s\",\"conv_s_per_flop\",\"dense_s_per_flop\","
-       "\"elementwise_s_per_value\",\"update_s_per_param\"], got [\"fixed_s\",\"conv_s_per_flop\""
-       ",\"dense_s_per_flop\",\"elementw..."},
+       "\"elementwise_s_per_value\",\"update_s_per_param\",\"im2col_s_per_value\","
+       "\"conv_out_s_per_value\"], got [\"fixed_s\",\"conv_s_per_flop\",\"dense_s_per_flop\",\"elementw..."},
       {[](json& j) { j["model"]["quality"]["mape"] = -1; },
        "cal.json: model.quality.mape: must be a non-negative number, got -1"},
       {[](json& j) { j["model"].erase("quality"); }, "cal.json: model.quality: required"},
