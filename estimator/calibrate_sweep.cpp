@@ -2,9 +2,10 @@
 // validation models. Pure spec construction: nothing here runs the engine.
 //
 // Every sweep model follows one pattern, so that the sweep varies a few factors cleanly:
-//   per conv layer: conv2d(filters, kernel 3 or 5, "same" padding) + relu, then maxpool2d(k2)
-//                   while the image stays at least 4x4 after pooling (0 conv layers: an MLP)
-//   flatten; per FC layer: dense(nodes) + relu; dense(10)
+//   per conv layer: conv2d(filters, kernel 3 or 5, "same" padding) [+ batchnorm] + relu, then
+//                   maxpool2d(k2) while the image stays at least 4x4 after pooling (0 conv
+//                   layers: an MLP)
+//   flatten [+ dropout 0.25]; per FC layer: dense(nodes) + relu; dense(10)
 // The full sweep is one-factor-at-a-time around a base model (2 conv, 32 filters, 1 FC of
 // 256, 1x28x28, batch 64) plus a space-filling random set: candidates drawn with a fixed
 // seed, kept when their predicted step time is inside a budget, then picked greedily by
@@ -37,6 +38,8 @@ struct Factors {
   int channels = 1;
   int batch = 64;
   int kernel = 3;
+  int bn = 0;       // batchnorm after each conv
+  int dropout = 0;  // dropout after flatten
 };
 
 LayerSpec Conv(int filters, int kernel, int stride, int padding) {
@@ -100,8 +103,8 @@ std::string SweepName(const Factors& f) {
     std::snprintf(fc, sizeof fc, "fc0");
   char kernel[8] = "";
   if (f.kernel != 3) std::snprintf(kernel, sizeof kernel, "k%d", f.kernel);
-  std::snprintf(buf, sizeof buf, "conv%d%s-f%d-%s-in%dc%d-b%d", f.conv, kernel, f.filters, fc,
-                f.size, f.channels, f.batch);
+  std::snprintf(buf, sizeof buf, "conv%d%s-f%d-%s-in%dc%d-b%d%s%s", f.conv, kernel, f.filters, fc,
+                f.size, f.channels, f.batch, f.bn ? "-bn" : "", f.dropout ? "-do" : "");
   return buf;
 }
 
@@ -111,6 +114,7 @@ std::vector<LayerSpec> SweepLayers(const Factors& f) {
   int side = f.size;
   for (int i = 0; i < f.conv; ++i) {
     layers.push_back(Conv(f.filters, f.kernel, 1, f.kernel / 2));
+    if (f.bn) layers.push_back(Simple(LayerKind::BatchNorm));
     layers.push_back(Simple(LayerKind::Relu));
     if (side / 2 >= 4) {
       layers.push_back(Pool(2));
@@ -118,6 +122,7 @@ std::vector<LayerSpec> SweepLayers(const Factors& f) {
     }
   }
   layers.push_back(Simple(LayerKind::Flatten));
+  if (f.dropout) layers.push_back(Dropout(0.25));
   for (int i = 0; i < f.fc; ++i) {
     layers.push_back(Dense(f.nodes));
     layers.push_back(Simple(LayerKind::Relu));
@@ -146,7 +151,7 @@ double PredictedStepSeconds(const Factors& f) {
   for (int i = 0; i < f.conv; ++i) {
     const double fwd = 2.0 * f.kernel * f.kernel * channels * f.filters * side * side;
     flops += fwd * (i == 0 ? 2 : 3);            // the first layer computes no input gradient
-    elements += 2.0 * f.filters * side * side;  // conv + relu outputs
+    elements += (2.0 + 2 * f.bn) * f.filters * side * side;  // conv (+ bn) + relu outputs
     channels = f.filters;
     if (side / 2 >= 4) {
       side /= 2;
@@ -189,7 +194,7 @@ std::vector<double> Coordinates(const Factors& f) {
   return {f.conv / 4.0,  lg(f.filters, 8, 128),
           f.fc / 2.0,          f.fc > 0 ? lg(f.nodes, 64, 2048) : 0.0,
           lg(f.size, 16, 64),  f.channels == 3 ? 1.0 : 0.0,
-          lg(f.batch, 16, 256), f.kernel == 5 ? 1.0 : 0.0};
+          lg(f.batch, 16, 256), f.kernel == 5 ? 1.0 : 0.0, double(f.bn), double(f.dropout)};
 }
 
 // Adds `count` random models to `chosen` (see the top of this file). The greedy pick uses
@@ -217,8 +222,10 @@ void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, dou
     f.channels = rng.pick(channels);
     f.batch = rng.pick(batches);
     f.kernel = rng.pick(kernels);
+    f.bn = int(rng.next() % 2);
+    f.dropout = int(rng.next() % 2);
     if (f.conv == 0 && f.fc == 0) f.fc = 1;  // an MLP needs a hidden layer to be one
-    if (f.conv == 0) f.filters = 0, f.kernel = 3;
+    if (f.conv == 0) f.filters = 0, f.kernel = 3, f.bn = 0;
     if (f.fc == 0) f.nodes = 0;
     const double t = PredictedStepSeconds(f);
     if (t < min_s || t > max_s || !names.insert(SweepName(f)).second) continue;
@@ -298,9 +305,13 @@ std::vector<Factors> FullFactors() {
   fs.push_back(Factors{0, 0, 2, 512, 28, 1, 128, 3});
   fs.push_back(Factors{0, 0, 1, 2048, 28, 1, 64, 3});
   fs.push_back(Factors{1, 96, 0, 0, 28, 1, 64, 5});
+  // Batchnorm and dropout: element-wise passes that are not tied to a convolution's size.
+  fs.push_back(Factors{2, 32, 1, 256, 28, 1, 64, 3, 1, 0});
+  fs.push_back(Factors{2, 32, 1, 256, 28, 1, 64, 3, 0, 1});
+  fs.push_back(Factors{3, 48, 1, 128, 32, 3, 32, 3, 1, 1});
   for (Factors& f : fs)
     if (f.fc == 0) f.nodes = 0;
-  AddSpaceFilling(&fs, 72 - int(fs.size()), 0x444c4843414c31ull, 4e-3, 0.8);
+  AddSpaceFilling(&fs, 76 - int(fs.size()), 0x444c4843414c31ull, 4e-3, 0.8);
   return fs;
 }
 

@@ -96,9 +96,11 @@ TEST(CalibrationSweep, FollowsThePattern) {
         EXPECT_TRUE(ls[i].kernel == 3 || ls[i].kernel == 5);
         EXPECT_EQ(ls[i].padding, ls[i].kernel / 2);
         EXPECT_EQ(ls[i].stride, 1);
-        ASSERT_LT(i + 1, ls.size());
-        EXPECT_EQ(ls[i + 1].kind, LayerKind::Relu);
-        i += 2;
+        ++i;
+        if (i < ls.size() && ls[i].kind == LayerKind::BatchNorm) ++i;
+        ASSERT_LT(i, ls.size());
+        EXPECT_EQ(ls[i].kind, LayerKind::Relu);
+        ++i;
         if (i < ls.size() && ls[i].kind == LayerKind::MaxPool2d) {
           EXPECT_EQ(ls[i].kernel, 2);
           EXPECT_EQ(ls[i].stride, 2);
@@ -111,6 +113,7 @@ TEST(CalibrationSweep, FollowsThePattern) {
       }
       ASSERT_LT(i, ls.size());
       EXPECT_EQ(ls[i++].kind, LayerKind::Flatten);
+      if (i < ls.size() && ls[i].kind == LayerKind::Dropout) ++i;
       while (i + 1 < ls.size()) {
         EXPECT_EQ(ls[i].kind, LayerKind::Dense);
         EXPECT_EQ(ls[i + 1].kind, LayerKind::Relu);
@@ -179,8 +182,9 @@ TEST(ValidationModels, AreValidAndOutsideTheSweep) {
       EXPECT_FALSE(SameStructure(v.spec, s.spec)) << v.spec.name << " is " << s.spec.name;
     }
   }
-  // What the sweep lacks, so the estimator has to generalise: batchnorm, dropout, strided
-  // convolution; also an MLP and k5 convolutions of other shapes than the sweep's.
+  // What the sweep lacks, so the estimator has to generalise: strided convolution, dropout
+  // between dense layers, layer orders the sweep's pattern never produces; also an MLP and
+  // k5 convolutions of other shapes than the sweep's.
   int bn = 0, dropout = 0, strided = 0, mlp = 0, k5 = 0;
   for (const SweepEntry& v : val) {
     bn += Count(v.spec, LayerKind::BatchNorm) > 0;
