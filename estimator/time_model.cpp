@@ -26,7 +26,7 @@
 //     ],
 //     "model": {
 //       "terms": ["overhead_s", "conv_s_per_flop", "dense_s_per_flop",
-//                 "elementwise_s_per_value", "update_s_per_param"],   exactly these
+//                 "elementwise_s_per_flop", "update_s_per_param"],   exactly these
 //       "coef": [1e-3, 2e-11, 5e-11, 3e-9, 1e-9],                       5 non-negative numbers
 //       "quality": {"samples": 60, "folds": 5,  non-negative integers
 //                   "r2": 0.998,                number
@@ -60,7 +60,7 @@ using nlohmann::json;
 
 const std::vector<std::string>& TimeTermNames() {
   static const std::vector<std::string> names{
-      "overhead_s",          "conv_s_per_flop",    "dense_s_per_flop",     "elementwise_s_per_value",
+      "overhead_s",          "conv_s_per_flop",    "dense_s_per_flop",     "elementwise_s_per_flop",
       "update_s_per_param", "im2col_s_per_value", "conv_out_s_per_value"};
   return names;
 }
@@ -68,7 +68,8 @@ const std::vector<std::string>& TimeTermNames() {
 std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch) {
   const double b = double(batch);
   return {1.0, b * (f.conv_flops_fwd + f.conv_flops_bwd),
-          b * (f.dense_flops_fwd + f.dense_flops_bwd), b * f.activation_elements, f.params,
+          b * (f.dense_flops_fwd + f.dense_flops_bwd), b * (f.other_flops_fwd + f.other_flops_bwd),
+          f.params,
           b * f.conv_workspace_elements, b * f.conv_output_elements};
 }
 

@@ -5,7 +5,10 @@
 //   t(b) = c0                                  fixed per-step overhead (launches, loop)
 //        + c1 * b * (conv FLOPs fwd+bwd)       GEMM-bound convolution work
 //        + c2 * b * (dense FLOPs fwd+bwd)      GEMM-bound dense work
-//        + c3 * b * activation elements        memory-bound element-wise passes
+//        + c3 * b * element-wise FLOPs         memory-bound passes (relu, pool, batchnorm,
+//                                              dropout, loss), counted per layer kind by the
+//                                              operations it does per element: a batchnorm
+//                                              costs several times a relu of the same size
 //        + c4 * parameters                     optimizer update and gradient copies
 //        + c5 * b * im2col elements            convolution columns written and read back
 //                                              (forward im2col, backward col2im)

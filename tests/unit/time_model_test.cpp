@@ -108,7 +108,7 @@ std::vector<TimingSample> Synthetic(const std::vector<double>& c, double noise =
 TEST(TimeModelTest, TermNames) {
   EXPECT_EQ(TimeTermNames(),
             (std::vector<std::string>{"overhead_s", "conv_s_per_flop", "dense_s_per_flop",
-                                      "elementwise_s_per_value", "update_s_per_param",
+                                      "elementwise_s_per_flop", "update_s_per_param",
                                       "im2col_s_per_value", "conv_out_s_per_value"}));
   EXPECT_EQ(int(TimeTermNames().size()), kTimeTerms);
 }
@@ -119,8 +119,9 @@ TEST(TimeModelTest, TermsAndSeconds) {
   f.conv_flops_bwd = 2e6;
   f.dense_flops_fwd = 1e5;
   f.dense_flops_bwd = 2e5;
-  f.other_flops_fwd = 7;  // not a term: the element-wise term counts activations
-  f.activation_elements = 1e4;
+  f.other_flops_fwd = 4e3;  // the element-wise term: other FLOPs fwd + bwd
+  f.other_flops_bwd = 6e3;
+  f.activation_elements = 7;  // not a term
   f.params = 5e4;
   f.conv_workspace_elements = 2e3;
   f.conv_output_elements = 3e3;
@@ -422,7 +423,7 @@ TEST(CalibrationTest, BadInputs) {
        "cal.json: model.coef[2]: must be a non-negative number, got -1e-09"},
       {[](json& j) { j["model"]["terms"][0] = "fixed_s"; },
        "cal.json: model.terms: must be [\"overhead_s\",\"conv_s_per_flop\",\"dense_s_per_flop\","
-       "\"elementwise_s_per_value\",\"update_s_per_param\",\"im2col_s_per_value\","
+       "\"elementwise_s_per_flop\",\"update_s_per_param\",\"im2col_s_per_value\","
        "\"conv_out_s_per_value\"], got [\"fixed_s\",\"conv_s_per_flop\",\"dense_s_per_flop\",\"elementw..."},
       {[](json& j) { j["model"]["quality"]["mape"] = -1; },
        "cal.json: model.quality.mape: must be a non-negative number, got -1"},
