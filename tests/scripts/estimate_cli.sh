@@ -10,7 +10,7 @@ CLUSTER=$ROOT/share/cluster/example.json
 echo "features"
 dlh-estimate features "$SPEC" >"$WORK/features.txt"
 grep -q "421834 parameters" "$WORK/features.txt" || { cat "$WORK/features.txt"; fail "parameter count"; }
-check "$(grep 'per sample' "$WORK/features.txt" | sed 's/^ *//')"
+check "$(grep -m1 "per sample" "$WORK/features.txt" | sed "s/^ *//")"
 
 echo "calibrate (quick sweep, real timed steps)"
 dlh-estimate calibrate --device cpu --quick --repeats 3 --threads 1 --out "$WORK/cal.json" >"$WORK/cal.txt" 2>"$WORK/cal.err"
@@ -21,9 +21,9 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["device"] == "cpu" and len(c["samples"]) >= 10, "calibration file incomplete"
 assert all(s["seconds"] > 0 for s in c["samples"]), "non-positive timing"
-assert len(c["model"]["coef"]) == 5
+assert len(c["model"]["coef"]) == 7
 PY
-check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 5 coefficients"
+check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 7 coefficients"
 dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "fit"
 dlh-estimate predict "$SPEC" --calibration "$WORK/cal.json" >"$WORK/predict.txt"
 check "$(cat "$WORK/predict.txt")"
