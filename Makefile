@@ -75,6 +75,12 @@ demo:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
 	$(Q)bash share/examples/demo.sh $(BINDIR) $(BUILDDIR)/demo $(DEMO_EPOCHS)
 
+# make bench: side-by-side measurements, rewrites BENCHMARKS.md (share/bench/bench.sh).
+bench:
+	@bash share/setup/install-deps.sh bench
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
+	$(Q)bash share/bench/bench.sh $(BINDIR) BENCHMARKS.md
+
 install: all
 	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dlh/examples
 	$(Q)install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
@@ -90,7 +96,7 @@ clean:
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
 
-.PHONY: all deps check demo install uninstall clean format
+.PHONY: all deps check demo bench install uninstall clean format
 .DELETE_ON_ERROR:
 
 -include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)
