@@ -39,7 +39,8 @@ double ParseSlurm(const std::string& text, const std::string& what) {
   size_t start = 0;
   for (;;) {
     size_t colon = rest.find(':', start);
-    parts.push_back(rest.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    parts.push_back(
+        rest.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
@@ -77,7 +78,8 @@ double ParseDuration(const std::string& text, const std::string& what) {
     bool any = false;
     while (i < text.size()) {
       size_t j = i;
-      while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.'))
+      while (j < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.'))
         ++j;
       if (j == i || j >= text.size()) Bad(what, text);
       char* end = nullptr;
@@ -87,11 +89,20 @@ double ParseDuration(const std::string& text, const std::string& what) {
       int rank = 0;
       double unit = 0;
       switch (text[j]) {
-        case 'd': rank = 4, unit = 86400; break;
-        case 'h': rank = 3, unit = 3600; break;
-        case 'm': rank = 2, unit = 60; break;
-        case 's': rank = 1, unit = 1; break;
-        default: Bad(what, text);
+        case 'd':
+          rank = 4, unit = 86400;
+          break;
+        case 'h':
+          rank = 3, unit = 3600;
+          break;
+        case 'm':
+          rank = 2, unit = 60;
+          break;
+        case 's':
+          rank = 1, unit = 1;
+          break;
+        default:
+          Bad(what, text);
       }
       if (rank >= last_rank) Bad(what, text);
       last_rank = rank;

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/json_parse.hpp"
 
 namespace dlh {
 
@@ -187,63 +188,6 @@ const json& RequireObject(const json& v, const std::string& origin, const std::s
 }
 
 // ---------------------------------------------------------------- parsing
-
-// Records the first duplicate key (nlohmann would silently keep the last one), with the
-// path of the object that holds it.
-struct DuplicateFinder {
-  struct Frame {
-    bool array = false;
-    size_t index = 0;
-    std::string key;
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> frames;
-  std::string dup_path, dup_key;
-  bool found = false;
-
-  void child_done() {
-    if (!frames.empty() && frames.back().array) ++frames.back().index;
-  }
-  std::string path() const {  // of the innermost container
-    std::string p;
-    for (size_t i = 0; i + 1 < frames.size(); ++i) {
-      if (frames[i].array)
-        p += "[" + std::to_string(frames[i].index) + "]";
-      else
-        p += (p.empty() ? "" : ".") + frames[i].key;
-    }
-    return p;
-  }
-  bool operator()(int, json::parse_event_t ev, json& parsed) {
-    switch (ev) {
-      case json::parse_event_t::object_start:
-        frames.push_back(Frame{});
-        break;
-      case json::parse_event_t::array_start:
-        frames.push_back(Frame{true, 0, {}, {}});
-        break;
-      case json::parse_event_t::key: {
-        Frame& f = frames.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second && !found) {
-          found = true;
-          dup_key = f.key;
-          dup_path = path();
-        }
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        frames.pop_back();
-        child_done();
-        break;
-      case json::parse_event_t::value:
-        child_done();
-        break;
-    }
-    return true;
-  }
-};
 
 LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string& path) {
   RequireObject(v, origin, path);
@@ -420,22 +364,8 @@ const char* LayerKindName(LayerKind kind) {
 TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
                     const std::string& base_dir) {
   json root;
-  DuplicateFinder dups;
-  try {
-    root = json::parse(json_text, std::ref(dups));
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
-    std::string what = e.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> drop the tag.
-    if (!what.empty() && what[0] == '[') {
-      size_t close = what.find("] ");
-      if (close != std::string::npos) what = what.substr(close + 2);
-    }
-    // The message quotes what was last read, which may be any bytes: keep it ASCII.
-    for (char& c : what)
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-    Fail(origin, "", "not valid JSON: " + what);
-  }
-  if (dups.found) Fail(origin, dups.dup_path, "duplicate key " + Quoted(dups.dup_key));
+  JsonProblem problem;
+  if (!ParseJsonStrict(json_text, &root, &problem)) Fail(origin, problem.path, problem.message);
   if (!root.is_object()) Fail(origin, "", "must be a JSON object, got " + Shown(root));
 
   Obj o(root, origin, "");

@@ -30,10 +30,10 @@ std::vector<SweepEntry> CalibrationSweep(bool quick);
 std::vector<SweepEntry> ValidationModels();
 
 struct TimingOptions {
-  int warmup = 2;          // steps excluded from the measurement
-  int repeats = 5;         // timed blocks; the median is reported
+  int warmup = 2;   // steps excluded from the measurement
+  int repeats = 5;  // timed blocks; the median is reported
   int steps_per_repeat = 3;
-  int threads = 0;         // OpenBLAS threads (0: leave as is)
+  int threads = 0;  // OpenBLAS threads (0: leave as is)
 };
 
 // Times forward + loss + backward + optimizer update on random data of the entry's shape

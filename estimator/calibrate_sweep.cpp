@@ -150,7 +150,7 @@ double PredictedStepSeconds(const Factors& f) {
   int side = f.size, channels = f.channels;
   for (int i = 0; i < f.conv; ++i) {
     const double fwd = 2.0 * f.kernel * f.kernel * channels * f.filters * side * side;
-    flops += fwd * (i == 0 ? 2 : 3);            // the first layer computes no input gradient
+    flops += fwd * (i == 0 ? 2 : 3);  // the first layer computes no input gradient
     elements += (2.0 + 2 * f.bn) * f.filters * side * side;  // conv (+ bn) + relu outputs
     channels = f.filters;
     if (side / 2 >= 4) {
@@ -191,10 +191,11 @@ struct SplitMix64 {
 // act multiplicatively, each factor spanning about [0, 1].
 std::vector<double> Coordinates(const Factors& f) {
   auto lg = [](double x, double lo, double hi) { return std::log(x / lo) / std::log(hi / lo); };
-  return {f.conv / 4.0,  lg(f.filters, 8, 128),
-          f.fc / 2.0,          f.fc > 0 ? lg(f.nodes, 64, 2048) : 0.0,
-          lg(f.size, 16, 64),  f.channels == 3 ? 1.0 : 0.0,
-          lg(f.batch, 16, 256), f.kernel == 5 ? 1.0 : 0.0, double(f.bn), double(f.dropout)};
+  return {f.conv / 4.0,         lg(f.filters, 8, 128),
+          f.fc / 2.0,           f.fc > 0 ? lg(f.nodes, 64, 2048) : 0.0,
+          lg(f.size, 16, 64),   f.channels == 3 ? 1.0 : 0.0,
+          lg(f.batch, 16, 256), f.kernel == 5 ? 1.0 : 0.0,
+          double(f.bn),         double(f.dropout)};
 }
 
 // Adds `count` random models to `chosen` (see the top of this file). The greedy pick uses
@@ -206,9 +207,8 @@ void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, dou
                      double max_s) {
   SplitMix64 rng{seed};
   const std::vector<int> convs{0, 1, 2, 3, 4}, filters{8, 12, 16, 24, 32, 48, 64, 96, 128},
-      fcs{0, 1, 2}, nodes{64, 128, 256, 512, 1024, 2048},
-      sizes{16, 20, 24, 28, 32, 40, 48, 56, 64}, channels{1, 3},
-      batches{16, 24, 32, 48, 64, 96, 128, 192, 256}, kernels{3, 5};
+      fcs{0, 1, 2}, nodes{64, 128, 256, 512, 1024, 2048}, sizes{16, 20, 24, 28, 32, 40, 48, 56, 64},
+      channels{1, 3}, batches{16, 24, 32, 48, 64, 96, 128, 192, 256}, kernels{3, 5};
   std::set<std::string> names;
   for (const Factors& f : *chosen) names.insert(SweepName(f));
   std::vector<Factors> pool;

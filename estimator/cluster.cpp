@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_parse.hpp"
+
 namespace dlh {
 
 using nlohmann::json;
@@ -46,70 +48,6 @@ std::string Quote(const std::string& s) {
     if (c == '\n' || c == '\r') c = ' ';
   throw EstimateError(msg);
 }
-
-// ---------------------------------------------------------------- duplicate keys
-
-// nlohmann keeps the last of two equal keys silently; this parser callback records the
-// first duplicate and the path of the object holding it.
-class DuplicateKeys {
- public:
-  bool operator()(int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        stack_.push_back(Level{false, 0, {}, {}});
-        break;
-      case json::parse_event_t::array_start:
-        stack_.push_back(Level{true, 0, {}, {}});
-        break;
-      case json::parse_event_t::key: {
-        Level& top = stack_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.seen.insert(top.key).second && !found_) {
-          found_ = true;
-          key_ = top.key;
-          path_ = PathOfTop();
-        }
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        stack_.pop_back();
-        Advance();
-        break;
-      case json::parse_event_t::value:
-        Advance();
-        break;
-    }
-    return true;
-  }
-  bool found() const { return found_; }
-  const std::string& key() const { return key_; }
-  const std::string& path() const { return path_; }
-
- private:
-  struct Level {
-    bool array;
-    size_t index;
-    std::string key;
-    std::set<std::string> seen;
-  };
-  void Advance() {
-    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
-  }
-  std::string PathOfTop() const {  // the path of the innermost (current) object
-    std::string p;
-    for (size_t i = 0; i + 1 < stack_.size(); ++i) {
-      if (stack_[i].array)
-        p += "[" + std::to_string(stack_[i].index) + "]";
-      else
-        p += (p.empty() ? "" : ".") + stack_[i].key;
-    }
-    return p;
-  }
-  std::vector<Level> stack_;
-  bool found_ = false;
-  std::string key_, path_;
-};
 
 // ---------------------------------------------------------------- field reader
 
@@ -261,21 +199,8 @@ const GpuType* Cluster::gpu(const std::string& name) const {
 Cluster ParseCluster(const std::string& json_text, const std::string& origin,
                      const std::string& base_dir) {
   json root;
-  DuplicateKeys dups;
-  try {
-    root = json::parse(json_text, std::ref(dups));
-  } catch (const json::exception& e) {
-    std::string what = e.what();
-    // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ...".
-    if (!what.empty() && what[0] == '[') {
-      size_t close = what.find("] ");
-      if (close != std::string::npos) what = what.substr(close + 2);
-    }
-    for (char& c : what)
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-    Throw(origin, "", "not valid JSON: " + what);
-  }
-  if (dups.found()) Throw(origin, dups.path(), "duplicate key " + Quote(dups.key()));
+  JsonProblem problem;
+  if (!ParseJsonStrict(json_text, &root, &problem)) Throw(origin, problem.path, problem.message);
   if (!root.is_object()) Throw(origin, "", "must be a JSON object, got " + Got(root));
 
   Fields top(root, origin, "");

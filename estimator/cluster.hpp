@@ -16,23 +16,23 @@ struct Link {
 };
 
 struct GpuType {
-  std::string name;              // "a100", also Slurm's GRES type
-  double memory_gb = 0;          // usable device memory, GB (1e9 bytes)
-  double peak_tflops = 0;        // fp32 peak, TFLOP/s (roofline fallback)
+  std::string name;                 // "a100", also Slurm's GRES type
+  double memory_gb = 0;             // usable device memory, GB (1e9 bytes)
+  double peak_tflops = 0;           // fp32 peak, TFLOP/s (roofline fallback)
   double memory_bandwidth_gbs = 0;  // GB/s (roofline fallback)
-  double active_watts = 0;       // board power while training
-  double idle_watts = 0;         // allocated but waiting (communication, stragglers)
-  std::string calibration;       // calibration file (resolved path), empty: roofline
+  double active_watts = 0;          // board power while training
+  double idle_watts = 0;            // allocated but waiting (communication, stragglers)
+  std::string calibration;          // calibration file (resolved path), empty: roofline
 };
 
 struct NodeType {
-  std::string name;          // "gpu-a100"
-  std::string gpu;           // a GpuType name
+  std::string name;  // "gpu-a100"
+  std::string gpu;   // a GpuType name
   int gpus_per_node = 0;
-  int nodes = 0;             // nodes of this type in the cluster
-  int available = -1;        // nodes free now (-1: unknown, treat as `nodes`)
-  double node_base_watts = 0;  // CPU, memory, NIC... per node, whatever the GPUs do
-  Link intra_node;           // GPU to GPU inside a node (NVLink, PCIe, shared memory)
+  int nodes = 0;                        // nodes of this type in the cluster
+  int available = -1;                   // nodes free now (-1: unknown, treat as `nodes`)
+  double node_base_watts = 0;           // CPU, memory, NIC... per node, whatever the GPUs do
+  Link intra_node;                      // GPU to GPU inside a node (NVLink, PCIe, shared memory)
   std::vector<std::string> partitions;  // Slurm partitions holding these nodes (optional)
 };
 
@@ -40,7 +40,7 @@ struct Cluster {
   std::string name;
   std::vector<GpuType> gpu_types;
   std::vector<NodeType> node_types;
-  Link inter_node;  // between nodes (per node NIC)
+  Link inter_node;                                    // between nodes (per node NIC)
   const GpuType* gpu(const std::string& name) const;  // nullptr if unknown
 };
 

@@ -69,7 +69,8 @@ bool Parse(const std::string& command, const std::vector<std::string>& args,
   }
   for (const auto& name : positional)
     if (!vm.count(name))
-      throw UsageError(command + ": missing " + name + " (see dlh-estimate " + command + " --help)");
+      throw UsageError(command + ": missing " + name + " (see dlh-estimate " + command +
+                       " --help)");
   return true;
 }
 
@@ -93,8 +94,8 @@ std::string Si(double v) {
 int Features(const std::vector<std::string>& args) {
   po::options_description d("dlh-estimate features SPEC: options");
   int64_t batch = 0;
-  d.add_options()("help,h", "show this help")(
-      "batch", po::value(&batch)->default_value(0), "local batch for the memory line (0: spec)")(
+  d.add_options()("help,h", "show this help")("batch", po::value(&batch)->default_value(0),
+                                              "local batch for the memory line (0: spec)")(
       "json", "print JSON");
   po::variables_map vm;
   if (!Parse("features", args, d, {"SPEC"}, vm)) return kExitOk;
@@ -102,21 +103,30 @@ int Features(const std::vector<std::string>& args) {
   ModelFeatures f = ComputeFeatures(spec);
   if (batch <= 0) batch = spec.batch_size;
   int slots = spec.optimizer.kind == OptimizerSpec::Kind::Adam ? 2
-              : spec.optimizer.momentum > 0                   ? 1
-                                                              : 0;
+              : spec.optimizer.momentum > 0                    ? 1
+                                                               : 0;
   double memory = TrainingMemoryBytes(f, batch, slots);
   if (vm.count("json")) {
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& l : f.layers)
-      layers.push_back({{"kind", LayerKindName(l.kind)}, {"flops_fwd", l.flops_fwd},
-                        {"flops_bwd", l.flops_bwd}, {"params", l.params},
+      layers.push_back({{"kind", LayerKindName(l.kind)},
+                        {"flops_fwd", l.flops_fwd},
+                        {"flops_bwd", l.flops_bwd},
+                        {"params", l.params},
                         {"out_elements", l.out_elements}});
-    WriteJson({{"spec", spec.origin}, {"layers", layers}, {"flops_fwd", f.flops_fwd()},
-               {"flops_train", f.flops_train()}, {"params", f.params},
-               {"activation_elements", f.activation_elements}, {"conv_layers", f.conv_layers},
-               {"total_filters", f.total_filters}, {"dense_layers", f.dense_layers},
-               {"dense_nodes", f.dense_nodes}, {"input_elements", f.input_elements},
-               {"batch", batch}, {"memory_bytes", memory}});
+    WriteJson({{"spec", spec.origin},
+               {"layers", layers},
+               {"flops_fwd", f.flops_fwd()},
+               {"flops_train", f.flops_train()},
+               {"params", f.params},
+               {"activation_elements", f.activation_elements},
+               {"conv_layers", f.conv_layers},
+               {"total_filters", f.total_filters},
+               {"dense_layers", f.dense_layers},
+               {"dense_nodes", f.dense_nodes},
+               {"input_elements", f.input_elements},
+               {"batch", batch},
+               {"memory_bytes", memory}});
     return kExitOk;
   }
   std::printf("%s: %s\n", spec.origin.c_str(), spec.name.c_str());
@@ -211,8 +221,7 @@ int Calibrate(const std::vector<std::string>& args) {
   const std::string device = Str(vm, "device");
   if (device != "cpu")
     throw UsageError("--device: '" + device + "' is not available in this build (only cpu)");
-  const std::string out =
-      vm.count("out") ? Str(vm, "out") : "calibration-" + device + ".json";
+  const std::string out = vm.count("out") ? Str(vm, "out") : "calibration-" + device + ".json";
   TimingOptions timing = TimingFrom(vm);
   std::vector<SweepEntry> sweep = CalibrationSweep(vm.count("quick") > 0);
   std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations\n",
@@ -235,8 +244,8 @@ int Calibrate(const std::vector<std::string>& args) {
 
 int Fit(const std::vector<std::string>& args) {
   po::options_description d("dlh-estimate fit CALIBRATION: options");
-  d.add_options()("help,h", "show this help")(
-      "folds", po::value<int>()->default_value(5), "cross-validation folds")(
+  d.add_options()("help,h", "show this help")("folds", po::value<int>()->default_value(5),
+                                              "cross-validation folds")(
       "out", po::value<std::string>(), "write the refitted calibration here");
   po::variables_map vm;
   if (!Parse("fit", args, d, {"CALIBRATION"}, vm)) return kExitOk;
@@ -283,9 +292,8 @@ int Validate(const std::vector<std::string>& args) {
   std::vector<SweepEntry> models = ValidationModels();
   ProgressBar bar(models.size());
   std::vector<TimingSample> measured =
-      RunSweep(models, timing, [&](size_t done, size_t, const TimingSample& s) {
-        bar.update(done, s.model);
-      });
+      RunSweep(models, timing,
+               [&](size_t done, size_t, const TimingSample& s) { bar.update(done, s.model); });
   if (vm.count("save")) {
     Calibration saved = c;
     saved.samples = measured;
@@ -345,10 +353,11 @@ int Comm(const std::vector<std::string>& args) {
     throw EstimateError(path + ": not a dlh-launch bench-allreduce result: " + e.what());
   }
   AlphaBeta ab = FitAlphaBeta(points, ranks);
-  std::printf("ring allreduce model fitted to %s (%s, %d ranks): alpha %.2f us, beta %.3f ns/B "
-              "(%.2f GB/s)\n",
-              path.c_str(), method.c_str(), ranks, ab.alpha_s * 1e6, ab.beta_s_per_byte * 1e9,
-              1e-9 / ab.beta_s_per_byte);
+  std::printf(
+      "ring allreduce model fitted to %s (%s, %d ranks): alpha %.2f us, beta %.3f ns/B "
+      "(%.2f GB/s)\n",
+      path.c_str(), method.c_str(), ranks, ab.alpha_s * 1e6, ab.beta_s_per_byte * 1e9,
+      1e-9 / ab.beta_s_per_byte);
   std::printf("%12s %12s %12s %8s\n", "bytes", "measured us", "model us", "error");
   double sum = 0;
   for (const auto& p : points) {
@@ -410,9 +419,12 @@ int Recommend(const std::vector<std::string>& args) {
   job.margin = vm["margin"].as<double>();
   if (!(job.margin >= 0 && job.margin < 10)) throw UsageError("--margin: must be in [0, 10)");
   std::string cluster_path;
-  if (vm.count("cluster")) cluster_path = Str(vm, "cluster");
-  else if (const char* env = std::getenv("DLH_CLUSTER")) cluster_path = env;
-  else throw UsageError("recommend: no cluster description: pass --cluster FILE or set DLH_CLUSTER");
+  if (vm.count("cluster"))
+    cluster_path = Str(vm, "cluster");
+  else if (const char* env = std::getenv("DLH_CLUSTER"))
+    cluster_path = env;
+  else
+    throw UsageError("recommend: no cluster description: pass --cluster FILE or set DLH_CLUSTER");
   Cluster cluster = LoadCluster(cluster_path);
   for (const auto& t : job.allowed_types)
     if (!cluster.gpu(t))
@@ -432,8 +444,8 @@ int Recommend(const std::vector<std::string>& args) {
               job.deadline_s > 0 ? HumanDuration(job.deadline_s).c_str() : "none",
               ObjectiveName(job.objective));
   for (const auto& [gpu, speed] : rec.speeds)
-    std::printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(),
-                speed.source.c_str(), speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
+    std::printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(), speed.source.c_str(),
+                speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
   std::printf("%d allocations considered in %.1f ms\n\n", rec.candidates, took * 1e3);
   auto row = [](int rank, const Allocation& a) {
     std::string what;
@@ -443,8 +455,8 @@ int Recommend(const std::vector<std::string>& args) {
               " (b" + std::to_string(p.per_gpu_batch) + ")";
     }
     std::printf("%3d  %-34s %5d %9s %10.3f %9.1f %8.2f  %s\n", rank, what.c_str(), a.gpus,
-                HumanDuration(a.total_s).c_str(), a.energy_j / 3.6e6, a.gpu_hours,
-                a.step_s * 1e3, a.why.c_str());
+                HumanDuration(a.total_s).c_str(), a.energy_j / 3.6e6, a.gpu_hours, a.step_s * 1e3,
+                a.why.c_str());
   };
   std::printf("%3s  %-34s %5s %9s %10s %9s %8s  %s\n", "#", "allocation (nodes x gpus, batch)",
               "GPUs", "time", "energy kWh", "GPU-h", "step ms", "why");
@@ -456,11 +468,12 @@ int Recommend(const std::vector<std::string>& args) {
     return kExitOk;
   }
   row(0, rec.fastest);
-  std::printf("\nno allocation meets the deadline of %s: the fastest (above) needs %s with the "
-              "%.0f%% margin, missing it by %s\n",
-              HumanDuration(job.deadline_s).c_str(),
-              HumanDuration(rec.fastest.total_s * (1 + job.margin)).c_str(), job.margin * 100,
-              HumanDuration(rec.miss_s).c_str());
+  std::printf(
+      "\nno allocation meets the deadline of %s: the fastest (above) needs %s with the "
+      "%.0f%% margin, missing it by %s\n",
+      HumanDuration(job.deadline_s).c_str(),
+      HumanDuration(rec.fastest.total_s * (1 + job.margin)).c_str(), job.margin * 100,
+      HumanDuration(rec.miss_s).c_str());
   return kExitInfeasible;
 }
 

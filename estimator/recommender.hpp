@@ -12,10 +12,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/spec.hpp"
 #include "estimator/cluster.hpp"
@@ -32,11 +31,11 @@ const char* ObjectiveName(Objective o);
 struct Job {
   TrainSpec spec;
   ModelFeatures features;
-  int64_t samples = 0;        // training samples per epoch
+  int64_t samples = 0;  // training samples per epoch
   int epochs = 0;
-  double deadline_s = 0;      // 0: none
+  double deadline_s = 0;  // 0: none
   Objective objective = Objective::Energy;
-  int max_gpus = 0;           // 0: no limit
+  int max_gpus = 0;                        // 0: no limit
   std::vector<std::string> allowed_types;  // empty: all
   bool allow_mixed = false;
   int64_t per_gpu_batch = 0;  // 0: keep the spec's global batch; > 0: weak scaling, the
@@ -76,25 +75,25 @@ struct Allocation {
   std::vector<Part> parts;  // one, or two for a mix
   int gpus = 0, nodes = 0;
   int64_t global_batch = 0;
-  double lr = 0;            // learning rate for global_batch (linear scaling)
+  double lr = 0;  // learning rate for global_batch (linear scaling)
   double warmup_epochs = 0;
   double compute_s = 0, comm_s = 0, step_s = 0;  // per step
   int64_t steps = 0;
-  double total_s = 0;       // predicted wall time
+  double total_s = 0;  // predicted wall time
   double energy_j = 0;
   double gpu_hours = 0;
   double memory_bytes = 0;  // per GPU, the largest
   bool fits_memory = true;
   bool meets_deadline = true;
-  std::string why;          // one line: why this one ranks where it does
+  std::string why;  // one line: why this one ranks where it does
 };
 
 struct Recommendation {
-  bool feasible = false;                // some allocation meets the deadline and fits
-  std::vector<Allocation> ranked;       // feasible ones, best first
-  Allocation fastest;                   // fastest that fits memory (for impossible deadlines)
-  double miss_s = 0;                    // fastest.total_s * (1+margin) - deadline when infeasible
-  int candidates = 0;                   // allocations considered
+  bool feasible = false;           // some allocation meets the deadline and fits
+  std::vector<Allocation> ranked;  // feasible ones, best first
+  Allocation fastest;              // fastest that fits memory (for impossible deadlines)
+  double miss_s = 0;               // fastest.total_s * (1+margin) - deadline when infeasible
+  int candidates = 0;              // allocations considered
   std::map<std::string, DeviceSpeed> speeds;
 };
 

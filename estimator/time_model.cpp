@@ -60,17 +60,20 @@ using nlohmann::json;
 
 const std::vector<std::string>& TimeTermNames() {
   static const std::vector<std::string> names{
-      "overhead_s",          "conv_s_per_flop",    "dense_s_per_flop",     "elementwise_s_per_flop",
+      "overhead_s",         "conv_s_per_flop",    "dense_s_per_flop",    "elementwise_s_per_flop",
       "update_s_per_param", "im2col_s_per_value", "conv_out_s_per_value"};
   return names;
 }
 
 std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch) {
   const double b = double(batch);
-  return {1.0, b * (f.conv_flops_fwd + f.conv_flops_bwd),
-          b * (f.dense_flops_fwd + f.dense_flops_bwd), b * (f.other_flops_fwd + f.other_flops_bwd),
+  return {1.0,
+          b * (f.conv_flops_fwd + f.conv_flops_bwd),
+          b * (f.dense_flops_fwd + f.dense_flops_bwd),
+          b * (f.other_flops_fwd + f.other_flops_bwd),
           f.params,
-          b * f.conv_workspace_elements, b * f.conv_output_elements};
+          b * f.conv_workspace_elements,
+          b * f.conv_output_elements};
 }
 
 double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {
@@ -439,8 +442,8 @@ ModelFeatures ReadFeatures(const Reader& r) {
   using S = Reader::Sign;
   r.object({"conv_flops_fwd", "conv_flops_bwd", "dense_flops_fwd", "dense_flops_bwd",
             "other_flops_fwd", "other_flops_bwd", "activation_elements", "params",
-            "conv_workspace_elements", "conv_output_elements", "conv_layers", "total_filters", "dense_layers",
-            "dense_nodes", "input_elements"});
+            "conv_workspace_elements", "conv_output_elements", "conv_layers", "total_filters",
+            "dense_layers", "dense_nodes", "input_elements"});
   ModelFeatures f;
   f.conv_flops_fwd = r.number("conv_flops_fwd", S::NonNegative);
   f.conv_flops_bwd = r.number("conv_flops_bwd", S::NonNegative);

@@ -22,10 +22,9 @@
 // (each row weighted by 1/t), because a 10 ms error matters on a 20 ms step, not on 2 s.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
 #include "estimator/features.hpp"
@@ -40,24 +39,24 @@ std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch);
 
 // One measured configuration of the calibration sweep.
 struct TimingSample {
-  std::string model;      // name of the sweep model
+  std::string model;  // name of the sweep model
   ModelFeatures features;
-  int64_t batch = 0;      // local batch of one rank
-  double seconds = 0;     // median seconds per training step
-  double joules = -1;     // energy per step (-1: not measured)
+  int64_t batch = 0;   // local batch of one rank
+  double seconds = 0;  // median seconds per training step
+  double joules = -1;  // energy per step (-1: not measured)
 };
 
 struct FitQuality {
   int samples = 0;
   int folds = 0;
-  double r2 = 0;        // on the training data (of t, not of t weighted)
-  double mape = 0;      // mean absolute percentage error on the training data, in %
-  double cv_mape = 0;   // k-fold cross-validated MAPE, in %
+  double r2 = 0;       // on the training data (of t, not of t weighted)
+  double mape = 0;     // mean absolute percentage error on the training data, in %
+  double cv_mape = 0;  // k-fold cross-validated MAPE, in %
 };
 
 struct TimeModel {
-  std::string device;          // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)", ...
-  std::vector<double> coef;    // kTimeTerms coefficients
+  std::string device;        // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)", ...
+  std::vector<double> coef;  // kTimeTerms coefficients
   FitQuality quality;
   double seconds(const ModelFeatures& f, int64_t batch) const;  // predicted step time
 };
@@ -73,9 +72,9 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
 // the fitted model with its quality.
 struct Calibration {
   std::string device;
-  std::string host;        // CPU model / GPU name, cores
+  std::string host;  // CPU model / GPU name, cores
   int threads = 0;
-  std::string created;     // ISO 8601 UTC
+  std::string created;  // ISO 8601 UTC
   std::vector<TimingSample> samples;
   TimeModel model;
 };

@@ -13,8 +13,7 @@ namespace dlh {
 namespace {
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Seconds per call of `op`: `repeats` blocks of `iters` calls; a block's time is the slowest
@@ -52,7 +51,8 @@ struct Tensors {
       values.push_back(std::make_unique<Tensor>(std::vector<int>{int(floats)}));
       grads.push_back(std::make_unique<Tensor>(std::vector<int>{int(floats)}));
       std::fill(grads.back()->values().begin(), grads.back()->values().end(), 1.0f);
-      params.push_back({"t" + std::to_string(i), {"w", values.back().get(), grads.back().get(), true}});
+      params.push_back(
+          {"t" + std::to_string(i), {"w", values.back().get(), grads.back().get(), true}});
       layers.push_back(size_t(i));
     }
   }
@@ -90,8 +90,8 @@ nlohmann::json RunAllreduceBench(MPI_Comm comm, const AllreduceBenchOptions& o) 
     }
     std::sort(mpi_t.begin(), mpi_t.end());
     std::sort(dlh_t.begin(), dlh_t.end());
-    sizes.push_back({{"bytes", bytes}, {"mpi_s", mpi_t[mpi_t.size() / 2]},
-                     {"dlh_s", dlh_t[dlh_t.size() / 2]}});
+    sizes.push_back(
+        {{"bytes", bytes}, {"mpi_s", mpi_t[mpi_t.size() / 2]}, {"dlh_s", dlh_t[dlh_t.size() / 2]}});
   }
 
   // Many small tensors: one MPI_Allreduce per tensor against DLH's fused bucket.

@@ -7,20 +7,19 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace dlh {
 
 struct AllreduceBenchOptions {
   size_t min_bytes = 4 << 10;
   size_t max_bytes = size_t(64) << 20;
-  int repeats = 5;            // timed blocks per size and method; the median is reported
+  int repeats = 5;              // timed blocks per size and method; the median is reported
   double block_seconds = 0.05;  // target duration of one block
-  int small_tensors = 256;    // fused-vs-per-tensor comparison: this many tensors ...
-  size_t small_bytes = 4096;  // ... of this size each
+  int small_tensors = 256;      // fused-vs-per-tensor comparison: this many tensors ...
+  size_t small_bytes = 4096;    // ... of this size each
 };
 
 // Collective. Returns the results (the same on every rank):

@@ -54,8 +54,8 @@ void GradientSync::launch(Bucket& b, bool blocking) {
       dst += g.size();
     }
   }
-  const int count = int(b.params.size() == 1 ? params_[b.params[0]].ref.grad->size()
-                                             : b.buffer.size());
+  const int count =
+      int(b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size());
   if (blocking)
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comm_));
   else

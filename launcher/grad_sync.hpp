@@ -40,7 +40,7 @@ class GradientSync {
   struct Bucket {
     std::vector<size_t> params;  // indices into params_
     size_t min_layer = 0;        // ready once this layer is done
-    std::vector<float> buffer;  // packed gradients (empty for a one-tensor bucket)
+    std::vector<float> buffer;   // packed gradients (empty for a one-tensor bucket)
     MPI_Request request = MPI_REQUEST_NULL;
     bool launched = false;
   };

@@ -32,9 +32,12 @@ size_t ParseBytes(const std::string& text, const std::string& what) {
     throw dlh::UsageError(what + ": expected a size like 4096, 4K, 64M, got '" + text + "'");
   }
   std::string unit = text.substr(pos);
-  if (unit == "K" || unit == "k") value <<= 10;
-  else if (unit == "M") value <<= 20;
-  else if (unit == "G") value <<= 30;
+  if (unit == "K" || unit == "k")
+    value <<= 10;
+  else if (unit == "M")
+    value <<= 20;
+  else if (unit == "G")
+    value <<= 30;
   else if (!unit.empty())
     throw dlh::UsageError(what + ": expected a size like 4096, 4K, 64M, got '" + text + "'");
   if (value < 4) throw dlh::UsageError(what + ": must be at least 4 bytes, got '" + text + "'");

@@ -27,8 +27,8 @@ TEST(DurationTest, SlurmForms) {
 }
 
 TEST(DurationTest, BadInputNamesTheOption) {
-  for (const char* bad : {"", "h", "3x", "3h3h", "30m2h", "1:2:3:4", "a-01:00", "0", "0h", "-3h",
-                          "3 h", "1-2-3"}) {
+  for (const char* bad :
+       {"", "h", "3x", "3h3h", "30m2h", "1:2:3:4", "a-01:00", "0", "0h", "-3h", "3 h", "1-2-3"}) {
     try {
       ParseDuration(bad, "--deadline");
       ADD_FAILURE() << "accepted '" << bad << "'";

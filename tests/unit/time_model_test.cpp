@@ -424,7 +424,8 @@ TEST(CalibrationTest, BadInputs) {
       {[](json& j) { j["model"]["terms"][0] = "fixed_s"; },
        "cal.json: model.terms: must be [\"overhead_s\",\"conv_s_per_flop\",\"dense_s_per_flop\","
        "\"elementwise_s_per_flop\",\"update_s_per_param\",\"im2col_s_per_value\","
-       "\"conv_out_s_per_value\"], got [\"fixed_s\",\"conv_s_per_flop\",\"dense_s_per_flop\",\"elementw..."},
+       "\"conv_out_s_per_value\"], got "
+       "[\"fixed_s\",\"conv_s_per_flop\",\"dense_s_per_flop\",\"elementw..."},
       {[](json& j) { j["model"]["quality"]["mape"] = -1; },
        "cal.json: model.quality.mape: must be a non-negative number, got -1"},
       {[](json& j) { j["model"].erase("quality"); }, "cal.json: model.quality: required"},
