@@ -81,10 +81,12 @@ bench:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
 	$(Q)bash share/bench/bench.sh $(BINDIR) BENCHMARKS.md
 
+SHARE_DIRS := examples cluster calibration
 install: all
-	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/dlh/examples
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
 	$(Q)install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
-	$(Q)install -m 644 share/examples/* $(DESTDIR)$(PREFIX)/share/dlh/examples/
+	$(Q)for d in $(SHARE_DIRS); do install -d $(DESTDIR)$(PREFIX)/share/dlh/$$d && \
+	  install -m 644 share/$$d/* $(DESTDIR)$(PREFIX)/share/dlh/$$d/ || exit 1; done
 
 uninstall:
 	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(INSTALL_BINS)))
