@@ -81,16 +81,28 @@ bench:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
 	$(Q)bash share/bench/bench.sh $(BINDIR) BENCHMARKS.md
 
-SHARE_DIRS := examples cluster calibration
+# Installs binaries, the SPANK plugin (PREFIX/lib/slurm), share/ content, README as the
+# documentation and the modulefile dlh/$(DLH_VERSION) (PREFIX/share/modulefiles).
+SHARE_DIRS := examples cluster calibration slurm
+MODULEDIR = $(DESTDIR)$(PREFIX)/share/modulefiles/dlh
 install: all
-	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dlh $(MODULEDIR)
 	$(Q)install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
-	$(Q)for d in $(SHARE_DIRS); do install -d $(DESTDIR)$(PREFIX)/share/dlh/$$d && \
-	  install -m 644 share/$$d/* $(DESTDIR)$(PREFIX)/share/dlh/$$d/ || exit 1; done
+	$(Q)if [[ -n "$(INSTALL_PLUGINS)" ]]; then install -d $(DESTDIR)$(PREFIX)/lib/slurm && \
+	  install -m 755 $(INSTALL_PLUGINS) $(DESTDIR)$(PREFIX)/lib/slurm/; fi
+	$(Q)for d in $(SHARE_DIRS); do [[ -d share/$$d ]] || continue; \
+	  install -d $(DESTDIR)$(PREFIX)/share/dlh/$$d && \
+	  install -m 644 $$(find share/$$d -maxdepth 1 -type f) $(DESTDIR)$(PREFIX)/share/dlh/$$d/ || exit 1; done
+	$(Q)install -m 644 README.md BENCHMARKS.md $(DESTDIR)$(PREFIX)/share/doc/dlh/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(DLH_VERSION)|g' \
+	  share/modulefiles/dlh/version.in >$(MODULEDIR)/$(DLH_VERSION)
+	$(Q)printf '#%%Module\nset ModulesVersion "%s"\n' $(DLH_VERSION) >$(MODULEDIR)/.version
+	@echo "installed DLH $(DLH_VERSION) in $(DESTDIR)$(PREFIX): module use $(PREFIX)/share/modulefiles; module load dlh"
 
 uninstall:
 	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(INSTALL_BINS)))
-	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/dlh
+	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/lib/slurm/,$(notdir $(INSTALL_PLUGINS)))
+	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/dlh $(DESTDIR)$(PREFIX)/share/doc/dlh $(MODULEDIR)
 
 clean:
 	rm -rf $(BUILDDIR)

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 
 #include "launcher/bench_allreduce.hpp"
@@ -123,6 +125,9 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("prefetch", po::value(&o->prefetch)->default_value(2), "batches loaded ahead in the background")
     ("bucket-mb", po::value<double>()->default_value(4.0), "gradient fusion bucket size in MiB")
     ("no-overlap", "start gradient allreduces after backward instead of during it")
+    ("plan", po::value(&o->plan_json), "plan file (JSON, as from dlh-estimate recommend --json); "
+        "default: the DLH_PLAN environment variable the SPANK plugin sets")
+    ("no-plan", "ignore DLH_PLAN")
     ("progress", po::value(progress)->default_value("auto"),
         "progress display on rank 0: auto (bar on a terminal, else plain lines), bar, plain, none");
   // clang-format on
@@ -170,6 +175,17 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   o.stop_on_usr1 = vm.count("stop-on-usr1") > 0;
   o.eval = !vm.count("no-eval");
   o.progress = dlh::ParseProgressMode(progress);
+  if (vm.count("no-plan")) {
+    o.plan_json.clear();
+  } else if (vm.count("plan")) {
+    const std::string path = o.plan_json;
+    std::ifstream in(path);
+    if (!in) throw dlh::UsageError("--plan: cannot read " + path + ": " + std::strerror(errno));
+    o.plan_json.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    o.plan_origin = path;
+  } else if (const char* env = std::getenv("DLH_PLAN")) {
+    o.plan_json = env;
+  }
 
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);
   return r.stop_signal ? 128 + r.stop_signal : dlh::kExitOk;

@@ -21,12 +21,14 @@
 #include <thread>
 
 #include "common/spec.hpp"
+#include "launcher/binding.hpp"
 #include "launcher/checkpoint.hpp"
 #include "launcher/collective.hpp"
 #include "launcher/dataset.hpp"
 #include "launcher/loader.hpp"
 #include "launcher/mpi.hpp"
 #include "launcher/network.hpp"
+#include "launcher/plan.hpp"
 #include "launcher/signals.hpp"
 
 namespace dlh {
@@ -107,8 +109,19 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   // --- spec and data: every rank reads them; any failure fails all ranks alike.
   TrainSpec spec;
   Dataset data;
+  LaunchPlan plan;
+  Binding binding;
+  RunCollectively(comm.get(), [&] {
+    binding = BindRank([](const char* name) { return std::getenv(name); }, local.rank());
+  });
   RunCollectively(comm.get(), [&] {
     spec = LoadSpec(o.spec_path);
+    // Precedence: the spec, then the plan the job was given, then explicit options.
+    if (!o.plan_json.empty()) {
+      plan = ParsePlan(o.plan_json, o.plan_origin);
+      if (o.epochs > 0) spec.epochs = o.epochs;
+      ApplyPlan(plan, &spec);
+    }
     if (o.epochs > 0) spec.epochs = o.epochs;
     if (o.batch_size > 0) spec.batch_size = o.batch_size;
     if (!o.data_path.empty()) spec.dataset = o.data_path;
@@ -195,6 +208,24 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   } else {
     // Buffers (batchnorm running statistics) start at constants; parameters are rank 0's.
     for (auto& p : net.params()) BroadcastTensor(*p.ref.value, comm.get());
+  }
+  // Where every rank runs and which device it took, once, from rank 0.
+  {
+    char mine[256];
+    std::snprintf(mine, sizeof mine, "%s: %s", host.c_str(), binding.describe().c_str());
+    std::vector<char> all(rank == 0 ? sizeof mine * size_t(size) : 0);
+    MPI_CHECK(MPI_Gather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, 0,
+                         comm.get()));
+    if (rank == 0 && size <= 16)
+      for (int r = 0; r < size; ++r)
+        say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
+    if (plan.present)
+      say("plan: global batch " + std::to_string(spec.batch_size) + ", lr " +
+          std::to_string(spec.optimizer.lr) + (plan.gpus && plan.gpus != size
+                                                   ? " (planned for " + std::to_string(plan.gpus) +
+                                                         " ranks, running on " +
+                                                         std::to_string(size) + ")"
+                                                   : ""));
   }
   if (step == 0)
     say("training " + spec.name + " on " + std::to_string(size) + " rank(s), " +

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages DLH needs. Idempotent: when every package is
 # already installed it only runs dpkg-query and exits in well under a second.
 #
-#   install-deps.sh [build|demo|bench|all]   (default: build = build + make check)
+#   install-deps.sh [build|demo|bench|all]   (default: build = build + make check, which
+#                                            runs a real local Slurm cluster)
 set -euo pipefail
 
 profile=${1:-build}
@@ -21,9 +22,9 @@ slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules)
 bench_pkgs=(python3-torch)
 
 case "$profile" in
-  build) want=("${build_pkgs[@]}") ;;
+  build) want=("${build_pkgs[@]}" "${slurm_pkgs[@]}") ;;
   demo)  want=("${build_pkgs[@]}" "${slurm_pkgs[@]}") ;;
-  bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  bench) want=("${build_pkgs[@]}" "${slurm_pkgs[@]}" "${bench_pkgs[@]}") ;;
   all)   want=("${build_pkgs[@]}" "${slurm_pkgs[@]}" "${bench_pkgs[@]}") ;;
   *) echo "install-deps.sh: unknown profile '$profile' (build|demo|bench|all)" >&2; exit 2 ;;
 esac

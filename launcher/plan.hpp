@@ -1,0 +1,28 @@
+// DLH — the plan a job was given (`DLH_PLAN`, written by the SPANK plugin or by
+// `dlh-estimate recommend --json`), as far as the launcher uses it: the global batch, the
+// learning rate for it and its warm-up. The plan format is documented in README ("Plan").
+#pragma once
+
+#include <string>
+
+#include "common/spec.hpp"
+
+namespace dlh {
+
+struct LaunchPlan {
+  bool present = false;
+  int64_t global_batch = 0;
+  double lr = 0;
+  double warmup_epochs = 0;
+  int gpus = 0;          // ranks the plan was made for
+  std::string summary;   // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
+};
+
+// Parses plan JSON; `origin` names it in errors ("DLH_PLAN: global_batch: must be a positive
+// integer"). Throws UsageError.
+LaunchPlan ParsePlan(const std::string& json_text, const std::string& origin);
+
+// Applies the plan to the spec: global batch, learning rate, warm-up.
+void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec);
+
+}  // namespace dlh

@@ -1,0 +1,85 @@
+// binding_test - Unit tests for launcher/binding.cpp and launcher/plan.cpp
+#include "launcher/binding.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "common/error.hpp"
+#include "launcher/plan.hpp"
+
+namespace dlh {
+namespace {
+
+std::function<const char*(const char*)> Env(std::map<std::string, std::string> vars) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [shared](const char* name) -> const char* {
+    auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(BindingTest, SlurmLocalIdPicksItsGpu) {
+  Binding b = BindRank(Env({{"SLURM_LOCALID", "1"}, {"CUDA_VISIBLE_DEVICES", "2,3"}}), 0);
+  EXPECT_EQ(b.local_rank, 1);
+  EXPECT_EQ(b.local_rank_source, "SLURM_LOCALID");
+  EXPECT_EQ(b.device, 1);
+  EXPECT_EQ(b.describe(), "local rank 1 (SLURM_LOCALID), GPU 3 of CUDA_VISIBLE_DEVICES=2,3");
+}
+
+TEST(BindingTest, OneVisibleGpuPerTask) {
+  Binding b = BindRank(Env({{"SLURM_LOCALID", "3"}, {"CUDA_VISIBLE_DEVICES", "3"}}), 0);
+  EXPECT_EQ(b.device, 0);
+}
+
+TEST(BindingTest, MpirunLocalRankAndNoGpu) {
+  Binding b = BindRank(Env({{"OMPI_COMM_WORLD_LOCAL_RANK", "2"}}), 7);
+  EXPECT_EQ(b.local_rank, 2);
+  EXPECT_EQ(b.device, -1);
+  EXPECT_EQ(b.describe(), "local rank 2 (OMPI_COMM_WORLD_LOCAL_RANK), no GPU");
+  Binding c = BindRank(Env({{"SLURM_LOCALID", "x"}}), 5);
+  EXPECT_EQ(c.local_rank, 5);
+  EXPECT_EQ(c.local_rank_source, "node communicator");
+}
+
+TEST(BindingTest, MoreRanksThanGpusIsAnError) {
+  EXPECT_THROW(BindRank(Env({{"SLURM_LOCALID", "2"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}), 0),
+               UsageError);
+}
+
+TEST(PlanTest, ParsesAndApplies) {
+  LaunchPlan p = ParsePlan(
+      R"({"format_version":1,"global_batch":256,"lr":0.1,"warmup_epochs":2,
+          "allocation":{"gpus":4},"why":"least energy"})",
+      "DLH_PLAN");
+  EXPECT_EQ(p.global_batch, 256);
+  EXPECT_EQ(p.gpus, 4);
+  TrainSpec s;
+  s.epochs = 1;
+  s.batch_size = 128;
+  ApplyPlan(p, &s);
+  EXPECT_EQ(s.batch_size, 256);
+  EXPECT_DOUBLE_EQ(s.optimizer.lr, 0.1);
+  EXPECT_DOUBLE_EQ(s.schedule.warmup_epochs, 1);  // capped at the epochs
+}
+
+TEST(PlanTest, BadPlansNameTheField) {
+  auto msg = [](const std::string& text) {
+    try {
+      ParsePlan(text, "DLH_PLAN");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(msg("{"), "DLH_PLAN: not valid JSON: parse error at line 1, column 2: syntax error "
+                      "while parsing object key - unexpected end of input; expected string literal");
+  EXPECT_EQ(msg(R"({"format_version":2})"), "DLH_PLAN: format_version: must be 1");
+  EXPECT_EQ(msg(R"({"format_version":1,"global_batch":-4,"lr":1})"),
+            "DLH_PLAN: global_batch: must be a positive integer, got -4");
+  EXPECT_EQ(msg(R"({"format_version":1,"global_batch":4,"lr":"x"})"),
+            "DLH_PLAN: lr: must be a positive number, got \"x\"");
+}
+
+}  // namespace
+}  // namespace dlh
