@@ -397,7 +397,9 @@ int Recommend(const std::vector<std::string>& args) {
         "weak scaling: this batch per GPU, global batch and lr grow with the GPUs (0: keep the spec's global batch)")
     ("margin", po::value<double>()->default_value(0.10), "safety margin on predicted time")
     ("top", po::value<int>()->default_value(5), "rows in the table")
-    ("json", "print the plan as JSON only");
+    ("json", "print the plan as JSON only")
+    ("slurm", "print key=value lines for share/slurm/job_submit.lua: gres, nodes, "
+        "ntasks_per_node, time_minutes, feasible, summary, plan (compact JSON)");
   // clang-format on
   po::variables_map vm;
   if (!Parse("recommend", args, d, {"SPEC"}, vm)) return kExitOk;
@@ -437,6 +439,17 @@ int Recommend(const std::vector<std::string>& args) {
   nlohmann::json plan = PlanJson(job, rec, chosen);
   if (vm.count("json")) {
     WriteJson(plan);
+    return rec.feasible ? kExitOk : kExitInfeasible;
+  }
+  if (vm.count("slurm")) {
+    // One job request cannot ask for two GPU types in Slurm 22.05 (that is a hetjob).
+    if (chosen.parts.size() != 1)
+      throw UsageError("--slurm: the plan mixes GPU types; drop --mixed");
+    const Part& p = chosen.parts.front();
+    std::printf("gres=gpu:%s:%d\nnodes=%d\nntasks_per_node=%d\ntime_minutes=%lld\nfeasible=%s\n",
+                p.gpu.c_str(), p.gpus_per_node, p.nodes, p.gpus_per_node,
+                (long long)(plan["time_limit_s"].get<double>() / 60), rec.feasible ? "yes" : "no");
+    std::printf("summary=%s\nplan=%s\n", chosen.why.c_str(), plan.dump().c_str());
     return rec.feasible ? kExitOk : kExitInfeasible;
   }
   std::printf("%s: %lld samples x %d epochs, global batch %d, deadline %s, objective %s\n",
