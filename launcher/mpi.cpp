@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 namespace dlh {
 namespace mpi {
 
@@ -60,6 +62,8 @@ Comm SplitShared(const Comm& parent) {
 }
 
 std::string Hostname() {
+  // Slurm's node name first: several virtual nodes (slurmd -N) may share one host.
+  if (const char* node = std::getenv("SLURMD_NODENAME"); node && *node) return node;
   char name[256] = {0};
   gethostname(name, sizeof name - 1);
   return name;

@@ -48,7 +48,7 @@ class Comm {
 // The ranks of `parent` that share this node's memory.
 Comm SplitShared(const Comm& parent);
 
-std::string Hostname();
+std::string Hostname();  // SLURMD_NODENAME under Slurm, else gethostname()
 // rank 0's string on every rank.
 std::string BroadcastString(MPI_Comm comm, const std::string& value);
 
