@@ -1,19 +1,59 @@
 #!/bin/bash
-# make demo: import Fashion-MNIST, train the example CNN data-parallel on 2 MPI ranks,
-# show progress, and print the final test accuracy and checkpoint.
-#   demo.sh BINDIR WORKDIR [EPOCHS]
+# make demo: a real local Slurm cluster (two virtual nodes with fake GPUs of two types),
+# `sbatch --dlh-auto` choosing the allocation for a deadline, training Fashion-MNIST with
+# `srun --mpi=pmix dlh-launch` as the job, its progress followed live, the final accuracy and
+# checkpoint printed, and the cluster stopped.
+#   demo.sh BUILDDIR [EPOCHS]
 set -euo pipefail
-bindir=$1 work=$2 epochs=${3:-}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "$1" && pwd) epochs=${2:-}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$build/demo
+plugin=$build/lib/spank_dlh.so
+export PATH="$build/bin:$PATH"
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN)_' || true)
+
 mkdir -p "$work"
-if [[ ! -s "$work/fashion-mnist.h5" ]]; then
-  "$bindir/dlh-data" import-fashion-mnist --out "$work/fashion-mnist.h5"
-fi
-args=()
-[[ -n "$epochs" ]] && args+=(--epochs "$epochs")
-echo "== mpirun -np 2 dlh-launch train share/examples/fashion-mnist.json (run folder $work/run)"
-mpirun -np 2 "$bindir/dlh-launch" train "$here/fashion-mnist.json" --data "$work/fashion-mnist.h5" \
-  --run-dir "$work/run" "${args[@]}"
-echo "== summary ($work/run/summary.json)"
-cat "$work/run/summary.json"
+cluster=$(mktemp -d /tmp/dlh-demo-XXXXXX)  # short: Slurm's pmix socket paths are limited
+trap '"$root/share/slurm/stop-cluster.sh" "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"' EXIT
+
+echo "== 1. data: Debian's dataset-fashion-mnist -> $work/fashion-mnist.h5"
+[[ -s $work/fashion-mnist.h5 ]] || dlh-data import-fashion-mnist --out "$work/fashion-mnist.h5"
+
+echo "== 2. a local Slurm cluster with spank_dlh.so in plugstack.conf"
+SLURM_TEST_PLUGSTACK="required $plugin cluster=$root/share/cluster/local.json" \
+  "$root/share/slurm/start-cluster.sh" "$cluster"
+# shellcheck disable=SC1091
+source "$cluster/env.sh"
+sinfo -N -o '   %N %T %G'
+
+echo "== 3. sbatch --dlh-auto: DLH picks GPUs, nodes, tasks and time limit for a 30 min deadline"
+auto="deadline=30m,spec=$root/share/examples/fashion-mnist.json,samples=60000"
+[[ -n $epochs ]] && auto+=",epochs=$epochs" && export DLH_TRAIN_ARGS="--epochs $epochs"
+rm -rf "$work/run"
+export DLH_SPEC=$root/share/examples/fashion-mnist.json DLH_DATA=$work/fashion-mnist.h5 DLH_RUN_DIR=$work/run
+cd "$work"
+echo "   \$ sbatch --dlh-auto=$auto share/examples/train.sbatch"
+job=$(sbatch --parsable --dlh-auto="$auto" -o "$work/job.out" "$root/share/examples/train.sbatch")
+scontrol show job "$job" | grep -E 'NumNodes|TimeLimit|TresPerNode' | sed 's/^ */   /'
+
+echo "== 4. the job (output $work/job.out)"
+touch "$work/job.out"
+tail -n +1 -f "$work/job.out" &
+tailer=$!
+while :; do
+  s=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+  case $s in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL) break ;; esac
+  sleep 1
+done
+sleep 1
+kill "$tailer" 2>/dev/null || true
+[[ $s == COMPLETED ]] || { echo "demo: job $job ended $s"; exit 1; }
+
+echo "== 5. result"
+python3 - "$work/run/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"   final test accuracy {100 * s['test_accuracy']:.2f}% after {s['steps']} steps on "
+      f"{s['ranks']} ranks, {s['train_seconds']:.0f} s of training")
+print(f"   checkpoint: {s['last_checkpoint']}")
+PY
