@@ -46,6 +46,7 @@ all:
 include common/module.mk
 include launcher/module.mk
 include estimator/module.mk
+include plugin/module.mk
 include tests/module.mk
 
 $(OBJDIR)/%.o: %.cpp
@@ -65,7 +66,7 @@ deps:
 # Makefile in a sub-make so that pkg-config sees the freshly installed packages.
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests
-	$(Q)$(MAKE) --no-print-directory check-unit check-mpi check-scripts
+	$(Q)$(MAKE) --no-print-directory check-unit check-abi check-mpi check-scripts check-slurm
 
 # make demo: README's first command. Trains the Fashion-MNIST example on 2 MPI ranks
 # (DEMO_EPOCHS=N for a shorter run). A run already in $(BUILDDIR)/demo is resumed.
@@ -73,7 +74,7 @@ DEMO_EPOCHS ?=
 demo:
 	@bash share/setup/install-deps.sh demo
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
-	$(Q)bash share/examples/demo.sh $(BINDIR) $(BUILDDIR)/demo $(DEMO_EPOCHS)
+	$(Q)bash share/examples/demo.sh $(BUILDDIR) $(DEMO_EPOCHS)
 
 # make bench: side-by-side measurements, rewrites BENCHMARKS.md (share/bench/bench.sh).
 bench:

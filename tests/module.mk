@@ -6,7 +6,7 @@ MPI_TEST_SRCS := $(wildcard tests/mpi/*_mpitest.cpp) tests/mpi/mpi_main.cpp
 MPI_TEST_BIN := $(BINDIR)/mpi_tests
 GTEST_LIBS := $(shell $(PKG_CONFIG) --libs gtest 2>/dev/null || echo -lgtest)
 
-$(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
+$(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
     $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
@@ -22,7 +22,8 @@ MPIRUN ?= mpirun
 MPIRUN_ENV := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 
-tests: $(UNIT_BIN) $(MPI_TEST_BIN) $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate
+tests: $(UNIT_BIN) $(MPI_TEST_BIN) $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate \
+    $(PLUGIN_SO)
 
 check-unit: $(UNIT_BIN)
 	$(Q)$(UNIT_BIN) --gtest_brief=1
@@ -35,4 +36,10 @@ check-scripts: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate
 	$(Q)for t in tests/scripts/*.sh; do echo "== $$t"; \
 	  BINDIR=$(BINDIR) bash $$t || { echo "FAILED: $$t"; exit 1; }; done
 
-.PHONY: tests check-unit check-mpi check-scripts
+# tests/slurm/: on a real local Slurm cluster (share/slurm/start-cluster.sh; needs root,
+# slurm-wlm and munge: install-deps.sh demo). Not part of `make check`.
+check-slurm: $(PLUGIN_SO) $(BINDIR)/dlh-launch $(BINDIR)/dlh-estimate
+	$(Q)for t in tests/slurm/*.sh; do echo "== $$t"; \
+	  BINDIR=$(BINDIR) bash $$t || { echo "FAILED: $$t"; exit 1; }; done
+
+.PHONY: tests check-unit check-mpi check-scripts check-slurm

@@ -17,6 +17,7 @@ build_pkgs=(
   nlohmann-json3-dev
   libopenblas-dev libeigen3-dev
   dataset-fashion-mnist
+  libslurm-dev
 )
 slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules)
 bench_pkgs=(python3-torch)

@@ -36,9 +36,11 @@ local KEYS = {deadline = "--deadline", samples = "--samples", epochs = "--epochs
               ["per-gpu-batch"] = "--per-gpu-batch", types = "--types"}
 
 -- "spec=train.json,samples=60000,deadline=2h" -> the dlh-estimate command, or nil + error.
-local function estimate_command(value, work_dir)
+local function estimate_command(value, job_desc)
+  local work_dir = job_desc.work_dir
   local spec = os.getenv("DLH_SPEC")
   local args = {}
+  local has_deadline = false
   if value ~= "(null)" and value ~= "" then
     for item in value:gmatch("[^,]+") do
       local key, val = item:match("^([%w%-]+)=(.*)$")
@@ -51,6 +53,7 @@ local function estimate_command(value, work_dir)
         spec = val
       elseif KEYS[key] ~= nil then
         if key == "types" then val = val:gsub(":", ","):gsub("%+", ",") end
+        if key == "deadline" then has_deadline = true end
         args[#args + 1] = KEYS[key] .. " " .. shell_quote(val)
       else
         return nil, "--dlh-auto: unknown key '" .. key .. "'"
@@ -58,19 +61,22 @@ local function estimate_command(value, work_dir)
     end
   end
   if spec == nil then return nil, "--dlh-auto: spec=FILE is required" end
+  -- What the user fixed shapes the plan: a GPU type in --gres, a --time without deadline=.
+  local gpu_type = tostring(job_desc.tres_per_node or ""):match("gpu:([%w_%-%.]+):%d")
+  if gpu_type ~= nil then args[#args + 1] = "--types " .. shell_quote(gpu_type) end
+  if not has_deadline and job_desc.time_limit ~= slurm.NO_VAL and job_desc.time_limit ~= nil then
+    args[#args + 1] = "--deadline " .. tostring(job_desc.time_limit) .. "m"
+  end
   if spec:sub(1, 1) ~= "/" and work_dir ~= nil then spec = work_dir .. "/" .. spec end
   if CLUSTER == nil then return nil, "DLH_CLUSTER is not set for slurmctld" end
   return shell_quote(ESTIMATE) .. " recommend " .. shell_quote(spec) .. " --cluster " ..
          shell_quote(CLUSTER) .. " --slurm " .. table.concat(args, " ") .. " 2>&1"
 end
 
-function slurm_job_submit(job_desc, part_list, submit_uid)
-  local value = dlh_auto_value(job_desc)
-  if value == nil then return slurm.SUCCESS end  -- not a --dlh-auto job: untouched
-
-  local cmd, err = estimate_command(value, job_desc.work_dir)
+local function plan_job(job_desc, value)
+  local cmd, err = estimate_command(value, job_desc)
   if cmd == nil then
-    slurm.log_user("dlh: " .. err)
+    slurm.log_user("%s", "dlh: " .. err)
     return slurm.ERROR
   end
   local pipe = io.popen(cmd)
@@ -83,7 +89,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   end
   if plan.feasible ~= "yes" then
     local why = plan.summary or out:gsub("\n", " ")
-    slurm.log_user("dlh: " .. why)
+    slurm.log_user("%s", "dlh: " .. why)
     return slurm.ERROR
   end
 
@@ -102,9 +108,20 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   end
   if job_desc.time_limit == slurm.NO_VAL then job_desc.time_limit = tonumber(plan.time_minutes) end
   local ok = pcall(function() job_desc.environment.DLH_PLAN = plan.plan end)
-  if not ok then slurm.log_info("dlh: could not export DLH_PLAN to the job") end
-  slurm.log_user("dlh: " .. (plan.summary or "plan applied"))
+  if not ok then slurm.log_info("%s", "dlh: could not export DLH_PLAN to the job") end
+  slurm.log_user("%s", "dlh: " .. (plan.summary or "plan applied"))
   return slurm.SUCCESS
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  local value = dlh_auto_value(job_desc)
+  if value == nil then return slurm.SUCCESS end  -- not a --dlh-auto job: untouched
+  -- Slurm accepts a job whose script raised an error; a --dlh-auto job must not go through
+  -- unplanned, so errors refuse it (fail closed).
+  local ok, rc = pcall(plan_job, job_desc, value)
+  if ok then return rc end
+  slurm.log_user("%s", "dlh: job_submit.lua failed: " .. tostring(rc))
+  return slurm.ERROR
 end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)

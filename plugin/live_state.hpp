@@ -1,0 +1,49 @@
+// DLH SPANK plugin — which nodes are free now, from Slurm, overlaid onto the cluster
+// description (NodeType::available).
+//
+// A node counts as free for a node type when it carries GPUs of the node type's GPU (GRES)
+// type, none of them is in use (gres_used), and it is idle or mixed (some CPUs free);
+// down, drained, failing, powered-down, reserved and fully allocated nodes are not free.
+// When several node types share a GPU type, a node also needs their gpus_per_node.
+//
+// The parsing and counting are pure (unit-tested). LoadLiveNodes talks to slurmctld through
+// slurm_load_node(), resolved with dlsym(RTLD_DEFAULT): the plugin runs inside sbatch/salloc/
+// srun, which have libslurmfull loaded, so the .so needs no link to a Slurm library (two
+// copies of Slurm's internals in one process would not share slurm_conf).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimator/cluster.hpp"
+
+namespace dlh::plugin {
+
+struct LiveNode {
+  std::string name;
+  std::string state;      // idle, mixed, alloc, down, drain, reserved, unknown
+  std::string gres;       // e.g. "gpu:a100:4(S:0-1)"
+  std::string gres_used;  // e.g. "gpu:a100:2(IDX:0,2)"
+};
+
+struct GresItem {
+  std::string name;  // "gpu"
+  std::string type;  // "a100", "" when untyped
+  int64_t count = 0;
+  bool count_given = false;  // false: no count written, `count` is the implied 1
+};
+
+// Parses a GRES list as Slurm prints it: items separated by ',' outside parentheses, each
+// name[:type][:count][(details)], count 1 when missing; "(null)" and "" give nothing.
+std::vector<GresItem> ParseGres(const std::string& text);
+
+// Sets node_types[i].available from the nodes (never above node_types[i].nodes) and returns
+// a note such as "free now: node-alpha 1/1, node-beta 0/1".
+std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes);
+
+// Reads every node from slurmctld. False with `error` set ("slurm_load_node not available
+// in this process", or Slurm's error string) when the state cannot be read.
+bool LoadLiveNodes(std::vector<LiveNode>* nodes, std::string* error);
+
+}  // namespace dlh::plugin

@@ -1,0 +1,393 @@
+// DLH SPANK plugin — planning and the mapping to Slurm options (see plan.hpp).
+#include "plugin/plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/duration.hpp"
+#include "common/error.hpp"
+#include "common/spec.hpp"
+#include "estimator/features.hpp"
+
+namespace dlh::plugin {
+
+namespace {
+
+std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Printf(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+bool Digits(const std::string& s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+int SmallInt(const std::string& s) {  // 0 when not a plain number that fits
+  if (!Digits(s) || s.size() > 9) return 0;
+  return std::atoi(s.c_str());
+}
+
+std::string Plural(long n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// "gpu:a100:2" / "gpu:2" / "gpu:a100" / "gpu" in a GRES list; 22.05 prefixes every item
+// with "gres:" ("gres:mps:100,gres:gpu:a100:2").
+void NoteGres(UserRequest& r, const std::string& value) {
+  std::string v = value;
+  for (size_t at = 0; (at = v.find("gres:", at)) != std::string::npos;) {
+    if (at == 0 || v[at - 1] == ',')
+      v.erase(at, 5);
+    else
+      at += 5;
+  }
+  for (const GresItem& g : ParseGres(v)) {
+    if (g.name != "gpu") continue;
+    if (!g.type.empty()) r.gpu_type = g.type;
+    if (g.count_given) r.gpus_per_node = int(g.count);
+  }
+}
+
+// "a100:2" / "2" / "a100" (--gpus, --gpus-per-node, --gpus-per-task): type and count.
+void TypeAndCount(const std::string& value, std::string* type, int* count) {
+  const std::string first = value.substr(0, value.find(','));
+  const size_t colon = first.rfind(':');
+  const std::string last = colon == std::string::npos ? first : first.substr(colon + 1);
+  if (Digits(last)) {
+    *count = SmallInt(last);
+    if (colon != std::string::npos) {
+      std::string t = first.substr(0, colon);
+      if (t.rfind("gpu:", 0) == 0) t = t.substr(4);
+      *type = t;
+    }
+  } else {
+    *type = first.rfind("gpu:", 0) == 0 ? first.substr(4) : first;
+  }
+}
+
+bool Matches(const Allocation& a, const UserRequest& u) {
+  if (a.parts.size() != 1) return u.gpu_type.empty() && !u.gpus_per_node && !u.nodes;
+  const Part& p = a.parts[0];
+  if (!u.gpu_type.empty() && p.gpu != u.gpu_type) return false;
+  if (u.gpus_per_node && p.gpus_per_node != u.gpus_per_node) return false;
+  if (u.gpus_total && a.gpus != u.gpus_total) return false;
+  if (u.nodes && a.nodes != u.nodes) return false;
+  return true;
+}
+
+std::string UserConstraintText(const UserRequest& u) {
+  std::string s;
+  auto add = [&](const std::string& t) { s += (s.empty() ? "" : " ") + t; };
+  if (!u.gpu_type.empty() || u.gpus_per_node)
+    add("--gres=gpu:" + (u.gpu_type.empty() ? std::string() : u.gpu_type + ":") +
+        (u.gpus_per_node ? std::to_string(u.gpus_per_node) : std::string("*")));
+  if (u.gpus_total) add("--gpus=" + std::to_string(u.gpus_total));
+  if (u.nodes) add("--nodes=" + std::to_string(u.nodes));
+  return s;
+}
+
+// The estimator's `why` without its trailing "(14.7 kJ, 3m23s)": the numbers are in the
+// summary already.
+std::string ShortWhy(const std::string& why) {
+  const size_t open = why.rfind(" (");
+  return open != std::string::npos && !why.empty() && why.back() == ')' ? why.substr(0, open) : why;
+}
+
+}  // namespace
+
+void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value) {
+  auto same = [&](const std::pair<std::string, std::string>& g) { return g.first == name; };
+  r.given.erase(std::remove_if(r.given.begin(), r.given.end(), same), r.given.end());
+  r.given.emplace_back(name, value);
+  if (name == "gres") {
+    r.gpus_set = true;
+    NoteGres(r, value);
+  } else if (name == "gpus" || name == "gpus-per-node" || name == "gpus-per-task") {
+    r.gpus_set = true;
+    std::string type;
+    int count = 0;
+    TypeAndCount(value, &type, &count);
+    if (!type.empty()) r.gpu_type = type;
+    if (name == "gpus-per-node" && count) r.gpus_per_node = count;
+    if (name == "gpus" && count) r.gpus_total = count;
+  } else if (name == "nodes") {
+    r.nodes_set = true;
+    r.nodes = 0;
+    const size_t dash = value.find('-');
+    if (dash == std::string::npos) {
+      r.nodes = SmallInt(value);
+    } else if (value.substr(0, dash) == value.substr(dash + 1)) {
+      r.nodes = SmallInt(value.substr(0, dash));
+    }
+  } else if (name == "ntasks") {
+    r.ntasks_set = true;
+  } else if (name == "ntasks-per-node") {
+    r.ntasks_per_node_set = true;
+  } else if (name == "time") {
+    r.time_set = true;
+    r.time_text = value;
+    r.time_s = 0;
+    if (value != "UNLIMITED" && value != "INFINITE" && value != "infinite" && !value.empty()) {
+      try {
+        // Slurm's bare number means minutes.
+        r.time_s = Digits(value) ? 60.0 * std::atof(value.c_str()) : ParseDuration(value, "--time");
+      } catch (const Error&) {
+        r.time_s = 0;
+      }
+    }
+  }
+}
+
+Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
+  const AutoOptions& o = in.options;
+  Job job;
+  std::string spec = o.spec ? *o.spec : in.env_spec;
+  if (spec.empty())
+    throw UsageError("--dlh-auto: spec: required (spec=FILE, or DLH_SPEC in the environment)");
+  std::filesystem::path path(spec);
+  if (path.is_relative() && !in.cwd.empty()) path = std::filesystem::path(in.cwd) / path;
+  job.spec = LoadSpec(path.lexically_normal().string());
+  job.features = ComputeFeatures(job.spec);
+
+  if (o.samples) {
+    job.samples = *o.samples;
+  } else if (!in.env_samples.empty()) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(in.env_samples.c_str(), &end, 10);
+    if (!Digits(in.env_samples) || errno == ERANGE || v <= 0)
+      throw UsageError("DLH_SAMPLES: must be a positive integer, got '" + in.env_samples + "'");
+    job.samples = v;
+  } else {
+    throw UsageError(
+        "--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment)");
+  }
+  job.epochs = o.epochs ? *o.epochs : job.spec.epochs;
+  if (o.deadline) {
+    job.deadline_s = o.deadline_s;
+  } else if (in.user.time_set && in.user.time_s > 0) {
+    job.deadline_s = in.user.time_s;
+  } else {
+    job.deadline_s = in.config.default_deadline_s;
+  }
+  job.objective = ParseObjective(o.objective ? *o.objective : "energy");
+  job.max_gpus = o.max_gpus ? *o.max_gpus : 0;
+  if (in.config.max_gpus > 0 && (job.max_gpus == 0 || in.config.max_gpus < job.max_gpus))
+    job.max_gpus = in.config.max_gpus;
+  const bool dry_run = o.dry_run && *o.dry_run;
+  if (o.mixed && *o.mixed && !dry_run)
+    throw UsageError(
+        "--dlh-auto: mixed: a job on two GPU types needs a heterogeneous Slurm job, which the "
+        "plugin cannot request; add dry-run to see the mix, or use dlh-estimate recommend "
+        "--mixed and submit the components yourself");
+  job.allow_mixed = o.mixed && *o.mixed && dry_run && in.user.gpu_type.empty();
+  job.per_gpu_batch = o.per_gpu_batch ? *o.per_gpu_batch : 0;
+  job.margin = in.config.margin;
+  job.startup_s = in.config.startup_s;
+  job.top = 5;
+
+  if (o.types) {
+    for (const std::string& t : *o.types)
+      if (!cluster.gpu(t))
+        throw UsageError("--dlh-auto: types: the cluster description " + in.config.cluster +
+                         " has no GPU type '" + t + "'");
+    job.allowed_types = *o.types;
+  }
+  if (!in.user.gpu_type.empty()) {
+    const std::string& t = in.user.gpu_type;
+    if (!cluster.gpu(t))
+      throw UsageError("--gres: GPU type '" + t + "' is not in the cluster description " +
+                       in.config.cluster);
+    if (o.types && std::find(o.types->begin(), o.types->end(), t) == o.types->end())
+      throw UsageError("--dlh-auto: types: does not include " + t +
+                       ", the GPU type your --gres/--gpus asks for");
+    job.allowed_types = {t};
+  }
+  // Choosing among allocations that match the user's node or GPU count needs all of them.
+  if (in.user.gpus_per_node || in.user.gpus_total || in.user.nodes) job.top = 0;
+  return job;
+}
+
+PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
+                     const std::vector<LiveNode>& live, const std::string& live_error) {
+  PlanOutcome out;
+  out.user = in.user;
+  out.job = BuildJob(in, cluster);
+  const Job& job = out.job;
+  if (in.options.deadline)
+    out.deadline_text = *in.options.deadline;
+  else if (job.deadline_s > 0 && in.user.time_set && in.user.time_s > 0)
+    out.deadline_text = in.user.time_text + " (your --time)";
+  else if (job.deadline_s > 0)
+    out.deadline_text = in.config.default_deadline;
+  else
+    out.deadline_text = "none";
+
+  // Live availability first; when nothing free now meets the deadline, plan on all nodes.
+  bool have_rec = false;
+  if (live_error.empty()) {
+    Cluster now = cluster;
+    out.live_note = OverlayAvailability(now, live);
+    try {
+      out.rec = Recommend(job, now);
+      have_rec = out.rec.feasible;
+    } catch (const EstimateError&) {  // no free node at all: plan on all nodes below
+    }
+    if (!have_rec)
+      out.fallback_note = "nothing free now meets the deadline: planned on all nodes (may wait)";
+  } else {
+    out.live_note = "live node state unknown (" + live_error + ")";
+    out.fallback_note = out.live_note + ": planned on all nodes";
+  }
+  if (!have_rec) out.rec = Recommend(job, cluster);
+
+  const Recommendation& rec = out.rec;
+  if (!rec.feasible) {
+    out.chosen = rec.fastest;
+    out.feasible = false;
+  } else {
+    out.feasible = true;
+    out.chosen = rec.ranked.front();
+    auto it = std::find_if(rec.ranked.begin(), rec.ranked.end(),
+                           [&](const Allocation& a) { return Matches(a, in.user); });
+    if (it == rec.ranked.end()) {
+      out.choice_note = "no allocation meeting the deadline matches your " +
+                        UserConstraintText(in.user) + "; DLH_PLAN describes the best one";
+    } else if (it != rec.ranked.begin()) {
+      out.chosen = *it;
+      out.choice_note = "the best matching your " + UserConstraintText(in.user) +
+                        " (against the overall best: " + it->why + ")";
+    }
+  }
+  out.plan = PlanJson(job, rec, out.chosen);
+  out.time_limit = out.plan["time_limit"].get<std::string>();
+  if (out.chosen.parts.size() == 1)
+    out.settings = SlurmSettings(out.chosen, out.time_limit, in.user);
+  return out;
+}
+
+std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& time_limit,
+                                        const UserRequest& user) {
+  if (a.parts.size() != 1)
+    throw UsageError("--dlh-auto: a plan on " + std::to_string(a.parts.size()) +
+                     " GPU types cannot be requested as one Slurm job (use a heterogeneous job)");
+  const Part& p = a.parts[0];
+  return {
+      {"gres", "gpu:" + p.gpu + ":" + std::to_string(p.gpus_per_node), !user.gpus_set},
+      {"nodes", std::to_string(p.nodes), !user.nodes_set},
+      {"ntasks-per-node", std::to_string(p.gpus_per_node),
+       !user.ntasks_set && !user.ntasks_per_node_set},
+      {"time", time_limit, !user.time_set},
+  };
+}
+
+std::string AllocationText(const Allocation& a) {
+  std::string s;
+  for (const Part& p : a.parts)
+    s += (s.empty() ? "" : " + ") + std::to_string(p.nodes) + " x " +
+         std::to_string(p.gpus_per_node) + " " + p.gpu;
+  return s;
+}
+
+std::string EnergyText(double j) {
+  if (j < 1e3) return Printf("%.0f J", j);
+  if (j < 1e6) return Printf("%.1f kJ", j / 1e3);
+  if (j < 1e9) return Printf("%.1f MJ", j / 1e6);
+  return Printf("%.2f GJ", j / 1e9);
+}
+
+std::string SummaryLine(const PlanOutcome& p) {
+  const Allocation& a = p.chosen;
+  std::string s = "dlh: ";
+  for (size_t i = 0; i < a.parts.size(); ++i) {
+    const Part& part = a.parts[i];
+    s += (i ? " + " : "") + Plural(part.nodes, "node", "nodes") + " x " +
+         std::to_string(part.gpus_per_node) + " " + part.gpu + " GPU" +
+         (part.gpus_per_node == 1 ? "" : "s");
+  }
+  int tasks = 0;
+  for (const Part& part : a.parts) tasks += part.nodes * part.gpus_per_node;
+  s += ", " + Plural(tasks, "task", "tasks") + ", time " + p.time_limit + ": predicted " +
+       HumanDuration(a.total_s) + ", " + EnergyText(a.energy_j) + ", deadline " + p.deadline_text +
+       " (" + ShortWhy(p.rec.ranked.empty() ? a.why : p.rec.ranked[0].why) + ")";
+  std::string kept;
+  for (const auto& [name, value] : p.user.given)
+    kept += (kept.empty() ? "" : " ") + std::string("--") + name + "=" + value;
+  if (!kept.empty()) s += "; yours kept: " + kept;
+  if (!p.choice_note.empty()) s += "; " + p.choice_note;
+  if (!p.fallback_note.empty()) s += "; " + p.fallback_note;
+  return s;
+}
+
+std::string InfeasibleMessage(const PlanOutcome& p) {
+  const Recommendation& r = p.rec;
+  return "dlh: no allocation meets the " + p.deadline_text + " deadline; the fastest, " +
+         AllocationText(r.fastest) + ", needs " +
+         HumanDuration(r.fastest.total_s * (1 + p.job.margin)) + " with the " +
+         Printf("%.0f", p.job.margin * 100) + "% margin (" + HumanDuration(r.fastest.total_s) +
+         " predicted)";
+}
+
+std::string DryRunReport(const PlanOutcome& p, int top) {
+  const Job& job = p.job;
+  const Recommendation& rec = p.rec;
+  std::string s = "dlh: dry run, nothing submitted\n";
+  s += Printf("%s: %lld samples x %d epochs, global batch %d, deadline %s, objective %s\n",
+              job.spec.origin.c_str(), static_cast<long long>(job.samples), job.epochs,
+              job.spec.batch_size, p.deadline_text.c_str(), ObjectiveName(job.objective));
+  for (const auto& [gpu, speed] : rec.speeds)
+    s += Printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(), speed.source.c_str(),
+                speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
+  if (p.fallback_note.rfind(p.live_note, 0) == 0)  // "live node state unknown (...): ..."
+    s += p.fallback_note + "\n";
+  else
+    s += p.live_note + (p.fallback_note.empty() ? "" : "; " + p.fallback_note) + "\n";
+  s += Printf("%d allocations considered\n\n", rec.candidates);
+  auto row = [&](int rank, const Allocation& a) {
+    std::string what;
+    for (const Part& part : a.parts)
+      what += (what.empty() ? "" : " + ") + std::to_string(part.nodes) + "x" +
+              std::to_string(part.gpus_per_node) + " " + part.gpu + " (b" +
+              std::to_string(part.per_gpu_batch) + ")";
+    s += Printf("%3d  %-34s %5d %9s %10.3f %9.1f %8.2f  ", rank, what.c_str(), a.gpus,
+                HumanDuration(a.total_s).c_str(), a.energy_j / 3.6e6, a.gpu_hours, a.step_s * 1e3) +
+         a.why + "\n";
+  };
+  s += Printf("%3s  %-34s %5s %9s %10s %9s %8s  %s\n", "#", "allocation (nodes x gpus, batch)",
+              "GPUs", "time", "energy kWh", "GPU-h", "step ms", "why");
+  if (!p.feasible) {
+    row(0, rec.fastest);
+    return s + "\n" + InfeasibleMessage(p) + "\n";
+  }
+  const int n = std::min<int>(top, int(rec.ranked.size()));
+  for (int i = 0; i < n; ++i) row(i + 1, rec.ranked[size_t(i)]);
+  s += "\nchosen: " + AllocationText(p.chosen) + ", " + ShortWhy(p.chosen.why) + "; time limit " +
+       p.time_limit + "\n";
+  if (!p.choice_note.empty()) s += "note: " + p.choice_note + "\n";
+  if (p.settings.empty()) {
+    s += "a mix of GPU types cannot be submitted by the plugin (one homogeneous request); "
+         "without mixed it plans on one type\n";
+    return s;
+  }
+  std::string opts, kept;
+  for (const SlurmSetting& st : p.settings)
+    if (st.apply) opts += " --" + st.name + "=" + st.value;
+  for (const auto& [name, value] : p.user.given) kept += " --" + name + "=" + value;
+  s += "sbatch would get:" + (opts.empty() ? std::string(" nothing") : opts) +
+       (kept.empty() ? std::string() : " (yours kept:" + kept + ")") + "\n";
+  return s;
+}
+
+}  // namespace dlh::plugin

@@ -1,0 +1,94 @@
+/* DLH SPANK plugin spank_dlh.so: `sbatch --dlh-auto[=deadline=3h,spec=FILE,...] job.sh`.
+ *
+ * This file is Slurm's C ABI and nothing else: SPANK_PLUGIN, the option, and the hooks,
+ * each forwarding to the facade (dlh_spank.h). It is C on purpose: in C++ the hooks would
+ * be mangled and SPANK_PLUGIN's `const` globals would have internal linkage
+ * (/work/shared/notes/slurm.md 3.1).
+ *
+ * Contexts: planning happens only in sbatch/salloc (S_CTX_ALLOCATOR) and in srun creating
+ * its own allocation (S_CTX_LOCAL without SLURM_JOB_ID). srun inside a job inherits
+ * --dlh-auto through the environment and must not plan again; slurmstepd (remote, root)
+ * only registers the option and never reads a user-controlled file. Errors in remote hooks
+ * would drain the node, so remote hooks always return 0. */
+#include <slurm/spank.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "plugin/dlh_spank.h"
+
+SPANK_PLUGIN(dlh, 1) /* expands to four definitions, each with its own ";" */
+
+static int dlh_auto_cb(int val, const char* optarg, int remote);
+
+/* Registered with spank_option_register() in slurm_spank_init: sbatch and salloc ignore a
+ * static spank_options table. has_arg 2: the value is optional. */
+static struct spank_option dlh_auto_option = {
+    .name = "dlh-auto",
+    .arginfo = "[key=value,...]",
+    .usage =
+        "Let DLH choose GPUs, nodes, tasks and time limit for a training job. Keys (',' "
+        "separated): deadline=3h, spec=FILE (default $DLH_SPEC), samples=N (default "
+        "$DLH_SAMPLES), epochs=N, objective=energy|time|gpu-hours, max-gpus=N, "
+        "types=T1:T2, per-gpu-batch=B, mixed, dry-run. Options you give yourself are kept.",
+    .has_arg = 2,
+    .val = 0,
+    .cb = dlh_auto_cb,
+};
+
+static int planning_context(void) {
+  spank_context_t ctx = spank_context();
+  if (ctx == S_CTX_ALLOCATOR) return 1;
+  return ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID") == NULL;
+}
+
+static void log_line(int level, const char* message) {
+  if (level == DLH_LOG_ERROR)
+    slurm_error("%s", message);
+  else
+    slurm_info("%s", message);
+}
+
+static int dlh_auto_cb(int val, const char* optarg, int remote) {
+  (void)val;
+  if (remote || !planning_context()) return 0;
+  return dlh_option(optarg, log_line) == DLH_OK ? 0 : -1;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  spank_context_t ctx = spank_context();
+  if (ctx != S_CTX_ALLOCATOR && ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE) return 0;
+  if (spank_option_register(sp, &dlh_auto_option) != ESPANK_SUCCESS) {
+    slurm_error("dlh: cannot register --dlh-auto");
+    return planning_context() ? -1 : 0;
+  }
+  if (planning_context()) dlh_configure(ac, av);
+  return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
+  (void)sp;
+  (void)ac;
+  (void)av;
+  if (!planning_context() || !dlh_requested()) return 0;
+  switch (dlh_allocator_post_opt(log_line)) {
+    case DLH_OK:
+      return 0;
+    case DLH_DRY_RUN:
+      /* The report is printed; end sbatch/salloc before anything is submitted. SPANK has
+       * no "stop, successfully" result: returning an error would make sbatch print an
+       * error and exit 1 for a dry run that did what was asked. */
+      fflush(stdout);
+      fflush(stderr);
+      exit(0);
+    default:
+      return -1;
+  }
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char** av) {
+  (void)sp;
+  (void)ac;
+  (void)av;
+  dlh_finish();
+  return 0;
+}

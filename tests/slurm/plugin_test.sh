@@ -1,0 +1,217 @@
+#!/bin/bash
+# spank_dlh.so on a real local Slurm cluster (share/slurm/start-cluster.sh: nodes alpha1 with
+# gpu:alpha:2 and beta1 with gpu:beta:2, share/cluster/local.json describing them).
+#
+# Checks: the .so exports only the SPANK symbols and links no MPI/HDF5/BLAS/CUDA/NCCL/Slurm
+# library; `sbatch --dlh-auto` (command line and #SBATCH) sets gres, nodes, ntasks-per-node
+# and time exactly as `dlh-estimate recommend --json` plans them; DLH_PLAN reaches the job
+# and srun steps inside it do not plan again; explicit user values (command line and
+# #SBATCH) are kept; salloc; live availability (alpha busy -> beta); bad values, unreadable
+# specs and impossible deadlines are refused with one line and nothing queued; a bad
+# plugstack line only affects --dlh-auto jobs; jobs without the option are untouched;
+# dry-run prints the table and submits nothing. Needs root, slurm-wlm and munge; ~30 s.
+# shellcheck source=tests/scripts/common.bash
+source "$(dirname "$0")/../scripts/common.bash"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+START=$ROOT/share/slurm/start-cluster.sh
+STOP=$ROOT/share/slurm/stop-cluster.sh
+SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
+SPEC=$ROOT/share/examples/fashion-mnist.json
+CLUSTER=$ROOT/share/cluster/local.json
+
+for b in munged slurmctld slurmd srun sbatch salloc sinfo scontrol squeue; do
+  PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null || { echo "  skip: '$b' is not installed"; exit 0; }
+done
+[[ $(id -u) -eq 0 ]] || { echo "  skip: the test cluster needs root"; exit 0; }
+[[ -f $SO ]] || fail "no $SO (build it: make plugin)"
+[[ -x $START ]] || [[ -f $START ]] || fail "no $START"
+
+# Not inside someone else's job, and no DLH defaults from the caller.
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN)_' || true)
+unset DLH_SPEC DLH_SAMPLES DLH_PLAN
+
+echo "the plugin file"
+nm -D --defined-only "$SO" | awk '{print $NF}' | LC_ALL=C sort >"$WORK/symbols.txt"
+diff -u "$ROOT/tests/abi/expected_symbols.txt" "$WORK/symbols.txt" || fail "exported symbols differ"
+check "exports exactly: $(tr '\n' ' ' <"$WORK/symbols.txt")"
+if ldd "$SO" | grep -Ei 'mpi|hdf5|blas|lapack|cuda|nccl|slurm|boost'; then
+  fail "$SO links a library it must not (above)"
+fi
+check "links only $(ldd "$SO" | awk '$1 ~ /^lib/ {print $1}' | tr '\n' ' ')"
+
+C=$WORK/c
+cleanup() {
+  local rc=$?
+  "$STOP" "$C" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+SLURM_TEST_PLUGSTACK="required $SO cluster=$CLUSTER" bash "$START" "$C" >"$WORK/start.txt" ||
+  { cat "$WORK/start.txt"; fail "start-cluster.sh"; }
+check "$(cat "$WORK/start.txt")"
+# shellcheck source=/dev/null
+source "$C/env.sh"
+cd "$WORK"
+
+# field JOB NAME: a field of `scontrol show job` ("" when absent).
+field() { scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+# wait_gone JOB...: until the jobs have left the queue (30 s at most).
+wait_gone() {
+  local i
+  for ((i = 0; i < 300; i++)); do
+    [[ -z $(squeue -h -j "$(IFS=,; echo "$*")" 2>/dev/null) ]] && return 0
+    sleep 0.1
+  done
+  squeue; fail "jobs $* still queued after 30 s"
+}
+# plan_value FILE EXPR: a Python expression over the plan p.
+plan_value() { python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# expect_job JOB GRES NODES TASKS_PER_NODE TIME: what scontrol shows.
+expect_job() {
+  local j=$1 got
+  got="$(field "$j" TresPerNode) $(field "$j" NumNodes | cut -d- -f1) $(field "$j" NtasksPerN:B:S:C | cut -d: -f1) $(field "$j" TimeLimit)"
+  [[ $got == "$2 $3 $4 $5" ]] || fail "job $j: TresPerNode NumNodes NtasksPerN TimeLimit = '$got', expected '$2 $3 $4 $5'"
+}
+AUTO="spec=$SPEC,samples=60000"
+
+echo "the plan dlh-estimate makes for the same inputs"
+dlh-estimate recommend "$SPEC" --samples 60000 --deadline 30m --cluster "$CLUSTER" --json >"$WORK/expected.json"
+GRES="gres:gpu:$(plan_value "$WORK/expected.json" 'p["allocation"]["parts"][0]["gpu"]'):$(plan_value "$WORK/expected.json" 'p["allocation"]["parts"][0]["gpus_per_node"]')"
+NODES=$(plan_value "$WORK/expected.json" 'p["allocation"]["nodes"]')
+TPN=$(plan_value "$WORK/expected.json" 'p["allocation"]["tasks_per_node"]')
+LIMIT=$(plan_value "$WORK/expected.json" 'p["time_limit"]')
+check "recommend: $GRES, $NODES node(s), $TPN tasks per node, time $LIMIT"
+
+echo "sbatch --dlh-auto on the command line"
+j1=$(sbatch --parsable -o job1.out --dlh-auto="$AUTO,deadline=30m" --wrap \
+  'printf "%s\n" "$DLH_PLAN" >plan_env.json; echo "tpn=$SLURM_NTASKS_PER_NODE gpus=$CUDA_VISIBLE_DEVICES"; srun -l printenv SLURM_STEP_GPUS' \
+  2>sbatch1.err) || { cat sbatch1.err; fail "sbatch --dlh-auto"; }
+expect_job "$j1" "$GRES" "$NODES" "$TPN" "$LIMIT"
+check "job $j1: TresPerNode=$GRES NumNodes=$NODES NtasksPerN=$TPN TimeLimit=$LIMIT"
+[[ $(grep -c '^sbatch: dlh: ' sbatch1.err) -eq 1 ]] || { cat sbatch1.err; fail "not one summary line"; }
+check "$(cat sbatch1.err)"
+wait_gone "$j1"
+python3 - "$WORK/plan_env.json" "$WORK/expected.json" <<'PY' || fail "DLH_PLAN in the job differs from dlh-estimate's plan"
+import json, sys
+got, want = (json.load(open(f)) for f in sys.argv[1:])
+assert got == want, (got, want)
+PY
+check "DLH_PLAN in the job equals dlh-estimate recommend --json"
+grep -q "^tpn=$TPN gpus=0,1$" job1.out || { cat job1.out; fail "job environment"; }
+[[ $(grep -c ': 0,1$' job1.out) -eq $TPN ]] || { cat job1.out; fail "srun in the job: expected $TPN tasks"; }
+! grep -q 'dlh:' job1.out || { cat job1.out; fail "srun inside the job planned again"; }
+check "job sees SLURM_NTASKS_PER_NODE=$TPN, GPUs 0,1; its srun runs $TPN tasks and plans nothing"
+
+echo "#SBATCH --dlh-auto, and DLH_SPEC/DLH_SAMPLES"
+cat >job2.sh <<EOF
+#!/bin/bash
+#SBATCH --dlh-auto=deadline=30m
+#SBATCH -o job2.out
+echo "\$DLH_PLAN" >plan2.json
+EOF
+j2=$(DLH_SPEC=$SPEC DLH_SAMPLES=60000 sbatch --parsable job2.sh 2>/dev/null) || fail "#SBATCH --dlh-auto"
+expect_job "$j2" "$GRES" "$NODES" "$TPN" "$LIMIT"
+check "job $j2 (#SBATCH, spec and samples from the environment): same fields"
+
+echo "explicit values are kept"
+j3=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --time=20 --wrap true 2>sbatch3.err) || { cat sbatch3.err; fail "sbatch"; }
+expect_job "$j3" "$GRES" "$NODES" "$TPN" "00:20:00"
+check "command line --time=20: TimeLimit=00:20:00, the rest injected"
+cat >job4.sh <<EOF
+#!/bin/bash
+#SBATCH --dlh-auto=$AUTO,deadline=1h
+#SBATCH --gres=gpu:beta:1
+#SBATCH --ntasks-per-node=1
+#SBATCH --time=00:45:00
+#SBATCH -o job4.out
+echo "\$DLH_PLAN" >plan4.json
+EOF
+j4=$(sbatch --parsable job4.sh 2>sbatch4.err) || { cat sbatch4.err; fail "sbatch job4.sh"; }
+expect_job "$j4" "gres:gpu:beta:1" 1 1 "00:45:00"
+grep -q "yours kept: --gres=gres:gpu:beta:1 --ntasks-per-node=1 --time=00:45:00" sbatch4.err ||
+  { cat sbatch4.err; fail "summary does not name the kept values"; }
+wait_gone "$j4"
+[[ $(plan_value plan4.json '"%s %d" % (p["allocation"]["parts"][0]["gpu"], p["allocation"]["parts"][0]["gpus_per_node"])') == "beta 1" ]] ||
+  { cat plan4.json; fail "plan of job $j4 is not for its 1 beta GPU"; }
+check "#SBATCH --gres=gpu:beta:1 --ntasks-per-node=1 --time=00:45:00 kept; the plan is for 1 beta GPU"
+j5=$(sbatch --parsable -N 1 --dlh-auto="$AUTO,deadline=30m" job4.sh 2>/dev/null) || fail "sbatch -N 1 job4.sh"
+expect_job "$j5" "gres:gpu:beta:1" 1 1 "00:45:00"
+check "command line --dlh-auto over a script with #SBATCH values: the script's values kept"
+
+echo "salloc --dlh-auto"
+salloc --dlh-auto="$AUTO,deadline=30m" bash -c \
+  'echo "n=$SLURM_JOB_NUM_NODES tpn=$SLURM_NTASKS_PER_NODE plan=${#DLH_PLAN}"; scontrol show job "$SLURM_JOB_ID"' \
+  >salloc.out 2>salloc.err || { cat salloc.err; fail "salloc"; }
+grep -q "^n=$NODES tpn=$TPN plan=[1-9]" salloc.out || { cat salloc.out salloc.err; fail "salloc environment"; }
+grep -q "TresPerNode=$GRES" salloc.out && grep -q "TimeLimit=$LIMIT" salloc.out ||
+  { cat salloc.out; fail "salloc job fields"; }
+check "salloc: $GRES, time $LIMIT, DLH_PLAN and SLURM_NTASKS_PER_NODE in the shell"
+
+echo "live availability"
+wait_gone "$j2" "$j3" "$j5"  # both nodes idle again
+busy=$(sbatch --parsable --gres=gpu:alpha:1 --wrap 'sleep 120')
+for ((i = 0; i < 100; i++)); do [[ $(field "$busy" JobState) == RUNNING ]] && break; sleep 0.1; done
+[[ $(field "$busy" JobState) == RUNNING ]] || fail "job $busy did not start"
+j6=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --wrap true 2>sbatch6.err) || { cat sbatch6.err; fail "sbatch"; }
+[[ $(field "$j6" TresPerNode) == gres:gpu:beta:2 ]] || { cat sbatch6.err; fail "alpha busy: expected beta, got $(field "$j6" TresPerNode)"; }
+check "alpha1 busy: $(cat sbatch6.err)"
+j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=10m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
+[[ $(field "$j7" TresPerNode) == "$GRES" ]] && grep -q "planned on all nodes (may wait)" sbatch7.err ||
+  { cat sbatch7.err; fail "alpha busy, deadline 10m: expected alpha on all nodes"; }
+check "alpha1 busy, 10m deadline only alpha meets: planned on all nodes, the job waits"
+scancel "$busy" "$j7"
+
+echo "refused with one line, nothing queued"
+expect_fail 255 "dlh: --dlh-auto: samples: must be a positive integer, got 'abc'" \
+  sbatch -J dlhbad --dlh-auto="spec=$SPEC,samples=abc" --wrap true
+expect_fail 255 "dlh: --dlh-auto: unknown key 'colour'" sbatch -J dlhbad --dlh-auto="$AUTO,colour=red" --wrap true
+expect_fail 255 "dlh: --dlh-auto: deadline: expected a duration" sbatch -J dlhbad --dlh-auto="$AUTO,deadline=soon" --wrap true
+expect_fail 1 "dlh: $WORK/missing.json: cannot read: No such file or directory" \
+  sbatch -J dlhbad --dlh-auto=spec=missing.json,samples=5 --wrap true
+expect_fail 1 "dlh: --dlh-auto: samples: required" sbatch -J dlhbad --dlh-auto="spec=$SPEC" --wrap true
+expect_fail 1 "dlh: --dlh-auto: types: the cluster description $CLUSTER has no GPU type 'gamma'" \
+  sbatch -J dlhbad --dlh-auto="$AUTO,types=gamma" --wrap true
+expect_fail 1 "dlh: --dlh-auto: mixed: a job on two GPU types needs a heterogeneous Slurm job" \
+  sbatch -J dlhbad --dlh-auto="$AUTO,mixed" --wrap true
+cat >bad.sh <<EOF
+#!/bin/bash
+#SBATCH -J dlhbad
+#SBATCH --dlh-auto=spec=$SPEC,samples=-1
+true
+EOF
+expect_fail 255 "samples: must be a positive integer, got '-1'" sbatch bad.sh
+expect_fail 1 "dlh: no allocation meets the 2m deadline; the fastest, 1 x 2 alpha, needs 3m43s with the 10% margin" \
+  sbatch -J dlhbad --dlh-auto="$AUTO,deadline=2m" --wrap true
+
+echo "a bad plugstack line stops only --dlh-auto jobs"
+sed "s|^PlugStackConfig=.*|PlugStackConfig=$WORK/bad-plugstack.conf|" "$SLURM_CONF" >"$WORK/bad-slurm.conf"
+echo "required $SO cluster=relative.json" >"$WORK/bad-plugstack.conf"
+expect_fail 1 "dlh: plugstack.conf: cluster: must be an absolute path, got 'relative.json'" \
+  env SLURM_CONF="$WORK/bad-slurm.conf" sbatch -J dlhbad --dlh-auto="$AUTO" --wrap true
+j8=$(SLURM_CONF=$WORK/bad-slurm.conf sbatch --parsable --wrap true) || fail "plain sbatch with the bad plugstack line"
+check "a job without --dlh-auto is still submitted (job $j8)"
+
+echo "jobs without --dlh-auto are untouched"
+j9=$(sbatch --parsable -o job9.out --wrap 'echo "plan=[${DLH_PLAN:-}]"' 2>sbatch9.err) || fail "plain sbatch"
+[[ ! -s sbatch9.err ]] || { cat sbatch9.err; fail "plain sbatch printed something"; }
+# No --time and a partition without one: UNLIMITED while pending, 365 days once started.
+t9=$(field "$j9" TimeLimit)
+[[ $t9 == UNLIMITED || $t9 == 365-00:00:00 ]] || fail "job $j9: TimeLimit=$t9"
+expect_job "$j9" "" 1 0 "$t9"
+wait_gone "$j9"
+grep -q '^plan=\[\]$' job9.out || { cat job9.out; fail "DLH_PLAN in a plain job"; }
+check "job $j9: no TresPerNode, 1 node, no tasks per node, the partition's time limit, no DLH_PLAN"
+
+echo "dry-run"
+sbatch -J dlhdry --dlh-auto="$AUTO,deadline=30m,dry-run" --wrap true >dry.out 2>dry.err ||
+  { cat dry.out dry.err; fail "dry-run exited $?"; }
+grep -q "^  1  1x2 alpha (b64)" dry.out && grep -q "^sbatch would get: --gres=${GRES#gres:} --nodes=$NODES --ntasks-per-node=$TPN --time=$LIMIT$" dry.out ||
+  { cat dry.out dry.err; fail "dry-run report"; }
+! grep -q "Submitted" dry.out || fail "dry-run submitted a job"
+check "dry-run: exit 0, $(grep -c '^ *[0-9]  ' dry.out) allocations listed, '$(grep '^sbatch would get' dry.out)'"
+
+[[ -z $(scontrol show job 2>/dev/null | grep -E 'JobName=(dlhbad|dlhdry)') ]] || { scontrol show job | grep -E 'JobName=dlh'; fail "a refused job was queued"; }
+check "no refused or dry-run job reached the queue"
+wait_gone "$j2" "$j3" "$j5" "$j6" "$j8"
+echo "plugin_test.sh: all checks passed"

@@ -1,0 +1,636 @@
+// Tests of the SPANK plugin's core without Slurm: --dlh-auto and plugstack.conf parsing
+// (every key, exact messages, idempotent merging), the user's Slurm options, GRES strings
+// and live availability, planning on the shipped local cluster, the mapping of a plan to
+// Slurm options and the facade's fail-closed paths.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "estimator/cluster.hpp"
+#include "estimator/recommender.hpp"
+#include "plugin/dlh_spank.h"
+#include "plugin/live_state.hpp"
+#include "plugin/options.hpp"
+#include "plugin/plan.hpp"
+
+namespace dlh::plugin {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A file of the source tree, found from the working folder or the test binary upwards.
+std::string RepoFile(const std::string& relative) {
+  std::error_code ec;
+  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
+    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
+      if (fs::exists(p / relative)) return (p / relative).string();
+  return relative;
+}
+
+template <typename F>
+std::string ErrorOf(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// ---------------------------------------------------------------- --dlh-auto
+
+TEST(PluginAutoOptionTest, NoArgumentForms) {
+  EXPECT_TRUE(IsNoArgument(nullptr));
+  EXPECT_TRUE(IsNoArgument(""));
+  EXPECT_TRUE(IsNoArgument("(null)"));
+  EXPECT_FALSE(IsNoArgument("dry-run"));
+  for (const char* v : {static_cast<const char*>(nullptr), "", "(null)"}) {
+    AutoOptions o = ParseAutoValue(v);
+    EXPECT_TRUE(o.requested);
+    EXPECT_FALSE(o.spec || o.samples || o.deadline || o.dry_run || o.types);
+  }
+}
+
+TEST(PluginAutoOptionTest, EveryKey) {
+  AutoOptions o = ParseAutoValue(
+      "deadline=3h,spec=train.json,samples=60000,epochs=8,objective=gpu-hours,max-gpus=8,"
+      "types=alpha:beta+gamma,mixed,per-gpu-batch=64,dry-run");
+  EXPECT_TRUE(o.requested);
+  EXPECT_EQ(*o.deadline, "3h");
+  EXPECT_DOUBLE_EQ(o.deadline_s, 3 * 3600);
+  EXPECT_EQ(*o.spec, "train.json");
+  EXPECT_EQ(*o.samples, 60000);
+  EXPECT_EQ(*o.epochs, 8);
+  EXPECT_EQ(*o.objective, "gpu-hours");
+  EXPECT_EQ(*o.max_gpus, 8);
+  EXPECT_EQ(*o.types, (std::vector<std::string>{"alpha", "beta", "gamma"}));
+  EXPECT_TRUE(*o.mixed);
+  EXPECT_EQ(*o.per_gpu_batch, 64);
+  EXPECT_TRUE(*o.dry_run);
+}
+
+TEST(PluginAutoOptionTest, FlagsTakeYesNoAndSlurmDeadlines) {
+  AutoOptions o = ParseAutoValue("mixed=no,dry-run=yes,deadline=1-00:00:00,,");
+  EXPECT_FALSE(*o.mixed);
+  EXPECT_TRUE(*o.dry_run);
+  EXPECT_DOUBLE_EQ(o.deadline_s, 86400);
+  EXPECT_DOUBLE_EQ(ParseAutoValue("deadline=00:30:00").deadline_s, 1800);
+  EXPECT_EQ(*ParseAutoValue("objective=energy").objective, "energy");
+  EXPECT_EQ(*ParseAutoValue("objective=time").objective, "time");
+}
+
+TEST(PluginAutoOptionTest, ExactMessages) {
+  auto err = [](const char* v) { return ErrorOf([&] { ParseAutoValue(v); }); };
+  EXPECT_EQ(err("bogus=1"),
+            "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, samples, epochs, objective, "
+            "max-gpus, types, mixed, per-gpu-batch, dry-run)");
+  EXPECT_EQ(err("samples=abc"), "--dlh-auto: samples: must be a positive integer, got 'abc'");
+  EXPECT_EQ(err("samples=0"), "--dlh-auto: samples: must be a positive integer, got '0'");
+  EXPECT_EQ(err("samples=-5"), "--dlh-auto: samples: must be a positive integer, got '-5'");
+  EXPECT_EQ(err("samples=99999999999999999999"),
+            "--dlh-auto: samples: must be a positive integer, got '99999999999999999999'");
+  EXPECT_EQ(err("samples"), "--dlh-auto: samples: needs a value (samples=N)");
+  EXPECT_EQ(err("spec="), "--dlh-auto: spec: needs a value (spec=FILE)");
+  EXPECT_EQ(err("epochs=2x"),
+            "--dlh-auto: epochs: must be a positive integer up to 1000000, got '2x'");
+  EXPECT_EQ(err("max-gpus=0"),
+            "--dlh-auto: max-gpus: must be a positive integer up to 16777216, got '0'");
+  EXPECT_EQ(err("per-gpu-batch=1.5"),
+            "--dlh-auto: per-gpu-batch: must be a positive integer up to 1073741824, got '1.5'");
+  EXPECT_EQ(err("objective=cheap"),
+            "--dlh-auto: objective: must be energy, time or gpu-hours, got 'cheap'");
+  EXPECT_EQ(err("deadline=soon"),
+            "--dlh-auto: deadline: expected a duration like 3h, 90m, 2h30m, 45s or D-HH:MM:SS, "
+            "got 'soon'");
+  EXPECT_EQ(err("deadline=0"), "--dlh-auto: deadline: must be a positive duration, got '0'");
+  EXPECT_EQ(err("types=alpha::beta"),
+            "--dlh-auto: types: expected GPU types separated by ':' or '+' (letters, digits, "
+            "'-', '_', '.'), got 'alpha::beta'");
+  EXPECT_EQ(err("types=a b"),
+            "--dlh-auto: types: expected GPU types separated by ':' or '+' (letters, digits, "
+            "'-', '_', '.'), got 'a b'");
+  EXPECT_EQ(err("mixed=maybe"),
+            "--dlh-auto: mixed: is a flag: give it alone or as =yes/=no, got 'maybe'");
+  EXPECT_EQ(err("dry-run=2"),
+            "--dlh-auto: dry-run: is a flag: give it alone or as =yes/=no, got '2'");
+  EXPECT_EQ(err("samples=1,samples=2"), "--dlh-auto: samples: given twice");
+  EXPECT_EQ(err("=3"),
+            "--dlh-auto: unknown key '' (keys: deadline, spec, samples, epochs, objective, "
+            "max-gpus, types, mixed, per-gpu-batch, dry-run)");
+}
+
+TEST(PluginAutoOptionTest, MergingIsIdempotentAndLaterKeysWin) {
+  AutoOptions a;
+  EXPECT_FALSE(a.requested);
+  ApplyAutoValue(a, "spec=a.json,samples=10,deadline=1h");
+  const AutoOptions once = a;
+  ApplyAutoValue(a, "spec=a.json,samples=10,deadline=1h");  // Slurm calling twice
+  EXPECT_EQ(*a.spec, *once.spec);
+  EXPECT_EQ(*a.samples, *once.samples);
+  EXPECT_DOUBLE_EQ(a.deadline_s, once.deadline_s);
+  // #SBATCH line first, then the command line: its keys replace, the others stay.
+  ApplyAutoValue(a, "deadline=2h,dry-run");
+  EXPECT_EQ(*a.spec, "a.json");
+  EXPECT_EQ(*a.deadline, "2h");
+  EXPECT_DOUBLE_EQ(a.deadline_s, 7200);
+  EXPECT_TRUE(*a.dry_run);
+  ApplyAutoValue(a, "(null)");  // srun re-applying the inherited option: nothing changes
+  EXPECT_EQ(*a.samples, 10);
+  // A bad value leaves the earlier keys alone.
+  EXPECT_THROW(ApplyAutoValue(a, "samples=7,bogus"), UsageError);
+  EXPECT_EQ(*a.samples, 10);
+}
+
+// ---------------------------------------------------------------- plugstack.conf
+
+TEST(PluginConfigTest, DefaultsAndEveryKey) {
+  PluginConfig c = ParsePluginArgs({"cluster=/etc/dlh/cluster.json"});
+  EXPECT_EQ(c.cluster, "/etc/dlh/cluster.json");
+  EXPECT_DOUBLE_EQ(c.margin, 0.10);
+  EXPECT_EQ(c.max_gpus, 0);
+  EXPECT_DOUBLE_EQ(c.default_deadline_s, 0);
+  EXPECT_DOUBLE_EQ(c.startup_s, 30);
+  c = ParsePluginArgs(
+      {"cluster=/c.json", "margin=0.25", "max-gpus=16", "default-deadline=2h", "startup=0"});
+  EXPECT_DOUBLE_EQ(c.margin, 0.25);
+  EXPECT_EQ(c.max_gpus, 16);
+  EXPECT_DOUBLE_EQ(c.default_deadline_s, 7200);
+  EXPECT_EQ(c.default_deadline, "2h");
+  EXPECT_DOUBLE_EQ(c.startup_s, 0);
+}
+
+TEST(PluginConfigTest, ExactMessages) {
+  auto err = [](std::vector<std::string> args) { return ErrorOf([&] { ParsePluginArgs(args); }); };
+  EXPECT_EQ(err({}),
+            "plugstack.conf: cluster=FILE is required (the cluster description, absolute path)");
+  EXPECT_EQ(err({"cluster=rel.json"}),
+            "plugstack.conf: cluster: must be an absolute path, got 'rel.json'");
+  EXPECT_EQ(err({"cluster=/c.json", "colour=blue"}),
+            "plugstack.conf: unknown argument 'colour=blue' (keys: cluster, margin, max-gpus, "
+            "default-deadline, startup)");
+  EXPECT_EQ(err({"cluster=/c.json", "verbose"}),
+            "plugstack.conf: 'verbose': expected key=value (keys: cluster, margin, max-gpus, "
+            "default-deadline, startup)");
+  EXPECT_EQ(err({"cluster=/c.json", "margin=ten"}),
+            "plugstack.conf: margin: must be a number, got 'ten'");
+  EXPECT_EQ(err({"cluster=/c.json", "margin=10"}),
+            "plugstack.conf: margin: must be in [0, 10), got '10'");
+  EXPECT_EQ(err({"cluster=/c.json", "margin=nan"}),
+            "plugstack.conf: margin: must be a number, got 'nan'");
+  EXPECT_EQ(err({"cluster=/c.json", "max-gpus=-1"}),
+            "plugstack.conf: max-gpus: must be a positive integer up to 16777216, got '-1'");
+  EXPECT_EQ(err({"cluster=/c.json", "default-deadline=later"}),
+            "plugstack.conf: default-deadline: expected a duration like 3h, 90m, 2h30m, 45s or "
+            "D-HH:MM:SS, got 'later'");
+  EXPECT_EQ(err({"cluster=/c.json", "startup=-1"}),
+            "plugstack.conf: startup: must be seconds in [0, 86400], got '-1'");
+  EXPECT_EQ(err({"cluster=/a.json", "cluster=/b.json"}), "plugstack.conf: cluster: given twice");
+}
+
+// ---------------------------------------------------------------- the user's options
+
+TEST(PluginUserRequestTest, SlurmOptionStrings) {
+  UserRequest r;
+  NoteUserOption(r, "gres", "gres:gpu:beta:2");
+  EXPECT_TRUE(r.gpus_set);
+  EXPECT_EQ(r.gpu_type, "beta");
+  EXPECT_EQ(r.gpus_per_node, 2);
+
+  UserRequest several;
+  NoteUserOption(several, "gres", "gres:mps:100,gres:gpu:alpha:4(S:0)");
+  EXPECT_EQ(several.gpu_type, "alpha");
+  EXPECT_EQ(several.gpus_per_node, 4);
+
+  UserRequest untyped;
+  NoteUserOption(untyped, "gres", "gres:gpu:4");
+  EXPECT_EQ(untyped.gpu_type, "");
+  EXPECT_EQ(untyped.gpus_per_node, 4);
+  UserRequest typed_only;
+  NoteUserOption(typed_only, "gres", "gres:gpu:alpha");
+  EXPECT_EQ(typed_only.gpu_type, "alpha");
+  EXPECT_EQ(typed_only.gpus_per_node, 0);
+
+  UserRequest g;
+  NoteUserOption(g, "gpus", "alpha:3");
+  EXPECT_EQ(g.gpu_type, "alpha");
+  EXPECT_EQ(g.gpus_total, 3);
+  NoteUserOption(g, "gpus-per-node", "2");
+  EXPECT_EQ(g.gpus_per_node, 2);
+  UserRequest t;
+  NoteUserOption(t, "gpus-per-task", "gpu:beta:1");
+  EXPECT_TRUE(t.gpus_set);
+  EXPECT_EQ(t.gpu_type, "beta");
+
+  UserRequest n;
+  NoteUserOption(n, "nodes", "2");
+  EXPECT_TRUE(n.nodes_set);
+  EXPECT_EQ(n.nodes, 2);
+  NoteUserOption(n, "nodes", "2-4");
+  EXPECT_EQ(n.nodes, 0);  // a range fixes no count
+  NoteUserOption(n, "nodes", "3-3");
+  EXPECT_EQ(n.nodes, 3);
+  EXPECT_EQ(n.given.size(), 1u);  // one entry per option, the last value
+  EXPECT_EQ(n.given[0].second, "3-3");
+
+  UserRequest tm;
+  NoteUserOption(tm, "time", "00:20:00");
+  EXPECT_TRUE(tm.time_set);
+  EXPECT_DOUBLE_EQ(tm.time_s, 1200);
+  NoteUserOption(tm, "time", "1-00:00:00");
+  EXPECT_DOUBLE_EQ(tm.time_s, 86400);
+  NoteUserOption(tm, "time", "45");  // Slurm: minutes
+  EXPECT_DOUBLE_EQ(tm.time_s, 2700);
+  NoteUserOption(tm, "time", "UNLIMITED");
+  EXPECT_TRUE(tm.time_set);
+  EXPECT_DOUBLE_EQ(tm.time_s, 0);
+
+  UserRequest k;
+  NoteUserOption(k, "ntasks", "3");
+  NoteUserOption(k, "ntasks-per-node", "1");
+  EXPECT_TRUE(k.ntasks_set && k.ntasks_per_node_set);
+}
+
+// ---------------------------------------------------------------- GRES and live state
+
+TEST(PluginLiveStateTest, ParsesGresLists) {
+  auto g = ParseGres("gpu:a100:4(S:0-1),gpu:v100:2,mps:100,gpu");
+  ASSERT_EQ(g.size(), 4u);
+  EXPECT_EQ(g[0].name, "gpu");
+  EXPECT_EQ(g[0].type, "a100");
+  EXPECT_EQ(g[0].count, 4);
+  EXPECT_EQ(g[1].type, "v100");
+  EXPECT_EQ(g[1].count, 2);
+  EXPECT_EQ(g[2].name, "mps");
+  EXPECT_EQ(g[2].type, "");
+  EXPECT_EQ(g[2].count, 100);
+  EXPECT_EQ(g[3].count, 1);
+  EXPECT_TRUE(g[0].count_given);
+  EXPECT_FALSE(g[3].count_given);
+  // Commas inside parentheses (GPU indices) do not split items.
+  auto used = ParseGres("gpu:alpha:2(IDX:0,2),gpu:beta:0(IDX:N/A)");
+  ASSERT_EQ(used.size(), 2u);
+  EXPECT_EQ(used[0].count, 2);
+  EXPECT_EQ(used[1].count, 0);
+  EXPECT_TRUE(ParseGres("(null)").empty());
+  EXPECT_TRUE(ParseGres("").empty());
+}
+
+Cluster LocalCluster() { return LoadCluster(RepoFile("share/cluster/local.json")); }
+
+TEST(PluginLiveStateTest, OverlaysFreeNodesByGpuType) {
+  Cluster c = LocalCluster();
+  std::string note =
+      OverlayAvailability(c, {{"alpha1", "mixed", "gpu:alpha:2", "gpu:alpha:1(IDX:0)"},
+                              {"beta1", "idle", "gpu:beta:2(S:0)", "gpu:beta:0(IDX:N/A)"}});
+  EXPECT_EQ(c.node_types[0].available, 0);
+  EXPECT_EQ(c.node_types[1].available, 1);
+  EXPECT_EQ(note, "free now: node-alpha 0/1, node-beta 1/1");
+
+  for (const char* state : {"down", "drain", "alloc", "reserved", "unknown"}) {
+    Cluster d = LocalCluster();
+    OverlayAvailability(d, {{"alpha1", state, "gpu:alpha:2", "gpu:alpha:0(IDX:N/A)"}});
+    EXPECT_EQ(d.node_types[0].available, 0) << state;
+  }
+  // Never more than the description's count; nodes of unknown types are ignored.
+  Cluster e = LocalCluster();
+  OverlayAvailability(e, {{"a1", "idle", "gpu:alpha:2", ""},
+                          {"a2", "idle", "gpu:alpha:2", ""},
+                          {"x1", "idle", "gpu:gamma:8", ""}});
+  EXPECT_EQ(e.node_types[0].available, 1);
+  EXPECT_EQ(e.node_types[1].available, 0);
+}
+
+TEST(PluginLiveStateTest, SharedGpuTypeMatchesByGpuCount) {
+  Cluster c = LocalCluster();
+  c.node_types[1].gpu = "alpha";  // two node types of alpha: 2 GPUs and 4 GPUs per node
+  c.node_types[1].gpus_per_node = 4;
+  c.node_types[1].nodes = 3;
+  OverlayAvailability(c, {{"n1", "idle", "gpu:alpha:4", ""},
+                          {"n2", "idle", "gpu:alpha:4", ""},
+                          {"n3", "idle", "gpu:alpha:2", ""}});
+  EXPECT_EQ(c.node_types[0].available, 1);
+  EXPECT_EQ(c.node_types[1].available, 2);
+}
+
+TEST(PluginLiveStateTest, WithoutSlurmTheStateIsUnknown) {
+  std::vector<LiveNode> nodes;
+  std::string error;
+  EXPECT_FALSE(LoadLiveNodes(&nodes, &error));  // the test binary has no libslurm loaded
+  EXPECT_FALSE(error.empty());
+}
+
+// ---------------------------------------------------------------- planning
+
+PlanInputs LocalInputs(const std::string& auto_value) {
+  PlanInputs in;
+  in.options = ParseAutoValue(auto_value.c_str());
+  in.config = ParsePluginArgs({"cluster=" + RepoFile("share/cluster/local.json")});
+  in.cwd = fs::path(RepoFile("share/examples/fashion-mnist.json")).parent_path().string();
+  return in;
+}
+
+std::vector<LiveNode> AllIdle() {
+  return {{"alpha1", "idle", "gpu:alpha:2", "gpu:alpha:0(IDX:N/A)"},
+          {"beta1", "idle", "gpu:beta:2", "gpu:beta:0(IDX:N/A)"}};
+}
+
+TEST(PluginPlanTest, BuildsTheEstimatorJob) {
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,max-gpus=4");
+  in.config.max_gpus = 2;  // the site's cap is lower
+  Job job = BuildJob(in, c);
+  EXPECT_TRUE(fs::path(job.spec.origin).is_absolute());  // relative to the submit folder
+  EXPECT_EQ(job.samples, 60000);
+  EXPECT_EQ(job.epochs, job.spec.epochs);
+  EXPECT_DOUBLE_EQ(job.deadline_s, 1800);
+  EXPECT_EQ(job.max_gpus, 2);
+  EXPECT_FALSE(job.allow_mixed);
+  EXPECT_EQ(job.objective, Objective::Energy);
+
+  // Environment fallbacks, epochs, the user's --time as the deadline, plugstack default.
+  PlanInputs env = LocalInputs("epochs=2");
+  env.env_spec = RepoFile("share/examples/fashion-mnist.json");
+  env.env_samples = "1000";
+  env.config.default_deadline_s = 600;
+  Job j2 = BuildJob(env, c);
+  EXPECT_EQ(j2.samples, 1000);
+  EXPECT_EQ(j2.epochs, 2);
+  EXPECT_DOUBLE_EQ(j2.deadline_s, 600);
+  NoteUserOption(env.user, "time", "00:20:00");
+  EXPECT_DOUBLE_EQ(BuildJob(env, c).deadline_s, 1200);
+
+  // The user's GPU type restricts the estimator to it.
+  PlanInputs typed = LocalInputs("spec=fashion-mnist.json,samples=100");
+  NoteUserOption(typed.user, "gres", "gres:gpu:beta:2");
+  EXPECT_EQ(BuildJob(typed, c).allowed_types, std::vector<std::string>{"beta"});
+}
+
+TEST(PluginPlanTest, RefusesBadInputWithOneLine) {
+  const Cluster c = LocalCluster();
+  auto err = [&](const std::string& v, const std::string& env_samples = "") {
+    PlanInputs in = LocalInputs(v);
+    in.env_samples = env_samples;
+    return ErrorOf([&] { BuildJob(in, c); });
+  };
+  EXPECT_EQ(err("samples=5"),
+            "--dlh-auto: spec: required (spec=FILE, or DLH_SPEC in the environment)");
+  EXPECT_EQ(err("spec=fashion-mnist.json"),
+            "--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment)");
+  EXPECT_EQ(err("spec=fashion-mnist.json", "many"),
+            "DLH_SAMPLES: must be a positive integer, got 'many'");
+  const std::string missing = err("spec=nope.json,samples=5");
+  EXPECT_NE(missing.find("nope.json: cannot read: No such file or directory"), std::string::npos)
+      << missing;
+  EXPECT_EQ(err("spec=fashion-mnist.json,samples=5,mixed")
+                .rfind("--dlh-auto: mixed: a job on "
+                       "two GPU types needs a "
+                       "heterogeneous Slurm job",
+                       0),
+            0u);
+  EXPECT_EQ(err("spec=fashion-mnist.json,samples=5,types=gamma"),
+            "--dlh-auto: types: the cluster description " + RepoFile("share/cluster/local.json") +
+                " has no GPU type 'gamma'");
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=5,types=alpha");
+  NoteUserOption(in.user, "gres", "gres:gpu:beta:1");
+  EXPECT_EQ(ErrorOf([&] { BuildJob(in, c); }),
+            "--dlh-auto: types: does not include beta, the GPU type your --gres/--gpus asks for");
+}
+
+TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  PlanOutcome p = MakePlan(in, c, AllIdle(), "");
+  ASSERT_TRUE(p.feasible);
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
+  EXPECT_EQ(p.time_limit, "00:04:00");
+  EXPECT_EQ(p.plan["time_limit"], "00:04:00");
+  EXPECT_EQ(p.plan["allocation"]["tasks_per_node"], 2);
+  EXPECT_EQ(p.live_note, "free now: node-alpha 1/1, node-beta 1/1");
+  EXPECT_EQ(p.fallback_note, "");
+  // The same plan as Recommend on the file alone (all nodes idle = the whole cluster).
+  Recommendation direct = Recommend(p.job, c);
+  EXPECT_EQ(PlanJson(p.job, direct, direct.ranked.front()).dump(), p.plan.dump());
+  EXPECT_EQ(SummaryLine(p),
+            "dlh: 1 node x 2 alpha GPUs, 2 tasks, time 00:04:00: predicted 3m23s, 14.7 kJ, "
+            "deadline 30m (least energy of 4 allocations meeting the 30m deadline)");
+  const std::string report = DryRunReport(p, 5);
+  EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
+  EXPECT_NE(report.find("  1  1x2 alpha (b64)"), std::string::npos) << report;
+  EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:2 --nodes=1 --ntasks-per-node=2 "
+                        "--time=00:04:00\n"),
+            std::string::npos)
+      << report;
+}
+
+TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
+  PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=2m"),
+                           LocalCluster(), AllIdle(), "");
+  EXPECT_FALSE(p.feasible);
+  EXPECT_FALSE(p.plan["feasible"].get<bool>());
+  EXPECT_EQ(InfeasibleMessage(p),
+            "dlh: no allocation meets the 2m deadline; the fastest, 1 x 2 alpha, needs 3m43s "
+            "with the 10% margin (3m23s predicted)");
+  EXPECT_NE(DryRunReport(p, 5).find("no allocation meets the 2m deadline"), std::string::npos);
+}
+
+TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
+  const Cluster c = LocalCluster();
+  std::vector<LiveNode> alpha_busy = AllIdle();
+  alpha_busy[0].gres_used = "gpu:alpha:1(IDX:0)";
+  PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c,
+                           alpha_busy, "");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 beta");
+  EXPECT_EQ(p.live_note, "free now: node-alpha 0/1, node-beta 1/1");
+  // Beta alone is too slow for 10 minutes: plan on all nodes, the job waits for alpha.
+  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=10m"), c, alpha_busy,
+               "");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
+  EXPECT_EQ(p.fallback_note,
+            "nothing free now meets the deadline: planned on all nodes (may wait)");
+  EXPECT_NE(SummaryLine(p).find("; nothing free now meets the deadline"), std::string::npos);
+  // Everything busy: still a plan.
+  std::vector<LiveNode> all_busy = alpha_busy;
+  all_busy[1].state = "alloc";
+  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c, all_busy, "");
+  EXPECT_TRUE(p.feasible);
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
+  // Unknown live state: all nodes, with the reason.
+  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c, {},
+               "slurm_load_node: Unable to contact slurm controller");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
+  EXPECT_NE(SummaryLine(p).find("; live node state unknown (slurm_load_node: Unable to contact "
+                                "slurm controller): planned on all nodes"),
+            std::string::npos)
+      << SummaryLine(p);
+}
+
+TEST(PluginPlanTest, RespectsWhatTheUserFixed) {
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h");
+  NoteUserOption(in.user, "gres", "gres:gpu:beta:1");
+  NoteUserOption(in.user, "time", "00:45:00");
+  PlanOutcome p = MakePlan(in, c, AllIdle(), "");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 beta");
+  ASSERT_EQ(p.settings.size(), 4u);
+  EXPECT_FALSE(p.settings[0].apply);  // gres: the user's
+  EXPECT_TRUE(p.settings[1].apply);   // nodes
+  EXPECT_EQ(p.settings[2].value, "1");
+  EXPECT_TRUE(p.settings[2].apply);   // ntasks-per-node
+  EXPECT_FALSE(p.settings[3].apply);  // time: the user's
+  const std::string s = SummaryLine(p);
+  EXPECT_NE(s.find("deadline 1h ("), std::string::npos) << s;
+  EXPECT_NE(s.find("; yours kept: --gres=gres:gpu:beta:1 --time=00:45:00"), std::string::npos) << s;
+
+  // --nodes=1 with an untyped GPU count of 1: the best allocation with one GPU per node.
+  PlanInputs n = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h");
+  NoteUserOption(n.user, "gres", "gres:gpu:1");
+  NoteUserOption(n.user, "nodes", "1");
+  p = MakePlan(n, c, AllIdle(), "");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
+  EXPECT_NE(p.choice_note.find("the best matching your --gres=gpu:1 --nodes=1"), std::string::npos)
+      << p.choice_note;
+}
+
+TEST(PluginPlanTest, MixedOnlyInDryRun) {
+  PlanOutcome p =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m30s,mixed,dry-run"),
+               LocalCluster(), AllIdle(), "");
+  // Only the mix meets 3m30s with the 10% margin (2m57s, against 3m23s for 1 x 2 alpha).
+  ASSERT_TRUE(p.feasible);
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha + 1 x 2 beta");
+  EXPECT_TRUE(p.settings.empty());
+  EXPECT_NE(DryRunReport(p, 5).find("a mix of GPU types cannot be submitted by the plugin"),
+            std::string::npos);
+}
+
+// ---------------------------------------------------------------- plan -> Slurm options
+
+TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
+  Allocation a;
+  a.parts = {{"gpu-a100", "a100", 4, 8, 32}};
+  a.nodes = 4;
+  a.gpus = 32;
+  UserRequest none;
+  auto s = SlurmSettings(a, SlurmTimeLimit(3 * 3600, 0.1), none);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].name, "gres");
+  EXPECT_EQ(s[0].value, "gpu:a100:8");
+  EXPECT_EQ(s[1].name, "nodes");
+  EXPECT_EQ(s[1].value, "4");
+  EXPECT_EQ(s[2].name, "ntasks-per-node");
+  EXPECT_EQ(s[2].value, "8");
+  EXPECT_EQ(s[3].name, "time");
+  EXPECT_EQ(s[3].value, "03:18:00");
+  for (const auto& x : s) EXPECT_TRUE(x.apply) << x.name;
+
+  UserRequest gpus;
+  NoteUserOption(gpus, "gpus-per-task", "1");
+  NoteUserOption(gpus, "ntasks", "8");
+  s = SlurmSettings(a, "00:10:00", gpus);
+  EXPECT_FALSE(s[0].apply);
+  EXPECT_TRUE(s[1].apply);
+  EXPECT_FALSE(s[2].apply);
+  EXPECT_TRUE(s[3].apply);
+
+  Allocation mix = a;
+  mix.parts.push_back({"gpu-v100", "v100", 2, 4, 16});
+  EXPECT_EQ(ErrorOf([&] { SlurmSettings(mix, "00:10:00", none); }),
+            "--dlh-auto: a plan on 2 GPU types cannot be requested as one Slurm job (use a "
+            "heterogeneous job)");
+  EXPECT_EQ(AllocationText(mix), "4 x 8 a100 + 2 x 4 v100");
+}
+
+TEST(PluginSlurmSettingsTest, TimeAndEnergyFormats) {
+  EXPECT_EQ(SlurmTimeLimit(1, 0.1), "00:01:00");  // at least a minute
+  EXPECT_EQ(SlurmTimeLimit(202.8, 0.1), "00:04:00");
+  EXPECT_EQ(SlurmTimeLimit(23 * 3600 + 59 * 60, 0), "23:59:00");
+  EXPECT_EQ(SlurmTimeLimit(86400, 0), "1-00:00:00");
+  EXPECT_EQ(SlurmTimeLimit(2 * 86400 + 3600 + 1, 0), "2-01:01:00");
+  EXPECT_EQ(EnergyText(950), "950 J");
+  EXPECT_EQ(EnergyText(14663), "14.7 kJ");
+  EXPECT_EQ(EnergyText(3.2e6), "3.2 MJ");
+  EXPECT_EQ(EnergyText(1.25e9), "1.25 GJ");
+}
+
+// ---------------------------------------------------------------- the C facade
+
+std::vector<std::string> g_logged;
+void Collect(int level, const char* message) {
+  g_logged.push_back((level == DLH_LOG_ERROR ? "error: " : "info: ") + std::string(message));
+}
+
+TEST(PluginFacadeTest, NoOptionNoAction) {
+  dlh_finish();
+  const char* args[] = {"cluster=/nonexistent.json"};
+  dlh_configure(1, const_cast<char**>(args));
+  EXPECT_EQ(dlh_requested(), 0);
+  g_logged.clear();
+  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_OK);
+  EXPECT_TRUE(g_logged.empty());
+  dlh_finish();
+}
+
+TEST(PluginFacadeTest, BadValuesAreRefusedWithOneLine) {
+  dlh_finish();
+  g_logged.clear();
+  EXPECT_EQ(dlh_option("samples=x", Collect), DLH_FAIL);
+  ASSERT_EQ(g_logged.size(), 1u);
+  EXPECT_EQ(g_logged[0], "error: dlh: --dlh-auto: samples: must be a positive integer, got 'x'");
+  EXPECT_EQ(dlh_option("(null)", Collect), DLH_OK);
+  EXPECT_EQ(dlh_requested(), 1);
+  dlh_finish();
+}
+
+TEST(PluginFacadeTest, BadPlugstackLineIsReportedOnlyWhenUsed) {
+  dlh_finish();
+  const char* args[] = {"cluster=relative.json"};
+  dlh_configure(1, const_cast<char**>(args));
+  g_logged.clear();
+  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_OK);  // no --dlh-auto: untouched
+  EXPECT_EQ(dlh_option(nullptr, Collect), DLH_OK);
+  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_FAIL);
+  ASSERT_EQ(g_logged.size(), 1u);
+  EXPECT_EQ(g_logged[0],
+            "error: dlh: plugstack.conf: cluster: must be an absolute path, got 'relative.json'");
+  dlh_finish();
+}
+
+TEST(PluginFacadeTest, FailsClosedWithoutSlurmsOptionFunctions) {
+  dlh_finish();
+  const std::string cluster = "cluster=" + RepoFile("share/cluster/local.json");
+  const char* args[] = {cluster.c_str()};
+  dlh_configure(1, const_cast<char**>(args));
+  const std::string value =
+      "spec=" + RepoFile("share/examples/fashion-mnist.json") + ",samples=60000";
+  ASSERT_EQ(dlh_option(value.c_str(), Collect), DLH_OK);
+  g_logged.clear();
+  // This test binary is not sbatch: no `opt`, no slurm_option_set.
+  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_FAIL);
+  ASSERT_EQ(g_logged.size(), 1u);
+  EXPECT_NE(g_logged[0].find("error: dlh: this Slurm does not give plugins opt, "
+                             "slurm_option_isset, slurm_option_get, slurm_option_set"),
+            std::string::npos)
+      << g_logged[0];
+  EXPECT_NE(g_logged[0].find("share/slurm/job_submit.lua"), std::string::npos);
+  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_OK);  // planned once per process
+  dlh_finish();
+
+  // A dry run needs none of them: the report goes to stdout.
+  dlh_configure(1, const_cast<char**>(args));
+  ASSERT_EQ(dlh_option((value + ",dry-run,deadline=30m").c_str(), Collect), DLH_OK);
+  testing::internal::CaptureStdout();
+  const int rc = dlh_allocator_post_opt(Collect);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, DLH_DRY_RUN);
+  EXPECT_NE(out.find("live node state unknown"), std::string::npos) << out;
+  EXPECT_NE(out.find("sbatch would get: --gres=gpu:alpha:2"), std::string::npos) << out;
+  dlh_finish();
+}
+
+}  // namespace
+}  // namespace dlh::plugin
