@@ -216,9 +216,10 @@ std::string Percent(double ratio) {
   return Printf(std::fabs(p) < 1 ? "%+.1f%%" : "%+.0f%%", p);
 }
 
-// Whole minutes of (1 + margin) * seconds, rounded up, at least 1 (and at most 100 years).
-long LimitMinutes(double seconds, double margin) {
-  double v = (1 + std::max(0.0, margin)) * seconds;
+// Whole minutes of (1 + margin) * seconds + grace, rounded up, at least 1 (and at most 100
+// years).
+long LimitMinutes(double seconds, double margin, double grace_s) {
+  double v = (1 + std::max(0.0, margin)) * seconds + std::max(0.0, grace_s);
   if (!(v > 0)) v = 0;
   // The tolerance keeps exact multiples of a minute (3600 s, margin 0) from rounding up.
   double minutes = std::ceil(v / 60 - 1e-9);
@@ -793,8 +794,8 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
     auto s = rec.speeds.find(p.gpu);
     if (s != rec.speeds.end()) sources[p.gpu] = s->second.source;
   }
-  const std::string limit = SlurmTimeLimit(chosen.total_s, job.margin);
-  const long limit_s = LimitMinutes(chosen.total_s, job.margin) * 60;
+  const std::string limit = SlurmTimeLimit(chosen.total_s, job.margin, job.grace_s);
+  const long limit_s = LimitMinutes(chosen.total_s, job.margin, job.grace_s) * 60;
 
   json j;
   j["format_version"] = 1;
@@ -828,8 +829,8 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   return j;
 }
 
-std::string SlurmTimeLimit(double seconds, double margin) {
-  const long minutes = LimitMinutes(seconds, margin);
+std::string SlurmTimeLimit(double seconds, double margin, double grace_s) {
+  const long minutes = LimitMinutes(seconds, margin, grace_s);
   const long d = minutes / (24 * 60), h = (minutes / 60) % 24, m = minutes % 60;
   char buf[48];
   if (d > 0)

@@ -42,6 +42,9 @@ struct Job {
                               // global batch grows with the GPUs and lr scales linearly
   double margin = 0.10;       // safety margin on predicted time for deadline and time limit
   double startup_s = 30;      // launch, data loading, first-step warm-up
+  double grace_s = 180;       // added to the Slurm time limit (after the margin): room for the
+                              // pre-timeout checkpoint (the example job script asks for
+                              // SIGUSR1 120 s before the limit) and the final checkpoint
   int top = 10;               // Recommendation::ranked keeps the best `top` (0: all; slow
                               // on large clusters, every one gets a `why` string)
 };
@@ -144,8 +147,8 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
 // the chosen allocation's (fits memory and meets the deadline).
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen);
 
-// Slurm's time limit for a predicted duration: (1 + margin) * seconds, rounded up to whole
-// minutes, formatted "D-HH:MM:SS" or "HH:MM:SS".
-std::string SlurmTimeLimit(double seconds, double margin);
+// Slurm's time limit for a predicted duration: (1 + margin) * seconds + grace_s, rounded up
+// to whole minutes, formatted "D-HH:MM:SS" or "HH:MM:SS".
+std::string SlurmTimeLimit(double seconds, double margin, double grace_s = 0);
 
 }  // namespace dlh

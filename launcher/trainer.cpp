@@ -406,6 +406,14 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     }
   }
   progress.finish();
+  // A run resumed after its last step (a requeue that came late) trains nothing: it still
+  // reports the final accuracy and the checkpoint it holds.
+  if (result.last_checkpoint.empty()) result.last_checkpoint = resume_path;
+  if (o.eval && result.test_accuracy < 0 && step >= total_steps) {
+    EvalResult ev = Evaluate(net, data.test, spec, rank, size, comm.get());
+    result.test_accuracy = ev.accuracy;
+    result.test_loss = ev.loss;
+  }
 
   // Every rank must hold the same bits; a mismatch is a bug we want to hear about.
   uint32_t crc =

@@ -729,8 +729,9 @@ TEST(Plan, FieldsPresent) {
     EXPECT_TRUE(p["predicted"].contains(k)) << k;
   EXPECT_DOUBLE_EQ(p["predicted"]["energy_kwh"].get<double>(), a.energy_j / 3.6e6);
   EXPECT_GT(p["predicted"]["memory_gb_per_gpu"].get<double>(), 0);
-  EXPECT_EQ(p["time_limit"], SlurmTimeLimit(a.total_s, 0.1));
-  EXPECT_EQ(p["time_limit_s"], 60);  // under 60 s * 1.1: one minute
+  EXPECT_EQ(p["time_limit"], SlurmTimeLimit(a.total_s, 0.1, 180));
+  EXPECT_EQ(p["time_limit_s"], 240);  // under 60 s * 1.1 + 180 s grace: four minutes
+  EXPECT_EQ(SlurmTimeLimit(30, 0.1, 180), "00:04:00");
   EXPECT_EQ(p["speed_source"][a.parts[0].gpu], "test");
   EXPECT_EQ(p["why"], a.why);
 }
