@@ -29,7 +29,7 @@ sinfo -N -o '   %N %T %G'
 echo "== 3. sbatch --dlh-auto: DLH picks GPUs, nodes, tasks and time limit for a 30 min deadline"
 auto="deadline=30m,spec=$root/share/examples/fashion-mnist.json,samples=60000"
 [[ -n $epochs ]] && auto+=",epochs=$epochs" && export DLH_TRAIN_ARGS="--epochs $epochs"
-rm -rf "$work/run"
+rm -rf "$work/run" "$work/job.out"
 export DLH_SPEC=$root/share/examples/fashion-mnist.json DLH_DATA=$work/fashion-mnist.h5 DLH_RUN_DIR=$work/run
 cd "$work"
 echo "   \$ sbatch --dlh-auto=$auto share/examples/train.sbatch"

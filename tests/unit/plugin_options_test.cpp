@@ -407,8 +407,8 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   PlanOutcome p = MakePlan(in, c, AllIdle(), "");
   ASSERT_TRUE(p.feasible);
   EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
-  EXPECT_EQ(p.time_limit, "00:04:00");
-  EXPECT_EQ(p.plan["time_limit"], "00:04:00");
+  EXPECT_EQ(p.time_limit, "00:07:00");
+  EXPECT_EQ(p.plan["time_limit"], "00:07:00");
   EXPECT_EQ(p.plan["allocation"]["tasks_per_node"], 2);
   EXPECT_EQ(p.live_note, "free now: node-alpha 1/1, node-beta 1/1");
   EXPECT_EQ(p.fallback_note, "");
@@ -416,13 +416,13 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   Recommendation direct = Recommend(p.job, c);
   EXPECT_EQ(PlanJson(p.job, direct, direct.ranked.front()).dump(), p.plan.dump());
   EXPECT_EQ(SummaryLine(p),
-            "dlh: 1 node x 2 alpha GPUs, 2 tasks, time 00:04:00: predicted 3m23s, 14.7 kJ, "
+            "dlh: 1 node x 2 alpha GPUs, 2 tasks, time 00:07:00: predicted 3m23s, 14.7 kJ, "
             "deadline 30m (least energy of 4 allocations meeting the 30m deadline)");
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
   EXPECT_NE(report.find("  1  1x2 alpha (b64)"), std::string::npos) << report;
   EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:2 --nodes=1 --ntasks-per-node=2 "
-                        "--time=00:04:00\n"),
+                        "--time=00:07:00\n"),
             std::string::npos)
       << report;
 }
