@@ -34,7 +34,13 @@ wait_done() {  # wait_done JOB OUT: until the job has COMPLETED (fails on FAILED
     s=$(state "$1")
     case $s in
       COMPLETED) return 0 ;;
-      FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) cat "$2" >&2; fail "job $1 ended $s" ;;
+      FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
+        # A requeued job passes through its old run's end state on its way back to PENDING.
+        sleep 3
+        s=$(state "$1")
+        case $s in PENDING | RUNNING | COMPLETING | REQUEUED) continue ;; COMPLETED) return 0 ;; esac
+        cat "$2" >&2
+        fail "job $1 ended $s" ;;
     esac
     sleep 0.1
   done
@@ -44,7 +50,14 @@ wait_done() {  # wait_done JOB OUT: until the job has COMPLETED (fails on FAILED
 # Slurm makes a requeued job eligible only 2 minutes later; a test need not wait for that.
 release_requeued() {  # release_requeued JOB OUT
   for _ in $(seq 600); do
-    [[ $(state "$1") == PENDING ]] && { scontrol update JobId="$1" StartTime=now; return 0; }
+    # Released only once its old run has left the nodes: a launch that races with the old
+    # batch step's cleanup on the same slurmd fails the job for good.
+    if scontrol show job "$1" 2>/dev/null | grep -q 'JobState=PENDING Reason=BeginTime' &&
+      ! sinfo -h -N -o '%T' | grep -qi 'comp'; then
+      sleep 2
+      scontrol update JobId="$1" StartTime=now
+      return 0
+    fi
     sleep 0.05
   done
   cat "$2" >&2
