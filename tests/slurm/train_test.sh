@@ -125,3 +125,11 @@ grep -q "SIGUSR1 (time limit near): checkpointing and requeueing" "$WORK/c.out" 
 grep -q "resumed from .*ckpt-" "$WORK/c.out" || { cat "$WORK/c.out"; fail "job did not resume after requeue"; }
 [[ $(json_field "$WORK/c-run/summary.json" param_crc32) == "$crc" ]] || fail "job c differs from job a"
 check "job $job: SIGUSR1 -> checkpoint -> requeue -> $(grep -o 'resumed from .*' "$WORK/c.out" | sed "s|$WORK/||"); bit-identical"
+
+echo "mpirun inside an allocation"
+job=$(sbatch --parsable "${NODES[@]}" -o "$WORK/d.out" --wrap \
+  "mpirun dlh-launch train $WORK/spec.json --run-dir $WORK/d --max-steps 30 --progress none")
+wait_done "$job" "$WORK/d.out"
+grep -q "rank 1 on beta1" "$WORK/d.out" || { cat "$WORK/d.out"; fail "mpirun did not place rank 1 on beta1"; }
+[[ $(json_field "$WORK/d/summary.json" steps) == 30 ]] || fail "mpirun job did not train"
+check "job $job: mpirun inside the allocation ran 2 ranks on alpha1 + beta1 for 30 steps"
