@@ -15,6 +15,7 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/file_text.hpp"
 #include "common/json_parse.hpp"
 
 namespace dlh {
@@ -420,27 +421,11 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
 }
 
 TrainSpec LoadSpec(const std::string& path) {
-  auto fail_read = [&](const std::string& why) { Fail(path, "", "cannot read: " + why); };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_read(std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      fail_read(std::strerror(err));
-    }
-    if (n == 0) break;
-    text.append(buf, size_t(n));
-    if (text.size() > kMaxSpecBytes) {
-      ::close(fd);
-      fail_read("larger than " + std::to_string(kMaxSpecBytes >> 20) + " MiB, not a spec");
-    }
+  std::string text, why;
+  if (!ReadFileText(path, kMaxSpecBytes, &text, &why)) {
+    if (why.rfind("larger than", 0) == 0) why += ", not a spec";
+    Fail(path, "", "cannot read: " + why);
   }
-  ::close(fd);
   return ParseSpec(text, path, std::filesystem::path(path).parent_path().string());
 }
 

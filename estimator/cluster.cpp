@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/file_text.hpp"
 #include "common/json_parse.hpp"
 
 namespace dlh {
@@ -233,28 +234,11 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
 }
 
 Cluster LoadCluster(const std::string& path) {
-  auto fail_read = [&](const std::string& why) { Throw(path, "", "cannot read: " + why); };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_read(std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      fail_read(std::strerror(err));
-    }
-    if (n == 0) break;
-    text.append(buf, size_t(n));
-    if (text.size() > kMaxClusterBytes) {
-      ::close(fd);
-      fail_read("larger than " + std::to_string(kMaxClusterBytes >> 20) +
-                " MiB, not a cluster description");
-    }
+  std::string text, why;
+  if (!ReadFileText(path, kMaxClusterBytes, &text, &why)) {
+    if (why.rfind("larger than", 0) == 0) why += ", not a cluster description";
+    Throw(path, "", "cannot read: " + why);
   }
-  ::close(fd);
   return ParseCluster(text, path, std::filesystem::path(path).parent_path().string());
 }
 

@@ -54,6 +54,9 @@
 #include <limits>
 #include <random>
 
+#include "common/file_text.hpp"
+#include "common/json_parse.hpp"
+
 namespace dlh {
 
 using nlohmann::json;
@@ -568,41 +571,15 @@ constexpr size_t kMaxCalibrationBytes = size_t(64) << 20;
 }  // namespace
 
 Calibration LoadCalibration(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) FileFail(path, std::string("cannot read: ") + std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    const ssize_t got = ::read(fd, buf, sizeof buf);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      FileFail(path, std::string("cannot read: ") + std::strerror(err));
-    }
-    if (got == 0) break;
-    text.append(buf, size_t(got));
-    if (text.size() > kMaxCalibrationBytes) {
-      ::close(fd);
-      FileFail(path, "cannot read: larger than " + std::to_string(kMaxCalibrationBytes >> 20) +
-                         " MiB, not a calibration file");
-    }
+  std::string text, why;
+  if (!ReadFileText(path, kMaxCalibrationBytes, &text, &why)) {
+    if (why.rfind("larger than", 0) == 0) why += ", not a calibration file";
+    FileFail(path, "cannot read: " + why);
   }
-  ::close(fd);
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    std::string what = e.what();
-    // "[json.exception.parse_error.101] parse error at ..." -> drop the tag.
-    if (!what.empty() && what[0] == '[') {
-      const size_t close = what.find("] ");
-      if (close != std::string::npos) what = what.substr(close + 2);
-    }
-    for (char& ch : what)
-      if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
-    FileFail(path, "not valid JSON: " + what);
-  }
+  JsonProblem problem;
+  if (!ParseJsonStrict(text, &j, &problem))
+    FileFail(path, (problem.path.empty() ? "" : problem.path + ": ") + problem.message);
   return CalibrationFromJson(j, path);
 }
 
