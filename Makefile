@@ -82,15 +82,13 @@ bench:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
 	$(Q)bash share/bench/bench.sh $(BINDIR) BENCHMARKS.md
 
-# Installs binaries, the SPANK plugin (PREFIX/lib/slurm), share/ content, README as the
+# Installs binaries, share/ content (the SPANK plugin: plugin/module.mk), README as the
 # documentation and the modulefile dlh/$(DLH_VERSION) (PREFIX/share/modulefiles).
 SHARE_DIRS := examples cluster calibration slurm
 MODULEDIR = $(DESTDIR)$(PREFIX)/share/modulefiles/dlh
 install: all
 	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dlh $(MODULEDIR)
 	$(Q)install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
-	$(Q)if [[ -n "$(INSTALL_PLUGINS)" ]]; then install -d $(DESTDIR)$(PREFIX)/lib/slurm && \
-	  install -m 755 $(INSTALL_PLUGINS) $(DESTDIR)$(PREFIX)/lib/slurm/; fi
 	$(Q)for d in $(SHARE_DIRS); do [[ -d share/$$d ]] || continue; \
 	  install -d $(DESTDIR)$(PREFIX)/share/dlh/$$d && \
 	  install -m 644 $$(find share/$$d -maxdepth 1 -type f) $(DESTDIR)$(PREFIX)/share/dlh/$$d/ || exit 1; done
@@ -102,7 +100,6 @@ install: all
 
 uninstall:
 	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(INSTALL_BINS)))
-	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/lib/slurm/,$(notdir $(INSTALL_PLUGINS)))
 	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/dlh $(DESTDIR)$(PREFIX)/share/doc/dlh $(MODULEDIR)
 
 clean:

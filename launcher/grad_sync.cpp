@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "launcher/allreduce.hpp"
 #include "launcher/mpi.hpp"
 
 namespace dlh {
@@ -54,8 +55,14 @@ void GradientSync::launch(Bucket& b, bool blocking) {
       dst += g.size();
     }
   }
-  const int count =
-      int(b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size());
+  const size_t elements =
+      b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size();
+  if (options_.reducer) {
+    options_.reducer->Allreduce(data, elements);
+    b.launched = true;
+    return;
+  }
+  const int count = int(elements);
   if (blocking)
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comm_));
   else
@@ -75,7 +82,7 @@ void GradientSync::layer_done(size_t layer) {
   // Layer 0 is the last of backward: nothing is left to overlap with, so its buckets wait
   // for finish(), which uses the blocking MPI_Allreduce (faster than the non-blocking one
   // in Open MPI, whose libnbc schedules are not tuned like the blocking algorithms).
-  if (!options_.overlap || layer == 0) return;
+  if (!options_.overlap || options_.reducer || layer == 0) return;
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].min_layer >= layer) {
     launch(buckets_[next_bucket_], /*blocking=*/false);
     ++next_bucket_;

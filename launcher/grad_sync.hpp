@@ -14,9 +14,15 @@
 
 namespace dlh {
 
+class Allreducer;
+
 struct GradSyncOptions {
   size_t bucket_bytes = size_t(4) << 20;  // bytes per fused bucket; a larger tensor gets its own
   bool overlap = true;                    // start buckets during backward (false: all at the end)
+  // When set (not owned; must outlive the GradientSync), finish() sums every bucket with it
+  // instead of MPI on `comm`, and nothing starts during backward: the hierarchical
+  // allreduce is a chain of blocking collectives, so it runs at the end.
+  Allreducer* reducer = nullptr;
 };
 
 class GradientSync {

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <iostream>
 
+#include "launcher/allreduce.hpp"
 #include "launcher/bench_allreduce.hpp"
 #include "launcher/collective.hpp"
 #include "launcher/mpi.hpp"
@@ -125,6 +126,10 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("prefetch", po::value(&o->prefetch)->default_value(2), "batches loaded ahead in the background")
     ("bucket-mb", po::value<double>()->default_value(4.0), "gradient fusion bucket size in MiB")
     ("no-overlap", "start gradient allreduces after backward instead of during it")
+    ("allreduce", po::value(&o->allreduce)->default_value("auto"),
+        "gradient allreduce: flat (one MPI_Allreduce per bucket, overlapped with backward), "
+        "hierarchical (reduce-scatter in the node, allreduce across nodes, all-gather in the "
+        "node, after backward), auto (hierarchical on several nodes with several ranks, else flat)")
     ("plan", po::value(&o->plan_json), "plan file (JSON, as from dlh-estimate recommend --json); "
         "default: the DLH_PLAN environment variable the SPANK plugin sets")
     ("no-plan", "ignore DLH_PLAN")
@@ -170,6 +175,7 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   if (!(bucket_mb > 0)) throw dlh::UsageError("--bucket-mb: must be positive");
   o.sync.bucket_bytes = size_t(bucket_mb * 1024 * 1024);
   o.sync.overlap = !vm.count("no-overlap");
+  dlh::CheckAllreduceKind(o.allreduce);
   o.checkpoint_epochs = !vm.count("no-epoch-checkpoints");
   o.resume = !vm.count("no-resume");
   o.stop_on_usr1 = vm.count("stop-on-usr1") > 0;

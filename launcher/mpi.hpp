@@ -38,6 +38,9 @@ class Comm {
   MPI_Comm get() const { return comm_; }
   int rank() const;
   int size() const;
+  // MPI_Comm_split of `parent`; MPI_UNDEFINED as color gives a null Comm (get() is
+  // MPI_COMM_NULL). Collective over `parent`.
+  static Comm Split(MPI_Comm parent, int color, int key);
 
  private:
   Comm() = default;

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "common/spec.hpp"
+#include "launcher/allreduce.hpp"
 #include "launcher/binding.hpp"
 #include "launcher/checkpoint.hpp"
 #include "launcher/collective.hpp"
@@ -30,6 +31,7 @@
 #include "launcher/network.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/signals.hpp"
+#include "launcher/topology.hpp"
 
 namespace dlh {
 namespace {
@@ -244,7 +246,23 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   lo.prefetch = o.prefetch;
   Loader loader(data.train, lo, epoch, step_in_epoch);
 
-  GradientSync sync(comm.get(), net.params(), net.param_layer(), o.sync);
+  // Flat keeps GradientSync's own MPI path, which overlaps buckets with backward; only the
+  // hierarchical allreduce is passed in as a reducer.
+  std::unique_ptr<Allreducer> reducer =
+      MakeAllreducer(o.allreduce, comm.get(), GatherNodeNames(comm.get()));
+  GradSyncOptions sync_options = o.sync;
+  if (auto* h = dynamic_cast<HierarchicalAllreducer*>(reducer.get())) {
+    sync_options.reducer = h;
+    const Topology& t = h->topology();
+    std::string shape = t.homogeneous ? std::to_string(t.num_nodes) + " nodes x " +
+                                            std::to_string(t.ranks_per_node[0]) + " ranks"
+                                      : std::to_string(t.num_nodes) + " nodes, " +
+                                            std::to_string(size) + " ranks, uneven";
+    say("allreduce: hierarchical (" + shape + ")");
+  } else {
+    say("allreduce: flat");
+  }
+  GradientSync sync(comm.get(), net.params(), net.param_layer(), sync_options);
 
   // Batchnorm statistics travel with the per-step control values in one small allreduce.
   std::vector<Tensor*> stats;

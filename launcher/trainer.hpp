@@ -30,6 +30,7 @@ struct TrainOptions {
   std::string plan_json;          // DLH_PLAN text (empty: none): global batch, lr, warm-up
   std::string plan_origin = "DLH_PLAN";
   GradSyncOptions sync;
+  std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
   ProgressMode progress = ProgressMode::Auto;
 };
 

@@ -1,4 +1,4 @@
-# tests/: unit (no MPI processes), mpi (under mpirun with 2 and 3 ranks), scripts
+# tests/: unit (no MPI processes), mpi (under mpirun with 2, 3 and 4 ranks), scripts
 # (whole binaries end to end: kill-and-resume, bad input).
 UNIT_SRCS := $(wildcard tests/unit/*_test.cpp)
 UNIT_BIN := $(BINDIR)/unit_tests
@@ -29,7 +29,7 @@ check-unit: $(UNIT_BIN)
 	$(Q)$(UNIT_BIN) --gtest_brief=1
 
 check-mpi: $(MPI_TEST_BIN)
-	$(Q)for np in 2 3; do echo "== mpi tests, $$np ranks"; \
+	$(Q)for np in 2 3 4; do echo "== mpi tests, $$np ranks"; \
 	  $(MPIRUN_ENV) $(MPIRUN) -np $$np $(MPI_TEST_BIN) --gtest_color=no --gtest_brief=1 || exit 1; done
 
 check-scripts: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate
