@@ -1,8 +1,8 @@
 // DLH SPANK plugin — the extern "C" facade (dlh_spank.h). Every function catches every
 // exception: nothing may unwind into Slurm's C code.
 //
-// Setting job options from a SPANK plugin (measured with Slurm 22.05, /work/shared/notes/
-// slurm.md): in slurm_spank_init_post_opt the client's option struct is the global `opt` of
+// Setting job options from a SPANK plugin (measured with Slurm 22.05; plugin/README.md,
+// Design): in slurm_spank_init_post_opt the client's option struct is the global `opt` of
 // sbatch/salloc/srun, and slurm_option_isset/slurm_option_get/slurm_option_set of
 // libslurmfull read and change it before the job request is built. None of these is a
 // public API, so they are looked up with dlsym(RTLD_DEFAULT) at run time: the .so has no

@@ -3,7 +3,7 @@
  * This file is Slurm's C ABI and nothing else: SPANK_PLUGIN, the option, and the hooks,
  * each forwarding to the facade (dlh_spank.h). It is C on purpose: in C++ the hooks would
  * be mangled and SPANK_PLUGIN's `const` globals would have internal linkage
- * (/work/shared/notes/slurm.md 3.1).
+ * (plugin/README.md, Design).
  *
  * Contexts: planning happens only in sbatch/salloc (S_CTX_ALLOCATOR) and in srun creating
  * its own allocation (S_CTX_LOCAL without SLURM_JOB_ID). srun inside a job inherits

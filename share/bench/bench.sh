@@ -31,7 +31,7 @@ echo "== estimator: validation on models outside the calibration sweep" >&2
   echo "against fresh measurements with the engine of architectures that are not in the sweep."
   echo "Target: under 10% MAPE (Habitat 11.8% across GPUs, ConvMeter under 18%)."
   echo
-  dlh-estimate validate --calibration "$root/share/calibration/cpu.json" --markdown 2>/dev/null
+  (cd "$root" && dlh-estimate validate --calibration share/calibration/cpu.json --markdown 2>/dev/null)
   echo
 } >>"$out.tmp"
 
