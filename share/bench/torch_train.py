@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""DLH make bench: the PyTorch side of the CPU training-throughput comparison.
+
+Trains the same model as share/bench/<model>.json (same layers, batch, SGD lr 0.01) on
+random data and prints the median samples/s over the timed steps. Run with Debian's
+/usr/bin/python3 (python3-torch) and OMP_WAIT_POLICY=PASSIVE (see BENCHMARKS.md)."""
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+
+
+def model(name):
+    if name == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(),
+                             nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    raise SystemExit(f"unknown model {name}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    torch.manual_seed(1)
+    torch.set_num_threads(a.threads)
+    m = model(a.model)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.randn(a.batch, 1, 28, 28)
+    y = torch.randint(0, 10, (a.batch,))
+    rates = []
+    for step in range(a.warmup + a.steps):
+        t = time.perf_counter()
+        opt.zero_grad()
+        loss_fn(m(x), y).backward()
+        opt.step()
+        if step >= a.warmup:
+            rates.append(a.batch / (time.perf_counter() - t))
+    print(f"{statistics.median(rates):.1f}")
+
+
+if __name__ == "__main__":
+    main()
