@@ -201,13 +201,6 @@ std::string Duration(double s) {
   return buf;
 }
 
-std::string Energy(double j) {
-  if (j < 1e3) return Printf("%.0f J", j);
-  if (j < 1e6) return Printf("%.1f kJ", j / 1e3);
-  if (j < 1e9) return Printf("%.1f MJ", j / 1e6);
-  return Printf("%.2f GJ", j / 1e9);
-}
-
 std::string GpuHours(double h) { return Printf(h < 10 ? "%.2f GPU-h" : "%.1f GPU-h", h); }
 
 // "+12%", "+0.4%", "-3%"
@@ -706,11 +699,11 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
     switch (job.objective) {
       case Objective::Energy:
         rec.ranked[0].why = (e.feasible == 1 ? of : "least energy" + of) + " (" +
-                            Energy(top.energy_j) + ", " + Duration(top.total_s) + ")";
+                            FormatEnergy(top.energy_j) + ", " + Duration(top.total_s) + ")";
         break;
       case Objective::Time:
         rec.ranked[0].why = (e.feasible == 1 ? of : "fastest" + of) + " (" + Duration(top.total_s) +
-                            ", " + Energy(top.energy_j) + ")";
+                            ", " + FormatEnergy(top.energy_j) + ")";
         break;
       case Objective::GpuHours:
         rec.ranked[0].why = (e.feasible == 1 ? of : "fewest GPU-hours" + of) + " (" +
@@ -750,7 +743,7 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
   } else {
     rec.fastest.why = "fastest of " + std::to_string(e.fitting) + " allocations that fit in " +
                       "memory (" + Duration(rec.fastest.total_s) + ", " +
-                      Energy(rec.fastest.energy_j) + ")";
+                      FormatEnergy(rec.fastest.energy_j) + ")";
   }
   return rec;
 }
@@ -827,6 +820,13 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   j["speed_source"] = sources;
   j["why"] = chosen.why;
   return j;
+}
+
+std::string FormatEnergy(double j) {
+  if (j < 1e3) return Printf("%.0f J", j);
+  if (j < 1e6) return Printf("%.1f kJ", j / 1e3);
+  if (j < 1e9) return Printf("%.1f MJ", j / 1e6);
+  return Printf("%.2f GJ", j / 1e9);
 }
 
 std::string SlurmTimeLimit(double seconds, double margin, double grace_s) {

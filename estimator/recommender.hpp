@@ -147,6 +147,9 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
 // the chosen allocation's (fits memory and meets the deadline).
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen);
 
+// "850 J", "14.7 kJ", "2.1 MJ", "1.25 GJ".
+std::string FormatEnergy(double joules);
+
 // Slurm's time limit for a predicted duration: (1 + margin) * seconds + grace_s, rounded up
 // to whole minutes, formatted "D-HH:MM:SS" or "HH:MM:SS".
 std::string SlurmTimeLimit(double seconds, double margin, double grace_s = 0);

@@ -310,19 +310,6 @@ void FsyncFile(const std::string& path) {
   if (rc != 0) throw CheckpointError(path + ": fsync failed (" + std::strerror(err) + ")");
 }
 
-// h5::File::close() is meant to report errors, but it drops its id twice (the Handle move
-// assignment already calls H5Idec_ref, then it calls H5Idec_ref again) and ignores the
-// results, so the real close is silent. Holding an extra reference across it keeps the file
-// open when close() is fixed, and then our own H5Fclose is the last, checked one. With the
-// current close() the file is closed in there unchecked; flush_and_sync() before it and
-// FsyncFile() after it still make sure everything written reached the disk.
-void CloseChecked(h5::File* file) {
-  hid_t id = file->id();
-  H5_CHECK(H5Iinc_ref(id));
-  file->close();
-  if (H5Iis_valid(id) > 0) H5_CHECK(H5Fclose(id));
-}
-
 // The wrapper has no group creation; groups are made here so that empty ones exist too.
 void CreateGroup(hid_t loc, const std::string& name) {
   h5::Handle g(H5_CHECK(H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
@@ -430,29 +417,18 @@ struct Reader {
   }
 };
 
-herr_t KeepFirst(unsigned n, const H5E_error2_t* err, void* out) {
-  if (n == 0 && err->desc) *static_cast<std::string*>(out) = err->desc;
-  return 0;
-}
-
-// Why HDF5 cannot open `path`. The wrapper's H5Error keeps only the outermost entry of
-// HDF5's error stack ("unable to open file") although it means to keep the innermost, so
-// the open is retried here to walk the stack from the innermost end ("truncated file: eof
-// = ...", "file signature not found").
-std::string OpenFailureReason(const std::string& path, const std::string& fallback) {
+// Why HDF5 cannot open `path`: not HDF5 at all, or HDF5's most specific reason ("truncated
+// file: eof = ...", "file signature not found").
+std::string OpenFailureReason(const std::string& path, const H5Error& e) {
   htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   H5Eclear2(H5E_DEFAULT);
   if (is_hdf5 == 0) return "not an HDF5 file";
-  std::string innermost;
-  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (id >= 0) {
-    H5Fclose(id);
-  } else {
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepFirst, &innermost);
-    H5Eclear2(H5E_DEFAULT);
+  std::string reason = e.innermost;
+  if (reason.empty()) {
+    reason = e.what();
+    if (reason.compare(0, path.size() + 2, path + ": ") == 0) reason.erase(0, path.size() + 2);
   }
-  return "not a valid HDF5 file, truncated or corrupt (" +
-         (innermost.empty() ? fallback : innermost) + ")";
+  return "not a valid HDF5 file, truncated or corrupt (" + reason + ")";
 }
 
 TrainState LoadOpened(const std::string& path, uint64_t file_size) {
@@ -460,9 +436,7 @@ TrainState LoadOpened(const std::string& path, uint64_t file_size) {
   try {
     file = std::make_unique<h5::File>(path, h5::Mode::ReadOnly);
   } catch (const H5Error& e) {
-    std::string fallback = e.what();
-    if (fallback.compare(0, path.size() + 2, path + ": ") == 0) fallback.erase(0, path.size() + 2);
-    throw CheckpointError(path + ": " + OpenFailureReason(path, fallback));
+    throw CheckpointError(path + ": " + OpenFailureReason(path, e));
   }
   Reader r{path, file->id(), file_size};
 
@@ -577,7 +551,7 @@ void SaveCheckpoint(const std::string& path, const TrainState& state) {
       h5::File file(tmp, h5::Mode::Create);
       WriteContents(file.id(), state);
       file.flush_and_sync();
-      CloseChecked(&file);
+      file.close();
     }
     FsyncFile(tmp);
     if (rename(tmp.c_str(), path.c_str()) != 0)

@@ -129,7 +129,8 @@ File::File(const std::string& path, Mode mode) : path_(path) {
   if (id < 0) {
     std::string why = StackMessage();
     throw H5Error(path + ": cannot " + (mode == Mode::Create ? "create" : "open") + " HDF5 file" +
-                  (why.empty() ? "" : " (" + why + ")"));
+                      (why.empty() ? "" : " (" + why + ")"),
+                  why);
   }
   handle_ = Handle(id);
 }

@@ -14,7 +14,9 @@
 namespace dlh {
 
 struct H5Error : Error {
-  using Error::Error;
+  explicit H5Error(const std::string& message, std::string innermost_error = "")
+      : Error(message), innermost(std::move(innermost_error)) {}
+  std::string innermost;  // HDF5's most specific error text ("truncated file: eof = ..."), if any
 };
 
 // Checks an HDF5 return value (negative herr_t or hid_t is failure).

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/duration.hpp"
 #include "common/error.hpp"
 
 namespace dlh {
@@ -37,19 +38,6 @@ ProgressMode ParseProgressMode(const std::string& text) {
   throw UsageError("--progress: must be one of auto, bar, plain, none, got '" + text + "'");
 }
 
-std::string FormatDuration(double seconds) {
-  if (!(seconds >= 0) || seconds > 1e8) return "--";
-  long s = long(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  else if (s >= 60)
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lds", s);
-  return buf;
-}
-
 namespace {
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -71,7 +59,7 @@ void Progress::step(int64_t step, int64_t epoch, double loss, double accuracy, d
   std::snprintf(text, sizeof text,
                 "epoch %lld/%d step %lld/%lld  loss %.4f  acc %5.1f%%  %7.0f samples/s  ETA %s",
                 (long long)epoch + 1, epochs_, (long long)in_epoch, (long long)steps_per_epoch_,
-                loss, 100.0 * accuracy, samples_per_s, FormatDuration(eta).c_str());
+                loss, 100.0 * accuracy, samples_per_s, HumanDuration(eta).c_str());
   if (mode_ == ProgressMode::Bar) {
     const int width = 20;
     int filled = int(width * double(in_epoch) / double(steps_per_epoch_));

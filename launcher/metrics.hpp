@@ -46,6 +46,4 @@ class Progress {
   int64_t last_plain_step_ = -1;
 };
 
-std::string FormatDuration(double seconds);  // "1h02m", "3m05s", "12s"
-
 }  // namespace dlh

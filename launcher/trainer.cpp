@@ -118,13 +118,13 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   });
   RunCollectively(comm.get(), [&] {
     spec = LoadSpec(o.spec_path);
-    // Precedence: the spec, then the plan the job was given, then explicit options.
+    // Precedence: the spec, then the plan the job was given, then explicit options. The
+    // epochs come first because the plan's warm-up is capped at them.
+    if (o.epochs > 0) spec.epochs = o.epochs;
     if (!o.plan_json.empty()) {
       plan = ParsePlan(o.plan_json, o.plan_origin);
-      if (o.epochs > 0) spec.epochs = o.epochs;
       ApplyPlan(plan, &spec);
     }
-    if (o.epochs > 0) spec.epochs = o.epochs;
     if (o.batch_size > 0) spec.batch_size = o.batch_size;
     if (!o.data_path.empty()) spec.dataset = o.data_path;
     if (spec.batch_size < size)
@@ -216,18 +216,17 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     char mine[256];
     std::snprintf(mine, sizeof mine, "%s: %s", host.c_str(), binding.describe().c_str());
     std::vector<char> all(rank == 0 ? sizeof mine * size_t(size) : 0);
-    MPI_CHECK(MPI_Gather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, 0,
-                         comm.get()));
+    MPI_CHECK(
+        MPI_Gather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, 0, comm.get()));
     if (rank == 0 && size <= 16)
       for (int r = 0; r < size; ++r)
         say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
     if (plan.present)
       say("plan: global batch " + std::to_string(spec.batch_size) + ", lr " +
-          std::to_string(spec.optimizer.lr) + (plan.gpus && plan.gpus != size
-                                                   ? " (planned for " + std::to_string(plan.gpus) +
-                                                         " ranks, running on " +
-                                                         std::to_string(size) + ")"
-                                                   : ""));
+          std::to_string(spec.optimizer.lr) +
+          (plan.gpus && plan.gpus != size ? " (planned for " + std::to_string(plan.gpus) +
+                                                " ranks, running on " + std::to_string(size) + ")"
+                                          : ""));
   }
   if (step == 0)
     say("training " + spec.name + " on " + std::to_string(size) + " rank(s), " +
@@ -265,9 +264,13 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   GradientSync sync(comm.get(), net.params(), net.param_layer(), sync_options);
 
   // Batchnorm statistics travel with the per-step control values in one small allreduce.
+  std::vector<Layer*> stat_layers;
   std::vector<Tensor*> stats;
   for (size_t i = 0; i < net.num_layers(); ++i)
-    if (Tensor* s = net.layer(i).batch_stats()) stats.push_back(s);
+    if (Tensor* s = net.layer(i).batch_stats()) {
+      stat_layers.push_back(&net.layer(i));
+      stats.push_back(s);
+    }
   size_t stats_len = 0;
   for (Tensor* s : stats) stats_len += s->size();
 
@@ -353,8 +356,7 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     k = 2;
     for (Tensor* s : stats)
       for (size_t i = 0; i < s->size(); ++i) (*s)[i] = float(control_sum[k++]);
-    for (size_t i = 0; i < net.num_layers(); ++i)
-      if (net.layer(i).batch_stats()) net.layer(i).commit_batch_stats();
+    for (Layer* l : stat_layers) l->commit_batch_stats();
     t_allreduce += Since(t_ctrl);
 
     const double lr = LearningRate(spec, step, steps_per_epoch);

@@ -301,13 +301,6 @@ std::string AllocationText(const Allocation& a) {
   return s;
 }
 
-std::string EnergyText(double j) {
-  if (j < 1e3) return Printf("%.0f J", j);
-  if (j < 1e6) return Printf("%.1f kJ", j / 1e3);
-  if (j < 1e9) return Printf("%.1f MJ", j / 1e6);
-  return Printf("%.2f GJ", j / 1e9);
-}
-
 std::string SummaryLine(const PlanOutcome& p) {
   const Allocation& a = p.chosen;
   std::string s = "dlh: ";
@@ -320,8 +313,8 @@ std::string SummaryLine(const PlanOutcome& p) {
   int tasks = 0;
   for (const Part& part : a.parts) tasks += part.nodes * part.gpus_per_node;
   s += ", " + Plural(tasks, "task", "tasks") + ", time " + p.time_limit + ": predicted " +
-       HumanDuration(a.total_s) + ", " + EnergyText(a.energy_j) + ", deadline " + p.deadline_text +
-       " (" + ShortWhy(p.rec.ranked.empty() ? a.why : p.rec.ranked[0].why) + ")";
+       HumanDuration(a.total_s) + ", " + FormatEnergy(a.energy_j) + ", deadline " +
+       p.deadline_text + " (" + ShortWhy(p.rec.ranked.empty() ? a.why : p.rec.ranked[0].why) + ")";
   std::string kept;
   for (const auto& [name, value] : p.user.given)
     kept += (kept.empty() ? "" : " ") + std::string("--") + name + "=" + value;

@@ -96,8 +96,6 @@ std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& 
 
 // "1 x 2 alpha", "1 x 2 alpha + 1 x 2 beta".
 std::string AllocationText(const Allocation& a);
-// "950 J", "14.7 kJ", "3.2 MJ", "1.25 GJ".
-std::string EnergyText(double joules);
 
 // "dlh: 1 node x 2 alpha GPUs, 2 tasks, time 00:04:00: predicted 3m23s, 14.7 kJ, deadline
 // 30m (least energy of 4 allocations meeting the 30m deadline)" (+ notes). One line.

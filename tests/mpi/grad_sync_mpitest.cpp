@@ -7,20 +7,13 @@
 #include <tuple>
 
 #include "launcher/grad_sync.hpp"
+#include "tests/mpi/mpi_test_util.hpp"
 
 namespace dlh {
 namespace {
 
-int Rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int Size() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using test::Rank;
+using test::Size;
 
 // Tensors of awkward sizes (0, 1, primes, > one bucket) across "layers".
 struct Model {

@@ -12,15 +12,13 @@
 #include "launcher/collective.hpp"
 #include "launcher/dataset.hpp"
 #include "launcher/trainer.hpp"
+#include "tests/mpi/mpi_test_util.hpp"
 
 namespace dlh {
 namespace {
 
-int Rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using test::Rank;
+using test::Size;
 
 // A temp folder named by rank 0 and shared by all ranks; removed at the end.
 class SharedDir {

@@ -551,10 +551,10 @@ TEST(PluginSlurmSettingsTest, TimeAndEnergyFormats) {
   EXPECT_EQ(SlurmTimeLimit(23 * 3600 + 59 * 60, 0), "23:59:00");
   EXPECT_EQ(SlurmTimeLimit(86400, 0), "1-00:00:00");
   EXPECT_EQ(SlurmTimeLimit(2 * 86400 + 3600 + 1, 0), "2-01:01:00");
-  EXPECT_EQ(EnergyText(950), "950 J");
-  EXPECT_EQ(EnergyText(14663), "14.7 kJ");
-  EXPECT_EQ(EnergyText(3.2e6), "3.2 MJ");
-  EXPECT_EQ(EnergyText(1.25e9), "1.25 GJ");
+  EXPECT_EQ(dlh::FormatEnergy(950), "950 J");
+  EXPECT_EQ(dlh::FormatEnergy(14663), "14.7 kJ");
+  EXPECT_EQ(dlh::FormatEnergy(3.2e6), "3.2 MJ");
+  EXPECT_EQ(dlh::FormatEnergy(1.25e9), "1.25 GJ");
 }
 
 // ---------------------------------------------------------------- the C facade
