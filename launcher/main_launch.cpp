@@ -11,6 +11,7 @@
 
 #include "launcher/allreduce.hpp"
 #include "launcher/bench_allreduce.hpp"
+#include "launcher/bench_checkpoint.hpp"
 #include "launcher/collective.hpp"
 #include "launcher/mpi.hpp"
 #include "launcher/trainer.hpp"
@@ -22,6 +23,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: dlh-launch train SPEC [options]   (one process per rank: srun or mpirun)\n"
     "       dlh-launch bench-allreduce [options]\n"
+    "       dlh-launch bench-checkpoint --dir DIR [options]\n"
     "       dlh-launch --help | --version\n"
     "'dlh-launch COMMAND --help' documents each command's options.\n";
 
@@ -209,7 +211,7 @@ int main(int argc, char** argv) {
     std::puts("dlh-launch " DLH_VERSION);
     return dlh::kExitOk;
   }
-  if (args[0] != "train" && args[0] != "bench-allreduce") {
+  if (args[0] != "train" && args[0] != "bench-allreduce" && args[0] != "bench-checkpoint") {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
@@ -221,6 +223,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
+    if (command == "bench-checkpoint") return dlh::RunBenchCheckpointCommand(args, rank);
     return command == "train" ? RunTrain(args, rank) : RunBenchAllreduce(args, rank);
   } catch (const dlh::CollectiveError& e) {
     // Every rank has the same error: one message, a clean exit everywhere.
