@@ -106,18 +106,18 @@ void CheckAllreduceKind(const std::string& kind) {
     throw UsageError("--allreduce: must be one of auto, flat, hierarchical, got '" + kind + "'");
 }
 
+bool UseHierarchical(const std::string& kind, const Topology& t) {
+  CheckAllreduceKind(kind);
+  if (kind != "auto") return kind == "hierarchical";
+  return t.num_nodes > 1 && *std::max_element(t.ranks_per_node.begin(), t.ranks_per_node.end()) > 1;
+}
+
 std::unique_ptr<Allreducer> MakeAllreducer(const std::string& kind, MPI_Comm comm,
                                            const std::vector<std::string>& node_of_rank) {
   CheckAllreduceKind(kind);
-  bool hierarchical = kind == "hierarchical";
-  if (kind == "auto") {
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    const Topology t = MakeTopology(node_of_rank, rank);
-    hierarchical =
-        t.num_nodes > 1 && *std::max_element(t.ranks_per_node.begin(), t.ranks_per_node.end()) > 1;
-  }
-  if (hierarchical) return std::make_unique<HierarchicalAllreducer>(comm, node_of_rank);
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  if (UseHierarchical(kind, MakeTopology(node_of_rank, rank))) return std::make_unique<HierarchicalAllreducer>(comm, node_of_rank);
   return std::make_unique<FlatAllreducer>(comm);
 }
 

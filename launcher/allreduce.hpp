@@ -68,7 +68,11 @@ class HierarchicalAllreducer : public Allreducer {
 void CheckAllreduceKind(const std::string& kind);
 
 // auto: hierarchical when there are several nodes and some node has several ranks (only
-// then is there a local step to save cross-node traffic), else flat. Collective over comm.
+// then is there a local step to save cross-node traffic), else flat. The rule of both
+// engines; throws UsageError on an unknown kind.
+bool UseHierarchical(const std::string& kind, const Topology& topology);
+
+// MakeAllreducer is collective over comm.
 std::unique_ptr<Allreducer> MakeAllreducer(const std::string& kind, MPI_Comm comm,
                                            const std::vector<std::string>& node_of_rank);
 

@@ -13,6 +13,7 @@
 #include "launcher/bench_allreduce.hpp"
 #include "launcher/bench_checkpoint.hpp"
 #include "launcher/collective.hpp"
+#include "launcher/device.hpp"
 #include "launcher/mpi.hpp"
 #include "launcher/trainer.hpp"
 
@@ -132,6 +133,10 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
         "gradient allreduce: flat (one MPI_Allreduce per bucket, overlapped with backward), "
         "hierarchical (reduce-scatter in the node, allreduce across nodes, all-gather in the "
         "node, after backward), auto (hierarchical on several nodes with several ranks, else flat)")
+    ("device", po::value(&o->device)->default_value("auto"),
+        "auto (a GPU when every rank has one, else the CPU), cpu, or cuda (fail without a GPU)")
+    ("comm-timeout", po::value(&o->comm_timeout)->default_value(300),
+        "GPU: seconds a stalled gradient allreduce may take before the job is aborted")
     ("plan", po::value(&o->plan_json), "plan file (JSON, as from dlh-estimate recommend --json); "
         "default: the DLH_PLAN environment variable the SPANK plugin sets")
     ("no-plan", "ignore DLH_PLAN")
@@ -178,6 +183,8 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   o.sync.bucket_bytes = size_t(bucket_mb * 1024 * 1024);
   o.sync.overlap = !vm.count("no-overlap");
   dlh::CheckAllreduceKind(o.allreduce);
+  dlh::CheckDeviceKind(o.device);
+  if (!(o.comm_timeout > 0)) throw dlh::UsageError("--comm-timeout: must be positive");
   o.checkpoint_epochs = !vm.count("no-epoch-checkpoints");
   o.resume = !vm.count("no-resume");
   o.stop_on_usr1 = vm.count("stop-on-usr1") > 0;

@@ -53,6 +53,15 @@ std::vector<std::string> GatherNodeNames(MPI_Comm comm) {
   return names;
 }
 
+std::string DescribeTopology(const Topology& t) {
+  int ranks = 0;
+  for (int r : t.ranks_per_node) ranks += r;
+  if (t.homogeneous && !t.ranks_per_node.empty())
+    return std::to_string(t.num_nodes) + " nodes x " + std::to_string(t.ranks_per_node[0]) +
+           " ranks";
+  return std::to_string(t.num_nodes) + " nodes, " + std::to_string(ranks) + " ranks, uneven";
+}
+
 NodeComms BuildNodeComms(MPI_Comm comm, const std::vector<std::string>& node_of_rank) {
   int rank = 0, size = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));

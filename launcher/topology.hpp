@@ -21,6 +21,9 @@ struct Topology {
   std::vector<int> ranks_per_node;  // indexed by node
 };
 
+// "2 nodes x 2 ranks", or "2 nodes, 3 ranks, uneven".
+std::string DescribeTopology(const Topology& topology);
+
 // `node_of_rank[r]` names rank r's node. Throws dlh::Error on an empty list or a rank out
 // of range.
 Topology MakeTopology(const std::vector<std::string>& node_of_rank, int rank);

@@ -26,9 +26,10 @@
 #include "launcher/checkpoint.hpp"
 #include "launcher/collective.hpp"
 #include "launcher/dataset.hpp"
+#include "launcher/device.hpp"
+#include "launcher/engine.hpp"
 #include "launcher/loader.hpp"
 #include "launcher/mpi.hpp"
-#include "launcher/network.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/signals.hpp"
 #include "launcher/topology.hpp"
@@ -60,31 +61,25 @@ struct EvalResult {
 };
 
 // Each rank evaluates a contiguous slice of the test set; sums are combined.
-EvalResult Evaluate(Network& net, const DataSplit& test, const TrainSpec& spec, int rank, int size,
-                    MPI_Comm comm) {
+constexpr int64_t kEvalChunk = 256;
+
+EvalResult Evaluate(Engine& engine, const DataSplit& test, const TrainSpec& spec, int rank,
+                    int size, MPI_Comm comm) {
   const int64_t first = test.count * rank / size, last = test.count * (rank + 1) / size;
-  const int64_t per = test.shape.elements(), chunk = 256;
+  const int64_t per = test.shape.elements();
   double sums[2] = {0, 0};  // loss, correct
-  Tensor x, grad;
-  for (int64_t i = first; i < last; i += chunk) {
-    int64_t n = std::min(chunk, last - i);
-    x.resize({int(n), test.shape.channels, test.shape.height, test.shape.width});
-    std::memcpy(x.data(), test.images.data() + i * per, size_t(n * per) * sizeof(float));
+  for (int64_t i = first; i < last; i += kEvalChunk) {
+    const int n = int(std::min(kEvalChunk, last - i));
     ForwardContext ctx;
     ctx.training = false;
     ctx.seed = spec.seed;
-    const Tensor& logits = net.forward(x, ctx);
-    int64_t correct = 0;
-    sums[0] += SoftmaxCrossEntropy(logits, test.labels.data() + i, 1.0f, &grad, &correct);
-    sums[1] += double(correct);
+    StepSums s = engine.evaluate(test.images.data() + i * per, test.labels.data() + i, n, ctx);
+    sums[0] += s.loss;
+    sums[1] += double(s.correct);
   }
   double total[2];
   MPI_CHECK(MPI_Allreduce(sums, total, 2, MPI_DOUBLE, MPI_SUM, comm));
   return {total[0] / double(test.count), total[1] / double(test.count)};
-}
-
-void BroadcastTensor(Tensor& t, MPI_Comm comm) {
-  MPI_CHECK(MPI_Bcast(t.data(), int(t.size()), MPI_FLOAT, 0, comm));
 }
 
 void SetThreads(const TrainOptions& o, int local_size) {
@@ -154,12 +149,21 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     if (rank == 0) std::filesystem::create_directories(run_dir + "/checkpoints");
   });
 
-  // --- model, optimizer, shard
-  Network net(spec);
-  net.init(spec.seed);
-  std::unique_ptr<Optimizer> opt = MakeOptimizer(spec.optimizer);
+  // --- shard, then the engine: model, optimizer and gradient allreduce on the device
   int64_t rank_offset = 0, rank_batch = 0;
   SplitBatch(spec.batch_size, rank, size, &rank_offset, &rank_batch);
+  EngineConfig ec;
+  ec.spec = &spec;
+  ec.comm = comm.get();
+  ec.node_of_rank = GatherNodeNames(comm.get());
+  ec.allreduce = o.allreduce;
+  ec.sync = o.sync;
+  ec.local_rank = binding.local_rank;
+  ec.device = binding.device;
+  ec.comm_timeout_s = o.comm_timeout;
+  ec.max_batch = int(std::max<int64_t>(rank_batch, kEvalChunk));
+  std::string device_note;
+  std::unique_ptr<Engine> engine = MakeEngine(o.device, ec, &device_note);
   const int64_t steps_per_epoch = data.train.count / spec.batch_size;
   const int64_t total_steps = steps_per_epoch * spec.epochs;
 
@@ -168,6 +172,7 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   auto say = [&](const std::string& text) {
     if (rank == 0) progress.line("dlh-launch: " + text);
   };
+  if (!device_note.empty()) say(device_note);
 
   // --- resume or start fresh
   int64_t step = 0, epoch = 0, step_in_epoch = 0, samples_seen = 0;
@@ -186,12 +191,10 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     RunCollectively(comm.get(), [&] {
       TrainState st = LoadCheckpoint(resume_path);
       try {
-        net.import_params(st.params);
-        net.import_buffers(st.buffers);
-        if (st.optimizer != opt->name())
+        if (st.optimizer != engine->optimizer_name())
           throw CheckpointError("optimizer is " + st.optimizer + " but the spec says " +
-                                opt->name());
-        opt->import_state(net.params(), st.optimizer_state);
+                                engine->optimizer_name());
+        engine->import_state(st.params, st.buffers, st.optimizer_state);
       } catch (const CheckpointError& e) {
         throw CheckpointError(resume_path + ": does not match " + o.spec_path + ": " + e.what());
       }
@@ -209,12 +212,13 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
         std::to_string(epoch + 1) + ")");
   } else {
     // Buffers (batchnorm running statistics) start at constants; parameters are rank 0's.
-    for (auto& p : net.params()) BroadcastTensor(*p.ref.value, comm.get());
+    engine->broadcast_params();
   }
   // Where every rank runs and which device it took, once, from rank 0.
   {
     char mine[256];
-    std::snprintf(mine, sizeof mine, "%s: %s", host.c_str(), binding.describe().c_str());
+    std::snprintf(mine, sizeof mine, "%s: %s, %s", host.c_str(), binding.describe().c_str(),
+                  engine->device_name().c_str());
     std::vector<char> all(rank == 0 ? sizeof mine * size_t(size) : 0);
     MPI_CHECK(
         MPI_Gather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, 0, comm.get()));
@@ -230,7 +234,7 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   }
   if (step == 0)
     say("training " + spec.name + " on " + std::to_string(size) + " rank(s), " +
-        std::to_string(net.num_param_values()) + " parameters, global batch " +
+        std::to_string(engine->num_param_values()) + " parameters, global batch " +
         std::to_string(spec.batch_size) + ", " + std::to_string(spec.epochs) + " epochs of " +
         std::to_string(steps_per_epoch) + " steps");
 
@@ -245,38 +249,13 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   lo.prefetch = o.prefetch;
   Loader loader(data.train, lo, epoch, step_in_epoch);
 
-  // Flat keeps GradientSync's own MPI path, which overlaps buckets with backward; only the
-  // hierarchical allreduce is passed in as a reducer.
-  std::unique_ptr<Allreducer> reducer =
-      MakeAllreducer(o.allreduce, comm.get(), GatherNodeNames(comm.get()));
-  GradSyncOptions sync_options = o.sync;
-  if (auto* h = dynamic_cast<HierarchicalAllreducer*>(reducer.get())) {
-    sync_options.reducer = h;
-    const Topology& t = h->topology();
-    std::string shape = t.homogeneous ? std::to_string(t.num_nodes) + " nodes x " +
-                                            std::to_string(t.ranks_per_node[0]) + " ranks"
-                                      : std::to_string(t.num_nodes) + " nodes, " +
-                                            std::to_string(size) + " ranks, uneven";
-    say("allreduce: hierarchical (" + shape + ")");
-  } else {
-    say("allreduce: flat");
-  }
-  GradientSync sync(comm.get(), net.params(), net.param_layer(), sync_options);
+  say("allreduce: " + engine->allreduce_name());
 
   // Batchnorm statistics travel with the per-step control values in one small allreduce.
-  std::vector<Layer*> stat_layers;
-  std::vector<Tensor*> stats;
-  for (size_t i = 0; i < net.num_layers(); ++i)
-    if (Tensor* s = net.layer(i).batch_stats()) {
-      stat_layers.push_back(&net.layer(i));
-      stats.push_back(s);
-    }
-  size_t stats_len = 0;
-  for (Tensor* s : stats) stats_len += s->size();
+  const size_t stats_len = engine->batch_stats().size();
 
   InstallSignalHandlers();
   TrainResult result;
-  Tensor grad_logits;
   const float loss_scale = 1.0f / float(spec.batch_size);
   const double weight = double(rank_batch) / double(spec.batch_size);
   auto train_start = Clock::now();
@@ -300,10 +279,10 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
       st.world_size = size;
       st.samples_seen = samples_seen;
       st.elapsed_seconds = elapsed_before + Since(train_start);
-      st.optimizer = opt->name();
-      st.params = net.export_params();
-      st.buffers = net.export_buffers();
-      st.optimizer_state = opt->export_state(net.params());
+      st.optimizer = engine->optimizer_name();
+      st.params = engine->export_params();
+      st.buffers = engine->export_buffers();
+      st.optimizer_state = engine->export_optimizer_state();
       result.last_checkpoint = ckpt_dir.save(st, o.keep);
     });
     result.last_checkpoint = mpi::BroadcastString(comm.get(), result.last_checkpoint);
@@ -312,6 +291,7 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   };
 
   std::vector<double> control(2 + stats_len), control_sum(control.size());
+  std::vector<float> averaged_stats(stats_len);
   while (step < total_steps && !stop && (o.max_steps <= 0 || step < o.max_steps)) {
     auto t_step = Clock::now();
     Batch batch = loader.next();
@@ -325,13 +305,9 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     ctx.seed = spec.seed;
     ctx.step = uint64_t(step);
     ctx.rank = rank;
-    const Tensor& logits = net.forward(batch.images, ctx);
-    int64_t correct = 0;
-    double loss_sum =
-        SoftmaxCrossEntropy(logits, batch.labels.data(), loss_scale, &grad_logits, &correct);
-    net.backward(grad_logits, [&](size_t layer) { sync.layer_done(layer); });
+    const StepSums sums = engine->forward_backward(batch, ctx, loss_scale);
     const double t_compute_s = Since(t_compute);
-    double t_allreduce = sync.finish();
+    double t_allreduce = engine->finish_gradients();
 
     // Control values, summed: loss, correct, then batchnorm statistics weighted by this
     // rank's share of the batch. Flags, maxed: a pending signal (2: stop, 1: checkpoint)
@@ -339,11 +315,10 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     // signalled alone (a user's kill); the allreduce tells everyone at the same step.
     auto t_ctrl = Clock::now();
     const int sig = TakePendingSignal();
-    control[0] = loss_sum;
-    control[1] = double(correct);
+    control[0] = sums.loss;
+    control[1] = double(sums.correct);
     size_t k = 2;
-    for (Tensor* s : stats)
-      for (size_t i = 0; i < s->size(); ++i) control[k++] = weight * double((*s)[i]);
+    for (float s : engine->batch_stats()) control[k++] = weight * double(s);
     MPI_CHECK(MPI_Allreduce(control.data(), control_sum.data(), int(control.size()), MPI_DOUBLE,
                             MPI_SUM, comm.get()));
     int flags[2] = {
@@ -353,14 +328,14 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
         rank == 0 && o.checkpoint_seconds > 0 && Since(last_ckpt) >= o.checkpoint_seconds};
     int flags_max[2];
     MPI_CHECK(MPI_Allreduce(flags, flags_max, 2, MPI_INT, MPI_MAX, comm.get()));
-    k = 2;
-    for (Tensor* s : stats)
-      for (size_t i = 0; i < s->size(); ++i) (*s)[i] = float(control_sum[k++]);
-    for (Layer* l : stat_layers) l->commit_batch_stats();
+    if (stats_len > 0) {
+      for (size_t i = 0; i < stats_len; ++i) averaged_stats[i] = float(control_sum[2 + i]);
+      engine->commit_batch_stats(averaged_stats);
+    }
     t_allreduce += Since(t_ctrl);
 
     const double lr = LearningRate(spec, step, steps_per_epoch);
-    opt->update(net.params(), lr, step);
+    engine->update(lr, step);
     ++step;
     samples_seen += spec.batch_size;
     if (++step_in_epoch == steps_per_epoch) {
@@ -408,7 +383,7 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     }
 
     if (o.eval && step_in_epoch == 0 && !evaluated_epoch) {
-      EvalResult ev = Evaluate(net, data.test, spec, rank, size, comm.get());
+      EvalResult ev = Evaluate(*engine, data.test, spec, rank, size, comm.get());
       evaluated_epoch = true;
       result.test_accuracy = ev.accuracy;
       result.test_loss = ev.loss;
@@ -430,14 +405,14 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
   // reports the final accuracy and the checkpoint it holds.
   if (result.last_checkpoint.empty()) result.last_checkpoint = resume_path;
   if (o.eval && result.test_accuracy < 0 && step >= total_steps) {
-    EvalResult ev = Evaluate(net, data.test, spec, rank, size, comm.get());
+    EvalResult ev = Evaluate(*engine, data.test, spec, rank, size, comm.get());
     result.test_accuracy = ev.accuracy;
     result.test_loss = ev.loss;
   }
 
   // Every rank must hold the same bits; a mismatch is a bug we want to hear about.
-  uint32_t crc =
-      Crc(Crc(uint32_t(crc32(0, nullptr, 0)), net.export_params()), net.export_buffers());
+  uint32_t crc = Crc(Crc(uint32_t(crc32(0, nullptr, 0)), engine->export_params()),
+                     engine->export_buffers());
   std::vector<uint32_t> all(size_t(size), 0);
   MPI_CHECK(MPI_Allgather(&crc, 1, MPI_UINT32_T, all.data(), 1, MPI_UINT32_T, comm.get()));
   for (int r = 1; r < size; ++r)
@@ -454,6 +429,7 @@ TrainResult Train(const TrainOptions& o, MPI_Comm world) {
     nlohmann::json summary = {{"spec", o.spec_path},
                               {"name", spec.name},
                               {"ranks", size},
+                              {"device", engine->device_name()},
                               {"steps", step},
                               {"total_steps", total_steps},
                               {"finished", result.finished},

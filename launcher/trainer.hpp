@@ -31,6 +31,8 @@ struct TrainOptions {
   std::string plan_origin = "DLH_PLAN";
   GradSyncOptions sync;
   std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
+  std::string device = "auto";     // auto, cpu or cuda (see device.hpp)
+  double comm_timeout = 300;       // GPU: seconds a stalled collective may take
   ProgressMode progress = ProgressMode::Auto;
 };
 

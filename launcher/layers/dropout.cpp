@@ -25,19 +25,10 @@ void Dropout::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) 
     for (size_t i = 0; i < size; ++i) y[i] = x[i];
     return;
   }
-  // One key per (seed, rank, step, layer); chaining through the mixer keeps the fields
-  // from cancelling each other (e.g. rank 1 step 0 vs rank 0 step 1).
-  uint64_t key = Mix64(ctx.seed + kGoldenGamma);
-  key = Mix64(key ^ (uint64_t(uint32_t(ctx.rank)) + kGoldenGamma));
-  key = Mix64(key ^ (ctx.step + kGoldenGamma));
-  key = Mix64(key ^ (uint64_t(uint32_t(ctx.layer_index)) + kGoldenGamma));
-  // Element i keeps when its 53-bit uniform u in [0, 1) is >= rate, i.e. P(keep) = 1-rate.
-  const uint64_t threshold = uint64_t(rate_ * 9007199254740992.0);  // rate * 2^53
+  const uint64_t key = DropoutKey(ctx.seed, ctx.rank, ctx.step, ctx.layer_index);
+  const uint64_t threshold = DropoutThreshold(rate_);
   const float scale = float(1.0 / (1.0 - rate_));
-  for (size_t i = 0; i < size; ++i) {
-    const uint64_t u = Mix64(key + (uint64_t(i) + 1) * kGoldenGamma) >> 11;
-    m[i] = u >= threshold ? scale : 0.0f;
-  }
+  for (size_t i = 0; i < size; ++i) m[i] = DropoutKeeps(key, i, threshold) ? scale : 0.0f;
   for (size_t i = 0; i < size; ++i) y[i] = x[i] * m[i];
 }
 

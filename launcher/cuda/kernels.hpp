@@ -1,0 +1,57 @@
+// DLH — the engine's own CUDA kernels, for the steps no library call fits: bias and
+// dropout, batch normalisation with DLH's cross-rank statistics, softmax cross-entropy,
+// and the optimizer updates. Host functions that enqueue on `stream`; all arrays are on
+// the device. Every reduction has a fixed shape (one block, fixed thread count, fixed
+// combine order), so results do not depend on scheduling: a resumed run repeats the
+// uninterrupted one bit for bit on the same GPU.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dlh {
+namespace cuda {
+
+// y[b][f] += bias[f] for an n x features matrix.
+void AddBias(float* y, const float* bias, int n, int features, cudaStream_t stream);
+
+// Training: y = x * mask with mask = scale or 0 by DropoutKeeps(key, i, threshold).
+void DropoutForward(const float* x, float* y, float* mask, size_t count, uint64_t key,
+                    uint64_t threshold, float scale, cudaStream_t stream);
+void Multiply(const float* a, const float* b, float* out, size_t count, cudaStream_t stream);
+
+// Batchnorm over N x C x HW. Training forward writes y, xhat, stats = {mean[C], unbiased
+// var[C]} and inv_std[C] (of the biased variance, for normalising).
+void BatchNormTrainForward(const float* x, float* y, float* xhat, float* stats, float* inv_std,
+                           const float* gamma, const float* beta, int n, int c, int hw,
+                           double epsilon, cudaStream_t stream);
+void BatchNormInferForward(const float* x, float* y, const float* gamma, const float* beta,
+                           const float* running_mean, const float* running_var, int n, int c,
+                           int hw, double epsilon, cudaStream_t stream);
+// dx may be null (first layer).
+void BatchNormBackward(const float* dy, const float* xhat, const float* gamma,
+                       const float* inv_std, float* dgamma, float* dbeta, float* dx, int n, int c,
+                       int hw, cudaStream_t stream);
+void BatchNormCommit(float* running_mean, float* running_var, const float* stats, int c,
+                     double momentum, cudaStream_t stream);
+
+// Softmax cross-entropy of n x classes logits. grad (may be null) = (softmax - onehot) *
+// scale. sums[0] = summed loss, sums[1] = argmax hits; *bad_label = 1 + the index of a
+// sample whose label is out of range (0: none).
+void SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int n, int classes,
+                         float scale, float* grad, double* sums, int* bad_label,
+                         cudaStream_t stream);
+
+// SGD with optional momentum buffer (null: plain), Nesterov, L2 decay; Adam with
+// decoupled decay (decay = lr * weight_decay) and bias corrections c1, c2.
+void SgdUpdate(float* w, const float* g, float* momentum_buf, size_t n, float lr, float mu,
+               float decay, bool nesterov, cudaStream_t stream);
+void AdamUpdate(float* w, const float* g, float* m, float* v, size_t n, float lr, float beta1,
+                float beta2, float c1, float c2, float epsilon, float decay, cudaStream_t stream);
+
+void Fill(float* p, float value, size_t count, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace dlh
