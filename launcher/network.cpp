@@ -40,6 +40,7 @@ Network::Network(const TrainSpec& spec) {
     for (BufferRef b : layers_.back()->buffers()) buffers_.push_back({prefix + b.name, b.value});
   }
   acts_.resize(layers_.size());
+  grads_.resize(layers_.size());
 }
 
 void Network::init(uint64_t seed) {
@@ -68,8 +69,7 @@ void Network::backward(const Tensor& grad_logits,
   const Tensor* grad_out = &grad_logits;
   for (size_t k = layers_.size(); k-- > 0;) {
     const Tensor& in = k == 0 ? *input_ : acts_[k - 1];
-    // Ping-pong between two gradient buffers; the first layer needs no input gradient.
-    Tensor* grad_in = k == 0 ? nullptr : (grad_out == &grad_a_ ? &grad_b_ : &grad_a_);
+    Tensor* grad_in = k == 0 ? nullptr : &grads_[k];  // the first layer needs none
     layers_[k]->backward(in, acts_[k], *grad_out, grad_in);
     if (on_layer_done) on_layer_done(k);
     grad_out = grad_in;

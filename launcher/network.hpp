@@ -46,7 +46,10 @@ class Network {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Tensor> acts_;  // acts_[i] = output of layer i
   const Tensor* input_ = nullptr;
-  Tensor grad_a_, grad_b_;
+  // grads_[k] = dLoss/d(input of layer k). One tensor per layer instead of two reused
+  // ones: a tensor that changed size every step would be re-filled with zeros when it grows
+  // back (std::vector::resize), an extra pass over the largest gradients.
+  std::vector<Tensor> grads_;
   std::vector<NamedParam> params_;
   std::vector<size_t> param_layer_;
   struct NamedBuffer {

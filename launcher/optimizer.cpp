@@ -5,8 +5,14 @@
 #include <cmath>
 #include <map>
 
+#include "launcher/parallel.hpp"
+
 namespace dlh {
 namespace {
+
+// Elements per parallel block. Updates are element-wise (no reductions), so the split
+// cannot change any result.
+constexpr size_t kGrain = 16384;
 
 // Per-parameter slots, created lazily with the parameter's size.
 class Slots {
@@ -73,22 +79,27 @@ class Sgd : public Optimizer {
       const float* gv = g.data();
       const size_t n = w.size();
       if (mu == 0.0f) {
-        for (size_t i = 0; i < n; ++i) wv[i] -= rate * (gv[i] + decay * wv[i]);
+        ParallelRange(n, kGrain, [&](size_t lo, size_t hi) {
+          for (size_t i = lo; i < hi; ++i) wv[i] -= rate * (gv[i] + decay * wv[i]);
+        });
         continue;
       }
       float* buf = slots_.get(p, 0, n).data();
-      if (spec_.nesterov) {
-        for (size_t i = 0; i < n; ++i) {
-          float d = gv[i] + decay * wv[i];
-          buf[i] = mu * buf[i] + d;
-          wv[i] -= rate * (d + mu * buf[i]);
+      const bool nesterov = spec_.nesterov;
+      ParallelRange(n, kGrain, [&](size_t lo, size_t hi) {
+        if (nesterov) {
+          for (size_t i = lo; i < hi; ++i) {
+            float d = gv[i] + decay * wv[i];
+            buf[i] = mu * buf[i] + d;
+            wv[i] -= rate * (d + mu * buf[i]);
+          }
+        } else {
+          for (size_t i = lo; i < hi; ++i) {
+            buf[i] = mu * buf[i] + gv[i] + decay * wv[i];
+            wv[i] -= rate * buf[i];
+          }
         }
-      } else {
-        for (size_t i = 0; i < n; ++i) {
-          buf[i] = mu * buf[i] + gv[i] + decay * wv[i];
-          wv[i] -= rate * buf[i];
-        }
-      }
+      });
     }
   }
   std::vector<NamedArray> export_state(const std::vector<NamedParam>& params) const override {
@@ -124,11 +135,13 @@ class Adam : public Optimizer {
       float* m = slots_.get(p, 0, n).data();
       float* v = slots_.get(p, 1, n).data();
       const float decay = params[p].ref.decay ? rate * wd : 0.0f;
-      for (size_t i = 0; i < n; ++i) {
-        m[i] = b1 * m[i] + (1.0f - b1) * gv[i];
-        v[i] = b2 * v[i] + (1.0f - b2) * gv[i] * gv[i];
-        wv[i] -= decay * wv[i] + rate * (m[i] * c1) / (std::sqrt(v[i] * c2) + eps);
-      }
+      ParallelRange(n, kGrain, [&](size_t lo, size_t hi) {
+        for (size_t i = lo; i < hi; ++i) {
+          m[i] = b1 * m[i] + (1.0f - b1) * gv[i];
+          v[i] = b2 * v[i] + (1.0f - b2) * gv[i] * gv[i];
+          wv[i] -= decay * wv[i] + rate * (m[i] * c1) / (std::sqrt(v[i] * c2) + eps);
+        }
+      });
     }
   }
   std::vector<NamedArray> export_state(const std::vector<NamedParam>& params) const override {

@@ -1,8 +1,13 @@
-// DLH — 2-D convolution (NCHW, square kernel, stride, zero padding) as im2col + GEMM.
+// DLH — 2-D convolution (NCHW, square kernel, stride, zero padding) as im2col + GEMM,
+// one sample at a time.
 //
-// The whole batch is unfolded into one column matrix so that forward and each part of
-// backward is a single large sgemm: OpenBLAS threads and blocks big products far better
-// than N small ones, and the per-sample loop overhead disappears.
+// Per sample, W (F x CKK) times the sample's columns (CKK x Ho*Wo) IS the sample's NCHW
+// output, and its output gradient is already the F x Ho*Wo matrix that backward needs:
+// no layout transposes. The columns (a few hundred KB) stay in the core's cache from
+// im2col to GEMM, and backward rebuilds them instead of keeping a whole-batch copy (tens
+// of MB of memory traffic). Samples run in parallel on the engine's threads, each GEMM on
+// one thread; the weight gradient is summed per fixed chunk of samples and the chunks are
+// added in order, so every result is independent of the thread count.
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +15,14 @@
 
 #include "launcher/layers/gemm.hpp"
 #include "launcher/layers/layers.hpp"
+#include "launcher/parallel.hpp"
 
 namespace dlh {
+namespace {
+
+constexpr int kGradChunks = 8;  // weight-gradient partial sums per batch (fixed: see above)
+
+}  // namespace
 
 Conv2d::Conv2d(const Shape3& in, int filters, int kernel, int stride, int padding)
     : in_(in), kernel_(kernel), stride_(stride), padding_(padding) {
@@ -40,63 +51,62 @@ std::vector<ParamRef> Conv2d::params() {
   return {{"weight", &weight_, &grad_weight_, true}, {"bias", &bias_, &grad_bias_, false}};
 }
 
-// Row r = (c, kh, kw) of cols_ holds, for every output pixel (n, oh, ow), the input value
-// under kernel tap (kh, kw), or 0 where that tap falls into the padding.
-void Conv2d::Im2Col(const float* in, int n) {
+// Row r = (c, kh, kw) of `cols` (CKK x Ho*Wo) holds, for every output pixel (oh, ow) of
+// one sample, the input value under kernel tap (kh, kw), or 0 where it is padding.
+void Conv2d::Im2Col(const float* in, float* cols) const {
   const int H = in_.height, W = in_.width, Ho = out_.height, Wo = out_.width;
   const int K = kernel_, S = stride_, P = padding_;
   const size_t plane = size_t(Ho) * Wo;
-  const size_t row_len = size_t(n) * plane;
-  cols_.resize(size_t(in_.channels) * K * K * row_len);
-  // Valid output columns for tap kw: 0 <= ow*S - P + kw < W.
   for (int c = 0; c < in_.channels; ++c) {
+    const float* src = in + size_t(c) * H * W;
     for (int kh = 0; kh < K; ++kh) {
       for (int kw = 0; kw < K; ++kw) {
-        float* row = cols_.data() + (size_t(c * K + kh) * K + kw) * row_len;
+        float* dst = cols + (size_t(c * K + kh) * K + kw) * plane;
+        // Valid output columns for tap kw: 0 <= ow*S - P + kw < W.
         const int ow_lo = std::min(Wo, std::max(0, (P - kw + S - 1) / S));
         const int ow_hi = std::max(ow_lo, std::min(Wo, (W + P - kw + S - 1) / S));
-        for (int b = 0; b < n; ++b) {
-          const float* src = in + (size_t(b) * in_.channels + c) * H * W;
-          float* dst = row + size_t(b) * plane;
-          for (int oh = 0; oh < Ho; ++oh, dst += Wo) {
-            const int ih = oh * S - P + kh;
-            if (ih < 0 || ih >= H) {
-              std::memset(dst, 0, sizeof(float) * Wo);
-              continue;
-            }
-            const float* s = src + size_t(ih) * W;
-            for (int ow = 0; ow < ow_lo; ++ow) dst[ow] = 0.0f;
-            for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow] = s[ow * S + kw - P];
-            for (int ow = ow_hi; ow < Wo; ++ow) dst[ow] = 0.0f;
+        for (int oh = 0; oh < Ho; ++oh, dst += Wo) {
+          const int ih = oh * S - P + kh;
+          if (ih < 0 || ih >= H) {
+            std::memset(dst, 0, sizeof(float) * Wo);
+            continue;
           }
+          const float* s = src + size_t(ih) * W + kw - P;  // s[ow * S] is the tap
+          for (int ow = 0; ow < ow_lo; ++ow) dst[ow] = 0.0f;
+          if (S == 1) {
+            for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow] = s[ow];
+          } else {
+            for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow] = s[ow * S];
+          }
+          for (int ow = ow_hi; ow < Wo; ++ow) dst[ow] = 0.0f;
         }
       }
     }
   }
 }
 
-// The adjoint of Im2Col: every column entry is added back to the input cell it came
-// from (overlapping windows accumulate); padding taps are dropped.
-void Conv2d::Col2Im(float* grad_in, int n) const {
+// The adjoint of Im2Col for one sample: every column entry is added back to the input
+// cell it came from (overlapping windows accumulate); padding taps are dropped.
+void Conv2d::Col2Im(const float* cols, float* grad_in) const {
   const int H = in_.height, W = in_.width, Ho = out_.height, Wo = out_.width;
   const int K = kernel_, S = stride_, P = padding_;
   const size_t plane = size_t(Ho) * Wo;
-  const size_t row_len = size_t(n) * plane;
-  std::fill_n(grad_in, size_t(n) * in_.elements(), 0.0f);
+  std::fill_n(grad_in, in_.elements(), 0.0f);
   for (int c = 0; c < in_.channels; ++c) {
+    float* dst = grad_in + size_t(c) * H * W;
     for (int kh = 0; kh < K; ++kh) {
       for (int kw = 0; kw < K; ++kw) {
-        const float* row = grad_cols_.data() + (size_t(c * K + kh) * K + kw) * row_len;
+        const float* src = cols + (size_t(c * K + kh) * K + kw) * plane;
         const int ow_lo = std::min(Wo, std::max(0, (P - kw + S - 1) / S));
         const int ow_hi = std::max(ow_lo, std::min(Wo, (W + P - kw + S - 1) / S));
-        for (int b = 0; b < n; ++b) {
-          float* dst = grad_in + (size_t(b) * in_.channels + c) * H * W;
-          const float* src = row + size_t(b) * plane;
-          for (int oh = 0; oh < Ho; ++oh, src += Wo) {
-            const int ih = oh * S - P + kh;
-            if (ih < 0 || ih >= H) continue;
-            float* d = dst + size_t(ih) * W;
-            for (int ow = ow_lo; ow < ow_hi; ++ow) d[ow * S + kw - P] += src[ow];
+        for (int oh = 0; oh < Ho; ++oh, src += Wo) {
+          const int ih = oh * S - P + kh;
+          if (ih < 0 || ih >= H) continue;
+          float* d = dst + size_t(ih) * W + kw - P;
+          if (S == 1) {
+            for (int ow = ow_lo; ow < ow_hi; ++ow) d[ow] += src[ow];
+          } else {
+            for (int ow = ow_lo; ow < ow_hi; ++ow) d[ow * S] += src[ow];
           }
         }
       }
@@ -105,25 +115,23 @@ void Conv2d::Col2Im(float* grad_in, int n) const {
 }
 
 void Conv2d::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
+  (void)ctx;
   const int n = BatchSize(in, in_, "conv2d");
   const int F = out_.channels;
   const int ckk = in_.channels * kernel_ * kernel_;
-  const size_t plane = size_t(out_.height) * out_.width;
-  const int cols = int(size_t(n) * plane);
+  const int plane = out_.height * out_.width;
   out.resize({n, F, out_.height, out_.width});
-  Im2Col(in.data(), n);
-  cols_valid_ = ctx.training;
-  out_cols_.resize(size_t(F) * cols);
-  Sgemm(false, false, F, cols, ckk, 1.0f, weight_.data(), cols_.data(), 0.0f, out_cols_.data());
-  // F x (N*Ho*Wo) -> N x F x Ho x Wo, adding the bias on the way.
-  for (int b = 0; b < n; ++b) {
-    for (int f = 0; f < F; ++f) {
-      const float* src = out_cols_.data() + size_t(f) * cols + size_t(b) * plane;
-      float* dst = out.data() + (size_t(b) * F + f) * plane;
-      const float bf = bias_[f];
-      for (size_t p = 0; p < plane; ++p) dst[p] = src[p] + bf;
-    }
-  }
+  const size_t per_thread = size_t(ckk) * plane;
+  scratch_.resize(size_t(CpuThreads()) * per_thread);
+  ParallelFor(n, [&](int b, int thread) {
+    float* cols = scratch_.data() + size_t(thread) * per_thread;
+    Im2Col(in.data() + size_t(b) * in_.elements(), cols);
+    // Seed the output with the bias so that the GEMM adds into it (beta = 1): one pass
+    // over the output fewer than zeroing it and adding the bias afterwards.
+    float* y = out.data() + size_t(b) * F * plane;
+    for (int f = 0; f < F; ++f) std::fill_n(y + size_t(f) * plane, plane, bias_[f]);
+    Sgemm(false, false, F, plane, ckk, 1.0f, weight_.data(), cols, 1.0f, y);
+  });
 }
 
 void Conv2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
@@ -132,37 +140,63 @@ void Conv2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad_ou
   const int n = BatchSize(in, in_, "conv2d");
   const int F = out_.channels;
   const int ckk = in_.channels * kernel_ * kernel_;
-  const size_t plane = size_t(out_.height) * out_.width;
-  const int cols = int(size_t(n) * plane);
-  // The columns of the last training forward are normally still there; an evaluation
-  // forward in between would have replaced them, so rebuild them in that case.
-  if (!cols_valid_ || cols_.size() != size_t(ckk) * cols) Im2Col(in.data(), n);
-  cols_valid_ = true;
+  const int plane = out_.height * out_.width;
+  const size_t wsize = size_t(F) * ckk;
+  if (grad_in != nullptr) grad_in->resize(in.shape());
+  // Per thread: the sample's columns, then (for grad_in) their gradient.
+  const size_t cols_size = size_t(ckk) * plane;
+  const size_t per_thread = cols_size * (grad_in != nullptr ? 2 : 1);
+  scratch_.resize(size_t(CpuThreads()) * per_thread);
+  const int chunks = std::min(n, kGradChunks);
+  partial_w_.resize(size_t(chunks) * wsize);
+  partial_b_.resize(size_t(chunks) * F);
 
-  // grad_out N x F x Ho x Wo -> F x (N*Ho*Wo), and the bias gradient as row sums.
-  out_cols_.resize(size_t(F) * cols);
-  for (int f = 0; f < F; ++f) {
-    double sum = 0.0;  // double: the sum runs over the whole batch of pixels
-    for (int b = 0; b < n; ++b) {
-      const float* src = grad_out.data() + (size_t(b) * F + f) * plane;
-      float* dst = out_cols_.data() + size_t(f) * cols + size_t(b) * plane;
-      float part = 0.0f;
-      for (size_t p = 0; p < plane; ++p) {
-        dst[p] = src[p];
-        part += src[p];
+  ParallelFor(chunks, [&](int chunk, int thread) {
+    float* cols = scratch_.data() + size_t(thread) * per_thread;
+    float* dcols = cols + cols_size;
+    float* dw = partial_w_.data() + size_t(chunk) * wsize;
+    double* db = partial_b_.data() + size_t(chunk) * F;
+    std::fill_n(db, F, 0.0);
+    const int lo = int(int64_t(n) * chunk / chunks), hi = int(int64_t(n) * (chunk + 1) / chunks);
+    for (int b = lo; b < hi; ++b) {
+      const float* g = grad_out.data() + size_t(b) * F * plane;  // F x Ho*Wo
+      Im2Col(in.data() + size_t(b) * in_.elements(), cols);
+      // dW_chunk (F x CKK) += g (F x P) * cols^T (P x CKK); the chunk's first sample
+      // overwrites.
+      Sgemm(false, true, F, ckk, plane, 1.0f, g, cols, b == lo ? 0.0f : 1.0f, dw);
+      for (int f = 0; f < F; ++f) {
+        const float* gf = g + size_t(f) * plane;
+        float part = 0.0f;
+        for (int p = 0; p < plane; ++p) part += gf[p];
+        db[f] += part;  // double across samples: the sum runs over the whole batch
       }
-      sum += part;
+      if (grad_in != nullptr) {
+        // dcols (CKK x P) = W^T (CKK x F) * g (F x P), folded back into the sample.
+        Sgemm(true, false, ckk, plane, F, 1.0f, weight_.data(), g, 0.0f, dcols);
+        Col2Im(dcols, grad_in->data() + size_t(b) * in_.elements());
+      }
     }
+  });
+
+  // Sum the chunks in chunk order (parallel over weights: each weight's sum is serial).
+  if (chunks == 0) {
+    grad_weight_.zero();
+    grad_bias_.zero();
+    return;
+  }
+  ParallelRange(wsize, 4096, [&](size_t lo, size_t hi) {
+    float* dw = grad_weight_.data();
+    std::copy(partial_w_.begin() + lo, partial_w_.begin() + hi, dw + lo);
+    for (int c = 1; c < chunks; ++c) {
+      const float* p = partial_w_.data() + size_t(c) * wsize;
+      for (size_t i = lo; i < hi; ++i) dw[i] += p[i];
+    }
+  });
+  for (int f = 0; f < F; ++f) {
+    double sum = 0.0;
+    for (int c = 0; c < chunks; ++c) sum += partial_b_[size_t(c) * F + f];
     grad_bias_[f] = float(sum);
   }
-  // dW (F x CKK) = grad_out_cols (F x NP) * cols^T (NP x CKK); overwritten, not added.
-  Sgemm(false, true, F, ckk, cols, 1.0f, out_cols_.data(), cols_.data(), 0.0f, grad_weight_.data());
-  if (grad_in == nullptr) return;
-  // dcols (CKK x NP) = W^T (CKK x F) * grad_out_cols (F x NP), then fold back.
-  grad_cols_.resize(size_t(ckk) * cols);
-  Sgemm(true, false, ckk, cols, F, 1.0f, weight_.data(), out_cols_.data(), 0.0f, grad_cols_.data());
-  grad_in->resize(in.shape());
-  Col2Im(grad_in->data(), n);
 }
 
 }  // namespace dlh

@@ -1,24 +1,63 @@
-// DLH — a thin row-major wrapper around OpenBLAS's cblas_sgemm, private to the layers.
-// All matrix products of conv2d and dense go through here, so OpenBLAS's own threads
-// parallelise the heavy work and the layers stay single-threaded code.
+// DLH — thin row-major wrappers around OpenBLAS's cblas_sgemm, private to the layers.
+// OpenBLAS runs single-threaded inside the engine's threads (launcher/parallel.hpp):
+// ParallelSgemm cuts one product into column or row blocks, Sgemm is for a block that
+// already runs on one of those threads.
 #pragma once
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstddef>
+
+#include "launcher/parallel.hpp"
 
 namespace dlh {
 
-// C (m x n) = alpha * op(A) * op(B) + beta * C, all row-major and densely packed:
-// op(A) is m x k (A is k x m when trans_a), op(B) is k x n (B is n x k when trans_b).
+// C (m x n, leading dimension ldc) = alpha * op(A) * op(B) + beta * C, row-major: op(A) is
+// m x k (A is k x m when trans_a), op(B) is k x n (B is n x k when trans_b).
+inline void SgemmLd(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                    int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  if (m <= 0 || n <= 0) return;  // an empty local batch: nothing to write
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, std::max(1, lda), b,
+              std::max(1, ldb), beta, c, std::max(1, ldc));
+}
+
+// The same with densely packed operands.
 inline void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                   const float* b, float beta, float* c) {
-  if (m <= 0 || n <= 0) return;  // an empty local batch: nothing to write
-  // Leading dimensions must be >= 1 even for empty operands, or cblas reports an error.
-  const int lda = std::max(1, trans_a ? m : k);
-  const int ldb = std::max(1, trans_b ? k : n);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+  SgemmLd(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, b, trans_b ? k : n, beta, c, n);
+}
+
+// Sgemm over the engine's threads. The longer of C's two dimensions is cut into blocks
+// (whole multiples of 16, about 8 MFLOP or more each, at most 8) chosen from the shape
+// alone; each block is an independent product with the full k, so the result does not
+// depend on the thread count.
+inline void ParallelSgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                          const float* a, const float* b, float beta, float* c) {
+  if (m <= 0 || n <= 0) return;
+  const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  const bool split_n = n >= m;
+  const int len = split_n ? n : m;
+  const double flops = 2.0 * m * n * k;
+  int blocks = int(std::min(8.0, flops / 8e6));
+  blocks = std::min(blocks, len / 32);
+  if (blocks <= 1) {
+    SgemmLd(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    return;
+  }
+  const int width = (len / blocks + 15) / 16 * 16;
+  blocks = (len + width - 1) / width;
+  ParallelFor(blocks, [&](int blk, int) {
+    const int lo = blk * width, cnt = std::min(len, lo + width) - lo;
+    if (split_n) {  // columns lo.. of C and of op(B)
+      const float* bb = trans_b ? b + size_t(lo) * k : b + lo;
+      SgemmLd(trans_a, trans_b, m, cnt, k, alpha, a, lda, bb, ldb, beta, c + lo, n);
+    } else {  // rows lo.. of C and of op(A)
+      const float* aa = trans_a ? a + lo : a + size_t(lo) * k;
+      SgemmLd(trans_a, trans_b, cnt, n, k, alpha, aa, lda, b, ldb, beta, c + size_t(lo) * n, n);
+    }
+  });
 }
 
 }  // namespace dlh

@@ -29,18 +29,19 @@ class Conv2d : public Layer {
   std::vector<ParamRef> params() override;
 
  private:
-  void Im2Col(const float* in, int n);
-  void Col2Im(float* grad_in, int n) const;
+  void Im2Col(const float* in, float* cols) const;     // one sample
+  void Col2Im(const float* cols, float* grad_in) const;  // one sample
 
   Shape3 in_, out_;
   int kernel_, stride_, padding_;
   Tensor weight_, bias_, grad_weight_, grad_bias_;
-  // cols_ is (C*K*K) x (N*Ho*Wo): one column per output pixel of the whole batch, so
-  // that forward is a single GEMM. It stays valid for backward after a training forward.
-  std::vector<float> cols_;
-  std::vector<float> out_cols_;   // F x (N*Ho*Wo): GEMM result, then grad_out in that order
-  std::vector<float> grad_cols_;  // (C*K*K) x (N*Ho*Wo): input gradient before col2im
-  bool cols_valid_ = false;
+  // Per-thread column buffers: (C*K*K) x (Ho*Wo) for one sample, small enough to stay in
+  // cache between im2col and the GEMM that reads it.
+  std::vector<float> scratch_;
+  // Backward: weight and bias gradient of each fixed chunk of samples, summed in chunk
+  // order afterwards (a deterministic reduction whatever the thread count).
+  std::vector<float> partial_w_;
+  std::vector<double> partial_b_;
 };
 
 class MaxPool2d : public Layer {

@@ -1,8 +1,17 @@
-// DLH — rectified linear unit, element-wise.
+// DLH — rectified linear unit, element-wise, over the engine's threads.
+//
+// Both loops are written without a data-dependent branch (select, not if) so that the
+// compiler vectorises them: with random signs a branch mispredicts half the time.
 
 #include "launcher/layers/layers.hpp"
+#include "launcher/parallel.hpp"
 
 namespace dlh {
+namespace {
+
+constexpr size_t kGrain = 32768;  // elements per block: a few tens of microseconds
+
+}  // namespace
 
 void Relu::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
   (void)ctx;
@@ -10,8 +19,9 @@ void Relu::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
   out.resize(in.shape());
   const float* x = in.data();
   float* y = out.data();
-  const size_t size = in.size();
-  for (size_t i = 0; i < size; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  ParallelRange(in.size(), kGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  });
 }
 
 void Relu::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out, Tensor* grad_in) {
@@ -21,9 +31,13 @@ void Relu::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
   const float* x = in.data();
   const float* g = grad_out.data();
   float* d = grad_in->data();
-  const size_t size = in.size();
   // The derivative at exactly 0 is taken as 0, as in PyTorch.
-  for (size_t i = 0; i < size; ++i) d[i] = x[i] > 0.0f ? g[i] : 0.0f;
+  ParallelRange(in.size(), kGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) {
+      const float gi = g[i];  // loaded unconditionally: lets the loop vectorise
+      d[i] = x[i] > 0.0f ? gi : 0.0f;
+    }
+  });
 }
 
 }  // namespace dlh
