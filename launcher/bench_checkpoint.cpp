@@ -1,7 +1,9 @@
 // DLH — checkpoint write benchmark (see bench_checkpoint.hpp).
 #include "launcher/bench_checkpoint.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "common/error.hpp"
@@ -32,6 +35,40 @@ void Fill(std::vector<float>* data, uint32_t seed) {
     x ^= x << 5;
     v = float(int32_t(x)) * 0x1p-31f;
   }
+}
+
+// The floor under any checkpoint format: the same arrays written with write(2) into one
+// file, fsync'ed and closed. Returns the file's size.
+off_t WriteRaw(const std::string& path, const TrainState& s) {
+  unlink(path.c_str());
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw CheckpointError(path + ": cannot create (" + std::strerror(errno) + ")");
+  off_t total = 0;
+  auto put = [&](const std::vector<NamedArray>& arrays) {
+    for (const NamedArray& a : arrays) {
+      const char* p = reinterpret_cast<const char*>(a.data.data());
+      size_t left = a.data.size() * sizeof(float);
+      while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw CheckpointError(path + ": write failed (" + std::strerror(errno) + ")");
+        p += n;
+        left -= size_t(n);
+        total += n;
+      }
+    }
+  };
+  try {
+    put(s.params);
+    put(s.optimizer_state);
+    if (fsync(fd) != 0)
+      throw CheckpointError(path + ": fsync failed (" + std::strerror(errno) + ")");
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  if (close(fd) != 0) throw CheckpointError(path + ": close failed (" + std::strerror(errno) + ")");
+  return total;
 }
 
 }  // namespace
@@ -59,6 +96,11 @@ TrainState MakeBenchState(size_t param_bytes) {
 
 nlohmann::json RunCheckpointBench(const CheckpointBenchOptions& o) {
   CheckpointDir dir(o.dir);
+  if (o.raw) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir.dir(), ec);
+    if (ec) throw CheckpointError(dir.dir() + ": cannot create folder (" + ec.message() + ")");
+  }
   nlohmann::json sizes = nlohmann::json::array();
   int64_t step = 0;
   // Steps continue from what the folder holds, so that a rerun into the same folder rotates
@@ -75,8 +117,14 @@ nlohmann::json RunCheckpointBench(const CheckpointBenchOptions& o) {
     off_t file_bytes = 0;
     for (int r = 0; r < o.repeats; ++r) {
       state.step = ++step;
-      // The whole call, as the training loop is blocked by it (whatever it does inside).
       auto t0 = std::chrono::steady_clock::now();
+      if (o.raw) {
+        file_bytes = WriteRaw(dir.dir() + "/raw-write.bin", state);
+        seconds.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        continue;
+      }
+      // The whole call, as the training loop is blocked by it (whatever it does inside).
       const std::string path = dir.save(state, o.keep);
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -92,7 +140,8 @@ nlohmann::json RunCheckpointBench(const CheckpointBenchOptions& o) {
                      {"seconds", seconds},
                      {"median_s", sorted[sorted.size() / 2]}});
   }
-  return {{"dir", dir.dir()}, {"keep", o.keep}, {"sizes", sizes}};
+  return {
+      {"dir", dir.dir()}, {"method", o.raw ? "raw" : "save"}, {"keep", o.keep}, {"sizes", sizes}};
 }
 
 int RunBenchCheckpointCommand(const std::vector<std::string>& args, int rank) {
@@ -108,6 +157,8 @@ int RunBenchCheckpointCommand(const std::vector<std::string>& args, int rank) {
         "parameter MiB per checkpoint, one or more (momentum state adds as much again)")
     ("repeats", po::value(&o.repeats)->default_value(o.repeats), "saves timed per size; median")
     ("keep", po::value(&o.keep)->default_value(o.keep), "checkpoints kept, as train --keep")
+    ("raw", "time a plain write(2) + fsync of the same arrays into DIR/raw-write.bin instead "
+        "(the floor under any checkpoint format)")
     ("json", po::value(&json_path), "also write the results as JSON to this file");
   // clang-format on
   po::variables_map vm;
@@ -121,6 +172,7 @@ int RunBenchCheckpointCommand(const std::vector<std::string>& args, int rank) {
     if (rank == 0) std::cout << d << "\n";
     return kExitOk;
   }
+  o.raw = vm.count("raw") > 0;
   if (o.dir.empty()) throw UsageError("bench-checkpoint: --dir is required");
   if (o.repeats < 1) throw UsageError("--repeats: must be at least 1");
   if (o.keep < 1) throw UsageError("--keep: must be at least 1");
@@ -133,7 +185,8 @@ int RunBenchCheckpointCommand(const std::vector<std::string>& args, int rank) {
   if (rank != 0) return kExitOk;  // training checkpoints from rank 0 alone; so does this
 
   nlohmann::json r = RunCheckpointBench(o);
-  std::printf("checkpoint save into %s (whole CheckpointDir::save call, median of %d)\n",
+  std::printf("%s into %s (median of %d)\n",
+              o.raw ? "plain write + fsync" : "checkpoint save (whole CheckpointDir::save call)",
               r["dir"].get<std::string>().c_str(), o.repeats);
   std::printf("%12s %14s %12s %10s\n", "param MiB", "file bytes", "median s", "GB/s");
   for (const auto& s : r["sizes"]) {

@@ -1,55 +1,90 @@
 #!/bin/bash
 # make bench: measures DLH side by side with its peers on this machine and rewrites
-# BENCHMARKS.md. Every figure in that file comes from this script's run.
-#   bench.sh BINDIR OUT.md
+# BENCHMARKS.md. Every figure in that file comes from this script's run; share/bench/report.py
+# turns the raw measurements into tables, the goals summary and every verdict.
+#   bench.sh BINDIR OUT.md        (about 8 minutes on 2 cores)
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-export PATH="$bindir:$PATH"
+export PATH="$bindir:$PATH" LC_ALL=C
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 work=$(mktemp -d "${TMPDIR:-/tmp}/dlh-bench-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+cluster=""  # the local Slurm cluster's folder while one runs
+cleanup() {
+  if [[ -n $cluster ]]; then
+    bash "$root/share/slurm/stop-cluster.sh" "$cluster" >/dev/null 2>&1 || true
+    rm -rf "$cluster"
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 py=/usr/bin/python3
+bench=$root/share/bench
+goals=$work/goals.jsonl
+: >"$goals"
+report() { $py "$bench/report.py" "$1" "$work" "$goals"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+t_begin=$SECONDS
 
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-{
-  echo "# DLH benchmarks"
-  echo
-  echo "Produced by \`make bench\` (share/bench/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'):"
-  echo "$cpu, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -sr)."
-  echo "Machines here are noisy (about ±30% between runs); every comparison runs both sides in"
-  echo "one invocation, alternating, and reports medians."
-  echo
-} >"$out.tmp"
-
-echo "== estimator: validation on models outside the calibration sweep" >&2
+# ---- estimator -----------------------------------------------------------------------------
+section() { echo "== [$((SECONDS - t_begin)) s] $*" >&2; }
+section "estimator: validation on models outside the calibration sweep"
+(cd "$root" && dlh-estimate validate --calibration share/calibration/cpu.json --markdown 2>/dev/null) \
+  >"$work/validate.md"
 {
   echo "## Estimator: predicted vs measured step time"
   echo
   echo "\`dlh-estimate validate --calibration share/calibration/cpu.json --markdown\`: the shipped"
-  echo "calibration ($(python3 -c "import json;c=json.load(open('$root/share/calibration/cpu.json'));q=c['model']['quality'];print(f\"{q['samples']} sweep models, R² {q['r2']:.3f}, {q['folds']}-fold cross-validated MAPE {q['cv_mape']:.1f}%\")")),"
+  echo "calibration ($($py -c "import json;c=json.load(open('$root/share/calibration/cpu.json'));q=c['model']['quality'];print(f\"{q['samples']} sweep models, R² {q['r2']:.3f}, {q['folds']}-fold cross-validated MAPE {q['cv_mape']:.1f}%\")")),"
   echo "against fresh measurements with the engine of architectures that are not in the sweep."
   echo "Target: under 10% MAPE (Habitat 11.8% across GPUs, ConvMeter under 18%)."
   echo
-  (cd "$root" && dlh-estimate validate --calibration share/calibration/cpu.json --markdown 2>/dev/null)
+  cat "$work/validate.md"
   echo
-} >>"$out.tmp"
+} >"$work/s1-estimator.md"
+report estimator
 
-echo "== CPU training throughput: DLH against PyTorch" >&2
+# ---- CPU training throughput ---------------------------------------------------------------
+section "CPU training throughput: DLH against PyTorch, OpenBLAS sgemm"
 dlh-data synthetic --out "$work/bench.h5" --shape 1x28x28 --classes 10 --train 10000 --test 100 >/dev/null
-dlh_rate() {  # dlh_rate SPEC: median samples/s of steps 11-70 of one process, 2 threads
-  rm -rf "$work/run"
-  dlh-launch train "$1" --data "$work/bench.h5" --run-dir "$work/run" --max-steps 70 --no-eval \
-    --progress none --no-resume --checkpoint-seconds 0 --no-epoch-checkpoints --threads 2 2>/dev/null
-  $py - "$work/run/metrics.jsonl" <<'PY'
+# metrics SUMMARY: median samples/s of steps 11-70 (and the median blocked allreduce time).
+metrics() {
+  $py - "$work/run/metrics.jsonl" "$1" <<'PY'
 import json, statistics, sys
-r = [json.loads(l)["samples_per_s"] for l in open(sys.argv[1]) if '"samples_per_s"' in l][10:]
-print(f"{statistics.median(r):.1f}")
+r = [json.loads(l) for l in open(sys.argv[1]) if '"samples_per_s"' in l][10:]
+print(f"{statistics.median(x['samples_per_s'] for x in r):.1f}", end="")
+if sys.argv[2] == "allreduce":
+    print(f" {statistics.median(x['time']['allreduce'] for x in r):.6f}", end="")
+print()
 PY
 }
-torch_rate() {  # torch_rate MODEL BATCH
-  OMP_WAIT_POLICY=PASSIVE $py "$root/share/bench/torch_train.py" --model "$1" --batch "$2" --threads 2
+# dlh_train RANKS THREADS SPEC [OPTIONS...]: 70 steps of RANKS x the spec's batch, no checkpoints.
+dlh_train() {
+  local n=$1 threads=$2 spec=$3 batch
+  shift 3
+  batch=$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['batch_size'])" "$spec")
+  rm -rf "$work/run"
+  # One rank runs without mpirun, which would bind it (and all its threads) to one core.
+  local launch=(mpirun -np "$n")
+  ((n > 1)) || launch=()
+  "${launch[@]}" dlh-launch train "$spec" --data "$work/bench.h5" --run-dir "$work/run" \
+    --batch-size $((n * batch)) --max-steps 70 --no-eval --progress none --no-resume \
+    --checkpoint-seconds 0 --no-epoch-checkpoints --threads "$threads" "$@" 2>/dev/null
 }
+OPENBLAS_NUM_THREADS=2 $py "$bench/sgemm.py" >"$work/sgemm-square.json"
+OPENBLAS_NUM_THREADS=2 $py "$bench/sgemm.py" --shape 128x1024x1024 >"$work/sgemm-small.json"
+for m in "cnn 64" "cnn-deep 64" "mlp 128"; do
+  set -- $m
+  dlh-estimate features "$bench/$1.json" --json >"$work/feat-$1.json"
+  d=() t=()
+  for _ in 1 2 3; do
+    dlh_train 1 2 "$bench/$1.json"
+    d+=("$(metrics rate)")
+    t+=("$(OMP_WAIT_POLICY=PASSIVE $py "$bench/torch_train.py" --model "$1" --batch "$2" --threads 2)")
+  done
+  echo "{\"model\": \"$1\", \"batch\": $2, \"dlh\": [$(IFS=,; echo "${d[*]}")], \"torch\": [$(IFS=,; echo "${t[*]}")]}" \
+    >>"$work/cpu.jsonl"
+done
 {
   echo "## CPU training throughput: DLH against PyTorch"
   echo
@@ -59,72 +94,182 @@ torch_rate() {  # torch_rate MODEL BATCH
   echo "$($py -c 'import torch; print(torch.__version__)' 2>/dev/null) (Debian python3-torch,"
   echo "OMP_WAIT_POLICY=PASSIVE): share/bench/torch_train.py on a fixed random batch."
   echo
-  echo "| model | batch | DLH samples/s | PyTorch samples/s | DLH / PyTorch |"
-  echo "|---|---|---|---|---|"
-} >>"$out.tmp"
-for m in "cnn 64" "mlp 128"; do
-  set -- $m
-  d=() t=()
-  for _ in 1 2 3; do
-    d+=("$(dlh_rate "$root/share/bench/$1.json")")
-    t+=("$(torch_rate "$1" "$2")")
-  done
-  $py - "$1" "$2" "${d[*]}" "${t[*]}" >>"$out.tmp" <<'PY'
-import statistics, sys
-name, batch, d, t = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
-dm, tm = statistics.median(map(float, d)), statistics.median(map(float, t))
-label = {"cnn": "CNN conv32-pool-conv64-pool-fc128-fc10", "mlp": "MLP 784-1024-1024-10"}[name]
-print(f"| {label} | {batch} | {dm:.0f} ({', '.join(d)}) | {tm:.0f} ({', '.join(t)}) | **{dm/tm:.2f}** |")
-PY
+  report cpu
+  echo
+} >"$work/s2-cpu.md"
+
+# ---- data-parallel training, 2 ranks ---------------------------------------------------------
+section "data-parallel training: mpirun -np 2 dlh-launch against torchrun + DDP"
+# torch 1.13's torchrun cannot parse its own default --redirects/--tee (0) under Python 3.11's
+# enum.IntFlag; redirecting only stderr (2) leaves rank 0's stdout alone.
+torch_ddp() {  # torch_ddp RANKS
+  OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1 $py -m torch.distributed.run --standalone \
+    --nproc_per_node "$1" --redirects 2 --tee 2 "$bench/torch_ddp.py" --model cnn --batch 64 \
+    --threads 1 2>/dev/null | tail -1
+}
+for _ in 1 2 3; do
+  dlh_train 1 1 "$bench/cnn.json"
+  echo "dlh1 $(metrics rate)" >>"$work/ddp.txt"
+  echo "torch1 $(torch_ddp 1)" >>"$work/ddp.txt"
+  dlh_train 2 1 "$bench/cnn.json"
+  read -r rate blocked < <(metrics allreduce)
+  echo -e "dlh2 $rate\nar_overlap $blocked" >>"$work/ddp.txt"
+  echo "torch2 $(torch_ddp 2)" >>"$work/ddp.txt"
+  dlh_train 2 1 "$bench/cnn.json" --no-overlap
+  read -r rate blocked < <(metrics allreduce)
+  echo -e "dlh2_no_overlap $rate\nar_no_overlap $blocked" >>"$work/ddp.txt"
 done
 {
+  echo "## Data-parallel training: DLH against PyTorch DDP (2 ranks)"
   echo
-  echo "Goal: at least 1.5x PyTorch on CNNs and 1.2x on the MLP. Not met yet: DLH's im2col and"
-  echo "element-wise passes (relu, pooling, loss, optimizer) run on one thread while OpenBLAS's"
-  echo "GEMMs use two, so the non-GEMM half of a CNN step gets half the machine."
-} >>"$out.tmp"
-echo >>"$out.tmp"
+  echo "The bench CNN (share/bench/cnn.json), 64 samples per rank and step, 1 thread per rank"
+  echo "(2 ranks on the 2 cores), alternating, 3 rounds, median samples/s of 60 timed steps after"
+  echo "10 warm-up steps. DLH: \`mpirun -np N dlh-launch train --threads 1 --batch-size 64N\`;"
+  echo "PyTorch: \`python3 -m torch.distributed.run --standalone --nproc_per_node N"
+  echo "share/bench/torch_ddp.py\` (DistributedDataParallel, gloo backend, OMP_WAIT_POLICY=PASSIVE,"
+  echo "OPENBLAS_NUM_THREADS=1), each rank on a fixed random batch."
+  echo
+  report ddp
+  echo
+} >"$work/s3-ddp.md"
 
-echo "== allreduce: DLH against MPI_Allreduce, 2 ranks" >&2
-mpirun -np 2 dlh-launch bench-allreduce --max-bytes 64M --json "$work/ar.json" >"$work/ar.txt"
+# ---- allreduce ---------------------------------------------------------------------------
+section "allreduce: DLH against MPI_Allreduce, 2 ranks, 4 KiB - 256 MiB"
+mpirun -np 2 dlh-launch bench-allreduce --max-bytes 256M --repeats 7 --json "$work/ar.json" >"$work/ar.txt"
 dlh-estimate comm "$work/ar.json" >"$work/comm.txt"
 {
   echo "## Allreduce: DLH's gradient path against Open MPI's MPI_Allreduce (2 ranks)"
   echo
-  echo "\`mpirun -np 2 dlh-launch bench-allreduce\`: float sum; DLH's path is the fused gradient"
-  echo "bucket training uses. algbw = bytes / time; busbw = algbw × 2(n−1)/n (nccl-tests)."
+  echo "\`mpirun -np 2 dlh-launch bench-allreduce --max-bytes 256M\`: float sum; DLH's path is the"
+  echo "fused gradient bucket training uses; both alternate block by block, median of 7 blocks."
+  echo "algbw = bytes / time; busbw = algbw × 2(n−1)/n (nccl-tests)."
   echo
-  $py - "$work/ar.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1])); n = r["ranks"]; bus = 2 * (n - 1) / n
-print("| bytes | MPI_Allreduce µs | DLH µs | MPI busbw GB/s | DLH busbw GB/s | DLH speed / MPI |")
-print("|---|---|---|---|---|---|")
-for s in r["sizes"]:
-    b, m, d = s["bytes"], s["mpi_s"], s["dlh_s"]
-    print(f"| {b} | {m*1e6:.1f} | {d*1e6:.1f} | {b/m*bus/1e9:.2f} | {b/d*bus/1e9:.2f} | {m/d:.2f} |")
-sm = r["small"]
-print()
-print(f"{sm['tensors']} tensors of {sm['bytes_each']} bytes: one MPI_Allreduce per tensor "
-      f"{sm['per_tensor_s']*1e6:.0f} µs, DLH fused {sm['fused_s']*1e6:.0f} µs: "
-      f"**{sm['per_tensor_s']/sm['fused_s']:.1f}x** faster.")
-PY
+  report allreduce
   echo
   echo "### Communication model against the measurement"
   echo
-  echo "\`dlh-estimate comm\` fits the ring alpha-beta model to the MPI_Allreduce column above:"
+  report comm
   echo
-  echo '```'
-  sed "s|$work/||" "$work/comm.txt"
-  echo '```'
-  echo
-  echo "A single alpha-beta pair cannot follow Open MPI's protocol switches (eager, then"
-  echo "single-copy CMA) and the drop in shared-memory bandwidth once messages outgrow the"
-  echo "caches (64 MiB), so its error is largest at the extremes; gradient buckets (1-16 MiB)"
-  echo "sit where it is closest."
-  echo
-} >>"$out.tmp"
+} >"$work/s4-allreduce.md"
 
-echo "== recommender speed: 1,000 nodes of 4 GPU types" >&2
+# ---- checkpoints -----------------------------------------------------------------------------
+section "checkpoints: CheckpointDir::save against dd conv=fsync; overhead at the default interval"
+# Three writers of the same size: DLH's save, a plain write + fsync of the same arrays
+# (bench-checkpoint --raw) and dd. Each round runs all three in a rotated order, each into a
+# fresh file (the previous files deleted and synced beforehand, outside the timing).
+ckpt_dlh() {  # ckpt_dlh MIB [--raw]: prints "FILE_BYTES SECONDS"
+  rm -rf "$work/ck" "$work/dd.bin"
+  sync
+  dlh-launch bench-checkpoint --dir "$work/ck" --mb "$1" --repeats 1 --json "$work/ck.json" ${2:-} >/dev/null
+  $py -c "import json,sys; s=json.load(open(sys.argv[1]))['sizes'][0]; print(s['file_bytes'], s['median_s'])" \
+    "$work/ck.json"
+}
+ckpt_dd() {  # ckpt_dd MIB_OF_FILE: prints "FILE_BYTES SECONDS", as dd reports them
+  rm -rf "$work/ck" "$work/dd.bin"
+  sync
+  dd if=/dev/zero of="$work/dd.bin" bs=1M count="$1" conv=fsync 2>&1 |
+    sed -n 's/^\([0-9]*\) bytes .* copied, \([0-9.]*\) s.*/\1 \2/p'
+}
+for mb in 64 256; do
+  dlh=() raw=() ddt=()
+  file_mib=$((2 * mb + 1))  # parameters, momentum and the HDF5 metadata (well under 1 MiB)
+  for round in 1 2 3 4 5; do
+    for k in 0 1 2; do
+      case $(((round + k) % 3)) in
+        0) read -r bytes s < <(ckpt_dlh "$mb"); dlh+=("$s") ;;
+        1) read -r raw_bytes s < <(ckpt_dlh "$mb" --raw); raw+=("$s") ;;
+        2) read -r dd_bytes s < <(ckpt_dd "$file_mib"); ddt+=("$s") ;;
+      esac
+    done
+  done
+  echo "{\"mib\": $mb, \"file_bytes\": $bytes, \"raw_bytes\": $raw_bytes, \"dd_bytes\": $dd_bytes, \"dlh_s\": [$(IFS=,; echo "${dlh[*]}")], \"raw_s\": [$(IFS=,; echo "${raw[*]}")], \"dd_s\": [$(IFS=,; echo "${ddt[*]}")]}" \
+    >>"$work/ckpt.jsonl"
+done
+rm -rf "$work/ck" "$work/dd.bin"
+ovh_train=15000 ovh_epochs=3
+dlh-data synthetic --out "$work/ovh.h5" --shape 1x28x28 --classes 10 --train $ovh_train --test 100 >/dev/null
+mpirun -np 2 dlh-launch train "$root/share/examples/fashion-mnist.json" --data "$work/ovh.h5" \
+  --run-dir "$work/ovh" --epochs $ovh_epochs --threads 1 --no-eval --progress none 2>/dev/null
+ovh_ckpt=$(ls "$work/ovh/checkpoints"/ckpt-*.h5 | tail -1)
+echo "{\"metrics\": \"$work/ovh/metrics.jsonl\", \"train\": $ovh_train, \"epochs\": $ovh_epochs, \"file_bytes\": $(stat -c %s "$ovh_ckpt")}" \
+  >"$work/ovh.json"
+{
+  echo "## Checkpoints: write bandwidth and training time lost"
+  echo
+  echo "\`dlh-launch bench-checkpoint --mb N\` times one whole \`CheckpointDir::save\` call (HDF5"
+  echo "file, fsync, rename, folder fsync; whatever the training loop waits for) of N MiB of"
+  echo "parameters plus N MiB of momentum, against \`dd if=/dev/zero bs=1M conv=fsync\` of the same"
+  echo "size into the same folder, and against a plain write(2) + fsync of the same arrays"
+  echo "(\`bench-checkpoint --raw\`: the floor under any file format); 5 rounds, the order rotated,"
+  echo "each into a fresh file. GB/s = file bytes / seconds."
+  echo
+  report checkpoint
+  echo
+} >"$work/s5-checkpoint.md"
+
+# ---- sbatch --dlh-auto -------------------------------------------------------------------------
+section "sbatch --dlh-auto: submission time on a local Slurm cluster"
+sbatch_bench() {
+  local b so=$bindir/../lib/spank_dlh.so
+  for b in munged slurmctld slurmd sbatch scancel; do
+    PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null ||
+      { echo "unavailable: '$b' is not installed (share/setup/install-deps.sh bench installs slurm-wlm and munge)"; return; }
+  done
+  [[ $(id -u) -eq 0 ]] || { echo "unavailable: the local Slurm cluster needs root"; return; }
+  [[ -f $so ]] || { echo "unavailable: no $so in this build"; return; }
+  # start-cluster.sh needs a short folder name (Unix socket paths).
+  cluster=$(mktemp -d /tmp/dlhb-XXXX)
+  if ! SLURM_TEST_PLUGSTACK="required $so cluster=$root/share/cluster/local.json" \
+      bash "$root/share/slurm/start-cluster.sh" "$cluster" >"$work/cluster.txt" 2>&1; then
+    echo "unavailable: share/slurm/start-cluster.sh failed: $(tail -1 "$work/cluster.txt")"
+    return
+  fi
+  (
+    while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN)_' || true)
+    unset DLH_PLAN
+    # shellcheck source=/dev/null
+    source "$cluster/env.sh"
+    cd "$work"
+    auto="spec=$root/share/examples/fashion-mnist.json,samples=60000,deadline=30m"
+    for _ in $(seq "$rounds"); do
+      t0=$EPOCHREALTIME
+      sbatch --hold -o /dev/null --wrap true >/dev/null 2>"$work/plain.err" ||
+        { echo "unavailable: sbatch failed: $(tail -1 "$work/plain.err")"; break; }
+      t1=$EPOCHREALTIME
+      sbatch --hold -o /dev/null --dlh-auto="$auto" --wrap true >/dev/null 2>"$work/auto.err" ||
+        { echo "unavailable: sbatch --dlh-auto failed: $(tail -1 "$work/auto.err")"; break; }
+      t2=$EPOCHREALTIME
+      # The plugin must have planned (its one summary line), or this would time nothing.
+      grep -q '^sbatch: dlh: ' "$work/auto.err" ||
+        { echo "unavailable: spank_dlh.so printed no plan: $(tail -1 "$work/auto.err")"; break; }
+      awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN {printf "plain %.4f\nauto %.4f\n", b - a, c - b}'
+    done
+    scancel --user=root >/dev/null 2>&1 || true
+  )
+  bash "$root/share/slurm/stop-cluster.sh" "$cluster" >/dev/null 2>&1 || true
+  rm -rf "$cluster"
+  cluster=""
+}
+rounds=20
+sbatch_bench >"$work/sbatch.txt"
+# A failure midway leaves its "unavailable" line last: report that alone.
+if grep -q '^unavailable' "$work/sbatch.txt"; then
+  grep -m1 '^unavailable' "$work/sbatch.txt" >"$work/sbatch.err" && mv "$work/sbatch.err" "$work/sbatch.txt"
+fi
+{
+  echo "## sbatch --dlh-auto: time added to a submission"
+  echo
+  echo "A local Slurm 22.05 cluster (share/slurm/start-cluster.sh, \`spank_dlh.so\` in its"
+  echo "plugstack.conf with share/cluster/local.json); $rounds rounds of \`sbatch --hold --wrap true\`"
+  echo "without and with \`--dlh-auto=spec=share/examples/fashion-mnist.json,samples=60000,deadline=30m\`,"
+  echo "alternating, each timed from start to exit; the held jobs are cancelled afterwards."
+  echo
+  report sbatch
+  echo
+} >"$work/s6-sbatch.md"
+
+# ---- recommender -------------------------------------------------------------------------
+section "recommender speed: 1,000 nodes of 4 GPU types"
 $py - "$work/big.json" "$root/share/cluster/example.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[2]))
@@ -134,25 +279,45 @@ for nt in c["node_types"]:
     nt["nodes"] = 250
 json.dump(c, open(sys.argv[1], "w"))
 PY
+recommend() {
+  dlh-estimate recommend "$root/share/examples/fashion-mnist.json" --samples 600000 \
+    --deadline 3h --cluster "$work/big.json" --mixed --per-gpu-batch 64
+}
 times=()
-for i in 1 2 3 4 5; do
-  t=$(dlh-estimate recommend "$root/share/examples/fashion-mnist.json" --samples 600000 \
-        --deadline 3h --cluster "$work/big.json" --mixed --per-gpu-batch 64 |
-        grep -o 'considered in [0-9.]* ms')
-  times+=("${t#considered in }")
+for _ in 1 2 3 4 5; do
+  t=$(recommend | grep -o 'considered in [0-9.]* ms')
+  t=${t#considered in }
+  times+=("${t% ms}")
 done
-candidates=$(dlh-estimate recommend "$root/share/examples/fashion-mnist.json" --samples 600000 \
-  --deadline 3h --cluster "$work/big.json" --mixed --per-gpu-batch 64 | grep -o '^[0-9]* allocations')
-median=$(printf '%s\n' "${times[@]}" | sed 's/ ms//' | sort -g | sed -n 3p)
+echo "${times[*]}" >"$work/recommend.txt"
+report recommender
+candidates=$(recommend | grep -o '^[0-9]* allocations')
 {
   echo "## Recommender speed"
   echo
   echo "\`dlh-estimate recommend --mixed --per-gpu-batch 64\` (weak scaling, so every allocation is a"
   echo "candidate) on share/cluster/example.json scaled to 250 nodes of each of its 4 GPU types"
   echo "(1,000 nodes): $candidates considered (single types and all pairs of types),"
-  echo "**median $median ms** over 5 runs (runs: ${times[*]}). Target: well under 100 ms."
+  echo "**median $(median "${times[@]}") ms** over 5 runs (runs: ${times[*]/%/ ms}). Target: well under 100 ms."
   echo
-} >>"$out.tmp"
+} >"$work/s7-recommender.md"
 
+# ---- assemble ------------------------------------------------------------------------------
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+took=$((SECONDS - t_begin))
+{
+  echo "# DLH benchmarks"
+  echo
+  echo "Produced by \`make bench\` (share/bench/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC') in"
+  echo "$((took / 60)) min $((took % 60)) s: $cpu, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB,"
+  echo "$(uname -sr). Machines here are noisy (about ±30% between runs); every comparison runs both"
+  echo "sides in one invocation, alternating, and reports medians (single runs in parentheses)."
+  echo
+  echo "## Goals"
+  echo
+  $py "$bench/report.py" goals "$goals"
+  echo
+  cat "$work"/s[0-9]-*.md
+} >"$out.tmp"
 mv "$out.tmp" "$out"
-echo "wrote $out" >&2
+echo "wrote $out in ${took} s" >&2

@@ -23,3 +23,9 @@ expect_fail 2 "bench-checkpoint: --dir is required" dlh-launch bench-checkpoint 
 expect_fail 2 "--mb: must be 1 to" dlh-launch bench-checkpoint --dir "$WORK/x" --mb 0
 expect_fail 2 "--repeats: must be at least 1" dlh-launch bench-checkpoint --dir "$WORK/x" --repeats 0
 expect_fail 2 "unrecognised option\|unrecognized option" dlh-launch bench-checkpoint --dir "$WORK/x" --colour
+
+echo "bench-checkpoint --raw"
+dlh-launch bench-checkpoint --dir "$WORK/raw" --mb 1 --repeats 1 --raw --json "$WORK/raw.json" >/dev/null
+[[ $(json_field "$WORK/raw.json" method) == raw ]] || fail "method is not raw"
+[[ $(stat -c %s "$WORK/raw/raw-write.bin") -eq $((2 << 20)) ]] || fail "raw file is not 2 MiB"
+check "plain write + fsync of the same 2 MiB"
