@@ -67,7 +67,7 @@ deps:
 # Makefile in a sub-make so that pkg-config sees the freshly installed packages.
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests
-	$(Q)$(MAKE) --no-print-directory check-unit check-abi check-mpi check-scripts check-slurm
+	$(Q)$(MAKE) --no-print-directory check-unit check-gpu check-abi check-mpi check-scripts check-slurm
 
 # make demo: README's first command. Trains the Fashion-MNIST example on 2 MPI ranks
 # (DEMO_EPOCHS=N for a shorter run). A run already in $(BUILDDIR)/demo is resumed.

@@ -17,6 +17,28 @@ $(MPI_TEST_BIN): $(MPI_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(LAUNCH_LIB) $(COMMON_LIB
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) $(DEP_LIBS) -o $@
 
+# tests/gpu/: the GPU layers and kernels against the CPU engine, built with the CUDA backend.
+# Every test skips, saying why, on a machine without a usable GPU (CI has none).
+ifeq ($(WITH_CUDA),1)
+GPU_TEST_SRCS := $(wildcard tests/gpu/*.cpp)
+GPU_TEST_BIN := $(BINDIR)/gpu_tests
+$(OBJDIR)/tests/gpu/%.o: tests/gpu/%.cpp
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  CXX   %s\n' $<
+	$(Q)$(CXX) $(CPPFLAGS) -isystem $(CUDA_HOME)/include $(DEP_CFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(GPU_TEST_BIN): $(GPU_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(CUDA_OBJS) $(LAUNCH_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
+	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) $(CUDA_LIBS) $(DEP_LIBS) -o $@
+tests: $(GPU_TEST_BIN)
+check-gpu: $(GPU_TEST_BIN)
+	$(Q)$(GPU_TEST_BIN) --gtest_brief=1
+else
+check-gpu:
+	@echo "gpu tests: not built (no nvcc at $(NVCC); WITH_CUDA=0)"
+endif
+
 # Open MPI refuses root and more ranks than cores without these.
 MPIRUN ?= mpirun
 MPIRUN_ENV := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
@@ -42,4 +64,4 @@ check-slurm: $(PLUGIN_SO) $(BINDIR)/dlh-launch $(BINDIR)/dlh-estimate
 	$(Q)for t in tests/slurm/*.sh; do echo "== $$t"; \
 	  BINDIR=$(BINDIR) bash $$t || { echo "FAILED: $$t"; exit 1; }; done
 
-.PHONY: tests check-unit check-mpi check-scripts check-slurm
+.PHONY: tests check-unit check-mpi check-scripts check-slurm check-gpu

@@ -1,0 +1,158 @@
+// DLH — every GPU layer against the CPU layer of launcher/layers/ on the same random input
+// and parameters: forward output, input gradient and parameter gradients, at fp32
+// tolerance. The CPU layers are themselves checked against finite differences
+// (tests/unit/layers_test.cpp), so agreement here means the GPU layers are right.
+#include <map>
+
+#include "launcher/layer.hpp"
+#include "launcher/random.hpp"
+#include "tests/gpu/gpu_test_util.hpp"
+
+namespace dlh {
+namespace cuda {
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+struct Case {
+  LayerSpec spec;
+  Shape3 in;
+  int batch;
+};
+
+LayerSpec Conv(int filters, int kernel, int stride, int padding) {
+  LayerSpec s;
+  s.kind = LayerKind::Conv2d;
+  s.filters = filters, s.kernel = kernel, s.stride = stride, s.padding = padding;
+  return s;
+}
+LayerSpec Pool(int kernel, int stride, int padding) {
+  LayerSpec s;
+  s.kind = LayerKind::MaxPool2d;
+  s.kernel = kernel, s.stride = stride, s.padding = padding;
+  return s;
+}
+LayerSpec Kind(LayerKind k) {
+  LayerSpec s;
+  s.kind = k;
+  return s;
+}
+LayerSpec Dense(int units) {
+  LayerSpec s = Kind(LayerKind::Dense);
+  s.units = units;
+  return s;
+}
+LayerSpec Drop(double rate) {
+  LayerSpec s = Kind(LayerKind::Dropout);
+  s.rate = rate;
+  return s;
+}
+
+// Runs one layer on both engines; checks training forward and backward, then (for
+// batchnorm) the statistics commit and an inference forward.
+void Compare(const Case& c) {
+  SCOPED_TRACE(std::string(LayerKindName(c.spec.kind)) + " batch " + std::to_string(c.batch));
+  std::unique_ptr<Layer> cpu = MakeLayer(c.spec, c.in);
+  std::mt19937_64 rng(11);
+  cpu->init(rng);
+  const Shape3 out = cpu->output_shape();
+  TestGpu gpu(c.batch);
+  std::unique_ptr<GpuLayer> layer = MakeGpuLayer(c.spec, c.in, out, c.batch, &gpu.context);
+
+  std::vector<DeviceArray<float>> keep;
+  PointerMap values, grads, buffers;
+  // Batchnorm starts at gamma 1, beta 0: random values test the affine part too.
+  uint64_t seed = 100;
+  for (ParamRef p : cpu->params()) {
+    if (c.spec.kind == LayerKind::BatchNorm) p.value->values() = RandomNormal(p.value->size(), ++seed);
+    keep.push_back(Upload(p.value->values()));
+    values[p.name] = keep.back().get();
+    keep.push_back(Poisoned(p.grad->size()));
+    grads[p.name] = keep.back().get();
+  }
+  for (BufferRef b : cpu->buffers()) {
+    keep.push_back(Upload(b.value->values()));
+    buffers[b.name] = keep.back().get();
+  }
+  layer->bind(values, grads, buffers);
+
+  const size_t in_count = size_t(c.batch) * size_t(c.in.elements());
+  const size_t out_count = size_t(c.batch) * size_t(out.elements());
+  Tensor x({c.batch, c.in.channels, c.in.height, c.in.width});
+  x.values() = RandomNormal(in_count, 1);
+  ForwardContext ctx;
+  ctx.training = true;
+  ctx.seed = 3, ctx.step = 5, ctx.rank = 1, ctx.layer_index = 2;
+  Tensor y;
+  cpu->forward(x, y, ctx);
+  DeviceArray<float> dx_in = Upload(x.values()), dy_out = Poisoned(out_count);
+  layer->forward(dx_in.get(), dy_out.get(), c.batch, ctx);
+  EXPECT_TRUE(Near(Download(dy_out.get(), out_count), y.values(), kTolerance)) << "forward";
+
+  Tensor g({c.batch, out.channels, out.height, out.width}), grad_in;
+  g.values() = RandomNormal(out_count, 2);
+  cpu->backward(x, y, g, &grad_in);
+  DeviceArray<float> dg = Upload(g.values()), ddx = Poisoned(in_count);
+  layer->backward(dx_in.get(), dy_out.get(), dg.get(), ddx.get(), c.batch);
+  EXPECT_TRUE(Near(Download(ddx.get(), in_count), grad_in.values(), kTolerance)) << "input gradient";
+  for (ParamRef p : cpu->params())
+    EXPECT_TRUE(Near(Download(grads[p.name], p.grad->size()), p.grad->values(), kTolerance))
+        << p.name << " gradient";
+
+  if (Tensor* stats = cpu->batch_stats()) {
+    EXPECT_TRUE(Near(Download(layer->batch_stats(), stats->size()), stats->values(), kTolerance))
+        << "batch statistics";
+    cpu->commit_batch_stats();
+    layer->commit_batch_stats();
+    for (BufferRef b : cpu->buffers())
+      EXPECT_TRUE(Near(Download(buffers[b.name], b.value->size()), b.value->values(), kTolerance))
+          << b.name;
+    ctx.training = false;
+    cpu->forward(x, y, ctx);
+    layer->forward(dx_in.get(), dy_out.get(), c.batch, ctx);
+    EXPECT_TRUE(Near(Download(dy_out.get(), out_count), y.values(), kTolerance)) << "inference";
+  }
+}
+
+TEST(GpuLayers, Conv2dMatchesCpu) {
+  DLH_REQUIRE_GPU();
+  Compare({Conv(8, 3, 1, 1), {3, 12, 12}, 5});
+  Compare({Conv(4, 5, 2, 0), {2, 13, 11}, 3});
+  Compare({Conv(16, 1, 1, 0), {8, 7, 7}, 1});
+}
+
+TEST(GpuLayers, MaxPoolMatchesCpu) {
+  DLH_REQUIRE_GPU();
+  Compare({Pool(2, 2, 0), {3, 8, 8}, 4});
+  Compare({Pool(3, 2, 1), {2, 9, 7}, 3});
+}
+
+TEST(GpuLayers, DenseMatchesCpu) {
+  DLH_REQUIRE_GPU();
+  Compare({Dense(10), {37, 1, 1}, 6});
+  Compare({Dense(64), {3, 5, 5}, 1});
+}
+
+TEST(GpuLayers, ElementwiseLayersMatchCpu) {
+  DLH_REQUIRE_GPU();
+  Compare({Kind(LayerKind::Relu), {4, 6, 6}, 3});
+  Compare({Kind(LayerKind::Flatten), {4, 6, 6}, 3});
+}
+
+TEST(GpuLayers, DropoutDrawsTheCpuMasks) {
+  DLH_REQUIRE_GPU();
+  Compare({Drop(0.3), {5, 7, 7}, 4});
+  Compare({Drop(0.0), {5, 1, 1}, 2});
+}
+
+TEST(GpuLayers, BatchNormMatchesCpu) {
+  DLH_REQUIRE_GPU();
+  LayerSpec bn = Kind(LayerKind::BatchNorm);
+  Compare({bn, {6, 5, 5}, 4});
+  Compare({bn, {20, 1, 1}, 7});  // after a dense layer: per feature
+  Compare({bn, {3, 4, 4}, 1});   // one sample: the unbiased variance has no n-1
+}
+
+}  // namespace
+}  // namespace cuda
+}  // namespace dlh

@@ -1,0 +1,97 @@
+// DLH — shared pieces of the GPU tests: a CUDA context for layers, host<->device copies,
+// and the comparison the tests use (relative L2 error, the measure of ../../README.md's
+// GPU section). Every test skips, saying why, when the machine has no usable GPU.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "launcher/cuda/gpu_layers.hpp"
+#include "launcher/cuda/kernels.hpp"
+#include "launcher/cuda/resources.hpp"
+
+namespace dlh {
+namespace cuda {
+
+// Empty when a GPU is usable, else why not (set once by main).
+std::string& NoGpuReason();
+
+#define DLH_REQUIRE_GPU() \
+  if (!::dlh::cuda::NoGpuReason().empty()) GTEST_SKIP() << ::dlh::cuda::NoGpuReason()
+
+// Stream, handles and scratch for layers under test.
+struct TestGpu {
+  explicit TestGpu(int max_batch) : stream(MakeStream()), ones(size_t(max_batch)) {
+    cublasHandle_t b = nullptr;
+    CUBLAS_CHECK(cublasCreate(&b));
+    blas = Cublas(b);
+    CUBLAS_CHECK(cublasSetStream(b, stream.get()));
+    cudnnHandle_t d = nullptr;
+    CUDNN_CHECK(cudnnCreate(&d));
+    dnn = Cudnn(d);
+    CUDNN_CHECK(cudnnSetStream(d, stream.get()));
+    Fill(ones.get(), 1.0f, ones.size(), stream.get());
+    context.stream = stream.get();
+    context.cublas = b;
+    context.cudnn = d;
+    context.workspace = &workspace;
+    context.ones = ones.get();
+  }
+  void sync() { CUDA_CHECK(cudaStreamSynchronize(stream.get())); }
+  Stream stream;
+  Cublas blas;
+  Cudnn dnn;
+  DeviceArray<char> workspace;
+  DeviceArray<float> ones;
+  GpuContext context;
+};
+
+inline DeviceArray<float> Upload(const std::vector<float>& host) {
+  DeviceArray<float> d(std::max<size_t>(host.size(), 1));
+  CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+inline std::vector<float> Download(const float* device, size_t count) {
+  std::vector<float> host(count);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+// Poisoned device output: a kernel that skips an element leaves a NaN the check catches.
+inline DeviceArray<float> Poisoned(size_t count) {
+  std::vector<float> nan(count, std::nanf(""));
+  return Upload(nan);
+}
+
+inline std::vector<float> RandomNormal(size_t count, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// ||got - want|| / ||want||; any NaN fails.
+inline ::testing::AssertionResult Near(const std::vector<float>& got, const std::vector<float>& want,
+                                       double tolerance) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) return ::testing::AssertionFailure() << "NaN at " << i;
+    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    norm += double(want[i]) * want[i];
+  }
+  const double rel = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  if (rel <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "relative L2 error " << rel << " > " << tolerance;
+}
+
+}  // namespace cuda
+}  // namespace dlh
