@@ -41,6 +41,11 @@ Network::Network(const TrainSpec& spec) {
   }
   acts_.resize(layers_.size());
   grads_.resize(layers_.size());
+  bool params_before = false;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    needs_grad_in_.push_back(params_before);
+    params_before = params_before || !layers_[i]->params().empty();
+  }
 }
 
 void Network::init(uint64_t seed) {
@@ -69,7 +74,17 @@ void Network::backward(const Tensor& grad_logits,
   const Tensor* grad_out = &grad_logits;
   for (size_t k = layers_.size(); k-- > 0;) {
     const Tensor& in = k == 0 ? *input_ : acts_[k - 1];
-    Tensor* grad_in = k == 0 ? nullptr : &grads_[k];  // the first layer needs none
+    // Nothing before layer k has parameters: its input gradient would be thrown away.
+    if (!needs_grad_in_[k]) {
+      layers_[k]->backward(in, acts_[k], *grad_out, nullptr);
+      if (on_layer_done) on_layer_done(k);
+      // Layers below have no parameters and no gradients to report; they still get their
+      // callback, in order, as before.
+      for (size_t j = k; j-- > 0;)
+        if (on_layer_done) on_layer_done(j);
+      return;
+    }
+    Tensor* grad_in = &grads_[k];
     layers_[k]->backward(in, acts_[k], *grad_out, grad_in);
     if (on_layer_done) on_layer_done(k);
     grad_out = grad_in;

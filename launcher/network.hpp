@@ -50,6 +50,9 @@ class Network {
   // ones: a tensor that changed size every step would be re-filled with zeros when it grows
   // back (std::vector::resize), an extra pass over the largest gradients.
   std::vector<Tensor> grads_;
+  // needs_grad_in_[k]: some layer before k has parameters, so dLoss/d(input of k) is used.
+  // Without it (the first dense layer after a flatten) backward skips that product.
+  std::vector<bool> needs_grad_in_;
   std::vector<NamedParam> params_;
   std::vector<size_t> param_layer_;
   struct NamedBuffer {

@@ -51,24 +51,55 @@ std::vector<ParamRef> Conv2d::params() {
   return {{"weight", &weight_, &grad_weight_, true}, {"bias", &bias_, &grad_bias_, false}};
 }
 
+namespace {
+
+// A stride-1 convolution whose output has the input's size ("same" padding, 2P = K-1):
+// then tap (kh, kw) reads the input plane shifted by one fixed offset, so im2col and
+// col2im become long contiguous copies and adds, plus a few border cells.
+bool SamePlaneShift(const Shape3& in, const Shape3& out, int stride) {
+  return stride == 1 && out.height == in.height && out.width == in.width;
+}
+
+}  // namespace
+
 // Row r = (c, kh, kw) of `cols` (CKK x Ho*Wo) holds, for every output pixel (oh, ow) of
 // one sample, the input value under kernel tap (kh, kw), or 0 where it is padding.
 void Conv2d::Im2Col(const float* in, float* cols) const {
   const int H = in_.height, W = in_.width, Ho = out_.height, Wo = out_.width;
   const int K = kernel_, S = stride_, P = padding_;
   const size_t plane = size_t(Ho) * Wo;
+  const bool shift = SamePlaneShift(in_, out_, S);
   for (int c = 0; c < in_.channels; ++c) {
     const float* src = in + size_t(c) * H * W;
     for (int kh = 0; kh < K; ++kh) {
       for (int kw = 0; kw < K; ++kw) {
         float* dst = cols + (size_t(c * K + kh) * K + kw) * plane;
+        if (shift) {
+          // dst[q] = src[q + dh*W + dw] for the rows where the tap is inside the image;
+          // the |dw| border columns of each row wrap around and are zeroed afterwards (the
+          // copy leaves out the one or two that would read outside the plane).
+          const int dh = kh - P, dw = kw - P;
+          const int oh_lo = std::max(0, -dh), oh_hi = std::min(H, H - dh);
+          const ptrdiff_t q_lo = ptrdiff_t(oh_lo) * W, q_hi = ptrdiff_t(oh_hi) * W;
+          const ptrdiff_t off = ptrdiff_t(dh) * W + dw;
+          std::fill(dst, dst + q_lo, 0.0f);
+          for (ptrdiff_t q = q_lo + std::max(0, -dw); q < q_hi - std::max(0, dw); ++q)
+            dst[q] = src[q + off];
+          std::fill(dst + q_hi, dst + plane, 0.0f);
+          for (int oh = oh_lo; oh < oh_hi; ++oh) {
+            float* row = dst + size_t(oh) * W;
+            for (int ow = 0; ow < -dw; ++ow) row[ow] = 0.0f;
+            for (int ow = W - dw; ow < W; ++ow) row[ow] = 0.0f;
+          }
+          continue;
+        }
         // Valid output columns for tap kw: 0 <= ow*S - P + kw < W.
         const int ow_lo = std::min(Wo, std::max(0, (P - kw + S - 1) / S));
         const int ow_hi = std::max(ow_lo, std::min(Wo, (W + P - kw + S - 1) / S));
         for (int oh = 0; oh < Ho; ++oh, dst += Wo) {
           const int ih = oh * S - P + kh;
           if (ih < 0 || ih >= H) {
-            std::memset(dst, 0, sizeof(float) * Wo);
+            std::fill_n(dst, Wo, 0.0f);
             continue;
           }
           const float* s = src + size_t(ih) * W + kw - P;  // s[ow * S] is the tap
@@ -86,17 +117,33 @@ void Conv2d::Im2Col(const float* in, float* cols) const {
 }
 
 // The adjoint of Im2Col for one sample: every column entry is added back to the input
-// cell it came from (overlapping windows accumulate); padding taps are dropped.
-void Conv2d::Col2Im(const float* cols, float* grad_in) const {
+// cell it came from (overlapping windows accumulate); padding taps are dropped. `cols` is
+// scratch: the same-size path zeroes its wrapped border cells and then adds whole rows.
+void Conv2d::Col2Im(float* cols, float* grad_in) const {
   const int H = in_.height, W = in_.width, Ho = out_.height, Wo = out_.width;
   const int K = kernel_, S = stride_, P = padding_;
   const size_t plane = size_t(Ho) * Wo;
+  const bool shift = SamePlaneShift(in_, out_, S);
   std::fill_n(grad_in, in_.elements(), 0.0f);
   for (int c = 0; c < in_.channels; ++c) {
     float* dst = grad_in + size_t(c) * H * W;
     for (int kh = 0; kh < K; ++kh) {
       for (int kw = 0; kw < K; ++kw) {
-        const float* src = cols + (size_t(c * K + kh) * K + kw) * plane;
+        float* src = cols + (size_t(c * K + kh) * K + kw) * plane;
+        if (shift) {  // the mirror image of Im2Col's path
+          const int dh = kh - P, dw = kw - P;
+          const int oh_lo = std::max(0, -dh), oh_hi = std::min(H, H - dh);
+          const ptrdiff_t off = ptrdiff_t(dh) * W + dw;
+          for (int oh = oh_lo; oh < oh_hi; ++oh) {
+            float* row = src + size_t(oh) * W;
+            for (int ow = 0; ow < -dw; ++ow) row[ow] = 0.0f;
+            for (int ow = W - dw; ow < W; ++ow) row[ow] = 0.0f;
+          }
+          const ptrdiff_t q_lo = ptrdiff_t(oh_lo) * W + std::max(0, -dw);
+          const ptrdiff_t q_hi = ptrdiff_t(oh_hi) * W - std::max(0, dw);
+          for (ptrdiff_t q = q_lo; q < q_hi; ++q) dst[q + off] += src[q];
+          continue;
+        }
         const int ow_lo = std::min(Wo, std::max(0, (P - kw + S - 1) / S));
         const int ow_hi = std::max(ow_lo, std::min(Wo, (W + P - kw + S - 1) / S));
         for (int oh = 0; oh < Ho; ++oh, src += Wo) {

@@ -30,7 +30,7 @@ class Conv2d : public Layer {
 
  private:
   void Im2Col(const float* in, float* cols) const;     // one sample
-  void Col2Im(const float* cols, float* grad_in) const;  // one sample
+  void Col2Im(float* cols, float* grad_in) const;  // one sample; cols is scratch
 
   Shape3 in_, out_;
   int kernel_, stride_, padding_;

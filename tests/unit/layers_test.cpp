@@ -237,7 +237,9 @@ TEST_P(ConvTest, ForwardMatchesDirectConvolution) {
 
 INSTANTIATE_TEST_SUITE_P(Layers, ConvTest,
                          ::testing::Values(ConvCase{3, 1, 0}, ConvCase{3, 1, 1}, ConvCase{3, 2, 0},
-                                           ConvCase{3, 2, 1}, ConvCase{2, 1, 1}, ConvCase{1, 2, 0}),
+                                           ConvCase{3, 2, 1}, ConvCase{2, 1, 1}, ConvCase{1, 2, 0},
+                                           // "same" size, stride 1: conv2d's shifted-plane path
+                                           ConvCase{5, 1, 2}, ConvCase{1, 1, 0}),
                          [](const ::testing::TestParamInfo<ConvCase>& info) {
                            return "k" + std::to_string(info.param.kernel) + "s" +
                                   std::to_string(info.param.stride) + "p" +
