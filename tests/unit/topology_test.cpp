@@ -1,6 +1,8 @@
 // topology_test — MakeTopology is a pure function of every rank's node name: no MPI here.
 #include "launcher/topology.hpp"
 
+#include "launcher/allreduce.hpp"
+
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
@@ -65,6 +67,27 @@ TEST(TopologyTest, EmptyListAndBadRankThrow) {
   EXPECT_THROW(MakeTopology({}, 0), Error);
   EXPECT_THROW(MakeTopology({"a", "b"}, 2), Error);
   EXPECT_THROW(MakeTopology({"a", "b"}, -1), Error);
+}
+
+}  // namespace
+}  // namespace dlh
+
+namespace dlh {
+namespace {
+
+TEST(TopologyTest, DescribeNamesEvenAndUnevenShapes) {
+  EXPECT_EQ(DescribeTopology(MakeTopology({"a", "a", "b", "b"}, 0)), "2 nodes x 2 ranks");
+  EXPECT_EQ(DescribeTopology(MakeTopology({"a", "a", "b"}, 2)), "2 nodes, 3 ranks, uneven");
+}
+
+TEST(TopologyTest, AutoPicksHierarchicalOnlyWithALocalStepAcrossNodes) {
+  EXPECT_TRUE(UseHierarchical("auto", MakeTopology({"a", "a", "b", "b"}, 0)));
+  EXPECT_TRUE(UseHierarchical("auto", MakeTopology({"a", "a", "b"}, 0)));
+  EXPECT_FALSE(UseHierarchical("auto", MakeTopology({"a", "a"}, 0)));       // one node
+  EXPECT_FALSE(UseHierarchical("auto", MakeTopology({"a", "b", "c"}, 0)));  // one rank per node
+  EXPECT_TRUE(UseHierarchical("hierarchical", MakeTopology({"a"}, 0)));
+  EXPECT_FALSE(UseHierarchical("flat", MakeTopology({"a", "a", "b", "b"}, 0)));
+  EXPECT_THROW(UseHierarchical("ring", MakeTopology({"a"}, 0)), UsageError);
 }
 
 }  // namespace
