@@ -9,7 +9,6 @@
 // and a checkpoint is taken only between steps.
 #include "launcher/trainer.hpp"
 
-#include <cblas.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -30,6 +29,7 @@
 #include "launcher/engine.hpp"
 #include "launcher/loader.hpp"
 #include "launcher/mpi.hpp"
+#include "launcher/parallel.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/signals.hpp"
 #include "launcher/topology.hpp"
@@ -86,12 +86,16 @@ void SetThreads(const TrainOptions& o, int local_size) {
   int threads = o.threads;
   if (threads <= 0) {
     // A user's OPENBLAS_NUM_THREADS wins; otherwise share the node's cores among its
-    // ranks so that OpenBLAS threads of different ranks do not fight for cores.
-    if (std::getenv("OPENBLAS_NUM_THREADS")) return;
-    int cores = int(std::thread::hardware_concurrency());
-    threads = std::max(1, cores / std::max(1, local_size));
+    // ranks so that the threads of different ranks do not fight for cores.
+    const char* env = std::getenv("OPENBLAS_NUM_THREADS");
+    threads = env ? std::atoi(env) : 0;
+    if (threads <= 0) {
+      int cores = int(std::thread::hardware_concurrency());
+      threads = std::max(1, cores / std::max(1, local_size));
+    }
   }
-  openblas_set_num_threads(threads);
+  // The CPU engine's own pool runs every pass (OpenBLAS single-threaded inside it).
+  SetCpuThreads(threads);
 }
 
 }  // namespace
