@@ -157,17 +157,11 @@ class CudaEngine : public Engine {
   }
 
   std::vector<NamedArray> export_params() override {
-    download(params_, param_slots_, host_param_tensors());
-    return host_.export_params();
+    return with_device_values(host_.export_params(), params_.get(), param_total_, param_slots_);
   }
   std::vector<NamedArray> export_buffers() override {
-    std::vector<NamedArray> out = host_.export_buffers();
-    std::vector<float> all(buffer_total_);
-    copy_to_host(all.data(), buffers_.get(), buffer_total_);
-    for (size_t i = 0; i < out.size(); ++i)
-      std::memcpy(out[i].data.data(), all.data() + buffer_slots_[i].offset,
-                  buffer_slots_[i].count * sizeof(float));
-    return out;
+    return with_device_values(host_.export_buffers(), buffers_.get(), buffer_total_,
+                              buffer_slots_);
   }
   std::vector<NamedArray> export_optimizer_state() override {
     std::vector<NamedArray> out;
@@ -368,10 +362,16 @@ class CudaEngine : public Engine {
     return StepSums{host_sums_.get()[0], int64_t(host_sums_.get()[1])};
   }
 
-  std::vector<Tensor*> host_param_tensors() {
-    std::vector<Tensor*> out;
-    for (auto& p : host_.params()) out.push_back(p.ref.value);
-    return out;
+  // `arrays` (names and shapes from the host network) with the values of the flat device
+  // array laid out by `slots`.
+  std::vector<NamedArray> with_device_values(std::vector<NamedArray> arrays, const float* device,
+                                             size_t total, const std::vector<Slot>& slots) {
+    std::vector<float> all(total);
+    copy_to_host(all.data(), device, total);
+    for (size_t i = 0; i < arrays.size(); ++i)
+      std::memcpy(arrays[i].data.data(), all.data() + slots[i].offset,
+                  slots[i].count * sizeof(float));
+    return arrays;
   }
 
   void copy_to_host(float* dst, const float* src, size_t count) {
@@ -381,14 +381,6 @@ class CudaEngine : public Engine {
   void copy_to_device(float* dst, const float* src, size_t count) {
     CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
     CUDA_CHECK(cudaMemcpy(dst, src, count * sizeof(float), cudaMemcpyHostToDevice));
-  }
-
-  void download(const DeviceArray<float>& from, const std::vector<Slot>& slots,
-                const std::vector<Tensor*>& into) {
-    std::vector<float> all(param_total_);
-    copy_to_host(all.data(), from.get(), param_total_);
-    for (size_t i = 0; i < slots.size(); ++i)
-      std::memcpy(into[i]->data(), all.data() + slots[i].offset, slots[i].count * sizeof(float));
   }
 
   void upload_params() {

@@ -96,16 +96,35 @@ inline void SetTensor4d(const TensorDesc& d, int n, int c, int h, int w) {
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
 }
 
-// Device memory for `count` values of T (count 0: no allocation). Contents start undefined.
-template <typename T>
-class DeviceArray {
+// Where a CudaArray's memory lives: the device, or page-locked host memory (so that
+// copies to and from the device run asynchronously).
+struct DeviceMemory {
+  static void* allocate(size_t bytes) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    return p;
+  }
+  static void release(void* p) { cudaFree(p); }
+};
+struct PinnedMemory {
+  static void* allocate(size_t bytes) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMallocHost(&p, bytes));
+    return p;
+  }
+  static void release(void* p) { cudaFreeHost(p); }
+};
+
+// `count` values of T (count 0: no allocation). Contents start undefined.
+template <typename T, typename Memory>
+class CudaArray {
  public:
-  DeviceArray() = default;
-  explicit DeviceArray(size_t count) { resize(count); }
-  ~DeviceArray() { release(); }
-  DeviceArray(DeviceArray&& o) noexcept
+  CudaArray() = default;
+  explicit CudaArray(size_t count) { resize(count); }
+  ~CudaArray() { release(); }
+  CudaArray(CudaArray&& o) noexcept
       : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  DeviceArray& operator=(DeviceArray&& o) noexcept {
+  CudaArray& operator=(CudaArray&& o) noexcept {
     if (this != &o) {
       release();
       p_ = std::exchange(o.p_, nullptr);
@@ -113,16 +132,14 @@ class DeviceArray {
     }
     return *this;
   }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
+  CudaArray(const CudaArray&) = delete;
+  CudaArray& operator=(const CudaArray&) = delete;
 
   // Reallocates only to grow; contents are lost when it does.
   void resize(size_t count) {
     if (count <= n_) return;
     release();
-    void* p = nullptr;
-    CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
-    p_ = static_cast<T*>(p);
+    p_ = static_cast<T*>(Memory::allocate(count * sizeof(T)));
     n_ = count;
   }
   T* get() const { return p_; }
@@ -130,7 +147,7 @@ class DeviceArray {
 
  private:
   void release() {
-    if (p_) cudaFree(p_);
+    if (p_) Memory::release(p_);
     p_ = nullptr;
     n_ = 0;
   }
@@ -138,34 +155,10 @@ class DeviceArray {
   size_t n_ = 0;
 };
 
-// Page-locked host memory, so that copies to and from the device run asynchronously.
 template <typename T>
-class PinnedArray {
- public:
-  PinnedArray() = default;
-  ~PinnedArray() { release(); }
-  PinnedArray(const PinnedArray&) = delete;
-  PinnedArray& operator=(const PinnedArray&) = delete;
-  void resize(size_t count) {
-    if (count <= n_) return;
-    release();
-    void* p = nullptr;
-    CUDA_CHECK(cudaMallocHost(&p, count * sizeof(T)));
-    p_ = static_cast<T*>(p);
-    n_ = count;
-  }
-  T* get() const { return p_; }
-  size_t size() const { return n_; }
-
- private:
-  void release() {
-    if (p_) cudaFreeHost(p_);
-    p_ = nullptr;
-    n_ = 0;
-  }
-  T* p_ = nullptr;
-  size_t n_ = 0;
-};
+using DeviceArray = CudaArray<T, DeviceMemory>;
+template <typename T>
+using PinnedArray = CudaArray<T, PinnedMemory>;
 
 }  // namespace cuda
 }  // namespace dlh
