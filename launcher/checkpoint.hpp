@@ -7,16 +7,11 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "launcher/named_array.hpp"
 
 namespace dlh {
 
 constexpr int64_t kCheckpointFormatVersion = 1;
-
-struct NamedArray {
-  std::string name;  // "03.conv2d/weight" (may contain '/'; becomes HDF5 groups)
-  std::vector<int> shape;
-  std::vector<float> data;
-};
 
 // Everything needed to continue training bit-identically.
 struct TrainState {

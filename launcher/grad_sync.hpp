@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "launcher/optimizer.hpp"
+#include "launcher/named_array.hpp"
 
 namespace dlh {
 

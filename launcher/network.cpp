@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "common/error.hpp"
+
 namespace dlh {
 namespace {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/spec.hpp"
-#include "launcher/checkpoint.hpp"
 #include "launcher/layer.hpp"
+#include "launcher/named_array.hpp"
 #include "launcher/optimizer.hpp"
 
 namespace dlh {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/error.hpp"
 #include "launcher/parallel.hpp"
 
 namespace dlh {

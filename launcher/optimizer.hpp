@@ -8,15 +8,10 @@
 #include <vector>
 
 #include "common/spec.hpp"
-#include "launcher/checkpoint.hpp"
 #include "launcher/layer.hpp"
+#include "launcher/named_array.hpp"
 
 namespace dlh {
-
-struct NamedParam {
-  std::string name;  // "03.conv2d/weight"
-  ParamRef ref;
-};
 
 class Optimizer {
  public:
