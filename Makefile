@@ -45,7 +45,7 @@ all:
 
 include common/module.mk
 include launcher/module.mk
-include launcher/cuda/module.mk
+include launcher/engine/cuda/module.mk
 include estimator/module.mk
 include plugin/module.mk
 include tests/module.mk

@@ -19,10 +19,10 @@
 
 #include "common/error.hpp"
 #include "estimator/features.hpp"
-#include "launcher/layer.hpp"
-#include "launcher/network.hpp"
-#include "launcher/optimizer.hpp"
-#include "launcher/tensor.hpp"
+#include "launcher/nn/layer.hpp"
+#include "launcher/nn/network.hpp"
+#include "launcher/nn/optimizer.hpp"
+#include "launcher/nn/tensor.hpp"
 
 namespace dlh {
 namespace {

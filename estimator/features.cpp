@@ -1,5 +1,5 @@
 // DLH estimator — per-sample costs of a training spec, counted the way the CPU engine
-// (launcher/layers/) executes each layer.
+// (launcher/nn/layers/) executes each layer.
 //
 // FLOPs per sample, one multiply-add = 2 (X = K*K*C*F*Ho*Wo multiply-adds of a conv2d,
 // "first" = the layer at index 0, whose input gradient the engine never computes):
@@ -17,7 +17,7 @@
 //   flatten    0                     0
 //   loss       3*classes             2*classes       (softmax cross-entropy; other_flops)
 //
-// Batchnorm, counted from launcher/layers/batchnorm.cpp's training path: forward sums for
+// Batchnorm, counted from launcher/nn/layers/batchnorm.cpp's training path: forward sums for
 // the mean (1), squared deviations (3), normalise (2) and scale-shift (2) = 8 per element;
 // backward accumulates dbeta (1) and dgamma (2), then the input gradient
 // k * (a*g - sum_g - xhat*sum_gx) (5) = 8 per element. The loss splits its ~5 FLOPs per
@@ -124,7 +124,7 @@ ModelFeatures ComputeFeatures(const TrainSpec& spec) {
 // normalised input, dropout masks, maxpool winners, conv2d output columns), each about one
 // activation of its layer; on the whole it is an upper bound. The conv workspace is a SUM
 // over layers, not the largest one, because every Conv2d keeps its own column buffers as
-// members (launcher/layers/layers.hpp) so that steady-state training does not allocate.
+// members (launcher/nn/layers/layers.hpp) so that steady-state training does not allocate.
 double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_slots) {
   if (batch < 0)
     throw EstimateError("training memory: batch must be non-negative, got " +

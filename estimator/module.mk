@@ -1,6 +1,7 @@
 # estimator/: libdlh_estimator.a (pure: features, time model, cluster, communication and
-# energy model, recommender; linked by the SPANK plugin), the calibration runner (uses the
-# launcher's engine) and the dlh-estimate CLI.
+# energy model, recommender; linked by the SPANK plugin), the calibration runner (times
+# real steps with the launcher's neural-network library, libdlh_nn.a: no MPI, HDF5 or CUDA)
+# and the dlh-estimate CLI.
 ESTIMATE_MAIN := estimator/main_estimate.cpp
 CALIBRATE_SRCS := $(wildcard estimator/calibrate*.cpp)
 ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(CALIBRATE_SRCS),$(wildcard estimator/*.cpp))
@@ -9,11 +10,11 @@ CALIBRATE_LIB := $(LIBDIR)/libdlh_calibrate.a
 $(ESTIMATOR_LIB): $(ESTIMATOR_SRCS:%.cpp=$(OBJDIR)/%.o)
 $(CALIBRATE_LIB): $(CALIBRATE_SRCS:%.cpp=$(OBJDIR)/%.o)
 
-# Only OpenBLAS and Boost: the estimator needs no MPI or HDF5 (--as-needed drops them).
+# Only OpenBLAS and Boost: the estimator needs no MPI or HDF5.
 ESTIMATE_LIBS = $(shell $(PKG_CONFIG) --libs openblas) -lboost_program_options
 
 $(BINDIR)/dlh-estimate: $(OBJDIR)/$(ESTIMATE_MAIN:.cpp=.o) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) \
-    $(LAUNCH_LIB) $(COMMON_LIB)
+    $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) -Wl,--as-needed $^ $(ESTIMATE_LIBS) -o $@

@@ -9,13 +9,13 @@
 #include <iterator>
 #include <iostream>
 
-#include "launcher/allreduce.hpp"
-#include "launcher/bench_allreduce.hpp"
-#include "launcher/bench_checkpoint.hpp"
-#include "launcher/collective.hpp"
-#include "launcher/device.hpp"
-#include "launcher/mpi.hpp"
-#include "launcher/trainer.hpp"
+#include "launcher/comm/allreduce.hpp"
+#include "launcher/bench/bench_allreduce.hpp"
+#include "launcher/bench/bench_checkpoint.hpp"
+#include "launcher/comm/collective.hpp"
+#include "launcher/engine/device.hpp"
+#include "launcher/comm/mpi.hpp"
+#include "launcher/train/trainer.hpp"
 
 namespace po = boost::program_options;
 

@@ -1,20 +1,29 @@
-# launcher/: dlh-launch (MPI training) and dlh-data (data set import/generation).
-LAUNCH_MAINS := launcher/main_launch.cpp launcher/main_data.cpp
-LAUNCH_SRCS := $(filter-out $(LAUNCH_MAINS),$(wildcard launcher/*.cpp launcher/layers/*.cpp))
+# launcher/: dlh-launch (MPI training) and dlh-data (data set import/generation), in
+# sub-folders that read as the data flow. Two libraries:
+#   libdlh_nn.a      nn/: tensors, the thread pool, layers, network, optimizer, named arrays.
+#                    No MPI, HDF5 or CUDA: the calibration runner of dlh-estimate links it.
+#   libdlh_launch.a  comm/ engine/ train/ storage/ data/ bench/: everything that needs MPI
+#                    or HDF5 (engine/cuda/ is the dlopen'ed backend: engine/cuda/module.mk).
+LAUNCH_MAINS := launcher/main_launch.cpp launcher/data/main_data.cpp
+NN_SRCS := $(wildcard launcher/nn/*.cpp launcher/nn/layers/*.cpp)
+LAUNCH_SRCS := $(filter-out $(LAUNCH_MAINS),$(wildcard $(addprefix launcher/, \
+  $(addsuffix /*.cpp,comm engine train storage data bench))))
+NN_LIB := $(LIBDIR)/libdlh_nn.a
 LAUNCH_LIB := $(LIBDIR)/libdlh_launch.a
+$(NN_LIB): $(NN_SRCS:%.cpp=$(OBJDIR)/%.o)
 $(LAUNCH_LIB): $(LAUNCH_SRCS:%.cpp=$(OBJDIR)/%.o)
 
-$(BINDIR)/dlh-launch: $(OBJDIR)/launcher/main_launch.o $(LAUNCH_LIB) $(COMMON_LIB)
+$(BINDIR)/dlh-launch: $(OBJDIR)/launcher/main_launch.o $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(DEP_LIBS) -o $@
 
-$(BINDIR)/dlh-data: $(OBJDIR)/launcher/main_data.o $(LAUNCH_LIB) $(COMMON_LIB)
+$(BINDIR)/dlh-data: $(OBJDIR)/launcher/data/main_data.o $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(DEP_LIBS) -o $@
 
 INSTALL_BINS += $(BINDIR)/dlh-launch $(BINDIR)/dlh-data
-all: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data
+all: $(NN_LIB) $(BINDIR)/dlh-launch $(BINDIR)/dlh-data
 launcher: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data
 .PHONY: launcher

@@ -7,12 +7,12 @@ MPI_TEST_BIN := $(BINDIR)/mpi_tests
 GTEST_LIBS := $(shell $(PKG_CONFIG) --libs gtest 2>/dev/null || echo -lgtest)
 
 $(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
-    $(COMMON_LIB)
+    $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) -lgtest_main $(DEP_LIBS) -o $@
 
-$(MPI_TEST_BIN): $(MPI_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(LAUNCH_LIB) $(COMMON_LIB)
+$(MPI_TEST_BIN): $(MPI_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) $(DEP_LIBS) -o $@
@@ -27,7 +27,7 @@ $(OBJDIR)/tests/gpu/%.o: tests/gpu/%.cpp
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  CXX   %s\n' $<
 	$(Q)$(CXX) $(CPPFLAGS) -isystem $(CUDA_HOME)/include $(DEP_CFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(GPU_TEST_BIN): $(GPU_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(CUDA_OBJS) $(LAUNCH_LIB) $(COMMON_LIB)
+$(GPU_TEST_BIN): $(GPU_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(CUDA_OBJS) $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) $(CUDA_LIBS) $(DEP_LIBS) -o $@

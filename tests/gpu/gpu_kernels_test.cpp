@@ -1,5 +1,5 @@
 // DLH — the loss and optimizer kernels against the CPU engine's implementations.
-#include "launcher/optimizer.hpp"
+#include "launcher/nn/optimizer.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace dlh {

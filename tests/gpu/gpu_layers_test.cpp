@@ -1,11 +1,11 @@
-// DLH — every GPU layer against the CPU layer of launcher/layers/ on the same random input
+// DLH — every GPU layer against the CPU layer of launcher/nn/layers/ on the same random input
 // and parameters: forward output, input gradient and parameter gradients, at fp32
 // tolerance. The CPU layers are themselves checked against finite differences
 // (tests/unit/layers_test.cpp), so agreement here means the GPU layers are right.
 #include <map>
 
-#include "launcher/layer.hpp"
-#include "launcher/random.hpp"
+#include "launcher/nn/layer.hpp"
+#include "launcher/nn/random.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace dlh {

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "launcher/cuda/backend_api.hpp"
+#include "launcher/engine/cuda/backend_api.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace dlh {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/cuda/gpu_layers.hpp"
-#include "launcher/cuda/kernels.hpp"
-#include "launcher/cuda/resources.hpp"
+#include "launcher/engine/cuda/gpu_layers.hpp"
+#include "launcher/engine/cuda/kernels.hpp"
+#include "launcher/engine/cuda/resources.hpp"
 
 namespace dlh {
 namespace cuda {

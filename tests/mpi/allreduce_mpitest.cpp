@@ -8,8 +8,8 @@
 #include <memory>
 #include <tuple>
 
-#include "launcher/allreduce.hpp"
-#include "launcher/grad_sync.hpp"
+#include "launcher/comm/allreduce.hpp"
+#include "launcher/comm/grad_sync.hpp"
 #include "tests/mpi/mpi_test_util.hpp"
 
 namespace dlh {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <tuple>
 
-#include "launcher/grad_sync.hpp"
+#include "launcher/comm/grad_sync.hpp"
 #include "tests/mpi/mpi_test_util.hpp"
 
 namespace dlh {

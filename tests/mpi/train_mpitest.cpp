@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/checkpoint.hpp"
-#include "launcher/collective.hpp"
-#include "launcher/dataset.hpp"
-#include "launcher/trainer.hpp"
+#include "launcher/storage/checkpoint.hpp"
+#include "launcher/comm/collective.hpp"
+#include "launcher/data/dataset.hpp"
+#include "launcher/train/trainer.hpp"
 #include "tests/mpi/mpi_test_util.hpp"
 
 namespace dlh {

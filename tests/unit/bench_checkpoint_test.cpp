@@ -1,6 +1,6 @@
 // DLH — tests of `dlh-launch bench-checkpoint`'s measurement: the state has the size asked
 // for, and the timed saves write real checkpoints that load back, rotated like training's.
-#include "launcher/bench_checkpoint.hpp"
+#include "launcher/bench/bench_checkpoint.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
-// binding_test - Unit tests for launcher/binding.cpp and launcher/plan.cpp
-#include "launcher/binding.hpp"
+// binding_test - Unit tests for launcher/comm/binding.cpp and launcher/train/plan.cpp
+#include "launcher/comm/binding.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "common/error.hpp"
-#include "launcher/plan.hpp"
+#include "launcher/train/plan.hpp"
 
 namespace dlh {
 namespace {

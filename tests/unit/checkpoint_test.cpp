@@ -1,6 +1,6 @@
 // DLH — tests of HDF5 checkpoints: round trip, corruption detection, atomic replacement,
 // checkpoint folders (rotation, fallback to an older valid file, stale temporary files).
-#include "launcher/checkpoint.hpp"
+#include "launcher/storage/checkpoint.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/h5.hpp"
+#include "launcher/storage/h5.hpp"
 
 namespace dlh {
 namespace {

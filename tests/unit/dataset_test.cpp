@@ -1,7 +1,7 @@
-// Tests for launcher/dataset.cpp and launcher/idx.cpp: IDX import (the real Fashion-MNIST
+// Tests for launcher/data/dataset.cpp and launcher/data/idx.cpp: IDX import (the real Fashion-MNIST
 // files and small hand-made ones), synthetic generation, and the validation of every kind
 // of malformed input.
-#include "launcher/dataset.hpp"
+#include "launcher/data/dataset.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "launcher/h5.hpp"
-#include "launcher/idx.hpp"
+#include "launcher/storage/h5.hpp"
+#include "launcher/data/idx.hpp"
 
 namespace dlh {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "common/error.hpp"
-#include "launcher/device.hpp"
+#include "launcher/engine/device.hpp"
 
 namespace dlh {
 namespace {

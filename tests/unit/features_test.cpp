@@ -8,7 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
-#include "launcher/network.hpp"
+#include "launcher/nn/network.hpp"
 
 namespace dlh {
 namespace {

@@ -1,4 +1,4 @@
-// DLH — unit tests of the CPU layers (launcher/layers/) and the softmax cross-entropy.
+// DLH — unit tests of the CPU layers (launcher/nn/layers/) and the softmax cross-entropy.
 //
 // Gradients are checked against central finite differences of the scalar loss
 // L = sum(out * R) for a fixed random R: backward with grad_out = R must give dL/dIn and
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "launcher/layer.hpp"
+#include "launcher/nn/layer.hpp"
 
 namespace dlh {
 namespace {

@@ -1,6 +1,6 @@
-// Tests for launcher/loader.cpp: the per-epoch permutation, rank shards, cursor
+// Tests for launcher/data/loader.cpp: the per-epoch permutation, rank shards, cursor
 // arithmetic, and that background prefetch changes nothing but timing.
-#include "launcher/loader.hpp"
+#include "launcher/data/loader.hpp"
 
 #include <gtest/gtest.h>
 

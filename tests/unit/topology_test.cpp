@@ -1,7 +1,7 @@
 // topology_test — MakeTopology is a pure function of every rank's node name: no MPI here.
-#include "launcher/topology.hpp"
+#include "launcher/comm/topology.hpp"
 
-#include "launcher/allreduce.hpp"
+#include "launcher/comm/allreduce.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,114 @@
+// DLH — fused, overlapped gradient allreduce (see grad_sync.hpp).
+#include "launcher/comm/grad_sync.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "launcher/comm/allreduce.hpp"
+#include "launcher/comm/mpi.hpp"
+
+namespace dlh {
+
+GradientSync::GradientSync(MPI_Comm comm, const std::vector<NamedParam>& params,
+                           const std::vector<size_t>& param_layer, const GradSyncOptions& options)
+    : comm_(comm), params_(params), options_(options) {
+  // Walk parameters last to first, the order in which backward finishes them.
+  Bucket current;
+  size_t current_bytes = 0;
+  for (size_t k = params_.size(); k-- > 0;) {
+    size_t bytes = params_[k].ref.grad->size() * sizeof(float);
+    if (!current.params.empty() && current_bytes + bytes > options_.bucket_bytes) {
+      buckets_.push_back(std::move(current));
+      current = Bucket();
+      current_bytes = 0;
+    }
+    current.params.push_back(k);
+    current.min_layer = param_layer[k];
+    current_bytes += bytes;
+  }
+  if (!current.params.empty()) buckets_.push_back(std::move(current));
+  for (auto& b : buckets_) {
+    if (b.params.size() == 1) continue;  // reduced in place
+    size_t n = 0;
+    for (size_t k : b.params) n += params_[k].ref.value->size();
+    b.buffer.resize(n);
+  }
+}
+
+GradientSync::~GradientSync() {
+  // Never leave a request dangling (e.g. when an exception unwinds mid-step).
+  for (auto& b : buckets_)
+    if (b.request != MPI_REQUEST_NULL) MPI_Request_free(&b.request);
+}
+
+void GradientSync::launch(Bucket& b, bool blocking) {
+  // A bucket of one tensor is reduced in place: no packing copies.
+  float* data = b.buffer.data();
+  if (b.params.size() == 1) {
+    data = params_[b.params[0]].ref.grad->data();
+  } else {
+    float* dst = data;
+    for (size_t k : b.params) {
+      const Tensor& g = *params_[k].ref.grad;
+      std::memcpy(dst, g.data(), g.size() * sizeof(float));
+      dst += g.size();
+    }
+  }
+  const size_t elements =
+      b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size();
+  if (options_.reducer) {
+    options_.reducer->Allreduce(data, elements);
+    b.launched = true;
+    return;
+  }
+  const int count = int(elements);
+  if (blocking)
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comm_));
+  else
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comm_, &b.request));
+  b.launched = true;
+}
+
+void GradientSync::poke() {
+  for (size_t i = 0; i < next_bucket_; ++i) {
+    if (buckets_[i].request == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    MPI_CHECK(MPI_Test(&buckets_[i].request, &done, MPI_STATUS_IGNORE));
+  }
+}
+
+void GradientSync::layer_done(size_t layer) {
+  // Layer 0 is the last of backward: nothing is left to overlap with, so its buckets wait
+  // for finish(), which uses the blocking MPI_Allreduce (faster than the non-blocking one
+  // in Open MPI, whose libnbc schedules are not tuned like the blocking algorithms).
+  if (!options_.overlap || options_.reducer || layer == 0) return;
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].min_layer >= layer) {
+    launch(buckets_[next_bucket_], /*blocking=*/false);
+    ++next_bucket_;
+  }
+  poke();
+}
+
+double GradientSync::finish() {
+  auto start = std::chrono::steady_clock::now();
+  while (next_bucket_ < buckets_.size()) launch(buckets_[next_bucket_++], /*blocking=*/true);
+  for (auto& b : buckets_) {
+    if (b.request != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&b.request, MPI_STATUS_IGNORE));
+    if (b.params.size() == 1) {
+      b.launched = false;
+      continue;
+    }
+    const float* src = b.buffer.data();
+    for (size_t k : b.params) {
+      Tensor& g = *params_[k].ref.grad;
+      std::memcpy(g.data(), src, g.size() * sizeof(float));
+      src += g.size();
+    }
+    b.launched = false;
+  }
+  next_bucket_ = 0;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace dlh

@@ -1,0 +1,63 @@
+// DLH — gradient synchronisation: parameters are grouped into fused buckets (in the
+// order backward produces them, last layer first) and each bucket is summed across
+// ranks with one non-blocking MPI_Iallreduce as soon as all its gradients exist, so
+// communication overlaps the rest of backward. One call per bucket, not per tensor:
+// small tensors would otherwise pay MPI's per-call latency many times.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "launcher/nn/named_array.hpp"
+
+namespace dlh {
+
+class Allreducer;
+
+struct GradSyncOptions {
+  size_t bucket_bytes = size_t(4) << 20;  // bytes per fused bucket; a larger tensor gets its own
+  bool overlap = true;                    // start buckets during backward (false: all at the end)
+  // When set (not owned; must outlive the GradientSync), finish() sums every bucket with it
+  // instead of MPI on `comm`, and nothing starts during backward: the hierarchical
+  // allreduce is a chain of blocking collectives, so it runs at the end.
+  Allreducer* reducer = nullptr;
+};
+
+class GradientSync {
+ public:
+  // `param_layer[i]` is the layer index of params[i]; params are in forward order.
+  GradientSync(MPI_Comm comm, const std::vector<NamedParam>& params,
+               const std::vector<size_t>& param_layer, const GradSyncOptions& options);
+  ~GradientSync();
+  GradientSync(const GradientSync&) = delete;
+  GradientSync& operator=(const GradientSync&) = delete;
+
+  // Layer `layer` has written its parameter gradients (layers arrive last to first).
+  void layer_done(size_t layer);
+  // Waits for every bucket and replaces each gradient by its sum over ranks. Returns the
+  // seconds spent blocked here (communication not hidden behind backward).
+  double finish();
+
+  size_t num_buckets() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;  // indices into params_
+    size_t min_layer = 0;        // ready once this layer is done
+    std::vector<float> buffer;   // packed gradients (empty for a one-tensor bucket)
+    MPI_Request request = MPI_REQUEST_NULL;
+    bool launched = false;
+  };
+  void launch(Bucket& bucket, bool blocking);
+  void poke();  // lets MPI progress the outstanding requests
+
+  MPI_Comm comm_;
+  std::vector<NamedParam> params_;
+  std::vector<Bucket> buckets_;  // in launch order
+  size_t next_bucket_ = 0;
+  GradSyncOptions options_;
+};
+
+}  // namespace dlh

@@ -1,0 +1,316 @@
+// dlh-data — creates and checks DLH data set files (layout: launcher/data/dataset.hpp).
+//
+//   dlh-data import-fashion-mnist --out FILE [--source DIR]
+//   dlh-data synthetic --out FILE --shape CxHxW --classes K --train N --test M [--seed S]
+//   dlh-data inspect FILE
+//
+// Exit status: 0 success, 1 runtime error (bad input file, I/O), 2 bad command line.
+#include <boost/program_options.hpp>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "launcher/data/dataset.hpp"
+#include "launcher/storage/h5.hpp"
+
+namespace po = boost::program_options;
+
+namespace dlh {
+namespace {
+
+const char* const kDefaultSource = "/usr/share/datasets/fashion-mnist";
+
+const char* const kUsage =
+    "usage: dlh-data COMMAND [OPTIONS]\n"
+    "\n"
+    "Creates and checks DLH data set files (HDF5: /train/images, /train/labels,\n"
+    "/test/images, /test/labels; root attributes classes, source, mean, std).\n"
+    "\n"
+    "commands:\n"
+    "  import-fashion-mnist --out FILE [--source DIR]\n"
+    "        convert the Fashion-MNIST IDX files (plain or .gz) into FILE\n"
+    "  synthetic --out FILE --shape CxHxW --classes K --train N --test M [--seed S]\n"
+    "        generate a learnable synthetic classification data set\n"
+    "  inspect FILE\n"
+    "        validate FILE as the trainer would and print what it holds\n"
+    "\n"
+    "'dlh-data COMMAND --help' documents each command's options.\n"
+    "Exit status: 0 success, 1 error in the data or I/O, 2 bad command line.\n";
+
+std::string ShapeText(const Shape3& s) {
+  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
+         std::to_string(s.width);
+}
+
+// Parses a whole decimal number within [lo, hi]; `what` names the option in messages.
+int64_t ParseInt(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw UsageError(what + ": expected a whole number, got '" + text + "'");
+  if (v < lo || v > hi)
+    throw UsageError(what + ": " + text + " is out of range [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+  return v;
+}
+
+uint64_t ParseSeed(const std::string& text) {
+  // std::stoull accepts "-1" and wraps it; a seed that silently becomes 2^64-1 is a trap.
+  size_t used = 0;
+  unsigned long long v = 0;
+  if (!text.empty() && text[0] != '-' && text[0] != '+') {
+    try {
+      v = std::stoull(text, &used, 10);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+  }
+  if (used == 0 || used != text.size())
+    throw UsageError("--seed: expected a non-negative whole number, got '" + text + "'");
+  return v;
+}
+
+Shape3 ParseShape(const std::string& text) {
+  std::vector<std::string> parts(1);
+  for (char c : text) {
+    if (c == 'x' || c == 'X')
+      parts.emplace_back();
+    else
+      parts.back() += c;
+  }
+  if (parts.size() != 3)
+    throw UsageError("--shape: expected CxHxW (e.g. 3x32x32), got '" + text + "'");
+  Shape3 s;
+  s.channels = int(ParseInt(parts[0], "--shape channels", 1, 1 << 16));
+  s.height = int(ParseInt(parts[1], "--shape height", 1, 1 << 16));
+  s.width = int(ParseInt(parts[2], "--shape width", 1, 1 << 16));
+  if (s.elements() > (int64_t(1) << 26))
+    throw UsageError("--shape: " + text + " is too large (more than 2^26 values per sample)");
+  return s;
+}
+
+// Parses a subcommand's arguments. Returns false when --help was given (and printed).
+bool ParseArgs(const std::string& command, const std::string& synopsis,
+               const std::vector<std::string>& args, po::options_description& options,
+               const po::positional_options_description& positional, po::variables_map& vm,
+               const std::function<void()>& precheck = {}) {
+  options.add_options()("help,h", "show this help and exit");
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: dlh-data " << command << " " << synopsis << "\n\n" << options;
+    return false;
+  }
+  if (precheck) precheck();  // for messages clearer than program_options' own
+  po::notify(vm);            // after --help, so that help works without the required options
+  return true;
+}
+
+// "wrote FILE: N train, M test, CxHxW, K classes", read back from the file just written.
+void PrintSummary(const std::string& path) {
+  try {
+    h5::File file(path, h5::Mode::ReadOnly);
+    std::vector<hsize_t> train = h5::Dims(file.id(), "/train/images");
+    std::vector<hsize_t> test = h5::Dims(file.id(), "/test/images");
+    int64_t classes = h5::GetIntAttr(file.id(), ".", "classes");
+    std::printf("wrote %s: %llu train, %llu test, %llux%llux%llu, %" PRId64 " classes\n",
+                path.c_str(), (unsigned long long)train.at(0), (unsigned long long)test.at(0),
+                (unsigned long long)train.at(1), (unsigned long long)train.at(2),
+                (unsigned long long)train.at(3), classes);
+  } catch (const H5Error& e) {
+    throw DataError(path + ": cannot read back the file just written: " + e.what());
+  }
+}
+
+int ImportCommand(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  std::string out, source;
+  options.add_options()  //
+      ("out,o", po::value(&out)->required()->value_name("FILE"),
+       "data set file to write (written to FILE.tmp, then renamed into place)")  //
+      ("source,s", po::value(&source)->default_value(kDefaultSource)->value_name("DIR"),
+       "folder holding train-images-idx3-ubyte, train-labels-idx1-ubyte, "
+       "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, each plain or .gz");
+  po::variables_map vm;
+  if (!ParseArgs("import-fashion-mnist", "--out FILE [--source DIR]", args, options, {}, vm))
+    return 0;
+  ImportFashionMnist(source, out);
+  PrintSummary(out);
+  return 0;
+}
+
+int SyntheticCommand(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  std::string out, shape_text, classes_text, train_text, test_text, seed_text;
+  // Numbers are taken as text and parsed here: program_options would accept "-5" for an
+  // unsigned seed and give a vague message for "abc".
+  options.add_options()  //
+      ("out,o", po::value(&out)->required()->value_name("FILE"),
+       "data set file to write (written to FILE.tmp, then renamed into place)")  //
+      ("shape", po::value(&shape_text)->required()->value_name("CxHxW"),
+       "per-sample shape: channels x height x width, e.g. 3x32x32 (flat vectors: Fx1x1)")  //
+      ("classes", po::value(&classes_text)->required()->value_name("K"),
+       "number of classes, at least 2")  //
+      ("train", po::value(&train_text)->required()->value_name("N"),
+       "training samples (classes balanced, order shuffled)")  //
+      ("test", po::value(&test_text)->required()->value_name("M"),
+       "held-out test samples (0 allowed)")  //
+      ("seed", po::value(&seed_text)->default_value("1")->value_name("S"),
+       "random seed; the same seed and options give the same data");
+  po::variables_map vm;
+  if (!ParseArgs("synthetic", "--out FILE --shape CxHxW --classes K --train N --test M [--seed S]",
+                 args, options, {}, vm))
+    return 0;
+  Shape3 shape = ParseShape(shape_text);
+  int classes = int(ParseInt(classes_text, "--classes", 2, 1 << 20));
+  int64_t train = ParseInt(train_text, "--train", 1, int64_t(1) << 40);
+  int64_t test = ParseInt(test_text, "--test", 0, int64_t(1) << 40);
+  uint64_t seed = ParseSeed(seed_text);
+  // Everything is generated in memory before writing; refuse what cannot fit rather than
+  // dying of std::bad_alloc half way.
+  double gib = double(train + test) * double(shape.elements()) * 4 / (1 << 30);
+  if (gib > 64)
+    throw UsageError("synthetic: " + std::to_string(train + test) + " samples of " +
+                     ShapeText(shape) + " need " + std::to_string(int64_t(gib)) +
+                     " GiB; the limit is 64 GiB");
+  WriteSyntheticDataset(out, shape, classes, train, test, seed);
+  PrintSummary(out);
+  return 0;
+}
+
+void PrintSplit(const char* name, const DataSplit& s, int classes, bool with_stats) {
+  std::printf("%-9s %" PRId64 " samples of %s\n", name, s.count, ShapeText(s.shape).c_str());
+  std::vector<int64_t> hist(size_t(classes), 0);
+  for (int32_t l : s.labels) ++hist[size_t(l)];
+  std::printf("  label histogram:");
+  for (int k = 0; k < classes; ++k) {
+    if (k % 10 == 0) std::printf("\n   ");
+    std::printf(" %d:%" PRId64, k, hist[size_t(k)]);
+  }
+  std::printf("\n");
+  if (!with_stats || s.images.empty()) return;
+  double sum = 0, sum_sq = 0;
+  float lo = s.images[0], hi = s.images[0];
+  for (float v : s.images) {
+    sum += v;
+    sum_sq += double(v) * v;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  double n = double(s.images.size());
+  double mean = sum / n;
+  std::printf("  loaded pixels: min %.4f, max %.4f, mean %.4f, std %.4f\n", lo, hi, mean,
+              std::sqrt(std::max(0.0, sum_sq / n - mean * mean)));
+}
+
+int InspectCommand(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  std::string path;
+  options.add_options()  //
+      ("file", po::value(&path)->required()->value_name("FILE"),
+       "data set file to check (also accepted as the only positional argument)");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map vm;
+  if (!ParseArgs("inspect", "FILE", args, options, positional, vm, [&] {
+        if (!vm.count("file")) throw UsageError("missing FILE, the data set to inspect");
+      }))
+    return 0;
+
+  // LoadDataset is the trainer's own validation: a file that passes here loads there.
+  Dataset ds = LoadDataset(path);
+  std::string source = "(none)";
+  std::string norm = "(none: images are used as stored)";
+  int64_t version = 0;
+  try {
+    h5::File file(path, h5::Mode::ReadOnly);
+    hid_t f = file.id();
+    if (h5::HasAttr(f, ".", "format_version")) version = h5::GetIntAttr(f, ".", "format_version");
+    if (h5::HasAttr(f, ".", "source")) {
+      // h5::GetStringAttr cannot read fixed-length ASCII strings (it asks HDF5 for UTF-8,
+      // which HDF5 will not convert); the source is informational, so do not fail on it.
+      try {
+        source = h5::GetStringAttr(f, ".", "source");
+      } catch (const H5Error& e) {
+        source = std::string("(unreadable: ") + e.what() + ")";
+      }
+    }
+    if (h5::HasAttr(f, ".", "mean")) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "mean %.6g, std %.6g (loaded images are (x - mean) / std)",
+                    h5::GetDoubleAttr(f, ".", "mean"), h5::GetDoubleAttr(f, ".", "std"));
+      norm = buf;
+    }
+  } catch (const H5Error& e) {
+    throw DataError(path + ": " + e.what());
+  }
+  std::printf("file      %s\n", path.c_str());
+  std::printf("format    %s\n", version ? std::to_string(version).c_str() : "(not stored)");
+  std::printf("source    %s\n", source.c_str());
+  std::printf("classes   %d\n", ds.classes);
+  std::printf("normalize %s\n", norm.c_str());
+  PrintSplit("train", ds.train, ds.classes, true);
+  PrintSplit("test", ds.test, ds.classes, false);
+  std::printf("ok: %s is a valid data set\n", path.c_str());
+  return 0;
+}
+
+struct Command {
+  const char* name;
+  std::function<int(const std::vector<std::string>&)> run;
+};
+
+int Main(int argc, char** argv, std::string& command) {
+  const std::vector<Command> commands = {{"import-fashion-mnist", ImportCommand},
+                                         {"synthetic", SyntheticCommand},
+                                         {"inspect", InspectCommand}};
+  if (argc < 2) throw UsageError("missing command (see 'dlh-data --help')");
+  std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  for (const Command& c : commands) {
+    if (first != c.name) continue;
+    command = c.name;
+    return c.run(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  throw UsageError("unknown command '" + first +
+                   "' (commands: import-fashion-mnist, synthetic, inspect; see 'dlh-data --help')");
+}
+
+}  // namespace
+}  // namespace dlh
+
+int main(int argc, char** argv) {
+  std::string command;  // set once the command is known, to prefix usage messages
+  auto usage_error = [&](const std::string& what) {
+    if (command.empty()) {
+      std::cerr << "dlh-data: " << what << "\n";
+    } else {
+      std::cerr << "dlh-data: " << command << ": " << what << " (see 'dlh-data " << command
+                << " --help')\n";
+    }
+    return 2;
+  };
+  try {
+    return dlh::Main(argc, argv, command);
+  } catch (const dlh::UsageError& e) {
+    return usage_error(e.what());
+  } catch (const po::error& e) {
+    return usage_error(e.what());
+  } catch (const std::exception& e) {
+    // dlh::Error messages already name the file at fault.
+    std::cerr << "dlh-data: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,27 @@
+// DLH — the entry points of the CUDA backend, libdlh_cuda.so.
+//
+// dlh-launch never links CUDA: it dlopen()s this library when --device asks for a GPU, so
+// the same binary starts on nodes without a driver or without the CUDA libraries and
+// falls back to the CPU (launcher/engine/device.cpp). The library is built with the same
+// compiler and headers as dlh-launch, so the C++ Engine interface crosses the boundary.
+#pragma once
+
+#include <cstddef>
+
+#include "launcher/engine/engine.hpp"
+
+extern "C" {
+
+// DLH_VERSION the backend was built with: a backend of another build is refused.
+using DlhCudaVersionFn = const char* (*)();
+const char* dlh_cuda_version();
+
+// Number of usable GPUs; 0 with a one-line reason ("CUDA driver not found") otherwise.
+// Never throws, never aborts: it is called on machines without a GPU.
+using DlhCudaProbeFn = int (*)(char* reason, size_t reason_size);
+int dlh_cuda_probe(char* reason, size_t reason_size);
+
+// A GPU engine for this rank; throws dlh::Error. Collective over config->comm.
+using DlhCudaMakeEngineFn = dlh::Engine* (*)(const dlh::EngineConfig* config);
+dlh::Engine* dlh_cuda_make_engine(const dlh::EngineConfig* config);
+}

@@ -1,0 +1,484 @@
+// DLH — the GPU engine and the backend's entry points (backend_api.hpp).
+//
+// Memory: every parameter, gradient and optimizer slot lives in one flat device array
+// each, at the same offsets (aligned to 256 bytes), so a fused allreduce bucket is a range
+// of the gradient array and needs no packing. A host copy of the network (the CPU layers,
+// never run) supplies names, shapes and the initial values, so a GPU run starts from the
+// very parameters a CPU run starts from, and checkpoints move between the two.
+//
+// Streams: the batch is copied on a copy stream from pinned staging; layers, loss and
+// optimizer run on the compute stream; gradient buckets are reduced on the communication
+// stream while backward goes on. The host waits once for the loss and once for the
+// gradients per step, always under the communication watchdog.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "launcher/comm/collective.hpp"
+#include "launcher/engine/cuda/backend_api.hpp"
+#include "launcher/engine/cuda/gpu_allreduce.hpp"
+#include "launcher/engine/cuda/gpu_layers.hpp"
+#include "launcher/engine/cuda/kernels.hpp"
+#include "launcher/comm/mpi.hpp"
+#include "launcher/nn/network.hpp"
+
+namespace dlh {
+namespace cuda {
+namespace {
+
+constexpr size_t kAlign = 64;  // floats: 256 bytes, the alignment cuDNN and cuBLAS like best
+
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// "03.conv2d/weight" -> 3 and "weight".
+size_t LayerOf(const std::string& name) { return size_t(std::stoul(name.substr(0, name.find('.')))); }
+std::string LeafOf(const std::string& name) { return name.substr(name.find('/') + 1); }
+
+struct Slot {  // one array inside a flat device array
+  std::string name;
+  size_t offset, count;
+  std::vector<int> shape;
+};
+
+class CudaEngine : public Engine {
+ public:
+  explicit CudaEngine(const EngineConfig& c) : spec_(*c.spec), host_(spec_), config_(c) {
+    host_.init(spec_.seed);
+    MPI_CHECK(MPI_Comm_rank(c.comm, &rank_));
+    // Device setup can fail on one rank alone (no memory, a broken GPU); all ranks must
+    // learn of it before anyone enters NCCL's collective initialisation.
+    RunCollectively(c.comm, [&] { setup_device(); });
+    RunCollectively(c.comm, [&] {
+      sync_ = std::make_unique<GpuGradientSync>(c.comm, c.node_of_rank, c.allreduce,
+                                                grads_.get(), param_total_, make_buckets(),
+                                                c.sync.overlap, compute_.get(), c.comm_timeout_s);
+    });
+  }
+
+  ~CudaEngine() override {
+    sync_.reset();
+    if (compute_.get()) cudaStreamSynchronize(compute_.get());
+  }
+
+  std::string device_name() const override { return device_name_; }
+  std::string allreduce_name() const override { return sync_->name(); }
+  size_t num_param_values() const override { return host_.num_param_values(); }
+  const char* optimizer_name() const override {
+    return spec_.optimizer.kind == OptimizerSpec::Kind::Adam ? "adam" : "sgd";
+  }
+
+  void broadcast_params() override {
+    for (auto& p : host_.params()) {
+      Tensor& t = *p.ref.value;
+      MPI_CHECK(MPI_Bcast(t.data(), int(t.size()), MPI_FLOAT, 0, config_.comm));
+    }
+    upload_params();
+  }
+
+  StepSums forward_backward(const Batch& batch, const ForwardContext& ctx,
+                            float loss_scale) override {
+    const int n = int(batch.labels.size());
+    stage(batch.images.data(), batch.labels.data(), n);
+    forward(n, ctx);
+    loss(n, loss_scale, grad_a_.get());
+    float* dy = grad_a_.get();
+    for (size_t k = layers_.size(); k-- > 0;) {
+      const float* in = k == 0 ? input_.get() : acts_[k - 1].get();
+      float* dx = k == 0 ? nullptr : (dy == grad_a_.get() ? grad_b_.get() : grad_a_.get());
+      layers_[k]->backward(in, acts_[k].get(), dy, dx, n);
+      sync_->layer_done(k);
+      dy = dx;
+    }
+    // The host waits for backward here, so that the trainer's compute time is the GPU's.
+    CUDA_CHECK(cudaEventRecord(backward_done_.get(), compute_.get()));
+    sync_->wait(backward_done_.get(), "backward");
+    return read_loss();
+  }
+
+  double finish_gradients() override { return sync_->finish(); }
+
+  std::vector<float> batch_stats() override {
+    std::vector<float> out;
+    for (GpuLayer* l : stat_layers_) {
+      const size_t len = size_t(l->batch_stats_len()), at = out.size();
+      out.resize(at + len);
+      CUDA_CHECK(cudaMemcpyAsync(out.data() + at, l->batch_stats(), len * sizeof(float),
+                                 cudaMemcpyDeviceToHost, compute_.get()));
+    }
+    if (!out.empty()) CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    return out;
+  }
+
+  void commit_batch_stats(const std::vector<float>& averaged) override {
+    size_t at = 0;
+    for (GpuLayer* l : stat_layers_) {
+      const size_t len = size_t(l->batch_stats_len());
+      if (at + len > averaged.size()) throw Error("batch statistics: too few values (internal)");
+      CUDA_CHECK(cudaMemcpyAsync(l->batch_stats(), averaged.data() + at, len * sizeof(float),
+                                 cudaMemcpyHostToDevice, compute_.get()));
+      l->commit_batch_stats();
+      at += len;
+    }
+    // The pageable source must stay valid until the copies ran.
+    if (at > 0) CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+  }
+
+  void update(double lr, int64_t step) override {
+    const OptimizerSpec& o = spec_.optimizer;
+    const bool adam = o.kind == OptimizerSpec::Kind::Adam;
+    const float rate = float(lr), wd = float(o.weight_decay);
+    const double t = double(step + 1);
+    const float c1 = float(1.0 / (1.0 - std::pow(o.beta1, t)));
+    const float c2 = float(1.0 / (1.0 - std::pow(o.beta2, t)));
+    for (size_t i = 0; i < param_slots_.size(); ++i) {
+      const Slot& s = param_slots_[i];
+      const bool decays = host_.params()[i].ref.decay;
+      float* w = params_.get() + s.offset;
+      const float* g = grads_.get() + s.offset;
+      if (adam) {
+        AdamUpdate(w, g, slot_a_.get() + s.offset, slot_b_.get() + s.offset, s.count, rate,
+                   float(o.beta1), float(o.beta2), c1, c2, float(o.epsilon),
+                   decays ? rate * wd : 0.0f, compute_.get());
+      } else {
+        SgdUpdate(w, g, o.momentum != 0 ? slot_a_.get() + s.offset : nullptr, s.count, rate,
+                  float(o.momentum), decays ? wd : 0.0f, o.nesterov, compute_.get());
+      }
+    }
+  }
+
+  StepSums evaluate(const float* images, const int32_t* labels, int n,
+                    const ForwardContext& ctx) override {
+    stage(images, labels, n);
+    forward(n, ctx);
+    loss(n, 1.0f, nullptr);
+    return read_loss();
+  }
+
+  std::vector<NamedArray> export_params() override {
+    return with_device_values(host_.export_params(), params_.get(), param_total_, param_slots_);
+  }
+  std::vector<NamedArray> export_buffers() override {
+    return with_device_values(host_.export_buffers(), buffers_.get(), buffer_total_,
+                              buffer_slots_);
+  }
+  std::vector<NamedArray> export_optimizer_state() override {
+    std::vector<NamedArray> out;
+    std::vector<float> a(param_total_), b(param_total_);
+    const std::vector<std::string> names = slot_names();
+    if (names.empty()) return out;
+    copy_to_host(a.data(), slot_a_.get(), param_total_);
+    if (names.size() > 1) copy_to_host(b.data(), slot_b_.get(), param_total_);
+    for (const Slot& s : param_slots_)
+      for (size_t k = 0; k < names.size(); ++k) {
+        const float* src = (k == 0 ? a.data() : b.data()) + s.offset;
+        out.push_back(NamedArray{s.name + "/" + names[k], s.shape,
+                                 std::vector<float>(src, src + s.count)});
+      }
+    return out;
+  }
+  void import_state(const std::vector<NamedArray>& params, const std::vector<NamedArray>& buffers,
+                    const std::vector<NamedArray>& optimizer_state) override {
+    host_.import_params(params);    // validates names and shapes
+    host_.import_buffers(buffers);
+    std::map<std::string, const NamedArray*> by;
+    for (const auto& a : optimizer_state) by[a.name] = &a;
+    const std::vector<std::string> names = slot_names();
+    std::vector<float> a(param_total_, 0.0f), b(param_total_, 0.0f);
+    for (const Slot& s : param_slots_)
+      for (size_t k = 0; k < names.size(); ++k) {
+        const std::string key = s.name + "/" + names[k];
+        auto it = by.find(key);
+        if (it == by.end()) throw CheckpointError("optimizer state '" + key + "' is missing");
+        if (it->second->data.size() != s.count)
+          throw CheckpointError("optimizer state '" + key + "' has " +
+                                std::to_string(it->second->data.size()) + " values, expected " +
+                                std::to_string(s.count));
+        std::memcpy((k == 0 ? a.data() : b.data()) + s.offset, it->second->data.data(),
+                    s.count * sizeof(float));
+      }
+    upload_params();
+    upload_buffers();
+    if (!names.empty()) copy_to_device(slot_a_.get(), a.data(), param_total_);
+    if (names.size() > 1) copy_to_device(slot_b_.get(), b.data(), param_total_);
+  }
+
+ private:
+  std::vector<std::string> slot_names() const {
+    if (spec_.optimizer.kind == OptimizerSpec::Kind::Adam) return {"m", "v"};
+    if (spec_.optimizer.momentum != 0) return {"momentum"};
+    return {};
+  }
+
+  void setup_device() {
+    int count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&count));
+    if (count <= 0) throw CudaError("no CUDA device");
+    device_ = config_.device >= 0 ? config_.device : config_.local_rank % count;
+    if (device_ >= count)
+      throw UsageError("GPU " + std::to_string(device_) + " requested, " + std::to_string(count) +
+                       " visible");
+    CUDA_CHECK(cudaSetDevice(device_));
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    char text[320];
+    std::snprintf(text, sizeof text, "%s (GPU %d, sm_%d%d, %.0f GiB)", prop.name, device_,
+                  prop.major, prop.minor, double(prop.totalGlobalMem) / (1 << 30));
+    device_name_ = text;
+
+    compute_ = MakeStream();
+    copy_ = MakeStream();
+    copied_ = MakeEvent();
+    loss_ready_ = MakeEvent();
+    backward_done_ = MakeEvent();
+    cublasHandle_t blas = nullptr;
+    CUBLAS_CHECK(cublasCreate(&blas));
+    cublas_ = Cublas(blas);
+    CUBLAS_CHECK(cublasSetStream(blas, compute_.get()));
+    cudnnHandle_t dnn = nullptr;
+    CUDNN_CHECK(cudnnCreate(&dnn));
+    cudnn_ = Cudnn(dnn);
+    CUDNN_CHECK(cudnnSetStream(dnn, compute_.get()));
+
+    // Flat layouts of parameters (and gradients and optimizer slots) and of buffers.
+    for (const auto& p : host_.params()) {
+      param_slots_.push_back(Slot{p.name, param_total_, p.ref.value->size(), p.ref.value->shape()});
+      param_total_ += AlignUp(p.ref.value->size());
+    }
+    for (const auto& b : host_.export_buffers()) {
+      buffer_slots_.push_back(Slot{b.name, buffer_total_, b.data.size(), b.shape});
+      buffer_total_ += AlignUp(b.data.size());
+    }
+    params_.resize(std::max<size_t>(param_total_, 1));
+    grads_.resize(std::max<size_t>(param_total_, 1));
+    slot_a_.resize(std::max<size_t>(param_total_, 1));
+    slot_b_.resize(std::max<size_t>(param_total_, 1));
+    buffers_.resize(std::max<size_t>(buffer_total_, 1));
+    // Alignment gaps are reduced with the gradients: they must hold zeros, not garbage.
+    for (auto* a : {&params_, &grads_, &slot_a_, &slot_b_, &buffers_}) Fill(a->get(), 0, a->size(), compute_.get());
+
+    const int max_batch = std::max(config_.max_batch, 1);
+    std::vector<Shape3> shapes = LayerShapes(spec_);
+    context_.stream = compute_.get();
+    context_.cublas = blas;
+    context_.cudnn = dnn;
+    context_.workspace = &workspace_;
+    ones_.resize(size_t(max_batch));
+    Fill(ones_.get(), 1.0f, ones_.size(), compute_.get());
+    context_.ones = ones_.get();
+    size_t widest = 0;
+    input_.resize(size_t(max_batch) * size_t(spec_.input.elements()));
+    labels_.resize(size_t(max_batch));
+    for (size_t i = 0; i < spec_.layers.size(); ++i) {
+      layers_.push_back(MakeGpuLayer(spec_.layers[i], shapes[i], shapes[i + 1], max_batch, &context_));
+      acts_.emplace_back(size_t(max_batch) * size_t(shapes[i + 1].elements()));
+      widest = std::max(widest, size_t(shapes[i + 1].elements()));
+    }
+    grad_a_.resize(size_t(max_batch) * widest);
+    grad_b_.resize(size_t(max_batch) * widest);
+    std::vector<PointerMap> values(layers_.size()), grads(layers_.size()), buffers(layers_.size());
+    for (const Slot& s : param_slots_) {
+      values[LayerOf(s.name)][LeafOf(s.name)] = params_.get() + s.offset;
+      grads[LayerOf(s.name)][LeafOf(s.name)] = grads_.get() + s.offset;
+    }
+    for (const Slot& s : buffer_slots_)
+      buffers[LayerOf(s.name)][LeafOf(s.name)] = buffers_.get() + s.offset;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      layers_[i]->bind(values[i], grads[i], buffers[i]);
+      if (layers_[i]->batch_stats()) stat_layers_.push_back(layers_[i].get());
+    }
+    staged_x_.resize(input_.size());
+    staged_y_.resize(labels_.size());
+    sums_.resize(2);
+    bad_label_.resize(1);
+    host_sums_.resize(2);
+    host_bad_.resize(1);
+    upload_params();
+    upload_buffers();
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+  }
+
+  // Parameters last to first (the order backward finishes them), grouped up to the bucket
+  // size; a bucket is the range from its first to its last parameter.
+  std::vector<GradBucket> make_buckets() const {
+    std::vector<GradBucket> out;
+    const auto& layer_of = host_.param_layer();
+    size_t bytes = 0, end = 0;
+    for (size_t k = param_slots_.size(); k-- > 0;) {
+      const Slot& s = param_slots_[k];
+      const size_t b = s.count * sizeof(float);
+      if (out.empty() || bytes + b > config_.sync.bucket_bytes) {
+        out.emplace_back();
+        end = s.offset + s.count;
+        bytes = 0;
+      }
+      out.back() = GradBucket{s.offset, end - s.offset, layer_of[k]};
+      bytes += b;
+    }
+    return out;
+  }
+
+  void stage(const float* images, const int32_t* labels, int n) {
+    if (n > config_.max_batch) throw Error("batch larger than the engine's maximum (internal)");
+    const size_t xs = size_t(n) * size_t(spec_.input.elements());
+    // The previous step's copies have completed: the host waited for that step's loss.
+    std::memcpy(staged_x_.get(), images, xs * sizeof(float));
+    std::memcpy(staged_y_.get(), labels, size_t(n) * sizeof(int32_t));
+    CUDA_CHECK(cudaMemcpyAsync(input_.get(), staged_x_.get(), xs * sizeof(float),
+                               cudaMemcpyHostToDevice, copy_.get()));
+    CUDA_CHECK(cudaMemcpyAsync(labels_.get(), staged_y_.get(), size_t(n) * sizeof(int32_t),
+                               cudaMemcpyHostToDevice, copy_.get()));
+    CUDA_CHECK(cudaEventRecord(copied_.get(), copy_.get()));
+    CUDA_CHECK(cudaStreamWaitEvent(compute_.get(), copied_.get(), 0));
+  }
+
+  void forward(int n, ForwardContext ctx) {
+    const float* x = input_.get();
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      ctx.layer_index = int(i);
+      layers_[i]->forward(x, acts_[i].get(), n, ctx);
+      x = acts_[i].get();
+    }
+  }
+
+  void loss(int n, float scale, float* grad) {
+    CUDA_CHECK(cudaMemsetAsync(bad_label_.get(), 0, sizeof(int), compute_.get()));
+    SoftmaxCrossEntropy(acts_.back().get(), labels_.get(), n, spec_.classes, scale, grad,
+                        sums_.get(), bad_label_.get(), compute_.get());
+    CUDA_CHECK(cudaMemcpyAsync(host_sums_.get(), sums_.get(), 2 * sizeof(double),
+                               cudaMemcpyDeviceToHost, compute_.get()));
+    CUDA_CHECK(cudaMemcpyAsync(host_bad_.get(), bad_label_.get(), sizeof(int),
+                               cudaMemcpyDeviceToHost, compute_.get()));
+    CUDA_CHECK(cudaEventRecord(loss_ready_.get(), compute_.get()));
+  }
+
+  StepSums read_loss() {
+    sync_->wait(loss_ready_.get(), "loss");
+    if (host_bad_.get()[0] != 0)
+      throw DataError("softmax cross-entropy: the label of sample " +
+                      std::to_string(host_bad_.get()[0] - 1) + " of the batch is outside [0, " +
+                      std::to_string(spec_.classes) + ")");
+    return StepSums{host_sums_.get()[0], int64_t(host_sums_.get()[1])};
+  }
+
+  // `arrays` (names and shapes from the host network) with the values of the flat device
+  // array laid out by `slots`.
+  std::vector<NamedArray> with_device_values(std::vector<NamedArray> arrays, const float* device,
+                                             size_t total, const std::vector<Slot>& slots) {
+    std::vector<float> all(total);
+    copy_to_host(all.data(), device, total);
+    for (size_t i = 0; i < arrays.size(); ++i)
+      std::memcpy(arrays[i].data.data(), all.data() + slots[i].offset,
+                  slots[i].count * sizeof(float));
+    return arrays;
+  }
+
+  void copy_to_host(float* dst, const float* src, size_t count) {
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    CUDA_CHECK(cudaMemcpy(dst, src, count * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  void copy_to_device(float* dst, const float* src, size_t count) {
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    CUDA_CHECK(cudaMemcpy(dst, src, count * sizeof(float), cudaMemcpyHostToDevice));
+  }
+
+  void upload_params() {
+    std::vector<float> all(param_total_, 0.0f);
+    const auto& params = host_.params();
+    for (size_t i = 0; i < params.size(); ++i)
+      std::memcpy(all.data() + param_slots_[i].offset, params[i].ref.value->data(),
+                  param_slots_[i].count * sizeof(float));
+    copy_to_device(params_.get(), all.data(), param_total_);
+  }
+
+  void upload_buffers() {
+    std::vector<float> all(buffer_total_, 0.0f);
+    const std::vector<NamedArray> buffers = host_.export_buffers();
+    for (size_t i = 0; i < buffers.size(); ++i)
+      std::memcpy(all.data() + buffer_slots_[i].offset, buffers[i].data.data(),
+                  buffer_slots_[i].count * sizeof(float));
+    copy_to_device(buffers_.get(), all.data(), buffer_total_);
+  }
+
+  const TrainSpec& spec_;
+  Network host_;
+  EngineConfig config_;
+  int rank_ = 0, device_ = 0;
+  std::string device_name_;
+  Stream compute_, copy_;
+  Event copied_, loss_ready_, backward_done_;
+  Cublas cublas_;
+  Cudnn cudnn_;
+  GpuContext context_;
+  DeviceArray<char> workspace_;
+  std::vector<Slot> param_slots_, buffer_slots_;
+  size_t param_total_ = 0, buffer_total_ = 0;
+  DeviceArray<float> params_, grads_, slot_a_, slot_b_, buffers_, ones_;
+  DeviceArray<float> input_, grad_a_, grad_b_;
+  DeviceArray<int32_t> labels_;
+  std::vector<DeviceArray<float>> acts_;
+  std::vector<std::unique_ptr<GpuLayer>> layers_;
+  std::vector<GpuLayer*> stat_layers_;
+  PinnedArray<float> staged_x_;
+  PinnedArray<int32_t> staged_y_;
+  DeviceArray<double> sums_;
+  DeviceArray<int> bad_label_;
+  PinnedArray<double> host_sums_;
+  PinnedArray<int> host_bad_;
+  std::unique_ptr<GpuGradientSync> sync_;
+};
+
+}  // namespace
+
+[[noreturn]] void Fail(const char* library, const std::string& reason, const char* call,
+                       const char* file, int line) {
+  throw CudaError(std::string(library) + " error: " + reason + " (in " + call + ", " + file + ":" +
+                  std::to_string(line) + ")");
+}
+
+}  // namespace cuda
+}  // namespace dlh
+
+extern "C" {
+
+__attribute__((visibility("default"))) const char* dlh_cuda_version() { return DLH_VERSION; }
+
+__attribute__((visibility("default"))) int dlh_cuda_probe(char* reason, size_t reason_size) {
+  auto say = [&](const std::string& text) { std::snprintf(reason, reason_size, "%s", text.c_str()); };
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    if (e == cudaErrorInsufficientDriver && driver == 0)
+      say("no CUDA driver (libcuda.so.1 not found)");
+    else
+      say(std::string("CUDA: ") + cudaGetErrorString(e));
+    return 0;
+  }
+  if (count == 0) {
+    say("no CUDA device");
+    return 0;
+  }
+  // The backend carries sm_80 and sm_90 code and compute_90 PTX (see launcher/engine/cuda/module.mk).
+  int usable = 0;
+  std::string too_old;
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
+    if (prop.major >= 8)
+      ++usable;
+    else
+      too_old = std::string(prop.name) + " is sm_" + std::to_string(prop.major) +
+                std::to_string(prop.minor) + "; DLH's GPU code needs sm_80 or newer";
+  }
+  if (usable == 0) say(too_old);
+  return usable;
+}
+
+__attribute__((visibility("default"))) dlh::Engine* dlh_cuda_make_engine(
+    const dlh::EngineConfig* config) {
+  return new dlh::cuda::CudaEngine(*config);
+}
+}

@@ -1,0 +1,175 @@
+// DLH — NCCL and MPI gradient allreduce on the GPU (see gpu_allreduce.hpp).
+#include "launcher/engine/cuda/gpu_allreduce.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "launcher/comm/allreduce.hpp"
+#include "launcher/comm/collective.hpp"
+#include "launcher/comm/mpi.hpp"
+
+namespace dlh {
+namespace cuda {
+
+NcclComm::NcclComm(MPI_Comm comm) {
+  MPI_CHECK(MPI_Comm_rank(comm, &rank_));
+  MPI_CHECK(MPI_Comm_size(comm, &size_));
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  MPI_CHECK(MPI_Bcast(&id, int(sizeof id), MPI_BYTE, 0, comm));
+  NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+}
+
+NcclComm::~NcclComm() {
+  if (comm_ == nullptr) return;
+  // A communicator whose peer failed cannot be destroyed (it would wait for the peer).
+  ncclResult_t async = ncclSuccess;
+  if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async == ncclSuccess)
+    ncclCommDestroy(comm_);
+  else
+    ncclCommAbort(comm_);
+}
+
+void NcclComm::abort() {
+  if (comm_ != nullptr) ncclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+GpuGradientSync::GpuGradientSync(MPI_Comm comm, const std::vector<std::string>& node_of_rank,
+                                 const std::string& kind, float* grads, size_t grads_count,
+                                 std::vector<GradBucket> buckets, bool overlap,
+                                 cudaStream_t compute, double timeout_s)
+    : nodes_(BuildNodeComms(comm, node_of_rank)), grads_(grads), grads_count_(grads_count),
+      buckets_(std::move(buckets)), overlap_(overlap), compute_(compute),
+      comm_stream_(MakeStream()), done_(MakeEvent()), timeout_s_(timeout_s) {
+  hierarchical_ = UseHierarchical(kind, nodes_.topo);
+  if (hierarchical_) {
+    local_ = std::make_unique<NcclComm>(nodes_.local.get());
+    host_.resize(grads_count_);
+  } else {
+    flat_ = std::make_unique<NcclComm>(comm);
+  }
+  for (size_t i = 0; i < buckets_.size(); ++i) ready_.push_back(MakeEvent());
+}
+
+GpuGradientSync::~GpuGradientSync() {
+  // Nothing may still write into gradients the engine is about to free.
+  if (comm_stream_.get()) cudaStreamSynchronize(comm_stream_.get());
+}
+
+std::string GpuGradientSync::name() const {
+  if (hierarchical_)
+    return "hierarchical (" + DescribeTopology(nodes_.topo) +
+           "; NCCL in the node, MPI across nodes)";
+  return "flat (NCCL over " + std::to_string(flat_->size()) + " ranks)";
+}
+
+void GpuGradientSync::fail(const std::string& why) {
+  if (flat_) flat_->abort();
+  if (local_) local_->abort();
+  throw CollectiveError(why, kExitFailure);
+}
+
+void GpuGradientSync::wait(cudaEvent_t event, const char* what) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  for (;;) {
+    cudaError_t e = cudaEventQuery(event);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) CUDA_CHECK(e);
+    for (NcclComm* c : {flat_.get(), local_.get()}) {
+      if (c == nullptr || c->get() == nullptr) continue;
+      ncclResult_t async = ncclSuccess;
+      NCCL_CHECK(ncclCommGetAsyncError(c->get(), &async));
+      if (async != ncclSuccess)
+        fail(std::string(what) + ": NCCL reports " + ncclGetErrorString(async) +
+             " (a peer rank failed?); communicators aborted");
+    }
+    if (Clock::now() > deadline)
+      fail(std::string(what) + " did not finish within " + std::to_string(int(timeout_s_)) +
+           " s (--comm-timeout): a peer rank failed or stalled; NCCL communicators aborted");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void GpuGradientSync::launch_flat(const GradBucket& b) {
+  const size_t index = size_t(&b - buckets_.data());
+  CUDA_CHECK(cudaEventRecord(ready_[index].get(), compute_));
+  CUDA_CHECK(cudaStreamWaitEvent(comm_stream_.get(), ready_[index].get(), 0));
+  float* data = grads_ + b.offset;
+  NCCL_CHECK(ncclAllReduce(data, data, b.count, ncclFloat, ncclSum, flat_->get(),
+                           comm_stream_.get()));
+}
+
+void GpuGradientSync::layer_done(size_t layer) {
+  if (hierarchical_ || !overlap_) return;
+  while (next_ < buckets_.size() && buckets_[next_].min_layer >= layer) launch_flat(buckets_[next_++]);
+}
+
+void GpuGradientSync::cross_sum_on_host(float* data, size_t count, MPI_Comm cross) {
+  if (count == 0) return;
+  int cross_size = 1;
+  MPI_CHECK(MPI_Comm_size(cross, &cross_size));
+  if (cross_size == 1) return;
+  float* host = host_.get();
+  CUDA_CHECK(cudaMemcpyAsync(host, data, count * sizeof(float), cudaMemcpyDeviceToHost,
+                             comm_stream_.get()));
+  CUDA_CHECK(cudaEventRecord(done_.get(), comm_stream_.get()));
+  wait(done_.get(), "gradient allreduce (node-local step)");
+  // MPI takes int counts: large shards go in slices.
+  constexpr size_t kSlice = size_t(1) << 30;
+  for (size_t at = 0; at < count; at += kSlice)
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, host + at, int(std::min(kSlice, count - at)), MPI_FLOAT,
+                            MPI_SUM, cross));
+  CUDA_CHECK(cudaMemcpyAsync(data, host, count * sizeof(float), cudaMemcpyHostToDevice,
+                             comm_stream_.get()));
+}
+
+void GpuGradientSync::hierarchical_sum(float* data, size_t count) {
+  const Topology& t = nodes_.topo;
+  ncclComm_t local = local_->get();
+  cudaStream_t s = comm_stream_.get();
+  if (!t.homogeneous) {
+    // Root path: the node's sum at local rank 0, summed across the nodes' roots (the cross
+    // communicator of local rank 0 holds exactly one root per node), then broadcast.
+    NCCL_CHECK(ncclReduce(data, data, count, ncclFloat, ncclSum, 0, local, s));
+    if (t.local_rank == 0) cross_sum_on_host(data, count, nodes_.cross.get());
+    NCCL_CHECK(ncclBroadcast(data, data, count, ncclFloat, 0, local, s));
+    return;
+  }
+  const size_t L = size_t(t.local_size), shard = count / L, body = shard * L;
+  if (shard > 0) {
+    float* mine = data + size_t(t.local_rank) * shard;
+    NCCL_CHECK(ncclReduceScatter(data, mine, shard, ncclFloat, ncclSum, local, s));
+    cross_sum_on_host(mine, shard, nodes_.cross.get());
+    NCCL_CHECK(ncclAllGather(mine, data, shard, ncclFloat, local, s));
+  }
+  if (count > body) {
+    // Fewer elements than ranks in the node: every rank gets the node's sum, and ranks with
+    // the same local rank sum those across nodes.
+    NCCL_CHECK(ncclAllReduce(data + body, data + body, count - body, ncclFloat, ncclSum, local, s));
+    cross_sum_on_host(data + body, count - body, nodes_.cross.get());
+  }
+}
+
+double GpuGradientSync::finish() {
+  const auto start = std::chrono::steady_clock::now();
+  if (hierarchical_) {
+    CUDA_CHECK(cudaEventRecord(done_.get(), compute_));
+    CUDA_CHECK(cudaStreamWaitEvent(comm_stream_.get(), done_.get(), 0));
+    // One range for the whole gradient: the cross-node step then moves each element once.
+    hierarchical_sum(grads_, grads_count_);
+  } else {
+    while (next_ < buckets_.size()) launch_flat(buckets_[next_++]);
+  }
+  next_ = 0;
+  CUDA_CHECK(cudaEventRecord(done_.get(), comm_stream_.get()));
+  wait(done_.get(), "gradient allreduce");
+  CUDA_CHECK(cudaStreamWaitEvent(compute_, done_.get(), 0));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace cuda
+}  // namespace dlh

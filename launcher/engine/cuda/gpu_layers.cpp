@@ -1,0 +1,374 @@
+// DLH — GPU layers (see gpu_layers.hpp).
+#include "launcher/engine/cuda/gpu_layers.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "launcher/engine/cuda/kernels.hpp"
+#include "launcher/nn/random.hpp"
+
+namespace dlh {
+namespace cuda {
+namespace {
+
+float* Lookup(const PointerMap& map, const std::string& name, const char* layer) {
+  auto it = map.find(name);
+  if (it == map.end()) throw Error(std::string(layer) + ": no device array '" + name + "'");
+  return it->second;
+}
+
+void CopyOnStream(float* dst, const float* src, size_t count, cudaStream_t stream) {
+  if (count > 0)
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+}
+
+// Layers whose output has the input's shape and no parameters share the descriptors.
+class ShapedLayer : public GpuLayer {
+ protected:
+  ShapedLayer(const Shape3& in, GpuContext* c) : in_(in), c_(c), desc_(MakeTensorDesc()) {}
+  void describe(int n) { SetTensor4d(desc_, n, in_.channels, in_.height, in_.width); }
+  size_t count(int n) const { return size_t(n) * size_t(in_.elements()); }
+  Shape3 in_;
+  GpuContext* c_;
+  TensorDesc desc_;
+};
+
+class GpuRelu : public ShapedLayer {
+ public:
+  GpuRelu(const Shape3& in, GpuContext* c) : ShapedLayer(in, c) {
+    cudnnActivationDescriptor_t d = nullptr;
+    CUDNN_CHECK(cudnnCreateActivationDescriptor(&d));
+    act_ = ActDesc(d);
+    CUDNN_CHECK(cudnnSetActivationDescriptor(d, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  }
+  void forward(const float* x, float* y, int n, const ForwardContext&) override {
+    if (n == 0) return;
+    describe(n);
+    const float one = 1, zero = 0;
+    CUDNN_CHECK(cudnnActivationForward(c_->cudnn, act_.get(), &one, desc_.get(), x, &zero,
+                                       desc_.get(), y));
+  }
+  void backward(const float* x, const float* y, const float* dy, float* dx, int n) override {
+    if (dx == nullptr || n == 0) return;
+    describe(n);
+    const float one = 1, zero = 0;
+    CUDNN_CHECK(cudnnActivationBackward(c_->cudnn, act_.get(), &one, desc_.get(), y, desc_.get(),
+                                        dy, desc_.get(), x, &zero, desc_.get(), dx));
+  }
+
+ private:
+  ActDesc act_;
+};
+
+class GpuFlatten : public ShapedLayer {
+ public:
+  GpuFlatten(const Shape3& in, GpuContext* c) : ShapedLayer(in, c) {}
+  void forward(const float* x, float* y, int n, const ForwardContext&) override {
+    CopyOnStream(y, x, count(n), c_->stream);
+  }
+  void backward(const float*, const float*, const float* dy, float* dx, int n) override {
+    if (dx) CopyOnStream(dx, dy, count(n), c_->stream);
+  }
+};
+
+class GpuDropout : public ShapedLayer {
+ public:
+  GpuDropout(const Shape3& in, double rate, int max_batch, GpuContext* c)
+      : ShapedLayer(in, c), rate_(rate), mask_(count(max_batch)) {}
+  void forward(const float* x, float* y, int n, const ForwardContext& ctx) override {
+    if (!ctx.training || rate_ <= 0.0) {
+      CopyOnStream(y, x, count(n), c_->stream);
+      masked_ = false;
+      return;
+    }
+    DropoutForward(x, y, mask_.get(), count(n),
+                   DropoutKey(ctx.seed, ctx.rank, ctx.step, ctx.layer_index),
+                   DropoutThreshold(rate_), float(1.0 / (1.0 - rate_)), c_->stream);
+    masked_ = true;
+  }
+  void backward(const float*, const float*, const float* dy, float* dx, int n) override {
+    if (dx == nullptr) return;
+    if (masked_)
+      Multiply(dy, mask_.get(), dx, count(n), c_->stream);
+    else
+      CopyOnStream(dx, dy, count(n), c_->stream);
+  }
+
+ private:
+  double rate_;
+  DeviceArray<float> mask_;
+  bool masked_ = false;
+};
+
+class GpuMaxPool : public GpuLayer {
+ public:
+  GpuMaxPool(const LayerSpec& s, const Shape3& in, const Shape3& out, GpuContext* c)
+      : in_(in), out_(out), c_(c), x_(MakeTensorDesc()), y_(MakeTensorDesc()) {
+    cudnnPoolingDescriptor_t d = nullptr;
+    CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d));
+    pool_ = PoolDesc(d);
+    // The deterministic variant: backward routes each gradient to one fixed winner, as the
+    // CPU does, instead of racing atomics on ties.
+    CUDNN_CHECK(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_MAX_DETERMINISTIC,
+                                            CUDNN_NOT_PROPAGATE_NAN, s.kernel, s.kernel,
+                                            s.padding, s.padding, s.stride, s.stride));
+  }
+  void forward(const float* x, float* y, int n, const ForwardContext&) override {
+    if (n == 0) return;
+    describe(n);
+    const float one = 1, zero = 0;
+    CUDNN_CHECK(cudnnPoolingForward(c_->cudnn, pool_.get(), &one, x_.get(), x, &zero, y_.get(), y));
+  }
+  void backward(const float* x, const float* y, const float* dy, float* dx, int n) override {
+    if (dx == nullptr || n == 0) return;
+    describe(n);
+    const float one = 1, zero = 0;
+    CUDNN_CHECK(cudnnPoolingBackward(c_->cudnn, pool_.get(), &one, y_.get(), y, y_.get(), dy,
+                                     x_.get(), x, &zero, x_.get(), dx));
+  }
+
+ private:
+  void describe(int n) {
+    SetTensor4d(x_, n, in_.channels, in_.height, in_.width);
+    SetTensor4d(y_, n, out_.channels, out_.height, out_.width);
+  }
+  Shape3 in_, out_;
+  GpuContext* c_;
+  TensorDesc x_, y_;
+  PoolDesc pool_;
+};
+
+class GpuConv2d : public GpuLayer {
+ public:
+  GpuConv2d(const LayerSpec& s, const Shape3& in, const Shape3& out, GpuContext* c)
+      : in_(in), out_(out), kernel_(s.kernel), c_(c), x_(MakeTensorDesc()), y_(MakeTensorDesc()),
+        bias_desc_(MakeTensorDesc()) {
+    cudnnFilterDescriptor_t f = nullptr;
+    CUDNN_CHECK(cudnnCreateFilterDescriptor(&f));
+    filter_ = FilterDesc(f);
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, out.channels,
+                                           in.channels, s.kernel, s.kernel));
+    cudnnConvolutionDescriptor_t d = nullptr;
+    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
+    conv_ = ConvDesc(d);
+    // Cross-correlation, as the CPU engine's im2col computes it.
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d, s.padding, s.padding, s.stride, s.stride, 1, 1,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    SetTensor4d(bias_desc_, 1, out.channels, 1, 1);
+  }
+  void bind(const PointerMap& values, const PointerMap& grads, const PointerMap&) override {
+    w_ = Lookup(values, "weight", "conv2d");
+    b_ = Lookup(values, "bias", "conv2d");
+    dw_ = Lookup(grads, "weight", "conv2d");
+    db_ = Lookup(grads, "bias", "conv2d");
+  }
+  void forward(const float* x, float* y, int n, const ForwardContext&) override {
+    if (n == 0) return;
+    const Algos& a = prepare(n);
+    const float one = 1, zero = 0;
+    CUDNN_CHECK(cudnnConvolutionForward(c_->cudnn, &one, x_.get(), x, filter_.get(), w_,
+                                        conv_.get(), a.fwd, c_->workspace->get(),
+                                        a.workspace, &zero, y_.get(), y));
+    CUDNN_CHECK(cudnnAddTensor(c_->cudnn, &one, bias_desc_.get(), b_, &one, y_.get(), y));
+  }
+  void backward(const float* x, const float*, const float* dy, float* dx, int n) override {
+    const float one = 1, zero = 0;
+    if (n == 0) {
+      Fill(dw_, 0, size_t(out_.channels) * in_.channels * kernel_ * kernel_, c_->stream);
+      Fill(db_, 0, size_t(out_.channels), c_->stream);
+      return;
+    }
+    const Algos& a = prepare(n);
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(c_->cudnn, &one, y_.get(), dy, &zero,
+                                             bias_desc_.get(), db_));
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(c_->cudnn, &one, x_.get(), x, y_.get(), dy,
+                                               conv_.get(), a.bwd_filter, c_->workspace->get(),
+                                               a.workspace, &zero, filter_.get(), dw_));
+    if (dx != nullptr)
+      CUDNN_CHECK(cudnnConvolutionBackwardData(c_->cudnn, &one, filter_.get(), w_, y_.get(), dy,
+                                               conv_.get(), a.bwd_data, c_->workspace->get(),
+                                               a.workspace, &zero, x_.get(), dx));
+  }
+
+ private:
+  struct Algos {
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    size_t workspace = 0;
+  };
+
+  // cuDNN's heuristics, in its order of preference, keeping the first deterministic
+  // algorithm that fits the workspace limit: the same inputs give the same bits on every
+  // step, which keeps a resumed run identical to an uninterrupted one.
+  template <typename Perf>
+  static auto Pick(const Perf* perf, int count, size_t limit, const char* what) {
+    for (int i = 0; i < count; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+          perf[i].memory <= limit)
+        return perf[i];
+    for (int i = 0; i < count; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) return perf[i];
+    throw CudaError(std::string("conv2d: cuDNN offers no ") + what + " algorithm");
+  }
+
+  const Algos& prepare(int n) {
+    SetTensor4d(x_, n, in_.channels, in_.height, in_.width);
+    SetTensor4d(y_, n, out_.channels, out_.height, out_.width);
+    auto it = algos_.find(n);
+    if (it != algos_.end()) return it->second;
+    int on = 0, oc = 0, oh = 0, ow = 0;
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv_.get(), x_.get(), filter_.get(), &on,
+                                                      &oc, &oh, &ow));
+    if (oc != out_.channels || oh != out_.height || ow != out_.width)
+      throw CudaError("conv2d: cuDNN's output shape differs from the spec's (internal error)");
+    Algos a;
+    const size_t limit = c_->workspace_limit;
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c_->cudnn, x_.get(), filter_.get(),
+                                                       conv_.get(), y_.get(),
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
+    auto f = Pick(fwd, got, limit, "forward");
+    cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        c_->cudnn, filter_.get(), y_.get(), conv_.get(), x_.get(),
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
+    auto d = Pick(bd, got, limit, "backward-data");
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        c_->cudnn, x_.get(), y_.get(), conv_.get(), filter_.get(),
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
+    auto w = Pick(bf, got, limit, "backward-filter");
+    a.fwd = f.algo;
+    a.bwd_data = d.algo;
+    a.bwd_filter = w.algo;
+    a.workspace = std::max({f.memory, d.memory, w.memory});
+    if (c_->workspace->size() < a.workspace) {
+      // Growing frees the old scratch, which queued work may still use.
+      CUDA_CHECK(cudaStreamSynchronize(c_->stream));
+      c_->workspace->resize(a.workspace);
+    }
+    return algos_.emplace(n, a).first->second;
+  }
+
+  Shape3 in_, out_;
+  int kernel_;
+  GpuContext* c_;
+  TensorDesc x_, y_, bias_desc_;
+  FilterDesc filter_;
+  ConvDesc conv_;
+  std::map<int, Algos> algos_;  // by batch size: training and evaluation batches differ
+  float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
+};
+
+// y (n x units) = x (n x in) W^T + b with W row-major units x in. cuBLAS is column-major,
+// where the same memory holds W^T (in x units) and x^T (in x n): y^T = op_T(W^T) x^T.
+class GpuDense : public GpuLayer {
+ public:
+  GpuDense(const Shape3& in, const Shape3& out, GpuContext* c)
+      : in_features_(int(in.elements())), units_(out.channels), c_(c) {}
+  void bind(const PointerMap& values, const PointerMap& grads, const PointerMap&) override {
+    w_ = Lookup(values, "weight", "dense");
+    b_ = Lookup(values, "bias", "dense");
+    dw_ = Lookup(grads, "weight", "dense");
+    db_ = Lookup(grads, "bias", "dense");
+  }
+  void forward(const float* x, float* y, int n, const ForwardContext&) override {
+    if (n == 0) return;
+    const float one = 1, zero = 0;
+    CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_T, CUBLAS_OP_N, units_, n, in_features_, &one,
+                             w_, in_features_, x, in_features_, &zero, y, units_));
+    AddBias(y, b_, n, units_, c_->stream);
+  }
+  void backward(const float* x, const float*, const float* dy, float* dx, int n) override {
+    const float one = 1, zero = 0;
+    if (n == 0) {
+      Fill(dw_, 0, size_t(units_) * in_features_, c_->stream);
+      Fill(db_, 0, size_t(units_), c_->stream);
+      return;
+    }
+    // dW^T (in x units) = x^T (in x n) * dy (n x units); db = dy^T * ones.
+    CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_features_, units_, n, &one,
+                             x, in_features_, dy, units_, &zero, dw_, in_features_));
+    CUBLAS_CHECK(cublasSgemv(c_->cublas, CUBLAS_OP_N, units_, n, &one, dy, units_, c_->ones, 1,
+                             &zero, db_, 1));
+    // dx^T (in x n) = W^T (in x units) * dy^T (units x n).
+    if (dx != nullptr)
+      CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in_features_, n, units_, &one,
+                               w_, in_features_, dy, units_, &zero, dx, in_features_));
+  }
+
+ private:
+  int in_features_, units_;
+  GpuContext* c_;
+  float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
+};
+
+class GpuBatchNorm : public GpuLayer {
+ public:
+  GpuBatchNorm(const LayerSpec& s, const Shape3& in, int max_batch, GpuContext* c)
+      : in_(in), momentum_(s.momentum), epsilon_(s.epsilon), c_(c),
+        xhat_(size_t(max_batch) * size_t(in.elements())), stats_(size_t(2 * in.channels)),
+        inv_std_(size_t(in.channels)) {}
+  void bind(const PointerMap& values, const PointerMap& grads, const PointerMap& buffers) override {
+    gamma_ = Lookup(values, "gamma", "batchnorm");
+    beta_ = Lookup(values, "beta", "batchnorm");
+    dgamma_ = Lookup(grads, "gamma", "batchnorm");
+    dbeta_ = Lookup(grads, "beta", "batchnorm");
+    mean_ = Lookup(buffers, "running_mean", "batchnorm");
+    var_ = Lookup(buffers, "running_var", "batchnorm");
+  }
+  void forward(const float* x, float* y, int n, const ForwardContext& ctx) override {
+    const int hw = in_.height * in_.width;
+    if (ctx.training)
+      BatchNormTrainForward(x, y, xhat_.get(), stats_.get(), inv_std_.get(), gamma_, beta_, n,
+                            in_.channels, hw, epsilon_, c_->stream);
+    else
+      BatchNormInferForward(x, y, gamma_, beta_, mean_, var_, n, in_.channels, hw, epsilon_,
+                            c_->stream);
+  }
+  void backward(const float*, const float*, const float* dy, float* dx, int n) override {
+    BatchNormBackward(dy, xhat_.get(), gamma_, inv_std_.get(), dgamma_, dbeta_, dx, n,
+                      in_.channels, in_.height * in_.width, c_->stream);
+  }
+  float* batch_stats() override { return stats_.get(); }
+  int batch_stats_len() const override { return 2 * in_.channels; }
+  void commit_batch_stats() override {
+    BatchNormCommit(mean_, var_, stats_.get(), in_.channels, momentum_, c_->stream);
+  }
+
+ private:
+  Shape3 in_;
+  double momentum_, epsilon_;
+  GpuContext* c_;
+  DeviceArray<float> xhat_, stats_, inv_std_;
+  float *gamma_ = nullptr, *beta_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
+  float *mean_ = nullptr, *var_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, const Shape3& out,
+                                       int max_batch, GpuContext* context) {
+  switch (spec.kind) {
+    case LayerKind::Conv2d:
+      return std::make_unique<GpuConv2d>(spec, in, out, context);
+    case LayerKind::MaxPool2d:
+      return std::make_unique<GpuMaxPool>(spec, in, out, context);
+    case LayerKind::Dense:
+      return std::make_unique<GpuDense>(in, out, context);
+    case LayerKind::Relu:
+      return std::make_unique<GpuRelu>(in, context);
+    case LayerKind::Flatten:
+      return std::make_unique<GpuFlatten>(in, context);
+    case LayerKind::Dropout:
+      return std::make_unique<GpuDropout>(in, spec.rate, max_batch, context);
+    case LayerKind::BatchNorm:
+      return std::make_unique<GpuBatchNorm>(spec, in, max_batch, context);
+  }
+  throw Error("no GPU implementation of layer kind " + std::string(LayerKindName(spec.kind)));
+}
+
+}  // namespace cuda
+}  // namespace dlh

@@ -1,0 +1,57 @@
+// DLH — the GPU layers: the same layer kinds, shapes and arithmetic as launcher/nn/layers/,
+// on device memory. cuDNN runs convolution, pooling and ReLU; cuBLAS the dense layers;
+// kernels.cu the rest. Every call enqueues on the engine's compute stream and returns.
+//
+// Parameters, their gradients and buffers live in the engine's flat device arrays (one
+// contiguous gradient array is what lets a fused allreduce bucket be a plain range); a
+// layer gets pointers into them by the names the CPU layer uses ("weight", "bias",
+// "gamma", "beta", "running_mean", "running_var"), so checkpoints are shared.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/spec.hpp"
+#include "launcher/engine/cuda/resources.hpp"
+#include "launcher/nn/layer.hpp"
+
+namespace dlh {
+namespace cuda {
+
+// What every layer of one engine shares.
+struct GpuContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  DeviceArray<char>* workspace = nullptr;  // cuDNN scratch, grown on demand
+  const float* ones = nullptr;             // max_batch ones (dense bias gradient)
+  size_t workspace_limit = size_t(1) << 30;
+};
+
+using PointerMap = std::map<std::string, float*>;
+
+class GpuLayer {
+ public:
+  virtual ~GpuLayer() = default;
+  // x holds n samples of the input shape, y gets n samples of the output shape.
+  virtual void forward(const float* x, float* y, int n, const ForwardContext& ctx) = 0;
+  // Writes parameter gradients and, when dx is not null, dLoss/dx. x and y are those of
+  // the last training forward.
+  virtual void backward(const float* x, const float* y, const float* dy, float* dx, int n) = 0;
+  virtual void bind(const PointerMap& values, const PointerMap& grads, const PointerMap& buffers) {
+    (void)values, (void)grads, (void)buffers;
+  }
+  // Batchnorm: {mean[C], unbiased var[C]} of the last training forward, on the device.
+  virtual float* batch_stats() { return nullptr; }
+  virtual int batch_stats_len() const { return 0; }
+  // Folds batch_stats() (by then the cross-rank average) into the running statistics.
+  virtual void commit_batch_stats() {}
+};
+
+// `in` and `out` are per-sample shapes (from LayerShapes); `max_batch` bounds n.
+std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, const Shape3& out,
+                                       int max_batch, GpuContext* context);
+
+}  // namespace cuda
+}  // namespace dlh

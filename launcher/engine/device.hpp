@@ -1,0 +1,29 @@
+// DLH — which engine a run trains on: --device auto|cpu|cuda.
+//
+//   cpu   the CPU engine, the CUDA backend is not even loaded.
+//   cuda  the CUDA backend on every rank, or an error naming the rank that has no GPU.
+//   auto  cuda when every rank has a usable GPU, else the CPU, with one line saying why.
+// Ranks always agree: a GPU run in which one rank trained on its CPU would neither be fast
+// nor bit-identical across ranks.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "launcher/engine/engine.hpp"
+
+namespace dlh {
+
+// Throws UsageError unless `kind` is auto, cpu or cuda.
+void CheckDeviceKind(const std::string& kind);
+
+// Where dlh-launch looks for libdlh_cuda.so: $DLH_CUDA_BACKEND, else lib/dlh/ beside the
+// binary's bin/ (the build tree and `make install` both use that layout).
+std::string CudaBackendPath();
+
+// Collective over config.comm. `note` receives the fallback line for auto (empty when the
+// requested device is used). Throws CollectiveError on every rank alike.
+std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
+                                   std::string* note);
+
+}  // namespace dlh

@@ -1,0 +1,86 @@
+// DLH — the training engine behind the run loop: where the model lives (host memory and
+// OpenBLAS, or a GPU with cuDNN/cuBLAS), how one rank's step runs, and how gradients are
+// summed across ranks. The trainer (trainer.cpp) owns everything that is the same on
+// every device: data, plan, checkpoints, signals, metrics and the per-step control values.
+//
+// Both engines name parameters, buffers and optimizer state alike ("03.conv2d/weight",
+// "03.conv2d/weight/momentum"), so a checkpoint written on a GPU resumes on the CPU and
+// back.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/spec.hpp"
+#include "launcher/storage/checkpoint.hpp"
+#include "launcher/comm/grad_sync.hpp"
+#include "launcher/nn/layer.hpp"
+#include "launcher/data/loader.hpp"
+
+namespace dlh {
+
+struct EngineConfig {
+  const TrainSpec* spec = nullptr;  // must outlive the engine
+  MPI_Comm comm = MPI_COMM_NULL;    // all ranks
+  std::vector<std::string> node_of_rank;  // host of every rank, the same on every rank
+  std::string allreduce = "auto";         // auto, flat or hierarchical
+  GradSyncOptions sync;
+  int local_rank = 0;    // rank within the node
+  int device = -1;       // GPU index among the visible ones (-1: local_rank modulo count)
+  double comm_timeout_s = 300;  // GPU: a collective stalled this long aborts the job
+  int max_batch = 0;     // largest local batch any call will pass (training or evaluation)
+};
+
+struct StepSums {  // over this rank's samples
+  double loss = 0;      // sum of per-sample losses (unscaled)
+  int64_t correct = 0;  // argmax hits
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual std::string device_name() const = 0;     // "cpu (OpenBLAS)", "NVIDIA H100 (GPU 0)"
+  virtual std::string allreduce_name() const = 0;  // "flat (NCCL)", "hierarchical (2 nodes x 2)"
+  virtual size_t num_param_values() const = 0;
+  virtual const char* optimizer_name() const = 0;
+
+  // Rank 0's parameters to every rank. Collective.
+  virtual void broadcast_params() = 0;
+
+  // Forward, loss (scaled by `loss_scale` for the gradient) and backward of this rank's
+  // part of the global batch. Gradient sums across ranks start during backward; the
+  // gradients are the global sums once finish_gradients() returns.
+  virtual StepSums forward_backward(const Batch& batch, const ForwardContext& ctx,
+                                    float loss_scale) = 0;
+  // Returns the seconds spent waiting for communication that backward did not hide.
+  virtual double finish_gradients() = 0;
+
+  // Batchnorm statistics of the last training forward, every such layer's {mean[C],
+  // var[C]} in layer order; the trainer averages them over ranks and hands them back.
+  virtual std::vector<float> batch_stats() = 0;
+  virtual void commit_batch_stats(const std::vector<float>& averaged) = 0;
+
+  virtual void update(double lr, int64_t step) = 0;
+
+  // Inference on n samples (loss and hits, no gradient).
+  virtual StepSums evaluate(const float* images, const int32_t* labels, int n,
+                            const ForwardContext& ctx) = 0;
+
+  virtual std::vector<NamedArray> export_params() = 0;
+  virtual std::vector<NamedArray> export_buffers() = 0;
+  virtual std::vector<NamedArray> export_optimizer_state() = 0;
+  // Throws CheckpointError naming the first missing or misshapen array.
+  virtual void import_state(const std::vector<NamedArray>& params,
+                            const std::vector<NamedArray>& buffers,
+                            const std::vector<NamedArray>& optimizer_state) = 0;
+};
+
+std::unique_ptr<Engine> MakeCpuEngine(const EngineConfig& config);
+
+}  // namespace dlh

@@ -1,0 +1,146 @@
+// DLH — the concrete CPU layers behind MakeLayer(). Private to launcher/nn/layers/: the rest
+// of the engine only sees the Layer interface of launcher/nn/layer.hpp.
+//
+// Every layer is built for one per-sample input shape (validated by MakeLayer) and takes
+// any batch size N; the batch size is read from dim 0 of the input tensor. Scratch
+// buffers are members so that steady-state training does not allocate.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "launcher/nn/layer.hpp"
+
+namespace dlh {
+
+// Batch size of `in`, after checking that it holds N samples of `shape`. A mismatch
+// is a bug in the caller (the trainer), not a user error, but it must not corrupt memory.
+int BatchSize(const Tensor& in, const Shape3& shape, const char* layer);
+
+class Conv2d : public Layer {
+ public:
+  Conv2d(const Shape3& in, int filters, int kernel, int stride, int padding);
+  LayerKind kind() const override { return LayerKind::Conv2d; }
+  Shape3 output_shape() const override { return out_; }
+  void init(std::mt19937_64& rng) override;
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+  std::vector<ParamRef> params() override;
+
+ private:
+  void Im2Col(const float* in, float* cols) const;     // one sample
+  void Col2Im(float* cols, float* grad_in) const;  // one sample; cols is scratch
+
+  Shape3 in_, out_;
+  int kernel_, stride_, padding_;
+  Tensor weight_, bias_, grad_weight_, grad_bias_;
+  // Per-thread column buffers: (C*K*K) x (Ho*Wo) for one sample, small enough to stay in
+  // cache between im2col and the GEMM that reads it.
+  std::vector<float> scratch_;
+  // Backward: weight and bias gradient of each fixed chunk of samples, summed in chunk
+  // order afterwards (a deterministic reduction whatever the thread count).
+  std::vector<float> partial_w_;
+  std::vector<double> partial_b_;
+};
+
+class MaxPool2d : public Layer {
+ public:
+  MaxPool2d(const Shape3& in, int kernel, int stride, int padding);
+  LayerKind kind() const override { return LayerKind::MaxPool2d; }
+  Shape3 output_shape() const override { return out_; }
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+
+ private:
+  Shape3 in_, out_;
+  int kernel_, stride_, padding_;
+  std::vector<int32_t> argmax_;  // per output: index of the winner within its input plane
+};
+
+class Dense : public Layer {
+ public:
+  Dense(const Shape3& in, int units);
+  LayerKind kind() const override { return LayerKind::Dense; }
+  Shape3 output_shape() const override { return Shape3{units_, 1, 1}; }
+  void init(std::mt19937_64& rng) override;
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+  std::vector<ParamRef> params() override;
+
+ private:
+  Shape3 in_;
+  int in_features_, units_;
+  Tensor weight_, bias_, grad_weight_, grad_bias_;
+};
+
+class Relu : public Layer {
+ public:
+  explicit Relu(const Shape3& in) : in_(in) {}
+  LayerKind kind() const override { return LayerKind::Relu; }
+  Shape3 output_shape() const override { return in_; }
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+
+ private:
+  Shape3 in_;
+};
+
+class Flatten : public Layer {
+ public:
+  explicit Flatten(const Shape3& in) : in_(in) {}
+  LayerKind kind() const override { return LayerKind::Flatten; }
+  Shape3 output_shape() const override { return Shape3{int(in_.elements()), 1, 1}; }
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+
+ private:
+  Shape3 in_;
+};
+
+class Dropout : public Layer {
+ public:
+  Dropout(const Shape3& in, double rate) : in_(in), rate_(rate) {}
+  LayerKind kind() const override { return LayerKind::Dropout; }
+  Shape3 output_shape() const override { return in_; }
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+
+ private:
+  Shape3 in_;
+  double rate_;
+  std::vector<float> mask_;  // 0 or 1/(1-rate) per element of the last forward
+};
+
+class BatchNorm : public Layer {
+ public:
+  BatchNorm(const Shape3& in, double momentum, double epsilon);
+  LayerKind kind() const override { return LayerKind::BatchNorm; }
+  Shape3 output_shape() const override { return in_; }
+  void init(std::mt19937_64& rng) override;
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+  std::vector<ParamRef> params() override;
+  std::vector<BufferRef> buffers() override;
+  Tensor* batch_stats() override { return &stats_; }
+  void commit_batch_stats() override;
+
+ private:
+  void Reset();  // gamma 1, beta 0, running mean 0, running var 1
+
+  Shape3 in_;
+  double momentum_, epsilon_;
+  Tensor gamma_, beta_, grad_gamma_, grad_beta_;
+  Tensor running_mean_, running_var_;
+  Tensor stats_;                // {mean[C], unbiased var[C]} of the last training forward
+  std::vector<float> xhat_;     // normalised input of the last training forward
+  std::vector<float> inv_std_;  // per channel 1/sqrt(var + eps) of that forward
+};
+
+}  // namespace dlh

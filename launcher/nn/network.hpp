@@ -1,0 +1,65 @@
+// DLH — a network built from a spec: the layer stack, its activations, and named
+// parameters. Forward keeps every activation for backward (no recomputation).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/spec.hpp"
+#include "launcher/nn/layer.hpp"
+#include "launcher/nn/named_array.hpp"
+#include "launcher/nn/optimizer.hpp"
+
+namespace dlh {
+
+class Network {
+ public:
+  explicit Network(const TrainSpec& spec);
+
+  // Deterministic initialization from `seed` (every rank gets the same values; the
+  // trainer still broadcasts rank 0's so that nothing depends on that).
+  void init(uint64_t seed);
+
+  // Returns the logits (N x classes). `ctx.layer_index` is set per layer.
+  const Tensor& forward(const Tensor& input, ForwardContext ctx);
+
+  // Backward from dLoss/dLogits. `on_layer_done(i)` runs right after layer i's parameter
+  // gradients are written (layers run last to first), so their allreduce can start.
+  void backward(const Tensor& grad_logits, const std::function<void(size_t)>& on_layer_done);
+
+  size_t num_layers() const { return layers_.size(); }
+  Layer& layer(size_t i) { return *layers_[i]; }
+
+  // Parameters and buffers named "<2-digit layer index>.<kind>/<name>", in layer order.
+  const std::vector<NamedParam>& params() const { return params_; }
+  std::vector<NamedArray> export_params() const;
+  std::vector<NamedArray> export_buffers() const;
+  // Throws CheckpointError naming the first missing or misshapen array.
+  void import_params(const std::vector<NamedArray>& arrays);
+  void import_buffers(const std::vector<NamedArray>& arrays);
+  // Layer index of each entry of params().
+  const std::vector<size_t>& param_layer() const { return param_layer_; }
+  size_t num_param_values() const;
+
+ private:
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Tensor> acts_;  // acts_[i] = output of layer i
+  const Tensor* input_ = nullptr;
+  // grads_[k] = dLoss/d(input of layer k). One tensor per layer instead of two reused
+  // ones: a tensor that changed size every step would be re-filled with zeros when it grows
+  // back (std::vector::resize), an extra pass over the largest gradients.
+  std::vector<Tensor> grads_;
+  // needs_grad_in_[k]: some layer before k has parameters, so dLoss/d(input of k) is used.
+  // Without it (the first dense layer after a flatten) backward skips that product.
+  std::vector<bool> needs_grad_in_;
+  std::vector<NamedParam> params_;
+  std::vector<size_t> param_layer_;
+  struct NamedBuffer {
+    std::string name;
+    Tensor* value;
+  };
+  std::vector<NamedBuffer> buffers_;
+};
+
+}  // namespace dlh

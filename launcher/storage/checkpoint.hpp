@@ -1,0 +1,60 @@
+// DLH — HDF5 checkpoints: atomic writes, validation, rotation.
+// The file layout is documented in README.md ("Checkpoint layout") and in checkpoint.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "launcher/nn/named_array.hpp"
+
+namespace dlh {
+
+constexpr int64_t kCheckpointFormatVersion = 1;
+
+// Everything needed to continue training bit-identically.
+struct TrainState {
+  std::string spec_json;      // the spec text the run started with
+  int64_t step = 0;           // global optimizer steps completed
+  int64_t epoch = 0;          // loader cursor: epoch of the next batch
+  int64_t step_in_epoch = 0;  // loader cursor: step within that epoch of the next batch
+  uint64_t seed = 0;          // RNG: data order and dropout masks are pure functions of
+                              // (seed, epoch) and (seed, rank, step, layer)
+  int64_t world_size = 0;
+  int64_t samples_seen = 0;
+  double elapsed_seconds = 0;               // training wall time before this checkpoint
+  std::string optimizer;                    // "sgd" or "adam"
+  std::vector<NamedArray> params;           // trained parameters, by layer
+  std::vector<NamedArray> buffers;          // batchnorm running statistics
+  std::vector<NamedArray> optimizer_state;  // momentum / adam moments, named like params + "/slot"
+};
+
+// Writes `state` to `path` atomically: a temporary file beside it, fsync, rename, fsync
+// of the folder. A crash at any point leaves either the old file set or the new file.
+// Throws CheckpointError.
+void SaveCheckpoint(const std::string& path, const TrainState& state);
+
+// Reads and validates (format_version, checksum, required fields). Throws
+// CheckpointError naming the file and what is wrong.
+TrainState LoadCheckpoint(const std::string& path);
+
+// The checkpoints of one run: DIR/ckpt-<step, 9 digits>.h5.
+class CheckpointDir {
+ public:
+  explicit CheckpointDir(std::string dir);
+  std::string path_for_step(int64_t step) const;
+  std::vector<std::string> list_newest_first() const;  // complete files only (no .tmp)
+  // Saves and then deletes the oldest files beyond `keep` (keep >= 1).
+  std::string save(const TrainState& state, int keep);
+  // Newest checkpoint that loads and validates; each rejected newer file is reported
+  // through `warn`. Returns false when there is none.
+  bool load_newest_valid(TrainState* state, std::string* path,
+                         void (*warn)(const std::string& message)) const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace dlh

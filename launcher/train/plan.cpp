@@ -1,0 +1,52 @@
+// DLH — reading DLH_PLAN (see plan.hpp).
+#include "launcher/train/plan.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "common/json_parse.hpp"
+
+namespace dlh {
+
+LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
+  nlohmann::json j;
+  JsonProblem problem;
+  if (!ParseJsonStrict(text, &j, &problem))
+    throw UsageError(origin + ": " + (problem.path.empty() ? "" : problem.path + ": ") +
+                     problem.message);
+  auto fail = [&](const std::string& field, const std::string& why) -> UsageError {
+    return UsageError(origin + ": " + field + ": " + why);
+  };
+  if (!j.is_object()) throw fail("plan", "must be a JSON object");
+  if (!j.contains("format_version") || j["format_version"] != 1)
+    throw fail("format_version", "must be 1");
+  LaunchPlan p;
+  p.present = true;
+  const auto& gb = j.value("global_batch", nlohmann::json());
+  if (!gb.is_number_integer() || gb.get<int64_t>() <= 0)
+    throw fail("global_batch", "must be a positive integer, got " + gb.dump());
+  p.global_batch = gb.get<int64_t>();
+  const auto& lr = j.value("lr", nlohmann::json());
+  if (!lr.is_number() || !(lr.get<double>() > 0))
+    throw fail("lr", "must be a positive number, got " + lr.dump());
+  p.lr = lr.get<double>();
+  const auto& wu = j.value("warmup_epochs", nlohmann::json(0.0));
+  if (!wu.is_number() || wu.get<double>() < 0)
+    throw fail("warmup_epochs", "must be a non-negative number, got " + wu.dump());
+  p.warmup_epochs = wu.get<double>();
+  if (j.contains("allocation") && j["allocation"].is_object())
+    p.gpus = j["allocation"].value("gpus", 0);
+  p.summary = j.value("why", std::string());
+  return p;
+}
+
+void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec) {
+  if (!plan.present) return;
+  if (plan.global_batch > int64_t(1) << 30)
+    throw UsageError("DLH_PLAN: global_batch: too large");
+  spec->batch_size = int(plan.global_batch);
+  spec->optimizer.lr = plan.lr;
+  spec->schedule.warmup_epochs = std::min(plan.warmup_epochs, double(spec->epochs));
+}
+
+}  // namespace dlh

@@ -1,0 +1,53 @@
+// DLH — data-parallel training over MPI: the run loop of `dlh-launch train`.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "launcher/comm/grad_sync.hpp"
+#include "launcher/train/metrics.hpp"
+
+namespace dlh {
+
+struct TrainOptions {
+  std::string spec_path;
+  std::string run_dir;           // checkpoints/, metrics.jsonl, summary.json; default runs/<name>
+  std::string data_path;         // overrides the spec's dataset when not empty
+  int epochs = 0;                // overrides the spec when > 0
+  int batch_size = 0;            // global batch; overrides the spec when > 0
+  int64_t max_steps = 0;         // stop after this many global steps (0: train to the end)
+  int64_t checkpoint_steps = 0;  // checkpoint every N steps (0: off)
+  double checkpoint_seconds = 1800;  // and every T seconds of training (0: off)
+  bool checkpoint_epochs = true;     // and at the end of every epoch
+  int keep = 3;                      // checkpoints kept
+  bool resume = true;                // resume from the newest valid checkpoint in run_dir
+  bool stop_on_usr1 = false;         // SIGUSR1: checkpoint and stop (default: and continue)
+  bool eval = true;                  // test-set evaluation after every epoch
+  int threads = 0;                   // OpenBLAS threads per rank (0: cores / ranks on node)
+  int prefetch = 2;                  // batches prepared ahead
+  std::string plan_json;          // DLH_PLAN text (empty: none): global batch, lr, warm-up
+  std::string plan_origin = "DLH_PLAN";
+  GradSyncOptions sync;
+  std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
+  std::string device = "auto";     // auto, cpu or cuda (see device.hpp)
+  double comm_timeout = 300;       // GPU: seconds a stalled collective may take
+  ProgressMode progress = ProgressMode::Auto;
+};
+
+struct TrainResult {
+  int64_t steps = 0;          // global steps completed
+  bool finished = false;      // all epochs done
+  int stop_signal = 0;        // signal that stopped the run early (0: none)
+  double test_accuracy = -1;  // last evaluation (-1: none)
+  double test_loss = -1;
+  uint32_t param_crc = 0;  // crc32 of every parameter and buffer, identical on all ranks
+  std::string last_checkpoint;
+};
+
+// Runs (or resumes) training. Collective over `comm`. Throws dlh::Error; input errors
+// (spec, data, checkpoint) are raised on every rank alike.
+TrainResult Train(const TrainOptions& options, MPI_Comm comm);
+
+}  // namespace dlh
