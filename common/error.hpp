@@ -27,6 +27,9 @@ struct CheckpointError : Error {  // unreadable, corrupt or unwritable checkpoin
 struct EstimateError : Error {  // bad cluster description, calibration, or unfittable data
   using Error::Error;
 };
+struct IoError : Error {  // a file cannot be written (disk full, permissions, missing folder)
+  using Error::Error;
+};
 struct MpiError : Error {
   using Error::Error;
 };
