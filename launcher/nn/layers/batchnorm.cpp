@@ -28,15 +28,15 @@ BatchNorm::BatchNorm(const Shape3& in, double momentum, double epsilon)
     t->resize({C});
   }
   stats_.resize({2 * C});
-  Reset();
+  reset();
 }
 
 void BatchNorm::init(std::mt19937_64& rng) {
   (void)rng;  // nothing random: the identity transform and a unit running variance
-  Reset();
+  reset();
 }
 
-void BatchNorm::Reset() {
+void BatchNorm::reset() {
   std::fill(gamma_.values().begin(), gamma_.values().end(), 1.0f);
   beta_.zero();
   grad_gamma_.zero();

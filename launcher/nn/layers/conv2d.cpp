@@ -64,7 +64,7 @@ bool SamePlaneShift(const Shape3& in, const Shape3& out, int stride) {
 
 // Row r = (c, kh, kw) of `cols` (CKK x Ho*Wo) holds, for every output pixel (oh, ow) of
 // one sample, the input value under kernel tap (kh, kw), or 0 where it is padding.
-void Conv2d::Im2Col(const float* in, float* cols) const {
+void Conv2d::im2col(const float* in, float* cols) const {
   const int H = in_.height, W = in_.width, Ho = out_.height, Wo = out_.width;
   const int K = kernel_, S = stride_, P = padding_;
   const size_t plane = size_t(Ho) * Wo;
@@ -116,10 +116,10 @@ void Conv2d::Im2Col(const float* in, float* cols) const {
   }
 }
 
-// The adjoint of Im2Col for one sample: every column entry is added back to the input
+// The adjoint of im2col for one sample: every column entry is added back to the input
 // cell it came from (overlapping windows accumulate); padding taps are dropped. `cols` is
 // scratch: the same-size path zeroes its wrapped border cells and then adds whole rows.
-void Conv2d::Col2Im(float* cols, float* grad_in) const {
+void Conv2d::col2im(float* cols, float* grad_in) const {
   const int H = in_.height, W = in_.width, Ho = out_.height, Wo = out_.width;
   const int K = kernel_, S = stride_, P = padding_;
   const size_t plane = size_t(Ho) * Wo;
@@ -130,7 +130,7 @@ void Conv2d::Col2Im(float* cols, float* grad_in) const {
     for (int kh = 0; kh < K; ++kh) {
       for (int kw = 0; kw < K; ++kw) {
         float* src = cols + (size_t(c * K + kh) * K + kw) * plane;
-        if (shift) {  // the mirror image of Im2Col's path
+        if (shift) {  // the mirror image of im2col's path
           const int dh = kh - P, dw = kw - P;
           const int oh_lo = std::max(0, -dh), oh_hi = std::min(H, H - dh);
           const ptrdiff_t off = ptrdiff_t(dh) * W + dw;
@@ -172,7 +172,7 @@ void Conv2d::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
   scratch_.resize(size_t(CpuThreads()) * per_thread);
   ParallelFor(n, [&](int b, int thread) {
     float* cols = scratch_.data() + size_t(thread) * per_thread;
-    Im2Col(in.data() + size_t(b) * in_.elements(), cols);
+    im2col(in.data() + size_t(b) * in_.elements(), cols);
     // Seed the output with the bias so that the GEMM adds into it (beta = 1): one pass
     // over the output fewer than zeroing it and adding the bias afterwards.
     float* y = out.data() + size_t(b) * F * plane;
@@ -207,7 +207,7 @@ void Conv2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad_ou
     const int lo = int(int64_t(n) * chunk / chunks), hi = int(int64_t(n) * (chunk + 1) / chunks);
     for (int b = lo; b < hi; ++b) {
       const float* g = grad_out.data() + size_t(b) * F * plane;  // F x Ho*Wo
-      Im2Col(in.data() + size_t(b) * in_.elements(), cols);
+      im2col(in.data() + size_t(b) * in_.elements(), cols);
       // dW_chunk (F x CKK) += g (F x P) * cols^T (P x CKK); the chunk's first sample
       // overwrites.
       Sgemm(false, true, F, ckk, plane, 1.0f, g, cols, b == lo ? 0.0f : 1.0f, dw);
@@ -220,7 +220,7 @@ void Conv2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad_ou
       if (grad_in != nullptr) {
         // dcols (CKK x P) = W^T (CKK x F) * g (F x P), folded back into the sample.
         Sgemm(true, false, ckk, plane, F, 1.0f, weight_.data(), g, 0.0f, dcols);
-        Col2Im(dcols, grad_in->data() + size_t(b) * in_.elements());
+        col2im(dcols, grad_in->data() + size_t(b) * in_.elements());
       }
     }
   });

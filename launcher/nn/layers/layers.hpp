@@ -29,8 +29,8 @@ class Conv2d : public Layer {
   std::vector<ParamRef> params() override;
 
  private:
-  void Im2Col(const float* in, float* cols) const;     // one sample
-  void Col2Im(float* cols, float* grad_in) const;  // one sample; cols is scratch
+  void im2col(const float* in, float* cols) const;     // one sample
+  void col2im(float* cols, float* grad_in) const;  // one sample; cols is scratch
 
   Shape3 in_, out_;
   int kernel_, stride_, padding_;
@@ -132,7 +132,7 @@ class BatchNorm : public Layer {
   void commit_batch_stats() override;
 
  private:
-  void Reset();  // gamma 1, beta 0, running mean 0, running var 1
+  void reset();  // gamma 1, beta 0, running mean 0, running var 1
 
   Shape3 in_;
   double momentum_, epsilon_;
