@@ -191,9 +191,9 @@ NodeType ParseNodeType(const json& j, const std::string& origin, const std::stri
 
 }  // namespace
 
-const GpuType* Cluster::gpu(const std::string& name) const {
+const GpuType* Cluster::gpu(const std::string& type_name) const {
   for (const GpuType& g : gpu_types)
-    if (g.name == name) return &g;
+    if (g.name == type_name) return &g;
   return nullptr;
 }
 

@@ -41,7 +41,7 @@ struct Cluster {
   std::vector<GpuType> gpu_types;
   std::vector<NodeType> node_types;
   Link inter_node;                                    // between nodes (per node NIC)
-  const GpuType* gpu(const std::string& name) const;  // nullptr if unknown
+  const GpuType* gpu(const std::string& type_name) const;  // nullptr if unknown
 };
 
 // Parses and validates (unknown keys, missing fields, non-positive values, node types

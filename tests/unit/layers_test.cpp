@@ -240,10 +240,10 @@ INSTANTIATE_TEST_SUITE_P(Layers, ConvTest,
                                            ConvCase{3, 2, 1}, ConvCase{2, 1, 1}, ConvCase{1, 2, 0},
                                            // "same" size, stride 1: conv2d's shifted-plane path
                                            ConvCase{5, 1, 2}, ConvCase{1, 1, 0}),
-                         [](const ::testing::TestParamInfo<ConvCase>& info) {
-                           return "k" + std::to_string(info.param.kernel) + "s" +
-                                  std::to_string(info.param.stride) + "p" +
-                                  std::to_string(info.param.padding);
+                         [](const ::testing::TestParamInfo<ConvCase>& case_info) {
+                           return "k" + std::to_string(case_info.param.kernel) + "s" +
+                                  std::to_string(case_info.param.stride) + "p" +
+                                  std::to_string(case_info.param.padding);
                          });
 
 TEST(Conv2d, BackwardAfterEvaluationForwardStillUsesItsInput) {
