@@ -49,10 +49,11 @@
 //       the float32 values (little-endian) in C order
 // LoadCheckpoint recomputes it from what it read and refuses the file on a mismatch.
 //
-// Writing: the file is written as "<path>.tmp.<pid>" beside its final name, flushed and
-// fsync'ed, closed (and fsync'ed again), renamed over <path>, and the folder is fsync'ed. A
-// crash leaves either the old file or the new one, and possibly a stale *.tmp.* file, which
-// readers ignore and CheckpointDir::save removes when its writer's pid is gone (or is ours).
+// Writing (through CommitAtomically, common/atomic_file.hpp): the file is written as
+// "<path>.tmp.<pid>.<n>" beside its final name, flushed and fsync'ed, closed (and fsync'ed
+// again), renamed over <path>, and the folder is fsync'ed. A crash leaves either the old
+// file or the new one, and possibly a stale *.tmp.* file, which readers ignore and
+// CheckpointDir::save removes when its writer's pid is gone (or is ours).
 // CheckpointDir::save(state, keep) then deletes all but the `keep` newest ckpt-*.h5 files,
 // always keeping the one just written.
 #include "launcher/storage/checkpoint.hpp"
@@ -77,6 +78,7 @@
 #include <set>
 #include <system_error>
 
+#include "common/atomic_file.hpp"
 #include "launcher/storage/h5.hpp"
 
 namespace dlh {
@@ -299,6 +301,15 @@ void FsyncDir(const std::string& dir) {
     throw CheckpointError(dir + ": fsync of folder failed (" + std::strerror(err) + ")");
 }
 
+// CommitAtomically reports a failed rename as IoError "<path>: cannot write: <reason>";
+// checkpoints have always said which rename failed.
+std::string RenameFailure(const std::string& path, const std::string& tmp, const IoError& e) {
+  std::string reason = e.what();
+  const std::string prefix = path + ": cannot write: ";
+  if (reason.compare(0, prefix.size(), prefix) == 0) reason.erase(0, prefix.size());
+  return path + ": cannot rename " + tmp + " to it (" + reason + ")";
+}
+
 // fsync by name: catches whatever H5Fclose wrote after flush_and_sync (it may rewrite the
 // superblock and truncate the file to its allocated end).
 void FsyncFile(const std::string& path) {
@@ -512,14 +523,20 @@ bool ParseFileName(const std::string& name, int64_t* step) {
   return true;
 }
 
-// "ckpt-000000120.h5.tmp.4711" -> 4711.
+// "ckpt-000000120.h5.tmp.4711.3" (TemporaryPathFor: pid, then a per-process count) -> 4711.
+// Also "ckpt-000000120.h5.tmp.4711", the name earlier versions wrote.
 bool ParseTmpName(const std::string& name, pid_t* pid) {
   size_t at = name.rfind(kTmp);
   int64_t step = 0;
-  uint64_t v = 0;
-  if (at == std::string::npos || !ParseFileName(name.substr(0, at), &step) ||
-      !ParseU64(name.substr(at + std::strlen(kTmp)), &v) || v == 0 || v > uint64_t(INT_MAX))
-    return false;
+  if (at == std::string::npos || !ParseFileName(name.substr(0, at), &step)) return false;
+  std::string rest = name.substr(at + std::strlen(kTmp));
+  const size_t dot = rest.find('.');
+  uint64_t v = 0, n = 0;
+  if (dot != std::string::npos) {
+    if (!ParseU64(rest.substr(dot + 1), &n)) return false;
+    rest.erase(dot);
+  }
+  if (!ParseU64(rest, &v) || v == 0 || v > uint64_t(INT_MAX)) return false;
   *pid = pid_t(v);
   return true;
 }
@@ -545,23 +562,36 @@ void SaveCheckpoint(const std::string& path, const TrainState& state) {
   fs::create_directories(dir, ec);
   if (ec) throw CheckpointError(path + ": cannot create folder " + dir + " (" + ec.message() + ")");
 
-  std::string tmp = path + kTmp + std::to_string(getpid());
+  std::string written;  // the temporary file, named should its rename fail
   try {
-    {
-      h5::File file(tmp, h5::Mode::Create);
-      WriteContents(file.id(), state);
-      file.flush_and_sync();
-      file.close();
-    }
-    FsyncFile(tmp);
-    if (rename(tmp.c_str(), path.c_str()) != 0)
-      throw CheckpointError(path + ": cannot rename " + tmp + " to it (" + Errno() + ")");
+    CommitAtomically(path, [&](const std::string& tmp) {
+      written = tmp;
+      // Every failure in here becomes a CheckpointError, so that an IoError after the
+      // call can only be CommitAtomically's own: the rename.
+      try {
+        {
+          h5::File file(tmp, h5::Mode::Create);
+          WriteContents(file.id(), state);
+          file.flush_and_sync();
+          file.close();
+        }
+        FsyncFile(tmp);
+      } catch (const CheckpointError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw CheckpointError(WithPath(path, e.what()));
+      }
+    });
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const IoError& e) {
+    throw CheckpointError(RenameFailure(path, written, e));
   } catch (const std::exception& e) {
-    unlink(tmp.c_str());  // best effort; the error below is what matters
-    if (dynamic_cast<const CheckpointError*>(&e)) throw;
     throw CheckpointError(WithPath(path, e.what()));
   }
   // After the rename the new file is in place; only the durability of the rename is left.
+  // CommitAtomically syncs the folder at best effort; a checkpoint is what a crashed run
+  // comes back from, so here a folder that cannot be synced is an error.
   FsyncDir(dir);
 }
 
@@ -651,8 +681,9 @@ std::string CheckpointDir::save(const TrainState& state, int keep) {
   return path;
 }
 
-bool CheckpointDir::load_newest_valid(TrainState* state, std::string* path,
-                                      void (*warn)(const std::string& message)) const {
+bool CheckpointDir::load_newest_valid(
+    TrainState* state, std::string* path,
+    const std::function<void(const std::string& message)>& warn) const {
   for (const std::string& candidate : list_newest_first()) {
     try {
       TrainState loaded = LoadCheckpoint(candidate);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,10 @@ class CheckpointDir {
   // Saves and then deletes the oldest files beyond `keep` (keep >= 1).
   std::string save(const TrainState& state, int keep);
   // Newest checkpoint that loads and validates; each rejected newer file is reported
-  // through `warn`. Returns false when there is none.
+  // through `warn` (may be empty) as "<file>: skipped: <reason>". Returns false when there
+  // is none.
   bool load_newest_valid(TrainState* state, std::string* path,
-                         void (*warn)(const std::string& message)) const;
+                         const std::function<void(const std::string& message)>& warn) const;
   const std::string& dir() const { return dir_; }
 
  private:

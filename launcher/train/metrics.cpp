@@ -7,13 +7,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "common/duration.hpp"
 #include "common/error.hpp"
 
 namespace dlh {
 
-MetricsLog::MetricsLog(const std::string& path) {
+MetricsLog::MetricsLog(const std::string& path, Warn warn) : path_(path), warn_(std::move(warn)) {
   file_ = std::fopen(path.c_str(), "a");
   if (!file_) throw Error(path + ": cannot open for appending: " + std::strerror(errno));
 }
@@ -26,8 +27,24 @@ void MetricsLog::write(const nlohmann::json& record) {
   if (!file_) return;
   std::string text = record.dump();
   text += '\n';
-  std::fwrite(text.data(), 1, text.size(), file_);
-  std::fflush(file_);
+  // The record only reaches the file at fflush (stdio buffers it); a short fwrite or a
+  // failed fflush both mean it is not (wholly) there.
+  errno = 0;
+  bool ok = std::fwrite(text.data(), 1, text.size(), file_) == text.size();
+  int err = ok ? 0 : errno;
+  if (std::fflush(file_) != 0) {
+    if (ok) err = errno;
+    ok = false;
+  }
+  if (ok || failed_) return;
+  failed_ = true;
+  const std::string message = path_ + ": cannot append (" +
+                              (err != 0 ? std::strerror(err) : "write error") +
+                              "); this and later records may be missing";
+  if (warn_)
+    warn_(message);
+  else
+    std::fprintf(stderr, "dlh: warning: %s\n", message.c_str());
 }
 
 ProgressMode ParseProgressMode(const std::string& text) {

@@ -4,24 +4,34 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace dlh {
 
 // Appends JSON lines to a file; each line is flushed so `tail -f` and a crash both see
-// complete records.
+// complete records. An append log, not an atomic file: a failed write (disk full, quota)
+// does not stop training, but the first one is reported through `warn` (on stderr when
+// `warn` is empty): "<path>: cannot append (<reason>); this and later records may be
+// missing". Later failures are not reported again.
 class MetricsLog {
  public:
+  using Warn = std::function<void(const std::string& message)>;
   MetricsLog() = default;
-  explicit MetricsLog(const std::string& path);  // throws Error when it cannot open
+  // Throws Error when it cannot open.
+  explicit MetricsLog(const std::string& path, Warn warn = nullptr);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
   void write(const nlohmann::json& record);
+  bool failed() const { return failed_; }  // some record could not be written
 
  private:
   std::FILE* file_ = nullptr;
+  std::string path_;
+  Warn warn_;
+  bool failed_ = false;
 };
 
 enum class ProgressMode { Auto, Bar, Plain, None };

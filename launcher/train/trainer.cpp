@@ -7,32 +7,38 @@
 // everything random is a pure function of the seed and counters stored in the
 // checkpoint (data order of (seed, epoch), dropout masks of (seed, rank, step, layer)),
 // and a checkpoint is taken only between steps.
+//
+// A run is a Trainer going through its phases in order: inputs, engine, resume, announce,
+// then per step: compute, control sync, advance, checkpoint, record, evaluate; at the end
+// finish, agreement and summary. Each phase is one member function; the state that
+// crosses phases (spec, engine, the loader cursor, the result) is a member.
 #include "launcher/train/trainer.hpp"
 
-#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
+#include "common/atomic_file.hpp"
 #include "common/spec.hpp"
-#include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/binding.hpp"
-#include "launcher/storage/checkpoint.hpp"
 #include "launcher/comm/collective.hpp"
+#include "launcher/comm/mpi.hpp"
+#include "launcher/comm/topology.hpp"
 #include "launcher/data/dataset.hpp"
+#include "launcher/data/loader.hpp"
 #include "launcher/engine/device.hpp"
 #include "launcher/engine/engine.hpp"
-#include "launcher/data/loader.hpp"
-#include "launcher/comm/mpi.hpp"
 #include "launcher/nn/thread_pool.hpp"
+#include "launcher/storage/checkpoint.hpp"
 #include "launcher/train/plan.hpp"
 #include "launcher/train/signals.hpp"
-#include "launcher/comm/topology.hpp"
 
 namespace dlh {
 namespace {
@@ -56,32 +62,6 @@ uint32_t Crc(uint32_t crc, const std::vector<NamedArray>& arrays) {
   return crc;
 }
 
-struct EvalResult {
-  double loss = 0, accuracy = 0;
-};
-
-// Each rank evaluates a contiguous slice of the test set; sums are combined.
-constexpr int64_t kEvalChunk = 256;
-
-EvalResult Evaluate(Engine& engine, const DataSplit& test, const TrainSpec& spec, int rank,
-                    int size, MPI_Comm comm) {
-  const int64_t first = test.count * rank / size, last = test.count * (rank + 1) / size;
-  const int64_t per = test.shape.elements();
-  double sums[2] = {0, 0};  // loss, correct
-  for (int64_t i = first; i < last; i += kEvalChunk) {
-    const int n = int(std::min(kEvalChunk, last - i));
-    ForwardContext ctx;
-    ctx.training = false;
-    ctx.seed = spec.seed;
-    StepSums s = engine.evaluate(test.images.data() + i * per, test.labels.data() + i, n, ctx);
-    sums[0] += s.loss;
-    sums[1] += double(s.correct);
-  }
-  double total[2];
-  MPI_CHECK(MPI_Allreduce(sums, total, 2, MPI_DOUBLE, MPI_SUM, comm));
-  return {total[0] / double(test.count), total[1] / double(test.count)};
-}
-
 void SetThreads(const TrainOptions& o, int local_size) {
   int threads = o.threads;
   if (threads <= 0) {
@@ -98,371 +78,559 @@ void SetThreads(const TrainOptions& o, int local_size) {
   SetCpuThreads(threads);
 }
 
-}  // namespace
+// Each rank evaluates a contiguous slice of the test set; sums are combined.
+constexpr int64_t kEvalChunk = 256;
 
-TrainResult Train(const TrainOptions& o, MPI_Comm world) {
-  mpi::Comm comm(world);
-  const int rank = comm.rank(), size = comm.size();
-  mpi::Comm local = mpi::SplitShared(comm);
-  SetThreads(o, local.size());
-  const std::string host = mpi::Hostname();
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+};
 
-  // --- spec and data: every rank reads them; any failure fails all ranks alike.
-  TrainSpec spec;
-  Dataset data;
-  LaunchPlan plan;
-  Binding binding;
-  RunCollectively(comm.get(), [&] {
-    binding = BindRank([](const char* name) { return std::getenv(name); }, local.rank());
+// Seconds one step spent in each part, for metrics.jsonl's "time" record.
+struct StepTimes {
+  Clock::time_point start;
+  double data = 0, compute = 0, allreduce = 0, checkpoint = 0;
+};
+
+// What every rank agreed on in a step's control allreduce.
+struct StepControl {
+  double loss_sum = 0;     // over the global batch
+  double correct_sum = 0;  // likewise
+  int signal = 0;          // SIGTERM (also for SIGINT), SIGUSR1 or 0, whichever rank got it
+  bool time_due = false;   // rank 0's clock says a time-based checkpoint is due
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& options, MPI_Comm world);
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Collective over `world`. Throws dlh::Error; input errors fail every rank alike.
+  TrainResult Run();
+
+ private:
+  // Setup phases, in order.
+  void LoadInputs();
+  void StartEngine();
+  void Resume();
+  void Announce();
+  void OpenLoop();
+
+  // One step's phases, in order.
+  bool KeepTraining() const;
+  StepSums ComputeStep(StepTimes* times);
+  StepControl SyncControl(const StepSums& sums, StepTimes* times);
+  double Advance();
+  double MaybeCheckpoint(const StepControl& control);
+  double WriteCheckpoint();
+  void HandleSignal(int signal);
+  void Record(const StepControl& control, double lr, const StepTimes& times);
+  void EvaluateEpoch();
+
+  // After the last step, in order.
+  void Finish();
+  uint32_t CheckRanksAgree();
+  void WriteSummary(uint32_t crc);
+
+  EvalResult Evaluate();
+  void Say(const std::string& text);
+
+  // Declared in the order they come to be, so that they go in reverse (the loader's thread
+  // before the data it reads, the engine before the spec it points to and the
+  // communicators it uses).
+  const TrainOptions o_;
+  mpi::Comm comm_;
+  const int rank_, size_;
+  mpi::Comm local_;
+  const std::string host_;
+
+  // Inputs.
+  TrainSpec spec_;
+  Dataset data_;
+  LaunchPlan plan_;
+  Binding binding_;
+  std::string run_dir_;
+  CheckpointDir ckpt_dir_{""};
+
+  // Engine and the shape of the run.
+  int64_t rank_offset_ = 0, rank_batch_ = 0;  // this rank's slice of the global batch
+  std::unique_ptr<Engine> engine_;
+  int64_t steps_per_epoch_ = 0, total_steps_ = 0;
+  std::unique_ptr<Progress> progress_;
+
+  // Position: what a checkpoint stores and a resume restores.
+  int64_t step_ = 0, epoch_ = 0, step_in_epoch_ = 0, samples_seen_ = 0;
+  double elapsed_before_ = 0;  // training seconds of the runs before this one
+  std::string resume_path_;
+
+  // The loop.
+  std::unique_ptr<MetricsLog> log_;  // rank 0 only
+  std::unique_ptr<Loader> loader_;
+  size_t stats_len_ = 0;  // batchnorm statistics carried in the control allreduce
+  std::vector<double> control_, control_sum_;
+  std::vector<float> averaged_stats_;
+  float loss_scale_ = 0;  // 1 / global batch: gradients are of the mean loss
+  double weight_ = 0;     // this rank's share of the global batch
+  Clock::time_point train_start_, last_ckpt_;
+  double ema_step_ = 0;  // seconds per step, smoothed for the progress line
+  bool stop_ = false;
+  bool evaluated_epoch_ = false;
+  TrainResult result_;
+};
+
+Trainer::Trainer(const TrainOptions& options, MPI_Comm world)
+    : o_(options),
+      comm_(world),
+      rank_(comm_.rank()),
+      size_(comm_.size()),
+      local_(mpi::SplitShared(comm_)),
+      host_(mpi::Hostname()) {
+  SetThreads(o_, local_.size());
+}
+
+TrainResult Trainer::Run() {
+  LoadInputs();
+  StartEngine();
+  Resume();
+  Announce();
+  OpenLoop();
+  while (KeepTraining()) {
+    StepTimes times;
+    times.start = Clock::now();
+    const StepSums sums = ComputeStep(&times);
+    const StepControl control = SyncControl(sums, &times);
+    const double lr = Advance();
+    times.checkpoint = MaybeCheckpoint(control);
+    HandleSignal(control.signal);
+    Record(control, lr, times);
+    EvaluateEpoch();
+  }
+  Finish();
+  WriteSummary(CheckRanksAgree());
+  return result_;
+}
+
+// Every rank reads the spec, plan and data itself, so any failure (a typo in the spec, a
+// data set of the wrong shape) fails all ranks alike instead of leaving some waiting.
+void Trainer::LoadInputs() {
+  RunCollectively(comm_.get(), [&] {
+    binding_ = BindRank([](const char* name) { return std::getenv(name); }, local_.rank());
   });
-  RunCollectively(comm.get(), [&] {
-    spec = LoadSpec(o.spec_path);
+  RunCollectively(comm_.get(), [&] {
+    spec_ = LoadSpec(o_.spec_path);
     // Precedence: the spec, then the plan the job was given, then explicit options. The
     // epochs come first because the plan's warm-up is capped at them.
-    if (o.epochs > 0) spec.epochs = o.epochs;
-    if (!o.plan_json.empty()) {
-      plan = ParsePlan(o.plan_json, o.plan_origin);
-      ApplyPlan(plan, &spec);
+    if (o_.epochs > 0) spec_.epochs = o_.epochs;
+    if (!o_.plan_json.empty()) {
+      plan_ = ParsePlan(o_.plan_json, o_.plan_origin);
+      ApplyPlan(plan_, &spec_);
     }
-    if (o.batch_size > 0) spec.batch_size = o.batch_size;
-    if (!o.data_path.empty()) spec.dataset = o.data_path;
-    if (spec.batch_size < size)
-      throw UsageError(o.spec_path + ": batch_size: " + std::to_string(spec.batch_size) +
-                       " is smaller than the number of ranks (" + std::to_string(size) + ")");
+    if (o_.batch_size > 0) spec_.batch_size = o_.batch_size;
+    if (!o_.data_path.empty()) spec_.dataset = o_.data_path;
+    if (spec_.batch_size < size_)
+      throw UsageError(o_.spec_path + ": batch_size: " + std::to_string(spec_.batch_size) +
+                       " is smaller than the number of ranks (" + std::to_string(size_) + ")");
   });
-  RunCollectively(comm.get(), [&] {
-    data = LoadDataset(spec.dataset);
-    const Shape3& s = data.train.shape;
-    if (!(s == spec.input))
-      throw DataError(spec.dataset + ": images are " + std::to_string(s.channels) + "x" +
+  RunCollectively(comm_.get(), [&] {
+    data_ = LoadDataset(spec_.dataset);
+    const Shape3& s = data_.train.shape;
+    if (!(s == spec_.input))
+      throw DataError(spec_.dataset + ": images are " + std::to_string(s.channels) + "x" +
                       std::to_string(s.height) + "x" + std::to_string(s.width) + " but " +
-                      o.spec_path + " input is " + std::to_string(spec.input.channels) + "x" +
-                      std::to_string(spec.input.height) + "x" + std::to_string(spec.input.width));
-    if (data.classes != spec.classes)
-      throw DataError(spec.dataset + ": has " + std::to_string(data.classes) + " classes but " +
-                      o.spec_path + " classes is " + std::to_string(spec.classes));
-    if (data.train.count < spec.batch_size)
-      throw DataError(spec.dataset + ": " + std::to_string(data.train.count) +
+                      o_.spec_path + " input is " + std::to_string(spec_.input.channels) + "x" +
+                      std::to_string(spec_.input.height) + "x" + std::to_string(spec_.input.width));
+    if (data_.classes != spec_.classes)
+      throw DataError(spec_.dataset + ": has " + std::to_string(data_.classes) + " classes but " +
+                      o_.spec_path + " classes is " + std::to_string(spec_.classes));
+    if (data_.train.count < spec_.batch_size)
+      throw DataError(spec_.dataset + ": " + std::to_string(data_.train.count) +
                       " training samples are fewer than batch_size " +
-                      std::to_string(spec.batch_size));
+                      std::to_string(spec_.batch_size));
   });
 
-  const std::string run_dir = o.run_dir.empty() ? "runs/" + spec.name : o.run_dir;
-  CheckpointDir ckpt_dir(run_dir + "/checkpoints");
-  RunCollectively(comm.get(), [&] {
-    if (rank == 0) std::filesystem::create_directories(run_dir + "/checkpoints");
+  run_dir_ = o_.run_dir.empty() ? "runs/" + spec_.name : o_.run_dir;
+  ckpt_dir_ = CheckpointDir(run_dir_ + "/checkpoints");
+  RunCollectively(comm_.get(), [&] {
+    if (rank_ == 0) std::filesystem::create_directories(run_dir_ + "/checkpoints");
   });
+}
 
-  // --- shard, then the engine: model, optimizer and gradient allreduce on the device
-  int64_t rank_offset = 0, rank_batch = 0;
-  SplitBatch(spec.batch_size, rank, size, &rank_offset, &rank_batch);
+// The engine holds the model, the optimizer and the gradient allreduce on its device; it is
+// sized for this rank's shard of the batch, which is fixed here for the whole run.
+void Trainer::StartEngine() {
+  SplitBatch(spec_.batch_size, rank_, size_, &rank_offset_, &rank_batch_);
   EngineConfig ec;
-  ec.spec = &spec;
-  ec.comm = comm.get();
-  ec.node_of_rank = GatherNodeNames(comm.get());
-  ec.allreduce = o.allreduce;
-  ec.sync = o.sync;
-  ec.local_rank = binding.local_rank;
-  ec.device = binding.device;
-  ec.comm_timeout_s = o.comm_timeout;
-  ec.max_batch = int(std::max<int64_t>(rank_batch, kEvalChunk));
+  ec.spec = &spec_;
+  ec.comm = comm_.get();
+  ec.node_of_rank = GatherNodeNames(comm_.get());
+  ec.allreduce = o_.allreduce;
+  ec.sync = o_.sync;
+  ec.local_rank = binding_.local_rank;
+  ec.device = binding_.device;
+  ec.comm_timeout_s = o_.comm_timeout;
+  ec.max_batch = int(std::max<int64_t>(rank_batch_, kEvalChunk));
   std::string device_note;
-  std::unique_ptr<Engine> engine = MakeEngine(o.device, ec, &device_note);
-  const int64_t steps_per_epoch = data.train.count / spec.batch_size;
-  const int64_t total_steps = steps_per_epoch * spec.epochs;
+  engine_ = MakeEngine(o_.device, ec, &device_note);
+  steps_per_epoch_ = data_.train.count / spec_.batch_size;
+  total_steps_ = steps_per_epoch_ * spec_.epochs;
 
-  Progress progress(rank == 0 ? o.progress : ProgressMode::None, total_steps, steps_per_epoch,
-                    spec.epochs);
-  auto say = [&](const std::string& text) {
-    if (rank == 0) progress.line("dlh-launch: " + text);
-  };
-  if (!device_note.empty()) say(device_note);
+  progress_ = std::make_unique<Progress>(rank_ == 0 ? o_.progress : ProgressMode::None,
+                                         total_steps_, steps_per_epoch_, spec_.epochs);
+  if (!device_note.empty()) Say(device_note);
+}
 
-  // --- resume or start fresh
-  int64_t step = 0, epoch = 0, step_in_epoch = 0, samples_seen = 0;
-  double elapsed_before = 0;
-  std::string resume_path;
-  if (o.resume && rank == 0) {
+// A requeued or restarted job continues from the newest checkpoint that validates. Rank 0
+// picks it (reporting newer files it skips) and every rank loads that same file, so all
+// continue from identical state; without one, every rank starts from rank 0's parameters.
+void Trainer::Resume() {
+  if (o_.resume && rank_ == 0) {
     TrainState probe;
-    static Progress* warn_to = nullptr;
-    warn_to = &progress;
-    ckpt_dir.load_newest_valid(&probe, &resume_path, [](const std::string& m) {
-      warn_to->line("dlh-launch: warning: " + m);
-    });
+    ckpt_dir_.load_newest_valid(&probe, &resume_path_,
+                                [this](const std::string& m) { Say("warning: " + m); });
   }
-  resume_path = mpi::BroadcastString(comm.get(), resume_path);
-  if (!resume_path.empty()) {
-    RunCollectively(comm.get(), [&] {
-      TrainState st = LoadCheckpoint(resume_path);
-      try {
-        if (st.optimizer != engine->optimizer_name())
-          throw CheckpointError("optimizer is " + st.optimizer + " but the spec says " +
-                                engine->optimizer_name());
-        engine->import_state(st.params, st.buffers, st.optimizer_state);
-      } catch (const CheckpointError& e) {
-        throw CheckpointError(resume_path + ": does not match " + o.spec_path + ": " + e.what());
-      }
-      step = st.step;
-      epoch = st.epoch;
-      step_in_epoch = st.step_in_epoch;
-      samples_seen = st.samples_seen;
-      elapsed_before = st.elapsed_seconds;
-      if (rank == 0 && st.world_size != size)
-        progress.line("dlh-launch: warning: checkpoint was written by " +
-                      std::to_string(st.world_size) + " ranks, resuming with " +
-                      std::to_string(size) + " (training continues, but not bit-identically)");
-    });
-    say("resumed from " + resume_path + " at step " + std::to_string(step) + " (epoch " +
-        std::to_string(epoch + 1) + ")");
-  } else {
+  resume_path_ = mpi::BroadcastString(comm_.get(), resume_path_);
+  if (resume_path_.empty()) {
     // Buffers (batchnorm running statistics) start at constants; parameters are rank 0's.
-    engine->broadcast_params();
+    engine_->broadcast_params();
+    return;
   }
-  // Where every rank runs and which device it took, once, from rank 0.
-  {
-    char mine[256];
-    std::snprintf(mine, sizeof mine, "%s: %s, %s", host.c_str(), binding.describe().c_str(),
-                  engine->device_name().c_str());
-    std::vector<char> all(rank == 0 ? sizeof mine * size_t(size) : 0);
-    MPI_CHECK(
-        MPI_Gather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, 0, comm.get()));
-    if (rank == 0 && size <= 16)
-      for (int r = 0; r < size; ++r)
-        say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
-    if (plan.present)
-      say("plan: global batch " + std::to_string(spec.batch_size) + ", lr " +
-          std::to_string(spec.optimizer.lr) +
-          (plan.gpus && plan.gpus != size ? " (planned for " + std::to_string(plan.gpus) +
-                                                " ranks, running on " + std::to_string(size) + ")"
-                                          : ""));
-  }
-  if (step == 0)
-    say("training " + spec.name + " on " + std::to_string(size) + " rank(s), " +
-        std::to_string(engine->num_param_values()) + " parameters, global batch " +
-        std::to_string(spec.batch_size) + ", " + std::to_string(spec.epochs) + " epochs of " +
-        std::to_string(steps_per_epoch) + " steps");
+  RunCollectively(comm_.get(), [&] {
+    TrainState st = LoadCheckpoint(resume_path_);
+    try {
+      if (st.optimizer != engine_->optimizer_name())
+        throw CheckpointError("optimizer is " + st.optimizer + " but the spec says " +
+                              engine_->optimizer_name());
+      engine_->import_state(st.params, st.buffers, st.optimizer_state);
+    } catch (const CheckpointError& e) {
+      throw CheckpointError(resume_path_ + ": does not match " + o_.spec_path + ": " + e.what());
+    }
+    step_ = st.step;
+    epoch_ = st.epoch;
+    step_in_epoch_ = st.step_in_epoch;
+    samples_seen_ = st.samples_seen;
+    elapsed_before_ = st.elapsed_seconds;
+    if (rank_ == 0 && st.world_size != size_)
+      Say("warning: checkpoint was written by " + std::to_string(st.world_size) +
+          " ranks, resuming with " + std::to_string(size_) +
+          " (training continues, but not bit-identically)");
+  });
+  Say("resumed from " + resume_path_ + " at step " + std::to_string(step_) + " (epoch " +
+      std::to_string(epoch_ + 1) + ")");
+}
 
-  std::unique_ptr<MetricsLog> log;
-  if (rank == 0) log = std::make_unique<MetricsLog>(run_dir + "/metrics.jsonl");
+// Where every rank runs and which device it took, the plan and the run itself, once, from
+// rank 0: the first thing to read in a job's log when something looks wrong.
+void Trainer::Announce() {
+  char mine[256];
+  std::snprintf(mine, sizeof mine, "%s: %s, %s", host_.c_str(), binding_.describe().c_str(),
+                engine_->device_name().c_str());
+  std::vector<char> all(rank_ == 0 ? sizeof mine * size_t(size_) : 0);
+  MPI_CHECK(
+      MPI_Gather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, 0, comm_.get()));
+  if (rank_ == 0 && size_ <= 16)
+    for (int r = 0; r < size_; ++r)
+      Say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
+  if (plan_.present)
+    Say("plan: global batch " + std::to_string(spec_.batch_size) + ", lr " +
+        std::to_string(spec_.optimizer.lr) +
+        (plan_.gpus && plan_.gpus != size_ ? " (planned for " + std::to_string(plan_.gpus) +
+                                                 " ranks, running on " + std::to_string(size_) + ")"
+                                           : ""));
+  if (step_ == 0)
+    Say("training " + spec_.name + " on " + std::to_string(size_) + " rank(s), " +
+        std::to_string(engine_->num_param_values()) + " parameters, global batch " +
+        std::to_string(spec_.batch_size) + ", " + std::to_string(spec_.epochs) + " epochs of " +
+        std::to_string(steps_per_epoch_) + " steps");
+}
+
+// The loader starts at the (possibly resumed) cursor; the signal handlers go in only now,
+// so that a signal during setup still stops the job the ordinary way.
+void Trainer::OpenLoop() {
+  if (rank_ == 0) {
+    log_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl",
+                                        [this](const std::string& m) { Say("warning: " + m); });
+  }
 
   LoaderOptions lo;
-  lo.global_batch = spec.batch_size;
-  lo.rank_offset = rank_offset;
-  lo.rank_batch = rank_batch;
-  lo.seed = spec.seed;
-  lo.prefetch = o.prefetch;
-  Loader loader(data.train, lo, epoch, step_in_epoch);
+  lo.global_batch = spec_.batch_size;
+  lo.rank_offset = rank_offset_;
+  lo.rank_batch = rank_batch_;
+  lo.seed = spec_.seed;
+  lo.prefetch = o_.prefetch;
+  loader_ = std::make_unique<Loader>(data_.train, lo, epoch_, step_in_epoch_);
 
-  say("allreduce: " + engine->allreduce_name());
+  Say("allreduce: " + engine_->allreduce_name());
 
   // Batchnorm statistics travel with the per-step control values in one small allreduce.
-  const size_t stats_len = engine->batch_stats().size();
+  stats_len_ = engine_->batch_stats().size();
+  control_.assign(2 + stats_len_, 0);
+  control_sum_.assign(control_.size(), 0);
+  averaged_stats_.assign(stats_len_, 0);
 
   InstallSignalHandlers();
-  TrainResult result;
-  const float loss_scale = 1.0f / float(spec.batch_size);
-  const double weight = double(rank_batch) / double(spec.batch_size);
-  auto train_start = Clock::now();
-  auto last_ckpt = Clock::now();
-  double ema_step = 0;
-  bool stop = false;
-  bool evaluated_epoch = false;
+  loss_scale_ = 1.0f / float(spec_.batch_size);
+  weight_ = double(rank_batch_) / double(spec_.batch_size);
+  train_start_ = Clock::now();
+  last_ckpt_ = Clock::now();
+}
 
-  auto save_checkpoint = [&]() {
-    auto t = Clock::now();
-    // Rank 0 writes (every rank holds the same bits); the others wait so that nobody runs
-    // ahead, or exits, before the file exists, and a failed write fails every rank.
-    RunCollectively(comm.get(), [&] {
-      if (rank != 0) return;
-      TrainState st;
-      st.spec_json = spec.json;
-      st.step = step;
-      st.epoch = epoch;
-      st.step_in_epoch = step_in_epoch;
-      st.seed = spec.seed;
-      st.world_size = size;
-      st.samples_seen = samples_seen;
-      st.elapsed_seconds = elapsed_before + Since(train_start);
-      st.optimizer = engine->optimizer_name();
-      st.params = engine->export_params();
-      st.buffers = engine->export_buffers();
-      st.optimizer_state = engine->export_optimizer_state();
-      result.last_checkpoint = ckpt_dir.save(st, o.keep);
-    });
-    result.last_checkpoint = mpi::BroadcastString(comm.get(), result.last_checkpoint);
-    last_ckpt = Clock::now();
-    return Since(t);
-  };
+// Every rank decides alike: the counters and the stop flag are the same on all ranks.
+bool Trainer::KeepTraining() const {
+  return step_ < total_steps_ && !stop_ && (o_.max_steps <= 0 || step_ < o_.max_steps);
+}
 
-  std::vector<double> control(2 + stats_len), control_sum(control.size());
-  std::vector<float> averaged_stats(stats_len);
-  while (step < total_steps && !stop && (o.max_steps <= 0 || step < o.max_steps)) {
-    auto t_step = Clock::now();
-    Batch batch = loader.next();
-    const double t_data = Since(t_step);
-    if (batch.epoch != epoch || batch.step_in_epoch != step_in_epoch)
-      throw Error("data loader out of step (internal error)");
+// This rank's part of the step: its slice of the batch forward and backward; the gradient
+// sums across ranks run during backward and are complete when this returns.
+StepSums Trainer::ComputeStep(StepTimes* times) {
+  Batch batch = loader_->next();
+  times->data = Since(times->start);
+  if (batch.epoch != epoch_ || batch.step_in_epoch != step_in_epoch_)
+    throw Error("data loader out of step (internal error)");
 
-    auto t_compute = Clock::now();
-    ForwardContext ctx;
-    ctx.training = true;
-    ctx.seed = spec.seed;
-    ctx.step = uint64_t(step);
-    ctx.rank = rank;
-    const StepSums sums = engine->forward_backward(batch, ctx, loss_scale);
-    const double t_compute_s = Since(t_compute);
-    double t_allreduce = engine->finish_gradients();
+  auto t_compute = Clock::now();
+  ForwardContext ctx;
+  ctx.training = true;
+  ctx.seed = spec_.seed;
+  ctx.step = uint64_t(step_);
+  ctx.rank = rank_;
+  const StepSums sums = engine_->forward_backward(batch, ctx, loss_scale_);
+  times->compute = Since(t_compute);
+  times->allreduce = engine_->finish_gradients();
+  return sums;
+}
 
-    // Control values, summed: loss, correct, then batchnorm statistics weighted by this
-    // rank's share of the batch. Flags, maxed: a pending signal (2: stop, 1: checkpoint)
-    // and a time-based checkpoint request (rank 0's clock decides). A rank may have been
-    // signalled alone (a user's kill); the allreduce tells everyone at the same step.
-    auto t_ctrl = Clock::now();
-    const int sig = TakePendingSignal();
-    control[0] = sums.loss;
-    control[1] = double(sums.correct);
-    size_t k = 2;
-    for (float s : engine->batch_stats()) control[k++] = weight * double(s);
-    MPI_CHECK(MPI_Allreduce(control.data(), control_sum.data(), int(control.size()), MPI_DOUBLE,
-                            MPI_SUM, comm.get()));
-    int flags[2] = {
-        sig == SIGTERM || sig == SIGINT ? 2
-        : sig == SIGUSR1                ? 1
-                                        : 0,
-        rank == 0 && o.checkpoint_seconds > 0 && Since(last_ckpt) >= o.checkpoint_seconds};
-    int flags_max[2];
-    MPI_CHECK(MPI_Allreduce(flags, flags_max, 2, MPI_INT, MPI_MAX, comm.get()));
-    if (stats_len > 0) {
-      for (size_t i = 0; i < stats_len; ++i) averaged_stats[i] = float(control_sum[2 + i]);
-      engine->commit_batch_stats(averaged_stats);
-    }
-    t_allreduce += Since(t_ctrl);
-
-    const double lr = LearningRate(spec, step, steps_per_epoch);
-    engine->update(lr, step);
-    ++step;
-    samples_seen += spec.batch_size;
-    if (++step_in_epoch == steps_per_epoch) {
-      step_in_epoch = 0;
-      ++epoch;
-      evaluated_epoch = false;
-    }
-
-    const int signal = flags_max[0] == 2 ? SIGTERM : flags_max[0] == 1 ? SIGUSR1 : 0;
-
-    double t_ckpt = 0;
-    bool want_ckpt = (o.checkpoint_steps > 0 && step % o.checkpoint_steps == 0) ||
-                     flags_max[1] > 0 || signal != 0 ||
-                     (o.checkpoint_epochs && step_in_epoch == 0) || step == total_steps ||
-                     (o.max_steps > 0 && step == o.max_steps);
-    if (want_ckpt) t_ckpt = save_checkpoint();
-    if (signal != 0) {
-      say(std::string(signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM/SIGINT") + " at step " +
-          std::to_string(step) + ": checkpoint written to " + result.last_checkpoint);
-      if (signal != SIGUSR1 || o.stop_on_usr1) {
-        stop = true;
-        result.stop_signal = signal;
-      }
-    }
-
-    const double t_total = Since(t_step);
-    ema_step = ema_step == 0 ? t_total : 0.9 * ema_step + 0.1 * t_total;
-    const double loss = control_sum[0] / double(spec.batch_size);
-    const double acc = control_sum[1] / double(spec.batch_size);
-    if (rank == 0) {
-      log->write({{"step", step},
-                  {"epoch", epoch + (step_in_epoch == 0 ? 0 : 1)},
-                  {"loss", loss},
-                  {"accuracy", acc},
-                  {"lr", lr},
-                  {"samples_per_s", double(spec.batch_size) / t_total},
-                  {"time",
-                   {{"total", t_total},
-                    {"compute", t_compute_s},
-                    {"allreduce", t_allreduce},
-                    {"data", t_data},
-                    {"checkpoint", t_ckpt}}}});
-      progress.step(step, step_in_epoch == 0 ? epoch - 1 : epoch, loss, acc,
-                    double(spec.batch_size) / ema_step, ema_step);
-    }
-
-    if (o.eval && step_in_epoch == 0 && !evaluated_epoch) {
-      EvalResult ev = Evaluate(*engine, data.test, spec, rank, size, comm.get());
-      evaluated_epoch = true;
-      result.test_accuracy = ev.accuracy;
-      result.test_loss = ev.loss;
-      if (rank == 0) {
-        log->write({{"event", "eval"},
-                    {"epoch", epoch},
-                    {"step", step},
-                    {"test_loss", ev.loss},
-                    {"test_accuracy", ev.accuracy}});
-        char text[160];
-        std::snprintf(text, sizeof text, "epoch %lld/%d: test accuracy %.2f%%, test loss %.4f",
-                      (long long)epoch, spec.epochs, 100 * ev.accuracy, ev.loss);
-        progress.line(text);
-      }
-    }
+// Control values, summed: loss, correct, then batchnorm statistics weighted by this rank's
+// share of the batch. Flags, maxed: a pending signal (2: stop, 1: checkpoint) and a
+// time-based checkpoint request (rank 0's clock decides). A rank may have been signalled
+// alone (a user's kill); the allreduce tells everyone at the same step.
+StepControl Trainer::SyncControl(const StepSums& sums, StepTimes* times) {
+  auto t_ctrl = Clock::now();
+  const int sig = TakePendingSignal();
+  control_[0] = sums.loss;
+  control_[1] = double(sums.correct);
+  size_t k = 2;
+  for (float s : engine_->batch_stats()) control_[k++] = weight_ * double(s);
+  MPI_CHECK(MPI_Allreduce(control_.data(), control_sum_.data(), int(control_.size()), MPI_DOUBLE,
+                          MPI_SUM, comm_.get()));
+  int flags[2] = {
+      sig == SIGTERM || sig == SIGINT ? 2
+      : sig == SIGUSR1                ? 1
+                                      : 0,
+      rank_ == 0 && o_.checkpoint_seconds > 0 && Since(last_ckpt_) >= o_.checkpoint_seconds};
+  int flags_max[2];
+  MPI_CHECK(MPI_Allreduce(flags, flags_max, 2, MPI_INT, MPI_MAX, comm_.get()));
+  if (stats_len_ > 0) {
+    for (size_t i = 0; i < stats_len_; ++i) averaged_stats_[i] = float(control_sum_[2 + i]);
+    engine_->commit_batch_stats(averaged_stats_);
   }
-  progress.finish();
-  // A run resumed after its last step (a requeue that came late) trains nothing: it still
-  // reports the final accuracy and the checkpoint it holds.
-  if (result.last_checkpoint.empty()) result.last_checkpoint = resume_path;
-  if (o.eval && result.test_accuracy < 0 && step >= total_steps) {
-    EvalResult ev = Evaluate(*engine, data.test, spec, rank, size, comm.get());
-    result.test_accuracy = ev.accuracy;
-    result.test_loss = ev.loss;
-  }
+  times->allreduce += Since(t_ctrl);
 
-  // Every rank must hold the same bits; a mismatch is a bug we want to hear about.
-  uint32_t crc = Crc(Crc(uint32_t(crc32(0, nullptr, 0)), engine->export_params()),
-                     engine->export_buffers());
-  std::vector<uint32_t> all(size_t(size), 0);
-  MPI_CHECK(MPI_Allgather(&crc, 1, MPI_UINT32_T, all.data(), 1, MPI_UINT32_T, comm.get()));
-  for (int r = 1; r < size; ++r)
+  StepControl control;
+  control.loss_sum = control_sum_[0];
+  control.correct_sum = control_sum_[1];
+  control.signal = flags_max[0] == 2 ? SIGTERM : flags_max[0] == 1 ? SIGUSR1 : 0;
+  control.time_due = flags_max[1] > 0;
+  return control;
+}
+
+// The optimizer step, then the cursor: after this the position is that of a completed step,
+// the only place a checkpoint may be taken. Returns the learning rate used.
+double Trainer::Advance() {
+  const double lr = LearningRate(spec_, step_, steps_per_epoch_);
+  engine_->update(lr, step_);
+  ++step_;
+  samples_seen_ += spec_.batch_size;
+  if (++step_in_epoch_ == steps_per_epoch_) {
+    step_in_epoch_ = 0;
+    ++epoch_;
+    evaluated_epoch_ = false;
+  }
+  return lr;
+}
+
+// Checkpoints come every N steps, every T seconds, at epoch ends, on a signal and at the
+// last step of the run; the decision uses only values every rank shares. Returns the
+// seconds spent (0 when none was due).
+double Trainer::MaybeCheckpoint(const StepControl& control) {
+  const bool due = (o_.checkpoint_steps > 0 && step_ % o_.checkpoint_steps == 0) ||
+                   control.time_due || control.signal != 0 ||
+                   (o_.checkpoint_epochs && step_in_epoch_ == 0) || step_ == total_steps_ ||
+                   (o_.max_steps > 0 && step_ == o_.max_steps);
+  return due ? WriteCheckpoint() : 0;
+}
+
+// Rank 0 writes (every rank holds the same bits); the others wait so that nobody runs
+// ahead, or exits, before the file exists, and a failed write fails every rank.
+double Trainer::WriteCheckpoint() {
+  auto t = Clock::now();
+  RunCollectively(comm_.get(), [&] {
+    if (rank_ != 0) return;
+    TrainState st;
+    st.spec_json = spec_.json;
+    st.step = step_;
+    st.epoch = epoch_;
+    st.step_in_epoch = step_in_epoch_;
+    st.seed = spec_.seed;
+    st.world_size = size_;
+    st.samples_seen = samples_seen_;
+    st.elapsed_seconds = elapsed_before_ + Since(train_start_);
+    st.optimizer = engine_->optimizer_name();
+    st.params = engine_->export_params();
+    st.buffers = engine_->export_buffers();
+    st.optimizer_state = engine_->export_optimizer_state();
+    result_.last_checkpoint = ckpt_dir_.save(st, o_.keep);
+  });
+  result_.last_checkpoint = mpi::BroadcastString(comm_.get(), result_.last_checkpoint);
+  last_ckpt_ = Clock::now();
+  return Since(t);
+}
+
+// A signal has just been answered with a checkpoint. SIGTERM/SIGINT (Slurm's cancel or
+// preemption) stop the run; SIGUSR1 (the pre-timeout warning) stops it only when asked to.
+void Trainer::HandleSignal(int signal) {
+  if (signal == 0) return;
+  Say(std::string(signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM/SIGINT") + " at step " +
+      std::to_string(step_) + ": checkpoint written to " + result_.last_checkpoint);
+  if (signal != SIGUSR1 || o_.stop_on_usr1) {
+    stop_ = true;
+    result_.stop_signal = signal;
+  }
+}
+
+// One metrics.jsonl record per step and the progress line, on rank 0; the values are the
+// global batch's, so the other ranks have nothing to add.
+void Trainer::Record(const StepControl& control, double lr, const StepTimes& times) {
+  const double t_total = Since(times.start);
+  ema_step_ = ema_step_ == 0 ? t_total : 0.9 * ema_step_ + 0.1 * t_total;
+  if (rank_ != 0) return;
+  const double loss = control.loss_sum / double(spec_.batch_size);
+  const double acc = control.correct_sum / double(spec_.batch_size);
+  log_->write({{"step", step_},
+               {"epoch", epoch_ + (step_in_epoch_ == 0 ? 0 : 1)},
+               {"loss", loss},
+               {"accuracy", acc},
+               {"lr", lr},
+               {"samples_per_s", double(spec_.batch_size) / t_total},
+               {"time",
+                {{"total", t_total},
+                 {"compute", times.compute},
+                 {"allreduce", times.allreduce},
+                 {"data", times.data},
+                 {"checkpoint", times.checkpoint}}}});
+  progress_->step(step_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
+                  double(spec_.batch_size) / ema_step_, ema_step_);
+}
+
+// Test-set accuracy at the end of every epoch, after its checkpoint, so that a run
+// stopped right there has its model saved before the (collective) evaluation starts.
+void Trainer::EvaluateEpoch() {
+  if (!o_.eval || step_in_epoch_ != 0 || evaluated_epoch_) return;
+  const EvalResult ev = Evaluate();
+  evaluated_epoch_ = true;
+  result_.test_accuracy = ev.accuracy;
+  result_.test_loss = ev.loss;
+  if (rank_ != 0) return;
+  log_->write({{"event", "eval"},
+               {"epoch", epoch_},
+               {"step", step_},
+               {"test_loss", ev.loss},
+               {"test_accuracy", ev.accuracy}});
+  char text[160];
+  std::snprintf(text, sizeof text, "epoch %lld/%d: test accuracy %.2f%%, test loss %.4f",
+                (long long)epoch_, spec_.epochs, 100 * ev.accuracy, ev.loss);
+  progress_->line(text);
+}
+
+// A run resumed after its last step (a requeue that came late) trains nothing: it still
+// reports the final accuracy and the checkpoint it holds.
+void Trainer::Finish() {
+  progress_->finish();
+  if (result_.last_checkpoint.empty()) result_.last_checkpoint = resume_path_;
+  if (o_.eval && result_.test_accuracy < 0 && step_ >= total_steps_) {
+    const EvalResult ev = Evaluate();
+    result_.test_accuracy = ev.accuracy;
+    result_.test_loss = ev.loss;
+  }
+}
+
+// Every rank must hold the same bits; a mismatch is a bug we want to hear about.
+uint32_t Trainer::CheckRanksAgree() {
+  uint32_t crc =
+      Crc(Crc(uint32_t(crc32(0, nullptr, 0)), engine_->export_params()), engine_->export_buffers());
+  std::vector<uint32_t> all(size_t(size_), 0);
+  MPI_CHECK(MPI_Allgather(&crc, 1, MPI_UINT32_T, all.data(), 1, MPI_UINT32_T, comm_.get()));
+  for (int r = 1; r < size_; ++r)
     if (all[size_t(r)] != all[0])
       throw CollectiveError("ranks diverged: parameter checksum of rank " + std::to_string(r) +
                                 " differs from rank 0's",
                             kExitFailure);
-  result.param_crc = crc;
-  result.steps = step;
-  result.finished = step >= total_steps;
-  if (rank == 0) {
-    char hex[16];
-    std::snprintf(hex, sizeof hex, "%08x", crc);
-    nlohmann::json summary = {{"spec", o.spec_path},
-                              {"name", spec.name},
-                              {"ranks", size},
-                              {"device", engine->device_name()},
-                              {"steps", step},
-                              {"total_steps", total_steps},
-                              {"finished", result.finished},
-                              {"stop_signal", result.stop_signal},
-                              {"param_crc32", hex},
-                              {"last_checkpoint", result.last_checkpoint},
-                              {"train_seconds", elapsed_before + Since(train_start)}};
-    if (result.test_accuracy >= 0) {
-      summary["test_accuracy"] = result.test_accuracy;
-      summary["test_loss"] = result.test_loss;
-    }
-    std::string tmp = run_dir + "/summary.json.tmp";
-    {
-      std::FILE* f = std::fopen(tmp.c_str(), "w");
-      if (!f) throw Error(tmp + ": cannot write: " + std::strerror(errno));
-      std::string text = summary.dump(2) + "\n";
-      std::fwrite(text.data(), 1, text.size(), f);
-      std::fclose(f);
-    }
-    std::rename(tmp.c_str(), (run_dir + "/summary.json").c_str());
-    if (result.finished) {
-      char text[200];
-      std::snprintf(text, sizeof text,
-                    "done: %lld steps, final test accuracy %.2f%%, checkpoint %s", (long long)step,
-                    100 * result.test_accuracy, result.last_checkpoint.c_str());
-      say(text);
-    }
+  return crc;
+}
+
+// summary.json is what a job monitor or the next job in a chain reads: written atomically,
+// so that it is either the previous run's or this one's, never half of one.
+void Trainer::WriteSummary(uint32_t crc) {
+  result_.param_crc = crc;
+  result_.steps = step_;
+  result_.finished = step_ >= total_steps_;
+  if (rank_ != 0) return;
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", crc);
+  nlohmann::json summary = {{"spec", o_.spec_path},
+                            {"name", spec_.name},
+                            {"ranks", size_},
+                            {"device", engine_->device_name()},
+                            {"steps", step_},
+                            {"total_steps", total_steps_},
+                            {"finished", result_.finished},
+                            {"stop_signal", result_.stop_signal},
+                            {"param_crc32", hex},
+                            {"last_checkpoint", result_.last_checkpoint},
+                            {"train_seconds", elapsed_before_ + Since(train_start_)}};
+  if (result_.test_accuracy >= 0) {
+    summary["test_accuracy"] = result_.test_accuracy;
+    summary["test_loss"] = result_.test_loss;
   }
-  return result;
+  WriteFileAtomically(run_dir_ + "/summary.json", summary.dump(2) + "\n");
+  if (result_.finished) {
+    char text[200];
+    std::snprintf(text, sizeof text, "done: %lld steps, final test accuracy %.2f%%, checkpoint %s",
+                  (long long)step_, 100 * result_.test_accuracy, result_.last_checkpoint.c_str());
+    Say(text);
+  }
+}
+
+// Each rank evaluates a contiguous slice of the test set; the sums are combined.
+// Collective.
+EvalResult Trainer::Evaluate() {
+  const DataSplit& test = data_.test;
+  const int64_t first = test.count * rank_ / size_, last = test.count * (rank_ + 1) / size_;
+  const int64_t per = test.shape.elements();
+  double sums[2] = {0, 0};  // loss, correct
+  for (int64_t i = first; i < last; i += kEvalChunk) {
+    const int n = int(std::min(kEvalChunk, last - i));
+    ForwardContext ctx;
+    ctx.training = false;
+    ctx.seed = spec_.seed;
+    StepSums s = engine_->evaluate(test.images.data() + i * per, test.labels.data() + i, n, ctx);
+    sums[0] += s.loss;
+    sums[1] += double(s.correct);
+  }
+  double total[2];
+  MPI_CHECK(MPI_Allreduce(sums, total, 2, MPI_DOUBLE, MPI_SUM, comm_.get()));
+  return {total[0] / double(test.count), total[1] / double(test.count)};
+}
+
+// A message for the job's log, from rank 0 only.
+void Trainer::Say(const std::string& text) {
+  if (rank_ == 0) progress_->line("dlh-launch: " + text);
+}
+
+}  // namespace
+
+TrainResult Train(const TrainOptions& options, MPI_Comm comm) {
+  Trainer trainer(options, comm);
+  return trainer.Run();
 }
 
 }  // namespace dlh

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -121,9 +122,6 @@ std::vector<std::string> Names(const std::string& dir) {
   return out;
 }
 
-std::vector<std::string>* g_warnings = nullptr;
-void CaptureWarning(const std::string& message) { g_warnings->push_back(message); }
-
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -131,14 +129,16 @@ class CheckpointTest : public ::testing::Test {
     std::string tmpl = base + "/dlh-ckpt-test-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
     dir_ = tmpl;
-    g_warnings = &warnings_;
   }
   void TearDown() override {
-    g_warnings = nullptr;
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  // A warn callback that keeps what it is told in warnings_ (state, not a static).
+  std::function<void(const std::string&)> CaptureWarning() {
+    return [this](const std::string& message) { warnings_.push_back(message); };
+  }
 
   std::string dir_;
   std::vector<std::string> warnings_;
@@ -435,7 +435,7 @@ TEST_F(CheckpointTest, LoadNewestValidSkipsACorruptNewestFile) {
 
   TrainState got;
   std::string path;
-  ASSERT_TRUE(d.load_newest_valid(&got, &path, CaptureWarning));
+  ASSERT_TRUE(d.load_newest_valid(&got, &path, CaptureWarning()));
   EXPECT_EQ(path, d.path_for_step(2));
   ExpectSameState(SampleState(2), got);
   ASSERT_EQ(warnings_.size(), 1u);
@@ -446,15 +446,38 @@ TEST_F(CheckpointTest, LoadNewestValidSkipsACorruptNewestFile) {
 TEST_F(CheckpointTest, LoadNewestValidWithNothingValid) {
   TrainState got;
   std::string path;
-  EXPECT_FALSE(CheckpointDir(Path("missing")).load_newest_valid(&got, &path, CaptureWarning));
+  EXPECT_FALSE(CheckpointDir(Path("missing")).load_newest_valid(&got, &path, CaptureWarning()));
   EXPECT_TRUE(warnings_.empty());
 
   CheckpointDir d(dir_);
   WriteFile(d.path_for_step(4), "junk");
-  EXPECT_FALSE(d.load_newest_valid(&got, &path, CaptureWarning));
+  EXPECT_FALSE(d.load_newest_valid(&got, &path, CaptureWarning()));
   EXPECT_EQ(warnings_,
             std::vector<std::string>{d.path_for_step(4) + ": skipped: not an HDF5 file"});
   EXPECT_FALSE(d.load_newest_valid(&got, &path, nullptr));  // warn is optional
+}
+
+TEST_F(CheckpointTest, LoadNewestValidWarnsOncePerSkippedFileNewestFirst) {
+  CheckpointDir d(dir_);
+  d.save(SampleState(1), 5);
+  WriteFile(d.path_for_step(2), "junk");
+  WriteFile(d.path_for_step(3), "junk");
+
+  // Any callable will do, with its own state: the trainer's sends to its progress display.
+  std::vector<std::string> told;
+  int calls = 0;
+  TrainState got;
+  std::string path;
+  ASSERT_TRUE(d.load_newest_valid(&got, &path, [&](const std::string& m) {
+    ++calls;
+    told.push_back("warning: " + m);
+  }));
+  EXPECT_EQ(path, d.path_for_step(1));
+  ExpectSameState(SampleState(1), got);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(told, (std::vector<std::string>{
+                      "warning: " + d.path_for_step(3) + ": skipped: not an HDF5 file",
+                      "warning: " + d.path_for_step(2) + ": skipped: not an HDF5 file"}));
 }
 
 TEST_F(CheckpointTest, StaleTempFilesAreIgnoredThenRemoved) {
@@ -474,7 +497,7 @@ TEST_F(CheckpointTest, StaleTempFilesAreIgnoredThenRemoved) {
   EXPECT_EQ(d.list_newest_first(), std::vector<std::string>{d.path_for_step(5)});
   TrainState got;
   std::string path;
-  ASSERT_TRUE(d.load_newest_valid(&got, &path, CaptureWarning));
+  ASSERT_TRUE(d.load_newest_valid(&got, &path, CaptureWarning()));
   EXPECT_EQ(path, d.path_for_step(5));
   EXPECT_TRUE(warnings_.empty());
 
@@ -484,6 +507,27 @@ TEST_F(CheckpointTest, StaleTempFilesAreIgnoredThenRemoved) {
   EXPECT_TRUE(fs::exists(alive));  // its writer may still be at work
   EXPECT_EQ(d.list_newest_first(),
             (std::vector<std::string>{d.path_for_step(6), d.path_for_step(5)}));
+}
+
+TEST_F(CheckpointTest, StaleTempFilesOfTheSharedAtomicWriterAreRemovedToo) {
+  // SaveCheckpoint writes through CommitAtomically: "<path>.tmp.<pid>.<n>".
+  CheckpointDir d(dir_);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  std::string dead = d.path_for_step(9) + ".tmp." + std::to_string(child) + ".0";
+  std::string mine = d.path_for_step(8) + ".tmp." + std::to_string(getpid()) + ".17";
+  std::string alive = d.path_for_step(7) + ".tmp." + std::to_string(getppid()) + ".2";
+  std::string odd = d.path_for_step(6) + ".tmp." + std::to_string(child) + ".x";  // not ours
+  for (const std::string& p : {dead, mine, alive, odd}) WriteFile(p, "half-written");
+
+  d.save(SampleState(5), 3);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(mine));
+  EXPECT_TRUE(fs::exists(alive));
+  EXPECT_TRUE(fs::exists(odd));
+  EXPECT_EQ(d.list_newest_first(), std::vector<std::string>{d.path_for_step(5)});
 }
 
 }  // namespace
