@@ -117,7 +117,8 @@ std::unique_ptr<Allreducer> MakeAllreducer(const std::string& kind, MPI_Comm com
   CheckAllreduceKind(kind);
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  if (UseHierarchical(kind, MakeTopology(node_of_rank, rank))) return std::make_unique<HierarchicalAllreducer>(comm, node_of_rank);
+  if (UseHierarchical(kind, MakeTopology(node_of_rank, rank)))
+    return std::make_unique<HierarchicalAllreducer>(comm, node_of_rank);
   return std::make_unique<FlatAllreducer>(comm);
 }
 

@@ -41,9 +41,15 @@ GpuGradientSync::GpuGradientSync(MPI_Comm comm, const std::vector<std::string>& 
                                  const std::string& kind, float* grads, size_t grads_count,
                                  std::vector<GradBucket> buckets, bool overlap,
                                  cudaStream_t compute, double timeout_s)
-    : nodes_(BuildNodeComms(comm, node_of_rank)), grads_(grads), grads_count_(grads_count),
-      buckets_(std::move(buckets)), overlap_(overlap), compute_(compute),
-      comm_stream_(MakeStream()), done_(MakeEvent()), timeout_s_(timeout_s) {
+    : nodes_(BuildNodeComms(comm, node_of_rank)),
+      grads_(grads),
+      grads_count_(grads_count),
+      buckets_(std::move(buckets)),
+      overlap_(overlap),
+      compute_(compute),
+      comm_stream_(MakeStream()),
+      done_(MakeEvent()),
+      timeout_s_(timeout_s) {
   hierarchical_ = UseHierarchical(kind, nodes_.topo);
   if (hierarchical_) {
     local_ = std::make_unique<NcclComm>(nodes_.local.get());
@@ -99,13 +105,14 @@ void GpuGradientSync::launch_flat(const GradBucket& b) {
   CUDA_CHECK(cudaEventRecord(ready_[index].get(), compute_));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream_.get(), ready_[index].get(), 0));
   float* data = grads_ + b.offset;
-  NCCL_CHECK(ncclAllReduce(data, data, b.count, ncclFloat, ncclSum, flat_->get(),
-                           comm_stream_.get()));
+  NCCL_CHECK(
+      ncclAllReduce(data, data, b.count, ncclFloat, ncclSum, flat_->get(), comm_stream_.get()));
 }
 
 void GpuGradientSync::layer_done(size_t layer) {
   if (hierarchical_ || !overlap_) return;
-  while (next_ < buckets_.size() && buckets_[next_].min_layer >= layer) launch_flat(buckets_[next_++]);
+  while (next_ < buckets_.size() && buckets_[next_].min_layer >= layer)
+    launch_flat(buckets_[next_++]);
 }
 
 void GpuGradientSync::cross_sum_on_host(float* data, size_t count, MPI_Comm cross) {

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/engine/cuda/resources.hpp"
 #include "launcher/comm/topology.hpp"
+#include "launcher/engine/cuda/resources.hpp"
 
 namespace dlh {
 namespace cuda {
@@ -90,7 +90,7 @@ class GpuGradientSync {
   Stream comm_stream_;
   std::vector<Event> ready_;  // one per bucket, recorded on compute
   Event done_;
-  PinnedArray<float> host_;   // cross-node staging
+  PinnedArray<float> host_;  // cross-node staging
   double timeout_s_;
 };
 
