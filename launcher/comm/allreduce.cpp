@@ -18,7 +18,7 @@ int CheckedCount(size_t count) {
 
 Allreducer::~Allreducer() = default;
 
-void FlatAllreducer::Allreduce(float* data, size_t count) {
+void FlatAllreducer::allreduce(float* data, size_t count) {
   if (count == 0) return;  // every rank has the same count, so all skip alike
   MPI_CHECK(
       MPI_Allreduce(MPI_IN_PLACE, data, CheckedCount(count), MPI_FLOAT, MPI_SUM, comm_.get()));
@@ -28,17 +28,17 @@ HierarchicalAllreducer::HierarchicalAllreducer(MPI_Comm comm,
                                                const std::vector<std::string>& node_of_rank)
     : comms_(BuildNodeComms(comm, node_of_rank)) {}
 
-void HierarchicalAllreducer::Allreduce(float* data, size_t count) {
+void HierarchicalAllreducer::allreduce(float* data, size_t count) {
   if (count == 0) return;
   const int n = CheckedCount(count);
   if (comms_.topo.homogeneous) {
-    LocalReduceScatter(data, count);
-    CrossAllreduce();
-    LocalAllGather(data);
+    local_reduce_scatter(data, count);
+    cross_allreduce();
+    local_all_gather(data);
   } else {
-    RootReduce(data, n);
-    RootCrossAllreduce(data, n);
-    RootBroadcast(data, n);
+    root_reduce(data, n);
+    root_cross_allreduce(data, n);
+    root_broadcast(data, n);
   }
 }
 
@@ -47,7 +47,7 @@ void HierarchicalAllreducer::Allreduce(float* data, size_t count) {
 // count works, even one smaller than local_size (the last ranks then get empty shards).
 // Because all nodes have the same local_size, local rank k's shard is the same slice on
 // every node, which is what lets phase 2 pair them up.
-void HierarchicalAllreducer::LocalReduceScatter(const float* data, size_t count) {
+void HierarchicalAllreducer::local_reduce_scatter(const float* data, size_t count) {
   const size_t k = size_t(comms_.topo.local_size);
   counts_.assign(k, 0);
   displs_.assign(k, 0);
@@ -65,7 +65,7 @@ void HierarchicalAllreducer::LocalReduceScatter(const float* data, size_t count)
 // Phase 2: sum the shard across nodes. The cross communicator holds one rank per node
 // with this local rank, so local_size allreduces of 1/local_size of the data run in
 // parallel instead of every rank sending everything across the network.
-void HierarchicalAllreducer::CrossAllreduce() {
+void HierarchicalAllreducer::cross_allreduce() {
   const int mine = counts_[size_t(comms_.topo.local_rank)];
   if (comms_.topo.num_nodes == 1) return;  // the local sum is already the total
   MPI_CHECK(
@@ -74,7 +74,7 @@ void HierarchicalAllreducer::CrossAllreduce() {
 
 // Phase 3: every local rank now owns one fully reduced shard; gather them all back into
 // the caller's buffer on every rank of the node.
-void HierarchicalAllreducer::LocalAllGather(float* data) {
+void HierarchicalAllreducer::local_all_gather(float* data) {
   const int mine = counts_[size_t(comms_.topo.local_rank)];
   MPI_CHECK(MPI_Allgatherv(shard_.data(), mine, MPI_FLOAT, data, counts_.data(), displs_.data(),
                            MPI_FLOAT, comms_.local.get()));
@@ -82,7 +82,7 @@ void HierarchicalAllreducer::LocalAllGather(float* data) {
 
 // Root path, phase 1 (nodes with different rank counts): shards would not line up across
 // nodes, so the node's sum is collected whole on local rank 0.
-void HierarchicalAllreducer::RootReduce(float* data, int count) {
+void HierarchicalAllreducer::root_reduce(float* data, int count) {
   const bool root = comms_.topo.local_rank == 0;
   MPI_CHECK(MPI_Reduce(root ? MPI_IN_PLACE : data, root ? data : nullptr, count, MPI_FLOAT, MPI_SUM,
                        0, comms_.local.get()));
@@ -90,13 +90,13 @@ void HierarchicalAllreducer::RootReduce(float* data, int count) {
 
 // Root path, phase 2: allreduce among the local roots. The cross communicator of local
 // rank 0 is exactly the set of local roots, one per node, so no extra split is needed.
-void HierarchicalAllreducer::RootCrossAllreduce(float* data, int count) {
+void HierarchicalAllreducer::root_cross_allreduce(float* data, int count) {
   if (comms_.topo.local_rank != 0 || comms_.topo.num_nodes == 1) return;
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comms_.cross.get()));
 }
 
 // Root path, phase 3: each root hands the total to the rest of its node.
-void HierarchicalAllreducer::RootBroadcast(float* data, int count) {
+void HierarchicalAllreducer::root_broadcast(float* data, int count) {
   if (comms_.topo.local_size == 1) return;
   MPI_CHECK(MPI_Bcast(data, count, MPI_FLOAT, 0, comms_.local.get()));
 }

@@ -29,14 +29,14 @@ class Allreducer {
   virtual ~Allreducer();
   // Replaces data[0, count) by its sum over all ranks. Collective: every rank passes the
   // same count (0 is allowed).
-  virtual void Allreduce(float* data, size_t count) = 0;
+  virtual void allreduce(float* data, size_t count) = 0;
   virtual const char* name() const = 0;
 };
 
 class FlatAllreducer : public Allreducer {
  public:
   explicit FlatAllreducer(MPI_Comm comm) : comm_(comm) {}
-  void Allreduce(float* data, size_t count) override;
+  void allreduce(float* data, size_t count) override;
   const char* name() const override { return "flat"; }
 
  private:
@@ -47,17 +47,17 @@ class HierarchicalAllreducer : public Allreducer {
  public:
   // Collective over `comm`; `node_of_rank` must be the same on every rank.
   HierarchicalAllreducer(MPI_Comm comm, const std::vector<std::string>& node_of_rank);
-  void Allreduce(float* data, size_t count) override;
+  void allreduce(float* data, size_t count) override;
   const char* name() const override { return "hierarchical"; }
   const Topology& topology() const { return comms_.topo; }
 
  private:
-  void LocalReduceScatter(const float* data, size_t count);
-  void CrossAllreduce();
-  void LocalAllGather(float* data);
-  void RootReduce(float* data, int count);
-  void RootCrossAllreduce(float* data, int count);
-  void RootBroadcast(float* data, int count);
+  void local_reduce_scatter(const float* data, size_t count);
+  void cross_allreduce();
+  void local_all_gather(float* data);
+  void root_reduce(float* data, int count);
+  void root_cross_allreduce(float* data, int count);
+  void root_broadcast(float* data, int count);
 
   NodeComms comms_;
   std::vector<int> counts_, displs_;  // this call's shard of each local rank

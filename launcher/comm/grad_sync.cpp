@@ -58,7 +58,7 @@ void GradientSync::launch(Bucket& b, bool blocking) {
   const size_t elements =
       b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size();
   if (options_.reducer) {
-    options_.reducer->Allreduce(data, elements);
+    options_.reducer->allreduce(data, elements);
     b.launched = true;
     return;
   }

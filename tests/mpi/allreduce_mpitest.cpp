@@ -56,8 +56,8 @@ TEST_P(AllreduceTest, FlatAndHierarchicalMatchClosedFormBitForBit) {
     std::vector<float> a(count), b(count);
     for (size_t i = 0; i < count; ++i) a[i] = float((r + 1) * int(i % 7 + 1));
     b = a;
-    flat->Allreduce(a.data(), count);
-    hier->Allreduce(b.data(), count);
+    flat->allreduce(a.data(), count);
+    hier->allreduce(b.data(), count);
     ASSERT_EQ(0, count ? std::memcmp(a.data(), b.data(), count * sizeof(float)) : 0);
     for (size_t i = 0; i < count; ++i) {
       // sum over ranks of (r + 1) * c = n(n+1)/2 * c, exact in fp32 here

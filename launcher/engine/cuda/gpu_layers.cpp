@@ -208,7 +208,7 @@ class GpuConv2d : public GpuLayer {
   // algorithm that fits the workspace limit: the same inputs give the same bits on every
   // step, which keeps a resumed run identical to an uninterrupted one.
   template <typename Perf>
-  static auto Pick(const Perf* perf, int count, size_t limit, const char* what) {
+  static auto pick(const Perf* perf, int count, size_t limit, const char* what) {
     for (int i = 0; i < count; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
           perf[i].memory <= limit)
@@ -235,17 +235,17 @@ class GpuConv2d : public GpuLayer {
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         c_->cudnn, x_.get(), filter_.get(), conv_.get(), y_.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
         &got, fwd));
-    auto f = Pick(fwd, got, limit, "forward");
+    auto f = pick(fwd, got, limit, "forward");
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         c_->cudnn, filter_.get(), y_.get(), conv_.get(), x_.get(),
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
-    auto d = Pick(bd, got, limit, "backward-data");
+    auto d = pick(bd, got, limit, "backward-data");
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         c_->cudnn, x_.get(), y_.get(), conv_.get(), filter_.get(),
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
-    auto w = Pick(bf, got, limit, "backward-filter");
+    auto w = pick(bf, got, limit, "backward-filter");
     a.fwd = f.algo;
     a.bwd_data = d.algo;
     a.bwd_filter = w.algo;
