@@ -18,6 +18,7 @@
 
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/planner.hpp"
 #include "launcher/engine/cuda/backend_api.hpp"
 #include "launcher/engine/cuda/gpu_allreduce.hpp"
 #include "launcher/engine/cuda/gpu_layers.hpp"
@@ -302,22 +303,21 @@ class CudaEngine : public Engine {
     CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
   }
 
-  // Parameters last to first (the order backward finishes them), grouped up to the bucket
-  // size; a bucket is the range from its first to its last parameter.
+  // The buckets of the CPU path (PlanBuckets in launcher/comm/planner.hpp); each is the
+  // range of the gradient array from its first to its last parameter, alignment gaps
+  // included (they hold zeros).
   std::vector<GradBucket> make_buckets() const {
+    std::vector<size_t> counts;
+    std::vector<ElementRange> ranges;
+    for (const Slot& s : param_slots_) {
+      counts.push_back(s.count);
+      ranges.push_back(ElementRange{s.offset, s.count});
+    }
     std::vector<GradBucket> out;
-    const auto& layer_of = host_.param_layer();
-    size_t bytes = 0, end = 0;
-    for (size_t k = param_slots_.size(); k-- > 0;) {
-      const Slot& s = param_slots_[k];
-      const size_t b = s.count * sizeof(float);
-      if (out.empty() || bytes + b > config_.sync.bucket_bytes) {
-        out.emplace_back();
-        end = s.offset + s.count;
-        bytes = 0;
-      }
-      out.back() = GradBucket{s.offset, end - s.offset, layer_of[k]};
-      bytes += b;
+    for (const BucketPlan& b :
+         PlanBuckets(counts, host_.param_layer(), config_.sync.bucket_bytes)) {
+      const ElementRange span = BucketSpan(b, ranges);
+      out.push_back(GradBucket{span.offset, span.count, b.min_layer});
     }
     return out;
   }

@@ -8,6 +8,7 @@
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/planner.hpp"
 
 namespace dlh {
 namespace cuda {
@@ -146,18 +147,21 @@ void GpuGradientSync::hierarchical_sum(float* data, size_t count) {
     NCCL_CHECK(ncclBroadcast(data, data, count, ncclFloat, 0, local, s));
     return;
   }
-  const size_t L = size_t(t.local_size), shard = count / L, body = shard * L;
-  if (shard > 0) {
-    float* mine = data + size_t(t.local_rank) * shard;
-    NCCL_CHECK(ncclReduceScatter(data, mine, shard, ncclFloat, ncclSum, local, s));
-    cross_sum_on_host(mine, shard, nodes_.cross.get());
-    NCCL_CHECK(ncclAllGather(mine, data, shard, ncclFloat, local, s));
+  // The plan HierarchicalAllreducer::allreduce runs with MPI (planner.hpp): NCCL's
+  // reduce-scatter and all-gather need the equal shards, the tail is summed whole.
+  const ShardPlan plan = PlanShards(count, t.local_size);
+  if (plan.shard > 0) {
+    // In place: NCCL writes local rank k's shard at data + k * shard, ShardOf's offset.
+    float* mine = data + ShardOf(plan, t.local_rank).offset;
+    NCCL_CHECK(
+        ncclReduceScatter(data + plan.body.offset, mine, plan.shard, ncclFloat, ncclSum, local, s));
+    cross_sum_on_host(mine, plan.shard, nodes_.cross.get());
+    NCCL_CHECK(ncclAllGather(mine, data + plan.body.offset, plan.shard, ncclFloat, local, s));
   }
-  if (count > body) {
-    // Fewer elements than ranks in the node: every rank gets the node's sum, and ranks with
-    // the same local rank sum those across nodes.
-    NCCL_CHECK(ncclAllReduce(data + body, data + body, count - body, ncclFloat, ncclSum, local, s));
-    cross_sum_on_host(data + body, count - body, nodes_.cross.get());
+  if (plan.tail.count > 0) {
+    float* tail = data + plan.tail.offset;
+    NCCL_CHECK(ncclAllReduce(tail, tail, plan.tail.count, ncclFloat, ncclSum, local, s));
+    cross_sum_on_host(tail, plan.tail.count, nodes_.cross.get());
   }
 }
 
