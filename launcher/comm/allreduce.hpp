@@ -5,9 +5,12 @@
 //   hierarchical  Horovod's scheme with a node-local MPI communicator in place of NCCL:
 //                 reduce-scatter inside each node, allreduce of each shard across nodes
 //                 (one rank per node per shard, so every rank's link carries 1/local_size of
-//                 the data), all-gather inside the node. Nodes with different rank counts
-//                 take the root path: reduce to local rank 0, allreduce among the local
-//                 roots, broadcast inside the node.
+//                 the data), all-gather inside the node; the few elements left over by
+//                 equal shards are allreduced whole in the node, then across nodes. The
+//                 shards and that tail are PlanShards' (planner.hpp), the plan the GPU
+//                 engine follows with NCCL. Nodes with different rank counts take the root
+//                 path: reduce to local rank 0, allreduce among the local roots, broadcast
+//                 inside the node.
 // The cross-node step is MPI on host memory: this is the CPU path, and it is also what
 // Horovod does for its cross-node step when MPI is not CUDA-aware.
 #pragma once
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/planner.hpp"
 #include "launcher/comm/topology.hpp"
 
 namespace dlh {
@@ -29,14 +33,14 @@ class Allreducer {
   virtual ~Allreducer();
   // Replaces data[0, count) by its sum over all ranks. Collective: every rank passes the
   // same count (0 is allowed).
-  virtual void Allreduce(float* data, size_t count) = 0;
+  virtual void allreduce(float* data, size_t count) = 0;
   virtual const char* name() const = 0;
 };
 
 class FlatAllreducer : public Allreducer {
  public:
   explicit FlatAllreducer(MPI_Comm comm) : comm_(comm) {}
-  void Allreduce(float* data, size_t count) override;
+  void allreduce(float* data, size_t count) override;
   const char* name() const override { return "flat"; }
 
  private:
@@ -47,21 +51,22 @@ class HierarchicalAllreducer : public Allreducer {
  public:
   // Collective over `comm`; `node_of_rank` must be the same on every rank.
   HierarchicalAllreducer(MPI_Comm comm, const std::vector<std::string>& node_of_rank);
-  void Allreduce(float* data, size_t count) override;
+  void allreduce(float* data, size_t count) override;
   const char* name() const override { return "hierarchical"; }
   const Topology& topology() const { return comms_.topo; }
 
  private:
-  void LocalReduceScatter(const float* data, size_t count);
-  void CrossAllreduce();
-  void LocalAllGather(float* data);
-  void RootReduce(float* data, int count);
-  void RootCrossAllreduce(float* data, int count);
-  void RootBroadcast(float* data, int count);
+  void local_reduce_scatter(const float* data, const ShardPlan& plan);
+  void local_all_gather(float* data, const ShardPlan& plan);
+  void local_allreduce(float* data, int count);
+  void cross_allreduce(float* data, int count);
+  void root_reduce(float* data, int count);
+  void root_cross_allreduce(float* data, int count);
+  void root_broadcast(float* data, int count);
 
   NodeComms comms_;
-  std::vector<int> counts_, displs_;  // this call's shard of each local rank
-  std::vector<float> shard_;          // this rank's shard, reused across calls
+  std::vector<float> shard_;       // this rank's shard, reused across calls
+  std::vector<int> shard_counts_;  // plan.shard for every local rank
 };
 
 // Throws dlh::UsageError unless `kind` is auto, flat or hierarchical.

@@ -7,32 +7,21 @@
 
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/planner.hpp"
 
 namespace dlh {
 
 GradientSync::GradientSync(MPI_Comm comm, const std::vector<NamedParam>& params,
                            const std::vector<size_t>& param_layer, const GradSyncOptions& options)
     : comm_(comm), params_(params), options_(options) {
-  // Walk parameters last to first, the order in which backward finishes them.
-  Bucket current;
-  size_t current_bytes = 0;
-  for (size_t k = params_.size(); k-- > 0;) {
-    size_t bytes = params_[k].ref.grad->size() * sizeof(float);
-    if (!current.params.empty() && current_bytes + bytes > options_.bucket_bytes) {
-      buckets_.push_back(std::move(current));
-      current = Bucket();
-      current_bytes = 0;
-    }
-    current.params.push_back(k);
-    current.min_layer = param_layer[k];
-    current_bytes += bytes;
-  }
-  if (!current.params.empty()) buckets_.push_back(std::move(current));
-  for (auto& b : buckets_) {
-    if (b.params.size() == 1) continue;  // reduced in place
-    size_t n = 0;
-    for (size_t k : b.params) n += params_[k].ref.value->size();
-    b.buffer.resize(n);
+  std::vector<size_t> param_count;
+  for (const auto& p : params_) param_count.push_back(p.ref.grad->size());
+  for (BucketPlan& plan : PlanBuckets(param_count, param_layer, options_.bucket_bytes)) {
+    Bucket b;
+    b.params = std::move(plan.params);
+    b.min_layer = plan.min_layer;
+    if (b.params.size() > 1) b.buffer.resize(plan.count);  // one tensor is reduced in place
+    buckets_.push_back(std::move(b));
   }
 }
 
@@ -58,7 +47,7 @@ void GradientSync::launch(Bucket& b, bool blocking) {
   const size_t elements =
       b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size();
   if (options_.reducer) {
-    options_.reducer->Allreduce(data, elements);
+    options_.reducer->allreduce(data, elements);
     b.launched = true;
     return;
   }

@@ -1,5 +1,6 @@
 // DLH — gradient synchronisation: parameters are grouped into fused buckets (in the
-// order backward produces them, last layer first) and each bucket is summed across
+// order backward produces them, last layer first: PlanBuckets in planner.hpp, the rule the
+// CUDA engine uses too) and each bucket is summed across
 // ranks with one non-blocking MPI_Iallreduce as soon as all its gradients exist, so
 // communication overlaps the rest of backward. One call per bucket, not per tensor:
 // small tensors would otherwise pay MPI's per-call latency many times.

@@ -53,7 +53,7 @@ int Comm::size() const {
   return s;
 }
 
-Comm Comm::Split(MPI_Comm parent, int color, int key) {
+Comm Comm::split(MPI_Comm parent, int color, int key) {
   Comm c;
   MPI_CHECK(MPI_Comm_split(parent, color, key, &c.comm_));
   if (c.comm_ != MPI_COMM_NULL) MPI_CHECK(MPI_Comm_set_errhandler(c.comm_, MPI_ERRORS_RETURN));

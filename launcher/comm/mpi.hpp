@@ -40,7 +40,7 @@ class Comm {
   int size() const;
   // MPI_Comm_split of `parent`; MPI_UNDEFINED as color gives a null Comm (get() is
   // MPI_COMM_NULL). Collective over `parent`.
-  static Comm Split(MPI_Comm parent, int color, int key);
+  static Comm split(MPI_Comm parent, int color, int key);
 
  private:
   Comm() = default;

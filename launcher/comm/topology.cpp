@@ -72,8 +72,8 @@ NodeComms BuildNodeComms(MPI_Comm comm, const std::vector<std::string>& node_of_
   Topology topo = MakeTopology(node_of_rank, rank);
   // Keys keep the rank order inside a node and the node order across nodes, so local rank
   // and node number are also the ranks in the split communicators.
-  mpi::Comm local = mpi::Comm::Split(comm, topo.node, rank);
-  mpi::Comm cross = mpi::Comm::Split(comm, topo.local_rank, topo.node);
+  mpi::Comm local = mpi::Comm::split(comm, topo.node, rank);
+  mpi::Comm cross = mpi::Comm::split(comm, topo.local_rank, topo.node);
   return NodeComms{std::move(local), std::move(cross), std::move(topo)};
 }
 

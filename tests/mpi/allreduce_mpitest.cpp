@@ -42,6 +42,10 @@ std::vector<std::string> Names(Layout layout) {
   return names;
 }
 
+// Counts not divisible by the node's rank count run the hierarchical tail step (PlanShards
+// in planner.hpp), the step the GPU path runs with NCCL: tails of 1 and L-1 elements with 2
+// (TwoNodes at 4 ranks: also across nodes), 3 and 4 (OneNode) ranks per node, and counts
+// below the rank count (all tail, no shards).
 class AllreduceTest : public ::testing::TestWithParam<std::tuple<Layout, size_t>> {};
 
 TEST_P(AllreduceTest, FlatAndHierarchicalMatchClosedFormBitForBit) {
@@ -56,8 +60,8 @@ TEST_P(AllreduceTest, FlatAndHierarchicalMatchClosedFormBitForBit) {
     std::vector<float> a(count), b(count);
     for (size_t i = 0; i < count; ++i) a[i] = float((r + 1) * int(i % 7 + 1));
     b = a;
-    flat->Allreduce(a.data(), count);
-    hier->Allreduce(b.data(), count);
+    flat->allreduce(a.data(), count);
+    hier->allreduce(b.data(), count);
     ASSERT_EQ(0, count ? std::memcmp(a.data(), b.data(), count * sizeof(float)) : 0);
     for (size_t i = 0; i < count; ++i) {
       // sum over ranks of (r + 1) * c = n(n+1)/2 * c, exact in fp32 here
@@ -67,12 +71,13 @@ TEST_P(AllreduceTest, FlatAndHierarchicalMatchClosedFormBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, AllreduceTest,
-                         ::testing::Combine(::testing::Values(Layout::TwoNodes, Layout::FirstAlone,
-                                                              Layout::OnePerNode, Layout::OneNode),
-                                            ::testing::Values(size_t(0), size_t(1), size_t(2),
-                                                              size_t(3), size_t(7), size_t(1000),
-                                                              size_t(65537), size_t(1 << 20) + 3)));
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, AllreduceTest,
+    ::testing::Combine(::testing::Values(Layout::TwoNodes, Layout::FirstAlone, Layout::OnePerNode,
+                                         Layout::OneNode),
+                       ::testing::Values(size_t(0), size_t(1), size_t(2), size_t(3), size_t(5),
+                                         size_t(6), size_t(7), size_t(1000), size_t(1001),
+                                         size_t(1002), size_t(65537), size_t(1 << 20) + 3)));
 
 TEST(Allreduce, NodeCommsFollowTheGivenNames) {
   const auto names = Names(Layout::TwoNodes);

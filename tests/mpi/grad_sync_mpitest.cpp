@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "launcher/comm/grad_sync.hpp"
+#include "launcher/comm/planner.hpp"
 #include "tests/mpi/mpi_test_util.hpp"
 
 namespace dlh {
@@ -71,6 +72,18 @@ TEST(GradSync, FusesSmallTensorsIntoFewBuckets) {
   tiny.bucket_bytes = 40 * 10;  // ten tensors per bucket
   GradientSync sync10(MPI_COMM_WORLD, m.params, m.layer, tiny);
   EXPECT_EQ(sync10.num_buckets(), 10u);
+}
+
+TEST(GradSync, BucketsAreThoseOfThePlannerTheCudaEngineUses) {
+  const std::vector<int> sizes = {0, 1, 7, 1000, 3, 65537, 13, (1 << 20) + 3};
+  Model m(sizes);
+  const std::vector<size_t> counts(sizes.begin(), sizes.end());
+  for (size_t bytes : {size_t(1), size_t(4096), size_t(1) << 22, size_t(1) << 30}) {
+    GradSyncOptions opt;
+    opt.bucket_bytes = bytes;
+    GradientSync sync(MPI_COMM_WORLD, m.params, m.layer, opt);
+    EXPECT_EQ(sync.num_buckets(), PlanBuckets(counts, m.layer, bytes).size()) << bytes << " bytes";
+  }
 }
 
 }  // namespace

@@ -17,11 +17,12 @@
 #include <map>
 
 #include "launcher/comm/collective.hpp"
+#include "launcher/comm/mpi.hpp"
+#include "launcher/comm/planner.hpp"
 #include "launcher/engine/cuda/backend_api.hpp"
 #include "launcher/engine/cuda/gpu_allreduce.hpp"
 #include "launcher/engine/cuda/gpu_layers.hpp"
 #include "launcher/engine/cuda/kernels.hpp"
-#include "launcher/comm/mpi.hpp"
 #include "launcher/nn/network.hpp"
 
 namespace dlh {
@@ -33,7 +34,9 @@ constexpr size_t kAlign = 64;  // floats: 256 bytes, the alignment cuDNN and cuB
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // "03.conv2d/weight" -> 3 and "weight".
-size_t LayerOf(const std::string& name) { return size_t(std::stoul(name.substr(0, name.find('.')))); }
+size_t LayerOf(const std::string& name) {
+  return size_t(std::stoul(name.substr(0, name.find('.'))));
+}
 std::string LeafOf(const std::string& name) { return name.substr(name.find('/') + 1); }
 
 struct Slot {  // one array inside a flat device array
@@ -51,9 +54,9 @@ class CudaEngine : public Engine {
     // learn of it before anyone enters NCCL's collective initialisation.
     RunCollectively(c.comm, [&] { setup_device(); });
     RunCollectively(c.comm, [&] {
-      sync_ = std::make_unique<GpuGradientSync>(c.comm, c.node_of_rank, c.allreduce,
-                                                grads_.get(), param_total_, make_buckets(),
-                                                c.sync.overlap, compute_.get(), c.comm_timeout_s);
+      sync_ = std::make_unique<GpuGradientSync>(c.comm, c.node_of_rank, c.allreduce, grads_.get(),
+                                                param_total_, make_buckets(), c.sync.overlap,
+                                                compute_.get(), c.comm_timeout_s);
     });
   }
 
@@ -160,8 +163,7 @@ class CudaEngine : public Engine {
     return with_device_values(host_.export_params(), params_.get(), param_total_, param_slots_);
   }
   std::vector<NamedArray> export_buffers() override {
-    return with_device_values(host_.export_buffers(), buffers_.get(), buffer_total_,
-                              buffer_slots_);
+    return with_device_values(host_.export_buffers(), buffers_.get(), buffer_total_, buffer_slots_);
   }
   std::vector<NamedArray> export_optimizer_state() override {
     std::vector<NamedArray> out;
@@ -173,14 +175,14 @@ class CudaEngine : public Engine {
     for (const Slot& s : param_slots_)
       for (size_t k = 0; k < names.size(); ++k) {
         const float* src = (k == 0 ? a.data() : b.data()) + s.offset;
-        out.push_back(NamedArray{s.name + "/" + names[k], s.shape,
-                                 std::vector<float>(src, src + s.count)});
+        out.push_back(
+            NamedArray{s.name + "/" + names[k], s.shape, std::vector<float>(src, src + s.count)});
       }
     return out;
   }
   void import_state(const std::vector<NamedArray>& params, const std::vector<NamedArray>& buffers,
                     const std::vector<NamedArray>& optimizer_state) override {
-    host_.import_params(params);    // validates names and shapes
+    host_.import_params(params);  // validates names and shapes
     host_.import_buffers(buffers);
     std::map<std::string, const NamedArray*> by;
     for (const auto& a : optimizer_state) by[a.name] = &a;
@@ -256,7 +258,8 @@ class CudaEngine : public Engine {
     slot_b_.resize(std::max<size_t>(param_total_, 1));
     buffers_.resize(std::max<size_t>(buffer_total_, 1));
     // Alignment gaps are reduced with the gradients: they must hold zeros, not garbage.
-    for (auto* a : {&params_, &grads_, &slot_a_, &slot_b_, &buffers_}) Fill(a->get(), 0, a->size(), compute_.get());
+    for (auto* a : {&params_, &grads_, &slot_a_, &slot_b_, &buffers_})
+      Fill(a->get(), 0, a->size(), compute_.get());
 
     const int max_batch = std::max(config_.max_batch, 1);
     std::vector<Shape3> shapes = LayerShapes(spec_);
@@ -271,7 +274,8 @@ class CudaEngine : public Engine {
     input_.resize(size_t(max_batch) * size_t(spec_.input.elements()));
     labels_.resize(size_t(max_batch));
     for (size_t i = 0; i < spec_.layers.size(); ++i) {
-      layers_.push_back(MakeGpuLayer(spec_.layers[i], shapes[i], shapes[i + 1], max_batch, &context_));
+      layers_.push_back(
+          MakeGpuLayer(spec_.layers[i], shapes[i], shapes[i + 1], max_batch, &context_));
       acts_.emplace_back(size_t(max_batch) * size_t(shapes[i + 1].elements()));
       widest = std::max(widest, size_t(shapes[i + 1].elements()));
     }
@@ -299,22 +303,21 @@ class CudaEngine : public Engine {
     CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
   }
 
-  // Parameters last to first (the order backward finishes them), grouped up to the bucket
-  // size; a bucket is the range from its first to its last parameter.
+  // The buckets of the CPU path (PlanBuckets in launcher/comm/planner.hpp); each is the
+  // range of the gradient array from its first to its last parameter, alignment gaps
+  // included (they hold zeros).
   std::vector<GradBucket> make_buckets() const {
+    std::vector<size_t> counts;
+    std::vector<ElementRange> ranges;
+    for (const Slot& s : param_slots_) {
+      counts.push_back(s.count);
+      ranges.push_back(ElementRange{s.offset, s.count});
+    }
     std::vector<GradBucket> out;
-    const auto& layer_of = host_.param_layer();
-    size_t bytes = 0, end = 0;
-    for (size_t k = param_slots_.size(); k-- > 0;) {
-      const Slot& s = param_slots_[k];
-      const size_t b = s.count * sizeof(float);
-      if (out.empty() || bytes + b > config_.sync.bucket_bytes) {
-        out.emplace_back();
-        end = s.offset + s.count;
-        bytes = 0;
-      }
-      out.back() = GradBucket{s.offset, end - s.offset, layer_of[k]};
-      bytes += b;
+    for (const BucketPlan& b :
+         PlanBuckets(counts, host_.param_layer(), config_.sync.bucket_bytes)) {
+      const ElementRange span = BucketSpan(b, ranges);
+      out.push_back(GradBucket{span.offset, span.count, b.min_layer});
     }
     return out;
   }
@@ -445,7 +448,9 @@ extern "C" {
 __attribute__((visibility("default"))) const char* dlh_cuda_version() { return DLH_VERSION; }
 
 __attribute__((visibility("default"))) int dlh_cuda_probe(char* reason, size_t reason_size) {
-  auto say = [&](const std::string& text) { std::snprintf(reason, reason_size, "%s", text.c_str()); };
+  auto say = [&](const std::string& text) {
+    std::snprintf(reason, reason_size, "%s", text.c_str());
+  };
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
@@ -461,7 +466,8 @@ __attribute__((visibility("default"))) int dlh_cuda_probe(char* reason, size_t r
     say("no CUDA device");
     return 0;
   }
-  // The backend carries sm_80 and sm_90 code and compute_90 PTX (see launcher/engine/cuda/module.mk).
+  // The backend carries sm_80 and sm_90 code and compute_90 PTX (see
+  // launcher/engine/cuda/module.mk).
   int usable = 0;
   std::string too_old;
   for (int d = 0; d < count; ++d) {

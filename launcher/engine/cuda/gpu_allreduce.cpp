@@ -8,6 +8,7 @@
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/planner.hpp"
 
 namespace dlh {
 namespace cuda {
@@ -41,9 +42,15 @@ GpuGradientSync::GpuGradientSync(MPI_Comm comm, const std::vector<std::string>& 
                                  const std::string& kind, float* grads, size_t grads_count,
                                  std::vector<GradBucket> buckets, bool overlap,
                                  cudaStream_t compute, double timeout_s)
-    : nodes_(BuildNodeComms(comm, node_of_rank)), grads_(grads), grads_count_(grads_count),
-      buckets_(std::move(buckets)), overlap_(overlap), compute_(compute),
-      comm_stream_(MakeStream()), done_(MakeEvent()), timeout_s_(timeout_s) {
+    : nodes_(BuildNodeComms(comm, node_of_rank)),
+      grads_(grads),
+      grads_count_(grads_count),
+      buckets_(std::move(buckets)),
+      overlap_(overlap),
+      compute_(compute),
+      comm_stream_(MakeStream()),
+      done_(MakeEvent()),
+      timeout_s_(timeout_s) {
   hierarchical_ = UseHierarchical(kind, nodes_.topo);
   if (hierarchical_) {
     local_ = std::make_unique<NcclComm>(nodes_.local.get());
@@ -99,13 +106,14 @@ void GpuGradientSync::launch_flat(const GradBucket& b) {
   CUDA_CHECK(cudaEventRecord(ready_[index].get(), compute_));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream_.get(), ready_[index].get(), 0));
   float* data = grads_ + b.offset;
-  NCCL_CHECK(ncclAllReduce(data, data, b.count, ncclFloat, ncclSum, flat_->get(),
-                           comm_stream_.get()));
+  NCCL_CHECK(
+      ncclAllReduce(data, data, b.count, ncclFloat, ncclSum, flat_->get(), comm_stream_.get()));
 }
 
 void GpuGradientSync::layer_done(size_t layer) {
   if (hierarchical_ || !overlap_) return;
-  while (next_ < buckets_.size() && buckets_[next_].min_layer >= layer) launch_flat(buckets_[next_++]);
+  while (next_ < buckets_.size() && buckets_[next_].min_layer >= layer)
+    launch_flat(buckets_[next_++]);
 }
 
 void GpuGradientSync::cross_sum_on_host(float* data, size_t count, MPI_Comm cross) {
@@ -139,18 +147,21 @@ void GpuGradientSync::hierarchical_sum(float* data, size_t count) {
     NCCL_CHECK(ncclBroadcast(data, data, count, ncclFloat, 0, local, s));
     return;
   }
-  const size_t L = size_t(t.local_size), shard = count / L, body = shard * L;
-  if (shard > 0) {
-    float* mine = data + size_t(t.local_rank) * shard;
-    NCCL_CHECK(ncclReduceScatter(data, mine, shard, ncclFloat, ncclSum, local, s));
-    cross_sum_on_host(mine, shard, nodes_.cross.get());
-    NCCL_CHECK(ncclAllGather(mine, data, shard, ncclFloat, local, s));
+  // The plan HierarchicalAllreducer::allreduce runs with MPI (planner.hpp): NCCL's
+  // reduce-scatter and all-gather need the equal shards, the tail is summed whole.
+  const ShardPlan plan = PlanShards(count, t.local_size);
+  if (plan.shard > 0) {
+    // In place: NCCL writes local rank k's shard at data + k * shard, ShardOf's offset.
+    float* mine = data + ShardOf(plan, t.local_rank).offset;
+    NCCL_CHECK(
+        ncclReduceScatter(data + plan.body.offset, mine, plan.shard, ncclFloat, ncclSum, local, s));
+    cross_sum_on_host(mine, plan.shard, nodes_.cross.get());
+    NCCL_CHECK(ncclAllGather(mine, data + plan.body.offset, plan.shard, ncclFloat, local, s));
   }
-  if (count > body) {
-    // Fewer elements than ranks in the node: every rank gets the node's sum, and ranks with
-    // the same local rank sum those across nodes.
-    NCCL_CHECK(ncclAllReduce(data + body, data + body, count - body, ncclFloat, ncclSum, local, s));
-    cross_sum_on_host(data + body, count - body, nodes_.cross.get());
+  if (plan.tail.count > 0) {
+    float* tail = data + plan.tail.offset;
+    NCCL_CHECK(ncclAllReduce(tail, tail, plan.tail.count, ncclFloat, ncclSum, local, s));
+    cross_sum_on_host(tail, plan.tail.count, nodes_.cross.get());
   }
 }
 

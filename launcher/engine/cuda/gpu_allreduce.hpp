@@ -7,7 +7,8 @@
 //   hierarchical  Horovod's scheme: ncclReduceScatter inside the node, MPI_Allreduce of
 //                 each rank's shard across nodes on pinned host memory, ncclAllGather inside
 //                 the node. Elements beyond a multiple of the local size are summed by an
-//                 NCCL allreduce in the node and MPI across nodes; nodes with different GPU
+//                 NCCL allreduce in the node and MPI across nodes (PlanShards in
+//                 launcher/comm/planner.hpp, the plan of the CPU path); nodes with different GPU
 //                 counts take the root path (ncclReduce, MPI among node roots,
 //                 ncclBroadcast). The cross-node step on the host needs no CUDA-aware MPI
 //                 and no NCCL between nodes, so it also runs "2 nodes x 1 GPU" on one GPU.
@@ -22,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/engine/cuda/resources.hpp"
 #include "launcher/comm/topology.hpp"
+#include "launcher/engine/cuda/resources.hpp"
 
 namespace dlh {
 namespace cuda {
@@ -90,7 +91,7 @@ class GpuGradientSync {
   Stream comm_stream_;
   std::vector<Event> ready_;  // one per bucket, recorded on compute
   Event done_;
-  PinnedArray<float> host_;   // cross-node staging
+  PinnedArray<float> host_;  // cross-node staging
   double timeout_s_;
 };
 

@@ -39,14 +39,15 @@ class GpuRelu : public ShapedLayer {
     cudnnActivationDescriptor_t d = nullptr;
     CUDNN_CHECK(cudnnCreateActivationDescriptor(&d));
     act_ = ActDesc(d);
-    CUDNN_CHECK(cudnnSetActivationDescriptor(d, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    CUDNN_CHECK(
+        cudnnSetActivationDescriptor(d, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
   }
   void forward(const float* x, float* y, int n, const ForwardContext&) override {
     if (n == 0) return;
     describe(n);
     const float one = 1, zero = 0;
-    CUDNN_CHECK(cudnnActivationForward(c_->cudnn, act_.get(), &one, desc_.get(), x, &zero,
-                                       desc_.get(), y));
+    CUDNN_CHECK(
+        cudnnActivationForward(c_->cudnn, act_.get(), &one, desc_.get(), x, &zero, desc_.get(), y));
   }
   void backward(const float* x, const float* y, const float* dy, float* dx, int n) override {
     if (dx == nullptr || n == 0) return;
@@ -110,8 +111,8 @@ class GpuMaxPool : public GpuLayer {
     // The deterministic variant: backward routes each gradient to one fixed winner, as the
     // CPU does, instead of racing atomics on ties.
     CUDNN_CHECK(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_MAX_DETERMINISTIC,
-                                            CUDNN_NOT_PROPAGATE_NAN, s.kernel, s.kernel,
-                                            s.padding, s.padding, s.stride, s.stride));
+                                            CUDNN_NOT_PROPAGATE_NAN, s.kernel, s.kernel, s.padding,
+                                            s.padding, s.stride, s.stride));
   }
   void forward(const float* x, float* y, int n, const ForwardContext&) override {
     if (n == 0) return;
@@ -141,7 +142,12 @@ class GpuMaxPool : public GpuLayer {
 class GpuConv2d : public GpuLayer {
  public:
   GpuConv2d(const LayerSpec& s, const Shape3& in, const Shape3& out, GpuContext* c)
-      : in_(in), out_(out), kernel_(s.kernel), c_(c), x_(MakeTensorDesc()), y_(MakeTensorDesc()),
+      : in_(in),
+        out_(out),
+        kernel_(s.kernel),
+        c_(c),
+        x_(MakeTensorDesc()),
+        y_(MakeTensorDesc()),
         bias_desc_(MakeTensorDesc()) {
     cudnnFilterDescriptor_t f = nullptr;
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&f));
@@ -167,8 +173,8 @@ class GpuConv2d : public GpuLayer {
     const Algos& a = prepare(n);
     const float one = 1, zero = 0;
     CUDNN_CHECK(cudnnConvolutionForward(c_->cudnn, &one, x_.get(), x, filter_.get(), w_,
-                                        conv_.get(), a.fwd, c_->workspace->get(),
-                                        a.workspace, &zero, y_.get(), y));
+                                        conv_.get(), a.fwd, c_->workspace->get(), a.workspace,
+                                        &zero, y_.get(), y));
     CUDNN_CHECK(cudnnAddTensor(c_->cudnn, &one, bias_desc_.get(), b_, &one, y_.get(), y));
   }
   void backward(const float* x, const float*, const float* dy, float* dx, int n) override {
@@ -179,8 +185,8 @@ class GpuConv2d : public GpuLayer {
       return;
     }
     const Algos& a = prepare(n);
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(c_->cudnn, &one, y_.get(), dy, &zero,
-                                             bias_desc_.get(), db_));
+    CUDNN_CHECK(
+        cudnnConvolutionBackwardBias(c_->cudnn, &one, y_.get(), dy, &zero, bias_desc_.get(), db_));
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(c_->cudnn, &one, x_.get(), x, y_.get(), dy,
                                                conv_.get(), a.bwd_filter, c_->workspace->get(),
                                                a.workspace, &zero, filter_.get(), dw_));
@@ -202,7 +208,7 @@ class GpuConv2d : public GpuLayer {
   // algorithm that fits the workspace limit: the same inputs give the same bits on every
   // step, which keeps a resumed run identical to an uninterrupted one.
   template <typename Perf>
-  static auto Pick(const Perf* perf, int count, size_t limit, const char* what) {
+  static auto pick(const Perf* perf, int count, size_t limit, const char* what) {
     for (int i = 0; i < count; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
           perf[i].memory <= limit)
@@ -226,20 +232,20 @@ class GpuConv2d : public GpuLayer {
     const size_t limit = c_->workspace_limit;
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c_->cudnn, x_.get(), filter_.get(),
-                                                       conv_.get(), y_.get(),
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
-    auto f = Pick(fwd, got, limit, "forward");
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        c_->cudnn, x_.get(), filter_.get(), conv_.get(), y_.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+        &got, fwd));
+    auto f = pick(fwd, got, limit, "forward");
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         c_->cudnn, filter_.get(), y_.get(), conv_.get(), x_.get(),
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
-    auto d = Pick(bd, got, limit, "backward-data");
+    auto d = pick(bd, got, limit, "backward-data");
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         c_->cudnn, x_.get(), y_.get(), conv_.get(), filter_.get(),
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
-    auto w = Pick(bf, got, limit, "backward-filter");
+    auto w = pick(bf, got, limit, "backward-filter");
     a.fwd = f.algo;
     a.bwd_data = d.algo;
     a.bwd_filter = w.algo;
@@ -289,8 +295,8 @@ class GpuDense : public GpuLayer {
       return;
     }
     // dW^T (in x units) = x^T (in x n) * dy (n x units); db = dy^T * ones.
-    CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_features_, units_, n, &one,
-                             x, in_features_, dy, units_, &zero, dw_, in_features_));
+    CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_features_, units_, n, &one, x,
+                             in_features_, dy, units_, &zero, dw_, in_features_));
     CUBLAS_CHECK(cublasSgemv(c_->cublas, CUBLAS_OP_N, units_, n, &one, dy, units_, c_->ones, 1,
                              &zero, db_, 1));
     // dx^T (in x n) = W^T (in x units) * dy^T (units x n).
@@ -308,8 +314,12 @@ class GpuDense : public GpuLayer {
 class GpuBatchNorm : public GpuLayer {
  public:
   GpuBatchNorm(const LayerSpec& s, const Shape3& in, int max_batch, GpuContext* c)
-      : in_(in), momentum_(s.momentum), epsilon_(s.epsilon), c_(c),
-        xhat_(size_t(max_batch) * size_t(in.elements())), stats_(size_t(2 * in.channels)),
+      : in_(in),
+        momentum_(s.momentum),
+        epsilon_(s.epsilon),
+        c_(c),
+        xhat_(size_t(max_batch) * size_t(in.elements())),
+        stats_(size_t(2 * in.channels)),
         inv_std_(size_t(in.channels)) {}
   void bind(const PointerMap& values, const PointerMap& grads, const PointerMap& buffers) override {
     gamma_ = Lookup(values, "gamma", "batchnorm");
@@ -329,8 +339,8 @@ class GpuBatchNorm : public GpuLayer {
                             c_->stream);
   }
   void backward(const float*, const float*, const float* dy, float* dx, int n) override {
-    BatchNormBackward(dy, xhat_.get(), gamma_, inv_std_.get(), dgamma_, dbeta_, dx, n,
-                      in_.channels, in_.height * in_.width, c_->stream);
+    BatchNormBackward(dy, xhat_.get(), gamma_, inv_std_.get(), dgamma_, dbeta_, dx, n, in_.channels,
+                      in_.height * in_.width, c_->stream);
   }
   float* batch_stats() override { return stats_.get(); }
   int batch_stats_len() const override { return 2 * in_.channels; }
