@@ -10,8 +10,9 @@
 # specs and impossible deadlines are refused with one line and nothing queued; a bad
 # plugstack line only affects --dlh-auto jobs; jobs without the option are untouched;
 # dry-run prints the table and submits nothing. Needs root, slurm-wlm and munge; ~30 s.
-# shellcheck source=tests/scripts/common.bash
-source "$(dirname "$0")/../scripts/common.bash"
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd srun sbatch salloc sinfo scontrol squeue
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 START=$ROOT/share/slurm/start-cluster.sh
 STOP=$ROOT/share/slurm/stop-cluster.sh
@@ -19,10 +20,6 @@ SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
 SPEC=$ROOT/share/examples/fashion-mnist.json
 CLUSTER=$ROOT/share/cluster/local.json
 
-for b in munged slurmctld slurmd srun sbatch salloc sinfo scontrol squeue; do
-  PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null || { echo "  skip: '$b' is not installed"; exit 0; }
-done
-[[ $(id -u) -eq 0 ]] || { echo "  skip: the test cluster needs root"; exit 0; }
 [[ -f $SO ]] || fail "no $SO (build it: make plugin)"
 [[ -x $START ]] || [[ -f $START ]] || fail "no $START"
 
