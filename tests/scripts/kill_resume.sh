@@ -82,8 +82,9 @@ pause_ranks() {  # pause_ranks RUN_DIR LOG STEP: sets ranks to the pids of the s
     stop_ranks
   done
   (($(newest_step "$dir") >= $3)) || { cat "$log" >&2; fail "no checkpoint at step $3 or later"; }
-  (($(newest_step "$dir") < 575)) && [[ ! -e $dir/summary.json ]] ||
+  if (($(newest_step "$dir") >= 575)) || [[ -e $dir/summary.json ]]; then
     fail "the run reached step 575 of 600 before its ranks could be stopped"
+  fi
 }
 
 echo "uninterrupted run"
