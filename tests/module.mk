@@ -18,7 +18,8 @@ $(MPI_TEST_BIN): $(MPI_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(LAUNCH_LIB) $(NN_LIB) $(
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) $(DEP_LIBS) -o $@
 
 # tests/gpu/: the GPU layers and kernels against the CPU engine, built with the CUDA backend.
-# Every test skips, saying why, on a machine without a usable GPU (CI has none).
+# Every test skips, saying why, on a machine without a usable GPU (CI has none);
+# REQUIRE_GPU=1 (share/gpu/gpu-check.sh, on a GPU machine) makes any skip a failure.
 ifeq ($(WITH_CUDA),1)
 GPU_TEST_SRCS := $(wildcard tests/gpu/*.cpp)
 GPU_TEST_BIN := $(BINDIR)/gpu_tests
@@ -59,7 +60,8 @@ check-scripts: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate
 	  BINDIR=$(BINDIR) bash $$t || { echo "FAILED: $$t"; exit 1; }; done
 
 # tests/slurm/: on a real local Slurm cluster (share/slurm/start-cluster.sh; needs root,
-# slurm-wlm and munge: install-deps.sh demo). Not part of `make check`.
+# slurm-wlm and munge, which install-deps.sh build installs). Part of `make check`. Without
+# root or Slurm each test skips with one line; REQUIRE_SLURM=1 (.ci/run) makes that a failure.
 check-slurm: $(PLUGIN_SO) $(BINDIR)/dlh-launch $(BINDIR)/dlh-estimate
 	$(Q)for t in tests/slurm/*.sh; do echo "== $$t"; \
 	  BINDIR=$(BINDIR) bash $$t || { echo "FAILED: $$t"; exit 1; }; done

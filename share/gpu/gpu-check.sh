@@ -8,7 +8,13 @@
 #                                            shared libraries and the Open MPI runtime)
 #   share/gpu/gpu-check.sh run [OUTDIR]      on the GPU machine, from the repository root
 #                                            with .gpu-bundle/ beside it: runs everything,
-#                                            prints a table and writes results.md to OUTDIR
+#                                            prints a table and writes results.md to OUTDIR;
+#                                            exits non-zero if a row failed or a step
+#                                            stopped the check
+#
+# run is meant for a machine with a GPU, so a missing GPU is a failure there: the probe
+# (nvidia-smi) failing ends the check with a failed row, and gpu_tests runs with
+# REQUIRE_GPU=1, which turns any skipped test into a failed run.
 #
 # The GPU machine brings the CUDA libraries (cudart, cuBLAS, cuDNN, NCCL) itself, from its
 # CUDA toolkit or PyTorch's nvidia-* packages; only glibc and libstdc++ are taken from it
@@ -78,17 +84,38 @@ run() {
   export OMPI_MCA_mca_base_param_files=$w/ompi/etc/openmpi/openmpi-mca-params.conf
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-  local table=$out/results.md log=$out/log.txt
+  export REQUIRE_GPU=1  # gpu_tests: a skipped test fails the run (tests/gpu/gpu_main.cpp)
+  table=$out/results.md log=$out/log.txt  # global: finish (the EXIT trap) reads them
   : >"$log"
-  local gpu
-  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+  local gpu probe_rc=0
+  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>>"$log" | head -1) ||
+    probe_rc=$?
   {
-    echo "### GPU check on $gpu ($(date -u '+%Y-%m-%d'))"
+    echo "### GPU check on ${gpu:-no GPU found} ($(date -u '+%Y-%m-%d'))"
     echo
     echo "| check | result |"
     echo "|---|---|"
   } >"$table"
-  row() { echo "| $1 | $2 |" >>"$table"; echo "== $1: $2"; }
+  failed=0
+  row() {
+    echo "| $1 | $2 |" >>"$table"
+    echo "== $1: $2"
+    [[ $2 != *FAILED* ]] || failed=1
+  }
+  # On every exit, also a step failing under set -e: the table, and a failure if any.
+  finish() {
+    local rc=$?
+    echo
+    cat "$table"
+    ((rc == 0)) || echo "gpu-check: FAILED (a row marked **FAILED**, or a step stopped the check with exit $rc); details in $log" >&2
+  }
+  trap finish EXIT
+  # 0. The probe: without a GPU nothing below means anything, and the run must not pass.
+  if [[ $probe_rc -ne 0 || -z $gpu ]]; then
+    row "GPU probe (nvidia-smi)" "**FAILED**: no GPU found (exit $probe_rc; see log.txt)"
+    exit 1
+  fi
+  row "GPU probe (nvidia-smi)" "passed: $gpu"
   train() {  # train RUN_DIR SPEC [options]: dlh-launch train, output to the log
     local dir=$1 spec=$2
     shift 2
@@ -100,7 +127,9 @@ run() {
   if gpu_tests --gtest_brief=1 >>"$log" 2>&1; then
     row "gpu_tests (layers, loss, optimizers vs CPU)" "passed ($(grep -o '[0-9]* tests* from' "$log" | tail -1 | cut -d' ' -f1) tests)"
   else
-    row "gpu_tests (layers, loss, optimizers vs CPU)" "**FAILED** (see log.txt)"
+    local why
+    why=$(grep -m1 '^gpu_tests: FAIL: ' "$log" | cut -c18- || true)
+    row "gpu_tests (layers, loss, optimizers vs CPU)" "**FAILED** (${why:-see log.txt})"
   fi
 
   # Fashion-MNIST's shape and classes; synthetic, so the bundle stays small (the GPU
@@ -181,8 +210,7 @@ dm, tm = statistics.median(map(float, d)), statistics.median(map(float, t))
 print(f"| {name} | {batch} | {dm:.0f} ({', '.join(d)}) | {tm:.0f} ({', '.join(f'{float(x):.0f}' for x in t)}) | **{dm/tm:.2f}** |")
 PY
   done
-  echo
-  cat "$table"
+  exit "$failed"
 }
 
 case $mode in

@@ -3,7 +3,8 @@
 # already installed it only runs dpkg-query and exits in well under a second.
 #
 #   install-deps.sh [build|demo|bench|all]   (default: build = build + make check, which
-#                                            runs a real local Slurm cluster)
+#                                            runs a real local Slurm cluster and checks the
+#                                            format with the pinned clang-format 14)
 set -euo pipefail
 
 profile=${1:-build}
@@ -20,13 +21,14 @@ build_pkgs=(
   libslurm-dev
 )
 slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules)
+check_pkgs=(clang-format-14)  # make check-format / make format (share/setup/format.sh)
 bench_pkgs=(python3-torch)
 
 case "$profile" in
-  build) want=("${build_pkgs[@]}" "${slurm_pkgs[@]}") ;;
+  build) want=("${build_pkgs[@]}" "${slurm_pkgs[@]}" "${check_pkgs[@]}") ;;
   demo)  want=("${build_pkgs[@]}" "${slurm_pkgs[@]}") ;;
   bench) want=("${build_pkgs[@]}" "${slurm_pkgs[@]}" "${bench_pkgs[@]}") ;;
-  all)   want=("${build_pkgs[@]}" "${slurm_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  all)   want=("${build_pkgs[@]}" "${slurm_pkgs[@]}" "${bench_pkgs[@]}" "${check_pkgs[@]}") ;;
   *) echo "install-deps.sh: unknown profile '$profile' (build|demo|bench|all)" >&2; exit 2 ;;
 esac
 

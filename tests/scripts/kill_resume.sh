@@ -37,6 +37,55 @@ run() {  # run RUN_DIR [extra options]
   local dir=$1; shift
   mpirun -np 2 dlh-launch train "$WORK/spec.json" --run-dir "$dir" --progress plain "$@"
 }
+start() {  # start RUN_DIR LOG [extra options]: run in the background in its own session
+  local dir=$1 log=$2; shift 2
+  setsid bash -c "$(declare -f run); WORK='$WORK'; run '$dir' $*" >"$log" 2>&1 &
+  pid=$!
+}
+
+# A signal must reach the ranks at a known point of training. The log cannot tell where that
+# is: mpirun forwards it late under load (once a whole epoch and more behind, while the run
+# takes seconds), and a run signalled after its last step simply finishes (stop_signal 0).
+# Nor can a checkpoint file alone: under load the ranks may be hundreds of steps further on
+# by the time this script looks. So pause_ranks lets the ranks run only in short bursts
+# (SIGCONT, 20 ms, SIGSTOP) until, with both stopped, a checkpoint at or after STEP is on disk
+# (rank 0 writes it itself), and it checks then that none is from step 575 or later: every rank
+# still has a step boundary ahead, where a signal sent while they stand still takes effect
+# once they are continued. Only the ranks get signals, as from Slurm: mpirun would forward
+# SIGTERM itself and SIGKILL the ranks 2 s later (odls_base_sigkill_timeout), cutting short a
+# checkpoint that is slow under load.
+stop_ranks() {  # stop_ranks: SIGSTOP the ranks and wait until both stand still
+  local r
+  kill -STOP "${ranks[@]}"
+  for r in "${ranks[@]}"; do
+    for _ in $(seq 500); do [[ $(cut -d' ' -f3 "/proc/$r/stat" 2>/dev/null) != [RSD] ]] && break; sleep 0.01; done
+    [[ $(cut -d' ' -f3 "/proc/$r/stat") == T ]] || fail "rank $r did not stop"
+  done
+}
+newest_step() {  # newest_step RUN_DIR: the step of the newest checkpoint (0: none)
+  ls "$1/checkpoints" 2>/dev/null | sed -n 's/^ckpt-0*\([0-9][0-9]*\)\.h5$/\1/p' | sort -n | tail -1 | grep . || echo 0
+}
+pause_ranks() {  # pause_ranks RUN_DIR LOG STEP: sets ranks to the pids of the stopped ranks
+  local dir=$1 log=$2
+  for _ in $(seq 1200); do
+    mapfile -t ranks < <(pgrep -s "$pid" -x dlh-launch)
+    ((${#ranks[@]} == 2)) && break
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "the run ended before it trained"; }
+    sleep 0.05
+  done
+  ((${#ranks[@]} == 2)) || { cat "$log" >&2; fail "expected 2 ranks in session $pid, found ${ranks[*]:-none}"; }
+  stop_ranks
+  for _ in $(seq 3000); do
+    (($(newest_step "$dir") >= $3)) && break
+    kill -CONT "${ranks[@]}"
+    sleep 0.02
+    stop_ranks
+  done
+  (($(newest_step "$dir") >= $3)) || { cat "$log" >&2; fail "no checkpoint at step $3 or later"; }
+  if (($(newest_step "$dir") >= 575)) || [[ -e $dir/summary.json ]]; then
+    fail "the run reached step 575 of 600 before its ranks could be stopped"
+  fi
+}
 
 echo "uninterrupted run"
 run "$WORK/a" --checkpoint-steps 25 2>"$WORK/a.log"
@@ -44,24 +93,17 @@ crc_a=$(json_field "$WORK/a/summary.json" param_crc32)
 check "uninterrupted: param_crc32 $crc_a, test accuracy $(json_field "$WORK/a/summary.json" test_accuracy)"
 
 echo "killed run"
-setsid bash -c "$(declare -f run); WORK='$WORK'; run '$WORK/b' --checkpoint-steps 25" >"$WORK/b1.log" 2>&1 &
-pid=$!
-# Wait for the checkpoint of step 100, then kill the whole process group without warning.
-for _ in $(seq 600); do
-  [[ -e "$WORK/b/checkpoints/ckpt-000000100.h5" ]] && break
-  sleep 0.05
-done
-[[ -e "$WORK/b/checkpoints/ckpt-000000100.h5" ]] || { cat "$WORK/b1.log"; fail "no checkpoint at step 100"; }
+start "$WORK/b" "$WORK/b1.log" --checkpoint-steps 25
+# After the checkpoint of step 100, kill everything without warning.
+pause_ranks "$WORK/b" "$WORK/b1.log" 100
 # Like a node failure or Slurm's final SIGKILL: every rank and the launcher die at once.
 # (mpirun puts ranks in their own process groups, so name them as well.)
 pattern="dlh-launch train $WORK/spec.json --run-dir $WORK/b"
-kill -KILL -- -"$pid" 2>/dev/null || true
-pkill -KILL -f "$pattern" || true
+kill -KILL -- -"$pid" "${ranks[@]}" 2>/dev/null || true
 { wait "$pid"; } 2>/dev/null || true
 for _ in $(seq 100); do pgrep -f "$pattern" >/dev/null || break; sleep 0.05; done
 [[ ! -e "$WORK/b/summary.json" ]] || fail "run finished before it could be killed (too fast)"
-killed_at=$(ls "$WORK/b/checkpoints" | sort | tail -1)
-check "killed with SIGKILL; newest checkpoint $killed_at"
+check "killed with SIGKILL; newest checkpoint at step $(newest_step "$WORK/b")"
 if pgrep -f "$pattern" >/dev/null; then fail "ranks survived SIGKILL"; fi
 
 run "$WORK/b" --checkpoint-steps 25 2>"$WORK/b2.log"
@@ -77,32 +119,26 @@ h5diff "$WORK/a/checkpoints/$final" "$WORK/b/checkpoints/$final" /optimizer >/de
 check "resumed run is bit-identical: param_crc32 $crc_b, h5diff /params and /optimizer equal"
 
 echo "SIGTERM"
-setsid bash -c "$(declare -f run); WORK='$WORK'; run '$WORK/c'" >"$WORK/c1.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do
-  grep -q "step [0-9]*/150" "$WORK/c1.log" 2>/dev/null && break
-  grep -q "error" "$WORK/c1.log" 2>/dev/null && { cat "$WORK/c1.log"; fail "run c failed"; }
-  sleep 0.05
-done
-pkill -TERM -f "dlh-launch train $WORK/spec.json --run-dir $WORK/c" || fail "no ranks to signal"
+start "$WORK/c" "$WORK/c1.log" --checkpoint-steps 25
+pause_ranks "$WORK/c" "$WORK/c1.log" 25
+kill -TERM "${ranks[@]}"
+kill -CONT "${ranks[@]}"
 rc=0; wait "$pid" || rc=$?
 [[ -e "$WORK/c/summary.json" ]] || { cat "$WORK/c1.log"; fail "no summary after SIGTERM"; }
-[[ $(json_field "$WORK/c/summary.json" stop_signal) == 15 ]] || fail "stop_signal is not 15"
+[[ $(json_field "$WORK/c/summary.json" stop_signal) == 15 ]] ||
+  { cat "$WORK/c1.log" "$WORK/c/summary.json"; fail "stop_signal is not 15"; }
 [[ $(json_field "$WORK/c/summary.json" finished) == False ]] || fail "run claims it finished"
 grep -q "SIGTERM/SIGINT at step" "$WORK/c1.log" || fail "no SIGTERM message"
 check "SIGTERM: $(grep -o 'SIGTERM/SIGINT at step [0-9]*' "$WORK/c1.log"), exit $rc"
-run "$WORK/c" 2>"$WORK/c2.log"
+run "$WORK/c" --checkpoint-steps 25 2>"$WORK/c2.log"
 [[ $(json_field "$WORK/c/summary.json" param_crc32) == "$crc_a" ]] || fail "run resumed after SIGTERM differs"
 check "resumed after SIGTERM: bit-identical to the uninterrupted run"
 
 echo "SIGUSR1 to one rank"
-setsid bash -c "$(declare -f run); WORK='$WORK'; run '$WORK/d'" >"$WORK/d.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do
-  grep -q "step [0-9]*/150" "$WORK/d.log" 2>/dev/null && break
-  sleep 0.05
-done
-pkill -USR1 -n -f "dlh-launch train $WORK/spec.json --run-dir $WORK/d" || fail "no rank to signal"
+start "$WORK/d" "$WORK/d.log" --checkpoint-steps 25
+pause_ranks "$WORK/d" "$WORK/d.log" 25
+kill -USR1 "${ranks[1]}"
+kill -CONT "${ranks[@]}"
 wait "$pid" || { cat "$WORK/d.log"; fail "run d failed after SIGUSR1"; }
 grep -q "SIGUSR1 at step [0-9]*: checkpoint written" "$WORK/d.log" || { cat "$WORK/d.log"; fail "no SIGUSR1 checkpoint"; }
 [[ $(json_field "$WORK/d/summary.json" param_crc32) == "$crc_a" ]] || fail "SIGUSR1 checkpoint changed the result"

@@ -4,16 +4,13 @@
 # CUDA_VISIBLE_DEVICES=0,1, a second cluster runs side by side on other ports and survives
 # the first one being stopped, and dlh-launch runs as 2 MPI ranks under srun --mpi=pmix.
 # Needs root and the Debian slurm-wlm/munge packages; about 10 s.
-# shellcheck source=tests/scripts/common.bash
-source "$(dirname "$0")/../scripts/common.bash"
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd srun sbatch sinfo scontrol
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 START=$ROOT/share/slurm/start-cluster.sh
 STOP=$ROOT/share/slurm/stop-cluster.sh
 
-for b in munged slurmctld slurmd srun sbatch sinfo scontrol; do
-  PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null || { echo "  skip: '$b' is not installed"; exit 0; }
-done
-[[ $(id -u) -eq 0 ]] || { echo "  skip: the test cluster needs root"; exit 0; }
 [[ -x $BINDIR/dlh-launch ]] || fail "no $BINDIR/dlh-launch (build first)"
 
 # Not inside someone else's job: srun would join that allocation.

@@ -3,14 +3,11 @@
 # (share/slurm/job_submit.lua) in slurmctld gives the same job request as the plugin's own
 # rewrite in sbatch: the same GRES, nodes, tasks per node, time limit and DLH_PLAN; explicit
 # user values kept; an impossible deadline refused; jobs without the option untouched.
-# shellcheck source=tests/scripts/common.bash
-source "$(dirname "$0")/../scripts/common.bash"
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd sbatch scontrol
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
-for b in munged slurmctld slurmd sbatch scontrol; do
-  PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null || { echo "  skip: '$b' is not installed"; exit 0; }
-done
-[[ $(id -u) -eq 0 ]] || { echo "  skip: the test cluster needs root"; exit 0; }
 [[ -e $SO ]] || fail "no $SO"
 while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN)_' || true)
 

@@ -10,8 +10,9 @@
 # specs and impossible deadlines are refused with one line and nothing queued; a bad
 # plugstack line only affects --dlh-auto jobs; jobs without the option are untouched;
 # dry-run prints the table and submits nothing. Needs root, slurm-wlm and munge; ~30 s.
-# shellcheck source=tests/scripts/common.bash
-source "$(dirname "$0")/../scripts/common.bash"
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd srun sbatch salloc sinfo scontrol squeue
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 START=$ROOT/share/slurm/start-cluster.sh
 STOP=$ROOT/share/slurm/stop-cluster.sh
@@ -19,10 +20,6 @@ SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
 SPEC=$ROOT/share/examples/fashion-mnist.json
 CLUSTER=$ROOT/share/cluster/local.json
 
-for b in munged slurmctld slurmd srun sbatch salloc sinfo scontrol squeue; do
-  PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null || { echo "  skip: '$b' is not installed"; exit 0; }
-done
-[[ $(id -u) -eq 0 ]] || { echo "  skip: the test cluster needs root"; exit 0; }
 [[ -f $SO ]] || fail "no $SO (build it: make plugin)"
 [[ -x $START ]] || [[ -f $START ]] || fail "no $START"
 
@@ -115,6 +112,9 @@ expect_job "$j2" "$GRES" "$NODES" "$TPN" "$LIMIT"
 check "job $j2 (#SBATCH, spec and samples from the environment): same fields"
 
 echo "explicit values are kept"
+# The plan follows live availability: with job 2 still on alpha1 (slow under load) it
+# would go to beta. Likewise before salloc.
+wait_gone "$j2"
 j3=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --time=20 --wrap true 2>sbatch3.err) || { cat sbatch3.err; fail "sbatch"; }
 expect_job "$j3" "$GRES" "$NODES" "$TPN" "00:20:00"
 check "command line --time=20: TimeLimit=00:20:00, the rest injected"
@@ -140,6 +140,7 @@ expect_job "$j5" "gres:gpu:beta:1" 1 1 "00:45:00"
 check "command line --dlh-auto over a script with #SBATCH values: the script's values kept"
 
 echo "salloc --dlh-auto"
+wait_gone "$j3"
 salloc --dlh-auto="$AUTO,deadline=30m" bash -c \
   'echo "n=$SLURM_JOB_NUM_NODES tpn=$SLURM_NTASKS_PER_NODE plan=${#DLH_PLAN}"; scontrol show job "$SLURM_JOB_ID"' \
   >salloc.out 2>salloc.err || { cat salloc.err; fail "salloc"; }

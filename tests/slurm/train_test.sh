@@ -5,13 +5,10 @@
 # the example job script's pre-timeout path (SIGUSR1 to the batch shell, as Slurm's
 # --signal=B:USR1@... does) checkpoints, requeues and resumes. Both interrupted jobs end
 # bit-identical to the uninterrupted one. Needs root and Slurm; about 40 s.
-# shellcheck source=tests/scripts/common.bash
-source "$(dirname "$0")/../scripts/common.bash"
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd srun sbatch scontrol
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-for b in munged slurmctld slurmd srun sbatch scontrol; do
-  PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null || { echo "  skip: '$b' is not installed"; exit 0; }
-done
-[[ $(id -u) -eq 0 ]] || { echo "  skip: the test cluster needs root"; exit 0; }
 while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN)_' || true)
 
 C=$WORK/c
