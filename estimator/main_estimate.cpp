@@ -18,6 +18,7 @@
 
 #include "common/duration.hpp"
 #include "common/error.hpp"
+#include "common/exit_codes.hpp"
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
 #include "estimator/comm_model.hpp"
@@ -29,9 +30,6 @@ namespace po = boost::program_options;
 
 namespace dlh {
 namespace {
-
-// Exit codes (README): 3 means the answer is "no allocation meets the deadline".
-constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInfeasible = 3;
 
 constexpr const char* kUsage =
     "usage: dlh-estimate COMMAND [options]\n"

@@ -6,15 +6,16 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 
-#include "launcher/comm/allreduce.hpp"
+#include "common/exit_codes.hpp"
 #include "launcher/bench/bench_allreduce.hpp"
 #include "launcher/bench/bench_checkpoint.hpp"
+#include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
-#include "launcher/engine/device.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/engine/device.hpp"
 #include "launcher/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -203,7 +204,7 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   }
 
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);
-  return r.stop_signal ? 128 + r.stop_signal : dlh::kExitOk;
+  return r.stop_signal ? dlh::kExitSignalBase + r.stop_signal : dlh::kExitOk;
 }
 
 }  // namespace

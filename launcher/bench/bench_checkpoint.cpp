@@ -16,7 +16,7 @@
 #include <iostream>
 
 #include "common/error.hpp"
-#include "launcher/comm/collective.hpp"
+#include "common/exit_codes.hpp"
 
 namespace po = boost::program_options;
 
