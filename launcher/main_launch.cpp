@@ -9,6 +9,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "common/cli.hpp"
 #include "common/exit_codes.hpp"
 #include "launcher/bench/bench_allreduce.hpp"
 #include "launcher/bench/bench_checkpoint.hpp"
@@ -63,14 +64,11 @@ int RunBenchAllreduce(const std::vector<std::string>& args, int rank) {
     ("repeats", po::value(&o.repeats)->default_value(o.repeats), "timed blocks per size; median")
     ("json", po::value(&json_path), "also write the results as JSON to this file (rank 0)");
   // clang-format on
+  dlh::SubcommandSyntax syntax;
+  syntax.suffix = " (see dlh-launch bench-allreduce --help)";
+  syntax.ignore_extra_arguments = true;
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(d).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw dlh::UsageError(std::string(e.what()) + " (see dlh-launch bench-allreduce --help)");
-  }
-  if (vm.count("help")) {
+  if (dlh::ParseSubcommand(args, d, syntax, &vm) == dlh::ParseResult::kStop) {
     if (rank == 0) std::cout << d << "\n";
     return dlh::kExitOk;
   }
@@ -151,23 +149,15 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   dlh::TrainOptions o;
   std::string progress;
   po::options_description desc = TrainOptionsDescription(&o, &progress);
-  po::options_description hidden;
-  hidden.add_options()("spec", po::value(&o.spec_path));
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description pos;
-  pos.add("spec", 1);
+  dlh::SubcommandSyntax syntax;
+  syntax.positional = {{"spec", ""}};  // checked below: an empty SPEC is missing too
+  syntax.suffix = " (see dlh-launch train --help)";
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw dlh::UsageError(std::string(e.what()) + " (see dlh-launch train --help)");
-  }
-  if (vm.count("help")) {
+  if (dlh::ParseSubcommand(args, desc, syntax, &vm) == dlh::ParseResult::kStop) {
     if (rank == 0) std::cout << kUsage << "\n" << desc << "\n";
     return dlh::kExitOk;
   }
+  if (vm.count("spec")) o.spec_path = vm["spec"].as<std::string>();
   if (o.spec_path.empty())
     throw dlh::UsageError("train: missing SPEC (see dlh-launch train --help)");
   if (o.keep < 1)

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 
@@ -161,14 +162,11 @@ int RunBenchCheckpointCommand(const std::vector<std::string>& args, int rank) {
         "(the floor under any checkpoint format)")
     ("json", po::value(&json_path), "also write the results as JSON to this file");
   // clang-format on
+  SubcommandSyntax syntax;
+  syntax.suffix = " (see dlh-launch bench-checkpoint --help)";
+  syntax.ignore_extra_arguments = true;
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(d).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + " (see dlh-launch bench-checkpoint --help)");
-  }
-  if (vm.count("help")) {
+  if (ParseSubcommand(args, d, syntax, &vm) == ParseResult::kStop) {
     if (rank == 0) std::cout << d << "\n";
     return kExitOk;
   }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 #include "launcher/data/dataset.hpp"
@@ -102,18 +103,15 @@ Shape3 ParseShape(const std::string& text) {
 }
 
 // Parses a subcommand's arguments. Returns false when --help was given (and printed).
+// Problems are thrown bare: main adds the command and the --help hint to every UsageError.
 bool ParseArgs(const std::string& command, const std::string& synopsis,
                const std::vector<std::string>& args, po::options_description& options,
-               const po::positional_options_description& positional, po::variables_map& vm,
-               const std::function<void()>& precheck = {}) {
+               SubcommandSyntax syntax, po::variables_map& vm) {
   options.add_options()("help,h", "show this help and exit");
-  po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-  if (vm.count("help")) {
+  if (ParseSubcommand(args, options, syntax, &vm) == ParseResult::kStop) {
     std::cout << "usage: dlh-data " << command << " " << synopsis << "\n\n" << options;
     return false;
   }
-  if (precheck) precheck();  // for messages clearer than program_options' own
-  po::notify(vm);            // after --help, so that help works without the required options
   return true;
 }
 
@@ -220,13 +218,13 @@ int InspectCommand(const std::vector<std::string>& args) {
   options.add_options()  //
       ("file", po::value(&path)->required()->value_name("FILE"),
        "data set file to check (also accepted as the only positional argument)");
-  po::positional_options_description positional;
-  positional.add("file", 1);
+  SubcommandSyntax syntax;
+  syntax.positional = {{"file", ""}};  // --file is required: precheck says it better
+  syntax.precheck = [](const po::variables_map& vm) {
+    if (!vm.count("file")) throw UsageError("missing FILE, the data set to inspect");
+  };
   po::variables_map vm;
-  if (!ParseArgs("inspect", "FILE", args, options, positional, vm, [&] {
-        if (!vm.count("file")) throw UsageError("missing FILE, the data set to inspect");
-      }))
-    return kExitOk;
+  if (!ParseArgs("inspect", "FILE", args, options, syntax, vm)) return kExitOk;
 
   // LoadDataset is the trainer's own validation: a file that passes here loads there.
   Dataset ds = LoadDataset(path);
@@ -306,9 +304,7 @@ int main(int argc, char** argv) {
   };
   try {
     return dlh::Main(argc, argv, command);
-  } catch (const dlh::UsageError& e) {
-    return usage_error(e.what());
-  } catch (const po::error& e) {
+  } catch (const dlh::UsageError& e) {  // ParseSubcommand turns Program_options' errors into these
     return usage_error(e.what());
   } catch (const std::exception& e) {
     // dlh::Error messages already name the file at fault.
