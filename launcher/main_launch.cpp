@@ -9,6 +9,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "common/atomic_file.hpp"
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
 #include "launcher/bench/bench_allreduce.hpp"
@@ -93,13 +94,7 @@ int RunBenchAllreduce(const std::vector<std::string>& args, int rank) {
   double per = sm["per_tensor_s"], fused = sm["fused_s"];
   std::printf("%d tensors of %d bytes: one MPI_Allreduce each %.1f us, fused %.1f us (%.1fx)\n",
               int(sm["tensors"]), int(sm["bytes_each"]), per * 1e6, fused * 1e6, per / fused);
-  if (!json_path.empty()) {
-    std::FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) throw dlh::Error(json_path + ": cannot write: " + std::strerror(errno));
-    std::string text = r.dump(2) + "\n";
-    std::fwrite(text.data(), 1, text.size(), f);
-    std::fclose(f);
-  }
+  if (!json_path.empty()) dlh::WriteFileAtomically(json_path, r.dump(2) + "\n");
   return dlh::kExitOk;
 }
 

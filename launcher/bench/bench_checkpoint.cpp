@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/atomic_file.hpp"
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
@@ -192,13 +193,7 @@ int RunBenchCheckpointCommand(const std::vector<std::string>& args, int rank) {
     std::printf("%12.0f %14.0f %12.3f %10.3f\n", double(s["param_bytes"]) / (1 << 20), file, median,
                 file / median / 1e9);
   }
-  if (!json_path.empty()) {
-    std::FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) throw Error(json_path + ": cannot write: " + std::strerror(errno));
-    const std::string text = r.dump(2) + "\n";
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) throw Error(json_path + ": write failed");
-  }
+  if (!json_path.empty()) WriteFileAtomically(json_path, r.dump(2) + "\n");
   return kExitOk;
 }
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "launcher/storage/h5.hpp"
 #include "launcher/data/idx.hpp"
+#include "launcher/storage/h5.hpp"
 
 namespace dlh {
 namespace {
@@ -46,6 +46,17 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Whether a temporary file of `out` ("<out>.tmp.<pid>.<n>", common/atomic_file.hpp) was left
+// beside it.
+bool LeftTemporaryFile(const std::string& out) {
+  const fs::path p(out);
+  const std::string prefix = p.filename().string() + ".tmp";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(p.parent_path(), ec))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) return true;
+  return false;
+}
 
 // Runs `fn`, which must throw DataError whose message is `expected` exactly.
 void ExpectDataError(const std::function<void()>& fn, const std::string& expected) {
@@ -204,7 +215,7 @@ TEST(Import, SmallIdxSetRoundTrips) {
   WriteSmallIdxSet(dir.path(), s);
   const std::string out = dir / "small.h5";
   ImportFashionMnist(dir.path(), out);
-  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_FALSE(LeftTemporaryFile(out));
 
   double sum = 0, sum_sq = 0;
   for (uint8_t v : s.train_images) {
@@ -266,15 +277,26 @@ TEST(Import, RejectsInconsistentIdxSets) {
 
   // Nothing half-written is left behind by any of the failures.
   EXPECT_FALSE(fs::exists(out));
-  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_FALSE(LeftTemporaryFile(out));
 }
 
 TEST(Import, ReportsUnwritableOutput) {
   TempDir dir;
   WriteSmallIdxSet(dir.path(), MakeSmallIdxSet());
   const std::string out = dir / "no-such-folder/out.h5";
-  ExpectDataError([&] { ImportFashionMnist(dir.path(), out); },
-                  out + ": cannot create " + out + ".tmp: No such file or directory");
+  ExpectDataErrorLike([&] { ImportFashionMnist(dir.path(), out); },
+                      out + ": cannot create " + out + ".tmp.", ": No such file or directory");
+}
+
+TEST(Import, ReportsOutputThatCannotBeReplaced) {
+  TempDir dir;
+  WriteSmallIdxSet(dir.path(), MakeSmallIdxSet());
+  const std::string out = dir / "taken.h5";
+  fs::create_directories(out + "/inside");  // a folder: rename(2) will not replace it
+  ExpectDataErrorLike([&] { ImportFashionMnist(dir.path(), out); },
+                      out + ": cannot rename " + out + ".tmp.", " into place: Is a directory");
+  EXPECT_TRUE(fs::is_directory(out + "/inside"));
+  EXPECT_FALSE(LeftTemporaryFile(out));
 }
 
 TEST(Import, RealFashionMnist) {
@@ -284,7 +306,7 @@ TEST(Import, RealFashionMnist) {
   TempDir dir;
   const std::string out = dir / "fashion-mnist.h5";
   ImportFashionMnist(kFashionDir, out);
-  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_FALSE(LeftTemporaryFile(out));
 
   double mean = 0, stddev = 0;
   {
@@ -359,7 +381,7 @@ TEST(Synthetic, DeterministicInSeed) {
   WriteSyntheticDataset(dir / "a.h5", shape, 3, 30, 9, 42);
   WriteSyntheticDataset(dir / "b.h5", shape, 3, 30, 9, 42);
   WriteSyntheticDataset(dir / "c.h5", shape, 3, 30, 9, 43);
-  EXPECT_FALSE(fs::exists(dir / "a.h5.tmp"));
+  EXPECT_FALSE(LeftTemporaryFile(dir / "a.h5"));
   std::string a = FileContents(dir / "a.h5");
   EXPECT_EQ(a, FileContents(dir / "b.h5"));
   EXPECT_NE(a, FileContents(dir / "c.h5"));
