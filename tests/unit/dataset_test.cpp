@@ -20,6 +20,7 @@
 #include "common/error.hpp"
 #include "launcher/data/idx.hpp"
 #include "launcher/storage/h5.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
@@ -28,24 +29,7 @@ namespace fs = std::filesystem;
 
 const char* const kFashionDir = "/usr/share/datasets/fashion-mnist";
 
-// A fresh folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dlh-dataset-test-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;  // a fresh folder per test, removed afterwards
 
 // Whether a temporary file of `out` ("<out>.tmp.<pid>.<n>", common/atomic_file.hpp) was left
 // beside it.
