@@ -16,8 +16,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/cli.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
+#include "common/exit_codes.hpp"
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
 #include "estimator/comm_model.hpp"
@@ -30,9 +32,6 @@ namespace po = boost::program_options;
 namespace dlh {
 namespace {
 
-// Exit codes (README): 3 means the answer is "no allocation meets the deadline".
-constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInfeasible = 3;
-
 constexpr const char* kUsage =
     "usage: dlh-estimate COMMAND [options]\n"
     "  features SPEC [--batch B]                   FLOPs, parameters, memory of a model\n"
@@ -44,33 +43,20 @@ constexpr const char* kUsage =
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "'dlh-estimate COMMAND --help' documents each command's options.\n";
 
-// Parses `args` against `desc` (+ positional names); prints help and returns false on --help.
+// Parses `args` against `desc` (+ positional names, each required); prints help and returns
+// false on --help.
 bool Parse(const std::string& command, const std::vector<std::string>& args,
-           po::options_description& desc, const std::vector<std::string>& positional,
+           const po::options_description& desc, const std::vector<std::string>& positional,
            po::variables_map& vm) {
-  po::options_description all;
-  all.add(desc);
-  po::options_description hidden;
-  po::positional_options_description pos;
-  for (const auto& name : positional) {
-    hidden.add_options()(name.c_str(), po::value<std::string>());
-    pos.add(name.c_str(), 1);
-  }
-  all.add(hidden);
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(command + ": " + e.what() + " (see dlh-estimate " + command + " --help)");
-  }
-  if (vm.count("help")) {
+  SubcommandSyntax syntax;
+  for (const auto& name : positional) syntax.positional.push_back({name, "missing " + name});
+  syntax.prefix = command + ": ";
+  syntax.suffix = " (see dlh-estimate " + command + " --help)";
+  syntax.required_before_help = true;
+  if (ParseSubcommand(args, desc, syntax, &vm) == ParseResult::kStop) {
     std::cout << desc << "\n";
     return false;
   }
-  for (const auto& name : positional)
-    if (!vm.count(name))
-      throw UsageError(command + ": missing " + name + " (see dlh-estimate " + command +
-                       " --help)");
   return true;
 }
 

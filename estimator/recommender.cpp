@@ -484,6 +484,208 @@ std::string Names(const Cluster& c) {
   return s;
 }
 
+// ---------------------------------------------------------------- the steps of Recommend
+
+// The node types the job may use (allowed GPU type, available nodes), with their checked
+// speeds and links: the enumerator's input. An allowed type the cluster lacks is an error
+// rather than an empty answer, since it is almost always a typo. `all_gpus` gets the GPUs
+// of all these types, the largest job any candidate can be.
+std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
+                                  const std::map<std::string, DeviceSpeed>& speeds,
+                                  int64_t* all_gpus) {
+  for (const std::string& t : job.allowed_types)
+    if (!cluster.gpu(t))
+      throw EstimateError("recommend: allowed GPU type \"" + t + "\" is not in cluster \"" +
+                          cluster.name + "\" (it has " + Names(cluster) + ")");
+  *all_gpus = 0;
+  std::vector<TypeInfo> types;
+  for (size_t i = 0; i < cluster.node_types.size(); ++i) {
+    const NodeType& n = cluster.node_types[i];
+    if (!Allowed(job, n.gpu)) continue;
+    const int available = n.available < 0 ? n.nodes : n.available;
+    if (available <= 0 || n.gpus_per_node <= 0) continue;
+    TypeInfo t;
+    t.node = &n;
+    t.gpu = cluster.gpu(n.gpu);
+    if (!t.gpu)
+      throw EstimateError("node type \"" + n.name + "\": unknown GPU type \"" + n.gpu + "\"");
+    auto s = speeds.find(n.gpu);
+    if (s == speeds.end())
+      throw EstimateError("recommend: no speed for GPU type \"" + n.gpu + "\"");
+    CheckSpeed(n.gpu, s->second);
+    t.fixed = s->second.fixed_s;
+    t.per = s->second.per_sample_s;
+    t.available = available;
+    t.intra = AlphaBeta::FromLink(n.intra_node);
+    *all_gpus += int64_t(available) * n.gpus_per_node;
+    types.push_back(t);
+  }
+  if (types.empty())
+    throw EstimateError("recommend: no node type to use" +
+                        std::string(job.allowed_types.empty() ? "" : " of the allowed GPU types") +
+                        " has available nodes");
+  return types;
+}
+
+// Sets each type's max_batch, the largest per-GPU batch its GPU holds, once per GPU type:
+// the enumerator then tests memory with one comparison per candidate. Memory grows with
+// the batch, so a binary search up to the largest batch any candidate can ask for.
+void SetMaxBatches(const Job& job, int slots, int64_t all_gpus, std::vector<TypeInfo>* types) {
+  const int64_t cap = job.per_gpu_batch > 0 ? job.per_gpu_batch * all_gpus : job.spec.batch_size;
+  std::map<std::string, int64_t> max_batch;
+  for (TypeInfo& t : *types) {
+    auto known = max_batch.find(t.gpu->name);
+    if (known != max_batch.end()) {
+      t.max_batch = known->second;
+      continue;
+    }
+    const double capacity = kUsableMemory * t.gpu->memory_gb * 1e9;
+    int64_t lo = 0, hi = cap;  // fits(lo) (0 trivially), answer in [lo, hi]
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (TrainingMemoryBytes(job.features, mid, slots) <= capacity)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    t.max_batch = max_batch[t.gpu->name] = lo;
+  }
+}
+
+// Throws when the enumeration left nothing to rank, saying what to change: either no
+// candidate at all (the batch and sample counts rule every one out), or none that fits in
+// memory, naming the GPU with the most memory and the smallest batch asked of it (the
+// closest the cluster comes).
+void CheckSomethingFits(const Job& job, const Enumerator& e, int slots) {
+  const std::vector<TypeInfo>& ti = e.types();
+  if (e.evaluated == 0)
+    throw EstimateError(
+        "recommend: no allocation to consider: every candidate would leave a GPU without a "
+        "sample or use more samples per step than an epoch has (global batch vs samples, "
+        "max_gpus)");
+  if (e.fitting > 0) return;
+  size_t big = 0;
+  for (size_t i = 1; i < ti.size(); ++i)
+    if (ti[i].gpu->memory_gb > ti[big].gpu->memory_gb) big = i;
+  int64_t b = e.min_batch_[big] == std::numeric_limits<int64_t>::max() ? 1 : e.min_batch_[big];
+  for (size_t i = 0; i < ti.size(); ++i)
+    if (ti[i].gpu == ti[big].gpu) b = std::min(b, e.min_batch_[i]);
+  const double need = TrainingMemoryBytes(job.features, b, slots);
+  throw EstimateError("model needs " + Printf("%.1f", need / 1e9) + " GB per GPU at batch " +
+                      std::to_string(b) + "; the largest GPU has " +
+                      Printf("%g", ti[big].gpu->memory_gb) + " GB (" + ti[big].gpu->name + ", " +
+                      Printf("%.0f", kUsableMemory * 100) + "% usable)");
+}
+
+// A candidate as callers see it: named parts, memory per GPU, and the learning rate scaled
+// with the global batch. Done only for the kept few (the enumeration stays allocation-free).
+Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const Cand& c, int slots) {
+  Allocation a;
+  double memory = 0;
+  for (int p = 0; p < c.parts; ++p) {
+    const TypeInfo& t = ti[size_t(c.type[p])];
+    Part part;
+    part.node_type = t.node->name;
+    part.gpu = t.gpu->name;
+    part.nodes = c.nodes[p];
+    part.gpus_per_node = c.gpn[p];
+    part.per_gpu_batch = c.batch[p];
+    a.parts.push_back(part);
+    memory = std::max(memory, TrainingMemoryBytes(job.features, c.batch[p], slots));
+  }
+  a.gpus = c.gpus;
+  a.nodes = c.node_count;
+  a.global_batch = c.global;
+  const double ratio =
+      job.spec.batch_size > 0 ? double(c.global) / double(job.spec.batch_size) : 1.0;
+  a.lr = job.spec.optimizer.lr * ratio;
+  // Linear scaling (Goyal et al. 2017) needs a warm-up when the rate grows a lot.
+  a.warmup_epochs = job.spec.schedule.warmup_epochs;
+  if (ratio > 2) a.warmup_epochs = std::max(a.warmup_epochs, 1.0);
+  a.compute_s = c.compute_s;
+  a.comm_s = c.comm_s;
+  a.step_s = c.step_s;
+  a.steps = c.steps;
+  a.total_s = c.total_s;
+  a.energy_j = c.energy_j;
+  a.gpu_hours = c.gpu_hours;
+  a.memory_bytes = memory;
+  a.fits_memory = c.fits;
+  a.meets_deadline = c.meets;
+  return a;
+}
+
+// "the 3h deadline", or "" without a deadline.
+std::string DeadlineText(const Job& job) {
+  return job.deadline_s > 0 ? "the " + Duration(job.deadline_s) + " deadline" : std::string();
+}
+
+// Why lines of the ranked allocations (best first), in the objective's terms so that the
+// table reads as a comparison: the winner against the field (`feasible` allocations), the
+// others against the winner.
+void ExplainRanked(const Job& job, int feasible, std::vector<Allocation>* ranked) {
+  const std::string among =
+      job.deadline_s > 0 ? " meeting " + DeadlineText(job) : " that fit in memory";
+  std::vector<Allocation>& r = *ranked;
+  const Allocation& top = r.front();
+  const std::string of = feasible == 1 ? std::string("only allocation") + among
+                                       : " of " + std::to_string(feasible) + " allocations" + among;
+  switch (job.objective) {
+    case Objective::Energy:
+      r[0].why = (feasible == 1 ? of : "least energy" + of) + " (" + FormatEnergy(top.energy_j) +
+                 ", " + Duration(top.total_s) + ")";
+      break;
+    case Objective::Time:
+      r[0].why = (feasible == 1 ? of : "fastest" + of) + " (" + Duration(top.total_s) + ", " +
+                 FormatEnergy(top.energy_j) + ")";
+      break;
+    case Objective::GpuHours:
+      r[0].why = (feasible == 1 ? of : "fewest GPU-hours" + of) + " (" + GpuHours(top.gpu_hours) +
+                 ", " + Duration(top.total_s) + ")";
+      break;
+  }
+  for (size_t i = 1; i < r.size(); ++i) {
+    Allocation& a = r[i];
+    const double dt = a.total_s - top.total_s;
+    const std::string time = std::fabs(dt) < 1
+                                 ? "same time"
+                                 : Duration(std::fabs(dt)) + (dt < 0 ? " faster" : " slower");
+    switch (job.objective) {
+      case Objective::Energy:
+        a.why = Percent(a.energy_j / top.energy_j) + " energy, " + time;
+        break;
+      case Objective::Time: {
+        const double q = a.energy_j / top.energy_j;
+        a.why = time + ", " +
+                (std::fabs(q - 1) < 0.0005 ? std::string("same energy")
+                                           : Printf(std::fabs(q - 1) < 0.01 ? "%.1f%%" : "%.0f%%",
+                                                    std::fabs(q - 1) * 100) +
+                                                 (q < 1 ? " less energy" : " more energy"));
+        break;
+      }
+      case Objective::GpuHours:
+        a.why = Percent(a.gpu_hours / top.gpu_hours) + " GPU-hours, " + time;
+        break;
+    }
+  }
+}
+
+// The fastest allocation's why line (and miss_s): when nothing meets the deadline it is the
+// answer, so it says by how much it misses; otherwise it is the reference for "how fast
+// could this go", among the `fitting` allocations that fit in memory.
+void ExplainFastest(const Job& job, int fitting, Recommendation* rec) {
+  Allocation& f = rec->fastest;
+  if (!rec->feasible) {
+    rec->miss_s = f.total_s * (1 + job.margin) - job.deadline_s;
+    f.why = "fastest allocation misses " + DeadlineText(job) + " by " + Duration(rec->miss_s) +
+            " (" + Duration(f.total_s) + " predicted, " + Printf("%.0f", job.margin * 100) +
+            "% margin)";
+  } else {
+    f.why = "fastest of " + std::to_string(fitting) + " allocations that fit in memory (" +
+            Duration(f.total_s) + ", " + FormatEnergy(f.energy_j) + ")";
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- public
@@ -562,189 +764,27 @@ Recommendation Recommend(const Job& job, const Cluster& cluster) {
 Recommendation Recommend(const Job& job, const Cluster& cluster,
                          const std::map<std::string, DeviceSpeed>& speeds) {
   CheckJob(job);
-  for (const std::string& t : job.allowed_types)
-    if (!cluster.gpu(t))
-      throw EstimateError("recommend: allowed GPU type \"" + t + "\" is not in cluster \"" +
-                          cluster.name + "\" (it has " + Names(cluster) + ")");
-
   const int slots = OptimizerSlots(job.spec.optimizer);
   int64_t all_gpus = 0;
-  std::vector<TypeInfo> types;
-  for (size_t i = 0; i < cluster.node_types.size(); ++i) {
-    const NodeType& n = cluster.node_types[i];
-    if (!Allowed(job, n.gpu)) continue;
-    const int available = n.available < 0 ? n.nodes : n.available;
-    if (available <= 0 || n.gpus_per_node <= 0) continue;
-    TypeInfo t;
-    t.node = &n;
-    t.gpu = cluster.gpu(n.gpu);
-    if (!t.gpu)
-      throw EstimateError("node type \"" + n.name + "\": unknown GPU type \"" + n.gpu + "\"");
-    auto s = speeds.find(n.gpu);
-    if (s == speeds.end())
-      throw EstimateError("recommend: no speed for GPU type \"" + n.gpu + "\"");
-    CheckSpeed(n.gpu, s->second);
-    t.fixed = s->second.fixed_s;
-    t.per = s->second.per_sample_s;
-    t.available = available;
-    t.intra = AlphaBeta::FromLink(n.intra_node);
-    all_gpus += int64_t(available) * n.gpus_per_node;
-    types.push_back(t);
-  }
-  if (types.empty())
-    throw EstimateError("recommend: no node type to use" +
-                        std::string(job.allowed_types.empty() ? "" : " of the allowed GPU types") +
-                        " has available nodes");
-
-  // The largest per-GPU batch each GPU type holds (memory grows with the batch: binary
-  // search up to the largest batch any candidate can ask for).
-  const int64_t cap = job.per_gpu_batch > 0 ? job.per_gpu_batch * all_gpus : job.spec.batch_size;
-  std::map<std::string, int64_t> max_batch;
-  for (TypeInfo& t : types) {
-    auto known = max_batch.find(t.gpu->name);
-    if (known != max_batch.end()) {
-      t.max_batch = known->second;
-      continue;
-    }
-    const double capacity = kUsableMemory * t.gpu->memory_gb * 1e9;
-    int64_t lo = 0, hi = cap;  // fits(lo) (0 trivially), answer in [lo, hi]
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo + 1) / 2;
-      if (TrainingMemoryBytes(job.features, mid, slots) <= capacity)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    t.max_batch = max_batch[t.gpu->name] = lo;
-  }
+  std::vector<TypeInfo> types = UsableTypes(job, cluster, speeds, &all_gpus);
+  SetMaxBatches(job, slots, all_gpus, &types);
 
   Enumerator e(job, cluster, std::move(types));
   e.Run();
-  const std::vector<TypeInfo>& ti = e.types();
-
-  if (e.evaluated == 0)
-    throw EstimateError(
-        "recommend: no allocation to consider: every candidate would leave a GPU without a "
-        "sample or use more samples per step than an epoch has (global batch vs samples, "
-        "max_gpus)");
-  if (e.fitting == 0) {
-    // Name the GPU with the most memory and the smallest batch asked of it.
-    size_t big = 0;
-    for (size_t i = 1; i < ti.size(); ++i)
-      if (ti[i].gpu->memory_gb > ti[big].gpu->memory_gb) big = i;
-    int64_t b = e.min_batch_[big] == std::numeric_limits<int64_t>::max() ? 1 : e.min_batch_[big];
-    for (size_t i = 0; i < ti.size(); ++i)
-      if (ti[i].gpu == ti[big].gpu) b = std::min(b, e.min_batch_[i]);
-    const double need = TrainingMemoryBytes(job.features, b, slots);
-    throw EstimateError("model needs " + Printf("%.1f", need / 1e9) + " GB per GPU at batch " +
-                        std::to_string(b) + "; the largest GPU has " +
-                        Printf("%g", ti[big].gpu->memory_gb) + " GB (" + ti[big].gpu->name + ", " +
-                        Printf("%.0f", kUsableMemory * 100) + "% usable)");
-  }
-
-  auto to_allocation = [&](const Cand& c) {
-    Allocation a;
-    double memory = 0;
-    for (int p = 0; p < c.parts; ++p) {
-      const TypeInfo& t = ti[size_t(c.type[p])];
-      Part part;
-      part.node_type = t.node->name;
-      part.gpu = t.gpu->name;
-      part.nodes = c.nodes[p];
-      part.gpus_per_node = c.gpn[p];
-      part.per_gpu_batch = c.batch[p];
-      a.parts.push_back(part);
-      memory = std::max(memory, TrainingMemoryBytes(job.features, c.batch[p], slots));
-    }
-    a.gpus = c.gpus;
-    a.nodes = c.node_count;
-    a.global_batch = c.global;
-    const double ratio =
-        job.spec.batch_size > 0 ? double(c.global) / double(job.spec.batch_size) : 1.0;
-    a.lr = job.spec.optimizer.lr * ratio;
-    // Linear scaling (Goyal et al. 2017) needs a warm-up when the rate grows a lot.
-    a.warmup_epochs = job.spec.schedule.warmup_epochs;
-    if (ratio > 2) a.warmup_epochs = std::max(a.warmup_epochs, 1.0);
-    a.compute_s = c.compute_s;
-    a.comm_s = c.comm_s;
-    a.step_s = c.step_s;
-    a.steps = c.steps;
-    a.total_s = c.total_s;
-    a.energy_j = c.energy_j;
-    a.gpu_hours = c.gpu_hours;
-    a.memory_bytes = memory;
-    a.fits_memory = c.fits;
-    a.meets_deadline = c.meets;
-    return a;
-  };
+  CheckSomethingFits(job, e, slots);
 
   Recommendation rec;
   rec.candidates = e.evaluated;
   rec.speeds = speeds;
   rec.feasible = e.feasible > 0;
-  rec.fastest = to_allocation(e.fastest);
-
-  const std::string deadline =
-      job.deadline_s > 0 ? "the " + Duration(job.deadline_s) + " deadline" : std::string();
-  const std::string among = job.deadline_s > 0 ? " meeting " + deadline : " that fit in memory";
+  rec.fastest = ToAllocation(job, e.types(), e.fastest, slots);
   if (rec.feasible) {
     std::sort(e.best.begin(), e.best.end(), Better);
     rec.ranked.reserve(e.best.size());
-    for (const Cand& c : e.best) rec.ranked.push_back(to_allocation(c));
-    // Why lines: the winner against the field, the others against the winner.
-    const Allocation& top = rec.ranked.front();
-    const std::string of = e.feasible == 1
-                               ? std::string("only allocation") + among
-                               : " of " + std::to_string(e.feasible) + " allocations" + among;
-    switch (job.objective) {
-      case Objective::Energy:
-        rec.ranked[0].why = (e.feasible == 1 ? of : "least energy" + of) + " (" +
-                            FormatEnergy(top.energy_j) + ", " + Duration(top.total_s) + ")";
-        break;
-      case Objective::Time:
-        rec.ranked[0].why = (e.feasible == 1 ? of : "fastest" + of) + " (" + Duration(top.total_s) +
-                            ", " + FormatEnergy(top.energy_j) + ")";
-        break;
-      case Objective::GpuHours:
-        rec.ranked[0].why = (e.feasible == 1 ? of : "fewest GPU-hours" + of) + " (" +
-                            GpuHours(top.gpu_hours) + ", " + Duration(top.total_s) + ")";
-        break;
-    }
-    for (size_t i = 1; i < rec.ranked.size(); ++i) {
-      Allocation& a = rec.ranked[i];
-      const double dt = a.total_s - top.total_s;
-      const std::string time = std::fabs(dt) < 1
-                                   ? "same time"
-                                   : Duration(std::fabs(dt)) + (dt < 0 ? " faster" : " slower");
-      switch (job.objective) {
-        case Objective::Energy:
-          a.why = Percent(a.energy_j / top.energy_j) + " energy, " + time;
-          break;
-        case Objective::Time: {
-          const double r = a.energy_j / top.energy_j;
-          a.why = time + ", " +
-                  (std::fabs(r - 1) < 0.0005 ? std::string("same energy")
-                                             : Printf(std::fabs(r - 1) < 0.01 ? "%.1f%%" : "%.0f%%",
-                                                      std::fabs(r - 1) * 100) +
-                                                   (r < 1 ? " less energy" : " more energy"));
-          break;
-        }
-        case Objective::GpuHours:
-          a.why = Percent(a.gpu_hours / top.gpu_hours) + " GPU-hours, " + time;
-          break;
-      }
-    }
+    for (const Cand& c : e.best) rec.ranked.push_back(ToAllocation(job, e.types(), c, slots));
+    ExplainRanked(job, e.feasible, &rec.ranked);
   }
-  if (!rec.feasible) {
-    rec.miss_s = rec.fastest.total_s * (1 + job.margin) - job.deadline_s;
-    rec.fastest.why = "fastest allocation misses " + deadline + " by " + Duration(rec.miss_s) +
-                      " (" + Duration(rec.fastest.total_s) + " predicted, " +
-                      Printf("%.0f", job.margin * 100) + "% margin)";
-  } else {
-    rec.fastest.why = "fastest of " + std::to_string(e.fitting) + " allocations that fit in " +
-                      "memory (" + Duration(rec.fastest.total_s) + ", " +
-                      FormatEnergy(rec.fastest.energy_j) + ")";
-  }
+  ExplainFastest(job, e.fitting, &rec);
   return rec;
 }
 

@@ -39,21 +39,14 @@
 
 #include "estimator/time_model.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <Eigen/Dense>
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <climits>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
 #include <limits>
 #include <random>
 
+#include "common/atomic_file.hpp"
 #include "common/file_text.hpp"
 #include "common/json_parse.hpp"
 
@@ -584,42 +577,14 @@ Calibration LoadCalibration(const std::string& path) {
 }
 
 void SaveCalibration(const std::string& path, const Calibration& c) {
-  const std::string text = CalibrationToJson(c).dump(2) + "\n";
-  // A fresh name in the same folder (rename is atomic only within one file system).
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  auto fail = [&](int err) {
-    ::unlink(tmp.c_str());
-    FileFail(path, std::string("cannot write: ") + std::strerror(err));
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) FileFail(path, std::string("cannot write: ") + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      fail(err);
-    }
-    done += size_t(n);
-  }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(err);
-  }
-  if (::close(fd) != 0) fail(errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
-  // Make the rename itself durable; a failure here leaves a complete file, so ignore it.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
+  try {
+    WriteFileAtomically(path, CalibrationToJson(c).dump(2) + "\n");
+  } catch (const IoError& e) {
+    // IoError says "<path>: cannot write: <reason>"; the estimator's file errors are
+    // EstimateError (dlh-estimate exit code 2), one line like every other FileFail.
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    throw EstimateError(msg);
   }
 }
 

@@ -82,6 +82,8 @@ nlohmann::json CalibrationToJson(const Calibration& c);
 // Throws EstimateError naming the file and field.
 Calibration CalibrationFromJson(const nlohmann::json& j, const std::string& origin);
 Calibration LoadCalibration(const std::string& path);
-void SaveCalibration(const std::string& path, const Calibration& c);  // atomic
+// Written atomically (common/atomic_file.hpp); throws EstimateError
+// "<path>: cannot write: <reason>".
+void SaveCalibration(const std::string& path, const Calibration& c);
 
 }  // namespace dlh

@@ -6,15 +6,18 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 
-#include "launcher/comm/allreduce.hpp"
+#include "common/atomic_file.hpp"
+#include "common/cli.hpp"
+#include "common/exit_codes.hpp"
 #include "launcher/bench/bench_allreduce.hpp"
 #include "launcher/bench/bench_checkpoint.hpp"
+#include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
-#include "launcher/engine/device.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/engine/device.hpp"
 #include "launcher/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -62,14 +65,11 @@ int RunBenchAllreduce(const std::vector<std::string>& args, int rank) {
     ("repeats", po::value(&o.repeats)->default_value(o.repeats), "timed blocks per size; median")
     ("json", po::value(&json_path), "also write the results as JSON to this file (rank 0)");
   // clang-format on
+  dlh::SubcommandSyntax syntax;
+  syntax.suffix = " (see dlh-launch bench-allreduce --help)";
+  syntax.ignore_extra_arguments = true;
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(d).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw dlh::UsageError(std::string(e.what()) + " (see dlh-launch bench-allreduce --help)");
-  }
-  if (vm.count("help")) {
+  if (dlh::ParseSubcommand(args, d, syntax, &vm) == dlh::ParseResult::kStop) {
     if (rank == 0) std::cout << d << "\n";
     return dlh::kExitOk;
   }
@@ -94,13 +94,7 @@ int RunBenchAllreduce(const std::vector<std::string>& args, int rank) {
   double per = sm["per_tensor_s"], fused = sm["fused_s"];
   std::printf("%d tensors of %d bytes: one MPI_Allreduce each %.1f us, fused %.1f us (%.1fx)\n",
               int(sm["tensors"]), int(sm["bytes_each"]), per * 1e6, fused * 1e6, per / fused);
-  if (!json_path.empty()) {
-    std::FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) throw dlh::Error(json_path + ": cannot write: " + std::strerror(errno));
-    std::string text = r.dump(2) + "\n";
-    std::fwrite(text.data(), 1, text.size(), f);
-    std::fclose(f);
-  }
+  if (!json_path.empty()) dlh::WriteFileAtomically(json_path, r.dump(2) + "\n");
   return dlh::kExitOk;
 }
 
@@ -150,23 +144,15 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   dlh::TrainOptions o;
   std::string progress;
   po::options_description desc = TrainOptionsDescription(&o, &progress);
-  po::options_description hidden;
-  hidden.add_options()("spec", po::value(&o.spec_path));
-  po::options_description all;
-  all.add(desc).add(hidden);
-  po::positional_options_description pos;
-  pos.add("spec", 1);
+  dlh::SubcommandSyntax syntax;
+  syntax.positional = {{"spec", ""}};  // checked below: an empty SPEC is missing too
+  syntax.suffix = " (see dlh-launch train --help)";
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw dlh::UsageError(std::string(e.what()) + " (see dlh-launch train --help)");
-  }
-  if (vm.count("help")) {
+  if (dlh::ParseSubcommand(args, desc, syntax, &vm) == dlh::ParseResult::kStop) {
     if (rank == 0) std::cout << kUsage << "\n" << desc << "\n";
     return dlh::kExitOk;
   }
+  if (vm.count("spec")) o.spec_path = vm["spec"].as<std::string>();
   if (o.spec_path.empty())
     throw dlh::UsageError("train: missing SPEC (see dlh-launch train --help)");
   if (o.keep < 1)
@@ -203,7 +189,7 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   }
 
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);
-  return r.stop_signal ? 128 + r.stop_signal : dlh::kExitOk;
+  return r.stop_signal ? dlh::kExitSignalBase + r.stop_signal : dlh::kExitOk;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 # tests/: unit (no MPI processes), mpi (under mpirun with 2, 3 and 4 ranks), scripts
-# (whole binaries end to end: kill-and-resume, bad input).
+# (whole binaries end to end: kill-and-resume, bad input); util/ holds headers the C++
+# tests share (TempDir), scripts/common.bash the shell helpers.
 UNIT_SRCS := $(wildcard tests/unit/*_test.cpp)
 UNIT_BIN := $(BINDIR)/unit_tests
 MPI_TEST_SRCS := $(wildcard tests/mpi/*_mpitest.cpp) tests/mpi/mpi_main.cpp

@@ -15,8 +15,10 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/atomic_file.hpp"
+#include "common/cli.hpp"
 #include "common/error.hpp"
-#include "launcher/comm/collective.hpp"
+#include "common/exit_codes.hpp"
 
 namespace po = boost::program_options;
 
@@ -161,14 +163,11 @@ int RunBenchCheckpointCommand(const std::vector<std::string>& args, int rank) {
         "(the floor under any checkpoint format)")
     ("json", po::value(&json_path), "also write the results as JSON to this file");
   // clang-format on
+  SubcommandSyntax syntax;
+  syntax.suffix = " (see dlh-launch bench-checkpoint --help)";
+  syntax.ignore_extra_arguments = true;
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(d).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + " (see dlh-launch bench-checkpoint --help)");
-  }
-  if (vm.count("help")) {
+  if (ParseSubcommand(args, d, syntax, &vm) == ParseResult::kStop) {
     if (rank == 0) std::cout << d << "\n";
     return kExitOk;
   }
@@ -194,13 +193,7 @@ int RunBenchCheckpointCommand(const std::vector<std::string>& args, int rank) {
     std::printf("%12.0f %14.0f %12.3f %10.3f\n", double(s["param_bytes"]) / (1 << 20), file, median,
                 file / median / 1e9);
   }
-  if (!json_path.empty()) {
-    std::FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) throw Error(json_path + ": cannot write: " + std::strerror(errno));
-    const std::string text = r.dump(2) + "\n";
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) throw Error(json_path + ": write failed");
-  }
+  if (!json_path.empty()) WriteFileAtomically(json_path, r.dump(2) + "\n");
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/exit_codes.hpp"
 #include "launcher/comm/mpi.hpp"
 
 namespace dlh {

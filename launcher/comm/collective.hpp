@@ -10,14 +10,9 @@
 #include <functional>
 
 #include "common/error.hpp"
+#include "common/exit_codes.hpp"
 
 namespace dlh {
-
-// Exit codes of dlh-launch (README "Exit codes").
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;     // runtime failure (I/O, MPI, internal)
-constexpr int kExitBadInput = 2;    // bad option, spec or data set
-constexpr int kExitCheckpoint = 3;  // checkpoint cannot be read or written
 
 // Thrown identically on every rank by RunCollectively; rank 0 reports it.
 struct CollectiveError : Error {
@@ -26,7 +21,8 @@ struct CollectiveError : Error {
   int exit_code;
 };
 
-// Maps an exception to its exit code.
+// Maps an exception to its dlh-launch exit code (common/exit_codes.hpp): bad input 2,
+// checkpoint 3, anything else 1.
 int ExitCodeOf(const std::exception& e);
 
 void RunCollectively(MPI_Comm comm, const std::function<void()>& step);

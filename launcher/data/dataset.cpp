@@ -14,10 +14,11 @@
 #include <cstring>
 #include <random>
 
+#include "common/atomic_file.hpp"
 #include "common/error.hpp"
-#include "launcher/storage/h5.hpp"
 #include "launcher/data/idx.hpp"
 #include "launcher/nn/random.hpp"
+#include "launcher/storage/h5.hpp"
 
 namespace dlh {
 namespace {
@@ -40,41 +41,38 @@ std::string WithFile(const std::string& path, const std::string& what) {
 // ---------------------------------------------------------------------------------------
 // Writing
 
-// Creates out_path atomically: everything goes to out_path.tmp, which is flushed, fsynced
-// and closed before rename(2) puts it in place, so a crash or a concurrent reader never
-// sees a half-written data set. The temporary file is removed on failure.
+// Creates out_path atomically (common/atomic_file.hpp): everything goes to a temporary file
+// beside it, which is flushed, fsynced and closed before rename(2) puts it in place, so a
+// crash or a concurrent reader never sees a half-written data set. The temporary file is
+// removed on failure. Every failure is a DataError naming out_path.
 template <typename Body>
 void WriteAtomically(const std::string& out_path, Body&& body) {
-  const std::string tmp = out_path + ".tmp";
-  // HDF5's own create error only says "unable to create file" (see h5.cpp's error stack
-  // walk), so try the path first to report the real reason (missing folder, permissions).
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw DataError(out_path + ": cannot create " + tmp + ": " + std::strerror(errno));
-  ::close(fd);
+  std::string tmp_path;  // for the rename message
   try {
-    h5::File file(tmp, h5::Mode::Create);
-    body(file.id());
-    file.flush_and_sync();
-    file.close();
-  } catch (const H5Error& e) {
-    std::remove(tmp.c_str());
-    throw DataError(out_path + ": cannot write: " + e.what());
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw DataError(out_path + ": cannot rename " + tmp + " into place: " + std::strerror(err));
-  }
-  // The rename itself is durable only once the directory is synced. Best effort: some
-  // file systems refuse fsync on directories, and the data file is already complete.
-  std::string dir = out_path.substr(0, out_path.find_last_of('/') + 1);
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
+    CommitAtomically(out_path, [&](const std::string& tmp) {
+      tmp_path = tmp;
+      // HDF5's own create error only says "unable to create file" (see h5.cpp's error stack
+      // walk), so try the path first to report the real reason (missing folder, permissions).
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0)
+        throw DataError(out_path + ": cannot create " + tmp + ": " + std::strerror(errno));
+      ::close(fd);
+      try {
+        h5::File file(tmp, h5::Mode::Create);
+        body(file.id());
+        file.flush_and_sync();
+        file.close();
+      } catch (const H5Error& e) {
+        throw DataError(out_path + ": cannot write: " + e.what());
+      }
+    });
+  } catch (const IoError& e) {
+    // The body throws DataError; an IoError is CommitAtomically's rename into place,
+    // worded "<out_path>: cannot write: <reason>".
+    std::string reason = e.what();
+    const std::string prefix = out_path + ": cannot write: ";
+    if (reason.compare(0, prefix.size(), prefix) == 0) reason.erase(0, prefix.size());
+    throw DataError(out_path + ": cannot rename " + tmp_path + " into place: " + reason);
   }
 }
 

@@ -4,7 +4,8 @@
 //   dlh-data synthetic --out FILE --shape CxHxW --classes K --train N --test M [--seed S]
 //   dlh-data inspect FILE
 //
-// Exit status: 0 success, 1 runtime error (bad input file, I/O), 2 bad command line.
+// Exit status (common/exit_codes.hpp): 0 success, 1 runtime error (bad input file, I/O),
+// 2 bad command line.
 #include <boost/program_options.hpp>
 #include <cinttypes>
 #include <cmath>
@@ -14,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
+#include "common/exit_codes.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/storage/h5.hpp"
 
@@ -100,18 +103,15 @@ Shape3 ParseShape(const std::string& text) {
 }
 
 // Parses a subcommand's arguments. Returns false when --help was given (and printed).
+// Problems are thrown bare: main adds the command and the --help hint to every UsageError.
 bool ParseArgs(const std::string& command, const std::string& synopsis,
                const std::vector<std::string>& args, po::options_description& options,
-               const po::positional_options_description& positional, po::variables_map& vm,
-               const std::function<void()>& precheck = {}) {
+               SubcommandSyntax syntax, po::variables_map& vm) {
   options.add_options()("help,h", "show this help and exit");
-  po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-  if (vm.count("help")) {
+  if (ParseSubcommand(args, options, syntax, &vm) == ParseResult::kStop) {
     std::cout << "usage: dlh-data " << command << " " << synopsis << "\n\n" << options;
     return false;
   }
-  if (precheck) precheck();  // for messages clearer than program_options' own
-  po::notify(vm);            // after --help, so that help works without the required options
   return true;
 }
 
@@ -142,10 +142,10 @@ int ImportCommand(const std::vector<std::string>& args) {
        "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, each plain or .gz");
   po::variables_map vm;
   if (!ParseArgs("import-fashion-mnist", "--out FILE [--source DIR]", args, options, {}, vm))
-    return 0;
+    return kExitOk;
   ImportFashionMnist(source, out);
   PrintSummary(out);
-  return 0;
+  return kExitOk;
 }
 
 int SyntheticCommand(const std::vector<std::string>& args) {
@@ -169,7 +169,7 @@ int SyntheticCommand(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!ParseArgs("synthetic", "--out FILE --shape CxHxW --classes K --train N --test M [--seed S]",
                  args, options, {}, vm))
-    return 0;
+    return kExitOk;
   Shape3 shape = ParseShape(shape_text);
   int classes = int(ParseInt(classes_text, "--classes", 2, 1 << 20));
   int64_t train = ParseInt(train_text, "--train", 1, int64_t(1) << 40);
@@ -184,7 +184,7 @@ int SyntheticCommand(const std::vector<std::string>& args) {
                      " GiB; the limit is 64 GiB");
   WriteSyntheticDataset(out, shape, classes, train, test, seed);
   PrintSummary(out);
-  return 0;
+  return kExitOk;
 }
 
 void PrintSplit(const char* name, const DataSplit& s, int classes, bool with_stats) {
@@ -218,13 +218,13 @@ int InspectCommand(const std::vector<std::string>& args) {
   options.add_options()  //
       ("file", po::value(&path)->required()->value_name("FILE"),
        "data set file to check (also accepted as the only positional argument)");
-  po::positional_options_description positional;
-  positional.add("file", 1);
+  SubcommandSyntax syntax;
+  syntax.positional = {{"file", ""}};  // --file is required: precheck says it better
+  syntax.precheck = [](const po::variables_map& vm) {
+    if (!vm.count("file")) throw UsageError("missing FILE, the data set to inspect");
+  };
   po::variables_map vm;
-  if (!ParseArgs("inspect", "FILE", args, options, positional, vm, [&] {
-        if (!vm.count("file")) throw UsageError("missing FILE, the data set to inspect");
-      }))
-    return 0;
+  if (!ParseArgs("inspect", "FILE", args, options, syntax, vm)) return kExitOk;
 
   // LoadDataset is the trainer's own validation: a file that passes here loads there.
   Dataset ds = LoadDataset(path);
@@ -261,7 +261,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   PrintSplit("train", ds.train, ds.classes, true);
   PrintSplit("test", ds.test, ds.classes, false);
   std::printf("ok: %s is a valid data set\n", path.c_str());
-  return 0;
+  return kExitOk;
 }
 
 struct Command {
@@ -277,7 +277,7 @@ int Main(int argc, char** argv, std::string& command) {
   std::string first = argv[1];
   if (first == "--help" || first == "-h" || first == "help") {
     std::cout << kUsage;
-    return 0;
+    return kExitOk;
   }
   for (const Command& c : commands) {
     if (first != c.name) continue;
@@ -300,17 +300,15 @@ int main(int argc, char** argv) {
       std::cerr << "dlh-data: " << command << ": " << what << " (see 'dlh-data " << command
                 << " --help')\n";
     }
-    return 2;
+    return dlh::kExitBadInput;
   };
   try {
     return dlh::Main(argc, argv, command);
-  } catch (const dlh::UsageError& e) {
-    return usage_error(e.what());
-  } catch (const po::error& e) {
+  } catch (const dlh::UsageError& e) {  // ParseSubcommand turns Program_options' errors into these
     return usage_error(e.what());
   } catch (const std::exception& e) {
     // dlh::Error messages already name the file at fault.
     std::cerr << "dlh-data: " << e.what() << "\n";
-    return 1;
+    return dlh::kExitFailure;
   }
 }

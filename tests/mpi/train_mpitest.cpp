@@ -7,12 +7,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
-#include "launcher/storage/checkpoint.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/data/dataset.hpp"
+#include "launcher/storage/checkpoint.hpp"
 #include "launcher/train/trainer.hpp"
 #include "tests/mpi/mpi_test_util.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
@@ -20,26 +22,29 @@ namespace {
 using test::Rank;
 using test::Size;
 
-// A temp folder named by rank 0 and shared by all ranks; removed at the end.
+// A temp folder made by rank 0 and shared by all ranks; removed at the end.
 class SharedDir {
  public:
   SharedDir() {
     char buf[4096] = {0};
     if (Rank() == 0) {
-      std::string tmpl = (std::filesystem::temp_directory_path() / "dlh-mpitest-XXXXXX").string();
-      std::snprintf(buf, sizeof buf, "%s", tmpl.c_str());
-      if (!mkdtemp(buf)) buf[0] = 0;
+      // A failure must not skip the broadcast (the other ranks would hang): the path stays
+      // empty and every rank's test fails instead.
+      try {
+        owner_.emplace("dlh-mpitest");
+        std::snprintf(buf, sizeof buf, "%s", owner_->path().c_str());
+      } catch (const std::exception&) {
+      }
     }
     MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
     path_ = buf;
   }
-  ~SharedDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (Rank() == 0 && !path_.empty()) std::filesystem::remove_all(path_);
-  }
+  // Every rank is done with the folder before rank 0's owner_ removes it.
+  ~SharedDir() { MPI_Barrier(MPI_COMM_WORLD); }
   const std::string& path() const { return path_; }
 
  private:
+  std::optional<test::TempDir> owner_;  // rank 0
   std::string path_;
 };
 

@@ -9,26 +9,23 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/util/temp_dir.hpp"
+
 namespace dlh {
 namespace {
 
 namespace fs = std::filesystem;
 
 struct AtomicFileTest : ::testing::Test {
-  void SetUp() override {
-    char name[] = "/tmp/dlh-atomic-XXXXXX";
-    ASSERT_NE(mkdtemp(name), nullptr);
-    dir = name;
-  }
-  void TearDown() override { fs::remove_all(dir); }
   std::string Read(const std::string& path) {
     std::ifstream in(path);
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
   }
-  size_t Entries() { return size_t(std::distance(fs::directory_iterator(dir), {})); }
-  std::string dir;
+  size_t Entries() { return tmp.Entries().size(); }
+  test::TempDir tmp{"dlh-atomic"};
+  const std::string dir = tmp.path();
 };
 
 TEST_F(AtomicFileTest, WritesAndReplacesWholeFiles) {

@@ -3,15 +3,13 @@
 #include "launcher/bench/bench_checkpoint.hpp"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
 #include <string>
+
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
-
-namespace fs = std::filesystem;
 
 size_t Bytes(const std::vector<NamedArray>& arrays) {
   size_t n = 0;
@@ -30,9 +28,8 @@ TEST(BenchCheckpoint, StateHasParametersAndAsMuchMomentum) {
 }
 
 TEST(BenchCheckpoint, TimesSavesThatLoadBack) {
-  char tmpl[] = "/tmp/dlh-bench-ckpt-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = std::string(tmpl) + "/ckpt";
+  test::TempDir tmp("dlh-bench-ckpt");
+  const std::string dir = tmp / "ckpt";
   CheckpointBenchOptions o;
   o.param_bytes = {size_t(1) << 20, size_t(2) << 20};
   o.repeats = 3;
@@ -61,7 +58,6 @@ TEST(BenchCheckpoint, TimesSavesThatLoadBack) {
   o.repeats = 1;
   RunCheckpointBench(o);
   EXPECT_EQ(ckpt.list_newest_first()[0], ckpt.path_for_step(7));
-  fs::remove_all(tmpl);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
@@ -329,21 +330,13 @@ TEST(Energy, ReadCpuEnergyJoulesDoesNotCrash) {
 
 class FakePowercap : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "dlh-calibrate-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   void Zone(const std::string& name, const std::string& uj, const std::string& max_uj) {
     fs::create_directories(dir_ / name);
     if (!uj.empty()) std::ofstream(dir_ / name / "energy_uj") << uj << "\n";
     if (!max_uj.empty()) std::ofstream(dir_ / name / "max_energy_range_uj") << max_uj << "\n";
   }
-  fs::path dir_;
+  test::TempDir tmp_{"dlh-calibrate-test"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(FakePowercap, SumsTopLevelPackagesOnly) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "launcher/storage/h5.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
@@ -124,23 +125,14 @@ std::vector<std::string> Names(const std::string& dir) {
 
 class CheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-    std::string tmpl = base + "/dlh-ckpt-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Path(const std::string& name) const { return tmp_ / name; }
   // A warn callback that keeps what it is told in warnings_ (state, not a static).
   std::function<void(const std::string&)> CaptureWarning() {
     return [this](const std::string& message) { warnings_.push_back(message); };
   }
 
-  std::string dir_;
+  test::TempDir tmp_{"dlh-ckpt-test"};
+  const std::string dir_ = tmp_.path();
   std::vector<std::string> warnings_;
 };
 

@@ -2,7 +2,6 @@
 #include "estimator/cluster.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -13,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "estimator/comm_model.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
@@ -199,14 +199,13 @@ TEST(Cluster, RelativeCalibrationPathsFollowTheFile) {
   EXPECT_EQ(c.gpu_types[0].calibration, "../calibration/a100.json");
 
   // LoadCluster resolves against the file's own folder.
-  const std::string dir =
-      (fs::temp_directory_path() / ("dlh_cluster_test_" + std::to_string(::getpid()))).string();
+  test::TempDir tmp("dlh-cluster-test");
+  const std::string dir = tmp.path();
   fs::create_directories(dir + "/sub");
   j["gpu_types"][0]["calibration"] = "cal/a100.json";
   std::ofstream(dir + "/sub/cluster.json") << j.dump(2);
   c = LoadCluster(dir + "/sub/cluster.json");
   EXPECT_EQ(c.gpu_types[0].calibration, dir + "/sub/cal/a100.json");
-  fs::remove_all(dir);
 }
 
 TEST(Cluster, UnreadableFile) {

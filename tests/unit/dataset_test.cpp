@@ -18,8 +18,9 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "launcher/storage/h5.hpp"
 #include "launcher/data/idx.hpp"
+#include "launcher/storage/h5.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
@@ -28,24 +29,18 @@ namespace fs = std::filesystem;
 
 const char* const kFashionDir = "/usr/share/datasets/fashion-mnist";
 
-// A fresh folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dlh-dataset-test-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
+using test::TempDir;  // a fresh folder per test, removed afterwards
 
- private:
-  std::string path_;
-};
+// Whether a temporary file of `out` ("<out>.tmp.<pid>.<n>", common/atomic_file.hpp) was left
+// beside it.
+bool LeftTemporaryFile(const std::string& out) {
+  const fs::path p(out);
+  const std::string prefix = p.filename().string() + ".tmp";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(p.parent_path(), ec))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) return true;
+  return false;
+}
 
 // Runs `fn`, which must throw DataError whose message is `expected` exactly.
 void ExpectDataError(const std::function<void()>& fn, const std::string& expected) {
@@ -204,7 +199,7 @@ TEST(Import, SmallIdxSetRoundTrips) {
   WriteSmallIdxSet(dir.path(), s);
   const std::string out = dir / "small.h5";
   ImportFashionMnist(dir.path(), out);
-  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_FALSE(LeftTemporaryFile(out));
 
   double sum = 0, sum_sq = 0;
   for (uint8_t v : s.train_images) {
@@ -266,15 +261,26 @@ TEST(Import, RejectsInconsistentIdxSets) {
 
   // Nothing half-written is left behind by any of the failures.
   EXPECT_FALSE(fs::exists(out));
-  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_FALSE(LeftTemporaryFile(out));
 }
 
 TEST(Import, ReportsUnwritableOutput) {
   TempDir dir;
   WriteSmallIdxSet(dir.path(), MakeSmallIdxSet());
   const std::string out = dir / "no-such-folder/out.h5";
-  ExpectDataError([&] { ImportFashionMnist(dir.path(), out); },
-                  out + ": cannot create " + out + ".tmp: No such file or directory");
+  ExpectDataErrorLike([&] { ImportFashionMnist(dir.path(), out); },
+                      out + ": cannot create " + out + ".tmp.", ": No such file or directory");
+}
+
+TEST(Import, ReportsOutputThatCannotBeReplaced) {
+  TempDir dir;
+  WriteSmallIdxSet(dir.path(), MakeSmallIdxSet());
+  const std::string out = dir / "taken.h5";
+  fs::create_directories(out + "/inside");  // a folder: rename(2) will not replace it
+  ExpectDataErrorLike([&] { ImportFashionMnist(dir.path(), out); },
+                      out + ": cannot rename " + out + ".tmp.", " into place: Is a directory");
+  EXPECT_TRUE(fs::is_directory(out + "/inside"));
+  EXPECT_FALSE(LeftTemporaryFile(out));
 }
 
 TEST(Import, RealFashionMnist) {
@@ -284,7 +290,7 @@ TEST(Import, RealFashionMnist) {
   TempDir dir;
   const std::string out = dir / "fashion-mnist.h5";
   ImportFashionMnist(kFashionDir, out);
-  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_FALSE(LeftTemporaryFile(out));
 
   double mean = 0, stddev = 0;
   {
@@ -359,7 +365,7 @@ TEST(Synthetic, DeterministicInSeed) {
   WriteSyntheticDataset(dir / "a.h5", shape, 3, 30, 9, 42);
   WriteSyntheticDataset(dir / "b.h5", shape, 3, 30, 9, 42);
   WriteSyntheticDataset(dir / "c.h5", shape, 3, 30, 9, 43);
-  EXPECT_FALSE(fs::exists(dir / "a.h5.tmp"));
+  EXPECT_FALSE(LeftTemporaryFile(dir / "a.h5"));
   std::string a = FileContents(dir / "a.h5");
   EXPECT_EQ(a, FileContents(dir / "b.h5"));
   EXPECT_NE(a, FileContents(dir / "c.h5"));

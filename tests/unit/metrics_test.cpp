@@ -11,23 +11,13 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
 
-namespace fs = std::filesystem;
-
 class MetricsLogTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char name[] = "/tmp/dlh-metrics-XXXXXX";
-    ASSERT_NE(mkdtemp(name), nullptr);
-    dir_ = name;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   MetricsLog::Warn Capture() {
     return [this](const std::string& m) { warnings_.push_back(m); };
   }
@@ -37,7 +27,8 @@ class MetricsLogTest : public ::testing::Test {
     for (std::string line; std::getline(in, line);) out.push_back(line);
     return out;
   }
-  std::string dir_;
+  test::TempDir tmp_{"dlh-metrics"};
+  const std::string dir_ = tmp_.path();
   std::vector<std::string> warnings_;
 };
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
@@ -84,24 +85,6 @@ json Edited(const std::function<void(json&)>& edit) {
   edit(j);
   return j;
 }
-
-// A scratch folder removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dlh-spec-test-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path write(const std::string& name, const std::string& text) const {
-    fs::path p = path / name;
-    std::ofstream(p) << text;
-    return p;
-  }
-};
 
 fs::path ExamplesDir() {
   return fs::path(__FILE__).parent_path() / ".." / ".." / "share" / "examples";
@@ -258,22 +241,22 @@ TEST(SpecTest, DatasetPathResolution) {
 }
 
 TEST(SpecTest, LoadSpecResolvesAgainstTheFilesFolder) {
-  TempDir dir;
+  test::TempDir dir("dlh-spec-test");
   json j = MinimalSpec();
   j["dataset"] = "train.h5";
-  fs::path p = dir.write("run.json", j.dump());
-  TrainSpec s = LoadSpec(p.string());
-  EXPECT_EQ(s.dataset, (dir.path / "train.h5").string());
-  EXPECT_EQ(s.origin, p.string());
+  const std::string p = dir.Write("run.json", j.dump());
+  TrainSpec s = LoadSpec(p);
+  EXPECT_EQ(s.dataset, dir / "train.h5");
+  EXPECT_EQ(s.origin, p);
   EXPECT_EQ(s.name, "run");
   EXPECT_EQ(s.json, j.dump());
 }
 
 TEST(SpecTest, LoadSpecInCurrentFolderKeepsRelativePath) {
-  TempDir dir;
-  dir.write("here.json", MinimalSpec().dump());
+  test::TempDir dir("dlh-spec-test");
+  dir.Write("here.json", MinimalSpec().dump());
   fs::path old = fs::current_path();
-  fs::current_path(dir.path);
+  fs::current_path(dir.path());
   TrainSpec s = LoadSpec("here.json");
   fs::current_path(old);
   EXPECT_EQ(s.dataset, "data.h5");
@@ -611,8 +594,8 @@ TEST(SpecErrorTest, OriginNamesTheSource) {
 }
 
 TEST(SpecErrorTest, UnreadableFile) {
-  TempDir dir;
-  const std::string missing = (dir.path / "missing.json").string();
+  test::TempDir dir("dlh-spec-test");
+  const std::string missing = dir / "missing.json";
   try {
     LoadSpec(missing);
     FAIL() << "no error";
@@ -620,18 +603,18 @@ TEST(SpecErrorTest, UnreadableFile) {
     EXPECT_EQ(std::string(e.what()), missing + ": cannot read: No such file or directory");
   }
   try {
-    LoadSpec(dir.path.string());
+    LoadSpec(dir.path());
     FAIL() << "no error";
   } catch (const SpecError& e) {
-    EXPECT_EQ(std::string(e.what()), dir.path.string() + ": cannot read: Is a directory");
+    EXPECT_EQ(std::string(e.what()), dir.path() + ": cannot read: Is a directory");
   }
   // A bad file names itself in every message.
-  fs::path bad = dir.write("bad.json", "{\"epochs\": 0}");
+  const std::string bad = dir.Write("bad.json", "{\"epochs\": 0}");
   try {
-    LoadSpec(bad.string());
+    LoadSpec(bad);
     FAIL() << "no error";
   } catch (const SpecError& e) {
-    EXPECT_EQ(std::string(e.what()), bad.string() + ": input: required");
+    EXPECT_EQ(std::string(e.what()), bad + ": input: required");
   }
 }
 

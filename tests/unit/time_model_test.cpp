@@ -15,6 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh {
 namespace {
@@ -440,13 +441,8 @@ TEST(CalibrationTest, BadInputs) {
 
 class CalibrationFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/dlh_time_model_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  test::TempDir tmp_{"dlh-time-model-test"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(CalibrationFileTest, SaveAndLoad) {
@@ -459,12 +455,7 @@ TEST_F(CalibrationFileTest, SaveAndLoad) {
   d.threads = 1;
   SaveCalibration(path, d);
   EXPECT_EQ(LoadCalibration(path).threads, 1);
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(dir_)) {
-    (void)e;
-    ++files;
-  }
-  EXPECT_EQ(files, 1);
+  EXPECT_EQ(tmp_.Entries(), std::vector<std::string>{"cpu.json"});
 }
 
 TEST_F(CalibrationFileTest, LoadErrors) {

@@ -1,0 +1,61 @@
+// DLH — one parser for the subcommands of every DLH tool (dlh-launch train, dlh-data
+// synthetic, dlh-estimate recommend, ...), on Boost.Program_options.
+//
+// The tools differ only in what they print and how they word a problem; the parsing (hidden
+// positional options, when --help wins, which errors become UsageError) is here once.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace dlh {
+
+// Everything about a subcommand's command line except its options.
+struct SubcommandSyntax {
+  struct Positional {
+    // The option it fills. A name `options` does not define becomes a hidden std::string
+    // option (read it as vm[name].as<std::string>(); `--name VALUE` works too).
+    std::string name;
+    // The problem reported when it is absent ("missing SPEC"); empty: it may be absent.
+    std::string missing;
+  };
+  std::vector<Positional> positional;  // in order, one value each
+
+  // Every problem found here is thrown as UsageError(prefix + problem + suffix), e.g.
+  // prefix "recommend: " and suffix " (see dlh-estimate recommend --help)". A tool whose
+  // main decorates every UsageError itself leaves both empty.
+  std::string prefix, suffix;
+
+  // Runs after --help was handled and before required options are checked or values
+  // stored: for messages clearer than Program_options' own ("missing FILE, the data set to
+  // inspect" rather than "the option '--file' is required but missing"). What it throws
+  // propagates unchanged.
+  std::function<void(const boost::program_options::variables_map&)> precheck;
+
+  // Two habits of single tools, kept so that moving them here changed nothing:
+  // dlh-estimate checks required options before it looks at --help (so "recommend --help"
+  // fails while --samples is missing); dlh-launch's bench commands ignore words that are
+  // not options (and have no positional arguments).
+  bool required_before_help = false;
+  bool ignore_extra_arguments = false;
+};
+
+enum class ParseResult {
+  kRun,   // parsed and checked: run the command
+  kStop,  // --help was given (`options` must define "help"): print help, exit 0
+};
+
+// Parses `args` (the arguments after the subcommand's name) against `options`, filling
+// `vm` and the variables bound to the options. Throws UsageError (see above) for an
+// unknown or malformed option, a missing required option or positional argument, or too
+// many positional arguments (unless ignore_extra_arguments).
+ParseResult ParseSubcommand(const std::vector<std::string>& args,
+                            const boost::program_options::options_description& options,
+                            const SubcommandSyntax& syntax,
+                            boost::program_options::variables_map* vm);
+
+}  // namespace dlh
