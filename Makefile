@@ -29,7 +29,7 @@ OPTFLAGS := -O0 -g
 else
 OPTFLAGS := -O3 -g
 endif
-override CXXFLAGS := -std=c++17 $(OPTFLAGS) -Wall -Wextra -pthread -fPIC $(CXXFLAGS)
+override CXXFLAGS := -std=c++17 $(OPTFLAGS) -Wall -Wextra -Wshadow -pthread -fPIC $(CXXFLAGS)
 DLH_VERSION ?= 0.1.0
 override CPPFLAGS := -I. -DOMPI_SKIP_MPICXX -DDLH_VERSION=\"$(DLH_VERSION)\" $(CPPFLAGS)
 override LDFLAGS := -pthread -Wl,-z,relro -Wl,-z,now $(LDFLAGS)

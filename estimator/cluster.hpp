@@ -40,7 +40,7 @@ struct Cluster {
   std::string name;
   std::vector<GpuType> gpu_types;
   std::vector<NodeType> node_types;
-  Link inter_node;                                    // between nodes (per node NIC)
+  Link inter_node;                                         // between nodes (per node NIC)
   const GpuType* gpu(const std::string& type_name) const;  // nullptr if unknown
 };
 

@@ -8,7 +8,7 @@
 
 namespace dlh {
 
-AlphaBeta AlphaBeta::FromLink(const Link& link) {
+AlphaBeta AlphaBeta::from_link(const Link& link) {
   AlphaBeta ab;
   ab.alpha_s = link.latency_us * 1e-6;
   ab.beta_s_per_byte = link.bandwidth_gbs > 0 ? 1.0 / (link.bandwidth_gbs * 1e9) : 0.0;

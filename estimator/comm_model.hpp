@@ -17,7 +17,7 @@ namespace dlh {
 struct AlphaBeta {
   double alpha_s = 0;          // latency per message, seconds
   double beta_s_per_byte = 0;  // inverse bandwidth
-  static AlphaBeta FromLink(const Link& link);
+  static AlphaBeta from_link(const Link& link);
 };
 
 double RingAllreduceSeconds(double bytes, int ranks, const AlphaBeta& link);

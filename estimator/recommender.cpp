@@ -268,7 +268,7 @@ class Enumerator {
  public:
   Enumerator(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types)
       : job_(job), types_(std::move(types)) {
-    inter_ = AlphaBeta::FromLink(cluster.inter_node);
+    inter_ = AlphaBeta::from_link(cluster.inter_node);
     bytes_ = job.features.param_bytes();
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;
@@ -516,7 +516,7 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     t.fixed = s->second.fixed_s;
     t.per = s->second.per_sample_s;
     t.available = available;
-    t.intra = AlphaBeta::FromLink(n.intra_node);
+    t.intra = AlphaBeta::from_link(n.intra_node);
     *all_gpus += int64_t(available) * n.gpus_per_node;
     types.push_back(t);
   }

@@ -53,7 +53,7 @@ struct SlurmOptions {
 
   bool ok() const { return missing.empty(); }
 
-  static SlurmOptions Resolve() {
+  static SlurmOptions resolve() {
     SlurmOptions s;
     auto find = [&s](const char* name) {
       void* p = dlsym(RTLD_DEFAULT, name);
@@ -100,7 +100,7 @@ int PostOpt(dlh_log_fn log) {
   // The site plans in slurmctld (job_submit.lua), from the option value Slurm forwards.
   if (st.config.register_only) return DLH_OK;
   const bool dry_run = st.options.dry_run.value_or(false);
-  const SlurmOptions api = SlurmOptions::Resolve();
+  const SlurmOptions api = SlurmOptions::resolve();
   if (!api.ok() && !dry_run) {
     Log(log, DLH_LOG_ERROR,
         "dlh: this Slurm does not give plugins " + api.missing +

@@ -18,7 +18,7 @@ PLUGIN_LDS := plugin/spank_dlh.lds
 
 # Hardening as pyxis builds its plugin (relro and now come from LDFLAGS).
 PLUGIN_HARDEN := -fstack-protector-strong $(if $(filter 1,$(DEBUG)),,-D_FORTIFY_SOURCE=2)
-PLUGIN_CFLAGS := -std=c11 $(OPTFLAGS) -Wall -Wextra -fPIC $(PLUGIN_HARDEN) $(CFLAGS)
+PLUGIN_CFLAGS := -std=c11 $(OPTFLAGS) -Wall -Wextra -Wshadow -fPIC $(PLUGIN_HARDEN) $(CFLAGS)
 $(PLUGIN_OBJS): override CXXFLAGS += $(PLUGIN_HARDEN)
 
 $(PLUGIN_LIB): $(PLUGIN_OBJS)

@@ -14,10 +14,12 @@ namespace dlh {
 
 struct Binding {
   int local_rank = 0;
-  std::string local_rank_source;  // "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "node communicator"
-  std::string visible;            // CUDA_VISIBLE_DEVICES as given ("" when unset)
-  int device = -1;                // index into the visible devices; -1: no GPU for this rank
-  std::string describe() const;   // "local rank 1 (SLURM_LOCALID), GPU 1 of CUDA_VISIBLE_DEVICES=0,1"
+  std::string
+      local_rank_source;  // "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "node communicator"
+  std::string visible;    // CUDA_VISIBLE_DEVICES as given ("" when unset)
+  int device = -1;        // index into the visible devices; -1: no GPU for this rank
+  std::string describe()
+      const;  // "local rank 1 (SLURM_LOCALID), GPU 1 of CUDA_VISIBLE_DEVICES=0,1"
 };
 
 // `getenv` returns nullptr for unset variables. Throws UsageError when CUDA_VISIBLE_DEVICES

@@ -16,8 +16,7 @@ namespace dlh {
 
 // Thrown identically on every rank by RunCollectively; rank 0 reports it.
 struct CollectiveError : Error {
-  CollectiveError(const std::string& message, int exit_code)
-      : Error(message), exit_code(exit_code) {}
+  CollectiveError(const std::string& message, int code) : Error(message), exit_code(code) {}
   int exit_code;
 };
 

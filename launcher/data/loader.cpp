@@ -41,7 +41,7 @@ struct Loader::Impl {
   Batch Prepare() {
     if (options.before_batch) options.before_batch(epoch, step);
     if (perm_epoch != epoch) {
-      perm = Permutation(split.count, options.seed, epoch);
+      perm = permutation(split.count, options.seed, epoch);
       perm_epoch = epoch;
     }
     const Shape3& s = split.shape;
@@ -148,7 +148,7 @@ Batch Loader::next() {
 
 int64_t Loader::steps_per_epoch() const { return impl_->steps; }
 
-std::vector<int64_t> Loader::Permutation(int64_t count, uint64_t seed, int64_t epoch) {
+std::vector<int64_t> Loader::permutation(int64_t count, uint64_t seed, int64_t epoch) {
   std::vector<int64_t> perm(size_t(std::max<int64_t>(count, 0)));
   for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
   // Mixing through SplitMix64 (rather than e.g. seed + epoch) keeps nearby (seed, epoch)

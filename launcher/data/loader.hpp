@@ -51,7 +51,7 @@ class Loader {
   Batch next();
   int64_t steps_per_epoch() const;
   // The permutation of epoch `epoch` (exposed for tests).
-  static std::vector<int64_t> Permutation(int64_t count, uint64_t seed, int64_t epoch);
+  static std::vector<int64_t> permutation(int64_t count, uint64_t seed, int64_t epoch);
 
  private:
   struct Impl;  // prefetch thread, queue and cursor (loader.cpp)

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "launcher/comm/allreduce.hpp"
-#include "launcher/engine/engine.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/engine/engine.hpp"
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/optimizer.hpp"
 
@@ -15,7 +15,10 @@ namespace {
 class CpuEngine : public Engine {
  public:
   explicit CpuEngine(const EngineConfig& c)
-      : comm_(c.comm), input_(c.spec->input), net_(*c.spec), opt_(MakeOptimizer(c.spec->optimizer)) {
+      : comm_(c.comm),
+        input_(c.spec->input),
+        net_(*c.spec),
+        opt_(MakeOptimizer(c.spec->optimizer)) {
     net_.init(c.spec->seed);
     reducer_ = MakeAllreducer(c.allreduce, c.comm, c.node_of_rank);
     GradSyncOptions sync = c.sync;

@@ -10,8 +10,8 @@
 
 #include "common/error.hpp"
 #include "launcher/comm/collective.hpp"
-#include "launcher/engine/cuda/backend_api.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/engine/cuda/backend_api.hpp"
 
 namespace dlh {
 namespace {
@@ -88,13 +88,13 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   try {
     RunCollectively(config.comm, [&] { RequireGpu(rank); });
   } catch (const CollectiveError& e) {
-    if (device == "cuda") throw CollectiveError(std::string("--device cuda: ") + e.what(), e.exit_code);
+    if (device == "cuda")
+      throw CollectiveError(std::string("--device cuda: ") + e.what(), e.exit_code);
     *note = std::string(e.what()) + "; training on the CPU";
     return MakeCpuEngine(config);
   }
   std::unique_ptr<Engine> engine;
-  RunCollectively(config.comm,
-                  [&] { engine.reset(LoadCudaBackend().make(&config)); });
+  RunCollectively(config.comm, [&] { engine.reset(LoadCudaBackend().make(&config)); });
   return engine;
 }
 

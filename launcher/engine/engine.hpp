@@ -17,26 +17,26 @@
 #include <vector>
 
 #include "common/spec.hpp"
-#include "launcher/storage/checkpoint.hpp"
 #include "launcher/comm/grad_sync.hpp"
-#include "launcher/nn/layer.hpp"
 #include "launcher/data/loader.hpp"
+#include "launcher/nn/layer.hpp"
+#include "launcher/storage/checkpoint.hpp"
 
 namespace dlh {
 
 struct EngineConfig {
-  const TrainSpec* spec = nullptr;  // must outlive the engine
-  MPI_Comm comm = MPI_COMM_NULL;    // all ranks
+  const TrainSpec* spec = nullptr;        // must outlive the engine
+  MPI_Comm comm = MPI_COMM_NULL;          // all ranks
   std::vector<std::string> node_of_rank;  // host of every rank, the same on every rank
   std::string allreduce = "auto";         // auto, flat or hierarchical
   GradSyncOptions sync;
-  int local_rank = 0;    // rank within the node
-  int device = -1;       // GPU index among the visible ones (-1: local_rank modulo count)
+  int local_rank = 0;           // rank within the node
+  int device = -1;              // GPU index among the visible ones (-1: local_rank modulo count)
   double comm_timeout_s = 300;  // GPU: a collective stalled this long aborts the job
-  int max_batch = 0;     // largest local batch any call will pass (training or evaluation)
+  int max_batch = 0;            // largest local batch any call will pass (training or evaluation)
 };
 
-struct StepSums {  // over this rank's samples
+struct StepSums {       // over this rank's samples
   double loss = 0;      // sum of per-sample losses (unscaled)
   int64_t correct = 0;  // argmax hits
 };

@@ -28,7 +28,7 @@ namespace dlh {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kWorkerSpin = std::chrono::microseconds(50);  // before a worker sleeps
+constexpr auto kWorkerSpin = std::chrono::microseconds(50);   // before a worker sleeps
 constexpr auto kCallerSpin = std::chrono::microseconds(200);  // before the caller sleeps
 
 // Index of the pool thread running a block on this thread, -1 outside blocks: a nested
@@ -71,8 +71,7 @@ class Pool {
     active_.store(int(workers_.size()), std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      generation_.store(generation_.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_release);
+      generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     }
     wake_.notify_all();
     Claim(0);

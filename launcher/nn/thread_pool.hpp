@@ -50,9 +50,8 @@ void ParallelRange(size_t n, size_t grain, Fn&& fn) {
     if (n > 0) fn(size_t(0), n);
     return;
   }
-  ParallelFor(int(blocks), [&](int b, int) {
-    fn(n * size_t(b) / blocks, n * size_t(b + 1) / blocks);
-  });
+  ParallelFor(int(blocks),
+              [&](int b, int) { fn(n * size_t(b) / blocks, n * size_t(b + 1) / blocks); });
 }
 
 }  // namespace dlh

@@ -42,8 +42,7 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
 
 void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec) {
   if (!plan.present) return;
-  if (plan.global_batch > int64_t(1) << 30)
-    throw UsageError("DLH_PLAN: global_batch: too large");
+  if (plan.global_batch > int64_t(1) << 30) throw UsageError("DLH_PLAN: global_batch: too large");
   spec->batch_size = int(plan.global_batch);
   spec->optimizer.lr = plan.lr;
   spec->schedule.warmup_epochs = std::min(plan.warmup_epochs, double(spec->epochs));

@@ -14,8 +14,8 @@ struct LaunchPlan {
   int64_t global_batch = 0;
   double lr = 0;
   double warmup_epochs = 0;
-  int gpus = 0;          // ranks the plan was made for
-  std::string summary;   // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
+  int gpus = 0;         // ranks the plan was made for
+  std::string summary;  // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
 };
 
 // Parses plan JSON; `origin` names it in errors ("DLH_PLAN: global_batch: must be a positive

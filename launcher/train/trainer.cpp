@@ -106,34 +106,34 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // Collective over `world`. Throws dlh::Error; input errors fail every rank alike.
-  TrainResult Run();
+  TrainResult run();
 
  private:
   // Setup phases, in order.
-  void LoadInputs();
-  void StartEngine();
-  void Resume();
-  void Announce();
-  void OpenLoop();
+  void load_inputs();
+  void start_engine();
+  void resume();
+  void announce();
+  void open_loop();
 
   // One step's phases, in order.
-  bool KeepTraining() const;
-  StepSums ComputeStep(StepTimes* times);
-  StepControl SyncControl(const StepSums& sums, StepTimes* times);
-  double Advance();
-  double MaybeCheckpoint(const StepControl& control);
-  double WriteCheckpoint();
-  void HandleSignal(int signal);
-  void Record(const StepControl& control, double lr, const StepTimes& times);
-  void EvaluateEpoch();
+  bool keep_training() const;
+  StepSums compute_step(StepTimes* times);
+  StepControl sync_control(const StepSums& sums, StepTimes* times);
+  double advance();
+  double maybe_checkpoint(const StepControl& control);
+  double write_checkpoint();
+  void handle_signal(int signal);
+  void record(const StepControl& control, double lr, const StepTimes& times);
+  void evaluate_epoch();
 
   // After the last step, in order.
-  void Finish();
-  uint32_t CheckRanksAgree();
-  void WriteSummary(uint32_t crc);
+  void finish();
+  uint32_t check_ranks_agree();
+  void write_summary(uint32_t crc);
 
-  EvalResult Evaluate();
-  void Say(const std::string& text);
+  EvalResult evaluate();
+  void say(const std::string& text);
 
   // Declared in the order they come to be, so that they go in reverse (the loader's thread
   // before the data it reads, the engine before the spec it points to and the
@@ -188,31 +188,31 @@ Trainer::Trainer(const TrainOptions& options, MPI_Comm world)
   SetThreads(o_, local_.size());
 }
 
-TrainResult Trainer::Run() {
-  LoadInputs();
-  StartEngine();
-  Resume();
-  Announce();
-  OpenLoop();
-  while (KeepTraining()) {
+TrainResult Trainer::run() {
+  load_inputs();
+  start_engine();
+  resume();
+  announce();
+  open_loop();
+  while (keep_training()) {
     StepTimes times;
     times.start = Clock::now();
-    const StepSums sums = ComputeStep(&times);
-    const StepControl control = SyncControl(sums, &times);
-    const double lr = Advance();
-    times.checkpoint = MaybeCheckpoint(control);
-    HandleSignal(control.signal);
-    Record(control, lr, times);
-    EvaluateEpoch();
+    const StepSums sums = compute_step(&times);
+    const StepControl control = sync_control(sums, &times);
+    const double lr = advance();
+    times.checkpoint = maybe_checkpoint(control);
+    handle_signal(control.signal);
+    record(control, lr, times);
+    evaluate_epoch();
   }
-  Finish();
-  WriteSummary(CheckRanksAgree());
+  finish();
+  write_summary(check_ranks_agree());
   return result_;
 }
 
 // Every rank reads the spec, plan and data itself, so any failure (a typo in the spec, a
 // data set of the wrong shape) fails all ranks alike instead of leaving some waiting.
-void Trainer::LoadInputs() {
+void Trainer::load_inputs() {
   RunCollectively(comm_.get(), [&] {
     binding_ = BindRank([](const char* name) { return std::getenv(name); }, local_.rank());
   });
@@ -257,7 +257,7 @@ void Trainer::LoadInputs() {
 
 // The engine holds the model, the optimizer and the gradient allreduce on its device; it is
 // sized for this rank's shard of the batch, which is fixed here for the whole run.
-void Trainer::StartEngine() {
+void Trainer::start_engine() {
   SplitBatch(spec_.batch_size, rank_, size_, &rank_offset_, &rank_batch_);
   EngineConfig ec;
   ec.spec = &spec_;
@@ -276,17 +276,17 @@ void Trainer::StartEngine() {
 
   progress_ = std::make_unique<Progress>(rank_ == 0 ? o_.progress : ProgressMode::None,
                                          total_steps_, steps_per_epoch_, spec_.epochs);
-  if (!device_note.empty()) Say(device_note);
+  if (!device_note.empty()) say(device_note);
 }
 
 // A requeued or restarted job continues from the newest checkpoint that validates. Rank 0
 // picks it (reporting newer files it skips) and every rank loads that same file, so all
 // continue from identical state; without one, every rank starts from rank 0's parameters.
-void Trainer::Resume() {
+void Trainer::resume() {
   if (o_.resume && rank_ == 0) {
     TrainState probe;
     ckpt_dir_.load_newest_valid(&probe, &resume_path_,
-                                [this](const std::string& m) { Say("warning: " + m); });
+                                [this](const std::string& m) { say("warning: " + m); });
   }
   resume_path_ = mpi::BroadcastString(comm_.get(), resume_path_);
   if (resume_path_.empty()) {
@@ -310,17 +310,17 @@ void Trainer::Resume() {
     samples_seen_ = st.samples_seen;
     elapsed_before_ = st.elapsed_seconds;
     if (rank_ == 0 && st.world_size != size_)
-      Say("warning: checkpoint was written by " + std::to_string(st.world_size) +
+      say("warning: checkpoint was written by " + std::to_string(st.world_size) +
           " ranks, resuming with " + std::to_string(size_) +
           " (training continues, but not bit-identically)");
   });
-  Say("resumed from " + resume_path_ + " at step " + std::to_string(step_) + " (epoch " +
+  say("resumed from " + resume_path_ + " at step " + std::to_string(step_) + " (epoch " +
       std::to_string(epoch_ + 1) + ")");
 }
 
 // Where every rank runs and which device it took, the plan and the run itself, once, from
 // rank 0: the first thing to read in a job's log when something looks wrong.
-void Trainer::Announce() {
+void Trainer::announce() {
   char mine[256];
   std::snprintf(mine, sizeof mine, "%s: %s, %s", host_.c_str(), binding_.describe().c_str(),
                 engine_->device_name().c_str());
@@ -329,15 +329,15 @@ void Trainer::Announce() {
       MPI_Gather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, 0, comm_.get()));
   if (rank_ == 0 && size_ <= 16)
     for (int r = 0; r < size_; ++r)
-      Say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
+      say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
   if (plan_.present)
-    Say("plan: global batch " + std::to_string(spec_.batch_size) + ", lr " +
+    say("plan: global batch " + std::to_string(spec_.batch_size) + ", lr " +
         std::to_string(spec_.optimizer.lr) +
         (plan_.gpus && plan_.gpus != size_ ? " (planned for " + std::to_string(plan_.gpus) +
                                                  " ranks, running on " + std::to_string(size_) + ")"
                                            : ""));
   if (step_ == 0)
-    Say("training " + spec_.name + " on " + std::to_string(size_) + " rank(s), " +
+    say("training " + spec_.name + " on " + std::to_string(size_) + " rank(s), " +
         std::to_string(engine_->num_param_values()) + " parameters, global batch " +
         std::to_string(spec_.batch_size) + ", " + std::to_string(spec_.epochs) + " epochs of " +
         std::to_string(steps_per_epoch_) + " steps");
@@ -345,10 +345,10 @@ void Trainer::Announce() {
 
 // The loader starts at the (possibly resumed) cursor; the signal handlers go in only now,
 // so that a signal during setup still stops the job the ordinary way.
-void Trainer::OpenLoop() {
+void Trainer::open_loop() {
   if (rank_ == 0) {
     log_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl",
-                                        [this](const std::string& m) { Say("warning: " + m); });
+                                        [this](const std::string& m) { say("warning: " + m); });
   }
 
   LoaderOptions lo;
@@ -359,7 +359,7 @@ void Trainer::OpenLoop() {
   lo.prefetch = o_.prefetch;
   loader_ = std::make_unique<Loader>(data_.train, lo, epoch_, step_in_epoch_);
 
-  Say("allreduce: " + engine_->allreduce_name());
+  say("allreduce: " + engine_->allreduce_name());
 
   // Batchnorm statistics travel with the per-step control values in one small allreduce.
   stats_len_ = engine_->batch_stats().size();
@@ -375,13 +375,13 @@ void Trainer::OpenLoop() {
 }
 
 // Every rank decides alike: the counters and the stop flag are the same on all ranks.
-bool Trainer::KeepTraining() const {
+bool Trainer::keep_training() const {
   return step_ < total_steps_ && !stop_ && (o_.max_steps <= 0 || step_ < o_.max_steps);
 }
 
 // This rank's part of the step: its slice of the batch forward and backward; the gradient
 // sums across ranks run during backward and are complete when this returns.
-StepSums Trainer::ComputeStep(StepTimes* times) {
+StepSums Trainer::compute_step(StepTimes* times) {
   Batch batch = loader_->next();
   times->data = Since(times->start);
   if (batch.epoch != epoch_ || batch.step_in_epoch != step_in_epoch_)
@@ -403,7 +403,7 @@ StepSums Trainer::ComputeStep(StepTimes* times) {
 // share of the batch. Flags, maxed: a pending signal (2: stop, 1: checkpoint) and a
 // time-based checkpoint request (rank 0's clock decides). A rank may have been signalled
 // alone (a user's kill); the allreduce tells everyone at the same step.
-StepControl Trainer::SyncControl(const StepSums& sums, StepTimes* times) {
+StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
   auto t_ctrl = Clock::now();
   const int sig = TakePendingSignal();
   control_[0] = sums.loss;
@@ -435,7 +435,7 @@ StepControl Trainer::SyncControl(const StepSums& sums, StepTimes* times) {
 
 // The optimizer step, then the cursor: after this the position is that of a completed step,
 // the only place a checkpoint may be taken. Returns the learning rate used.
-double Trainer::Advance() {
+double Trainer::advance() {
   const double lr = LearningRate(spec_, step_, steps_per_epoch_);
   engine_->update(lr, step_);
   ++step_;
@@ -451,17 +451,17 @@ double Trainer::Advance() {
 // Checkpoints come every N steps, every T seconds, at epoch ends, on a signal and at the
 // last step of the run; the decision uses only values every rank shares. Returns the
 // seconds spent (0 when none was due).
-double Trainer::MaybeCheckpoint(const StepControl& control) {
+double Trainer::maybe_checkpoint(const StepControl& control) {
   const bool due = (o_.checkpoint_steps > 0 && step_ % o_.checkpoint_steps == 0) ||
                    control.time_due || control.signal != 0 ||
                    (o_.checkpoint_epochs && step_in_epoch_ == 0) || step_ == total_steps_ ||
                    (o_.max_steps > 0 && step_ == o_.max_steps);
-  return due ? WriteCheckpoint() : 0;
+  return due ? write_checkpoint() : 0;
 }
 
 // Rank 0 writes (every rank holds the same bits); the others wait so that nobody runs
 // ahead, or exits, before the file exists, and a failed write fails every rank.
-double Trainer::WriteCheckpoint() {
+double Trainer::write_checkpoint() {
   auto t = Clock::now();
   RunCollectively(comm_.get(), [&] {
     if (rank_ != 0) return;
@@ -487,9 +487,9 @@ double Trainer::WriteCheckpoint() {
 
 // A signal has just been answered with a checkpoint. SIGTERM/SIGINT (Slurm's cancel or
 // preemption) stop the run; SIGUSR1 (the pre-timeout warning) stops it only when asked to.
-void Trainer::HandleSignal(int signal) {
+void Trainer::handle_signal(int signal) {
   if (signal == 0) return;
-  Say(std::string(signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM/SIGINT") + " at step " +
+  say(std::string(signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM/SIGINT") + " at step " +
       std::to_string(step_) + ": checkpoint written to " + result_.last_checkpoint);
   if (signal != SIGUSR1 || o_.stop_on_usr1) {
     stop_ = true;
@@ -499,7 +499,7 @@ void Trainer::HandleSignal(int signal) {
 
 // One metrics.jsonl record per step and the progress line, on rank 0; the values are the
 // global batch's, so the other ranks have nothing to add.
-void Trainer::Record(const StepControl& control, double lr, const StepTimes& times) {
+void Trainer::record(const StepControl& control, double lr, const StepTimes& times) {
   const double t_total = Since(times.start);
   ema_step_ = ema_step_ == 0 ? t_total : 0.9 * ema_step_ + 0.1 * t_total;
   if (rank_ != 0) return;
@@ -523,9 +523,9 @@ void Trainer::Record(const StepControl& control, double lr, const StepTimes& tim
 
 // Test-set accuracy at the end of every epoch, after its checkpoint, so that a run
 // stopped right there has its model saved before the (collective) evaluation starts.
-void Trainer::EvaluateEpoch() {
+void Trainer::evaluate_epoch() {
   if (!o_.eval || step_in_epoch_ != 0 || evaluated_epoch_) return;
-  const EvalResult ev = Evaluate();
+  const EvalResult ev = evaluate();
   evaluated_epoch_ = true;
   result_.test_accuracy = ev.accuracy;
   result_.test_loss = ev.loss;
@@ -543,18 +543,18 @@ void Trainer::EvaluateEpoch() {
 
 // A run resumed after its last step (a requeue that came late) trains nothing: it still
 // reports the final accuracy and the checkpoint it holds.
-void Trainer::Finish() {
+void Trainer::finish() {
   progress_->finish();
   if (result_.last_checkpoint.empty()) result_.last_checkpoint = resume_path_;
   if (o_.eval && result_.test_accuracy < 0 && step_ >= total_steps_) {
-    const EvalResult ev = Evaluate();
+    const EvalResult ev = evaluate();
     result_.test_accuracy = ev.accuracy;
     result_.test_loss = ev.loss;
   }
 }
 
 // Every rank must hold the same bits; a mismatch is a bug we want to hear about.
-uint32_t Trainer::CheckRanksAgree() {
+uint32_t Trainer::check_ranks_agree() {
   uint32_t crc =
       Crc(Crc(uint32_t(crc32(0, nullptr, 0)), engine_->export_params()), engine_->export_buffers());
   std::vector<uint32_t> all(size_t(size_), 0);
@@ -569,7 +569,7 @@ uint32_t Trainer::CheckRanksAgree() {
 
 // summary.json is what a job monitor or the next job in a chain reads: written atomically,
 // so that it is either the previous run's or this one's, never half of one.
-void Trainer::WriteSummary(uint32_t crc) {
+void Trainer::write_summary(uint32_t crc) {
   result_.param_crc = crc;
   result_.steps = step_;
   result_.finished = step_ >= total_steps_;
@@ -596,13 +596,13 @@ void Trainer::WriteSummary(uint32_t crc) {
     char text[200];
     std::snprintf(text, sizeof text, "done: %lld steps, final test accuracy %.2f%%, checkpoint %s",
                   (long long)step_, 100 * result_.test_accuracy, result_.last_checkpoint.c_str());
-    Say(text);
+    say(text);
   }
 }
 
 // Each rank evaluates a contiguous slice of the test set; the sums are combined.
 // Collective.
-EvalResult Trainer::Evaluate() {
+EvalResult Trainer::evaluate() {
   const DataSplit& test = data_.test;
   const int64_t first = test.count * rank_ / size_, last = test.count * (rank_ + 1) / size_;
   const int64_t per = test.shape.elements();
@@ -622,7 +622,7 @@ EvalResult Trainer::Evaluate() {
 }
 
 // A message for the job's log, from rank 0 only.
-void Trainer::Say(const std::string& text) {
+void Trainer::say(const std::string& text) {
   if (rank_ == 0) progress_->line("dlh-launch: " + text);
 }
 
@@ -630,7 +630,7 @@ void Trainer::Say(const std::string& text) {
 
 TrainResult Train(const TrainOptions& options, MPI_Comm comm) {
   Trainer trainer(options, comm);
-  return trainer.Run();
+  return trainer.run();
 }
 
 }  // namespace dlh

@@ -27,7 +27,7 @@ struct TrainOptions {
   bool eval = true;                  // test-set evaluation after every epoch
   int threads = 0;                   // OpenBLAS threads per rank (0: cores / ranks on node)
   int prefetch = 2;                  // batches prepared ahead
-  std::string plan_json;          // DLH_PLAN text (empty: none): global batch, lr, warm-up
+  std::string plan_json;             // DLH_PLAN text (empty: none): global batch, lr, warm-up
   std::string plan_origin = "DLH_PLAN";
   GradSyncOptions sync;
   std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)

@@ -64,7 +64,8 @@ void Compare(const Case& c) {
   // Batchnorm starts at gamma 1, beta 0: random values test the affine part too.
   uint64_t seed = 100;
   for (ParamRef p : cpu->params()) {
-    if (c.spec.kind == LayerKind::BatchNorm) p.value->values() = RandomNormal(p.value->size(), ++seed);
+    if (c.spec.kind == LayerKind::BatchNorm)
+      p.value->values() = RandomNormal(p.value->size(), ++seed);
     keep.push_back(Upload(p.value->values()));
     values[p.name] = keep.back().get();
     keep.push_back(Poisoned(p.grad->size()));
@@ -94,7 +95,8 @@ void Compare(const Case& c) {
   cpu->backward(x, y, g, &grad_in);
   DeviceArray<float> dg = Upload(g.values()), ddx = Poisoned(in_count);
   layer->backward(dx_in.get(), dy_out.get(), dg.get(), ddx.get(), c.batch);
-  EXPECT_TRUE(Near(Download(ddx.get(), in_count), grad_in.values(), kTolerance)) << "input gradient";
+  EXPECT_TRUE(Near(Download(ddx.get(), in_count), grad_in.values(), kTolerance))
+      << "input gradient";
   for (ParamRef p : cpu->params())
     EXPECT_TRUE(Near(Download(grads[p.name], p.grad->size()), p.grad->values(), kTolerance))
         << p.name << " gradient";

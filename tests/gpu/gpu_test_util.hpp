@@ -79,8 +79,8 @@ inline std::vector<float> RandomNormal(size_t count, uint64_t seed) {
 }
 
 // ||got - want|| / ||want||; any NaN fails.
-inline ::testing::AssertionResult Near(const std::vector<float>& got, const std::vector<float>& want,
-                                       double tolerance) {
+inline ::testing::AssertionResult Near(const std::vector<float>& got,
+                                       const std::vector<float>& want, double tolerance) {
   if (got.size() != want.size())
     return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
   double diff = 0, norm = 0;

@@ -52,8 +52,8 @@ TEST_F(AtomicFileTest, FailedWriterKeepsTheOldFileAndRemovesItsTemporary) {
   const std::string path = dir + "/data.h5";
   WriteFileAtomically(path, "old");
   EXPECT_THROW(CommitAtomically(path,
-                                [](const std::string& tmp) {
-                                  std::ofstream(tmp) << "half";
+                                [](const std::string& tmp_path) {
+                                  std::ofstream(tmp_path) << "half";
                                   throw DataError("disk full");
                                 }),
                DataError);

@@ -72,8 +72,9 @@ TEST(PlanTest, BadPlansNameTheField) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(msg("{"), "DLH_PLAN: not valid JSON: parse error at line 1, column 2: syntax error "
-                      "while parsing object key - unexpected end of input; expected string literal");
+  EXPECT_EQ(msg("{"),
+            "DLH_PLAN: not valid JSON: parse error at line 1, column 2: syntax error "
+            "while parsing object key - unexpected end of input; expected string literal");
   EXPECT_EQ(msg(R"({"format_version":2})"), "DLH_PLAN: format_version: must be 1");
   EXPECT_EQ(msg(R"({"format_version":1,"global_batch":-4,"lr":1})"),
             "DLH_PLAN: global_batch: must be a positive integer, got -4");

@@ -220,7 +220,7 @@ TEST(Cluster, UnreadableFile) {
 // ---------------------------------------------------------------- allreduce model
 
 TEST(CommModel, FromLink) {
-  AlphaBeta ab = AlphaBeta::FromLink(Link{25, 2});
+  AlphaBeta ab = AlphaBeta::from_link(Link{25, 2});
   EXPECT_DOUBLE_EQ(ab.alpha_s, 2e-6);
   EXPECT_DOUBLE_EQ(ab.beta_s_per_byte, 1 / 25e9);
 }
@@ -237,8 +237,8 @@ TEST(CommModel, RingByHand) {
 }
 
 TEST(CommModel, HierarchicalByHand) {
-  const AlphaBeta intra = AlphaBeta::FromLink(Link{300, 3});
-  const AlphaBeta inter = AlphaBeta::FromLink(Link{25, 2});
+  const AlphaBeta intra = AlphaBeta::from_link(Link{300, 3});
+  const AlphaBeta inter = AlphaBeta::from_link(Link{25, 2});
   // g = 4, m = 2, n = 1e8 bytes:
   //   intra 2*3*3us + 2*3/4 * 1e8 / 300e9 = 18 us + 500 us
   //   inter 2*1*2us + 2*1/2 * 2.5e7 / 25e9 = 4 us + 1000 us

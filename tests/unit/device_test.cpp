@@ -1,10 +1,11 @@
 // DLH — --device: option checking and where the CUDA backend is looked for.
+#include "launcher/engine/device.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "common/error.hpp"
-#include "launcher/engine/device.hpp"
 
 namespace dlh {
 namespace {

@@ -71,30 +71,30 @@ void ExpectSameBatch(const Batch& a, const Batch& b) {
 
 TEST(Permutation, IsAPermutationAndDeterministic) {
   for (int64_t count : {0, 1, 2, 17, 1000}) {
-    std::vector<int64_t> p = Loader::Permutation(count, 5, 3);
+    std::vector<int64_t> p = Loader::permutation(count, 5, 3);
     std::vector<int64_t> sorted = p;
     std::sort(sorted.begin(), sorted.end());
     std::vector<int64_t> iota(static_cast<size_t>(count));
     std::iota(iota.begin(), iota.end(), 0);
     EXPECT_EQ(sorted, iota) << count;
-    EXPECT_EQ(p, Loader::Permutation(count, 5, 3)) << count;
+    EXPECT_EQ(p, Loader::permutation(count, 5, 3)) << count;
   }
 }
 
 TEST(Permutation, DiffersBetweenEpochsAndSeeds) {
   std::set<std::vector<int64_t>> seen;
-  for (int64_t epoch = 0; epoch < 8; ++epoch) seen.insert(Loader::Permutation(100, 1, epoch));
-  for (uint64_t seed = 2; seed < 10; ++seed) seen.insert(Loader::Permutation(100, seed, 0));
+  for (int64_t epoch = 0; epoch < 8; ++epoch) seen.insert(Loader::permutation(100, 1, epoch));
+  for (uint64_t seed = 2; seed < 10; ++seed) seen.insert(Loader::permutation(100, seed, 0));
   EXPECT_EQ(seen.size(), 16u);
   // A shuffle, not the identity.
-  std::vector<int64_t> p = Loader::Permutation(100, 1, 0);
+  std::vector<int64_t> p = Loader::permutation(100, 1, 0);
   EXPECT_FALSE(std::is_sorted(p.begin(), p.end()));
 }
 
 TEST(Permutation, KnownValues) {
   // Pinned so that a change of algorithm (which would silently change every run's data
   // order and break resuming old checkpoints bit for bit) is noticed.
-  EXPECT_EQ(Loader::Permutation(10, 1, 0), (std::vector<int64_t>{5, 0, 8, 7, 3, 1, 9, 6, 4, 2}));
+  EXPECT_EQ(Loader::permutation(10, 1, 0), (std::vector<int64_t>{5, 0, 8, 7, 3, 1, 9, 6, 4, 2}));
 }
 
 TEST(Loader, StepsAndValidation) {
@@ -126,7 +126,7 @@ TEST(Loader, BatchesFollowThePermutation) {
   const int64_t global = 8, steps = 6;
   Loader loader(s, Options(global, 2, 3, 9, 2), 0, 0);
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
-    std::vector<int64_t> perm = Loader::Permutation(50, 9, epoch);
+    std::vector<int64_t> perm = Loader::permutation(50, 9, epoch);
     for (int64_t step = 0; step < steps; ++step) {
       Batch b = loader.next();
       EXPECT_EQ(b.epoch, epoch);
@@ -155,7 +155,7 @@ TEST(Loader, RankShardsMakeUpTheGlobalBatch) {
       std::vector<int64_t> part = SamplesOf(b, s);
       all.insert(all.end(), part.begin(), part.end());
     }
-    std::vector<int64_t> perm = Loader::Permutation(57, 4, step / 5);
+    std::vector<int64_t> perm = Loader::permutation(57, 4, step / 5);
     std::vector<int64_t> global(perm.begin() + (step % 5) * 10,
                                 perm.begin() + (step % 5) * 10 + 10);
     EXPECT_EQ(all, global) << "step " << step;

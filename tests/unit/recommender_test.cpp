@@ -133,7 +133,7 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
            std::count(job.allowed_types.begin(), job.allowed_types.end(), gpu) > 0;
   };
   auto avail = [](const NodeType& n) { return n.available < 0 ? n.nodes : n.available; };
-  const AlphaBeta inter = AlphaBeta::FromLink(c.inter_node);
+  const AlphaBeta inter = AlphaBeta::from_link(c.inter_node);
   const double bytes = job.features.param_bytes();
   std::vector<Ref> out;
   // GPU-seconds of compute and energy per step, by part.
@@ -176,7 +176,7 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
         r.parts = {Part{n.name, n.gpu, nodes, gpn, hi}};
         r.fits = fits(g, hi);
         r.compute = s.seconds(double(hi));
-        r.comm = HierarchicalAllreduceSeconds(bytes, gpn, nodes, AlphaBeta::FromLink(n.intra_node),
+        r.comm = HierarchicalAllreduceSeconds(bytes, gpn, nodes, AlphaBeta::from_link(n.intra_node),
                                               inter);
         const double own =
             double(n_hi) * s.seconds(double(hi)) + double(gpus - n_hi) * s.seconds(double(lo));
@@ -209,10 +209,10 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
           const double ta = sa.seconds(double(b[0])), tb = sb.seconds(double(b[1]));
           r.compute = std::max(ta, tb);
           const int g = std::min(na.gpus_per_node, nb.gpus_per_node);
-          r.comm = std::max(HierarchicalAllreduceSeconds(bytes, g, r.nodes,
-                                                         AlphaBeta::FromLink(na.intra_node), inter),
+          r.comm = std::max(HierarchicalAllreduceSeconds(
+                                bytes, g, r.nodes, AlphaBeta::from_link(na.intra_node), inter),
                             HierarchicalAllreduceSeconds(
-                                bytes, g, r.nodes, AlphaBeta::FromLink(nb.intra_node), inter));
+                                bytes, g, r.nodes, AlphaBeta::from_link(nb.intra_node), inter));
           finish(r, ga.idle_watts * ca + gb.idle_watts * cb,
                  (ga.active_watts - ga.idle_watts) * ca * ta +
                      (gb.active_watts - gb.idle_watts) * cb * tb,

@@ -1,6 +1,8 @@
 // DLH — unit tests of the engine's thread pool (launcher/nn/thread_pool.hpp) and of the promise
 // it makes to the layers: results are bit-identical whatever the thread count.
 
+#include "launcher/nn/thread_pool.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,7 +13,6 @@
 
 #include "launcher/nn/layer.hpp"
 #include "launcher/nn/optimizer.hpp"
-#include "launcher/nn/thread_pool.hpp"
 
 namespace dlh {
 namespace {

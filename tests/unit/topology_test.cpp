@@ -1,11 +1,10 @@
 // topology_test — MakeTopology is a pure function of every rank's node name: no MPI here.
 #include "launcher/comm/topology.hpp"
 
-#include "launcher/comm/allreduce.hpp"
-
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
+#include "launcher/comm/allreduce.hpp"
 
 namespace dlh {
 namespace {

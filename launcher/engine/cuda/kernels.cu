@@ -133,8 +133,8 @@ __global__ void BatchNormGradParamsKernel(const float* dy, const float* xhat, fl
 // dx = gamma * inv_std / m * (m * dy - sum(dy) - xhat * sum(dy * xhat)), m = n * hw.
 __global__ void BatchNormGradInputKernel(const float* dy, const float* xhat, const float* gamma,
                                          const float* inv_std, const float* dgamma,
-                                         const float* dbeta, float* dx, size_t count, int c,
-                                         int hw, double m) {
+                                         const float* dbeta, float* dx, size_t count, int c, int hw,
+                                         double m) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
        i += size_t(gridDim.x) * blockDim.x) {
     const int ch = int((i / hw) % c);
@@ -263,14 +263,14 @@ void BatchNormInferForward(const float* x, float* y, const float* gamma, const f
                            int hw, double epsilon, cudaStream_t stream) {
   const size_t count = size_t(n) * c * hw;
   if (count == 0) return;
-  BatchNormInferKernel<<<Blocks(count), kThreads, 0, stream>>>(
-      x, y, gamma, beta, running_mean, running_var, count, c, hw, epsilon);
+  BatchNormInferKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, gamma, beta, running_mean,
+                                                               running_var, count, c, hw, epsilon);
   Launched();
 }
 
-void BatchNormBackward(const float* dy, const float* xhat, const float* gamma,
-                       const float* inv_std, float* dgamma, float* dbeta, float* dx, int n, int c,
-                       int hw, cudaStream_t stream) {
+void BatchNormBackward(const float* dy, const float* xhat, const float* gamma, const float* inv_std,
+                       float* dgamma, float* dbeta, float* dx, int n, int c, int hw,
+                       cudaStream_t stream) {
   BatchNormGradParamsKernel<<<c, kThreads, 0, stream>>>(dy, xhat, dgamma, dbeta, n, c, hw);
   Launched();
   const size_t count = size_t(n) * c * hw;

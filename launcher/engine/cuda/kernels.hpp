@@ -31,9 +31,9 @@ void BatchNormInferForward(const float* x, float* y, const float* gamma, const f
                            const float* running_mean, const float* running_var, int n, int c,
                            int hw, double epsilon, cudaStream_t stream);
 // dx may be null (first layer).
-void BatchNormBackward(const float* dy, const float* xhat, const float* gamma,
-                       const float* inv_std, float* dgamma, float* dbeta, float* dx, int n, int c,
-                       int hw, cudaStream_t stream);
+void BatchNormBackward(const float* dy, const float* xhat, const float* gamma, const float* inv_std,
+                       float* dgamma, float* dbeta, float* dx, int n, int c, int hw,
+                       cudaStream_t stream);
 void BatchNormCommit(float* running_mean, float* running_var, const float* stats, int c,
                      double momentum, cudaStream_t stream);
 

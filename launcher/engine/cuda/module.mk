@@ -26,7 +26,7 @@ $(OBJDIR)/launcher/engine/cuda/%.o: launcher/engine/cuda/%.cpp
 $(OBJDIR)/launcher/engine/cuda/%.cu.o: launcher/engine/cuda/%.cu
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  NVCC  %s\n' $<
-	$(Q)$(NVCC) -std=c++17 -O3 $(CPPFLAGS) $(CUDA_ARCH_FLAGS) -Xcompiler -fPIC,-Wall,-Wextra \
+	$(Q)$(NVCC) -std=c++17 -O3 $(CPPFLAGS) $(CUDA_ARCH_FLAGS) -Xcompiler -fPIC,-Wall,-Wextra,-Wshadow \
 	  -MMD -MP -c $< -o $@
 
 $(CUDA_BACKEND): $(CUDA_OBJS) $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB) launcher/engine/cuda/backend.lds

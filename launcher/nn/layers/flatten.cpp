@@ -12,9 +12,8 @@ namespace {
 void Copy(const Tensor& from, Tensor& to) {
   const float* src = from.data();
   float* dst = to.data();
-  ParallelRange(from.size(), 65536, [&](size_t lo, size_t hi) {
-    std::copy(src + lo, src + hi, dst + lo);
-  });
+  ParallelRange(from.size(), 65536,
+                [&](size_t lo, size_t hi) { std::copy(src + lo, src + hi, dst + lo); });
 }
 
 }  // namespace

@@ -29,8 +29,8 @@ class Conv2d : public Layer {
   std::vector<ParamRef> params() override;
 
  private:
-  void im2col(const float* in, float* cols) const;     // one sample
-  void col2im(float* cols, float* grad_in) const;  // one sample; cols is scratch
+  void im2col(const float* in, float* cols) const;  // one sample
+  void col2im(float* cols, float* grad_in) const;   // one sample; cols is scratch
 
   Shape3 in_, out_;
   int kernel_, stride_, padding_;
