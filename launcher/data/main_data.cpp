@@ -136,7 +136,7 @@ int ImportCommand(const std::vector<std::string>& args) {
   std::string out, source;
   options.add_options()  //
       ("out,o", po::value(&out)->required()->value_name("FILE"),
-       "data set file to write (written to FILE.tmp, then renamed into place)")  //
+       "data set file to write (written to FILE.tmp.<pid>.<n>, then renamed into place)")  //
       ("source,s", po::value(&source)->default_value(kDefaultSource)->value_name("DIR"),
        "folder holding train-images-idx3-ubyte, train-labels-idx1-ubyte, "
        "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, each plain or .gz");
@@ -155,7 +155,7 @@ int SyntheticCommand(const std::vector<std::string>& args) {
   // unsigned seed and give a vague message for "abc".
   options.add_options()  //
       ("out,o", po::value(&out)->required()->value_name("FILE"),
-       "data set file to write (written to FILE.tmp, then renamed into place)")  //
+       "data set file to write (written to FILE.tmp.<pid>.<n>, then renamed into place)")  //
       ("shape", po::value(&shape_text)->required()->value_name("CxHxW"),
        "per-sample shape: channels x height x width, e.g. 3x32x32 (flat vectors: Fx1x1)")  //
       ("classes", po::value(&classes_text)->required()->value_name("K"),
