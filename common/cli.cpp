@@ -23,7 +23,7 @@ ParseResult ParseSubcommand(const std::vector<std::string>& args,
   po::options_description all;
   all.add(options).add(hidden);
   // notify() checks required options and stores values into the bound variables.
-  auto notify = [&] {
+  const auto notify = [&] {
     try {
       po::notify(*vm);
     } catch (const po::error& e) {
@@ -39,10 +39,10 @@ ParseResult ParseSubcommand(const std::vector<std::string>& args,
   } catch (const po::error& e) {
     throw usage_error(e.what());
   }
-  if (syntax.required_before_help) notify();
+  // --help first: a user asking for help has not yet given the required options.
   if (vm->count("help")) return ParseResult::kStop;
   if (syntax.precheck) syntax.precheck(*vm);
-  if (!syntax.required_before_help) notify();
+  notify();
   for (const auto& p : syntax.positional)
     if (!p.missing.empty() && !vm->count(p.name)) throw usage_error(p.missing);
   return ParseResult::kRun;

@@ -36,11 +36,8 @@ struct SubcommandSyntax {
   // propagates unchanged.
   std::function<void(const boost::program_options::variables_map&)> precheck;
 
-  // Two habits of single tools, kept so that moving them here changed nothing:
-  // dlh-estimate checks required options before it looks at --help (so "recommend --help"
-  // fails while --samples is missing); dlh-launch's bench commands ignore words that are
-  // not options (and have no positional arguments).
-  bool required_before_help = false;
+  // A habit of dlh-launch's bench commands, kept so that moving them here changed nothing:
+  // they ignore words that are not options (and have no positional arguments).
   bool ignore_extra_arguments = false;
 };
 

@@ -10,16 +10,20 @@ namespace {
 
 using nlohmann::json;
 
-// A parser callback that records the first duplicate key and the path of its object.
+// Thrown by the callback to stop the parser at the first level beyond kMaxJsonDepth,
+// before the deep value exists.
+struct TooDeep {};
+
+// A parser callback that records the first duplicate key and the path of its object, and
+// stops the parse when nesting goes beyond kMaxJsonDepth.
 class DuplicateKeyFinder {
  public:
-  bool operator()(int, json::parse_event_t event, json& parsed) {
+  bool operator()(int depth, json::parse_event_t event, json& parsed) {
     switch (event) {
       case json::parse_event_t::object_start:
-        stack_.push_back(Level{false, 0, {}, {}});
-        break;
       case json::parse_event_t::array_start:
-        stack_.push_back(Level{true, 0, {}, {}});
+        if (size_t(depth) >= kMaxJsonDepth) throw TooDeep{};
+        stack_.push_back(Level{event == json::parse_event_t::array_start, 0, {}, {}});
         break;
       case json::parse_event_t::key: {
         Level& top = stack_.back();
@@ -77,6 +81,10 @@ bool ParseJsonStrict(const std::string& text, json* out, JsonProblem* problem) {
   DuplicateKeyFinder dups;
   try {
     *out = json::parse(text, std::ref(dups));
+  } catch (const TooDeep&) {
+    *problem = JsonProblem{"", "not valid JSON: arrays and objects nested deeper than " +
+                                   std::to_string(kMaxJsonDepth) + " levels"};
+    return false;
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> drop the tag.
@@ -97,6 +105,19 @@ bool ParseJsonStrict(const std::string& text, json* out, JsonProblem* problem) {
     return false;
   }
   return true;
+}
+
+std::string ShownJsonValue(const json& value) {
+  if (value.is_array() || value.is_object()) {
+    const char* kind = value.is_array() ? "array" : "object";
+    if (value.empty()) return std::string("an empty ") + kind;
+    const char* unit = value.is_array() ? " item" : " key";
+    return std::string("an ") + kind + " of " + std::to_string(value.size()) + unit +
+           (value.size() == 1 ? "" : "s");
+  }
+  std::string s = value.dump(-1, ' ', true, json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
 }
 
 }  // namespace dlh

@@ -25,16 +25,11 @@ using nlohmann::json;
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-constexpr size_t kMaxSpecBytes = 16u << 20;  // a spec is a few hundred bytes
+constexpr size_t kMaxSpecBytes = 1u << 20;  // a spec is a few hundred bytes
 
 // ---------------------------------------------------------------- messages
 
 // A JSON value as shown after "got": compact, ASCII, one line, at most ~60 characters.
-std::string Shown(const json& v) {
-  std::string s = v.dump(-1, ' ', true, json::error_handler_t::replace);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
 
 std::string Quoted(const std::string& s) {
   return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
@@ -103,24 +98,26 @@ class Obj {
     std::string want = min == 1   ? "must be a positive integer"
                        : min == 0 ? "must be a non-negative integer"
                                   : "must be an integer >= " + std::to_string(min);
-    if (!v.is_number_integer()) fail(key, want + ", got " + Shown(v));
+    if (!v.is_number_integer()) fail(key, want + ", got " + ShownJsonValue(v));
     if (v.is_number_unsigned()) {
       if (v.get<uint64_t>() > uint64_t(INT_MAX))
-        fail(key, "must be at most " + std::to_string(INT_MAX) + ", got " + Shown(v));
+        fail(key, "must be at most " + std::to_string(INT_MAX) + ", got " + ShownJsonValue(v));
       int x = int(v.get<uint64_t>());
-      if (x < min) fail(key, want + ", got " + Shown(v));
+      if (x < min) fail(key, want + ", got " + ShownJsonValue(v));
       return x;
     }
     int64_t x = v.get<int64_t>();
-    if (x < min) fail(key, want + ", got " + Shown(v));
-    if (x > INT_MAX) fail(key, "must be at most " + std::to_string(INT_MAX) + ", got " + Shown(v));
+    if (x < min) fail(key, want + ", got " + ShownJsonValue(v));
+    if (x > INT_MAX)
+      fail(key, "must be at most " + std::to_string(INT_MAX) + ", got " + ShownJsonValue(v));
     return int(x);
   }
 
   uint64_t unsigned64(const char* key, uint64_t def) const {
     if (!has(key)) return def;
     const json& v = get(key);
-    if (!v.is_number_unsigned()) fail(key, "must be a non-negative integer, got " + Shown(v));
+    if (!v.is_number_unsigned())
+      fail(key, "must be a non-negative integer, got " + ShownJsonValue(v));
     return v.get<uint64_t>();
   }
 
@@ -131,16 +128,16 @@ class Obj {
       return def;
     }
     const json& v = get(key);
-    if (!v.is_number()) fail(key, "must be a number, got " + Shown(v));
+    if (!v.is_number()) fail(key, "must be a number, got " + ShownJsonValue(v));
     double d = v.get<double>();
-    if (!std::isfinite(d)) fail(key, "must be a finite number, got " + Shown(v));
+    if (!std::isfinite(d)) fail(key, "must be a finite number, got " + ShownJsonValue(v));
     return d;
   }
 
   bool boolean(const char* key, bool def) const {
     if (!has(key)) return def;
     const json& v = get(key);
-    if (!v.is_boolean()) fail(key, "must be true or false, got " + Shown(v));
+    if (!v.is_boolean()) fail(key, "must be true or false, got " + ShownJsonValue(v));
     return v.get<bool>();
   }
 
@@ -150,7 +147,7 @@ class Obj {
       return def;
     }
     const json& v = get(key);
-    if (!v.is_string()) fail(key, "must be a string, got " + Shown(v));
+    if (!v.is_string()) fail(key, "must be a string, got " + ShownJsonValue(v));
     return v.get<std::string>();
   }
 
@@ -170,11 +167,11 @@ class Obj {
       }
     std::string list;
     for (const char* c : choices) list += (list.empty() ? "" : ", ") + Quoted(c);
-    fail(key, "must be one of " + list + ", got " + Shown(v));
+    fail(key, "must be one of " + list + ", got " + ShownJsonValue(v));
   }
 
   // The value of `key` (already known to be a number) for a range message.
-  std::string shown(const char* key) const { return Shown(get(key)); }
+  std::string shown(const char* key) const { return ShownJsonValue(get(key)); }
 
  private:
   const json& j_;
@@ -184,7 +181,7 @@ class Obj {
 
 // A nested object; "must be an object" when it is something else.
 const json& RequireObject(const json& v, const std::string& origin, const std::string& path) {
-  if (!v.is_object()) Fail(origin, path, "must be an object, got " + Shown(v));
+  if (!v.is_object()) Fail(origin, path, "must be an object, got " + ShownJsonValue(v));
   return v;
 }
 
@@ -367,7 +364,7 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
   json root;
   JsonProblem problem;
   if (!ParseJsonStrict(json_text, &root, &problem)) Fail(origin, problem.path, problem.message);
-  if (!root.is_object()) Fail(origin, "", "must be a JSON object, got " + Shown(root));
+  if (!root.is_object()) Fail(origin, "", "must be a JSON object, got " + ShownJsonValue(root));
 
   Obj o(root, origin, "");
   o.only({"name", "input", "classes", "layers", "optimizer", "schedule", "batch_size", "epochs",
@@ -396,7 +393,7 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
   {
     const json& layers = o.required("layers");
     if (!layers.is_array() || layers.empty())
-      o.fail("layers", "must be a non-empty array of layers, got " + Shown(layers));
+      o.fail("layers", "must be a non-empty array of layers, got " + ShownJsonValue(layers));
     for (size_t i = 0; i < layers.size(); ++i)
       spec.layers.push_back(ParseLayer(layers[i], origin, "layers[" + std::to_string(i) + "]"));
   }

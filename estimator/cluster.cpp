@@ -29,11 +29,6 @@ constexpr size_t kMaxClusterBytes = 16u << 20;
 // ---------------------------------------------------------------- messages
 
 // A JSON value for "got ...": compact, ASCII, one line, at most about 60 characters.
-std::string Got(const json& v) {
-  std::string s = v.dump(-1, ' ', true, json::error_handler_t::replace);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
 
 std::string Quote(const std::string& s) {
   return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
@@ -57,7 +52,7 @@ class Fields {
  public:
   Fields(const json& j, const std::string& origin, std::string path)
       : j_(j), origin_(origin), path_(std::move(path)) {
-    if (!j_.is_object()) Throw(origin_, path_, "must be an object, got " + Got(j_));
+    if (!j_.is_object()) Throw(origin_, path_, "must be an object, got " + ShownJsonValue(j_));
   }
 
   std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
@@ -82,23 +77,23 @@ class Fields {
   double number(const char* key, bool positive) const {
     const json& v = required(key);
     const char* want = positive ? "must be a positive number" : "must be a non-negative number";
-    if (!v.is_number()) fail(key, std::string(want) + ", got " + Got(v));
+    if (!v.is_number()) fail(key, std::string(want) + ", got " + ShownJsonValue(v));
     double d = v.get<double>();
     if (!std::isfinite(d) || (positive ? !(d > 0) : !(d >= 0)))
-      fail(key, std::string(want) + ", got " + Got(v));
+      fail(key, std::string(want) + ", got " + ShownJsonValue(v));
     return d;
   }
 
   int positive_integer(const char* key) const {
     const json& v = required(key);
     bool ok = v.is_number_unsigned() && v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= INT_MAX;
-    if (!ok) fail(key, "must be a positive integer, got " + Got(v));
+    if (!ok) fail(key, "must be a positive integer, got " + ShownJsonValue(v));
     return int(v.get<uint64_t>());
   }
 
   std::string text(const char* key) const {
     const json& v = required(key);
-    if (!v.is_string()) fail(key, "must be a string, got " + Got(v));
+    if (!v.is_string()) fail(key, "must be a string, got " + ShownJsonValue(v));
     std::string s = v.get<std::string>();
     if (s.empty()) fail(key, "must not be empty");
     return s;
@@ -110,17 +105,20 @@ class Fields {
     std::string s = text(key);
     for (unsigned char c : s)
       if (!(std::isalnum(c) || c == '-' || c == '_' || c == '.'))
-        fail(key, "must contain only letters, digits, '-', '_' and '.', got " + Got(j_.at(key)));
+        fail(key, "must contain only letters, digits, '-', '_' and '.', got " +
+                      ShownJsonValue(j_.at(key)));
     return s;
   }
 
   void optional_string(const char* key) const {
-    if (has(key) && !j_.at(key).is_string()) fail(key, "must be a string, got " + Got(j_.at(key)));
+    if (has(key) && !j_.at(key).is_string())
+      fail(key, "must be a string, got " + ShownJsonValue(j_.at(key)));
   }
 
   const json& array(const char* key) const {
     const json& v = required(key);
-    if (!v.is_array() || v.empty()) fail(key, "must be a non-empty array, got " + Got(v));
+    if (!v.is_array() || v.empty())
+      fail(key, "must be a non-empty array, got " + ShownJsonValue(v));
     return v;
   }
 
@@ -182,7 +180,7 @@ NodeType ParseNodeType(const json& j, const std::string& origin, const std::stri
     for (size_t i = 0; i < parts.size(); ++i) {
       std::string at = f.at("partitions") + "[" + std::to_string(i) + "]";
       if (!parts[i].is_string() || parts[i].get<std::string>().empty())
-        Throw(origin, at, "must be a non-empty string, got " + Got(parts[i]));
+        Throw(origin, at, "must be a non-empty string, got " + ShownJsonValue(parts[i]));
       n.partitions.push_back(parts[i].get<std::string>());
     }
   }
@@ -202,7 +200,7 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
   json root;
   JsonProblem problem;
   if (!ParseJsonStrict(json_text, &root, &problem)) Throw(origin, problem.path, problem.message);
-  if (!root.is_object()) Throw(origin, "", "must be a JSON object, got " + Got(root));
+  if (!root.is_object()) Throw(origin, "", "must be a JSON object, got " + ShownJsonValue(root));
 
   Fields top(root, origin, "");
   top.only({"name", "description", "gpu_types", "node_types", "inter_node"});

@@ -52,7 +52,6 @@ bool Parse(const std::string& command, const std::vector<std::string>& args,
   for (const auto& name : positional) syntax.positional.push_back({name, "missing " + name});
   syntax.prefix = command + ": ";
   syntax.suffix = " (see dlh-estimate " + command + " --help)";
-  syntax.required_before_help = true;
   if (ParseSubcommand(args, desc, syntax, &vm) == ParseResult::kStop) {
     std::cout << desc << "\n";
     return false;

@@ -343,15 +343,6 @@ json FeaturesJson(const ModelFeatures& f) {
               {"input_elements", f.input_elements}};
 }
 
-// A short rendering of a JSON value for messages: one line, at most ~60 characters.
-std::string Shown(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  for (char& ch : s)
-    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) == 0x7f) ch = '?';
-  return s;
-}
-
 // One JSON object of the file being read; messages are "<origin>: <path>.<key>: <problem>".
 class Reader {
  public:
@@ -373,7 +364,7 @@ class Reader {
 
   // The object itself: must be one, with no key outside `allowed`.
   void object(std::initializer_list<const char*> allowed) const {
-    if (!j_.is_object()) Fail(path_, "must be a JSON object, got " + Shown(j_));
+    if (!j_.is_object()) Fail(path_, "must be a JSON object, got " + ShownJsonValue(j_));
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || it.key() == a;
@@ -390,7 +381,7 @@ class Reader {
     const json& v = required(key);
     if (!v.is_string())
       fail(key, std::string(nonempty ? "must be a non-empty string" : "must be a string") +
-                    ", got " + Shown(v));
+                    ", got " + ShownJsonValue(v));
     std::string s = v.get<std::string>();
     if (nonempty && s.empty()) fail(key, "must be a non-empty string, got \"\"");
     return s;
@@ -402,12 +393,12 @@ class Reader {
     const std::string want = min == 1   ? "must be a positive integer"
                              : min == 0 ? "must be a non-negative integer"
                                         : "must be an integer";
-    if (!v.is_number_integer()) fail(key, want + ", got " + Shown(v));
+    if (!v.is_number_integer()) fail(key, want + ", got " + ShownJsonValue(v));
     if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max))
-      fail(key, "must be at most " + std::to_string(max) + ", got " + Shown(v));
+      fail(key, "must be at most " + std::to_string(max) + ", got " + ShownJsonValue(v));
     const int64_t x = v.get<int64_t>();
-    if (x < min) fail(key, want + ", got " + Shown(v));
-    if (x > max) fail(key, "must be at most " + std::to_string(max) + ", got " + Shown(v));
+    if (x < min) fail(key, want + ", got " + ShownJsonValue(v));
+    if (x > max) fail(key, "must be at most " + std::to_string(max) + ", got " + ShownJsonValue(v));
     return x;
   }
 
@@ -417,11 +408,11 @@ class Reader {
     const char* want = sign == Sign::Positive      ? "must be a positive number"
                        : sign == Sign::NonNegative ? "must be a non-negative number"
                                                    : "must be a number";
-    if (!v.is_number()) Fail(where, std::string(want) + ", got " + Shown(v));
+    if (!v.is_number()) Fail(where, std::string(want) + ", got " + ShownJsonValue(v));
     const double x = v.get<double>();
     if (!std::isfinite(x) || (sign == Sign::Positive && !(x > 0)) ||
         (sign == Sign::NonNegative && !(x >= 0)))
-      Fail(where, std::string(want) + ", got " + Shown(v));
+      Fail(where, std::string(want) + ", got " + ShownJsonValue(v));
     return x;
   }
 
@@ -498,9 +489,11 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   top.object({"format_version", "device", "host", "threads", "created", "samples", "model"});
   {
     const json& v = top.required("format_version");
-    if (!v.is_number_integer()) top.fail("format_version", "must be an integer, got " + Shown(v));
+    if (!v.is_number_integer())
+      top.fail("format_version", "must be an integer, got " + ShownJsonValue(v));
     if (v != 1)
-      top.fail("format_version", "unsupported version " + Shown(v) + " (this build reads 1)");
+      top.fail("format_version",
+               "unsupported version " + ShownJsonValue(v) + " (this build reads 1)");
   }
   Calibration c;
   c.device = top.string("device", true);
@@ -509,7 +502,7 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   c.created = top.string("created", true);
 
   const json& samples = top.required("samples");
-  if (!samples.is_array()) top.fail("samples", "must be an array, got " + Shown(samples));
+  if (!samples.is_array()) top.fail("samples", "must be an array, got " + ShownJsonValue(samples));
   for (size_t i = 0; i < samples.size(); ++i) {
     const Reader r(samples[i], origin, "samples[" + std::to_string(i) + "]");
     r.object({"model", "batch", "seconds", "joules", "features"});
@@ -520,7 +513,7 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     const json& joules = r.required("joules");
     if (!joules.is_null() &&
         !(joules.is_number() && joules.get<double>() >= 0 && std::isfinite(joules.get<double>())))
-      r.fail("joules", "must be null or a non-negative number, got " + Shown(joules));
+      r.fail("joules", "must be null or a non-negative number, got " + ShownJsonValue(joules));
     s.joules = joules.is_null() ? -1 : joules.get<double>();
     s.features = ReadFeatures(Reader(r.required("features"), origin, r.at("features")));
     c.samples.push_back(std::move(s));
@@ -530,12 +523,21 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   m.object({"terms", "coef", "quality"});
   {
     const json& terms = m.required("terms");
-    if (terms != json(TimeTermNames()))
-      m.fail("terms", "must be " + json(TimeTermNames()).dump() + ", got " + Shown(terms));
+    const json expected(TimeTermNames());
+    if (terms != expected) {
+      // Name the first wrong term: the whole list would be long, and values are shown by
+      // kind only (ShownJsonValue).
+      if (terms.is_array() && terms.size() == expected.size())
+        for (size_t i = 0; i < expected.size(); ++i)
+          if (terms[i] != expected[i])
+            m.fail("terms[" + std::to_string(i) + "]",
+                   "must be " + expected[i].dump() + ", got " + ShownJsonValue(terms[i]));
+      m.fail("terms", "must be " + expected.dump() + ", got " + ShownJsonValue(terms));
+    }
     const json& coef = m.required("coef");
     if (!coef.is_array() || coef.size() != size_t(kTimeTerms))
       m.fail("coef", "must be an array of " + std::to_string(kTimeTerms) +
-                         " non-negative numbers, got " + Shown(coef));
+                         " non-negative numbers, got " + ShownJsonValue(coef));
     for (size_t k = 0; k < coef.size(); ++k)
       c.model.coef.push_back(
           m.Number(coef[k], m.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));

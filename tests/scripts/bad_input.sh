@@ -22,6 +22,10 @@ good | sed 's/"units": 4}/"units": 5}/' >"$WORK/classes.json"
 good | sed 's/"data.h5"/"missing.h5"/' >"$WORK/nodata.json"
 good | sed 's/"lr": 0.1/"lr": 0.1, "nesterov": "yes"/' >"$WORK/type.json"
 printf '{"input": ' >"$WORK/broken.json"
+# 100,000 levels of '[' crashed every tool (recursive printing); a FIFO with no writer hung
+# the reader. Both must give one line and exit 2, at once (timeout: a hang fails the test).
+python3 -c 'print("[" * 100000 + "]" * 100000)' >"$WORK/deep.json"
+mkfifo "$WORK/fifo.json"
 
 for np in 2 3; do
   echo "$np ranks"
@@ -33,6 +37,9 @@ for np in 2 3; do
   expect_fail 2 "type.json: optimizer.nesterov" $L "$WORK/type.json" --run-dir "$WORK/r"
   expect_fail 2 "broken.json: not valid JSON" $L "$WORK/broken.json" --run-dir "$WORK/r"
   expect_fail 2 "nope.json: cannot read" $L "$WORK/nope.json" --run-dir "$WORK/r"
+  expect_fail 2 "deep.json: not valid JSON: arrays and objects nested deeper than 64 levels" \
+    timeout 60 $L "$WORK/deep.json" --run-dir "$WORK/r"
+  expect_fail 2 "fifo.json: cannot read: not a regular file" timeout 60 $L "$WORK/fifo.json" --run-dir "$WORK/r"
   expect_fail 2 "unrecognised option '--bogus'" $L "$WORK/good.json" --bogus
   expect_fail 2 "keep: must be at least 1" $L "$WORK/good.json" --keep 0
   expect_fail 2 "progress: must be one of" $L "$WORK/good.json" --progress fancy

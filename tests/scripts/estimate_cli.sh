@@ -57,6 +57,18 @@ check "$(grep 'no allocation' "$WORK/imp.txt")"
 echo "bad input"
 printf '{"name": "x", "gpu_types": [], "node_types": [], "inter_node": {"bandwidth_gbs": 1, "latency_us": 1}, "bogus": 1}' >"$WORK/bad-cluster.json"
 expect_fail 2 "bad-cluster.json: " dlh-estimate recommend "$SPEC" --samples 100 --cluster "$WORK/bad-cluster.json"
+for cmd in predict validate recommend; do
+  dlh-estimate "$cmd" --help >"$WORK/help.txt" || fail "dlh-estimate $cmd --help exited $?"
+done
+check "predict, validate and recommend --help exit 0 without their required options"
+python3 -c 'print("[" * 100000 + "]" * 100000)' >"$WORK/deep.json"
+expect_fail 2 "deep.json: not valid JSON: arrays and objects nested deeper than 64 levels" \
+  timeout 60 dlh-estimate recommend "$WORK/deep.json" --samples 100 --cluster "$CLUSTER"
+expect_fail 2 "deep.json: not valid JSON: arrays and objects nested deeper" \
+  timeout 60 dlh-estimate recommend "$SPEC" --samples 100 --cluster "$WORK/deep.json"
+mkfifo "$WORK/fifo.json"
+expect_fail 2 "fifo.json: cannot read: not a regular file" \
+  timeout 60 dlh-estimate recommend "$WORK/fifo.json" --samples 100 --cluster "$CLUSTER"
 expect_fail 2 "deadline: expected a duration" dlh-estimate recommend "$SPEC" --samples 100 --deadline soon --cluster "$CLUSTER"
 expect_fail 2 "objective: must be one of" dlh-estimate recommend "$SPEC" --samples 100 --objective cheap --cluster "$CLUSTER"
 expect_fail 2 "samples" dlh-estimate recommend "$SPEC" --cluster "$CLUSTER"

@@ -171,6 +171,13 @@ expect_fail 255 "dlh: --dlh-auto: deadline: expected a duration" sbatch -J dlhba
 expect_fail 1 "dlh: $WORK/missing.json: cannot read: No such file or directory" \
   sbatch -J dlhbad --dlh-auto=spec=missing.json,samples=5 --wrap true
 expect_fail 1 "dlh: --dlh-auto: samples: required" sbatch -J dlhbad --dlh-auto="spec=$SPEC" --wrap true
+# A FIFO spec used to hang sbatch, and 100,000 levels of '[' crashed it (timeout: a hang fails).
+mkfifo "$WORK/fifo.json"
+expect_fail 1 "dlh: $WORK/fifo.json: cannot read: not a regular file" \
+  timeout 30 sbatch -J dlhbad --dlh-auto=spec=fifo.json,samples=5 --wrap true
+python3 -c 'print("[" * 100000 + "]" * 100000)' >"$WORK/deep.json"
+expect_fail 1 "dlh: $WORK/deep.json: not valid JSON: arrays and objects nested deeper than 64 levels" \
+  timeout 30 sbatch -J dlhbad --dlh-auto=spec=deep.json,samples=5 --wrap true
 expect_fail 1 "dlh: --dlh-auto: types: the cluster description $CLUSTER has no GPU type 'gamma'" \
   sbatch -J dlhbad --dlh-auto="$AUTO,types=gamma" --wrap true
 expect_fail 1 "dlh: --dlh-auto: mixed: a job on two GPU types needs a heterogeneous Slurm job" \

@@ -163,14 +163,14 @@ TEST(Cluster, BadInputsNameFileAndField) {
             }),
             "c.json: node_types[0].partitions[1]: must be a non-empty string, got 3");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"] = json::array(); }),
-            "c.json: gpu_types: must be a non-empty array, got []");
+            "c.json: gpu_types: must be a non-empty array, got an empty array");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["name"] = "a 100"; }),
             "c.json: gpu_types[0].name: must contain only letters, digits, '-', '_' and '.', got "
             "\"a 100\"");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["calibration"] = ""; }),
             "c.json: gpu_types[0].calibration: must not be empty");
   EXPECT_EQ(ErrorOf([](json& j) { j["name"] = 7; }), "c.json: name: must be a string, got 7");
-  EXPECT_EQ(ErrorOf("[1, 2]"), "c.json: must be a JSON object, got [1,2]");
+  EXPECT_EQ(ErrorOf("[1, 2]"), "c.json: must be a JSON object, got an array of 2 items");
   EXPECT_EQ(ErrorOf(R"({"name": "x", "name": "y"})"), "c.json: duplicate key \"name\"");
   EXPECT_EQ(ErrorOf(R"({"inter_node": {"latency_us": 1, "latency_us": 2}})"),
             "c.json: inter_node: duplicate key \"latency_us\"");

@@ -2,6 +2,7 @@
 #include "common/spec.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -358,7 +359,7 @@ TEST(SpecErrorTest, WrongType) {
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["dataset"] = 5; })),
             "spec.json: dataset: must be a string, got 5");
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["name"] = json::array(); })),
-            "spec.json: name: must be a string, got []");
+            "spec.json: name: must be a string, got an empty array");
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["input"] = 28; })),
             "spec.json: input: must be an object, got 28");
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["optimizer"] = "sgd"; })),
@@ -366,12 +367,13 @@ TEST(SpecErrorTest, WrongType) {
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"][3] = "relu"; })),
             "spec.json: layers[3]: must be an object, got \"relu\"");
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"] = json::object(); })),
-            "spec.json: layers: must be a non-empty array of layers, got {}");
+            "spec.json: layers: must be a non-empty array of layers, got an empty object");
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"] = json::array(); })),
-            "spec.json: layers: must be a non-empty array of layers, got []");
+            "spec.json: layers: must be a non-empty array of layers, got an empty array");
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["seed"] = -1; })),
             "spec.json: seed: must be a non-negative integer, got -1");
-  EXPECT_EQ(ErrorOf(std::string("[1, 2]")), "spec.json: must be a JSON object, got [1,2]");
+  EXPECT_EQ(ErrorOf(std::string("[1, 2]")),
+            "spec.json: must be a JSON object, got an array of 2 items");
 }
 
 TEST(SpecErrorTest, FloatsAreNotIntegers) {
@@ -582,10 +584,28 @@ TEST(SpecErrorTest, DuplicateKey) {
 }
 
 TEST(SpecErrorTest, LongValuesAreShortened) {
-  std::string e = ErrorOf(Edited([](json& j) { j["dataset"] = std::vector<int>(100, 7); }));
-  EXPECT_EQ(e.rfind("spec.json: dataset: must be a string, got [7,7,7,", 0), 0u) << e;
+  std::string e = ErrorOf(Edited([](json& j) { j["batch_size"] = std::string(500, 'x'); }));
+  EXPECT_EQ(e.rfind("spec.json: batch_size: must be a positive integer, got \"xxx", 0), 0u) << e;
   EXPECT_EQ(e.substr(e.size() - 3), "...");
-  EXPECT_LT(e.size(), 120u);
+  EXPECT_LT(e.size(), 160u);
+}
+
+TEST(SpecErrorTest, ArraysAndObjectsAreShownByKindNotContent) {
+  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["dataset"] = std::vector<int>(100, 7); })),
+            "spec.json: dataset: must be a string, got an array of 100 items");
+  EXPECT_EQ(ErrorOf(Edited([](json& j) {
+              j["dataset"] = json{{"secret", 1}};
+            })),
+            "spec.json: dataset: must be a string, got an object of 1 key");
+}
+
+TEST(SpecErrorTest, DeepNestingIsRefusedWhileParsing) {
+  // 100,000 levels crashed every tool through recursive printing; 64 levels are the limit.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(ErrorOf(deep),
+            "spec.json: not valid JSON: arrays and objects nested deeper than 64 levels");
+  const std::string at_limit = std::string(64, '[') + std::string(64, ']');
+  EXPECT_EQ(ErrorOf(at_limit), "spec.json: must be a JSON object, got an array of 1 item");
 }
 
 TEST(SpecErrorTest, OriginNamesTheSource) {
@@ -607,6 +627,18 @@ TEST(SpecErrorTest, UnreadableFile) {
     FAIL() << "no error";
   } catch (const SpecError& e) {
     EXPECT_EQ(std::string(e.what()), dir.path() + ": cannot read: Is a directory");
+  }
+  // A FIFO with no writer would block the reader forever (inside sbatch, or a daemon): it is
+  // refused at once, before any read. /dev/null: a device, not a spec either.
+  const std::string fifo = dir / "fifo.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/null")}) {
+    try {
+      LoadSpec(path);
+      FAIL() << "no error for " << path;
+    } catch (const SpecError& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": cannot read: not a regular file");
+    }
   }
   // A bad file names itself in every message.
   const std::string bad = dir.Write("bad.json", "{\"epochs\": 0}");

@@ -390,7 +390,7 @@ TEST(CalibrationTest, BadInputs) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {[](json& j) { j = json::array(); }, "cal.json: must be a JSON object, got []"},
+      {[](json& j) { j = json::array(); }, "cal.json: must be a JSON object, got an empty array"},
       {[](json& j) { j["format_version"] = 2; },
        "cal.json: format_version: unsupported version 2 (this build reads 1)"},
       {[](json& j) { j["format_version"] = "1"; },
@@ -402,7 +402,7 @@ TEST(CalibrationTest, BadInputs) {
        "cal.json: threads: must be a non-negative integer, got \"two\""},
       {[](json& j) { j["extra"] = true; }, "cal.json: unknown key \"extra\""},
       {[](json& j) { j["samples"] = json::object(); },
-       "cal.json: samples: must be an array, got {}"},
+       "cal.json: samples: must be an array, got an empty object"},
       {[](json& j) { j["samples"][3]["seconds"] = -1; },
        "cal.json: samples[3].seconds: must be a positive number, got -1"},
       {[](json& j) { j["samples"][0]["batch"] = 2.5; },
@@ -419,14 +419,11 @@ TEST(CalibrationTest, BadInputs) {
       {[](json& j) {
          j["model"]["coef"] = {1, 2, 3, 4};
        },
-       "cal.json: model.coef: must be an array of 7 non-negative numbers, got [1,2,3,4]"},
+       "cal.json: model.coef: must be an array of 7 non-negative numbers, got an array of 4 items"},
       {[](json& j) { j["model"]["coef"][2] = -1e-9; },
        "cal.json: model.coef[2]: must be a non-negative number, got -1e-09"},
       {[](json& j) { j["model"]["terms"][0] = "fixed_s"; },
-       "cal.json: model.terms: must be [\"overhead_s\",\"conv_s_per_flop\",\"dense_s_per_flop\","
-       "\"elementwise_s_per_flop\",\"update_s_per_param\",\"im2col_s_per_value\","
-       "\"conv_out_s_per_value\"], got "
-       "[\"fixed_s\",\"conv_s_per_flop\",\"dense_s_per_flop\",\"elementw..."},
+       "cal.json: model.terms[0]: must be \"overhead_s\", got \"fixed_s\""},
       {[](json& j) { j["model"]["quality"]["mape"] = -1; },
        "cal.json: model.quality.mape: must be a non-negative number, got -1"},
       {[](json& j) { j["model"].erase("quality"); }, "cal.json: model.quality: required"},
