@@ -13,7 +13,7 @@ namespace dlh {
 namespace {
 
 [[noreturn]] void Fail(const std::string& path, int err) {
-  throw IoError(path + ": cannot write: " + std::strerror(err));
+  throw IoError(path, std::strerror(err));
 }
 
 // write(2) until everything is out; EINTR is retried. Returns 0 or the errno.

@@ -27,8 +27,12 @@ struct CheckpointError : Error {  // unreadable, corrupt or unwritable checkpoin
 struct EstimateError : Error {  // bad cluster description, calibration, or unfittable data
   using Error::Error;
 };
-struct IoError : Error {  // a file cannot be written (disk full, permissions, missing folder)
-  using Error::Error;
+// A file cannot be written (disk full, permissions, missing folder): "<path>: cannot write:
+// <reason>". `reason` is the system's reason alone, for callers that word their own message.
+struct IoError : Error {
+  IoError(const std::string& path, const std::string& why)
+      : Error(path + ": cannot write: " + why), reason(why) {}
+  std::string reason;
 };
 struct MpiError : Error {
   using Error::Error;

@@ -67,12 +67,8 @@ void WriteAtomically(const std::string& out_path, Body&& body) {
       }
     });
   } catch (const IoError& e) {
-    // The body throws DataError; an IoError is CommitAtomically's rename into place,
-    // worded "<out_path>: cannot write: <reason>".
-    std::string reason = e.what();
-    const std::string prefix = out_path + ": cannot write: ";
-    if (reason.compare(0, prefix.size(), prefix) == 0) reason.erase(0, prefix.size());
-    throw DataError(out_path + ": cannot rename " + tmp_path + " into place: " + reason);
+    // The body throws DataError; an IoError is CommitAtomically's rename into place.
+    throw DataError(out_path + ": cannot rename " + tmp_path + " into place: " + e.reason);
   }
 }
 

@@ -301,13 +301,10 @@ void FsyncDir(const std::string& dir) {
     throw CheckpointError(dir + ": fsync of folder failed (" + std::strerror(err) + ")");
 }
 
-// CommitAtomically reports a failed rename as IoError "<path>: cannot write: <reason>";
-// checkpoints have always said which rename failed.
+// CommitAtomically reports a failed rename as IoError; checkpoints have always said which
+// rename failed.
 std::string RenameFailure(const std::string& path, const std::string& tmp, const IoError& e) {
-  std::string reason = e.what();
-  const std::string prefix = path + ": cannot write: ";
-  if (reason.compare(0, prefix.size(), prefix) == 0) reason.erase(0, prefix.size());
-  return path + ": cannot rename " + tmp + " to it (" + reason + ")";
+  return path + ": cannot rename " + tmp + " to it (" + e.reason + ")";
 }
 
 // fsync by name: catches whatever H5Fclose wrote after flush_and_sync (it may rewrite the
