@@ -25,6 +25,7 @@
 #include "estimator/comm_model.hpp"
 #include "estimator/features.hpp"
 #include "estimator/recommender.hpp"
+#include "estimator/slurm_plan_cmd.hpp"
 #include "estimator/time_model.hpp"
 
 namespace po = boost::program_options;
@@ -41,6 +42,8 @@ constexpr const char* kUsage =
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
     "  comm BENCH.json                             fit the allreduce model to measurements\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
+    "  slurm-plan --dlh-auto VALUE --options JSON  plan an sbatch job "
+    "(share/slurm/cli_filter.lua)\n"
     "'dlh-estimate COMMAND --help' documents each command's options.\n";
 
 // Parses `args` against `desc` (+ positional names, each required); prints help and returns
@@ -382,9 +385,7 @@ int Recommend(const std::vector<std::string>& args) {
         "weak scaling: this batch per GPU, global batch and lr grow with the GPUs (0: keep the spec's global batch)")
     ("margin", po::value<double>()->default_value(0.10), "safety margin on predicted time")
     ("top", po::value<int>()->default_value(5), "rows in the table")
-    ("json", "print the plan as JSON only")
-    ("slurm", "print key=value lines for share/slurm/job_submit.lua: gres, nodes, "
-        "ntasks_per_node, time_minutes, feasible, summary, plan (compact JSON)");
+    ("json", "print the plan as JSON only");
   // clang-format on
   po::variables_map vm;
   if (!Parse("recommend", args, d, {"SPEC"}, vm)) return kExitOk;
@@ -424,17 +425,6 @@ int Recommend(const std::vector<std::string>& args) {
   nlohmann::json plan = PlanJson(job, rec, chosen);
   if (vm.count("json")) {
     WriteJson(plan);
-    return rec.feasible ? kExitOk : kExitInfeasible;
-  }
-  if (vm.count("slurm")) {
-    // One job request cannot ask for two GPU types in Slurm 22.05 (that is a hetjob).
-    if (chosen.parts.size() != 1)
-      throw UsageError("--slurm: the plan mixes GPU types; drop --mixed");
-    const Part& p = chosen.parts.front();
-    std::printf("gres=gpu:%s:%d\nnodes=%d\nntasks_per_node=%d\ntime_minutes=%lld\nfeasible=%s\n",
-                p.gpu.c_str(), p.gpus_per_node, p.nodes, p.gpus_per_node,
-                (long long)(plan["time_limit_s"].get<double>() / 60), rec.feasible ? "yes" : "no");
-    std::printf("summary=%s\nplan=%s\n", chosen.why.c_str(), plan.dump().c_str());
     return rec.feasible ? kExitOk : kExitInfeasible;
   }
   std::printf("%s: %lld samples x %d epochs, global batch %d, deadline %s, objective %s\n",
@@ -498,6 +488,7 @@ int Main(int argc, char** argv) {
   if (command == "validate") return Validate(args);
   if (command == "comm") return Comm(args);
   if (command == "recommend") return Recommend(args);
+  if (command == "slurm-plan") return SlurmPlanCommand(args);
   throw UsageError("unknown command '" + command + "' (see dlh-estimate --help)");
 }
 

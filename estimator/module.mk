@@ -3,8 +3,12 @@
 # real steps with the launcher's neural-network library, libdlh_nn.a: no MPI, HDF5 or CUDA)
 # and the dlh-estimate CLI.
 ESTIMATE_MAIN := estimator/main_estimate.cpp
+# `dlh-estimate slurm-plan` (share/slurm/cli_filter.lua) runs the plugin's planning code:
+# it links libdlh_plugin.a (pure parts and dlsym only; no Slurm library).
+SLURM_PLAN_CMD := estimator/slurm_plan_cmd.cpp
 CALIBRATE_SRCS := $(wildcard estimator/calibrate*.cpp)
-ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(CALIBRATE_SRCS),$(wildcard estimator/*.cpp))
+ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(SLURM_PLAN_CMD) $(CALIBRATE_SRCS),\
+    $(wildcard estimator/*.cpp))
 ESTIMATOR_LIB := $(LIBDIR)/libdlh_estimator.a
 CALIBRATE_LIB := $(LIBDIR)/libdlh_calibrate.a
 $(ESTIMATOR_LIB): $(ESTIMATOR_SRCS:%.cpp=$(OBJDIR)/%.o)
@@ -13,8 +17,8 @@ $(CALIBRATE_LIB): $(CALIBRATE_SRCS:%.cpp=$(OBJDIR)/%.o)
 # Only OpenBLAS and Boost: the estimator needs no MPI or HDF5.
 ESTIMATE_LIBS = $(shell $(PKG_CONFIG) --libs openblas) -lboost_program_options
 
-$(BINDIR)/dlh-estimate: $(OBJDIR)/$(ESTIMATE_MAIN:.cpp=.o) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) \
-    $(NN_LIB) $(COMMON_LIB)
+$(BINDIR)/dlh-estimate: $(OBJDIR)/$(ESTIMATE_MAIN:.cpp=.o) $(OBJDIR)/estimator/slurm_plan_cmd.o \
+    $(CALIBRATE_LIB) $(LIBDIR)/libdlh_plugin.a $(ESTIMATOR_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) -Wl,--as-needed $^ $(ESTIMATE_LIBS) -o $@

@@ -25,7 +25,8 @@ namespace {
 constexpr double kComputeEfficiency = 0.4;
 constexpr double kBandwidthEfficiency = 0.6;
 constexpr double kLaunchSeconds = 10e-6;
-constexpr double kUsableMemory = 0.9;  // of a GPU's memory_gb, the rest for the runtime
+constexpr double kUsableMemory = 0.9;      // of a GPU's memory_gb, the rest for the runtime
+constexpr double kMaxTotalSamples = 1e15;  // samples x epochs; see CheckJob
 
 constexpr int kMaxGroups = 16;
 
@@ -460,6 +461,12 @@ void CheckJob(const Job& job) {
   if (job.samples <= 0)
     fail("samples per epoch must be positive, got " + std::to_string(job.samples));
   if (job.epochs <= 0) fail("epochs must be positive, got " + std::to_string(job.epochs));
+  // Steps are counted in int64 and times in double seconds: beyond 1e15 samples in all (a
+  // million years of training on any GPU) the counts would overflow into negative times.
+  if (double(job.samples) * double(job.epochs) > kMaxTotalSamples)
+    fail("samples x epochs = " + Printf("%.3g", double(job.samples) * double(job.epochs)) +
+         " is more than DLH plans for (at most " + Printf("%.0e", kMaxTotalSamples) +
+         " samples in all)");
   if (job.per_gpu_batch < 0)
     fail("per-GPU batch must not be negative, got " + std::to_string(job.per_gpu_batch));
   if (job.per_gpu_batch > std::numeric_limits<int>::max())

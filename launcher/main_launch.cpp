@@ -12,6 +12,7 @@
 #include "common/atomic_file.hpp"
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
+#include "common/file_text.hpp"
 #include "launcher/bench/bench_allreduce.hpp"
 #include "launcher/bench/bench_checkpoint.hpp"
 #include "launcher/comm/allreduce.hpp"
@@ -180,12 +181,17 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     o.plan_json.clear();
   } else if (vm.count("plan")) {
     const std::string path = o.plan_json;
-    std::ifstream in(path);
-    if (!in) throw dlh::UsageError("--plan: cannot read " + path + ": " + std::strerror(errno));
-    o.plan_json.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::string why;
+    if (!dlh::ReadFileText(path, 1 << 20, &o.plan_json, &why))
+      throw dlh::UsageError("--plan: " + path + ": cannot read: " + why);
     o.plan_origin = path;
   } else if (const char* env = std::getenv("DLH_PLAN")) {
     o.plan_json = env;
+  } else if (const char* spank_env = std::getenv("SLURM_SPANK_DLH_PLAN")) {
+    // The same plan through the SPANK job-control environment: it reaches the job even
+    // with sbatch --export=NONE, which drops DLH_PLAN.
+    o.plan_json = spank_env;
+    o.plan_origin = "SLURM_SPANK_DLH_PLAN";
   }
 
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);

@@ -7,10 +7,18 @@
 // libslurmfull read and change it before the job request is built. None of these is a
 // public API, so they are looked up with dlsym(RTLD_DEFAULT) at run time: the .so has no
 // link dependency on libslurmfull, and a Slurm without them makes --dlh-auto fail closed
-// with a message that names the job_submit/lua fallback.
+// with a message that names the cli_filter/lua fallback.
+//
+// The fallback (`register-only`): Slurm's cli_filter/lua runs share/slurm/cli_filter.lua in
+// sbatch, as the user, after the option callbacks and before post_opt. It plans with
+// `dlh-estimate slurm-plan` (the same code as here) and sets the options through its own
+// documented API; it cannot set environment variables, so it writes the plan into a pipe
+// this plugin opened, and post_opt exports it like a plan of its own.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -18,6 +26,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/one_line.hpp"
 #include "estimator/cluster.hpp"
 #include "plugin/dlh_spank.h"
 #include "plugin/live_state.hpp"
@@ -29,11 +38,17 @@ namespace {
 using dlh::plugin::AutoOptions;
 using dlh::plugin::PluginConfig;
 
+constexpr const char* kSiteVariable = "DLH_SITE";
+constexpr const char* kHandoffVariable = "DLH_PLAN_HANDOFF";
+constexpr const char* kEstimateVariable = "DLH_ESTIMATE";
+constexpr size_t kMaxPlanBytes = 32 * 1024;  // a plan is about 1 KiB; a pipe holds 64 KiB
+
 struct State {
   PluginConfig config;
   std::string config_error;  // reported when --dlh-auto is used
   AutoOptions options;
-  bool planned = false;  // post_opt ran (hetjob components and repeated calls plan once)
+  bool planned = false;       // post_opt ran (hetjob components and repeated calls plan once)
+  int handoff[2] = {-1, -1};  // register-only: the pipe cli_filter.lua writes the plan into
 };
 State* g_state = nullptr;
 
@@ -77,35 +92,120 @@ struct SlurmOptions {
   }
 };
 
+// One line: a value the user gave may hold control characters.
 void Log(dlh_log_fn log, int level, const std::string& message) {
-  if (log) log(level, message.c_str());
+  if (log) log(level, dlh::OneLine(message).c_str());
 }
 
-// The last-resort handler: no allocation, no throw.
+// The last-resort handler: no allocation, no throw; control characters become '?'.
 int Fail(dlh_log_fn log, const char* where, const char* what) {
   char buf[1024];
   std::snprintf(buf, sizeof buf, "dlh: %s%s", where, what);
+  for (char* c = buf; *c; ++c)
+    if (static_cast<unsigned char>(*c) < 0x20 || *c == 0x7f) *c = '?';
   if (log) log(DLH_LOG_ERROR, buf);
   return DLH_FAIL;
 }
 
-int PostOpt(dlh_log_fn log) {
+// dlh-estimate of the same installation: PREFIX/bin next to PREFIX/lib/dlh/spank_dlh.so
+// (make install), or bin/ next to lib/ (the build tree). "" when neither exists.
+std::string EstimateNextToPlugin() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&EstimateNextToPlugin), &info) || !info.dli_fname) return "";
+  const std::string so = info.dli_fname;
+  const std::string dir = so.substr(0, so.find_last_of('/') + 1);
+  for (const char* relative : {"../../bin/dlh-estimate", "../bin/dlh-estimate"}) {
+    const std::string candidate = dir + relative;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// register-only: the pipe and the variables cli_filter.lua reads. Nothing is inherited
+// by children (O_CLOEXEC): cli_filter.lua opens /dev/fd/N of this process itself.
+void OpenHandoff(State& st, const std::vector<std::string>& args) {
+  if (pipe2(st.handoff, O_CLOEXEC) != 0) {
+    st.handoff[0] = st.handoff[1] = -1;
+    return;
+  }
+  fcntl(st.handoff[0], F_SETFL, O_NONBLOCK);
+  std::string site;
+  for (const std::string& a : args) site += (site.empty() ? "" : " ") + a;
+  setenv(kSiteVariable, site.c_str(), 1);
+  setenv(kHandoffVariable, ("/dev/fd/" + std::to_string(st.handoff[1])).c_str(), 1);
+  const std::string estimate = EstimateNextToPlugin();
+  if (!estimate.empty())
+    setenv(kEstimateVariable, estimate.c_str(), 1);
+  else
+    unsetenv(kEstimateVariable);  // cli_filter.lua then looks on PATH
+}
+
+// Reads what cli_filter.lua handed over (at most kMaxPlanBytes), then closes the pipe and
+// removes the variables, so that they never reach a job.
+std::string CloseHandoff(State& st) {
+  std::string text;
+  if (st.handoff[0] >= 0) {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = read(st.handoff[0], buf, sizeof buf);
+      if (n > 0 && text.size() + size_t(n) <= kMaxPlanBytes) {
+        text.append(buf, size_t(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+  }
+  for (int& fd : st.handoff) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+  unsetenv(kSiteVariable);
+  unsetenv(kHandoffVariable);
+  unsetenv(kEstimateVariable);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+// DLH_PLAN for the job: in the environment sbatch copies (--export=ALL, the default) and in
+// the SPANK job-control environment, which reaches the job as SLURM_SPANK_DLH_PLAN whatever
+// --export says (sbatch merges every SLURM_* variable even with --export=NONE).
+void ExportPlan(const std::string& plan, dlh_log_fn log, dlh_export_fn export_job_env) {
+  setenv("DLH_PLAN", plan.c_str(), 1);
+  if (export_job_env && export_job_env("DLH_PLAN", plan.c_str()) != 0)
+    Log(log, DLH_LOG_INFO,
+        "dlh: could not put DLH_PLAN into the job-control environment; with --export=NONE "
+        "the job will not see it");
+}
+
+int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
   State& st = GetState();
+  const std::string handed_over = CloseHandoff(st);
   if (!st.options.requested || st.planned) return DLH_OK;
   st.planned = true;
   if (!st.config_error.empty()) {
     Log(log, DLH_LOG_ERROR, "dlh: " + st.config_error);
     return DLH_FAIL;
   }
-  // The site plans in slurmctld (job_submit.lua), from the option value Slurm forwards.
-  if (st.config.register_only) return DLH_OK;
+  // cli_filter.lua planned and set the options; the plan still has to reach the job.
+  if (st.config.register_only) {
+    if (handed_over.empty()) {
+      Log(log, DLH_LOG_ERROR,
+          "dlh: --dlh-auto was not planned: spank_dlh.so is loaded with register-only, but "
+          "share/slurm/cli_filter.lua (CliFilterPlugins=cli_filter/lua) handed over no plan; "
+          "ask your administrator; nothing submitted");
+      return DLH_FAIL;
+    }
+    ExportPlan(handed_over, log, export_job_env);
+    return DLH_OK;
+  }
   const bool dry_run = st.options.dry_run.value_or(false);
   const SlurmOptions api = SlurmOptions::resolve();
   if (!api.ok() && !dry_run) {
     Log(log, DLH_LOG_ERROR,
         "dlh: this Slurm does not give plugins " + api.missing +
             " (found in Slurm 22.05), so --dlh-auto cannot set the job's options; the "
-            "documented fallback is job_submit/lua with share/slurm/job_submit.lua "
+            "fallback is register-only with cli_filter/lua and share/slurm/cli_filter.lua "
             "(ask your administrator); nothing submitted");
     return DLH_FAIL;
   }
@@ -120,8 +220,7 @@ int PostOpt(dlh_log_fn log) {
     std::free(cwd);
   }
   if (api.ok()) {
-    for (const char* name : {"gres", "gpus", "gpus-per-node", "gpus-per-task", "nodes", "ntasks",
-                             "ntasks-per-node", "time"})
+    for (const char* name : dlh::plugin::kUserOptionNames)
       if (api.isset(api.opt, name)) dlh::plugin::NoteUserOption(in.user, name, api.Get(name));
   }
 
@@ -156,8 +255,7 @@ int PostOpt(dlh_log_fn log) {
     // sbatch derived SLURM_NTASKS_PER_NODE before this hook; keep the job's env consistent.
     if (s.name == "ntasks-per-node") setenv("SLURM_NTASKS_PER_NODE", s.value.c_str(), 1);
   }
-  // sbatch and salloc copy their environment into the job (unless --export says otherwise).
-  setenv("DLH_PLAN", plan.plan.dump().c_str(), 1);
+  ExportPlan(plan.plan.dump(), log, export_job_env);
   Log(log, DLH_LOG_INFO, dlh::plugin::SummaryLine(plan));
   return DLH_OK;
 }
@@ -174,6 +272,7 @@ void dlh_configure(int argc, char** argv) {
       if (argv && argv[i]) args.emplace_back(argv[i]);
     st.config_error.clear();
     st.config = dlh::plugin::ParsePluginArgs(args);
+    if (st.config.register_only) OpenHandoff(st, args);
   } catch (const std::exception& e) {
     if (g_state) {
       try {
@@ -199,9 +298,9 @@ int dlh_option(const char* value, dlh_log_fn log) {
 
 int dlh_requested(void) { return g_state && g_state->options.requested ? 1 : 0; }
 
-int dlh_allocator_post_opt(dlh_log_fn log) {
+int dlh_allocator_post_opt(dlh_log_fn log, dlh_export_fn export_job_env) {
   try {
-    return PostOpt(log);
+    return PostOpt(log, export_job_env);
   } catch (const std::exception& e) {
     return Fail(log, "", e.what());
   } catch (...) {
@@ -210,6 +309,12 @@ int dlh_allocator_post_opt(dlh_log_fn log) {
 }
 
 void dlh_finish(void) {
+  if (g_state) {
+    try {
+      CloseHandoff(*g_state);
+    } catch (...) {
+    }
+  }
   delete g_state;  // destructors of strings and vectors do not throw
   g_state = nullptr;
 }

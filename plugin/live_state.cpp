@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <sstream>
+
 // Without libslurm-dev the pure part still builds (unit tests); LoadLiveNodes then reports
 // that the plugin was built without Slurm's headers.
 #if __has_include(<slurm/slurm.h>)
@@ -96,6 +98,45 @@ std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& n
             "/" + std::to_string(nt.nodes);
   }
   return note;
+}
+
+namespace {
+
+// sinfo's long state ("idle", "mixed*", "drained", "allocated+") as StateOf names it.
+std::string StateFromSinfo(std::string state) {
+  std::string flags;
+  while (!state.empty() && std::string("*~#!%$@^-+").find(state.back()) != std::string::npos) {
+    flags += state.back();
+    state.pop_back();
+  }
+  if (state.rfind("drain", 0) == 0) return "drain";
+  if (flags.find_first_of("*~#!%@^-") != std::string::npos) return "down";
+  if (flags.find('$') != std::string::npos || state == "reserved" || state == "maint")
+    return "reserved";
+  if (state == "idle" || state == "mixed") return state;
+  if (state == "allocated" || state == "completing") return "alloc";
+  return state == "down" || state == "fail" || state == "failing" ? "down" : "unknown";
+}
+
+}  // namespace
+
+std::vector<LiveNode> LiveNodesFromSinfo(const std::string& text) {
+  std::vector<LiveNode> nodes;
+  std::stringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> fields;
+    std::stringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, '|')) {
+      const size_t first = cell.find_first_not_of(' ');
+      const size_t last = cell.find_last_not_of(' ');
+      fields.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+    }
+    if (fields.size() < 4 || fields[0].empty()) continue;
+    nodes.push_back({fields[0], StateFromSinfo(fields[1]), fields[2], fields[3]});
+  }
+  return nodes;
 }
 
 // ---------------------------------------------------------------- libslurm

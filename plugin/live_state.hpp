@@ -42,6 +42,12 @@ std::vector<GresItem> ParseGres(const std::string& text);
 // a note such as "free now: node-alpha 1/1, node-beta 0/1".
 std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes);
 
+// Nodes from `sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|'` (the stable
+// command-line interface; share/slurm/cli_filter.lua). Each line is name|state|gres|used|;
+// sinfo's state flags count as not free ("idle*" not responding, "idle~" powered down,
+// "mixed$" in maintenance). Lines that do not have four fields are skipped.
+std::vector<LiveNode> LiveNodesFromSinfo(const std::string& text);
+
 // Reads every node from slurmctld. False with `error` set ("slurm_load_node not available
 // in this process", or Slurm's error string) when the state cannot be read.
 bool LoadLiveNodes(std::vector<LiveNode>* nodes, std::string* error);

@@ -19,14 +19,20 @@ namespace dlh::plugin {
 
 namespace {
 
+// Any length: the dry-run header holds the spec's path, which may be long.
 std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string Printf(const char* fmt, ...) {
-  char buf[512];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_list again;
+  va_copy(again, ap);
+  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
   va_end(ap);
-  return buf;
+  std::string out(size_t(n > 0 ? n : 0) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), fmt, again);
+  va_end(again);
+  out.pop_back();
+  return out;
 }
 
 bool Digits(const std::string& s) {
@@ -45,7 +51,8 @@ std::string Plural(long n, const char* one, const char* many) {
 
 // "gpu:a100:2" / "gpu:2" / "gpu:a100" / "gpu" in a GRES list; 22.05 prefixes every item
 // with "gres:" ("gres:mps:100,gres:gpu:a100:2").
-void NoteGres(UserRequest& r, const std::string& value) {
+// "gres:gpu:beta:1" as the user wrote it ("gpu:beta:1"): 22.05 adds "gres:" to each item.
+std::string WithoutGresPrefix(const std::string& value) {
   std::string v = value;
   for (size_t at = 0; (at = v.find("gres:", at)) != std::string::npos;) {
     if (at == 0 || v[at - 1] == ',')
@@ -53,7 +60,11 @@ void NoteGres(UserRequest& r, const std::string& value) {
     else
       at += 5;
   }
-  for (const GresItem& g : ParseGres(v)) {
+  return v;
+}
+
+void NoteGres(UserRequest& r, const std::string& value) {
+  for (const GresItem& g : ParseGres(WithoutGresPrefix(value))) {
     if (g.name != "gpu") continue;
     if (!g.type.empty()) r.gpu_type = g.type;
     if (g.count_given) r.gpus_per_node = int(g.count);
@@ -87,6 +98,18 @@ bool Matches(const Allocation& a, const UserRequest& u) {
   return true;
 }
 
+// The tasks the job will run: the user's --ntasks, else nodes x their --ntasks-per-node,
+// else one task per GPU.
+int TasksOf(const Allocation& a, const UserRequest& u) {
+  if (u.ntasks_set && u.ntasks > 0) return u.ntasks;
+  int tasks = 0;
+  for (const Part& part : a.parts) {
+    const int nodes = u.nodes_set && u.nodes > 0 && a.parts.size() == 1 ? u.nodes : part.nodes;
+    tasks += nodes * (u.ntasks_per_node > 0 ? u.ntasks_per_node : part.gpus_per_node);
+  }
+  return tasks;
+}
+
 std::string UserConstraintText(const UserRequest& u) {
   std::string s;
   auto add = [&](const std::string& t) { s += (s.empty() ? "" : " ") + t; };
@@ -105,7 +128,19 @@ std::string ShortWhy(const std::string& why) {
   return open != std::string::npos && !why.empty() && why.back() == ')' ? why.substr(0, open) : why;
 }
 
+std::string KeptText(const UserRequest& u) {
+  std::string kept;
+  for (const auto& [name, value] : u.given)
+    kept += (kept.empty() ? "" : " ") + std::string("--") + name + "=" +
+            (name == "gres" ? WithoutGresPrefix(value) : value);
+  return kept;
+}
+
 }  // namespace
+
+const char* const kUserOptionNames[9] = {
+    "gres",  "gpus",   "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
+    "nodes", "ntasks", "ntasks-per-node", "time"};
 
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value) {
   auto same = [&](const std::pair<std::string, std::string>& g) { return g.first == name; };
@@ -114,7 +149,8 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
   if (name == "gres") {
     r.gpus_set = true;
     NoteGres(r, value);
-  } else if (name == "gpus" || name == "gpus-per-node" || name == "gpus-per-task") {
+  } else if (name == "gpus" || name == "gpus-per-node" || name == "gpus-per-task" ||
+             name == "gpus-per-socket") {
     r.gpus_set = true;
     std::string type;
     int count = 0;
@@ -133,8 +169,10 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
     }
   } else if (name == "ntasks") {
     r.ntasks_set = true;
+    r.ntasks = SmallInt(value);
   } else if (name == "ntasks-per-node") {
     r.ntasks_per_node_set = true;
+    r.ntasks_per_node = SmallInt(value);
   } else if (name == "time") {
     r.time_set = true;
     r.time_text = value;
@@ -275,6 +313,13 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
   out.time_limit = out.plan["time_limit"].get<std::string>();
   if (out.chosen.parts.size() == 1)
     out.settings = SlurmSettings(out.chosen, out.time_limit, in.user);
+  out.tasks = TasksOf(out.chosen, in.user);
+  const double needed_s = out.chosen.total_s * (1 + job.margin);
+  if (out.feasible && in.user.time_set && in.user.time_s > 0 && needed_s > in.user.time_s)
+    out.time_note = "warning: your --time=" + in.user.time_text + " is shorter than the " +
+                    HumanDuration(out.chosen.total_s) + " predicted (" + HumanDuration(needed_s) +
+                    " with the " + Printf("%.0f", job.margin * 100) +
+                    "% margin): the job may be cut off";
   return out;
 }
 
@@ -284,13 +329,16 @@ std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& 
     throw UsageError("--dlh-auto: a plan on " + std::to_string(a.parts.size()) +
                      " GPU types cannot be requested as one Slurm job (use a heterogeneous job)");
   const Part& p = a.parts[0];
-  return {
+  std::vector<SlurmSetting> s = {
       {"gres", "gpu:" + p.gpu + ":" + std::to_string(p.gpus_per_node), !user.gpus_set},
       {"nodes", std::to_string(p.nodes), !user.nodes_set},
       {"ntasks-per-node", std::to_string(p.gpus_per_node),
        !user.ntasks_set && !user.ntasks_per_node_set},
       {"time", time_limit, !user.time_set},
   };
+  if (!user.nodes_set && !user.ntasks_set && user.ntasks_per_node > 0)
+    s.push_back({"ntasks", std::to_string(int64_t(p.nodes) * user.ntasks_per_node), true});
+  return s;
 }
 
 std::string AllocationText(const Allocation& a) {
@@ -310,15 +358,12 @@ std::string SummaryLine(const PlanOutcome& p) {
          std::to_string(part.gpus_per_node) + " " + part.gpu + " GPU" +
          (part.gpus_per_node == 1 ? "" : "s");
   }
-  int tasks = 0;
-  for (const Part& part : a.parts) tasks += part.nodes * part.gpus_per_node;
-  s += ", " + Plural(tasks, "task", "tasks") + ", time " + p.time_limit + ": predicted " +
+  s += ", " + Plural(p.tasks, "task", "tasks") + ", time " + p.time_limit + ": predicted " +
        HumanDuration(a.total_s) + ", " + FormatEnergy(a.energy_j) + ", deadline " +
        p.deadline_text + " (" + ShortWhy(p.rec.ranked.empty() ? a.why : p.rec.ranked[0].why) + ")";
-  std::string kept;
-  for (const auto& [name, value] : p.user.given)
-    kept += (kept.empty() ? "" : " ") + std::string("--") + name + "=" + value;
+  const std::string kept = KeptText(p.user);
   if (!kept.empty()) s += "; yours kept: " + kept;
+  if (!p.time_note.empty()) s += "; " + p.time_note;
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
   if (!p.fallback_note.empty()) s += "; " + p.fallback_note;
   return s;
@@ -374,12 +419,13 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
          "without mixed it plans on one type\n";
     return s;
   }
-  std::string opts, kept;
+  std::string opts;
   for (const SlurmSetting& st : p.settings)
     if (st.apply) opts += " --" + st.name + "=" + st.value;
-  for (const auto& [name, value] : p.user.given) kept += " --" + name + "=" + value;
+  const std::string kept = KeptText(p.user);
   s += "sbatch would get:" + (opts.empty() ? std::string(" nothing") : opts) +
-       (kept.empty() ? std::string() : " (yours kept:" + kept + ")") + "\n";
+       (kept.empty() ? std::string() : " (yours kept: " + kept + ")") + "\n";
+  if (!p.time_note.empty()) s += p.time_note + "\n";
   return s;
 }
 

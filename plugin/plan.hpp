@@ -28,10 +28,12 @@ namespace dlh::plugin {
 
 // What the user fixed on the command line, in #SBATCH lines or SBATCH_* variables.
 struct UserRequest {
-  bool gpus_set = false;  // any of gres, gpus, gpus-per-node, gpus-per-task
+  bool gpus_set = false;  // any of gres, gpus, gpus-per-node, gpus-per-task, gpus-per-socket
   bool nodes_set = false;
   bool ntasks_set = false;  // --ntasks
+  int ntasks = 0;           // its value when a plain number
   bool ntasks_per_node_set = false;
+  int ntasks_per_node = 0;  // its value when a plain number (0: not given or unreadable)
   bool time_set = false;
   std::string gpu_type;   // the GPU type the user's GPU options name ("": none)
   int gpus_per_node = 0;  // from --gres / --gpus-per-node (0: not given)
@@ -43,10 +45,14 @@ struct UserRequest {
 };
 
 // Records one option the user set, with its value as slurm_option_get returns it: gres
-// "gres:gpu:a100:2" (22.05 prefixes "gres:"), gpus/gpus-per-node/gpus-per-task "a100:2"
-// or "2", nodes "2" or "2-4", time "00:10:00", "1-00:00:00" or "UNLIMITED", ntasks and
-// ntasks-per-node. Values it cannot read only mark the option as set.
+// "gres:gpu:a100:2" (22.05 prefixes "gres:"), gpus/gpus-per-node/gpus-per-task/
+// gpus-per-socket "a100:2" or "2", nodes "2" or "2-4", time "00:10:00", "1-00:00:00" or
+// "UNLIMITED", ntasks and ntasks-per-node. Values it cannot read only mark the option as set.
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value);
+
+// The Slurm options NoteUserOption understands: the facade and `dlh-estimate slurm-plan`
+// note each one the user set.
+extern const char* const kUserOptionNames[9];
 
 struct PlanInputs {
   AutoOptions options;
@@ -76,6 +82,8 @@ struct PlanOutcome {
   std::string live_note;      // "free now: node-a100 3/16, ..." or "live node state unknown (...)"
   std::string fallback_note;  // "" or why the plan ignores the live state
   std::string choice_note;    // "" or why the choice is not the estimator's first
+  std::string time_note;      // "" or a warning: the user's --time is shorter than predicted
+  int tasks = 0;              // tasks the job will run (the user's --ntasks* when given)
   UserRequest user;           // what the user fixed (kept as they gave it)
 };
 
@@ -91,6 +99,8 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
 
 // Slurm options of a one-type allocation; throws UsageError for a mix. GPUs are left to the
 // user when any GPU option is set, ntasks-per-node when --ntasks or --ntasks-per-node is.
+// When the plan sets the nodes and the user gave only --ntasks-per-node, it also sets
+// ntasks (nodes x theirs): sbatch derived ntasks from one node before the plugin ran.
 std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& time_limit,
                                         const UserRequest& user);
 

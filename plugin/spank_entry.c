@@ -9,10 +9,18 @@
  * its own allocation (S_CTX_LOCAL without SLURM_JOB_ID). srun inside a job inherits
  * --dlh-auto through the environment and must not plan again; slurmstepd (remote, root)
  * only registers the option and never reads a user-controlled file. Errors in remote hooks
- * would drain the node, so remote hooks always return 0. */
+ * would drain the node, so remote hooks always return 0.
+ *
+ * Only --dlh-auto from the command line or #SBATCH lines plans. A job's environment holds
+ * the option it was submitted with (SLURM_SPANK__SLURM_SPANK_OPTION_dlh_dlh_auto), and
+ * sbatch/salloc apply such variables as if given; a plain sbatch inside a --dlh-auto job
+ * would be planned too. slurm_spank_init runs before sbatch reads the environment, so the
+ * planning contexts drop the variable there. */
+#define _POSIX_C_SOURCE 200809L /* strdup, unsetenv under -std=c11 */
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugin/dlh_spank.h"
 
@@ -35,10 +43,21 @@ static struct spank_option dlh_auto_option = {
     .cb = dlh_auto_cb,
 };
 
+/* The variable through which a job's processes inherit the option (plugstack.c). */
+#define INHERITED_OPTION "SLURM_SPANK__SLURM_SPANK_OPTION_dlh_dlh_auto"
+
+static spank_t current_spank; /* for export_job_env, during post_opt only */
+static char* inherited_value; /* srun inside a job: the job's own --dlh-auto value */
+static int told_srun;         /* srun inside a job: the "ignored" line was printed */
+
 static int planning_context(void) {
   spank_context_t ctx = spank_context();
   if (ctx == S_CTX_ALLOCATOR) return 1;
   return ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID") == NULL;
+}
+
+static int srun_inside_job(void) {
+  return spank_context() == S_CTX_LOCAL && getenv("SLURM_JOB_ID") != NULL;
 }
 
 static void log_line(int level, const char* message) {
@@ -48,29 +67,54 @@ static void log_line(int level, const char* message) {
     slurm_info("%s", message);
 }
 
+static int export_job_env(const char* name, const char* value) {
+  if (current_spank == NULL) return -1;
+  return spank_job_control_setenv(current_spank, name, value, 1) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+/* srun inside a job re-applies the job's option from the environment ("(null)" or the
+ * value); anything else came from this srun's command line and is ignored: say so. */
+static void note_srun_option(const char* optarg) {
+  int inherited = optarg != NULL && inherited_value != NULL && strcmp(optarg, inherited_value) == 0;
+  if (inherited || told_srun) return;
+  told_srun = 1;
+  slurm_info(
+      "dlh: --dlh-auto is ignored by srun inside job %s: the job's allocation is already "
+      "fixed; plan with sbatch or salloc --dlh-auto",
+      getenv("SLURM_JOB_ID"));
+}
+
 static int dlh_auto_cb(int val, const char* optarg, int remote) {
   (void)val;
-  if (remote || !planning_context()) return 0;
+  if (remote) return 0;
+  if (srun_inside_job()) note_srun_option(optarg);
+  if (!planning_context()) return 0;
   return dlh_option(optarg, log_line) == DLH_OK ? 0 : -1;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char** av) {
   spank_context_t ctx = spank_context();
   if (ctx != S_CTX_ALLOCATOR && ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE) return 0;
+  if (planning_context()) unsetenv(INHERITED_OPTION);
+  if (srun_inside_job() && getenv(INHERITED_OPTION) != NULL)
+    inherited_value = strdup(getenv(INHERITED_OPTION));
+  /* A failure here must not stop every job on the cluster: only --dlh-auto is lost. */
   if (spank_option_register(sp, &dlh_auto_option) != ESPANK_SUCCESS) {
-    slurm_error("dlh: cannot register --dlh-auto");
-    return planning_context() ? -1 : 0;
+    slurm_error("dlh: cannot register --dlh-auto; jobs run without it");
+    return 0;
   }
   if (planning_context()) dlh_configure(ac, av);
   return 0;
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
-  (void)sp;
   (void)ac;
   (void)av;
-  if (!planning_context() || !dlh_requested()) return 0;
-  switch (dlh_allocator_post_opt(log_line)) {
+  if (!planning_context()) return 0;
+  current_spank = sp;
+  int rc = dlh_allocator_post_opt(log_line, export_job_env);
+  current_spank = NULL;
+  switch (rc) {
     case DLH_OK:
       return 0;
     case DLH_DRY_RUN:
@@ -89,6 +133,8 @@ int slurm_spank_exit(spank_t sp, int ac, char** av) {
   (void)sp;
   (void)ac;
   (void)av;
+  free(inherited_value);
+  inherited_value = NULL;
   dlh_finish();
   return 0;
 }

@@ -45,6 +45,12 @@ for np in 2 3; do
   expect_fail 2 "progress: must be one of" $L "$WORK/good.json" --progress fancy
   expect_fail 2 "batch_size: 1 is smaller than the number of ranks" $L "$WORK/good.json" --batch-size 1 --run-dir "$WORK/r"
 done
+# The plan reaches a job started with --export=NONE as SLURM_SPANK_DLH_PLAN (issue 11,
+# finding 7): dlh-launch reads it when DLH_PLAN is absent, and names it when it is wrong.
+expect_fail 2 "SLURM_SPANK_DLH_PLAN: not valid JSON" \
+  env SLURM_SPANK_DLH_PLAN='{"global_batch":' mpirun -np 1 dlh-launch train "$WORK/good.json" --run-dir "$WORK/r"
+expect_fail 2 "fifo.json: cannot read: not a regular file" \
+  timeout 60 mpirun -np 1 dlh-launch train "$WORK/good.json" --plan "$WORK/fifo.json" --run-dir "$WORK/r"
 [[ ! -e "$WORK/r/checkpoints" ]] || [[ -z $(ls "$WORK/r/checkpoints") ]] || fail "a failed start left checkpoints"
 check "no checkpoints written by failed starts"
 

@@ -8,7 +8,7 @@ BUILD=$(dirname "$BINDIR")
 echo "make install"
 make -s -C "$ROOT" BUILDDIR="$BUILD" install PREFIX=/opt/dlh-test DESTDIR="$WORK/stage" >"$WORK/install.txt"
 for f in bin/dlh-launch bin/dlh-estimate bin/dlh-data lib/dlh/spank_dlh.so \
-         share/dlh/examples/fashion-mnist.json share/dlh/slurm/job_submit.lua \
+         share/dlh/examples/fashion-mnist.json share/dlh/slurm/cli_filter.lua \
          share/dlh/cluster/example.json share/dlh/calibration/cpu.json share/doc/dlh/README.md \
          share/modulefiles/dlh/.version; do
   [[ -e "$WORK/stage/opt/dlh-test/$f" ]] || fail "missing after install: $f"

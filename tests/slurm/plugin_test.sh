@@ -129,7 +129,7 @@ echo "\$DLH_PLAN" >plan4.json
 EOF
 j4=$(sbatch --parsable job4.sh 2>sbatch4.err) || { cat sbatch4.err; fail "sbatch job4.sh"; }
 expect_job "$j4" "gres:gpu:beta:1" 1 1 "00:45:00"
-grep -q "yours kept: --gres=gres:gpu:beta:1 --ntasks-per-node=1 --time=00:45:00" sbatch4.err ||
+grep -q "yours kept: --gres=gpu:beta:1 --ntasks-per-node=1 --time=00:45:00" sbatch4.err ||
   { cat sbatch4.err; fail "summary does not name the kept values"; }
 wait_gone "$j4"
 [[ $(plan_value plan4.json '"%s %d" % (p["allocation"]["parts"][0]["gpu"], p["allocation"]["parts"][0]["gpus_per_node"])') == "beta 1" ]] ||

@@ -484,7 +484,8 @@ TEST(PluginPlanTest, RespectsWhatTheUserFixed) {
   EXPECT_FALSE(p.settings[3].apply);  // time: the user's
   const std::string s = SummaryLine(p);
   EXPECT_NE(s.find("deadline 1h ("), std::string::npos) << s;
-  EXPECT_NE(s.find("; yours kept: --gres=gres:gpu:beta:1 --time=00:45:00"), std::string::npos) << s;
+  EXPECT_NE(s.find("; yours kept: --gres=gpu:beta:1 --time=00:45:00"), std::string::npos) << s;
+  EXPECT_EQ(p.time_note, "");  // 45 minutes are enough
 
   // --nodes=1 with an untyped GPU count of 1: the best allocation with one GPU per node.
   PlanInputs n = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h");
@@ -494,6 +495,83 @@ TEST(PluginPlanTest, RespectsWhatTheUserFixed) {
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
   EXPECT_NE(p.choice_note.find("the best matching your --gres=gpu:1 --nodes=1"), std::string::npos)
       << p.choice_note;
+}
+
+// Issue 11, finding 6: an explicit --time shorter than the prediction is kept, with a word.
+TEST(PluginPlanTest, WarnsWhenTheUsersTimeIsTooShort) {
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h");
+  NoteUserOption(in.user, "time", "00:02:00");
+  const PlanOutcome p = MakePlan(in, LocalCluster(), AllIdle(), "");
+  ASSERT_TRUE(p.feasible);
+  EXPECT_FALSE(p.settings[3].apply);
+  EXPECT_NE(p.time_note.find("warning: your --time=00:02:00 is shorter than the "),
+            std::string::npos)
+      << p.time_note;
+  EXPECT_NE(SummaryLine(p).find("; warning: your --time=00:02:00"), std::string::npos);
+  EXPECT_NE(DryRunReport(p, 5).find("warning: your --time=00:02:00"), std::string::npos);
+}
+
+// Issue 11, finding 5: --ntasks-per-node with plugin-chosen nodes; --gpus-per-socket.
+TEST(PluginPlanTest, UsersTasksPerNodeGivesTheTaskCount) {
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h,types=alpha");
+  NoteUserOption(in.user, "ntasks-per-node", "1");
+  NoteUserOption(in.user, "gres", "gres:gpu:alpha:1");
+  const PlanOutcome p = MakePlan(in, LocalCluster(), AllIdle(), "");
+  ASSERT_EQ(p.settings.size(), 5u);
+  EXPECT_EQ(p.settings[4].name, "ntasks");
+  EXPECT_EQ(p.settings[4].value, std::to_string(p.chosen.nodes));
+  EXPECT_TRUE(p.settings[4].apply);
+  EXPECT_EQ(p.tasks, p.chosen.nodes);
+  EXPECT_NE(SummaryLine(p).find(std::to_string(p.tasks) + (p.tasks == 1 ? " task," : " tasks,")),
+            std::string::npos)
+      << SummaryLine(p);
+
+  UserRequest socket;
+  NoteUserOption(socket, "gpus-per-socket", "beta:1");
+  EXPECT_TRUE(socket.gpus_set);
+  EXPECT_EQ(socket.gpu_type, "beta");
+}
+
+// Issue 11, finding 5: huge sample counts no longer overflow into negative times.
+TEST(PluginPlanTest, RefusesMoreSamplesThanItCanCount) {
+  PlanInputs in = LocalInputs(
+      "spec=fashion-mnist.json,samples=9223372036854775807,epochs=1000000,"
+      "per-gpu-batch=1");
+  EXPECT_NE(ErrorOf([&] {
+              MakePlan(in, LocalCluster(), AllIdle(), "");
+            }).find("samples x epochs = 9.22e+24 is more than DLH plans for"),
+            std::string::npos);
+}
+
+// Issue 11, finding 9: the dry-run header holds a long spec path whole.
+TEST(PluginPlanTest, DryRunHeaderIsNotCut) {
+  const std::string dir =
+      ::testing::TempDir() + "/dlh-long/" + std::string(200, 'd') + "/" + std::string(200, 'e');
+  fs::create_directories(dir);
+  fs::copy_file(RepoFile("share/examples/fashion-mnist.json"), dir + "/spec.json",
+                fs::copy_options::overwrite_existing);
+  PlanInputs in = LocalInputs("spec=" + dir + "/" + "spec.json,samples=60000,deadline=1h,dry-run");
+  const std::string report = DryRunReport(MakePlan(in, LocalCluster(), AllIdle(), ""), 5);
+  EXPECT_NE(report.find("spec.json: 60000 samples x "), std::string::npos) << report;
+  fs::remove_all(::testing::TempDir() + "/dlh-long");
+}
+
+TEST(PluginLiveStateTest, ReadsSinfoLines) {
+  const auto nodes = LiveNodesFromSinfo(
+      "alpha1|idle|gpu:alpha:2|gpu:alpha:0(IDX:N/A)|\n"
+      "beta1 |mixed*|gpu:beta:2(S:0)|gpu:beta:1(IDX:0)|\n"
+      "gamma1|drained|gpu:alpha:2|gpu:alpha:0|\n"
+      "delta1|allocated|gpu:alpha:2|gpu:alpha:2(IDX:0-1)|\n"
+      "eps1|idle$|(null)|(null)|\n"
+      "short|idle\n");
+  ASSERT_EQ(nodes.size(), 5u);
+  EXPECT_EQ(nodes[0].state, "idle");
+  EXPECT_EQ(nodes[0].gres_used, "gpu:alpha:0(IDX:N/A)");
+  EXPECT_EQ(nodes[1].name, "beta1");
+  EXPECT_EQ(nodes[1].state, "down");  // '*': not responding
+  EXPECT_EQ(nodes[2].state, "drain");
+  EXPECT_EQ(nodes[3].state, "alloc");
+  EXPECT_EQ(nodes[4].state, "reserved");
 }
 
 TEST(PluginPlanTest, MixedOnlyInDryRun) {
@@ -570,7 +648,7 @@ TEST(PluginFacadeTest, NoOptionNoAction) {
   dlh_configure(1, const_cast<char**>(args));
   EXPECT_EQ(dlh_requested(), 0);
   g_logged.clear();
-  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_OK);
+  EXPECT_EQ(dlh_allocator_post_opt(Collect, nullptr), DLH_OK);
   EXPECT_TRUE(g_logged.empty());
   dlh_finish();
 }
@@ -586,14 +664,81 @@ TEST(PluginFacadeTest, BadValuesAreRefusedWithOneLine) {
   dlh_finish();
 }
 
+// Issue 11, finding 9: a value with control characters is echoed on one line.
+TEST(PluginFacadeTest, ControlCharactersStayOnOneLine) {
+  dlh_finish();
+  g_logged.clear();
+  EXPECT_EQ(dlh_option("samples=1\nsbatch: fake line\x1b[2J", Collect), DLH_FAIL);
+  ASSERT_EQ(g_logged.size(), 1u);
+  EXPECT_EQ(g_logged[0].find('\n'), std::string::npos) << g_logged[0];
+  EXPECT_EQ(g_logged[0].find('\x1b'), std::string::npos) << g_logged[0];
+  dlh_finish();
+}
+
+std::vector<std::pair<std::string, std::string>> g_exported;
+int CollectExport(const char* name, const char* value) {
+  g_exported.emplace_back(name, value);
+  return 0;
+}
+
+// register-only: cli_filter.lua hands the plan over through the plugin's pipe; post_opt
+// exports it (also to the job-control environment) and removes the hand-over variables.
+TEST(PluginFacadeTest, RegisterOnlyTakesThePlanFromCliFilter) {
+  dlh_finish();
+  const std::string cluster = "cluster=" + RepoFile("share/cluster/local.json");
+  const char* args[] = {"register-only", cluster.c_str(), "max-gpus=2"};
+  dlh_configure(3, const_cast<char**>(args));
+  ASSERT_NE(std::getenv("DLH_SITE"), nullptr);
+  EXPECT_EQ(std::string(std::getenv("DLH_SITE")), "register-only " + cluster + " max-gpus=2");
+  ASSERT_NE(std::getenv("DLH_PLAN_HANDOFF"), nullptr);
+  const std::string handoff = std::getenv("DLH_PLAN_HANDOFF");
+  EXPECT_EQ(handoff.rfind("/dev/fd/", 0), 0u);
+  {
+    FILE* f = std::fopen(handoff.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("{\"global_batch\":256}\n", f);
+    std::fclose(f);
+  }
+  ASSERT_EQ(dlh_option(nullptr, Collect), DLH_OK);
+  g_logged.clear();
+  g_exported.clear();
+  unsetenv("DLH_PLAN");
+  EXPECT_EQ(dlh_allocator_post_opt(Collect, CollectExport), DLH_OK);
+  EXPECT_TRUE(g_logged.empty());
+  ASSERT_EQ(g_exported.size(), 1u);
+  EXPECT_EQ(g_exported[0].first, "DLH_PLAN");
+  EXPECT_EQ(g_exported[0].second, "{\"global_batch\":256}");
+  ASSERT_NE(std::getenv("DLH_PLAN"), nullptr);
+  EXPECT_EQ(std::string(std::getenv("DLH_PLAN")), "{\"global_batch\":256}");
+  EXPECT_EQ(std::getenv("DLH_SITE"), nullptr);
+  EXPECT_EQ(std::getenv("DLH_PLAN_HANDOFF"), nullptr);
+  unsetenv("DLH_PLAN");
+  dlh_finish();
+
+  // Nothing handed over (cli_filter.lua not installed): the job is refused.
+  dlh_configure(3, const_cast<char**>(args));
+  ASSERT_EQ(dlh_option(nullptr, Collect), DLH_OK);
+  g_logged.clear();
+  EXPECT_EQ(dlh_allocator_post_opt(Collect, CollectExport), DLH_FAIL);
+  ASSERT_EQ(g_logged.size(), 1u);
+  EXPECT_NE(g_logged[0].find("handed over no plan"), std::string::npos) << g_logged[0];
+  dlh_finish();
+
+  // A job without --dlh-auto: the variables are gone all the same.
+  dlh_configure(3, const_cast<char**>(args));
+  EXPECT_EQ(dlh_allocator_post_opt(Collect, CollectExport), DLH_OK);
+  EXPECT_EQ(std::getenv("DLH_SITE"), nullptr);
+  dlh_finish();
+}
+
 TEST(PluginFacadeTest, BadPlugstackLineIsReportedOnlyWhenUsed) {
   dlh_finish();
   const char* args[] = {"cluster=relative.json"};
   dlh_configure(1, const_cast<char**>(args));
   g_logged.clear();
-  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_OK);  // no --dlh-auto: untouched
+  EXPECT_EQ(dlh_allocator_post_opt(Collect, nullptr), DLH_OK);  // no --dlh-auto: untouched
   EXPECT_EQ(dlh_option(nullptr, Collect), DLH_OK);
-  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_FAIL);
+  EXPECT_EQ(dlh_allocator_post_opt(Collect, nullptr), DLH_FAIL);
   ASSERT_EQ(g_logged.size(), 1u);
   EXPECT_EQ(g_logged[0],
             "error: dlh: plugstack.conf: cluster: must be an absolute path, got 'relative.json'");
@@ -610,21 +755,21 @@ TEST(PluginFacadeTest, FailsClosedWithoutSlurmsOptionFunctions) {
   ASSERT_EQ(dlh_option(value.c_str(), Collect), DLH_OK);
   g_logged.clear();
   // This test binary is not sbatch: no `opt`, no slurm_option_set.
-  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_FAIL);
+  EXPECT_EQ(dlh_allocator_post_opt(Collect, nullptr), DLH_FAIL);
   ASSERT_EQ(g_logged.size(), 1u);
   EXPECT_NE(g_logged[0].find("error: dlh: this Slurm does not give plugins opt, "
                              "slurm_option_isset, slurm_option_get, slurm_option_set"),
             std::string::npos)
       << g_logged[0];
-  EXPECT_NE(g_logged[0].find("share/slurm/job_submit.lua"), std::string::npos);
-  EXPECT_EQ(dlh_allocator_post_opt(Collect), DLH_OK);  // planned once per process
+  EXPECT_NE(g_logged[0].find("share/slurm/cli_filter.lua"), std::string::npos);
+  EXPECT_EQ(dlh_allocator_post_opt(Collect, nullptr), DLH_OK);  // planned once per process
   dlh_finish();
 
   // A dry run needs none of them: the report goes to stdout.
   dlh_configure(1, const_cast<char**>(args));
   ASSERT_EQ(dlh_option((value + ",dry-run,deadline=30m").c_str(), Collect), DLH_OK);
   testing::internal::CaptureStdout();
-  const int rc = dlh_allocator_post_opt(Collect);
+  const int rc = dlh_allocator_post_opt(Collect, nullptr);
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_EQ(rc, DLH_DRY_RUN);
   EXPECT_NE(out.find("live node state unknown"), std::string::npos) << out;

@@ -1,0 +1,191 @@
+#!/bin/bash
+# The two ways a site runs `sbatch --dlh-auto`, side by side on two live clusters, submitted by
+# an ordinary user this test creates (issue 11):
+#   A: spank_dlh.so plans inside sbatch and sets the options (Slurm 22.05's internals);
+#   B: spank_dlh.so register-only + share/slurm/cli_filter.lua (cli_filter/lua, documented
+#      interfaces only): the same planning code, run by `dlh-estimate slurm-plan` as the user.
+# Both must give the same request and DLH_PLAN; keep what the user set; apply the site's
+# plugstack limits; refuse a FIFO or another user's file without hanging anybody or showing a
+# byte of it; leave jobs without --dlh-auto (also jobs submitted from inside a --dlh-auto job)
+# untouched; deliver the plan under --export=NONE; say that srun --dlh-auto inside a job is
+# ignored. Nothing here runs as root in slurmctld: job_submit.lua is gone.
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd sbatch scontrol useradd runuser
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+[[ -e $BINDIR/../lib/spank_dlh.so ]] || fail "no $BINDIR/../lib/spank_dlh.so"
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN|DLH)_' || true)
+
+# An ordinary user, and copies of everything they read (the checkout may sit in a folder
+# only root can enter). Both clusters use the same installation: PREFIX/{bin,lib}.
+USER_NAME=dlh-test-user
+id "$USER_NAME" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash "$USER_NAME"
+chmod 755 "$WORK"
+mkdir -p "$WORK/dlh/bin" "$WORK/dlh/lib" "$WORK/share" "$WORK/calibration" "$WORK/u"
+cp "$BINDIR/dlh-estimate" "$WORK/dlh/bin/"
+cp "$BINDIR/../lib/spank_dlh.so" "$WORK/dlh/lib/"
+cp "$ROOT/share/examples/fashion-mnist.json" "$ROOT/share/cluster/local.json" "$WORK/share/"
+cp "$ROOT/share/calibration/cpu.json" "$WORK/calibration/"  # local.json names ../calibration/
+chown "$USER_NAME" "$WORK/u"
+SO=$WORK/dlh/lib/spank_dlh.so SPEC=$WORK/share/fashion-mnist.json CLUSTER=$WORK/share/local.json
+SITE="cluster=$CLUSTER default-deadline=30m"
+
+A=$WORK/a B=$WORK/b
+cleanup() {
+  local rc=$?
+  "$ROOT/share/slurm/stop-cluster.sh" "$A" >/dev/null 2>&1 || true
+  "$ROOT/share/slurm/stop-cluster.sh" "$B" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+cd "$WORK/u"
+
+SLURM_TEST_PLUGSTACK="required $SO $SITE" \
+  "$ROOT/share/slurm/start-cluster.sh" "$A" >"$WORK/a.txt" || { cat "$WORK/a.txt"; fail "cluster A"; }
+mkdir -p "$B/etc"
+cp "$ROOT/share/slurm/cli_filter.lua" "$B/etc/cli_filter.lua"
+SLURM_TEST_EXTRA_CONF="CliFilterPlugins=cli_filter/lua" \
+  SLURM_TEST_PLUGSTACK="required $SO register-only $SITE" \
+  "$ROOT/share/slurm/start-cluster.sh" "$B" >"$WORK/b.txt" || { cat "$WORK/b.txt"; fail "cluster B"; }
+chmod -R a+rX "$A/etc" "$B/etc"
+
+fields() {  # fields CLUSTER JOB: the scheduling fields of a job, one line
+  SLURM_CONF=$1/etc/slurm.conf scontrol show job "$2" |
+    grep -oE '(TresPer[A-Za-z]+|NumNodes|NumTasks|NtasksPerN:B:S:C|TimeLimit)=[^ ]+' |
+    sed -E 's/^NumNodes=([0-9]+)-\1$/NumNodes=\1/' | sort | paste -sd' '
+}  # (NumNodes reads 1-1 until the job starts, 1 after)
+as_user() {  # as_user CLUSTER CMD...: CMD as the ordinary user, on that cluster
+  local c=$1; shift
+  runuser -u "$USER_NAME" -- env SLURM_CONF="$c/etc/slurm.conf" PATH="$PATH" "$@"
+}
+submit() {  # submit CLUSTER OUT ARGS...: the job id (stderr in $WORK/u/submit.err)
+  local c=$1 out=$2; shift 2
+  as_user "$c" sbatch --parsable -o "$out" "$@" 2>"$WORK/u/submit.err"
+}
+wait_done() {  # wait_done CLUSTER JOB: until the job left the queue
+  for _ in $(seq 600); do
+    [[ -z $(SLURM_CONF=$1/etc/slurm.conf squeue -h -j "$2" 2>/dev/null) ]] && return 0
+    sleep 0.1
+  done
+  fail "job $2 did not end"
+}
+both() { echo "A" "$A"; echo "B" "$B"; }
+AUTO="spec=$SPEC,samples=60000"
+
+echo "same request and DLH_PLAN both ways; site default-deadline=30m applied; mixed=no,dry-run=no"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(submit "$d" "$WORK/u/$c.plan" --dlh-auto="$AUTO,mixed=no,dry-run=no" --wrap 'echo "$DLH_PLAN"') ||
+    { cat "$WORK/u/submit.err"; fail "$c: submission refused"; }
+  declare "f$c=$(fields "$d" "$j")"
+  grep -q "deadline 30m (least energy" "$WORK/u/submit.err" || { cat "$WORK/u/submit.err"; fail "$c: no summary"; }
+  wait_done "$d" "$j"
+done
+[[ "$fA" == "$fB" ]] || fail "plugin gives '$fA', cli_filter.lua gives '$fB'"
+[[ "$fA" == *"gres:gpu:alpha:2"* ]] || fail "unexpected request: $fA"
+python3 - "$WORK/u/A.plan" "$WORK/u/B.plan" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a == b, f"plans differ:\n{a}\n{b}"
+assert a["deadline_s"] == 1800, a["deadline_s"]
+PY
+check "both: $fA, the same DLH_PLAN"
+
+echo "explicit values kept, the same way; DLH_SPEC from the user's environment"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(as_user "$d" env DLH_SPEC="$SPEC" sbatch --parsable -o /dev/null --dlh-auto=samples=60000,deadline=1h \
+    --time=2 --gres=gpu:beta:1 --wrap true 2>"$WORK/u/submit.err") || { cat "$WORK/u/submit.err"; fail "$c refused"; }
+  f=$(fields "$d" "$j")
+  [[ "$f" == *"TimeLimit=00:02:00"* && "$f" == *"TresPerNode=gres:gpu:beta:1"* ]] || fail "$c: user values lost: $f"
+  grep -q "yours kept: --gres=gpu:beta:1 --time=00:02:00; warning: your --time=00:02:00 is shorter than the" \
+    "$WORK/u/submit.err" || { cat "$WORK/u/submit.err"; fail "$c: no warning about the short --time"; }
+  declare "k$c=$f"
+done
+[[ "$kA" == "$kB" ]] || fail "plugin keeps '$kA', cli_filter.lua '$kB'"
+check "--time=2 --gres=gpu:beta:1 kept both ways, with a warning: $kA"
+
+echo "--gpus-per-socket is a GPU request; --ntasks-per-node=1 on plugin-chosen nodes"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(submit "$d" /dev/null --dlh-auto="$AUTO" --gpus-per-socket=alpha:1 --sockets-per-node=1 --wrap true) ||
+    { cat "$WORK/u/submit.err"; fail "$c: --gpus-per-socket refused"; }
+  f=$(fields "$d" "$j")
+  [[ $f == *TresPerSocket=gres:gpu:alpha:1* && $f != *TresPerNode* ]] || fail "$c: --gpus-per-socket: $f"
+  j=$(submit "$d" /dev/null --dlh-auto="$AUTO,types=alpha,max-gpus=1" --ntasks-per-node=1 --wrap true) ||
+    { cat "$WORK/u/submit.err"; fail "$c: --ntasks-per-node refused"; }
+  f=$(fields "$d" "$j")
+  [[ $f == *"NumNodes=1 "* && $f == *"NumTasks=1 "* ]] || fail "$c: --ntasks-per-node=1: $f"
+  grep -q "1 task, time" "$WORK/u/submit.err" || { cat "$WORK/u/submit.err"; fail "$c: wrong task count"; }
+done
+check "TresPerSocket kept, no --gres added; tasks follow the user's --ntasks-per-node"
+
+echo "a FIFO as spec: refused at once, nobody waits; another user's file: not a byte shown"
+mkfifo "$WORK/u/fifo.json"
+chown "$USER_NAME" "$WORK/u/fifo.json"
+printf '{"SECRET-MARKER-1234": "top secret line"}\n' >"$WORK/secret.json"
+chmod 600 "$WORK/secret.json"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  ( rc=0
+    timeout 30 runuser -u "$USER_NAME" -- env SLURM_CONF="$d/etc/slurm.conf" \
+      sbatch --dlh-auto="spec=$WORK/u/fifo.json,samples=5" --wrap true >"$WORK/u/fifo.out" 2>&1 || rc=$?
+    echo $rc >"$WORK/u/fifo.rc" ) &
+  fifo_pid=$!
+  t0=$(date +%s%N)
+  SLURM_CONF=$d/etc/slurm.conf timeout 30 sbatch -o /dev/null --wrap true >/dev/null || fail "$c: plain sbatch failed"
+  took_ms=$((($(date +%s%N) - t0) / 1000000))
+  ((took_ms < 5000)) || fail "$c: a plain sbatch took ${took_ms} ms while a FIFO spec was pending"
+  wait "$fifo_pid"
+  [[ $(cat "$WORK/u/fifo.rc") == 1 ]] || { cat "$WORK/u/fifo.out"; fail "$c: FIFO spec: exit $(cat "$WORK/u/fifo.rc")"; }
+  grep -q "fifo.json: cannot read: not a regular file" "$WORK/u/fifo.out" || { cat "$WORK/u/fifo.out"; fail "$c: FIFO message"; }
+  rc=0
+  as_user "$d" sbatch --dlh-auto="spec=$WORK/secret.json,samples=5" --wrap true >"$WORK/u/secret.out" 2>&1 || rc=$?
+  [[ $rc -ne 0 ]] || fail "$c: a spec the user cannot read was accepted"
+  grep -q "secret.json: cannot read: Permission denied" "$WORK/u/secret.out" || { cat "$WORK/u/secret.out"; fail "$c: message"; }
+  ! grep -q "SECRET-MARKER\|top secret" "$WORK/u/secret.out" || fail "$c: the secret reached the user"
+  check "$c: plain sbatch in ${took_ms} ms; $(grep -o 'dlh: .*' "$WORK/u/fifo.out" | head -1); $(grep -o 'dlh: .*' "$WORK/u/secret.out" | head -1)"
+done
+
+echo "an impossible deadline is refused, nothing queued; jobs without --dlh-auto untouched"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  before=$(SLURM_CONF=$d/etc/slurm.conf squeue -h | wc -l)
+  ! submit "$d" /dev/null --dlh-auto="$AUTO,deadline=2m" --wrap true >/dev/null || fail "$c: impossible deadline accepted"
+  grep -q "dlh: no allocation meets the 2m deadline" "$WORK/u/submit.err" || { cat "$WORK/u/submit.err"; fail "$c: no reason"; }
+  [[ $(SLURM_CONF=$d/etc/slurm.conf squeue -h | wc -l) == "$before" ]] || fail "$c: something was queued"
+  j=$(submit "$d" /dev/null -N1 --wrap true)
+  f=$(fields "$d" "$j")
+  [[ "$f" != *gres* && "$f" != *"TimeLimit=00:"* ]] || fail "$c: a job without --dlh-auto was changed: $f"
+done
+check "refused with one line; plain jobs untouched"
+
+echo "inside a --dlh-auto job: a nested sbatch is not planned, srun --dlh-auto is ignored aloud"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(submit "$d" "$WORK/u/$c.nested" --dlh-auto="$AUTO" --wrap \
+    'sbatch --parsable -o /dev/null --wrap true; srun true && echo srun-ok; srun --dlh-auto=deadline=2h true 2>&1') ||
+    { cat "$WORK/u/submit.err"; fail "$c: refused"; }
+  wait_done "$d" "$j"
+  nested=$(head -1 "$WORK/u/$c.nested")
+  [[ $nested =~ ^[0-9]+$ ]] || { cat "$WORK/u/$c.nested"; fail "$c: the nested sbatch failed"; }
+  f=$(fields "$d" "$nested")
+  [[ "$f" != *gres* && "$f" != *"TimeLimit=00:"* ]] || fail "$c: the nested job $nested was planned: $f"
+  grep -q srun-ok "$WORK/u/$c.nested" || { cat "$WORK/u/$c.nested"; fail "$c: srun inside the job failed"; }
+  grep -q "dlh: --dlh-auto is ignored by srun inside job $j" "$WORK/u/$c.nested" ||
+    { cat "$WORK/u/$c.nested"; fail "$c: srun --dlh-auto was silently ignored"; }
+done
+check "nested job untouched: $f; srun says it ignores --dlh-auto"
+
+echo "--export=NONE: the plan still reaches the job (SLURM_SPANK_DLH_PLAN)"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(submit "$d" "$WORK/u/$c.none" --export=NONE --dlh-auto="$AUTO" --wrap 'echo "${DLH_PLAN:-none}"; echo "$SLURM_SPANK_DLH_PLAN"') ||
+    { cat "$WORK/u/submit.err"; fail "$c: refused"; }
+  wait_done "$d" "$j"
+  [[ $(head -1 "$WORK/u/$c.none") == none ]] || fail "$c: --export=NONE let DLH_PLAN through?"
+  sed -n 2p "$WORK/u/$c.none" | python3 -c 'import json,sys; p=json.load(sys.stdin); assert p["global_batch"] > 0' ||
+    { cat "$WORK/u/$c.none"; fail "$c: no SLURM_SPANK_DLH_PLAN in the job"; }
+done
+check "SLURM_SPANK_DLH_PLAN in the job both ways"
