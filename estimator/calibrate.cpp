@@ -107,6 +107,21 @@ bool ReadCpuEnergyJoules(double* joules) {
   return true;
 }
 
+std::string CompilerDescription() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  return std::string("gcc ") + __VERSION__;
+#else
+  return "unknown compiler";
+#endif
+}
+
+std::string BlasDescription() {
+  const char* config = openblas_get_config();
+  return config ? Trim(config) : "OpenBLAS";
+}
+
 std::string CpuDescription() {
   std::string model;
   std::ifstream in("/proc/cpuinfo");

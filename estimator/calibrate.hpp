@@ -66,5 +66,8 @@ double EnergyBetween(const std::vector<EnergyZone>& before, const std::vector<En
 
 // "Intel(R) Xeon(R) Processor, 2 cores" (from /proc/cpuinfo and the affinity mask).
 std::string CpuDescription();
+// "gcc 12.2.0", and OpenBLAS's own description ("OpenBLAS 0.3.21 DYNAMIC_ARCH ...").
+std::string CompilerDescription();
+std::string BlasDescription();
 
 }  // namespace dlh

@@ -23,6 +23,7 @@
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
 #include "estimator/comm_model.hpp"
+#include "estimator/engine_fingerprint.hpp"
 #include "estimator/features.hpp"
 #include "estimator/recommender.hpp"
 #include "estimator/slurm_plan_cmd.hpp"
@@ -220,6 +221,9 @@ int Calibrate(const std::vector<std::string>& args) {
   c.host = CpuDescription();
   c.threads = timing.threads;
   c.created = NowIso();
+  c.engine = EngineFingerprint(device);
+  c.compiler = CompilerDescription();
+  c.blas = BlasDescription();
   c.samples = RunSweep(sweep, timing, [&](size_t done, size_t, const TimingSample& s) {
     bar.update(done, s.model);
   });
@@ -253,6 +257,10 @@ int Predict(const std::vector<std::string>& args) {
   if (!Parse("predict", args, d, {"SPEC"}, vm)) return kExitOk;
   TrainSpec spec = LoadSpec(Str(vm, "SPEC"));
   Calibration c = LoadCalibration(Str(vm, "calibration"));
+  const std::string stale = CalibrationStaleness(c);
+  if (!stale.empty())
+    std::fprintf(stderr, "dlh-estimate: warning: %s: %s\n", Str(vm, "calibration").c_str(),
+                 stale.c_str());
   int64_t batch = vm["batch"].as<int64_t>();
   if (batch <= 0) batch = spec.batch_size;
   double t = c.model.seconds(ComputeFeatures(spec), batch);
@@ -424,6 +432,8 @@ int Recommend(const std::vector<std::string>& args) {
   const Allocation& chosen = rec.feasible ? rec.ranked.front() : rec.fastest;
   nlohmann::json plan = PlanJson(job, rec, chosen);
   if (vm.count("json")) {
+    for (const std::string& w : StaleCalibrationWarnings(rec.speeds))
+      std::fprintf(stderr, "dlh-estimate: warning: %s\n", w.c_str());
     WriteJson(plan);
     return rec.feasible ? kExitOk : kExitInfeasible;
   }
@@ -434,6 +444,8 @@ int Recommend(const std::vector<std::string>& args) {
   for (const auto& [gpu, speed] : rec.speeds)
     std::printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(), speed.source.c_str(),
                 speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
+  for (const std::string& w : StaleCalibrationWarnings(rec.speeds))
+    std::printf("  warning: %s\n", w.c_str());
   std::printf("%d allocations considered in %.1f ms\n\n", rec.candidates, took * 1e3);
   auto row = [](int rank, const Allocation& a) {
     std::string what;

@@ -27,3 +27,18 @@ INSTALL_BINS += $(BINDIR)/dlh-estimate
 all: $(ESTIMATOR_LIB) $(BINDIR)/dlh-estimate
 estimator: $(BINDIR)/dlh-estimate
 .PHONY: estimator
+
+# The engines' fingerprints (estimator/engine_fingerprint.hpp): a hash of the sources whose
+# speed a calibration measures. The object depends on those sources, so any change to them
+# rebuilds it and marks older calibrations as measured with another engine.
+CPU_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launcher/nn/layers/*.cpp \
+    launcher/nn/layers/*.hpp))
+CUDA_ENGINE_SRCS := $(sort $(CPU_ENGINE_SRCS) $(wildcard launcher/engine/cuda/*.cu \
+    launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp))
+Fingerprint = $(shell cat $(1) | sha256sum | cut -c1-12)
+ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/engine_fingerprint.o \
+    $(OBJDIR)/plugin-so/estimator/engine_fingerprint.o
+$(ENGINE_FINGERPRINT_OBJS): $(CUDA_ENGINE_SRCS)
+$(ENGINE_FINGERPRINT_OBJS): override CPPFLAGS += \
+    -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS))\" \
+    -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"

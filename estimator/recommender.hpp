@@ -51,10 +51,16 @@ struct Job {
 
 // How one GPU type's step time depends on its local batch: t(b) = fixed + per_sample * b
 // (the time model is affine in b), and where that came from.
+// "alpha's calibration cpu.json: measured with engine ..., this build's engine is ...:
+// recalibrate (dlh-estimate calibrate)" for each GPU type whose calibration is stale.
+struct DeviceSpeed;
+std::vector<std::string> StaleCalibrationWarnings(const std::map<std::string, DeviceSpeed>& speeds);
+
 struct DeviceSpeed {
   double fixed_s = 0;
   double per_sample_s = 0;
   std::string source;  // "calibrated (file)" or "roofline (no calibration for a100)"
+  std::string stale;   // "" or why the calibration may not fit this build (time_model.hpp)
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 

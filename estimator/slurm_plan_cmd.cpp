@@ -44,7 +44,8 @@ plugin::UserRequest UserRequestFrom(const std::string& json_text) {
     throw UsageError("slurm-plan: --options: not a JSON object from slurm.json_cli_options");
   for (const char* name : plugin::kUserOptionNames) {
     auto it = j.find(name);
-    if (it != j.end() && it->is_string()) plugin::NoteUserOption(user, name, it->get<std::string>());
+    if (it != j.end() && it->is_string())
+      plugin::NoteUserOption(user, name, it->get<std::string>());
   }
   return user;
 }
@@ -148,7 +149,8 @@ int Plan(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (!plan.feasible) {
-    std::fprintf(stderr, "%s\n", OneLine(plugin::InfeasibleMessage(plan) + "; nothing submitted").c_str());
+    std::fprintf(stderr, "%s\n",
+                 OneLine(plugin::InfeasibleMessage(plan) + "; nothing submitted").c_str());
     return kExitInfeasible;
   }
   for (const plugin::SlurmSetting& s : plan.settings)

@@ -10,6 +10,9 @@
 //     "host": "Intel(R) Xeon(R) ..., 2 cores", string
 //     "threads": 2,                            non-negative integer (0: unknown)
 //     "created": "2026-11-21T12:00:00Z",       string, ISO 8601 UTC
+//     "engine": {"fingerprint": "d42dc4ae35ac", optional: what was timed (12 hex digits,
+//                "compiler": "gcc 12.2.0",      engine_fingerprint.hpp), strings
+//                "blas": "OpenBLAS 0.3.21 ..."},
 //     "samples": [                             array (may be empty)
 //       {"model": "base",                      string, the sweep model's name
 //        "batch": 64,                          positive integer, one rank's batch
@@ -49,6 +52,7 @@
 #include "common/atomic_file.hpp"
 #include "common/file_text.hpp"
 #include "common/json_parse.hpp"
+#include "estimator/engine_fingerprint.hpp"
 
 namespace dlh {
 
@@ -466,27 +470,31 @@ json CalibrationToJson(const Calibration& c) {
                            {"features", FeaturesJson(s.features)}});
   }
   const FitQuality& q = c.model.quality;
-  return json{{"format_version", 1},
-              {"device", c.device},
-              {"host", c.host},
-              {"threads", c.threads},
-              {"created", c.created},
-              {"samples", samples},
-              {"model",
-               {{"terms", TimeTermNames()},
-                {"coef", c.model.coef},
-                {"quality",
-                 {{"samples", q.samples},
-                  {"folds", q.folds},
-                  {"r2", q.r2},
-                  {"mape", q.mape},
-                  {"cv_mape", q.cv_mape}}}}}};
+  json out = json{{"format_version", 1},
+                  {"device", c.device},
+                  {"host", c.host},
+                  {"threads", c.threads},
+                  {"created", c.created},
+                  {"samples", samples},
+                  {"model",
+                   {{"terms", TimeTermNames()},
+                    {"coef", c.model.coef},
+                    {"quality",
+                     {{"samples", q.samples},
+                      {"folds", q.folds},
+                      {"r2", q.r2},
+                      {"mape", q.mape},
+                      {"cv_mape", q.cv_mape}}}}}};
+  if (!c.engine.empty())
+    out["engine"] = {{"fingerprint", c.engine}, {"compiler", c.compiler}, {"blas", c.blas}};
+  return out;
 }
 
 Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   using S = Reader::Sign;
   const Reader top(j, origin, "");
-  top.object({"format_version", "device", "host", "threads", "created", "samples", "model"});
+  top.object(
+      {"format_version", "device", "host", "threads", "created", "engine", "samples", "model"});
   {
     const json& v = top.required("format_version");
     if (!v.is_number_integer())
@@ -500,6 +508,13 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   c.host = top.string("host", false);
   c.threads = int(top.integer("threads", 0, INT_MAX));
   c.created = top.string("created", true);
+  if (j.contains("engine")) {
+    const Reader e(top.required("engine"), origin, "engine");
+    e.object({"fingerprint", "compiler", "blas"});
+    c.engine = e.string("fingerprint", true);
+    c.compiler = e.string("compiler", false);
+    c.blas = e.string("blas", false);
+  }
 
   const json& samples = top.required("samples");
   if (!samples.is_array()) top.fail("samples", "must be an array, got " + ShownJsonValue(samples));
@@ -576,6 +591,14 @@ Calibration LoadCalibration(const std::string& path) {
   if (!ParseJsonStrict(text, &j, &problem))
     FileFail(path, (problem.path.empty() ? "" : problem.path + ": ") + problem.message);
   return CalibrationFromJson(j, path);
+}
+
+std::string CalibrationStaleness(const Calibration& c) {
+  const std::string now = EngineFingerprint(c.device);
+  if (c.engine == now) return "";
+  return (c.engine.empty() ? std::string("records no engine (made before fingerprints)")
+                           : "measured with engine " + c.engine) +
+         ", this build's engine is " + now + ": recalibrate (dlh-estimate calibrate)";
 }
 
 void SaveCalibration(const std::string& path, const Calibration& c) {

@@ -75,6 +75,11 @@ struct Calibration {
   std::string host;  // CPU model / GPU name, cores
   int threads = 0;
   std::string created;  // ISO 8601 UTC
+  // What was timed (optional in the file; "" when absent): the engine's fingerprint
+  // (engine_fingerprint.hpp), the compiler and the BLAS library.
+  std::string engine;
+  std::string compiler;
+  std::string blas;
   std::vector<TimingSample> samples;
   TimeModel model;
 };
@@ -85,5 +90,10 @@ Calibration LoadCalibration(const std::string& path);
 // Written atomically (common/atomic_file.hpp); throws EstimateError
 // "<path>: cannot write: <reason>".
 void SaveCalibration(const std::string& path, const Calibration& c);
+
+// Why `c` may not describe this build's engine for its device: "" when its fingerprint
+// matches, else one phrase ("measured with engine 1a2b3c4d5e6f, this build's engine is
+// 0f9e8d7c6b5a: recalibrate (dlh-estimate calibrate)", or "records no engine ...").
+std::string CalibrationStaleness(const Calibration& c);
 
 }  // namespace dlh

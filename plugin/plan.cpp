@@ -364,6 +364,7 @@ std::string SummaryLine(const PlanOutcome& p) {
   const std::string kept = KeptText(p.user);
   if (!kept.empty()) s += "; yours kept: " + kept;
   if (!p.time_note.empty()) s += "; " + p.time_note;
+  for (const std::string& w : StaleCalibrationWarnings(p.rec.speeds)) s += "; warning: " + w;
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
   if (!p.fallback_note.empty()) s += "; " + p.fallback_note;
   return s;
@@ -388,6 +389,7 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   for (const auto& [gpu, speed] : rec.speeds)
     s += Printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(), speed.source.c_str(),
                 speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
+  for (const std::string& w : StaleCalibrationWarnings(rec.speeds)) s += "  warning: " + w + "\n";
   if (p.fallback_note.rfind(p.live_note, 0) == 0)  // "live node state unknown (...): ..."
     s += p.fallback_note + "\n";
   else

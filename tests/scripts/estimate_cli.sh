@@ -25,8 +25,20 @@ assert len(c["model"]["coef"]) == 7
 PY
 check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 7 coefficients"
 dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "fit"
-dlh-estimate predict "$SPEC" --calibration "$WORK/cal.json" >"$WORK/predict.txt"
+dlh-estimate predict "$SPEC" --calibration "$WORK/cal.json" >"$WORK/predict.txt" 2>"$WORK/predict.err"
 check "$(cat "$WORK/predict.txt")"
+[[ ! -s $WORK/predict.err ]] || { cat "$WORK/predict.err"; fail "a fresh calibration was called stale"; }
+python3 - "$WORK/cal.json" "$WORK/tampered.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert len(c["engine"]["fingerprint"]) == 12, c.get("engine")
+c["engine"]["fingerprint"] = "000000000000"
+json.dump(c, open(sys.argv[2], "w"))
+PY
+dlh-estimate predict "$SPEC" --calibration "$WORK/tampered.json" 2>"$WORK/predict.err" >/dev/null
+grep -q "warning: .*tampered.json: measured with engine 000000000000, this build's engine is" \
+  "$WORK/predict.err" || { cat "$WORK/predict.err"; fail "predict did not name the stale calibration"; }
+check "$(cat "$WORK/predict.err")"
 
 echo "communication model from a real MPI measurement"
 mpirun -np 2 dlh-launch bench-allreduce --max-bytes 1M --repeats 3 --json "$WORK/ar.json" >/dev/null

@@ -189,3 +189,19 @@ for c in A B; do
     { cat "$WORK/u/$c.none"; fail "$c: no SLURM_SPANK_DLH_PLAN in the job"; }
 done
 check "SLURM_SPANK_DLH_PLAN in the job both ways"
+
+echo "a calibration measured with another engine is named in sbatch's output (issue 13)"
+python3 - "$WORK/calibration/cpu.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+c = json.load(open(path))
+c["engine"] = dict(c.get("engine", {"compiler": "", "blas": ""}), fingerprint="000000000000")
+json.dump(c, open(path, "w"))
+PY
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  submit "$d" /dev/null --dlh-auto="$AUTO" --wrap true >/dev/null || { cat "$WORK/u/submit.err"; fail "$c: refused"; }
+  grep -q "warning: alpha's calibration cpu.json: measured with engine 000000000000, this build's engine is" \
+    "$WORK/u/submit.err" || { cat "$WORK/u/submit.err"; fail "$c: the stale calibration was not named"; }
+done
+check "$(grep -o "warning: alpha's calibration[^;]*" "$WORK/u/submit.err")"

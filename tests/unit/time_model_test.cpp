@@ -15,6 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
+#include "estimator/engine_fingerprint.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {
@@ -380,6 +381,37 @@ TEST(CalibrationTest, JsonRoundTrip) {
   Calibration unfitted = c;
   unfitted.model.coef.clear();
   EXPECT_THROW(CalibrationToJson(unfitted), EstimateError);
+}
+
+// Issue 13: a calibration records the engine it timed; one from another engine is named.
+TEST(CalibrationTest, RecordsItsEngineAndSaysWhenStale) {
+  Calibration c = Example();
+  EXPECT_NE(CalibrationStaleness(c).find("records no engine (made before fingerprints), this "
+                                         "build's engine is " +
+                                         EngineFingerprint(c.device)),
+            std::string::npos);
+  c.engine = EngineFingerprint(c.device);
+  c.compiler = "gcc 12.2.0";
+  c.blas = "OpenBLAS 0.3.21";
+  EXPECT_EQ(CalibrationStaleness(c), "");
+  const Calibration back = CalibrationFromJson(json::parse(CalibrationToJson(c).dump()), "c.json");
+  EXPECT_EQ(back.engine, c.engine);
+  EXPECT_EQ(back.compiler, "gcc 12.2.0");
+  EXPECT_EQ(back.blas, "OpenBLAS 0.3.21");
+  EXPECT_EQ(CalibrationStaleness(back), "");
+  c.engine = "000000000000";
+  EXPECT_EQ(CalibrationStaleness(c), "measured with engine 000000000000, this build's engine is " +
+                                         EngineFingerprint(c.device) +
+                                         ": recalibrate (dlh-estimate calibrate)");
+  EXPECT_EQ(EngineFingerprint("cpu").size(), 12u);
+  EXPECT_NE(EngineFingerprint("cpu"), EngineFingerprint("cuda:0"));
+
+  json j = CalibrationToJson(c);
+  j["engine"]["colour"] = "red";
+  EXPECT_THROW(CalibrationFromJson(j, "c.json"), EstimateError);
+  j = CalibrationToJson(c);
+  j["engine"].erase("fingerprint");
+  EXPECT_THROW(CalibrationFromJson(j, "c.json"), EstimateError);
 }
 
 TEST(CalibrationTest, BadInputs) {

@@ -1,0 +1,18 @@
+// DLH estimator — which engine a calibration timed.
+//
+// A calibration is true only for the code that it timed: when the engine gets faster, the
+// shipped calibration predicts it too slow (issue 13: 110% validation error after an engine
+// speed-up, 6% after recalibrating). The build stamps a fingerprint of the engine's source
+// files into every binary (Makefile: a hash of launcher/nn/ for "cpu", of launcher/nn/ and
+// launcher/engine/cuda/ for "cuda"); calibrate records it, and recommend, predict and the
+// plugin say when a calibration was measured with another engine.
+#pragma once
+
+#include <string>
+
+namespace dlh {
+
+// The fingerprint of this build's engine for `device` ("cpu", "cuda:0", ...): 12 hex digits.
+std::string EngineFingerprint(const std::string& device);
+
+}  // namespace dlh
