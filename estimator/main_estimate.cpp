@@ -41,6 +41,7 @@ constexpr const char* kUsage =
     "  fit CALIBRATION [--folds K]                 refit a calibration, report R2 and MAPE\n"
     "  validate --calibration FILE                 predicted vs measured, models not in the sweep\n"
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
+    "  check-calibration CALIBRATION               does it describe this machine and build?\n"
     "  comm BENCH.json                             fit the allreduce model to measurements\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "  slurm-plan --dlh-auto VALUE --options JSON  plan an sbatch job "
@@ -246,6 +247,30 @@ int Fit(const std::vector<std::string>& args) {
   PrintQuality(c.model);
   if (vm.count("out")) SaveCalibration(Str(vm, "out"), c);
   return kExitOk;
+}
+
+// Whether a calibration describes this machine and this build: `make demo` uses the shipped
+// one only then, and calibrates this machine otherwise.
+int CheckCalibration(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate check-calibration CALIBRATION: options");
+  d.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  if (!Parse("check-calibration", args, d, {"CALIBRATION"}, vm)) return kExitOk;
+  const std::string path = Str(vm, "CALIBRATION");
+  const Calibration c = LoadCalibration(path);
+  std::vector<std::string> why;
+  if (const std::string stale = CalibrationStaleness(c); !stale.empty()) why.push_back(stale);
+  if (c.device == "cpu" && c.host != CpuDescription())
+    why.push_back("measured on " + c.host + ", this machine is " + CpuDescription());
+  if (why.empty()) {
+    std::printf("%s: matches this machine and build (engine %s, %s)\n", path.c_str(),
+                c.engine.c_str(), c.host.c_str());
+    return kExitOk;
+  }
+  std::string text;
+  for (const std::string& w : why) text += (text.empty() ? "" : "; ") + w;
+  std::printf("%s: does not match: %s\n", path.c_str(), text.c_str());
+  return kExitFailure;
 }
 
 int Predict(const std::vector<std::string>& args) {
@@ -497,6 +522,7 @@ int Main(int argc, char** argv) {
   if (command == "calibrate") return Calibrate(args);
   if (command == "fit") return Fit(args);
   if (command == "predict") return Predict(args);
+  if (command == "check-calibration") return CheckCalibration(args);
   if (command == "validate") return Validate(args);
   if (command == "comm") return Comm(args);
   if (command == "recommend") return Recommend(args);
