@@ -46,6 +46,15 @@ asan_options_of() {
   esac
 }
 
+# Dictionaries: JSON tokens and edge numbers for the JSON inputs, the keys for the plugin's.
+dict_of() {
+  case $1 in
+    spec | cluster | plan | calibration) echo tests/fuzz/json.dict ;;
+    plugin_options) echo tests/fuzz/plugin_options.dict ;;
+    *) echo "" ;;
+  esac
+}
+
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/dlh-fuzz-XXXXXX") || exit 1
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$fuzz_dir/logs"
@@ -66,8 +75,9 @@ for target in "$@"; do
   start=$(date +%s)
   rc=0
   asan=$(asan_options_of "$target")
+  dict=$(dict_of "$target")
   ASAN_OPTIONS=$asan${ASAN_OPTIONS:+${asan:+:}$ASAN_OPTIONS} "$bin" "$corpus" -max_total_time="$seconds" -max_len="$(max_len_of "$target")" -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1 || rc=$?
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" ${dict:+-dict="$dict"} >"$log" 2>&1 || rc=$?
   took=$(($(date +%s) - start))
 
   # libFuzzer's last status line "#N DONE cov: C ft: F corp: ..." (or the last "#N ..." line
