@@ -447,6 +447,25 @@ TEST_F(CheckpointTest, StringLongerThanTheFileIsRefused) {
                 " bytes)");
 }
 
+// Each array was checked against the file size alone, so an order list naming one dataset
+// many times (or many hard links to it) read it again and again: a 1 MB file could make the
+// reader allocate 1 MB per name, 500,000 times. All arrays together must fit the file.
+TEST_F(CheckpointTest, ArraysTogetherLargerThanTheFileAreRefused) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  std::string order = "03.conv2d/weight";  // 54 floats, 216 bytes
+  for (int i = 0; i < 1000; ++i) order += "\n03.conv2d/weight";
+  {
+    h5::Handle file = OpenReadWrite(path);
+    H5_CHECK(H5Ldelete(file.id(), "order/params", H5P_DEFAULT));
+    h5::WriteString(file.id(), "order/params", order);
+  }
+  std::string msg = ErrorOf([&] { LoadCheckpoint(path); });
+  EXPECT_TRUE(StartsWith(msg, path + ": dataset /params/03.conv2d/weight claims 54 values, "))
+      << msg;
+  EXPECT_NE(msg.find("more than the file holds"), std::string::npos) << msg;
+}
+
 // ---- atomic replacement -----------------------------------------------------------------
 
 TEST_F(CheckpointTest, OverwriteReplacesTheFileAtomically) {
