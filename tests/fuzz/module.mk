@@ -32,7 +32,7 @@ FUZZ_LIB := $(FUZZ_DIR)/libdlh_fuzz.a
 # the time model); --as-needed drops them from the targets that do not use them.
 FUZZ_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs hdf5-openmpi ompi-c openblas) -lz
 
-$(FUZZ_OBJDIR)/%.o: %.cpp
+$(FUZZ_OBJDIR)/%.o: %.cpp | fuzz-cxx
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  FUZZCXX %s\n' $<
 	$(Q)$(FUZZ_CXX) $(CPPFLAGS) $(DEP_CFLAGS) $(FUZZ_CXXFLAGS) -MMD -MP -c $< -o $@
@@ -45,15 +45,16 @@ $(FUZZ_DIR)/%_fuzz: $(FUZZ_OBJDIR)/tests/fuzz/%_fuzz.o $(FUZZ_LIB)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(FUZZ_CXX) $(FUZZ_SAN) -pthread $^ $(FUZZ_LIBS) -o $@
 
-fuzz-build:
+fuzz-cxx:
 	@command -v $(FUZZ_CXX) >/dev/null || \
 	  { echo "fuzz: no $(FUZZ_CXX) (Debian: apt-get install clang-14)"; exit 1; }
-	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%_fuzz)
+
+fuzz-build: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%_fuzz)
 
 fuzz: fuzz-build
 	$(Q)bash tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-.PHONY: fuzz fuzz-build
+.PHONY: fuzz fuzz-build fuzz-cxx
 .PRECIOUS: $(FUZZ_OBJDIR)/%.o
 
 -include $(shell find $(FUZZ_OBJDIR) -name '*.d' 2>/dev/null)
