@@ -50,6 +50,7 @@ include launcher/engine/cuda/module.mk
 include estimator/module.mk
 include plugin/module.mk
 include tests/module.mk
+include tests/fuzz/module.mk
 
 $(OBJDIR)/%.o: %.cpp
 	@mkdir -p $(dir $@)

@@ -436,14 +436,22 @@ std::vector<Shape3> LayerShapes(const TrainSpec& spec) {
     Fail(origin, "input", "dimensions must be positive, got " + dims(spec.input));
   if (spec.layers.empty()) Fail(origin, "layers", "must not be empty");
 
+  // Values per sample must fit an int. Checked factor by factor, in int64: three values near
+  // INT_MAX overflow even the int64 product of Shape3::elements() (undefined behaviour), and
+  // a conv2d output side can exceed INT_MAX (both seen under tests/fuzz/spec_fuzz).
+  auto too_large = [&](const std::string& path, const std::string& what, int64_t c, int64_t h,
+                       int64_t w) {
+    if (h > INT_MAX || w > INT_MAX || h * w > INT_MAX || c * (h * w) > INT_MAX)
+      Fail(origin, path,
+           what + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) +
+               " is too large: more than " + std::to_string(INT_MAX) + " values per sample");
+  };
+  too_large("input", "", spec.input.channels, spec.input.height, spec.input.width);
+
   std::vector<Shape3> shapes{spec.input};
   Shape3 s = spec.input;
   bool flat = false;   // after flatten or dense
   int flat_from = -1;  // the layer that made it flat
-  auto too_large = [&](const std::string& path, int64_t n) {
-    if (n > INT_MAX)
-      Fail(origin, path, "output of " + std::to_string(n) + " values per sample is too large");
-  };
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     const std::string at = "layers[" + std::to_string(i) + "]";
@@ -475,12 +483,10 @@ std::vector<Shape3> LayerShapes(const TrainSpec& spec) {
           Fail(origin, at + ".kernel",
                std::to_string(l.kernel) + " does not fit the " + std::to_string(s.height) + "x" +
                    std::to_string(s.width) + " input (padding " + std::to_string(l.padding) + ")");
-        Shape3 out;
-        out.channels = l.kind == LayerKind::Conv2d ? l.filters : s.channels;
-        out.height = int((ph - l.kernel) / l.stride + 1);
-        out.width = int((pw - l.kernel) / l.stride + 1);
-        too_large(at, out.elements());
-        s = out;
+        const int64_t oc = l.kind == LayerKind::Conv2d ? l.filters : s.channels;
+        const int64_t oh = (ph - l.kernel) / l.stride + 1, ow = (pw - l.kernel) / l.stride + 1;
+        too_large(at, "output ", oc, oh, ow);
+        s = Shape3{int(oc), int(oh), int(ow)};
         break;
       }
       case LayerKind::Dense:
@@ -495,8 +501,7 @@ std::vector<Shape3> LayerShapes(const TrainSpec& spec) {
         flat_from = int(i);
         break;
       case LayerKind::Flatten:
-        too_large(at, s.elements());
-        s = Shape3{int(s.elements()), 1, 1};
+        s = Shape3{int(s.elements()), 1, 1};  // at most INT_MAX: every shape was checked
         flat = true;
         flat_from = int(i);
         break;

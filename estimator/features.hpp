@@ -33,10 +33,12 @@ struct ModelFeatures {
   double other_flops_fwd = 0, other_flops_bwd = 0;  // pool, relu, batchnorm, dropout, loss
   double activation_elements = 0;                   // per sample, input included
   double params = 0;                                // trained values
+  // The sums are int64: each layer may have up to INT_MAX filters or units, and two such
+  // layers overflowed an int (undefined behaviour, on any spec ParseSpec accepts).
   int conv_layers = 0;
-  int total_filters = 0;  // sum of conv2d filters
+  int64_t total_filters = 0;  // sum of conv2d filters
   int dense_layers = 0;
-  int dense_nodes = 0;  // sum of dense units
+  int64_t dense_nodes = 0;  // sum of dense units
   int64_t input_elements = 0;
   // Per sample: the im2col column buffers every conv2d layer of the engine keeps between
   // steps (C*K*K*Ho*Wo for forward, as much again for the input gradient except in the

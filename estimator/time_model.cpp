@@ -447,9 +447,9 @@ ModelFeatures ReadFeatures(const Reader& r) {
   f.conv_workspace_elements = r.number("conv_workspace_elements", S::NonNegative);
   f.conv_output_elements = r.number("conv_output_elements", S::NonNegative);
   f.conv_layers = int(r.integer("conv_layers", 0, INT_MAX));
-  f.total_filters = int(r.integer("total_filters", 0, INT_MAX));
+  f.total_filters = r.integer("total_filters", 0, std::numeric_limits<int64_t>::max());
   f.dense_layers = int(r.integer("dense_layers", 0, INT_MAX));
-  f.dense_nodes = int(r.integer("dense_nodes", 0, INT_MAX));
+  f.dense_nodes = r.integer("dense_nodes", 0, std::numeric_limits<int64_t>::max());
   f.input_elements = r.integer("input_elements", 0, std::numeric_limits<int64_t>::max());
   return f;
 }

@@ -383,6 +383,10 @@ struct Reader {
   const std::string& path;
   hid_t f;
   uint64_t file_size;
+  // Values of the arrays read so far. A file stores each array once, so all of them together
+  // fit in it; checking each array alone let an order list that names one dataset 500,000
+  // times (or as many hard links to it) allocate its size 500,000 times.
+  uint64_t values_read = 0;
 
   void RequireAttr(const char* name) const {
     if (!h5::HasAttr(f, ".", name)) throw CheckpointError(path + ": missing attribute " + name);
@@ -403,7 +407,7 @@ struct Reader {
     if (!h5::Exists(f, name)) throw CheckpointError(path + ": missing dataset /" + name);
   }
 
-  NamedArray Array(const std::string& dataset, const std::string& name) const {
+  NamedArray Array(const std::string& dataset, const std::string& name) {
     RequireDataset(dataset);
     NamedArray a;
     a.name = name;
@@ -415,9 +419,11 @@ struct Reader {
       count = d == 0 ? 0 : (count > UINT64_MAX / d ? UINT64_MAX : count * d);
     }
     // A corrupt header could claim any size; refuse before allocating for it.
-    if (count > file_size / sizeof(float))
+    if (count > file_size / sizeof(float) - values_read)
       throw CheckpointError(path + ": dataset /" + dataset + " claims " + std::to_string(count) +
-                            " values, more than the file holds");
+                            " values, more than the file holds" +
+                            (values_read ? " besides the arrays before it" : ""));
+    values_read += count;
     a.data = h5::ReadFloats(f, dataset);
     if (a.data.size() != count)
       throw CheckpointError(path + ": dataset /" + dataset + " has an unexpected size");

@@ -60,9 +60,43 @@ void WriteTyped(hid_t loc, const std::string& path, const std::vector<hsize_t>& 
   if (count > 0) H5_CHECK(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
 }
 
+// HDF5 reads what the FILE holds: every element of the dataspace, each converted through a
+// buffer sized by the file's element type. The readers below size their buffers for what
+// they expect, so a corrupt or hostile file is checked first (tests/fuzz/checkpoint_fuzz):
+// a checkpoint whose "scalar" attribute held 4 values had H5Aread write past an int64, and
+// one whose float claimed 1.5 GB per element had one H5Dread allocate and clear 1.5 GB.
+
+// `space` must hold exactly one element.
+void RequireOneValue(hid_t space, const std::string& what) {
+  const hssize_t n = H5_CHECK(H5Sget_simple_extent_npoints(space));
+  if (n != 1) throw H5Error(what + " holds " + std::to_string(n) + " values, not one");
+}
+
+// `type` must be an integer or floating-point number of at most 8 bytes.
+void RequireNumber(hid_t type, const std::string& what) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) throw H5Error(what + " is not a number");
+  if (size == 0 || size > 8)
+    throw H5Error(what + " has " + std::to_string(size) + "-byte elements, not a number");
+}
+
+// A fixed-length string of `size` bytes must fit in the file holding it: HDF5 hands back
+// fill bytes for one never written, after allocating the size its header claims.
+void RequireFitsFile(hid_t loc, size_t size, const std::string& what) {
+  Handle file(H5_CHECK(H5Iget_file_id(loc)));
+  hsize_t file_size = 0;
+  H5_CHECK(H5Fget_filesize(file.id(), &file_size));
+  if (size > file_size)
+    throw H5Error(what + " is a " + std::to_string(size) + "-byte string, longer than the file (" +
+                  std::to_string(file_size) + " bytes)");
+}
+
 template <typename T>
 std::vector<T> ReadTyped(hid_t loc, const std::string& path, hid_t mem_type) {
   Handle dset = OpenDataset(loc, path);
+  Handle ftype(H5_CHECK(H5Dget_type(dset.id())));
+  RequireNumber(ftype.id(), "'" + path + "'");
   Handle space(H5_CHECK(H5Dget_space(dset.id())));
   hssize_t n = H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
   std::vector<T> out(static_cast<size_t>(n));
@@ -237,7 +271,10 @@ std::string ReadString(hid_t loc, const std::string& path) {
   if (H5Tget_class(ftype.id()) != H5T_STRING) throw H5Error("'" + path + "' is not a string");
   if (H5_CHECK(H5Tis_variable_str(ftype.id())) > 0)
     throw H5Error("'" + path + "' is a variable-length string (expected fixed length)");
+  Handle space(H5_CHECK(H5Dget_space(dset.id())));
+  RequireOneValue(space.id(), "'" + path + "'");
   size_t size = H5Tget_size(ftype.id());
+  RequireFitsFile(dset.id(), size, "'" + path + "'");
   Handle mtype = StringType(size, H5Tget_cset(ftype.id()));
   std::string out(size, '\0');
   H5_CHECK(H5Dread(dset.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
@@ -247,6 +284,8 @@ std::string ReadString(hid_t loc, const std::string& path) {
 
 std::vector<float> ReadFloatRows(hid_t loc, const std::string& path, hsize_t first, hsize_t count) {
   Handle dset = OpenDataset(loc, path);
+  Handle ftype(H5_CHECK(H5Dget_type(dset.id())));
+  RequireNumber(ftype.id(), "'" + path + "'");
   Handle space(H5_CHECK(H5Dget_space(dset.id())));
   int rank = int(H5_CHECK(H5Sget_simple_extent_ndims(space.id())));
   if (rank < 1) throw H5Error("'" + path + "' is a scalar");
@@ -293,6 +332,9 @@ int64_t GetIntAttr(hid_t loc, const std::string& obj, const std::string& name) {
   Handle type(H5_CHECK(H5Aget_type(attr.id())));
   if (H5Tget_class(type.id()) != H5T_INTEGER)
     throw H5Error("attribute '" + name + "' is not an integer");
+  RequireNumber(type.id(), "attribute '" + name + "'");
+  Handle space(H5_CHECK(H5Aget_space(attr.id())));
+  RequireOneValue(space.id(), "attribute '" + name + "'");
   int64_t v = 0;
   H5_CHECK(H5Aread(attr.id(), H5T_NATIVE_INT64, &v));
   return v;
@@ -304,6 +346,9 @@ double GetDoubleAttr(hid_t loc, const std::string& obj, const std::string& name)
   H5T_class_t cls = H5Tget_class(type.id());
   if (cls != H5T_FLOAT && cls != H5T_INTEGER)
     throw H5Error("attribute '" + name + "' is not a number");
+  RequireNumber(type.id(), "attribute '" + name + "'");
+  Handle space(H5_CHECK(H5Aget_space(attr.id())));
+  RequireOneValue(space.id(), "attribute '" + name + "'");
   double v = 0;
   H5_CHECK(H5Aread(attr.id(), H5T_NATIVE_DOUBLE, &v));
   return v;
@@ -314,6 +359,8 @@ std::string GetStringAttr(hid_t loc, const std::string& obj, const std::string& 
   Handle type(H5_CHECK(H5Aget_type(attr.id())));
   if (H5Tget_class(type.id()) != H5T_STRING)
     throw H5Error("attribute '" + name + "' is not a string");
+  Handle space(H5_CHECK(H5Aget_space(attr.id())));
+  RequireOneValue(space.id(), "attribute '" + name + "'");
   if (H5_CHECK(H5Tis_variable_str(type.id())) > 0) {
     char* text = nullptr;
     Handle mtype(H5_CHECK(H5Tcopy(H5T_C_S1)));
@@ -324,6 +371,7 @@ std::string GetStringAttr(hid_t loc, const std::string& obj, const std::string& 
     return out;
   }
   size_t size = H5Tget_size(type.id());
+  RequireFitsFile(attr.id(), size, "attribute '" + name + "'");
   Handle mtype = StringType(size, H5Tget_cset(type.id()));
   std::string out(size, '\0');
   H5_CHECK(H5Aread(attr.id(), mtype.id(), out.data()));

@@ -79,6 +79,9 @@ void WriteString(hid_t loc, const std::string& path, const std::string& text);
 
 std::vector<hsize_t> Dims(hid_t loc, const std::string& path);
 // Reads converting to the requested memory type (HDF5 converts integer/float types).
+// Readers refuse, as H5Error, what would not fit the buffer they fill: numbers wider than
+// 8 bytes, string datasets and attributes holding other than one value, fixed-length
+// strings longer than their file.
 std::vector<float> ReadFloats(hid_t loc, const std::string& path);
 std::vector<int32_t> ReadInts(hid_t loc, const std::string& path);
 std::string ReadString(hid_t loc, const std::string& path);

@@ -1,6 +1,7 @@
 // DLH — reading DLH_PLAN (see plan.hpp).
 #include "launcher/train/plan.hpp"
 
+#include <climits>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
@@ -34,9 +35,18 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   if (!wu.is_number() || wu.get<double>() < 0)
     throw fail("warmup_epochs", "must be a non-negative number, got " + wu.dump());
   p.warmup_epochs = wu.get<double>();
-  if (j.contains("allocation") && j["allocation"].is_object())
-    p.gpus = j["allocation"].value("gpus", 0);
-  p.summary = j.value("why", std::string());
+  // Checked like the fields above: value("gpus", 0) converted 3.1e+301 to int (undefined
+  // behaviour) and value() throws nlohmann's type_error, not a UsageError, for a value of
+  // another type (tests/fuzz/plan_fuzz).
+  if (j.contains("allocation") && j["allocation"].is_object()) {
+    const auto& gpus = j["allocation"].value("gpus", nlohmann::json(0));
+    if (!gpus.is_number_integer() || gpus.get<int64_t>() < 0 || gpus.get<int64_t>() > INT_MAX)
+      throw fail("allocation.gpus", "must be a non-negative integer, got " + gpus.dump());
+    p.gpus = int(gpus.get<int64_t>());
+  }
+  const auto& why = j.value("why", nlohmann::json(""));
+  if (!why.is_string()) throw fail("why", "must be a string, got " + why.dump());
+  p.summary = why.get<std::string>();
   return p;
 }
 

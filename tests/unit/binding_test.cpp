@@ -82,5 +82,31 @@ TEST(PlanTest, BadPlansNameTheField) {
             "DLH_PLAN: lr: must be a positive number, got \"x\"");
 }
 
+// Found by tests/fuzz/plan_fuzz: allocation.gpus and why were read with nlohmann's value(),
+// which converted 3.1e+301 to int (undefined behaviour, UBSan) and threw its own type_error
+// for a string where a number was wanted and the reverse (not a UsageError: in dlh-launch,
+// MPI_Abort of the whole job with a library message).
+TEST(PlanTest, InformationalFieldsAreCheckedToo) {
+  auto msg = [](const std::string& text) {
+    try {
+      ParsePlan(text, "DLH_PLAN");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    } catch (const std::exception& e) {
+      return std::string("not a UsageError: ") + e.what();
+    }
+    return std::string("no error");
+  };
+  const std::string plan = R"({"format_version":1,"global_batch":48,"lr":0.05,)";
+  EXPECT_EQ(msg(plan + R"("allocation":{"gpus":31e300},"why":"1 x 2 13s"})"),
+            "DLH_PLAN: allocation.gpus: must be a non-negative integer, got 3.1e+301");
+  EXPECT_EQ(msg(plan + R"("allocation":{"gpus":"2"}})"),
+            "DLH_PLAN: allocation.gpus: must be a non-negative integer, got \"2\"");
+  EXPECT_EQ(msg(plan + R"("allocation":{"gpus":-2}})"),
+            "DLH_PLAN: allocation.gpus: must be a non-negative integer, got -2");
+  EXPECT_EQ(msg(plan + R"("why":3})"), "DLH_PLAN: why: must be a string, got 3");
+  EXPECT_EQ(ParsePlan(plan + R"("allocation":{"gpus":2},"why":"w"})", "DLH_PLAN").gpus, 2);
+}
+
 }  // namespace
 }  // namespace dlh

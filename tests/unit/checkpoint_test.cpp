@@ -343,6 +343,129 @@ TEST_F(CheckpointTest, MissingAttributeOrDatasetIsNamed) {
   EXPECT_NE(msg.find("seed"), std::string::npos) << msg;
 }
 
+// ---- hostile files (tests/fuzz/checkpoint_fuzz) -----------------------------------------
+// HDF5 writes every element a file holds into the reader's buffer, converted through a
+// buffer sized by the file's element type. Each of these files once overflowed a buffer
+// sized for one value (ASan: stack- or heap-buffer-overflow), or made one read allocate
+// and clear what a corrupt header claimed (1.5 GB per float, 3 GB for a string).
+
+// Replaces the root attribute `name` by one of `count` values of `type`.
+void ReplaceAttribute(const std::string& path, const char* name, hid_t type, hsize_t count,
+                      const void* values) {
+  h5::Handle file = OpenReadWrite(path);
+  H5_CHECK(H5Adelete(file.id(), name));
+  h5::Handle space(H5_CHECK(H5Screate_simple(1, &count, nullptr)));
+  h5::Handle attr(
+      H5_CHECK(H5Acreate2(file.id(), name, type, space.id(), H5P_DEFAULT, H5P_DEFAULT)));
+  H5_CHECK(H5Awrite(attr.id(), type, values));
+}
+
+// Replaces dataset `name` by one of `type` and `dims`, never written (HDF5 reads fill
+// bytes from it).
+void ReplaceDataset(const std::string& path, const char* name, hid_t type,
+                    const std::vector<hsize_t>& dims) {
+  h5::Handle file = OpenReadWrite(path);
+  H5_CHECK(H5Ldelete(file.id(), name, H5P_DEFAULT));
+  h5::Handle space(H5_CHECK(dims.empty()
+                                ? H5Screate(H5S_SCALAR)
+                                : H5Screate_simple(int(dims.size()), dims.data(), nullptr)));
+  h5::Handle dset(H5_CHECK(
+      H5Dcreate2(file.id(), name, type, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+}
+
+h5::Handle StringType(size_t size) {
+  h5::Handle type(H5_CHECK(H5Tcopy(H5T_C_S1)));
+  H5_CHECK(H5Tset_size(type.id(), size));
+  return type;
+}
+
+TEST_F(CheckpointTest, AttributeHoldingSeveralValuesIsRefused) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  const int64_t steps[4] = {42, 43, 44, 45};
+  ReplaceAttribute(path, "step", H5T_NATIVE_INT64, 4, steps);
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": attribute 'step' holds 4 values, not one");
+
+  SaveCheckpoint(path, SampleState());
+  const double seconds[2] = {1, 2};
+  ReplaceAttribute(path, "elapsed_seconds", H5T_NATIVE_DOUBLE, 2, seconds);
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": attribute 'elapsed_seconds' holds 2 values, not one");
+
+  SaveCheckpoint(path, SampleState());
+  ReplaceAttribute(path, "producer", StringType(3).id(), 3, "dlhdlhdlh");
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": attribute 'producer' holds 3 values, not one");
+
+  SaveCheckpoint(path, SampleState());
+  const char* seeds[2] = {"7", "8"};
+  ReplaceAttribute(path, "seed", StringType(H5T_VARIABLE).id(), 2, seeds);
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": attribute 'seed' holds 2 values, not one");
+}
+
+TEST_F(CheckpointTest, StringDatasetHoldingSeveralValuesIsRefused) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  ReplaceDataset(path, "spec", StringType(64).id(), {4});
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }), path + ": 'spec' holds 4 values, not one");
+}
+
+// The fuzzer's file claimed 1,526,726,660 bytes per float; 1 MiB makes the same point
+// without the memory.
+TEST_F(CheckpointTest, NumberWiderThan8BytesIsRefused) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle wide(H5_CHECK(H5Tcopy(H5T_IEEE_F32LE)));
+    H5_CHECK(H5Tset_size(wide.id(), size_t(1) << 20));
+    ReplaceDataset(path, "params/03.conv2d/bias", wide.id(), {2});
+  }
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": 'params/03.conv2d/bias' has 1048576-byte elements, not a number");
+
+  SaveCheckpoint(path, SampleState());
+  {
+    h5::Handle wide(H5_CHECK(H5Tcopy(H5T_STD_I64LE)));
+    H5_CHECK(H5Tset_size(wide.id(), 16));
+    const int64_t step[2] = {42, 0};  // 16 bytes, little-endian: the step that was saved
+    ReplaceAttribute(path, "step", wide.id(), 1, step);
+  }
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": attribute 'step' has 16-byte elements, not a number");
+}
+
+// The fuzzer's file claimed a 3 GB string; 64 MiB makes the same point.
+TEST_F(CheckpointTest, StringLongerThanTheFileIsRefused) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  ReplaceDataset(path, "order/params", StringType(size_t(64) << 20).id(), {});
+  const std::string size = std::to_string(fs::file_size(path));
+  EXPECT_EQ(ErrorOf([&] { LoadCheckpoint(path); }),
+            path + ": 'order/params' is a 67108864-byte string, longer than the file (" + size +
+                " bytes)");
+}
+
+// Each array was checked against the file size alone, so an order list naming one dataset
+// many times (or many hard links to it) read it again and again: a 1 MB file could make the
+// reader allocate 1 MB per name, 500,000 times. All arrays together must fit the file.
+TEST_F(CheckpointTest, ArraysTogetherLargerThanTheFileAreRefused) {
+  std::string path = Path("a.h5");
+  SaveCheckpoint(path, SampleState());
+  std::string order = "03.conv2d/weight";  // 54 floats, 216 bytes
+  for (int i = 0; i < 1000; ++i) order += "\n03.conv2d/weight";
+  {
+    h5::Handle file = OpenReadWrite(path);
+    H5_CHECK(H5Ldelete(file.id(), "order/params", H5P_DEFAULT));
+    h5::WriteString(file.id(), "order/params", order);
+  }
+  std::string msg = ErrorOf([&] { LoadCheckpoint(path); });
+  EXPECT_TRUE(StartsWith(msg, path + ": dataset /params/03.conv2d/weight claims 54 values, "))
+      << msg;
+  EXPECT_NE(msg.find("more than the file holds"), std::string::npos) << msg;
+}
+
 // ---- atomic replacement -----------------------------------------------------------------
 
 TEST_F(CheckpointTest, OverwriteReplacesTheFileAtomically) {

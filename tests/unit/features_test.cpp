@@ -308,5 +308,23 @@ TEST(FeaturesTest, TrainingMemoryBytes) {
   EXPECT_THROW(TrainingMemoryBytes(f, 1, -1), EstimateError);
 }
 
+// Seen under tests/fuzz/spec_fuzz (UBSan): ParseSpec accepts any layer up to INT_MAX
+// outputs, and the sums of filters and units overflowed an int (undefined behaviour) for a
+// spec the SPANK plugin plans from.
+TEST(FeaturesTest, FilterAndUnitSumsBeyondIntMax) {
+  const ModelFeatures f =
+      ComputeFeatures(ParseSpec(R"({"input": {"channels": 1, "height": 1, "width": 1},
+      "classes": 1500000000,
+      "layers": [{"type": "conv2d", "filters": 1500000000, "kernel": 1},
+                 {"type": "conv2d", "filters": 1500000000, "kernel": 1},
+                 {"type": "dense", "units": 1500000000},
+                 {"type": "dense", "units": 1500000000}],
+      "optimizer": {"type": "sgd", "lr": 0.1}, "batch_size": 1, "epochs": 1,
+      "dataset": "d.h5"})",
+                                "big.json", ""));
+  EXPECT_EQ(f.total_filters, int64_t{3000000000});
+  EXPECT_EQ(f.dense_nodes, int64_t{3000000000});
+}
+
 }  // namespace
 }  // namespace dlh

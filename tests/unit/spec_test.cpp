@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -606,6 +607,26 @@ TEST(SpecErrorTest, DeepNestingIsRefusedWhileParsing) {
             "spec.json: not valid JSON: arrays and objects nested deeper than 64 levels");
   const std::string at_limit = std::string(64, '[') + std::string(64, ']');
   EXPECT_EQ(ErrorOf(at_limit), "spec.json: must be a JSON object, got an array of 1 item");
+}
+
+// Seen under tests/fuzz/spec_fuzz (UBSan): three dimensions near INT_MAX overflowed even
+// the int64 product of Shape3::elements() (undefined behaviour), and a conv2d output height
+// above INT_MAX became negative in an int and passed the size check.
+TEST(SpecErrorTest, HugeShapesAreRefusedWithoutOverflow) {
+  const std::string big = std::to_string(INT_MAX);
+  EXPECT_EQ(ErrorOf(Edited([](json& j) {
+              j["input"] = {{"channels", INT_MAX}, {"height", INT_MAX}, {"width", INT_MAX}};
+              j["layers"] = json::parse(R"([{"type": "flatten"}, {"type": "dense", "units": 10}])");
+            })),
+            "spec.json: input: " + big + "x" + big + "x" + big +
+                " is too large: more than 2147483647 values per sample");
+  EXPECT_EQ(ErrorOf(Edited([](json& j) {
+              j["input"] = {{"channels", 1}, {"height", INT_MAX}, {"width", 1}};
+              j["layers"] = json::parse(R"([{"type": "conv2d", "filters": 1, "kernel": 3,
+                  "padding": 2}, {"type": "flatten"}, {"type": "dense", "units": 10}])");
+            })),
+            "spec.json: layers[0]: output 1x2147483649x3 is too large: more than 2147483647 "
+            "values per sample");
 }
 
 TEST(SpecErrorTest, OriginNamesTheSource) {

@@ -1,0 +1,28 @@
+// DLH fuzz targets — the rule every target checks besides "no crash": bad input is refused
+// only with the error type the function documents (what main() and the SPANK facade turn
+// into a clean message and exit code). Any other exception is a finding too: it reaches a
+// catch-all with a library's message ("[json.exception.type_error.302] ...") or, inside
+// dlh-launch, takes the job down through MPI_Abort.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <typeinfo>
+
+namespace dlh::fuzz {
+
+// Runs `body`; an `Expected` exception is a refusal and fine, any other aborts, naming it.
+template <typename Expected, typename Body>
+void RefusesOnlyWith(const char* what, Body&& body) {
+  try {
+    body();
+  } catch (const Expected&) {
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s threw %s, not its documented error type: %s\n", what, typeid(e).name(),
+                 e.what());
+    std::abort();
+  }
+}
+
+}  // namespace dlh::fuzz

@@ -1,0 +1,110 @@
+#!/bin/bash
+# Runs libFuzzer targets one after the other (`make fuzz`; tests/fuzz/README.md).
+#
+#   run.sh FUZZ_DIR SECONDS TARGET...
+#
+# Each target FUZZ_DIR/<target>_fuzz runs for SECONDS on a scratch copy of its seed corpus
+# tests/fuzz/corpus/<target>/ (what it adds never lands in the repository), as a single
+# process (no -jobs/-fork: the machine is shared), with -timeout=10 and -rss_limit_mb=2048.
+# A crash, sanitizer report, timeout, out-of-memory or leak is saved under
+# FUZZ_DIR/artifacts/<target>/ and the full log is FUZZ_DIR/logs/<target>.log.
+# Prints one line per target (runs, seconds, exec/s, coverage, crashed or not) and exits 1
+# if any target crashed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+(($# >= 3)) || { echo "usage: $0 FUZZ_DIR SECONDS TARGET..." >&2; exit 2; }
+fuzz_dir=$1 seconds=$2
+shift 2
+[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: SECONDS must be a positive integer, got '$seconds'" >&2; exit 2; }
+
+# Longest input per target: a little above the largest seed (a longer one only makes each
+# run slower without reaching new code).
+max_len_of() {
+  case $1 in
+    plugin_options) echo 1024 ;;
+    plan | spec) echo 4096 ;;
+    cluster) echo 8192 ;;
+    calibration) echo 16384 ;;
+    checkpoint) echo 24576 ;;
+    *) echo 4096 ;;
+  esac
+}
+
+# HDF5's own leaks on corrupt files are not ours (lsan.supp says which).
+export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}
+
+# ASan options per target. checkpoint: HDF5 mallocs whatever size a corrupt header claims
+# (H5C_protect, 0xc000000000000 bytes); glibc returns NULL for that and HDF5 fails the open
+# cleanly, while ASan would abort. allocator_may_return_null=1 gives HDF5 the NULL that
+# production gives it (sizes up to 1 TB still allocate, and libFuzzer reports any single
+# allocation over -rss_limit_mb).
+asan_options_of() {
+  case $1 in
+    checkpoint) echo allocator_may_return_null=1 ;;
+    *) echo "" ;;
+  esac
+}
+
+# Dictionaries: JSON tokens and edge numbers for the JSON inputs, the keys for the plugin's.
+dict_of() {
+  case $1 in
+    spec | cluster | plan | calibration) echo tests/fuzz/json.dict ;;
+    plugin_options) echo tests/fuzz/plugin_options.dict ;;
+    *) echo "" ;;
+  esac
+}
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/dlh-fuzz-XXXXXX") || exit 1
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$fuzz_dir/logs"
+
+failed=()
+for target in "$@"; do
+  bin=$fuzz_dir/${target}_fuzz
+  seeds=tests/fuzz/corpus/$target
+  [[ -x $bin ]] || { echo "fuzz: no $bin (make fuzz-build)" >&2; exit 2; }
+  [[ -d $seeds ]] || { echo "fuzz: no seed corpus $seeds" >&2; exit 2; }
+  corpus=$scratch/$target
+  artifacts=$fuzz_dir/artifacts/$target/
+  log=$fuzz_dir/logs/$target.log
+  mkdir -p "$corpus" "$artifacts"
+  cp -r "$seeds/." "$corpus/"
+  echo "== $target: ${seconds}s, seeds $seeds ($(find "$seeds" -type f | wc -l) files), log $log"
+
+  start=$(date +%s)
+  rc=0
+  asan=$(asan_options_of "$target")
+  dict=$(dict_of "$target")
+  ASAN_OPTIONS=$asan${ASAN_OPTIONS:+${asan:+:}$ASAN_OPTIONS} "$bin" "$corpus" -max_total_time="$seconds" -max_len="$(max_len_of "$target")" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" ${dict:+-dict="$dict"} >"$log" 2>&1 || rc=$?
+  took=$(($(date +%s) - start))
+
+  # libFuzzer's last status line "#N DONE cov: C ft: F corp: ..." (or the last "#N ..." line
+  # before a crash) and its final stats.
+  status=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -1)
+  [[ -n $runs ]] || runs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$status")
+  per_s=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+).*/\1/p' "$log" | tail -1)
+  cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$status")
+  ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$status")
+  corp=$(sed -nE 's/.* corp: ([0-9]+).*/\1/p' <<<"$status")
+  rss=$(sed -nE 's/^stat::peak_rss_mb: *([0-9]+).*/\1/p' "$log" | tail -1)
+  if ((rc != 0)); then
+    what=$(grep -m1 -oE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer): [^ ]+|runtime error: .*|threw .*' "$log" |
+      cut -c1-120)
+    echo "$target: CRASHED (exit $rc) after ${runs:-?} runs in ${took}s: ${what:-see $log}"
+    grep -E '^artifact_prefix|Test unit written to' "$log" | sed 's/^/  /'
+    failed+=("$target")
+  else
+    echo "$target: ok, ${runs:-?} runs in ${took}s (${per_s:-?} exec/s), cov ${cov:-?}, ft ${ft:-?}," \
+      "corpus ${corp:-?}, peak RSS ${rss:-?} MB, crashed: no"
+  fi
+  rm -rf "$corpus"
+done
+
+if ((${#failed[@]})); then
+  echo "fuzz: ${#failed[@]} target(s) crashed: ${failed[*]} (inputs under $fuzz_dir/artifacts/)"
+  exit 1
+fi
+echo "fuzz: all $# target(s) ran ${seconds}s without a crash"
