@@ -2,6 +2,8 @@
 #include "launcher/train/plan.hpp"
 
 #include <climits>
+#include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
@@ -47,6 +49,23 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   const auto& why = j.value("why", nlohmann::json(""));
   if (!why.is_string()) throw fail("why", "must be a string, got " + why.dump());
   p.summary = why.get<std::string>();
+  // Optional, checked when present: non-negative finite numbers.
+  auto seconds = [&](const nlohmann::json& parent, const char* key, const std::string& field) {
+    if (!parent.contains(key)) return 0.0;
+    const auto& v = parent[key];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      throw fail(field, "must be a non-negative number, got " + v.dump());
+    return v.get<double>();
+  };
+  if (j.contains("predicted") && j["predicted"].is_object()) {
+    const auto& pr = j["predicted"];
+    p.predicted_total_s = seconds(pr, "total_s", "predicted.total_s");
+    p.predicted_step_s = seconds(pr, "step_s", "predicted.step_s");
+    const double steps = seconds(pr, "steps", "predicted.steps");
+    if (steps > double(INT64_MAX / 2)) throw fail("predicted.steps", "too large");
+    p.predicted_steps = int64_t(steps);
+  }
+  p.time_limit_s = seconds(j, "time_limit_s", "time_limit_s");
   return p;
 }
 

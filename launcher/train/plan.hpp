@@ -16,6 +16,12 @@ struct LaunchPlan {
   double warmup_epochs = 0;
   int gpus = 0;         // ranks the plan was made for
   std::string summary;  // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
+  // What the estimator predicted for the whole job (0: not in the plan): the end of the run
+  // reports them against what it measured.
+  double predicted_total_s = 0;  // start-up + steps x step
+  double predicted_step_s = 0;
+  int64_t predicted_steps = 0;
+  double time_limit_s = 0;
 };
 
 // Parses plan JSON; `origin` names it in errors ("DLH_PLAN: global_batch: must be a positive

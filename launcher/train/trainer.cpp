@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include <thread>
 
 #include "common/atomic_file.hpp"
+#include "common/duration.hpp"
 #include "common/spec.hpp"
 #include "launcher/comm/binding.hpp"
 #include "launcher/comm/collective.hpp"
@@ -44,6 +46,21 @@ namespace dlh {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// (predicted - measured) / measured, in percent.
+double ErrorPercent(double predicted, double measured) {
+  return 100 * (predicted - measured) / measured;
+}
+
+std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Printf(const char* fmt, ...) {
+  char text[256];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  return text;
+}
+
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -171,8 +188,10 @@ class Trainer {
   std::vector<float> averaged_stats_;
   float loss_scale_ = 0;  // 1 / global batch: gradients are of the mean loss
   double weight_ = 0;     // this rank's share of the global batch
+  Clock::time_point launch_start_ = Clock::now();  // this process's run, start-up included
   Clock::time_point train_start_, last_ckpt_;
-  double ema_step_ = 0;  // seconds per step, smoothed for the progress line
+  int64_t first_step_ = 0;  // step_ when this run's loop began (after a resume: not 0)
+  double ema_step_ = 0;     // seconds per step, smoothed for the progress line
   bool stop_ = false;
   bool evaluated_epoch_ = false;
   TrainResult result_;
@@ -372,6 +391,7 @@ void Trainer::open_loop() {
   weight_ = double(rank_batch_) / double(spec_.batch_size);
   train_start_ = Clock::now();
   last_ckpt_ = Clock::now();
+  first_step_ = step_;
 }
 
 // Every rank decides alike: the counters and the stop flag are the same on all ranks.
@@ -591,12 +611,38 @@ void Trainer::write_summary(uint32_t crc) {
     summary["test_accuracy"] = result_.test_accuracy;
     summary["test_loss"] = result_.test_loss;
   }
+  // Predicted against measured: the estimator's whole-job time (start-up included) and its
+  // step time, against this run's wall time and mean step. Only a run that did every step
+  // from the start compares whole jobs; a resumed or shortened one compares steps.
+  const double wall_s = Since(launch_start_);
+  const int64_t steps_run = step_ - first_step_;
+  const double step_s = steps_run > 0 ? Since(train_start_) / double(steps_run) : 0;
+  const bool whole_job = result_.finished && first_step_ == 0;
+  std::string versus;
+  if (plan_.present && plan_.predicted_step_s > 0 && steps_run > 0) {
+    summary["prediction"] = {{"origin", o_.plan_origin},
+                             {"total_s", plan_.predicted_total_s},
+                             {"step_s", plan_.predicted_step_s},
+                             {"steps", plan_.predicted_steps},
+                             {"time_limit_s", plan_.time_limit_s}};
+    summary["measured"] = {{"total_s", wall_s}, {"step_s", step_s}, {"whole_job", whole_job}};
+    const double step_error = ErrorPercent(plan_.predicted_step_s, step_s);
+    versus = "; step " + Printf("%.1f ms predicted, %.1f ms measured (%+.0f%%)",
+                                plan_.predicted_step_s * 1e3, step_s * 1e3, step_error);
+    if (whole_job && plan_.predicted_total_s > 0) {
+      const double total_error = ErrorPercent(plan_.predicted_total_s, wall_s);
+      versus = "; predicted " + HumanDuration(plan_.predicted_total_s) + ", took " +
+               HumanDuration(wall_s) + Printf(" (%+.0f%%)", total_error) + versus;
+      summary["measured"]["total_error_pct"] = total_error;
+    }
+    summary["measured"]["step_error_pct"] = step_error;
+  }
   WriteFileAtomically(run_dir_ + "/summary.json", summary.dump(2) + "\n");
   if (result_.finished) {
-    char text[200];
-    std::snprintf(text, sizeof text, "done: %lld steps, final test accuracy %.2f%%, checkpoint %s",
-                  (long long)step_, 100 * result_.test_accuracy, result_.last_checkpoint.c_str());
-    say(text);
+    char accuracy[64];
+    std::snprintf(accuracy, sizeof accuracy, "%.2f%%", 100 * result_.test_accuracy);
+    say("done: " + std::to_string(step_) + " steps, final test accuracy " + accuracy +
+        ", checkpoint " + result_.last_checkpoint + versus);
   }
 }
 

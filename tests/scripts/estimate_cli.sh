@@ -89,3 +89,30 @@ expect_fail 2 "types: .* has no GPU type 'tpu'" dlh-estimate recommend "$SPEC" -
 expect_fail 2 "nope.json: cannot read" dlh-estimate fit "$WORK/nope.json"
 expect_fail 2 "device: 'cuda:7' is not available" dlh-estimate calibrate --device cuda:7
 expect_fail 2 "unknown command 'guess'" dlh-estimate guess
+
+echo "a run planned by the estimator reports predicted against measured (issue 13)"
+dlh-data synthetic --out "$WORK/data.h5" --shape 1x8x8 --classes 4 --train 400 --test 40 >/dev/null
+cat >"$WORK/small.json" <<'JSON'
+{
+  "input": {"channels": 1, "height": 8, "width": 8},
+  "classes": 4,
+  "layers": [{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "relu"},
+             {"type": "flatten"}, {"type": "dense", "units": 4}],
+  "optimizer": {"type": "sgd", "lr": 0.1},
+  "batch_size": 20, "epochs": 2, "dataset": "data.h5"
+}
+JSON
+dlh-estimate recommend "$WORK/small.json" --samples 400 --cluster "$ROOT/share/cluster/local.json" \
+  --types alpha --max-gpus 2 --json >"$WORK/small-plan.json" 2>/dev/null
+mpirun -np 2 dlh-launch train "$WORK/small.json" --plan "$WORK/small-plan.json" --run-dir "$WORK/planned" \
+  --progress none >"$WORK/planned.out" 2>&1 || { cat "$WORK/planned.out"; fail "planned run"; }
+grep -q "done: .* steps, final test accuracy .*; predicted .*, took .* (.*%); step .* ms predicted, .* ms measured" \
+  "$WORK/planned.out" || { cat "$WORK/planned.out"; fail "no predicted against measured in the last line"; }
+python3 - "$WORK/planned/summary.json" "$WORK/small-plan.json" <<'PY'
+import json, sys
+s, plan = (json.load(open(f)) for f in sys.argv[1:])
+assert s["prediction"]["total_s"] == plan["predicted"]["total_s"], s["prediction"]
+assert s["measured"]["whole_job"] and s["measured"]["total_s"] > 0 and s["measured"]["step_s"] > 0
+assert "total_error_pct" in s["measured"] and "step_error_pct" in s["measured"]
+PY
+check "$(grep -o 'predicted [^;]*; step.*' "$WORK/planned.out")"
