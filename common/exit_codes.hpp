@@ -25,6 +25,10 @@ constexpr int kExitCheckpoint = 3;
 // dlh-estimate recommend: no allocation meets the deadline (the fastest one is printed).
 constexpr int kExitInfeasible = 3;
 
+// dlh-estimate cluster --from-slurm: nodes with GPUs are missing from the description
+// written (GPU types without datasheet figures, each named on stderr), or none could be.
+constexpr int kExitIncomplete = 3;
+
 // dlh-launch: stopped by signal N (SIGTERM, SIGINT) after writing a checkpoint exits with
 // kExitSignalBase + N, the shell's convention for a death by signal.
 constexpr int kExitSignalBase = 128;

@@ -22,6 +22,7 @@
 #include "common/exit_codes.hpp"
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
+#include "estimator/cluster_cmd.hpp"
 #include "estimator/comm_model.hpp"
 #include "estimator/engine_fingerprint.hpp"
 #include "estimator/features.hpp"
@@ -44,6 +45,7 @@ constexpr const char* kUsage =
     "  check-calibration CALIBRATION               does it describe this machine and build?\n"
     "  comm BENCH.json                             fit the allreduce model to measurements\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
+    "  cluster --from-slurm [--out FILE]           draft a cluster description from sinfo\n"
     "  slurm-plan --dlh-auto VALUE --options JSON  plan an sbatch job "
     "(share/slurm/cli_filter.lua)\n"
     "'dlh-estimate COMMAND --help' documents each command's options.\n";
@@ -526,6 +528,7 @@ int Main(int argc, char** argv) {
   if (command == "validate") return Validate(args);
   if (command == "comm") return Comm(args);
   if (command == "recommend") return Recommend(args);
+  if (command == "cluster") return ClusterCommand(args);
   if (command == "slurm-plan") return SlurmPlanCommand(args);
   throw UsageError("unknown command '" + command + "' (see dlh-estimate --help)");
 }

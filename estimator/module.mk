@@ -6,8 +6,11 @@ ESTIMATE_MAIN := estimator/main_estimate.cpp
 # `dlh-estimate slurm-plan` (share/slurm/cli_filter.lua) runs the plugin's planning code:
 # it links libdlh_plugin.a (pure parts and dlsym only; no Slurm library).
 SLURM_PLAN_CMD := estimator/slurm_plan_cmd.cpp
+# `dlh-estimate cluster --from-slurm` runs sinfo (its pure part, cluster_from_slurm.cpp, is
+# in the library).
+CLUSTER_CMD := estimator/cluster_cmd.cpp
 CALIBRATE_SRCS := $(wildcard estimator/calibrate*.cpp)
-ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(SLURM_PLAN_CMD) $(CALIBRATE_SRCS),\
+ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(SLURM_PLAN_CMD) $(CLUSTER_CMD) $(CALIBRATE_SRCS),\
     $(wildcard estimator/*.cpp))
 ESTIMATOR_LIB := $(LIBDIR)/libdlh_estimator.a
 CALIBRATE_LIB := $(LIBDIR)/libdlh_calibrate.a
@@ -18,6 +21,7 @@ $(CALIBRATE_LIB): $(CALIBRATE_SRCS:%.cpp=$(OBJDIR)/%.o)
 ESTIMATE_LIBS = $(shell $(PKG_CONFIG) --libs openblas) -lboost_program_options
 
 $(BINDIR)/dlh-estimate: $(OBJDIR)/$(ESTIMATE_MAIN:.cpp=.o) $(OBJDIR)/estimator/slurm_plan_cmd.o \
+    $(OBJDIR)/$(CLUSTER_CMD:.cpp=.o) \
     $(CALIBRATE_LIB) $(LIBDIR)/libdlh_plugin.a $(ESTIMATOR_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
