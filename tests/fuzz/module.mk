@@ -13,7 +13,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILDDIR)/fuzz
 FUZZ_OBJDIR := $(FUZZ_DIR)/obj
 FUZZ_ALL := $(patsubst tests/fuzz/%_fuzz.cpp,%,$(wildcard tests/fuzz/*_fuzz.cpp))
-FUZZ_TARGETS ?= $(FUZZ_ALL)
+# checkpoint_bytes (raw bytes through HDF5's own parser) stops at HDF5's bugs, not ours
+# (README.md, "HDF5"): run it by name.
+FUZZ_TARGETS ?= $(filter-out checkpoint_bytes,$(FUZZ_ALL))
 
 # UBSan findings abort (they would only be printed otherwise, and libFuzzer would go on).
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all

@@ -26,7 +26,8 @@ max_len_of() {
     plan | spec) echo 4096 ;;
     cluster) echo 8192 ;;
     calibration) echo 16384 ;;
-    checkpoint) echo 24576 ;;
+    checkpoint) echo 2048 ;;
+    checkpoint_bytes) echo 24576 ;;
     *) echo 4096 ;;
   esac
 }
@@ -41,7 +42,7 @@ export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN
 # allocation over -rss_limit_mb).
 asan_options_of() {
   case $1 in
-    checkpoint) echo allocator_may_return_null=1 ;;
+    checkpoint | checkpoint_bytes) echo allocator_may_return_null=1 ;;
     *) echo "" ;;
   esac
 }
@@ -55,7 +56,11 @@ dict_of() {
   esac
 }
 
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/dlh-fuzz-XXXXXX") || exit 1
+# Scratch corpora and the targets' own files (TMPDIR: the checkpoint targets write one per
+# input) on a RAM disk when there is one; removed at the end, also after a crash.
+scratch_base=${TMPDIR:-/tmp}
+[[ -d /dev/shm && -w /dev/shm ]] && scratch_base=/dev/shm
+scratch=$(mktemp -d "$scratch_base/dlh-fuzz-XXXXXX") || exit 1
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$fuzz_dir/logs"
 
@@ -68,7 +73,7 @@ for target in "$@"; do
   corpus=$scratch/$target
   artifacts=$fuzz_dir/artifacts/$target/
   log=$fuzz_dir/logs/$target.log
-  mkdir -p "$corpus" "$artifacts"
+  mkdir -p "$corpus" "$artifacts" "$scratch/tmp"
   cp -r "$seeds/." "$corpus/"
   echo "== $target: ${seconds}s, seeds $seeds ($(find "$seeds" -type f | wc -l) files), log $log"
 
@@ -76,7 +81,7 @@ for target in "$@"; do
   rc=0
   asan=$(asan_options_of "$target")
   dict=$(dict_of "$target")
-  ASAN_OPTIONS=$asan${ASAN_OPTIONS:+${asan:+:}$ASAN_OPTIONS} "$bin" "$corpus" -max_total_time="$seconds" -max_len="$(max_len_of "$target")" -timeout=10 \
+  TMPDIR=$scratch/tmp ASAN_OPTIONS=$asan${ASAN_OPTIONS:+${asan:+:}$ASAN_OPTIONS} "$bin" "$corpus" -max_total_time="$seconds" -max_len="$(max_len_of "$target")" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" ${dict:+-dict="$dict"} >"$log" 2>&1 || rc=$?
   took=$(($(date +%s) - start))
 
