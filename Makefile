@@ -23,8 +23,7 @@ comma := ,
 # so that instrumented and plain objects never mix. -fno-sanitize-recover=all: a UBSan finding
 # ends the program with an error exit, as an ASan one does, instead of printing and going on.
 # nvcc's device objects (launcher/engine/cuda/*.cu) stay uninstrumented, and so does the
-# plugin's C entry; the instrumented spank_dlh.so cannot be loaded by an uninstrumented
-# sbatch, which is why a sanitized `make check` leaves out check-abi and check-slurm.
+# plugin's C entry (spank_entry.c).
 SANITIZE ?=
 ifneq ($(SANITIZE),)
 BUILDDIR ?= build-san-$(subst $(comma),-,$(SANITIZE))
@@ -96,8 +95,9 @@ deps:
 
 # make check: the test command of README. Installs what is missing, then re-reads this
 # Makefile in a sub-make so that pkg-config sees the freshly installed packages. Sanitized
-# (SANITIZE=...), it runs the tiers whose programs are all ours: not check-abi and
-# check-slurm (sbatch would load an instrumented plugin), nor check-format (no build in it).
+# (SANITIZE=...), it leaves out check-abi and check-slurm (the plugin runs inside sbatch,
+# which is not instrumented and cannot load an instrumented plugin: the plain build's plugin
+# is the one tested and shipped) and check-format (nothing built).
 CHECK_TIERS := check-unit check-gpu check-abi check-mpi check-scripts check-slurm check-format
 ifneq ($(SANITIZE),)
 CHECK_TIERS := check-unit check-gpu check-mpi check-scripts
