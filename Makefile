@@ -31,11 +31,14 @@ SANITIZE_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-r
 # The sanitizers' run-time options for every test the recipes start (mpirun passes the
 # environment on to its ranks; the scripts inherit it). Options already in the environment
 # come last and win. LeakSanitizer ignores only what tests/sanitize/lsan.supp names: memory
-# that Open MPI, PMIx, hwloc and HDF5 keep to the end of the process.
+# that Open MPI keeps to the end of the process, and one record of the sanitizer runtime's.
+# fast_unwind_on_malloc=0: whole stacks through Open MPI's code, which has no frame pointers.
 SANITIZE_SUPP := $(CURDIR)/tests/sanitize
+ASAN_DEFAULTS := halt_on_error=1:print_stacktrace=1:detect_leaks=1:fast_unwind_on_malloc=0
+ASAN_DEFAULTS := $(ASAN_DEFAULTS):check_initialization_order=1:detect_stack_use_after_return=1
 # $(call san_options,DEFAULTS,FROM_ENVIRONMENT), without repeating them in a nested make.
 san_options = $(if $(findstring $1,$2),$2,$1$(if $2,:$2))
-export ASAN_OPTIONS := $(call san_options,halt_on_error=1:print_stacktrace=1:detect_leaks=1:fast_unwind_on_malloc=0:check_initialization_order=1:detect_stack_use_after_return=1,$(ASAN_OPTIONS))
+export ASAN_OPTIONS := $(call san_options,$(ASAN_DEFAULTS),$(ASAN_OPTIONS))
 export LSAN_OPTIONS := $(call san_options,suppressions=$(SANITIZE_SUPP)/lsan.supp:print_suppressions=0,$(LSAN_OPTIONS))
 export UBSAN_OPTIONS := $(call san_options,halt_on_error=1:print_stacktrace=1,$(UBSAN_OPTIONS))
 export TSAN_OPTIONS := $(call san_options,halt_on_error=1:second_deadlock_stack=1,$(TSAN_OPTIONS))
