@@ -3,11 +3,12 @@
 #
 #   make                 build everything into $(BUILDDIR)
 #   make check           install missing Debian packages, build, run all tests, check-format
+#   make check-sanitize  the unit, MPI and script tests built with ASan and UBSan
+#   make check-tsan      the thread pool and loader unit tests built with TSan
 #   make format          reformat the C/C++/CUDA files (the pinned clang-format 14)
 #   make install PREFIX=/opt/dlh DESTDIR=
 #   make clean
 
-BUILDDIR ?= build
 PREFIX ?= /usr/local
 DESTDIR ?=
 VERBOSE ?= 0
@@ -15,6 +16,34 @@ DEBUG ?= 0
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)  # parallel compiles inside check and demo
 
 SHELL := /bin/bash
+comma := ,
+
+# make SANITIZE=address,undefined (or thread, or any list -fsanitize= takes) instruments every
+# C++ object and link with that sanitizer, in a build folder of its own (build-san-<list>)
+# so that instrumented and plain objects never mix. -fno-sanitize-recover=all: a UBSan finding
+# ends the program with an error exit, as an ASan one does, instead of printing and going on.
+# nvcc's device objects (launcher/engine/cuda/*.cu) stay uninstrumented, and so does the
+# plugin's C entry (spank_entry.c).
+SANITIZE ?=
+ifneq ($(SANITIZE),)
+BUILDDIR ?= build-san-$(subst $(comma),-,$(SANITIZE))
+SANITIZE_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+# The sanitizers' run-time options for every test the recipes start (mpirun passes the
+# environment on to its ranks; the scripts inherit it). Options already in the environment
+# come last and win. LeakSanitizer ignores only what tests/sanitize/lsan.supp names: memory
+# that Open MPI keeps to the end of the process, and one record of the sanitizer runtime's.
+# fast_unwind_on_malloc=0: whole stacks through Open MPI's code, which has no frame pointers.
+SANITIZE_SUPP := $(CURDIR)/tests/sanitize
+ASAN_DEFAULTS := halt_on_error=1:print_stacktrace=1:detect_leaks=1:fast_unwind_on_malloc=0
+ASAN_DEFAULTS := $(ASAN_DEFAULTS):check_initialization_order=1:detect_stack_use_after_return=1
+# $(call san_options,DEFAULTS,FROM_ENVIRONMENT), without repeating them in a nested make.
+san_options = $(if $(findstring $1,$2),$2,$1$(if $2,:$2))
+export ASAN_OPTIONS := $(call san_options,$(ASAN_DEFAULTS),$(ASAN_OPTIONS))
+export LSAN_OPTIONS := $(call san_options,suppressions=$(SANITIZE_SUPP)/lsan.supp:print_suppressions=0,$(LSAN_OPTIONS))
+export UBSAN_OPTIONS := $(call san_options,halt_on_error=1:print_stacktrace=1,$(UBSAN_OPTIONS))
+export TSAN_OPTIONS := $(call san_options,halt_on_error=1:second_deadlock_stack=1,$(TSAN_OPTIONS))
+endif
+BUILDDIR ?= build
 CXX ?= g++
 PKG_CONFIG ?= pkg-config
 
@@ -26,13 +55,16 @@ DEP_LIBS = $(shell $(PKG_CONFIG) --libs $(DEP_PKGS)) -lboost_program_options -lz
 
 ifeq ($(DEBUG),1)
 OPTFLAGS := -O0 -g
+else ifneq ($(SANITIZE),)
+# The sanitizers' usual level; instrumented code compiles in a third of -O3's time.
+OPTFLAGS := -O1 -g
 else
 OPTFLAGS := -O3 -g
 endif
-override CXXFLAGS := -std=c++17 $(OPTFLAGS) -Wall -Wextra -Wshadow -pthread -fPIC $(CXXFLAGS)
+override CXXFLAGS := -std=c++17 $(OPTFLAGS) $(SANITIZE_FLAGS) -Wall -Wextra -Wshadow -pthread -fPIC $(CXXFLAGS)
 DLH_VERSION ?= 0.1.0
 override CPPFLAGS := -I. -DOMPI_SKIP_MPICXX -DDLH_VERSION=\"$(DLH_VERSION)\" $(CPPFLAGS)
-override LDFLAGS := -pthread -Wl,-z,relro -Wl,-z,now $(LDFLAGS)
+override LDFLAGS := $(SANITIZE_FLAGS) -pthread -Wl,-z,relro -Wl,-z,now $(LDFLAGS)
 
 ifeq ($(VERBOSE),0)
 Q := @
@@ -66,11 +98,29 @@ deps:
 	@bash share/setup/install-deps.sh build
 
 # make check: the test command of README. Installs what is missing, then re-reads this
-# Makefile in a sub-make so that pkg-config sees the freshly installed packages.
+# Makefile in a sub-make so that pkg-config sees the freshly installed packages. Sanitized
+# (SANITIZE=...), it leaves out check-abi and check-slurm (the plugin runs inside sbatch,
+# which is not instrumented and cannot load an instrumented plugin: the plain build's plugin
+# is the one tested and shipped) and check-format (nothing built).
+CHECK_TIERS := check-unit check-gpu check-abi check-mpi check-scripts check-slurm check-format
+ifneq ($(SANITIZE),)
+CHECK_TIERS := check-unit check-gpu check-mpi check-scripts
+endif
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests
-	$(Q)$(MAKE) --no-print-directory check-unit check-gpu check-abi check-mpi check-scripts check-slurm \
-	  check-format
+	$(Q)$(MAKE) --no-print-directory $(CHECK_TIERS)
+
+# make check-sanitize: `make check` built with AddressSanitizer (LeakSanitizer included) and
+# UBSan, in build-san-address-undefined. make check-tsan: the unit tests that run threads
+# (the engine's pool, the loader's prefetch thread, the checkpoint's checksum thread) built
+# with ThreadSanitizer, in build-san-thread; OpenBLAS stays single-threaded, since its own
+# (uninstrumented) threads would only bring TSan reports about OpenBLAS.
+TSAN_UNIT_FILTER := Parallel.*:Loader.*:Permutation.*:CheckpointTest.*:BenchCheckpoint.*
+check-sanitize:
+	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined check
+check-tsan: deps
+	$(Q)OPENBLAS_NUM_THREADS=1 $(MAKE) --no-print-directory -j$(JOBS) SANITIZE=thread check-unit \
+	  UNIT_FILTER='$(TSAN_UNIT_FILTER)'
 
 # make demo: README's first command. Trains the Fashion-MNIST example on 2 MPI ranks
 # (DEMO_EPOCHS=N for a shorter run). A run already in $(BUILDDIR)/demo is resumed.
@@ -118,7 +168,7 @@ format:
 check-format:
 	$(Q)bash share/setup/format.sh check
 
-.PHONY: all deps check demo bench install uninstall clean format check-format
+.PHONY: all deps check check-sanitize check-tsan demo bench install uninstall clean format check-format
 .DELETE_ON_ERROR:
 
 -include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)

@@ -538,12 +538,15 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   m.object({"terms", "coef", "quality"});
   {
     const json& terms = m.required("terms");
-    const json expected(TimeTermNames());
+    // The count comes from the names rather than from expected.size(): GCC 12 with
+    // -fsanitize=thread warns (-Warray-bounds, a false positive) about json::size() here.
+    const std::vector<std::string>& names = TimeTermNames();
+    const json expected(names);
     if (terms != expected) {
       // Name the first wrong term: the whole list would be long, and values are shown by
       // kind only (ShownJsonValue).
-      if (terms.is_array() && terms.size() == expected.size())
-        for (size_t i = 0; i < expected.size(); ++i)
+      if (terms.is_array() && terms.size() == names.size())
+        for (size_t i = 0; i < names.size(); ++i)
           if (terms[i] != expected[i])
             m.fail("terms[" + std::to_string(i) + "]",
                    "must be " + expected[i].dump() + ", got " + ShownJsonValue(terms[i]));

@@ -33,7 +33,7 @@ $(GPU_TEST_BIN): $(GPU_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(CUDA_OBJS) $(LAUNCH_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) $(CUDA_LIBS) $(DEP_LIBS) -o $@
-tests: $(GPU_TEST_BIN)
+tests: $(GPU_TEST_BIN) $(CUDA_BACKEND)
 check-gpu: $(GPU_TEST_BIN)
 	$(Q)$(GPU_TEST_BIN) --gtest_brief=1
 else
@@ -49,8 +49,10 @@ MPIRUN_ENV := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 tests: $(UNIT_BIN) $(MPI_TEST_BIN) $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate \
     $(PLUGIN_SO)
 
+# UNIT_FILTER=Suite.*:Other.*: only those tests (gtest's --gtest_filter; make check-tsan).
+UNIT_FILTER ?=
 check-unit: $(UNIT_BIN)
-	$(Q)$(UNIT_BIN) --gtest_brief=1
+	$(Q)$(UNIT_BIN) --gtest_brief=1 $(if $(UNIT_FILTER),--gtest_filter='$(UNIT_FILTER)')
 
 check-mpi: $(MPI_TEST_BIN)
 	$(Q)for np in 2 3 4; do echo "== mpi tests, $$np ranks"; \

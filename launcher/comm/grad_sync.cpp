@@ -10,6 +10,15 @@
 #include "launcher/comm/planner.hpp"
 
 namespace dlh {
+namespace {
+
+// Copies n floats. An empty tensor may own no storage (data() is null), and memcpy to or from
+// a null pointer is undefined behaviour even for 0 bytes (UBSan's nonnull-attribute check).
+void CopyFloats(float* dst, const float* src, size_t n) {
+  if (n > 0) std::memcpy(dst, src, n * sizeof(float));
+}
+
+}  // namespace
 
 GradientSync::GradientSync(MPI_Comm comm, const std::vector<NamedParam>& params,
                            const std::vector<size_t>& param_layer, const GradSyncOptions& options)
@@ -40,7 +49,7 @@ void GradientSync::launch(Bucket& b, bool blocking) {
     float* dst = data;
     for (size_t k : b.params) {
       const Tensor& g = *params_[k].ref.grad;
-      std::memcpy(dst, g.data(), g.size() * sizeof(float));
+      CopyFloats(dst, g.data(), g.size());
       dst += g.size();
     }
   }
@@ -91,7 +100,7 @@ double GradientSync::finish() {
     const float* src = b.buffer.data();
     for (size_t k : b.params) {
       Tensor& g = *params_[k].ref.grad;
-      std::memcpy(g.data(), src, g.size() * sizeof(float));
+      CopyFloats(g.data(), src, g.size());
       src += g.size();
     }
     b.launched = false;
