@@ -70,7 +70,10 @@ wait_done() {  # wait_done CLUSTER JOB: until the job left the queue
   done
   fail "job $2 did not end"
 }
-both() { echo "A" "$A"; echo "B" "$B"; }
+newest_job() {  # newest_job CLUSTER: the highest job id slurmctld knows (finished ones too)
+  SLURM_CONF=$1/etc/slurm.conf scontrol -o show job 2>/dev/null | grep -oE '^JobId=[0-9]+' |
+    cut -d= -f2 | sort -n | tail -1
+}
 AUTO="spec=$SPEC,samples=60000"
 
 echo "same request and DLH_PLAN both ways; site default-deadline=30m applied; mixed=no,dry-run=no"
@@ -151,10 +154,10 @@ done
 echo "an impossible deadline is refused, nothing queued; jobs without --dlh-auto untouched"
 for c in A B; do
   d=$A; [[ $c == B ]] && d=$B
-  before=$(SLURM_CONF=$d/etc/slurm.conf squeue -h | wc -l)
+  before=$(newest_job "$d")
   ! submit "$d" /dev/null --dlh-auto="$AUTO,deadline=2m" --wrap true >/dev/null || fail "$c: impossible deadline accepted"
   grep -q "dlh: no allocation meets the 2m deadline" "$WORK/u/submit.err" || { cat "$WORK/u/submit.err"; fail "$c: no reason"; }
-  [[ $(SLURM_CONF=$d/etc/slurm.conf squeue -h | wc -l) == "$before" ]] || fail "$c: something was queued"
+  [[ $(newest_job "$d") == "$before" ]] || fail "$c: a job was queued ($(newest_job "$d") after $before)"
   j=$(submit "$d" /dev/null -N1 --wrap true)
   f=$(fields "$d" "$j")
   [[ "$f" != *gres* && "$f" != *"TimeLimit=00:"* ]] || fail "$c: a job without --dlh-auto was changed: $f"
