@@ -750,8 +750,10 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       }
       s.fixed_s = at0;
       s.per_sample_s = at1 - at0;
-      s.source = "calibrated (" + std::filesystem::path(path).filename().string() + ")";
-      s.stale = CalibrationStaleness(cal);
+      const std::string file = std::filesystem::path(path).filename().string();
+      s.source = "calibrated (" + file + ")";
+      if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
+        s.stale = file + ": " + stale;
     } else {
       const double flops = g->peak_tflops * 1e12 * kComputeEfficiency;
       const double bandwidth = g->memory_bandwidth_gbs * 1e9;
@@ -769,11 +771,7 @@ std::vector<std::string> StaleCalibrationWarnings(
     const std::map<std::string, DeviceSpeed>& speeds) {
   std::vector<std::string> out;
   for (const auto& [gpu, speed] : speeds)
-    if (!speed.stale.empty())
-      out.push_back(gpu + "'s calibration " +
-                    speed.source.substr(speed.source.find('(') + 1,
-                                        speed.source.size() - speed.source.find('(') - 2) +
-                    ": " + speed.stale);
+    if (!speed.stale.empty()) out.push_back(gpu + "'s calibration " + speed.stale);
   return out;
 }
 

@@ -60,7 +60,7 @@ struct DeviceSpeed {
   double fixed_s = 0;
   double per_sample_s = 0;
   std::string source;  // "calibrated (file)" or "roofline (no calibration for a100)"
-  std::string stale;   // "" or why the calibration may not fit this build (time_model.hpp)
+  std::string stale;   // "" or "cpu.json: <why it may not fit this build>" (time_model.hpp)
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 
