@@ -164,7 +164,7 @@ GpuType ParseGpuType(const json& j, const std::string& origin, const std::string
 NodeType ParseNodeType(const json& j, const std::string& origin, const std::string& path) {
   Fields f(j, origin, path);
   f.only({"name", "description", "gpu", "gpus_per_node", "nodes", "node_base_watts", "intra_node",
-          "partitions"});
+          "partitions", "cpu_cores"});
   NodeType n;
   n.name = f.name("name");
   f.optional_string("description");
@@ -184,7 +184,21 @@ NodeType ParseNodeType(const json& j, const std::string& origin, const std::stri
       n.partitions.push_back(parts[i].get<std::string>());
     }
   }
+  if (f.has("cpu_cores")) n.cpu_cores = f.positive_integer("cpu_cores");
   return n;
+}
+
+Runtime ParseRuntime(const json& j, const std::string& origin) {
+  Fields f(j, origin, "runtime");
+  f.only({"description", "startup_s", "read_gbs", "write_gbs", "shared_host_cores"});
+  f.optional_string("description");
+  Runtime r;
+  if (f.has("startup_s")) r.startup_s = f.number("startup_s", false);
+  if (r.startup_s > 86400) f.fail("startup_s", "must be at most 86400 seconds");
+  if (f.has("read_gbs")) r.read_gbs = f.number("read_gbs", true);
+  if (f.has("write_gbs")) r.write_gbs = f.number("write_gbs", true);
+  if (f.has("shared_host_cores")) r.shared_host_cores = f.positive_integer("shared_host_cores");
+  return r;
 }
 
 }  // namespace
@@ -203,7 +217,7 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
   if (!root.is_object()) Throw(origin, "", "must be a JSON object, got " + ShownJsonValue(root));
 
   Fields top(root, origin, "");
-  top.only({"name", "description", "gpu_types", "node_types", "inter_node"});
+  top.only({"name", "description", "gpu_types", "node_types", "inter_node", "runtime"});
   Cluster c;
   c.name = top.text("name");
   top.optional_string("description");
@@ -228,6 +242,7 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
   }
 
   c.inter_node = ParseLink(top.required("inter_node"), origin, "inter_node");
+  if (top.has("runtime")) c.runtime = ParseRuntime(root.at("runtime"), origin);
   return c;
 }
 

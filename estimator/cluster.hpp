@@ -34,6 +34,19 @@ struct NodeType {
   double node_base_watts = 0;           // CPU, memory, NIC... per node, whatever the GPUs do
   Link intra_node;                      // GPU to GPU inside a node (NVLink, PCIe, shared memory)
   std::vector<std::string> partitions;  // Slurm partitions holding these nodes (optional)
+  int cpu_cores = 0;  // cores per node (optional, 0: unknown). Matters only for GPU types timed
+                      // by a CPU calibration, whose ranks on one node share these cores.
+};
+
+// What a job costs besides its training steps (the optional "runtime" object; these
+// defaults when absent). Used by the whole-job time model (estimator/job_time.hpp).
+struct Runtime {
+  double startup_s = 30;  // job start to the first step: srun, MPI/NCCL set-up, CUDA context
+  double read_gbs = 1;    // reading the data set, GB/s per rank (shared file system)
+  double write_gbs = 0.5; // writing a checkpoint (rank 0), GB/s
+  // A test cluster whose nodes are all one machine (share/cluster/local.json): its cores,
+  // shared by every rank of a job whatever node Slurm gives it. 0: real, separate nodes.
+  int shared_host_cores = 0;
 };
 
 struct Cluster {
@@ -41,6 +54,7 @@ struct Cluster {
   std::vector<GpuType> gpu_types;
   std::vector<NodeType> node_types;
   Link inter_node;                                         // between nodes (per node NIC)
+  Runtime runtime;
   const GpuType* gpu(const std::string& type_name) const;  // nullptr if unknown
 };
 

@@ -409,6 +409,10 @@ int Recommend(const std::vector<std::string>& args) {
   d.add_options()
     ("help,h", "show this help")
     ("samples", po::value<int64_t>()->required(), "training samples per epoch")
+    ("eval-samples", po::value<int64_t>()->default_value(-1),
+        "test samples evaluated after every epoch (-1: samples / 6; 0: none)")
+    ("startup", po::value<double>()->default_value(-1),
+        "seconds from job start to first step (-1: the cluster's runtime.startup_s)")
     ("epochs", po::value<int>()->default_value(0), "epochs (0: the spec's)")
     ("deadline", po::value<std::string>(), "wall-time deadline: 3h, 90m, 2h30m, 1-00:00:00 (none: no deadline)")
     ("objective", po::value<std::string>()->default_value("energy"), "energy, time or gpu-hours")
@@ -432,6 +436,11 @@ int Recommend(const std::vector<std::string>& args) {
   job.epochs = vm["epochs"].as<int>() > 0 ? vm["epochs"].as<int>() : job.spec.epochs;
   if (vm["epochs"].as<int>() < 0) throw UsageError("--epochs: must be positive");
   job.deadline_s = vm.count("deadline") ? ParseDuration(Str(vm, "deadline"), "--deadline") : 0;
+  job.eval_samples = vm["eval-samples"].as<int64_t>();
+  if (job.eval_samples < -1) throw UsageError("--eval-samples: must be -1, 0 or positive");
+  job.startup_s = vm["startup"].as<double>();
+  if (!(job.startup_s >= -1 && job.startup_s <= 86400))
+    throw UsageError("--startup: must be seconds in [0, 86400] (or -1)");
   job.objective = ParseObjective(Str(vm, "objective"));
   job.max_gpus = vm["max-gpus"].as<int>();
   if (job.max_gpus < 0) throw UsageError("--max-gpus: must not be negative");
@@ -492,6 +501,8 @@ int Recommend(const std::vector<std::string>& args) {
     for (int i = 0; i < n; ++i) row(i + 1, rec.ranked[size_t(i)]);
     std::printf("\nchosen: %s; time limit %s\n", chosen.why.c_str(),
                 plan["time_limit"].get<std::string>().c_str());
+    std::printf("predicted %s: %s\n", HumanDuration(chosen.total_s).c_str(),
+                PhasesText(chosen.phases, chosen.steps).c_str());
     return kExitOk;
   }
   row(0, rec.fastest);

@@ -229,6 +229,8 @@ struct TypeInfo {
   const NodeType* node = nullptr;
   const GpuType* gpu = nullptr;
   double fixed = 0, per = 0;  // speed
+  int cpu_threads = 0;        // DeviceSpeed::cpu_threads
+  int cores = 0;              // the node's CPU cores (NodeType::cpu_cores, else cpu_threads)
   int available = 0;
   AlphaBeta intra;
   int64_t max_batch = 0;  // largest per-GPU batch that fits in memory
@@ -237,6 +239,8 @@ struct TypeInfo {
 struct Cand {
   double key = 0;  // the objective's value
   double total_s = 0, energy_j = 0, gpu_hours = 0, compute_s = 0, comm_s = 0, step_s = 0;
+  double eval_per = 0, eval_fixed = 0;  // the slowest rank's speed, for the evaluations
+  JobPhases phases;
   int64_t steps = 0, global = 0;
   int64_t batch[2] = {0, 0};  // largest per-GPU batch of each part
   int type[2] = {-1, -1};     // index into the TypeInfo list
@@ -270,6 +274,10 @@ class Enumerator {
   Enumerator(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types)
       : job_(job), types_(std::move(types)) {
     inter_ = AlphaBeta::from_link(cluster.inter_node);
+    runtime_ = cluster.runtime;
+    startup_s_ = job.startup_s >= 0 ? job.startup_s : runtime_.startup_s;
+    const int64_t eval = job.eval_samples >= 0 ? job.eval_samples : job.samples / 6;
+    work_ = WorkOf(job.features, job.samples, eval, job.epochs, OptimizerSlots(job.spec.optimizer));
     bytes_ = job.features.param_bytes();
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;
@@ -326,8 +334,12 @@ class Enumerator {
           if (n_hi == 0) n_hi = g;
         }
         c.batch[0] = hi;
-        const double t_hi = ti.fixed + ti.per * double(hi);
-        const double t_lo = ti.fixed + ti.per * double(lo);
+        const CpuShare share = Share(ti, gpn, g);
+        const double fixed = ti.fixed * share.fixed, per = ti.per * share.per_sample;
+        c.eval_fixed = fixed;
+        c.eval_per = per;
+        const double t_hi = fixed + per * double(hi);
+        const double t_lo = fixed + per * double(lo);
         const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
         c.compute_s = t_hi;
         c.comm_s = HierarchicalAllreduceSeconds(bytes_, gpn, n, ti.intra, inter_);
@@ -342,7 +354,6 @@ class Enumerator {
     const TypeInfo& ta = types_[size_t(a)];
     const TypeInfo& tb = types_[size_t(b)];
     const int ga = ta.node->gpus_per_node, gb = tb.node->gpus_per_node;
-    double fixed[2] = {ta.fixed, tb.fixed}, per[2] = {ta.per, tb.per};
     // Allreduce over the smaller node size (its shard crossing nodes is the larger) and the
     // slower of the two intra-node links at that size (the cross-node stage is the same).
     const int gmin = std::min(ga, gb);
@@ -358,6 +369,9 @@ class Enumerator {
         const int64_t want = weak_ ? job_.per_gpu_batch * g : int64_t(job_.spec.batch_size);
         if (want < g) break;  // some GPU would get no sample
         int count[2] = {int(ca), int(cb)};
+        const CpuShare sa = Share(ta, ga, g), sb = Share(tb, gb, g);
+        double fixed[2] = {ta.fixed * sa.fixed, tb.fixed * sb.fixed};
+        double per[2] = {ta.per * sa.per_sample, tb.per * sb.per_sample};
         int64_t batch[2];
         BalanceCore(fixed, per, count, 2, want, batch);
         if (batch[0] < 1 || batch[1] < 1) continue;
@@ -374,9 +388,13 @@ class Enumerator {
         c.batch[0] = batch[0];
         c.batch[1] = batch[1];
         c.global = ca * batch[0] + cb * batch[1];
-        const double t_a = ta.fixed + ta.per * double(batch[0]);
-        const double t_b = tb.fixed + tb.per * double(batch[1]);
+        const double t_a = fixed[0] + per[0] * double(batch[0]);
+        const double t_b = fixed[1] + per[1] * double(batch[1]);
         c.compute_s = std::max(t_a, t_b);
+        // Evaluation slices are even, not balanced: the slower type per sample decides.
+        const int slow = per[0] >= per[1] ? 0 : 1;
+        c.eval_fixed = fixed[slow];
+        c.eval_per = per[slow];
         c.comm_s = HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, intra, inter_);
         const double busy_energy = (ta.gpu->active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
                                    (tb.gpu->active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
@@ -405,9 +423,17 @@ class Enumerator {
     c.steps = per_epoch * job_.epochs;
     c.step_s = c.compute_s + c.comm_s;
     const double steps = double(c.steps);
-    c.total_s = job_.startup_s + steps * c.step_s;
+    StepShape shape;
+    shape.steps = c.steps;
+    shape.step_s = c.step_s;
+    shape.gpus = c.gpus;
+    shape.per_sample_s = c.eval_per;
+    shape.fixed_s = c.eval_fixed;
+    c.phases = PredictJobPhases(work_, shape, runtime_, startup_s_);
+    c.total_s = c.phases.total_s();
+    // Outside the steps the GPUs are allocated but (mostly) waiting: idle power.
     c.energy_j = steps * (idle_watts * c.step_s + busy_energy) + c.total_s * base_watts +
-                 job_.startup_s * idle_watts;
+                 (c.total_s - c.phases.steps_s) * idle_watts;
     c.gpu_hours = c.gpus * c.total_s / 3600;
     if (!have_fastest || Faster(c, fastest)) {
       fastest = c;
@@ -439,8 +465,20 @@ class Enumerator {
     }
   }
 
+  // The CPU share of one rank of type `t` with `gpn` ranks per node and `gpus` in the job:
+  // on a test cluster whose nodes are one machine, every rank of the job shares its cores.
+  CpuShare Share(const TypeInfo& t, int gpn, int64_t gpus) const {
+    if (t.cpu_threads <= 0) return {};
+    if (runtime_.shared_host_cores > 0)
+      return CpuRankShare(t.cpu_threads, runtime_.shared_host_cores, int(gpus));
+    return CpuRankShare(t.cpu_threads, t.cores, gpn);
+  }
+
   const Job& job_;
   std::vector<TypeInfo> types_;
+  Runtime runtime_;
+  double startup_s_ = 0;
+  JobWork work_;
   AlphaBeta inter_;
   double bytes_ = 0;
   bool weak_ = false;
@@ -474,8 +512,8 @@ void CheckJob(const Job& job) {
          ", got " + std::to_string(job.per_gpu_batch));
   if (job.per_gpu_batch == 0 && job.spec.batch_size <= 0)
     fail("the spec's batch_size must be positive, got " + std::to_string(job.spec.batch_size));
-  if (!(job.deadline_s >= 0) || !(job.margin >= 0) || !(job.startup_s >= 0))
-    fail("deadline, margin and startup time must not be negative");
+  if (!(job.deadline_s >= 0) || !(job.margin >= 0) || std::isnan(job.startup_s))
+    fail("deadline and margin must not be negative");
   if (job.max_gpus < 0) fail("max_gpus must not be negative");
   if (job.top < 0) fail("top must not be negative");
 }
@@ -522,6 +560,8 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     CheckSpeed(n.gpu, s->second);
     t.fixed = s->second.fixed_s;
     t.per = s->second.per_sample_s;
+    t.cpu_threads = s->second.cpu_threads;
+    t.cores = n.cpu_cores > 0 ? n.cpu_cores : t.cpu_threads;
     t.available = available;
     t.intra = AlphaBeta::from_link(n.intra_node);
     *all_gpus += int64_t(available) * n.gpus_per_node;
@@ -614,6 +654,7 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
   a.step_s = c.step_s;
   a.steps = c.steps;
   a.total_s = c.total_s;
+  a.phases = c.phases;
   a.energy_j = c.energy_j;
   a.gpu_hours = c.gpu_hours;
   a.memory_bytes = memory;
@@ -754,6 +795,7 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
         s.stale = file + ": " + stale;
+      if (cal.device == "cpu") s.cpu_threads = CalibrationThreads(cal);
     } else {
       const double flops = g->peak_tflops * 1e12 * kComputeEfficiency;
       const double bandwidth = g->memory_bandwidth_gbs * 1e9;
@@ -830,6 +872,13 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
   return std::vector<int64_t>(out, out + n);
 }
 
+nlohmann::json PhasesJson(const JobPhases& p) {
+  return {{"startup_s", p.startup_s}, {"data_s", p.data_s},
+          {"warmup_s", p.warmup_s},   {"steps_s", p.steps_s},
+          {"eval_s", p.eval_s},       {"evaluations", p.evaluations},
+          {"checkpoint_s", p.checkpoint_s}, {"checkpoints", p.checkpoints}};
+}
+
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen) {
   using nlohmann::json;
   json parts = json::array();
@@ -871,7 +920,8 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
                     {"energy_j", chosen.energy_j},
                     {"energy_kwh", chosen.energy_j / 3.6e6},
                     {"gpu_hours", chosen.gpu_hours},
-                    {"memory_gb_per_gpu", chosen.memory_bytes / 1e9}};
+                    {"memory_gb_per_gpu", chosen.memory_bytes / 1e9},
+                    {"phases", PhasesJson(chosen.phases)}};
   j["margin"] = job.margin;
   j["time_limit"] = limit;
   j["time_limit_s"] = limit_s;

@@ -3,9 +3,10 @@
 // For every candidate allocation (one GPU type: gpus per node x nodes; or, when allowed, a
 // mix of two types with full nodes) it predicts
 //   step   = compute(slowest GPU, its local batch) + allreduce(gradient bytes)
-//   time   = startup + steps * step,  steps = epochs * floor(samples / global batch)
+//   time   = startup + data + warm-up + steps * step + evaluations + checkpoints
+//            (estimator/job_time.hpp), steps = epochs * floor(samples / global batch)
 //   energy = steps * sum over GPUs (active W * compute + idle W * allreduce)
-//            + time * nodes * node base W + startup * GPUs * idle W
+//            + time * nodes * node base W + (time - steps * step) * GPUs * idle W
 // drops candidates that do not fit in GPU memory or miss the deadline (time * (1 + margin)),
 // and ranks the rest by the objective (ties: fewer GPUs, then faster).
 #pragma once
@@ -20,6 +21,7 @@
 #include "estimator/cluster.hpp"
 #include "estimator/comm_model.hpp"
 #include "estimator/features.hpp"
+#include "estimator/job_time.hpp"
 #include "estimator/time_model.hpp"
 
 namespace dlh {
@@ -41,7 +43,10 @@ struct Job {
   int64_t per_gpu_batch = 0;  // 0: keep the spec's global batch; > 0: weak scaling, the
                               // global batch grows with the GPUs and lr scales linearly
   double margin = 0.10;       // safety margin on predicted time for deadline and time limit
-  double startup_s = 30;      // launch, data loading, first-step warm-up
+  double startup_s = -1;      // job start to first step (srun, MPI/NCCL, CUDA); < 0: the
+                              // cluster's runtime.startup_s (estimator/job_time.hpp)
+  int64_t eval_samples = -1;  // test samples evaluated after every epoch; < 0: samples / 6
+                              // (MNIST's and Fashion-MNIST's ratio), 0: no evaluation
   double grace_s = 180;       // added to the Slurm time limit (after the margin): room for the
                               // pre-timeout checkpoint (the example job script asks for
                               // SIGUSR1 120 s before the limit) and the final checkpoint
@@ -61,6 +66,8 @@ struct DeviceSpeed {
   double per_sample_s = 0;
   std::string source;  // "calibrated (file)" or "roofline (no calibration for a100)"
   std::string stale;   // "" or "cpu.json: <why it may not fit this build>" (time_model.hpp)
+  int cpu_threads = 0;  // > 0: timed as a CPU process with this many threads, so ranks that
+                        // share a node's cores run slower (job_time.hpp, CpuRankShare)
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 
@@ -88,7 +95,8 @@ struct Allocation {
   double warmup_epochs = 0;
   double compute_s = 0, comm_s = 0, step_s = 0;  // per step
   int64_t steps = 0;
-  double total_s = 0;  // predicted wall time
+  double total_s = 0;  // predicted wall time: phases.total_s()
+  JobPhases phases;    // what total_s is made of (estimator/job_time.hpp)
   double energy_j = 0;
   double gpu_hours = 0;
   double memory_bytes = 0;  // per GPU, the largest
@@ -152,6 +160,9 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
 // The plan handed to the plugin and the launcher (DLH_PLAN): README "Plan". "feasible" is
 // the chosen allocation's (fits memory and meets the deadline).
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen);
+// {"startup_s", "data_s", "warmup_s", "steps_s", "eval_s", "evaluations", "checkpoint_s",
+// "checkpoints"}: the plan's predicted.phases.
+nlohmann::json PhasesJson(const JobPhases& phases);
 
 // "850 J", "14.7 kJ", "2.1 MJ", "1.25 GJ".
 std::string FormatEnergy(double joules);

@@ -44,6 +44,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -614,6 +615,18 @@ void SaveCalibration(const std::string& path, const Calibration& c) {
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     throw EstimateError(msg);
   }
+}
+
+int CalibrationThreads(const Calibration& c) {
+  if (c.threads > 0) return c.threads;
+  // CpuDescription() ends with ", N cores" (N from the affinity mask at calibration time).
+  const std::string suffix = " cores";
+  const size_t end = c.host.rfind(suffix);
+  if (end == std::string::npos || end + suffix.size() != c.host.size()) return 1;
+  size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(c.host[begin - 1]))) --begin;
+  if (begin == end || end - begin > 4) return 1;
+  return std::max(1, std::stoi(c.host.substr(begin, end - begin)));
 }
 
 }  // namespace dlh

@@ -96,4 +96,8 @@ void SaveCalibration(const std::string& path, const Calibration& c);
 // 0f9e8d7c6b5a: recalibrate (dlh-estimate calibrate)", or "records no engine ...").
 std::string CalibrationStaleness(const Calibration& c);
 
+// The threads a CPU calibration timed with: its "threads", or when that is 0 (all cores)
+// the cores its host description names ("AMD EPYC 7B13, 2 cores"); 1 when neither says.
+int CalibrationThreads(const Calibration& c);
+
 }  // namespace dlh

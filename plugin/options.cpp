@@ -17,7 +17,8 @@ namespace dlh::plugin {
 namespace {
 
 const char* const kAutoKeys =
-    "deadline, spec, samples, epochs, objective, max-gpus, types, mixed, per-gpu-batch, dry-run";
+    "deadline, spec, samples, eval-samples, epochs, objective, max-gpus, types, mixed, "
+    "per-gpu-batch, dry-run";
 const char* const kPluginKeys = "cluster, margin, max-gpus, default-deadline, startup";
 
 [[noreturn]] void Bad(const std::string& where, const std::string& what) {
@@ -147,7 +148,8 @@ AutoOptions ParseAutoValue(const char* value) {
       if (!val || val->empty()) Bad(at, std::string("needs a value (") + form + ")");
       return *val;
     };
-    if (key != "deadline" && key != "spec" && key != "samples" && key != "epochs" &&
+    if (key != "deadline" && key != "spec" && key != "samples" && key != "eval-samples" &&
+        key != "epochs" &&
         key != "objective" && key != "max-gpus" && key != "types" && key != "mixed" &&
         key != "per-gpu-batch" && key != "dry-run")
       Bad(where, "unknown key '" + key + "' (keys: " + kAutoKeys + ")");
@@ -160,6 +162,9 @@ AutoOptions ParseAutoValue(const char* value) {
       o.spec = need("spec=FILE");
     } else if (key == "samples") {
       o.samples = PositiveInt(at, need("samples=N"), INT64_MAX);
+    } else if (key == "eval-samples") {
+      const std::string& v = need("eval-samples=N");
+      o.eval_samples = v == "0" ? 0 : PositiveInt(at, v, INT64_MAX);
     } else if (key == "epochs") {
       o.epochs = int(PositiveInt(at, need("epochs=N"), 1000000));
     } else if (key == "objective") {
@@ -200,6 +205,7 @@ void MergeAutoOptions(AutoOptions& into, const AutoOptions& later) {
   }
   if (later.spec) into.spec = later.spec;
   if (later.samples) into.samples = later.samples;
+  if (later.eval_samples) into.eval_samples = later.eval_samples;
   if (later.epochs) into.epochs = later.epochs;
   if (later.objective) into.objective = later.objective;
   if (later.max_gpus) into.max_gpus = later.max_gpus;

@@ -3,8 +3,9 @@
 //
 //   plugstack.conf:  required /usr/local/lib/dlh/spank_dlh.so cluster=/etc/dlh/cluster.json
 //                    [margin=0.1] [max-gpus=N] [default-deadline=3h] [startup=30]
-//   sbatch --dlh-auto[=deadline=3h,spec=train.json,samples=60000,epochs=8,objective=energy,
-//                     max-gpus=8,types=a100:h100,mixed,per-gpu-batch=64,dry-run] job.sh
+//   sbatch --dlh-auto[=deadline=3h,spec=train.json,samples=60000,eval-samples=10000,epochs=8,
+//                     objective=energy,max-gpus=8,types=a100:h100,mixed,per-gpu-batch=64,
+//                     dry-run] job.sh
 //
 // Items of --dlh-auto are separated by ','; inside `types` the GPU types are separated by
 // ':' or '+' (a ',' would start the next item). `mixed` and `dry-run` are flags (also
@@ -26,7 +27,8 @@ struct PluginConfig {
   int max_gpus = 0;               // at most this many GPUs per job (0: no site limit)
   double default_deadline_s = 0;  // deadline when the job names none, seconds (0: none)
   std::string default_deadline;   // as written in plugstack.conf ("" when none)
-  double startup_s = 30;          // launch, data loading, first step, seconds (>= 0)
+  double startup_s = -1;  // job start to first step, seconds; < 0: the cluster description's
+                          // runtime.startup_s (startup= overrides it for every job)
   // `register-only`: only register --dlh-auto and leave the request alone; slurmctld's
   // job_submit.lua (share/slurm/job_submit.lua) plans from the value in spank_job_env.
   bool register_only = false;
@@ -43,6 +45,7 @@ struct AutoOptions {
   double deadline_s = 0;                          // its seconds when `deadline` is set
   std::optional<std::string> spec;                // training spec path as written
   std::optional<int64_t> samples;                 // > 0
+  std::optional<int64_t> eval_samples;            // >= 0: test samples evaluated per epoch
   std::optional<int> epochs;                      // > 0
   std::optional<std::string> objective;           // energy, time or gpu-hours
   std::optional<int> max_gpus;                    // > 0

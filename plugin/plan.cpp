@@ -213,6 +213,7 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
         "--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment)");
   }
   job.epochs = o.epochs ? *o.epochs : job.spec.epochs;
+  job.eval_samples = o.eval_samples ? *o.eval_samples : -1;
   if (o.deadline) {
     job.deadline_s = o.deadline_s;
   } else if (in.user.time_set && in.user.time_s > 0) {
@@ -415,6 +416,8 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   for (int i = 0; i < n; ++i) row(i + 1, rec.ranked[size_t(i)]);
   s += "\nchosen: " + AllocationText(p.chosen) + ", " + ShortWhy(p.chosen.why) + "; time limit " +
        p.time_limit + "\n";
+  s += "predicted " + HumanDuration(p.chosen.total_s) + ": " +
+       PhasesText(p.chosen.phases, p.chosen.steps) + "\n";
   if (!p.choice_note.empty()) s += "note: " + p.choice_note + "\n";
   if (p.settings.empty()) {
     s += "a mix of GPU types cannot be submitted by the plugin (one homogeneous request); "

@@ -64,6 +64,16 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
     const double steps = seconds(pr, "steps", "predicted.steps");
     if (steps > double(INT64_MAX / 2)) throw fail("predicted.steps", "too large");
     p.predicted_steps = int64_t(steps);
+    if (pr.contains("phases") && pr["phases"].is_object()) {
+      const auto& ph = pr["phases"];
+      // The launcher measures start-up as everything before its first step.
+      p.predicted_startup_s = seconds(ph, "startup_s", "predicted.phases.startup_s") +
+                              seconds(ph, "data_s", "predicted.phases.data_s");
+      p.predicted_steps_s = seconds(ph, "steps_s", "predicted.phases.steps_s") +
+                            seconds(ph, "warmup_s", "predicted.phases.warmup_s");
+      p.predicted_eval_s = seconds(ph, "eval_s", "predicted.phases.eval_s");
+      p.predicted_checkpoint_s = seconds(ph, "checkpoint_s", "predicted.phases.checkpoint_s");
+    }
   }
   p.time_limit_s = seconds(j, "time_limit_s", "time_limit_s");
   return p;

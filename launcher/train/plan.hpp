@@ -18,8 +18,12 @@ struct LaunchPlan {
   std::string summary;  // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
   // What the estimator predicted for the whole job (0: not in the plan): the end of the run
   // reports them against what it measured.
-  double predicted_total_s = 0;  // start-up + steps x step
+  double predicted_total_s = 0;  // start-up, data, steps, evaluations, checkpoints
   double predicted_step_s = 0;
+  // predicted.phases (estimator/job_time.hpp), seconds: what the total is made of; 0 when
+  // the plan predates them.
+  double predicted_startup_s = 0, predicted_steps_s = 0, predicted_eval_s = 0,
+         predicted_checkpoint_s = 0;
   int64_t predicted_steps = 0;
   double time_limit_s = 0;
 };

@@ -190,6 +190,9 @@ class Trainer {
   double weight_ = 0;     // this rank's share of the global batch
   Clock::time_point launch_start_ = Clock::now();  // this process's run, start-up included
   Clock::time_point train_start_, last_ckpt_;
+  // This run's seconds in evaluations and checkpoints (inside the loop's time): summary.json
+  // compares them with the plan's phases.
+  double eval_seconds_ = 0, checkpoint_seconds_ = 0;
   int64_t first_step_ = 0;  // step_ when this run's loop began (after a resume: not 0)
   double ema_step_ = 0;     // seconds per step, smoothed for the progress line
   bool stop_ = false;
@@ -502,7 +505,9 @@ double Trainer::write_checkpoint() {
   });
   result_.last_checkpoint = mpi::BroadcastString(comm_.get(), result_.last_checkpoint);
   last_ckpt_ = Clock::now();
-  return Since(t);
+  const double took = Since(t);
+  checkpoint_seconds_ += took;
+  return took;
 }
 
 // A signal has just been answered with a checkpoint. SIGTERM/SIGINT (Slurm's cancel or
@@ -616,7 +621,11 @@ void Trainer::write_summary(uint32_t crc) {
   // from the start compares whole jobs; a resumed or shortened one compares steps.
   const double wall_s = Since(launch_start_);
   const int64_t steps_run = step_ - first_step_;
-  const double step_s = steps_run > 0 ? Since(train_start_) / double(steps_run) : 0;
+  // Steps only: evaluations and checkpoints happen inside the loop but are phases of their own.
+  const double step_s =
+      steps_run > 0
+          ? (Since(train_start_) - eval_seconds_ - checkpoint_seconds_) / double(steps_run)
+          : 0;
   const bool whole_job = result_.finished && first_step_ == 0;
   std::string versus;
   if (plan_.present && plan_.predicted_step_s > 0 && steps_run > 0) {
@@ -626,6 +635,17 @@ void Trainer::write_summary(uint32_t crc) {
                              {"steps", plan_.predicted_steps},
                              {"time_limit_s", plan_.time_limit_s}};
     summary["measured"] = {{"total_s", wall_s}, {"step_s", step_s}, {"whole_job", whole_job}};
+    const double loop_s = Since(train_start_);
+    summary["measured"]["phases"] = {
+        {"startup_s", std::chrono::duration<double>(train_start_ - launch_start_).count()},
+        {"steps_s", loop_s - eval_seconds_ - checkpoint_seconds_},
+        {"eval_s", eval_seconds_},
+        {"checkpoint_s", checkpoint_seconds_}};
+    if (plan_.predicted_steps_s > 0)
+      summary["prediction"]["phases"] = {{"startup_s", plan_.predicted_startup_s},
+                                         {"steps_s", plan_.predicted_steps_s},
+                                         {"eval_s", plan_.predicted_eval_s},
+                                         {"checkpoint_s", plan_.predicted_checkpoint_s}};
     const double step_error = ErrorPercent(plan_.predicted_step_s, step_s);
     versus = "; step " + Printf("%.1f ms predicted, %.1f ms measured (%+.0f%%)",
                                 plan_.predicted_step_s * 1e3, step_s * 1e3, step_error);
@@ -652,6 +672,7 @@ EvalResult Trainer::evaluate() {
   const DataSplit& test = data_.test;
   const int64_t first = test.count * rank_ / size_, last = test.count * (rank_ + 1) / size_;
   const int64_t per = test.shape.elements();
+  const auto started = Clock::now();
   double sums[2] = {0, 0};  // loss, correct
   for (int64_t i = first; i < last; i += kEvalChunk) {
     const int n = int(std::min(kEvalChunk, last - i));
@@ -664,6 +685,7 @@ EvalResult Trainer::evaluate() {
   }
   double total[2];
   MPI_CHECK(MPI_Allreduce(sums, total, 2, MPI_DOUBLE, MPI_SUM, comm_.get()));
+  eval_seconds_ += Since(started);
   return {total[0] / double(test.count), total[1] / double(test.count)};
 }
 

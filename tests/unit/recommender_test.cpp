@@ -136,13 +136,31 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
   const AlphaBeta inter = AlphaBeta::from_link(c.inter_node);
   const double bytes = job.features.param_bytes();
   std::vector<Ref> out;
-  // GPU-seconds of compute and energy per step, by part.
-  auto finish = [&](Ref& r, double idle_w, double busy_j, double base_w) {
+  // The whole job, the plain way (estimator/job_time.hpp): start-up, reading the data,
+  // three warm-up steps, the steps, one evaluation per epoch (forward only, the slowest
+  // rank's even slice in chunks of 256), one checkpoint per epoch and per 30 min.
+  const double startup = job.startup_s >= 0 ? job.startup_s : c.runtime.startup_s;
+  const int64_t eval_samples = job.eval_samples >= 0 ? job.eval_samples : job.samples / 6;
+  const double forward = job.features.flops_fwd() / job.features.flops_train();
+  const double ckpt_bytes = 4 * job.features.params * (1 + slots);
+  // GPU-seconds of compute and energy per step, by part; `eval` the slowest rank's speed.
+  auto finish = [&](Ref& r, double idle_w, double busy_j, double base_w, const DeviceSpeed& eval) {
     r.step = r.compute + r.comm;
     r.steps = job.epochs * (job.samples / r.global);
-    r.total = job.startup_s + double(r.steps) * r.step;
-    r.energy =
-        double(r.steps) * (idle_w * r.step + busy_j) + r.total * base_w + job.startup_s * idle_w;
+    const double steps_s = double(r.steps) * r.step;
+    const double data =
+        double(job.samples + eval_samples) * (job.features.input_elements + 1) /
+        (c.runtime.read_gbs * 1e9);
+    const int64_t slice = (eval_samples + r.gpus - 1) / r.gpus;
+    const double evals = eval_samples == 0 ? 0
+                         : job.epochs * forward *
+                               (eval.per_sample_s * double(slice) +
+                                eval.fixed_s * double((slice + 255) / 256));
+    const double ckpts = double(job.epochs + int64_t(steps_s / 1800)) *
+                         (0.05 + ckpt_bytes / (c.runtime.write_gbs * 1e9));
+    r.total = startup + data + 3 * r.step + steps_s + evals + ckpts;
+    r.energy = double(r.steps) * (idle_w * r.step + busy_j) + r.total * base_w +
+               (r.total - steps_s) * idle_w;
     r.gpu_hours = r.gpus * r.total / 3600;
     r.meets = job.deadline_s == 0 || r.total * (1 + job.margin) <= job.deadline_s;
     if (r.steps > 0) out.push_back(r);
@@ -181,7 +199,7 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
         const double own =
             double(n_hi) * s.seconds(double(hi)) + double(gpus - n_hi) * s.seconds(double(lo));
         finish(r, g.idle_watts * gpus, (g.active_watts - g.idle_watts) * own,
-               n.node_base_watts * nodes);
+               n.node_base_watts * nodes, s);
       }
   }
   if (!job.allow_mixed) return out;
@@ -216,7 +234,8 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
           finish(r, ga.idle_watts * ca + gb.idle_watts * cb,
                  (ga.active_watts - ga.idle_watts) * ca * ta +
                      (gb.active_watts - gb.idle_watts) * cb * tb,
-                 na.node_base_watts * xa + nb.node_base_watts * xb);
+                 na.node_base_watts * xa + nb.node_base_watts * xb,
+                 sa.per_sample_s >= sb.per_sample_s ? sa : sb);
         }
     }
   return out;

@@ -1,0 +1,86 @@
+// DLH estimator — the whole-job time model: what a job spends besides its training steps,
+// and how ranks that share a node's CPU cores slow each other down. The recommender adds
+// these to steps x step time, so that the Slurm time limit covers the job, not its loop.
+//
+//   total = startup                       runtime.startup_s: srun, MPI/NCCL, CUDA context
+//         + data                          every rank reads the data set: bytes / read_gbs
+//         + warm-up                       the first steps' extra cost (allocations, thread
+//                                         pools, autotuning): kWarmupSteps x step
+//         + steps x step
+//         + evaluations                   one test-set pass after every epoch (the
+//                                         launcher's default): forward only, split evenly
+//         + checkpoints                   one after every epoch plus one per 30 min of
+//                                         training (the launcher's defaults), rank 0 writes
+//                                         parameters, buffers and optimizer state
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "estimator/cluster.hpp"
+#include "estimator/features.hpp"
+
+namespace dlh {
+
+// Measured on this project's test machine (share/cluster/local.json, BENCHMARKS.md "Whole
+// jobs"): the first step of a run costs about this many steady steps more.
+constexpr double kWarmupSteps = 3;
+// The launcher's defaults (launcher/main_launch.cpp): checkpoint every 30 min of training
+// and after every epoch; evaluate after every epoch in chunks of 256 samples.
+constexpr double kCheckpointEverySeconds = 1800;
+constexpr int64_t kEvalChunk = 256;
+// A checkpoint's cost besides its bytes (create, fsync, rename, keep the last three).
+constexpr double kCheckpointFixedSeconds = 0.05;
+
+// What the job does, from the spec and the request.
+struct JobWork {
+  int64_t samples = 0;       // training samples per epoch
+  int64_t eval_samples = 0;  // test samples evaluated after every epoch (0: none)
+  int epochs = 0;
+  double data_bytes = 0;        // the data set as read (train and test)
+  double checkpoint_bytes = 0;  // parameters, buffers and optimizer state
+  double forward_fraction = 0;  // forward FLOPs / training FLOPs per sample (an eval sample)
+};
+// samples/eval_samples/epochs as given; data bytes: one byte per input element (uint8
+// images, as dlh-data writes them) plus a label; checkpoint: 4 bytes per parameter and
+// buffer, times 1 + optimizer slots.
+JobWork WorkOf(const ModelFeatures& f, int64_t samples, int64_t eval_samples, int epochs,
+               int optimizer_slots);
+
+// One candidate allocation's step, as the recommender predicts it.
+struct StepShape {
+  int64_t steps = 0;
+  double step_s = 0;
+  int gpus = 0;
+  // The slowest rank's training time per sample and fixed time per step: an evaluation
+  // chunk costs forward_fraction of a training step of its size.
+  double per_sample_s = 0, fixed_s = 0;
+};
+
+struct JobPhases {
+  double startup_s = 0, data_s = 0, warmup_s = 0, steps_s = 0, eval_s = 0, checkpoint_s = 0;
+  int64_t evaluations = 0, checkpoints = 0;
+  double total_s() const {
+    return startup_s + data_s + warmup_s + steps_s + eval_s + checkpoint_s;
+  }
+};
+
+// `startup_s`: the runtime's, or a site's override (the plugin's startup=).
+JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Runtime& runtime,
+                           double startup_s);
+
+// How much slower a rank runs than its CPU calibration when `ranks` ranks share `cores`
+// cores: the launcher gives each max(1, cores / ranks) OpenBLAS threads, and the
+// calibration timed one process with `calibration_threads`. Work per sample scales with
+// the threads (GEMMs and memory passes are threaded); a node with more ranks than cores
+// is oversubscribed, which slows everything, the fixed per-step part included.
+struct CpuShare {
+  double per_sample = 1, fixed = 1;
+};
+CpuShare CpuRankShare(int calibration_threads, int cores, int ranks);
+
+// "start-up 30s + data 0.2s + warm-up 0.4s + 936 steps 1m40s + 8 evaluations 5.1s + 8
+// checkpoints 0.5s" (parts that cost nothing left out).
+std::string PhasesText(const JobPhases& p, int64_t steps);
+
+}  // namespace dlh

@@ -1,0 +1,109 @@
+#!/bin/bash
+# whole_jobs.sh BINDIR WORK: five training jobs planned by `sbatch --dlh-auto` on a local
+# Slurm cluster, each job's predicted wall time against the time it took (issue 13, "whole
+# jobs"). Writes WORK/jobs.jsonl (one object per job: shape, plan, time limit, measured
+# seconds, the launcher's summary.json) for share/bench/report.py; prints "unavailable: ..."
+# and exits 0 when the cluster cannot run here. About 5 minutes on 2 cores.
+#
+# The cluster is share/cluster/local.json with two alpha nodes (fake GPUs: CPU ranks, timed by
+# share/calibration/cpu.json); both nodes are this machine, which the description says
+# (runtime.shared_host_cores). The user's options fix each job's shape; the plugin plans the
+# rest (time limit, batch split, learning rate) and predicts the job's time.
+set -euo pipefail
+bindir=$(cd "$1" && pwd) work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH="$bindir:$PATH" LC_ALL=C
+so=$bindir/../lib/spank_dlh.so
+
+unavailable() { echo "unavailable: $*"; exit 0; }
+for b in munged slurmctld slurmd sbatch scontrol; do
+  PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null || unavailable "'$b' is not installed"
+done
+[[ $(id -u) -eq 0 ]] || unavailable "the local Slurm cluster needs root"
+[[ -f $so ]] || unavailable "no $so in this build"
+mkdir -p "$work/jobs"
+cd "$work/jobs"
+dlh-data import-fashion-mnist --out fashion-mnist.h5 >import.txt 2>&1 ||
+  unavailable "dlh-data import-fashion-mnist: $(tail -1 import.txt)"
+# The two models: the example CNN and an MLP, both on Fashion-MNIST, with few epochs.
+python3 - "$root" <<'PY'
+import json, sys
+root = sys.argv[1]
+cnn = json.load(open(f"{root}/share/examples/fashion-mnist.json"))
+cnn["epochs"] = 2
+json.dump(cnn, open("cnn.json", "w"), indent=1)
+mlp = {"name": "fashion-mlp", "input": {"channels": 1, "height": 28, "width": 28}, "classes": 10,
+       "layers": [{"type": "flatten"}, {"type": "dense", "units": 512}, {"type": "relu"},
+                  {"type": "dense", "units": 256}, {"type": "relu"}, {"type": "dense", "units": 10}],
+       "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9}, "batch_size": 128, "epochs": 3,
+       "seed": 1, "dataset": "fashion-mnist.h5"}
+json.dump(mlp, open("mlp.json", "w"), indent=1)
+c = json.load(open(f"{root}/share/cluster/local.json"))
+for g in c["gpu_types"]:
+    if "calibration" in g:
+        g["calibration"] = f"{root}/share/calibration/{g['calibration'].split('/')[-1]}"
+for n in c["node_types"]:
+    if n["gpu"] == "alpha":
+        n["nodes"] = 2
+json.dump(c, open("cluster.json", "w"), indent=1)
+PY
+
+cluster=$(mktemp -d /tmp/dlhj-XXXX)
+stop() { bash "$root/share/slurm/stop-cluster.sh" "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"; }
+trap stop EXIT
+SLURM_TEST_NODES="alpha1:alpha:2:2 alpha2:alpha:2:2" \
+  SLURM_TEST_PLUGSTACK="required $so cluster=$work/jobs/cluster.json" \
+  bash "$root/share/slurm/start-cluster.sh" "$cluster" >start.txt 2>&1 ||
+  unavailable "share/slurm/start-cluster.sh failed: $(tail -1 start.txt)"
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN|DLH)_' || true)
+# shellcheck source=/dev/null
+source "$cluster/env.sh"
+
+# The job: the batch script's own clock around srun is what the time limit must cover.
+cat >job.sh <<'EOF'
+#!/bin/bash
+t0=$EPOCHREALTIME
+srun --mpi=pmix dlh-launch train "$JOB_SPEC" --data fashion-mnist.h5 --run-dir "run-$SLURM_JOB_ID" \
+  --progress plain
+rc=$?
+t1=$EPOCHREALTIME
+echo "job-seconds $(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}') rc $rc"
+exit $rc
+EOF
+
+# submit NAME SPEC SAMPLES SBATCH-OPTIONS...: one job, waited for, one line of jobs.jsonl.
+submit() {
+  local name=$1 spec=$2 extra=("${@:3}") id state limit
+  id=$(JOB_SPEC=$spec sbatch --parsable -o "$name.out" -e "$name.err" --export=ALL \
+    --dlh-auto="spec=$spec,samples=60000,eval-samples=10000,deadline=30m" "${extra[@]}" job.sh) ||
+    { echo "unavailable: sbatch for $name failed: $(tail -1 "$name.err" 2>/dev/null)"; return 1; }
+  for _ in $(seq 900); do
+    state=$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+    [[ $state == PENDING || $state == RUNNING || $state == CONFIGURING || $state == COMPLETING ]] || break
+    sleep 1
+  done
+  limit=$(scontrol show job "$id" | grep -o 'TimeLimit=[^ ]*' | cut -d= -f2)
+  python3 - "$name" "$spec" "$id" "$state" "$limit" "${extra[*]}" <<'PY' >>jobs.jsonl
+import glob, json, re, sys
+name, spec, job, state, limit, options = sys.argv[1:]
+out = open(f"{name}.out").read()
+m = re.search(r"job-seconds ([0-9.]+) rc (\d+)", out)
+runs = glob.glob(f"run-{job}/summary.json")
+summary = json.load(open(runs[0])) if runs else {}
+def seconds(t):
+    d, _, hms = t.rpartition("-")
+    h, m_, s = (int(x) for x in hms.split(":"))
+    return (int(d) if d else 0) * 86400 + h * 3600 + m_ * 60 + s
+print(json.dumps({"name": name, "spec": spec, "job": job, "state": state, "options": options,
+                  "time_limit": limit, "time_limit_s": seconds(limit) if ":" in limit else 0,
+                  "job_seconds": float(m.group(1)) if m else None,
+                  "rc": int(m.group(2)) if m else None, "summary": summary}))
+PY
+  echo "$name: job $id $state, limit $limit, $(grep -o 'job-seconds [0-9.]*' "$name.out" || echo 'no time')" >&2
+}
+
+submit cnn-1x1 cnn.json --nodes=1 --gres=gpu:alpha:1
+submit cnn-1x2 cnn.json --nodes=1 --gres=gpu:alpha:2 --ntasks-per-node=2
+submit cnn-2x2 cnn.json --nodes=2 --gres=gpu:alpha:2 --ntasks-per-node=2
+submit mlp-1x1 mlp.json --nodes=1 --gres=gpu:alpha:1
+submit mlp-2x1 mlp.json --nodes=2 --gres=gpu:alpha:1 --ntasks-per-node=1
