@@ -5,8 +5,8 @@
 # the copy names both, and recommend reports both as calibrated. Then what fails is named and
 # the rest kept (exit 3): a type no node offers, a job that exits 0 without writing its file
 # (an older calibration at the path does not pass), a job that fails (its log's last lines
-# shown), and --wait running out (the job cancelled). Needs root and the Debian
-# slurm-wlm/munge packages; about 40 s.
+# shown), --wait running out (the job cancelled) and a type the description lacks. Needs
+# root and the Debian slurm-wlm/munge packages; 30 s idle, a minute on a busy 2-core machine.
 # shellcheck source=tests/slurm/slurm.bash
 source "$(dirname "$0")/slurm.bash"
 need_slurm munged slurmctld slurmd sinfo sbatch scontrol scancel
@@ -140,6 +140,22 @@ done
 [[ $state == JobState=CANCELLED ]] || fail "job $id not cancelled: $state"
 cmp -s "$CL" "$WORK/copy-before.json" || fail "copy.json changed by a run that calibrated nothing"
 check "--wait 3s: job $id $state, exit 3, copy.json unchanged"
+
+# A type calibrated but not described: kept, named, exit 3.
+python3 - "$CL" "$WORK/only-beta.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["gpu_types"] = [g for g in c["gpu_types"] if g["name"] == "beta"]
+c["node_types"] = [n for n in c["node_types"] if n["gpu"] == "beta"]
+json.dump(c, open(sys.argv[2], "w"), indent=2)
+PY
+rc=0
+timeout 120 dlh-estimate calibrate --slurm --quick --types alpha --out-dir "$WORK/cal3" --cluster "$WORK/only-beta.json" \
+  >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
+[[ $rc -eq 3 && -s $WORK/cal3/alpha.json ]] || { cat "$WORK/err.txt" >&2; fail "alpha not in the description: exit $rc, expected 3 and alpha.json"; }
+grep -qx "dlh-estimate: $WORK/only-beta.json: gpu_types: no GPU type 'alpha' for cal3/alpha.json; add it with dlh-estimate cluster --from-slurm" "$WORK/err.txt" ||
+  { cat "$WORK/err.txt" >&2; fail "alpha's absence not reported"; }
+check "not in the description: $(grep -m1 'no GPU type' "$WORK/err.txt" | sed "s|$WORK/||" | cut -c1-100)..."
 
 # Bad input fails before anything is submitted.
 echo '{"name": "x"}' >"$WORK/bad.json"
