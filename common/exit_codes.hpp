@@ -29,6 +29,10 @@ constexpr int kExitInfeasible = 3;
 // written (GPU types without datasheet figures, each named on stderr), or none could be.
 constexpr int kExitIncomplete = 3;
 
+// dlh-estimate calibrate --slurm: some GPU types were not calibrated (each named on stderr
+// with its reason) or are missing from the --cluster file; the others were kept.
+constexpr int kExitSomeFailed = 3;
+
 // dlh-launch: stopped by signal N (SIGTERM, SIGINT) after writing a checkpoint exits with
 // kExitSignalBase + N, the shell's convention for a death by signal.
 constexpr int kExitSignalBase = 128;

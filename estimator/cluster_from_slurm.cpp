@@ -192,42 +192,6 @@ bool ParseCount(const std::string& s, int64_t* out) {
   return true;
 }
 
-// The GPUs of one node's GRES: (type, count) of each "gpu" item; type "" when untyped.
-// "gpu:a100:4(S:0-1),shard:a100:8" -> {(a100, 4)}.
-std::vector<std::pair<std::string, int64_t>> GpusOfGres(const std::string& gres) {
-  std::vector<std::pair<std::string, int64_t>> out;
-  if (gres.empty() || gres == "(null)") return out;
-  std::vector<std::string> items;
-  std::string cur;
-  int depth = 0;
-  for (char c : gres) {
-    if (c == '(') ++depth;
-    if (c == ')' && depth > 0) --depth;
-    if (c == ',' && depth == 0) {
-      items.push_back(cur);
-      cur.clear();
-    } else if (depth == 0 && c != ')') {
-      cur += c;
-    }
-  }
-  items.push_back(cur);
-  for (const std::string& item : items) {
-    std::vector<std::string> f;
-    std::stringstream ss(item);
-    for (std::string part; std::getline(ss, part, ':');) f.push_back(part);
-    if (f.empty() || f[0] != "gpu") continue;
-    int64_t count = 1;
-    if (f.size() >= 2 && ParseCount(f.back(), &count)) f.pop_back();
-    if (count <= 0) continue;
-    std::string type = f.size() >= 2 ? f[1] : "";
-    bool merged = false;
-    for (auto& [t, n] : out)
-      if (t == type) n += count, merged = true;
-    if (!merged) out.emplace_back(type, count);
-  }
-  return out;
-}
-
 bool ValidName(const std::string& s) {
   if (s.empty()) return false;
   for (unsigned char c : s)
@@ -340,6 +304,40 @@ std::vector<SinfoNode> NodesFromSinfo(const std::string& text) {
       n.partitions.push_back(part);
   }
   return nodes;
+}
+
+std::vector<std::pair<std::string, int64_t>> GpusOfGres(const std::string& gres) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  if (gres.empty() || gres == "(null)") return out;
+  std::vector<std::string> items;
+  std::string cur;
+  int depth = 0;
+  for (char c : gres) {
+    if (c == '(') ++depth;
+    if (c == ')' && depth > 0) --depth;
+    if (c == ',' && depth == 0) {
+      items.push_back(cur);
+      cur.clear();
+    } else if (depth == 0 && c != ')') {
+      cur += c;
+    }
+  }
+  items.push_back(cur);
+  for (const std::string& item : items) {
+    std::vector<std::string> f;
+    std::stringstream ss(item);
+    for (std::string part; std::getline(ss, part, ':');) f.push_back(part);
+    if (f.empty() || f[0] != "gpu") continue;
+    int64_t count = 1;
+    if (f.size() >= 2 && ParseCount(f.back(), &count)) f.pop_back();
+    if (count <= 0) continue;
+    std::string type = f.size() >= 2 ? f[1] : "";
+    bool merged = false;
+    for (auto& [t, n] : out)
+      if (t == type) n += count, merged = true;
+    if (!merged) out.emplace_back(type, count);
+  }
+  return out;
 }
 
 ClusterDraft DraftClusterFromNodes(const std::vector<SinfoNode>& nodes,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estimator/cluster.hpp"
@@ -46,6 +47,11 @@ struct SinfoNode {
   int64_t cpus = 0;
   int64_t memory_mb = 0;
 };
+
+// The GPUs of one node's GRES (SinfoNode::gres): (type, count) of each "gpu" item, counts of
+// one type added up; type "" when untyped. "gpu:a100:4(S:0-1),shard:a100:8" -> {(a100, 4)};
+// "(null)" or "" -> {}.
+std::vector<std::pair<std::string, int64_t>> GpusOfGres(const std::string& gres);
 
 // The columns `dlh-estimate cluster --from-slurm` asks sinfo for, in this order.
 constexpr const char* kSinfoNodeFormat = "NodeList:|,Gres:|,Partition:|,CPUs:|,Memory:|";

@@ -8,6 +8,7 @@
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "common/exit_codes.hpp"
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
+#include "estimator/calibrate_slurm_cmd.hpp"
 #include "estimator/cluster_cmd.hpp"
 #include "estimator/comm_model.hpp"
 #include "estimator/engine_fingerprint.hpp"
@@ -39,6 +41,7 @@ constexpr const char* kUsage =
     "usage: dlh-estimate COMMAND [options]\n"
     "  features SPEC [--batch B]                   FLOPs, parameters, memory of a model\n"
     "  calibrate --device cpu [--out FILE]         benchmark sweep + fit -> calibration file\n"
+    "  calibrate --slurm [--cluster FILE]          calibrate every GPU type in Slurm jobs\n"
     "  fit CALIBRATION [--folds K]                 refit a calibration, report R2 and MAPE\n"
     "  validate --calibration FILE                 predicted vs measured, models not in the sweep\n"
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
@@ -196,10 +199,13 @@ TimingOptions TimingFrom(const po::variables_map& vm) {
 }
 
 int Calibrate(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--slurm") != args.end())
+    return CalibrateSlurmCommand(args);
   po::options_description d("dlh-estimate calibrate: options");
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
+    ("slurm", "instead: one job per GPU type of the Slurm cluster (calibrate --slurm --help)")
     ("device", po::value<std::string>()->default_value("cpu"),
         "device to calibrate: cpu (cuda:N arrives with the GPU engine)")
     ("out", po::value<std::string>(), "calibration file to write (default: calibration-<device>.json)")

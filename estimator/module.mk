@@ -9,8 +9,12 @@ SLURM_PLAN_CMD := estimator/slurm_plan_cmd.cpp
 # `dlh-estimate cluster --from-slurm` runs sinfo (its pure part, cluster_from_slurm.cpp, is
 # in the library).
 CLUSTER_CMD := estimator/cluster_cmd.cpp
-CALIBRATE_SRCS := $(wildcard estimator/calibrate*.cpp)
-ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(SLURM_PLAN_CMD) $(CLUSTER_CMD) $(CALIBRATE_SRCS),\
+# `dlh-estimate calibrate --slurm` runs sinfo, sbatch, scontrol and scancel (its pure part,
+# slurm_calibration.cpp, is in the library).
+CALIBRATE_SLURM_CMD := estimator/calibrate_slurm_cmd.cpp
+CALIBRATE_SRCS := $(filter-out $(CALIBRATE_SLURM_CMD),$(wildcard estimator/calibrate*.cpp))
+ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(SLURM_PLAN_CMD) $(CLUSTER_CMD) \
+    $(CALIBRATE_SLURM_CMD) $(CALIBRATE_SRCS),\
     $(wildcard estimator/*.cpp))
 ESTIMATOR_LIB := $(LIBDIR)/libdlh_estimator.a
 CALIBRATE_LIB := $(LIBDIR)/libdlh_calibrate.a
@@ -21,7 +25,7 @@ $(CALIBRATE_LIB): $(CALIBRATE_SRCS:%.cpp=$(OBJDIR)/%.o)
 ESTIMATE_LIBS = $(shell $(PKG_CONFIG) --libs openblas) -lboost_program_options
 
 $(BINDIR)/dlh-estimate: $(OBJDIR)/$(ESTIMATE_MAIN:.cpp=.o) $(OBJDIR)/estimator/slurm_plan_cmd.o \
-    $(OBJDIR)/$(CLUSTER_CMD:.cpp=.o) \
+    $(OBJDIR)/$(CLUSTER_CMD:.cpp=.o) $(OBJDIR)/$(CALIBRATE_SLURM_CMD:.cpp=.o) \
     $(CALIBRATE_LIB) $(LIBDIR)/libdlh_plugin.a $(ESTIMATOR_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
