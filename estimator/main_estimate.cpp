@@ -3,6 +3,7 @@
 //   dlh-estimate calibrate --device cpu   run the benchmark sweep, fit, write a calibration
 //   dlh-estimate fit CALIBRATION          refit a calibration file and report its quality
 //   dlh-estimate validate --calibration F predicted vs measured on models outside the sweep
+//   dlh-estimate rates [--threads N]      sgemm FLOP/s and memory-copy bandwidth here
 //   dlh-estimate predict SPEC --calibration F [--batch B]
 //   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta model to measurements
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
@@ -12,6 +13,7 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -23,6 +25,7 @@
 #include "common/exit_codes.hpp"
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
+#include "estimator/calibrate_rates.hpp"
 #include "estimator/calibrate_slurm_cmd.hpp"
 #include "estimator/cluster_cmd.hpp"
 #include "estimator/comm_model.hpp"
@@ -31,6 +34,7 @@
 #include "estimator/recommender.hpp"
 #include "estimator/slurm_plan_cmd.hpp"
 #include "estimator/time_model.hpp"
+#include "estimator/wave_scaling.hpp"
 
 namespace po = boost::program_options;
 
@@ -46,6 +50,7 @@ constexpr const char* kUsage =
     "  validate --calibration FILE                 predicted vs measured, models not in the sweep\n"
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
     "  check-calibration CALIBRATION               does it describe this machine and build?\n"
+    "  rates [--threads N]                         this machine's sgemm FLOP/s and copy GB/s\n"
     "  comm BENCH.json                             fit the allreduce model to measurements\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "  cluster --from-slurm [--out FILE]           draft a cluster description from sinfo\n"
@@ -82,6 +87,16 @@ std::string Si(double v) {
   while (std::fabs(v) >= 1000 && u < 5) v /= 1000, ++u;
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
+  return buf;
+}
+
+std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Printf(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
   return buf;
 }
 
@@ -302,6 +317,36 @@ int Predict(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// "TFLOPS,GBS" of --roofline as a GPU type with those peaks.
+GpuType RooflineDevice(const std::string& text) {
+  GpuType g;
+  g.name = "roofline";
+  char comma = 0;
+  std::istringstream in(text);
+  if (!(in >> g.peak_tflops >> comma >> g.memory_bandwidth_gbs) || comma != ',' || !in.eof() ||
+      !(g.peak_tflops > 0) || !(g.memory_bandwidth_gbs > 0))
+    throw UsageError("--roofline: expected TFLOPS,GBS (two positive numbers), got '" + text + "'");
+  return g;
+}
+
+// The validation models' measurements from a file written by `validate --save`, with the
+// features recomputed from the models (the file keeps only their totals; the roofline also
+// needs the layers).
+std::vector<TimingSample> LoadMeasured(const std::string& path) {
+  std::vector<TimingSample> out = LoadCalibration(path).samples;
+  const std::vector<SweepEntry> models = ValidationModels();
+  for (TimingSample& s : out) {
+    auto m = std::find_if(models.begin(), models.end(),
+                          [&](const SweepEntry& e) { return e.spec.name == s.model; });
+    if (m == models.end())
+      throw UsageError("--measured: " + path + ": '" + s.model +
+                       "' is not a validation model (write the file with validate --save)");
+    s.features = ComputeFeatures(m->spec);
+  }
+  if (out.empty()) throw UsageError("--measured: " + path + ": no samples");
+  return out;
+}
+
 int Validate(const std::vector<std::string>& args) {
   po::options_description d("dlh-estimate validate: options");
   // clang-format off
@@ -311,45 +356,87 @@ int Validate(const std::vector<std::string>& args) {
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (use the calibration's)")
     ("repeats", po::value<int>()->default_value(5), "timed blocks per model; median")
     ("markdown", "print the table as Markdown (for BENCHMARKS.md)")
-    ("save", po::value<std::string>(), "also write the measurements, in the calibration file format");
+    ("save", po::value<std::string>(), "also write the measurements, in the calibration file format")
+    ("measured", po::value<std::string>(), "time nothing: take the measurements from this file (written by --save)")
+    ("scale-flops", po::value<double>()->default_value(1),
+        "predict for a device with this times the calibrated one's FLOP/s (wave scaling, as "
+        "recommend does for a GPU type without a calibration); the unscaled MAPE is reported too")
+    ("scale-bandwidth", po::value<double>()->default_value(1),
+        "the same for memory bandwidth")
+    ("roofline", po::value<std::string>(),
+        "TFLOPS,GBS: also report the roofline model's predictions for a device with these peaks");
   // clang-format on
   po::variables_map vm;
   if (!Parse("validate", args, d, {}, vm)) return kExitOk;
   Calibration c = LoadCalibration(Str(vm, "calibration"));
+  const SpeedRatio ratio{vm["scale-flops"].as<double>(), vm["scale-bandwidth"].as<double>()};
+  const bool scaled = ratio.flops != 1 || ratio.bandwidth != 1;
+  if (!(ratio.flops > 0) || !(ratio.bandwidth > 0))
+    throw UsageError("--scale-flops, --scale-bandwidth: must be positive");
+  const TimeModel unscaled = c.model;
+  c.model.coef = ScaleCoefficients(c.model.coef, ratio);
+  const bool roofline = vm.count("roofline") > 0;
+  const GpuType device = roofline ? RooflineDevice(Str(vm, "roofline")) : GpuType{};
   TimingOptions timing = TimingFrom(vm);
   if (timing.threads == 0) timing.threads = c.threads;
-  std::vector<SweepEntry> models = ValidationModels();
-  ProgressBar bar(models.size());
-  std::vector<TimingSample> measured =
-      RunSweep(models, timing,
-               [&](size_t done, size_t, const TimingSample& s) { bar.update(done, s.model); });
+  std::vector<TimingSample> measured;
+  if (vm.count("measured")) {
+    measured = LoadMeasured(Str(vm, "measured"));
+  } else {
+    std::vector<SweepEntry> models = ValidationModels();
+    ProgressBar bar(models.size());
+    measured = RunSweep(models, timing, [&](size_t done, size_t, const TimingSample& s) {
+      bar.update(done, s.model);
+    });
+  }
   if (vm.count("save")) {
     Calibration saved = c;
+    saved.model = unscaled;
     saved.samples = measured;
     saved.created = NowIso();
     SaveCalibration(Str(vm, "save"), saved);
   }
   const bool md = vm.count("markdown") > 0;
+  std::string head = md ? "| model | batch | predicted ms | measured ms | error |"
+                        : Printf("%-28s %6s %13s %13s %8s", "model (not in the sweep)", "batch",
+                                 "predicted ms", "measured ms", "error");
+  if (scaled) head += md ? " unscaled ms | error |" : Printf(" %13s %8s", "unscaled ms", "error");
+  if (roofline) head += md ? " roofline ms | error |" : Printf(" %13s %8s", "roofline ms", "error");
+  std::printf("%s\n", head.c_str());
   if (md)
-    std::printf("| model | batch | predicted ms | measured ms | error |\n|---|---|---|---|---|\n");
-  else
-    std::printf("%-28s %6s %13s %13s %8s\n", "model (not in the sweep)", "batch", "predicted ms",
-                "measured ms", "error");
-  double sum = 0;
+    std::printf("|---|---|---|---|---|%s%s\n", scaled ? "---|---|" : "",
+                roofline ? "---|---|" : "");
+  double sum = 0, sum_unscaled = 0, sum_roofline = 0;
+  auto error = [](double p, double m) { return 100.0 * (p - m) / m; };
   for (const auto& m : measured) {
-    double p = c.model.seconds(m.features, m.batch);
-    double err = 100.0 * (p - m.seconds) / m.seconds;
-    sum += std::fabs(err);
-    if (md)
-      std::printf("| %s | %lld | %.2f | %.2f | %+.1f%% |\n", m.model.c_str(), (long long)m.batch,
-                  p * 1e3, m.seconds * 1e3, err);
-    else
-      std::printf("%-28s %6lld %13.2f %13.2f %+7.1f%%\n", m.model.c_str(), (long long)m.batch,
-                  p * 1e3, m.seconds * 1e3, err);
+    const double p = c.model.seconds(m.features, m.batch);
+    sum += std::fabs(error(p, m.seconds));
+    std::string row =
+        md ? Printf("| %s | %lld | %.2f | %.2f | %+.1f%% |", m.model.c_str(), (long long)m.batch,
+                    p * 1e3, m.seconds * 1e3, error(p, m.seconds))
+           : Printf("%-28s %6lld %13.2f %13.2f %+7.1f%%", m.model.c_str(), (long long)m.batch,
+                    p * 1e3, m.seconds * 1e3, error(p, m.seconds));
+    auto column = [&](double q, double* total) {
+      *total += std::fabs(error(q, m.seconds));
+      row += md ? Printf(" %.2f | %+.1f%% |", q * 1e3, error(q, m.seconds))
+                : Printf(" %13.2f %+7.1f%%", q * 1e3, error(q, m.seconds));
+    };
+    if (scaled) column(unscaled.seconds(m.features, m.batch), &sum_unscaled);
+    if (roofline)
+      column(RooflineSpeed(m.features, double(m.features.layers.size()), device)
+                 .seconds(double(m.batch)),
+             &sum_roofline);
+    std::printf("%s\n", row.c_str());
   }
-  std::printf("%sMAPE over %zu models: %.1f%% (calibration %s: cross-validated MAPE %.1f%%)\n",
-              md ? "\n" : "", measured.size(), sum / double(measured.size()),
-              Str(vm, "calibration").c_str(), c.model.quality.cv_mape);
+  const double n = double(measured.size());
+  std::printf("%sMAPE over %zu models: %.1f%% (calibration %s%s: cross-validated MAPE %.1f%%)\n",
+              md ? "\n" : "", measured.size(), sum / n, Str(vm, "calibration").c_str(),
+              scaled ? (", scaled " + RatioText(ratio)).c_str() : "", c.model.quality.cv_mape);
+  if (scaled)
+    std::printf("unscaled MAPE over %zu models: %.1f%%\n", measured.size(), sum_unscaled / n);
+  if (roofline)
+    std::printf("roofline MAPE over %zu models: %.1f%% (%g TFLOP/s, %g GB/s)\n", measured.size(),
+                sum_roofline / n, device.peak_tflops, device.memory_bandwidth_gbs);
   return kExitOk;
 }
 
@@ -543,6 +630,7 @@ int Main(int argc, char** argv) {
   if (command == "predict") return Predict(args);
   if (command == "check-calibration") return CheckCalibration(args);
   if (command == "validate") return Validate(args);
+  if (command == "rates") return RatesCommand(args);
   if (command == "comm") return Comm(args);
   if (command == "recommend") return Recommend(args);
   if (command == "cluster") return ClusterCommand(args);

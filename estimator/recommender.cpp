@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "estimator/wave_scaling.hpp"
 
 namespace dlh {
 
@@ -757,8 +758,63 @@ const char* ObjectiveName(Objective o) {
   return "unknown";
 }
 
+namespace {
+
+// A GPU type's calibration file, loaded and checked; errors name the type.
+Calibration LoadTypeCalibration(const GpuType& g) {
+  const std::string& path = g.calibration;
+  const std::string where = "GPU type \"" + g.name + "\": ";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw EstimateError(where + "calibration file " + path +
+                        " not found (calibrate this GPU type, or remove its \"calibration\" "
+                        "to use the roofline model)");
+  Calibration cal;
+  try {
+    cal = LoadCalibration(path);
+  } catch (const EstimateError& e) {
+    throw EstimateError(where + e.what());
+  }
+  if (cal.model.coef.size() != size_t(kTimeTerms))
+    throw EstimateError(where + path + ": model has " + std::to_string(cal.model.coef.size()) +
+                        " coefficients, expected " + std::to_string(kTimeTerms));
+  return cal;
+}
+
+// The time model is affine in the batch: fixed = t(0), per_sample = t(1) - t(0).
+DeviceSpeed AffineSpeed(const std::vector<double>& coef, const ModelFeatures& f) {
+  const std::vector<double> t0 = TimeTerms(f, 0), t1 = TimeTerms(f, 1);
+  double at0 = 0, at1 = 0;
+  for (int i = 0; i < kTimeTerms; ++i) {
+    at0 += coef[size_t(i)] * t0[size_t(i)];
+    at1 += coef[size_t(i)] * t1[size_t(i)];
+  }
+  DeviceSpeed s;
+  s.fixed_s = at0;
+  s.per_sample_s = at1 - at0;
+  return s;
+}
+
+}  // namespace
+
+DeviceSpeed RooflineSpeed(const ModelFeatures& f, double layers, const GpuType& g) {
+  const double flops = g.peak_tflops * 1e12 * kComputeEfficiency;
+  const double bandwidth = g.memory_bandwidth_gbs * 1e9;
+  DeviceSpeed s;
+  s.per_sample_s = std::max(f.flops_train() / flops,
+                            4 * f.activation_elements * 3 / (bandwidth * kBandwidthEfficiency));
+  s.fixed_s = 2 * layers * kLaunchSeconds + f.param_bytes() * 4 / bandwidth;
+  return s;
+}
+
 std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& cluster) {
   std::map<std::string, DeviceSpeed> out;
+  std::map<std::string, Calibration> loaded;  // by GPU type: a reference may serve several
+  auto calibration_of = [&](const GpuType& g) -> const Calibration& {
+    auto it = loaded.find(g.name);
+    if (it == loaded.end()) it = loaded.emplace(g.name, LoadTypeCalibration(g)).first;
+    return it->second;
+  };
   const ModelFeatures& f = job.features;
   const double layers = double(f.layers.empty() ? job.spec.layers.size() : f.layers.size());
   for (const NodeType& n : cluster.node_types) {
@@ -767,42 +823,29 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
     if (!g) throw EstimateError("node type \"" + n.name + "\": unknown GPU type \"" + n.gpu + "\"");
     DeviceSpeed s;
     if (!g->calibration.empty()) {
-      const std::string& path = g->calibration;
-      const std::string where = "GPU type \"" + g->name + "\": ";
-      std::error_code ec;
-      if (!std::filesystem::exists(path, ec))
-        throw EstimateError(where + "calibration file " + path +
-                            " not found (calibrate this GPU type, or remove its \"calibration\" "
-                            "to use the roofline model)");
-      Calibration cal;
-      try {
-        cal = LoadCalibration(path);
-      } catch (const EstimateError& e) {
-        throw EstimateError(where + e.what());
-      }
-      if (cal.model.coef.size() != size_t(kTimeTerms))
-        throw EstimateError(where + path + ": model has " + std::to_string(cal.model.coef.size()) +
-                            " coefficients, expected " + std::to_string(kTimeTerms));
-      const std::vector<double> t0 = TimeTerms(f, 0), t1 = TimeTerms(f, 1);
-      double at0 = 0, at1 = 0;
-      for (int i = 0; i < kTimeTerms; ++i) {
-        at0 += cal.model.coef[size_t(i)] * t0[size_t(i)];
-        at1 += cal.model.coef[size_t(i)] * t1[size_t(i)];
-      }
-      s.fixed_s = at0;
-      s.per_sample_s = at1 - at0;
-      const std::string file = std::filesystem::path(path).filename().string();
+      const Calibration& cal = calibration_of(*g);
+      const std::string file = std::filesystem::path(g->calibration).filename().string();
+      s = AffineSpeed(cal.model.coef, f);
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
         s.stale = file + ": " + stale;
       if (cal.device == "cpu") s.cpu_threads = CalibrationThreads(cal);
+    } else if (const GpuType* ref = ClosestCalibrated(cluster, *g)) {
+      // A measured model moved by the peaks' ratios beats a bare roofline, whose
+      // efficiencies are guesses (wave_scaling.hpp).
+      const Calibration& cal = calibration_of(*ref);
+      const std::string file = std::filesystem::path(ref->calibration).filename().string();
+      const SpeedRatio ratio = PeakRatio(*ref, *g);
+      s = AffineSpeed(ScaleCoefficients(cal.model.coef, ratio), f);
+      s.source = "scaled from " + ref->name + "'s calibration (" + file + "): " + RatioText(ratio);
+      s.reference = ref->name;
+      // The reference's staleness carries over: the scaled model is no better than it.
+      if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
+        s.stale = file + ": " + stale;
+      if (cal.device == "cpu") s.cpu_threads = CalibrationThreads(cal);
     } else {
-      const double flops = g->peak_tflops * 1e12 * kComputeEfficiency;
-      const double bandwidth = g->memory_bandwidth_gbs * 1e9;
-      s.per_sample_s = std::max(f.flops_train() / flops,
-                                4 * f.activation_elements * 3 / (bandwidth * kBandwidthEfficiency));
-      s.fixed_s = 2 * layers * kLaunchSeconds + f.param_bytes() * 4 / bandwidth;
-      s.source = "roofline (no calibration for " + g->name + ")";
+      s = RooflineSpeed(f, layers, *g);
+      s.source = "roofline (no calibration for " + g->name + " or any other type)";
     }
     out[g->name] = s;
   }
@@ -812,8 +855,14 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
 std::vector<std::string> StaleCalibrationWarnings(
     const std::map<std::string, DeviceSpeed>& speeds) {
   std::vector<std::string> out;
-  for (const auto& [gpu, speed] : speeds)
-    if (!speed.stale.empty()) out.push_back(gpu + "'s calibration " + speed.stale);
+  for (const auto& [gpu, speed] : speeds) {
+    if (speed.stale.empty()) continue;
+    if (speed.reference.empty())
+      out.push_back(gpu + "'s calibration " + speed.stale);
+    else
+      out.push_back(gpu + "'s speed is scaled from " + speed.reference + "'s calibration " +
+                    speed.stale);
+  }
   return out;
 }
 

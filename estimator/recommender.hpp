@@ -57,29 +57,44 @@ struct Job {
 // How one GPU type's step time depends on its local batch: t(b) = fixed + per_sample * b
 // (the time model is affine in b), and where that came from.
 // "alpha's calibration cpu.json: measured with engine ..., this build's engine is ...:
-// recalibrate (dlh-estimate calibrate)" for each GPU type whose calibration is stale.
+// recalibrate (dlh-estimate calibrate)" for each GPU type whose calibration is stale, and
+// "beta's speed is scaled from alpha's calibration cpu.json: ..." for each scaled from one.
 struct DeviceSpeed;
 std::vector<std::string> StaleCalibrationWarnings(const std::map<std::string, DeviceSpeed>& speeds);
 
 struct DeviceSpeed {
   double fixed_s = 0;
   double per_sample_s = 0;
-  std::string source;  // "calibrated (file)" or "roofline (no calibration for a100)"
-  std::string stale;   // "" or "cpu.json: <why it may not fit this build>" (time_model.hpp)
+  // "calibrated (cpu.json)",
+  // "scaled from alpha's calibration (cpu.json): FLOP/s x0.40, bandwidth x0.50", or
+  // "roofline (no calibration for beta or any other type)"
+  std::string source;
+  std::string reference;  // scaled: the GPU type whose calibration was scaled, else ""
+  std::string stale;      // "" or "cpu.json: <why it may not fit this build>" (time_model.hpp);
+                          // a scaled speed carries its reference's
   int cpu_threads = 0;  // > 0: timed as a CPU process with this many threads, so ranks that
-                        // share a node's cores run slower (job_time.hpp, CpuRankShare)
+                        // share a node's cores run slower (job_time.hpp, CpuRankShare); a
+                        // scaled speed carries its reference's
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 
 // Per-type speeds for the job's model, for every GPU type of a node type the job may use
-// (job.allowed_types): from the GPU type's calibration when it has one (fixed = the time
-// model at batch 0, per_sample = its slope; a missing or bad file is an EstimateError
-// naming it), else a roofline:
+// (job.allowed_types), from the first of:
+//  1. the GPU type's calibration (fixed = the time model at batch 0, per_sample = its
+//     slope; a missing or bad file is an EstimateError naming it);
+//  2. another type's calibration, wave-scaled (wave_scaling.hpp): compute terms by the
+//     ratio of peak_tflops, memory terms by memory_bandwidth_gbs, the overhead kept; the
+//     reference is the calibrated type closest in log peak FLOP/s and bandwidth (ties: by
+//     name), any type of the cluster, allowed or not;
+//  3. RooflineSpeed, when no type of the cluster has a calibration.
+std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& cluster);
+
+// The bare roofline of a model with `layers` layers on `gpu` (source left empty):
 //   per_sample = max(flops_train / (0.4 * peak), 12 * activation_elements / (0.6 * bandwidth))
 //   fixed      = 2 * layers * 10 us (kernel launches, fwd + bwd) + 4 * param_bytes / bandwidth
 // (assumed: 40% of fp32 peak, 60% of memory bandwidth; each activation element written and
 // read back as 4-byte floats 3 times; the optimizer update makes 4 passes over the weights).
-std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& cluster);
+DeviceSpeed RooflineSpeed(const ModelFeatures& f, double layers, const GpuType& gpu);
 
 struct Part {
   std::string node_type, gpu;

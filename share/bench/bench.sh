@@ -44,6 +44,56 @@ section "estimator: validation on models outside the calibration sweep"
 } >"$work/s1-estimator.md"
 report estimator
 
+# ---- wave scaling --------------------------------------------------------------------------
+# A GPU type without a calibration gets another type's, scaled by the ratios of their peaks
+# (estimator/wave_scaling.hpp). Two kinds of device on one CPU: 1 and 2 threads. Each
+# calibrates (quick sweep), is validated at its own thread count, then predicts the other's
+# measurements scaled by the measured sgemm and memory-copy ratios, next to plain reuse and
+# the roofline with the target's measured peaks.
+section "estimator: wave scaling between 1 and 2 threads"
+for _ in 1 2 3; do
+  for t in 1 2; do dlh-estimate rates --threads $t --blocks 3 --json >>"$work/rates.jsonl"; done
+done
+$py - "$work/rates.jsonl" >"$work/wave-ratio.json" <<'PY'
+import json, statistics, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+m = {(t, k): statistics.median(x[k] for x in r if x["threads"] == t)
+     for t in (1, 2) for k in ("sgemm_gflops", "copy_gbs")}
+print(json.dumps({"flops": m[2, "sgemm_gflops"] / m[1, "sgemm_gflops"],
+                  "bandwidth": m[2, "copy_gbs"] / m[1, "copy_gbs"],
+                  "tflops": {t: m[t, "sgemm_gflops"] / 1e3 for t in (1, 2)},
+                  "gbs": {t: m[t, "copy_gbs"] for t in (1, 2)}}))
+PY
+wave() { $py -c "import json,sys; print(eval(sys.argv[2], json.load(open(sys.argv[1]))))" "$work/wave-ratio.json" "$1"; }
+for t in 1 2; do
+  dlh-estimate calibrate --quick --threads $t --repeats 5 --out "$work/cal-t$t.json" >/dev/null 2>&1
+  dlh-estimate validate --calibration "$work/cal-t$t.json" --threads $t --repeats 3 \
+    --save "$work/measured-t$t.json" 2>/dev/null >"$work/wave-native-t$t.txt"
+done
+for dir in "1 2 flops bandwidth" "2 1 1/flops 1/bandwidth"; do
+  set -- $dir
+  dlh-estimate validate --calibration "$work/cal-t$1.json" --measured "$work/measured-t$2.json" \
+    --scale-flops "$(wave "$3")" --scale-bandwidth "$(wave "$4")" \
+    --roofline "$(wave "tflops['$2']"),$(wave "gbs['$2']")" --markdown >"$work/wave-t$1-to-t$2.txt"
+done
+{
+  echo "## Estimator: a calibration moved to another device (wave scaling)"
+  echo
+  echo "A GPU type without a calibration gets the closest calibrated type's model, compute terms"
+  echo "scaled by the ratio of peak FLOP/s and memory terms by the ratio of memory bandwidth"
+  echo "(Habitat's wave scaling, Yu et al. 2021). Here the two devices are this CPU at 1 and at 2"
+  echo "threads: \`dlh-estimate rates --threads T\` measures each one's peaks (1024² sgemm; a"
+  echo "64 MiB float array scaled into another, STREAM's scale; 3 rounds, alternating),"
+  echo "\`dlh-estimate calibrate --quick --threads T\` calibrates"
+  echo "each, \`dlh-estimate validate --save\` measures the validation models on each, and"
+  echo "\`dlh-estimate validate --measured --scale-flops R --scale-bandwidth R --roofline TFLOPS,GBS\`"
+  echo "predicts one device's measurements from the other's calibration: scaled, unscaled (plain"
+  echo "reuse) and by the roofline with the target's measured peaks. MAPE over the validation models."
+  echo
+  report wave
+  echo
+} >"$work/s1-wave.md"
+
 # ---- CPU training throughput ---------------------------------------------------------------
 section "CPU training throughput: DLH against PyTorch, OpenBLAS sgemm"
 dlh-data synthetic --out "$work/bench.h5" --shape 1x28x28 --classes 10 --train 10000 --test 100 >/dev/null

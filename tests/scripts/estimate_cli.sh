@@ -40,6 +40,41 @@ grep -q "warning: .*tampered.json: measured with engine 000000000000, this build
   "$WORK/predict.err" || { cat "$WORK/predict.err"; fail "predict did not name the stale calibration"; }
 check "$(cat "$WORK/predict.err")"
 
+echo "a calibration moved to another device: validate --measured --scale-flops --roofline, rates"
+python3 - "$WORK/cal.json" "$WORK/measured.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+s = dict(c["samples"][0], model="val-mlp-784-1024-1024-b128", batch=128, seconds=0.03)
+c["samples"] = [s]  # validate recomputes the features of a validation model from its name
+json.dump(c, open(sys.argv[2], "w"))
+PY
+dlh-estimate validate --calibration "$WORK/cal.json" --measured "$WORK/measured.json" \
+  --scale-flops 2 --scale-bandwidth 4 --roofline 0.05,10 >"$WORK/transfer.txt"
+python3 - "$WORK/transfer.txt" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+row = next(l.split() for l in lines if l.startswith("val-mlp"))
+scaled, measured, unscaled, roofline = float(row[2]), float(row[3]), float(row[5]), float(row[7])
+assert measured == 30.0, row
+# Overhead kept, compute / 2, memory / 4: between a quarter and all of the unscaled time.
+assert unscaled / 4 <= scaled < unscaled, row
+assert roofline > 0, row
+for prefix in ("MAPE over 1 models", "unscaled MAPE over 1 models", "roofline MAPE over 1 models"):
+    assert any(l.startswith(prefix) for l in lines), prefix
+assert "scaled FLOP/s x2.00, bandwidth x4.00" in lines[-3], lines[-3]
+PY
+check "$(grep '^MAPE over' "$WORK/transfer.txt")"
+expect_fail 2 "must be positive" dlh-estimate validate --calibration "$WORK/cal.json" \
+  --measured "$WORK/measured.json" --scale-flops 0
+expect_fail 2 "roofline: expected TFLOPS,GBS" dlh-estimate validate --calibration "$WORK/cal.json" \
+  --measured "$WORK/measured.json" --roofline 5
+expect_fail 2 "is not a validation model" dlh-estimate validate --calibration "$WORK/cal.json" \
+  --measured "$WORK/cal.json"
+dlh-estimate rates --threads 1 --blocks 1 --json >"$WORK/rates.json"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['threads']==1 and r['sgemm_gflops']>0 and r['copy_gbs']>0, r" \
+  "$WORK/rates.json" || { cat "$WORK/rates.json"; fail "rates"; }
+check "rates: $(cat "$WORK/rates.json")"
+
 echo "communication model from a real MPI measurement"
 mpirun -np 2 dlh-launch bench-allreduce --max-bytes 1M --repeats 3 --json "$WORK/ar.json" >/dev/null
 dlh-estimate comm "$WORK/ar.json" >"$WORK/comm.txt"

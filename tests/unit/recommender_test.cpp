@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "estimator/engine_fingerprint.hpp"
 
 namespace dlh {
 namespace {
@@ -419,7 +420,8 @@ TEST(DeviceSpeeds, RooflineByHand) {
   const double fixed = 2 * double(f.layers.size()) * 10e-6 + f.param_bytes() * 4 / 500e9;
   EXPECT_DOUBLE_EQ(speeds["fast"].per_sample_s, per);
   EXPECT_DOUBLE_EQ(speeds["fast"].fixed_s, fixed);
-  EXPECT_EQ(speeds["fast"].source, "roofline (no calibration for fast)");
+  EXPECT_EQ(speeds["fast"].source, "roofline (no calibration for fast or any other type)");
+  EXPECT_TRUE(speeds["fast"].reference.empty());
   EXPECT_GT(per, 0);
 }
 
@@ -436,8 +438,11 @@ TEST(DeviceSpeeds, MissingCalibrationIsNamed) {
               std::string::npos)
         << e.what();
   }
-  // A type the job does not use needs no calibration.
+  // A type the job does not use needs no calibration of its own, but "slow" has none and
+  // needs fast's as its reference (ScaledSpeeds.ReferenceMayBeATypeTheJobCannotUse).
   job.allowed_types = {"slow"};
+  EXPECT_THROW(DeviceSpeeds(job, c), EstimateError);
+  c.gpu_types[0].calibration.clear();
   EXPECT_EQ(DeviceSpeeds(job, c).count("fast"), 0u);
 }
 
@@ -467,7 +472,106 @@ TEST(DeviceSpeeds, CalibratedIsTheAffineModel) {
   EXPECT_NEAR(speeds["fast"].seconds(0), t0, 1e-12);
   EXPECT_NEAR(speeds["fast"].seconds(7), t7, 1e-12);
   EXPECT_EQ(speeds["fast"].source, "calibrated (" + fs::path(path).filename().string() + ")");
-  EXPECT_EQ(speeds["slow"].source, "roofline (no calibration for slow)");
+  // The same peaks: "slow" gets fast's model unchanged.
+  EXPECT_EQ(speeds["slow"].source, "scaled from fast's calibration (" +
+                                       fs::path(path).filename().string() +
+                                       "): FLOP/s x1.00, bandwidth x1.00");
+  EXPECT_NEAR(speeds["slow"].seconds(7), t7, 1e-12);
+}
+
+// A calibration file in the temporary folder, removed with the fixture.
+class ScaledSpeeds : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (fs::temp_directory_path() / ("dlh_wave_cal_" + std::to_string(::getpid()) + ".json"))
+                .string();
+    cal_.device = "cpu";
+    cal_.host = "test";
+    cal_.threads = 1;
+    cal_.created = "2026-01-01T00:00:00Z";
+    cal_.engine = EngineFingerprint("cpu");  // fresh unless a test says otherwise
+    cal_.model.device = "cpu";
+    cal_.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9};
+  }
+  void TearDown() override { fs::remove(path_); }
+  void Save() { SaveCalibration(path_, cal_); }
+  std::string file() const { return fs::path(path_).filename().string(); }
+
+  std::string path_;
+  Calibration cal_;
+};
+
+TEST_F(ScaledSpeeds, UncalibratedTypeGetsTheReferenceModelScaledByThePeaks) {
+  Save();
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path_;  // fast: 10 TFLOP/s, 500 GB/s
+  c.gpu_types[1].peak_tflops = 4;      // slow: 0.4x the FLOP/s, 0.5x the bandwidth
+  c.gpu_types[1].memory_bandwidth_gbs = 250;
+  auto speeds = DeviceSpeeds(job, c);
+  const DeviceSpeed& slow = speeds["slow"];
+  EXPECT_EQ(slow.source,
+            "scaled from fast's calibration (" + file() + "): FLOP/s x0.40, bandwidth x0.50");
+  EXPECT_EQ(slow.reference, "fast");
+  EXPECT_TRUE(slow.stale.empty());
+  EXPECT_TRUE(speeds["fast"].reference.empty());
+  // By hand: overhead kept, compute terms (1, 2, 6) / 0.4, memory terms (3, 4, 5) / 0.5.
+  const std::vector<double> scale = {1, 2.5, 2.5, 2, 2, 2, 2.5};
+  for (int64_t b : {0, 1, 64}) {
+    const std::vector<double> t = TimeTerms(job.features, b);
+    double want = 0;
+    for (int i = 0; i < kTimeTerms; ++i)
+      want += cal_.model.coef[size_t(i)] * scale[size_t(i)] * t[size_t(i)];
+    EXPECT_NEAR(slow.seconds(double(b)), want, 1e-12 * want) << "batch " << b;
+  }
+  EXPECT_GT(slow.seconds(64), speeds["fast"].seconds(64));
+  EXPECT_TRUE(StaleCalibrationWarnings(speeds).empty());
+}
+
+TEST_F(ScaledSpeeds, StaleReferenceCarriesItsStalenessOver) {
+  cal_.engine = "0123456789ab";
+  Save();
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path_;
+  auto speeds = DeviceSpeeds(job, c);
+  EXPECT_EQ(speeds["slow"].stale, speeds["fast"].stale);
+  EXPECT_EQ(speeds["slow"].stale.rfind(file() + ": measured with engine 0123456789ab", 0), 0u)
+      << speeds["slow"].stale;
+  const std::vector<std::string> w = StaleCalibrationWarnings(speeds);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0], "fast's calibration " + speeds["fast"].stale);
+  EXPECT_EQ(w[1], "slow's speed is scaled from fast's calibration " + speeds["fast"].stale);
+}
+
+TEST_F(ScaledSpeeds, ReferenceMayBeATypeTheJobCannotUse) {
+  Save();
+  Job job = SmallJob();
+  job.allowed_types = {"slow"};
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path_;
+  auto speeds = DeviceSpeeds(job, c);
+  ASSERT_EQ(speeds.count("fast"), 0u);
+  EXPECT_EQ(speeds["slow"].reference, "fast");
+  // Its file is needed then, and a missing one is named.
+  fs::remove(path_);
+  try {
+    DeviceSpeeds(job, c);
+    FAIL() << "no error";
+  } catch (const EstimateError& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU type \"fast\": calibration file"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DeviceSpeeds, LocalClusterScalesBetaFromAlpha) {
+  // share/cluster/local.json: alpha (0.05 TFLOP/s, 10 GB/s) calibrated, beta (0.02, 5) not.
+  Job job = SmallJob();
+  const Cluster c = LoadCluster(RepoFile("share/cluster/local.json"));
+  auto speeds = DeviceSpeeds(job, c);
+  EXPECT_EQ(speeds["alpha"].source, "calibrated (cpu.json)");
+  EXPECT_EQ(speeds["beta"].source,
+            "scaled from alpha's calibration (cpu.json): FLOP/s x0.40, bandwidth x0.50");
 }
 
 // ---------------------------------------------------------------- ranking
