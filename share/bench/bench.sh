@@ -352,6 +352,25 @@ candidates=$(recommend | grep -o '^[0-9]* allocations')
   echo
 } >"$work/s7-recommender.md"
 
+# ---- whole jobs ----------------------------------------------------------------------------
+section "whole jobs: five sbatch --dlh-auto jobs, predicted against measured"
+bash "$bench/whole_jobs.sh" "$bindir" "$work" >"$work/jobs.txt" 2>"$work/jobs.err" ||
+  echo "unavailable: whole_jobs.sh failed: $(tail -1 "$work/jobs.err")" >"$work/jobs.txt"
+{
+  echo "## Whole jobs: predicted against measured on the local Slurm cluster"
+  echo
+  echo "share/bench/whole_jobs.sh: five jobs submitted with \`sbatch --dlh-auto\` to a local Slurm"
+  echo "cluster of two fake-GPU nodes (share/cluster/local.json, alpha timed by"
+  echo "share/calibration/cpu.json; both nodes are this machine, which \`runtime.shared_host_cores\`"
+  echo "says). The user's \`--nodes\`, \`--gres\` and \`--ntasks-per-node\` fix each shape; the plugin"
+  echo "plans the rest and predicts the whole job (start-up, data, warm-up, steps, one evaluation"
+  echo "of 10,000 test samples per epoch, checkpoints). Measured: the batch script's clock around"
+  echo "\`srun dlh-launch train\`; the launcher's phases from its summary.json."
+  echo
+  report jobs
+  echo
+} >"$work/s8-jobs.md"
+
 # ---- assemble ------------------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 took=$((SECONDS - t_begin))

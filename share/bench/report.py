@@ -356,6 +356,53 @@ def recommender(work, goals):
               f"{m:.1f} ms (median of {len(times)})", m < 100, "")
 
 
+# ---- whole jobs ------------------------------------------------------------------------------
+
+def jobs(work, goals):
+    """Predicted against measured whole jobs (share/bench/whole_jobs.sh)."""
+    text = open(os.path.join(work, "jobs.txt")).read()
+    if text.startswith("unavailable"):
+        print(text.strip())
+        goals.add("Whole-job predictions within 10% (5 jobs, local Slurm cluster)", "not run",
+                  False, text.strip())
+        return
+    rows = read_jsonl(os.path.join(work, "jobs", "jobs.jsonl"))
+    print("| job | model | shape (user's options) | time limit | predicted | measured | error "
+          "| in limit | launcher phases predicted / measured: start-up, steps, evaluations, "
+          "checkpoints |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    errors, inside = [], 0
+    for r in rows:
+        s = r["summary"]
+        pred = s.get("prediction", {})
+        meas = s.get("measured", {})
+        took = r["job_seconds"]
+        total = pred.get("total_s")
+        ok = r["state"] == "COMPLETED" and took is not None and took <= r["time_limit_s"]
+        inside += ok
+        err = ""
+        if total and took:
+            e = 100 * (total - took) / took
+            errors.append(abs(e))
+            err = f"{e:+.0f}%"
+        pp, mp = pred.get("phases", {}), meas.get("phases", {})
+        phases = " · ".join(f"{pp.get(k, 0):.1f} / {mp.get(k, 0):.1f}"
+                            for k in ("startup_s", "steps_s", "eval_s", "checkpoint_s"))
+        print(f"| {r['name']} | {s.get('name', r['spec'])} | `{r['options']}` | {r['time_limit']} "
+              f"| {total or 0:.1f} s | {took or 0:.1f} s | {err} | "
+              f"{'yes' if ok else '**no** (' + r['state'] + ')'} | {phases} |")
+    mape = statistics.mean(errors) if errors else float("nan")
+    worst = max(errors) if errors else float("nan")
+    print()
+    print(f"Whole-job MAPE **{mape:.1f}%** over {len(errors)} jobs (largest {worst:.0f}%); "
+          f"{inside} of {len(rows)} jobs finished inside the time limit the plugin set.")
+    goals.add("Whole-job predictions within 10% (5 jobs, local Slurm cluster)",
+              f"MAPE {mape:.1f}%, largest {worst:.0f}%", len(errors) == 5 and mape <= 10,
+              "see the phases in the whole-jobs table")
+    goals.add("Every planned job finishes inside the plugin's time limit",
+              f"{inside} of {len(rows)}", inside == len(rows) == 5, "see the whole-jobs table")
+
+
 # ---- summary -----------------------------------------------------------------------------
 
 def summary(goals_path):
@@ -373,7 +420,7 @@ def main():
         return
     sections = {"cpu": cpu, "allreduce": allreduce, "comm": comm, "checkpoint": checkpoint, "ddp": ddp,
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
-                "wave": wave}
+                "wave": wave, "jobs": jobs}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))

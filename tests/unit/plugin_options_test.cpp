@@ -87,7 +87,8 @@ TEST(PluginAutoOptionTest, FlagsTakeYesNoAndSlurmDeadlines) {
 TEST(PluginAutoOptionTest, ExactMessages) {
   auto err = [](const char* v) { return ErrorOf([&] { ParseAutoValue(v); }); };
   EXPECT_EQ(err("bogus=1"),
-            "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, samples, epochs, objective, "
+            "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, samples, eval-samples, epochs, "
+            "objective, "
             "max-gpus, types, mixed, per-gpu-batch, dry-run)");
   EXPECT_EQ(err("samples=abc"), "--dlh-auto: samples: must be a positive integer, got 'abc'");
   EXPECT_EQ(err("samples=0"), "--dlh-auto: samples: must be a positive integer, got '0'");
@@ -120,7 +121,8 @@ TEST(PluginAutoOptionTest, ExactMessages) {
             "--dlh-auto: dry-run: is a flag: give it alone or as =yes/=no, got '2'");
   EXPECT_EQ(err("samples=1,samples=2"), "--dlh-auto: samples: given twice");
   EXPECT_EQ(err("=3"),
-            "--dlh-auto: unknown key '' (keys: deadline, spec, samples, epochs, objective, "
+            "--dlh-auto: unknown key '' (keys: deadline, spec, samples, eval-samples, epochs, "
+            "objective, "
             "max-gpus, types, mixed, per-gpu-batch, dry-run)");
 }
 
@@ -154,7 +156,7 @@ TEST(PluginConfigTest, DefaultsAndEveryKey) {
   EXPECT_DOUBLE_EQ(c.margin, 0.10);
   EXPECT_EQ(c.max_gpus, 0);
   EXPECT_DOUBLE_EQ(c.default_deadline_s, 0);
-  EXPECT_DOUBLE_EQ(c.startup_s, 30);
+  EXPECT_DOUBLE_EQ(c.startup_s, -1);  // the cluster description's runtime.startup_s
   c = ParsePluginArgs(
       {"cluster=/c.json", "margin=0.25", "max-gpus=16", "default-deadline=2h", "startup=0"});
   EXPECT_DOUBLE_EQ(c.margin, 0.25);
