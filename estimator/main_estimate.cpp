@@ -4,10 +4,11 @@
 //   dlh-estimate fit CALIBRATION          refit a calibration file and report its quality
 //   dlh-estimate validate --calibration F predicted vs measured on models outside the sweep
 //   dlh-estimate predict SPEC --calibration F [--batch B]
-//   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta model to measurements
+//   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta models to measurements
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
@@ -23,6 +24,7 @@
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
 #include "estimator/cluster_cmd.hpp"
+#include "estimator/comm_fit.hpp"
 #include "estimator/comm_model.hpp"
 #include "estimator/engine_fingerprint.hpp"
 #include "estimator/features.hpp"
@@ -348,11 +350,27 @@ int Validate(const std::vector<std::string>& args) {
 }
 
 // ---------------------------------------------------------------- comm
+// The link as a cluster description writes it ("regimes" or the single pair).
+nlohmann::json LinkJson(const Link& link) {
+  if (link.regimes.empty())
+    return {{"bandwidth_gbs", link.bandwidth_gbs}, {"latency_us", link.latency_us}};
+  nlohmann::json regimes = nlohmann::json::array();
+  for (const LinkRegime& r : link.regimes) {
+    nlohmann::json j = nlohmann::json::object();
+    if (r.up_to_bytes > 0) j["up_to_bytes"] = uint64_t(r.up_to_bytes);  // whole bytes
+    j["latency_us"] = r.latency_us;
+    j["bandwidth_gbs"] = r.bandwidth_gbs;
+    regimes.push_back(j);
+  }
+  return {{"regimes", regimes}};
+}
+
 int Comm(const std::vector<std::string>& args) {
   po::options_description d("dlh-estimate comm BENCH.json: options");
   d.add_options()("help,h", "show this help")(
       "method", po::value<std::string>()->default_value("mpi"),
-      "which measurement to fit: mpi (MPI_Allreduce) or dlh (DLH's fused path)");
+      "which measurement to fit: mpi (MPI_Allreduce) or dlh (DLH's fused path)")(
+      "json", "print JSON (both fits, the errors by size and the link)");
   po::variables_map vm;
   if (!Parse("comm", args, d, {"BENCH.json"}, vm)) return kExitOk;
   const std::string path = Str(vm, "BENCH.json"), method = Str(vm, "method");
@@ -375,21 +393,66 @@ int Comm(const std::vector<std::string>& args) {
   } catch (const nlohmann::json::exception& e) {
     throw EstimateError(path + ": not a dlh-launch bench-allreduce result: " + e.what());
   }
-  AlphaBeta ab = FitAlphaBeta(points, ranks);
-  std::printf(
-      "ring allreduce model fitted to %s (%s, %d ranks): alpha %.2f us, beta %.3f ns/B "
-      "(%.2f GB/s)\n",
-      path.c_str(), method.c_str(), ranks, ab.alpha_s * 1e6, ab.beta_s_per_byte * 1e9,
-      1e-9 / ab.beta_s_per_byte);
-  std::printf("%12s %12s %12s %8s\n", "bytes", "measured us", "model us", "error");
-  double sum = 0;
-  for (const auto& p : points) {
-    double m = RingAllreduceSeconds(p.bytes, ranks, ab);
-    double err = 100.0 * (m - p.seconds) / p.seconds;
-    sum += std::fabs(err);
-    std::printf("%12.0f %12.1f %12.1f %+7.1f%%\n", p.bytes, p.seconds * 1e6, m * 1e6, err);
+  const AlphaBeta single = FitAlphaBeta(points, ranks);
+  const PiecewiseOptions options;
+  const PiecewiseFit fit = FitPiecewiseAlphaBeta(points, ranks, options);
+  // What is printed to paste is what the table evaluates: the link rounded as written.
+  const Link link = LinkFromModel(fit.model);
+  const AlphaBeta piecewise = AlphaBeta::from_link(link);
+  const double mape_single = AllreduceMapePct(points, ranks, single);
+  const double mape_piecewise = AllreduceMapePct(points, ranks, piecewise);
+
+  if (vm.count("json")) {
+    nlohmann::json sizes = nlohmann::json::array(), tried = nlohmann::json::array();
+    for (const auto& p : points)
+      sizes.push_back({{"bytes", p.bytes},
+                       {"measured_s", p.seconds},
+                       {"single_s", RingAllreduceSeconds(p.bytes, ranks, single)},
+                       {"piecewise_s", RingAllreduceSeconds(p.bytes, ranks, piecewise)}});
+    for (size_t k = 0; k < fit.best_mape.size(); ++k)
+      if (fit.best_mape[k] >= 0) tried.push_back({{"regimes", k + 1}, {"mape", fit.best_mape[k]}});
+    WriteJson({{"file", path},
+               {"method", method},
+               {"ranks", ranks},
+               {"single", LinkJson(LinkFromModel(single))},
+               {"link", LinkJson(link)},
+               {"mape_single", mape_single},
+               {"mape_piecewise", mape_piecewise},
+               {"penalty_pct", options.penalty_pct},
+               {"tried", tried},
+               {"sizes", sizes}});
+    return kExitOk;
   }
-  std::printf("MAPE %.1f%%\n", sum / double(points.size()));
+  std::printf("ring allreduce model fitted to %s (%s, %d ranks, %zu sizes)\n", path.c_str(),
+              method.c_str(), ranks, points.size());
+  std::printf("single pair: alpha %.2f us, beta %.3f ns/B (%.2f GB/s)\n", single.alpha_s * 1e6,
+              single.beta_s_per_byte * 1e9, 1e-9 / single.beta_s_per_byte);
+  std::printf("piecewise: best MAPE by regimes:");
+  for (size_t k = 0; k < fit.best_mape.size(); ++k)
+    if (fit.best_mape[k] >= 0) std::printf(" %zu: %.1f%%", k + 1, fit.best_mape[k]);
+  std::printf("; chose %zu (each extra regime must gain > %.0f points)\n",
+              std::max<size_t>(1, piecewise.regimes.size()), options.penalty_pct);
+  for (const LinkRegime& r : link.regimes) {
+    if (r.up_to_bytes > 0)
+      std::printf("  messages <= %-10.0f", r.up_to_bytes);
+    else
+      std::printf("  larger messages     ");
+    std::printf(" alpha %.2f us, %.3f GB/s\n", r.latency_us, r.bandwidth_gbs);
+  }
+  std::printf("%12s %12s %12s %8s %12s %8s\n", "bytes", "measured us", "single us", "error",
+              "piecewise us", "error");
+  for (const auto& p : points) {
+    const double s = RingAllreduceSeconds(p.bytes, ranks, single);
+    const double m = RingAllreduceSeconds(p.bytes, ranks, piecewise);
+    std::printf("%12.0f %12.1f %12.1f %+7.1f%% %12.1f %+7.1f%%\n", p.bytes, p.seconds * 1e6,
+                s * 1e6, 100 * (s - p.seconds) / p.seconds, m * 1e6,
+                100 * (m - p.seconds) / p.seconds);
+  }
+  std::printf("MAPE single %.1f%%, piecewise %.1f%%\n", mape_single, mape_piecewise);
+  std::printf(
+      "link for the cluster description (intra_node or inter_node; regimes are in "
+      "bytes per ring message, allreduce bytes / ranks):\n%s\n",
+      LinkJson(link).dump().c_str());
   return kExitOk;
 }
 
