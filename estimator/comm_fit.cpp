@@ -104,14 +104,15 @@ double AllreduceMapePct(const std::vector<AllreducePoint>& points, int ranks,
 }
 
 // Why an exhaustive search with a penalty, not a free-knot spline or cross-validation: the
-// benchmark gives about ten sizes (x4 apart), so there are at most a few hundred splits and
-// each costs microseconds to fit; exhaustive search finds the true optimum, which greedy
-// splitting misses when two switches sit close. With 3 points per regime for 2 parameters,
-// leave-one-out cross-validation would judge each regime by extrapolating 2 points a factor
-// 4 or 16 away, which scores noise rather than the model. The penalty instead asks that an
-// extra regime (2 more numbers and a breakpoint) explain more than the run-to-run scatter of
-// the benchmark's medians: two runs of `bench-allreduce --repeats 7` on the 2-core test VM
-// differed by 1-3% at most sizes, so 2 percentage points of MAPE per regime.
+// benchmark gives 9 to 17 sizes, so there are at most a few thousand splits, each fitted in
+// microseconds; exhaustive search finds the best split, which greedy splitting misses when
+// two switches sit close. With 3 points per regime for 2 parameters, leave-one-out
+// cross-validation would judge a regime by extrapolating 2 points a factor 2 to 4 away, which
+// scores noise rather than the model. The penalty instead makes an extra regime (2 more
+// numbers and a breakpoint) pay for itself: 2 percentage points of MAPE. That is a judgement,
+// set against what was measured on the 2-core test VM: MAPE fell 40 -> 19 -> 7 -> 6% with 1
+// to 4 regimes (3 chosen), while two benchmark runs differed by 10-50% at many sizes, so a
+// fourth regime gaining 1 point there fits noise.
 PiecewiseFit FitPiecewiseAlphaBeta(std::vector<AllreducePoint> points, int ranks,
                                    const PiecewiseOptions& options) {
   if (ranks < 2)

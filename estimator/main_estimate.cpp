@@ -45,7 +45,7 @@ constexpr const char* kUsage =
     "  validate --calibration FILE                 predicted vs measured, models not in the sweep\n"
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
     "  check-calibration CALIBRATION               does it describe this machine and build?\n"
-    "  comm BENCH.json                             fit the allreduce model to measurements\n"
+    "  comm BENCH.json [--json]                    fit the allreduce models to measurements\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "  cluster --from-slurm [--out FILE]           draft a cluster description from sinfo\n"
     "  slurm-plan --dlh-auto VALUE --options JSON  plan an sbatch job "
