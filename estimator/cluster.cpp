@@ -55,6 +55,7 @@ class Fields {
     if (!j_.is_object()) Throw(origin_, path_, "must be an object, got " + ShownJsonValue(j_));
   }
 
+  const std::string& origin() const { return origin_; }
   std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
     Throw(origin_, key.empty() ? path_ : at(key), problem);
@@ -128,10 +129,47 @@ class Fields {
   std::string path_;
 };
 
+// regimes[i]: {"up_to_bytes", "latency_us", "bandwidth_gbs"}; every regime but the last
+// needs up_to_bytes, and the limits grow strictly, so each message size has one regime.
+std::vector<LinkRegime> ParseRegimes(const Fields& link) {
+  const json& list = link.array("regimes");
+  std::vector<LinkRegime> regimes;
+  for (size_t i = 0; i < list.size(); ++i) {
+    Fields f(list[i], link.origin(), link.at("regimes") + "[" + std::to_string(i) + "]");
+    f.only({"up_to_bytes", "latency_us", "bandwidth_gbs"});
+    LinkRegime r;
+    const bool last = i + 1 == list.size();
+    if (!last && !f.has("up_to_bytes"))
+      f.fail("up_to_bytes", "required (only the last regime may leave it out)");
+    if (f.has("up_to_bytes")) {
+      r.up_to_bytes = f.number("up_to_bytes", true);
+      if (!regimes.empty() && !(r.up_to_bytes > regimes.back().up_to_bytes))
+        f.fail("up_to_bytes", "must be larger than the previous regime's (" +
+                                  json(regimes.back().up_to_bytes).dump() + "), got " +
+                                  json(r.up_to_bytes).dump());
+    }
+    r.latency_us = f.number("latency_us", false);
+    r.bandwidth_gbs = f.number("bandwidth_gbs", true);
+    regimes.push_back(r);
+  }
+  // The last regime covers every larger message too (its own up_to_bytes, if any, is only a
+  // note of the largest size measured).
+  regimes.back().up_to_bytes = 0;
+  return regimes;
+}
+
+// Either the single pair or the regimes: two descriptions of one link that could disagree
+// would leave the reader guessing which one the estimator uses.
 Link ParseLink(const json& j, const std::string& origin, const std::string& path) {
   Fields f(j, origin, path);
-  f.only({"bandwidth_gbs", "latency_us"});
+  f.only({"bandwidth_gbs", "latency_us", "regimes"});
   Link link;
+  if (f.has("regimes")) {
+    if (f.has("bandwidth_gbs") || f.has("latency_us"))
+      f.fail("", "give either bandwidth_gbs and latency_us or regimes, not both");
+    link.regimes = ParseRegimes(f);
+    return link;
+  }
   link.bandwidth_gbs = f.number("bandwidth_gbs", true);
   link.latency_us = f.number("latency_us", false);
   return link;

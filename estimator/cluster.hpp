@@ -10,9 +10,23 @@
 
 namespace dlh {
 
+// One message-size regime of a link ("regimes" in the cluster description): messages of at
+// most up_to_bytes (bytes on the wire, one ring step; see comm_model.hpp) cost
+// latency + bytes / bandwidth.
+struct LinkRegime {
+  double up_to_bytes = 0;  // inclusive; 0 in the last regime: every larger message
+  double bandwidth_gbs = 0;
+  double latency_us = 0;
+};
+
 struct Link {
+  Link() = default;
+  Link(double bandwidth, double latency) : bandwidth_gbs(bandwidth), latency_us(latency) {}
   double bandwidth_gbs = 0;  // GB/s (1e9 bytes/s), per direction, per GPU
   double latency_us = 0;     // microseconds per message
+  // Optional piecewise model, sorted by up_to_bytes. When given, it replaces the pair above
+  // (both 0 then): shared memory and networks switch protocols with the message size.
+  std::vector<LinkRegime> regimes;
 };
 
 struct GpuType {

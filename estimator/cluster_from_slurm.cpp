@@ -30,12 +30,12 @@ struct Variant {
   GpuDatasheet sheet;
 };
 
-constexpr Link kNvlink2{150, 3};  // per GPU, per direction: 6 links x 25 GB/s
-constexpr Link kNvlink3{300, 3};  // 12 links x 25 GB/s
-constexpr Link kNvlink4{450, 3};  // 18 links x 25 GB/s
-constexpr Link kPcie3{16, 5};     // x16, per direction
-constexpr Link kPcie4{32, 5};
-constexpr Link kPcie5{64, 5};
+const Link kNvlink2{150, 3};  // per GPU, per direction: 6 links x 25 GB/s
+const Link kNvlink3{300, 3};  // 12 links x 25 GB/s
+const Link kNvlink4{450, 3};  // 18 links x 25 GB/s
+const Link kPcie3{16, 5};     // x16, per direction
+const Link kPcie4{32, 5};
+const Link kPcie5{64, 5};
 
 // NVIDIA datasheets: fp32 without tensor cores or sparsity; TDP as active_watts; idle_watts
 // a typical draw of an allocated, idle board (nvidia-smi), which datasheets do not give.
@@ -128,11 +128,11 @@ const Variant kVariants[] = {
 
 // Placeholders for a GPU type without datasheet figures (--allow-placeholders): modest
 // figures of no particular GPU, always marked PLACEHOLDER.
-constexpr GpuDatasheet kPlaceholder{"no known GPU", 16, 10, 500, 300, 50, "PCIe 3.0 x16", kPcie3};
+const GpuDatasheet kPlaceholder{"no known GPU", 16, 10, 500, 300, 50, "PCIe 3.0 x16", kPcie3};
 
 // Defaults that Slurm cannot tell, marked "confirm" wherever they are written.
 constexpr double kDefaultNodeBaseWatts = 300;  // CPUs, memory, NICs, fans of one node
-constexpr Link kDefaultInterNode{12.5, 5};     // 100 Gb/s per node (EDR InfiniBand, 100 GbE)
+const Link kDefaultInterNode{12.5, 5};         // 100 Gb/s per node (EDR InfiniBand, 100 GbE)
 
 std::vector<std::string> Words(const std::string& s) {
   std::vector<std::string> words;

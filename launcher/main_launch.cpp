@@ -61,8 +61,10 @@ int RunBenchAllreduce(const std::vector<std::string>& args, int rank) {
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
-    ("min-bytes", po::value(&min_bytes)->default_value(min_bytes), "smallest message (sizes grow x4)")
+    ("min-bytes", po::value(&min_bytes)->default_value(min_bytes), "smallest message")
     ("max-bytes", po::value(&max_bytes)->default_value(max_bytes), "largest message")
+    ("factor", po::value(&o.size_factor)->default_value(o.size_factor),
+     "each size is FACTOR times the previous (2: twice the points for dlh-estimate comm)")
     ("repeats", po::value(&o.repeats)->default_value(o.repeats), "timed blocks per size; median")
     ("json", po::value(&json_path), "also write the results as JSON to this file (rank 0)");
   // clang-format on
@@ -78,6 +80,8 @@ int RunBenchAllreduce(const std::vector<std::string>& args, int rank) {
   o.max_bytes = ParseBytes(max_bytes, "--max-bytes");
   if (o.max_bytes < o.min_bytes) throw dlh::UsageError("--max-bytes: smaller than --min-bytes");
   if (o.repeats < 1) throw dlh::UsageError("--repeats: must be at least 1");
+  if (o.size_factor < 2 || o.size_factor > 1024)
+    throw dlh::UsageError("--factor: must be 2 to 1024, got " + std::to_string(o.size_factor));
   nlohmann::json r = dlh::RunAllreduceBench(MPI_COMM_WORLD, o);
   if (rank != 0) return dlh::kExitOk;
   const int n = r["ranks"];

@@ -69,7 +69,7 @@ nlohmann::json RunAllreduceBench(MPI_Comm comm, const AllreduceBenchOptions& o) 
   int ranks = 0;
   MPI_CHECK(MPI_Comm_size(comm, &ranks));
   nlohmann::json sizes = nlohmann::json::array();
-  for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
+  for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= size_t(o.size_factor)) {
     const size_t floats = bytes / sizeof(float);
     std::vector<float> buffer(floats, 1.0f);
     auto mpi_op = [&] {

@@ -16,6 +16,7 @@ namespace dlh {
 struct AllreduceBenchOptions {
   size_t min_bytes = 4 << 10;
   size_t max_bytes = size_t(64) << 20;
+  int size_factor = 4;          // each size is this many times the previous one
   int repeats = 5;              // timed blocks per size and method; the median is reported
   double block_seconds = 0.05;  // target duration of one block
   int small_tensors = 256;      // fused-vs-per-tensor comparison: this many tensors ...

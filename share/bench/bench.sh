@@ -185,12 +185,14 @@ done
 
 # ---- allreduce ---------------------------------------------------------------------------
 section "allreduce: DLH against MPI_Allreduce, 2 ranks, 4 KiB - 256 MiB"
-mpirun -np 2 dlh-launch bench-allreduce --max-bytes 256M --repeats 7 --json "$work/ar.json" >"$work/ar.txt"
-dlh-estimate comm "$work/ar.json" >"$work/comm.txt"
+# Sizes x2 apart (17): the piecewise communication model needs >= 3 sizes per regime.
+mpirun -np 2 dlh-launch bench-allreduce --max-bytes 256M --factor 2 --repeats 7 \
+  --json "$work/ar.json" >"$work/ar.txt"
+dlh-estimate comm "$work/ar.json" --json >"$work/comm.json"
 {
   echo "## Allreduce: DLH's gradient path against Open MPI's MPI_Allreduce (2 ranks)"
   echo
-  echo "\`mpirun -np 2 dlh-launch bench-allreduce --max-bytes 256M\`: float sum; DLH's path is the"
+  echo "\`mpirun -np 2 dlh-launch bench-allreduce --max-bytes 256M --factor 2\`: float sum; DLH's path is the"
   echo "fused gradient bucket training uses; both alternate block by block, median of 7 blocks."
   echo "algbw = bytes / time; busbw = algbw × 2(n−1)/n (nccl-tests)."
   echo

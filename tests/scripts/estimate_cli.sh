@@ -76,10 +76,21 @@ python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['threads']
 check "rates: $(cat "$WORK/rates.json")"
 
 echo "communication model from a real MPI measurement"
-mpirun -np 2 dlh-launch bench-allreduce --max-bytes 1M --repeats 3 --json "$WORK/ar.json" >/dev/null
+# x2 sizes, 4 KiB - 4 MiB: 11 sizes, room for up to 3 regimes of >= 3.
+mpirun -np 2 dlh-launch bench-allreduce --max-bytes 4M --factor 2 --repeats 3 --json "$WORK/ar.json" >/dev/null
 dlh-estimate comm "$WORK/ar.json" >"$WORK/comm.txt"
-grep -q "^MAPE" "$WORK/comm.txt" || { cat "$WORK/comm.txt"; fail "comm fit"; }
-check "$(head -1 "$WORK/comm.txt")"
+grep -q "^MAPE single .*, piecewise " "$WORK/comm.txt" || { cat "$WORK/comm.txt"; fail "comm fit"; }
+check "$(head -1 "$WORK/comm.txt"): $(grep '^MAPE' "$WORK/comm.txt")"
+# The link it prints is a valid intra_node: paste it into the example cluster and plan.
+python3 - "$CLUSTER" "$(tail -1 "$WORK/comm.txt")" "$WORK/pasted.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["node_types"][0]["intra_node"] = json.loads(sys.argv[2])
+json.dump(c, open(sys.argv[3], "w"))
+PY
+dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$WORK/pasted.json" \
+  >"$WORK/rec-pasted.txt" || { cat "$WORK/rec-pasted.txt"; fail "the pasted link"; }
+check "the printed link pasted as intra_node: $(tail -1 "$WORK/comm.txt" | cut -c1-60)..."
 
 echo "recommend"
 dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$CLUSTER" >"$WORK/rec.txt"

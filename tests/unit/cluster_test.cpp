@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "estimator/comm_fit.hpp"
 #include "estimator/comm_model.hpp"
 #include "tests/util/temp_dir.hpp"
 
@@ -185,6 +186,92 @@ TEST(Cluster, SingleGpuNodesNeedNoIntraLink) {
   j["node_types"][1].erase("intra_node");
   Cluster c = ParseCluster(j.dump(), "c.json", "");
   EXPECT_DOUBLE_EQ(c.node_types[1].intra_node.bandwidth_gbs, 0);
+}
+
+TEST(Cluster, LinkRegimesParse) {
+  json j = Valid();
+  j["node_types"][0]["intra_node"] = json::parse(R"({"regimes": [
+      {"up_to_bytes": 65536, "latency_us": 1.5, "bandwidth_gbs": 3},
+      {"up_to_bytes": 4194304, "latency_us": 10, "bandwidth_gbs": 6.5},
+      {"latency_us": 0, "bandwidth_gbs": 2}]})");
+  Cluster c = ParseCluster(j.dump(), "c.json", "");
+  const Link& l = c.node_types[0].intra_node;
+  ASSERT_EQ(l.regimes.size(), 3u);
+  EXPECT_DOUBLE_EQ(l.regimes[0].up_to_bytes, 65536);
+  EXPECT_DOUBLE_EQ(l.regimes[0].latency_us, 1.5);
+  EXPECT_DOUBLE_EQ(l.regimes[0].bandwidth_gbs, 3);
+  EXPECT_DOUBLE_EQ(l.regimes[1].up_to_bytes, 4194304);
+  EXPECT_DOUBLE_EQ(l.regimes[2].up_to_bytes, 0);  // the last: every larger message
+  EXPECT_DOUBLE_EQ(l.regimes[2].bandwidth_gbs, 2);
+  // The pair is not given alongside regimes and stays 0.
+  EXPECT_DOUBLE_EQ(l.bandwidth_gbs, 0);
+  EXPECT_DOUBLE_EQ(l.latency_us, 0);
+  // A last regime may name its size anyway; it still covers everything above.
+  j["node_types"][0]["intra_node"]["regimes"][2]["up_to_bytes"] = 1e9;
+  c = ParseCluster(j.dump(), "c.json", "");
+  EXPECT_DOUBLE_EQ(c.node_types[0].intra_node.regimes[2].up_to_bytes, 0);
+  // inter_node takes regimes too.
+  j["inter_node"] = json::parse(R"({"regimes": [{"latency_us": 2, "bandwidth_gbs": 25}]})");
+  c = ParseCluster(j.dump(), "c.json", "");
+  ASSERT_EQ(c.inter_node.regimes.size(), 1u);
+}
+
+TEST(Cluster, LinksWithoutRegimesAreUnchanged) {
+  Cluster c = ParseCluster(Valid().dump(), "c.json", "");
+  for (const NodeType& n : c.node_types) EXPECT_TRUE(n.intra_node.regimes.empty()) << n.name;
+  EXPECT_TRUE(c.inter_node.regimes.empty());
+  const AlphaBeta ab = AlphaBeta::from_link(c.inter_node);
+  EXPECT_TRUE(ab.regimes.empty());
+  // The single-pair formula, bit for bit.
+  for (double bytes : {1.0, 4096.0, 3e6, 1e9})
+    for (int p : {2, 3, 8})
+      EXPECT_EQ(RingAllreduceSeconds(bytes, p, ab),
+                2 * (p - 1) * 2e-6 + 2.0 * (p - 1) / p * bytes * (1 / 25e9));
+}
+
+TEST(Cluster, BadLinkRegimesNameFileAndField) {
+  auto regimes = [](const char* text) {
+    return [text](json& j) { j["node_types"][1]["intra_node"] = json::parse(text); };
+  };
+  EXPECT_EQ(ErrorOf(regimes(R"({"bandwidth_gbs": 5, "latency_us": 1,
+                                "regimes": [{"latency_us": 1, "bandwidth_gbs": 5}]})")),
+            "c.json: node_types[1].intra_node: give either bandwidth_gbs and latency_us or "
+            "regimes, not both");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": []})")),
+            "c.json: node_types[1].intra_node.regimes: must be a non-empty array, got an empty "
+            "array");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": {"latency_us": 1}})")),
+            "c.json: node_types[1].intra_node.regimes: must be a non-empty array, got an object "
+            "of 1 key");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": [{"latency_us": 1, "bandwidth_gbs": 5},
+                                            {"latency_us": 2, "bandwidth_gbs": 6}]})")),
+            "c.json: node_types[1].intra_node.regimes[0].up_to_bytes: required (only the last "
+            "regime may leave it out)");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": [
+                {"up_to_bytes": 65536, "latency_us": 1, "bandwidth_gbs": 5},
+                {"up_to_bytes": 4096, "latency_us": 2, "bandwidth_gbs": 6},
+                {"latency_us": 2, "bandwidth_gbs": 6}]})")),
+            "c.json: node_types[1].intra_node.regimes[1].up_to_bytes: must be larger than the "
+            "previous regime's (65536.0), got 4096.0");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": [
+                {"up_to_bytes": 0, "latency_us": 1, "bandwidth_gbs": 5},
+                {"latency_us": 2, "bandwidth_gbs": 6}]})")),
+            "c.json: node_types[1].intra_node.regimes[0].up_to_bytes: must be a positive "
+            "number, got 0");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": [{"latency_us": -1, "bandwidth_gbs": 5}]})")),
+            "c.json: node_types[1].intra_node.regimes[0].latency_us: must be a non-negative "
+            "number, got -1");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": [{"latency_us": 1, "bandwidth_gbs": 0}]})")),
+            "c.json: node_types[1].intra_node.regimes[0].bandwidth_gbs: must be a positive "
+            "number, got 0");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": [{"latency_us": 1}]})")),
+            "c.json: node_types[1].intra_node.regimes[0].bandwidth_gbs: required");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": [{"latency_us": 1, "bandwidth_gbs": 5, "up_to": 9}]})")),
+            "c.json: node_types[1].intra_node.regimes[0]: unknown key \"up_to\"");
+  EXPECT_EQ(ErrorOf(regimes(R"({"regimes": [7]})")),
+            "c.json: node_types[1].intra_node.regimes[0]: must be an object, got 7");
+  EXPECT_EQ(ErrorOf(regimes(R"({"latency_us": 1})")),
+            "c.json: node_types[1].intra_node.bandwidth_gbs: required");
 }
 
 TEST(Cluster, RelativeCalibrationPathsFollowTheFile) {
