@@ -49,8 +49,8 @@ CpuShare CpuRankShare(int calibration_threads, int cores, int ranks) {
   if (calibration_threads <= 0 || cores <= 0 || ranks <= 0) return s;
   const int threads = std::max(1, cores / ranks);
   const double oversubscribed = std::max(1.0, double(ranks) * threads / double(cores));
-  s.per_sample = double(calibration_threads) / double(threads) * oversubscribed;
-  s.fixed = oversubscribed;
+  s.per_sample = double(calibration_threads) / double(threads) * oversubscribed * oversubscribed;
+  s.fixed = oversubscribed * oversubscribed;
   return s;
 }
 

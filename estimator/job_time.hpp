@@ -72,8 +72,12 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
 // How much slower a rank runs than its CPU calibration when `ranks` ranks share `cores`
 // cores: the launcher gives each max(1, cores / ranks) OpenBLAS threads, and the
 // calibration timed one process with `calibration_threads`. Work per sample scales with
-// the threads (GEMMs and memory passes are threaded); a node with more ranks than cores
-// is oversubscribed, which slows everything, the fixed per-step part included.
+// the threads (GEMMs and memory passes are threaded). A node with more ranks than cores
+// (o = ranks / cores > 1) costs o twice, the fixed per-step part included: the ranks take
+// turns on the cores, and the ones already waiting in the allreduce poll (Open MPI spins
+// unless it knows the node is oversubscribed, which under srun it does not) and so take
+// their turns from the ones still computing. Measured: 4 ranks of the example CNN on 2
+// cores took 2.2x the time of 2 ranks (BENCHMARKS.md, Whole jobs).
 struct CpuShare {
   double per_sample = 1, fixed = 1;
 };

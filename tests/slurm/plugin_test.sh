@@ -78,6 +78,8 @@ GRES="gres:gpu:$(plan_value "$WORK/expected.json" 'p["allocation"]["parts"][0]["
 NODES=$(plan_value "$WORK/expected.json" 'p["allocation"]["nodes"]')
 TPN=$(plan_value "$WORK/expected.json" 'p["allocation"]["tasks_per_node"]')
 LIMIT=$(plan_value "$WORK/expected.json" 'p["time_limit"]')
+# The GPU indices the job sees: 0 .. GPUs per node - 1.
+DEVICES=$(plan_value "$WORK/expected.json" '",".join(map(str, range(p["allocation"]["parts"][0]["gpus_per_node"])))')
 check "recommend: $GRES, $NODES node(s), $TPN tasks per node, time $LIMIT"
 
 echo "sbatch --dlh-auto on the command line"
@@ -95,10 +97,10 @@ got, want = (json.load(open(f)) for f in sys.argv[1:])
 assert got == want, (got, want)
 PY
 check "DLH_PLAN in the job equals dlh-estimate recommend --json"
-grep -q "^tpn=$TPN gpus=0,1$" job1.out || { cat job1.out; fail "job environment"; }
-[[ $(grep -c ': 0,1$' job1.out) -eq $TPN ]] || { cat job1.out; fail "srun in the job: expected $TPN tasks"; }
+grep -q "^tpn=$TPN gpus=$DEVICES$" job1.out || { cat job1.out; fail "job environment"; }
+[[ $(grep -c ": $DEVICES$" job1.out) -eq $TPN ]] || { cat job1.out; fail "srun in the job: expected $TPN tasks"; }
 ! grep -q 'dlh:' job1.out || { cat job1.out; fail "srun inside the job planned again"; }
-check "job sees SLURM_NTASKS_PER_NODE=$TPN, GPUs 0,1; its srun runs $TPN tasks and plans nothing"
+check "job sees SLURM_NTASKS_PER_NODE=$TPN, GPUs $DEVICES; its srun runs $TPN tasks and plans nothing"
 
 echo "#SBATCH --dlh-auto, and DLH_SPEC/DLH_SAMPLES"
 cat >job2.sh <<EOF
@@ -155,14 +157,14 @@ busy=$(sbatch --parsable --gres=gpu:alpha:1 --wrap 'sleep 120')
 for ((i = 0; i < 100; i++)); do [[ $(field "$busy" JobState) == RUNNING ]] && break; sleep 0.1; done
 [[ $(field "$busy" JobState) == RUNNING ]] || fail "job $busy did not start"
 j6=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --wrap true 2>sbatch6.err) || { cat sbatch6.err; fail "sbatch"; }
-[[ $(field "$j6" TresPerNode) == gres:gpu:beta:2 ]] || { cat sbatch6.err; fail "alpha busy: expected beta, got $(field "$j6" TresPerNode)"; }
+[[ $(field "$j6" TresPerNode) == gres:gpu:beta:1 ]] || { cat sbatch6.err; fail "alpha busy: expected beta, got $(field "$j6" TresPerNode)"; }
 check "alpha1 busy: $(cat sbatch6.err)"
-# beta alone: 3m51s predicted (alpha's calibration scaled by beta's peaks), 4m14s with the
-# margin; alpha 2m02s (2m15s).
-j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=3m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
+# beta alone: 7m03s predicted (alpha's calibration scaled by beta's peaks); alpha 3m14s
+# (3m33s with the margin).
+j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=4m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
 [[ $(field "$j7" TresPerNode) == "$GRES" ]] && grep -q "planned on all nodes (may wait)" sbatch7.err ||
-  { cat sbatch7.err; fail "alpha busy, deadline 3m: expected alpha on all nodes"; }
-check "alpha1 busy, 3m deadline only alpha meets: planned on all nodes, the job waits"
+  { cat sbatch7.err; fail "alpha busy, deadline 4m: expected alpha on all nodes"; }
+check "alpha1 busy, 4m deadline only alpha meets: planned on all nodes, the job waits"
 scancel "$busy" "$j7"
 
 echo "refused with one line, nothing queued"
@@ -191,7 +193,7 @@ cat >bad.sh <<EOF
 true
 EOF
 expect_fail 255 "samples: must be a positive integer, got '-1'" sbatch bad.sh
-expect_fail 1 "dlh: no allocation meets the 2m deadline; the fastest, 1 x 2 alpha, needs 2m15s with the 10% margin" \
+expect_fail 1 "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 3m33s with the 10% margin" \
   sbatch -J dlhbad --dlh-auto="$AUTO,deadline=2m" --wrap true
 
 echo "a bad plugstack line stops only --dlh-auto jobs"
@@ -216,7 +218,7 @@ check "job $j9: no TresPerNode, 1 node, no tasks per node, the partition's time 
 echo "dry-run"
 sbatch -J dlhdry --dlh-auto="$AUTO,deadline=30m,dry-run" --wrap true >dry.out 2>dry.err ||
   { cat dry.out dry.err; fail "dry-run exited $?"; }
-grep -q "^  1  1x2 alpha (b64)" dry.out && grep -q "^sbatch would get: --gres=${GRES#gres:} --nodes=$NODES --ntasks-per-node=$TPN --time=$LIMIT$" dry.out ||
+grep -q "^  1  1x1 alpha (b128)" dry.out && grep -q "^sbatch would get: --gres=${GRES#gres:} --nodes=$NODES --ntasks-per-node=$TPN --time=$LIMIT$" dry.out ||
   { cat dry.out dry.err; fail "dry-run report"; }
 ! grep -q "Submitted" dry.out || fail "dry-run submitted a job"
 check "dry-run: exit 0, $(grep -c '^ *[0-9]  ' dry.out) allocations listed, '$(grep '^sbatch would get' dry.out)'"

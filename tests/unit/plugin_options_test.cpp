@@ -408,23 +408,29 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
   PlanOutcome p = MakePlan(in, c, AllIdle(), "");
   ASSERT_TRUE(p.feasible);
-  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
-  EXPECT_EQ(p.time_limit, "00:06:00");
-  EXPECT_EQ(p.plan["time_limit"], "00:06:00");
-  EXPECT_EQ(p.plan["allocation"]["tasks_per_node"], 2);
+  // Both nodes of the local cluster are one 2-core machine (runtime.shared_host_cores): two
+  // ranks take as long as one with both cores, so one GPU is the least energy.
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
+  EXPECT_EQ(p.time_limit, "00:07:00");
+  EXPECT_EQ(p.plan["time_limit"], "00:07:00");
+  EXPECT_EQ(p.plan["allocation"]["tasks_per_node"], 1);
   EXPECT_EQ(p.live_note, "free now: node-alpha 1/1, node-beta 1/1");
   EXPECT_EQ(p.fallback_note, "");
   // The same plan as Recommend on the file alone (all nodes idle = the whole cluster).
   Recommendation direct = Recommend(p.job, c);
   EXPECT_EQ(PlanJson(p.job, direct, direct.ranked.front()).dump(), p.plan.dump());
   EXPECT_EQ(SummaryLine(p),
-            "dlh: 1 node x 2 alpha GPUs, 2 tasks, time 00:06:00: predicted 2m02s, 8.2 kJ, "
+            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:07:00: predicted 3m14s, 9.4 kJ, "
             "deadline 30m (least energy of 4 allocations meeting the 30m deadline)");
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
-  EXPECT_NE(report.find("  1  1x2 alpha (b64)"), std::string::npos) << report;
-  EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:2 --nodes=1 --ntasks-per-node=2 "
-                        "--time=00:06:00\n"),
+  EXPECT_NE(report.find("  1  1x1 alpha (b128)"), std::string::npos) << report;
+  EXPECT_NE(report.find("predicted 3m14s: start-up 3s + data 55ms + warm-up 144ms + 3744 steps "
+                        "3m00s + 8 evaluations 10s + 8 checkpoints 454ms\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:1 --nodes=1 --ntasks-per-node=1 "
+                        "--time=00:07:00\n"),
             std::string::npos)
       << report;
 }
@@ -435,8 +441,8 @@ TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
   EXPECT_FALSE(p.feasible);
   EXPECT_FALSE(p.plan["feasible"].get<bool>());
   EXPECT_EQ(InfeasibleMessage(p),
-            "dlh: no allocation meets the 2m deadline; the fastest, 1 x 2 alpha, needs 2m15s "
-            "with the 10% margin (2m02s predicted)");
+            "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 3m33s "
+            "with the 10% margin (3m14s predicted)");
   EXPECT_NE(DryRunReport(p, 5).find("no allocation meets the 2m deadline"), std::string::npos);
 }
 
@@ -446,12 +452,12 @@ TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
   alpha_busy[0].gres_used = "gpu:alpha:1(IDX:0)";
   PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c,
                            alpha_busy, "");
-  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 beta");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 beta");
   EXPECT_EQ(p.live_note, "free now: node-alpha 0/1, node-beta 1/1");
-  // Beta alone is too slow for 3 minutes (3m51s predicted, scaled from alpha's calibration):
-  // plan on all nodes, the job waits for alpha (2m02s).
-  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m"), c, alpha_busy, "");
-  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
+  // Beta alone is too slow for 4 minutes (7m03s predicted, scaled from alpha's calibration):
+  // plan on all nodes, the job waits for alpha (3m14s, 3m33s with the margin).
+  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=4m"), c, alpha_busy, "");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
   EXPECT_EQ(p.fallback_note,
             "nothing free now meets the deadline: planned on all nodes (may wait)");
   EXPECT_NE(SummaryLine(p).find("; nothing free now meets the deadline"), std::string::npos);
@@ -460,11 +466,11 @@ TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
   all_busy[1].state = "alloc";
   p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c, all_busy, "");
   EXPECT_TRUE(p.feasible);
-  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
   // Unknown live state: all nodes, with the reason.
   p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c, {},
                "slurm_load_node: Unable to contact slurm controller");
-  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
   EXPECT_NE(SummaryLine(p).find("; live node state unknown (slurm_load_node: Unable to contact "
                                 "slurm controller): planned on all nodes"),
             std::string::npos)
@@ -489,13 +495,13 @@ TEST(PluginPlanTest, RespectsWhatTheUserFixed) {
   EXPECT_NE(s.find("; yours kept: --gres=gpu:beta:1 --time=00:45:00"), std::string::npos) << s;
   EXPECT_EQ(p.time_note, "");  // 45 minutes are enough
 
-  // --nodes=1 with an untyped GPU count of 1: the best allocation with one GPU per node.
+  // --nodes=1 with an untyped GPU count of 2: the best allocation with two GPUs per node.
   PlanInputs n = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h");
-  NoteUserOption(n.user, "gres", "gres:gpu:1");
+  NoteUserOption(n.user, "gres", "gres:gpu:2");
   NoteUserOption(n.user, "nodes", "1");
   p = MakePlan(n, c, AllIdle(), "");
-  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
-  EXPECT_NE(p.choice_note.find("the best matching your --gres=gpu:1 --nodes=1"), std::string::npos)
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha");
+  EXPECT_NE(p.choice_note.find("the best matching your --gres=gpu:2 --nodes=1"), std::string::npos)
       << p.choice_note;
 }
 
@@ -577,11 +583,15 @@ TEST(PluginLiveStateTest, ReadsSinfoLines) {
 }
 
 TEST(PluginPlanTest, MixedOnlyInDryRun) {
-  PlanOutcome p =
-      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=2m12s,mixed,dry-run"),
-               LocalCluster(), AllIdle(), "");
-  // Only the mix meets 2m12s with the 10% margin (1m40s, against 2m02s for 1 x 2 alpha;
-  // the figures follow the shipped calibration share/calibration/cpu.json, scaled for beta).
+  // As if alpha1 and beta1 were two machines (on the local cluster they share one's cores,
+  // which makes a mix of four ranks slower than one rank).
+  Cluster c = LocalCluster();
+  c.runtime.shared_host_cores = 0;
+  PlanOutcome p = MakePlan(
+      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed,dry-run"), c,
+      AllIdle(), "");
+  // Only the mix meets 3m with the 10% margin (2m26s, against 3m14s for 1 x 1 alpha; the
+  // figures follow the shipped calibration share/calibration/cpu.json, scaled for beta).
   ASSERT_TRUE(p.feasible);
   EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha + 1 x 2 beta");
   EXPECT_TRUE(p.settings.empty());
@@ -776,7 +786,7 @@ TEST(PluginFacadeTest, FailsClosedWithoutSlurmsOptionFunctions) {
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_EQ(rc, DLH_DRY_RUN);
   EXPECT_NE(out.find("live node state unknown"), std::string::npos) << out;
-  EXPECT_NE(out.find("sbatch would get: --gres=gpu:alpha:2"), std::string::npos) << out;
+  EXPECT_NE(out.find("sbatch would get: --gres=gpu:alpha:1"), std::string::npos) << out;
   dlh_finish();
 }
 

@@ -1,0 +1,101 @@
+// The whole-job time model (estimator/job_time.hpp): each phase against a hand computation.
+#include "estimator/job_time.hpp"
+
+#include <gtest/gtest.h>
+
+#include "common/spec.hpp"
+#include "estimator/features.hpp"
+#include "estimator/time_model.hpp"
+
+namespace dlh {
+namespace {
+
+TEST(JobTime, WorkCountsTheDataSetAndTheCheckpoint) {
+  ModelFeatures f;
+  f.input_elements = 784;
+  f.params = 1000;
+  const JobWork w = WorkOf(f, 60000, 10000, 8, 1);
+  EXPECT_DOUBLE_EQ(w.data_bytes, 70000.0 * 785);
+  EXPECT_DOUBLE_EQ(w.checkpoint_bytes, 4.0 * 1000 * 2);  // parameters and momentum
+  EXPECT_EQ(w.eval_samples, 10000);
+  EXPECT_EQ(WorkOf(f, 600, -5, 1, 0).eval_samples, 0);  // negative: none
+}
+
+TEST(JobTime, PhasesAddUpByHand) {
+  JobWork w;
+  w.samples = 60000;
+  w.eval_samples = 10000;
+  w.epochs = 2;
+  w.data_bytes = 1e9;
+  w.checkpoint_bytes = 5e8;
+  w.forward_fraction = 0.25;
+  StepShape s;
+  s.steps = 1000;
+  s.step_s = 2.0;  // 2000 s of steps: one checkpoint at 30 min besides the two epochs'
+  s.gpus = 3;
+  s.per_sample_s = 0.001;
+  s.fixed_s = 0.01;
+  Runtime rt;
+  rt.read_gbs = 2;
+  rt.write_gbs = 0.5;
+  const JobPhases p = PredictJobPhases(w, s, rt, 7);
+  EXPECT_DOUBLE_EQ(p.startup_s, 7);
+  EXPECT_DOUBLE_EQ(p.data_s, 0.5);
+  EXPECT_DOUBLE_EQ(p.warmup_s, kWarmupSteps * 2.0);
+  EXPECT_DOUBLE_EQ(p.steps_s, 2000);
+  // The slowest rank evaluates ceil(10000 / 3) = 3334 samples in 14 chunks of <= 256.
+  EXPECT_EQ(p.evaluations, 2);
+  EXPECT_NEAR(p.eval_s, 2 * 0.25 * (3334 * 0.001 + 14 * 0.01), 1e-12);
+  EXPECT_EQ(p.checkpoints, 3);
+  EXPECT_NEAR(p.checkpoint_s, 3 * (kCheckpointFixedSeconds + 1.0), 1e-12);
+  EXPECT_NEAR(p.total_s(), 7 + 0.5 + 6 + 2000 + p.eval_s + p.checkpoint_s, 1e-9);
+  const std::string text = PhasesText(p, s.steps);
+  EXPECT_NE(text.find("start-up 7s"), std::string::npos) << text;
+  EXPECT_NE(text.find("1000 steps 33m20s"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 evaluations"), std::string::npos) << text;
+  EXPECT_NE(text.find("3 checkpoints"), std::string::npos) << text;
+
+  w.eval_samples = 0;  // eval-samples=0: no evaluation, and the text leaves it out
+  const JobPhases none = PredictJobPhases(w, s, rt, 0);
+  EXPECT_EQ(none.eval_s, 0);
+  EXPECT_EQ(PhasesText(none, s.steps).find("evaluation"), std::string::npos);
+  EXPECT_EQ(PhasesText(none, s.steps).find("start-up"), std::string::npos);
+}
+
+TEST(JobTime, RanksSharingCores) {
+  // Calibrated with 2 threads on 2 cores: one rank runs as calibrated.
+  CpuShare one = CpuRankShare(2, 2, 1);
+  EXPECT_DOUBLE_EQ(one.per_sample, 1);
+  EXPECT_DOUBLE_EQ(one.fixed, 1);
+  // Two ranks: one thread each, half the speed per sample, no oversubscription.
+  CpuShare two = CpuRankShare(2, 2, 2);
+  EXPECT_DOUBLE_EQ(two.per_sample, 2);
+  EXPECT_DOUBLE_EQ(two.fixed, 1);
+  // Four ranks on two cores: one thread each and oversubscribed twice, which costs twice.
+  CpuShare four = CpuRankShare(2, 2, 4);
+  EXPECT_DOUBLE_EQ(four.per_sample, 2 * 2 * 2);
+  EXPECT_DOUBLE_EQ(four.fixed, 4);
+  // A 16-core node with 4 ranks: 4 threads each, faster per sample than a 2-thread calibration.
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 16, 4).per_sample, 0.5);
+  // Not a CPU calibration, or nothing known: no change.
+  EXPECT_DOUBLE_EQ(CpuRankShare(0, 2, 4).per_sample, 1);
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 0, 4).fixed, 1);
+}
+
+TEST(JobTime, CalibrationThreadsFromTheFileOrItsHost) {
+  Calibration c;
+  c.threads = 3;
+  EXPECT_EQ(CalibrationThreads(c), 3);
+  c.threads = 0;
+  c.host = "AMD EPYC, 2 cores";
+  EXPECT_EQ(CalibrationThreads(c), 2);
+  c.host = "Intel(R) Xeon(R) Processor, 16 cores";
+  EXPECT_EQ(CalibrationThreads(c), 16);
+  c.host = "somewhere";
+  EXPECT_EQ(CalibrationThreads(c), 1);
+  c.host = ", cores";
+  EXPECT_EQ(CalibrationThreads(c), 1);
+}
+
+}  // namespace
+}  // namespace dlh
