@@ -55,9 +55,9 @@ struct NodeType {
 // What a job costs besides its training steps (the optional "runtime" object; these
 // defaults when absent). Used by the whole-job time model (estimator/job_time.hpp).
 struct Runtime {
-  double startup_s = 30;  // job start to the first step: srun, MPI/NCCL set-up, CUDA context
-  double read_gbs = 1;    // reading the data set, GB/s per rank (shared file system)
-  double write_gbs = 0.5; // writing a checkpoint (rank 0), GB/s
+  double startup_s = 30;   // job start to the first step: srun, MPI/NCCL set-up, CUDA context
+  double read_gbs = 1;     // reading the data set, GB/s per rank (shared file system)
+  double write_gbs = 0.5;  // writing a checkpoint (rank 0), GB/s
   // A test cluster whose nodes are all one machine (share/cluster/local.json): its cores,
   // shared by every rank of a job whatever node Slurm gives it. 0: real, separate nodes.
   int shared_host_cores = 0;
@@ -67,7 +67,7 @@ struct Cluster {
   std::string name;
   std::vector<GpuType> gpu_types;
   std::vector<NodeType> node_types;
-  Link inter_node;                                         // between nodes (per node NIC)
+  Link inter_node;  // between nodes (per node NIC)
   Runtime runtime;
   const GpuType* gpu(const std::string& type_name) const;  // nullptr if unknown
 };

@@ -60,9 +60,7 @@ struct StepShape {
 struct JobPhases {
   double startup_s = 0, data_s = 0, warmup_s = 0, steps_s = 0, eval_s = 0, checkpoint_s = 0;
   int64_t evaluations = 0, checkpoints = 0;
-  double total_s() const {
-    return startup_s + data_s + warmup_s + steps_s + eval_s + checkpoint_s;
-  }
+  double total_s() const { return startup_s + data_s + warmup_s + steps_s + eval_s + checkpoint_s; }
 };
 
 // `startup_s`: the runtime's, or a site's override (the plugin's startup=).

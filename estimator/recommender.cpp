@@ -922,10 +922,14 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
 }
 
 nlohmann::json PhasesJson(const JobPhases& p) {
-  return {{"startup_s", p.startup_s}, {"data_s", p.data_s},
-          {"warmup_s", p.warmup_s},   {"steps_s", p.steps_s},
-          {"eval_s", p.eval_s},       {"evaluations", p.evaluations},
-          {"checkpoint_s", p.checkpoint_s}, {"checkpoints", p.checkpoints}};
+  return {{"startup_s", p.startup_s},
+          {"data_s", p.data_s},
+          {"warmup_s", p.warmup_s},
+          {"steps_s", p.steps_s},
+          {"eval_s", p.eval_s},
+          {"evaluations", p.evaluations},
+          {"checkpoint_s", p.checkpoint_s},
+          {"checkpoints", p.checkpoints}};
 }
 
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen) {

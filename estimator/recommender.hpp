@@ -72,9 +72,9 @@ struct DeviceSpeed {
   std::string reference;  // scaled: the GPU type whose calibration was scaled, else ""
   std::string stale;      // "" or "cpu.json: <why it may not fit this build>" (time_model.hpp);
                           // a scaled speed carries its reference's
-  int cpu_threads = 0;  // > 0: timed as a CPU process with this many threads, so ranks that
-                        // share a node's cores run slower (job_time.hpp, CpuRankShare); a
-                        // scaled speed carries its reference's
+  int cpu_threads = 0;    // > 0: timed as a CPU process with this many threads, so ranks that
+                          // share a node's cores run slower (job_time.hpp, CpuRankShare); a
+                          // scaled speed carries its reference's
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 

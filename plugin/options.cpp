@@ -149,9 +149,8 @@ AutoOptions ParseAutoValue(const char* value) {
       return *val;
     };
     if (key != "deadline" && key != "spec" && key != "samples" && key != "eval-samples" &&
-        key != "epochs" &&
-        key != "objective" && key != "max-gpus" && key != "types" && key != "mixed" &&
-        key != "per-gpu-batch" && key != "dry-run")
+        key != "epochs" && key != "objective" && key != "max-gpus" && key != "types" &&
+        key != "mixed" && key != "per-gpu-batch" && key != "dry-run")
       Bad(where, "unknown key '" + key + "' (keys: " + kAutoKeys + ")");
     if (!seen.insert(key).second) Bad(at, "given twice");
     if (key == "deadline") {

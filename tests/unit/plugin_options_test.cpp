@@ -587,9 +587,9 @@ TEST(PluginPlanTest, MixedOnlyInDryRun) {
   // which makes a mix of four ranks slower than one rank).
   Cluster c = LocalCluster();
   c.runtime.shared_host_cores = 0;
-  PlanOutcome p = MakePlan(
-      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed,dry-run"), c,
-      AllIdle(), "");
+  PlanOutcome p =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed,dry-run"), c,
+               AllIdle(), "");
   // Only the mix meets 3m with the 10% margin (2m26s, against 3m14s for 1 x 1 alpha; the
   // figures follow the shipped calibration share/calibration/cpu.json, scaled for beta).
   ASSERT_TRUE(p.feasible);

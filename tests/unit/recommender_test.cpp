@@ -149,14 +149,14 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
     r.step = r.compute + r.comm;
     r.steps = job.epochs * (job.samples / r.global);
     const double steps_s = double(r.steps) * r.step;
-    const double data =
-        double(job.samples + eval_samples) * (job.features.input_elements + 1) /
-        (c.runtime.read_gbs * 1e9);
+    const double data = double(job.samples + eval_samples) * (job.features.input_elements + 1) /
+                        (c.runtime.read_gbs * 1e9);
     const int64_t slice = (eval_samples + r.gpus - 1) / r.gpus;
-    const double evals = eval_samples == 0 ? 0
-                         : job.epochs * forward *
-                               (eval.per_sample_s * double(slice) +
-                                eval.fixed_s * double((slice + 255) / 256));
+    const double evals =
+        eval_samples == 0
+            ? 0
+            : job.epochs * forward *
+                  (eval.per_sample_s * double(slice) + eval.fixed_s * double((slice + 255) / 256));
     const double ckpts = double(job.epochs + int64_t(steps_s / 1800)) *
                          (0.05 + ckpt_bytes / (c.runtime.write_gbs * 1e9));
     r.total = startup + data + 3 * r.step + steps_s + evals + ckpts;
