@@ -159,8 +159,8 @@ for ((i = 0; i < 100; i++)); do [[ $(field "$busy" JobState) == RUNNING ]] && br
 j6=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --wrap true 2>sbatch6.err) || { cat sbatch6.err; fail "sbatch"; }
 [[ $(field "$j6" TresPerNode) == gres:gpu:beta:1 ]] || { cat sbatch6.err; fail "alpha busy: expected beta, got $(field "$j6" TresPerNode)"; }
 check "alpha1 busy: $(cat sbatch6.err)"
-# beta alone: 7m03s predicted (alpha's calibration scaled by beta's peaks); alpha 3m14s
-# (3m33s with the margin).
+# beta alone: 7m02s predicted (alpha's calibration scaled by beta's peaks); alpha 3m13s
+# (3m32s with the margin).
 j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=4m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
 [[ $(field "$j7" TresPerNode) == "$GRES" ]] && grep -q "planned on all nodes (may wait)" sbatch7.err ||
   { cat sbatch7.err; fail "alpha busy, deadline 4m: expected alpha on all nodes"; }
@@ -193,7 +193,7 @@ cat >bad.sh <<EOF
 true
 EOF
 expect_fail 255 "samples: must be a positive integer, got '-1'" sbatch bad.sh
-expect_fail 1 "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 3m33s with the 10% margin" \
+expect_fail 1 "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 3m32s with the 10% margin" \
   sbatch -J dlhbad --dlh-auto="$AUTO,deadline=2m" --wrap true
 
 echo "a bad plugstack line stops only --dlh-auto jobs"

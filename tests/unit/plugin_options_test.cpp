@@ -420,12 +420,12 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   Recommendation direct = Recommend(p.job, c);
   EXPECT_EQ(PlanJson(p.job, direct, direct.ranked.front()).dump(), p.plan.dump());
   EXPECT_EQ(SummaryLine(p),
-            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:07:00: predicted 3m14s, 9.4 kJ, "
+            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:07:00: predicted 3m13s, 9.3 kJ, "
             "deadline 30m (least energy of 4 allocations meeting the 30m deadline)");
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
   EXPECT_NE(report.find("  1  1x1 alpha (b128)"), std::string::npos) << report;
-  EXPECT_NE(report.find("predicted 3m14s: start-up 3s + data 55ms + warm-up 144ms + 3744 steps "
+  EXPECT_NE(report.find("predicted 3m13s: start-up 2s + data 55ms + warm-up 144ms + 3744 steps "
                         "3m00s + 8 evaluations 10s + 8 checkpoints 454ms\n"),
             std::string::npos)
       << report;
@@ -441,8 +441,8 @@ TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
   EXPECT_FALSE(p.feasible);
   EXPECT_FALSE(p.plan["feasible"].get<bool>());
   EXPECT_EQ(InfeasibleMessage(p),
-            "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 3m33s "
-            "with the 10% margin (3m14s predicted)");
+            "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 3m32s "
+            "with the 10% margin (3m13s predicted)");
   EXPECT_NE(DryRunReport(p, 5).find("no allocation meets the 2m deadline"), std::string::npos);
 }
 
@@ -454,8 +454,8 @@ TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
                            alpha_busy, "");
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 beta");
   EXPECT_EQ(p.live_note, "free now: node-alpha 0/1, node-beta 1/1");
-  // Beta alone is too slow for 4 minutes (7m03s predicted, scaled from alpha's calibration):
-  // plan on all nodes, the job waits for alpha (3m14s, 3m33s with the margin).
+  // Beta alone is too slow for 4 minutes (7m02s predicted, scaled from alpha's calibration):
+  // plan on all nodes, the job waits for alpha (3m13s, 3m32s with the margin).
   p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=4m"), c, alpha_busy, "");
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
   EXPECT_EQ(p.fallback_note,
@@ -590,7 +590,7 @@ TEST(PluginPlanTest, MixedOnlyInDryRun) {
   PlanOutcome p =
       MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed,dry-run"), c,
                AllIdle(), "");
-  // Only the mix meets 3m with the 10% margin (2m26s, against 3m14s for 1 x 1 alpha; the
+  // Only the mix meets 3m with the 10% margin (2m25s, against 3m13s for 1 x 1 alpha; the
   // figures follow the shipped calibration share/calibration/cpu.json, scaled for beta).
   ASSERT_TRUE(p.feasible);
   EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha + 1 x 2 beta");
