@@ -356,6 +356,9 @@ int Validate(const std::vector<std::string>& args) {
     ("calibration", po::value<std::string>()->required(), "calibration file to validate")
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (use the calibration's)")
     ("repeats", po::value<int>()->default_value(5), "timed blocks per model; median")
+    ("rounds", po::value<int>()->default_value(1),
+        "time every model once per round, rounds interleaved; each model's median over the "
+        "rounds (a slow spell of a noisy machine then hits every model alike)")
     ("markdown", "print the table as Markdown (for BENCHMARKS.md)")
     ("save", po::value<std::string>(), "also write the measurements, in the calibration file format")
     ("measured", po::value<std::string>(), "time nothing: take the measurements from this file (written by --save)")
@@ -380,15 +383,29 @@ int Validate(const std::vector<std::string>& args) {
   const GpuType device = roofline ? RooflineDevice(Str(vm, "roofline")) : GpuType{};
   TimingOptions timing = TimingFrom(vm);
   if (timing.threads == 0) timing.threads = c.threads;
+  const int rounds = vm["rounds"].as<int>();
+  if (rounds < 1 || rounds > 1000) throw UsageError("--rounds: must be in [1, 1000]");
   std::vector<TimingSample> measured;
+  std::vector<std::vector<double>> per_round;  // [model][round] seconds
   if (vm.count("measured")) {
     measured = LoadMeasured(Str(vm, "measured"));
   } else {
     std::vector<SweepEntry> models = ValidationModels();
-    ProgressBar bar(models.size());
-    measured = RunSweep(models, timing, [&](size_t done, size_t, const TimingSample& s) {
-      bar.update(done, s.model);
-    });
+    ProgressBar bar(models.size() * size_t(rounds));
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<TimingSample> round =
+          RunSweep(models, timing, [&](size_t done, size_t, const TimingSample& s) {
+            bar.update(size_t(r) * models.size() + done, s.model);
+          });
+      per_round.resize(round.size());
+      for (size_t i = 0; i < round.size(); ++i) per_round[i].push_back(round[i].seconds);
+      if (r == 0) measured = round;
+    }
+    for (size_t i = 0; i < measured.size(); ++i) {
+      std::vector<double> v = per_round[i];
+      std::sort(v.begin(), v.end());
+      measured[i].seconds = v[v.size() / 2];  // median (the upper one for an even count)
+    }
   }
   if (vm.count("save")) {
     Calibration saved = c;
@@ -433,6 +450,20 @@ int Validate(const std::vector<std::string>& args) {
   std::printf("%sMAPE over %zu models: %.1f%% (calibration %s%s: cross-validated MAPE %.1f%%)\n",
               md ? "\n" : "", measured.size(), sum / n, Str(vm, "calibration").c_str(),
               scaled ? (", scaled " + RatioText(ratio)).c_str() : "", c.model.quality.cv_mape);
+  if (rounds > 1 && !per_round.empty()) {
+    // Each round's own MAPE: how much the answer moves with the machine's noise.
+    std::vector<double> mapes;
+    for (int r = 0; r < rounds; ++r) {
+      double total = 0;
+      for (size_t i = 0; i < measured.size(); ++i)
+        total += std::fabs(error(c.model.seconds(measured[i].features, measured[i].batch),
+                                 per_round[i][size_t(r)]));
+      mapes.push_back(total / n);
+    }
+    std::sort(mapes.begin(), mapes.end());
+    std::printf("MAPE of single rounds (%d): min %.1f%%, median %.1f%%, max %.1f%%\n", rounds,
+                mapes.front(), mapes[mapes.size() / 2], mapes.back());
+  }
   if (scaled)
     std::printf("unscaled MAPE over %zu models: %.1f%%\n", measured.size(), sum_unscaled / n);
   if (roofline)

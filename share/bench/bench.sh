@@ -29,12 +29,12 @@ t_begin=$SECONDS
 # ---- estimator -----------------------------------------------------------------------------
 section() { echo "== [$((SECONDS - t_begin)) s] $*" >&2; }
 section "estimator: validation on models outside the calibration sweep"
-(cd "$root" && dlh-estimate validate --calibration share/calibration/cpu.json --markdown 2>/dev/null) \
+(cd "$root" && dlh-estimate validate --calibration share/calibration/cpu.json --rounds 5 --repeats 3 --markdown 2>/dev/null) \
   >"$work/validate.md"
 {
   echo "## Estimator: predicted vs measured step time"
   echo
-  echo "\`dlh-estimate validate --calibration share/calibration/cpu.json --markdown\`: the shipped"
+  echo "\`dlh-estimate validate --calibration share/calibration/cpu.json --rounds 5 --repeats 3 --markdown\`: the shipped"
   echo "calibration ($($py -c "import json;c=json.load(open('$root/share/calibration/cpu.json'));q=c['model']['quality'];print(f\"{q['samples']} sweep models, R² {q['r2']:.3f}, {q['folds']}-fold cross-validated MAPE {q['cv_mape']:.1f}%\")")),"
   echo "against fresh measurements with the engine of architectures that are not in the sweep."
   echo "Target: under 10% MAPE (Habitat 11.8% across GPUs, ConvMeter under 18%)."

@@ -134,6 +134,7 @@ expect_fail 2 "no cluster description" env -u DLH_CLUSTER "$BINDIR/dlh-estimate"
 expect_fail 2 "types: .* has no GPU type 'tpu'" dlh-estimate recommend "$SPEC" --samples 100 --types tpu --cluster "$CLUSTER"
 expect_fail 2 "nope.json: cannot read" dlh-estimate fit "$WORK/nope.json"
 expect_fail 2 "device: 'cuda:7' is not available" dlh-estimate calibrate --device cuda:7
+expect_fail 2 "dlh-estimate: --rounds: must be in" dlh-estimate validate --calibration "$ROOT/share/calibration/cpu.json" --rounds 0
 expect_fail 2 "unknown command 'guess'" dlh-estimate guess
 
 echo "a run planned by the estimator reports predicted against measured (issue 13)"
