@@ -139,6 +139,9 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("plan", po::value(&o->plan_json), "plan file (JSON, as from dlh-estimate recommend --json); "
         "default: the DLH_PLAN environment variable the SPANK plugin sets")
     ("no-plan", "ignore DLH_PLAN")
+    ("gpu-type", po::value(&o->gpu_type),
+        "this rank's GPU type (a plan part's gpu or node_type): picks its per-GPU batch from a "
+        "plan on several types; default: DLH_GPU_TYPE, else the rank's position (parts in order)")
     ("progress", po::value(progress)->default_value("auto"),
         "progress display on rank 0: auto (bar on a terminal, else plain lines), bar, plain, none");
   // clang-format on
@@ -196,6 +199,15 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     // with sbatch --export=NONE, which drops DLH_PLAN.
     o.plan_json = spank_env;
     o.plan_origin = "SLURM_SPANK_DLH_PLAN";
+  }
+
+  // Each rank may have its own type (an MPMD launch or a heterogeneous job component sets
+  // DLH_GPU_TYPE per rank), so Train checks it collectively; an empty variable is unset.
+  if (vm.count("gpu-type")) {
+    o.gpu_type_given = true;
+  } else if (const char* type = std::getenv("DLH_GPU_TYPE"); type && *type) {
+    o.gpu_type = type;
+    o.gpu_type_origin = "DLH_GPU_TYPE";
   }
 
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);

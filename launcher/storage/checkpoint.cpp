@@ -17,6 +17,12 @@
 //   samples_seen     int64
 //   elapsed_seconds  double   training wall time before this checkpoint
 //   optimizer        string   "sgd" or "adam"
+//   rank_batches     string   optional: each rank's samples per step in rank order, as
+//                             comma-separated runs "B" or "BxN" (N ranks of batch B):
+//                             "96x2,32" is 96, 96, 32; world_size batches in all, each
+//                             positive; written only when a plan on several GPU types set the split
+//                             (absent: the even split). Builds before it refuse such a file
+//                             (the checksum below covers it and they do not know it)
 //   created_unix     int64    seconds since 1970 when written; informational, not checksummed
 //                             and not required when reading
 //   checksum         string   "crc32:<8 lowercase hex digits>" (see below)
@@ -43,6 +49,8 @@
 //   int64 step, int64 epoch, int64 step_in_epoch, uint64 seed, int64 world_size,
 //   int64 samples_seen, the 8 bytes of elapsed_seconds (IEEE-754 double, little-endian)
 //   uint64 byte length of optimizer, the optimizer bytes
+//   only when rank_batches is present: uint64 "rank_batches" as text (its byte length, then
+//     the 12 bytes), uint64 number of ranks, int64 each rank's batch
 //   then for params, buffers and optimizer state, in that order:
 //     uint64 number of arrays, then for each array in order:
 //       uint64 byte length of the name, the name bytes, int32 rank, int32 dims[rank],
@@ -173,6 +181,11 @@ uint32_t Checksum(const TrainState& s) {
   c.I64(s.samples_seen);
   c.F64(s.elapsed_seconds);
   c.Text(s.optimizer);
+  if (!s.rank_batches.empty()) {
+    c.Text("rank_batches");
+    c.U64(s.rank_batches.size());
+    for (int64_t b : s.rank_batches) c.I64(b);
+  }
   for (const Section& sec : kSections) {
     const std::vector<NamedArray>& arrays = s.*sec.arrays;
     c.U64(arrays.size());
@@ -222,6 +235,47 @@ bool ParseU64(const std::string& text, uint64_t* out) {
   return true;
 }
 
+// "96x2,32": runs of equal batches in rank order, as the rank_batches attribute holds them.
+// Runs keep the text short (attributes are capped at 64 KiB; a mix of thousands of GPUs is
+// two runs when its ranks come part by part).
+std::string FormatRankBatches(const std::vector<int64_t>& batches) {
+  std::string out;
+  for (size_t i = 0; i < batches.size();) {
+    size_t j = i;
+    while (j < batches.size() && batches[j] == batches[i]) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(batches[i]) +
+           (j - i > 1 ? "x" + std::to_string(j - i) : "");
+    i = j;
+  }
+  return out;
+}
+
+// The reverse, strictly: runs "B" or "BxN" with B and N positive decimal integers below
+// 2^31, no signs, spaces or empty items, at most `max_ranks` batches in all.
+bool ParseRankBatches(const std::string& text, int64_t max_ranks, std::vector<int64_t>* out) {
+  out->clear();
+  auto positive = [](const std::string& t, int64_t* v) {
+    uint64_t u = 0;
+    if (t.size() > 10 || !ParseU64(t, &u) || u == 0 || u > uint64_t(INT32_MAX)) return false;
+    *v = int64_t(u);
+    return true;
+  };
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    const size_t x = item.find('x');
+    int64_t batch = 0, count = 1;
+    if (!positive(item.substr(0, x), &batch)) return false;
+    if (x != std::string::npos && !positive(item.substr(x + 1), &count)) return false;
+    if (count > max_ranks - int64_t(out->size())) return false;
+    out->insert(out->end(), size_t(count), batch);
+    start = comma + 1;
+  }
+  return true;
+}
+
 // ---- validation before writing ----------------------------------------------------------
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
@@ -245,6 +299,12 @@ void ValidateName(const std::string& path, const std::string& where, const std::
 }
 
 void Validate(const std::string& path, const TrainState& s) {
+  if (!s.rank_batches.empty()) {
+    // What LoadOpened accepts back: world_size batches in [1, 2^31).
+    bool ok = int64_t(s.rank_batches.size()) == s.world_size;
+    for (int64_t b : s.rank_batches) ok = ok && b > 0 && b <= INT32_MAX;
+    if (!ok) throw CheckpointError(path + ": rank_batches must hold world_size positive batches");
+  }
   if (s.spec_json.find('\0') != std::string::npos)
     throw CheckpointError(path + ": spec text contains a NUL byte");
   if (s.optimizer.find('\0') != std::string::npos)
@@ -362,6 +422,8 @@ void WriteContents(hid_t f, const TrainState& s) {
   h5::SetAttr(f, ".", "samples_seen", int64_t{s.samples_seen});
   h5::SetAttr(f, ".", "elapsed_seconds", double{s.elapsed_seconds});
   h5::SetAttr(f, ".", "optimizer", s.optimizer);
+  if (!s.rank_batches.empty())
+    h5::SetAttr(f, ".", "rank_batches", FormatRankBatches(s.rank_batches));
   h5::SetAttr(f, ".", "created_unix", int64_t{std::time(nullptr)});
   h5::WriteString(f, "spec", s.spec_json);
   CreateGroup(f, "order");
@@ -475,6 +537,14 @@ TrainState LoadOpened(const std::string& path, uint64_t file_size) {
   s.samples_seen = r.Int("samples_seen");
   s.elapsed_seconds = r.Double("elapsed_seconds");
   s.optimizer = r.String("optimizer");
+  if (h5::HasAttr(r.f, ".", "rank_batches")) {
+    const std::string text = r.String("rank_batches");
+    if (!ParseRankBatches(text, s.world_size, &s.rank_batches) ||
+        int64_t(s.rank_batches.size()) != s.world_size)
+      throw CheckpointError(path + ": attribute rank_batches " + Quote(text.substr(0, 64)) +
+                            " is not " + std::to_string(s.world_size) +
+                            " positive batches, one per rank (\"96x2,32\")");
+  }
   std::string stored = r.String("checksum");
   uint32_t stored_crc = 0;
   if (!ParseChecksum(stored, &stored_crc))

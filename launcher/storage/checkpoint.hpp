@@ -23,6 +23,9 @@ struct TrainState {
   uint64_t seed = 0;          // RNG: data order and dropout masks are pure functions of
                               // (seed, epoch) and (seed, rank, step, layer)
   int64_t world_size = 0;
+  // Each rank's samples per step when a plan on several GPU types set them (world_size
+  // entries); empty for the even split, whose files are written exactly as before it existed.
+  std::vector<int64_t> rank_batches;
   int64_t samples_seen = 0;
   double elapsed_seconds = 0;               // training wall time before this checkpoint
   std::string optimizer;                    // "sgd" or "adam"

@@ -10,6 +10,49 @@
 #include "common/json_parse.hpp"
 
 namespace dlh {
+namespace {
+
+// allocation.parts[]: checked whenever present, since a mix takes its per-rank batches
+// from it; a one-part plan's fields are informational but must still make sense.
+template <typename Fail>
+void ParseParts(const nlohmann::json& allocation, const Fail& fail, std::vector<PlanPart>* out) {
+  if (!allocation.contains("parts")) return;
+  const auto& parts = allocation["parts"];
+  if (!parts.is_array()) throw fail("allocation.parts", "must be an array");
+  // Bounds keep sums of nodes x gpus_per_node (and of rank batches) far from int64 overflow.
+  constexpr int64_t kMaxNodes = int64_t(1) << 20, kMaxGpus = 1024, kMaxBatch = int64_t(1) << 30;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string at = "allocation.parts[" + std::to_string(i) + "]";
+    const auto& part = parts[i];
+    if (!part.is_object()) throw fail(at, "must be an object");
+    PlanPart pp;
+    auto text = [&](const char* key, bool required) {
+      if (!part.contains(key)) {
+        if (required) throw fail(at + "." + key, "missing");
+        return std::string();
+      }
+      const auto& v = part[key];
+      if (!v.is_string() || v.get<std::string>().empty())
+        throw fail(at + "." + key, "must be a non-empty string, got " + v.dump());
+      return v.get<std::string>();
+    };
+    auto count = [&](const char* key, int64_t max) {
+      const auto& v = part.value(key, nlohmann::json());
+      if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max)
+        throw fail(at + "." + key, "must be a positive integer (at most " + std::to_string(max) +
+                                       "), got " + v.dump());
+      return v.get<int64_t>();
+    };
+    pp.gpu = text("gpu", true);
+    pp.node_type = text("node_type", false);
+    pp.nodes = count("nodes", kMaxNodes);
+    pp.gpus_per_node = count("gpus_per_node", kMaxGpus);
+    pp.per_gpu_batch = count("per_gpu_batch", kMaxBatch);
+    out->push_back(pp);
+  }
+}
+
+}  // namespace
 
 LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   nlohmann::json j;
@@ -45,6 +88,7 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
     if (!gpus.is_number_integer() || gpus.get<int64_t>() < 0 || gpus.get<int64_t>() > INT_MAX)
       throw fail("allocation.gpus", "must be a non-negative integer, got " + gpus.dump());
     p.gpus = int(gpus.get<int64_t>());
+    ParseParts(j["allocation"], fail, &p.parts);
   }
   const auto& why = j.value("why", nlohmann::json(""));
   if (!why.is_string()) throw fail("why", "must be a string, got " + why.dump());

@@ -1,21 +1,34 @@
 // DLH — the plan a job was given (`DLH_PLAN`, written by the SPANK plugin or by
 // `dlh-estimate recommend --json`), as far as the launcher uses it: the global batch, the
-// learning rate for it and its warm-up. The plan format is documented in README ("Plan").
+// learning rate for it and its warm-up, and the per-GPU batch of each part of a mix. The
+// plan format is documented in README ("Plan").
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/spec.hpp"
 
 namespace dlh {
+
+// One entry of allocation.parts[]: a group of nodes of one type. With two or more parts
+// every GPU of a part trains per_gpu_batch samples a step (launcher/train/batch_split.hpp).
+struct PlanPart {
+  std::string node_type;  // may be empty
+  std::string gpu;        // the Slurm GRES type, e.g. "a100"
+  int64_t nodes = 0, gpus_per_node = 0, per_gpu_batch = 0;
+  int64_t gpus() const { return nodes * gpus_per_node; }
+};
 
 struct LaunchPlan {
   bool present = false;
   int64_t global_batch = 0;
   double lr = 0;
   double warmup_epochs = 0;
-  int gpus = 0;         // ranks the plan was made for
-  std::string summary;  // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
+  int gpus = 0;                 // ranks the plan was made for
+  std::vector<PlanPart> parts;  // allocation.parts[], in the plan's order (may be empty)
+  std::string summary;          // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
   // What the estimator predicted for the whole job (0: not in the plan): the end of the run
   // reports them against what it measured.
   double predicted_total_s = 0;  // start-up, data, steps, evaluations, checkpoints

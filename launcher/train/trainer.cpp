@@ -39,6 +39,7 @@
 #include "launcher/engine/engine.hpp"
 #include "launcher/nn/thread_pool.hpp"
 #include "launcher/storage/checkpoint.hpp"
+#include "launcher/train/batch_split.hpp"
 #include "launcher/train/plan.hpp"
 #include "launcher/train/signals.hpp"
 
@@ -61,15 +62,13 @@ std::string Printf(const char* fmt, ...) {
   return text;
 }
 
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
+// "rank batches [96, 32]" or "an even split": a checkpoint's split in messages.
+std::string DescribeSplit(const std::vector<int64_t>& batches) {
+  return batches.empty() ? "an even split" : "rank batches " + FormatBatches(batches);
 }
 
-// This rank's share of a global batch: the first (B mod n) ranks take one more sample.
-void SplitBatch(int64_t global, int rank, int size, int64_t* offset, int64_t* count) {
-  int64_t base = global / size, extra = global % size;
-  *count = base + (rank < extra ? 1 : 0);
-  *offset = rank * base + std::min<int64_t>(rank, extra);
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 uint32_t Crc(uint32_t crc, const std::vector<NamedArray>& arrays) {
@@ -128,6 +127,7 @@ class Trainer {
  private:
   // Setup phases, in order.
   void load_inputs();
+  void choose_split();
   void start_engine();
   void resume();
   void announce();
@@ -151,6 +151,11 @@ class Trainer {
 
   EvalResult evaluate();
   void say(const std::string& text);
+  // The split a checkpoint records: every rank's batch when the plan set it, else none
+  // (the even split, whose files stay as they were before splits were recorded).
+  std::vector<int64_t> recorded_split() const {
+    return plan_split_ ? rank_batches_ : std::vector<int64_t>();
+  }
 
   // Declared in the order they come to be, so that they go in reverse (the loader's thread
   // before the data it reads, the engine before the spec it points to and the
@@ -171,6 +176,9 @@ class Trainer {
 
   // Engine and the shape of the run.
   int64_t rank_offset_ = 0, rank_batch_ = 0;  // this rank's slice of the global batch
+  std::vector<int64_t> rank_batches_;         // every rank's batch, in rank order
+  std::vector<int> rank_parts_;               // every rank's plan part (plan split only)
+  bool plan_split_ = false;                   // the plan's per-part batches set the split
   std::unique_ptr<Engine> engine_;
   int64_t steps_per_epoch_ = 0, total_steps_ = 0;
   std::unique_ptr<Progress> progress_;
@@ -248,11 +256,16 @@ void Trainer::load_inputs() {
       ApplyPlan(plan_, &spec_);
     }
     if (o_.batch_size > 0) spec_.batch_size = o_.batch_size;
+    if (o_.gpu_type_given && o_.gpu_type.empty())
+      throw UsageError(o_.gpu_type_origin + ": must not be empty (rank " + std::to_string(rank_) +
+                       ")");
     if (!o_.data_path.empty()) spec_.dataset = o_.data_path;
     if (spec_.batch_size < size_)
       throw UsageError(o_.spec_path + ": batch_size: " + std::to_string(spec_.batch_size) +
                        " is smaller than the number of ranks (" + std::to_string(size_) + ")");
   });
+  // Before anything is written: a plan whose batches do not fit the ranks leaves no run folder.
+  choose_split();
   RunCollectively(comm_.get(), [&] {
     data_ = LoadDataset(spec_.dataset);
     const Shape3& s = data_.train.shape;
@@ -277,10 +290,46 @@ void Trainer::load_inputs() {
   });
 }
 
+// This rank's slice of the global batch, fixed for the whole run (batch_split.hpp): the even
+// split, or with a plan on several GPU types its part's per_gpu_batch, placed after the
+// slices of the ranks before it. Every rank gathers every batch, so all check the same sum
+// and fail alike.
+void Trainer::choose_split() {
+  plan_split_ = PlanSplitsBatch(plan_, o_.batch_size > 0);
+  rank_batches_.assign(size_t(size_), 0);
+  rank_parts_.assign(size_t(size_), -1);
+  if (!plan_split_) {
+    for (int r = 0; r < size_; ++r)
+      rank_batches_[size_t(r)] = EvenShare(spec_.batch_size, r, size_).batch;
+    const RankShare mine = EvenShare(spec_.batch_size, rank_, size_);
+    rank_offset_ = mine.offset;
+    rank_batch_ = mine.batch;
+    return;
+  }
+  int64_t mine[2] = {0, -1};  // batch, part
+  RunCollectively(comm_.get(), [&] {
+    const int part =
+        PartOfRank(plan_, o_.plan_origin, o_.gpu_type, o_.gpu_type_origin, rank_, size_);
+    mine[0] = plan_.parts[size_t(part)].per_gpu_batch;
+    mine[1] = part;
+  });
+  std::vector<int64_t> all(2 * size_t(size_), 0);
+  MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm_.get()));
+  for (size_t r = 0; r < size_t(size_); ++r) {
+    rank_batches_[r] = all[2 * r];
+    rank_parts_[r] = int(all[2 * r + 1]);
+  }
+  std::vector<int64_t> offsets;
+  RunCollectively(comm_.get(), [&] {
+    offsets = SplitOffsets(rank_batches_, rank_parts_, plan_, o_.plan_origin, spec_.batch_size);
+  });
+  rank_offset_ = offsets[size_t(rank_)];
+  rank_batch_ = rank_batches_[size_t(rank_)];
+}
+
 // The engine holds the model, the optimizer and the gradient allreduce on its device; it is
 // sized for this rank's shard of the batch, which is fixed here for the whole run.
 void Trainer::start_engine() {
-  SplitBatch(spec_.batch_size, rank_, size_, &rank_offset_, &rank_batch_);
   EngineConfig ec;
   ec.spec = &spec_;
   ec.comm = comm_.get();
@@ -335,6 +384,13 @@ void Trainer::resume() {
       say("warning: checkpoint was written by " + std::to_string(st.world_size) +
           " ranks, resuming with " + std::to_string(size_) +
           " (training continues, but not bit-identically)");
+    // A different split sums the same global gradient in another order: allowed, like a
+    // different rank count, since a requeued mix may come back on other nodes.
+    const std::vector<int64_t> now = recorded_split();
+    if (rank_ == 0 && st.world_size == size_ && st.rank_batches != now)
+      say("warning: checkpoint was written with " + DescribeSplit(st.rank_batches) +
+          ", resuming with " + DescribeSplit(now) +
+          " (training continues, but not bit-identically)");
   });
   say("resumed from " + resume_path_ + " at step " + std::to_string(step_) + " (epoch " +
       std::to_string(epoch_ + 1) + ")");
@@ -358,6 +414,17 @@ void Trainer::announce() {
         (plan_.gpus && plan_.gpus != size_ ? " (planned for " + std::to_string(plan_.gpus) +
                                                  " ranks, running on " + std::to_string(size_) + ")"
                                            : ""));
+  if (plan_split_) {
+    std::string parts;
+    for (size_t i = 0; i < plan_.parts.size(); ++i)
+      parts +=
+          (i ? ", " : "") + plan_.parts[i].gpu + " " + std::to_string(plan_.parts[i].per_gpu_batch);
+    say("per-rank batches " + FormatBatches(rank_batches_) + " from the plan's parts (" + parts +
+        " per GPU)");
+  } else if (plan_.parts.size() >= 2) {
+    say("--batch-size overrides the plan: its per-GPU batches are not used, the batch is split "
+        "evenly");
+  }
   if (step_ == 0)
     say("training " + spec_.name + " on " + std::to_string(size_) + " rank(s), " +
         std::to_string(engine_->num_param_values()) + " parameters, global batch " +
@@ -495,6 +562,7 @@ double Trainer::write_checkpoint() {
     st.step_in_epoch = step_in_epoch_;
     st.seed = spec_.seed;
     st.world_size = size_;
+    st.rank_batches = recorded_split();
     st.samples_seen = samples_seen_;
     st.elapsed_seconds = elapsed_before_ + Since(train_start_);
     st.optimizer = engine_->optimizer_name();
@@ -530,18 +598,21 @@ void Trainer::record(const StepControl& control, double lr, const StepTimes& tim
   if (rank_ != 0) return;
   const double loss = control.loss_sum / double(spec_.batch_size);
   const double acc = control.correct_sum / double(spec_.batch_size);
-  log_->write({{"step", step_},
-               {"epoch", epoch_ + (step_in_epoch_ == 0 ? 0 : 1)},
-               {"loss", loss},
-               {"accuracy", acc},
-               {"lr", lr},
-               {"samples_per_s", double(spec_.batch_size) / t_total},
-               {"time",
-                {{"total", t_total},
-                 {"compute", times.compute},
-                 {"allreduce", times.allreduce},
-                 {"data", times.data},
-                 {"checkpoint", times.checkpoint}}}});
+  nlohmann::json rec = {{"step", step_},
+                        {"epoch", epoch_ + (step_in_epoch_ == 0 ? 0 : 1)},
+                        {"loss", loss},
+                        {"accuracy", acc},
+                        {"lr", lr},
+                        {"samples_per_s", double(spec_.batch_size) / t_total},
+                        {"time",
+                         {{"total", t_total},
+                          {"compute", times.compute},
+                          {"allreduce", times.allreduce},
+                          {"data", times.data},
+                          {"checkpoint", times.checkpoint}}}};
+  // The split is fixed for a run: its first record (after a resume too) says what it was.
+  if (step_ == first_step_ + 1) rec["rank_batches"] = rank_batches_;
+  log_->write(rec);
   progress_->step(step_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
                   double(spec_.batch_size) / ema_step_, ema_step_);
 }
@@ -610,8 +681,15 @@ void Trainer::write_summary(uint32_t crc) {
                             {"finished", result_.finished},
                             {"stop_signal", result_.stop_signal},
                             {"param_crc32", hex},
+                            {"batch_split", plan_split_ ? "plan" : "even"},
+                            {"rank_batches", rank_batches_},
                             {"last_checkpoint", result_.last_checkpoint},
                             {"train_seconds", elapsed_before_ + Since(train_start_)}};
+  if (plan_split_) {
+    std::vector<std::string> types;
+    for (int p : rank_parts_) types.push_back(plan_.parts[size_t(p)].gpu);
+    summary["rank_gpu_types"] = types;
+  }
   if (result_.test_accuracy >= 0) {
     summary["test_accuracy"] = result_.test_accuracy;
     summary["test_loss"] = result_.test_loss;

@@ -29,6 +29,11 @@ struct TrainOptions {
   int prefetch = 2;                  // batches prepared ahead
   std::string plan_json;             // DLH_PLAN text (empty: none): global batch, lr, warm-up
   std::string plan_origin = "DLH_PLAN";
+  // This rank's GPU type (empty: not given), which picks its part of a plan on several
+  // types and so its batch (batch_split.hpp); `gpu_type_origin` names it in errors.
+  std::string gpu_type;
+  std::string gpu_type_origin = "--gpu-type";
+  bool gpu_type_given = false;  // --gpu-type was given (an empty one is an error)
   GradSyncOptions sync;
   std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
   std::string device = "auto";     // auto, cpu or cuda (see device.hpp)

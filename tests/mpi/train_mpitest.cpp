@@ -20,33 +20,8 @@ namespace dlh {
 namespace {
 
 using test::Rank;
+using test::SharedDir;
 using test::Size;
-
-// A temp folder made by rank 0 and shared by all ranks; removed at the end.
-class SharedDir {
- public:
-  SharedDir() {
-    char buf[4096] = {0};
-    if (Rank() == 0) {
-      // A failure must not skip the broadcast (the other ranks would hang): the path stays
-      // empty and every rank's test fails instead.
-      try {
-        owner_.emplace("dlh-mpitest");
-        std::snprintf(buf, sizeof buf, "%s", owner_->path().c_str());
-      } catch (const std::exception&) {
-      }
-    }
-    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
-    path_ = buf;
-  }
-  // Every rank is done with the folder before rank 0's owner_ removes it.
-  ~SharedDir() { MPI_Barrier(MPI_COMM_WORLD); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::optional<test::TempDir> owner_;  // rank 0
-  std::string path_;
-};
 
 constexpr const char* kSpec = R"({
   "name": "mpitest",
