@@ -90,13 +90,15 @@ nlohmann::json Report(const LrFindOptions& o, const TrainSpec& spec, int ranks,
                       {"loss", NumberOrNull(p.loss)},
                       {"accuracy", p.accuracy},
                       {"smoothed", NumberOrNull(p.smoothed)}});
-  nlohmann::json suggestion = {{"status", StatusName(s.status)},
-                               {"rule", "steepest descent of the fitted polynomial"},
-                               {"note", s.note}};
+  nlohmann::json suggestion = {
+      {"status", StatusName(s.status)},
+      {"rule", "minimum of the fitted loss / 10, not below its steepest descent"},
+      {"note", s.note}};
   if (s.status == LrSuggestion::Status::kOk) {
     suggestion["lr"] = s.lr;
     suggestion["interval"] = {s.lr_low, s.lr_high};
-    suggestion["interval_rule"] = "where the fitted loss falls at least half as fast";
+    suggestion["interval_rule"] = "from the fitted loss's steepest descent to its minimum";
+    suggestion["lr_steepest"] = s.lr_steepest;
   } else {
     suggestion["lr"] = nullptr;
     suggestion["interval"] = nullptr;

@@ -85,12 +85,13 @@ struct LrFitOptions {
 struct LrSuggestion {
   enum class Status { kOk, kNoClearMinimum };
   Status status = Status::kNoClearMinimum;
-  std::string note;   // why there is no suggestion, or a caution that comes with one
-  double lr = 0;      // the suggestion: where the fitted loss falls fastest
-  double lr_low = 0;  // the interval where it falls at least half as fast as there
-  double lr_high = 0;
+  std::string note;           // why there is no suggestion, or a caution that comes with one
+  double lr = 0;              // the suggestion: max(lr_min / 10, lr_steepest)
+  double lr_low = 0;          // the interval: from where the fitted loss falls fastest ...
+  double lr_high = 0;         // ... to where it is lowest (lr_steepest and lr_min)
+  double lr_steepest = 0;     // the most negative slope of the fit before its minimum
   double lr_min = 0;          // where the fitted loss is lowest (within the fitted rates)
-  double lr_min_over_10 = 0;  // the other common rule, reported beside the suggestion
+  double lr_min_over_10 = 0;  // fastai's rule
   double drop = 0;            // fitted loss at the first rate minus its minimum
   int points_fitted = 0;      // finite points before the blow-up
   PolyFit poly;

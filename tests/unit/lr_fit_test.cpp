@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -96,15 +97,15 @@ TEST(LrSuggestTest, RecoversTheSteepestPointOfAnExactCubic) {
   const LrSweep s = Sweep(cubic, 0, o);
   const LrSuggestion sug = SuggestLr(s.points(), LrFitOptions());
   ASSERT_EQ(sug.status, LrSuggestion::Status::kOk) << sug.note;
-  EXPECT_NEAR(std::log10(sug.lr), -2, 0.01);
+  EXPECT_NEAR(std::log10(sug.lr_steepest), -2, 0.01);
   EXPECT_NEAR(sug.poly.rms, 0, 1e-9);  // a cubic is a degree-5 polynomial
-  // Half the steepest slope (-0.5) where 0.15 (x + 2)^2 = 0.5.
-  EXPECT_NEAR(std::log10(sug.lr_low), -2 - std::sqrt(0.5 / 0.15), 0.01);
-  EXPECT_NEAR(std::log10(sug.lr_high), -2 + std::sqrt(0.5 / 0.15), 0.01);
-  // The minimum lies beyond the sweep (x = 0.58 > 0): flagged, and min/10 is the edge's.
+  // The minimum lies beyond the sweep (x = 0.58 > 0): flagged; the interval ends at the edge.
   EXPECT_NE(sug.note.find("raise --max-lr"), std::string::npos) << sug.note;
   EXPECT_NEAR(sug.lr_min, 1, 1e-9);
-  EXPECT_LT(sug.log.b, 0);  // falls with the rate
+  EXPECT_DOUBLE_EQ(sug.lr_low, sug.lr_steepest);
+  EXPECT_DOUBLE_EQ(sug.lr_high, sug.lr_min);
+  EXPECT_NEAR(sug.lr, 0.1, 1e-9);  // a decade below the minimum, above the steepest point
+  EXPECT_LT(sug.log.b, 0);         // falls with the rate
 }
 
 TEST(LrSuggestTest, FindsATypicalCurvesOptimumThroughNoiseAndDivergence) {
@@ -114,14 +115,16 @@ TEST(LrSuggestTest, FindsATypicalCurvesOptimumThroughNoiseAndDivergence) {
                                           << ", " << s.points().size() << " points";
     const LrSuggestion sug = SuggestLr(s.points(), LrFitOptions());
     ASSERT_EQ(sug.status, LrSuggestion::Status::kOk) << sug.note;
-    EXPECT_NEAR(std::log10(sug.lr), centre, 0.3) << "centre " << centre;
-    EXPECT_LT(sug.lr_low, sug.lr);
-    EXPECT_GT(sug.lr_high, sug.lr);
-    EXPECT_LT(std::log10(sug.lr_low), centre);
-    EXPECT_GT(std::log10(sug.lr_high), centre);
-    EXPECT_LT(sug.lr_high, sug.lr_min * 1.0001);
-    EXPECT_GT(sug.lr_min, sug.lr);
+    EXPECT_NEAR(std::log10(sug.lr_steepest), centre, 0.3) << "centre " << centre;
+    // The true minimum of Typical() lies ~1.3 decades above the centre.
+    EXPECT_GT(std::log10(sug.lr_min), centre + 0.8);
+    EXPECT_LT(std::log10(sug.lr_min), centre + 1.8);
     EXPECT_NEAR(sug.lr_min_over_10, sug.lr_min / 10, 1e-12);
+    EXPECT_DOUBLE_EQ(sug.lr, std::max(sug.lr_min / 10, sug.lr_steepest));
+    EXPECT_DOUBLE_EQ(sug.lr_low, sug.lr_steepest);
+    EXPECT_DOUBLE_EQ(sug.lr_high, sug.lr_min);
+    EXPECT_LE(sug.lr_low, sug.lr);
+    EXPECT_LT(sug.lr, sug.lr_high);
     EXPECT_GT(sug.drop, 1.5);
     EXPECT_TRUE(sug.note.empty()) << sug.note;
   }
