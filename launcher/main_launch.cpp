@@ -1,6 +1,7 @@
 // DLH — dlh-launch: the MPI launcher. Run one process per rank under
 // `srun --mpi=pmix` or `mpirun -np N`:
 //   dlh-launch train SPEC [options]
+//   dlh-launch lr-find SPEC [options]
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/device.hpp"
+#include "launcher/train/lr_find.hpp"
 #include "launcher/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -27,6 +29,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: dlh-launch train SPEC [options]   (one process per rank: srun or mpirun)\n"
+    "       dlh-launch lr-find SPEC [--batch B] [options]   (learning-rate range test)\n"
     "       dlh-launch bench-allreduce [options]\n"
     "       dlh-launch bench-checkpoint --dir DIR [options]\n"
     "       dlh-launch --help | --version\n"
@@ -226,7 +229,8 @@ int main(int argc, char** argv) {
     std::puts("dlh-launch " DLH_VERSION);
     return dlh::kExitOk;
   }
-  if (args[0] != "train" && args[0] != "bench-allreduce" && args[0] != "bench-checkpoint") {
+  if (args[0] != "train" && args[0] != "lr-find" && args[0] != "bench-allreduce" &&
+      args[0] != "bench-checkpoint") {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
@@ -239,6 +243,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
     if (command == "bench-checkpoint") return dlh::RunBenchCheckpointCommand(args, rank);
+    if (command == "lr-find") return dlh::RunLrFindCommand(args, rank);
     return command == "train" ? RunTrain(args, rank) : RunBenchAllreduce(args, rank);
   } catch (const dlh::CollectiveError& e) {
     // Every rank has the same error: one message, a clean exit everywhere.
