@@ -30,6 +30,7 @@
 #include "launcher/engine/device.hpp"
 #include "launcher/engine/engine.hpp"
 #include "launcher/nn/thread_pool.hpp"
+#include "launcher/train/batch_split.hpp"
 #include "launcher/train/lr_plot.hpp"
 
 namespace po = boost::program_options;
@@ -194,9 +195,8 @@ nlohmann::json RunLrFind(const LrFindOptions& o, MPI_Comm world) {
   });
 
   // This rank's slice of the global batch, as train splits it.
-  const int64_t base = spec.batch_size / size, extra = spec.batch_size % size;
-  const int64_t rank_batch = base + (rank < extra ? 1 : 0);
-  const int64_t rank_offset = rank * base + std::min<int64_t>(rank, extra);
+  const RankShare share = EvenShare(spec.batch_size, rank, size);
+  const int64_t rank_batch = share.batch, rank_offset = share.offset;
   EngineConfig ec;
   ec.spec = &spec;
   ec.comm = comm.get();
