@@ -280,6 +280,7 @@ const GpuDatasheet* LookUpGpuDatasheet(const std::string& gres_type, std::string
 std::vector<SinfoNode> NodesFromSinfo(const std::string& text) {
   std::vector<SinfoNode> nodes;
   std::map<std::string, size_t> index;
+  std::string default_partition;
   std::stringstream in(text);
   for (std::string line; std::getline(in, line);) {
     std::vector<std::string> f = SplitBars(line);
@@ -298,11 +299,22 @@ std::vector<SinfoNode> NodesFromSinfo(const std::string& text) {
     }
     SinfoNode& n = nodes[it->second];
     std::string part = f[2];
-    if (!part.empty() && part.back() == '*') part.pop_back();
+    if (!part.empty() && part.back() == '*') {
+      part.pop_back();
+      default_partition = part;
+    }
     if (!part.empty() &&
         std::find(n.partitions.begin(), n.partitions.end(), part) == n.partitions.end())
       n.partitions.push_back(part);
   }
+  // sinfo lists a node's partitions in no fixed order; the default first, then by name, keeps
+  // the description the same from one run to the next.
+  for (SinfoNode& n : nodes)
+    std::sort(n.partitions.begin(), n.partitions.end(),
+              [&](const std::string& a, const std::string& b) {
+                return std::make_pair(a != default_partition, a) <
+                       std::make_pair(b != default_partition, b);
+              });
   return nodes;
 }
 

@@ -43,6 +43,20 @@ TEST(ClusterFromSlurm, NodesFromSinfoMergesPartitions) {
   EXPECT_EQ(nodes[2].memory_mb, 1000000);
 }
 
+// sinfo lists a node's partitions in no fixed order (CI once saw "big" before "gpu"): the
+// default partition comes first, the others by name, whatever the order of the lines.
+TEST(ClusterFromSlurm, PartitionOrderDoesNotFollowSinfo) {
+  auto a = NodesFromSinfo(
+      "n1|gpu:a100:4|zeta|8|1000|\nn1|gpu:a100:4|big|8|1000|\n"
+      "n1|gpu:a100:4|gpu*|8|1000|\n");
+  auto b = NodesFromSinfo(
+      "n1|gpu:a100:4|gpu*|8|1000|\nn1|gpu:a100:4|big|8|1000|\n"
+      "n1|gpu:a100:4|zeta|8|1000|\n");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].partitions, (std::vector<std::string>{"gpu", "big", "zeta"}));
+  EXPECT_EQ(b[0].partitions, a[0].partitions);
+}
+
 TEST(ClusterFromSlurm, DatasheetSpellings) {
   struct Case {
     const char* gres;
