@@ -20,6 +20,7 @@
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/device.hpp"
+#include "launcher/train/balancer.hpp"
 #include "launcher/train/lr_find.hpp"
 #include "launcher/train/trainer.hpp"
 
@@ -145,6 +146,14 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("gpu-type", po::value(&o->gpu_type),
         "this rank's GPU type (a plan part's gpu or node_type): picks its per-GPU batch from a "
         "plan on several types; default: DLH_GPU_TYPE, else the rank's position (parts in order)")
+    ("balance", po::value(&o->balance),
+        "per-rank batches: off (fixed: the even split or the plan's parts), adaptive (measure "
+        "each rank's compute time and move samples from slow to fast ranks), replay (the splits "
+        "recorded in --balance-history); default: the plan's \"balance\", else off")
+    ("balance-every", po::value(&o->balance_every)->default_value(o->balance_every),
+        "adaptive: steps measured (median) for each decision")
+    ("balance-history", po::value(&o->balance_history),
+        "replay: the summary.json or a checkpoint (.h5) of the run whose splits to replay")
     ("progress", po::value(progress)->default_value("auto"),
         "progress display on rank 0: auto (bar on a terminal, else plain lines), bar, plain, none");
   // clang-format on
@@ -179,6 +188,18 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   if (!(bucket_mb > 0)) throw dlh::UsageError("--bucket-mb: must be positive");
   o.sync.bucket_bytes = size_t(bucket_mb * 1024 * 1024);
   o.sync.overlap = !vm.count("no-overlap");
+  if (vm.count("balance")) dlh::ParseBalanceMode(o.balance, "--balance");
+  if (o.balance_every < 3 || o.balance_every > 1000000)
+    throw dlh::UsageError(
+        "--balance-every: must be 3 to 1000000 steps (the median of fewer is "
+        "noise), got " +
+        std::to_string(o.balance_every));
+  if (o.balance == "replay" && o.balance_history.empty())
+    throw dlh::UsageError(
+        "--balance replay: needs --balance-history FILE (the recorded run's "
+        "summary.json or checkpoint)");
+  if (vm.count("balance-history") && o.balance != "replay")
+    throw dlh::UsageError("--balance-history: only with --balance replay");
   dlh::CheckAllreduceKind(o.allreduce);
   dlh::CheckDeviceKind(o.device);
   if (!(o.comm_timeout > 0)) throw dlh::UsageError("--comm-timeout: must be positive");

@@ -37,6 +37,15 @@
 //   /order/buffers        in the order of TrainState's vectors, joined by "\n" ("" when empty).
 //   /order/optimizer      HDF5 lists links alphabetically, so this is what keeps the order.
 //                         (Datasets rather than attributes: attributes are capped at 64 KiB.)
+//   /split_history        optional scalar fixed-length string: every split the run trained
+//                         with (launcher/train/balancer.hpp), one line "STEP:BATCHES" per
+//                         change, oldest first, BATCHES written like rank_batches:
+//                         "0:64x2\n20:76,52" (from step 0 two ranks of 64, from step 20 76
+//                         and 52). Steps increase, every line has world_size positive
+//                         batches with one sum, the last is rank_batches (then required)
+//                         and its step is at most `step`. Written only by runs that balance
+//                         or replay a split (absent: files as before); a dataset, since a
+//                         long run's history may outgrow an attribute.
 //   /params, /buffers and /optimizer always exist, even when empty.
 //
 // Array names: non-empty, '/'-separated components that are neither empty, "." nor "..",
@@ -51,6 +60,8 @@
 //   uint64 byte length of optimizer, the optimizer bytes
 //   only when rank_batches is present: uint64 "rank_batches" as text (its byte length, then
 //     the 12 bytes), uint64 number of ranks, int64 each rank's batch
+//   only when split_history is present: "split_history" as text, uint64 number of changes,
+//     then per change int64 step, uint64 number of ranks, int64 each rank's batch
 //   then for params, buffers and optimizer state, in that order:
 //     uint64 number of arrays, then for each array in order:
 //       uint64 byte length of the name, the name bytes, int32 rank, int32 dims[rank],
@@ -186,6 +197,15 @@ uint32_t Checksum(const TrainState& s) {
     c.U64(s.rank_batches.size());
     for (int64_t b : s.rank_batches) c.I64(b);
   }
+  if (!s.split_history.empty()) {
+    c.Text("split_history");
+    c.U64(s.split_history.size());
+    for (const SplitChange& change : s.split_history) {
+      c.I64(change.step);
+      c.U64(change.batches.size());
+      for (int64_t b : change.batches) c.I64(b);
+    }
+  }
   for (const Section& sec : kSections) {
     const std::vector<NamedArray>& arrays = s.*sec.arrays;
     c.U64(arrays.size());
@@ -276,6 +296,71 @@ bool ParseRankBatches(const std::string& text, int64_t max_ranks, std::vector<in
   return true;
 }
 
+// "0:64x2\n20:76,52": the /split_history dataset's text.
+std::string FormatSplitHistory(const std::vector<SplitChange>& history) {
+  std::string out;
+  for (const SplitChange& c : history)
+    out += (out.empty() ? "" : "\n") + std::to_string(c.step) + ":" + FormatRankBatches(c.batches);
+  return out;
+}
+
+// The reverse: one "STEP:BATCHES" per line, at most `max_ranks` batches each. On failure
+// `why` says which line.
+bool ParseSplitHistory(const std::string& text, int64_t max_ranks, std::vector<SplitChange>* out,
+                       std::string* why) {
+  out->clear();
+  size_t start = 0;
+  for (int line = 1; start <= text.size(); ++line) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    const std::string item = text.substr(start, nl - start);
+    const size_t colon = item.find(':');
+    SplitChange c;
+    uint64_t step = 0;
+    if (colon == std::string::npos || !ParseU64(item.substr(0, colon), &step) ||
+        step > uint64_t(INT64_MAX) ||
+        !ParseRankBatches(item.substr(colon + 1), max_ranks, &c.batches)) {
+      *why = "line " + std::to_string(line) + " '" + item.substr(0, 64) +
+             "' is not STEP:BATCHES (\"20:96x2,32\")";
+      return false;
+    }
+    c.step = int64_t(step);
+    out->push_back(std::move(c));
+    start = nl + 1;
+  }
+  return true;
+}
+
+// What a history must be to belong to `s` (see the layout above); empty when it is.
+std::string SplitHistoryProblem(const TrainState& s) {
+  const std::vector<SplitChange>& h = s.split_history;
+  if (h.empty()) return "";
+  int64_t sum = 0;
+  for (int64_t b : h.front().batches) sum += b;
+  for (size_t i = 0; i < h.size(); ++i) {
+    const std::string at =
+        "entry " + std::to_string(i + 1) + " (step " + std::to_string(h[i].step) + ")";
+    if (int64_t(h[i].batches.size()) != s.world_size)
+      return at + " has " + std::to_string(h[i].batches.size()) + " batches, not world_size " +
+             std::to_string(s.world_size);
+    int64_t entry_sum = 0;
+    for (int64_t b : h[i].batches) {
+      if (b <= 0 || b > INT32_MAX) return at + " has a batch outside [1, 2^31)";
+      entry_sum += b;
+    }
+    if (entry_sum != sum)
+      return at + " sums to " + std::to_string(entry_sum) + ", not " + std::to_string(sum) +
+             " as the first entry";
+    if (h[i].step < 0 || (i > 0 && h[i].step <= h[i - 1].step))
+      return at + ": steps must increase from 0 on";
+  }
+  if (h.back().step > s.step)
+    return "the last entry's step " + std::to_string(h.back().step) + " is after step " +
+           std::to_string(s.step);
+  if (h.back().batches != s.rank_batches) return "the last entry is not rank_batches";
+  return "";
+}
+
 // ---- validation before writing ----------------------------------------------------------
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
@@ -305,6 +390,8 @@ void Validate(const std::string& path, const TrainState& s) {
     for (int64_t b : s.rank_batches) ok = ok && b > 0 && b <= INT32_MAX;
     if (!ok) throw CheckpointError(path + ": rank_batches must hold world_size positive batches");
   }
+  const std::string history = SplitHistoryProblem(s);
+  if (!history.empty()) throw CheckpointError(path + ": split_history: " + history);
   if (s.spec_json.find('\0') != std::string::npos)
     throw CheckpointError(path + ": spec text contains a NUL byte");
   if (s.optimizer.find('\0') != std::string::npos)
@@ -426,6 +513,8 @@ void WriteContents(hid_t f, const TrainState& s) {
     h5::SetAttr(f, ".", "rank_batches", FormatRankBatches(s.rank_batches));
   h5::SetAttr(f, ".", "created_unix", int64_t{std::time(nullptr)});
   h5::WriteString(f, "spec", s.spec_json);
+  if (!s.split_history.empty())
+    h5::WriteString(f, "split_history", FormatSplitHistory(s.split_history));
   CreateGroup(f, "order");
   for (const Section& sec : kSections) {
     const std::vector<NamedArray>& arrays = s.*sec.arrays;
@@ -553,6 +642,14 @@ TrainState LoadOpened(const std::string& path, uint64_t file_size) {
 
   r.RequireDataset("spec");
   s.spec_json = h5::ReadString(r.f, "spec");
+  if (h5::Exists(r.f, "split_history")) {
+    std::string why;
+    if (!ParseSplitHistory(h5::ReadString(r.f, "split_history"), s.world_size, &s.split_history,
+                           &why))
+      throw CheckpointError(path + ": dataset /split_history: " + why);
+    why = SplitHistoryProblem(s);
+    if (!why.empty()) throw CheckpointError(path + ": dataset /split_history: " + why);
+  }
   for (const Section& sec : kSections) {
     std::string order = std::string("order/") + sec.group;
     r.RequireDataset(order);

@@ -14,6 +14,15 @@ namespace dlh {
 
 constexpr int64_t kCheckpointFormatVersion = 1;
 
+// A split of the global batch that took effect at `step`: the steps from `step` on (0-based,
+// the step that starts with `step` steps completed) gave rank r `batches[r]` samples.
+struct SplitChange {
+  int64_t step = 0;
+  std::vector<int64_t> batches;
+  bool operator==(const SplitChange& o) const { return step == o.step && batches == o.batches; }
+  bool operator!=(const SplitChange& o) const { return !(*this == o); }
+};
+
 // Everything needed to continue training bit-identically.
 struct TrainState {
   std::string spec_json;      // the spec text the run started with
@@ -26,6 +35,11 @@ struct TrainState {
   // Each rank's samples per step when a plan on several GPU types set them (world_size
   // entries); empty for the even split, whose files are written exactly as before it existed.
   std::vector<int64_t> rank_batches;
+  // Every split the run trained with, oldest first, when it balanced its batches
+  // (launcher/train/balancer.hpp) or replayed a history; empty otherwise (files as before).
+  // Steps increase from the first entry; each entry has world_size batches summing to the
+  // global batch; the last one is rank_batches, and its step is at most `step`.
+  std::vector<SplitChange> split_history;
   int64_t samples_seen = 0;
   double elapsed_seconds = 0;               // training wall time before this checkpoint
   std::string optimizer;                    // "sgd" or "adam"

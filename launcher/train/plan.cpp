@@ -90,6 +90,13 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
     p.gpus = int(gpus.get<int64_t>());
     ParseParts(j["allocation"], fail, &p.parts);
   }
+  // Optional: a site may ask every planned job to balance its batches.
+  if (j.contains("balance")) {
+    const auto& b = j["balance"];
+    if (!b.is_string() || (b != "off" && b != "adaptive"))
+      throw fail("balance", "must be \"off\" or \"adaptive\", got " + ShownJsonValue(b));
+    p.balance = b.get<std::string>();
+  }
   const auto& why = j.value("why", nlohmann::json(""));
   if (!why.is_string()) throw fail("why", "must be a string, got " + why.dump());
   p.summary = why.get<std::string>();

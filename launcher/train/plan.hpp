@@ -28,7 +28,10 @@ struct LaunchPlan {
   double warmup_epochs = 0;
   int gpus = 0;                 // ranks the plan was made for
   std::vector<PlanPart> parts;  // allocation.parts[], in the plan's order (may be empty)
-  std::string summary;          // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
+  // "balance": "off" or "adaptive" (empty: not in the plan), how the launcher balances the
+  // per-rank batches unless --balance says otherwise (launcher/train/balancer.hpp).
+  std::string balance;
+  std::string summary;  // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
   // What the estimator predicted for the whole job (0: not in the plan): the end of the run
   // reports them against what it measured.
   double predicted_total_s = 0;  // start-up, data, steps, evaluations, checkpoints

@@ -9,8 +9,8 @@
 // and a checkpoint is taken only between steps.
 //
 // A run is a Trainer going through its phases in order: inputs, engine, resume, announce,
-// then per step: compute, control sync, advance, checkpoint, record, evaluate; at the end
-// finish, agreement and summary. Each phase is one member function; the state that
+// then per step: compute, control sync, advance, rebalance, checkpoint, record, evaluate; at
+// the end finish, agreement and summary. Each phase is one member function; the state that
 // crosses phases (spec, engine, the loader cursor, the result) is a member.
 #include "launcher/train/trainer.hpp"
 
@@ -39,9 +39,11 @@
 #include "launcher/engine/engine.hpp"
 #include "launcher/nn/thread_pool.hpp"
 #include "launcher/storage/checkpoint.hpp"
+#include "launcher/train/balancer.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/plan.hpp"
 #include "launcher/train/signals.hpp"
+#include "launcher/train/split_history.hpp"
 
 namespace dlh {
 namespace {
@@ -128,8 +130,10 @@ class Trainer {
   // Setup phases, in order.
   void load_inputs();
   void choose_split();
+  void choose_balance();
   void start_engine();
   void resume();
+  void continue_split(const TrainState& st);
   void announce();
   void open_loop();
 
@@ -138,6 +142,7 @@ class Trainer {
   StepSums compute_step(StepTimes* times);
   StepControl sync_control(const StepSums& sums, StepTimes* times);
   double advance();
+  void rebalance(const StepTimes& times);
   double maybe_checkpoint(const StepControl& control);
   double write_checkpoint();
   void handle_signal(int signal);
@@ -151,11 +156,17 @@ class Trainer {
 
   EvalResult evaluate();
   void say(const std::string& text);
-  // The split a checkpoint records: every rank's batch when the plan set it, else none
-  // (the even split, whose files stay as they were before splits were recorded).
+  // The split a checkpoint records: every rank's batch when the plan set it or the run
+  // balances, else none (the even split, whose files stay as they were before splits were
+  // recorded).
   std::vector<int64_t> recorded_split() const {
-    return plan_split_ ? rank_batches_ : std::vector<int64_t>();
+    return plan_split_ || !history_.empty() ? rank_batches_ : std::vector<int64_t>();
   }
+  // Makes `batches` the split from the next step on: this rank's slice, its weight in the
+  // batchnorm statistics and, once the loop runs, the loader.
+  void set_split(const std::vector<int64_t>& batches);
+  void change_split(const std::vector<int64_t>& batches, const BalanceDecision* why);
+  std::unique_ptr<Loader> make_loader() const;
 
   // Declared in the order they come to be, so that they go in reverse (the loader's thread
   // before the data it reads, the engine before the spec it points to and the
@@ -179,6 +190,16 @@ class Trainer {
   std::vector<int64_t> rank_batches_;         // every rank's batch, in rank order
   std::vector<int> rank_parts_;               // every rank's plan part (plan split only)
   bool plan_split_ = false;                   // the plan's per-part batches set the split
+  // Balancing (balancer.hpp, split_history.hpp): the mode, every split this run trained with
+  // (from step 0, through the runs before a resume; empty when it never balanced), the
+  // replayed history and the next change of it to apply, and this rank's compute seconds
+  // per step since the last decision.
+  BalanceMode balance_ = BalanceMode::Off;
+  int64_t max_rank_batch_ = 0;  // the most samples balancing may give one rank
+  SplitHistory history_, replay_;
+  size_t replay_next_ = 0;
+  std::vector<double> window_;
+  int balance_lines_ = 0;  // changes announced on the progress output
   std::unique_ptr<Engine> engine_;
   int64_t steps_per_epoch_ = 0, total_steps_ = 0;
   std::unique_ptr<Progress> progress_;
@@ -201,6 +222,9 @@ class Trainer {
   // This run's seconds in evaluations and checkpoints (inside the loop's time): summary.json
   // compares them with the plan's phases.
   double eval_seconds_ = 0, checkpoint_seconds_ = 0;
+  // This rank's seconds in compute and in the allreduces over this run's steps: summary.json
+  // shows every rank's mean, which is where a slow rank makes the others wait.
+  double compute_seconds_ = 0, allreduce_seconds_ = 0;
   int64_t first_step_ = 0;  // step_ when this run's loop began (after a resume: not 0)
   double ema_step_ = 0;     // seconds per step, smoothed for the progress line
   bool stop_ = false;
@@ -230,6 +254,7 @@ TrainResult Trainer::run() {
     const StepSums sums = compute_step(&times);
     const StepControl control = sync_control(sums, &times);
     const double lr = advance();
+    rebalance(times);
     times.checkpoint = maybe_checkpoint(control);
     handle_signal(control.signal);
     record(control, lr, times);
@@ -264,8 +289,10 @@ void Trainer::load_inputs() {
       throw UsageError(o_.spec_path + ": batch_size: " + std::to_string(spec_.batch_size) +
                        " is smaller than the number of ranks (" + std::to_string(size_) + ")");
   });
-  // Before anything is written: a plan whose batches do not fit the ranks leaves no run folder.
+  // Before anything is written: a plan whose batches do not fit the ranks leaves no run folder,
+  // nor does a bad history to replay.
   choose_split();
+  choose_balance();
   RunCollectively(comm_.get(), [&] {
     data_ = LoadDataset(spec_.dataset);
     const Shape3& s = data_.train.shape;
@@ -327,8 +354,79 @@ void Trainer::choose_split() {
   rank_batch_ = rank_batches_[size_t(rank_)];
 }
 
+// How the split may move (balancer.hpp): --balance, else the plan's "balance", else off. A
+// history to replay is read and checked by every rank, so a bad one fails all alike, before
+// anything is written. Adaptive and replayed runs record their history from step 0.
+void Trainer::choose_balance() {
+  RunCollectively(comm_.get(), [&] {
+    const bool from_plan = o_.balance.empty() && !plan_.balance.empty();
+    balance_ = ParseBalanceMode(!o_.balance.empty() ? o_.balance
+                                : from_plan         ? plan_.balance
+                                                    : "off",
+                                from_plan ? o_.plan_origin + ": balance" : o_.balance_origin);
+    max_rank_batch_ = BalanceMaxBatch(spec_.batch_size, size_, rank_batches_);
+    if (balance_ != BalanceMode::Replay) return;
+    std::string origin;
+    replay_ = ReadSplitHistory(o_.balance_history, &origin);
+    CheckSplitHistory(replay_, size_, spec_.batch_size, spec_.batch_size - (size_ - 1), origin);
+    max_rank_batch_ = 1;
+    for (const SplitChange& c : replay_)
+      for (int64_t b : c.batches) max_rank_batch_ = std::max(max_rank_batch_, b);
+  });
+  if (balance_ == BalanceMode::Adaptive) history_ = {{0, rank_batches_}};
+  if (balance_ == BalanceMode::Replay) {
+    set_split(replay_.front().batches);
+    history_ = {replay_.front()};
+    replay_next_ = 1;
+  }
+}
+
+void Trainer::set_split(const std::vector<int64_t>& batches) {
+  rank_batches_ = batches;
+  rank_offset_ = 0;
+  for (int r = 0; r < rank_; ++r) rank_offset_ += batches[size_t(r)];
+  rank_batch_ = batches[size_t(rank_)];
+  weight_ = double(rank_batch_) / double(spec_.batch_size);
+  // The loader prepares batches ahead with the old slice: a new one starts at the cursor.
+  if (loader_) {
+    loader_.reset();
+    loader_ = make_loader();
+  }
+}
+
+// A new split from the next step on, recorded in the history (and so in checkpoints and
+// summary.json), in metrics.jsonl and, the first few times, on the progress output.
+void Trainer::change_split(const std::vector<int64_t>& batches, const BalanceDecision* why) {
+  set_split(batches);
+  history_.push_back({step_, batches});
+  if (rank_ != 0) return;
+  nlohmann::json rec = {{"event", "balance"}, {"step", step_}, {"rank_batches", batches}};
+  std::string how;
+  if (why) {
+    rec["rates"] = why->rates;
+    rec["imbalance"] = why->imbalance;
+    how = Printf(" (the slowest rank was %.0f%% behind the ideal step)", 100 * why->imbalance);
+  }
+  log_->write(rec);
+  constexpr int kLines = 10;
+  if (++balance_lines_ <= kLines)
+    say("balance: from step " + std::to_string(step_) + " rank batches " + FormatBatches(batches) +
+        how + (balance_lines_ == kLines ? "; further changes only in metrics.jsonl" : ""));
+}
+
+std::unique_ptr<Loader> Trainer::make_loader() const {
+  LoaderOptions lo;
+  lo.global_batch = spec_.batch_size;
+  lo.rank_offset = rank_offset_;
+  lo.rank_batch = rank_batch_;
+  lo.seed = spec_.seed;
+  lo.prefetch = o_.prefetch;
+  return std::make_unique<Loader>(data_.train, lo, epoch_, step_in_epoch_);
+}
+
 // The engine holds the model, the optimizer and the gradient allreduce on its device; it is
-// sized for this rank's shard of the batch, which is fixed here for the whole run.
+// sized for the largest batch this rank may get: its shard of the batch when the split is
+// fixed, the most balancing may give it otherwise.
 void Trainer::start_engine() {
   EngineConfig ec;
   ec.spec = &spec_;
@@ -339,7 +437,8 @@ void Trainer::start_engine() {
   ec.local_rank = binding_.local_rank;
   ec.device = binding_.device;
   ec.comm_timeout_s = o_.comm_timeout;
-  ec.max_batch = int(std::max<int64_t>(rank_batch_, kEvalChunk));
+  ec.max_batch = int(
+      std::max<int64_t>(balance_ == BalanceMode::Off ? rank_batch_ : max_rank_batch_, kEvalChunk));
   std::string device_note;
   engine_ = MakeEngine(o_.device, ec, &device_note);
   steps_per_epoch_ = data_.train.count / spec_.batch_size;
@@ -384,16 +483,62 @@ void Trainer::resume() {
       say("warning: checkpoint was written by " + std::to_string(st.world_size) +
           " ranks, resuming with " + std::to_string(size_) +
           " (training continues, but not bit-identically)");
-    // A different split sums the same global gradient in another order: allowed, like a
-    // different rank count, since a requeued mix may come back on other nodes.
-    const std::vector<int64_t> now = recorded_split();
-    if (rank_ == 0 && st.world_size == size_ && st.rank_batches != now)
-      say("warning: checkpoint was written with " + DescribeSplit(st.rank_batches) +
-          ", resuming with " + DescribeSplit(now) +
-          " (training continues, but not bit-identically)");
+    continue_split(st);
   });
   say("resumed from " + resume_path_ + " at step " + std::to_string(step_) + " (epoch " +
       std::to_string(epoch_ + 1) + ")");
+}
+
+// The split a resumed run continues with. Adaptive: the one in effect at the checkpoint, and
+// its history, when the checkpoint has one and the rank count is the same; replay: the
+// replayed history's split at the checkpoint's step. Otherwise (off, or nothing to continue
+// from) the split chosen at start, as before balancing existed: a different split sums the
+// same global gradient in another order, allowed like a different rank count, since a
+// requeued mix may come back on other nodes.
+void Trainer::continue_split(const TrainState& st) {
+  // A split this run can take: one batch per rank, each within what balancing may give one
+  // rank, summing to this run's global batch (a resume may change it with --batch-size).
+  auto fits = [&](const std::vector<int64_t>& batches) {
+    int64_t sum = 0;
+    for (int64_t b : batches) {
+      if (b < 1 || b > std::max(max_rank_batch_, rank_batch_)) return false;
+      sum += b;
+    }
+    return batches.size() == size_t(size_) && sum == spec_.batch_size;
+  };
+  // The split the checkpoint's last steps ran with (an even one is not written down).
+  std::vector<int64_t> was = st.rank_batches;
+  if (was.empty())
+    for (int r = 0; r < size_; ++r) was.push_back(EvenShare(spec_.batch_size, r, size_).batch);
+  const bool history_fits = !st.split_history.empty() &&
+                            std::all_of(st.split_history.begin(), st.split_history.end(),
+                                        [&](const SplitChange& c) { return fits(c.batches); });
+  if (balance_ == BalanceMode::Adaptive && history_fits) {
+    history_ = st.split_history;
+    set_split(st.rank_batches);
+    say("balance: continuing with rank batches " + FormatBatches(rank_batches_) +
+        ", the split in effect at the checkpoint");
+    return;
+  }
+  if (balance_ == BalanceMode::Replay) {
+    set_split(SplitAt(replay_, st.step));
+    history_.clear();
+    for (replay_next_ = 0; replay_next_ < replay_.size() && replay_[replay_next_].step <= st.step;
+         ++replay_next_)
+      history_.push_back(replay_[replay_next_]);
+  } else if (balance_ == BalanceMode::Adaptive) {
+    // The steps before the checkpoint ran with its split, when that is one of this run.
+    history_ = {{0, fits(was) ? was : rank_batches_}};
+    if (history_.back().batches != rank_batches_) history_.push_back({st.step, rank_batches_});
+  } else if (history_fits) {
+    // Balancing off after a balanced run: its history goes on, with the split chosen now.
+    history_ = st.split_history;
+    if (history_.back().batches != rank_batches_) history_.push_back({st.step, rank_batches_});
+  }
+  if (rank_ == 0 && st.world_size == size_ && was != rank_batches_)
+    say("warning: checkpoint was written with " + DescribeSplit(st.rank_batches) +
+        ", resuming with " + DescribeSplit(recorded_split()) +
+        " (training continues, but not bit-identically)");
 }
 
 // Where every rank runs and which device it took, the plan and the run itself, once, from
@@ -425,6 +570,13 @@ void Trainer::announce() {
     say("--batch-size overrides the plan: its per-GPU batches are not used, the batch is split "
         "evenly");
   }
+  if (balance_ == BalanceMode::Adaptive)
+    say("balance: adaptive, every " + std::to_string(o_.balance_every) +
+        " steps from rank batches " + FormatBatches(rank_batches_) + ", at most " +
+        std::to_string(max_rank_batch_) + " per rank");
+  else if (balance_ == BalanceMode::Replay)
+    say("balance: replaying " + std::to_string(replay_.size()) + " split(s) from " +
+        o_.balance_history);
   if (step_ == 0)
     say("training " + spec_.name + " on " + std::to_string(size_) + " rank(s), " +
         std::to_string(engine_->num_param_values()) + " parameters, global batch " +
@@ -440,13 +592,7 @@ void Trainer::open_loop() {
                                         [this](const std::string& m) { say("warning: " + m); });
   }
 
-  LoaderOptions lo;
-  lo.global_batch = spec_.batch_size;
-  lo.rank_offset = rank_offset_;
-  lo.rank_batch = rank_batch_;
-  lo.seed = spec_.seed;
-  lo.prefetch = o_.prefetch;
-  loader_ = std::make_unique<Loader>(data_.train, lo, epoch_, step_in_epoch_);
+  loader_ = make_loader();
 
   say("allreduce: " + engine_->allreduce_name());
 
@@ -486,6 +632,7 @@ StepSums Trainer::compute_step(StepTimes* times) {
   const StepSums sums = engine_->forward_backward(batch, ctx, loss_scale_);
   times->compute = Since(t_compute);
   times->allreduce = engine_->finish_gradients();
+  compute_seconds_ += times->compute;
   return sums;
 }
 
@@ -514,6 +661,7 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
     engine_->commit_batch_stats(averaged_stats_);
   }
   times->allreduce += Since(t_ctrl);
+  allreduce_seconds_ += times->allreduce;
 
   StepControl control;
   control.loss_sum = control_sum_[0];
@@ -536,6 +684,45 @@ double Trainer::advance() {
     evaluated_epoch_ = false;
   }
   return lr;
+}
+
+// Adaptive: this step's compute time (forward and backward, not the wait in the allreduces)
+// joins the window; every balance_every steps rank 0 proposes the next split from every
+// rank's median (balancer.hpp) and broadcasts it, so all ranks take the same one. Replay:
+// the recorded change due at this step, if any. Either takes effect from the next step, and
+// comes before the checkpoint, which so records the split a resumed run continues with.
+void Trainer::rebalance(const StepTimes& times) {
+  if (balance_ == BalanceMode::Replay) {
+    if (replay_next_ < replay_.size() && replay_[replay_next_].step == step_)
+      change_split(replay_[replay_next_++].batches, nullptr);
+    return;
+  }
+  if (balance_ != BalanceMode::Adaptive) return;
+  double seconds = times.compute;
+  if (o_.balance_clock) seconds = o_.balance_clock(step_ - 1, rank_, rank_batch_, seconds);
+  window_.push_back(seconds);
+  // Every rank has the same window length, so all skip or decide alike. A short window (the
+  // first after a resume) waits for the next multiple.
+  if (step_ % o_.balance_every != 0 || int64_t(window_.size()) < (o_.balance_every + 1) / 2) return;
+  const double mine = Median(window_);
+  window_.clear();
+  std::vector<double> medians(size_t(size_), 0);
+  MPI_CHECK(MPI_Gather(&mine, 1, MPI_DOUBLE, medians.data(), 1, MPI_DOUBLE, 0, comm_.get()));
+  std::vector<int64_t> next = rank_batches_;
+  BalanceDecision decision;
+  RunCollectively(comm_.get(), [&] {
+    if (rank_ != 0) return;
+    BalancerConfig config;
+    config.global_batch = spec_.batch_size;
+    config.max_batch = max_rank_batch_;
+    std::vector<RankTiming> timings(rank_batches_.size());
+    for (size_t r = 0; r < timings.size(); ++r)
+      timings[r] = {rank_batches_[r], std::max(medians[r], 1e-9)};  // a clock's zero
+    decision = ProposeSplit(config, timings);
+    next = decision.batches;
+  });
+  MPI_CHECK(MPI_Bcast(next.data(), size_, MPI_INT64_T, 0, comm_.get()));
+  if (next != rank_batches_) change_split(next, rank_ == 0 ? &decision : nullptr);
 }
 
 // Checkpoints come every N steps, every T seconds, at epoch ends, on a signal and at the
@@ -563,6 +750,7 @@ double Trainer::write_checkpoint() {
     st.seed = spec_.seed;
     st.world_size = size_;
     st.rank_batches = recorded_split();
+    st.split_history = history_;
     st.samples_seen = samples_seen_;
     st.elapsed_seconds = elapsed_before_ + Since(train_start_);
     st.optimizer = engine_->optimizer_name();
@@ -610,8 +798,9 @@ void Trainer::record(const StepControl& control, double lr, const StepTimes& tim
                           {"allreduce", times.allreduce},
                           {"data", times.data},
                           {"checkpoint", times.checkpoint}}}};
-  // The split is fixed for a run: its first record (after a resume too) says what it was.
-  if (step_ == first_step_ + 1) rec["rank_batches"] = rank_batches_;
+  // The split the run started (or resumed) with; later changes have "balance" records.
+  if (step_ == first_step_ + 1)
+    rec["rank_batches"] = history_.empty() ? rank_batches_ : SplitAt(history_, step_ - 1);
   log_->write(rec);
   progress_->step(step_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
                   double(spec_.batch_size) / ema_step_, ema_step_);
@@ -669,6 +858,11 @@ void Trainer::write_summary(uint32_t crc) {
   result_.param_crc = crc;
   result_.steps = step_;
   result_.finished = step_ >= total_steps_;
+  // Every rank's mean seconds per step in compute and blocked in the allreduces.
+  const double steps_here = double(std::max<int64_t>(1, step_ - first_step_));
+  const double mine[2] = {compute_seconds_ / steps_here, allreduce_seconds_ / steps_here};
+  std::vector<double> per_rank(rank_ == 0 ? 2 * size_t(size_) : 0);
+  MPI_CHECK(MPI_Gather(mine, 2, MPI_DOUBLE, per_rank.data(), 2, MPI_DOUBLE, 0, comm_.get()));
   if (rank_ != 0) return;
   char hex[16];
   std::snprintf(hex, sizeof hex, "%08x", crc);
@@ -689,6 +883,18 @@ void Trainer::write_summary(uint32_t crc) {
     std::vector<std::string> types;
     for (int p : rank_parts_) types.push_back(plan_.parts[size_t(p)].gpu);
     summary["rank_gpu_types"] = types;
+  }
+  std::vector<double> compute_s, allreduce_s;
+  for (int r = 0; r < size_; ++r) {
+    compute_s.push_back(per_rank[2 * size_t(r)]);
+    allreduce_s.push_back(per_rank[2 * size_t(r) + 1]);
+  }
+  summary["rank_step_seconds"] = {{"compute", compute_s}, {"allreduce", allreduce_s}};
+  if (balance_ != BalanceMode::Off || !history_.empty()) {
+    summary["balance"] = {{"mode", BalanceModeName(balance_)},
+                          {"history", SplitHistoryJson(history_)}};
+    if (balance_ == BalanceMode::Adaptive) summary["balance"]["every"] = o_.balance_every;
+    if (balance_ == BalanceMode::Replay) summary["balance"]["replayed"] = o_.balance_history;
   }
   if (result_.test_accuracy >= 0) {
     summary["test_accuracy"] = result_.test_accuracy;

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "launcher/comm/grad_sync.hpp"
@@ -34,6 +35,15 @@ struct TrainOptions {
   std::string gpu_type;
   std::string gpu_type_origin = "--gpu-type";
   bool gpu_type_given = false;  // --gpu-type was given (an empty one is an error)
+  // How the per-rank batches move during the run (balancer.hpp): "off", "adaptive" or
+  // "replay"; empty: the plan's "balance", else off. `balance_origin` names it in errors.
+  std::string balance;
+  std::string balance_origin = "--balance";
+  int64_t balance_every = 20;   // adaptive: steps measured for each decision (>= 3)
+  std::string balance_history;  // replay: summary.json or checkpoint (.h5) of the recorded run
+  // Test hook, empty in production: the compute seconds of a step the balancer sees, given
+  // those measured (tests make the ranks' rates exact with it; `step` counts from 0).
+  std::function<double(int64_t step, int rank, int64_t batch, double measured_s)> balance_clock;
   GradSyncOptions sync;
   std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
   std::string device = "auto";     // auto, cpu or cuda (see device.hpp)

@@ -2,7 +2,7 @@
 # make bench: measures DLH side by side with its peers on this machine and rewrites
 # BENCHMARKS.md. Every figure in that file comes from this script's run; share/bench/report.py
 # turns the raw measurements into tables, the goals summary and every verdict.
-#   bench.sh BINDIR OUT.md        (about 8 minutes on 2 cores)
+#   bench.sh BINDIR OUT.md        (about 11 minutes on 2 cores)
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -372,6 +372,26 @@ bash "$bench/whole_jobs.sh" "$bindir" "$work" >"$work/jobs.txt" 2>"$work/jobs.er
   report jobs
   echo
 } >"$work/s8-jobs.md"
+
+# ---- adaptive batch balancing -------------------------------------------------------------
+section "adaptive batch balancing: 2 ranks of different speed, even / planned / adaptive"
+bash "$bench/balance.sh" "$bindir" "$work" 2>"$work/balance.err" ||
+  { mkdir -p "$work/balance"; echo "balance.sh failed: $(tail -1 "$work/balance.err")" >"$work/balance/unavailable"; }
+{
+  echo "## Adaptive batch balancing"
+  echo
+  echo "share/bench/balance.sh: two ranks of truly different speed on this machine, rank 0 an"
+  echo "alpha and rank 1 a beta of share/cluster/local.json, beta slowed by a cgroup CPU quota to"
+  echo "the speed the estimator gives it; the bench CNN (share/bench/cnn.json) at a global batch"
+  echo "of 128, 1 thread per rank, each rank bound to its own core. Even: \`--batch-size 128\`"
+  echo "(the plan's split overridden); planned: the 2-part \`DLH_PLAN\`; adaptive:"
+  echo "\`--balance adaptive\` (README \"Adaptive balancing\"). Ideal: the sum of each rank's own"
+  echo "rate, measured alone at the whole batch under the same throttle. Target: adaptive within"
+  echo "10% of ideal (issue 14 cites LB-BSP and Cannikin, 52-54% faster training)."
+  echo
+  report balance
+  echo
+} >"$work/s9-balance.md"
 
 # ---- assemble ------------------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')

@@ -419,6 +419,83 @@ def jobs(work, goals):
               f"{inside} of {len(rows)}", inside == len(rows) == 5, "see the whole-jobs table")
 
 
+# ---- adaptive batch balancing ------------------------------------------------------------
+
+def balance(work, goals):
+    """Even, planned and adaptive splits on 2 ranks of different speed (share/bench/balance.sh)."""
+    d = os.path.join(work, "balance")
+    goal = "Adaptive balancing within 10% of the ideal rate (2 ranks of different speed)"
+    if os.path.exists(os.path.join(d, "unavailable")):
+        why = open(os.path.join(d, "unavailable")).read().strip()
+        print(f"Not measured: {why}.")
+        goals.add(goal, "not measured", False, why)
+        return
+    setup = json.load(open(os.path.join(d, "setup.json")))
+    runs = read_jsonl(os.path.join(d, "runs.jsonl"))
+    by = {}
+    for r in runs:
+        by.setdefault(r["config"], []).append(r)
+    rounds = min(len(v) for v in by.values())
+    ideal = [by["alone-alpha"][i]["rate"] + by["alone-beta"][i]["rate"] for i in range(rounds)]
+
+    def span(values, digits=0, scale=1):
+        v = [x * scale for x in values]
+        return f"{med(v):.{digits}f} ({min(v):.{digits}f}–{max(v):.{digits}f})"
+
+    rec = setup["recommended"]
+    print(f"The estimator gives one beta {rec['beta']} samples for every {rec['alpha']} of an "
+          f"alpha (beta/alpha **{setup['ratio']:.2f}**, from the types' peaks); for a global batch "
+          f"of {setup['global_batch']} that is the planned split {setup['planned']}. Beta's "
+          f"process gets {setup['quota_us'] / setup['period_us']:.0%} of one core "
+          f"(cpu.cfs_quota_us {setup['quota_us']} per {setup['period_us']} µs). "
+          f"{rounds} rounds, each configuration once per round in a rotated order; "
+          f"{setup['steps']} steps a run, samples/s over the last "
+          f"{setup['steps'] - setup['warm']} (the first {setup['warm']} are warm-up and the "
+          f"adaptive runs' first decisions, every {setup['every']} steps). The waits are "
+          f"whole-run means from summary.json (`rank_step_seconds.allreduce`): compute is over, "
+          f"the rank sits in the gradient and control allreduces. Load average "
+          f"{' '.join(setup['load_before'])} before, {' '.join(setup.get('load_after', ['?']))} "
+          f"after (2 cores).")
+    print()
+    print("| split | samples/s, median (min–max) | wait at the allreduce per step, rank 0 "
+          "alpha / rank 1 beta (ms) | of the ideal rate | rank batches at the end |")
+    print("|---|---|---|---|---|")
+    labels = {"alone-alpha": "alpha alone (1 rank, whole batch)",
+              "alone-beta": "beta alone (1 rank, whole batch, throttled)",
+              "even": "even", "planned": "planned (estimator)",
+              "adaptive": "**adaptive** (from the planned split)",
+              "adaptive-even": "adaptive (from the even split)"}
+    ratios = {}
+    for config in ("alone-alpha", "alone-beta", "even", "planned", "adaptive", "adaptive-even"):
+        rs = by[config][:rounds]
+        rate = [r["rate"] for r in rs]
+        if config.startswith("alone"):
+            print(f"| {labels[config]} | {span(rate)} | — | — | — |")
+            if config == "alone-beta":
+                print(f"| ideal: the sum | {span(ideal)} | — | 100% | — |")
+            continue
+        ratios[config] = [rate[i] / ideal[i] for i in range(rounds)]
+        w0 = [r["wait_s"][0] for r in rs]
+        w1 = [r["wait_s"][1] for r in rs]
+        splits = "; ".join(str(r["split"]) for r in rs)
+        changes = (f" ({', '.join(str(r['changes']) for r in rs)} changes)"
+                   if config.startswith("adaptive") else "")
+        print(f"| {labels[config]} | {span(rate)} | {span(w0, 1, 1e3)} / {span(w1, 1, 1e3)} | "
+              f"{span(ratios[config], 0, 100)}% | {splits}{changes} |")
+    print()
+    hist = by["adaptive-even"][0]["history"]
+    print("Adaptive from the even split, round 1: " +
+          ", ".join(f"step {h['step']}: {h['rank_batches']}" for h in hist) + ".")
+    a = med(ratios["adaptive"])
+    ae = med(ratios["adaptive-even"])
+    goals.add(goal, f"{100 * a:.0f}% of ideal from the planned split, {100 * ae:.0f}% from the "
+              f"even split (planned {100 * med(ratios['planned']):.0f}%, even "
+              f"{100 * med(ratios['even']):.0f}%)", a >= 0.9,
+              "every rank of a data-parallel step also runs the optimizer update and both "
+              "allreduces, which a rank alone at the whole batch does not pay per sample; see "
+              "the waits in the balancing table")
+
+
 # ---- summary -----------------------------------------------------------------------------
 
 def summary(goals_path):
@@ -436,7 +513,7 @@ def main():
         return
     sections = {"cpu": cpu, "allreduce": allreduce, "comm": comm, "checkpoint": checkpoint, "ddp": ddp,
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
-                "wave": wave, "jobs": jobs}
+                "wave": wave, "jobs": jobs, "balance": balance}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))

@@ -1,0 +1,139 @@
+#!/bin/bash
+# make bench, "Adaptive batch balancing": two ranks of truly different speed on this machine,
+# trained with the even split, the estimator's planned split and the adaptive split.
+#   balance.sh BINDIR WORK    (about 3 minutes on 2 cores; root and cgroup v1 for the throttle)
+# Writes WORK/balance/setup.json and WORK/balance/runs.jsonl (one line per run) for
+# report.py's "balance" section, or WORK/balance/unavailable with the reason.
+#
+# Rank 0 is an "alpha", rank 1 a "beta" of share/cluster/local.json, whose peaks make beta
+# about 0.4 of alpha. The estimator (`dlh-estimate recommend --mixed --json`) splits the batch
+# by that ratio; here beta is made that slow for real: its process runs in a cgroup whose CPU
+# quota (cpu.cfs_quota_us over a 10 ms period, short next to a step so every step sees the
+# same share) is the estimator's beta/alpha ratio of one core. Every rank has 1 thread and
+# mpirun binds each to its own core. Each rank's own rate is measured alone (1 rank, the whole
+# global batch, the same binding and throttle); the ideal is their sum.
+set -euo pipefail
+bindir=$(cd "$1" && pwd) work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH="$bindir:$PATH" LC_ALL=C
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OPENBLAS_NUM_THREADS=1
+py=/usr/bin/python3
+out=$work/balance
+rm -rf "$out"
+mkdir -p "$out"
+steps=${BALANCE_STEPS:-160}    # per run; the first `warm` are not timed
+warm=40
+rounds=${BALANCE_ROUNDS:-3}
+every=10                       # --balance-every: decisions at steps 10, 20, 30, ...
+global=128
+period_us=10000
+cgroot=/sys/fs/cgroup/cpu
+
+unavailable() { echo "$*" >"$out/unavailable"; exit 0; }
+[[ $(id -u) -eq 0 ]] || unavailable "the CPU throttle needs root (a cgroup per rank)"
+[[ -w $cgroot/cpu.cfs_quota_us || -d $cgroot && -w $cgroot ]] ||
+  unavailable "no writable cgroup v1 cpu controller at $cgroot"
+cg=$cgroot/dlh-bench-beta-$$
+cleanup() { [[ -d $cg ]] && rmdir "$cg" 2>/dev/null || true; }
+trap cleanup EXIT
+
+# The spec of the bench CNN at the global batch, on a synthetic set of its shape.
+$py - "$root/share/bench/cnn.json" "$out/spec.json" "$global" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["batch_size"] = int(sys.argv[3])
+s["dataset"] = "data.h5"
+json.dump(s, open(sys.argv[2], "w"), indent=2)
+PY
+dlh-data synthetic --out "$out/data.h5" --shape 1x28x28 --classes 10 --train 30000 --test 100 >/dev/null
+
+# The estimator's split for one alpha and one beta. Its mixed plan for the spec is the
+# fastest mix of the local cluster (2 of each type); each part's per_gpu_batch is what one
+# GPU of that type gets, so their ratio is the estimator's beta/alpha speed ratio, and a
+# 2-GPU plan with the same ratio is what it would give one of each.
+dlh-estimate recommend "$out/spec.json" --samples 60000 --cluster "$root/share/cluster/local.json" \
+  --mixed --objective time --json >"$out/recommended.json" 2>"$out/recommend.err" || true
+$py - "$out/recommended.json" "$global" "$period_us" "$out/plan.json" "$out/setup.json" \
+  "$steps" "$warm" "$rounds" "$every" <<'PY' ||
+import json, sys
+rec = json.load(open(sys.argv[1]))
+glob, period = int(sys.argv[2]), int(sys.argv[3])
+parts = {p["gpu"]: p for p in rec["allocation"]["parts"]}
+if set(parts) != {"alpha", "beta"}:
+    sys.exit(f"the recommended plan is not a mix of alpha and beta: {sorted(parts)}")
+a, b = parts["alpha"]["per_gpu_batch"], parts["beta"]["per_gpu_batch"]
+ratio = b / a
+alpha = round(glob * a / (a + b))
+plan = dict(rec, global_batch=glob, allocation={
+    "parts": [dict(parts["alpha"], nodes=1, gpus_per_node=1, per_gpu_batch=alpha),
+              dict(parts["beta"], nodes=1, gpus_per_node=1, per_gpu_batch=glob - alpha)],
+    "nodes": 2, "gpus": 2, "tasks_per_node": 1})
+json.dump(plan, open(sys.argv[4], "w"))
+json.dump({"recommended": {"alpha": a, "beta": b, "why": rec.get("why", "")},
+           "ratio": ratio, "planned": [alpha, glob - alpha], "global_batch": glob,
+           "quota_us": round(ratio * period), "period_us": period, "steps": int(sys.argv[6]),
+           "warm": int(sys.argv[7]), "rounds": int(sys.argv[8]), "every": int(sys.argv[9]),
+           "load_before": open("/proc/loadavg").read().split()[:3]},
+          open(sys.argv[5], "w"))
+PY
+  unavailable "no mixed plan: $(tail -1 "$out/recommend.err")"
+quota=$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['quota_us'])" "$out/setup.json")
+mkdir "$cg"
+echo "$period_us" >"$cg/cpu.cfs_period_us"
+echo "$quota" >"$cg/cpu.cfs_quota_us"
+export DLH_PLAN
+DLH_PLAN=$(cat "$out/plan.json")
+
+# The beta rank's command: this shell joins the cgroup, then becomes dlh-launch.
+throttled=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg")
+train=(dlh-launch train "$out/spec.json" --data "$out/data.h5" --run-dir "$out/run" --no-resume
+  --max-steps "$steps" --no-eval --progress none --checkpoint-seconds 0 --no-epoch-checkpoints
+  --threads 1)
+
+run() {  # run CONFIG: one run, then one line of runs.jsonl
+  local config=$1
+  rm -rf "$out/run"
+  case $config in
+    alone-alpha) mpirun -np 1 "${train[@]}" --no-plan ;;
+    alone-beta) mpirun -np 1 "${throttled[@]}" "${train[@]}" --no-plan ;;
+    even) mpirun -np 1 -x DLH_PLAN "${train[@]}" --batch-size $global : \
+      -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" --batch-size $global ;;
+    planned) mpirun -np 1 -x DLH_PLAN "${train[@]}" --balance off : \
+      -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" --balance off ;;
+    adaptive) mpirun -np 1 -x DLH_PLAN "${train[@]}" --balance adaptive --balance-every $every : \
+      -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" --balance adaptive --balance-every $every ;;
+    adaptive-even) mpirun -np 1 -x DLH_PLAN "${train[@]}" --batch-size $global --balance adaptive \
+      --balance-every $every : -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" \
+      --batch-size $global --balance adaptive --balance-every $every ;;
+  esac >"$out/log.txt" 2>&1 || { cat "$out/log.txt" >&2; echo "balance.sh: $config failed" >&2; exit 1; }
+  $py - "$out/run" "$config" "$warm" >>"$out/runs.jsonl" <<'PY'
+import json, sys
+run, config, warm = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = json.load(open(run + "/summary.json"))
+steps = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"samples_per_s"' in l]
+timed = steps[warm:]
+batch = sum(s["rank_batches"])
+rate = batch * len(timed) / sum(r["time"]["total"] for r in timed)
+hist = s.get("balance", {}).get("history", [])
+print(json.dumps({"config": config, "rate": rate, "steps": len(timed),
+                  "wait_s": s["rank_step_seconds"]["allreduce"],
+                  "compute_s": s["rank_step_seconds"]["compute"],
+                  "split": s["rank_batches"], "changes": max(0, len(hist) - 1),
+                  "history": hist}))
+PY
+}
+
+configs=(alone-alpha alone-beta even planned adaptive adaptive-even)
+for ((round = 0; round < rounds; ++round)); do
+  # Rotated each round, so that no configuration always runs first or after the same one.
+  for ((k = 0; k < ${#configs[@]}; ++k)); do
+    run "${configs[(k + round) % ${#configs[@]}]}"
+  done
+done
+$py - "$out/setup.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["load_after"] = open("/proc/loadavg").read().split()[:3]
+json.dump(s, open(sys.argv[1], "w"))
+PY
