@@ -1,13 +1,13 @@
 // DLH — adaptive batch balancing (README "dlh-launch": "Adaptive balancing"): from every
-// rank's measured compute time per step and its current batch, the next integer split of
-// the global batch. Pure: the trainer gathers the measurements and applies the answer.
+// rank's measured busy time per step (all but its wait in the allreduces) and its current
+// batch, the next integer split of the global batch. Pure: the trainer gathers the
+// measurements and applies the answer.
 //
 // Why these rules. Data-parallel steps end when the slowest rank is done, so the step is
-// fastest when every rank's compute time is equal: batches proportional to the ranks' rates
-// (samples/s). LB-BSP (Chen et al., SoCC 2020) and Cannikin (Wang et al., EuroSys 2024) move
-// samples from slow to fast workers this way. Rates are measured, so they are noisy (±30%
-// from step to step on a shared machine): the trainer hands in the median of a window of
-// steps, and the split moves
+// fastest when every rank is busy for as long: batches proportional to the ranks' rates
+// (samples/s). LB-BSP and Cannikin (cited by issue 14) move samples from slow to fast
+// workers this way. Rates are measured, so they are noisy (±30% from step to step on a
+// shared machine): the trainer hands in the median of a window of steps, and the split moves
 //   - damped: only `damping` of the way to the rate-proportional split, so that a wrong
 //     measurement costs half of what it would, and the iteration converges instead of
 //     overshooting when the cost per sample is not constant (a fixed per-step part);
@@ -52,7 +52,7 @@ struct BalancerConfig {
 // One rank's measurements over a window of steps that all used `batch` samples.
 struct RankTiming {
   int64_t batch = 0;   // samples per step
-  double seconds = 0;  // robust compute seconds per step (the window's median), > 0
+  double seconds = 0;  // robust busy seconds per step (the window's median), > 0
 };
 
 struct BalanceDecision {

@@ -686,11 +686,14 @@ double Trainer::advance() {
   return lr;
 }
 
-// Adaptive: this step's compute time (forward and backward, not the wait in the allreduces)
-// joins the window; every balance_every steps rank 0 proposes the next split from every
-// rank's median (balancer.hpp) and broadcasts it, so all ranks take the same one. Replay:
-// the recorded change due at this step, if any. Either takes effect from the next step, and
-// comes before the checkpoint, which so records the split a resumed run continues with.
+// Adaptive: this rank's busy time of the step joins the window: all of it so far but the
+// time in the allreduces (where a fast rank waits for the slow ones), so its data, forward,
+// backward and optimizer update. The update does not grow with the batch and runs at the
+// rank's own speed, so leaving it out would give a slow rank too much. Every balance_every
+// steps rank 0 proposes the next split from every rank's median (balancer.hpp) and
+// broadcasts it, so all ranks take the same one. Replay: the recorded change due at this
+// step, if any. Either takes effect from the next step, and comes before the checkpoint,
+// which so records the split a resumed run continues with.
 void Trainer::rebalance(const StepTimes& times) {
   if (balance_ == BalanceMode::Replay) {
     if (replay_next_ < replay_.size() && replay_[replay_next_].step == step_)
@@ -698,7 +701,7 @@ void Trainer::rebalance(const StepTimes& times) {
     return;
   }
   if (balance_ != BalanceMode::Adaptive) return;
-  double seconds = times.compute;
+  double seconds = std::max(0.0, Since(times.start) - times.allreduce);
   if (o_.balance_clock) seconds = o_.balance_clock(step_ - 1, rank_, rank_batch_, seconds);
   window_.push_back(seconds);
   // Every rank has the same window length, so all skip or decide alike. A short window (the

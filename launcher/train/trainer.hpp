@@ -41,7 +41,7 @@ struct TrainOptions {
   std::string balance_origin = "--balance";
   int64_t balance_every = 20;   // adaptive: steps measured for each decision (>= 3)
   std::string balance_history;  // replay: summary.json or checkpoint (.h5) of the recorded run
-  // Test hook, empty in production: the compute seconds of a step the balancer sees, given
+  // Test hook, empty in production: the busy seconds of a step the balancer sees, given
   // those measured (tests make the ranks' rates exact with it; `step` counts from 0).
   std::function<double(int64_t step, int rank, int64_t batch, double measured_s)> balance_clock;
   GradSyncOptions sync;

@@ -10,7 +10,10 @@
 # by that ratio; here beta is made that slow for real: its process runs in a cgroup whose CPU
 # quota (cpu.cfs_quota_us over a 10 ms period, short next to a step so every step sees the
 # same share) is the estimator's beta/alpha ratio of one core. Every rank has 1 thread and
-# mpirun binds each to its own core. Each rank's own rate is measured alone (1 rank, the whole
+# mpirun binds each to its own core. The machine is shared, and under load a quota binds
+# no one (every process gets less than it anyway): both ranks' cgroups also get 16x the
+# default cpu.shares, so that each rank has its core (beta its quota of it) for the few
+# minutes this takes, whatever else runs. Each rank's own rate is measured alone (1 rank, the whole
 # global batch, the same binding and throttle); the ideal is their sum.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) work=$2
@@ -34,8 +37,11 @@ unavailable() { echo "$*" >"$out/unavailable"; exit 0; }
 [[ $(id -u) -eq 0 ]] || unavailable "the CPU throttle needs root (a cgroup per rank)"
 [[ -w $cgroot/cpu.cfs_quota_us || -d $cgroot && -w $cgroot ]] ||
   unavailable "no writable cgroup v1 cpu controller at $cgroot"
-cg=$cgroot/dlh-bench-beta-$$
-cleanup() { [[ -d $cg ]] && rmdir "$cg" 2>/dev/null || true; }
+cg=$cgroot/dlh-bench-beta-$$ cga=$cgroot/dlh-bench-alpha-$$
+cleanup() {
+  local g
+  for g in "$cg" "$cga"; do [[ -d $g ]] && rmdir "$g" 2>/dev/null || true; done
+}
 trap cleanup EXIT
 
 # The spec of the bench CNN at the global batch, on a synthetic set of its shape.
@@ -48,45 +54,58 @@ json.dump(s, open(sys.argv[2], "w"), indent=2)
 PY
 dlh-data synthetic --out "$out/data.h5" --shape 1x28x28 --classes 10 --train 30000 --test 100 >/dev/null
 
-# The estimator's split for one alpha and one beta. Its mixed plan for the spec is the
-# fastest mix of the local cluster (2 of each type); each part's per_gpu_batch is what one
-# GPU of that type gets, so their ratio is the estimator's beta/alpha speed ratio, and a
-# 2-GPU plan with the same ratio is what it would give one of each.
-dlh-estimate recommend "$out/spec.json" --samples 60000 --cluster "$root/share/cluster/local.json" \
-  --mixed --objective time --json >"$out/recommended.json" 2>"$out/recommend.err" || true
-$py - "$out/recommended.json" "$global" "$period_us" "$out/plan.json" "$out/setup.json" \
-  "$steps" "$warm" "$rounds" "$every" <<'PY' ||
-import json, sys
+# The estimator's split for one alpha and one beta. On this cluster its fastest plan is one
+# alpha (the "GPUs" share 2 cores), so the JSON plan has one part; its table also ranks the
+# mix it balanced (2 alpha + 2 beta, each GPU of a type with its per-GPU batch). The ratio of
+# those batches is the estimator's beta/alpha speed ratio, and a 2-GPU plan with the same
+# ratio (the JSON plan's fields, two parts of one GPU) is what it gives one of each.
+rec=(dlh-estimate recommend "$out/spec.json" --samples 60000 --cluster "$root/share/cluster/local.json"
+  --mixed --objective time --top 50)
+"${rec[@]}" --json >"$out/recommended.json" 2>"$out/recommend.err" || true
+"${rec[@]}" >"$out/recommended.txt" 2>>"$out/recommend.err" || true
+$py - "$out/recommended.json" "$out/recommended.txt" "$global" "$period_us" "$out/plan.json" \
+  "$out/setup.json" "$steps" "$warm" "$rounds" "$every" <<'PY' ||
+import json, re, sys
 rec = json.load(open(sys.argv[1]))
-glob, period = int(sys.argv[2]), int(sys.argv[3])
-parts = {p["gpu"]: p for p in rec["allocation"]["parts"]}
-if set(parts) != {"alpha", "beta"}:
-    sys.exit(f"the recommended plan is not a mix of alpha and beta: {sorted(parts)}")
-a, b = parts["alpha"]["per_gpu_batch"], parts["beta"]["per_gpu_batch"]
+glob, period = int(sys.argv[3]), int(sys.argv[4])
+mix = None
+for line in open(sys.argv[2]):
+    m = re.search(r"\d+x\d+ (\w+) \(b(\d+)\) \+ \d+x\d+ (\w+) \(b(\d+)\)", line)
+    if m:
+        mix = {m[1]: int(m[2]), m[3]: int(m[4])}
+        row = " ".join(line.split()[:9])
+        break
+if not mix or set(mix) != {"alpha", "beta"}:
+    sys.exit("dlh-estimate recommend --mixed ranked no mix of alpha and beta")
+a, b = mix["alpha"], mix["beta"]
 ratio = b / a
 alpha = round(glob * a / (a + b))
+part = lambda gpu, batch: {"node_type": "node-" + gpu, "gpu": gpu, "nodes": 1,
+                           "gpus_per_node": 1, "per_gpu_batch": batch}
 plan = dict(rec, global_batch=glob, allocation={
-    "parts": [dict(parts["alpha"], nodes=1, gpus_per_node=1, per_gpu_batch=alpha),
-              dict(parts["beta"], nodes=1, gpus_per_node=1, per_gpu_batch=glob - alpha)],
+    "parts": [part("alpha", alpha), part("beta", glob - alpha)],
     "nodes": 2, "gpus": 2, "tasks_per_node": 1})
-json.dump(plan, open(sys.argv[4], "w"))
-json.dump({"recommended": {"alpha": a, "beta": b, "why": rec.get("why", "")},
+json.dump(plan, open(sys.argv[5], "w"))
+json.dump({"recommended": {"alpha": a, "beta": b, "row": row},
            "ratio": ratio, "planned": [alpha, glob - alpha], "global_batch": glob,
-           "quota_us": round(ratio * period), "period_us": period, "steps": int(sys.argv[6]),
-           "warm": int(sys.argv[7]), "rounds": int(sys.argv[8]), "every": int(sys.argv[9]),
+           "quota_us": round(ratio * period), "period_us": period, "steps": int(sys.argv[7]),
+           "warm": int(sys.argv[8]), "rounds": int(sys.argv[9]), "every": int(sys.argv[10]),
            "load_before": open("/proc/loadavg").read().split()[:3]},
-          open(sys.argv[5], "w"))
+          open(sys.argv[6], "w"))
 PY
   unavailable "no mixed plan: $(tail -1 "$out/recommend.err")"
 quota=$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['quota_us'])" "$out/setup.json")
-mkdir "$cg"
+mkdir "$cg" "$cga"
 echo "$period_us" >"$cg/cpu.cfs_period_us"
 echo "$quota" >"$cg/cpu.cfs_quota_us"
+echo 16384 >"$cg/cpu.shares"
+echo 16384 >"$cga/cpu.shares"
 export DLH_PLAN
 DLH_PLAN=$(cat "$out/plan.json")
 
-# The beta rank's command: this shell joins the cgroup, then becomes dlh-launch.
+# A rank's command: this shell joins its cgroup, then becomes dlh-launch.
 throttled=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg")
+full=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cga")
 train=(dlh-launch train "$out/spec.json" --data "$out/data.h5" --run-dir "$out/run" --no-resume
   --max-steps "$steps" --no-eval --progress none --checkpoint-seconds 0 --no-epoch-checkpoints
   --threads 1)
@@ -95,15 +114,15 @@ run() {  # run CONFIG: one run, then one line of runs.jsonl
   local config=$1
   rm -rf "$out/run"
   case $config in
-    alone-alpha) mpirun -np 1 "${train[@]}" --no-plan ;;
+    alone-alpha) mpirun -np 1 "${full[@]}" "${train[@]}" --no-plan ;;
     alone-beta) mpirun -np 1 "${throttled[@]}" "${train[@]}" --no-plan ;;
-    even) mpirun -np 1 -x DLH_PLAN "${train[@]}" --batch-size $global : \
+    even) mpirun -np 1 -x DLH_PLAN "${full[@]}" "${train[@]}" --batch-size $global : \
       -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" --batch-size $global ;;
-    planned) mpirun -np 1 -x DLH_PLAN "${train[@]}" --balance off : \
+    planned) mpirun -np 1 -x DLH_PLAN "${full[@]}" "${train[@]}" --balance off : \
       -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" --balance off ;;
-    adaptive) mpirun -np 1 -x DLH_PLAN "${train[@]}" --balance adaptive --balance-every $every : \
+    adaptive) mpirun -np 1 -x DLH_PLAN "${full[@]}" "${train[@]}" --balance adaptive --balance-every $every : \
       -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" --balance adaptive --balance-every $every ;;
-    adaptive-even) mpirun -np 1 -x DLH_PLAN "${train[@]}" --batch-size $global --balance adaptive \
+    adaptive-even) mpirun -np 1 -x DLH_PLAN "${full[@]}" "${train[@]}" --batch-size $global --balance adaptive \
       --balance-every $every : -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" \
       --batch-size $global --balance adaptive --balance-every $every ;;
   esac >"$out/log.txt" 2>&1 || { cat "$out/log.txt" >&2; echo "balance.sh: $config failed" >&2; exit 1; }
