@@ -166,6 +166,7 @@ class Trainer {
   // batchnorm statistics and, once the loop runs, the loader.
   void set_split(const std::vector<int64_t>& batches);
   void change_split(const std::vector<int64_t>& batches, const BalanceDecision* why);
+  void record_split(int64_t step, const std::vector<int64_t>& batches);
   std::unique_ptr<Loader> make_loader() const;
 
   // Declared in the order they come to be, so that they go in reverse (the loader's thread
@@ -398,7 +399,7 @@ void Trainer::set_split(const std::vector<int64_t>& batches) {
 // summary.json), in metrics.jsonl and, the first few times, on the progress output.
 void Trainer::change_split(const std::vector<int64_t>& batches, const BalanceDecision* why) {
   set_split(batches);
-  history_.push_back({step_, batches});
+  record_split(step_, batches);
   if (rank_ != 0) return;
   nlohmann::json rec = {{"event", "balance"}, {"step", step_}, {"rank_batches", batches}};
   std::string how;
@@ -412,6 +413,13 @@ void Trainer::change_split(const std::vector<int64_t>& batches, const BalanceDec
   if (++balance_lines_ <= kLines)
     say("balance: from step " + std::to_string(step_) + " rank batches " + FormatBatches(batches) +
         how + (balance_lines_ == kLines ? "; further changes only in metrics.jsonl" : ""));
+}
+
+// Appends a change to the history; a second change at the same step (a resume that takes
+// another split right at the checkpoint's step) replaces the first, so steps keep increasing.
+void Trainer::record_split(int64_t step, const std::vector<int64_t>& batches) {
+  if (!history_.empty() && history_.back().step == step) history_.pop_back();
+  if (history_.empty() || history_.back().batches != batches) history_.push_back({step, batches});
 }
 
 std::unique_ptr<Loader> Trainer::make_loader() const {
@@ -529,11 +537,11 @@ void Trainer::continue_split(const TrainState& st) {
   } else if (balance_ == BalanceMode::Adaptive) {
     // The steps before the checkpoint ran with its split, when that is one of this run.
     history_ = {{0, fits(was) ? was : rank_batches_}};
-    if (history_.back().batches != rank_batches_) history_.push_back({st.step, rank_batches_});
+    record_split(st.step, rank_batches_);
   } else if (history_fits) {
     // Balancing off after a balanced run: its history goes on, with the split chosen now.
     history_ = st.split_history;
-    if (history_.back().batches != rank_batches_) history_.push_back({st.step, rank_batches_});
+    record_split(st.step, rank_batches_);
   }
   if (rank_ == 0 && st.world_size == size_ && was != rank_batches_)
     say("warning: checkpoint was written with " + DescribeSplit(st.rank_batches) +

@@ -30,7 +30,7 @@ warm=40
 rounds=${BALANCE_ROUNDS:-3}
 every=10                       # --balance-every: decisions at steps 10, 20, 30, ...
 global=128
-period_us=10000
+period_us=${BALANCE_PERIOD_US:-10000}
 cgroot=/sys/fs/cgroup/cpu
 
 unavailable() { echo "$*" >"$out/unavailable"; exit 0; }

@@ -438,9 +438,10 @@ def balance(work, goals):
     rounds = min(len(v) for v in by.values())
     ideal = [by["alone-alpha"][i]["rate"] + by["alone-beta"][i]["rate"] for i in range(rounds)]
 
-    def span(values, digits=0, scale=1):
+    def span(values, digits=0, scale=1, unit=""):
         v = [x * scale for x in values]
-        return f"{med(v):.{digits}f} ({min(v):.{digits}f}–{max(v):.{digits}f})"
+        return (f"{med(v):.{digits}f}{unit} ({min(v):.{digits}f}–{max(v):.{digits}f}{unit})"
+                if len(v) > 1 else f"{v[0]:.{digits}f}{unit}")
 
     rec = setup["recommended"]
     print(f"The estimator gives one beta {rec['beta']} samples for every {rec['alpha']} of an "
@@ -451,9 +452,11 @@ def balance(work, goals):
           f"{rounds} rounds, each configuration once per round in a rotated order; "
           f"{setup['steps']} steps a run, samples/s over the last "
           f"{setup['steps'] - setup['warm']} (the first {setup['warm']} are warm-up and the "
-          f"adaptive runs' first decisions, every {setup['every']} steps). The waits are "
-          f"whole-run means from summary.json (`rank_step_seconds.allreduce`): compute is over, "
-          f"the rank sits in the gradient and control allreduces. Load average "
+          f"adaptive runs' first decisions, every {setup['every']} steps). A wait is the time a "
+          f"rank spends in the gradient and control allreduces once its own work is done: for "
+          f"the other rank, and the transfer itself; a whole-run mean per step "
+          f"(summary.json `rank_step_seconds.allreduce`, so with the adaptive runs' first "
+          f"decisions). Load average "
           f"{' '.join(setup['load_before'])} before, {' '.join(setup.get('load_after', ['?']))} "
           f"after (2 cores).")
     print()
@@ -470,7 +473,7 @@ def balance(work, goals):
         rs = by[config][:rounds]
         rate = [r["rate"] for r in rs]
         if config.startswith("alone"):
-            print(f"| {labels[config]} | {span(rate)} | — | — | — |")
+            print(f"| {labels[config]} | {span(rate)} | — | — | {rs[0]['split']} |")
             if config == "alone-beta":
                 print(f"| ideal: the sum | {span(ideal)} | — | 100% | — |")
             continue
@@ -481,19 +484,23 @@ def balance(work, goals):
         changes = (f" ({', '.join(str(r['changes']) for r in rs)} changes)"
                    if config.startswith("adaptive") else "")
         print(f"| {labels[config]} | {span(rate)} | {span(w0, 1, 1e3)} / {span(w1, 1, 1e3)} | "
-              f"{span(ratios[config], 0, 100)}% | {splits}{changes} |")
+              f"{span(ratios[config], 0, 100, '%')} | {splits}{changes} |")
     print()
     hist = by["adaptive-even"][0]["history"]
     print("Adaptive from the even split, round 1: " +
           ", ".join(f"step {h['step']}: {h['rank_batches']}" for h in hist) + ".")
     a = med(ratios["adaptive"])
     ae = med(ratios["adaptive-even"])
+    ad = by["adaptive"][:rounds]
+    step_ms = 1e3 * setup["global_batch"] / med(r["rate"] for r in ad)
+    waits = [1e3 * med(r["wait_s"][k] for r in ad) for k in (0, 1)]
     goals.add(goal, f"{100 * a:.0f}% of ideal from the planned split, {100 * ae:.0f}% from the "
               f"even split (planned {100 * med(ratios['planned']):.0f}%, even "
               f"{100 * med(ratios['even']):.0f}%)", a >= 0.9,
-              "every rank of a data-parallel step also runs the optimizer update and both "
-              "allreduces, which a rank alone at the whole batch does not pay per sample; see "
-              "the waits in the balancing table")
+              f"balanced on average, the ranks still wait {waits[0]:.1f} and {waits[1]:.1f} ms of "
+              f"a {step_ms:.1f} ms step in the allreduces: every step waits for whichever rank "
+              f"was slower in that step (the machine's load moves both), and pays the gradient "
+              f"transfer and an update per rank, which a rank alone at the whole batch does not")
 
 
 # ---- summary -----------------------------------------------------------------------------

@@ -203,6 +203,31 @@ TEST_F(BalanceTest, ResumedAdaptiveRunContinuesWithTheCheckpointsSplit) {
             LoadCheckpoint(whole.last_checkpoint).split_history);
 }
 
+// Balancing off after a balanced run (a requeue without the option): the split chosen at
+// start, and the history goes on, so the files still say how every step was split.
+TEST_F(BalanceTest, BalancingOffAfterABalancedRunKeepsTheHistory) {
+  TrainOptions o = Adaptive("then-off");
+  o.max_steps = 24;
+  // From step 20 the first rank is the slow one, so the split changes at step 24, the
+  // checkpoint's: the resumed run's split replaces that change rather than follow it.
+  o.balance_clock = [](int64_t step, int rank, int64_t batch, double) {
+    const bool slow = step < 20 ? rank == Size() - 1 : rank == 0;
+    return double(batch) * (slow ? 0.003 : 0.001);
+  };
+  const TrainState at = LoadCheckpoint(Train(o, MPI_COMM_WORLD).last_checkpoint);
+  ASSERT_GE(at.split_history.size(), 3u);
+  ASSERT_EQ(at.split_history.back().step, 24);
+  TrainOptions off = Options("then-off");
+  off.max_steps = 30;
+  const TrainState end = LoadCheckpoint(Train(off, MPI_COMM_WORLD).last_checkpoint);
+  const std::vector<int64_t> even(size_t(Size()), 12);
+  EXPECT_EQ(end.rank_batches, even);
+  ASSERT_GE(end.split_history.size(), 2u);
+  EXPECT_EQ(end.split_history.back(), (SplitChange{24, even}));
+  for (size_t i = 0; i + 1 < end.split_history.size(); ++i)
+    EXPECT_EQ(end.split_history[i], at.split_history[i]);
+}
+
 TEST_F(BalanceTest, ResumedReplayIsBitIdentical) {
   // A history written by hand, with a change right at the resume step.
   const std::vector<int64_t> even(size_t(Size()), 12);

@@ -4,22 +4,27 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <string>
 
 namespace {
-// Ranks other than 0 report only their failures, each line tagged with the rank.
+// Ranks other than 0 report only their failures, each line tagged with the rank. The test's
+// name is kept from its start: gtest reports an exception thrown by a test body while it
+// holds the lock that current_test_info() takes, which deadlocked the rank.
 class FailurePrinter : public ::testing::EmptyTestEventListener {
  public:
   explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestStart(const ::testing::TestInfo& test) override {
+    test_ = std::string(test.test_suite_name()) + "." + test.name();
+  }
   void OnTestPartResult(const ::testing::TestPartResult& r) override {
     if (!r.failed()) return;
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::fprintf(stderr, "rank %d: %s.%s: %s:%d: %s\n", rank_, test ? test->test_suite_name() : "",
-                 test ? test->name() : "", r.file_name() ? r.file_name() : "?", r.line_number(),
-                 r.summary());
+    std::fprintf(stderr, "rank %d: %s: %s:%d: %s\n", rank_, test_.c_str(),
+                 r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
   }
 
  private:
   int rank_;
+  std::string test_;
 };
 }  // namespace
 
