@@ -494,9 +494,9 @@ def balance(work, goals):
     ad = by["adaptive"][:rounds]
     step_ms = 1e3 * setup["global_batch"] / med(r["rate"] for r in ad)
     waits = [1e3 * med(r["wait_s"][k] for r in ad) for k in (0, 1)]
-    goals.add(goal, f"{100 * a:.0f}% of ideal from the planned split, {100 * ae:.0f}% from the "
-              f"even split (planned {100 * med(ratios['planned']):.0f}%, even "
-              f"{100 * med(ratios['even']):.0f}%)", a >= 0.9,
+    goals.add(goal, f"{100 * a:.2f}% of ideal from the planned split, {100 * ae:.2f}% from "
+              f"the even split (planned {100 * med(ratios['planned']):.1f}%, even "
+              f"{100 * med(ratios['even']):.1f}%)", a >= 0.9,
               f"balanced on average, the ranks still wait {waits[0]:.1f} and {waits[1]:.1f} ms of "
               f"a {step_ms:.1f} ms step in the allreduces: every step waits for whichever rank "
               f"was slower in that step (the machine's load moves both), and pays the gradient "
