@@ -147,9 +147,10 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
         "this rank's GPU type (a plan part's gpu or node_type): picks its per-GPU batch from a "
         "plan on several types; default: DLH_GPU_TYPE, else the rank's position (parts in order)")
     ("balance", po::value(&o->balance),
-        "per-rank batches: off (fixed: the even split or the plan's parts), adaptive (measure "
-        "each rank's compute time and move samples from slow to fast ranks), replay (the splits "
-        "recorded in --balance-history); default: the plan's \"balance\", else off")
+        "per-rank batches: off (fixed: the even split or the plan's parts), adaptive (time "
+        "each rank's work, all but its wait in the allreduces, and move samples from slow to "
+        "fast ranks), replay (the splits recorded in --balance-history); default: the plan's "
+        "\"balance\", else off")
     ("balance-every", po::value(&o->balance_every)->default_value(o->balance_every),
         "adaptive: steps measured (median) for each decision")
     ("balance-history", po::value(&o->balance_history),
