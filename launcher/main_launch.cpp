@@ -212,6 +212,8 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     o.gpu_type = type;
     o.gpu_type_origin = "DLH_GPU_TYPE";
   }
+  // slurmd sets it in every task: a plan with node_names finds the rank's part by it.
+  if (const char* node = std::getenv("SLURMD_NODENAME")) o.node_name = node;
 
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);
   return r.stop_signal ? dlh::kExitSignalBase + r.stop_signal : dlh::kExitOk;

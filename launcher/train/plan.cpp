@@ -48,6 +48,17 @@ void ParseParts(const nlohmann::json& allocation, const Fail& fail, std::vector<
     pp.nodes = count("nodes", kMaxNodes);
     pp.gpus_per_node = count("gpus_per_node", kMaxGpus);
     pp.per_gpu_batch = count("per_gpu_batch", kMaxBatch);
+    if (part.contains("node_names")) {
+      const std::string names_at = at + ".node_names";
+      const auto& names = part["node_names"];
+      if (!names.is_array()) throw fail(names_at, "must be an array of node names");
+      for (size_t k = 0; k < names.size(); ++k) {
+        if (!names[k].is_string() || names[k].get<std::string>().empty())
+          throw fail(names_at + "[" + std::to_string(k) + "]",
+                     "must be a non-empty string, got " + names[k].dump());
+        pp.node_names.push_back(names[k].get<std::string>());
+      }
+    }
     out->push_back(pp);
   }
 }

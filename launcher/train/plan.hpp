@@ -18,6 +18,9 @@ struct PlanPart {
   std::string node_type;  // may be empty
   std::string gpu;        // the Slurm GRES type, e.g. "a100"
   int64_t nodes = 0, gpus_per_node = 0, per_gpu_batch = 0;
+  // The names of the part's nodes (the plugin lists every node of the type): a rank on one
+  // of them belongs to the part, whatever its position. Empty when the plan has none.
+  std::vector<std::string> node_names;
   int64_t gpus() const { return nodes * gpus_per_node; }
 };
 

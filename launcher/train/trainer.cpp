@@ -308,8 +308,8 @@ void Trainer::choose_split() {
   }
   int64_t mine[2] = {0, -1};  // batch, part
   RunCollectively(comm_.get(), [&] {
-    const int part =
-        PartOfRank(plan_, o_.plan_origin, o_.gpu_type, o_.gpu_type_origin, rank_, size_);
+    const int part = PartOfRank(plan_, o_.plan_origin, o_.gpu_type, o_.gpu_type_origin,
+                                o_.node_name, rank_, size_);
     mine[0] = plan_.parts[size_t(part)].per_gpu_batch;
     mine[1] = part;
   });

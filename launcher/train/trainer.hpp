@@ -34,6 +34,7 @@ struct TrainOptions {
   std::string gpu_type;
   std::string gpu_type_origin = "--gpu-type";
   bool gpu_type_given = false;  // --gpu-type was given (an empty one is an error)
+  std::string node_name;        // SLURMD_NODENAME (empty: unset): a mix's part by node
   GradSyncOptions sync;
   std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
   std::string device = "auto";     // auto, cpu or cuda (see device.hpp)

@@ -388,12 +388,11 @@ TEST(PluginPlanTest, RefusesBadInputWithOneLine) {
   const std::string missing = err("spec=nope.json,samples=5");
   EXPECT_NE(missing.find("nope.json: cannot read: No such file or directory"), std::string::npos)
       << missing;
-  EXPECT_EQ(err("spec=fashion-mnist.json,samples=5,mixed")
-                .rfind("--dlh-auto: mixed: a job on "
-                       "two GPU types needs a "
-                       "heterogeneous Slurm job",
-                       0),
-            0u);
+  PlanInputs constrained = LocalInputs("spec=fashion-mnist.json,samples=5,mixed");
+  NoteUserOption(constrained.user, "constraint", "bigmem");
+  EXPECT_EQ(ErrorOf([&] { BuildJob(constrained, c); }),
+            "--dlh-auto: mixed: a mix asks Slurm for its nodes with "
+            "--constraint=[TYPE1*N1&TYPE2*N2], and your --constraint is set; drop one of the two");
   EXPECT_EQ(err("spec=fashion-mnist.json,samples=5,types=gamma"),
             "--dlh-auto: types: the cluster description " + RepoFile("share/cluster/local.json") +
                 " has no GPU type 'gamma'");
@@ -582,21 +581,40 @@ TEST(PluginLiveStateTest, ReadsSinfoLines) {
   EXPECT_EQ(nodes[4].state, "reserved");
 }
 
-TEST(PluginPlanTest, MixedOnlyInDryRun) {
+TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
   // As if alpha1 and beta1 were two machines (on the local cluster they share one's cores,
   // which makes a mix of four ranks slower than one rank).
   Cluster c = LocalCluster();
   c.runtime.shared_host_cores = 0;
-  PlanOutcome p =
-      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed,dry-run"), c,
-               AllIdle(), "");
+  PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed"),
+                           c, AllIdle(), "");
   // Only the mix meets 3m with the 10% margin (2m25s, against 3m13s for 1 x 1 alpha; the
   // figures follow the shipped calibration share/calibration/cpu.json, scaled for beta).
   ASSERT_TRUE(p.feasible);
   EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha + 1 x 2 beta");
-  EXPECT_TRUE(p.settings.empty());
-  EXPECT_NE(DryRunReport(p, 5).find("a mix of GPU types cannot be submitted by the plugin"),
-            std::string::npos);
+  std::string opts;
+  for (const SlurmSetting& st : p.settings) opts += " --" + st.name + "=" + st.value;
+  EXPECT_EQ(opts, " --gres=gpu:2 --nodes=2 --ntasks-per-node=2 --time=" + p.time_limit +
+                      " --constraint=[alpha*1&beta*1]");
+  // Every rank finds its part by its node's name (launcher/train/batch_split.hpp).
+  const auto& parts = p.plan["allocation"]["parts"];
+  EXPECT_EQ(parts[0]["node_names"], nlohmann::json::array({"alpha1"}));
+  EXPECT_EQ(parts[1]["node_names"], nlohmann::json::array({"beta1"}));
+  EXPECT_NE(DryRunReport(p, 5).find("--constraint=[alpha*1&beta*1]"), std::string::npos)
+      << DryRunReport(p, 5);
+  // Without the live node list the ranks could not be told apart: nothing is submitted.
+  EXPECT_EQ(ErrorOf([&] {
+              MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed"), c,
+                       {}, "slurmctld down");
+            }),
+            "--dlh-auto: mixed: the plan on 1 x 2 alpha + 1 x 2 beta needs the names of each "
+            "type's nodes, and the live node state is unknown (slurmctld down)");
+  // --nodes=2 asks for the mix (no single type has two nodes here); a GPU type rules it out.
+  PlanInputs two = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h,mixed");
+  NoteUserOption(two.user, "nodes", "2");
+  EXPECT_EQ(AllocationText(MakePlan(two, c, AllIdle(), "").chosen), "1 x 2 alpha + 1 x 2 beta");
+  NoteUserOption(two.user, "gres", "gres:gpu:beta:2");
+  EXPECT_EQ(MakePlan(two, c, AllIdle(), "").chosen.parts.size(), 1u);
 }
 
 // ---------------------------------------------------------------- plan -> Slurm options
@@ -607,7 +625,15 @@ TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
   a.nodes = 4;
   a.gpus = 32;
   UserRequest none;
-  auto s = SlurmSettings(a, SlurmTimeLimit(3 * 3600, 0.1), none);
+  Cluster c;
+  c.name = "site";
+  c.node_types.resize(2);
+  c.node_types[0].name = "gpu-a100";
+  c.node_types[0].gpu = "a100";
+  c.node_types[1].name = "gpu-v100";
+  c.node_types[1].gpu = "v100";
+  c.node_types[1].feature = "volta";
+  auto s = SlurmSettings(a, SlurmTimeLimit(3 * 3600, 0.1), none, c);
   ASSERT_EQ(s.size(), 4u);
   EXPECT_EQ(s[0].name, "gres");
   EXPECT_EQ(s[0].value, "gpu:a100:8");
@@ -622,18 +648,29 @@ TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
   UserRequest gpus;
   NoteUserOption(gpus, "gpus-per-task", "1");
   NoteUserOption(gpus, "ntasks", "8");
-  s = SlurmSettings(a, "00:10:00", gpus);
+  s = SlurmSettings(a, "00:10:00", gpus, c);
   EXPECT_FALSE(s[0].apply);
   EXPECT_TRUE(s[1].apply);
   EXPECT_FALSE(s[2].apply);
   EXPECT_TRUE(s[3].apply);
 
+  // A mix is one job: an untyped GPU count per node, all nodes, and the nodes of each type
+  // by their feature (the GPU type unless the node type names one).
   Allocation mix = a;
-  mix.parts.push_back({"gpu-v100", "v100", 2, 4, 16});
-  EXPECT_EQ(ErrorOf([&] { SlurmSettings(mix, "00:10:00", none); }),
-            "--dlh-auto: a plan on 2 GPU types cannot be requested as one Slurm job (use a "
-            "heterogeneous job)");
-  EXPECT_EQ(AllocationText(mix), "4 x 8 a100 + 2 x 4 v100");
+  mix.parts.push_back({"gpu-v100", "v100", 2, 8, 16});
+  mix.nodes = 6;
+  s = SlurmSettings(mix, "00:10:00", none, c);
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].value, "gpu:8");
+  EXPECT_EQ(s[1].value, "6");
+  EXPECT_EQ(s[2].value, "8");
+  EXPECT_EQ(s[4].name, "constraint");
+  EXPECT_EQ(s[4].value, "[a100*4&volta*2]");
+  EXPECT_EQ(AllocationText(mix), "4 x 8 a100 + 2 x 8 v100");
+  c.node_types[1].feature = "a100";
+  EXPECT_EQ(ErrorOf([&] { SlurmSettings(mix, "00:10:00", none, c); }),
+            "--dlh-auto: mixed: node types of the plan share the Slurm feature 'a100'; give each "
+            "its own node_types[].feature in the cluster description site");
 }
 
 TEST(PluginSlurmSettingsTest, TimeAndEnergyFormats) {
