@@ -21,6 +21,7 @@
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/device.hpp"
 #include "launcher/train/lr_find.hpp"
+#include "launcher/train/lr_source.hpp"
 #include "launcher/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -213,6 +214,7 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     o.gpu_type_origin = "DLH_GPU_TYPE";
   }
 
+  dlh::ResolvePlanLr(&o, MPI_COMM_WORLD);  // a plan with "lr_source": "find"
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);
   return r.stop_signal ? dlh::kExitSignalBase + r.stop_signal : dlh::kExitOk;
 }
