@@ -372,6 +372,36 @@ def recommender(work, goals):
               f"{m:.1f} ms (median of {len(times)})", m < 100, "")
 
 
+# ---- lr-find ---------------------------------------------------------------------------------
+
+def lrfind(work, goals):
+    rows = {}
+    print("| ranks x threads | seconds | steps run | stopped | suggested lr | interval (valley floor) | fitted minimum |")
+    print("|---|---|---|---|---|---|---|")
+    for n, shape in ((1, "1 x 2"), (2, "2 x 1")):
+        r = json.load(open(os.path.join(work, f"lr-{n}.json")))
+        t = float(open(os.path.join(work, f"lr-{n}.time")).read())
+        s = r["suggestion"]
+        rows[n] = s
+        stopped = (r["sweep"]["stopped"] or "no").split(":")[0]
+        if s["status"] == "ok":
+            lr, iv = f"{s['lr']:.3g}", f"{s['interval'][0]:.3g} - {s['interval'][1]:.3g}"
+        else:
+            lr, iv = "none", s["note"]
+        print(f"| {shape} | {t:.1f} | {r['sweep']['steps_run']} | {stopped} | {lr} | {iv} | "
+              f"{s.get('lr_at_minimum', float('nan')):.3g} |")
+    a, b = rows[1], rows[2]
+    if a["status"] == "ok" and b["status"] == "ok":
+        ratio = b["lr"] / a["lr"]
+        goals.add("lr-find suggests the same rate on 1 and 2 ranks (within 25%)",
+                  f"2 ranks / 1 rank = {ratio:.3f}", 0.8 <= ratio <= 1.25,
+                  "floating-point sums in another order moved the fitted curve")
+    else:
+        goals.add("lr-find suggests the same rate on 1 and 2 ranks (within 25%)",
+                  "no suggestion on " + ("1 rank" if a["status"] != "ok" else "2 ranks"), False,
+                  "no clear minimum on this data")
+
+
 # ---- whole jobs ------------------------------------------------------------------------------
 
 def jobs(work, goals):
@@ -436,7 +466,7 @@ def main():
         return
     sections = {"cpu": cpu, "allreduce": allreduce, "comm": comm, "checkpoint": checkpoint, "ddp": ddp,
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
-                "wave": wave, "jobs": jobs}
+                "wave": wave, "jobs": jobs, "lrfind": lrfind}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))
