@@ -26,8 +26,8 @@ std::string Num(double v) {
 
 void Say(int rank, const std::string& line) {
   if (rank != 0) return;
-  std::printf("dlh-launch: %s\n", line.c_str());
-  std::fflush(stdout);
+  // stderr, as train's other start lines (progress.hpp), so that they stay in order.
+  std::fprintf(stderr, "dlh-launch: %s\n", line.c_str());
 }
 
 // What rank 0 decided, sent to every rank as JSON text: the rate (0: run the test) and where
@@ -88,9 +88,10 @@ void ResolvePlanLr(TrainOptions* o, MPI_Comm comm) {
   });
   d = Broadcast(comm, rank, d);
 
-  if (d.lr <= 0) {
-    Say(rank, "the plan asks for lr-find: no stored range test for batch " + std::to_string(batch) +
-                  " (" + cache_file + "), running it before training");
+  const bool ran = d.lr <= 0;
+  if (ran) {
+    // No line before the sweep: its own start line follows the input checks, so a data set
+    // too small for it gives one error line only.
     RunCollectively(comm, [&] {
       if (rank == 0)
         std::filesystem::create_directories(std::filesystem::path(cache_file).parent_path());
@@ -126,7 +127,9 @@ void ResolvePlanLr(TrainOptions* o, MPI_Comm comm) {
   if (d.source.rfind("plan, linear scaling", 0) == 0)
     Say(rank, "warning: lr " + Num(d.lr) + " from the " + d.source);
   else
-    Say(rank, "lr " + Num(d.lr) + " for batch " + std::to_string(batch) + " from " + d.source);
+    Say(rank,
+        "lr " + Num(d.lr) + " for batch " + std::to_string(batch) + " from " + d.source +
+            (ran ? ": no stored range test, so it ran now and is stored for the next run" : ""));
 
   // Recorded before the first step: a job killed at any point after this resumes with it.
   RunCollectively(comm, [&] {

@@ -80,7 +80,9 @@ std::string LrFindKeyOfSpecFile(const std::string& spec_path, int64_t batch) {
 
 std::string LrCacheDir(const std::string& run_dir, const char* cache_env) {
   if (cache_env && *cache_env) return cache_env;
-  const std::string parent = std::filesystem::path(run_dir).lexically_normal().parent_path();
+  std::filesystem::path dir = std::filesystem::path(run_dir).lexically_normal();
+  if (!dir.has_filename()) dir = dir.parent_path();  // "runs/tiny/" is runs/tiny
+  const std::string parent = dir.parent_path();
   return parent.empty() ? "." : parent;
 }
 
