@@ -210,6 +210,10 @@ LrSuggestion SuggestLr(const std::vector<LrPoint>& points, const LrFitOptions& o
   s.status = LrSuggestion::Status::kOk;
   if (i_min == kGrid)
     s.note = "the loss was still falling at the last rate tried: raise --max-lr to see the minimum";
+  else if (i_hi == kGrid && x.size() == points.size())
+    s.note =
+        "the loss did not rise again up to the last rate tried, so the upper bound was not "
+        "reached and the suggestion is that last rate: raise --max-lr";
   else if (i_steep == 0)
     s.note = "the loss fell fastest at the first rate tried: lower --min-lr to see where it starts";
   return s;

@@ -81,6 +81,7 @@ void ResolvePlanLr(TrainOptions* o, MPI_Comm comm) {
     }
     StoredLr stored;
     if (ReadStoredLr(cache_file, batch, &stored)) {
+      if (stored.ok && !stored.note.empty()) Say(rank, "note: " + cache_file + ": " + stored.note);
       d = stored.ok ? Decision{stored.lr, "lr-find " + cache_file + " (stored)"}
                     : Decision{plan.lr, "plan, linear scaling: lr-find " + cache_file +
                                             " found no clear minimum (" + stored.note + ")"};
@@ -110,6 +111,8 @@ void ResolvePlanLr(TrainOptions* o, MPI_Comm comm) {
     const nlohmann::json r = RunLrFind(f, comm);
     if (rank == 0) {
       const auto& s = r["suggestion"];
+      if (s["status"] == "ok" && !s["note"].get<std::string>().empty())
+        Say(rank, "note: " + cache_file + ": " + s["note"].get<std::string>());
       d = s["status"] == "ok" ? Decision{s["lr"].get<double>(), "lr-find " + cache_file}
                               : Decision{plan.lr, "plan, linear scaling: lr-find " + cache_file +
                                                       " found no clear minimum (" +

@@ -154,6 +154,29 @@ TEST(LrSuggestTest, SuggestsTheUpperEdgeOfTheValleyFloorOfAnExactParabola) {
   EXPECT_NEAR(std::log10(SuggestLr(s.points(), wider).lr), -2 + std::sqrt(1.8), 0.005);
 }
 
+TEST(LrSuggestTest, AFloorReachingTheLastRateWithoutDivergenceSaysSo) {
+  // 1 + 0.3 x^2 over x in [-5, 1]: a fall of 7.5 to the minimum at lr 1, then a rise of 0.3 (4%
+  // of the fall) up to lr 10: the floor runs to the last rate and the upper bound is not seen.
+  auto curve = [](double x) { return 1 + 0.3 * x * x; };
+  const LrSweep s = Sweep(curve);
+  ASSERT_TRUE(s.stop_reason().empty()) << s.stop_reason();
+  const LrSuggestion sug = SuggestLr(s.points(), LrFitOptions());
+  ASSERT_EQ(sug.status, LrSuggestion::Status::kOk) << sug.note;
+  EXPECT_NEAR(std::log10(sug.lr_min), 0, 0.005);
+  EXPECT_NEAR(sug.lr, 10, 1e-6);
+  EXPECT_NE(sug.note.find("upper bound was not reached"), std::string::npos) << sug.note;
+  // The same curve cut by a blow-up after lr 3: the floor ends at the last rate fitted, which
+  // is below a real upper bound, so there is no such note (a parabola falls fastest at its
+  // first rate, which gets the other note).
+  const LrSweep cut = Sweep([&](double x) { return x < 0.5 ? curve(x) : 50.0; });
+  ASSERT_FALSE(cut.stop_reason().empty());
+  const LrSuggestion bounded = SuggestLr(cut.points(), LrFitOptions());
+  ASSERT_EQ(bounded.status, LrSuggestion::Status::kOk) << bounded.note;
+  EXPECT_LT(std::log10(bounded.lr), 0.5);
+  EXPECT_GT(std::log10(bounded.lr), 0.4);
+  EXPECT_EQ(bounded.note.find("upper bound"), std::string::npos) << bounded.note;
+}
+
 TEST(LrSuggestTest, AFlatCurveHasNoClearMinimum) {
   for (double sigma : {0.0, 0.05}) {
     const LrSweep s = Sweep([](double) { return 2.3; }, sigma);
