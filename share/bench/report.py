@@ -375,12 +375,13 @@ def recommender(work, goals):
 # ---- lr-find ---------------------------------------------------------------------------------
 
 def lrfind(work, goals):
-    rows = {}
+    rows, times = {}, {}
     print("| ranks x threads | seconds | steps run | stopped | suggested lr | interval (valley floor) | fitted minimum |")
     print("|---|---|---|---|---|---|---|")
     for n, shape in ((1, "1 x 2"), (2, "2 x 1")):
         r = json.load(open(os.path.join(work, f"lr-{n}.json")))
         t = float(open(os.path.join(work, f"lr-{n}.time")).read())
+        times[n] = t
         s = r["suggestion"]
         rows[n] = s
         stopped = (r["sweep"]["stopped"] or "no").split(":")[0]
@@ -390,16 +391,8 @@ def lrfind(work, goals):
             lr, iv = "none", s["note"]
         print(f"| {shape} | {t:.1f} | {r['sweep']['steps_run']} | {stopped} | {lr} | {iv} | "
               f"{s.get('lr_at_minimum', float('nan')):.3g} |")
-    a, b = rows[1], rows[2]
-    if a["status"] == "ok" and b["status"] == "ok":
-        ratio = b["lr"] / a["lr"]
-        goals.add("lr-find suggests the same rate on 1 and 2 ranks (within 25%)",
-                  f"2 ranks / 1 rank = {ratio:.3f}", 0.8 <= ratio <= 1.25,
-                  "floating-point sums in another order moved the fitted curve")
-    else:
-        goals.add("lr-find suggests the same rate on 1 and 2 ranks (within 25%)",
-                  "no suggestion on " + ("1 rank" if a["status"] != "ok" else "2 ranks"), False,
-                  "no clear minimum on this data")
+    goals.add("lr-find range test (100 rates, batch 64, 2 ranks x 1 thread), whole command",
+              f"{times[2]:.1f} s (1 rank x 2 threads: {times[1]:.1f} s)", None)
 
 
 # ---- whole jobs ------------------------------------------------------------------------------
