@@ -442,6 +442,23 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
       << report;
 }
 
+TEST(PluginPlanTest, LrFindMarksThePlanAndKeepsLinearScalingAsTheFallback) {
+  const Cluster c = LocalCluster();
+  PlanOutcome linear =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c, AllIdle(), "");
+  EXPECT_FALSE(linear.plan.contains("lr_source"));
+  PlanOutcome found = MakePlan(
+      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,lr=find"), c, AllIdle(), "");
+  EXPECT_EQ(found.plan["lr_source"], "find");
+  EXPECT_EQ(found.plan["lr"], linear.plan["lr"]);
+  found.plan.erase("lr_source");
+  EXPECT_EQ(found.plan.dump(), linear.plan.dump());  // nothing else changes
+  PlanOutcome said_linear =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,lr=linear"), c,
+               AllIdle(), "");
+  EXPECT_FALSE(said_linear.plan.contains("lr_source"));
+}
+
 TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
   PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=2m"),
                            LocalCluster(), AllIdle(), "");
