@@ -68,6 +68,17 @@ DLH_LR_CACHE=cache train runs/d 16 >d.txt
 [[ $(summary_lr runs/d) == $(py "print(json.load(open(sys.argv[1]))['suggestion']['lr'])" "$cached") ]] || fail "rate"
 check "runs/d trained with $cached"
 
+echo "a stored test that found no minimum: the plan's linear-scaled rate, with a warning"
+py "r = json.load(open(sys.argv[1])); r['batch'] = 48
+r['suggestion'] = {'status': 'no_clear_minimum', 'lr': None, 'note': 'flat'}
+json.dump(r, open(sys.argv[2], 'w'))" "$stored" "${stored/-b32/-b48}"
+train runs/j 48 >j.txt
+grep -q "^dlh-launch: warning: lr 0.2 from the plan, linear scaling: lr-find ${stored/-b32/-b48} found no clear minimum (flat)" j.txt \
+  || { cat j.txt; fail "no warning"; }
+! grep -q "lr-find tiny on" j.txt || fail "swept although a result was stored"
+[[ $(summary_lr runs/j) == 0.2 ]] || fail "not the plan's rate"
+check "lr 0.2 and a warning naming ${stored/-b32/-b48}"
+
 echo "no plan key, or linear: linear scaling, no sweep"
 DLH_PLAN=$(plan 32 linear) dlh-launch train spec.json --threads 1 --run-dir runs/e --progress none \
   --no-epoch-checkpoints --checkpoint-seconds 0 >e.txt 2>&1
