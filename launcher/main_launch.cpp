@@ -21,6 +21,7 @@
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/device.hpp"
 #include "launcher/train/lr_find.hpp"
+#include "launcher/train/lr_source.hpp"
 #include "launcher/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -215,6 +216,7 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   // slurmd sets it in every task: a plan with node_names finds the rank's part by it.
   if (const char* node = std::getenv("SLURMD_NODENAME")) o.node_name = node;
 
+  dlh::ResolvePlanLr(&o, MPI_COMM_WORLD);  // a plan with "lr_source": "find"
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);
   return r.stop_signal ? dlh::kExitSignalBase + r.stop_signal : dlh::kExitOk;
 }

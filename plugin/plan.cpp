@@ -333,6 +333,10 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
     }
   }
   out.plan = PlanJson(job, rec, out.chosen);
+  // lr=find: the plugin cannot train, so the plan only says where the rate is to come from;
+  // dlh-launch train finds it (or reuses a stored range test) at the planned batch. `lr`
+  // keeps linear scaling's rate, which the job falls back to when the test finds no minimum.
+  if (in.options.lr && *in.options.lr == "find") out.plan["lr_source"] = "find";
   out.time_limit = out.plan["time_limit"].get<std::string>();
   out.settings = SlurmSettings(out.chosen, out.time_limit, in.user, cluster);
   if (out.chosen.parts.size() > 1) AddNodeNames(out, cluster, live, live_error);

@@ -87,6 +87,10 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   if (!lr.is_number() || !(lr.get<double>() > 0))
     throw fail("lr", "must be a positive number, got " + lr.dump());
   p.lr = lr.get<double>();
+  const auto& source = j.value("lr_source", nlohmann::json("linear"));
+  if (source != "find" && source != "linear")
+    throw fail("lr_source", "must be \"find\" or \"linear\", got " + source.dump());
+  p.lr_source = source.get<std::string>();
   const auto& wu = j.value("warmup_epochs", nlohmann::json(0.0));
   if (!wu.is_number() || wu.get<double>() < 0)
     throw fail("warmup_epochs", "must be a non-negative number, got " + wu.dump());

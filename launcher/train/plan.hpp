@@ -28,6 +28,9 @@ struct LaunchPlan {
   bool present = false;
   int64_t global_batch = 0;
   double lr = 0;
+  // "find": the job finds its rate with the range test (lr_source.hpp) and `lr`, linear
+  // scaling's, is only the fallback; "" or "linear": `lr` is the rate.
+  std::string lr_source;
   double warmup_epochs = 0;
   int gpus = 0;                 // ranks the plan was made for
   std::vector<PlanPart> parts;  // allocation.parts[], in the plan's order (may be empty)

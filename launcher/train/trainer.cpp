@@ -151,6 +151,10 @@ class Trainer {
 
   EvalResult evaluate();
   void say(const std::string& text);
+  // Where the peak rate came from: found for the plan, the plan's linear scaling, the spec.
+  std::string lr_source() const {
+    return !o_.lr_source.empty() ? o_.lr_source : plan_.present ? "plan, linear scaling" : "spec";
+  }
   // The split a checkpoint records: every rank's batch when the plan set it, else none
   // (the even split, whose files stay as they were before splits were recorded).
   std::vector<int64_t> recorded_split() const {
@@ -254,6 +258,7 @@ void Trainer::load_inputs() {
     if (!o_.plan_json.empty()) {
       plan_ = ParsePlan(o_.plan_json, o_.plan_origin);
       ApplyPlan(plan_, &spec_);
+      if (o_.lr > 0) spec_.optimizer.lr = o_.lr;  // found for the plan (lr_source.hpp)
     }
     if (o_.batch_size > 0) spec_.batch_size = o_.batch_size;
     if (o_.gpu_type_given && o_.gpu_type.empty())
@@ -410,7 +415,7 @@ void Trainer::announce() {
       say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
   if (plan_.present)
     say("plan: global batch " + std::to_string(spec_.batch_size) + ", lr " +
-        std::to_string(spec_.optimizer.lr) +
+        std::to_string(spec_.optimizer.lr) + " (" + lr_source() + ")" +
         (plan_.gpus && plan_.gpus != size_ ? " (planned for " + std::to_string(plan_.gpus) +
                                                  " ranks, running on " + std::to_string(size_) + ")"
                                            : ""));
@@ -681,6 +686,8 @@ void Trainer::write_summary(uint32_t crc) {
                             {"finished", result_.finished},
                             {"stop_signal", result_.stop_signal},
                             {"param_crc32", hex},
+                            {"lr", spec_.optimizer.lr},
+                            {"lr_source", lr_source()},
                             {"batch_split", plan_split_ ? "plan" : "even"},
                             {"rank_batches", rank_batches_},
                             {"last_checkpoint", result_.last_checkpoint},

@@ -59,7 +59,7 @@ TEST(PluginAutoOptionTest, NoArgumentForms) {
 TEST(PluginAutoOptionTest, EveryKey) {
   AutoOptions o = ParseAutoValue(
       "deadline=3h,spec=train.json,samples=60000,epochs=8,objective=gpu-hours,max-gpus=8,"
-      "types=alpha:beta+gamma,mixed,per-gpu-batch=64,dry-run");
+      "types=alpha:beta+gamma,mixed,per-gpu-batch=64,lr=find,dry-run");
   EXPECT_TRUE(o.requested);
   EXPECT_EQ(*o.deadline, "3h");
   EXPECT_DOUBLE_EQ(o.deadline_s, 3 * 3600);
@@ -71,6 +71,7 @@ TEST(PluginAutoOptionTest, EveryKey) {
   EXPECT_EQ(*o.types, (std::vector<std::string>{"alpha", "beta", "gamma"}));
   EXPECT_TRUE(*o.mixed);
   EXPECT_EQ(*o.per_gpu_batch, 64);
+  EXPECT_EQ(*o.lr, "find");
   EXPECT_TRUE(*o.dry_run);
 }
 
@@ -89,7 +90,7 @@ TEST(PluginAutoOptionTest, ExactMessages) {
   EXPECT_EQ(err("bogus=1"),
             "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, samples, eval-samples, epochs, "
             "objective, "
-            "max-gpus, types, mixed, per-gpu-batch, dry-run)");
+            "max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
   EXPECT_EQ(err("samples=abc"), "--dlh-auto: samples: must be a positive integer, got 'abc'");
   EXPECT_EQ(err("samples=0"), "--dlh-auto: samples: must be a positive integer, got '0'");
   EXPECT_EQ(err("samples=-5"), "--dlh-auto: samples: must be a positive integer, got '-5'");
@@ -120,10 +121,13 @@ TEST(PluginAutoOptionTest, ExactMessages) {
   EXPECT_EQ(err("dry-run=2"),
             "--dlh-auto: dry-run: is a flag: give it alone or as =yes/=no, got '2'");
   EXPECT_EQ(err("samples=1,samples=2"), "--dlh-auto: samples: given twice");
+  EXPECT_EQ(err("lr=foo"), "--dlh-auto: lr: must be find or linear, got 'foo'");
+  EXPECT_EQ(err("lr="), "--dlh-auto: lr: needs a value (lr=find|linear)");
+  EXPECT_EQ(err("lr=0.1"), "--dlh-auto: lr: must be find or linear, got '0.1'");
   EXPECT_EQ(err("=3"),
             "--dlh-auto: unknown key '' (keys: deadline, spec, samples, eval-samples, epochs, "
             "objective, "
-            "max-gpus, types, mixed, per-gpu-batch, dry-run)");
+            "max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
 }
 
 TEST(PluginAutoOptionTest, MergingIsIdempotentAndLaterKeysWin) {
@@ -136,7 +140,10 @@ TEST(PluginAutoOptionTest, MergingIsIdempotentAndLaterKeysWin) {
   EXPECT_EQ(*a.samples, *once.samples);
   EXPECT_DOUBLE_EQ(a.deadline_s, once.deadline_s);
   // #SBATCH line first, then the command line: its keys replace, the others stay.
-  ApplyAutoValue(a, "deadline=2h,dry-run");
+  ApplyAutoValue(a, "deadline=2h,dry-run,lr=find");
+  EXPECT_EQ(*a.lr, "find");
+  ApplyAutoValue(a, "lr=linear");
+  EXPECT_EQ(*a.lr, "linear");
   EXPECT_EQ(*a.spec, "a.json");
   EXPECT_EQ(*a.deadline, "2h");
   EXPECT_DOUBLE_EQ(a.deadline_s, 7200);
@@ -432,6 +439,23 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
                         "--time=00:07:00\n"),
             std::string::npos)
       << report;
+}
+
+TEST(PluginPlanTest, LrFindMarksThePlanAndKeepsLinearScalingAsTheFallback) {
+  const Cluster c = LocalCluster();
+  PlanOutcome linear =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c, AllIdle(), "");
+  EXPECT_FALSE(linear.plan.contains("lr_source"));
+  PlanOutcome found = MakePlan(
+      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,lr=find"), c, AllIdle(), "");
+  EXPECT_EQ(found.plan["lr_source"], "find");
+  EXPECT_EQ(found.plan["lr"], linear.plan["lr"]);
+  found.plan.erase("lr_source");
+  EXPECT_EQ(found.plan.dump(), linear.plan.dump());  // nothing else changes
+  PlanOutcome said_linear =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,lr=linear"), c,
+               AllIdle(), "");
+  EXPECT_FALSE(said_linear.plan.contains("lr_source"));
 }
 
 TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
