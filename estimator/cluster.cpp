@@ -202,7 +202,7 @@ GpuType ParseGpuType(const json& j, const std::string& origin, const std::string
 NodeType ParseNodeType(const json& j, const std::string& origin, const std::string& path) {
   Fields f(j, origin, path);
   f.only({"name", "description", "gpu", "gpus_per_node", "nodes", "node_base_watts", "intra_node",
-          "partitions", "cpu_cores"});
+          "partitions", "cpu_cores", "feature"});
   NodeType n;
   n.name = f.name("name");
   f.optional_string("description");
@@ -223,6 +223,7 @@ NodeType ParseNodeType(const json& j, const std::string& origin, const std::stri
     }
   }
   if (f.has("cpu_cores")) n.cpu_cores = f.positive_integer("cpu_cores");
+  if (f.has("feature")) n.feature = f.name("feature");
   return n;
 }
 
@@ -247,6 +248,12 @@ const GpuType* Cluster::gpu(const std::string& type_name) const {
   return nullptr;
 }
 
+const NodeType* Cluster::node_type(const std::string& node_name) const {
+  for (const NodeType& n : node_types)
+    if (n.name == node_name) return &n;
+  return nullptr;
+}
+
 Cluster ParseCluster(const std::string& json_text, const std::string& origin,
                      const std::string& base_dir) {
   json root;
@@ -258,6 +265,7 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
   top.only({"name", "description", "gpu_types", "node_types", "inter_node", "runtime"});
   Cluster c;
   c.name = top.text("name");
+  c.origin = origin;
   top.optional_string("description");
 
   const json& gpus = top.array("gpu_types");

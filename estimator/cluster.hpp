@@ -48,8 +48,11 @@ struct NodeType {
   double node_base_watts = 0;           // CPU, memory, NIC... per node, whatever the GPUs do
   Link intra_node;                      // GPU to GPU inside a node (NVLink, PCIe, shared memory)
   std::vector<std::string> partitions;  // Slurm partitions holding these nodes (optional)
-  int cpu_cores = 0;  // cores per node (optional, 0: unknown). Matters only for GPU types timed
-                      // by a CPU calibration, whose ranks on one node share these cores.
+  int cpu_cores = 0;    // cores per node (optional, 0: unknown). Matters only for GPU types timed
+                        // by a CPU calibration, whose ranks on one node share these cores.
+  std::string feature;  // the Slurm node feature of these nodes (optional, default: the GPU
+                        // type): a job on two types asks for --constraint=[f1*n1&f2*n2]
+  const std::string& slurm_feature() const { return feature.empty() ? gpu : feature; }
 };
 
 // What a job costs besides its training steps (the optional "runtime" object; these
@@ -69,7 +72,9 @@ struct Cluster {
   std::vector<NodeType> node_types;
   Link inter_node;  // between nodes (per node NIC)
   Runtime runtime;
-  const GpuType* gpu(const std::string& type_name) const;  // nullptr if unknown
+  std::string origin;  // the file it was read from ("" when built in code), for messages
+  const GpuType* gpu(const std::string& type_name) const;         // nullptr if unknown
+  const NodeType* node_type(const std::string& node_name) const;  // nullptr if unknown
 };
 
 // Parses and validates (unknown keys, missing fields, non-positive values, node types

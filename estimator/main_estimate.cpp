@@ -634,7 +634,7 @@ int Recommend(const std::vector<std::string>& args) {
     ("cluster", po::value<std::string>(), "cluster description (default: $DLH_CLUSTER)")
     ("max-gpus", po::value<int>()->default_value(0), "at most this many GPUs (0: no limit)")
     ("types", po::value<std::string>(), "allowed GPU types, comma-separated (default: all)")
-    ("mixed", "allow mixing two GPU types in one job (batches balanced by speed)")
+    ("mixed", "allow mixing two GPU types in one job (batches balanced by speed; one GPU count per node, as the plugin submits it)")
     ("per-gpu-batch", po::value<int64_t>()->default_value(0),
         "weak scaling: this batch per GPU, global batch and lr grow with the GPUs (0: keep the spec's global batch)")
     ("margin", po::value<double>()->default_value(0.10), "safety margin on predicted time")
@@ -661,6 +661,8 @@ int Recommend(const std::vector<std::string>& args) {
   if (job.max_gpus < 0) throw UsageError("--max-gpus: must not be negative");
   if (vm.count("types")) job.allowed_types = SplitList(Str(vm, "types"));
   job.allow_mixed = vm.count("mixed") > 0;
+  // As the plugin submits a mix: one job, one GPU count per node (README "Mixed GPU types").
+  job.mixed_same_gpus_per_node = true;
   job.per_gpu_batch = vm["per-gpu-batch"].as<int64_t>();
   if (job.per_gpu_batch < 0) throw UsageError("--per-gpu-batch: must not be negative");
   job.margin = vm["margin"].as<double>();

@@ -354,10 +354,11 @@ class Enumerator {
   void Mixed(int a, int b) {
     const TypeInfo& ta = types_[size_t(a)];
     const TypeInfo& tb = types_[size_t(b)];
-    const int ga = ta.node->gpus_per_node, gb = tb.node->gpus_per_node;
+    const int gmin = std::min(ta.node->gpus_per_node, tb.node->gpus_per_node);
+    const int ga = job_.mixed_same_gpus_per_node ? gmin : ta.node->gpus_per_node;
+    const int gb = job_.mixed_same_gpus_per_node ? gmin : tb.node->gpus_per_node;
     // Allreduce over the smaller node size (its shard crossing nodes is the larger) and the
     // slower of the two intra-node links at that size (the cross-node stage is the same).
-    const int gmin = std::min(ga, gb);
     const AlphaBeta& intra =
         RingAllreduceSeconds(bytes_, gmin, ta.intra) >= RingAllreduceSeconds(bytes_, gmin, tb.intra)
             ? ta.intra

@@ -40,8 +40,11 @@ struct Job {
   int max_gpus = 0;                        // 0: no limit
   std::vector<std::string> allowed_types;  // empty: all
   bool allow_mixed = false;
-  int64_t per_gpu_batch = 0;  // 0: keep the spec's global batch; > 0: weak scaling, the
-                              // global batch grows with the GPUs and lr scales linearly
+  bool mixed_same_gpus_per_node = false;  // a mix uses the smaller gpus_per_node of its two
+                                          // node types on every node: one Slurm job asks for
+                                          // one GPU count per node (the SPANK plugin)
+  int64_t per_gpu_batch = 0;              // 0: keep the spec's global batch; > 0: weak scaling, the
+                                          // global batch grows with the GPUs and lr scales linearly
   double margin = 0.10;       // safety margin on predicted time for deadline and time limit
   double startup_s = -1;      // job start to first step (srun, MPI/NCCL, CUDA); < 0: the
                               // cluster's runtime.startup_s (estimator/job_time.hpp)
@@ -135,7 +138,8 @@ struct Recommendation {
 // Candidates: for each node type whose GPU type is allowed and that has available nodes
 // (available, or nodes when -1), gpus_per_node in 1, 2, 4, ... below the node's count and
 // the count itself, times 1..available nodes; with allow_mixed, every pair of different
-// node types with full nodes (1..available of each). Total GPUs <= max_gpus when set.
+// node types with full nodes (1..available of each; with mixed_same_gpus_per_node, the
+// smaller gpus_per_node of the two on every node). Total GPUs <= max_gpus when set.
 // Global batch: the spec's batch_size (per_gpu_batch 0), split evenly over one type's GPUs
 // (the remainder goes one sample each to the first GPUs; per_gpu_batch of the part is the
 // largest) or by BalanceBatch over a mix; else per_gpu_batch * GPUs (balanced for a mix).

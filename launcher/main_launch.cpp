@@ -22,6 +22,7 @@
 #include "launcher/engine/device.hpp"
 #include "launcher/train/balancer.hpp"
 #include "launcher/train/lr_find.hpp"
+#include "launcher/train/lr_source.hpp"
 #include "launcher/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -234,7 +235,10 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     o.gpu_type = type;
     o.gpu_type_origin = "DLH_GPU_TYPE";
   }
+  // slurmd sets it in every task: a plan with node_names finds the rank's part by it.
+  if (const char* node = std::getenv("SLURMD_NODENAME")) o.node_name = node;
 
+  dlh::ResolvePlanLr(&o, MPI_COMM_WORLD);  // a plan with "lr_source": "find"
   dlh::TrainResult r = dlh::Train(o, MPI_COMM_WORLD);
   return r.stop_signal ? dlh::kExitSignalBase + r.stop_signal : dlh::kExitOk;
 }

@@ -79,16 +79,28 @@ std::vector<GresItem> ParseGres(const std::string& text) {
   return out;
 }
 
+bool IsNodeOfType(const Cluster& cluster, const NodeType& nt, const LiveNode& node) {
+  const int64_t total = Count(ParseGres(node.gres), nt.gpu);
+  if (total <= 0) return false;
+  int types_using_gpu = 0;
+  for (const NodeType& other : cluster.node_types) types_using_gpu += other.gpu == nt.gpu;
+  return types_using_gpu == 1 || total == nt.gpus_per_node;
+}
+
+std::vector<std::string> NodeNamesOfType(const Cluster& cluster, const NodeType& nt,
+                                         const std::vector<LiveNode>& nodes) {
+  std::vector<std::string> names;
+  for (const LiveNode& n : nodes)
+    if (IsNodeOfType(cluster, nt, n)) names.push_back(n.name);
+  return names;
+}
+
 std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes) {
-  std::map<std::string, int> types_using_gpu;
-  for (const NodeType& nt : cluster.node_types) ++types_using_gpu[nt.gpu];
   std::string note;
   for (NodeType& nt : cluster.node_types) {
     int free = 0;
     for (const LiveNode& n : nodes) {
-      const int64_t total = Count(ParseGres(n.gres), nt.gpu);
-      if (total <= 0) continue;
-      if (types_using_gpu[nt.gpu] > 1 && total != nt.gpus_per_node) continue;
+      if (!IsNodeOfType(cluster, nt, n)) continue;
       if (n.state != "idle" && n.state != "mixed") continue;
       if (Count(ParseGres(n.gres_used), nt.gpu) > 0) continue;
       ++free;

@@ -38,6 +38,15 @@ struct GresItem {
 // name[:type][:count][(details)], count 1 when missing; "(null)" and "" give nothing.
 std::vector<GresItem> ParseGres(const std::string& text);
 
+// Whether `node` is one of node type `nt`'s nodes: it carries GPUs of nt's GPU type and,
+// when several node types share that GPU type, exactly nt's gpus_per_node of them.
+bool IsNodeOfType(const Cluster& cluster, const NodeType& nt, const LiveNode& node);
+
+// The names of node type `nt`'s nodes among `nodes`, whatever their state: a job on two
+// types tells each rank its type by its node's name (DLH_PLAN allocation.parts[].node_names).
+std::vector<std::string> NodeNamesOfType(const Cluster& cluster, const NodeType& nt,
+                                         const std::vector<LiveNode>& nodes);
+
 // Sets node_types[i].available from the nodes (never above node_types[i].nodes) and returns
 // a note such as "free now: node-alpha 1/1, node-beta 0/1".
 std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes);

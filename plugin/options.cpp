@@ -18,7 +18,7 @@ namespace {
 
 const char* const kAutoKeys =
     "deadline, spec, samples, eval-samples, epochs, objective, max-gpus, types, mixed, "
-    "per-gpu-batch, dry-run";
+    "per-gpu-batch, lr, dry-run";
 const char* const kPluginKeys = "cluster, margin, max-gpus, default-deadline, startup";
 
 [[noreturn]] void Bad(const std::string& where, const std::string& what) {
@@ -150,7 +150,7 @@ AutoOptions ParseAutoValue(const char* value) {
     };
     if (key != "deadline" && key != "spec" && key != "samples" && key != "eval-samples" &&
         key != "epochs" && key != "objective" && key != "max-gpus" && key != "types" &&
-        key != "mixed" && key != "per-gpu-batch" && key != "dry-run")
+        key != "mixed" && key != "per-gpu-batch" && key != "lr" && key != "dry-run")
       Bad(where, "unknown key '" + key + "' (keys: " + kAutoKeys + ")");
     if (!seen.insert(key).second) Bad(at, "given twice");
     if (key == "deadline") {
@@ -189,6 +189,10 @@ AutoOptions ParseAutoValue(const char* value) {
       o.mixed = Flag(at, val);
     } else if (key == "per-gpu-batch") {
       o.per_gpu_batch = PositiveInt(at, need("per-gpu-batch=B"), 1 << 30);
+    } else if (key == "lr") {
+      const std::string& v = need("lr=find|linear");
+      if (v != "find" && v != "linear") Bad(at, "must be find or linear, got '" + v + "'");
+      o.lr = v;
     } else {  // dry-run
       o.dry_run = Flag(at, val);
     }
@@ -211,6 +215,7 @@ void MergeAutoOptions(AutoOptions& into, const AutoOptions& later) {
   if (later.types) into.types = later.types;
   if (later.mixed) into.mixed = later.mixed;
   if (later.per_gpu_batch) into.per_gpu_batch = later.per_gpu_batch;
+  if (later.lr) into.lr = later.lr;
   if (later.dry_run) into.dry_run = later.dry_run;
 }
 

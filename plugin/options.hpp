@@ -5,7 +5,7 @@
 //                    [margin=0.1] [max-gpus=N] [default-deadline=3h] [startup=30]
 //   sbatch --dlh-auto[=deadline=3h,spec=train.json,samples=60000,eval-samples=10000,epochs=8,
 //                     objective=energy,max-gpus=8,types=a100:h100,mixed,per-gpu-batch=64,
-//                     dry-run] job.sh
+//                     lr=find,dry-run] job.sh
 //
 // Items of --dlh-auto are separated by ','; inside `types` the GPU types are separated by
 // ':' or '+' (a ',' would start the next item). `mixed` and `dry-run` are flags (also
@@ -52,6 +52,9 @@ struct AutoOptions {
   std::optional<std::vector<std::string>> types;  // GPU (GRES) types
   std::optional<bool> mixed;
   std::optional<int64_t> per_gpu_batch;  // > 0
+  // "find": the job finds its rate with the range test (the plan says "lr_source": "find");
+  // "linear" (the default): the spec's rate scaled linearly with the batch.
+  std::optional<std::string> lr;
   std::optional<bool> dry_run;
 };
 

@@ -88,11 +88,13 @@ void TypeAndCount(const std::string& value, std::string* type, int* count) {
   }
 }
 
+// A mix matches an untyped GPU count per node (every part has it), a GPU total and a node
+// count (all parts together); a GPU type is one type, never a mix.
 bool Matches(const Allocation& a, const UserRequest& u) {
-  if (a.parts.size() != 1) return u.gpu_type.empty() && !u.gpus_per_node && !u.nodes;
-  const Part& p = a.parts[0];
-  if (!u.gpu_type.empty() && p.gpu != u.gpu_type) return false;
-  if (u.gpus_per_node && p.gpus_per_node != u.gpus_per_node) return false;
+  for (const Part& p : a.parts) {
+    if (!u.gpu_type.empty() && (a.parts.size() != 1 || p.gpu != u.gpu_type)) return false;
+    if (u.gpus_per_node && p.gpus_per_node != u.gpus_per_node) return false;
+  }
   if (u.gpus_total && a.gpus != u.gpus_total) return false;
   if (u.nodes && a.nodes != u.nodes) return false;
   return true;
@@ -136,11 +138,29 @@ std::string KeptText(const UserRequest& u) {
   return kept;
 }
 
+// A mix runs as one job whose nodes Slurm picks by feature, in node name order, so no rank
+// can tell its GPU type from its position: the plan lists each part's nodes and every rank
+// looks up its SLURMD_NODENAME (launcher/train/batch_split.hpp). They come from the live
+// node list; without one the job could not be told apart, so it is not submitted.
+void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<LiveNode>& live,
+                  const std::string& live_error) {
+  if (!live_error.empty())
+    throw UsageError("--dlh-auto: mixed: the plan on " + AllocationText(out.chosen) +
+                     " needs the names of each type's nodes, and the live node state is unknown (" +
+                     live_error + ")");
+  nlohmann::json& parts = out.plan["allocation"]["parts"];
+  for (size_t i = 0; i < out.chosen.parts.size() && i < parts.size(); ++i) {
+    const NodeType* nt = cluster.node_type(out.chosen.parts[i].node_type);
+    if (!nt) continue;
+    parts[i]["node_names"] = NodeNamesOfType(cluster, *nt, live);
+  }
+}
+
 }  // namespace
 
-const char* const kUserOptionNames[9] = {
+const char* const kUserOptionNames[10] = {
     "gres",  "gpus",   "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
-    "nodes", "ntasks", "ntasks-per-node", "time"};
+    "nodes", "ntasks", "ntasks-per-node", "time",          "constraint"};
 
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value) {
   auto same = [&](const std::pair<std::string, std::string>& g) { return g.first == name; };
@@ -173,6 +193,8 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
   } else if (name == "ntasks-per-node") {
     r.ntasks_per_node_set = true;
     r.ntasks_per_node = SmallInt(value);
+  } else if (name == "constraint") {
+    r.constraint_set = true;
   } else if (name == "time") {
     r.time_set = true;
     r.time_text = value;
@@ -225,13 +247,13 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   job.max_gpus = o.max_gpus ? *o.max_gpus : 0;
   if (in.config.max_gpus > 0 && (job.max_gpus == 0 || in.config.max_gpus < job.max_gpus))
     job.max_gpus = in.config.max_gpus;
-  const bool dry_run = o.dry_run && *o.dry_run;
-  if (o.mixed && *o.mixed && !dry_run)
+  if (o.mixed && *o.mixed && in.user.constraint_set)
     throw UsageError(
-        "--dlh-auto: mixed: a job on two GPU types needs a heterogeneous Slurm job, which the "
-        "plugin cannot request; add dry-run to see the mix, or use dlh-estimate recommend "
-        "--mixed and submit the components yourself");
-  job.allow_mixed = o.mixed && *o.mixed && dry_run && in.user.gpu_type.empty();
+        "--dlh-auto: mixed: a mix asks Slurm for its nodes with --constraint=[TYPE1*N1&TYPE2*N2], "
+        "and your --constraint is set; drop one of the two");
+  // A GPU type of the user's is one type: the mix is off, as if `mixed` were not given.
+  job.allow_mixed = o.mixed && *o.mixed && in.user.gpu_type.empty();
+  job.mixed_same_gpus_per_node = true;  // one --gres=gpu:N for every node of the job
   job.per_gpu_batch = o.per_gpu_batch ? *o.per_gpu_batch : 0;
   job.margin = in.config.margin;
   job.startup_s = in.config.startup_s;
@@ -311,9 +333,13 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
     }
   }
   out.plan = PlanJson(job, rec, out.chosen);
+  // lr=find: the plugin cannot train, so the plan only says where the rate is to come from;
+  // dlh-launch train finds it (or reuses a stored range test) at the planned batch. `lr`
+  // keeps linear scaling's rate, which the job falls back to when the test finds no minimum.
+  if (in.options.lr && *in.options.lr == "find") out.plan["lr_source"] = "find";
   out.time_limit = out.plan["time_limit"].get<std::string>();
-  if (out.chosen.parts.size() == 1)
-    out.settings = SlurmSettings(out.chosen, out.time_limit, in.user);
+  out.settings = SlurmSettings(out.chosen, out.time_limit, in.user, cluster);
+  if (out.chosen.parts.size() > 1) AddNodeNames(out, cluster, live, live_error);
   out.tasks = TasksOf(out.chosen, in.user);
   const double needed_s = out.chosen.total_s * (1 + job.margin);
   if (out.feasible && in.user.time_set && in.user.time_s > 0 && needed_s > in.user.time_s)
@@ -325,20 +351,45 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
 }
 
 std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& time_limit,
-                                        const UserRequest& user) {
-  if (a.parts.size() != 1)
-    throw UsageError("--dlh-auto: a plan on " + std::to_string(a.parts.size()) +
-                     " GPU types cannot be requested as one Slurm job (use a heterogeneous job)");
+                                        const UserRequest& user, const Cluster& cluster) {
+  if (a.parts.empty()) throw Error("SlurmSettings: an allocation without parts (internal error)");
   const Part& p = a.parts[0];
+  std::string gres = "gpu:" + p.gpu + ":" + std::to_string(p.gpus_per_node);
+  std::string constraint;
+  if (a.parts.size() > 1) {
+    // One job on several GPU types: an untyped GPU count per node, and the nodes of each
+    // type by their feature with Slurm's count syntax, e.g. [alpha*1&beta*1].
+    gres = "gpu:" + std::to_string(p.gpus_per_node);
+    std::vector<std::string> seen;
+    for (const Part& part : a.parts) {
+      if (part.gpus_per_node != p.gpus_per_node)
+        throw Error("SlurmSettings: a mix with " + std::to_string(p.gpus_per_node) + " and " +
+                    std::to_string(part.gpus_per_node) +
+                    " GPUs per node is not one Slurm job (internal error)");
+      const NodeType* nt = cluster.node_type(part.node_type);
+      if (!nt) throw Error("SlurmSettings: unknown node type " + part.node_type);
+      const std::string& feature = nt->slurm_feature();
+      if (std::find(seen.begin(), seen.end(), feature) != seen.end())
+        throw UsageError("--dlh-auto: mixed: node types of the plan share the Slurm feature '" +
+                         feature +
+                         "'; give each its own node_types[].feature in the cluster "
+                         "description " +
+                         (cluster.origin.empty() ? cluster.name : cluster.origin));
+      seen.push_back(feature);
+      constraint += (constraint.empty() ? "[" : "&") + feature + "*" + std::to_string(part.nodes);
+    }
+    constraint += "]";
+  }
   std::vector<SlurmSetting> s = {
-      {"gres", "gpu:" + p.gpu + ":" + std::to_string(p.gpus_per_node), !user.gpus_set},
-      {"nodes", std::to_string(p.nodes), !user.nodes_set},
+      {"gres", gres, !user.gpus_set},
+      {"nodes", std::to_string(a.nodes), !user.nodes_set},
       {"ntasks-per-node", std::to_string(p.gpus_per_node),
        !user.ntasks_set && !user.ntasks_per_node_set},
       {"time", time_limit, !user.time_set},
   };
+  if (!constraint.empty()) s.push_back({"constraint", constraint, !user.constraint_set});
   if (!user.nodes_set && !user.ntasks_set && user.ntasks_per_node > 0)
-    s.push_back({"ntasks", std::to_string(int64_t(p.nodes) * user.ntasks_per_node), true});
+    s.push_back({"ntasks", std::to_string(int64_t(a.nodes) * user.ntasks_per_node), true});
   return s;
 }
 
@@ -419,11 +470,6 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   s += "predicted " + HumanDuration(p.chosen.total_s) + ": " +
        PhasesText(p.chosen.phases, p.chosen.steps) + "\n";
   if (!p.choice_note.empty()) s += "note: " + p.choice_note + "\n";
-  if (p.settings.empty()) {
-    s += "a mix of GPU types cannot be submitted by the plugin (one homogeneous request); "
-         "without mixed it plans on one type\n";
-    return s;
-  }
   std::string opts;
   for (const SlurmSetting& st : p.settings)
     if (st.apply) opts += " --" + st.name + "=" + st.value;

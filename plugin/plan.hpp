@@ -10,8 +10,11 @@
 //             plugstack default-deadline=, else none
 //   max GPUs  the smaller of max-gpus= and plugstack max-gpus=
 //   types     types= key; a GPU type named by the user's --gres/--gpus* replaces it
-// Mixed plans (two GPU types) cannot be one homogeneous Slurm 22.05 request: `mixed` is
-// only honoured with dry-run (to show the mix); otherwise it is refused.
+// Mixed plans (two GPU types, with `mixed`) are one job: an untyped GPU count per node (the
+// smaller of the two types'), all nodes, and --constraint=[F1*N1&F2*N2] with each node
+// type's Slurm feature; the plan lists each part's node names so that every rank finds its
+// type (launcher/train/batch_split.hpp). Not a heterogeneous job: SPANK and cli_filter can
+// only change one job request, and the launcher's single MPI world is one srun step.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -35,12 +38,13 @@ struct UserRequest {
   bool ntasks_per_node_set = false;
   int ntasks_per_node = 0;  // its value when a plain number (0: not given or unreadable)
   bool time_set = false;
-  std::string gpu_type;   // the GPU type the user's GPU options name ("": none)
-  int gpus_per_node = 0;  // from --gres / --gpus-per-node (0: not given)
-  int gpus_total = 0;     // from --gpus
-  int nodes = 0;          // --nodes when a single number (0: not given or a range)
-  double time_s = 0;      // --time in seconds (0: not given or UNLIMITED)
-  std::string time_text;  // --time as Slurm prints it
+  bool constraint_set = false;  // --constraint (a mix needs its own)
+  std::string gpu_type;         // the GPU type the user's GPU options name ("": none)
+  int gpus_per_node = 0;        // from --gres / --gpus-per-node (0: not given)
+  int gpus_total = 0;           // from --gpus
+  int nodes = 0;                // --nodes when a single number (0: not given or a range)
+  double time_s = 0;            // --time in seconds (0: not given or UNLIMITED)
+  std::string time_text;        // --time as Slurm prints it
   std::vector<std::pair<std::string, std::string>> given;  // every option noted: name, value
 };
 
@@ -52,7 +56,7 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
 
 // The Slurm options NoteUserOption understands: the facade and `dlh-estimate slurm-plan`
 // note each one the user set.
-extern const char* const kUserOptionNames[9];
+extern const char* const kUserOptionNames[10];
 
 struct PlanInputs {
   AutoOptions options;
@@ -77,8 +81,8 @@ struct PlanOutcome {
   bool feasible = false;  // chosen fits and meets the deadline
   nlohmann::json plan;    // DLH_PLAN (README "Plan")
   std::string time_limit;
-  std::vector<SlurmSetting> settings;  // empty for a mix (dry-run only)
-  std::string deadline_text;           // "30m", "none"
+  std::vector<SlurmSetting> settings;
+  std::string deadline_text;  // "30m", "none"
   std::string live_note;      // "free now: node-a100 3/16, ..." or "live node state unknown (...)"
   std::string fallback_note;  // "" or why the plan ignores the live state
   std::string choice_note;    // "" or why the choice is not the estimator's first
@@ -97,12 +101,14 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster);
 PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
                      const std::vector<LiveNode>& live, const std::string& live_error);
 
-// Slurm options of a one-type allocation; throws UsageError for a mix. GPUs are left to the
-// user when any GPU option is set, ntasks-per-node when --ntasks or --ntasks-per-node is.
+// Slurm options of an allocation: gres, nodes, ntasks-per-node, time, and for a mix
+// constraint (README "Mixed GPU types"; throws UsageError when the two node types share a
+// feature). GPUs are left to the user when any GPU option is set, ntasks-per-node when
+// --ntasks or --ntasks-per-node is.
 // When the plan sets the nodes and the user gave only --ntasks-per-node, it also sets
 // ntasks (nodes x theirs): sbatch derived ntasks from one node before the plugin ran.
 std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& time_limit,
-                                        const UserRequest& user);
+                                        const UserRequest& user, const Cluster& cluster);
 
 // "1 x 2 alpha", "1 x 2 alpha + 1 x 2 beta".
 std::string AllocationText(const Allocation& a);

@@ -38,7 +38,7 @@ bool PlanSplitsBatch(const LaunchPlan& plan, bool batch_overridden) {
 }
 
 int PartOfRank(const LaunchPlan& plan, const std::string& plan_origin, const std::string& gpu_type,
-               const std::string& type_origin, int rank, int size) {
+               const std::string& type_origin, const std::string& node_name, int rank, int size) {
   const int n = int(plan.parts.size());
   if (!gpu_type.empty()) {
     // The GRES type first; a node type only when no part has that GPU type, so that two
@@ -60,6 +60,22 @@ int PartOfRank(const LaunchPlan& plan, const std::string& plan_origin, const std
     throw UsageError(type_origin + ": '" + gpu_type + "' (rank " + std::to_string(rank) +
                      ") is not a GPU type of " + plan_origin + " allocation.parts (" +
                      PartNames(plan) + ")");
+  }
+  const bool named = std::any_of(plan.parts.begin(), plan.parts.end(),
+                                 [](const PlanPart& p) { return !p.node_names.empty(); });
+  if (named && !node_name.empty()) {
+    int found = -1, matches = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto& names = plan.parts[size_t(i)].node_names;
+      if (std::find(names.begin(), names.end(), node_name) == names.end()) continue;
+      found = i;
+      ++matches;
+    }
+    if (matches == 1) return found;
+    throw UsageError(plan_origin + ": allocation.parts: node '" + node_name + "' (rank " +
+                     std::to_string(rank) + ", SLURMD_NODENAME) is in " +
+                     (matches ? std::to_string(matches) + " parts'" : std::string("no part's")) +
+                     " node_names; give each rank its type with --gpu-type or DLH_GPU_TYPE");
   }
   int64_t planned = 0;
   for (const PlanPart& p : plan.parts) planned += p.gpus();

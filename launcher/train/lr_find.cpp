@@ -32,6 +32,7 @@
 #include "launcher/nn/thread_pool.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/lr_plot.hpp"
+#include "launcher/train/lr_store.hpp"
 
 namespace po = boost::program_options;
 
@@ -93,12 +94,16 @@ nlohmann::json Report(const LrFindOptions& o, const TrainSpec& spec, int ranks,
                       {"smoothed", NumberOrNull(p.smoothed)}});
   nlohmann::json suggestion = {
       {"status", StatusName(s.status)},
-      {"rule", "minimum of the fitted loss / 10, not below its steepest descent"},
+      {"rule",
+       "upper edge of the valley floor: the largest rate above the fitted minimum whose "
+       "fitted loss is within " +
+           Num(fit.floor * 100) + "% of its fall"},
       {"note", s.note}};
   if (s.status == LrSuggestion::Status::kOk) {
     suggestion["lr"] = s.lr;
     suggestion["interval"] = {s.lr_low, s.lr_high};
-    suggestion["interval_rule"] = "from the fitted loss's steepest descent to its minimum";
+    suggestion["interval_rule"] = "the valley floor: the rates whose fitted loss is within " +
+                                  Num(fit.floor * 100) + "% of its fall above its minimum";
     suggestion["lr_steepest"] = s.lr_steepest;
   } else {
     suggestion["lr"] = nullptr;
@@ -128,6 +133,7 @@ nlohmann::json Report(const LrFindOptions& o, const TrainSpec& spec, int ranks,
               {"from_lr", s.log.from_lr},
               {"to_lr", s.log.to_lr}}}};
   return {{"spec", o.spec_path},
+          {"key", LrFindKeyOfSpecFile(o.spec_path, spec.batch_size)},
           {"name", spec.name},
           {"data", spec.dataset},
           {"batch", spec.batch_size},
@@ -153,7 +159,8 @@ nlohmann::json Report(const LrFindOptions& o, const TrainSpec& spec, int ranks,
 
 }  // namespace
 
-nlohmann::json RunLrFind(const LrFindOptions& o, MPI_Comm world) {
+nlohmann::json RunLrFind(const LrFindOptions& options, MPI_Comm world) {
+  LrFindOptions o = options;
   CheckLrSweepOptions(o.sweep);
   const std::string plot_path = o.plot.empty() ? DefaultPlotPath(o.out) : o.plot;
   CheckOutputFolder(o.out, "--out");
@@ -186,6 +193,12 @@ nlohmann::json RunLrFind(const LrFindOptions& o, MPI_Comm world) {
     // One rate per step, plus the loss before the first update: at most one epoch, so that
     // no sample is seen twice while the rate sweeps.
     const int64_t per_epoch = data.train.count / spec.batch_size;
+    if (o.fit_steps_to_epoch && per_epoch - 1 >= 10 && o.sweep.steps + 1 > per_epoch)
+      o.sweep.steps = int(per_epoch - 1);
+    if (o.fit_steps_to_epoch && o.sweep.steps + 1 > per_epoch)
+      throw UsageError("lr_source find: the range test needs 11 batches of " +
+                       std::to_string(spec.batch_size) + " in one epoch, " + spec.dataset +
+                       " has " + std::to_string(data.train.count) + " training samples");
     if (o.sweep.steps + 1 > per_epoch)
       throw UsageError("--steps: " + std::to_string(o.sweep.steps) + " steps of batch " +
                        std::to_string(spec.batch_size) + " need " +
@@ -299,6 +312,9 @@ int RunLrFindCommand(const std::vector<std::string>& args, int rank) {
         "weight of the past in the loss's moving average (divergence stop and plot)")
     ("out", po::value(&o.out)->default_value(o.out), "JSON result: points, fits, suggestion")
     ("plot", po::value(&o.plot), "SVG plot (default: OUT with .svg for .json)")
+    ("store", po::value<std::string>(), "write the result to DIR/lr-find-KEY.json (and .svg) "
+        "instead of --out: where dlh-launch train looks for it when its plan says lr_source find "
+        "(DIR: $DLH_LR_CACHE, else the run folder's parent, e.g. runs)")
     ("threads", po::value(&o.threads)->default_value(0),
         "OpenBLAS threads per rank (0: OPENBLAS_NUM_THREADS, else cores / ranks per node)")
     ("prefetch", po::value(&o.prefetch)->default_value(2), "batches loaded ahead in the background")
@@ -325,7 +341,17 @@ int RunLrFindCommand(const std::vector<std::string>& args, int rank) {
   CheckAllreduceKind(o.allreduce);
   CheckDeviceKind(o.device);
   CheckLrSweepOptions(o.sweep);
-
+  if (vm.count("store")) {
+    const std::string dir = vm["store"].as<std::string>();
+    if (dir.empty()) throw UsageError("--store: must not be empty");
+    if (!vm["out"].defaulted() || vm.count("plot"))
+      throw UsageError("--store: names the files itself, not with --out or --plot");
+    RunCollectively(MPI_COMM_WORLD, [&] {
+      const int64_t batch = o.batch > 0 ? o.batch : LoadSpec(o.spec_path).batch_size;
+      o.out = LrCacheFile(dir, LrFindKeyOfSpecFile(o.spec_path, batch));
+      if (rank == 0) std::filesystem::create_directories(dir);
+    });
+  }
   const nlohmann::json r = RunLrFind(o, MPI_COMM_WORLD);
   if (rank != 0) return kExitOk;
   const auto& s = r["suggestion"];

@@ -32,6 +32,9 @@ struct LrFindOptions {
   std::string device = "auto";  // as train --device
   std::string allreduce = "auto";
   GradSyncOptions sync;
+  // In a training job (lr_source.hpp): fewer steps when one epoch of the data set cannot
+  // hold them (at least 10), instead of refusing --steps, an option the job was not given.
+  bool fit_steps_to_epoch = false;
 };
 
 // Runs the sweep (collective over `comm`), then rank 0 writes `out` and `plot` atomically

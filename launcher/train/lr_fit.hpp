@@ -80,18 +80,21 @@ struct LrFitOptions {
   double diverge_factor = 4;  // raw losses above this x the best smoothed loss are not fitted
   double min_drop = 0.05;     // the fitted loss must fall by this fraction of its start ...
   double min_drop_rms = 2;    // ... and by this many residual rms, or there is no clear minimum
+  // The valley floor: the rates around the minimum whose fitted loss is within this fraction
+  // of the fall (start - minimum) above the minimum. Its upper edge is the suggestion.
+  double floor = 0.05;
 };
 
 struct LrSuggestion {
   enum class Status { kOk, kNoClearMinimum };
   Status status = Status::kNoClearMinimum;
   std::string note;           // why there is no suggestion, or a caution that comes with one
-  double lr = 0;              // the suggestion: max(lr_min / 10, lr_steepest)
-  double lr_low = 0;          // the interval: from where the fitted loss falls fastest ...
-  double lr_high = 0;         // ... to where it is lowest (lr_steepest and lr_min)
+  double lr = 0;              // the suggestion: the valley floor's upper edge (= lr_high)
+  double lr_low = 0;          // the interval: the valley floor, the rates around lr_min ...
+  double lr_high = 0;         // ... whose fitted loss is within `floor` x drop of its minimum
   double lr_steepest = 0;     // the most negative slope of the fit before its minimum
   double lr_min = 0;          // where the fitted loss is lowest (within the fitted rates)
-  double lr_min_over_10 = 0;  // fastai's rule
+  double lr_min_over_10 = 0;  // fastai's rule (reported, not used: see lr_fit.cpp)
   double drop = 0;            // fitted loss at the first rate minus its minimum
   int points_fitted = 0;      // finite points before the blow-up
   PolyFit poly;

@@ -48,6 +48,17 @@ void ParseParts(const nlohmann::json& allocation, const Fail& fail, std::vector<
     pp.nodes = count("nodes", kMaxNodes);
     pp.gpus_per_node = count("gpus_per_node", kMaxGpus);
     pp.per_gpu_batch = count("per_gpu_batch", kMaxBatch);
+    if (part.contains("node_names")) {
+      const std::string names_at = at + ".node_names";
+      const auto& names = part["node_names"];
+      if (!names.is_array()) throw fail(names_at, "must be an array of node names");
+      for (size_t k = 0; k < names.size(); ++k) {
+        if (!names[k].is_string() || names[k].get<std::string>().empty())
+          throw fail(names_at + "[" + std::to_string(k) + "]",
+                     "must be a non-empty string, got " + names[k].dump());
+        pp.node_names.push_back(names[k].get<std::string>());
+      }
+    }
     out->push_back(pp);
   }
 }
@@ -76,6 +87,10 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   if (!lr.is_number() || !(lr.get<double>() > 0))
     throw fail("lr", "must be a positive number, got " + lr.dump());
   p.lr = lr.get<double>();
+  const auto& source = j.value("lr_source", nlohmann::json("linear"));
+  if (source != "find" && source != "linear")
+    throw fail("lr_source", "must be \"find\" or \"linear\", got " + source.dump());
+  p.lr_source = source.get<std::string>();
   const auto& wu = j.value("warmup_epochs", nlohmann::json(0.0));
   if (!wu.is_number() || wu.get<double>() < 0)
     throw fail("warmup_epochs", "must be a non-negative number, got " + wu.dump());

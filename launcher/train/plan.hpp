@@ -18,6 +18,9 @@ struct PlanPart {
   std::string node_type;  // may be empty
   std::string gpu;        // the Slurm GRES type, e.g. "a100"
   int64_t nodes = 0, gpus_per_node = 0, per_gpu_batch = 0;
+  // The names of the part's nodes (the plugin lists every node of the type): a rank on one
+  // of them belongs to the part, whatever its position. Empty when the plan has none.
+  std::vector<std::string> node_names;
   int64_t gpus() const { return nodes * gpus_per_node; }
 };
 
@@ -25,6 +28,9 @@ struct LaunchPlan {
   bool present = false;
   int64_t global_batch = 0;
   double lr = 0;
+  // "find": the job finds its rate with the range test (lr_source.hpp) and `lr`, linear
+  // scaling's, is only the fallback; "" or "linear": `lr` is the rate.
+  std::string lr_source;
   double warmup_epochs = 0;
   int gpus = 0;                 // ranks the plan was made for
   std::vector<PlanPart> parts;  // allocation.parts[], in the plan's order (may be empty)

@@ -156,6 +156,10 @@ class Trainer {
 
   EvalResult evaluate();
   void say(const std::string& text);
+  // Where the peak rate came from: found for the plan, the plan's linear scaling, the spec.
+  std::string lr_source() const {
+    return !o_.lr_source.empty() ? o_.lr_source : plan_.present ? "plan, linear scaling" : "spec";
+  }
   // The split a checkpoint records: every rank's batch when the plan set it or the run
   // balances, else none (the even split, whose files stay as they were before splits were
   // recorded).
@@ -280,6 +284,7 @@ void Trainer::load_inputs() {
     if (!o_.plan_json.empty()) {
       plan_ = ParsePlan(o_.plan_json, o_.plan_origin);
       ApplyPlan(plan_, &spec_);
+      if (o_.lr > 0) spec_.optimizer.lr = o_.lr;  // found for the plan (lr_source.hpp)
     }
     if (o_.batch_size > 0) spec_.batch_size = o_.batch_size;
     if (o_.gpu_type_given && o_.gpu_type.empty())
@@ -336,8 +341,8 @@ void Trainer::choose_split() {
   }
   int64_t mine[2] = {0, -1};  // batch, part
   RunCollectively(comm_.get(), [&] {
-    const int part =
-        PartOfRank(plan_, o_.plan_origin, o_.gpu_type, o_.gpu_type_origin, rank_, size_);
+    const int part = PartOfRank(plan_, o_.plan_origin, o_.gpu_type, o_.gpu_type_origin,
+                                o_.node_name, rank_, size_);
     mine[0] = plan_.parts[size_t(part)].per_gpu_batch;
     mine[1] = part;
   });
@@ -563,7 +568,7 @@ void Trainer::announce() {
       say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
   if (plan_.present)
     say("plan: global batch " + std::to_string(spec_.batch_size) + ", lr " +
-        std::to_string(spec_.optimizer.lr) +
+        std::to_string(spec_.optimizer.lr) + " (" + lr_source() + ")" +
         (plan_.gpus && plan_.gpus != size_ ? " (planned for " + std::to_string(plan_.gpus) +
                                                  " ranks, running on " + std::to_string(size_) + ")"
                                            : ""));
@@ -886,6 +891,8 @@ void Trainer::write_summary(uint32_t crc) {
                             {"finished", result_.finished},
                             {"stop_signal", result_.stop_signal},
                             {"param_crc32", hex},
+                            {"lr", spec_.optimizer.lr},
+                            {"lr_source", lr_source()},
                             {"batch_split", plan_split_ ? "plan" : "even"},
                             {"rank_batches", rank_batches_},
                             {"last_checkpoint", result_.last_checkpoint},

@@ -30,11 +30,16 @@ struct TrainOptions {
   int prefetch = 2;                  // batches prepared ahead
   std::string plan_json;             // DLH_PLAN text (empty: none): global batch, lr, warm-up
   std::string plan_origin = "DLH_PLAN";
+  // The peak rate found for a plan with "lr_source": "find" (lr_source.hpp), which replaces
+  // the plan's; 0: none. `lr_source` says where it came from (start line, summary.json).
+  double lr = 0;
+  std::string lr_source;
   // This rank's GPU type (empty: not given), which picks its part of a plan on several
   // types and so its batch (batch_split.hpp); `gpu_type_origin` names it in errors.
   std::string gpu_type;
   std::string gpu_type_origin = "--gpu-type";
   bool gpu_type_given = false;  // --gpu-type was given (an empty one is an error)
+  std::string node_name;        // SLURMD_NODENAME (empty: unset): a mix's part by node
   // How the per-rank batches move during the run (balancer.hpp): "off", "adaptive" or
   // "replay"; empty: the plan's "balance", else off. `balance_origin` names it in errors.
   std::string balance;

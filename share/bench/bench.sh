@@ -2,7 +2,7 @@
 # make bench: measures DLH side by side with its peers on this machine and rewrites
 # BENCHMARKS.md. Every figure in that file comes from this script's run; share/bench/report.py
 # turns the raw measurements into tables, the goals summary and every verdict.
-#   bench.sh BINDIR OUT.md        (about 11 minutes on 2 cores)
+#   bench.sh BINDIR OUT.md        (about 12 minutes on 2 cores)
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -353,6 +353,34 @@ candidates=$(recommend | grep -o '^[0-9]* allocations')
   echo "**median $(median "${times[@]}") ms** over 5 runs (runs: ${times[*]/%/ ms}). Target: well under 100 ms."
   echo
 } >"$work/s7-recommender.md"
+
+# ---- lr-find -------------------------------------------------------------------------------
+# The range test's cost, on 1 and 2 ranks. The Fashion-MNIST validation (trainings with each
+# suggested rate) takes about half an hour on 2 cores, too long here: it is in README ("lr-find").
+section "lr-find: the range test on 1 rank x 2 threads and 2 ranks x 1 thread"
+for n in 1 2; do
+  launch=(mpirun -np "$n")
+  ((n > 1)) || launch=()
+  t0=$(date +%s.%N)
+  "${launch[@]}" dlh-launch lr-find "$root/share/examples/fashion-mnist.json" --data "$work/bench.h5" \
+    --batch 64 --threads $((2 / n)) --out "$work/lr-$n.json" >/dev/null 2>&1
+  echo "$t0 $(date +%s.%N)" | awk '{printf "%.2f\n", $2 - $1}' >"$work/lr-$n.time"
+done
+{
+  echo "## lr-find: the learning-rate range test"
+  echo
+  echo "\`dlh-launch lr-find share/examples/fashion-mnist.json --batch 64\` (100 rates from 1e-5 to 10,"
+  echo "stopping at divergence) on the synthetic 28x28 set above, on 1 rank x 2 threads and on 2 ranks"
+  echo "x 1 thread. Time: the whole command (start-up, data, sweep, fit, files); a job with"
+  echo "\`lr=find\` pays it once per spec and batch. The suggestions are shown but not judged: in 100"
+  echo "steps this model only sheds its initialisation's excess loss on the synthetic set (down to"
+  echo "ln 10, chance for 10 classes), and dropout masks differ per rank, so the two curves are not"
+  echo "the same. Whether the suggestion trains well is the Fashion-MNIST validation in README"
+  echo "(\"lr-find\"), which takes about half an hour of training on 2 cores."
+  echo
+  report lrfind
+  echo
+} >"$work/s9-lrfind.md"
 
 # ---- whole jobs ----------------------------------------------------------------------------
 section "whole jobs: five sbatch --dlh-auto jobs, predicted against measured"

@@ -372,6 +372,29 @@ def recommender(work, goals):
               f"{m:.1f} ms (median of {len(times)})", m < 100, "")
 
 
+# ---- lr-find ---------------------------------------------------------------------------------
+
+def lrfind(work, goals):
+    rows, times = {}, {}
+    print("| ranks x threads | seconds | steps run | stopped | suggested lr | interval (valley floor) | fitted minimum |")
+    print("|---|---|---|---|---|---|---|")
+    for n, shape in ((1, "1 x 2"), (2, "2 x 1")):
+        r = json.load(open(os.path.join(work, f"lr-{n}.json")))
+        t = float(open(os.path.join(work, f"lr-{n}.time")).read())
+        times[n] = t
+        s = r["suggestion"]
+        rows[n] = s
+        stopped = (r["sweep"]["stopped"] or "no").split(":")[0]
+        if s["status"] == "ok":
+            lr, iv = f"{s['lr']:.3g}", f"{s['interval'][0]:.3g} - {s['interval'][1]:.3g}"
+        else:
+            lr, iv = "none", s["note"]
+        print(f"| {shape} | {t:.1f} | {r['sweep']['steps_run']} | {stopped} | {lr} | {iv} | "
+              f"{s.get('lr_at_minimum', float('nan')):.3g} |")
+    goals.add("lr-find range test (100 rates, batch 64, 2 ranks x 1 thread), whole command",
+              f"{times[2]:.1f} s (1 rank x 2 threads: {times[1]:.1f} s)", None)
+
+
 # ---- whole jobs ------------------------------------------------------------------------------
 
 def jobs(work, goals):
@@ -520,7 +543,7 @@ def main():
         return
     sections = {"cpu": cpu, "allreduce": allreduce, "comm": comm, "checkpoint": checkpoint, "ddp": ddp,
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
-                "wave": wave, "jobs": jobs, "balance": balance}
+                "wave": wave, "jobs": jobs, "lrfind": lrfind, "balance": balance}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))

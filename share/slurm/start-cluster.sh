@@ -169,7 +169,9 @@ EOF
     for ((i = 0; i < NNODES; i++)); do
       printf 'NodeName=%s NodeHostname=localhost NodeAddr=127.0.0.1 Port=%d CPUs=%d Boards=1 SocketsPerBoard=1 CoresPerSocket=%d ThreadsPerCore=1 RealMemory=16000' \
         "${NAMES[i]}" $((base + 1 + i)) "${CPUS[i]}" "${CPUS[i]}"
-      ((COUNTS[i] > 0)) && printf ' Gres=gpu:%s:%d' "${TYPES[i]}" "${COUNTS[i]}"
+      # A GPU node also carries its GPU type as a feature: a job on two types asks for its
+      # nodes with --constraint=[alpha*1&beta*1] (README "Mixed GPU types").
+      ((COUNTS[i] > 0)) && printf ' Gres=gpu:%s:%d Features=%s' "${TYPES[i]}" "${COUNTS[i]}" "${TYPES[i]}"
       printf ' State=UNKNOWN\n'
     done
     echo "PartitionName=gpu Nodes=$NODELIST Default=YES MaxTime=INFINITE State=UP"

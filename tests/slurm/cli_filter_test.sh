@@ -95,6 +95,24 @@ assert a["deadline_s"] == 1800, a["deadline_s"]
 PY
 check "both: $fA, the same DLH_PLAN"
 
+echo "a mix (mixed, -N 2): the same one-job request and node names both ways (issue 14)"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(submit "$d" "$WORK/u/$c.mix" -N 2 --dlh-auto="$AUTO,mixed" --wrap 'echo "$DLH_PLAN"') ||
+    { cat "$WORK/u/submit.err"; fail "$c: mixed submission refused"; }
+  declare "m$c=$(fields "$d" "$j") $(SLURM_CONF=$d/etc/slurm.conf scontrol show job "$j" | grep -oE 'Features=[^ ]+')"
+  wait_done "$d" "$j"
+done
+[[ "$mA" == "$mB" ]] || fail "mixed: plugin gives '$mA', cli_filter.lua gives '$mB'"
+[[ "$mA" == *"Features=[alpha*1&beta*1]"* && "$mA" == *"gres:gpu:2"* ]] || fail "unexpected mixed request: $mA"
+python3 - "$WORK/u/A.mix" "$WORK/u/B.mix" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a == b, f"plans differ:\n{a}\n{b}"
+assert [p["node_names"] for p in a["allocation"]["parts"]] == [["alpha1"], ["beta1"]], a
+PY
+check "both: $mA, the same DLH_PLAN with node_names"
+
 echo "explicit values kept, the same way; DLH_SPEC from the user's environment"
 for c in A B; do
   d=$A; [[ $c == B ]] && d=$B

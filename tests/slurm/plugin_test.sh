@@ -7,7 +7,9 @@
 # and time exactly as `dlh-estimate recommend --json` plans them; DLH_PLAN reaches the job
 # and srun steps inside it do not plan again; explicit user values (command line and
 # #SBATCH) are kept; salloc; live availability (alpha busy -> beta); bad values, unreadable
-# specs and impossible deadlines are refused with one line and nothing queued; a bad
+# specs and impossible deadlines are refused with one line and nothing queued; `mixed` with
+# -N 2 runs one job on alpha1 + beta1 (--constraint=[alpha*1&beta*1]) whose ranks train the
+# plan's per-type batches (planned split = the split used at step 1); a bad
 # plugstack line only affects --dlh-auto jobs; jobs without the option are untouched;
 # dry-run prints the table and submits nothing. Needs root, slurm-wlm and munge; ~30 s.
 # shellcheck source=tests/slurm/slurm.bash
@@ -184,8 +186,8 @@ expect_fail 1 "dlh: $WORK/deep.json: not valid JSON: arrays and objects nested d
   timeout 30 sbatch -J dlhbad --dlh-auto=spec=deep.json,samples=5 --wrap true
 expect_fail 1 "dlh: --dlh-auto: types: the cluster description $CLUSTER has no GPU type 'gamma'" \
   sbatch -J dlhbad --dlh-auto="$AUTO,types=gamma" --wrap true
-expect_fail 1 "dlh: --dlh-auto: mixed: a job on two GPU types needs a heterogeneous Slurm job" \
-  sbatch -J dlhbad --dlh-auto="$AUTO,mixed" --wrap true
+expect_fail 1 "dlh: --dlh-auto: mixed: a mix asks Slurm for its nodes with --constraint=.*, and your --constraint is set; drop one" \
+  sbatch -J dlhbad --constraint=alpha --dlh-auto="$AUTO,mixed" --wrap true
 cat >bad.sh <<EOF
 #!/bin/bash
 #SBATCH -J dlhbad
@@ -214,6 +216,45 @@ expect_job "$j9" "" 1 0 "$t9"
 wait_gone "$j9"
 grep -q '^plan=\[\]$' job9.out || { cat job9.out; fail "DLH_PLAN in a plain job"; }
 check "job $j9: no TresPerNode, 1 node, no tasks per node, the partition's time limit, no DLH_PLAN"
+
+echo "a mix of two GPU types is one job: nodes by feature, each rank's batch by its node (issue 14)"
+# A small synthetic set, so that the job trains in seconds; --nodes=2 asks for the mix (each
+# type has one node). The job keeps its DLH_PLAN; the launcher's summary and first metrics
+# record say which split it used.
+dlh-data synthetic --out "$WORK/mix.h5" --shape 1x12x12 --classes 4 --train 1200 --test 120 --seed 5 >/dev/null
+cat >"$WORK/mix.json" <<JSON
+{"name": "mix", "input": {"channels": 1, "height": 12, "width": 12}, "classes": 4,
+ "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1}, {"type": "batchnorm"},
+            {"type": "relu"}, {"type": "flatten"}, {"type": "dense", "units": 4}],
+ "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9}, "batch_size": 60, "epochs": 1,
+ "seed": 4, "dataset": "$WORK/mix.h5"}
+JSON
+jm=$(sbatch --parsable -N 2 -o mix.out --dlh-auto="spec=$WORK/mix.json,samples=1200,deadline=1h,mixed" \
+  --wrap "echo \"\$DLH_PLAN\" >$WORK/mix-plan.json; srun --mpi=pmix dlh-launch train $WORK/mix.json --run-dir $WORK/mix --progress none" \
+  2>sbatchm.err) || { cat sbatchm.err; fail "sbatch -N 2 --dlh-auto=...,mixed"; }
+grep -q "^sbatch: dlh: 1 node x 2 alpha GPUs + 1 node x 2 beta GPUs, 4 tasks" sbatchm.err ||
+  { cat sbatchm.err; fail "the summary does not name the mix"; }
+[[ "$(field "$jm" Features) $(field "$jm" TresPerNode) $(field "$jm" NumNodes | cut -d- -f1) $(field "$jm" NumTasks)" == "[alpha*1&beta*1] gres:gpu:2 2 4" ]] ||
+  fail "job $jm: Features TresPerNode NumNodes NumTasks = $(field "$jm" Features) $(field "$jm" TresPerNode) $(field "$jm" NumNodes) $(field "$jm" NumTasks)"
+for _ in $(seq 1200); do [[ -z $(squeue -h -j "$jm" 2>/dev/null) ]] && break; sleep 0.1; done
+[[ -z $(squeue -h -j "$jm" 2>/dev/null) ]] || { cat mix.out; fail "the mixed job $jm did not end in 2 minutes"; }
+[[ -f $WORK/mix/summary.json ]] || { cat mix.out; fail "the mixed job wrote no summary"; }
+python3 - "$WORK/mix-plan.json" "$WORK/mix/summary.json" "$WORK/mix/metrics.jsonl" <<'PY' || { cat mix.out; fail "planned and used splits differ"; }
+import json, sys
+plan, summary = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+parts = plan["allocation"]["parts"]
+assert [p["node_names"] for p in parts] == [["alpha1"], ["beta1"]], parts
+# Slurm numbers the tasks in node order: alpha1's two ranks, then beta1's.
+planned = [parts[0]["per_gpu_batch"]] * 2 + [parts[1]["per_gpu_batch"]] * 2
+assert sum(planned) == plan["global_batch"] == 60, (planned, plan["global_batch"])
+assert summary["finished"] and summary["batch_split"] == "plan", summary
+assert summary["rank_batches"] == planned, (summary["rank_batches"], planned)
+first = next(json.loads(l) for l in open(sys.argv[3]) if '"rank_batches"' in l)
+assert first["step"] == 1 and first["rank_batches"] == planned, first
+print(planned)
+PY
+grep -q "per-rank batches \[" mix.out || { cat mix.out; fail "rank 0 did not print the split"; }
+check "job $jm: --constraint=[alpha*1&beta*1] --gres=gpu:2 -N 2, 4 ranks; $(grep -o 'per-rank batches .*' mix.out | head -1)"
 
 echo "dry-run"
 sbatch -J dlhdry --dlh-auto="$AUTO,deadline=30m,dry-run" --wrap true >dry.out 2>dry.err ||

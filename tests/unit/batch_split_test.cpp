@@ -95,28 +95,55 @@ TEST(BatchSplitTest, BadPartsNameTheField) {
 
 TEST(BatchSplitTest, TypeGivenPicksThePart) {
   const LaunchPlan p = ParsePlan(kMixedPlan, "DLH_PLAN");
-  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "beta", "DLH_GPU_TYPE", 0, 3), 1);
-  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "alpha", "--gpu-type", 2, 3), 0);
-  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "small", "--gpu-type", 0, 3), 1) << "node_type";
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "beta", "DLH_GPU_TYPE", "", 0, 3), 1);
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "alpha", "--gpu-type", "", 2, 3), 0);
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "small", "--gpu-type", "", 0, 3), 1) << "node_type";
   // A type works whatever the rank count: the sum check decides.
-  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "beta", "--gpu-type", 4, 7), 1);
-  EXPECT_EQ(ErrorOf([&] { PartOfRank(p, "DLH_PLAN", "gamma", "--gpu-type", 1, 3); }),
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "beta", "--gpu-type", "", 4, 7), 1);
+  EXPECT_EQ(ErrorOf([&] { PartOfRank(p, "DLH_PLAN", "gamma", "--gpu-type", "", 1, 3); }),
             "--gpu-type: 'gamma' (rank 1) is not a GPU type of DLH_PLAN allocation.parts "
             "(alpha, beta)");
   LaunchPlan same = p;
   same.parts[1].gpu = "alpha";
-  EXPECT_EQ(ErrorOf([&] { PartOfRank(same, "DLH_PLAN", "alpha", "DLH_GPU_TYPE", 0, 3); }),
+  EXPECT_EQ(ErrorOf([&] { PartOfRank(same, "DLH_PLAN", "alpha", "DLH_GPU_TYPE", "", 0, 3); }),
             "DLH_GPU_TYPE: 'alpha' (rank 0) matches 2 parts of DLH_PLAN allocation.parts; name "
             "the node_type instead");
-  EXPECT_EQ(PartOfRank(same, "DLH_PLAN", "small", "DLH_GPU_TYPE", 0, 3), 1);
+  EXPECT_EQ(PartOfRank(same, "DLH_PLAN", "small", "DLH_GPU_TYPE", "", 0, 3), 1);
+}
+
+// The plugin's mixes: Slurm lists the nodes in name order, so the node's name decides
+// (a type, when given, still wins); a node in no part is one clear line.
+TEST(BatchSplitTest, NodeNamePicksThePart) {
+  LaunchPlan p = ParsePlan(kMixedPlan, "DLH_PLAN");
+  p.parts[0].node_names = {"z1", "z2"};
+  p.parts[1].node_names = {"a1"};
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "a1", 0, 3), 1);
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "z2", 2, 3), 0);
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "alpha", "--gpu-type", "a1", 0, 3), 0);
+  EXPECT_EQ(ErrorOf([&] { PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "q9", 1, 3); }),
+            "DLH_PLAN: allocation.parts: node 'q9' (rank 1, SLURMD_NODENAME) is in no part's "
+            "node_names; give each rank its type with --gpu-type or DLH_GPU_TYPE");
+  p.parts[1].node_names.push_back("z1");
+  EXPECT_EQ(ErrorOf([&] { PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "z1", 0, 3); }),
+            "DLH_PLAN: allocation.parts: node 'z1' (rank 0, SLURMD_NODENAME) is in 2 parts' "
+            "node_names; give each rank its type with --gpu-type or DLH_GPU_TYPE");
+  // Outside Slurm (no node name) the position decides, as before.
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "", 2, 3), 1);
+  // Parsed from the plan, checked like the other fields.
+  const std::string named =
+      R"({"format_version":1,"global_batch":10,"lr":0.1,"allocation":{"parts":[
+    {"gpu":"alpha","nodes":1,"gpus_per_node":1,"per_gpu_batch":5,"node_names":["n1"]},
+    {"gpu":"beta","nodes":1,"gpus_per_node":1,"per_gpu_batch":5,"node_names":[7]}]}})";
+  EXPECT_EQ(ErrorOf([&] { ParsePlan(named, "DLH_PLAN"); }),
+            "DLH_PLAN: allocation.parts[1].node_names[0]: must be a non-empty string, got 7");
 }
 
 TEST(BatchSplitTest, PositionPicksThePartInPlanOrder) {
   const LaunchPlan p = ParsePlan(kMixedPlan, "DLH_PLAN");
-  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", 0, 3), 0);
-  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", 1, 3), 0);
-  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", 2, 3), 1);
-  EXPECT_EQ(ErrorOf([&] { PartOfRank(p, "DLH_PLAN", "", "--gpu-type", 0, 2); }),
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "", 0, 3), 0);
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "", 1, 3), 0);
+  EXPECT_EQ(PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "", 2, 3), 1);
+  EXPECT_EQ(ErrorOf([&] { PartOfRank(p, "DLH_PLAN", "", "--gpu-type", "", 0, 2); }),
             "DLH_PLAN: allocation.parts: the plan is for 3 GPUs (alpha 2, beta 1) but 2 ranks "
             "run; give each rank its type with --gpu-type or DLH_GPU_TYPE");
 }

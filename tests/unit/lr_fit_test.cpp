@@ -102,10 +102,12 @@ TEST(LrSuggestTest, RecoversTheSteepestPointOfAnExactCubic) {
   // The minimum lies beyond the sweep (x = 0.58 > 0): flagged; the interval ends at the edge.
   EXPECT_NE(sug.note.find("raise --max-lr"), std::string::npos) << sug.note;
   EXPECT_NEAR(sug.lr_min, 1, 1e-9);
-  EXPECT_DOUBLE_EQ(sug.lr_low, sug.lr_steepest);
-  EXPECT_DOUBLE_EQ(sug.lr_high, sug.lr_min);
-  EXPECT_NEAR(sug.lr, 0.1, 1e-9);  // a decade below the minimum, above the steepest point
-  EXPECT_LT(sug.log.b, 0);         // falls with the rate
+  // Still falling at the edge: the floor is the last rate alone, and so is the suggestion.
+  EXPECT_NEAR(sug.lr, 1, 1e-9);
+  EXPECT_DOUBLE_EQ(sug.lr_high, sug.lr);
+  EXPECT_LT(sug.lr_low, sug.lr_min);
+  EXPECT_NEAR(sug.lr_min_over_10, 0.1, 1e-9);  // reported, not used
+  EXPECT_LT(sug.log.b, 0);                     // falls with the rate
 }
 
 TEST(LrSuggestTest, FindsATypicalCurvesOptimumThroughNoiseAndDivergence) {
@@ -120,14 +122,59 @@ TEST(LrSuggestTest, FindsATypicalCurvesOptimumThroughNoiseAndDivergence) {
     EXPECT_GT(std::log10(sug.lr_min), centre + 0.8);
     EXPECT_LT(std::log10(sug.lr_min), centre + 1.8);
     EXPECT_NEAR(sug.lr_min_over_10, sug.lr_min / 10, 1e-12);
-    EXPECT_DOUBLE_EQ(sug.lr, std::max(sug.lr_min / 10, sug.lr_steepest));
-    EXPECT_DOUBLE_EQ(sug.lr_low, sug.lr_steepest);
-    EXPECT_DOUBLE_EQ(sug.lr_high, sug.lr_min);
-    EXPECT_LE(sug.lr_low, sug.lr);
-    EXPECT_LT(sug.lr, sug.lr_high);
+    // The suggestion is the valley floor's upper edge: above the minimum, where the fitted
+    // loss has given back 5% of its fall.
+    EXPECT_DOUBLE_EQ(sug.lr, sug.lr_high);
+    EXPECT_LE(sug.lr_low, sug.lr_min);
+    EXPECT_GT(sug.lr, sug.lr_min);
+    const double at_min = sug.poly.value(std::log10(sug.lr_min));
+    EXPECT_NEAR(sug.poly.value(std::log10(sug.lr)), at_min + 0.05 * sug.drop, 0.01 * sug.drop);
+    EXPECT_LT(std::log10(sug.lr), centre + 2.3) << "beyond the blow-up";
     EXPECT_GT(sug.drop, 1.5);
     EXPECT_TRUE(sug.note.empty()) << sug.note;
   }
+}
+
+TEST(LrSuggestTest, SuggestsTheUpperEdgeOfTheValleyFloorOfAnExactParabola) {
+  // loss = 1 + (x + 2)^2 over x in [-5, 0]: fall 9 from x = -5 to the minimum at x = -2; the
+  // floor (within 5% of the fall, 0.45) is |x + 2| <= sqrt(0.45).
+  LrSweepOptions o;
+  o.max_lr = 1;
+  o.diverge_factor = 1e9;  // keep every point
+  const LrSweep s = Sweep([](double x) { return 1 + (x + 2) * (x + 2); }, 0, o);
+  const LrSuggestion sug = SuggestLr(s.points(), LrFitOptions());
+  ASSERT_EQ(sug.status, LrSuggestion::Status::kOk) << sug.note;
+  EXPECT_NEAR(std::log10(sug.lr_min), -2, 0.005);
+  EXPECT_NEAR(sug.drop, 9, 1e-6);
+  EXPECT_NEAR(std::log10(sug.lr), -2 + std::sqrt(0.45), 0.005);
+  EXPECT_NEAR(std::log10(sug.lr_low), -2 - std::sqrt(0.45), 0.005);
+  EXPECT_DOUBLE_EQ(sug.lr_high, sug.lr);
+  LrFitOptions wider;
+  wider.floor = 0.2;  // the floor is a parameter: 20% of the fall is |x + 2| <= sqrt(1.8)
+  EXPECT_NEAR(std::log10(SuggestLr(s.points(), wider).lr), -2 + std::sqrt(1.8), 0.005);
+}
+
+TEST(LrSuggestTest, AFloorReachingTheLastRateWithoutDivergenceSaysSo) {
+  // 1 + 0.3 x^2 over x in [-5, 1]: a fall of 7.5 to the minimum at lr 1, then a rise of 0.3 (4%
+  // of the fall) up to lr 10: the floor runs to the last rate and the upper bound is not seen.
+  auto curve = [](double x) { return 1 + 0.3 * x * x; };
+  const LrSweep s = Sweep(curve);
+  ASSERT_TRUE(s.stop_reason().empty()) << s.stop_reason();
+  const LrSuggestion sug = SuggestLr(s.points(), LrFitOptions());
+  ASSERT_EQ(sug.status, LrSuggestion::Status::kOk) << sug.note;
+  EXPECT_NEAR(std::log10(sug.lr_min), 0, 0.005);
+  EXPECT_NEAR(sug.lr, 10, 1e-6);
+  EXPECT_NE(sug.note.find("upper bound was not reached"), std::string::npos) << sug.note;
+  // The same curve cut by a blow-up after lr 3: the floor ends at the last rate fitted, which
+  // is below a real upper bound, so there is no such note (a parabola falls fastest at its
+  // first rate, which gets the other note).
+  const LrSweep cut = Sweep([&](double x) { return x < 0.5 ? curve(x) : 50.0; });
+  ASSERT_FALSE(cut.stop_reason().empty());
+  const LrSuggestion bounded = SuggestLr(cut.points(), LrFitOptions());
+  ASSERT_EQ(bounded.status, LrSuggestion::Status::kOk) << bounded.note;
+  EXPECT_LT(std::log10(bounded.lr), 0.5);
+  EXPECT_GT(std::log10(bounded.lr), 0.4);
+  EXPECT_EQ(bounded.note.find("upper bound"), std::string::npos) << bounded.note;
 }
 
 TEST(LrSuggestTest, AFlatCurveHasNoClearMinimum) {

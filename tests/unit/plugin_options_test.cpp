@@ -59,7 +59,7 @@ TEST(PluginAutoOptionTest, NoArgumentForms) {
 TEST(PluginAutoOptionTest, EveryKey) {
   AutoOptions o = ParseAutoValue(
       "deadline=3h,spec=train.json,samples=60000,epochs=8,objective=gpu-hours,max-gpus=8,"
-      "types=alpha:beta+gamma,mixed,per-gpu-batch=64,dry-run");
+      "types=alpha:beta+gamma,mixed,per-gpu-batch=64,lr=find,dry-run");
   EXPECT_TRUE(o.requested);
   EXPECT_EQ(*o.deadline, "3h");
   EXPECT_DOUBLE_EQ(o.deadline_s, 3 * 3600);
@@ -71,6 +71,7 @@ TEST(PluginAutoOptionTest, EveryKey) {
   EXPECT_EQ(*o.types, (std::vector<std::string>{"alpha", "beta", "gamma"}));
   EXPECT_TRUE(*o.mixed);
   EXPECT_EQ(*o.per_gpu_batch, 64);
+  EXPECT_EQ(*o.lr, "find");
   EXPECT_TRUE(*o.dry_run);
 }
 
@@ -89,7 +90,7 @@ TEST(PluginAutoOptionTest, ExactMessages) {
   EXPECT_EQ(err("bogus=1"),
             "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, samples, eval-samples, epochs, "
             "objective, "
-            "max-gpus, types, mixed, per-gpu-batch, dry-run)");
+            "max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
   EXPECT_EQ(err("samples=abc"), "--dlh-auto: samples: must be a positive integer, got 'abc'");
   EXPECT_EQ(err("samples=0"), "--dlh-auto: samples: must be a positive integer, got '0'");
   EXPECT_EQ(err("samples=-5"), "--dlh-auto: samples: must be a positive integer, got '-5'");
@@ -120,10 +121,13 @@ TEST(PluginAutoOptionTest, ExactMessages) {
   EXPECT_EQ(err("dry-run=2"),
             "--dlh-auto: dry-run: is a flag: give it alone or as =yes/=no, got '2'");
   EXPECT_EQ(err("samples=1,samples=2"), "--dlh-auto: samples: given twice");
+  EXPECT_EQ(err("lr=foo"), "--dlh-auto: lr: must be find or linear, got 'foo'");
+  EXPECT_EQ(err("lr="), "--dlh-auto: lr: needs a value (lr=find|linear)");
+  EXPECT_EQ(err("lr=0.1"), "--dlh-auto: lr: must be find or linear, got '0.1'");
   EXPECT_EQ(err("=3"),
             "--dlh-auto: unknown key '' (keys: deadline, spec, samples, eval-samples, epochs, "
             "objective, "
-            "max-gpus, types, mixed, per-gpu-batch, dry-run)");
+            "max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
 }
 
 TEST(PluginAutoOptionTest, MergingIsIdempotentAndLaterKeysWin) {
@@ -136,7 +140,10 @@ TEST(PluginAutoOptionTest, MergingIsIdempotentAndLaterKeysWin) {
   EXPECT_EQ(*a.samples, *once.samples);
   EXPECT_DOUBLE_EQ(a.deadline_s, once.deadline_s);
   // #SBATCH line first, then the command line: its keys replace, the others stay.
-  ApplyAutoValue(a, "deadline=2h,dry-run");
+  ApplyAutoValue(a, "deadline=2h,dry-run,lr=find");
+  EXPECT_EQ(*a.lr, "find");
+  ApplyAutoValue(a, "lr=linear");
+  EXPECT_EQ(*a.lr, "linear");
   EXPECT_EQ(*a.spec, "a.json");
   EXPECT_EQ(*a.deadline, "2h");
   EXPECT_DOUBLE_EQ(a.deadline_s, 7200);
@@ -388,12 +395,11 @@ TEST(PluginPlanTest, RefusesBadInputWithOneLine) {
   const std::string missing = err("spec=nope.json,samples=5");
   EXPECT_NE(missing.find("nope.json: cannot read: No such file or directory"), std::string::npos)
       << missing;
-  EXPECT_EQ(err("spec=fashion-mnist.json,samples=5,mixed")
-                .rfind("--dlh-auto: mixed: a job on "
-                       "two GPU types needs a "
-                       "heterogeneous Slurm job",
-                       0),
-            0u);
+  PlanInputs constrained = LocalInputs("spec=fashion-mnist.json,samples=5,mixed");
+  NoteUserOption(constrained.user, "constraint", "bigmem");
+  EXPECT_EQ(ErrorOf([&] { BuildJob(constrained, c); }),
+            "--dlh-auto: mixed: a mix asks Slurm for its nodes with "
+            "--constraint=[TYPE1*N1&TYPE2*N2], and your --constraint is set; drop one of the two");
   EXPECT_EQ(err("spec=fashion-mnist.json,samples=5,types=gamma"),
             "--dlh-auto: types: the cluster description " + RepoFile("share/cluster/local.json") +
                 " has no GPU type 'gamma'");
@@ -433,6 +439,23 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
                         "--time=00:07:00\n"),
             std::string::npos)
       << report;
+}
+
+TEST(PluginPlanTest, LrFindMarksThePlanAndKeepsLinearScalingAsTheFallback) {
+  const Cluster c = LocalCluster();
+  PlanOutcome linear =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c, AllIdle(), "");
+  EXPECT_FALSE(linear.plan.contains("lr_source"));
+  PlanOutcome found = MakePlan(
+      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,lr=find"), c, AllIdle(), "");
+  EXPECT_EQ(found.plan["lr_source"], "find");
+  EXPECT_EQ(found.plan["lr"], linear.plan["lr"]);
+  found.plan.erase("lr_source");
+  EXPECT_EQ(found.plan.dump(), linear.plan.dump());  // nothing else changes
+  PlanOutcome said_linear =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,lr=linear"), c,
+               AllIdle(), "");
+  EXPECT_FALSE(said_linear.plan.contains("lr_source"));
 }
 
 TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
@@ -582,21 +605,40 @@ TEST(PluginLiveStateTest, ReadsSinfoLines) {
   EXPECT_EQ(nodes[4].state, "reserved");
 }
 
-TEST(PluginPlanTest, MixedOnlyInDryRun) {
+TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
   // As if alpha1 and beta1 were two machines (on the local cluster they share one's cores,
   // which makes a mix of four ranks slower than one rank).
   Cluster c = LocalCluster();
   c.runtime.shared_host_cores = 0;
-  PlanOutcome p =
-      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed,dry-run"), c,
-               AllIdle(), "");
+  PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed"),
+                           c, AllIdle(), "");
   // Only the mix meets 3m with the 10% margin (2m25s, against 3m13s for 1 x 1 alpha; the
   // figures follow the shipped calibration share/calibration/cpu.json, scaled for beta).
   ASSERT_TRUE(p.feasible);
   EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha + 1 x 2 beta");
-  EXPECT_TRUE(p.settings.empty());
-  EXPECT_NE(DryRunReport(p, 5).find("a mix of GPU types cannot be submitted by the plugin"),
-            std::string::npos);
+  std::string opts;
+  for (const SlurmSetting& st : p.settings) opts += " --" + st.name + "=" + st.value;
+  EXPECT_EQ(opts, " --gres=gpu:2 --nodes=2 --ntasks-per-node=2 --time=" + p.time_limit +
+                      " --constraint=[alpha*1&beta*1]");
+  // Every rank finds its part by its node's name (launcher/train/batch_split.hpp).
+  const auto& parts = p.plan["allocation"]["parts"];
+  EXPECT_EQ(parts[0]["node_names"], nlohmann::json::array({"alpha1"}));
+  EXPECT_EQ(parts[1]["node_names"], nlohmann::json::array({"beta1"}));
+  EXPECT_NE(DryRunReport(p, 5).find("--constraint=[alpha*1&beta*1]"), std::string::npos)
+      << DryRunReport(p, 5);
+  // Without the live node list the ranks could not be told apart: nothing is submitted.
+  EXPECT_EQ(ErrorOf([&] {
+              MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m,mixed"), c,
+                       {}, "slurmctld down");
+            }),
+            "--dlh-auto: mixed: the plan on 1 x 2 alpha + 1 x 2 beta needs the names of each "
+            "type's nodes, and the live node state is unknown (slurmctld down)");
+  // --nodes=2 asks for the mix (no single type has two nodes here); a GPU type rules it out.
+  PlanInputs two = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h,mixed");
+  NoteUserOption(two.user, "nodes", "2");
+  EXPECT_EQ(AllocationText(MakePlan(two, c, AllIdle(), "").chosen), "1 x 2 alpha + 1 x 2 beta");
+  NoteUserOption(two.user, "gres", "gres:gpu:beta:2");
+  EXPECT_EQ(MakePlan(two, c, AllIdle(), "").chosen.parts.size(), 1u);
 }
 
 // ---------------------------------------------------------------- plan -> Slurm options
@@ -607,7 +649,15 @@ TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
   a.nodes = 4;
   a.gpus = 32;
   UserRequest none;
-  auto s = SlurmSettings(a, SlurmTimeLimit(3 * 3600, 0.1), none);
+  Cluster c;
+  c.name = "site";
+  c.node_types.resize(2);
+  c.node_types[0].name = "gpu-a100";
+  c.node_types[0].gpu = "a100";
+  c.node_types[1].name = "gpu-v100";
+  c.node_types[1].gpu = "v100";
+  c.node_types[1].feature = "volta";
+  auto s = SlurmSettings(a, SlurmTimeLimit(3 * 3600, 0.1), none, c);
   ASSERT_EQ(s.size(), 4u);
   EXPECT_EQ(s[0].name, "gres");
   EXPECT_EQ(s[0].value, "gpu:a100:8");
@@ -622,18 +672,29 @@ TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
   UserRequest gpus;
   NoteUserOption(gpus, "gpus-per-task", "1");
   NoteUserOption(gpus, "ntasks", "8");
-  s = SlurmSettings(a, "00:10:00", gpus);
+  s = SlurmSettings(a, "00:10:00", gpus, c);
   EXPECT_FALSE(s[0].apply);
   EXPECT_TRUE(s[1].apply);
   EXPECT_FALSE(s[2].apply);
   EXPECT_TRUE(s[3].apply);
 
+  // A mix is one job: an untyped GPU count per node, all nodes, and the nodes of each type
+  // by their feature (the GPU type unless the node type names one).
   Allocation mix = a;
-  mix.parts.push_back({"gpu-v100", "v100", 2, 4, 16});
-  EXPECT_EQ(ErrorOf([&] { SlurmSettings(mix, "00:10:00", none); }),
-            "--dlh-auto: a plan on 2 GPU types cannot be requested as one Slurm job (use a "
-            "heterogeneous job)");
-  EXPECT_EQ(AllocationText(mix), "4 x 8 a100 + 2 x 4 v100");
+  mix.parts.push_back({"gpu-v100", "v100", 2, 8, 16});
+  mix.nodes = 6;
+  s = SlurmSettings(mix, "00:10:00", none, c);
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].value, "gpu:8");
+  EXPECT_EQ(s[1].value, "6");
+  EXPECT_EQ(s[2].value, "8");
+  EXPECT_EQ(s[4].name, "constraint");
+  EXPECT_EQ(s[4].value, "[a100*4&volta*2]");
+  EXPECT_EQ(AllocationText(mix), "4 x 8 a100 + 2 x 8 v100");
+  c.node_types[1].feature = "a100";
+  EXPECT_EQ(ErrorOf([&] { SlurmSettings(mix, "00:10:00", none, c); }),
+            "--dlh-auto: mixed: node types of the plan share the Slurm feature 'a100'; give each "
+            "its own node_types[].feature in the cluster description site");
 }
 
 TEST(PluginSlurmSettingsTest, TimeAndEnergyFormats) {

@@ -610,6 +610,33 @@ TEST(Recommend, DefaultKeepsTheTopTen) {
   for (const Allocation& a : rec.ranked) EXPECT_FALSE(a.why.empty());
 }
 
+// The plugin asks Slurm for one GPU count per node: its mixes use the smaller node's count
+// (2 of the fast type's 4) on every node, and nothing else about them changes.
+TEST(Recommend, MixedWithOneGpuCountPerNode) {
+  Job job = SmallJob();
+  job.allow_mixed = true;
+  job.mixed_same_gpus_per_node = true;
+  Cluster c = TwoTypes();
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  int mixes = 0;
+  for (const Allocation& a : rec.ranked) {
+    if (a.parts.size() != 2) continue;
+    ++mixes;
+    EXPECT_EQ(a.parts[0].gpus_per_node, 2) << a.why;
+    EXPECT_EQ(a.parts[1].gpus_per_node, 2) << a.why;
+    EXPECT_EQ(a.gpus, 2 * a.nodes);
+    EXPECT_EQ(a.global_batch, a.parts[0].per_gpu_batch * 2 * a.parts[0].nodes +
+                                  a.parts[1].per_gpu_batch * 2 * a.parts[1].nodes);
+  }
+  EXPECT_EQ(mixes, 3 * 4);  // 1..3 fast nodes x 1..4 slow nodes
+  job.mixed_same_gpus_per_node = false;
+  for (const Allocation& a : Recommend(job, c, TwoSpeeds()).ranked) {
+    if (a.parts.size() == 2) {
+      EXPECT_EQ(a.parts[0].gpus_per_node, 4) << a.why;
+    }
+  }
+}
+
 TEST(Recommend, TimeObjectivePicksTheFastest) {
   Job job = SmallJob();
   job.objective = Objective::Time;
