@@ -154,6 +154,10 @@ void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<Li
     if (!nt) continue;
     parts[i]["node_names"] = NodeNamesOfType(cluster, *nt, live);
   }
+  // The two types' speeds come from the estimator (one may be a roofline or another type's
+  // calibration scaled): the job starts with the planned split and corrects it from what it
+  // measures (README "Adaptive balancing").
+  out.plan["balance"] = "adaptive";
 }
 
 }  // namespace

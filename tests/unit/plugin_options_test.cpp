@@ -624,6 +624,7 @@ TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
   const auto& parts = p.plan["allocation"]["parts"];
   EXPECT_EQ(parts[0]["node_names"], nlohmann::json::array({"alpha1"}));
   EXPECT_EQ(parts[1]["node_names"], nlohmann::json::array({"beta1"}));
+  EXPECT_EQ(p.plan["balance"], "adaptive");  // planned, then corrected from measurements
   EXPECT_NE(DryRunReport(p, 5).find("--constraint=[alpha*1&beta*1]"), std::string::npos)
       << DryRunReport(p, 5);
   // Without the live node list the ranks could not be told apart: nothing is submitted.
