@@ -13,8 +13,9 @@
 # mpirun binds each to its own core. The machine is shared, and under load a quota binds
 # no one (every process gets less than it anyway): both ranks' cgroups also get 16x the
 # default cpu.shares, so that each rank has its core (beta its quota of it) for the few
-# minutes this takes, whatever else runs. Each rank's own rate is measured alone (1 rank, the whole
-# global batch, the same binding and throttle); the ideal is their sum.
+# minutes this takes, whatever else runs. Each rank's own rate is measured at the whole global
+# batch under the same binding and throttle, alone (the other core idle) and side by side (both
+# 1-rank runs at once, as the job's ranks run); the ideal is the sum of the two rates.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) work=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -106,14 +107,25 @@ DLH_PLAN=$(cat "$out/plan.json")
 # A rank's command: this shell joins its cgroup, then becomes dlh-launch.
 throttled=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg")
 full=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cga")
-train=(dlh-launch train "$out/spec.json" --data "$out/data.h5" --run-dir "$out/run" --no-resume
-  --max-steps "$steps" --no-eval --progress none --checkpoint-seconds 0 --no-epoch-checkpoints
-  --threads 1)
+trainer=(dlh-launch train "$out/spec.json" --data "$out/data.h5" --no-resume --no-eval
+  --progress none --checkpoint-seconds 0 --no-epoch-checkpoints --threads 1)
+train=("${trainer[@]}" --run-dir "$out/run" --max-steps "$steps")
 
-run() {  # run CONFIG: one run, then one line of runs.jsonl
+run() {  # run CONFIG: one run, then one line of runs.jsonl (two for side-by-side)
   local config=$1
-  rm -rf "$out/run"
+  rm -rf "$out/run" "$out/run-beta"
   case $config in
+    side-by-side)
+      # Each rank alone at the whole batch, both at once: each on its own core while the other
+      # core works, as in the 2-rank job. Alpha runs 3x the steps so that it is still running
+      # while beta does its steps; its rate comes from the same steps as every other run's.
+      { mpirun -np 1 --cpu-set 1 --bind-to core "${throttled[@]}" "${trainer[@]}" --no-plan \
+          --run-dir "$out/run-beta" --max-steps "$steps" >"$out/log-beta.txt" 2>&1 & }
+      local beta=$!
+      mpirun -np 1 --cpu-set 0 --bind-to core "${full[@]}" "${trainer[@]}" --no-plan \
+        --run-dir "$out/run" --max-steps $((3 * steps)) || { wait $beta || true; false; }
+      wait $beta || { cat "$out/log-beta.txt"; false; }
+      ;;
     alone-alpha) mpirun -np 1 "${full[@]}" "${train[@]}" --no-plan ;;
     alone-beta) mpirun -np 1 "${throttled[@]}" "${train[@]}" --no-plan ;;
     even) mpirun -np 1 -x DLH_PLAN "${full[@]}" "${train[@]}" --batch-size $global : \
@@ -126,12 +138,21 @@ run() {  # run CONFIG: one run, then one line of runs.jsonl
       --balance-every $every : -np 1 -x DLH_PLAN "${throttled[@]}" "${train[@]}" \
       --batch-size $global --balance adaptive --balance-every $every ;;
   esac >"$out/log.txt" 2>&1 || { cat "$out/log.txt" >&2; echo "balance.sh: $config failed" >&2; exit 1; }
-  $py - "$out/run" "$config" "$warm" >>"$out/runs.jsonl" <<'PY'
+  if [[ $config == side-by-side ]]; then
+    record "$out/run" pair-alpha "$steps"
+    record "$out/run-beta" pair-beta "$steps"
+  else
+    record "$out/run" "$config" "$steps"
+  fi
+}
+
+record() {  # record RUN CONFIG STEPS: the line of runs.jsonl for one run folder
+  $py - "$1" "$2" "$warm" "$3" >>"$out/runs.jsonl" <<'PY'
 import json, sys
-run, config, warm = sys.argv[1], sys.argv[2], int(sys.argv[3])
+run, config, warm, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 s = json.load(open(run + "/summary.json"))
 steps = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"samples_per_s"' in l]
-timed = steps[warm:]
+timed = steps[warm:last]
 batch = sum(s["rank_batches"])
 rate = batch * len(timed) / sum(r["time"]["total"] for r in timed)
 hist = s.get("balance", {}).get("history", [])
@@ -143,7 +164,7 @@ print(json.dumps({"config": config, "rate": rate, "steps": len(timed),
 PY
 }
 
-configs=(alone-alpha alone-beta even planned adaptive adaptive-even)
+configs=(alone-alpha alone-beta side-by-side even planned adaptive adaptive-even)
 for ((round = 0; round < rounds; ++round)); do
   # Rotated each round, so that no configuration always runs first or after the same one.
   for ((k = 0; k < ${#configs[@]}; ++k)); do

@@ -395,6 +395,78 @@ def lrfind(work, goals):
               f"{times[2]:.1f} s (1 rank x 2 threads: {times[1]:.1f} s)", None)
 
 
+def lrvalidate(work, goals):
+    """Trainings with the range test's suggestion against the hand-picked rate (lr_validate.sh)."""
+    d = os.path.join(work, "lr_validate")
+    goal = ("lr-find's suggestion reaches the hand-picked rate's test accuracy in the same epochs "
+            "(Fashion-MNIST, the example batch and 4x it)")
+    if os.path.exists(os.path.join(d, "unavailable")):
+        why = open(os.path.join(d, "unavailable")).read().strip()
+        print(f"Not measured: {why}.")
+        goals.add(goal, "not measured", False, why)
+        return
+    setup = json.load(open(os.path.join(d, "setup.json")))
+    runs = read_jsonl(os.path.join(d, "runs.jsonl"))
+    finds = {(r["seed"], r["batch"]): r for r in runs if r["kind"] == "lr-find"}
+    trains = {(r["seed"], r["batch"], r["source"]): r for r in runs if r["kind"] == "train"}
+    seeds = sorted({k[0] for k in finds})
+    batches = sorted({k[1] for k in finds})
+    base, hand = setup["base_batch"], setup["hand_lr"]
+    print(f"Test accuracy after {setup['epochs']} epochs. Load average "
+          f"{' '.join(setup['load_before'])} before, {' '.join(setup.get('load_after', ['?']))} "
+          f"after (2 cores).")
+    print()
+    labels = {"hand": "the spec (hand-picked)", "suggested": "**lr-find suggestion**",
+              "linear": f"linear scaling of {hand:g}"}
+    print("| batch | rate from | " + " | ".join(f"seed {s}: lr | seed {s}: test accuracy | minutes"
+                                               for s in seeds) + " |")
+    print("|---|---|" + "---|---|---|" * len(seeds))
+    for b in batches:
+        for source in ("hand", "suggested", "linear"):
+            cells = []
+            for s in seeds:
+                r = trains.get((s, b, source))
+                if r is None:
+                    break
+                acc = f"{100 * r['test_accuracy']:.2f}%"
+                if source == "suggested":
+                    acc = f"**{acc}**"
+                cells.append(f"{r['lr']:.3g} | {acc} | {r['seconds'] / 60:.1f}")
+            if len(cells) != len(seeds):
+                continue
+            label = labels[source] if not (source == "hand" and b != base) else \
+                "the spec's rate unscaled (hand-picked)"
+            print(f"| {b} | {label} | " + " | ".join(cells) + " |")
+    print()
+    print("The range tests (100 rates from 1e-5 to 10 unless the loss diverged first; the "
+          "suggestion is the upper edge of the smoothed loss's valley floor, README \"lr-find\"):")
+    print()
+    print("| seed | batch | steps run | stopped | suggested lr | interval | fitted minimum | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (s, b), r in sorted(finds.items()):
+        res, sg = r["result"], r["result"]["suggestion"]
+        stopped = (res["sweep"]["stopped"] or "no").split(":")[0]
+        print(f"| {s} | {b} | {res['sweep']['steps_run']} | {stopped} | {sg['lr']:.3g} | "
+              f"{sg['interval'][0]:.3g} - {sg['interval'][1]:.3g} | "
+              f"{sg.get('lr_at_minimum', float('nan')):.3g} | {r['seconds']:.0f} |")
+    diffs, linear = [], []
+    for s in seeds:
+        for b in batches:
+            sug, hd = trains[(s, b, "suggested")], trains[(s, b, "hand")]
+            diffs.append((b, s, 100 * (sug["test_accuracy"] - hd["test_accuracy"])))
+            if (s, b, "linear") in trains:
+                linear.append((b, s, 100 * (sug["test_accuracy"] - trains[(s, b, "linear")]["test_accuracy"])))
+    fmt = lambda items: ", ".join(f"{d:+.2f} at {b} (seed {s})" for b, s, d in items)
+    print()
+    print(f"Suggestion minus hand-picked, in points: {fmt(diffs)}; minus linear scaling: "
+          f"{fmt(linear)}. The seed-to-seed spread of one rate is about 0.1 point (README), so a "
+          f"difference that small is a match, not a win.")
+    goals.add(goal, f"suggestion minus hand-picked: {fmt(diffs)} points; minus linear scaling "
+              f"{fmt(linear)}", all(d >= 0 for _, _, d in diffs),
+              "the suggestion trained below the hand-picked rate where the difference is "
+              "negative; one seed per run of make bench, and seeds differ by about 0.1 point")
+
+
 # ---- whole jobs ------------------------------------------------------------------------------
 
 def jobs(work, goals):
@@ -459,7 +531,12 @@ def balance(work, goals):
     for r in runs:
         by.setdefault(r["config"], []).append(r)
     rounds = min(len(v) for v in by.values())
-    ideal = [by["alone-alpha"][i]["rate"] + by["alone-beta"][i]["rate"] for i in range(rounds)]
+    # Two ideals: each rank's own rate measured alone (the other core idle) and side by side
+    # (both at once, each on its own core, as in the 2-rank job). The second is the job's
+    # conditions: both cores share the host's memory bandwidth and caches, which is no
+    # imbalance, so the goal is judged against it; both are shown.
+    ideal_alone = [by["alone-alpha"][i]["rate"] + by["alone-beta"][i]["rate"] for i in range(rounds)]
+    ideal = [by["pair-alpha"][i]["rate"] + by["pair-beta"][i]["rate"] for i in range(rounds)]
 
     def span(values, digits=0, scale=1, unit=""):
         v = [x * scale for x in values]
@@ -484,30 +561,38 @@ def balance(work, goals):
           f"after (2 cores).")
     print()
     print("| split | samples/s, median (min–max) | wait at the allreduce per step, rank 0 "
-          "alpha / rank 1 beta (ms) | of the ideal rate | rank batches at the end |")
-    print("|---|---|---|---|---|")
-    labels = {"alone-alpha": "alpha alone (1 rank, whole batch)",
-              "alone-beta": "beta alone (1 rank, whole batch, throttled)",
+          "alpha / rank 1 beta (ms) | of the ideal rate (side by side) | of the ideal rate "
+          "(alone) | rank batches at the end |")
+    print("|---|---|---|---|---|---|")
+    labels = {"alone-alpha": "alpha alone (1 rank, whole batch, the other core idle)",
+              "alone-beta": "beta alone (1 rank, whole batch, throttled, the other core idle)",
+              "pair-alpha": "alpha beside beta (two 1-rank runs at once, whole batch each)",
+              "pair-beta": "beta beside alpha (throttled)",
               "even": "even", "planned": "planned (estimator)",
               "adaptive": "**adaptive** (from the planned split)",
               "adaptive-even": "adaptive (from the even split)"}
-    ratios = {}
-    for config in ("alone-alpha", "alone-beta", "even", "planned", "adaptive", "adaptive-even"):
+    ratios, ratios_alone = {}, {}
+    for config in ("alone-alpha", "alone-beta", "pair-alpha", "pair-beta", "even", "planned",
+                   "adaptive", "adaptive-even"):
         rs = by[config][:rounds]
         rate = [r["rate"] for r in rs]
-        if config.startswith("alone"):
-            print(f"| {labels[config]} | {span(rate)} | — | — | {rs[0]['split']} |")
+        if config.startswith(("alone", "pair")):
+            print(f"| {labels[config]} | {span(rate)} | — | — | — | {rs[0]['split']} |")
             if config == "alone-beta":
-                print(f"| ideal: the sum | {span(ideal)} | — | 100% | — |")
+                print(f"| ideal alone: the sum | {span(ideal_alone)} | — | — | 100% | — |")
+            if config == "pair-beta":
+                print(f"| **ideal side by side: the sum** | {span(ideal)} | — | 100% | — | — |")
             continue
         ratios[config] = [rate[i] / ideal[i] for i in range(rounds)]
+        ratios_alone[config] = [rate[i] / ideal_alone[i] for i in range(rounds)]
         w0 = [r["wait_s"][0] for r in rs]
         w1 = [r["wait_s"][1] for r in rs]
         splits = "; ".join(str(r["split"]) for r in rs)
         changes = (f" ({', '.join(str(r['changes']) for r in rs)} changes)"
                    if config.startswith("adaptive") else "")
         print(f"| {labels[config]} | {span(rate)} | {span(w0, 1, 1e3)} / {span(w1, 1, 1e3)} | "
-              f"{span(ratios[config], 0, 100, '%')} | {splits}{changes} |")
+              f"{span(ratios[config], 0, 100, '%')} | {span(ratios_alone[config], 0, 100, '%')} | "
+              f"{splits}{changes} |")
     print()
     hist = by["adaptive-even"][0]["history"]
     print("Adaptive from the even split, round 1: " +
@@ -517,9 +602,10 @@ def balance(work, goals):
     ad = by["adaptive"][:rounds]
     step_ms = 1e3 * setup["global_batch"] / med(r["rate"] for r in ad)
     waits = [1e3 * med(r["wait_s"][k] for r in ad) for k in (0, 1)]
-    goals.add(goal, f"{100 * a:.2f}% of ideal from the planned split, {100 * ae:.2f}% from "
-              f"the even split (planned {100 * med(ratios['planned']):.1f}%, even "
-              f"{100 * med(ratios['even']):.1f}%)", a >= 0.9,
+    goals.add(goal, f"{100 * a:.1f}% of the ideal side by side from the planned split, "
+              f"{100 * ae:.1f}% from the even split (planned {100 * med(ratios['planned']):.1f}%, "
+              f"even {100 * med(ratios['even']):.1f}%); of the ideal alone "
+              f"{100 * med(ratios_alone['adaptive']):.1f}% from the planned split", a >= 0.9,
               f"balanced on average, the ranks still wait {waits[0]:.1f} and {waits[1]:.1f} ms of "
               f"a {step_ms:.1f} ms step in the allreduces: every step waits for whichever rank "
               f"was slower in that step (the machine's load moves both), and pays the gradient "
@@ -543,7 +629,8 @@ def main():
         return
     sections = {"cpu": cpu, "allreduce": allreduce, "comm": comm, "checkpoint": checkpoint, "ddp": ddp,
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
-                "wave": wave, "jobs": jobs, "lrfind": lrfind, "balance": balance}
+                "wave": wave, "jobs": jobs, "lrfind": lrfind, "lrvalidate": lrvalidate,
+                "balance": balance}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))
