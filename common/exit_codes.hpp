@@ -33,6 +33,10 @@ constexpr int kExitIncomplete = 3;
 // with its reason) or are missing from the --cluster file; the others were kept.
 constexpr int kExitSomeFailed = 3;
 
+// dlh-launch: a peer rank stopped answering (frozen, gone, or cut off by the network) for
+// --comm-timeout seconds; every live rank printed why and the job was aborted.
+constexpr int kExitStalled = 4;
+
 // dlh-launch: stopped by signal N (SIGTERM, SIGINT) after writing a checkpoint exits with
 // kExitSignalBase + N, the shell's convention for a death by signal.
 constexpr int kExitSignalBase = 128;

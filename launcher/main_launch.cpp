@@ -140,7 +140,8 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("device", po::value(&o->device)->default_value("auto"),
         "auto (a GPU when every rank has one, else the CPU), cpu, or cuda (fail without a GPU)")
     ("comm-timeout", po::value(&o->comm_timeout)->default_value(300),
-        "GPU: seconds a stalled gradient allreduce may take before the job is aborted")
+        "seconds a rank may wait in one collective for a peer that stopped answering before "
+        "every live rank says which one and the job is aborted (exit code 4)")
     ("plan", po::value(&o->plan_json), "plan file (JSON, as from dlh-estimate recommend --json); "
         "default: the DLH_PLAN environment variable the SPANK plugin sets")
     ("no-plan", "ignore DLH_PLAN")

@@ -8,10 +8,17 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "launcher/comm/peer_watch.hpp"
 
 namespace dlh {
 
-#define MPI_CHECK(call) ::dlh::mpi::Check((call), #call, __FILE__, __LINE__)
+// Every checked call may wait for peers, so each is timed by the stall watchdog
+// (peer_watch.hpp); when no watchdog runs that costs one relaxed atomic load.
+#define MPI_CHECK(call)                                   \
+  do {                                                    \
+    ::dlh::PeerWait dlh_peer_wait_(#call);                \
+    ::dlh::mpi::Check((call), #call, __FILE__, __LINE__); \
+  } while (0)
 
 namespace mpi {
 

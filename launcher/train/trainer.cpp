@@ -14,6 +14,7 @@
 // crosses phases (spec, engine, the loader cursor, the result) is a member.
 #include "launcher/train/trainer.hpp"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include "launcher/comm/binding.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/peer_watch.hpp"
 #include "launcher/comm/topology.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/loader.hpp"
@@ -120,6 +122,8 @@ struct StepControl {
 class Trainer {
  public:
   Trainer(const TrainOptions& options, MPI_Comm world);
+  // The stall watchdog ends with the run, also when an error unwinds it.
+  ~Trainer() { StopPeerWatch(); }
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
@@ -129,6 +133,7 @@ class Trainer {
  private:
   // Setup phases, in order.
   void load_inputs();
+  void start_peer_watch();
   void choose_split();
   void choose_balance();
   void start_engine();
@@ -319,8 +324,30 @@ void Trainer::load_inputs() {
   run_dir_ = o_.run_dir.empty() ? "runs/" + spec_.name : o_.run_dir;
   ckpt_dir_ = CheckpointDir(run_dir_ + "/checkpoints");
   RunCollectively(comm_.get(), [&] {
-    if (rank_ == 0) std::filesystem::create_directories(run_dir_ + "/checkpoints");
+    if (rank_ == 0) {
+      std::filesystem::create_directories(run_dir_ + "/checkpoints");
+      std::filesystem::create_directories(run_dir_ + "/heartbeat");
+    }
   });
+  start_peer_watch();
+}
+
+// From here on a rank that waits --comm-timeout seconds in an MPI call for a stopped peer
+// ends the job with a line naming it (peer_watch.hpp). The heartbeats go into the run folder,
+// which every host of the job sees; the run id (rank 0's clock and pid) tells this run's
+// files from those a previous run on the same folder left.
+void Trainer::start_peer_watch() {
+  const std::string mine =
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" +
+      std::to_string(getpid());
+  PeerWatchOptions w;
+  w.timeout_s = o_.comm_timeout;
+  w.heartbeat_dir = run_dir_ + "/heartbeat";
+  w.run_id = mpi::BroadcastString(comm_.get(), mine);
+  w.rank = rank_;
+  w.size = size_;
+  w.host = host_;
+  StartPeerWatch(w);
 }
 
 // This rank's slice of the global batch, fixed for the whole run (batch_split.hpp): the even
@@ -488,6 +515,8 @@ void Trainer::resume() {
       throw CheckpointError(resume_path_ + ": does not match " + o_.spec_path + ": " + e.what());
     }
     step_ = st.step;
+    SetPeerWatchStep(step_);
+    SetPeerWatchCheckpoint(resume_path_);
     epoch_ = st.epoch;
     step_in_epoch_ = st.step_in_epoch;
     samples_seen_ = st.samples_seen;
@@ -690,6 +719,7 @@ double Trainer::advance() {
   const double lr = LearningRate(spec_, step_, steps_per_epoch_);
   engine_->update(lr, step_);
   ++step_;
+  SetPeerWatchStep(step_);
   samples_seen_ += spec_.batch_size;
   if (++step_in_epoch_ == steps_per_epoch_) {
     step_in_epoch_ = 0;
@@ -776,6 +806,7 @@ double Trainer::write_checkpoint() {
     result_.last_checkpoint = ckpt_dir_.save(st, o_.keep);
   });
   result_.last_checkpoint = mpi::BroadcastString(comm_.get(), result_.last_checkpoint);
+  SetPeerWatchCheckpoint(result_.last_checkpoint);
   last_ckpt_ = Clock::now();
   const double took = Since(t);
   checkpoint_seconds_ += took;

@@ -52,7 +52,7 @@ struct TrainOptions {
   GradSyncOptions sync;
   std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
   std::string device = "auto";     // auto, cpu or cuda (see device.hpp)
-  double comm_timeout = 300;       // GPU: seconds a stalled collective may take
+  double comm_timeout = 300;       // seconds a collective may wait for a stopped peer
   ProgressMode progress = ProgressMode::Auto;
 };
 

@@ -30,7 +30,7 @@ steps=${BALANCE_STEPS:-160}    # per run; the first `warm` are not timed
 warm=40
 rounds=${BALANCE_ROUNDS:-3}
 every=10                       # --balance-every: decisions at steps 10, 20, 30, ...
-global=128
+global=${BALANCE_BATCH:-128}
 period_us=${BALANCE_PERIOD_US:-10000}
 cgroot=/sys/fs/cgroup/cpu
 

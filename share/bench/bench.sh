@@ -2,7 +2,7 @@
 # make bench: measures DLH side by side with its peers on this machine and rewrites
 # BENCHMARKS.md. Every figure in that file comes from this script's run; share/bench/report.py
 # turns the raw measurements into tables, the goals summary and every verdict.
-#   bench.sh BINDIR OUT.md        (about 30 minutes on 2 cores)
+#   bench.sh BINDIR OUT.md        (30 to 45 minutes on 2 cores)
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -356,7 +356,7 @@ candidates=$(recommend | grep -o '^[0-9]* allocations')
 
 # ---- lr-find -------------------------------------------------------------------------------
 # The range test's cost, on 1 and 2 ranks; then whether its suggestion trains well
-# (lr_validate.sh: trainings on Fashion-MNIST, about 15 minutes).
+# (lr_validate.sh: 10 trainings on Fashion-MNIST, 12 to 25 minutes).
 section "lr-find: the range test on 1 rank x 2 threads and 2 ranks x 1 thread"
 for n in 1 2; do
   launch=(mpirun -np "$n")
@@ -393,7 +393,7 @@ bash "$bench/lr_validate.sh" "$bindir" "$work" 2>"$work/lr_validate.err" ||
   echo "alike) and at the spec's batch and 4x it: \`dlh-launch lr-find\`, then one training per"
   echo "rate: the spec's hand-picked rate (at 4x unscaled, the issue's bar), the suggestion, and at"
   echo "4x linear scaling. Training on the CPU is deterministic: a rerun of the same commit gives"
-  echo "the same accuracies. README \"lr-find\" has a second seed and the other rules tried."
+  echo "the same accuracies. README \"lr-find\" has the other rules tried."
   echo
   report lrvalidate
   echo

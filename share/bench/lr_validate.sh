@@ -2,7 +2,7 @@
 # make bench, "lr-find: validation on Fashion-MNIST": does the range test's suggested rate train
 # as well as the hand-picked one? (issue 14: at the example batch and at 4x it, against linear
 # scaling too.)
-#   lr_validate.sh BINDIR WORK   (about 15 minutes on 2 cores; BENCH_LR_EPOCHS, BENCH_LR_SEEDS)
+#   lr_validate.sh BINDIR WORK   (10 trainings, 12 to 25 minutes on 2 cores; BENCH_LR_EPOCHS, BENCH_LR_SEEDS)
 # Writes WORK/lr_validate/setup.json and WORK/lr_validate/runs.jsonl (one line per range test
 # and per training) for report.py's "lrvalidate" section, or WORK/lr_validate/unavailable.
 #
@@ -26,7 +26,7 @@ out=$work/lr_validate
 rm -rf "$out"
 mkdir -p "$out"
 epochs=${BENCH_LR_EPOCHS:-2}
-seeds=${BENCH_LR_SEEDS:-1}
+seeds=${BENCH_LR_SEEDS:-1 2}
 spec=$root/share/examples/fashion-mnist.json
 launch=(mpirun -np 2)
 

@@ -457,14 +457,31 @@ def lrvalidate(work, goals):
             if (s, b, "linear") in trains:
                 linear.append((b, s, 100 * (sug["test_accuracy"] - trains[(s, b, "linear")]["test_accuracy"])))
     fmt = lambda items: ", ".join(f"{d:+.2f} at {b} (seed {s})" for b, s, d in items)
+    # The verdict, per batch: the suggestion's mean accuracy over the seeds against the
+    # hand-picked rate's mean, less that rate's own spread between seeds: a 2-epoch training
+    # moves by that much with the seed alone, so a smaller shortfall is no evidence of a worse
+    # rate. With one seed there is no spread to allow, and the comparison is strict.
+    verdicts, met = [], True
+    for b in batches:
+        hand_acc = [100 * trains[(s, b, "hand")]["test_accuracy"] for s in seeds]
+        sug_acc = [100 * trains[(s, b, "suggested")]["test_accuracy"] for s in seeds]
+        spread = max(hand_acc) - min(hand_acc)
+        gap = statistics.mean(sug_acc) - statistics.mean(hand_acc)
+        ok = gap >= -spread
+        met = met and ok
+        verdicts.append(f"batch {b}: mean {gap:+.2f} points, the hand-picked rate's spread "
+                        f"between seeds {spread:.2f}: {'reached' if ok else 'not reached'}")
     print()
     print(f"Suggestion minus hand-picked, in points: {fmt(diffs)}; minus linear scaling: "
-          f"{fmt(linear)}. The seed-to-seed spread of one rate is about 0.1 point (README), so a "
-          f"difference that small is a match, not a win.")
-    goals.add(goal, f"suggestion minus hand-picked: {fmt(diffs)} points; minus linear scaling "
-              f"{fmt(linear)}", all(d >= 0 for _, _, d in diffs),
-              "the suggestion trained below the hand-picked rate where the difference is "
-              "negative; one seed per run of make bench, and seeds differ by about 0.1 point")
+          f"{fmt(linear)}.")
+    print()
+    print("Verdict per batch (the suggestion's mean over the seeds against the hand-picked "
+          "rate's, allowing the hand-picked rate's own spread between seeds, which is what the "
+          "seed alone moves a 2-epoch result by): " + "; ".join(verdicts) + ".")
+    goals.add(goal, "; ".join(verdicts) + f" (single seeds: {fmt(diffs)}; against linear "
+              f"scaling at 4x: {fmt(linear)})", met,
+              "the suggestion's mean accuracy fell short of the hand-picked rate's by more than "
+              "the seeds alone move it")
 
 
 # ---- whole jobs ------------------------------------------------------------------------------

@@ -1,0 +1,98 @@
+// DLH — a stalled peer ends the job: every rank's watchdog thread times the MPI call its
+// main thread is blocked in and, past --comm-timeout, names the rank that stopped answering
+// and aborts the job (issue 15).
+//
+// Why a thread and not deadlines on non-blocking calls: a rank waits for its peers in many
+// MPI calls (the gradient allreduce, the step's control allreduce, evaluation sums,
+// checkpoint broadcasts, setup agreements), and every one of them hangs when a peer is
+// SIGSTOPped or a link is down. MPI_CHECK opens a PeerWait around each call, so all of them are
+// timed without rewriting them.
+//
+// Who stopped answering: each rank's thread also writes a heartbeat file (rank, host, pid,
+// step, the MPI call it waits in and since when) into a folder its peers read, the run
+// folder, which is shared between the hosts of a job. A SIGSTOPped or frozen rank's heartbeat
+// goes stale; a rank that is alive but not waiting is still computing; when every rank waits,
+// the network between them has failed. The first rank past the timeout writes the verdict as
+// a marker file, prints its line and calls MPI_Abort after a grace of two heartbeats; the
+// other live ranks see the marker and print their own line first, so every live rank ends
+// with one line and nothing lingers (MPI_Abort kills a stopped rank too).
+//
+// A peer that is alive and busy (a long checkpoint write on rank 0 while the others wait)
+// is not a stall: the waiting ranks give it up to four timeouts before aborting.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlh {
+
+struct PeerWatchOptions {
+  double timeout_s = 300;     // seconds a rank may wait in one MPI call for a stopped peer
+  std::string heartbeat_dir;  // shared by all ranks; empty: no heartbeats, the timeout alone
+  std::string run_id;         // the same on every rank (rank 0's), tells this run's files apart
+  int rank = 0;
+  int size = 1;
+  std::string host;
+};
+
+// One rank's heartbeat as written to and read from its file.
+struct Heartbeat {
+  int rank = -1;
+  std::string host;
+  long pid = 0;
+  int64_t step = 0;
+  std::string waiting_in;  // the MPI function it is blocked in; empty when not waiting
+  double waiting_s = 0;    // for how long, when it wrote this
+  double time = 0;         // Unix time it wrote this
+  std::string run_id;
+  bool finished = false;
+};
+
+std::string HeartbeatJson(const Heartbeat& h);
+// Throws dlh::Error when `text` is not a heartbeat.
+Heartbeat ParseHeartbeat(const std::string& text);
+
+// The verdict once this rank has waited `waited_s` in `call` at `step`: who stopped answering.
+// `beats[r]` is rank r's heartbeat (rank -1: none readable, or of another run), `now` the
+// Unix time, `stale_s` the age past which a heartbeat means a frozen rank.
+struct StallVerdict {
+  bool abort = false;   // false: keep waiting (a peer is alive and busy, within 4 timeouts)
+  std::string culprit;  // "rank 2 (node-b) stopped answering: its heartbeat is 7 s old, ..."
+};
+StallVerdict JudgeStall(const std::vector<Heartbeat>& beats, int self, double waited_s,
+                        double timeout_s, double now, double stale_s);
+
+// Starts this rank's watchdog (once per process; a second Start replaces nothing).
+void StartPeerWatch(const PeerWatchOptions& options);
+// Stops it and writes a last heartbeat that says the rank finished. Safe when not started.
+void StopPeerWatch();
+// What the verdict line reports.
+void SetPeerWatchStep(int64_t step);
+void SetPeerWatchCheckpoint(const std::string& path);
+
+namespace peer_watch_detail {
+extern std::atomic<bool> active;
+void Enter(const char* call);
+void Leave();
+}  // namespace peer_watch_detail
+
+// The main thread is in a call that may wait for peers (see MPI_CHECK).
+class PeerWait {
+ public:
+  explicit PeerWait(const char* call)
+      : on_(peer_watch_detail::active.load(std::memory_order_relaxed)) {
+    if (on_) peer_watch_detail::Enter(call);
+  }
+  ~PeerWait() {
+    if (on_) peer_watch_detail::Leave();
+  }
+  PeerWait(const PeerWait&) = delete;
+  PeerWait& operator=(const PeerWait&) = delete;
+
+ private:
+  bool on_;
+};
+
+}  // namespace dlh

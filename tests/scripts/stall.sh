@@ -1,0 +1,78 @@
+#!/bin/bash
+# A rank that stops answering ends the job (issue 15, part 1): in a 3-rank run under mpirun,
+# rank 2 is SIGSTOPped mid-training. Within --comm-timeout the two live ranks each print one
+# line (the first to time out names rank 2, its host and pid, the step and the last good
+# checkpoint; the other says who stopped the job and why), the job exits with code 4 and no
+# rank lingers (MPI_Abort kills the stopped one too); the same command then resumes from the
+# checkpoint the lines named. The heartbeats the verdict comes from are in the run folder.
+source "$(dirname "$0")/common.bash"
+
+dlh-data synthetic --out "$WORK/data.h5" --shape 1x12x12 --classes 4 --train 1200 --test 60 --seed 5 >/dev/null
+cat >"$WORK/spec.json" <<'JSON'
+{
+  "name": "stall",
+  "input": {"channels": 1, "height": 12, "width": 12},
+  "classes": 4,
+  "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1}, {"type": "relu"},
+             {"type": "flatten"}, {"type": "dense", "units": 4}],
+  "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+  "batch_size": 12, "epochs": 200, "seed": 2, "dataset": "data.h5"
+}
+JSON
+run=$WORK/run
+train=(mpirun -np 3 dlh-launch train "$WORK/spec.json" --run-dir "$run" --threads 1 --no-eval
+  --checkpoint-steps 50 --comm-timeout 5)
+
+setsid "${train[@]}" --progress none >"$WORK/out.log" 2>"$WORK/err.log" &
+job=$!
+# Wait for all three heartbeats and a first checkpoint, then freeze rank 2.
+for ((i = 0; i < 600; ++i)); do
+  ls "$run"/checkpoints/*.h5 >/dev/null 2>&1 && [[ -f $run/heartbeat/rank-2.json ]] && break
+  kill -0 $job 2>/dev/null || { cat "$WORK/err.log" >&2; fail "the run ended before rank 2 was stopped"; }
+  sleep 0.1
+done
+[[ -f $run/heartbeat/rank-0.json && -f $run/heartbeat/rank-1.json ]] || fail "no heartbeats in $run/heartbeat"
+victim=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$run/heartbeat/rank-2.json")
+host=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["host"])' "$run/heartbeat/rank-2.json")
+kill -STOP "$victim"
+t0=$SECONDS
+check "rank 2 (pid $victim on $host) stopped"
+
+# A guard, not a timing claim: a job still there after 120 s hangs, which is the bug.
+rc=0
+timeout 120 tail --pid=$job -f /dev/null || { kill -CONT "$victim" 2>/dev/null; kill -- -$job 2>/dev/null; fail "the job still runs 120 s after rank 2 stopped"; }
+wait $job || rc=$?
+took=$((SECONDS - t0))
+[[ $rc -eq 4 ]] || { cat "$WORK/err.log" >&2; fail "mpirun exited $rc, expected 4 (a peer stopped answering)"; }
+check "the job ended with exit code 4, $took s after rank 2 stopped (--comm-timeout 5)"
+for ((i = 0; i < 100; ++i)); do kill -0 "$victim" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$victim" 2>/dev/null || { grep State /proc/$victim/status >&2; kill -9 "$victim"; fail "the stopped rank $victim lingers"; }
+check "no rank lingers"
+
+judge=$(grep -E '^dlh-launch \[rank [01]/3 [^]]*\]: error: waited [0-9]+ s in MPI_[A-Za-z]+ at step [0-9]+: stopped answering: rank 2 \(' "$WORK/err.log" || true)
+[[ $(grep -c . <<<"$judge") -eq 1 ]] || { cat "$WORK/err.log" >&2; fail "no single verdict naming rank 2"; }
+grep -q "rank 2 ($host), pid $victim, silent for [0-9]* s; last good checkpoint $run/checkpoints/.*\.h5; aborting the job (--comm-timeout 5)" <<<"$judge" ||
+  { echo "$judge" >&2; fail "the verdict lacks the host, pid, step or checkpoint"; }
+check "verdict: ${judge#*error: }"
+judge_rank=$(sed -E 's/^dlh-launch \[rank ([01])\/3.*/\1/' <<<"$judge")
+other=$((1 - judge_rank))
+second=$(grep -E "^dlh-launch \[rank $other/3 [^]]*\]: error: stopping at step [0-9]+: rank $judge_rank \(.*\) timed out waiting for its peers: stopped answering: rank 2 \(.*; last good checkpoint $run/checkpoints/" "$WORK/err.log" || true)
+[[ -n $second ]] || { cat "$WORK/err.log" >&2; fail "rank $other printed no line of its own"; }
+check "rank $other: ${second#*error: }"
+named=$(sed -E 's/.*last good checkpoint ([^;]*);.*/\1/' <<<"$judge")
+[[ -f $named ]] || fail "the checkpoint named, $named, does not exist"
+
+# The same command resumes from that checkpoint (--max-steps: a few steps are enough).
+"${train[@]}" --max-steps 400 --progress plain >"$WORK/out2.log" 2>"$WORK/err2.log" ||
+  { cat "$WORK/err2.log" >&2; fail "the run did not resume"; }
+grep -q "resum.*$(basename "$named")" "$WORK/out2.log" "$WORK/err2.log" ||
+  { cat "$WORK/out2.log" "$WORK/err2.log" >&2; fail "the rerun did not resume from $named"; }
+check "the rerun resumed from $(basename "$named")"
+for r in 0 1 2; do
+  finished=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["finished"])' "$run/heartbeat/rank-$r.json")
+  [[ $finished == True ]] || fail "rank $r's last heartbeat does not say it finished"
+done
+check "each rank's last heartbeat says it finished"
+
+# Bad value: one line, exit code 2.
+expect_fail 2 "comm-timeout: must be positive" dlh-launch train "$WORK/spec.json" --comm-timeout 0

@@ -1,0 +1,110 @@
+// peer_watch_test — launcher/comm/peer_watch.hpp: the heartbeat format and the verdict a rank
+// gives after waiting too long: a frozen or missing peer, one that ended, one alive and busy
+// (more patience), all waiting (the network). The end-to-end case (a SIGSTOPped rank under
+// mpirun) is tests/scripts/stall.sh.
+#include "launcher/comm/peer_watch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace dlh {
+namespace {
+
+constexpr double kNow = 1000000;
+
+Heartbeat Beat(int rank, double age, const std::string& waiting_in = "", int64_t step = 7) {
+  Heartbeat h;
+  h.rank = rank;
+  h.host = "node-" + std::to_string(rank);
+  h.pid = 100 + rank;
+  h.step = step;
+  h.waiting_in = waiting_in;
+  h.waiting_s = waiting_in.empty() ? 0 : 6;
+  h.time = kNow - age;
+  h.run_id = "run";
+  return h;
+}
+
+TEST(Heartbeat, RoundTrips) {
+  Heartbeat h = Beat(3, 0, "MPI_Allreduce", 42);
+  h.finished = true;
+  const Heartbeat back = ParseHeartbeat(HeartbeatJson(h));
+  EXPECT_EQ(back.rank, 3);
+  EXPECT_EQ(back.host, "node-3");
+  EXPECT_EQ(back.pid, 103);
+  EXPECT_EQ(back.step, 42);
+  EXPECT_EQ(back.waiting_in, "MPI_Allreduce");
+  EXPECT_DOUBLE_EQ(back.waiting_s, 6);
+  EXPECT_DOUBLE_EQ(back.time, kNow);
+  EXPECT_EQ(back.run_id, "run");
+  EXPECT_TRUE(back.finished);
+  EXPECT_TRUE(ParseHeartbeat(HeartbeatJson(Beat(0, 0))).waiting_in.empty());
+}
+
+TEST(Heartbeat, RefusesWhatIsNotOne) {
+  EXPECT_THROW(ParseHeartbeat(""), Error);
+  EXPECT_THROW(ParseHeartbeat("{\"rank\": 1}"), Error);
+  EXPECT_THROW(ParseHeartbeat("{\"rank\": 1, \"host\": \"a\""), Error);  // half written
+}
+
+TEST(JudgeStall, WaitsUntilTheTimeout) {
+  const std::vector<Heartbeat> beats = {Beat(0, 0, "MPI_Allreduce"), Beat(1, 60)};
+  EXPECT_FALSE(JudgeStall(beats, 0, 4.9, 5, kNow, 2).abort);
+  EXPECT_TRUE(JudgeStall(beats, 0, 5.1, 5, kNow, 2).abort);
+}
+
+TEST(JudgeStall, NamesTheFrozenRank) {
+  const std::vector<Heartbeat> beats = {Beat(0, 0, "MPI_Allreduce"), Beat(1, 0.5, "MPI_Allreduce"),
+                                        Beat(2, 9, "", 41)};
+  const StallVerdict v = JudgeStall(beats, 0, 6, 5, kNow, 2);
+  EXPECT_TRUE(v.abort);
+  EXPECT_EQ(v.culprit, "stopped answering: rank 2 (node-2), pid 102, silent for 9 s");
+}
+
+TEST(JudgeStall, ARankWithoutHeartbeatStoppedAnswering) {
+  std::vector<Heartbeat> beats = {Beat(0, 0, "MPI_Allreduce"), Heartbeat{}};
+  const StallVerdict v = JudgeStall(beats, 0, 6, 5, kNow, 2);
+  EXPECT_TRUE(v.abort);
+  EXPECT_EQ(v.culprit, "stopped answering: rank 1 (no heartbeat from it)");
+}
+
+TEST(JudgeStall, ABusyPeerGetsFourTimeouts) {
+  // Rank 1 is alive and not in an MPI call: computing or writing a checkpoint.
+  const std::vector<Heartbeat> beats = {Beat(0, 0, "MPI_Bcast"), Beat(1, 0.2)};
+  EXPECT_FALSE(JudgeStall(beats, 0, 6, 5, kNow, 2).abort);
+  EXPECT_FALSE(JudgeStall(beats, 0, 19, 5, kNow, 2).abort);
+  const StallVerdict v = JudgeStall(beats, 0, 21, 5, kNow, 2);
+  EXPECT_TRUE(v.abort);
+  EXPECT_EQ(v.culprit, "alive but not reaching the call for 21 s: rank 1 (node-1) at step 7");
+}
+
+TEST(JudgeStall, EveryoneWaitingMeansTheNetwork) {
+  const std::vector<Heartbeat> beats = {Beat(0, 0, "MPI_Allreduce"), Beat(1, 0.3, "MPI_Allreduce")};
+  const StallVerdict v = JudgeStall(beats, 0, 6, 5, kNow, 2);
+  EXPECT_TRUE(v.abort);
+  EXPECT_NE(v.culprit.find("every rank is alive and waiting (rank 1 (node-1) in MPI_Allreduce"),
+            std::string::npos)
+      << v.culprit;
+  EXPECT_NE(v.culprit.find("network"), std::string::npos);
+}
+
+TEST(JudgeStall, APeerThatEndedItsRun) {
+  Heartbeat done = Beat(1, 30);
+  done.finished = true;  // old, but finished is not frozen
+  const StallVerdict v = JudgeStall({Beat(0, 0, "MPI_Allreduce"), done}, 0, 6, 5, kNow, 2);
+  EXPECT_TRUE(v.abort);
+  EXPECT_EQ(v.culprit, "a peer ended its run while this one waits: rank 1 (node-1) at step 7");
+}
+
+TEST(JudgeStall, WithoutHeartbeatsOnlyTheTimeout) {
+  const StallVerdict v = JudgeStall({}, 0, 6, 5, kNow, 2);
+  EXPECT_TRUE(v.abort);
+  EXPECT_EQ(v.culprit, "a peer stopped answering (no heartbeats say which)");
+}
+
+}  // namespace
+}  // namespace dlh
