@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 
@@ -82,21 +83,18 @@ std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
-// Written whole under a temporary name, then renamed: a reader sees the old or the new.
-void WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out) return;  // a heartbeat that cannot be written only makes the verdict vaguer
+// A heartbeat that cannot be written only makes a later verdict vaguer; it must not end the run.
+void WriteBeat(const std::string& path, const std::string& text) {
+  try {
+    WriteFileAtomically(path, text);
+  } catch (const std::exception&) {
   }
-  std::rename(tmp.c_str(), path.c_str());
 }
 
 // Creates `path` holding `text` only if it does not exist yet (link(2) is atomic and fails
 // with EEXIST): of several ranks past the timeout at once, one gives the verdict.
 bool CreateExclusively(const std::string& path, const std::string& text) {
-  const std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
+  const std::string tmp = TemporaryPathFor(path);
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << text;
@@ -162,7 +160,7 @@ void Loop(Watch& w) {
     lock.unlock();
     const Heartbeat me = Mine(w, false);
     if (beats) {
-      WriteFileAtomically(BeatPath(w, me.rank), HeartbeatJson(me));
+      WriteBeat(BeatPath(w, me.rank), HeartbeatJson(me));
       const std::string marker = ReadAll(MarkerPath(w));
       if (!marker.empty()) {
         // Another rank gave the verdict: say so here too, then end with it.
@@ -290,7 +288,7 @@ void StartPeerWatch(const PeerWatchOptions& options) {
   g_watch->options = options;
   if (!options.heartbeat_dir.empty()) {
     // Written first by this thread, so peers reading it do not see "no heartbeat".
-    WriteFileAtomically(BeatPath(*g_watch, options.rank), HeartbeatJson(Mine(*g_watch, false)));
+    WriteBeat(BeatPath(*g_watch, options.rank), HeartbeatJson(Mine(*g_watch, false)));
   }
   g_watch->thread = std::thread(Loop, std::ref(*g_watch));
   peer_watch_detail::active.store(true);
@@ -306,8 +304,7 @@ void StopPeerWatch() {
   g_watch->wake.notify_all();
   g_watch->thread.join();
   if (!g_watch->options.heartbeat_dir.empty())
-    WriteFileAtomically(BeatPath(*g_watch, g_watch->options.rank),
-                        HeartbeatJson(Mine(*g_watch, true)));
+    WriteBeat(BeatPath(*g_watch, g_watch->options.rank), HeartbeatJson(Mine(*g_watch, true)));
   delete g_watch;
   g_watch = nullptr;
 }

@@ -23,6 +23,12 @@ bench=$root/share/bench
 goals=$work/goals.jsonl
 : >"$goals"
 report() { $py "$bench/report.py" "$1" "$work" "$goals"; }
+# measure NAME: runs share/bench/NAME.sh, which writes WORK/NAME/; if it fails, its last
+# line of stderr becomes WORK/NAME/unavailable, which report.py shows in place of the table.
+measure() {
+  bash "$bench/$1.sh" "$bindir" "$work" 2>"$work/$1.err" ||
+    { mkdir -p "$work/$1"; echo "$1.sh failed: $(tail -1 "$work/$1.err")" >"$work/$1/unavailable"; }
+}
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 t_begin=$SECONDS
 
@@ -381,8 +387,7 @@ done
   echo
 } >"$work/s9-lrfind.md"
 section "lr-find: validation on Fashion-MNIST, suggested against hand-picked and linear scaling"
-bash "$bench/lr_validate.sh" "$bindir" "$work" 2>"$work/lr_validate.err" ||
-  { mkdir -p "$work/lr_validate"; echo "lr_validate.sh failed: $(tail -1 "$work/lr_validate.err")" >"$work/lr_validate/unavailable"; }
+measure lr_validate
 {
   echo "## lr-find: validation on Fashion-MNIST"
   echo
@@ -420,8 +425,7 @@ bash "$bench/whole_jobs.sh" "$bindir" "$work" >"$work/jobs.txt" 2>"$work/jobs.er
 
 # ---- adaptive batch balancing -------------------------------------------------------------
 section "adaptive batch balancing: 2 ranks of different speed, even / planned / adaptive"
-bash "$bench/balance.sh" "$bindir" "$work" 2>"$work/balance.err" ||
-  { mkdir -p "$work/balance"; echo "balance.sh failed: $(tail -1 "$work/balance.err")" >"$work/balance/unavailable"; }
+measure balance
 {
   echo "## Adaptive batch balancing"
   echo

@@ -33,6 +33,18 @@ class Goals:
                                 "limit": "" if met else limit}) + "\n")
 
 
+def measured(folder, goal, goals):
+    """False, after saying why and failing the goal, when the script that fills `folder` could
+    not measure (it left a file "unavailable" with the reason)."""
+    path = os.path.join(folder, "unavailable")
+    if not os.path.exists(path):
+        return True
+    why = open(path).read().strip()
+    print(f"Not measured: {why}.")
+    goals.add(goal, "not measured", False, why)
+    return False
+
+
 def read_jsonl(path):
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -400,10 +412,7 @@ def lrvalidate(work, goals):
     d = os.path.join(work, "lr_validate")
     goal = ("lr-find's suggestion reaches the hand-picked rate's test accuracy in the same epochs "
             "(Fashion-MNIST, the example batch and 4x it)")
-    if os.path.exists(os.path.join(d, "unavailable")):
-        why = open(os.path.join(d, "unavailable")).read().strip()
-        print(f"Not measured: {why}.")
-        goals.add(goal, "not measured", False, why)
+    if not measured(d, goal, goals):
         return
     setup = json.load(open(os.path.join(d, "setup.json")))
     runs = read_jsonl(os.path.join(d, "runs.jsonl"))
@@ -537,10 +546,7 @@ def balance(work, goals):
     """Even, planned and adaptive splits on 2 ranks of different speed (share/bench/balance.sh)."""
     d = os.path.join(work, "balance")
     goal = "Adaptive balancing within 10% of the ideal rate (2 ranks of different speed)"
-    if os.path.exists(os.path.join(d, "unavailable")):
-        why = open(os.path.join(d, "unavailable")).read().strip()
-        print(f"Not measured: {why}.")
-        goals.add(goal, "not measured", False, why)
+    if not measured(d, goal, goals):
         return
     setup = json.load(open(os.path.join(d, "setup.json")))
     runs = read_jsonl(os.path.join(d, "runs.jsonl"))
