@@ -23,6 +23,11 @@
 //                             positive; written only when a plan on several GPU types set the split
 //                             (absent: the even split). Builds before it refuse such a file
 //                             (the checksum below covers it and they do not know it)
+//   global_batch     int64    optional: the global batch (samples per step) the run trained
+//                             with; written by every build since elastic resume (absent:
+//                             written before; a resume then takes samples_seen / step)
+//   lr               double   optional, written with global_batch: the peak learning rate
+//                             (the schedule's lr) the run trained with at that batch
 //   created_unix     int64    seconds since 1970 when written; informational, not checksummed
 //                             and not required when reading
 //   checksum         string   "crc32:<8 lowercase hex digits>" (see below)
@@ -60,6 +65,9 @@
 //   uint64 byte length of optimizer, the optimizer bytes
 //   only when rank_batches is present: uint64 "rank_batches" as text (its byte length, then
 //     the 12 bytes), uint64 number of ranks, int64 each rank's batch
+//   only when global_batch is present: "global_batch" as text, int64 global_batch, "lr" as
+//     text, the 8 bytes of lr (so files written before it keep their checksum; builds before
+//     it refuse a file that has it)
 //   only when split_history is present: "split_history" as text, uint64 number of changes,
 //     then per change int64 step, uint64 number of ranks, int64 each rank's batch
 //   then for params, buffers and optimizer state, in that order:
@@ -87,6 +95,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -196,6 +205,12 @@ uint32_t Checksum(const TrainState& s) {
     c.Text("rank_batches");
     c.U64(s.rank_batches.size());
     for (int64_t b : s.rank_batches) c.I64(b);
+  }
+  if (s.global_batch > 0) {
+    c.Text("global_batch");
+    c.I64(s.global_batch);
+    c.Text("lr");
+    c.F64(s.lr);
   }
   if (!s.split_history.empty()) {
     c.Text("split_history");
@@ -392,6 +407,9 @@ void Validate(const std::string& path, const TrainState& s) {
   }
   const std::string history = SplitHistoryProblem(s);
   if (!history.empty()) throw CheckpointError(path + ": split_history: " + history);
+  // What LoadOpened accepts back: no batch recorded, or a positive one with a positive rate.
+  if (s.global_batch < 0 || (s.global_batch > 0 && !(s.lr > 0 && std::isfinite(s.lr))))
+    throw CheckpointError(path + ": global_batch and lr must be positive (or both unset)");
   if (s.spec_json.find('\0') != std::string::npos)
     throw CheckpointError(path + ": spec text contains a NUL byte");
   if (s.optimizer.find('\0') != std::string::npos)
@@ -511,6 +529,10 @@ void WriteContents(hid_t f, const TrainState& s) {
   h5::SetAttr(f, ".", "optimizer", s.optimizer);
   if (!s.rank_batches.empty())
     h5::SetAttr(f, ".", "rank_batches", FormatRankBatches(s.rank_batches));
+  if (s.global_batch > 0) {
+    h5::SetAttr(f, ".", "global_batch", int64_t{s.global_batch});
+    h5::SetAttr(f, ".", "lr", double{s.lr});
+  }
   h5::SetAttr(f, ".", "created_unix", int64_t{std::time(nullptr)});
   h5::WriteString(f, "spec", s.spec_json);
   if (!s.split_history.empty())
@@ -633,6 +655,13 @@ TrainState LoadOpened(const std::string& path, uint64_t file_size) {
       throw CheckpointError(path + ": attribute rank_batches " + Quote(text.substr(0, 64)) +
                             " is not " + std::to_string(s.world_size) +
                             " positive batches, one per rank (\"96x2,32\")");
+  }
+  if (h5::HasAttr(r.f, ".", "global_batch")) {
+    s.global_batch = r.Int("global_batch");
+    s.lr = r.Double("lr");
+    if (s.global_batch <= 0 || !(s.lr > 0 && std::isfinite(s.lr)))
+      throw CheckpointError(path + ": attributes global_batch " + std::to_string(s.global_batch) +
+                            " and lr " + std::to_string(s.lr) + " must be positive");
   }
   std::string stored = r.String("checksum");
   uint32_t stored_crc = 0;

@@ -41,6 +41,11 @@ struct TrainState {
   // global batch; the last one is rank_batches, and its step is at most `step`.
   std::vector<SplitChange> split_history;
   int64_t samples_seen = 0;
+  // The global batch and the peak learning rate (the schedule's `lr`) the run trained with
+  // at this checkpoint: a resume with another global batch rescales the rate from them
+  // (launcher/train/elastic.hpp). 0: not recorded (files written before they were).
+  int64_t global_batch = 0;
+  double lr = 0;
   double elapsed_seconds = 0;               // training wall time before this checkpoint
   std::string optimizer;                    // "sgd" or "adam"
   std::vector<NamedArray> params;           // trained parameters, by layer

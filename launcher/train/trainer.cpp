@@ -43,6 +43,7 @@
 #include "launcher/storage/checkpoint.hpp"
 #include "launcher/train/balancer.hpp"
 #include "launcher/train/batch_split.hpp"
+#include "launcher/train/elastic.hpp"
 #include "launcher/train/plan.hpp"
 #include "launcher/train/signals.hpp"
 #include "launcher/train/split_history.hpp"
@@ -138,6 +139,7 @@ class Trainer {
   void choose_balance();
   void start_engine();
   void resume();
+  void continue_shape(const TrainState& st);
   void continue_split(const TrainState& st);
   void announce();
   void open_loop();
@@ -163,7 +165,14 @@ class Trainer {
   void say(const std::string& text);
   // Where the peak rate came from: found for the plan, the plan's linear scaling, the spec.
   std::string lr_source() const {
-    return !o_.lr_source.empty() ? o_.lr_source : plan_.present ? "plan, linear scaling" : "spec";
+    return (!o_.lr_source.empty() ? o_.lr_source
+            : plan_.present       ? "plan, linear scaling"
+                                  : "spec") +
+           lr_resumed_;
+  }
+  // The rate was found by lr-find for this run's batch (lr_source.hpp), not set for another.
+  bool lr_found() const {
+    return o_.lr > 0 && o_.lr_source.rfind("plan, linear scaling", 0) == std::string::npos;
   }
   // The split a checkpoint records: every rank's batch when the plan set it or the run
   // balances, else none (the even split, whose files stay as they were before splits were
@@ -218,6 +227,11 @@ class Trainer {
   int64_t step_ = 0, epoch_ = 0, step_in_epoch_ = 0, samples_seen_ = 0;
   double elapsed_before_ = 0;  // training seconds of the runs before this one
   std::string resume_path_;
+  // step_ - (epoch_ * steps_per_epoch_ + step_in_epoch_): 0 unless a resume changed the
+  // global batch (elastic.hpp), which moves the cursor but not the count of optimizer steps.
+  // The schedule and the end of the run go by the cursor, step_ - step_base_.
+  int64_t step_base_ = 0;
+  std::string lr_resumed_;  // how a resume changed the rate, for lr_source()
 
   // The loop.
   std::unique_ptr<MetricsLog> log_;  // rank 0 only
@@ -521,14 +535,58 @@ void Trainer::resume() {
     step_in_epoch_ = st.step_in_epoch;
     samples_seen_ = st.samples_seen;
     elapsed_before_ = st.elapsed_seconds;
-    if (rank_ == 0 && st.world_size != size_)
-      say("warning: checkpoint was written by " + std::to_string(st.world_size) +
-          " ranks, resuming with " + std::to_string(size_) +
-          " (training continues, but not bit-identically)");
+    continue_shape(st);
     continue_split(st);
   });
   say("resumed from " + resume_path_ + " at step " + std::to_string(step_) + " (epoch " +
       std::to_string(epoch_ + 1) + ")");
+}
+
+// Elastic resume (elastic.hpp): another rank count with the same global batch changes only
+// the order of the gradient sums, and says so. Another global batch moves the cursor to the
+// equivalent position (samples_seen and the optimizer's step count stay as they are) and
+// takes the checkpoint's rate, rescaled by the plan's rule (linear scaling), unless lr-find
+// found one for this batch. With the same batch the checkpoint's rate is kept too, so that a
+// run resumed again after a rescale goes on with the rescaled rate. Files written before
+// the batch and rate were recorded: the batch is samples_seen / step, the rate this run's.
+void Trainer::continue_shape(const TrainState& st) {
+  const int64_t batch = spec_.batch_size;
+  const int64_t was_batch = CheckpointBatch(st.global_batch, st.samples_seen, st.step);
+  const bool same_batch = was_batch == 0 || was_batch == batch;
+  const bool dropout =
+      std::any_of(spec_.layers.begin(), spec_.layers.end(),
+                  [](const LayerSpec& l) { return l.kind == LayerKind::Dropout && l.rate > 0; });
+  if (st.world_size != size_) say(RankCountNote(st.world_size, size_, batch, same_batch, dropout));
+  const double lr = spec_.optimizer.lr;
+  if (!same_batch) {
+    const Cursor from{epoch_, step_in_epoch_};
+    const Cursor to = EquivalentCursor(from, was_batch, batch, data_.train.count);
+    epoch_ = to.epoch;
+    step_in_epoch_ = to.step_in_epoch;
+    std::string rule;
+    if (lr_found()) {
+      rule = lr_source();
+    } else if (st.lr > 0) {
+      spec_.optimizer.lr = LinearScaledLr(st.lr, was_batch, batch);
+      rule = "linear scaling, the plan's rule: lr x " + std::to_string(batch) + "/" +
+             std::to_string(was_batch);
+      lr_resumed_ = Printf(", rescaled for batch %lld from the checkpoint's %g at batch %lld",
+                           (long long)batch, st.lr, (long long)was_batch);
+    } else {
+      rule = "this run's rate: the checkpoint predates recorded rates, nothing to rescale from";
+    }
+    say(BatchChangeNote(was_batch, batch, st.lr > 0 ? st.lr : lr, spec_.optimizer.lr, rule, from,
+                        to));
+  } else if (st.lr > 0 && st.lr != lr && !lr_found()) {
+    spec_.optimizer.lr = st.lr;
+    lr_resumed_ = Printf(", kept from the checkpoint (this run's own: %g)", lr);
+    say(
+        Printf("lr %g kept from the checkpoint for global batch %lld (this run's own setting is "
+               "%g; --no-resume to start over with it)",
+               st.lr, (long long)batch, lr));
+  }
+  step_base_ = step_ - (epoch_ * steps_per_epoch_ + step_in_epoch_);
+  total_steps_ = step_base_ + steps_per_epoch_ * spec_.epochs;
 }
 
 // The split a resumed run continues with. Adaptive: the one in effect at the checkpoint, and
@@ -716,7 +774,7 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
 // The optimizer step, then the cursor: after this the position is that of a completed step,
 // the only place a checkpoint may be taken. Returns the learning rate used.
 double Trainer::advance() {
-  const double lr = LearningRate(spec_, step_, steps_per_epoch_);
+  const double lr = LearningRate(spec_, step_ - step_base_, steps_per_epoch_);
   engine_->update(lr, step_);
   ++step_;
   SetPeerWatchStep(step_);
@@ -798,6 +856,8 @@ double Trainer::write_checkpoint() {
     st.rank_batches = recorded_split();
     st.split_history = history_;
     st.samples_seen = samples_seen_;
+    st.global_batch = spec_.batch_size;
+    st.lr = spec_.optimizer.lr;
     st.elapsed_seconds = elapsed_before_ + Since(train_start_);
     st.optimizer = engine_->optimizer_name();
     st.params = engine_->export_params();
@@ -849,7 +909,7 @@ void Trainer::record(const StepControl& control, double lr, const StepTimes& tim
   if (step_ == first_step_ + 1)
     rec["rank_batches"] = history_.empty() ? rank_batches_ : SplitAt(history_, step_ - 1);
   log_->write(rec);
-  progress_->step(step_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
+  progress_->step(step_ - step_base_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
                   double(spec_.batch_size) / ema_step_, ema_step_);
 }
 

@@ -159,6 +159,39 @@ TEST_F(CheckpointTest, RoundTripOptimizerStateAndEmptyGroups) {
   ExpectSameState(bare, LoadCheckpoint(Path("bare.h5")));
 }
 
+// The batch and rate a resume rescales from (launcher/train/elastic.hpp): written when set,
+// covered by the checksum; a file without them (as every file written before) still loads.
+TEST_F(CheckpointTest, GlobalBatchAndLrRoundTripAndAreOptional) {
+  TrainState s = SampleState();
+  s.global_batch = 96;
+  s.lr = 0.0123456789012345;
+  SaveCheckpoint(Path("b.h5"), s);
+  TrainState got = LoadCheckpoint(Path("b.h5"));
+  ExpectSameState(s, got);
+  EXPECT_EQ(got.global_batch, 96);
+  EXPECT_EQ(got.lr, s.lr);
+  {
+    h5::Handle file = OpenReadWrite(Path("b.h5"));
+    h5::SetAttr(file.id(), ".", "lr", 0.5);
+  }
+  EXPECT_NE(ErrorOf([&] { LoadCheckpoint(Path("b.h5")); }).find("checksum mismatch"),
+            std::string::npos);
+
+  SaveCheckpoint(Path("old.h5"), SampleState());  // global_batch 0: written as before
+  {
+    h5::File f(Path("old.h5"), h5::Mode::ReadOnly);
+    EXPECT_FALSE(h5::HasAttr(f.id(), ".", "global_batch"));
+    EXPECT_FALSE(h5::HasAttr(f.id(), ".", "lr"));
+  }
+  got = LoadCheckpoint(Path("old.h5"));
+  EXPECT_EQ(got.global_batch, 0);
+  EXPECT_EQ(got.lr, 0);
+
+  s.lr = 0;  // a batch without a rate cannot be resumed from
+  EXPECT_NE(ErrorOf([&] { SaveCheckpoint(Path("c.h5"), s); }).find("global_batch and lr"),
+            std::string::npos);
+}
+
 TEST_F(CheckpointTest, SeedKeepsAll64Bits) {
   for (uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{INT64_MAX}, uint64_t{1} << 63,
                         UINT64_MAX, uint64_t{0xFEDCBA9876543210ull}}) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "launcher/train/batch_split.hpp"
 
 namespace dlh {
 namespace {
@@ -161,6 +162,32 @@ TEST(Loader, RankShardsMakeUpTheGlobalBatch) {
     EXPECT_EQ(all, global) << "step " << step;
     EXPECT_EQ(std::set<int64_t>(all.begin(), all.end()).size(), 10u);
   }
+}
+
+// Elastic resume (launcher/train/elastic.hpp): a checkpoint's cursor read by 3 ranks gives the
+// global batches 2 ranks would have trained, also when 3 does not divide the batch (20: 7, 7,
+// 6), so another rank count trains the same samples in every step.
+TEST(Loader, AnotherRankCountAtACursorTrainsTheSameGlobalBatches) {
+  DataSplit s = MakeSplit(130);
+  auto global_batches = [&](int ranks) {
+    std::vector<std::unique_ptr<Loader>> loaders;
+    for (int r = 0; r < ranks; ++r) {
+      const RankShare share = EvenShare(20, r, ranks);
+      loaders.push_back(
+          std::make_unique<Loader>(s, Options(20, share.offset, share.batch, 8, 1), 1, 4));
+    }
+    std::vector<int64_t> all;
+    for (int step = 0; step < 6; ++step)  // steps 4 and 5 of epoch 1, then into epoch 2
+      for (auto& l : loaders) {
+        std::vector<int64_t> part = SamplesOf(l->next(), s);
+        all.insert(all.end(), part.begin(), part.end());
+      }
+    return all;
+  };
+  const std::vector<int64_t> two = global_batches(2);
+  EXPECT_EQ(two.size(), 120u);
+  EXPECT_EQ(global_batches(3), two);
+  EXPECT_EQ(global_batches(1), two);
 }
 
 TEST(Loader, PrefetchDoesNotChangeBatches) {
