@@ -143,11 +143,23 @@ std::string CheckpointNote(Watch& w) {
   return w.checkpoint.empty() ? "no checkpoint yet" : "last good checkpoint " + w.checkpoint;
 }
 
+// MPI_Abort asks the launcher (mpirun's daemon, srun's step daemon through PMIx) to kill the
+// job, and blocks until it does. When the launcher cannot be reached, a link down between
+// this host and the one srun runs on, it blocks for good: then this rank ends itself after a
+// grace, so that nothing lingers on a host cut off from the rest.
+[[noreturn]] void AbortWorld() {
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::_Exit(kExitStalled);
+  }).detach();
+  MPI_Abort(MPI_COMM_WORLD, kExitStalled);
+  std::_Exit(kExitStalled);  // MPI_Abort does not return; if it did, nothing may linger
+}
+
 [[noreturn]] void AbortJob(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, kExitStalled);
-  std::_Exit(kExitStalled);  // MPI_Abort does not return; if it did, nothing may linger
+  AbortWorld();
 }
 
 void Loop(Watch& w) {
@@ -191,8 +203,7 @@ void Loop(Watch& w) {
           std::fflush(stderr);
           // The other live ranks read the marker within a heartbeat and print their line.
           if (beats) std::this_thread::sleep_for(std::chrono::duration<double>(2 * tick + 0.5));
-          MPI_Abort(MPI_COMM_WORLD, kExitStalled);
-          std::_Exit(kExitStalled);
+          AbortWorld();
         }
       }
     }

@@ -20,7 +20,8 @@ build_pkgs=(
   dataset-fashion-mnist
   libslurm-dev
 )
-slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules)
+# iproute2 and util-linux (nsenter): the Slurm tests whose nodes are hosts of their own
+slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules iproute2 util-linux)
 check_pkgs=(clang-format-14)  # make check-format / make format (share/setup/format.sh)
 bench_pkgs=(python3-torch)
 

@@ -6,7 +6,8 @@
 # files. A pid is only signalled while its command line names DIR, so a reused pid or another
 # cluster's daemon is never touched. Job steps still running (a slurmstepd that has a file in
 # DIR open, i.e. its node's slurmd log, and the step's tasks below it) get SIGKILL at once,
-# since they would outlive their slurmd.
+# since they would outlive their slurmd. Node namespaces (SLURM_TEST_NETNS=1) and their
+# bridge are removed last.
 # Exits 0 when nothing of the cluster is left running (also when nothing was running).
 set -euo pipefail
 
@@ -86,6 +87,17 @@ if ((${#pids[@]})); then
 fi
 
 ((${#files[@]} == 0)) || rm -f "${files[@]}"
+# Node namespaces and their bridge (start-cluster.sh with SLURM_TEST_NETNS=1). Deleting a
+# namespace's name frees it once its last process is gone; its veth pair goes with it.
+if [[ -s $D/run/netns.txt ]]; then
+  while read -r kind name _; do
+    case $kind in
+      netns) ip netns delete "$name" 2>/dev/null || true ;;
+      bridge) ip link delete "$name" 2>/dev/null || true ;;
+    esac
+  done <"$D/run/netns.txt"
+  rm -f "$D/run/netns.txt" "$D/hosts.txt"
+fi
 if ((${#pids[@]})); then
   echo "stop-cluster.sh: could not stop: ${pids[*]}" >&2
   exit 1

@@ -1,0 +1,178 @@
+#!/bin/bash
+# Faults across real hosts (issue 15): a local Slurm cluster whose two nodes are hosts of
+# their own (start-cluster.sh SLURM_TEST_NETNS=1: a network namespace per slurmd, veth pairs
+# on one bridge, MPI over TCP between them, two ranks per node so the hierarchical allreduce
+# crosses hosts). One job runs the example job script share/examples/train.sbatch and meets,
+# one after the other, the four ways a host fails:
+#   a rank frozen (SIGSTOP), a rank killed (SIGKILL), the node's link down
+#   (`ip link set ... down`), the node's slurmd killed.
+# Each time the job must end within 60 s (a guard, not a timing claim), with DLH's line saying
+# what happened, be requeued (by the job script, or by Slurm when the node goes down) and
+# resume from its last checkpoint. In the end its parameters must be bit-identical to those of
+# an uninterrupted job. Needs root, Slurm and ip (iproute2); about 3 minutes.
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd srun sbatch scontrol ip nsenter
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN)_' || true)
+
+C=$WORK/c
+cleanup() {
+  local rc=$?
+  [[ -z ${LINK:-} ]] || ip link set "$LINK" up 2>/dev/null || true
+  [[ -z ${STOPPED:-} ]] || kill -CONT "$STOPPED" 2>/dev/null || true
+  "$ROOT/share/slurm/stop-cluster.sh" "$C" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+cd "$WORK"
+# A node not heard from for 6 s is down (Slurm's default: 300 s; pings time out after 3 s,
+# not 10), and a requeued job may start
+# again 5 s after it ended (default 120 s).
+SLURM_TEST_NETNS=1 SLURM_TEST_NODES="host1:cpu:0:4 host2:cpu:0:4" SLURM_TEST_CRED_EXPIRE=5 \
+  SLURM_TEST_EXTRA_CONF=$'SlurmdTimeout=6\nMessageTimeout=3' \
+  "$ROOT/share/slurm/start-cluster.sh" "$C" >"$WORK/start.txt" || { cat "$WORK/start.txt"; fail "cluster did not start"; }
+# shellcheck disable=SC1091
+source "$C/env.sh"
+read -r _ NS2 _ LINK2 < <(grep '^host2 ' "$C/hosts.txt")
+check "$(cat "$WORK/start.txt")"
+
+state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+restarts() { scontrol show job "$1" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
+show() { cat "$1" >&2; tail -n 20 "$C"/log/slurmctld.log >&2; }
+
+dlh-data synthetic --out "$WORK/data.h5" --shape 1x12x12 --classes 4 --train 1200 --test 60 --seed 5 >/dev/null
+cat >"$WORK/spec.json" <<'JSON'
+{
+  "name": "faults",
+  "input": {"channels": 1, "height": 12, "width": 12},
+  "classes": 4,
+  "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1}, {"type": "relu"},
+             {"type": "flatten"}, {"type": "dense", "units": 4}],
+  "optimizer": {"type": "sgd", "lr": 0.02, "momentum": 0.9},
+  "batch_size": 12, "epochs": 8, "seed": 2, "dataset": "data.h5"
+}
+JSON
+export DLH_SPEC=$WORK/spec.json DLH_DATA=$WORK/data.h5
+export DLH_TRAIN_ARGS="--threads 1 --no-eval --checkpoint-steps 40 --comm-timeout 5"
+submit() {  # submit RUN OUT: the example job script on both hosts, two ranks each
+  DLH_RUN_DIR=$1 sbatch --parsable -N2 --ntasks-per-node=2 -o "$2" "$ROOT/share/examples/train.sbatch"
+}
+
+echo "an uninterrupted job across the two hosts"
+ref=$(submit "$WORK/ref" "$WORK/ref.out")
+for _ in $(seq 1800); do [[ $(state "$ref") == COMPLETED ]] && break; sleep 0.1; done
+[[ $(state "$ref") == COMPLETED ]] || { show "$WORK/ref.out"; fail "job $ref ended $(state "$ref")"; }
+grep -q "allreduce: hierarchical (2 nodes x 2 ranks)" "$WORK/ref.out" || { show "$WORK/ref.out"; fail "the allreduce was not hierarchical across the hosts"; }
+crc=$(json_field "$WORK/ref/summary.json" param_crc32)
+check "job $ref: 4 ranks on host1 + host2, hierarchical allreduce, param_crc32 $crc"
+
+run=$WORK/f out=$WORK/f.out
+job=$(submit "$run" "$out")
+
+# wait_attempt N: the job's attempt N (0: the first) runs all four ranks and has written a
+# checkpoint of its own; sets PID2 (rank 2's pid, on host2) and LAST (that checkpoint).
+wait_attempt() {
+  local n=$1 since=${LAST:-} beat
+  for _ in $(seq 1800); do
+    if [[ $(restarts "$job") == "$n" && $(state "$job") == RUNNING ]]; then
+      LAST=$(ls -1 "$run"/checkpoints/*.h5 2>/dev/null | tail -n 1 || true)
+      beat=$run/heartbeat/rank-2.json
+      if [[ -n $LAST && $LAST > $since && -f $beat && $beat -nt $LAST ]] &&
+        { ((n == 0)) || [[ $(grep -c "resumed from" "$out") -ge $n ]]; }; then
+        PID2=$(json_field "$beat" pid)
+        return 0
+      fi
+    fi
+    sleep 0.1
+  done
+  show "$out"
+  fail "attempt $n of job $job did not get going (state $(state "$job"), restarts $(restarts "$job"))"
+}
+
+since_fault() { tail -n "+$((MARK + 1))" "$out"; }  # the job's output since the fault
+
+# ended_within FAULT: the attempt ends (the job leaves RUNNING) within 60 s of the fault
+# injected right after this was called (MARK: the output's length then); sets TOOK.
+ended_within() {
+  local t0=$EPOCHREALTIME
+  for _ in $(seq 600); do
+    [[ $(state "$job") == RUNNING ]] || break
+    sleep 0.1
+  done
+  [[ $(state "$job") != RUNNING ]] || { show "$out"; fail "$1: job $job still runs 60 s later"; }
+  TOOK=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+}
+
+requeued() {  # requeued N: Slurm holds the job for attempt N (pending, or already running)
+  for _ in $(seq 600); do
+    [[ $(restarts "$job") -ge $1 ]] && return 0
+    sleep 0.1
+  done
+  show "$out"
+  fail "job $job was not requeued (state $(state "$job"), restarts $(restarts "$job"))"
+}
+
+echo "1. SIGSTOP a rank on host2"
+wait_attempt 0
+STOPPED=$PID2 MARK=$(wc -l <"$out")
+kill -STOP "$PID2"
+ended_within SIGSTOP
+STOPPED=
+line=$(since_fault | grep -E "^dlh-launch \[rank [0-3]/4 host[12]\]: error: waited [0-9]+ s in MPI_[A-Za-z_]+ at step [0-9]+: stopped answering: rank 2 \(host2\), pid $PID2" || true)
+[[ -n $line ]] || { show "$out"; fail "no DLH line naming the stopped rank 2"; }
+check "SIGSTOP: the attempt ended ${TOOK} s later; ${line#*error: }"
+requeued 1
+since_fault | grep -q "dlh: the training step failed (exit code 4: a rank or its host was lost); requeueing job $job (restart 1 of" ||
+  { show "$out"; fail "the job script did not requeue after exit code 4"; }
+! kill -0 "$PID2" 2>/dev/null || fail "the stopped rank $PID2 lingers"
+check "requeued by the job script (exit code 4); the stopped rank is gone"
+
+echo "2. SIGKILL a rank on host2"
+wait_attempt 1
+MARK=$(wc -l <"$out")
+kill -KILL "$PID2"
+ended_within SIGKILL
+requeued 2
+line=$(since_fault | grep "dlh: the training step failed (exit code 137: a rank or its host was lost); requeueing job $job (restart 2 of" || true)
+[[ -n $line ]] || { show "$out"; fail "the job script did not requeue after the killed rank"; }
+check "SIGKILL: the attempt ended ${TOOK} s later; ${line#dlh: }"
+
+echo "3. host2's link down"
+wait_attempt 2
+LINK=$LINK2 MARK=$(wc -l <"$out")
+ip link set "$LINK2" down
+ended_within "link down"
+line=$(grep -E "^dlh-launch \[rank [0-3]/4 host[12]\]: error: (waited [0-9]+ s in MPI_[A-Za-z_]+ at step [0-9]+: every rank is alive and waiting|stopping at step [0-9]+: rank [0-3] \(host[12]\) timed out waiting for its peers: every rank is alive and waiting)" <(since_fault) | head -n 1 || true)
+[[ -n $line ]] || { show "$out"; fail "no DLH line saying the network failed"; }
+check "link down: the attempt ended ${TOOK} s later; ${line#*error: }"
+requeued 3
+ip link set "$LINK2" up
+LINK=
+check "requeued (restarts $(restarts "$job")); host2's link is up again"
+
+echo "4. host2's slurmd killed"
+wait_attempt 3
+SLURMD2=$(<"$C/run/slurmd-host2.pid") MARK=$(wc -l <"$out")
+kill -KILL "$SLURMD2"
+ended_within "slurmd lost"
+requeued 4
+# Slurm requeues the job when host2 goes down and stops it on host1 (SIGTERM, then SIGKILL):
+# the job script says so. The ranks on host2, whose slurmd is gone, time out waiting for
+# their peers, but their output has no way out any more (srun is gone).
+line=$(since_fault | grep -E "^dlh: Slurm is stopping job $job \(JobState=[A-Z_]+ Reason=[^;]*; down: host2\)" | head -n 1 || true)
+[[ -n $line ]] || { show "$out"; fail "no DLH line after host2's slurmd was lost"; }
+grep -q "requeue job JobId=$job due to failure of node host2" "$C/log/slurmctld.log" ||
+  { show "$out"; fail "Slurm did not requeue job $job for host2's failure"; }
+check "slurmd lost: the attempt ended ${TOOK} s later (host2 down after SlurmdTimeout 6 s), requeued by Slurm; ${line#dlh: }"
+# host2 comes back: a new slurmd in its namespace registers, and the job starts again.
+setsid nsenter "--net=/run/netns/$NS2" "$(PATH=$PATH:/usr/sbin command -v slurmd)" -D -f "$SLURM_CONF" -N host2 \
+  </dev/null >>"$C/log/slurmd-host2.out" 2>&1 &
+echo $! >"$C/run/slurmd-host2.pid"
+
+for _ in $(seq 1800); do [[ $(state "$job") == COMPLETED ]] && break; sleep 0.1; done
+[[ $(state "$job") == COMPLETED ]] || { show "$out"; fail "job $job ended $(state "$job")"; }
+[[ $(grep -c "resumed from .*ckpt-" "$out") -ge 4 ]] || { show "$out"; fail "the job did not resume after each fault"; }
+[[ $(json_field "$run/summary.json" param_crc32) == "$crc" ]] || { show "$out"; fail "the job that met four faults differs from job $ref"; }
+check "job $job: 4 faults, 4 requeues, 4 resumes; bit-identical to the uninterrupted job $ref"
