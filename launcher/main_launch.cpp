@@ -19,6 +19,7 @@
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/rank_guard.hpp"
 #include "launcher/engine/device.hpp"
 #include "launcher/train/balancer.hpp"
 #include "launcher/train/lr_find.hpp"
@@ -264,6 +265,8 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
 
+  // A training rank runs under a guard process that reports it if it is killed or crashes.
+  if (command == "train") dlh::GuardRank();
   dlh::mpi::Env env(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -18,6 +18,7 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "launcher/comm/rank_guard.hpp"
 
 namespace dlh {
 namespace peer_watch_detail {
@@ -321,10 +322,12 @@ void StopPeerWatch() {
 }
 
 void SetPeerWatchStep(int64_t step) {
+  SetGuardedStep(step);
   if (g_watch) g_watch->step.store(step);
 }
 
 void SetPeerWatchCheckpoint(const std::string& path) {
+  SetGuardedCheckpoint(path);
   if (!g_watch) return;
   std::lock_guard<std::mutex> lock(g_watch->mutex);
   g_watch->checkpoint = path;

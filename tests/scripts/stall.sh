@@ -5,6 +5,7 @@
 # checkpoint; the other says who stopped the job and why), the job exits with code 4 and no
 # rank lingers (MPI_Abort kills the stopped one too); the same command then resumes from the
 # checkpoint the lines named. The heartbeats the verdict comes from are in the run folder.
+# Then a rank killed outright: its guard process names it.
 source "$(dirname "$0")/common.bash"
 
 dlh-data synthetic --out "$WORK/data.h5" --shape 1x12x12 --classes 4 --train 1200 --test 60 --seed 5 >/dev/null
@@ -73,6 +74,30 @@ for r in 0 1 2; do
   [[ $finished == True ]] || fail "rank $r's last heartbeat does not say it finished"
 done
 check "each rank's last heartbeat says it finished"
+
+# A rank killed outright (SIGKILL, as the out-of-memory killer does) cannot speak: its guard
+# process (launcher/comm/rank_guard.hpp) says which rank died, where it was and the last
+# good checkpoint, and mpirun ends the job with the guard's exit code, 128 + 9.
+rm -rf "$run"
+setsid "${train[@]}" --progress none >"$WORK/out3.log" 2>"$WORK/err3.log" &
+job=$!
+for ((i = 0; i < 600; ++i)); do
+  ls "$run"/checkpoints/*.h5 >/dev/null 2>&1 && [[ -f $run/heartbeat/rank-1.json ]] && break
+  kill -0 $job 2>/dev/null || { cat "$WORK/err3.log" >&2; fail "the run ended before rank 1 was killed"; }
+  sleep 0.1
+done
+victim=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$run/heartbeat/rank-1.json")
+kill -KILL "$victim"
+rc=0
+timeout 120 tail --pid=$job -f /dev/null || { kill -- -$job 2>/dev/null; fail "the job still runs 120 s after rank 1 was killed"; }
+wait $job || rc=$?
+[[ $rc -eq 137 ]] || { cat "$WORK/err3.log" >&2; fail "mpirun exited $rc, expected 137 (a rank killed by SIGKILL)"; }
+line=$(grep -E "^dlh-launch \[rank 1/3 [^]]*\]: error: rank 1 \(pid $victim\) was killed by SIGKILL at step [0-9]+ \(by hand, or by the kernel's out-of-memory killer\); last good checkpoint $run/checkpoints/ckpt-[0-9]+\.h5; its peers cannot go on without it: the job ends$" "$WORK/err3.log" || true)
+[[ -n $line ]] || { cat "$WORK/err3.log" >&2; fail "no line from rank 1's guard"; }
+check "SIGKILL: ${line#*error: }; exit code 137"
+sleep 1
+! pgrep -f "dlh-launch train $WORK/spec.json" >/dev/null || { pgrep -af "dlh-launch train $WORK/spec.json" >&2; fail "ranks or guards linger"; }
+check "no rank or guard lingers"
 
 # Bad value: one line, exit code 2.
 expect_fail 2 "comm-timeout: must be positive" dlh-launch train "$WORK/spec.json" --comm-timeout 0

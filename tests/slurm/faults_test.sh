@@ -126,7 +126,10 @@ check "SIGSTOP: the attempt ended ${TOOK} s later; ${line#*error: }"
 requeued 1
 since_fault | grep -q "dlh: the training step failed (exit code 4: a rank or its host was lost); requeueing job $job (restart 1 of" ||
   { show "$out"; fail "the job script did not requeue after exit code 4"; }
-! kill -0 "$PID2" 2>/dev/null || fail "the stopped rank $PID2 lingers"
+# Gone, or a zombie: the rank's guard was killed with it and whoever inherits it reaps it.
+alive() { [[ -r /proc/$1/stat ]] && [[ $(cut -d' ' -f3 </proc/"$1"/stat 2>/dev/null) != Z ]]; }
+for _ in $(seq 100); do alive "$PID2" || break; sleep 0.1; done
+! alive "$PID2" || fail "the stopped rank $PID2 lingers"
 check "requeued by the job script (exit code 4); the stopped rank is gone"
 
 echo "2. SIGKILL a rank on host2"
@@ -138,6 +141,9 @@ requeued 2
 line=$(since_fault | grep "dlh: the training step failed (exit code 137: a rank or its host was lost); requeueing job $job (restart 2 of" || true)
 [[ -n $line ]] || { show "$out"; fail "the job script did not requeue after the killed rank"; }
 check "SIGKILL: the attempt ended ${TOOK} s later; ${line#dlh: }"
+line=$(since_fault | grep -E "^dlh-launch \[rank 2/4 host2\]: error: rank 2 \(pid $PID2\) was killed by SIGKILL at step [0-9]+ .*; last good checkpoint $run/checkpoints/ckpt-[0-9]+\.h5; its peers cannot go on without it: the job ends$" || true)
+[[ -n $line ]] || { show "$out"; fail "no line from rank 2's guard"; }
+check "rank 2's guard: ${line#*error: }"
 
 echo "3. host2's link down"
 wait_attempt 2
