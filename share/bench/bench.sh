@@ -445,6 +445,23 @@ measure balance
   echo
 } >"$work/s9-balance.md"
 
+# ---- faults: time to detect -----------------------------------------------------------------
+section "faults: a rank frozen, killed or cut off, time to the job's end"
+measure faults
+{
+  echo "## Faults: time to detect"
+  echo
+  echo "share/bench/faults.sh: 3 ranks under \`mpirun\` on this machine, rank 2 SIGSTOPped or"
+  echo "SIGKILLed after the first checkpoint, rounds interleaved; then tests/slurm/faults_test.sh"
+  echo "once: one job of the example job script on a Slurm cluster whose two nodes are network"
+  echo "namespaces of their own (2 ranks each, MPI over TCP between them) meets a frozen rank, a"
+  echo "killed rank, a link down and a lost slurmd in turn, is requeued and resumed each time, and"
+  echo "ends bit-identical to an uninterrupted job (README \"A lost rank or host under Slurm\")."
+  echo
+  report faults
+  echo
+} >"$work/s9-faults.md"
+
 # ---- assemble ------------------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 took=$((SECONDS - t_begin))

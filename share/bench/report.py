@@ -646,6 +646,43 @@ def summary(goals_path):
         print(f"| {g['goal']} | {g['measured']} | {verdict} |")
 
 
+def faults(work, goals):
+    """Time from a fault to the end of the job that met it (faults.sh)."""
+    d = os.path.join(work, "faults")
+    goal = "a frozen, killed or cut-off rank ends its job within 60 s (--comm-timeout 5)"
+    if not measured(d, goal, goals):
+        return
+    runs = read_jsonl(os.path.join(d, "runs.jsonl"))
+    rows = {}
+    for r in runs:
+        if "seconds" in r:
+            rows.setdefault((r["where"], r["fault"]), []).append(r["seconds"])
+    where_text = {"mpirun": "`mpirun -np 3`, this machine",
+                  "namespace-hosts": "Slurm, 2 namespace hosts x 2 ranks (`SlurmdTimeout=6`)"}
+    what_ends = {"SIGSTOP": "the watchdog's verdict (`--comm-timeout 5`)",
+                 "SIGKILL": "the rank's guard, then the launcher",
+                 "link-down": "the watchdog on both sides, then Slurm (node down)",
+                 "slurmd-lost": "Slurm (node down), requeue"}
+    print("From the signal (or `ip link set ... down`, or `kill -9` of the node's slurmd) to the "
+          "end of the job, or of the job's attempt before Slurm requeues it; min / median / max "
+          "over the rounds.")
+    print()
+    print("| where | fault | what ends it | rounds | seconds (min / median / max) |")
+    print("|---|---|---|---|---|")
+    worst = 0.0
+    for (where, fault), secs in rows.items():
+        secs = sorted(secs)
+        worst = max(worst, secs[-1])
+        print(f"| {where_text.get(where, where)} | {fault} | {what_ends.get(fault, '')} | "
+              f"{len(secs)} | {secs[0]:.1f} / {statistics.median(secs):.1f} / {secs[-1]:.1f} |")
+    for r in runs:
+        if "unavailable" in r:
+            print(f"| {where_text.get(r['where'], r['where'])} | (not measured: {r['unavailable']}) | | | |")
+    print()
+    goals.add(goal, f"worst {worst:.1f} s over {sum(len(v) for v in rows.values())} faults",
+              bool(rows) and worst <= 60, "above 60 s")
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "goals":
         summary(sys.argv[2])
@@ -653,7 +690,7 @@ def main():
     sections = {"cpu": cpu, "allreduce": allreduce, "comm": comm, "checkpoint": checkpoint, "ddp": ddp,
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
                 "wave": wave, "jobs": jobs, "lrfind": lrfind, "lrvalidate": lrvalidate,
-                "balance": balance}
+                "balance": balance, "faults": faults}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))
