@@ -112,10 +112,11 @@ check: deps
 
 # make check-sanitize: `make check` built with AddressSanitizer (LeakSanitizer included) and
 # UBSan, in build-san-address-undefined. make check-tsan: the unit tests that run threads
-# (the engine's pool, the loader's prefetch thread, the checkpoint's checksum thread) built
-# with ThreadSanitizer, in build-san-thread; OpenBLAS stays single-threaded, since its own
-# (uninstrumented) threads would only bring TSan reports about OpenBLAS.
-TSAN_UNIT_FILTER := Parallel.*:Loader.*:Permutation.*:CheckpointTest.*:BenchCheckpoint.*
+# (the engine's pool, the loader's prefetch thread, the checkpoint's checksum thread and its
+# background writer) built with ThreadSanitizer, in build-san-thread; OpenBLAS stays
+# single-threaded, since its own (uninstrumented) threads would only bring TSan reports
+# about OpenBLAS.
+TSAN_UNIT_FILTER := Parallel.*:Loader.*:Permutation.*:CheckpointTest.*:CheckpointWriterTest.*:BenchCheckpoint.*
 check-sanitize:
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined check
 check-tsan: deps

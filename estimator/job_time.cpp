@@ -39,8 +39,16 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
     p.eval_s = double(p.evaluations) * pass;
   }
   p.checkpoints = work.epochs + int64_t(std::floor(p.steps_s / kCheckpointEverySeconds));
-  p.checkpoint_s = double(p.checkpoints) *
-                   (kCheckpointFixedSeconds + work.checkpoint_bytes / (runtime.write_gbs * 1e9));
+  if (p.checkpoints > 0) {
+    // The last is waited for whole; each other holds the loop for its snapshot and for what
+    // is left of the previous write when the interval is shorter than a write.
+    const double write_s =
+        kCheckpointFixedSeconds + work.checkpoint_bytes / (runtime.write_gbs * 1e9);
+    const double interval_s = p.steps_s / double(p.checkpoints);
+    const double background_s =
+        work.checkpoint_bytes / (kSnapshotGbs * 1e9) + std::max(0.0, write_s - interval_s);
+    p.checkpoint_s = write_s + double(p.checkpoints - 1) * background_s;
+  }
   return p;
 }
 

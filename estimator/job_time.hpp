@@ -31,6 +31,12 @@ constexpr double kCheckpointEverySeconds = 1800;
 constexpr int64_t kEvalChunk = 256;
 // A checkpoint's cost besides its bytes (create, fsync, rename, keep the last three).
 constexpr double kCheckpointFixedSeconds = 0.05;
+// The launcher writes all but the run's last checkpoint in the background
+// (launcher/storage/checkpoint_writer.hpp): the loop is held up only while rank 0 copies the
+// state to host memory, at about this rate (a copy into freshly allocated memory, page
+// faults included; measured: BENCHMARKS.md "Checkpoints in the background"), and when the
+// previous write outlasts the interval, for the rest of it.
+constexpr double kSnapshotGbs = 2;
 
 // What the job does, from the spec and the request.
 struct JobWork {

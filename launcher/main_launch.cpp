@@ -126,6 +126,8 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
         "checkpoint every T seconds of training (0: off)")
     ("no-epoch-checkpoints", "do not checkpoint at the end of every epoch")
     ("keep", po::value(&o->keep)->default_value(3), "checkpoints to keep (>= 1)")
+    ("checkpoint-sync", "write each checkpoint before training goes on (default: in the "
+        "background, while the next steps run; on a signal and at the end always waited for)")
     ("no-resume", "start from scratch even if RUN_DIR has checkpoints")
     ("stop-on-usr1", "on SIGUSR1 checkpoint and stop (default: checkpoint and continue)")
     ("no-eval", "skip the test-set evaluation after every epoch")
@@ -210,6 +212,7 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   o.checkpoint_epochs = !vm.count("no-epoch-checkpoints");
   o.resume = !vm.count("no-resume");
   o.stop_on_usr1 = vm.count("stop-on-usr1") > 0;
+  o.checkpoint_sync = vm.count("checkpoint-sync") > 0;
   o.eval = !vm.count("no-eval");
   o.progress = dlh::ParseProgressMode(progress);
   if (vm.count("no-plan")) {

@@ -762,6 +762,7 @@ void SaveCheckpoint(const std::string& path, const TrainState& state) {
   if (ec) throw CheckpointError(path + ": cannot create folder " + dir + " (" + ec.message() + ")");
 
   std::string written;  // the temporary file, named should its rename fail
+  const auto hdf5 = h5::LockLibrary();
   try {
     CommitAtomically(path, [&](const std::string& tmp) {
       written = tmp;
@@ -804,6 +805,7 @@ TrainState LoadCheckpoint(const std::string& path) {
   if (rc != 0) throw CheckpointError(path + ": cannot open (" + Errno() + ")");
   if (!S_ISREG(st.st_mode)) throw CheckpointError(path + ": cannot open (not a regular file)");
   try {
+    const auto hdf5 = h5::LockLibrary();
     return LoadOpened(path, uint64_t(st.st_size));
   } catch (const CheckpointError&) {
     throw;

@@ -132,6 +132,11 @@ Handle StringType(size_t length, H5T_cset_t cset = H5T_CSET_UTF8) {
 
 }  // namespace
 
+std::unique_lock<std::mutex> LockLibrary() {
+  static std::mutex library;
+  return std::unique_lock<std::mutex>(library);
+}
+
 int64_t Check(int64_t result, const char* call, const char* file, int line) {
   if (result >= 0) return result;
   std::string stack = StackMessage();

@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ struct H5Error : Error {
 namespace h5 {
 
 int64_t Check(int64_t result, const char* call, const char* file, int line);
+
+// HDF5's serial build may be called by one thread at a time. Checkpoints are written on a
+// background thread (checkpoint_writer.hpp) while the loop runs without HDF5; saving and
+// loading a checkpoint hold this lock so that a caller who breaks that rule waits instead
+// of corrupting the library's state.
+std::unique_lock<std::mutex> LockLibrary();
 
 // Owns one hid_t and closes it with the matching H5*close. Move-only; the destructor
 // never throws.

@@ -41,6 +41,7 @@
 #include "launcher/engine/engine.hpp"
 #include "launcher/nn/thread_pool.hpp"
 #include "launcher/storage/checkpoint.hpp"
+#include "launcher/storage/checkpoint_writer.hpp"
 #include "launcher/train/balancer.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/elastic.hpp"
@@ -120,6 +121,10 @@ struct StepControl {
   bool time_due = false;   // rank 0's clock says a time-based checkpoint is due
 };
 
+// A checkpoint must be on disk before the step goes on: one answering a signal (the job
+// may be killed right after) and the run's last (what the run leaves behind).
+enum class Durability { Background, Wait };
+
 class Trainer {
  public:
   Trainer(const TrainOptions& options, MPI_Comm world);
@@ -151,7 +156,10 @@ class Trainer {
   double advance();
   void rebalance(const StepTimes& times);
   double maybe_checkpoint(const StepControl& control);
-  double write_checkpoint();
+  double write_checkpoint(Durability durability);
+  TrainState snapshot() const;
+  void note_written(const WrittenCheckpoint& written);
+  void collect_written();
   void handle_signal(int signal);
   void record(const StepControl& control, double lr, const StepTimes& times);
   void evaluate_epoch();
@@ -236,6 +244,7 @@ class Trainer {
   // The loop.
   std::unique_ptr<MetricsLog> log_;  // rank 0 only
   std::unique_ptr<Loader> loader_;
+  std::unique_ptr<CheckpointWriter> writer_;  // rank 0 only
   size_t stats_len_ = 0;  // batchnorm statistics carried in the control allreduce
   std::vector<double> control_, control_sum_;
   std::vector<float> averaged_stats_;
@@ -246,6 +255,10 @@ class Trainer {
   // This run's seconds in evaluations and checkpoints (inside the loop's time): summary.json
   // compares them with the plan's phases.
   double eval_seconds_ = 0, checkpoint_seconds_ = 0;
+  // The writer's seconds and files of this run (rank 0): summary.json's "checkpoints".
+  double checkpoint_write_seconds_ = 0;
+  int64_t checkpoints_written_ = 0;
+  int64_t waited_step_ = -1;  // the step of the last checkpoint the loop waited for
   // This rank's seconds in compute and in the allreduces over this run's steps: summary.json
   // shows every rank's mean, which is where a slow rank makes the others wait.
   double compute_seconds_ = 0, allreduce_seconds_ = 0;
@@ -690,6 +703,7 @@ void Trainer::open_loop() {
   if (rank_ == 0) {
     log_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl",
                                         [this](const std::string& m) { say("warning: " + m); });
+    writer_ = std::make_unique<CheckpointWriter>(ckpt_dir_, o_.keep);
   }
 
   loader_ = make_loader();
@@ -749,13 +763,35 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
   for (float s : engine_->batch_stats()) control_[k++] = weight_ * double(s);
   MPI_CHECK(MPI_Allreduce(control_.data(), control_sum_.data(), int(control_.size()), MPI_DOUBLE,
                           MPI_SUM, comm_.get()));
-  int flags[2] = {
+  // Rank 0's writer: the newest checkpoint that reached the disk since the last step, or
+  // its failure, which fails every rank from here.
+  int64_t written_step = -1, write_failed = 0;
+  if (writer_) {
+    try {
+      for (const WrittenCheckpoint& w : writer_->take_written()) {
+        note_written(w);
+        written_step = w.step;
+      }
+    } catch (const std::exception&) {
+      write_failed = 1;
+    }
+  }
+  int64_t flags[4] = {
       sig == SIGTERM || sig == SIGINT ? 2
       : sig == SIGUSR1                ? 1
                                       : 0,
-      rank_ == 0 && o_.checkpoint_seconds > 0 && Since(last_ckpt_) >= o_.checkpoint_seconds};
-  int flags_max[2];
-  MPI_CHECK(MPI_Allreduce(flags, flags_max, 2, MPI_INT, MPI_MAX, comm_.get()));
+      rank_ == 0 && o_.checkpoint_seconds > 0 && Since(last_ckpt_) >= o_.checkpoint_seconds,
+      written_step, write_failed};
+  int64_t flags_max[4];
+  MPI_CHECK(MPI_Allreduce(flags, flags_max, 4, MPI_INT64_T, MPI_MAX, comm_.get()));
+  if (flags_max[3] > 0)  // rank 0's wait() throws the failure, RunCollectively on every rank
+    RunCollectively(comm_.get(), [&] {
+      if (writer_) writer_->wait();
+    });
+  if (flags_max[2] >= 0) {
+    result_.last_checkpoint = ckpt_dir_.path_for_step(flags_max[2]);
+    SetPeerWatchCheckpoint(result_.last_checkpoint);
+  }
   if (stats_len_ > 0) {
     for (size_t i = 0; i < stats_len_; ++i) averaged_stats_[i] = float(control_sum_[2 + i]);
     engine_->commit_batch_stats(averaged_stats_);
@@ -831,46 +867,84 @@ void Trainer::rebalance(const StepTimes& times) {
 
 // Checkpoints come every N steps, every T seconds, at epoch ends, on a signal and at the
 // last step of the run; the decision uses only values every rank shares. Returns the
-// seconds spent (0 when none was due).
+// seconds the loop was held up (0 when none was due).
 double Trainer::maybe_checkpoint(const StepControl& control) {
+  const bool last = step_ == total_steps_ || (o_.max_steps > 0 && step_ == o_.max_steps);
+  if (control.signal != 0 || last) return write_checkpoint(Durability::Wait);
   const bool due = (o_.checkpoint_steps > 0 && step_ % o_.checkpoint_steps == 0) ||
-                   control.time_due || control.signal != 0 ||
-                   (o_.checkpoint_epochs && step_in_epoch_ == 0) || step_ == total_steps_ ||
-                   (o_.max_steps > 0 && step_ == o_.max_steps);
-  return due ? write_checkpoint() : 0;
+                   control.time_due || (o_.checkpoint_epochs && step_in_epoch_ == 0);
+  return due ? write_checkpoint(Durability::Background) : 0;
 }
 
-// Rank 0 writes (every rank holds the same bits); the others wait so that nobody runs
-// ahead, or exits, before the file exists, and a failed write fails every rank.
-double Trainer::write_checkpoint() {
+// Rank 0 writes (every rank holds the same bits). In the background the loop waits only
+// for the previous write, if it still runs, and for the snapshot; the others go on at once
+// and learn that the file is on disk from a later step's control allreduce. A checkpoint
+// that must be durable (or every one, with --checkpoint-sync) is waited for by every rank,
+// so that nobody exits before the file exists and a failed write fails every rank.
+double Trainer::write_checkpoint(Durability durability) {
   auto t = Clock::now();
+  const bool wait = durability == Durability::Wait || o_.checkpoint_sync;
+  if (wait) waited_step_ = step_;
   RunCollectively(comm_.get(), [&] {
     if (rank_ != 0) return;
-    TrainState st;
-    st.spec_json = spec_.json;
-    st.step = step_;
-    st.epoch = epoch_;
-    st.step_in_epoch = step_in_epoch_;
-    st.seed = spec_.seed;
-    st.world_size = size_;
-    st.rank_batches = recorded_split();
-    st.split_history = history_;
-    st.samples_seen = samples_seen_;
-    st.global_batch = spec_.batch_size;
-    st.lr = spec_.optimizer.lr;
-    st.elapsed_seconds = elapsed_before_ + Since(train_start_);
-    st.optimizer = engine_->optimizer_name();
-    st.params = engine_->export_params();
-    st.buffers = engine_->export_buffers();
-    st.optimizer_state = engine_->export_optimizer_state();
-    result_.last_checkpoint = ckpt_dir_.save(st, o_.keep);
+    writer_->submit([&] { return snapshot(); });
+    if (wait) writer_->wait();
   });
-  result_.last_checkpoint = mpi::BroadcastString(comm_.get(), result_.last_checkpoint);
-  SetPeerWatchCheckpoint(result_.last_checkpoint);
+  if (wait) collect_written();
   last_ckpt_ = Clock::now();
   const double took = Since(t);
   checkpoint_seconds_ += took;
   return took;
+}
+
+// Everything a resume needs, copied to host memory at a step boundary: the writer owns the
+// copy while the loop changes the parameters.
+TrainState Trainer::snapshot() const {
+  TrainState st;
+  st.spec_json = spec_.json;
+  st.step = step_;
+  st.epoch = epoch_;
+  st.step_in_epoch = step_in_epoch_;
+  st.seed = spec_.seed;
+  st.world_size = size_;
+  st.rank_batches = recorded_split();
+  st.split_history = history_;
+  st.samples_seen = samples_seen_;
+  st.global_batch = spec_.batch_size;
+  st.lr = spec_.optimizer.lr;
+  st.elapsed_seconds = elapsed_before_ + Since(train_start_);
+  st.optimizer = engine_->optimizer_name();
+  st.params = engine_->export_params();
+  st.buffers = engine_->export_buffers();
+  st.optimizer_state = engine_->export_optimizer_state();
+  return st;
+}
+
+// Rank 0: a checkpoint reached the disk. metrics.jsonl says when and how long it took.
+void Trainer::note_written(const WrittenCheckpoint& written) {
+  checkpoint_write_seconds_ += written.write_seconds;
+  ++checkpoints_written_;
+  log_->write({{"event", "checkpoint"},
+               {"step", written.step},
+               {"path", written.path},
+               {"write_s", written.write_seconds},
+               {"bytes", written.bytes},
+               {"background", written.step != waited_step_}});
+}
+
+// After the writer was waited for (collectively): every rank learns the newest file on
+// disk, the one a failure report names and a resume would take.
+void Trainer::collect_written() {
+  std::string newest;
+  if (writer_)
+    for (const WrittenCheckpoint& w : writer_->take_written()) {
+      note_written(w);
+      newest = w.path;
+    }
+  newest = mpi::BroadcastString(comm_.get(), newest);
+  if (newest.empty()) return;
+  result_.last_checkpoint = newest;
+  SetPeerWatchCheckpoint(newest);
 }
 
 // A signal has just been answered with a checkpoint. SIGTERM/SIGINT (Slurm's cancel or
@@ -936,6 +1010,12 @@ void Trainer::evaluate_epoch() {
 // A run resumed after its last step (a requeue that came late) trains nothing: it still
 // reports the final accuracy and the checkpoint it holds.
 void Trainer::finish() {
+  // A background write may still run (after a stop that was not a signal's); its failure
+  // fails the run, its file is the run's last checkpoint.
+  RunCollectively(comm_.get(), [&] {
+    if (writer_) writer_->wait();
+  });
+  collect_written();
   progress_->finish();
   if (result_.last_checkpoint.empty()) result_.last_checkpoint = resume_path_;
   if (o_.eval && result_.test_accuracy < 0 && step_ >= total_steps_) {
@@ -999,6 +1079,12 @@ void Trainer::write_summary(uint32_t crc) {
     allreduce_s.push_back(per_rank[2 * size_t(r) + 1]);
   }
   summary["rank_step_seconds"] = {{"compute", compute_s}, {"allreduce", allreduce_s}};
+  // The loop's time held up by checkpoints against the writer's time: what the background
+  // saved.
+  summary["checkpoints"] = {{"mode", o_.checkpoint_sync ? "sync" : "background"},
+                            {"written", checkpoints_written_},
+                            {"blocked_s", checkpoint_seconds_},
+                            {"write_s", checkpoint_write_seconds_}};
   if (balance_ != BalanceMode::Off || !history_.empty()) {
     summary["balance"] = {{"mode", BalanceModeName(balance_)},
                           {"history", SplitHistoryJson(history_)}};

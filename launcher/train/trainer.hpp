@@ -25,6 +25,7 @@ struct TrainOptions {
   int keep = 3;                      // checkpoints kept
   bool resume = true;                // resume from the newest valid checkpoint in run_dir
   bool stop_on_usr1 = false;         // SIGUSR1: checkpoint and stop (default: and continue)
+  bool checkpoint_sync = false;      // write each one before going on (default: background)
   bool eval = true;                  // test-set evaluation after every epoch
   int threads = 0;                   // OpenBLAS threads per rank (0: cores / ranks on node)
   int prefetch = 2;                  // batches prepared ahead

@@ -47,7 +47,10 @@ TEST(JobTime, PhasesAddUpByHand) {
   EXPECT_EQ(p.evaluations, 2);
   EXPECT_NEAR(p.eval_s, 2 * 0.25 * (3334 * 0.001 + 14 * 0.01), 1e-12);
   EXPECT_EQ(p.checkpoints, 3);
-  EXPECT_NEAR(p.checkpoint_s, 3 * (kCheckpointFixedSeconds + 1.0), 1e-12);
+  // The last is written whole (1 s at 0.5 GB/s), the two before it in the background: their
+  // snapshots only, as the 667 s between checkpoints outlast a write.
+  EXPECT_NEAR(p.checkpoint_s, kCheckpointFixedSeconds + 1.0 + 2 * 5e8 / (kSnapshotGbs * 1e9),
+              1e-12);
   EXPECT_NEAR(p.total_s(), 7 + 0.5 + 6 + 2000 + p.eval_s + p.checkpoint_s, 1e-9);
   const std::string text = PhasesText(p, s.steps);
   EXPECT_NE(text.find("start-up 7s"), std::string::npos) << text;
@@ -60,6 +63,25 @@ TEST(JobTime, PhasesAddUpByHand) {
   EXPECT_EQ(none.eval_s, 0);
   EXPECT_EQ(PhasesText(none, s.steps).find("evaluation"), std::string::npos);
   EXPECT_EQ(PhasesText(none, s.steps).find("start-up"), std::string::npos);
+}
+
+// Checkpoints closer together than one write takes: each background one also waits for the
+// rest of the write before it.
+TEST(JobTime, ABackgroundCheckpointWaitsForAWriteLongerThanTheInterval) {
+  JobWork w;
+  w.samples = 1000;
+  w.epochs = 2;
+  w.checkpoint_bytes = 5e9;  // 10 s at 0.5 GB/s
+  StepShape s;
+  s.steps = 10;
+  s.step_s = 1.0;  // 10 s of steps: the two epochs' checkpoints 5 s apart
+  s.gpus = 1;
+  Runtime rt;
+  rt.write_gbs = 0.5;
+  const JobPhases p = PredictJobPhases(w, s, rt, 0);
+  ASSERT_EQ(p.checkpoints, 2);
+  const double write_s = kCheckpointFixedSeconds + 10;
+  EXPECT_NEAR(p.checkpoint_s, write_s + 5e9 / (kSnapshotGbs * 1e9) + (write_s - 5), 1e-9);
 }
 
 TEST(JobTime, RanksSharingCores) {

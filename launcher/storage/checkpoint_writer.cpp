@@ -1,0 +1,96 @@
+// DLH — the background checkpoint writer (checkpoint_writer.hpp).
+#include "launcher/storage/checkpoint_writer.hpp"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <utility>
+
+namespace dlh {
+
+CheckpointWriter::CheckpointWriter(CheckpointDir dir, int keep)
+    : dir_(std::move(dir)), keep_(keep), thread_([this] { run(); }) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void CheckpointWriter::rethrow_failure_locked() const {
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void CheckpointWriter::submit(const std::function<TrainState()>& snapshot) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !writing_ && !pending_; });
+    rethrow_failure_locked();
+  }
+  // Outside the lock: the snapshot (a copy of the parameters) is the caller's time, and the
+  // thread is idle until it is handed over.
+  TrainState state = snapshot();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_ = std::move(state);
+  }
+  changed_.notify_all();
+}
+
+void CheckpointWriter::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return !writing_ && !pending_; });
+  rethrow_failure_locked();
+}
+
+std::vector<WrittenCheckpoint> CheckpointWriter::take_written() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  rethrow_failure_locked();
+  return std::exchange(written_, {});
+}
+
+bool CheckpointWriter::failed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_ != nullptr;
+}
+
+void CheckpointWriter::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return stopping_ || pending_; });
+    if (!pending_) return;  // stopping, and nothing handed over is left unwritten
+    TrainState state = std::move(*pending_);
+    pending_.reset();
+    writing_ = true;
+    lock.unlock();
+
+    WrittenCheckpoint done;
+    std::exception_ptr failure;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      done.step = state.step;
+      done.path = dir_.save(state, keep_);
+      done.write_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      struct stat st {};
+      if (stat(done.path.c_str(), &st) == 0) done.bytes = uint64_t(st.st_size);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    // The snapshot goes before the next one can be taken: one copy at a time.
+    state = TrainState();
+
+    lock.lock();
+    writing_ = false;
+    if (failure)
+      failure_ = failure;
+    else
+      written_.push_back(std::move(done));
+    changed_.notify_all();
+  }
+}
+
+}  // namespace dlh

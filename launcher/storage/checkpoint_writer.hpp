@@ -1,0 +1,72 @@
+// DLH — checkpoints written in the background: the training loop hands a snapshot in host
+// memory to one writer thread and goes on while HDF5 writes and fsyncs it (CheckFreq's
+// split of snapshot and persist, Mohan et al., FAST '21).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launcher/storage/checkpoint.hpp"
+
+namespace dlh {
+
+// A checkpoint that is on disk: renamed into place and its folder synced.
+struct WrittenCheckpoint {
+  int64_t step = 0;
+  std::string path;
+  double write_seconds = 0;  // the writer's time for the whole CheckpointDir::save
+  uint64_t bytes = 0;        // file size
+};
+
+// One writer thread for the checkpoints of one CheckpointDir. At most one write runs and
+// at most one snapshot exists besides it: submit() waits for the previous write before it
+// takes the next snapshot, so host memory holds one extra copy of the state, not a queue.
+// The library is HDF5's serial build, which only one thread may call at a time: while a
+// write runs, nothing else in the process may call HDF5 (the trainer reads every file it
+// needs before its loop starts). Not itself thread-safe: one thread calls its members.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(CheckpointDir dir, int keep);
+  // Waits for a write in flight: a complete file is worth the wait, even while an error
+  // unwinds the run. Never throws.
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Waits for the previous write to end, throws its failure if it failed, then calls
+  // `snapshot` on this thread and hands its result to the writer. Returns at once after
+  // that; the write's outcome comes from take_written() or wait().
+  void submit(const std::function<TrainState()>& snapshot);
+  // Waits until no write runs; throws the failure of one that failed.
+  void wait();
+  // The writes that ended since the last call, oldest first, without waiting; throws the
+  // failure of one that failed (once taken, a failure is thrown again by every call: the
+  // writer is unusable after it).
+  std::vector<WrittenCheckpoint> take_written();
+  // Whether the last write failed (the next take_written() or wait() throws).
+  bool failed() const;
+
+ private:
+  void run();
+  void rethrow_failure_locked() const;
+
+  CheckpointDir dir_;  // used by the thread only, once constructed
+  const int keep_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<TrainState> pending_;  // handed over, not yet taken by the thread
+  bool writing_ = false;
+  bool stopping_ = false;
+  std::exception_ptr failure_;
+  std::vector<WrittenCheckpoint> written_;
+  std::thread thread_;  // last: starts once everything it reads exists
+};
+
+}  // namespace dlh

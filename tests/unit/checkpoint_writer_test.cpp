@@ -1,0 +1,151 @@
+// DLH — tests of the background checkpoint writer: files land complete and in order, the
+// snapshot is taken only once the previous write ended, a failure reaches the caller, and
+// a writer that goes away finishes the file it was writing.
+#include "launcher/storage/checkpoint_writer.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/util/temp_dir.hpp"
+
+namespace dlh {
+namespace {
+
+// A state of `floats` parameters whose values say which step they belong to.
+TrainState StateAt(int64_t step, size_t floats = 1000) {
+  TrainState s;
+  s.spec_json = "{}";
+  s.step = step;
+  s.world_size = 1;
+  s.optimizer = "sgd";
+  s.params.push_back(
+      {"00.dense/weight", {int(floats)}, std::vector<float>(floats, float(step))});
+  return s;
+}
+
+class CheckpointWriterTest : public ::testing::Test {
+ protected:
+  test::TempDir tmp_{"dlh-ckpt-writer-test"};
+  const CheckpointDir dir_{tmp_.path() + "/checkpoints"};
+};
+
+TEST_F(CheckpointWriterTest, WritesEverySubmittedStateInOrder) {
+  CheckpointWriter writer(dir_, 10);
+  for (int64_t step = 1; step <= 5; ++step) writer.submit([&] { return StateAt(step); });
+  writer.wait();
+  const std::vector<WrittenCheckpoint> written = writer.take_written();
+  ASSERT_EQ(written.size(), 5u);
+  for (size_t i = 0; i < written.size(); ++i) {
+    EXPECT_EQ(written[i].step, int64_t(i + 1));
+    EXPECT_EQ(written[i].path, dir_.path_for_step(int64_t(i + 1)));
+    EXPECT_GT(written[i].bytes, 4000u);
+    EXPECT_GE(written[i].write_seconds, 0);
+    const TrainState back = LoadCheckpoint(written[i].path);
+    EXPECT_EQ(back.step, int64_t(i + 1));
+    EXPECT_EQ(back.params.at(0).data.at(999), float(i + 1));
+  }
+  EXPECT_TRUE(writer.take_written().empty());  // taken once
+}
+
+TEST_F(CheckpointWriterTest, RotatesLikeTheFolder) {
+  {
+    CheckpointWriter writer(dir_, 2);
+    for (int64_t step = 1; step <= 4; ++step) writer.submit([&] { return StateAt(step); });
+  }
+  EXPECT_EQ(dir_.list_newest_first(),
+            (std::vector<std::string>{dir_.path_for_step(4), dir_.path_for_step(3)}));
+}
+
+// The snapshot function runs only after the previous write is complete: at most one copy of
+// the state waits besides the live one, and the file it follows is already on disk.
+TEST_F(CheckpointWriterTest, SnapshotWaitsForThePreviousWrite) {
+  CheckpointWriter writer(dir_, 10);
+  writer.submit([] { return StateAt(1, 4u << 20); });  // 16 MiB: the write takes a while
+  bool previous_on_disk = false;
+  writer.submit([&] {
+    struct stat st {};
+    previous_on_disk = stat(dir_.path_for_step(1).c_str(), &st) == 0;
+    return StateAt(2);
+  });
+  EXPECT_TRUE(previous_on_disk);
+  writer.wait();
+  EXPECT_EQ(writer.take_written().size(), 2u);
+}
+
+// The caller goes on while the file is written: submit() returns before the write ends.
+TEST_F(CheckpointWriterTest, SubmitReturnsBeforeTheWriteEnds) {
+  CheckpointWriter writer(dir_, 10);
+  int in_flight = 0;
+  for (int64_t step = 1; step <= 5; ++step) {
+    writer.submit([&] { return StateAt(step, 8u << 20); });  // 32 MiB, fsynced
+    struct stat st {};
+    in_flight += stat(dir_.path_for_step(step).c_str(), &st) != 0;
+  }
+  writer.wait();
+  EXPECT_GT(in_flight, 0) << "every write had ended before submit() returned";
+  EXPECT_EQ(writer.take_written().size(), 5u);
+}
+
+TEST_F(CheckpointWriterTest, AFailedWriteReachesTheCallerAndStaysFailed) {
+  // A file where the folder should be: the write cannot create its temporary file.
+  const std::string blocked = tmp_.path() + "/blocked";
+  {
+    std::FILE* f = std::fopen(blocked.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
+  CheckpointWriter writer(CheckpointDir(blocked), 3);
+  writer.submit([] { return StateAt(7); });
+  EXPECT_THROW(writer.wait(), CheckpointError);
+  EXPECT_TRUE(writer.failed());
+  EXPECT_THROW(writer.take_written(), CheckpointError);
+  bool snapshot_taken = false;
+  EXPECT_THROW(writer.submit([&] {
+    snapshot_taken = true;
+    return StateAt(8);
+  }),
+               CheckpointError);
+  EXPECT_FALSE(snapshot_taken);
+}
+
+TEST_F(CheckpointWriterTest, ErrorNamesTheFile) {
+  const std::string blocked = tmp_.path() + "/blocked";
+  {
+    std::FILE* f = std::fopen(blocked.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
+  CheckpointWriter writer(CheckpointDir(blocked), 3);
+  writer.submit([] { return StateAt(7); });
+  try {
+    writer.wait();
+    FAIL() << "no error";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(blocked), std::string::npos) << e.what();
+  }
+}
+
+// An error unwinding the run destroys the writer mid-write: the file still lands whole.
+TEST_F(CheckpointWriterTest, DestructorFinishesTheWriteInFlight) {
+  {
+    CheckpointWriter writer(dir_, 3);
+    writer.submit([] { return StateAt(3, 4u << 20); });
+  }
+  const TrainState back = LoadCheckpoint(dir_.path_for_step(3));
+  EXPECT_EQ(back.params.at(0).data.back(), 3.0f);
+}
+
+// A writer whose thread never got work stops at once.
+TEST_F(CheckpointWriterTest, IdleWriterStops) {
+  { CheckpointWriter writer(dir_, 3); }
+  EXPECT_TRUE(dir_.list_newest_first().empty());
+}
+
+}  // namespace
+}  // namespace dlh
