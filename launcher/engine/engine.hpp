@@ -75,6 +75,14 @@ class Engine {
   virtual std::vector<NamedArray> export_params() = 0;
   virtual std::vector<NamedArray> export_buffers() = 0;
   virtual std::vector<NamedArray> export_optimizer_state() = 0;
+  // All three into the caller's arrays (a checkpoint snapshot), reusing their memory where
+  // the engine can; by default new arrays replace them.
+  virtual void export_state(std::vector<NamedArray>* params, std::vector<NamedArray>* buffers,
+                            std::vector<NamedArray>* optimizer_state) {
+    *params = export_params();
+    *buffers = export_buffers();
+    *optimizer_state = export_optimizer_state();
+  }
   // Throws CheckpointError naming the first missing or misshapen array.
   virtual void import_state(const std::vector<NamedArray>& params,
                             const std::vector<NamedArray>& buffers,

@@ -24,15 +24,17 @@ void CheckpointWriter::rethrow_failure_locked() const {
   if (failure_) std::rethrow_exception(failure_);
 }
 
-void CheckpointWriter::submit(const std::function<TrainState()>& snapshot) {
+void CheckpointWriter::submit(const std::function<void(TrainState* state)>& fill) {
+  TrainState state;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return !writing_ && !pending_; });
     rethrow_failure_locked();
+    state = std::move(spare_);
   }
   // Outside the lock: the snapshot (a copy of the parameters) is the caller's time, and the
   // thread is idle until it is handed over.
-  TrainState state = snapshot();
+  fill(&state);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_ = std::move(state);
@@ -80,10 +82,8 @@ void CheckpointWriter::run() {
     } catch (...) {
       failure = std::current_exception();
     }
-    // The snapshot goes before the next one can be taken: one copy at a time.
-    state = TrainState();
-
     lock.lock();
+    spare_ = std::move(state);  // the next snapshot refills it: one copy at a time
     writing_ = false;
     if (failure)
       failure_ = failure;

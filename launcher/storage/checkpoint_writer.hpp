@@ -26,8 +26,8 @@ struct WrittenCheckpoint {
 };
 
 // One writer thread for the checkpoints of one CheckpointDir. At most one write runs and
-// at most one snapshot exists besides it: submit() waits for the previous write before it
-// takes the next snapshot, so host memory holds one extra copy of the state, not a queue.
+// one snapshot exists: submit() waits for the previous write before it refills that
+// write's state, so host memory holds one extra copy of the state, never a queue.
 // The library is HDF5's serial build, which only one thread may call at a time: while a
 // write runs, nothing else in the process may call HDF5 (the trainer reads every file it
 // needs before its loop starts). Not itself thread-safe: one thread calls its members.
@@ -41,9 +41,11 @@ class CheckpointWriter {
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   // Waits for the previous write to end, throws its failure if it failed, then calls
-  // `snapshot` on this thread and hands its result to the writer. Returns at once after
-  // that; the write's outcome comes from take_written() or wait().
-  void submit(const std::function<TrainState()>& snapshot);
+  // `fill` on this thread with the state the previous write is done with (empty at first)
+  // and hands it to the writer. Refilling it reuses memory that is already mapped: a
+  // snapshot into fresh pages costs more than the write saves. Returns at once after that;
+  // the write's outcome comes from take_written() or wait().
+  void submit(const std::function<void(TrainState* state)>& fill);
   // Waits until no write runs; throws the failure of one that failed.
   void wait();
   // The writes that ended since the last call, oldest first, without waiting; throws the
@@ -62,6 +64,7 @@ class CheckpointWriter {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<TrainState> pending_;  // handed over, not yet taken by the thread
+  TrainState spare_;                   // the last written state, to be refilled
   bool writing_ = false;
   bool stopping_ = false;
   std::exception_ptr failure_;

@@ -157,7 +157,7 @@ class Trainer {
   void rebalance(const StepTimes& times);
   double maybe_checkpoint(const StepControl& control);
   double write_checkpoint(Durability durability);
-  TrainState snapshot() const;
+  void snapshot(TrainState* st) const;
   void note_written(const WrittenCheckpoint& written);
   void collect_written();
   void handle_signal(int signal);
@@ -887,7 +887,7 @@ double Trainer::write_checkpoint(Durability durability) {
   if (wait) waited_step_ = step_;
   RunCollectively(comm_.get(), [&] {
     if (rank_ != 0) return;
-    writer_->submit([&] { return snapshot(); });
+    writer_->submit([&](TrainState* st) { snapshot(st); });
     if (wait) writer_->wait();
   });
   if (wait) collect_written();
@@ -897,27 +897,23 @@ double Trainer::write_checkpoint(Durability durability) {
   return took;
 }
 
-// Everything a resume needs, copied to host memory at a step boundary: the writer owns the
-// copy while the loop changes the parameters.
-TrainState Trainer::snapshot() const {
-  TrainState st;
-  st.spec_json = spec_.json;
-  st.step = step_;
-  st.epoch = epoch_;
-  st.step_in_epoch = step_in_epoch_;
-  st.seed = spec_.seed;
-  st.world_size = size_;
-  st.rank_batches = recorded_split();
-  st.split_history = history_;
-  st.samples_seen = samples_seen_;
-  st.global_batch = spec_.batch_size;
-  st.lr = spec_.optimizer.lr;
-  st.elapsed_seconds = elapsed_before_ + Since(train_start_);
-  st.optimizer = engine_->optimizer_name();
-  st.params = engine_->export_params();
-  st.buffers = engine_->export_buffers();
-  st.optimizer_state = engine_->export_optimizer_state();
-  return st;
+// Everything a resume needs, copied to host memory at a step boundary into the previous
+// snapshot's arrays: the writer owns the copy while the loop changes the parameters.
+void Trainer::snapshot(TrainState* st) const {
+  st->spec_json = spec_.json;
+  st->step = step_;
+  st->epoch = epoch_;
+  st->step_in_epoch = step_in_epoch_;
+  st->seed = spec_.seed;
+  st->world_size = size_;
+  st->rank_batches = recorded_split();
+  st->split_history = history_;
+  st->samples_seen = samples_seen_;
+  st->global_batch = spec_.batch_size;
+  st->lr = spec_.optimizer.lr;
+  st->elapsed_seconds = elapsed_before_ + Since(train_start_);
+  st->optimizer = engine_->optimizer_name();
+  engine_->export_state(&st->params, &st->buffers, &st->optimizer_state);
 }
 
 // Rank 0: a checkpoint reached the disk. metrics.jsonl says when and how long it took.

@@ -432,7 +432,7 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
   EXPECT_NE(report.find("  1  1x1 alpha (b128)"), std::string::npos) << report;
   EXPECT_NE(report.find("predicted 3m13s: start-up 2s + data 55ms + warm-up 144ms + 3744 steps "
-                        "3m00s + 8 evaluations 10s + 8 checkpoints 454ms\n"),
+                        "3m00s + 8 evaluations 10s + 8 checkpoints 69ms\n"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:1 --nodes=1 --ntasks-per-node=1 "

@@ -157,8 +157,14 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
             ? 0
             : job.epochs * forward *
                   (eval.per_sample_s * double(slice) + eval.fixed_s * double((slice + 255) / 256));
-    const double ckpts = double(job.epochs + int64_t(steps_s / 1800)) *
-                         (0.05 + ckpt_bytes / (c.runtime.write_gbs * 1e9));
+    // The last written whole, the others in the background: a 2 GB/s snapshot each, and
+    // the rest of the previous write when they come faster than it ends.
+    const double n_ckpt = double(job.epochs + int64_t(steps_s / 1800));
+    const double write = 0.05 + ckpt_bytes / (c.runtime.write_gbs * 1e9);
+    const double ckpts =
+        n_ckpt == 0
+            ? 0
+            : write + (n_ckpt - 1) * (ckpt_bytes / 2e9 + std::max(0.0, write - steps_s / n_ckpt));
     r.total = startup + data + 3 * r.step + steps_s + evals + ckpts;
     r.energy = double(r.steps) * (idle_w * r.step + busy_j) + r.total * base_w +
                (r.total - steps_s) * idle_w;
