@@ -2,7 +2,7 @@
 # make bench: measures DLH side by side with its peers on this machine and rewrites
 # BENCHMARKS.md. Every figure in that file comes from this script's run; share/bench/report.py
 # turns the raw measurements into tables, the goals summary and every verdict.
-#   bench.sh BINDIR OUT.md        (30 to 45 minutes on 2 cores)
+#   bench.sh BINDIR OUT.md        (45 to 60 minutes on 2 cores)
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -264,6 +264,25 @@ echo "{\"metrics\": \"$work/ovh/metrics.jsonl\", \"train\": $ovh_train, \"epochs
   report checkpoint
   echo
 } >"$work/s5-checkpoint.md"
+section "checkpoints in the background: 100 MB every 100 steps and every 30 s, background and sync"
+measure ckpt_overhead
+{
+  echo "## Checkpoints in the background: training time lost at frequent intervals"
+  echo
+  echo "share/bench/ckpt_overhead.sh: \`mpirun -np 2 dlh-launch train --threads 1\` of an MLP"
+  echo "whose wide layer (784 → 10240) and Adam make a checkpoint of about 100 MB, global batch 32, with"
+  echo "checkpoints written as by default (at a step boundary rank 0 copies the parameters and"
+  echo "optimizer state to host memory and hands them to one writer thread; the loop waits only"
+  echo "for the copy, and for the previous write if that still runs) or with"
+  echo "\`--checkpoint-sync\` (the loop waits for the whole HDF5 write and fsync), against no"
+  echo "checkpoints at all. Every run does the same steps on a synthetic 1x28x28 set, without"
+  echo "evaluations or epoch checkpoints (\`--no-eval --no-epoch-checkpoints --keep 2\`)."
+  echo "CheckFreq (Mohan et al., FAST 2021) also snapshots to memory and persists beside the"
+  echo "training, and picks its interval so that checkpoints cost at most 3.5% of the run time."
+  echo
+  report ckpt_overhead
+  echo
+} >"$work/s5-ckpt-overhead.md"
 
 # ---- sbatch --dlh-auto -------------------------------------------------------------------------
 section "sbatch --dlh-auto: submission time on a local Slurm cluster"
@@ -461,6 +480,29 @@ measure faults
   report faults
   echo
 } >"$work/s9-faults.md"
+
+# ---- distributed training: convergence and scaling ----------------------------------------
+section "distributed training: 1, 2 and 4 ranks on 2 namespace hosts, time to accuracy"
+# convergence.sh prints its own table too; BENCHMARKS.md gets report.py's.
+measure convergence >"$work/convergence.txt"
+{
+  echo "## Distributed training: same state on any rank count, time to accuracy"
+  echo
+  echo "share/bench/convergence.sh: the example spec (share/examples/fashion-mnist.json) on the"
+  echo "real Fashion-MNIST, trained at one global batch (the spec's) by 1 rank on one host, 2"
+  echo "ranks (one per host) and 4 ranks (two per host, so the hierarchical allreduce crosses the"
+  echo "hosts), one after the other, each a whole \`srun dlh-launch train\` on a local Slurm"
+  echo "cluster whose two nodes are network namespaces of their own (\`SLURM_TEST_NETNS=1\`, MPI"
+  echo "over TCP between them), with no checkpoint but the last. Every output line is stamped with the"
+  echo "seconds since \`srun\`, which dates each epoch's evaluation. The same seed and global batch"
+  echo "give every rank count the same samples in every step; the spec's dropout and batch norm"
+  echo "differ per rank, so the curves can agree only statistically (the rounding-level"
+  echo "agreement is tests/scripts/convergence.sh's, on a spec without either; README \"Same"
+  echo "state on any rank count\")."
+  echo
+  report convergence
+  echo
+} >"$work/s9-convergence.md"
 
 # ---- assemble ------------------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')

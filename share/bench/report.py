@@ -247,6 +247,105 @@ def checkpoint(work, goals):
               f"each checkpoint blocks the loop for {1000 * med(ck):.0f} ms (median)")
 
 
+CKPT_MODES = {"none": "no checkpoints",
+              "steps-background": "every {every_steps} steps, background (default)",
+              "steps-sync": "every {every_steps} steps, `--checkpoint-sync`",
+              "seconds-background": "every {every_seconds} s, background (default)"}
+
+
+def ckpt_overhead(work, goals):
+    """Frequent checkpoints of a large model, in the background and synchronous (ckpt_overhead.sh)."""
+    d = os.path.join(work, "ckpt_overhead")
+    goal = "Checkpoint overhead at frequent intervals ≤ 3.5% (CheckFreq), background writes"
+    if not measured(d, goal, goals):
+        return
+    setup = json.load(open(os.path.join(d, "setup.json")))
+    runs = read_jsonl(os.path.join(d, "runs.jsonl"))
+    by = {}
+    for r in runs:
+        by.setdefault(r["mode"], []).append(r)
+    base = med(r["loop_s"] for r in by["none"])
+    none_spread = (max(r["loop_s"] for r in by["none"]) -
+                   min(r["loop_s"] for r in by["none"])) / base
+    step_s = base / by["none"][0]["timed_steps"]
+    files = [r["file_bytes"] for rs in by.values() for r in rs if r["file_bytes"]]
+    params = 784 * setup["units"] + setup["units"] + setup["units"] * 10 + 10
+    opt = json.load(open(os.path.join(d, "spec.json")))["optimizer"]["type"]
+    state = {"adam": "Adam's two moments", "sgd": "momentum"}.get(opt, opt)
+    print(f"{setup['rounds']} rounds, each mode once per round in a rotated order; "
+          f"{setup['steps']} steps a run, a step {1e3 * step_s:.0f} ms without checkpoints "
+          f"(so every {setup['every_steps']} steps is every "
+          f"{setup['every_steps'] * step_s:.1f} s); the model's {params / 1e6:.1f} M parameters "
+          f"and {state} make a checkpoint of {med(files) / 1e6:.0f} MB. Load average "
+          f"{' '.join(setup['load_before'])} before, {' '.join(setup.get('load_after', ['?']))} "
+          f"after (2 cores).")
+    print()
+    print("| checkpoints | training s, median (min–max) | overhead vs none (per round) | "
+          "blocked share, median (min–max) | checkpoints per run | blocked per checkpoint, "
+          "median ms | write, median s | file MB |")
+    print("|---|---|---|---|---|---|---|---|")
+    result = {}
+    for mode, label in CKPT_MODES.items():
+        label = label.format(**setup)
+        rs = sorted(by.get(mode, []), key=lambda r: r["round"])
+        if not rs:
+            continue
+        loop = [r["loop_s"] for r in rs]
+        over = 100 * (med(loop) - base) / base
+        paired = [100 * (r["loop_s"] - n["loop_s"]) / n["loop_s"]
+                  for r, n in zip(rs, sorted(by["none"], key=lambda r: r["round"]))]
+        share = [100 * sum(r["blocked_s"]) / r["loop_s"] for r in rs]
+        blocked = [b for r in rs for b in r["blocked_s"]]
+        counts = [len(r["blocked_s"]) for r in rs]
+        writes = [w["write_s"] for r in rs for w in r["writes"] if w["step"] <= r["timed_steps"]]
+        sizes = [r["file_bytes"] for r in rs if r["file_bytes"]]
+        result[mode] = {"over": over, "share": med(share), "counts": counts, "loop": loop,
+                        "blocked": blocked}
+        if mode == "none":
+            print(f"| {label} | {med(loop):.1f} ({min(loop):.1f}–{max(loop):.1f}) | — | — | 0 | — | — | — |")
+            continue
+        print(f"| {label} | {med(loop):.1f} ({min(loop):.1f}–{max(loop):.1f}) | "
+              f"**{over:+.1f}%** ({', '.join(f'{p:+.1f}%' for p in paired)}) | "
+              f"**{med(share):.2f}%** ({min(share):.2f}–{max(share):.2f}%) | "
+              f"{'/'.join(str(c) for c in counts)} | "
+              f"{1e3 * med(blocked) if blocked else 0:.0f} | "
+              f"{f'{med(writes):.2f}' if writes else '—'} | "
+              f"{med(sizes) / 1e6 if sizes else 0:.0f} |")
+    print()
+    print(f"Training s: the sum of `time.total` over the steps before the last (metrics.jsonl; "
+          f"the last step's checkpoint, which `--max-steps` takes in every mode, left out); "
+          f"overhead: against the median without checkpoints. Blocked share: the sum of "
+          f"`time.checkpoint` (the seconds the loop waited for a checkpoint: the copy to host "
+          f"memory and any previous write still running, or with `--checkpoint-sync` the whole "
+          f"write) over the training s of the same run. Write: the writer thread's seconds "
+          f"from the `checkpoint` events (HDF5 file, fsync, rename). " +
+          (f"Without checkpoints the runs themselves differ by {100 * none_spread:.1f}% (max − "
+           f"min over the median): wall-clock differences of that size are this machine's "
+           f"noise, not the checkpoints'." if len(by["none"]) > 1 else
+           "One round only: the runs' own spread was not measured."))
+    print()
+    bg = [m for m in ("steps-background", "seconds-background") if m in result]
+    share_ok = all(result[m]["share"] <= 3.5 for m in bg)
+    wall_ok = all(result[m]["over"] <= 3.5 for m in bg)
+    few = [m for m in bg if m == "seconds-background" and min(result[m]["counts"]) < 2]
+    measured_text = "; ".join(
+        f"{CKPT_MODES[m].format(**setup).replace(' (default)', '')}: blocked "
+        f"{result[m]['share']:.2f}%, wall-clock {result[m]['over']:+.1f}%"
+        for m in bg + ["steps-sync"] if m in result)
+    why = []
+    if not share_ok:
+        why.append("the loop waits for the copy to host memory or for the previous write")
+    if not wall_ok:
+        why.append(f"the wall-clock overhead exceeds 3.5%, against a run-to-run spread of "
+                   f"{100 * none_spread:.1f}% without checkpoints")
+    if few:
+        why.append("the 30 s mode had fewer than 2 checkpoints in a run")
+    goals.add(goal + " (verdict: blocked share and median wall-clock overhead of both "
+              "background modes)", measured_text + f" (runs without checkpoints differ by "
+              f"{100 * none_spread:.1f}%)", bool(bg) and share_ok and wall_ok and not few,
+              "; ".join(why))
+
+
 # ---- data-parallel training --------------------------------------------------------------
 
 def ddp(work, goals):
@@ -683,14 +782,106 @@ def faults(work, goals):
               bool(rows) and worst <= 60, "above 60 s")
 
 
+# ---- distributed training: convergence and scaling ------------------------------------------
+
+# The example spec has dropout (masks drawn per rank) and batch norm (each rank normalises its
+# own slice), so 2 and 4 ranks cannot follow the 1-rank curve to rounding (that is
+# tests/scripts/convergence.sh's claim, on a spec without either); they must follow it
+# statistically. The bounds, 50-step means of the loss within 0.05 and the final test
+# accuracy within 0.5 points, are twice what README "Same state on any rank count" measured
+# on this run (0.020-0.023 and 0.25 points); a genuinely different run (another seed or
+# global batch) moved even 20-step means by 0.17 or more on tests/scripts/convergence.sh's
+# small CNN. Earlier epochs are shown, not judged: the first ends the warm-up at the peak
+# rate, far from where a run settles (85% there, 90% at the end).
+CONV_BLOCK_LOSS = 0.05
+CONV_ACCURACY_POINTS = 0.5
+
+
+def convergence(work, goals):
+    """1, 2 and 4 ranks across two namespace hosts at one global batch (convergence.sh)."""
+    d = os.path.join(work, "convergence")
+    goal = (f"Same training on any rank count: 2 and 4 ranks follow the 1-rank loss curve "
+            f"(50-step means within {CONV_BLOCK_LOSS}) and final test accuracy (within "
+            f"{CONV_ACCURACY_POINTS} points), example spec across 2 hosts")
+    if not measured(d, goal, goals):
+        goals.add("Time to target test accuracy, 1 / 2 / 4 ranks (no target)", "not measured",
+                  None)
+        return
+    c = json.load(open(os.path.join(d, "convergence.json")))
+    runs = {int(n): r for n, r in c["runs"].items()}
+    target = c["target_test_accuracy"]
+    loads = [x for r in runs.values() for x in r["load_average_before_after"]]
+    print(f"Fashion-MNIST (60,000 training, 10,000 test samples), {c['spec']}, {c['epochs']} "
+          f"epochs at global batch {c['global_batch']}, {c['threads_per_rank']} OpenBLAS thread "
+          f"per rank. Load average {min(loads):.1f} to {max(loads):.1f} during the runs (2 cores).")
+    print()
+    print(f"| ranks | hosts | samples/s | scaling efficiency | time to {target:.0%} test "
+          f"accuracy | test accuracy per epoch (s since srun) | final test accuracy | loss vs "
+          f"1 rank: 50-step means / per step, max | whole job | load average before–after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in sorted(runs):
+        r = runs[n]
+        tt = (f"{r['time_to_target_s']:.0f} s" if r["time_to_target_s"] is not None
+              else "not reached")
+        ev = ", ".join(f"{100 * e['test_accuracy']:.2f}% ({e['seconds']:.0f} s)"
+                       for e in r["evals"])
+        a = r.get("agreement_with_1_rank")
+        diff = (f"{a['max_abs_block50_loss_diff']:.3f} / {a['max_abs_loss_diff']:.3f}" if a
+                else "—")
+        print(f"| {n} | {c['layouts'][str(n)]} | {r['samples_per_s']:.0f} | "
+              f"{100 * r['scaling_efficiency']:.0f}% | {tt} | {ev} | "
+              f"{100 * r['final_test_accuracy']:.2f}% | {diff} | {r['job_seconds']:.0f} s | "
+              f"{'–'.join(f'{x:.1f}' for x in r['load_average_before_after'])} |")
+    print()
+    others = [n for n in sorted(runs) if n > 1]
+    print("Samples/s: the median over the steps after the 20th (start-up, the loader filling); "
+          "scaling efficiency: samples/s of N ranks / (N × 1 rank's). Times from `srun` to the "
+          "line each epoch's evaluation prints (rank start-up and data loading included); the "
+          "test set is evaluated only at epoch ends, so the time to the target accuracy is the "
+          "time to the end of the first epoch that reached it. Loss against the 1-rank run, step "
+          "by step (dropout masks and per-slice batch norm differ from the first step on): " +
+          "; ".join(f"{n} ranks: first step {runs[n]['agreement_with_1_rank']['first_step_loss_diff']:.2g} "
+                    f"apart, mean over all steps {runs[n]['agreement_with_1_rank']['mean_abs_loss_diff']:.3f}, "
+                    f"mean of the last tenth {runs[n]['agreement_with_1_rank']['last_tenth_mean_loss'][1]:.4f} "
+                    f"against {runs[n]['agreement_with_1_rank']['last_tenth_mean_loss'][0]:.4f}"
+                    for n in others) + ".")
+    print()
+    print(f"Each host is a network namespace of this one machine, so all ranks share its "
+          f"{os.cpu_count()} cores: 2 ranks take one core each, 4 ranks two per core, and the "
+          f"4-rank row (whose hierarchical allreduce runs after backward) measures the machine "
+          f"more than the method.")
+    print()
+    worst_loss = max(runs[n]["agreement_with_1_rank"]["max_abs_block50_loss_diff"] for n in others)
+    final = {n: 100 * (runs[n]["final_test_accuracy"] - runs[1]["final_test_accuracy"])
+             for n in others}
+    worst_acc = max(abs(x) for x in final.values())
+    epochs_ok = all(len(r["evals"]) == c["epochs"] for r in runs.values())
+    goals.add(goal, f"50-step means at most {worst_loss:.3f} apart, final test accuracy at most "
+              f"{worst_acc:.2f} points (" +
+              ", ".join(f"{n} ranks: {runs[n]['agreement_with_1_rank']['max_abs_block50_loss_diff']:.3f}, "
+                        f"{final[n]:+.2f}" for n in others) + ")",
+              epochs_ok and worst_loss <= CONV_BLOCK_LOSS and worst_acc <= CONV_ACCURACY_POINTS,
+              "the curves part by more than dropout and per-slice batch norm explain: "
+              "see the distributed-training table")
+
+    def hit(n):
+        t = runs[n]["time_to_target_s"]
+        return f"{t:.0f} s" if t is not None else "not reached"
+    goals.add(f"Time to {target:.0%} test accuracy, 1 / 2 / 4 ranks on 2 namespace hosts (no target)",
+              " / ".join(hit(n) for n in sorted(runs)) + "; scaling efficiency " +
+              " / ".join(f"{100 * runs[n]['scaling_efficiency']:.0f}%" for n in sorted(runs)),
+              None)
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "goals":
         summary(sys.argv[2])
         return
-    sections = {"cpu": cpu, "allreduce": allreduce, "comm": comm, "checkpoint": checkpoint, "ddp": ddp,
+    sections = {"cpu": cpu, "allreduce": allreduce, "comm": comm, "checkpoint": checkpoint,
+                "ckpt_overhead": ckpt_overhead, "ddp": ddp,
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
                 "wave": wave, "jobs": jobs, "lrfind": lrfind, "lrvalidate": lrvalidate,
-                "balance": balance, "faults": faults}
+                "balance": balance, "faults": faults, "convergence": convergence}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))
