@@ -30,6 +30,13 @@ TrainState StateAt(int64_t step, size_t floats = 1000) {
 
 class CheckpointWriterTest : public ::testing::Test {
  protected:
+  // A file where the checkpoint folder should be: a write cannot create its temporary file.
+  std::string BlockedDir() const {
+    const std::string blocked = tmp_.path() + "/blocked";
+    std::FILE* f = std::fopen(blocked.c_str(), "w");
+    if (f) std::fclose(f);
+    return blocked;
+  }
   test::TempDir tmp_{"dlh-ckpt-writer-test"};
   const CheckpointDir dir_{tmp_.path() + "/checkpoints"};
 };
@@ -95,13 +102,7 @@ TEST_F(CheckpointWriterTest, SubmitReturnsBeforeTheWriteEnds) {
 }
 
 TEST_F(CheckpointWriterTest, AFailedWriteReachesTheCallerAndStaysFailed) {
-  // A file where the folder should be: the write cannot create its temporary file.
-  const std::string blocked = tmp_.path() + "/blocked";
-  {
-    std::FILE* f = std::fopen(blocked.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fclose(f);
-  }
+  const std::string blocked = BlockedDir();
   CheckpointWriter writer(CheckpointDir(blocked), 3);
   writer.submit([](TrainState* s) { *s = StateAt(7); });
   EXPECT_THROW(writer.wait(), CheckpointError);
@@ -117,12 +118,7 @@ TEST_F(CheckpointWriterTest, AFailedWriteReachesTheCallerAndStaysFailed) {
 }
 
 TEST_F(CheckpointWriterTest, ErrorNamesTheFile) {
-  const std::string blocked = tmp_.path() + "/blocked";
-  {
-    std::FILE* f = std::fopen(blocked.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fclose(f);
-  }
+  const std::string blocked = BlockedDir();
   CheckpointWriter writer(CheckpointDir(blocked), 3);
   writer.submit([](TrainState* s) { *s = StateAt(7); });
   try {
