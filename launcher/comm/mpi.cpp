@@ -25,7 +25,13 @@ Env::Env(int* argc, char*** argv) {
 Env::~Env() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (!finalized) {
+    // Timed like every other call that waits for peers (the watch is still on, see
+    // FinishPeerWatch); not MPI_CHECK: a destructor does not throw.
+    PeerWait wait("MPI_Finalize()");
+    MPI_Finalize();
+  }
+  StopPeerWatch();
 }
 
 Comm::Comm(MPI_Comm parent) {

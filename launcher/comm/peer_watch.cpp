@@ -61,6 +61,7 @@ struct Watch {
   std::atomic<const char*> call{nullptr};
   std::atomic<int64_t> wait_start_ns{0};
   std::atomic<int64_t> step{0};
+  std::atomic<bool> finished{false};  // training is over; MPI_Finalize may still wait
   std::mutex mutex;  // guards checkpoint, stop
   std::condition_variable wake;
   std::string checkpoint;
@@ -153,7 +154,10 @@ std::string CheckpointNote(Watch& w) {
     std::this_thread::sleep_for(std::chrono::seconds(10));
     std::_Exit(kExitStalled);
   }).detach();
-  MPI_Abort(MPI_COMM_WORLD, kExitStalled);
+  // Past MPI_Finalize (a peer froze while this rank was in it) MPI_Abort may not be called.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Abort(MPI_COMM_WORLD, kExitStalled);
   std::_Exit(kExitStalled);  // MPI_Abort does not return; if it did, nothing may linger
 }
 
@@ -171,7 +175,7 @@ void Loop(Watch& w) {
   std::unique_lock<std::mutex> lock(w.mutex);
   while (!w.wake.wait_for(lock, std::chrono::duration<double>(tick), [&] { return w.stop; })) {
     lock.unlock();
-    const Heartbeat me = Mine(w, false);
+    const Heartbeat me = Mine(w, w.finished.load());
     if (beats) {
       WriteBeat(BeatPath(w, me.rank), HeartbeatJson(me));
       const std::string marker = ReadAll(MarkerPath(w));
@@ -304,6 +308,10 @@ void StartPeerWatch(const PeerWatchOptions& options) {
   }
   g_watch->thread = std::thread(Loop, std::ref(*g_watch));
   peer_watch_detail::active.store(true);
+}
+
+void FinishPeerWatch() {
+  if (g_watch) g_watch->finished.store(true);
 }
 
 void StopPeerWatch() {

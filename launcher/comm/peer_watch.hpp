@@ -66,6 +66,10 @@ StallVerdict JudgeStall(const std::vector<Heartbeat>& beats, int self, double wa
 
 // Starts this rank's watchdog (once per process; a second Start replaces nothing).
 void StartPeerWatch(const PeerWatchOptions& options);
+// Training is over: heartbeats say the rank finished, and the watch goes on timing the calls
+// that end MPI. MPI_Finalize waits for every rank, so a peer frozen after the last step's
+// collective would otherwise hang the job for good.
+void FinishPeerWatch();
 // Stops it and writes a last heartbeat that says the rank finished. Safe when not started.
 void StopPeerWatch();
 // What the verdict line reports.

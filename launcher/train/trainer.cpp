@@ -129,7 +129,7 @@ class Trainer {
  public:
   Trainer(const TrainOptions& options, MPI_Comm world);
   // The stall watchdog ends with the run, also when an error unwinds it.
-  ~Trainer() { StopPeerWatch(); }
+  ~Trainer() { FinishPeerWatch(); }  // stopped after MPI_Finalize (mpi::Env)
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 

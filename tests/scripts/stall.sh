@@ -17,7 +17,7 @@ cat >"$WORK/spec.json" <<'JSON'
   "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1}, {"type": "relu"},
              {"type": "flatten"}, {"type": "dense", "units": 4}],
   "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
-  "batch_size": 12, "epochs": 200, "seed": 2, "dataset": "data.h5"
+  "batch_size": 12, "epochs": 5000, "seed": 2, "dataset": "data.h5"
 }
 JSON
 run=$WORK/run
@@ -33,6 +33,8 @@ for ((i = 0; i < 600; ++i)); do
   sleep 0.1
 done
 [[ -f $run/heartbeat/rank-0.json && -f $run/heartbeat/rank-1.json ]] || fail "no heartbeats in $run/heartbeat"
+# What the job was doing, for a failure below.
+diagnose() { cat "$WORK/err.log" "$run"/heartbeat/*.json >&2; ps -o pid,stat,wchan:20,args -C dlh-launch >&2 || true; }
 victim=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$run/heartbeat/rank-2.json")
 host=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["host"])' "$run/heartbeat/rank-2.json")
 kill -STOP "$victim"
@@ -41,7 +43,8 @@ check "rank 2 (pid $victim on $host) stopped"
 
 # A guard, not a timing claim: a job still there after 120 s hangs, which is the bug.
 rc=0
-timeout 120 tail --pid=$job -f /dev/null || { kill -CONT "$victim" 2>/dev/null; kill -- -$job 2>/dev/null; fail "the job still runs 120 s after rank 2 stopped"; }
+timeout 120 tail --pid=$job -f /dev/null ||
+  { diagnose; kill -CONT "$victim" 2>/dev/null; kill -- -$job 2>/dev/null; fail "the job still runs 120 s after rank 2 stopped"; }
 wait $job || rc=$?
 took=$((SECONDS - t0))
 [[ $rc -eq 4 ]] || { cat "$WORK/err.log" >&2; fail "mpirun exited $rc, expected 4 (a peer stopped answering)"; }
