@@ -62,7 +62,7 @@ struct Watch {
   std::atomic<int64_t> wait_start_ns{0};
   std::atomic<int64_t> step{0};
   std::atomic<bool> finished{false};  // training is over; MPI_Finalize may still wait
-  std::mutex mutex;  // guards checkpoint, stop
+  std::mutex mutex;                   // guards checkpoint, stop
   std::condition_variable wake;
   std::string checkpoint;
   bool stop = false;
