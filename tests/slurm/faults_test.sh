@@ -196,6 +196,12 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [[ -n $gone ]] || fail "host2's processes did not go: $(ip netns pids "$NS2" | tr '\n' ' ')"
+# A step daemon killed outright leaves its sockets in the node's spool folder, and Slurm
+# 22.05's mpi/pmix does not replace a stale one: the requeued job's step, named 2.0 again,
+# fails on host2 with "pmixp_usock_create_srv: Cannot bind() UNIX socket
+# .../stepd.slurm.pmix.2.0: Address already in use" (seen), its tasks there never start
+# and the attempt does not end. This reboot clears them, as one with a clean spool does.
+rm -rf "$C"/spool/host2/stepd.slurm.pmix.* "$C"/spool/host2/pmix.* "$C"/spool/host2/host2_*
 setsid nsenter "--net=/run/netns/$NS2" "$(PATH=$PATH:/usr/sbin command -v slurmd)" -D -f "$SLURM_CONF" -N host2 \
   </dev/null >>"$C/log/slurmd-host2.out" 2>&1 &
 echo $! >"$C/run/slurmd-host2.pid"
