@@ -26,6 +26,8 @@ rounds=${BENCH_FAULT_ROUNDS:-3}
 unavailable() { echo "$*" >"$out/unavailable"; exit 0; }
 record() { echo "{\"where\": \"$1\", \"fault\": \"$2\", \"seconds\": $3, \"comm_timeout\": 5}" >>"$out/runs.jsonl"; }
 
+# 5000 epochs: the fault always lands mid-run (200 took about 10 s here once checkpoints went
+# to the background, about when the first checkpoint is seen on a loaded machine).
 dlh-data synthetic --out "$out/data.h5" --shape 1x12x12 --classes 4 --train 1200 --test 60 --seed 5 >/dev/null
 cat >"$out/spec.json" <<'JSON'
 {
@@ -35,7 +37,7 @@ cat >"$out/spec.json" <<'JSON'
   "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1}, {"type": "relu"},
              {"type": "flatten"}, {"type": "dense", "units": 4}],
   "optimizer": {"type": "sgd", "lr": 0.02, "momentum": 0.9},
-  "batch_size": 12, "epochs": 200, "seed": 2, "dataset": "data.h5"
+  "batch_size": 12, "epochs": 5000, "seed": 2, "dataset": "data.h5"
 }
 JSON
 
