@@ -50,6 +50,14 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def group_by(runs, key):
+    """The runs in lists by their `key` field, in the order first seen."""
+    by = {}
+    for r in runs:
+        by.setdefault(r[key], []).append(r)
+    return by
+
+
 def gemm_flops(features):
     """FLOPs per training sample of the GEMM layers (convolutions via im2col, dense)."""
     return sum(l["flops_fwd"] + l["flops_bwd"] for l in features["layers"]
@@ -260,10 +268,7 @@ def ckpt_overhead(work, goals):
     if not measured(d, goal, goals):
         return
     setup = json.load(open(os.path.join(d, "setup.json")))
-    runs = read_jsonl(os.path.join(d, "runs.jsonl"))
-    by = {}
-    for r in runs:
-        by.setdefault(r["mode"], []).append(r)
+    by = group_by(read_jsonl(os.path.join(d, "runs.jsonl")), "mode")
     base = med(r["loop_s"] for r in by["none"])
     none_spread = (max(r["loop_s"] for r in by["none"]) -
                    min(r["loop_s"] for r in by["none"])) / base
@@ -648,10 +653,7 @@ def balance(work, goals):
     if not measured(d, goal, goals):
         return
     setup = json.load(open(os.path.join(d, "setup.json")))
-    runs = read_jsonl(os.path.join(d, "runs.jsonl"))
-    by = {}
-    for r in runs:
-        by.setdefault(r["config"], []).append(r)
+    by = group_by(read_jsonl(os.path.join(d, "runs.jsonl")), "config")
     rounds = min(len(v) for v in by.values())
     # Two ideals: each rank's own rate measured alone (the other core idle) and side by side
     # (both at once, each on its own core, as in the 2-rank job). The second is the job's
