@@ -178,7 +178,13 @@ requeued 4
 # Slurm requeues the job when host2 goes down and stops it on host1 (SIGTERM, then SIGKILL):
 # the job script says so. The ranks on host2, whose slurmd is gone, time out waiting for
 # their peers, but their output has no way out any more (srun is gone).
-line=$(since_fault | grep -E "^dlh: Slurm is stopping job $job \(JobState=[A-Z_]+ Reason=[^;]*; down: host2\)" | head -n 1 || true)
+# The line comes from the job script's SIGTERM trap, which asks scontrol and sinfo first: it
+# may land a moment after Slurm has requeued the job (seen in CI), so wait for it.
+for _ in $(seq 300); do
+  line=$(since_fault | grep -E "^dlh: Slurm is stopping job $job \(JobState=[A-Z_]+ Reason=[^;]*; down: host2\)" | head -n 1 || true)
+  [[ -z $line ]] || break
+  sleep 0.1
+done
 [[ -n $line ]] || { show "$out"; fail "no DLH line after host2's slurmd was lost"; }
 grep -q "requeue job JobId=$job due to failure of node host2" "$C/log/slurmctld.log" ||
   { show "$out"; fail "Slurm did not requeue job $job for host2's failure"; }
