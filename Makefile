@@ -78,6 +78,7 @@ all:
 
 include common/module.mk
 include launcher/module.mk
+include launcher/report/module.mk
 include launcher/engine/cuda/module.mk
 include estimator/module.mk
 include plugin/module.mk

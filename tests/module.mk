@@ -8,7 +8,7 @@ MPI_TEST_BIN := $(BINDIR)/mpi_tests
 GTEST_LIBS := $(shell $(PKG_CONFIG) --libs gtest 2>/dev/null || echo -lgtest)
 
 $(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
-    $(NN_LIB) $(COMMON_LIB)
+    $(REPORT_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) -lgtest_main $(DEP_LIBS) -o $@
@@ -47,7 +47,7 @@ MPIRUN_ENV := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 
 tests: $(UNIT_BIN) $(MPI_TEST_BIN) $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate \
-    $(PLUGIN_SO)
+    $(BINDIR)/dlh-report $(PLUGIN_SO)
 
 # UNIT_FILTER=Suite.*:Other.*: only those tests (gtest's --gtest_filter; make check-tsan).
 UNIT_FILTER ?=
@@ -58,7 +58,7 @@ check-mpi: $(MPI_TEST_BIN)
 	$(Q)for np in 2 3 4; do echo "== mpi tests, $$np ranks"; \
 	  $(MPIRUN_ENV) $(MPIRUN) -np $$np $(MPI_TEST_BIN) --gtest_color=no --gtest_brief=1 || exit 1; done
 
-check-scripts: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate
+check-scripts: $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate $(BINDIR)/dlh-report
 	$(Q)for t in tests/scripts/*.sh; do echo "== $$t"; s=$$SECONDS; \
 	  BINDIR=$(BINDIR) bash $$t || { echo "FAILED: $$t"; exit 1; }; echo "   ($$((SECONDS - s)) s)"; done
 

@@ -22,7 +22,8 @@ build_pkgs=(
 )
 # iproute2 and util-linux (nsenter): the Slurm tests whose nodes are hosts of their own
 slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules iproute2 util-linux)
-check_pkgs=(clang-format-14)  # make check-format / make format (share/setup/format.sh)
+check_pkgs=(clang-format-14 chromium)  # make check-format / make format (share/setup/format.sh); the
+# report pages loaded in a headless browser (tests/scripts/report_browser.sh)
 bench_pkgs=(python3-torch)
 
 case "$profile" in
