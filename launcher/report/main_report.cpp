@@ -115,8 +115,8 @@ int Main(int argc, char** argv) {
     std::cout << "dlh-report: writing " << out << " until the run ends" << std::endl;
     return Watch(live);
   }
-  CheckOutFolder(out);
   const RunData run = LoadRun(live.run_dir);  // a folder without a run: bad input, below
+  CheckOutFolder(out);
   ReportOptions ro;
   ro.now = Now();
   WriteFileAtomically(out, ReportHtml(run, ro));

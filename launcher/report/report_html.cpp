@@ -39,6 +39,18 @@ Series Thin(Series s, size_t max_points) {
   return s;
 }
 
+// A chart with data, or one line saying what has not been logged yet: an empty frame
+// tells a reader nothing, and the browser test takes one for a broken chart.
+void Add(const Chart& chart, HtmlPage* page) {
+  for (const Series& s : chart.series)
+    for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) {
+        page->raw(svg::Render(chart));
+        return;
+      }
+  page->paragraph(chart.title + ": nothing logged yet.");
+}
+
 // The first wall-clock time of the run (the origin of every time axis), or 0.
 double Origin(const RunData& run) {
   double t0 = 0;
@@ -98,7 +110,7 @@ void Training(const RunData& run, const ReportOptions& o, HtmlPage* page) {
   loss.series = PerAttempt(
       run, [](const StepRecord& s) { return s.loss; }, o.max_points);
   loss.x_rules = StepRules(run);
-  page->raw(svg::Render(loss));
+  Add(loss, page);
 
   Chart acc{"Accuracy", "step", "accuracy"};
   acc.series = PerAttempt(
@@ -119,7 +131,7 @@ void Training(const RunData& run, const ReportOptions& o, HtmlPage* page) {
   if (!test.x.empty()) acc.series.push_back(test);
   acc.y_min = 0, acc.y_max = 1;
   acc.x_rules = StepRules(run);
-  page->raw(svg::Render(acc));
+  Add(acc, page);
   if (test.x.empty())
     page->paragraph("No evaluation logged yet (one follows every epoch unless --no-eval).");
 }
@@ -144,7 +156,7 @@ void Speed(const RunData& run, const ReportOptions& o, HtmlPage* page) {
     }
   }
   rate.y_min = 0;
-  page->raw(svg::Render(rate));
+  Add(rate, page);
 
   Chart parts{"Where a step's time goes (rank 0)", "step", "seconds per step"};
   const std::pair<const char*, double StepRecord::*> phases[] = {
@@ -168,7 +180,7 @@ void Speed(const RunData& run, const ReportOptions& o, HtmlPage* page) {
     parts.series.push_back(Thin(std::move(sorted), o.max_points / 2));
   }
   parts.y_min = 0;
-  page->raw(svg::Render(parts));
+  Add(parts, page);
   page->paragraph(
       "Rank 0's seconds per step: compute is forward and backward, allreduce the time blocked "
       "waiting for the gradient sums (communication hidden behind backward is not counted), data "
@@ -198,7 +210,7 @@ void Ranks(const RunData& run, HtmlPage* page) {
     for (const Series& b : bal.series) ranks = std::max(ranks, b.x.size());
     for (size_t i = 0; i < ranks; ++i) bal.x_categories.push_back(std::to_string(i));
     if (ranks > 0) {
-      page->raw(svg::Render(bal));
+      Add(bal, page);
       drawn = true;
       page->paragraph(
           "A rank that computes faster waits longer in the allreduce for the slowest "
@@ -214,7 +226,7 @@ void Ranks(const RunData& run, HtmlPage* page) {
       if (e->data.contains("imbalance") && e->data["imbalance"].is_number())
         b.x.push_back(double(e->step)), b.y.push_back(e->data["imbalance"].get<double>());
     imb.series.push_back(b);
-    page->raw(svg::Render(imb));
+    Add(imb, page);
     drawn = true;
   }
   if (!run.heartbeats.empty()) {
@@ -286,7 +298,7 @@ void Timeline(const RunData& run, const ReportOptions& o, HtmlPage* page) {
     rows.push_back({Clock(e.t), e.event, e.step >= 0 ? std::to_string(e.step) : "", details});
   }
   if (!ckpt.x.empty()) tl.series.push_back(ckpt);
-  page->raw(svg::Render(tl));
+  Add(tl, page);
   if (rows.size() > 1) {
     if (rows.size() > 200) {  // keep the first and the last events
       rows.erase(rows.begin() + 101, rows.end() - 99);
@@ -317,7 +329,7 @@ void Checkpoints(const RunData& run, HtmlPage* page) {
   for (Series* s : {&bg, &sync})
     if (!s->x.empty()) c.series.push_back(*s);
   c.y_min = 0;
-  page->raw(svg::Render(c));
+  Add(c, page);
   page->facts(
       {{"checkpoints written", std::to_string(written.size())},
        {"size", svg::Number(bytes / 1e6) + " MB"},
@@ -397,7 +409,7 @@ void PlanAgainstRun(const RunData& run, HtmlPage* page) {
             pred["phases"].value(phase, kNan), meas["phases"].value(phase, kNan));
   add("total", pred.value("total_s", kNan), meas.value("total_s", kNan));
   c.series = {p, m};
-  page->raw(svg::Render(c));
+  Add(c, page);
   page->table(rows);
   if (meas.contains("step_s") && pred.contains("step_s"))
     page->paragraph("Step: predicted " + svg::Number(1000 * pred.value("step_s", kNan)) +

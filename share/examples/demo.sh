@@ -79,3 +79,7 @@ print(f"   final test accuracy {100 * s['test_accuracy']:.2f}% after {s['steps']
       f"{s['ranks']} ranks, {s['train_seconds']:.0f} s of training")
 print(f"   checkpoint: {s['last_checkpoint']}")
 PY
+
+echo "== 7. the report: every chart of the run in one page (dlh-report)"
+dlh-report "$work/run" | sed 's/^/   /'
+echo "   open it in a browser; on a cluster: dlh-report RUN --serve 8080 and ssh -L 8080:localhost:8080"

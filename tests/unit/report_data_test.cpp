@@ -1,0 +1,135 @@
+// DLH — tests of dlh-report's reading of a run folder: attempts, torn and foreign lines,
+// heartbeats and the run's state, and the report built from whatever could be read.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/error.hpp"
+#include "launcher/report/headline.hpp"
+#include "launcher/report/report_html.hpp"
+#include "launcher/report/run_data.hpp"
+#include "tests/util/temp_dir.hpp"
+
+namespace dlh::report {
+namespace {
+
+class RunDataTest : public ::testing::Test {
+ protected:
+  void Write(const std::string& name, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(dir_ + "/" + name).parent_path());
+    std::ofstream(dir_ + "/" + name, std::ios::binary) << text;
+  }
+  static std::string Step(int step, double t) {
+    return "{\"step\":" + std::to_string(step) + ",\"epoch\":1,\"t\":" + std::to_string(t) +
+           ",\"loss\":1.5,\"accuracy\":0.5,\"lr\":0.1,\"samples_per_s\":100,"
+           "\"time\":{\"total\":0.1,\"compute\":0.05,\"allreduce\":0.02,\"data\":0.01,"
+           "\"checkpoint\":0}}\n";
+  }
+  test::TempDir tmp_{"dlh-report"};
+  const std::string dir_ = tmp_.path();
+};
+
+TEST_F(RunDataTest, SplitsAttemptsAtEachStart) {
+  std::string m =
+      "{\"event\":\"start\",\"t\":1000,\"step\":0,\"total_steps\":10,\"spec_name\":\"net\"}\n";
+  for (int s = 1; s <= 6; ++s) m += Step(s, 1000 + s);
+  m += "{\"event\":\"checkpoint\",\"t\":1006,\"step\":4,\"write_s\":0.1,\"bytes\":1000}\n";
+  m += "{\"event\":\"end\",\"t\":1007,\"step\":6,\"finished\":false,\"stop_signal\":\"SIGTERM\"}\n";
+  m += "{\"event\":\"start\",\"t\":1100,\"step\":4,\"resumed_from\":\"ckpt-4.h5\",\"total_steps\":"
+       "10}\n";
+  for (int s = 5; s <= 10; ++s) m += Step(s, 1100 + s);
+  Write("metrics.jsonl", m);
+  const RunData run = LoadRun(dir_);
+  EXPECT_TRUE(run.problems.empty());
+  ASSERT_EQ(run.steps.size(), 12u);
+  EXPECT_EQ(run.attempts, 2);
+  EXPECT_EQ(run.steps[5].attempt, 0);
+  EXPECT_EQ(run.steps[6].attempt, 1);
+  EXPECT_EQ(run.steps[6].step, 5);
+  EXPECT_EQ(run.last_step()->step, 10);
+  EXPECT_EQ(run.events_named("checkpoint").size(), 1u);
+  // The second attempt has no end yet, and its records are recent: running.
+  EXPECT_EQ(StateOf(run, run.modified + 1), RunState::Running);
+  EXPECT_EQ(StateOf(run, run.modified + 3600), RunState::Stopped);
+  const Headline h = HeadlineOf(run, run.modified + 1);
+  EXPECT_EQ(h.name, "net");
+  EXPECT_EQ(h.total_steps, 10);
+  EXPECT_GE(h.eta_s, 0);
+}
+
+TEST_F(RunDataTest, OlderLogsWithoutStartEventsStillSplitAtResumes) {
+  std::string m;
+  for (int s = 1; s <= 5; ++s) m += Step(s, 0);
+  for (int s = 3; s <= 8; ++s) m += Step(s, 0);  // resumed from a checkpoint of step 2
+  Write("metrics.jsonl", m);
+  const RunData run = LoadRun(dir_);
+  EXPECT_EQ(run.attempts, 2);
+  EXPECT_EQ(run.steps.back().attempt, 1);
+}
+
+TEST_F(RunDataTest, SkipsAndNamesEveryLineItCannotUse) {
+  std::string m = Step(1, 1) + "not json\n" + "{\"foreign\":1}\n" + "[1,2]\n" + Step(2, 2) +
+                  "{\"step\":3,\"lo";  // torn: no newline
+  Write("metrics.jsonl", m);
+  Write("summary.json", "{\"finished\": tr");
+  const RunData run = LoadRun(dir_);
+  EXPECT_EQ(run.steps.size(), 2u);
+  ASSERT_EQ(run.problems.size(), 5u);
+  EXPECT_EQ(run.problems[0], "metrics.jsonl line 2: not a JSON object, skipped (a damaged file?)");
+  EXPECT_EQ(run.problems[1], "metrics.jsonl line 3: neither a step nor an event record, skipped");
+  EXPECT_NE(run.problems[3].find("line 6: an incomplete last line"), std::string::npos);
+  EXPECT_NE(run.problems[4].find("summary.json: not a JSON object"), std::string::npos);
+  EXPECT_TRUE(run.summary.is_null());
+  // The report is still written, and says what it left out.
+  ReportOptions o;
+  o.now = 1e9;
+  const std::string html = ReportHtml(run, o);
+  EXPECT_NE(html.find("an incomplete last line"), std::string::npos);
+  EXPECT_NE(html.find("class=\"dlh-chart\""), std::string::npos);
+}
+
+TEST_F(RunDataTest, BinaryJunkIsCountedNotListedLineByLine) {
+  std::string junk;
+  for (int i = 0; i < 50; ++i) junk += std::string("\x01\xff\xfe garbage", 11) + "\n";
+  Write("metrics.jsonl", junk);
+  const RunData run = LoadRun(dir_);
+  EXPECT_TRUE(run.steps.empty());
+  ASSERT_EQ(run.problems.size(), 6u);
+  EXPECT_EQ(run.problems.back(), "metrics.jsonl: 45 more lines skipped");
+  ReportOptions o;
+  o.now = 1e9;
+  const std::string html = ReportHtml(run, o);
+  EXPECT_NE(html.find("Training loss: nothing logged yet."), std::string::npos);
+}
+
+TEST_F(RunDataTest, HeartbeatsAndAStallThatWasNotGotPast) {
+  Write("metrics.jsonl", Step(1, 1) + Step(2, 2));
+  Write("heartbeat/rank-0.json",
+        "{\"rank\":0,\"host\":\"n1\",\"step\":2,\"time\":5,\"finished\":false,"
+        "\"waiting\":{\"in\":\"MPI_Allreduce\",\"seconds\":30}}");
+  Write("heartbeat/rank-1.json", "{\"rank\":1,\"ho");  // being replaced: reported, skipped
+  Write("heartbeat/stalled-abc.json",
+        "{\"rank\":0,\"host\":\"n1\",\"step\":2,\"culprit\":\"rank 1 (n2) "
+        "stopped answering\"}");
+  const RunData run = LoadRun(dir_);
+  ASSERT_EQ(run.heartbeats.size(), 1u);
+  EXPECT_EQ(run.heartbeats[0].waiting_in, "MPI_Allreduce");
+  EXPECT_EQ(run.problems.size(), 1u);
+  EXPECT_EQ(StateOf(run, run.modified + 1), RunState::Stopped);
+  EXPECT_NE(HeadlineOf(run, run.modified + 1).stop.find("stalled at step 2: rank 1 (n2)"),
+            std::string::npos);
+}
+
+TEST_F(RunDataTest, AFolderWithoutARunIsAnError) {
+  EXPECT_THROW(LoadRun(dir_), Error);
+  EXPECT_THROW(LoadRun(dir_ + "/missing"), Error);
+  Write("summary.json", "{\"finished\": true, \"rank_batches\": [10, 10]}");
+  const RunData run = LoadRun(dir_);
+  EXPECT_EQ(StateOf(run, 0), RunState::Finished);
+  EXPECT_EQ(HeadlineOf(run, 0).world_size, 2);
+}
+
+}  // namespace
+}  // namespace dlh::report
