@@ -12,7 +12,8 @@ namespace {
 // Colours a reader tells apart, in the order series take them.
 const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                 "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
-constexpr double kLeft = 70, kRight = 20, kTop = 48, kBottom = 46;  // margins, pixels
+constexpr double kLeft = 70, kRight = 20, kBottom = 46;  // margins, pixels
+constexpr double kLegendRow = 14;  // a legend row's height; the plot starts below the last
 // More rules than this are drawn without their text (checkpoints every 100 steps would
 // bury the plot); their tooltips still name them.
 constexpr size_t kMaxRuleLabels = 12;
@@ -120,6 +121,19 @@ std::string Number(double value) {
 std::string Render(const Chart& chart) {
   const double width = chart.width, height = chart.height;
   Axis x{0, 1, kLeft, width - kRight, chart.log_x};
+  // The legend wraps into as many rows as it needs; the plot starts below them.
+  std::vector<std::pair<double, double>> legend_at;  // per named series: x, baseline y
+  {
+    double lx = kLeft, ly = 36;
+    for (const Series& s : chart.series) {
+      if (s.name.empty()) continue;
+      const double item = 28 + 6.5 * double(s.name.size());
+      if (lx > kLeft && lx + item > width - kRight) lx = kLeft, ly += kLegendRow;
+      legend_at.emplace_back(lx, ly);
+      lx += item;
+    }
+  }
+  const double kTop = (legend_at.empty() ? 36 : legend_at.back().second) + 12;
   Axis y{0, 1, height - kBottom, kTop, chart.log_y};
   const bool categories = !chart.x_categories.empty();
 
@@ -202,11 +216,11 @@ std::string Render(const Chart& chart) {
           kLeft, kTop, width - kLeft - kRight, height - kTop - kBottom);
   out += Fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">",
              (kLeft + width - kRight) / 2, height - 8) +
-         Escape(chart.x_label) + "</text>\n";
+         Escape(chart.x_label + (chart.log_x ? " (log scale)" : "")) + "</text>\n";
   out += Fmt("<text transform=\"translate(14 %.1f) rotate(-90)\" font-size=\"12\" "
              "text-anchor=\"middle\">",
              (kTop + height - kBottom) / 2) +
-         Escape(chart.y_label) + "</text>\n";
+         Escape(chart.y_label + (chart.log_y ? " (log scale)" : "")) + "</text>\n";
 
   // Rules under the data.
   const bool rule_text = chart.x_rules.size() + chart.y_rules.size() <= kMaxRuleLabels;
@@ -218,9 +232,13 @@ std::string Render(const Chart& chart) {
                height - kBottom) +
            "stroke=\"" + color + "\" stroke-dasharray=\"4 3\"/><title>" + Escape(r.label) +
            "</title>";
+    // Text on the side with room: right of a line in the left half, left of one beyond.
+    const bool right_half = px > (kLeft + width - kRight) / 2;
     if (rule_text && !r.label.empty())
-      out += Fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"", px + 3, kTop + 11) +
-             color + "\">" + Escape(r.label) + "</text>";
+      out += Fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" ", right_half ? px - 3 : px + 3,
+                 kTop + 11) +
+             (right_half ? "text-anchor=\"end\" " : "") + "fill=\"" + color + "\">" +
+             Escape(r.label) + "</text>";
     out += "</g>\n";
   }
   for (const Rule& r : chart.y_rules) {
@@ -241,7 +259,7 @@ std::string Render(const Chart& chart) {
   // The data, and the legend above the plot.
   size_t bar_series = 0, bar_index = 0;
   for (const Series& s : chart.series) bar_series += s.style == Style::Bars;
-  double legend_x = kLeft;
+  size_t legend_item = 0;
   size_t palette = 0;
   for (const Series& s : chart.series) {
     const std::string color =
@@ -272,8 +290,8 @@ std::string Render(const Chart& chart) {
     } else if (s.style == Style::Points) {
       for (size_t i = 0; i < n; ++i)
         if (x.usable(s.x[i]) && y.usable(s.y[i]))
-          out += Fmt("<circle class=\"d\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"",
-                     x.pixel(s.x[i]), y.pixel(s.y[i])) +
+          out += Fmt("<circle class=\"d\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"",
+                     x.pixel(s.x[i]), y.pixel(s.y[i]), s.radius) +
                  color + "\" fill-opacity=\"0.8\">" + tooltip(i) + "</circle>";
     } else {
       // Bars at x share the slot (one x unit on a category axis) with the other bar series.
@@ -301,11 +319,12 @@ std::string Render(const Chart& chart) {
     }
     out += "</g>\n";
     if (!s.name.empty()) {
-      out += Fmt("<g font-size=\"11\"><rect x=\"%.1f\" y=\"28\" width=\"12\" height=\"8\" fill=\"",
-                 legend_x) +
-             color + Fmt("\"/><text x=\"%.1f\" y=\"36\">", legend_x + 16) + Escape(s.name) +
+      const auto [lx, ly] = legend_at[legend_item++];
+      out += Fmt("<g font-size=\"11\"><rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"8\" "
+                 "fill=\"",
+                 lx, ly - 8) +
+             color + Fmt("\"/><text x=\"%.1f\" y=\"%.1f\">", lx + 16, ly) + Escape(s.name) +
              "</text></g>\n";
-      legend_x += 28 + 6.5 * double(s.name.size());
     }
   }
   if (points == 0)

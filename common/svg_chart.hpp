@@ -32,6 +32,7 @@ struct Series {
   std::string color;                // CSS colour; empty: the next colour of the palette
   std::vector<std::string> labels;  // empty, or a tooltip per point (x and y are shown else)
   bool dashed = false;
+  double radius = 3.5;  // Points: the dots' radius in pixels (larger: a point to stand out)
 };
 
 // A vertical line across the plot at x (an event on a time axis: a checkpoint, a resume),
@@ -52,7 +53,8 @@ struct Chart {
   std::vector<Series> series;
   std::vector<Rule> x_rules;          // vertical lines at these x
   std::vector<Rule> y_rules;          // horizontal lines at these y
-  bool log_x = false, log_y = false;  // log10 axes (non-positive values are skipped)
+  bool log_x = false, log_y = false;  // log10 axes (non-positive values are skipped); the
+                                      // axis label says "log scale"
   // Axis range; NaN: from the data (and the rules), with a little room. Bars always
   // include 0.
   double x_min = kAuto, x_max = kAuto, y_min = kAuto, y_max = kAuto;

@@ -15,10 +15,12 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "common/atomic_file.hpp"
 #include "common/cli.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
@@ -32,6 +34,7 @@
 #include "estimator/comm_model.hpp"
 #include "estimator/engine_fingerprint.hpp"
 #include "estimator/features.hpp"
+#include "estimator/recommend_html.hpp"
 #include "estimator/recommender.hpp"
 #include "estimator/slurm_plan_cmd.hpp"
 #include "estimator/time_model.hpp"
@@ -618,6 +621,17 @@ std::vector<std::string> SplitList(const std::string& text) {
   return out;
 }
 
+// An output file's folder must exist: checked before any work, so a typo costs nothing.
+void CheckOutputFolder(const std::string& path, const std::string& option) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) throw UsageError(option + ": empty file name");
+  if (fs::is_directory(path, ec)) throw UsageError(option + ": " + path + " is a folder");
+  const fs::path folder = fs::path(path).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, ec))
+    throw UsageError(option + ": folder " + folder.string() + " does not exist");
+}
+
 int Recommend(const std::vector<std::string>& args) {
   po::options_description d("dlh-estimate recommend SPEC: options");
   // clang-format off
@@ -639,10 +653,13 @@ int Recommend(const std::vector<std::string>& args) {
         "weak scaling: this batch per GPU, global batch and lr grow with the GPUs (0: keep the spec's global batch)")
     ("margin", po::value<double>()->default_value(0.10), "safety margin on predicted time")
     ("top", po::value<int>()->default_value(5), "rows in the table")
-    ("json", "print the plan as JSON only");
+    ("json", "print the plan as JSON only")
+    ("html", po::value<std::string>(), "also write the decision as one HTML page: the chosen allocation, the candidates' time and energy, each GPU type's step-time line");
   // clang-format on
   po::variables_map vm;
   if (!Parse("recommend", args, d, {"SPEC"}, vm)) return kExitOk;
+  const std::string html = vm.count("html") ? Str(vm, "html") : "";
+  if (vm.count("html")) CheckOutputFolder(html, "--html");
   Job job;
   job.spec = LoadSpec(Str(vm, "SPEC"));
   job.features = ComputeFeatures(job.spec);
@@ -679,11 +696,16 @@ int Recommend(const std::vector<std::string>& args) {
     if (!cluster.gpu(t))
       throw UsageError("--types: " + cluster_path + " has no GPU type '" + t + "'");
 
+  if (!html.empty()) KeepCandidatesForPage(&job);
+
   auto t0 = std::chrono::steady_clock::now();
   Recommendation rec = dlh::Recommend(job, cluster);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Allocation& chosen = rec.feasible ? rec.ranked.front() : rec.fastest;
   nlohmann::json plan = PlanJson(job, rec, chosen);
+  if (!html.empty())
+    WriteFileAtomically(html,
+                        RecommendationHtml(job, cluster, rec, LoadSpeedCalibrations(cluster, rec)));
   if (vm.count("json")) {
     for (const std::string& w : StaleCalibrationWarnings(rec.speeds))
       std::fprintf(stderr, "dlh-estimate: warning: %s\n", w.c_str());
@@ -720,6 +742,7 @@ int Recommend(const std::vector<std::string>& args) {
                 plan["time_limit"].get<std::string>().c_str());
     std::printf("predicted %s: %s\n", HumanDuration(chosen.total_s).c_str(),
                 PhasesText(chosen.phases, chosen.steps).c_str());
+    if (!html.empty()) std::printf("wrote %s\n", html.c_str());
     return kExitOk;
   }
   row(0, rec.fastest);
@@ -729,6 +752,7 @@ int Recommend(const std::vector<std::string>& args) {
       HumanDuration(job.deadline_s).c_str(),
       HumanDuration(rec.fastest.total_s * (1 + job.margin)).c_str(), job.margin * 100,
       HumanDuration(rec.miss_s).c_str());
+  if (!html.empty()) std::printf("wrote %s\n", html.c_str());
   return kExitInfeasible;
 }
 

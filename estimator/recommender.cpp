@@ -282,6 +282,7 @@ class Enumerator {
     bytes_ = job.features.param_bytes();
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;
+    keep_rejected_ = job.rejected > 0 ? size_t(job.rejected) : 0;
     min_batch_.assign(types_.size(), std::numeric_limits<int64_t>::max());
   }
 
@@ -297,6 +298,7 @@ class Enumerator {
   bool have_fastest = false;
   Cand fastest;
   std::vector<Cand> best;           // a heap (worst on top) while running
+  std::vector<Cand> rejected;       // the same, of the ones left out (Job::rejected)
   std::vector<int64_t> min_batch_;  // smallest per-GPU batch asked of each type
 
  private:
@@ -409,9 +411,6 @@ class Enumerator {
   }
 
   // Completes a candidate whose parts, batches, compute_s and comm_s are set.
-  // Energy per step = sum over GPUs of idle W * step + (active - idle) W * own compute time:
-  // `busy_energy` is the second sum, `idle_watts` the GPUs' idle power, `base_watts` the
-  // nodes' base power.
   void Finish(Cand& c, double busy_energy, double idle_watts, double base_watts, bool fits) {
     const int64_t per_epoch = job_.samples / c.global;
     if (per_epoch <= 0) return;  // the global batch exceeds an epoch
@@ -419,9 +418,34 @@ class Enumerator {
     ++evaluated;
     for (int p = 0; p < c.parts; ++p)
       min_batch_[size_t(c.type[p])] = std::min(min_batch_[size_t(c.type[p])], c.batch[p]);
-    if (!fits) return;
+    if (!fits) {
+      // Predicted only to be shown as left out: the common case stays one comparison.
+      if (keep_rejected_ == 0) return;
+      Predict(c, per_epoch, busy_energy, idle_watts, base_watts);
+      Keep(c, keep_rejected_, &rejected);
+      return;
+    }
     ++fitting;
     c.fits = true;
+    Predict(c, per_epoch, busy_energy, idle_watts, base_watts);
+    if (!have_fastest || Faster(c, fastest)) {
+      fastest = c;
+      have_fastest = true;
+    }
+    if (!c.meets) {
+      if (keep_rejected_ > 0) Keep(c, keep_rejected_, &rejected);
+      return;
+    }
+    ++feasible;
+    Keep(c, keep_, &best);
+  }
+
+  // Steps, phases, time, energy, GPU-hours, whether it meets the deadline and the
+  // objective's key. Energy per step = sum over GPUs of idle W * step + (active - idle) W *
+  // own compute time: `busy_energy` is the second sum, `idle_watts` the GPUs' idle power,
+  // `base_watts` the nodes' base power.
+  void Predict(Cand& c, int64_t per_epoch, double busy_energy, double idle_watts,
+               double base_watts) const {
     c.steps = per_epoch * job_.epochs;
     c.step_s = c.compute_s + c.comm_s;
     const double steps = double(c.steps);
@@ -437,13 +461,7 @@ class Enumerator {
     c.energy_j = steps * (idle_watts * c.step_s + busy_energy) + c.total_s * base_watts +
                  (c.total_s - c.phases.steps_s) * idle_watts;
     c.gpu_hours = c.gpus * c.total_s / 3600;
-    if (!have_fastest || Faster(c, fastest)) {
-      fastest = c;
-      have_fastest = true;
-    }
     c.meets = job_.deadline_s <= 0 || c.total_s * (1 + job_.margin) <= job_.deadline_s;
-    if (!c.meets) return;
-    ++feasible;
     switch (job_.objective) {
       case Objective::Energy:
         c.key = c.energy_j;
@@ -455,15 +473,20 @@ class Enumerator {
         c.key = c.gpu_hours;
         break;
     }
-    if (keep_ == 0) {
-      best.push_back(c);
-    } else if (best.size() < keep_) {
-      best.push_back(c);
-      std::push_heap(best.begin(), best.end(), Better);
-    } else if (Better(c, best.front())) {
-      std::pop_heap(best.begin(), best.end(), Better);
-      best.back() = c;
-      std::push_heap(best.begin(), best.end(), Better);
+  }
+
+  // Adds c to `heap` (worst on top), which holds at most `bound` (0: no bound).
+  static void Keep(const Cand& c, size_t bound, std::vector<Cand>* heap) {
+    std::vector<Cand>& h = *heap;
+    if (bound == 0) {
+      h.push_back(c);
+    } else if (h.size() < bound) {
+      h.push_back(c);
+      std::push_heap(h.begin(), h.end(), Better);
+    } else if (Better(c, h.front())) {
+      std::pop_heap(h.begin(), h.end(), Better);
+      h.back() = c;
+      std::push_heap(h.begin(), h.end(), Better);
     }
   }
 
@@ -485,6 +508,7 @@ class Enumerator {
   double bytes_ = 0;
   bool weak_ = false;
   size_t keep_ = 0;
+  size_t keep_rejected_ = 0;
   uint32_t index_ = 0;
 };
 
@@ -518,6 +542,7 @@ void CheckJob(const Job& job) {
     fail("deadline and margin must not be negative");
   if (job.max_gpus < 0) fail("max_gpus must not be negative");
   if (job.top < 0) fail("top must not be negative");
+  if (job.rejected < 0) fail("rejected must not be negative");
 }
 
 bool Allowed(const Job& job, const std::string& gpu) {
@@ -736,6 +761,21 @@ void ExplainFastest(const Job& job, int fitting, Recommendation* rec) {
   }
 }
 
+// Why a candidate is left out: memory first (its time would not matter), else the deadline.
+std::string WhyRejected(const Job& job, const std::vector<TypeInfo>& ti, const Cand& c, int slots) {
+  for (int p = 0; p < c.parts && !c.fits; ++p) {
+    const TypeInfo& t = ti[size_t(c.type[p])];
+    if (c.batch[p] <= t.max_batch) continue;
+    return "out of memory: " +
+           Printf("%.3g", TrainingMemoryBytes(job.features, c.batch[p], slots) / 1e9) +
+           " GB per GPU at batch " + std::to_string(c.batch[p]) + ", " +
+           Printf("%.3g", kUsableMemory * t.gpu->memory_gb) + " GB usable on " + t.gpu->name;
+  }
+  return "misses " + DeadlineText(job) + ": " + Duration(c.total_s) + " predicted, " +
+         Duration(c.total_s * (1 + job.margin)) + " with the " + Printf("%.0f", job.margin * 100) +
+         "% margin";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- public
@@ -893,6 +933,12 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
     rec.ranked.reserve(e.best.size());
     for (const Cand& c : e.best) rec.ranked.push_back(ToAllocation(job, e.types(), c, slots));
     ExplainRanked(job, e.feasible, &rec.ranked);
+  }
+  std::sort(e.rejected.begin(), e.rejected.end(), Better);
+  rec.rejected.reserve(e.rejected.size());
+  for (const Cand& c : e.rejected) {
+    rec.rejected.push_back(ToAllocation(job, e.types(), c, slots));
+    rec.rejected.back().why = WhyRejected(job, e.types(), c, slots);
   }
   ExplainFastest(job, e.fitting, &rec);
   return rec;

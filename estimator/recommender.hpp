@@ -55,6 +55,8 @@ struct Job {
                               // SIGUSR1 120 s before the limit) and the final checkpoint
   int top = 10;               // Recommendation::ranked keeps the best `top` (0: all; slow
                               // on large clusters, every one gets a `why` string)
+  int rejected = 0;           // Recommendation::rejected keeps this many (0: none); an
+                              // allocation out of memory is then predicted too
 };
 
 // How one GPU type's step time depends on its local batch: t(b) = fixed + per_sample * b
@@ -130,6 +132,12 @@ struct Recommendation {
   double miss_s = 0;               // fastest.total_s * (1+margin) - deadline when infeasible
   int candidates = 0;              // allocations considered
   std::map<std::string, DeviceSpeed> speeds;
+  // The best Job::rejected of the allocations left out, by the objective as `ranked` (best
+  // first), each with `why` saying what rules it out: "out of memory: 41.2 GB per GPU at
+  // batch 512, 36 GB usable on a100" (its time and energy are predicted all the same), or
+  // "misses the 3h deadline: 2h50m predicted, 3h07m with the 10% margin". Shows what the
+  // choice gave up (dlh-estimate recommend --html).
+  std::vector<Allocation> rejected;
 };
 
 // Throws EstimateError when nothing fits at all (e.g. the model exceeds every GPU's memory).

@@ -107,6 +107,15 @@ assert p["predicted"]["total_s"] * 1.1 <= 3 * 3600 + 1e-6
 assert p["time_limit"]
 PY
 check "JSON plan: feasible, GPUs add up, predicted time within the deadline"
+dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$CLUSTER" --json \
+  --html "$WORK/rec.html" >"$WORK/plan-html.json"
+cmp -s "$WORK/plan.json" "$WORK/plan-html.json" || fail "--html changed the JSON plan"
+[[ $(head -1 "$WORK/rec.html") == "<!DOCTYPE html>" ]] || fail "rec.html does not start with <!DOCTYPE html>"
+grep -q 'class="dlh-chart"' "$WORK/rec.html" || fail "rec.html has no chart"
+check "--html with --json: the same plan on stdout, and a page of $(grep -o 'class="dlh-chart"' "$WORK/rec.html" | wc -l) charts"
+expect_fail 2 "^dlh-estimate: --html: folder $WORK/nope does not exist" dlh-estimate recommend "$SPEC" \
+  --samples 60000 --cluster "$CLUSTER" --html "$WORK/nope/rec.html"
+[[ ! -e $WORK/nope ]] || fail "--html into a missing folder created it"
 rc=0; dlh-estimate recommend "$SPEC" --samples 60000000 --epochs 50 --deadline 10m --cluster "$CLUSTER" >"$WORK/imp.txt" || rc=$?
 [[ $rc -eq 3 ]] || { cat "$WORK/imp.txt"; fail "impossible deadline exited $rc, expected 3"; }
 grep -q "no allocation meets the deadline" "$WORK/imp.txt" || fail "impossible deadline not explained"
