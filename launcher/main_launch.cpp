@@ -161,7 +161,11 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("balance-history", po::value(&o->balance_history),
         "replay: the summary.json or a checkpoint (.h5) of the run whose splits to replay")
     ("progress", po::value(progress)->default_value("auto"),
-        "progress display on rank 0: auto (bar on a terminal, else plain lines), bar, plain, none");
+        "progress display on rank 0: auto (bar on a terminal, else plain lines), bar, plain, none")
+    ("trace", po::value(&o->trace_path),
+        "write a timeline of every rank (data wait, forward, backward, each gradient bucket's "
+        "allreduce, optimizer, checkpoints, evaluation) to FILE at the end of the run, in the "
+        "Chrome trace format: open it in https://ui.perfetto.dev or chrome://tracing");
   // clang-format on
   return d;
 }
@@ -209,6 +213,8 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   dlh::CheckAllreduceKind(o.allreduce);
   dlh::CheckDeviceKind(o.device);
   if (!(o.comm_timeout > 0)) throw dlh::UsageError("--comm-timeout: must be positive");
+  if (vm.count("trace") && o.trace_path.empty())
+    throw dlh::UsageError("--trace: needs a file name");
   o.checkpoint_epochs = !vm.count("no-epoch-checkpoints");
   o.resume = !vm.count("no-resume");
   o.stop_on_usr1 = vm.count("stop-on-usr1") > 0;

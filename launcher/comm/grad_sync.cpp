@@ -40,7 +40,12 @@ GradientSync::~GradientSync() {
     if (b.request != MPI_REQUEST_NULL) MPI_Request_free(&b.request);
 }
 
-void GradientSync::launch(Bucket& b, bool blocking) {
+void GradientSync::launch(size_t index, bool blocking) {
+  Bucket& b = buckets_[index];
+  if (options_.on_bucket) {
+    b.launched_at = std::chrono::steady_clock::now();
+    b.overlapped = !blocking;
+  }
   // A bucket of one tensor is reduced in place: no packing copies.
   float* data = b.buffer.data();
   if (b.params.size() == 1) {
@@ -55,17 +60,19 @@ void GradientSync::launch(Bucket& b, bool blocking) {
   }
   const size_t elements =
       b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size();
+  b.launched = true;
   if (options_.reducer) {
     options_.reducer->allreduce(data, elements);
-    b.launched = true;
+    report(index);
     return;
   }
   const int count = int(elements);
-  if (blocking)
+  if (blocking) {
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comm_));
-  else
+    report(index);
+  } else {
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, comm_, &b.request));
-  b.launched = true;
+  }
 }
 
 void GradientSync::poke() {
@@ -73,7 +80,22 @@ void GradientSync::poke() {
     if (buckets_[i].request == MPI_REQUEST_NULL) continue;
     int done = 0;
     MPI_CHECK(MPI_Test(&buckets_[i].request, &done, MPI_STATUS_IGNORE));
+    if (done) report(i);
   }
+}
+
+void GradientSync::report(size_t index) {
+  Bucket& b = buckets_[index];
+  if (!options_.on_bucket || b.reported) return;
+  b.reported = true;
+  BucketTiming t;
+  t.bucket = index;
+  t.bytes = sizeof(float) *
+            (b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size());
+  t.overlapped = b.overlapped;
+  t.launched = b.launched_at;
+  t.completed = std::chrono::steady_clock::now();
+  options_.on_bucket(t);
 }
 
 void GradientSync::layer_done(size_t layer) {
@@ -82,7 +104,7 @@ void GradientSync::layer_done(size_t layer) {
   // in Open MPI, whose libnbc schedules are not tuned like the blocking algorithms).
   if (!options_.overlap || options_.reducer || layer == 0) return;
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].min_layer >= layer) {
-    launch(buckets_[next_bucket_], /*blocking=*/false);
+    launch(next_bucket_, /*blocking=*/false);
     ++next_bucket_;
   }
   poke();
@@ -90,9 +112,12 @@ void GradientSync::layer_done(size_t layer) {
 
 double GradientSync::finish() {
   auto start = std::chrono::steady_clock::now();
-  while (next_bucket_ < buckets_.size()) launch(buckets_[next_bucket_++], /*blocking=*/true);
-  for (auto& b : buckets_) {
+  while (next_bucket_ < buckets_.size()) launch(next_bucket_++, /*blocking=*/true);
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
     if (b.request != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&b.request, MPI_STATUS_IGNORE));
+    report(i);
+    b.reported = false;
     if (b.params.size() == 1) {
       b.launched = false;
       continue;

@@ -8,7 +8,9 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "launcher/nn/named_array.hpp"
@@ -17,6 +19,17 @@ namespace dlh {
 
 class Allreducer;
 
+// One bucket's allreduce, for a timeline (dlh-launch train --trace): from its launch to the
+// moment this rank knew it complete. With MPI_Iallreduce that is the first MPI_Test (run after
+// each layer of backward) or the MPI_Wait in finish() that saw it done, so the end is late by
+// at most one layer's backward; a blocking call ends when it returns.
+struct BucketTiming {
+  size_t bucket = 0;        // index in launch order (0: the last layers' gradients)
+  size_t bytes = 0;         // gradient bytes summed
+  bool overlapped = false;  // launched during backward (false: in finish(), after it)
+  std::chrono::steady_clock::time_point launched, completed;
+};
+
 struct GradSyncOptions {
   size_t bucket_bytes = size_t(4) << 20;  // bytes per fused bucket; a larger tensor gets its own
   bool overlap = true;                    // start buckets during backward (false: all at the end)
@@ -24,6 +37,9 @@ struct GradSyncOptions {
   // instead of MPI on `comm`, and nothing starts during backward: the hierarchical
   // allreduce is a chain of blocking collectives, so it runs at the end.
   Allreducer* reducer = nullptr;
+  // When set, called on the calling thread once per bucket and step, as soon as the bucket is
+  // known complete (empty: no clock is read for it).
+  std::function<void(const BucketTiming&)> on_bucket;
 };
 
 class GradientSync {
@@ -50,9 +66,14 @@ class GradientSync {
     std::vector<float> buffer;   // packed gradients (empty for a one-tensor bucket)
     MPI_Request request = MPI_REQUEST_NULL;
     bool launched = false;
+    // For options_.on_bucket: when it was launched, whether during backward, and whether its
+    // completion was reported this step.
+    std::chrono::steady_clock::time_point launched_at;
+    bool overlapped = false, reported = false;
   };
-  void launch(Bucket& bucket, bool blocking);
-  void poke();  // lets MPI progress the outstanding requests
+  void launch(size_t index, bool blocking);
+  void poke();                // lets MPI progress the outstanding requests
+  void report(size_t index);  // bucket `index` is complete: tell options_.on_bucket once
 
   MPI_Comm comm_;
   std::vector<NamedParam> params_;

@@ -1,6 +1,7 @@
 // DLH — the CPU engine: the layer stack of launcher/nn/layers/ on host memory, gradients
 // summed by GradientSync (fused MPI buckets overlapped with backward) or, for the
 // hierarchical algorithm, by the CPU HierarchicalAllreducer at the end of backward.
+#include <functional>
 #include <memory>
 
 #include "launcher/comm/allreduce.hpp"
@@ -18,7 +19,8 @@ class CpuEngine : public Engine {
       : comm_(c.comm),
         input_(c.spec->input),
         net_(*c.spec),
-        opt_(MakeOptimizer(c.spec->optimizer)) {
+        opt_(MakeOptimizer(c.spec->optimizer)),
+        on_forward_done_(c.on_forward_done) {
     net_.init(c.spec->seed);
     reducer_ = MakeAllreducer(c.allreduce, c.comm, c.node_of_rank);
     GradSyncOptions sync = c.sync;
@@ -56,6 +58,7 @@ class CpuEngine : public Engine {
     StepSums sums;
     sums.loss =
         SoftmaxCrossEntropy(logits, batch.labels.data(), loss_scale, &grad_logits_, &sums.correct);
+    if (on_forward_done_) on_forward_done_();
     net_.backward(grad_logits_, [&](size_t layer) { sync_->layer_done(layer); });
     return sums;
   }
@@ -124,6 +127,7 @@ class CpuEngine : public Engine {
   Shape3 input_;
   Network net_;
   std::unique_ptr<Optimizer> opt_;
+  std::function<void()> on_forward_done_;
   std::unique_ptr<Allreducer> reducer_;
   std::unique_ptr<GradientSync> sync_;
   std::string allreduce_name_;

@@ -34,6 +34,10 @@ struct EngineConfig {
   int device = -1;              // GPU index among the visible ones (-1: local_rank modulo count)
   double comm_timeout_s = 300;  // GPU: a collective stalled this long aborts the job
   int max_batch = 0;            // largest local batch any call will pass (training or evaluation)
+  // When set, forward_backward() calls it between the loss and backward, so that a timeline
+  // (dlh-launch train --trace) can show the two apart. The GPU engine then waits for the
+  // forward kernels first, so the time is the device's, not that of queueing them.
+  std::function<void()> on_forward_done;
 };
 
 struct StepSums {       // over this rank's samples

@@ -61,6 +61,22 @@ double Origin(const RunData& run) {
   return t0;
 }
 
+// The unit of a time axis over the whole run: seconds, minutes or hours, whichever keeps
+// its numbers between about 1 and 100.
+struct TimeUnit {
+  double seconds;
+  const char* label;
+};
+TimeUnit TimeUnitOf(const RunData& run, double t0) {
+  double last = t0;
+  for (const StepRecord& s : run.steps) last = std::max(last, s.t);
+  for (const EventRecord& e : run.events) last = std::max(last, e.t);
+  const double span = last - t0;
+  if (span < 180) return {1, "seconds since the run started"};
+  if (span < 3 * 3600) return {60, "minutes since the run started"};
+  return {3600, "hours since the run started"};
+}
+
 std::string Clock(double unix_s) {
   if (!(unix_s > 0)) return "n/a";
   const std::time_t t = std::time_t(unix_s);
@@ -139,14 +155,15 @@ void Training(const RunData& run, const ReportOptions& o, HtmlPage* page) {
 void Speed(const RunData& run, const ReportOptions& o, HtmlPage* page) {
   page->heading("Speed");
   const double t0 = Origin(run);
-  Chart rate{"Samples per second", t0 > 0 ? "minutes since the run started" : "step", "samples/s"};
+  const TimeUnit unit = TimeUnitOf(run, t0);
+  Chart rate{"Samples per second", t0 > 0 ? unit.label : "step", "samples/s"};
   rate.series = PerAttempt(
       run, [](const StepRecord& s) { return s.samples_per_s; }, o.max_points);
   if (t0 > 0) {  // on the wall clock: gaps are the time between attempts
     std::map<int, Series> by;
     for (const StepRecord& s : run.steps) {
       if (!(s.t > 0)) continue;
-      by[s.attempt].x.push_back((s.t - t0) / 60);
+      by[s.attempt].x.push_back((s.t - t0) / unit.seconds);
       by[s.attempt].y.push_back(s.samples_per_s);
     }
     rate.series.clear();
@@ -252,12 +269,14 @@ void Timeline(const RunData& run, const ReportOptions& o, HtmlPage* page) {
         "This run's records carry no wall-clock time (written by an older dlh-launch).");
     return;
   }
-  Chart tl{"Steps over time: attempts, checkpoints, signals, resumes",
-           "minutes since the run started", "step"};
+  Chart tl{"Steps over time: attempts, checkpoints, signals, resumes", "", "step"};
+  const TimeUnit unit = TimeUnitOf(run, t0);
+  tl.x_label = unit.label;
   std::map<int, Series> by;
   for (const StepRecord& s : run.steps)
     if (s.t > 0)
-      by[s.attempt].x.push_back((s.t - t0) / 60), by[s.attempt].y.push_back(double(s.step));
+      by[s.attempt].x.push_back((s.t - t0) / unit.seconds),
+          by[s.attempt].y.push_back(double(s.step));
   for (auto& [attempt, s] : by) {
     s.name = AttemptName(attempt);
     tl.series.push_back(Thin(std::move(s), o.max_points));
@@ -267,7 +286,7 @@ void Timeline(const RunData& run, const ReportOptions& o, HtmlPage* page) {
   ckpt.color = "#444";
   std::vector<std::vector<std::string>> rows = {{"time", "event", "step", "details"}};
   for (const EventRecord& e : run.events) {
-    const double m = e.t > 0 ? (e.t - t0) / 60 : kNan;
+    const double m = e.t > 0 ? (e.t - t0) / unit.seconds : kNan;
     std::string details;
     if (e.event == "checkpoint") {
       ckpt.x.push_back(m), ckpt.y.push_back(double(e.step));

@@ -74,6 +74,7 @@ void CheckpointWriter::run() {
     const auto start = std::chrono::steady_clock::now();
     try {
       done.step = state.step;
+      done.started = start;
       done.path = dir_.save(state, keep_);
       done.write_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,6 +3,7 @@
 // split of snapshot and persist, Mohan et al., FAST '21).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -23,6 +24,9 @@ struct WrittenCheckpoint {
   std::string path;
   double write_seconds = 0;  // the writer's time for the whole CheckpointDir::save
   uint64_t bytes = 0;        // file size
+  // When the writer thread began it: with write_seconds, the write's place on a timeline
+  // (metrics.jsonl, --trace).
+  std::chrono::steady_clock::time_point started;
 };
 
 // One writer thread for the checkpoints of one CheckpointDir. At most one write runs and

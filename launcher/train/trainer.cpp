@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "common/atomic_file.hpp"
@@ -48,6 +49,7 @@
 #include "launcher/train/plan.hpp"
 #include "launcher/train/signals.hpp"
 #include "launcher/train/split_history.hpp"
+#include "launcher/train/trace.hpp"
 
 namespace dlh {
 namespace {
@@ -75,6 +77,18 @@ std::string DescribeSplit(const std::vector<int64_t>& batches) {
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Wall-clock time, the "t" of metrics.jsonl records: what puts a run (and the runs before
+// and after a requeue) on one time axis with other logs.
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+const char* SignalName(int signal) {
+  return signal == SIGUSR1 ? "SIGUSR1" : signal == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
 uint32_t Crc(uint32_t crc, const std::vector<NamedArray>& arrays) {
@@ -117,7 +131,7 @@ struct StepTimes {
 struct StepControl {
   double loss_sum = 0;     // over the global batch
   double correct_sum = 0;  // likewise
-  int signal = 0;          // SIGTERM (also for SIGINT), SIGUSR1 or 0, whichever rank got it
+  int signal = 0;          // SIGINT, SIGTERM, SIGUSR1 or 0, whichever rank got it
   bool time_due = false;   // rank 0's clock says a time-based checkpoint is due
 };
 
@@ -167,7 +181,15 @@ class Trainer {
   // After the last step, in order.
   void finish();
   uint32_t check_ranks_agree();
+  void record_end();
   void write_summary(uint32_t crc);
+  void write_trace();
+
+  // Appends `record` to metrics.jsonl (rank 0) with "t", the Unix time now unless it has one.
+  void append_metrics(nlohmann::json record);
+  void record_start();
+  // --trace: checks the file collectively, then every rank takes the common origin.
+  void start_trace();
 
   EvalResult evaluate();
   void say(const std::string& text);
@@ -203,6 +225,12 @@ class Trainer {
   const int rank_, size_;
   mpi::Comm local_;
   const std::string host_;
+  // The timeline (--trace), null without it; trace_step_ is the step (counted from 1, as in
+  // metrics.jsonl) its events belong to, forward_done_ the end of the step's forward.
+  std::unique_ptr<Tracer> tracer_;
+  int64_t trace_step_ = -1;
+  Clock::time_point forward_done_;
+  double trace_origin_unix_ = 0;  // the origin's Unix time (rank 0's goes in the metadata)
 
   // Inputs.
   TrainSpec spec_;
@@ -211,6 +239,8 @@ class Trainer {
   Binding binding_;
   std::string run_dir_;
   CheckpointDir ckpt_dir_{""};
+  std::string run_id_;  // the peer watch's, in heartbeats and metrics.jsonl's start record
+  int hosts_ = 0;       // distinct hosts of the ranks
 
   // Engine and the shape of the run.
   int64_t rank_offset_ = 0, rank_batch_ = 0;  // this rank's slice of the global batch
@@ -280,14 +310,25 @@ Trainer::Trainer(const TrainOptions& options, MPI_Comm world)
 }
 
 TrainResult Trainer::run() {
-  load_inputs();
-  start_engine();
-  resume();
+  start_trace();
+  {
+    TraceSpan span(tracer_.get(), TraceLane::Compute, "load inputs", -1);
+    load_inputs();
+  }
+  {
+    TraceSpan span(tracer_.get(), TraceLane::Compute, "start engine", -1);
+    start_engine();
+  }
+  {
+    TraceSpan span(tracer_.get(), TraceLane::Compute, "resume", -1);
+    resume();
+  }
   announce();
   open_loop();
   while (keep_training()) {
     StepTimes times;
     times.start = Clock::now();
+    trace_step_ = step_ + 1;
     const StepSums sums = compute_step(&times);
     const StepControl control = sync_control(sums, &times);
     const double lr = advance();
@@ -296,10 +337,27 @@ TrainResult Trainer::run() {
     handle_signal(control.signal);
     record(control, lr, times);
     evaluate_epoch();
+    if (tracer_) tracer_->slice(TraceLane::Step, "step", times.start, Clock::now(), trace_step_);
   }
   finish();
-  write_summary(check_ranks_agree());
+  const uint32_t crc = check_ranks_agree();
+  record_end();
+  write_summary(crc);
+  write_trace();
   return result_;
+}
+
+// With --trace, a file that cannot be written fails every rank before anything else happens;
+// the origin comes right after a barrier, so every rank's times count from (nearly) the same
+// moment.
+void Trainer::start_trace() {
+  if (o_.trace_path.empty()) return;
+  RunCollectively(comm_.get(), [&] {
+    if (rank_ == 0) CheckTracePath(o_.trace_path);
+  });
+  MPI_CHECK(MPI_Barrier(comm_.get()));
+  tracer_ = std::make_unique<Tracer>(Clock::now());
+  trace_origin_unix_ = UnixSeconds();
 }
 
 // Every rank reads the spec, plan and data itself, so any failure (a typo in the spec, a
@@ -371,6 +429,7 @@ void Trainer::start_peer_watch() {
   w.timeout_s = o_.comm_timeout;
   w.heartbeat_dir = run_dir_ + "/heartbeat";
   w.run_id = mpi::BroadcastString(comm_.get(), mine);
+  run_id_ = w.run_id;
   w.rank = rank_;
   w.size = size_;
   w.host = host_;
@@ -459,6 +518,9 @@ void Trainer::set_split(const std::vector<int64_t>& batches) {
 void Trainer::change_split(const std::vector<int64_t>& batches, const BalanceDecision* why) {
   set_split(batches);
   record_split(step_, batches);
+  if (tracer_)
+    tracer_->instant("split change", Clock::now(), trace_step_, "rank_batches",
+                     FormatBatches(batches));
   if (rank_ != 0) return;
   nlohmann::json rec = {{"event", "balance"}, {"step", step_}, {"rank_batches", batches}};
   std::string how;
@@ -467,7 +529,7 @@ void Trainer::change_split(const std::vector<int64_t>& batches, const BalanceDec
     rec["imbalance"] = why->imbalance;
     how = Printf(" (the slowest rank was %.0f%% behind the ideal step)", 100 * why->imbalance);
   }
-  log_->write(rec);
+  append_metrics(rec);
   constexpr int kLines = 10;
   if (++balance_lines_ <= kLines)
     say("balance: from step " + std::to_string(step_) + " rank batches " + FormatBatches(batches) +
@@ -499,6 +561,7 @@ void Trainer::start_engine() {
   ec.spec = &spec_;
   ec.comm = comm_.get();
   ec.node_of_rank = GatherNodeNames(comm_.get());
+  hosts_ = int(std::set<std::string>(ec.node_of_rank.begin(), ec.node_of_rank.end()).size());
   ec.allreduce = o_.allreduce;
   ec.sync = o_.sync;
   ec.local_rank = binding_.local_rank;
@@ -506,6 +569,14 @@ void Trainer::start_engine() {
   ec.comm_timeout_s = o_.comm_timeout;
   ec.max_batch = int(
       std::max<int64_t>(balance_ == BalanceMode::Off ? rank_batch_ : max_rank_batch_, kEvalChunk));
+  // --trace: forward apart from backward, and each bucket's allreduce (the CPU engine's; the
+  // GPU engine reports no buckets).
+  if (tracer_) {
+    ec.on_forward_done = [this] { forward_done_ = Clock::now(); };
+    ec.sync.on_bucket = [this](const BucketTiming& b) {
+      tracer_->allreduce(b.launched, b.completed, trace_step_, b.bucket, b.bytes, b.overlapped);
+    };
+  }
   std::string device_note;
   engine_ = MakeEngine(o_.device, ec, &device_note);
   steps_per_epoch_ = data_.train.count / spec_.batch_size;
@@ -722,6 +793,32 @@ void Trainer::open_loop() {
   train_start_ = Clock::now();
   last_ckpt_ = Clock::now();
   first_step_ = step_;
+  record_start();
+}
+
+// metrics.jsonl's first record of each run (also a resumed one): where it starts, on what,
+// and the plan it was given, so that a file holding several runs reads on its own.
+void Trainer::record_start() {
+  if (rank_ != 0) return;
+  nlohmann::json rec = {{"event", "start"},
+                        {"step", step_},
+                        {"resumed_from", nullptr},
+                        {"run_id", run_id_},
+                        {"world_size", size_},
+                        {"hosts", hosts_},
+                        {"device", engine_->device_name()},
+                        {"rank_batches", rank_batches_},
+                        {"spec_name", spec_.name},
+                        {"total_steps", total_steps_}};
+  if (!resume_path_.empty()) rec["resumed_from"] = resume_path_;
+  // The plan was parsed (and checked) by load_inputs; here it is kept as given.
+  if (plan_.present) rec["plan"] = nlohmann::json::parse(o_.plan_json, nullptr, false);
+  append_metrics(rec);
+}
+
+void Trainer::append_metrics(nlohmann::json record) {
+  if (!record.contains("t")) record["t"] = UnixSeconds();
+  log_->write(record);
 }
 
 // Every rank decides alike: the counters and the stop flag are the same on all ranks.
@@ -733,28 +830,38 @@ bool Trainer::keep_training() const {
 // sums across ranks run during backward and are complete when this returns.
 StepSums Trainer::compute_step(StepTimes* times) {
   Batch batch = loader_->next();
-  times->data = Since(times->start);
+  const auto t_compute = Clock::now();
+  times->data = Seconds(t_compute - times->start);
   if (batch.epoch != epoch_ || batch.step_in_epoch != step_in_epoch_)
     throw Error("data loader out of step (internal error)");
 
-  auto t_compute = Clock::now();
   ForwardContext ctx;
   ctx.training = true;
   ctx.seed = spec_.seed;
   ctx.step = uint64_t(step_);
   ctx.rank = rank_;
   const StepSums sums = engine_->forward_backward(batch, ctx, loss_scale_);
-  times->compute = Since(t_compute);
+  const auto t_backward = Clock::now();
+  times->compute = Seconds(t_backward - t_compute);
   times->allreduce = engine_->finish_gradients();
   compute_seconds_ += times->compute;
+  if (tracer_) {
+    const auto t_end = Clock::now();
+    tracer_->slice(TraceLane::Compute, "data wait", times->start, t_compute, trace_step_);
+    tracer_->slice(TraceLane::Compute, "forward", t_compute, forward_done_, trace_step_);
+    tracer_->slice(TraceLane::Compute, "backward", forward_done_, t_backward, trace_step_);
+    tracer_->slice(TraceLane::Compute, "allreduce wait", t_backward, t_end, trace_step_);
+  }
   return sums;
 }
 
 // Control values, summed: loss, correct, then batchnorm statistics weighted by this rank's
-// share of the batch. Flags, maxed: a pending signal (2: stop, 1: checkpoint) and a
-// time-based checkpoint request (rank 0's clock decides). A rank may have been signalled
+// share of the batch. Flags, maxed: a pending signal (3 SIGINT or 2 SIGTERM: stop, 1 SIGUSR1:
+// checkpoint; kept apart so that metrics.jsonl and the exit code name the one that came) and
+// a time-based checkpoint request (rank 0's clock decides). A rank may have been signalled
 // alone (a user's kill); the allreduce tells everyone at the same step.
 StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
+  TraceSpan span(tracer_.get(), TraceLane::Compute, "control allreduce", trace_step_);
   auto t_ctrl = Clock::now();
   const int sig = TakePendingSignal();
   control_[0] = sums.loss;
@@ -777,9 +884,10 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
     }
   }
   int64_t flags[4] = {
-      sig == SIGTERM || sig == SIGINT ? 2
-      : sig == SIGUSR1                ? 1
-                                      : 0,
+      sig == SIGINT    ? 3
+      : sig == SIGTERM ? 2
+      : sig == SIGUSR1 ? 1
+                       : 0,
       rank_ == 0 && o_.checkpoint_seconds > 0 && Since(last_ckpt_) >= o_.checkpoint_seconds,
       written_step, write_failed};
   int64_t flags_max[4];
@@ -802,7 +910,10 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
   StepControl control;
   control.loss_sum = control_sum_[0];
   control.correct_sum = control_sum_[1];
-  control.signal = flags_max[0] == 2 ? SIGTERM : flags_max[0] == 1 ? SIGUSR1 : 0;
+  control.signal = flags_max[0] == 3   ? SIGINT
+                   : flags_max[0] == 2 ? SIGTERM
+                   : flags_max[0] == 1 ? SIGUSR1
+                                       : 0;
   control.time_due = flags_max[1] > 0;
   return control;
 }
@@ -811,7 +922,10 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
 // the only place a checkpoint may be taken. Returns the learning rate used.
 double Trainer::advance() {
   const double lr = LearningRate(spec_, step_ - step_base_, steps_per_epoch_);
-  engine_->update(lr, step_);
+  {
+    TraceSpan span(tracer_.get(), TraceLane::Compute, "optimizer", trace_step_);
+    engine_->update(lr, step_);
+  }
   ++step_;
   SetPeerWatchStep(step_);
   samples_seen_ += spec_.batch_size;
@@ -844,6 +958,7 @@ void Trainer::rebalance(const StepTimes& times) {
   // Every rank has the same window length, so all skip or decide alike. A short window (the
   // first after a resume) waits for the next multiple.
   if (step_ % o_.balance_every != 0 || int64_t(window_.size()) < (o_.balance_every + 1) / 2) return;
+  const auto t_decide = Clock::now();
   const double mine = Median(window_);
   window_.clear();
   std::vector<double> medians(size_t(size_), 0);
@@ -862,6 +977,9 @@ void Trainer::rebalance(const StepTimes& times) {
     next = decision.batches;
   });
   MPI_CHECK(MPI_Bcast(next.data(), size_, MPI_INT64_T, 0, comm_.get()));
+  if (tracer_)
+    tracer_->slice(TraceLane::Compute, "balance", t_decide, Clock::now(), trace_step_,
+                   {{"changed", next != rank_batches_}}, "rank_batches", FormatBatches(next));
   if (next != rank_batches_) change_split(next, rank_ == 0 ? &decision : nullptr);
 }
 
@@ -887,11 +1005,17 @@ double Trainer::write_checkpoint(Durability durability) {
   if (wait) waited_step_ = step_;
   RunCollectively(comm_.get(), [&] {
     if (rank_ != 0) return;
-    writer_->submit([&](TrainState* st) { snapshot(st); });
+    writer_->submit([&](TrainState* st) {
+      TraceSpan span(tracer_.get(), TraceLane::Compute, "checkpoint snapshot", trace_step_);
+      snapshot(st);
+    });
     if (wait) writer_->wait();
   });
   if (wait) collect_written();
   last_ckpt_ = Clock::now();
+  if (tracer_)
+    tracer_->slice(TraceLane::Compute, "checkpoint", t, last_ckpt_, trace_step_,
+                   {{"waited", wait}});
   const double took = Since(t);
   checkpoint_seconds_ += took;
   return took;
@@ -920,12 +1044,20 @@ void Trainer::snapshot(TrainState* st) const {
 void Trainer::note_written(const WrittenCheckpoint& written) {
   checkpoint_write_seconds_ += written.write_seconds;
   ++checkpoints_written_;
-  log_->write({{"event", "checkpoint"},
-               {"step", written.step},
-               {"path", written.path},
-               {"write_s", written.write_seconds},
-               {"bytes", written.bytes},
-               {"background", written.step != waited_step_}});
+  const Clock::time_point done =
+      written.started + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(written.write_seconds));
+  if (tracer_)
+    tracer_->slice(TraceLane::Writer, "checkpoint write", written.started, done, written.step,
+                   {{"bytes", int64_t(written.bytes)}});
+  // "t": when the file was on disk, not when the loop learnt of it.
+  append_metrics({{"event", "checkpoint"},
+                  {"t", UnixSeconds() - Since(done)},
+                  {"step", written.step},
+                  {"path", written.path},
+                  {"write_s", written.write_seconds},
+                  {"bytes", written.bytes},
+                  {"background", written.step != waited_step_}});
 }
 
 // After the writer was waited for (collectively): every rank learns the newest file on
@@ -947,6 +1079,12 @@ void Trainer::collect_written() {
 // preemption) stop the run; SIGUSR1 (the pre-timeout warning) stops it only when asked to.
 void Trainer::handle_signal(int signal) {
   if (signal == 0) return;
+  if (tracer_) tracer_->instant("signal", Clock::now(), trace_step_, "signal", SignalName(signal));
+  if (rank_ == 0)
+    append_metrics({{"event", "signal"},
+                    {"step", step_},
+                    {"signal", SignalName(signal)},
+                    {"checkpoint", result_.last_checkpoint}});
   say(std::string(signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM/SIGINT") + " at step " +
       std::to_string(step_) + ": checkpoint written to " + result_.last_checkpoint);
   if (signal != SIGUSR1 || o_.stop_on_usr1) {
@@ -978,7 +1116,7 @@ void Trainer::record(const StepControl& control, double lr, const StepTimes& tim
   // The split the run started (or resumed) with; later changes have "balance" records.
   if (step_ == first_step_ + 1)
     rec["rank_batches"] = history_.empty() ? rank_batches_ : SplitAt(history_, step_ - 1);
-  log_->write(rec);
+  append_metrics(rec);
   progress_->step(step_ - step_base_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
                   double(spec_.batch_size) / ema_step_, ema_step_);
 }
@@ -992,11 +1130,11 @@ void Trainer::evaluate_epoch() {
   result_.test_accuracy = ev.accuracy;
   result_.test_loss = ev.loss;
   if (rank_ != 0) return;
-  log_->write({{"event", "eval"},
-               {"epoch", epoch_},
-               {"step", step_},
-               {"test_loss", ev.loss},
-               {"test_accuracy", ev.accuracy}});
+  append_metrics({{"event", "eval"},
+                  {"epoch", epoch_},
+                  {"step", step_},
+                  {"test_loss", ev.loss},
+                  {"test_accuracy", ev.accuracy}});
   char text[160];
   std::snprintf(text, sizeof text, "epoch %lld/%d: test accuracy %.2f%%, test loss %.4f",
                 (long long)epoch_, spec_.epochs, 100 * ev.accuracy, ev.loss);
@@ -1033,6 +1171,42 @@ uint32_t Trainer::check_ranks_agree() {
                                 " differs from rank 0's",
                             kExitFailure);
   return crc;
+}
+
+// metrics.jsonl's last record of a run that ends (not one that fails): how far it came and
+// why it stopped.
+void Trainer::record_end() {
+  if (rank_ != 0) return;
+  append_metrics(
+      {{"event", "end"},
+       {"step", step_},
+       {"finished", step_ >= total_steps_},
+       {"stop_signal", result_.stop_signal ? nlohmann::json(SignalName(result_.stop_signal))
+                                           : nlohmann::json(nullptr)},
+       {"train_seconds", elapsed_before_ + Since(train_start_)}});
+}
+
+// --trace: every rank's timeline into one file, by rank 0, also when a signal or --max-steps
+// stopped the run. Collective.
+void Trainer::write_trace() {
+  if (!tracer_) return;
+  const nlohmann::json metadata = {{"run", spec_.name},
+                                   {"run_dir", run_dir_},
+                                   {"world_size", size_},
+                                   {"first_step", first_step_},
+                                   {"last_step", step_},
+                                   {"steps", step_ - first_step_},
+                                   {"device", engine_->device_name()},
+                                   {"allreduce", engine_->allreduce_name()},
+                                   {"overlap", o_.sync.overlap},
+                                   {"bucket_bytes", o_.sync.bucket_bytes},
+                                   {"origin_unix_s", trace_origin_unix_},
+                                   {"max_events_per_rank", Tracer::kMaxEvents}};
+  const uint64_t dropped = WriteTrace(*tracer_, comm_.get(), rank_, host_, o_.trace_path, metadata);
+  say("trace: " + o_.trace_path + " (open it in https://ui.perfetto.dev)" +
+      (dropped ? "; " + std::to_string(dropped) + " events dropped past " +
+                     std::to_string(Tracer::kMaxEvents) + " per rank"
+               : ""));
 }
 
 // summary.json is what a job monitor or the next job in a chain reads: written atomically,
@@ -1144,6 +1318,7 @@ void Trainer::write_summary(uint32_t crc) {
 // Each rank evaluates a contiguous slice of the test set; the sums are combined.
 // Collective.
 EvalResult Trainer::evaluate() {
+  TraceSpan span(tracer_.get(), TraceLane::Compute, "evaluation", trace_step_);
   const DataSplit& test = data_.test;
   const int64_t first = test.count * rank_ / size_, last = test.count * (rank_ + 1) / size_;
   const int64_t per = test.shape.elements();

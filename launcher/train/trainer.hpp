@@ -55,6 +55,9 @@ struct TrainOptions {
   std::string device = "auto";     // auto, cpu or cuda (see device.hpp)
   double comm_timeout = 300;       // seconds a collective may wait for a stopped peer
   ProgressMode progress = ProgressMode::Auto;
+  // --trace: the timeline of every rank, written by rank 0 at the end of the run (trace.hpp);
+  // empty: none.
+  std::string trace_path;
 };
 
 struct TrainResult {

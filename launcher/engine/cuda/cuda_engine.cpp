@@ -86,6 +86,11 @@ class CudaEngine : public Engine {
     stage(batch.images.data(), batch.labels.data(), n);
     forward(n, ctx);
     loss(n, loss_scale, grad_a_.get());
+    if (config_.on_forward_done) {
+      // Only when timed (--trace): the host waits for forward, so its time is the GPU's.
+      CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+      config_.on_forward_done();
+    }
     float* dy = grad_a_.get();
     for (size_t k = layers_.size(); k-- > 0;) {
       const float* in = k == 0 ? input_.get() : acts_[k - 1].get();
