@@ -441,11 +441,38 @@ void Device(const RunData& run, HtmlPage* page) {
   std::string device;
   for (const EventRecord* e : run.events_named("start")) device = e->data.value("device", device);
   if (device.empty() && run.summary.is_object()) device = run.summary.value("device", device);
-  // Nothing samples them yet: the CPU engine has no counters worth showing, and the GPU
-  // engine does not read NVML. Said, rather than left out, so nobody looks for them.
-  page->paragraph("Not measured" + (device.empty() ? std::string() : " (device: " + device + ")") +
-                  ": dlh-launch does not sample device utilisation, memory or power yet; the "
-                  "plan's predicted energy is under \"The plan against what happened\".");
+  // Each rank's process (summary.json): CPU cores kept busy and peak resident memory.
+  const nlohmann::json& s = run.summary;
+  if (s.is_object() && s.contains("rank_process") && s["rank_process"].is_object()) {
+    const nlohmann::json& p = s["rank_process"];
+    const std::pair<const char*, const char*> kinds[] = {
+        {"cpu_cores_busy", "CPU cores busy (CPU time / wall time)"},
+        {"peak_rss_mib", "peak resident memory (MiB)"}};
+    for (const auto& [key, title] : kinds) {
+      if (!p.contains(key) || !p[key].is_array()) continue;
+      Chart c{std::string("Each rank's process: ") + title, "rank", title};
+      Series b{key, Style::Bars};
+      b.name.clear();
+      for (size_t i = 0; i < p[key].size(); ++i)
+        if (p[key][i].is_number()) {
+          b.x.push_back(double(i));
+          b.y.push_back(p[key][i].get<double>());
+          c.x_categories.push_back(std::to_string(i));
+        }
+      c.series.push_back(b);
+      c.height = 240;
+      Add(c, page);
+    }
+  }
+  // The device itself is not sampled: the CPU engine's counters are the process's above,
+  // and the GPU engine does not read NVML. Said, rather than left out.
+  page->paragraph(
+      "Measured for each rank's process over the last attempt (summary.json's "
+      "rank_process). Device utilisation, memory and power" +
+      (device.empty() ? std::string() : " (device: " + device + ")") +
+      " are not sampled yet: the GPU engine does not read NVML, and no energy is "
+      "measured; the plan's predicted energy is under \"The plan against what "
+      "happened\".");
 }
 
 }  // namespace

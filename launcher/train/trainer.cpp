@@ -14,6 +14,7 @@
 // crosses phases (spec, engine, the loader cursor, the result) is a member.
 #include "launcher/train/trainer.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -53,6 +54,15 @@
 
 namespace dlh {
 namespace {
+
+// User plus system CPU seconds of this process so far (every thread: OpenBLAS's, the
+// loader's, the checkpoint writer's).
+double ProcessCpuSeconds() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 using Clock = std::chrono::steady_clock;
 // (predicted - measured) / measured, in percent.
@@ -282,6 +292,7 @@ class Trainer {
   double weight_ = 0;     // this rank's share of the global batch
   Clock::time_point launch_start_ = Clock::now();  // this process's run, start-up included
   Clock::time_point train_start_, last_ckpt_;
+  double cpu_at_start_ = 0;  // the process's CPU seconds when train_start_ was taken
   // This run's seconds in evaluations and checkpoints (inside the loop's time): summary.json
   // compares them with the plan's phases.
   double eval_seconds_ = 0, checkpoint_seconds_ = 0;
@@ -791,6 +802,7 @@ void Trainer::open_loop() {
   loss_scale_ = 1.0f / float(spec_.batch_size);
   weight_ = double(rank_batch_) / double(spec_.batch_size);
   train_start_ = Clock::now();
+  cpu_at_start_ = ProcessCpuSeconds();
   last_ckpt_ = Clock::now();
   first_step_ = step_;
   record_start();
@@ -1217,9 +1229,18 @@ void Trainer::write_summary(uint32_t crc) {
   result_.finished = step_ >= total_steps_;
   // Every rank's mean seconds per step in compute and blocked in the allreduces.
   const double steps_here = double(std::max<int64_t>(1, step_ - first_step_));
-  const double mine[2] = {compute_seconds_ / steps_here, allreduce_seconds_ / steps_here};
-  std::vector<double> per_rank(rank_ == 0 ? 2 * size_t(size_) : 0);
-  MPI_CHECK(MPI_Gather(mine, 2, MPI_DOUBLE, per_rank.data(), 2, MPI_DOUBLE, 0, comm_.get()));
+  // And what each rank's process used: its CPU time over the wall time of this run (2.0: two
+  // cores busy all along) and its peak resident memory. On a GPU the host side only.
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  const double wall_here = std::max(1e-9, Since(train_start_));
+  constexpr int kPerRank = 4;
+  const double mine[kPerRank] = {compute_seconds_ / steps_here, allreduce_seconds_ / steps_here,
+                                 (ProcessCpuSeconds() - cpu_at_start_) / wall_here,
+                                 double(usage.ru_maxrss) / 1024};  // KiB to MiB
+  std::vector<double> per_rank(rank_ == 0 ? kPerRank * size_t(size_) : 0);
+  MPI_CHECK(MPI_Gather(mine, kPerRank, MPI_DOUBLE, per_rank.data(), kPerRank, MPI_DOUBLE, 0,
+                       comm_.get()));
   if (rank_ != 0) return;
   char hex[16];
   std::snprintf(hex, sizeof hex, "%08x", crc);
@@ -1243,12 +1264,15 @@ void Trainer::write_summary(uint32_t crc) {
     for (int p : rank_parts_) types.push_back(plan_.parts[size_t(p)].gpu);
     summary["rank_gpu_types"] = types;
   }
-  std::vector<double> compute_s, allreduce_s;
+  std::vector<double> compute_s, allreduce_s, cpu_use, peak_mib;
   for (int r = 0; r < size_; ++r) {
-    compute_s.push_back(per_rank[2 * size_t(r)]);
-    allreduce_s.push_back(per_rank[2 * size_t(r) + 1]);
+    compute_s.push_back(per_rank[kPerRank * size_t(r)]);
+    allreduce_s.push_back(per_rank[kPerRank * size_t(r) + 1]);
+    cpu_use.push_back(per_rank[kPerRank * size_t(r) + 2]);
+    peak_mib.push_back(per_rank[kPerRank * size_t(r) + 3]);
   }
   summary["rank_step_seconds"] = {{"compute", compute_s}, {"allreduce", allreduce_s}};
+  summary["rank_process"] = {{"cpu_cores_busy", cpu_use}, {"peak_rss_mib", peak_mib}};
   // The loop's time held up by checkpoints against the writer's time: what the background
   // saved.
   summary["checkpoints"] = {{"mode", o_.checkpoint_sync ? "sync" : "background"},
