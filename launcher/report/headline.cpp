@@ -1,6 +1,7 @@
 // DLH — a run's headline figures (see headline.hpp).
 #include "launcher/report/headline.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -40,13 +41,11 @@ Headline HeadlineOf(const RunData& run, double now) {
   h.attempts = run.attempts;
   h.loss = h.accuracy = std::nan("");
   for (const EventRecord* e : run.events_named("start")) {
-    h.name = e->data.value("spec_name", h.name);
-    if (e->data.contains("total_steps") && e->data["total_steps"].is_number())
-      h.total_steps = e->data["total_steps"].get<int64_t>();
-    if (e->data.contains("world_size") && e->data["world_size"].is_number())
-      h.world_size = e->data["world_size"].get<int>();
-    if (e->data.contains("device") && e->data["device"].is_string())
-      h.device = e->data["device"].get<std::string>();
+    h.name = TextField(e->data, "spec_name", h.name);
+    h.total_steps = IntField(e->data, "total_steps", h.total_steps);
+    h.world_size =
+        int(std::clamp<int64_t>(IntField(e->data, "world_size", h.world_size), 0, 1 << 30));
+    h.device = TextField(e->data, "device", h.device);
   }
   if (const StepRecord* last = run.last_step()) {
     h.step = last->step;
@@ -70,7 +69,7 @@ Headline HeadlineOf(const RunData& run, double now) {
   for (const EventRecord* e : run.events_named("eval"))
     if (e->data.contains("test_accuracy") && e->data["test_accuracy"].is_number()) {
       h.test_accuracy = e->data["test_accuracy"].get<double>();
-      h.test_epoch = e->data.value("epoch", int64_t(0));
+      h.test_epoch = IntField(e->data, "epoch", 0);
     }
   if (!run.checkpoints.empty()) h.last_checkpoint = run.checkpoints.back();
   if (run.modified > 0) h.since_update_s = std::max(0.0, now - run.modified);
@@ -78,8 +77,7 @@ Headline HeadlineOf(const RunData& run, double now) {
   if (s.is_object()) {
     if (h.world_size == 0 && s.contains("rank_batches") && s["rank_batches"].is_array())
       h.world_size = int(s["rank_batches"].size());
-    if (h.device.empty() && s.contains("device") && s["device"].is_string())
-      h.device = s["device"].get<std::string>();
+    if (h.device.empty()) h.device = TextField(s, "device", "");
   }
   if (h.total_steps > 0 && h.step_s > 0 && h.state == RunState::Running)
     h.eta_s = double(std::max<int64_t>(0, h.total_steps - h.step)) * h.step_s;
@@ -88,15 +86,15 @@ Headline HeadlineOf(const RunData& run, double now) {
     const std::vector<const EventRecord*> signals = run.events_named("signal");
     if (h.state == RunState::Finished)
       h.stop = "finished";
-    else if (!run.stall.is_null() && run.stall.value("step", int64_t(0)) >= h.step)
-      h.stop = "stalled at step " + std::to_string(run.stall.value("step", int64_t(0))) + ": " +
-               run.stall.value("culprit", std::string("a peer stopped answering"));
+    else if (!run.stall.is_null() && IntField(run.stall, "step", 0) >= h.step)
+      h.stop = "stalled at step " + std::to_string(IntField(run.stall, "step", 0)) + ": " +
+               TextField(run.stall, "culprit", "a peer stopped answering");
     else if (!ends.empty() && ends.back()->data.contains("stop_signal") &&
              ends.back()->data["stop_signal"].is_string())
       h.stop = "stopped by " + ends.back()->data["stop_signal"].get<std::string>() +
                " after a checkpoint";
-    else if (s.is_object() && s.value("stop_signal", 0) != 0)
-      h.stop = "stopped by signal " + std::to_string(s.value("stop_signal", 0));
+    else if (s.is_object() && NumberField(s, "stop_signal", 0) != 0)
+      h.stop = "stopped by signal " + std::to_string(IntField(s, "stop_signal", 0));
     else
       h.stop = "no record since " + Duration(h.since_update_s) +
                ": killed, requeued and waiting, or on a host that was lost";

@@ -115,7 +115,7 @@ std::vector<Rule> StepRules(const RunData& run) {
     if (e.event == "start" && e.data.contains("resumed_from") && e.data["resumed_from"].is_string())
       rules.push_back({double(e.step), "resumed", "#2ca02c"});
     else if (e.event == "signal")
-      rules.push_back({double(e.step), e.data.value("signal", std::string("signal")), "#d62728"});
+      rules.push_back({double(e.step), TextField(e.data, "signal", "signal"), "#d62728"});
   }
   return rules;
 }
@@ -140,9 +140,9 @@ void Training(const RunData& run, const ReportOptions& o, HtmlPage* page) {
       continue;
     test.x.push_back(double(e->step));
     test.y.push_back(e->data["test_accuracy"].get<double>());
-    test.labels.push_back("epoch " + std::to_string(e->data.value("epoch", 0)) +
+    test.labels.push_back("epoch " + std::to_string(IntField(e->data, "epoch", 0)) +
                           ": test accuracy " + svg::Number(100 * test.y.back()) + "%, loss " +
-                          svg::Number(e->data.value("test_loss", kNan)));
+                          svg::Number(NumberField(e->data, "test_loss", kNan)));
   }
   if (!test.x.empty()) acc.series.push_back(test);
   acc.y_min = 0, acc.y_max = 1;
@@ -291,7 +291,7 @@ void Timeline(const RunData& run, const ReportOptions& o, HtmlPage* page) {
     if (e.event == "checkpoint") {
       ckpt.x.push_back(m), ckpt.y.push_back(double(e.step));
       ckpt.labels.push_back("checkpoint at step " + std::to_string(e.step) + ", " +
-                            svg::Number(e.data.value("write_s", kNan)) + " s to write");
+                            svg::Number(NumberField(e.data, "write_s", kNan)) + " s to write");
       continue;  // one row per checkpoint would bury the rest: they have a section below
     }
     if (e.event == "eval") continue;
@@ -301,16 +301,17 @@ void Timeline(const RunData& run, const ReportOptions& o, HtmlPage* page) {
       if (e.data.contains("world_size")) details += ", " + e.data["world_size"].dump() + " ranks";
       tl.x_rules.push_back({m, resumed ? "resumed" : "start", "#2ca02c"});
     } else if (e.event == "signal") {
-      details = e.data.value("signal", std::string("?")) + ", checkpoint " +
-                e.data.value("checkpoint", std::string("?"));
-      tl.x_rules.push_back({m, e.data.value("signal", std::string("signal")), "#d62728"});
+      details =
+          TextField(e.data, "signal", "?") + ", checkpoint " + TextField(e.data, "checkpoint", "?");
+      tl.x_rules.push_back({m, TextField(e.data, "signal", "signal"), "#d62728"});
     } else if (e.event == "end") {
-      details = e.data.value("finished", false) ? "finished" : "stopped";
+      details = FlagField(e.data, "finished", false) ? "finished" : "stopped";
       if (e.data.contains("stop_signal") && e.data["stop_signal"].is_string())
         details += " by " + e.data["stop_signal"].get<std::string>();
       tl.x_rules.push_back({m, details, "#555"});
     } else if (e.event == "balance") {
-      details = "new split " + e.data.value("rank_batches", nlohmann::json::array()).dump();
+      details =
+          "new split " + (e.data.contains("rank_batches") ? e.data["rank_batches"].dump() : "?");
     } else {
       details = e.data.dump().substr(0, 160);
     }
@@ -339,11 +340,11 @@ void Checkpoints(const RunData& run, HtmlPage* page) {
   bg.style = sync.style = Style::Points;
   double bytes = 0, seconds = 0;
   for (const EventRecord* e : written) {
-    Series& s = e->data.value("background", false) ? bg : sync;
+    Series& s = FlagField(e->data, "background", false) ? bg : sync;
     s.x.push_back(double(e->step));
-    s.y.push_back(e->data.value("write_s", kNan));
-    bytes = e->data.value("bytes", 0.0);
-    seconds += e->data.value("write_s", 0.0);
+    s.y.push_back(NumberField(e->data, "write_s", kNan));
+    bytes = NumberField(e->data, "bytes", 0.0);
+    seconds += NumberField(e->data, "write_s", 0.0);
   }
   for (Series* s : {&bg, &sync})
     if (!s->x.empty()) c.series.push_back(*s);
@@ -381,11 +382,14 @@ void PlanAgainstRun(const RunData& run, HtmlPage* page) {
     if (plan.contains("allocation") && plan["allocation"].is_object()) {
       const nlohmann::json& a = plan["allocation"];
       std::string parts;
-      for (const nlohmann::json& p : a.value("parts", nlohmann::json::array()))
-        parts += (parts.empty() ? "" : " + ") + std::to_string(p.value("nodes", 0)) +
-                 " node(s) x " + std::to_string(p.value("gpus_per_node", 0)) + " " +
-                 p.value("gpu", std::string("?"));
-      rows.emplace_back("allocation", parts + " (" + std::to_string(a.value("gpus", 0)) + " GPUs)");
+      const nlohmann::json parts_json =
+          a.contains("parts") && a["parts"].is_array() ? a["parts"] : nlohmann::json::array();
+      for (const nlohmann::json& p : parts_json)
+        parts += (parts.empty() ? "" : " + ") + std::to_string(IntField(p, "nodes", 0)) +
+                 " node(s) x " + std::to_string(IntField(p, "gpus_per_node", 0)) + " " +
+                 TextField(p, "gpu", "?");
+      rows.emplace_back("allocation",
+                        parts + " (" + std::to_string(IntField(a, "gpus", 0)) + " GPUs)");
     }
     for (const char* key : {"objective", "time_limit", "global_batch", "lr", "why"})
       if (plan.contains(key))
@@ -395,9 +399,10 @@ void PlanAgainstRun(const RunData& run, HtmlPage* page) {
       rows.emplace_back("deadline", Duration(plan["deadline_s"].get<double>()));
     if (plan.contains("predicted") && plan["predicted"].is_object()) {
       const nlohmann::json& p = plan["predicted"];
-      rows.emplace_back("predicted", Duration(p.value("total_s", kNan)) + ", " +
-                                         svg::Number(p.value("energy_kwh", kNan)) + " kWh, " +
-                                         svg::Number(p.value("gpu_hours", kNan)) + " GPU hours");
+      rows.emplace_back("predicted", Duration(NumberField(p, "total_s", kNan)) + ", " +
+                                         svg::Number(NumberField(p, "energy_kwh", kNan)) +
+                                         " kWh, " + svg::Number(NumberField(p, "gpu_hours", kNan)) +
+                                         " GPU hours");
     }
     page->facts(rows);
   }
@@ -425,22 +430,23 @@ void PlanAgainstRun(const RunData& run, HtmlPage* page) {
     for (const char* phase : {"startup_s", "steps_s", "eval_s", "checkpoint_s"})
       if (pred["phases"].contains(phase))
         add(std::string(phase).substr(0, std::string(phase).size() - 2),
-            pred["phases"].value(phase, kNan), meas["phases"].value(phase, kNan));
-  add("total", pred.value("total_s", kNan), meas.value("total_s", kNan));
+            NumberField(pred["phases"], phase, kNan), NumberField(meas["phases"], phase, kNan));
+  add("total", NumberField(pred, "total_s", kNan), NumberField(meas, "total_s", kNan));
   c.series = {p, m};
   Add(c, page);
   page->table(rows);
   if (meas.contains("step_s") && pred.contains("step_s"))
-    page->paragraph("Step: predicted " + svg::Number(1000 * pred.value("step_s", kNan)) +
-                    " ms, measured " + svg::Number(1000 * meas.value("step_s", kNan)) +
+    page->paragraph("Step: predicted " + svg::Number(1000 * NumberField(pred, "step_s", kNan)) +
+                    " ms, measured " + svg::Number(1000 * NumberField(meas, "step_s", kNan)) +
                     " ms (without evaluations and checkpoints).");
 }
 
 void Device(const RunData& run, HtmlPage* page) {
   page->heading("Device: utilisation, memory, power, energy");
   std::string device;
-  for (const EventRecord* e : run.events_named("start")) device = e->data.value("device", device);
-  if (device.empty() && run.summary.is_object()) device = run.summary.value("device", device);
+  for (const EventRecord* e : run.events_named("start"))
+    device = TextField(e->data, "device", device);
+  if (device.empty() && run.summary.is_object()) device = TextField(run.summary, "device", device);
   // Each rank's process (summary.json): CPU cores kept busy and peak resident memory.
   const nlohmann::json& s = run.summary;
   if (s.is_object() && s.contains("rank_process") && s["rank_process"].is_object()) {

@@ -2,6 +2,7 @@
 #include "launcher/report/run_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -17,16 +18,6 @@ namespace {
 constexpr size_t kMaxSmallFile = 16 << 20;
 // Problems of one kind beyond this many are counted, not listed.
 constexpr int kMaxListedProblems = 5;
-
-double Num(const nlohmann::json& j, const char* key, double fallback = 0) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-int64_t Int(const nlohmann::json& j, const char* key, int64_t fallback) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? int64_t(it->get<double>()) : fallback;
-}
 
 // A JSON object from a small file, or null with the reason added to `problems`.
 nlohmann::json ReadObject(const fs::path& path, const std::string& shown,
@@ -70,8 +61,8 @@ void ReadMetrics(const fs::path& path, RunData* run) {
     if (j.contains("event")) {
       EventRecord e;
       e.event = j["event"].is_string() ? j["event"].get<std::string>() : "?";
-      e.step = Int(j, "step", -1);
-      e.t = Num(j, "t");
+      e.step = IntField(j, "step", -1);
+      e.t = NumberField(j, "t", 0);
       if (e.event == "start") {
         ++attempt;
         pending_start = true;
@@ -90,7 +81,7 @@ void ReadMetrics(const fs::path& path, RunData* run) {
       continue;
     }
     StepRecord s;
-    s.step = Int(j, "step", 0);
+    s.step = IntField(j, "step", 0);
     // Runs that predate the "start" event: a step that does not follow the last one, or
     // the record that names the split a run starts with, begins a new attempt.
     if (!pending_start && (attempt < 0 || s.step <= last_step || j.contains("rank_batches")))
@@ -98,17 +89,17 @@ void ReadMetrics(const fs::path& path, RunData* run) {
     pending_start = false;
     last_step = s.step;
     s.attempt = attempt;
-    s.epoch = Int(j, "epoch", 0);
-    s.t = Num(j, "t");
-    s.loss = Num(j, "loss", std::nan(""));
-    s.accuracy = Num(j, "accuracy", std::nan(""));
-    s.lr = Num(j, "lr", std::nan(""));
-    s.samples_per_s = Num(j, "samples_per_s", std::nan(""));
-    s.total_s = Num(*time, "total", std::nan(""));
-    s.compute_s = Num(*time, "compute", std::nan(""));
-    s.allreduce_s = Num(*time, "allreduce", std::nan(""));
-    s.data_s = Num(*time, "data", std::nan(""));
-    s.checkpoint_s = Num(*time, "checkpoint", std::nan(""));
+    s.epoch = IntField(j, "epoch", 0);
+    s.t = NumberField(j, "t", 0);
+    s.loss = NumberField(j, "loss", std::nan(""));
+    s.accuracy = NumberField(j, "accuracy", std::nan(""));
+    s.lr = NumberField(j, "lr", std::nan(""));
+    s.samples_per_s = NumberField(j, "samples_per_s", std::nan(""));
+    s.total_s = NumberField(*time, "total", std::nan(""));
+    s.compute_s = NumberField(*time, "compute", std::nan(""));
+    s.allreduce_s = NumberField(*time, "allreduce", std::nan(""));
+    s.data_s = NumberField(*time, "data", std::nan(""));
+    s.checkpoint_s = NumberField(*time, "checkpoint", std::nan(""));
     run->steps.push_back(s);
   }
   if (bad > kMaxListedProblems)
@@ -126,7 +117,8 @@ void ReadHeartbeats(const fs::path& dir, RunData* run) {
     if (name.rfind("stalled-", 0) == 0) {
       nlohmann::json j = ReadObject(entry.path(), shown, &run->problems);
       // One per attempt that stalled; the newest (highest step) is the one that matters.
-      if (!j.is_null() && (run->stall.is_null() || Int(j, "step", 0) >= Int(run->stall, "step", 0)))
+      if (!j.is_null() &&
+          (run->stall.is_null() || IntField(j, "step", 0) >= IntField(run->stall, "step", 0)))
         run->stall = std::move(j);
       continue;
     }
@@ -136,14 +128,14 @@ void ReadHeartbeats(const fs::path& dir, RunData* run) {
     nlohmann::json j = ReadObject(entry.path(), shown, &run->problems);
     if (j.is_null()) continue;
     Heartbeat h;
-    h.rank = int(Int(j, "rank", -1));
-    h.host = j.value("host", std::string());
-    h.step = Int(j, "step", 0);
-    h.time = Num(j, "time");
-    h.finished = j.value("finished", false);
+    h.rank = int(IntField(j, "rank", -1));
+    h.host = TextField(j, "host", "");
+    h.step = IntField(j, "step", 0);
+    h.time = NumberField(j, "time", 0);
+    h.finished = FlagField(j, "finished", false);
     if (const auto w = j.find("waiting"); w != j.end() && w->is_object()) {
       h.waiting_in = w->value("in", std::string());
-      h.waiting_s = Num(*w, "seconds");
+      h.waiting_s = NumberField(*w, "seconds", 0);
     }
     run->heartbeats.push_back(h);
   }
@@ -152,6 +144,31 @@ void ReadHeartbeats(const fs::path& dir, RunData* run) {
 }
 
 }  // namespace
+
+double NumberField(const nlohmann::json& record, const char* key, double fallback) {
+  if (!record.is_object()) return fallback;
+  const auto it = record.find(key);
+  return it != record.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string TextField(const nlohmann::json& record, const char* key, const std::string& fallback) {
+  if (!record.is_object()) return fallback;
+  const auto it = record.find(key);
+  return it != record.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+int64_t IntField(const nlohmann::json& record, const char* key, int64_t fallback) {
+  const double v = NumberField(record, key, std::nan(""));
+  if (!std::isfinite(v)) return fallback;
+  constexpr double kLimit = 4611686018427387904.0;  // 2^62: any step count is far below
+  return int64_t(std::clamp(v, -kLimit, kLimit));
+}
+
+bool FlagField(const nlohmann::json& record, const char* key, bool fallback) {
+  if (!record.is_object()) return fallback;
+  const auto it = record.find(key);
+  return it != record.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
 
 const StepRecord* RunData::last_step() const {
   const StepRecord* best = nullptr;
@@ -209,14 +226,15 @@ RunData LoadRun(const std::string& dir) {
 }
 
 RunState StateOf(const RunData& run, double now, double fresh_s) {
-  if (run.summary.is_object() && run.summary.value("finished", false)) return RunState::Finished;
+  if (run.summary.is_object() && FlagField(run.summary, "finished", false))
+    return RunState::Finished;
   // The last attempt said how it ended (a requeued job's next attempt opens with "start").
   const std::vector<const EventRecord*> ends = run.events_named("end");
   if (!ends.empty() && ends.back()->attempt == run.attempts - 1)
-    return ends.back()->data.value("finished", false) ? RunState::Finished : RunState::Stopped;
+    return FlagField(ends.back()->data, "finished", false) ? RunState::Finished : RunState::Stopped;
   // A stall the run did not get past (a resumed attempt that went further did).
   const StepRecord* last = run.last_step();
-  if (!run.stall.is_null() && (!last || Int(run.stall, "step", 0) >= last->step))
+  if (!run.stall.is_null() && (!last || IntField(run.stall, "step", 0) >= last->step))
     return RunState::Stopped;
   double newest = run.modified;
   bool all_finished = !run.heartbeats.empty();

@@ -63,6 +63,15 @@ struct RunData {
   std::vector<const EventRecord*> events_named(const std::string& name) const;
 };
 
+// Fields of a record another program wrote, or a damaged one: a field that is missing, of
+// the wrong type, or of a record that is not an object gives the fallback, never an
+// exception (nlohmann's value() throws on a wrong type).
+double NumberField(const nlohmann::json& record, const char* key, double fallback);
+std::string TextField(const nlohmann::json& record, const char* key, const std::string& fallback);
+bool FlagField(const nlohmann::json& record, const char* key, bool fallback);
+// A whole number: a fraction is cut, one beyond +-2^62 is clamped.
+int64_t IntField(const nlohmann::json& record, const char* key, int64_t fallback);
+
 // Reads RUN_DIR. Throws dlh::Error "<dir>: not a run folder (no metrics.jsonl, summary.json
 // or heartbeat/)" when it holds none of a run's files, or cannot be read as a folder.
 RunData LoadRun(const std::string& dir);

@@ -28,7 +28,9 @@ FUZZ_LIB_SRCS := common/spec.cpp common/json_parse.cpp common/file_text.cpp \
   common/duration.cpp common/atomic_file.cpp \
   estimator/cluster.cpp estimator/features.cpp estimator/time_model.cpp \
   plugin/options.cpp launcher/train/plan.cpp \
-  launcher/storage/checkpoint.cpp launcher/storage/h5.cpp
+  launcher/storage/checkpoint.cpp launcher/storage/h5.cpp \
+  common/svg_chart.cpp common/html_page.cpp \
+  launcher/report/run_data.cpp launcher/report/headline.cpp launcher/report/report_html.cpp
 FUZZ_LIB := $(FUZZ_DIR)/libdlh_fuzz.a
 # HDF5 (openmpi variant, as the launcher), zlib (checkpoint checksums), OpenBLAS (Eigen in
 # the time model); --as-needed drops them from the targets that do not use them.
