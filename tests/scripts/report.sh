@@ -96,7 +96,7 @@ expect_fail 2 "^dlh-report: --interval: at least 0.1 seconds" dlh-report "$run" 
 [[ ! -e $WORK/empty/report.html ]] || fail "a report was written for an empty folder"
 
 echo "a running job: --follow, --watch, --serve"
-spec 40 >"$WORK/long.json"
+spec 150 >"$WORK/long.json"
 live=$WORK/live
 dlh-report "$live" --follow --interval 0.3 >"$WORK/follow.txt" 2>&1 &
 follow=$!
@@ -111,7 +111,10 @@ trap 'kill $follow $watch $serve $job 2>/dev/null || true; wait; rm -rf "$WORK"'
 # While it runs: the page reloads itself and says the run is going; the server answers.
 running_page=
 for _ in $(seq 600); do
-  if [[ -f $WORK/watch.html ]] && grep -q 'http-equiv="refresh" content="7"' "$WORK/watch.html"; then
+  # Reloading (the run is going) and with a chart (a step is logged: the start record alone
+  # makes a page without one, seen with the sanitized build).
+  if [[ -f $WORK/watch.html ]] && grep -q 'http-equiv="refresh" content="7"' "$WORK/watch.html" &&
+    grep -q 'class="dlh-chart"' "$WORK/watch.html"; then
     running_page=1
     break
   fi
@@ -126,8 +129,10 @@ python3 - "$port" <<'PY' || fail "--serve: see above"
 import sys, urllib.request, urllib.error
 base = f"http://127.0.0.1:{sys.argv[1]}"
 page = urllib.request.urlopen(base + "/", timeout=30).read().decode()
-if "DLH run report: " not in page or 'class="dlh-chart"' not in page:
-    sys.exit("--serve: GET / is not the report")
+if "DLH run report: " not in page:
+    sys.exit(f"--serve: GET / is not the report: {page[:300]!r}")
+if 'class="dlh-chart"' not in page:
+    sys.exit(f"--serve: the report of the running job has no chart: {page[:300]!r}")
 try:
     urllib.request.urlopen(base + "/etc/passwd", timeout=30)
     sys.exit("--serve: GET /etc/passwd answered")
