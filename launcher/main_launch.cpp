@@ -2,6 +2,7 @@
 // `srun --mpi=pmix` or `mpirun -np N`:
 //   dlh-launch train SPEC [options]
 //   dlh-launch lr-find SPEC [options]
+//   dlh-launch run [options] -- CMD ARGS...
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "launcher/comm/mpi.hpp"
 #include "launcher/comm/rank_guard.hpp"
 #include "launcher/engine/device.hpp"
+#include "launcher/run/run_command.hpp"
 #include "launcher/train/balancer.hpp"
 #include "launcher/train/lr_find.hpp"
 #include "launcher/train/lr_source.hpp"
@@ -33,6 +35,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: dlh-launch train SPEC [options]   (one process per rank: srun or mpirun)\n"
     "       dlh-launch lr-find SPEC [--batch B] [options]   (learning-rate range test)\n"
+    "       dlh-launch run [options] -- CMD ARGS...   (your own program, one per rank, with\n"
+    "                                                  torchrun's environment)\n"
     "       dlh-launch bench-allreduce [options]\n"
     "       dlh-launch bench-checkpoint --dir DIR [options]\n"
     "       dlh-launch --help | --version\n"
@@ -266,8 +270,8 @@ int main(int argc, char** argv) {
     std::puts("dlh-launch " DLH_VERSION);
     return dlh::kExitOk;
   }
-  if (args[0] != "train" && args[0] != "lr-find" && args[0] != "bench-allreduce" &&
-      args[0] != "bench-checkpoint") {
+  if (args[0] != "train" && args[0] != "lr-find" && args[0] != "run" &&
+      args[0] != "bench-allreduce" && args[0] != "bench-checkpoint") {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
@@ -275,6 +279,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
 
   // A training rank runs under a guard process that reports it if it is killed or crashes.
+  // Not `run`'s ranks: their program is the process that may die, and the rank reports it.
   if (command == "train") dlh::GuardRank();
   dlh::mpi::Env env(&argc, &argv);
   int rank = 0, size = 1;
@@ -283,6 +288,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "bench-checkpoint") return dlh::RunBenchCheckpointCommand(args, rank);
     if (command == "lr-find") return dlh::RunLrFindCommand(args, rank);
+    if (command == "run") return dlh::RunProgramCommand(args, rank, size);
     return command == "train" ? RunTrain(args, rank) : RunBenchAllreduce(args, rank);
   } catch (const dlh::CollectiveError& e) {
     // Every rank has the same error: one message, a clean exit everywhere.

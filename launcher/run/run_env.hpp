@@ -1,0 +1,60 @@
+// DLH — the environment of the program `dlh-launch run` starts on each rank (issue 18): the
+// variables torchrun gives its workers, so that a PyTorch DDP script (init_method "env://")
+// or any trainer written for torchrun runs unchanged, plus DLH's own (run folder, checkpoint
+// to resume from, the plan's batch and learning rate). README "dlh-launch run" has the table.
+//
+// A pure function of its inputs, so it is unit-tested without MPI: run_command.cpp gathers
+// the inputs collectively and passes them here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "launcher/comm/binding.hpp"
+#include "launcher/train/plan.hpp"
+
+namespace dlh {
+
+struct RunEnvInputs {
+  std::vector<std::string> parent;  // the rank's environment, "NAME=value" entries (environ)
+  int rank = 0, world_size = 1;
+  int local_rank = 0, local_world_size = 1;  // on this node (launcher/comm/topology.hpp)
+  int node = 0, num_nodes = 1;               // GROUP_RANK, GROUP_WORLD_SIZE
+  std::string master_addr;                   // rank 0's host, or --master-addr
+  int master_port = 0;                       // free on rank 0's host, or --master-port
+  std::string run_id;                        // the same on every rank
+  std::string run_dir;                       // DLH_RUN_DIR
+  std::string checkpoint;                    // newest file in run_dir/checkpoints; "": none
+  LaunchPlan plan;                           // plan.present false: no plan
+  int plan_part = -1;    // with a plan on two or more GPU types: this rank's part (PartOfRank)
+  Binding binding;       // this rank's GPU (BindRank)
+  bool bind_gpu = true;  // false (--no-gpu-binding): CUDA_VISIBLE_DEVICES as given
+};
+
+// This rank's share of the plan's global batch: with two or more parts its part's
+// per_gpu_batch, else the even split (the first global mod size ranks one sample more,
+// launcher/train/batch_split.hpp EvenShare). Throws UsageError naming `plan_origin` when the
+// global batch is smaller than the number of ranks (a rank would train nothing).
+int64_t PlanRankBatch(const LaunchPlan& plan, const std::string& plan_origin, int part, int rank,
+                      int size);
+
+// The child's environment, "NAME=value" entries: the parent's, less the MPI launcher's own
+// variables (names starting OMPI_, PMIX_ or PMI_: a nested launcher or an MPI library in the
+// program would take them for its own) and less every variable set here, then:
+//   RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE ROLE_NAME
+//   ROLE_RANK ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RUN_ID
+//   TORCHELASTIC_RESTART_COUNT (the parent's SLURM_RESTART_COUNT, else 0)
+//   TORCHELASTIC_MAX_RESTARTS (0) TORCHELASTIC_USE_AGENT_STORE (False: rank 0 serves the
+//   store) DLH_RUN_DIR, and when present DLH_CHECKPOINT; with a plan DLH_GLOBAL_BATCH
+//   DLH_BATCH DLH_LR DLH_WARMUP_EPOCHS (none of the four without one, nor DLH_CHECKPOINT
+//   without a checkpoint, even if the parent had them: they would be another run's).
+// CUDA_VISIBLE_DEVICES is narrowed to the rank's GPU when it lists several and the binding
+// gave this rank one of them (and bind_gpu); else it is left as the parent had it.
+// `plan_origin` names the plan in errors (PlanRankBatch).
+std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& plan_origin);
+
+// The shortest decimal text that reads back as `value` ("0.1", not "0.10000000000000001").
+std::string ShortestNumber(double value);
+
+}  // namespace dlh

@@ -1,0 +1,197 @@
+#!/bin/bash
+# dlh-launch run (issue 18): a user's own program, one per rank, under mpirun -np 2. Each
+# program sees torchrun's environment (the same rendezvous and run id on both ranks, no
+# variable of Open MPI's), the two programs meet on MASTER_ADDR:MASTER_PORT, the plan and the
+# newest checkpoint reach them; a program that fails ends the job with one line naming its
+# rank, a stop signal reaches the programs and ends the job cleanly, and bad input is one
+# line. The waits are guards (20 to 60 s), not timing claims.
+source "$(dirname "$0")/common.bash"
+unset DLH_PLAN SLURM_SPANK_DLH_PLAN DLH_GPU_TYPE
+# In every program's command line, so that pgrep finds what this test started and nothing else.
+marker="dlh-run-test-$$-$RANDOM"
+
+# expect_one_line CODE PATTERN CMD...: as expect_fail, and dlh-launch said it in one line.
+expect_one_line() {
+  expect_fail "$@"
+  [[ $(grep -c '^dlh-launch' "$WORK/err.txt") -eq 1 ]] || { cat "$WORK/err.txt" >&2; fail "'${*:3}': not one line"; }
+}
+# value FILE NAME: NAME's value in an `env` dump ("" when absent).
+value() { sed -n "s/^$2=//p" "$1" | head -n 1; }
+lingering() { pgrep -f -- "$marker" || true; }
+
+# 1. The environment: each program writes its own to $out/env-RANK.
+cat >"$WORK/env.sh" <<'SH'
+#!/bin/bash
+env >"$1/env-$RANK"
+SH
+chmod +x "$WORK/env.sh"
+out=$WORK/out1 && mkdir -p "$out"
+mpirun -np 2 dlh-launch run --run-dir "$WORK/r1" -- "$WORK/env.sh" "$out" "$marker" 2>"$WORK/err1.txt" ||
+  { cat "$WORK/err1.txt" >&2; fail "the environment run failed"; }
+port=$(value "$out/env-0" MASTER_PORT) id=$(value "$out/env-0" TORCHELASTIC_RUN_ID)
+[[ $port =~ ^[0-9]+$ && $port -ge 1 && $port -le 65535 ]] || fail "MASTER_PORT '$port' is not a port"
+[[ -n $id ]] || fail "no TORCHELASTIC_RUN_ID"
+for r in 0 1; do
+  e=$out/env-$r
+  [[ -f $e ]] || fail "rank $r's program did not run"
+  for want in "RANK=$r" WORLD_SIZE=2 "LOCAL_RANK=$r" LOCAL_WORLD_SIZE=2 GROUP_RANK=0 \
+    "ROLE_RANK=$r" ROLE_WORLD_SIZE=2 "MASTER_ADDR=$(hostname)" "MASTER_PORT=$port" \
+    "TORCHELASTIC_RUN_ID=$id" "DLH_RUN_DIR=$WORK/r1"; do
+    grep -qx -- "$want" "$e" || fail "rank $r: no $want (got: $(grep "^${want%%=*}=" "$e"))"
+  done
+  ! grep -E '^(OMPI|PMIX|PMI)_' "$e" >&2 || fail "rank $r's program sees the MPI launcher's variables"
+  ! grep -E '^DLH_(CHECKPOINT|BATCH|GLOBAL_BATCH|LR)=' "$e" >&2 || fail "rank $r: a checkpoint or plan from nowhere"
+done
+[[ -d $WORK/r1 ]] || fail "the run folder was not created"
+check "both programs: RANK, WORLD_SIZE 2, LOCAL_RANK, GROUP_RANK 0, MASTER_ADDR $(hostname), MASTER_PORT $port, TORCHELASTIC_RUN_ID $id, DLH_RUN_DIR; no OMPI_/PMIX_/PMI_ variable"
+grep -q "^dlh-launch: run: $WORK/env.sh on 2 ranks (1 nodes x 2 ranks), MASTER_ADDR=$(hostname) MASTER_PORT=$port, .* no checkpoint$" "$WORK/err1.txt" ||
+  { cat "$WORK/err1.txt" >&2; fail "no start line"; }
+
+# 2. The plan and the newest checkpoint (a newer temporary file is not one).
+mkdir -p "$WORK/r2/checkpoints"
+touch -d '3 minutes ago' "$WORK/r2/checkpoints/step-100.pt"
+touch -d '1 minute ago' "$WORK/r2/checkpoints/step-300.pt"
+touch -d '2 minutes ago' "$WORK/r2/checkpoints/step-200.pt"
+touch "$WORK/r2/checkpoints/step-400.pt.tmp"
+out=$WORK/out2 && mkdir -p "$out"
+DLH_PLAN='{"format_version": 1, "global_batch": 30, "lr": 0.05, "warmup_epochs": 1}' \
+  mpirun -np 2 dlh-launch run --run-dir "$WORK/r2" -- "$WORK/env.sh" "$out" "$marker" 2>"$WORK/err2.txt" ||
+  { cat "$WORK/err2.txt" >&2; fail "the plan run failed"; }
+for r in 0 1; do
+  for want in DLH_GLOBAL_BATCH=30 DLH_BATCH=15 DLH_LR=0.05 DLH_WARMUP_EPOCHS=1 \
+    "DLH_CHECKPOINT=$WORK/r2/checkpoints/step-300.pt"; do
+    grep -qx -- "$want" "$out/env-$r" || fail "rank $r: no $want (got: $(grep "^${want%%=*}=" "$out/env-$r"))"
+  done
+done
+check "DLH_PLAN global_batch 30 on 2 ranks: DLH_BATCH 15 and 15, DLH_LR 0.05; DLH_CHECKPOINT step-300.pt, the newest"
+
+# 3. The two programs meet on MASTER_ADDR:MASTER_PORT: the port was free and both have it.
+cat >"$WORK/meet.py" <<'PY'
+import os, socket, sys, time
+rank, host, port = int(os.environ["RANK"]), os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+out = sys.argv[1]
+if rank == 0:
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("", port))
+    server.listen(1)
+    server.settimeout(60)
+    conn, _ = server.accept()
+    line = conn.makefile().readline()
+    conn.sendall(b"hello rank 1\n")
+else:
+    deadline = time.time() + 60
+    while True:
+        try:
+            conn = socket.create_connection((host, port), timeout=60)
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+    conn.sendall(b"hello rank 0\n")
+    line = conn.makefile().readline()
+with open(os.path.join(out, "heard-%d" % rank), "w") as f:
+    f.write(line)
+PY
+out=$WORK/out3 && mkdir -p "$out"
+timeout 120 mpirun -np 2 dlh-launch run --run-dir "$WORK/r3" -- python3 "$WORK/meet.py" "$out" "$marker" 2>"$WORK/err3.txt" ||
+  { cat "$WORK/err3.txt" >&2; fail "the programs did not meet"; }
+[[ $(cat "$out/heard-0") == "hello rank 0" && $(cat "$out/heard-1") == "hello rank 1" ]] ||
+  fail "the programs did not exchange their lines"
+check "rank 0's program served on MASTER_ADDR:MASTER_PORT, rank 1's connected: a line each way"
+
+# 4. A program that fails ends the job: one line naming its rank and code.
+expect_fail 3 "^dlh-launch \[rank 1/2 [^]]*\]: error: the program (pid [0-9]*) exited with code 3: ending every rank$" \
+  mpirun -np 2 dlh-launch run --run-dir "$WORK/r4" -- bash -c '[[ $RANK != 1 ]] || exit 3; exec -a "sleep-$0" sleep 60' "$marker"
+[[ $(grep -c 'error:' "$WORK/err.txt") -eq 1 ]] || { cat "$WORK/err.txt" >&2; fail "not one error line"; }
+sleep 1
+[[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
+check "nothing lingers"
+
+# 5. Rank 1's program killed by SIGKILL while rank 0's sleeps: the whole job ends.
+cat >"$WORK/sleeper.py" <<'PY'
+import os, signal, sys, time
+out, rank = sys.argv[1], os.environ["RANK"]
+def note(signal_number, frame):
+    with open(os.path.join(out, "usr1-" + rank), "w") as f:
+        f.write("usr1\n")
+def stop(signal_number, frame):
+    with open(os.path.join(out, "term-" + rank), "w") as f:
+        f.write("term\n")
+    sys.exit(0)
+signal.signal(signal.SIGUSR1, note)
+signal.signal(signal.SIGTERM, stop)
+with open(os.path.join(out, "pid-" + rank + ".tmp"), "w") as f:
+    f.write(str(os.getpid()))
+os.rename(os.path.join(out, "pid-" + rank + ".tmp"), os.path.join(out, "pid-" + rank))
+time.sleep(60)
+PY
+# start_sleepers OUT: both programs running (each wrote its pid), the job's pid in $job.
+start_sleepers() {
+  mkdir -p "$1"
+  setsid mpirun -np 2 dlh-launch run --run-dir "$WORK/r5" -- python3 "$WORK/sleeper.py" "$1" "$marker" \
+    >"$1/stdout" 2>"$1/stderr" &
+  job=$!
+  for ((i = 0; i < 600; ++i)); do
+    [[ -f $1/pid-0 && -f $1/pid-1 ]] && return 0
+    kill -0 $job 2>/dev/null || { cat "$1/stderr" >&2; fail "the job ended before its programs ran"; }
+    sleep 0.1
+  done
+  kill -- -$job 2>/dev/null
+  fail "the programs did not start within 60 s"
+}
+# end_within SECONDS: the job ended, its exit code in $rc.
+end_within() {
+  timeout "$1" tail --pid=$job -f /dev/null || { kill -KILL -- -$job 2>/dev/null; fail "the job still runs $1 s on"; }
+  rc=0
+  wait $job || rc=$?
+}
+out=$WORK/out5
+start_sleepers "$out"
+victim=$(cat "$out/pid-1")
+kill -KILL "$victim"
+end_within 20
+[[ $rc -eq 137 ]] || { cat "$out/stderr" >&2; fail "mpirun exited $rc, expected 137"; }
+line=$(grep -E "^dlh-launch \[rank 1/2 [^]]*\]: error: the program \(pid $victim\) was killed by SIGKILL: ending every rank$" "$out/stderr" || true)
+[[ -n $line && $(grep -c 'error:' "$out/stderr") -eq 1 ]] || { cat "$out/stderr" >&2; fail "not one line naming SIGKILL"; }
+check "${line#*error: }; exit code 137"
+sleep 1
+[[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
+check "nothing lingers (rank 0's program died with its rank)"
+
+# 6. Signals to the ranks reach the programs: SIGUSR1 is passed on and the job goes on;
+# SIGTERM is passed on, the programs write a file and exit 0, and so does everything.
+out=$WORK/out6
+start_sleepers "$out"
+ranks=$(pgrep -f -- "^dlh-launch run --run-dir $WORK/r5 -- python3 $WORK/sleeper.py $out $marker" || true)
+[[ $(wc -w <<<"$ranks") -eq 2 ]] || { pgrep -af -- "$marker" >&2; fail "not two rank processes: $ranks"; }
+kill -USR1 $ranks
+for ((i = 0; i < 600; ++i)); do
+  [[ -f $out/usr1-0 && -f $out/usr1-1 ]] && break
+  sleep 0.1
+done
+[[ -f $out/usr1-0 && -f $out/usr1-1 ]] || fail "SIGUSR1 did not reach both programs"
+kill -0 $job 2>/dev/null || fail "the job ended after SIGUSR1"
+check "SIGUSR1 to both ranks reached both programs; the job goes on"
+kill -TERM $ranks
+end_within 60
+[[ $rc -eq 0 ]] || { cat "$out/stderr" >&2; fail "mpirun exited $rc after the programs stopped cleanly"; }
+[[ -f $out/term-0 && -f $out/term-1 ]] || fail "SIGTERM did not reach both programs"
+! grep 'error' "$out/stderr" >&2 || fail "an error line for a stop asked for"
+sleep 1
+[[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
+check "SIGTERM to both ranks: both programs saved and exited 0, the job exited 0, nothing lingers"
+
+# 7. Bad input: one line each.
+L=(mpirun -np 2 dlh-launch run)
+expect_one_line 2 "^dlh-launch: run: missing the program: dlh-launch run \[options\] -- CMD ARGS\.\.\.$" "${L[@]}" --run-dir "$WORK/r7"
+expect_one_line 2 "^dlh-launch: run: missing the program: " "${L[@]}" --run-dir "$WORK/r7" --
+expect_one_line 2 "^dlh-launch: run: unrecognised option '--bogus' (see dlh-launch run --help)$" "${L[@]}" --bogus -- true
+expect_one_line 2 "^dlh-launch: --master-port: must be 1 to 65535, got 70000$" "${L[@]}" --master-port 70000 -- true
+expect_one_line 127 "^dlh-launch: error: run: cannot execute 'no-such-program-$marker': command not found (PATH) (rank 0 on " \
+  "${L[@]}" --run-dir "$WORK/r7" -- "no-such-program-$marker"
+chmod -x "$WORK/env.sh"
+expect_one_line 127 "^dlh-launch: error: run: cannot execute '$WORK/env.sh': Permission denied" \
+  "${L[@]}" --run-dir "$WORK/r7" -- "$WORK/env.sh" "$WORK"
+[[ -z $(lingering) ]] || fail "processes linger"
