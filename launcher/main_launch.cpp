@@ -26,6 +26,7 @@
 #include "launcher/train/balancer.hpp"
 #include "launcher/train/lr_find.hpp"
 #include "launcher/train/lr_source.hpp"
+#include "launcher/train/plan.hpp"
 #include "launcher/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -225,31 +226,9 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   o.checkpoint_sync = vm.count("checkpoint-sync") > 0;
   o.eval = !vm.count("no-eval");
   o.progress = dlh::ParseProgressMode(progress);
-  if (vm.count("no-plan")) {
-    o.plan_json.clear();
-  } else if (vm.count("plan")) {
-    const std::string path = o.plan_json;
-    std::string why;
-    if (!dlh::ReadFileText(path, 1 << 20, &o.plan_json, &why))
-      throw dlh::UsageError("--plan: " + path + ": cannot read: " + why);
-    o.plan_origin = path;
-  } else if (const char* env = std::getenv("DLH_PLAN")) {
-    o.plan_json = env;
-  } else if (const char* spank_env = std::getenv("SLURM_SPANK_DLH_PLAN")) {
-    // The same plan through the SPANK job-control environment: it reaches the job even
-    // with sbatch --export=NONE, which drops DLH_PLAN.
-    o.plan_json = spank_env;
-    o.plan_origin = "SLURM_SPANK_DLH_PLAN";
-  }
-
-  // Each rank may have its own type (an MPMD launch or a heterogeneous job component sets
-  // DLH_GPU_TYPE per rank), so Train checks it collectively; an empty variable is unset.
-  if (vm.count("gpu-type")) {
-    o.gpu_type_given = true;
-  } else if (const char* type = std::getenv("DLH_GPU_TYPE"); type && *type) {
-    o.gpu_type = type;
-    o.gpu_type_origin = "DLH_GPU_TYPE";
-  }
+  dlh::ResolvePlanSource(vm.count("no-plan") > 0, vm.count("plan") > 0, &o.plan_json,
+                         &o.plan_origin);
+  dlh::ResolveGpuType(vm.count("gpu-type") > 0, &o.gpu_type, &o.gpu_type_origin, &o.gpu_type_given);
   // slurmd sets it in every task: a plan with node_names finds the rank's part by it.
   if (const char* node = std::getenv("SLURMD_NODENAME")) o.node_name = node;
 

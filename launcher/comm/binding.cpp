@@ -19,21 +19,22 @@ bool ParseNonNegative(const char* text, int* out) {
   return true;
 }
 
-std::vector<std::string> SplitComma(const std::string& s) {
+}  // namespace
+
+std::string Binding::describe() const {
+  std::string s = "local rank " + std::to_string(local_rank) + " (" + local_rank_source + "), ";
+  if (device < 0) return s + "no GPU";
+  return s + "GPU " + VisibleDevices(visible)[size_t(device)] +
+         " of CUDA_VISIBLE_DEVICES=" + visible;
+}
+
+std::vector<std::string> VisibleDevices(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-}  // namespace
-
-std::string Binding::describe() const {
-  std::string s = "local rank " + std::to_string(local_rank) + " (" + local_rank_source + "), ";
-  if (device < 0) return s + "no GPU";
-  return s + "GPU " + SplitComma(visible)[size_t(device)] + " of CUDA_VISIBLE_DEVICES=" + visible;
 }
 
 Binding BindRank(const std::function<const char*(const char*)>& getenv, int node_local_rank) {
@@ -48,7 +49,7 @@ Binding BindRank(const std::function<const char*(const char*)>& getenv, int node
   }
   const char* visible = getenv("CUDA_VISIBLE_DEVICES");
   b.visible = visible ? visible : "";
-  const std::vector<std::string> devices = SplitComma(b.visible);
+  const std::vector<std::string> devices = VisibleDevices(b.visible);
   if (devices.empty() || b.visible == "NoDevFiles") return b;
   if (devices.size() == 1) {
     b.device = 0;  // Slurm bound one GPU to this task

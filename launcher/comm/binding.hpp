@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace dlh {
 
@@ -21,6 +22,9 @@ struct Binding {
   std::string describe()
       const;  // "local rank 1 (SLURM_LOCALID), GPU 1 of CUDA_VISIBLE_DEVICES=0,1"
 };
+
+// The entries of a CUDA_VISIBLE_DEVICES value, in order ("0,,2" gives "0", "2").
+std::vector<std::string> VisibleDevices(const std::string& cuda_visible_devices);
 
 // `getenv` returns nullptr for unset variables. Throws UsageError when CUDA_VISIBLE_DEVICES
 // lists GPUs but fewer than the node's ranks need ("rank 2 on this node, only 2 GPUs visible").

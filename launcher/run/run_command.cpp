@@ -112,27 +112,9 @@ RunOptions ParseRunOptions(const std::vector<std::string>& args, bool* help, int
   if (vm.count("master-port") && (o.master_port < 1 || o.master_port > 65535))
     throw UsageError("--master-port: must be 1 to 65535, got " + std::to_string(o.master_port));
   o.bind_gpu = !vm.count("no-gpu-binding");
-  // The plan's sources, in train's order (main_launch.cpp RunTrain).
-  if (vm.count("no-plan")) {
-    o.plan_json.clear();
-  } else if (vm.count("plan")) {
-    const std::string path = o.plan_json;
-    std::string why;
-    if (!ReadFileText(path, 1 << 20, &o.plan_json, &why))
-      throw UsageError("--plan: " + path + ": cannot read: " + why);
-    o.plan_origin = path;
-  } else if (const char* env = std::getenv("DLH_PLAN")) {
-    o.plan_json = env;
-  } else if (const char* spank_env = std::getenv("SLURM_SPANK_DLH_PLAN")) {
-    o.plan_json = spank_env;
-    o.plan_origin = "SLURM_SPANK_DLH_PLAN";
-  }
-  if (vm.count("gpu-type")) {
-    o.gpu_type_given = true;
-  } else if (const char* type = std::getenv("DLH_GPU_TYPE"); type && *type) {
-    o.gpu_type = type;
-    o.gpu_type_origin = "DLH_GPU_TYPE";
-  }
+  // The plan and the GPU type from the same sources as train's.
+  ResolvePlanSource(vm.count("no-plan") > 0, vm.count("plan") > 0, &o.plan_json, &o.plan_origin);
+  ResolveGpuType(vm.count("gpu-type") > 0, &o.gpu_type, &o.gpu_type_origin, &o.gpu_type_given);
   return o;
 }
 

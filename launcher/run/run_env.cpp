@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
-#include <sstream>
 
 #include "common/error.hpp"
 #include "launcher/train/batch_split.hpp"
@@ -55,15 +54,6 @@ const char* ParentValue(const std::vector<std::string>& parent, const std::strin
   return nullptr;
 }
 
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 }  // namespace
 
 std::string ShortestNumber(double value) {
@@ -90,7 +80,7 @@ std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& 
   // visible (Slurm bound it to the task) or none there is nothing to choose.
   std::string cuda_visible;
   if (in.bind_gpu && in.binding.device >= 0) {
-    const std::vector<std::string> devices = SplitComma(in.binding.visible);
+    const std::vector<std::string> devices = VisibleDevices(in.binding.visible);
     if (devices.size() > 1 && size_t(in.binding.device) < devices.size())
       cuda_visible = devices[size_t(in.binding.device)];
   }

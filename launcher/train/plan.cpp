@@ -4,9 +4,11 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/file_text.hpp"
 #include "common/json_parse.hpp"
 
 namespace dlh {
@@ -151,6 +153,32 @@ void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec) {
   spec->batch_size = int(plan.global_batch);
   spec->optimizer.lr = plan.lr;
   spec->schedule.warmup_epochs = std::min(plan.warmup_epochs, double(spec->epochs));
+}
+
+void ResolvePlanSource(bool no_plan, bool plan_given, std::string* json, std::string* origin) {
+  if (no_plan) {
+    json->clear();
+  } else if (plan_given) {
+    const std::string path = *json;
+    std::string why;
+    if (!ReadFileText(path, 1 << 20, json, &why))
+      throw UsageError("--plan: " + path + ": cannot read: " + why);
+    *origin = path;
+  } else if (const char* env = std::getenv("DLH_PLAN")) {
+    *json = env;
+  } else if (const char* spank_env = std::getenv("SLURM_SPANK_DLH_PLAN")) {
+    *json = spank_env;
+    *origin = "SLURM_SPANK_DLH_PLAN";
+  }
+}
+
+void ResolveGpuType(bool option_given, std::string* type, std::string* origin, bool* given) {
+  if (option_given) {
+    *given = true;
+  } else if (const char* env = std::getenv("DLH_GPU_TYPE"); env && *env) {
+    *type = env;
+    *origin = "DLH_GPU_TYPE";
+  }
 }
 
 }  // namespace dlh

@@ -54,6 +54,18 @@ struct LaunchPlan {
 // integer"). Throws UsageError.
 LaunchPlan ParsePlan(const std::string& json_text, const std::string& origin);
 
+// Where a launch (train, lr-find, run) takes its plan from, in order: --no-plan (none),
+// --plan FILE (`*json` holds FILE's path on entry), DLH_PLAN, SLURM_SPANK_DLH_PLAN (the
+// same plan through the SPANK job-control environment: it reaches the job even with sbatch
+// --export=NONE, which drops DLH_PLAN). Sets `*json` (empty: no plan) and `*origin`.
+// Throws UsageError "--plan: FILE: cannot read: ..." when FILE cannot be read.
+void ResolvePlanSource(bool no_plan, bool plan_given, std::string* json, std::string* origin);
+
+// This rank's GPU type: --gpu-type when given (`*given` set), else DLH_GPU_TYPE (an empty
+// variable is unset). Each rank may have its own (an MPMD launch or a heterogeneous job
+// component sets DLH_GPU_TYPE per rank), so it is checked collectively later.
+void ResolveGpuType(bool option_given, std::string* type, std::string* origin, bool* given);
+
 // Applies the plan to the spec: global batch, learning rate, warm-up.
 void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec);
 
