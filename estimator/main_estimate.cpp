@@ -7,6 +7,7 @@
 //   dlh-estimate predict SPEC --calibration F [--batch B]
 //   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta models to measurements
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
+//   dlh-estimate recommend --profile FILE --deadline 3h [...]
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,7 @@
 #include "estimator/comm_model.hpp"
 #include "estimator/engine_fingerprint.hpp"
 #include "estimator/features.hpp"
+#include "estimator/profile_speeds.hpp"
 #include "estimator/recommend_html.hpp"
 #include "estimator/recommender.hpp"
 #include "estimator/slurm_plan_cmd.hpp"
@@ -57,6 +59,7 @@ constexpr const char* kUsage =
     "  rates [--threads N]                         this machine's sgemm FLOP/s and copy GB/s\n"
     "  comm BENCH.json [--json]                    fit the allreduce models to measurements\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
+    "  recommend --profile FILE --deadline T       the same for a program profiled by dlh-launch\n"
     "  cluster --from-slurm [--out FILE]           draft a cluster description from sinfo\n"
     "  slurm-plan --dlh-auto VALUE --options JSON  plan an sbatch job "
     "(share/slurm/cli_filter.lua)\n"
@@ -633,16 +636,17 @@ void CheckOutputFolder(const std::string& path, const std::string& option) {
 }
 
 int Recommend(const std::vector<std::string>& args) {
-  po::options_description d("dlh-estimate recommend SPEC: options");
+  po::options_description d("dlh-estimate recommend SPEC | --profile FILE: options");
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
-    ("samples", po::value<int64_t>()->required(), "training samples per epoch")
+    ("profile", po::value<std::string>(), "plan a program from its profile (dlh-launch run --profile) instead of SPEC")
+    ("samples", po::value<int64_t>(), "training samples per epoch (default with --profile: the profile's)")
     ("eval-samples", po::value<int64_t>()->default_value(-1),
         "test samples evaluated after every epoch (-1: samples / 6; 0: none)")
     ("startup", po::value<double>()->default_value(-1),
         "seconds from job start to first step (-1: the cluster's runtime.startup_s)")
-    ("epochs", po::value<int>()->default_value(0), "epochs (0: the spec's)")
+    ("epochs", po::value<int>()->default_value(0), "epochs (0: the spec's or the profile's)")
     ("deadline", po::value<std::string>(), "wall-time deadline: 3h, 90m, 2h30m, 1-00:00:00 (none: no deadline)")
     ("objective", po::value<std::string>()->default_value("energy"), "energy, time or gpu-hours")
     ("cluster", po::value<std::string>(), "cluster description (default: $DLH_CLUSTER)")
@@ -657,16 +661,43 @@ int Recommend(const std::vector<std::string>& args) {
     ("html", po::value<std::string>(), "also write the decision as one HTML page: the chosen allocation, the candidates' time and energy, each GPU type's step-time line");
   // clang-format on
   po::variables_map vm;
-  if (!Parse("recommend", args, d, {"SPEC"}, vm)) return kExitOk;
+  SubcommandSyntax syntax;
+  syntax.positional = {{"SPEC", ""}};  // or --profile: checked below
+  syntax.prefix = "recommend: ";
+  syntax.suffix = " (see dlh-estimate recommend --help)";
+  if (ParseSubcommand(args, d, syntax, &vm) == ParseResult::kStop) {
+    std::cout << d << "\n";
+    return kExitOk;
+  }
+  const bool profiled = vm.count("profile") > 0;
+  if (profiled == (vm.count("SPEC") > 0))
+    throw UsageError(std::string("recommend: give SPEC or --profile FILE") +
+                     (profiled ? ", not both" : "") + syntax.suffix);
   const std::string html = vm.count("html") ? Str(vm, "html") : "";
   if (vm.count("html")) CheckOutputFolder(html, "--html");
   Job job;
-  job.spec = LoadSpec(Str(vm, "SPEC"));
-  job.features = ComputeFeatures(job.spec);
-  job.samples = vm["samples"].as<int64_t>();
-  if (job.samples <= 0) throw UsageError("--samples: must be positive");
-  job.epochs = vm["epochs"].as<int>() > 0 ? vm["epochs"].as<int>() : job.spec.epochs;
+  if (profiled) {
+    job = JobFromProfile(LoadProgramProfile(Str(vm, "profile")));
+  } else {
+    job.spec = LoadSpec(Str(vm, "SPEC"));
+    job.features = ComputeFeatures(job.spec);
+    job.epochs = job.spec.epochs;
+  }
+  // What the program did not tell its profile (progress lines, README "The progress
+  // channel") must come from the command line.
+  const std::string unknown =
+      profiled ? " (the profile " + Str(vm, "profile") + " does not say: the program writes '" : "";
+  if (vm.count("samples")) {
+    job.samples = vm["samples"].as<int64_t>();
+    if (job.samples <= 0) throw UsageError("--samples: must be positive");
+  } else if (!profiled || job.samples <= 0) {
+    throw UsageError("--samples: required" +
+                     (profiled ? unknown + "samples N' to DLH_PROGRESS_FD)" : std::string()));
+  }
   if (vm["epochs"].as<int>() < 0) throw UsageError("--epochs: must be positive");
+  if (vm["epochs"].as<int>() > 0) job.epochs = vm["epochs"].as<int>();
+  if (job.epochs <= 0 && profiled)
+    throw UsageError("--epochs: required" + unknown + "epochs N' to DLH_PROGRESS_FD)");
   job.deadline_s = vm.count("deadline") ? ParseDuration(Str(vm, "deadline"), "--deadline") : 0;
   job.eval_samples = vm["eval-samples"].as<int64_t>();
   if (job.eval_samples < -1) throw UsageError("--eval-samples: must be -1, 0 or positive");
@@ -703,24 +734,31 @@ int Recommend(const std::vector<std::string>& args) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Allocation& chosen = rec.feasible ? rec.ranked.front() : rec.fastest;
   nlohmann::json plan = PlanJson(job, rec, chosen);
+  // A profile's speeds use no calibration file (profile_speeds.hpp).
   if (!html.empty())
-    WriteFileAtomically(html,
-                        RecommendationHtml(job, cluster, rec, LoadSpeedCalibrations(cluster, rec)));
+    WriteFileAtomically(html, RecommendationHtml(job, cluster, rec,
+                                                 profiled ? std::map<std::string, PageCalibration>()
+                                                          : LoadSpeedCalibrations(cluster, rec)));
+  std::vector<std::string> warnings = StaleCalibrationWarnings(rec.speeds);
+  if (job.profile)
+    for (const std::string& w : ProfileWarnings(*job.profile)) warnings.push_back(w);
   if (vm.count("json")) {
-    for (const std::string& w : StaleCalibrationWarnings(rec.speeds))
+    for (const std::string& w : warnings)
       std::fprintf(stderr, "dlh-estimate: warning: %s\n", w.c_str());
     WriteJson(plan);
     return rec.feasible ? kExitOk : kExitInfeasible;
   }
+  const std::string title = job.profile && !job.profile->program.empty()
+                                ? job.spec.origin + " (profile of " + job.profile->program + ")"
+                                : job.spec.origin;
   std::printf("%s: %lld samples x %d epochs, global batch %d, deadline %s, objective %s\n",
-              job.spec.origin.c_str(), (long long)job.samples, job.epochs, job.spec.batch_size,
+              title.c_str(), (long long)job.samples, job.epochs, job.spec.batch_size,
               job.deadline_s > 0 ? HumanDuration(job.deadline_s).c_str() : "none",
               ObjectiveName(job.objective));
   for (const auto& [gpu, speed] : rec.speeds)
     std::printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(), speed.source.c_str(),
                 speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
-  for (const std::string& w : StaleCalibrationWarnings(rec.speeds))
-    std::printf("  warning: %s\n", w.c_str());
+  for (const std::string& w : warnings) std::printf("  warning: %s\n", w.c_str());
   std::printf("%d allocations considered in %.1f ms\n\n", rec.candidates, took * 1e3);
   auto row = [](int rank, const Allocation& a) {
     std::string what;

@@ -17,6 +17,7 @@
 #include "common/html_page.hpp"
 #include "common/svg_chart.hpp"
 #include "estimator/job_time.hpp"
+#include "estimator/profile_speeds.hpp"
 
 namespace dlh {
 namespace {
@@ -88,7 +89,10 @@ void Asked(const Job& job, const Cluster& cluster, const Recommendation& rec, Ht
   std::string batch = job.per_gpu_batch > 0
                           ? std::to_string(job.per_gpu_batch) + " per GPU (weak scaling)"
                           : std::to_string(job.spec.batch_size) + " global";
-  page->paragraph(job.spec.origin + ": " + std::to_string(job.samples) + " samples x " +
+  const std::string what = job.profile && !job.profile->program.empty()
+                               ? job.spec.origin + " (profile of " + job.profile->program + ")"
+                               : job.spec.origin;
+  page->paragraph(what + ": " + std::to_string(job.samples) + " samples x " +
                   std::to_string(job.epochs) + " epochs, batch " + batch + ", deadline " +
                   (job.deadline_s > 0 ? HumanDuration(job.deadline_s) : std::string("none")) +
                   " (" + Percent(job.margin) + " margin), objective " +
@@ -96,6 +100,8 @@ void Asked(const Job& job, const Cluster& cluster, const Recommendation& rec, Ht
                   (cluster.origin.empty() ? "" : " (" + cluster.origin + ")") + ": " +
                   std::to_string(rec.candidates) + " allocations considered.");
   for (const std::string& w : StaleCalibrationWarnings(rec.speeds)) page->note("warning: " + w);
+  if (job.profile)
+    for (const std::string& w : ProfileWarnings(*job.profile)) page->note("warning: " + w);
   if (!rec.feasible)
     page->note("No allocation meets the " + HumanDuration(job.deadline_s) +
                " deadline: the fastest, below, needs " +
@@ -340,6 +346,32 @@ std::string SourceText(const std::string& gpu, const DeviceSpeed& speed, const C
   return text;
 }
 
+// Where the line of `gpu` comes from when the job was planned from a profile.
+std::string ProfileSourceText(const ProgramProfile& p, const std::string& gpu,
+                              const DeviceSpeed& speed) {
+  // "prof.json (train.py, cuda:0 (NVIDIA H100), node1, 2026-01-02T03:04:05Z)"
+  std::string about;
+  for (const std::string* part : {&p.program, &p.device, &p.host, &p.created})
+    if (!part->empty()) about += (about.empty() ? "" : ", ") + *part;
+  const std::string name = p.origin + (about.empty() ? "" : " (" + about + ")");
+  std::string text;
+  if (speed.reference.empty()) {
+    text = "The line is fitted to the steps dlh-launch run --profile timed, " + name + ": " +
+           speed.source +
+           ". One batch gives a line through the origin; two or more a least-squares line "
+           "of the relative error. The points are the median step times measured.";
+  } else {
+    text = "The line is " + speed.reference + "'s profile, " + name + ", scaled to " + gpu +
+           " by the ratio of peak FLOP/s (the fixed part per step kept): " + speed.source +
+           ". Nothing was measured on " + gpu + ".";
+  }
+  if (speed.cpu_threads > 0)
+    text += " Timed as a CPU process with " + std::to_string(speed.cpu_threads) +
+            " threads: ranks that share a node's cores run slower than this line, and the "
+            "candidates' predictions include that.";
+  return text;
+}
+
 void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation& rec,
                    const std::string& gpu, const DeviceSpeed& speed, const PageCalibration* cal,
                    HtmlPage* page) {
@@ -348,6 +380,10 @@ void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation&
   if (cal && speed.reference.empty())
     for (const TimingSample& s : cal->calibration.samples)
       if (SameCost(s.features, job.features)) measured.push_back(&s);
+  // Or the profile's points, on the type it was timed on.
+  std::vector<const ProfilePoint*> profiled;
+  if (job.profile && speed.reference.empty())
+    for (const ProfilePoint& q : job.profile->points) profiled.push_back(&q);
 
   // The batch range the candidates (and the measurements) ask of this type.
   double most = 0;
@@ -359,11 +395,13 @@ void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation&
   for (const Allocation& a : rec.rejected) widen(a);
   widen(rec.fastest);
   for (const TimingSample* s : measured) most = std::max(most, double(s->batch));
+  for (const ProfilePoint* q : profiled) most = std::max(most, double(q->batch));
   if (most <= 0)
     most = double(job.per_gpu_batch > 0 ? job.per_gpu_batch : std::max(1, job.spec.batch_size));
 
   double slowest = speed.seconds(most);
   for (const TimingSample* s : measured) slowest = std::max(slowest, s->seconds);
+  for (const ProfilePoint* q : profiled) slowest = std::max(slowest, q->step_s);
   const Unit unit = StepUnit(slowest);
 
   svg::Chart chart;
@@ -393,6 +431,20 @@ void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation&
     }
     chart.series.push_back(std::move(points));
   }
+  if (!profiled.empty()) {
+    svg::Series points;
+    points.name =
+        "profiled (" + std::filesystem::path(job.profile->origin).filename().string() + ")";
+    points.style = svg::Style::Points;
+    for (const ProfilePoint* q : profiled) {
+      points.x.push_back(double(q->batch));
+      points.y.push_back(q->step_s / unit.size);
+      points.labels.push_back("batch " + std::to_string(q->batch) + ": " + In(q->step_s, unit) +
+                              " median of " + std::to_string(q->steps) + " steps, " +
+                              In(speed.seconds(double(q->batch)), unit) + " on the line");
+    }
+    chart.series.push_back(std::move(points));
+  }
   const Allocation& chosen = Chosen(rec);
   svg::Series mark;
   mark.name = "chosen";
@@ -408,7 +460,8 @@ void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation&
   }
   if (!mark.x.empty()) chart.series.push_back(std::move(mark));
   page->raw(svg::Render(chart));
-  page->paragraph(SourceText(gpu, speed, cluster, cal, measured.size()));
+  page->paragraph(job.profile ? ProfileSourceText(*job.profile, gpu, speed)
+                              : SourceText(gpu, speed, cluster, cal, measured.size()));
   if (!speed.stale.empty()) page->note("warning: " + speed.stale);
 }
 

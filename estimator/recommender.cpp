@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "estimator/profile_speeds.hpp"
 #include "estimator/wave_scaling.hpp"
 
 namespace dlh {
@@ -270,6 +271,11 @@ int OptimizerSlots(const OptimizerSpec& o) {
   return o.momentum > 0 ? 1 : 0;
 }
 
+// A profiled program says its own count, which may be one no spec optimizer has.
+int OptimizerSlots(const Job& job) {
+  return job.profile ? job.profile->optimizer_slots : OptimizerSlots(job.spec.optimizer);
+}
+
 class Enumerator {
  public:
   Enumerator(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types)
@@ -278,7 +284,7 @@ class Enumerator {
     runtime_ = cluster.runtime;
     startup_s_ = job.startup_s >= 0 ? job.startup_s : runtime_.startup_s;
     const int64_t eval = job.eval_samples >= 0 ? job.eval_samples : job.samples / 6;
-    work_ = WorkOf(job.features, job.samples, eval, job.epochs, OptimizerSlots(job.spec.optimizer));
+    work_ = WorkOf(job.features, job.samples, eval, job.epochs, OptimizerSlots(job));
     bytes_ = job.features.param_bytes();
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;
@@ -858,12 +864,16 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
   };
   const ModelFeatures& f = job.features;
   const double layers = double(f.layers.empty() ? job.spec.layers.size() : f.layers.size());
+  // A profile is this very program measured: it beats any calibration of other models.
+  const GpuType* profiled = job.profile ? &ProfiledGpuType(*job.profile, cluster) : nullptr;
   for (const NodeType& n : cluster.node_types) {
     if (out.count(n.gpu) || !Allowed(job, n.gpu)) continue;
     const GpuType* g = cluster.gpu(n.gpu);
     if (!g) throw EstimateError("node type \"" + n.name + "\": unknown GPU type \"" + n.gpu + "\"");
     DeviceSpeed s;
-    if (!g->calibration.empty()) {
+    if (profiled) {
+      s = ProfileSpeed(*job.profile, *profiled, *g);
+    } else if (!g->calibration.empty()) {
       const Calibration& cal = calibration_of(*g);
       const std::string file = std::filesystem::path(g->calibration).filename().string();
       s = AffineSpeed(cal.model.coef, f);
@@ -914,7 +924,7 @@ Recommendation Recommend(const Job& job, const Cluster& cluster) {
 Recommendation Recommend(const Job& job, const Cluster& cluster,
                          const std::map<std::string, DeviceSpeed>& speeds) {
   CheckJob(job);
-  const int slots = OptimizerSlots(job.spec.optimizer);
+  const int slots = OptimizerSlots(job);
   int64_t all_gpus = 0;
   std::vector<TypeInfo> types = UsableTypes(job, cluster, speeds, &all_gpus);
   SetMaxBatches(job, slots, all_gpus, &types);
@@ -1000,6 +1010,7 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   json j;
   j["format_version"] = 1;
   j["spec"] = job.spec.origin;
+  if (job.profile) j["profile"] = job.profile->origin;
   j["objective"] = ObjectiveName(job.objective);
   j["deadline_s"] = job.deadline_s;
   j["feasible"] = chosen.fits_memory && chosen.meets_deadline;

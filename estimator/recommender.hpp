@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/program_profile.hpp"
 #include "common/spec.hpp"
 #include "estimator/cluster.hpp"
 #include "estimator/comm_model.hpp"
@@ -33,6 +35,10 @@ const char* ObjectiveName(Objective o);
 struct Job {
   TrainSpec spec;
   ModelFeatures features;
+  // Set when the job is a user's program planned from its profile (profile_speeds.hpp,
+  // JobFromProfile): spec and features are then made from it, the speeds come from its
+  // timed steps and the optimizer slots are its own.
+  std::optional<ProgramProfile> profile;
   int64_t samples = 0;  // training samples per epoch
   int epochs = 0;
   double deadline_s = 0;  // 0: none
@@ -84,7 +90,10 @@ struct DeviceSpeed {
 };
 
 // Per-type speeds for the job's model, for every GPU type of a node type the job may use
-// (job.allowed_types), from the first of:
+// (job.allowed_types). With job.profile, from the profile alone (profile_speeds.hpp): its
+// measured line on the type it was timed on, that line's per-sample part scaled by the
+// peak FLOP/s ratio on the others (UsageError naming the profile when its type is unknown).
+// Otherwise from the first of:
 //  1. the GPU type's calibration (fixed = the time model at batch 0, per_sample = its
 //     slope; a missing or bad file is an EstimateError naming it);
 //  2. another type's calibration, wave-scaled (wave_scaling.hpp): compute terms by the
@@ -185,7 +194,8 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
                                   const std::vector<int>& count, int64_t global_batch);
 
 // The plan handed to the plugin and the launcher (DLH_PLAN): README "Plan". "feasible" is
-// the chosen allocation's (fits memory and meets the deadline).
+// the chosen allocation's (fits memory and meets the deadline); "profile" (the profile's
+// path) only for a job planned from one.
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen);
 // {"startup_s", "data_s", "warmup_s", "steps_s", "eval_s", "evaluations", "checkpoint_s",
 // "checkpoints"}: the plan's predicted.phases.

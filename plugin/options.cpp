@@ -17,7 +17,7 @@ namespace dlh::plugin {
 namespace {
 
 const char* const kAutoKeys =
-    "deadline, spec, samples, eval-samples, epochs, objective, max-gpus, types, mixed, "
+    "deadline, spec, profile, samples, eval-samples, epochs, objective, max-gpus, types, mixed, "
     "per-gpu-batch, lr, dry-run";
 const char* const kPluginKeys = "cluster, margin, max-gpus, default-deadline, startup";
 
@@ -148,9 +148,10 @@ AutoOptions ParseAutoValue(const char* value) {
       if (!val || val->empty()) Bad(at, std::string("needs a value (") + form + ")");
       return *val;
     };
-    if (key != "deadline" && key != "spec" && key != "samples" && key != "eval-samples" &&
-        key != "epochs" && key != "objective" && key != "max-gpus" && key != "types" &&
-        key != "mixed" && key != "per-gpu-batch" && key != "lr" && key != "dry-run")
+    if (key != "deadline" && key != "spec" && key != "profile" && key != "samples" &&
+        key != "eval-samples" && key != "epochs" && key != "objective" && key != "max-gpus" &&
+        key != "types" && key != "mixed" && key != "per-gpu-batch" && key != "lr" &&
+        key != "dry-run")
       Bad(where, "unknown key '" + key + "' (keys: " + kAutoKeys + ")");
     if (!seen.insert(key).second) Bad(at, "given twice");
     if (key == "deadline") {
@@ -159,6 +160,8 @@ AutoOptions ParseAutoValue(const char* value) {
       o.deadline = v;
     } else if (key == "spec") {
       o.spec = need("spec=FILE");
+    } else if (key == "profile") {
+      o.profile = need("profile=FILE");
     } else if (key == "samples") {
       o.samples = PositiveInt(at, need("samples=N"), INT64_MAX);
     } else if (key == "eval-samples") {
@@ -206,7 +209,10 @@ void MergeAutoOptions(AutoOptions& into, const AutoOptions& later) {
     into.deadline = later.deadline;
     into.deadline_s = later.deadline_s;
   }
-  if (later.spec) into.spec = later.spec;
+  if (later.spec || later.profile) {
+    into.spec = later.spec;
+    into.profile = later.profile;
+  }
   if (later.samples) into.samples = later.samples;
   if (later.eval_samples) into.eval_samples = later.eval_samples;
   if (later.epochs) into.epochs = later.epochs;

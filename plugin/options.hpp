@@ -6,6 +6,8 @@
 //   sbatch --dlh-auto[=deadline=3h,spec=train.json,samples=60000,eval-samples=10000,epochs=8,
 //                     objective=energy,max-gpus=8,types=a100:h100,mixed,per-gpu-batch=64,
 //                     lr=find,dry-run] job.sh
+//   sbatch --dlh-auto=deadline=1h,profile=train.profile.json job.sh   (a program's profile,
+//                     dlh-launch run --profile, instead of a spec)
 //
 // Items of --dlh-auto are separated by ','; inside `types` the GPU types are separated by
 // ':' or '+' (a ',' would start the next item). `mixed` and `dry-run` are flags (also
@@ -44,6 +46,7 @@ struct AutoOptions {
   std::optional<std::string> deadline;            // as written ("3h"), validated
   double deadline_s = 0;                          // its seconds when `deadline` is set
   std::optional<std::string> spec;                // training spec path as written
+  std::optional<std::string> profile;             // program profile path as written
   std::optional<int64_t> samples;                 // > 0
   std::optional<int64_t> eval_samples;            // >= 0: test samples evaluated per epoch
   std::optional<int> epochs;                      // > 0
@@ -67,8 +70,10 @@ bool IsNoArgument(const char* value);
 AutoOptions ParseAutoValue(const char* value);
 
 // Merges a later --dlh-auto (command line after #SBATCH lines) into `into`: keys the later
-// one gives replace earlier ones, the rest stay. Merging the same value twice changes
-// nothing, so Slurm calling the callback twice is harmless.
+// one gives replace earlier ones, the rest stay. spec and profile are two answers to one
+// question (what to plan), so a later one of them replaces an earlier one of either (both
+// in one value are refused by BuildJob). Merging the same value twice changes nothing, so
+// Slurm calling the callback twice is harmless.
 void MergeAutoOptions(AutoOptions& into, const AutoOptions& later);
 
 // Parses and merges in one step (the option callback). On error `into` is unchanged.

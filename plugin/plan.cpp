@@ -12,8 +12,10 @@
 
 #include "common/duration.hpp"
 #include "common/error.hpp"
+#include "common/program_profile.hpp"
 #include "common/spec.hpp"
 #include "estimator/features.hpp"
+#include "estimator/profile_speeds.hpp"
 
 namespace dlh::plugin {
 
@@ -216,15 +218,32 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
 
 Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   const AutoOptions& o = in.options;
+  if (o.spec && o.profile)
+    throw UsageError(
+        "--dlh-auto: profile: plans a program from its profile instead of a spec: give spec=FILE "
+        "or profile=FILE, not both");
+  // The plugin runs in sbatch as the submitting user: their files, their submit folder.
+  auto resolve = [&](const std::string& file) {
+    std::filesystem::path path(file);
+    if (path.is_relative() && !in.cwd.empty()) path = std::filesystem::path(in.cwd) / path;
+    return path.lexically_normal().string();
+  };
   Job job;
-  std::string spec = o.spec ? *o.spec : in.env_spec;
-  if (spec.empty())
-    throw UsageError("--dlh-auto: spec: required (spec=FILE, or DLH_SPEC in the environment)");
-  std::filesystem::path path(spec);
-  if (path.is_relative() && !in.cwd.empty()) path = std::filesystem::path(in.cwd) / path;
-  job.spec = LoadSpec(path.lexically_normal().string());
-  job.features = ComputeFeatures(job.spec);
+  std::string unknown;  // what the profile does not say, for the messages below
+  if (o.profile) {
+    job = JobFromProfile(LoadProgramProfile(resolve(*o.profile)));
+    unknown = "; the profile " + job.spec.origin + " does not say";
+  } else {
+    const std::string spec = o.spec ? *o.spec : in.env_spec;
+    if (spec.empty())
+      throw UsageError(
+          "--dlh-auto: spec: required (spec=FILE, profile=FILE, or DLH_SPEC in the environment)");
+    job.spec = LoadSpec(resolve(spec));
+    job.features = ComputeFeatures(job.spec);
+    job.epochs = job.spec.epochs;
+  }
 
+  // A profile's samples (JobFromProfile) are the last resort: what the user says now wins.
   if (o.samples) {
     job.samples = *o.samples;
   } else if (!in.env_samples.empty()) {
@@ -234,11 +253,12 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
     if (!Digits(in.env_samples) || errno == ERANGE || v <= 0)
       throw UsageError("DLH_SAMPLES: must be a positive integer, got '" + in.env_samples + "'");
     job.samples = v;
-  } else {
-    throw UsageError(
-        "--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment)");
+  } else if (job.samples <= 0) {
+    throw UsageError("--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment" +
+                     unknown + ")");
   }
-  job.epochs = o.epochs ? *o.epochs : job.spec.epochs;
+  if (o.epochs) job.epochs = *o.epochs;
+  if (job.epochs <= 0) throw UsageError("--dlh-auto: epochs: required (epochs=N" + unknown + ")");
   job.eval_samples = o.eval_samples ? *o.eval_samples : -1;
   if (o.deadline) {
     job.deadline_s = o.deadline_s;
@@ -421,6 +441,8 @@ std::string SummaryLine(const PlanOutcome& p) {
   if (!kept.empty()) s += "; yours kept: " + kept;
   if (!p.time_note.empty()) s += "; " + p.time_note;
   for (const std::string& w : StaleCalibrationWarnings(p.rec.speeds)) s += "; warning: " + w;
+  if (p.job.profile)
+    for (const std::string& w : ProfileWarnings(*p.job.profile)) s += "; warning: " + w;
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
   if (!p.fallback_note.empty()) s += "; " + p.fallback_note;
   return s;
@@ -446,6 +468,8 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
     s += Printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(), speed.source.c_str(),
                 speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
   for (const std::string& w : StaleCalibrationWarnings(rec.speeds)) s += "  warning: " + w + "\n";
+  if (job.profile)
+    for (const std::string& w : ProfileWarnings(*job.profile)) s += "  warning: " + w + "\n";
   if (p.fallback_note.rfind(p.live_note, 0) == 0)  // "live node state unknown (...): ..."
     s += p.fallback_note + "\n";
   else

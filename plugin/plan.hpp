@@ -3,9 +3,11 @@
 // inputs (options, environment, what the user set) and applies the settings.
 //
 // Inputs and precedence:
-//   spec      spec= key, else $DLH_SPEC (relative paths against the submit folder)
-//   samples   samples= key, else $DLH_SAMPLES (required)
-//   epochs    epochs= key, else the spec's
+//   spec      spec= key, else $DLH_SPEC (relative paths against the submit folder); or
+//   profile   profile= key instead (a program's profile, estimator/profile_speeds.hpp;
+//             relative like spec=); both keys given is an error
+//   samples   samples= key, else $DLH_SAMPLES, else the profile's (required)
+//   epochs    epochs= key, else the spec's or the profile's (required)
 //   deadline  deadline= key, else the user's explicit --time (the job must fit in it), else
 //             plugstack default-deadline=, else none
 //   max GPUs  the smaller of max-gpus= and plugstack max-gpus=
@@ -91,8 +93,9 @@ struct PlanOutcome {
   UserRequest user;           // what the user fixed (kept as they gave it)
 };
 
-// The estimator job (see the precedence above). The spec path in it is absolute. Throws
-// UsageError naming the key, SpecError naming the file.
+// The estimator job (see the precedence above). The spec or profile path in it is
+// absolute. Throws UsageError naming the key (or the profile file and its field),
+// SpecError naming the spec file.
 Job BuildJob(const PlanInputs& in, const Cluster& cluster);
 
 // Plans: overlays `live` onto the cluster (when `live_error` is empty) and recommends; when

@@ -67,7 +67,7 @@ void InstallForwarding() {
 }
 
 // Between fork and exec: async-signal-safe calls only, on data prepared before the fork.
-[[noreturn]] void ExecChild(pid_t rank, int error_fd, const sigset_t& mask,
+[[noreturn]] void ExecChild(pid_t rank, int error_fd, int inherit_fd, const sigset_t& mask,
                             const std::vector<const char*>& candidates, char* const* argv,
                             char** sh_argv, char* const* envp) {
   // Dies with its rank; if the rank died before this line, the parent is already someone else.
@@ -85,6 +85,7 @@ void InstallForwarding() {
   // the program's: they close at exec. stdin, stdout and stderr stay. Kernels older than
   // 5.11 refuse the flag; then they are inherited, which is harmless.
   close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (inherit_fd >= 0) fcntl(inherit_fd, F_SETFD, 0);  // the one the program is given
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   // execvp's search, written out because execvp may allocate: every candidate in turn; a
   // file without #! runs under /bin/sh; EACCES from any candidate is the answer if none runs.
@@ -130,7 +131,8 @@ std::vector<std::string> ExecCandidates(const std::string& file, const char* pat
   return out;
 }
 
-Spawned SpawnChild(const std::vector<std::string>& command, const std::vector<std::string>& env) {
+Spawned SpawnChild(const std::vector<std::string>& command, const std::vector<std::string>& env,
+                   int inherit_fd) {
   if (command.empty()) throw Error("run: no program to start");
   // Everything the child touches, built while malloc may still be called.
   std::vector<char*> argv, sh_argv, envp;
@@ -156,7 +158,8 @@ Spawned SpawnChild(const std::vector<std::string>& command, const std::vector<st
   InstallForwarding();
   const pid_t rank = getpid();
   const pid_t pid = fork();
-  if (pid == 0) ExecChild(rank, fds[1], mask, candidates, argv.data(), sh_argv.data(), envp.data());
+  if (pid == 0)
+    ExecChild(rank, fds[1], inherit_fd, mask, candidates, argv.data(), sh_argv.data(), envp.data());
   const int fork_errno = errno;
   if (pid > 0) g_child.store(pid);
   pthread_sigmask(SIG_SETMASK, &mask, nullptr);

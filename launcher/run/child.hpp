@@ -32,9 +32,12 @@ struct Spawned {
 };
 
 // Starts `command` (CMD ARGS..., not empty) with environment `env` ("NAME=value") and begins
-// forwarding the signals above to it. Returns once the program runs or exec has failed.
-// Call once. Throws Error when pipe or fork fail.
-Spawned SpawnChild(const std::vector<std::string>& command, const std::vector<std::string>& env);
+// forwarding the signals above to it. Of the rank's descriptors the program inherits stdin,
+// stdout, stderr and `inherit_fd` (>= 0; the progress pipe's write end, progress.hpp), under
+// the same number. Returns once the program runs or exec has failed. Call once. Throws Error
+// when pipe or fork fail.
+Spawned SpawnChild(const std::vector<std::string>& command, const std::vector<std::string>& env,
+                   int inherit_fd = -1);
 
 // Waits up to `wait_ms` for the program to end. True once it ended: `*wait_status` is its
 // status (as waitpid gives it), the child is reaped and signals are no longer forwarded.

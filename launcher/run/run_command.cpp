@@ -1,7 +1,10 @@
 // DLH — `dlh-launch run` (see run_command.hpp).
 #include "launcher/run/run_command.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <cerrno>
@@ -10,19 +13,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
+#include "common/atomic_file.hpp"
 #include "common/cli.hpp"
+#include "common/duration.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 #include "common/file_text.hpp"
+#include "common/program_profile.hpp"
 #include "launcher/comm/binding.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/comm/topology.hpp"
 #include "launcher/run/child.hpp"
+#include "launcher/run/progress.hpp"
 #include "launcher/run/rendezvous.hpp"
 #include "launcher/run/run_dir.hpp"
 #include "launcher/run/run_env.hpp"
@@ -51,7 +60,11 @@ struct RunOptions {
   std::string plan_json, plan_origin = "DLH_PLAN";
   std::string gpu_type, gpu_type_origin = "--gpu-type";
   bool gpu_type_given = false;
-  bool bind_gpu = true;
+  bool narrow_gpus = false;
+  double stall_timeout_s = 600;  // 0: not watched
+  int64_t profile_steps = 0;     // > 0: --profile
+  int64_t profile_warmup = 5;
+  std::string profile_out;
 };
 
 // What every rank agrees on before the programs start.
@@ -84,14 +97,24 @@ po::options_description RunOptionsDescription(RunOptions* o) {
     ("gpu-type", po::value(&o->gpu_type),
         "this rank's GPU type, for a plan on several types (as for train); default: "
         "DLH_GPU_TYPE")
-    ("no-gpu-binding", "leave CUDA_VISIBLE_DEVICES as it is (default: narrowed to the rank's "
-        "GPU when it lists several)");
+    ("narrow-gpus", "narrow CUDA_VISIBLE_DEVICES to the rank's GPU when it lists several (the "
+        "program then uses cuda:0); default: as torchrun, every GPU stays visible and the "
+        "program picks cuda:LOCAL_RANK")
+    ("stall-timeout", po::value<std::string>()->default_value("10m"),
+        "a program that reported a step (DLH_PROGRESS_FD) and then none for this long is "
+        "stalled: every rank ends with exit code 4 (off: not watched)")
+    ("profile", po::value(&o->profile_steps), "time STEPS steps of the program on one rank "
+        "(after --profile-warmup steps), stop it and write a profile for --dlh-auto=profile=FILE")
+    ("profile-warmup", po::value(&o->profile_warmup)->default_value(5),
+        "steps not timed at the start (at least 1)")
+    ("profile-out", po::value(&o->profile_out), "the profile file; a profile there already "
+        "gains this run's batch (default: <program name>.profile.json)");
   // clang-format on
   return d;
 }
 
 // Options alone, identically on every rank: no communication.
-RunOptions ParseRunOptions(const std::vector<std::string>& args, bool* help, int rank) {
+RunOptions ParseRunOptions(const std::vector<std::string>& args, bool* help, int rank, int size) {
   RunOptions o;
   std::vector<std::string> options;
   SplitRunArguments(args, &options, &o.command);
@@ -111,7 +134,30 @@ RunOptions ParseRunOptions(const std::vector<std::string>& args, bool* help, int
     throw UsageError("--master-addr: must not be empty");
   if (vm.count("master-port") && (o.master_port < 1 || o.master_port > 65535))
     throw UsageError("--master-port: must be 1 to 65535, got " + std::to_string(o.master_port));
-  o.bind_gpu = !vm.count("no-gpu-binding");
+  o.narrow_gpus = vm.count("narrow-gpus") > 0;
+  const std::string stall = vm["stall-timeout"].as<std::string>();
+  o.stall_timeout_s = stall == "off" ? 0 : ParseDuration(stall, "--stall-timeout");
+  if (vm.count("profile")) {
+    if (o.profile_steps < 1 || o.profile_steps > 1000000)
+      throw UsageError("--profile: must be 1 to 1000000 steps, got " +
+                       std::to_string(o.profile_steps));
+    if (o.profile_warmup < 1 || o.profile_warmup > 1000000)
+      throw UsageError("--profile-warmup: must be 1 to 1000000 steps, got " +
+                       std::to_string(o.profile_warmup));
+    if (o.profile_out.empty()) o.profile_out = DefaultRunName(o.command) + ".profile.json";
+    if (size != 1)
+      throw UsageError(
+          "--profile: times the program on one device: start it as one task "
+          "(srun -n 1, mpirun -np 1), not " +
+          std::to_string(size));
+    if (const fs::path folder = fs::path(o.profile_out).parent_path();
+        !folder.empty() && !fs::is_directory(folder))
+      throw UsageError("--profile-out: " + o.profile_out + ": the folder " + folder.string() +
+                       " does not exist");
+  } else if (vm.count("profile-out") || !vm["profile-warmup"].defaulted()) {
+    throw UsageError(std::string(vm.count("profile-out") ? "--profile-out" : "--profile-warmup") +
+                     ": only with --profile STEPS");
+  }
   // The plan and the GPU type from the same sources as train's.
   ResolvePlanSource(vm.count("no-plan") > 0, vm.count("plan") > 0, &o.plan_json, &o.plan_origin);
   ResolveGpuType(vm.count("gpu-type") > 0, &o.gpu_type, &o.gpu_type_origin, &o.gpu_type_given);
@@ -212,6 +258,157 @@ void WaitForEveryRank(MPI_Comm comm) {
   std::_Exit(code);
 }
 
+// A folder of its own under TMPDIR, removed with everything in it when the owner goes.
+class TemporaryFolder {
+ public:
+  explicit TemporaryFolder(const std::string& prefix) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
+    if (!mkdtemp(pattern.data()))
+      throw Error("run: cannot create a folder like " + pattern + ": " + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The progress channel (progress.hpp): the program writes, the rank reads without blocking.
+class ProgressPipe {
+ public:
+  ProgressPipe() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("run: pipe: ") + std::strerror(errno));
+    read_fd_ = fds[0];
+    write_fd_ = fds[1];
+    fcntl(read_fd_, F_SETFL, fcntl(read_fd_, F_GETFL) | O_NONBLOCK);
+  }
+  ~ProgressPipe() {
+    CloseWriteEnd();
+    CloseReadEnd();
+  }
+  ProgressPipe(const ProgressPipe&) = delete;
+  ProgressPipe& operator=(const ProgressPipe&) = delete;
+  int read_fd() const { return read_fd_; }
+  int write_fd() const { return write_fd_; }
+  void CloseWriteEnd() { CloseFd(&write_fd_); }
+  void CloseReadEnd() { CloseFd(&read_fd_); }
+
+ private:
+  static void CloseFd(int* fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+  int read_fd_ = -1, write_fd_ = -1;
+};
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return when;
+}
+
+struct Followed {
+  int status = 0;        // the program's wait status once it ended
+  double stalled_s = 0;  // > 0: no step line for this long, and the program still runs
+  ProgressLog log;
+};
+
+// Follows the program until it ends, reading its progress: returns early, the program still
+// running, when it stalls (no step for stall_timeout_s after a first one; 0: not watched).
+// With profile_end > 0 the program is asked to stop (SIGTERM, SIGKILL 30 s later) once it
+// has reported that many steps.
+Followed FollowProgram(pid_t pid, ProgressPipe* progress, double stall_timeout_s,
+                       int64_t profile_end, const std::string& who) {
+  Followed f;
+  double stop_asked_at = -1;
+  char buffer[4096];
+  for (;;) {
+    if (progress->read_fd() >= 0) {
+      pollfd p{progress->read_fd(), POLLIN, 0};
+      if (poll(&p, 1, 100) > 0) {
+        for (;;) {
+          const ssize_t got = read(progress->read_fd(), buffer, sizeof buffer);
+          if (got > 0) {
+            for (const std::string& w : f.log.Feed({buffer, size_t(got)}, SteadySeconds()))
+              std::fprintf(stderr, "%s: warning: %s\n", who.c_str(), w.c_str());
+            continue;
+          }
+          if (got == 0) progress->CloseReadEnd();  // every writer closed it
+          if (got < 0 && errno == EINTR) continue;
+          break;  // closed, or all there is read (EAGAIN)
+        }
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (WaitChild(pid, 0, &f.status)) return f;
+    const double now = SteadySeconds();
+    if (profile_end > 0 && f.log.steps() >= profile_end) {
+      if (stop_asked_at < 0) {
+        kill(pid, SIGTERM);
+        stop_asked_at = now;
+      } else if (now - stop_asked_at > 30) {
+        kill(pid, SIGKILL);
+      }
+      continue;
+    }
+    if (stall_timeout_s > 0 && f.log.steps() > 0) {
+      const double since = now - f.log.step_times().back();
+      if (since >= stall_timeout_s) {
+        f.stalled_s = since;
+        return f;
+      }
+    }
+  }
+}
+
+// The profile of this run (one point), added to `earlier` when there is one, written
+// atomically to --profile-out.
+void WriteProfile(const RunOptions& o, const Agreement& a, const ProgressLog& log,
+                  const ProgramProfile* earlier) {
+  const ProfilePoint point = TimeSteps(log, o.profile_warmup, o.profile_steps);
+  if (point.batch == 0)
+    throw UsageError(
+        "--profile: the program's step lines give no sample count: it writes 'step SAMPLES' "
+        "(the samples it trained in that step) to DLH_PROGRESS_FD");
+  ProgramProfile p = log.described();
+  p.program = DefaultRunName(o.command);
+  p.command = o.command;
+  p.created = UtcNow();
+  p.host = MachineHostName();
+  p.gpu_type = o.gpu_type;
+  if (p.gpu_type.empty() && a.plan.present && a.plan.parts.size() == 1)
+    p.gpu_type = a.plan.parts[0].gpu;
+  if (p.device.rfind("cuda", 0) == 0) p.cpu_threads = 0;  // a GPU's speed, not the CPU's
+  p.points = {point};
+  if (earlier) p = MergeProfiles(*earlier, p);
+  WriteFileAtomically(o.profile_out, ProgramProfileToJson(p).dump(2) + "\n");
+  std::string batches;
+  for (const ProfilePoint& q : p.points)
+    batches += (batches.empty() ? "" : ", ") + std::to_string(q.batch);
+  std::fprintf(stderr,
+               "dlh-launch: run: profile: %d steps of %lld samples, %.4g s per step (median; "
+               "%.4g to %.4g) on %s; %s now holds %zu batch%s (%s); plan with "
+               "--dlh-auto=...,profile=%s\n",
+               point.steps, static_cast<long long>(point.batch), point.step_s, point.step_s_min,
+               point.step_s_max, p.gpu_type.empty() ? "an unnamed GPU type" : p.gpu_type.c_str(),
+               o.profile_out.c_str(), p.points.size(), p.points.size() == 1 ? "" : "es",
+               batches.c_str(), o.profile_out.c_str());
+}
+
 }  // namespace
 
 void SplitRunArguments(const std::vector<std::string>& args, std::vector<std::string>* options,
@@ -225,13 +422,30 @@ void SplitRunArguments(const std::vector<std::string>& args, std::vector<std::st
 
 int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) {
   bool help = false;
-  const RunOptions o = ParseRunOptions(args, &help, rank);
+  RunOptions o = ParseRunOptions(args, &help, rank, size);
   if (help) return kExitOk;
+  // A profile adds to the file there, which must be one before the program runs for minutes.
+  ProgramProfile earlier;
+  const bool add_to_earlier = o.profile_steps > 0 && fs::exists(o.profile_out);
+  if (add_to_earlier) {
+    earlier = LoadProgramProfile(o.profile_out);
+    ProgramProfile this_run;  // the mismatches MergeProfiles refuses, before a run is wasted
+    this_run.gpu_type = o.gpu_type;
+    this_run.points = earlier.points;
+    MergeProfiles(earlier, this_run);
+  }
+  // A profile run starts afresh and leaves no checkpoint that a real run would resume from.
+  std::optional<TemporaryFolder> profile_dir;
+  if (o.profile_steps > 0) {
+    profile_dir.emplace("dlh-profile-");
+    o.run_dir = profile_dir->path();
+  }
 
   mpi::Comm comm(MPI_COMM_WORLD);
   Agreement a;
   AgreeOnRanks(o, comm.get(), rank, size, &a);
   AgreeOnRun(o, comm.get(), rank, &a);
+  ProgressPipe progress;
   std::vector<std::string> env;
   RunCollectively(comm.get(), [&] {
     RunEnvInputs in;
@@ -250,11 +464,13 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     in.plan = a.plan;
     in.plan_part = a.plan_part;
     in.binding = a.binding;
-    in.bind_gpu = o.bind_gpu;
+    in.bind_gpu = o.narrow_gpus;
+    in.progress_fd = progress.write_fd();
     env = BuildRunEnv(in, o.plan_origin);
   });
 
-  const Spawned child = SpawnChild(o.command, env);
+  const Spawned child = SpawnChild(o.command, env, progress.write_fd());
+  progress.CloseWriteEnd();  // the program's now: end of file once it (and its children) close it
   try {
     RunCollectively(comm.get(), [&] {
       if (child.exec_error)
@@ -267,19 +483,55 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     throw;
   }
   const std::string host = a.node_names[size_t(rank)];
+  const std::string who =
+      "dlh-launch [rank " + std::to_string(rank) + "/" + std::to_string(size) + " " + host + "]";
   if (rank == 0) {
     const std::string resume =
         a.checkpoint.empty() ? "no checkpoint" : "DLH_CHECKPOINT=" + a.checkpoint;
     std::fprintf(stderr,
                  "dlh-launch: run: %s on %d ranks (%s), MASTER_ADDR=%s MASTER_PORT=%d, "
-                 "TORCHELASTIC_RUN_ID=%s, DLH_RUN_DIR=%s, %s\n",
+                 "TORCHELASTIC_RUN_ID=%s, DLH_RUN_DIR=%s, %s%s\n",
                  o.command[0].c_str(), size, DescribeTopology(a.topo).c_str(),
                  a.master_addr.c_str(), a.master_port, a.run_id.c_str(), a.run_dir.c_str(),
-                 resume.c_str());
+                 resume.c_str(),
+                 o.profile_steps > 0 ? (", profiling " + std::to_string(o.profile_steps) +
+                                        " steps after " + std::to_string(o.profile_warmup))
+                                           .c_str()
+                                     : "");
   }
 
-  int status = 0;
-  while (!WaitChild(child.pid, 100, &status)) {
+  const int64_t profile_end = o.profile_steps > 0 ? o.profile_warmup + o.profile_steps : 0;
+  const Followed f = FollowProgram(child.pid, &progress, o.stall_timeout_s, profile_end, who);
+  if (f.stalled_s > 0) {
+    std::fprintf(stderr,
+                 "%s: error: the program (pid %ld) reported no step for %s (its last, step %lld, "
+                 "ended %s ago; --stall-timeout %s): stalled, ending every rank\n",
+                 who.c_str(), long(child.pid), HumanDuration(o.stall_timeout_s).c_str(),
+                 static_cast<long long>(f.log.steps()), HumanDuration(f.stalled_s).c_str(),
+                 HumanDuration(o.stall_timeout_s).c_str());
+    KillChild(child.pid);
+    AbortEveryRank(kExitStalled);
+  }
+  const int status = f.status;
+  if (o.profile_steps > 0) {
+    // One rank, nothing to abort: a failure is one line and the exit code, as at the edge.
+    try {
+      if (f.log.steps() < profile_end)
+        throw Error("run: --profile " + std::to_string(o.profile_steps) + ": the program " +
+                    DescribeEnd(status) + " after " + std::to_string(f.log.steps()) + " steps, " +
+                    std::to_string(profile_end) + " needed (--profile-warmup " +
+                    std::to_string(o.profile_warmup) +
+                    " + the steps timed); it reports each step with a 'step SAMPLES' line to "
+                    "DLH_PROGRESS_FD (README, dlh-launch run)");
+      WriteProfile(o, a, f.log, add_to_earlier ? &earlier : nullptr);
+    } catch (const UsageError& e) {
+      std::fprintf(stderr, "dlh-launch: %s\n", e.what());
+      return kExitBadInput;
+    } catch (const Error& e) {
+      std::fprintf(stderr, "dlh-launch: error: %s\n", e.what());
+      return kExitFailure;
+    }
+    return kExitOk;
   }
   // A stop the launcher or the user asked for, which the program obeyed (it exited, or died of
   // that signal), is no failure: its status is the rank's, once every rank is done.
@@ -296,9 +548,8 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
       stop != 0 && (WIFEXITED(status) || (WIFSIGNALED(status) && WTERMSIG(status) == stop));
   const bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   if (!success && !obeyed_stop) {
-    std::fprintf(stderr,
-                 "dlh-launch [rank %d/%d %s]: error: the program (pid %ld) %s: ending every rank\n",
-                 rank, size, host.c_str(), long(child.pid), DescribeEnd(status).c_str());
+    std::fprintf(stderr, "%s: error: the program (pid %ld) %s: ending every rank\n", who.c_str(),
+                 long(child.pid), DescribeEnd(status).c_str());
     AbortEveryRank(ExitCodeOfEnd(status));
   }
   WaitForEveryRank(comm.get());

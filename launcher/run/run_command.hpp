@@ -12,6 +12,13 @@
 // are done every rank exits 0. A stop signal (SIGTERM, SIGINT, SIGHUP) is passed on to the
 // program, and the rank then exits with the program's status once every rank is done;
 // SIGUSR1 and SIGUSR2 are passed on and change nothing else.
+//
+// The program may report its steps on DLH_PROGRESS_FD (progress.hpp). Once it has reported
+// one, a program that reports none for --stall-timeout is stalled (a deadlocked collective, a
+// frozen process): its rank kills it and ends every rank with exit code 4, the code the
+// example job script requeues on, as it does for the built-in trainer's stalled peers.
+// `--profile STEPS` (one rank) times STEPS steps after a warm-up, stops the program and
+// writes the profile the estimator plans from (common/program_profile.hpp).
 #pragma once
 
 #include <string>

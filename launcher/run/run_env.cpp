@@ -33,7 +33,8 @@ const std::set<std::string>& OwnNames() {
                                               "DLH_GLOBAL_BATCH",
                                               "DLH_BATCH",
                                               "DLH_LR",
-                                              "DLH_WARMUP_EPOCHS"};
+                                              "DLH_WARMUP_EPOCHS",
+                                              "DLH_PROGRESS_FD"};
   return names;
 }
 
@@ -120,9 +121,10 @@ std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& 
     set("DLH_GLOBAL_BATCH", std::to_string(in.plan.global_batch));
     set("DLH_BATCH",
         std::to_string(PlanRankBatch(in.plan, plan_origin, in.plan_part, in.rank, in.world_size)));
-    set("DLH_LR", ShortestNumber(in.plan.lr));
+    if (in.plan.lr > 0) set("DLH_LR", ShortestNumber(in.plan.lr));  // 0: a profile's, unknown
     set("DLH_WARMUP_EPOCHS", ShortestNumber(in.plan.warmup_epochs));
   }
+  if (in.progress_fd >= 0) set("DLH_PROGRESS_FD", std::to_string(in.progress_fd));
   if (!cuda_visible.empty()) set("CUDA_VISIBLE_DEVICES", cuda_visible);
   return env;
 }

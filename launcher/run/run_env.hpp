@@ -27,9 +27,10 @@ struct RunEnvInputs {
   std::string run_dir;                       // DLH_RUN_DIR
   std::string checkpoint;                    // newest file in run_dir/checkpoints; "": none
   LaunchPlan plan;                           // plan.present false: no plan
-  int plan_part = -1;    // with a plan on two or more GPU types: this rank's part (PartOfRank)
-  Binding binding;       // this rank's GPU (BindRank)
-  bool bind_gpu = true;  // false (--no-gpu-binding): CUDA_VISIBLE_DEVICES as given
+  int plan_part = -1;     // with a plan on two or more GPU types: this rank's part (PartOfRank)
+  Binding binding;        // this rank's GPU (BindRank)
+  bool bind_gpu = false;  // true (--narrow-gpus): CUDA_VISIBLE_DEVICES narrowed, see below
+  int progress_fd = -1;   // >= 0: DLH_PROGRESS_FD, the progress pipe (progress.hpp)
 };
 
 // This rank's share of the plan's global batch: with two or more parts its part's
@@ -48,9 +49,11 @@ int64_t PlanRankBatch(const LaunchPlan& plan, const std::string& plan_origin, in
 //   TORCHELASTIC_MAX_RESTARTS (0) TORCHELASTIC_USE_AGENT_STORE (False: rank 0 serves the
 //   store) DLH_RUN_DIR, and when present DLH_CHECKPOINT; with a plan DLH_GLOBAL_BATCH
 //   DLH_BATCH DLH_LR DLH_WARMUP_EPOCHS (none of the four without one, nor DLH_CHECKPOINT
-//   without a checkpoint, even if the parent had them: they would be another run's).
-// CUDA_VISIBLE_DEVICES is narrowed to the rank's GPU when it lists several and the binding
-// gave this rank one of them (and bind_gpu); else it is left as the parent had it.
+//   without a checkpoint, even if the parent had them: they would be another run's),
+//   DLH_PROGRESS_FD when progress_fd >= 0 (never the parent's: a nested launch's pipe).
+// With bind_gpu, CUDA_VISIBLE_DEVICES is narrowed to the rank's GPU when it lists several
+// and the binding gave this rank one of them; else it is left as the parent had it, as
+// torchrun leaves it: the usual DDP script picks cuda:LOCAL_RANK itself.
 // `plan_origin` names the plan in errors (PlanRankBatch).
 std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& plan_origin);
 

@@ -195,3 +195,73 @@ chmod -x "$WORK/env.sh"
 expect_one_line 127 "^dlh-launch: error: run: cannot execute '$WORK/env.sh': Permission denied" \
   "${L[@]}" --run-dir "$WORK/r7" -- "$WORK/env.sh" "$WORK"
 [[ -z $(lingering) ]] || fail "processes linger"
+
+# 8. A stalled program: rank 1's reports three steps on DLH_PROGRESS_FD, then none, while
+# rank 0's goes on; with --stall-timeout 2s rank 1 ends the job with exit code 4.
+cat >"$WORK/stall.sh" <<'SH'
+#!/bin/bash
+for ((i = 1; ; ++i)); do
+  echo "step 8" >&"$DLH_PROGRESS_FD"
+  [[ $RANK == 1 && $i -ge 3 ]] && exec -a "sleep-$1" sleep 60
+  sleep 0.1
+done
+SH
+chmod +x "$WORK/stall.sh"
+expect_fail 4 "^dlh-launch \[rank 1/2 [^]]*\]: error: the program (pid [0-9]*) reported no step for 2s (its last, step 3, ended [0-9]*s ago; --stall-timeout 2s): stalled, ending every rank$" \
+  timeout 60 mpirun -np 2 dlh-launch run --run-dir "$WORK/r8" --stall-timeout 2s -- "$WORK/stall.sh" "$marker"
+sleep 1
+[[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
+check "nothing lingers"
+
+# 9. --profile: a program reporting 'step 32' every 50 ms and describing itself; timed after
+# 2 warm-up steps for 10, stopped with SIGTERM, the profile written; a second run at another
+# batch adds a point. The profile run's DLH_RUN_DIR is a temporary folder, gone afterwards.
+cat >"$WORK/steps.sh" <<'SH'
+#!/bin/bash
+# steps.sh OUT BATCH STEPS MARKER: BATCH samples a step, STEPS steps (or until stopped).
+echo "$DLH_RUN_DIR" >"$1/run_dir"
+printf 'params 1000\nsamples 6400\nepochs 2\nlr 0.05\ndevice cpu\nthreads 1\n' >&"$DLH_PROGRESS_FD"
+trap 'echo stopped >"$1/stopped"; exit 0' TERM
+for ((i = 1; i <= $3; ++i)); do
+  sleep 0.05
+  echo "step $2" >&"$DLH_PROGRESS_FD"
+done
+SH
+chmod +x "$WORK/steps.sh"
+out=$WORK/out9 && mkdir -p "$out"
+P=(mpirun -np 1 dlh-launch run --profile 10 --profile-warmup 2 --gpu-type alpha --profile-out "$WORK/p.json")
+timeout 60 "${P[@]}" -- "$WORK/steps.sh" "$out" 32 1000000 "$marker" 2>"$WORK/err9.txt" ||
+  { cat "$WORK/err9.txt" >&2; fail "the profile run failed"; }
+grep -q "^dlh-launch: run: profile: 10 steps of 32 samples, .* on alpha; $WORK/p.json now holds 1 batch (32)" "$WORK/err9.txt" ||
+  { cat "$WORK/err9.txt" >&2; fail "no profile line"; }
+[[ -f $out/stopped ]] || fail "the program was not stopped with SIGTERM"
+[[ ! -e $(cat "$out/run_dir") ]] || fail "the profile run's folder $(cat "$out/run_dir") is still there"
+python3 - "$WORK/p.json" <<'PY' || fail "the profile is not what the program reported"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["dlh_profile"] == 1 and p["gpu_type"] == "alpha", p
+assert (p["params"], p["samples"], p["epochs"], p["lr"], p["device"], p["cpu_threads"]) == (1000, 6400, 2, 0.05, "cpu", 1), p
+(pt,) = p["points"]
+assert pt["batch"] == 32 and pt["steps"] == 10, pt
+assert 0.04 < pt["step_s"] < 1 and pt["step_s_min"] <= pt["step_s"] <= pt["step_s_max"], pt
+PY
+timeout 60 "${P[@]}" -- "$WORK/steps.sh" "$out" 64 1000000 "$marker" 2>"$WORK/err9.txt" ||
+  { cat "$WORK/err9.txt" >&2; fail "the second profile run failed"; }
+grep -q "now holds 2 batches (32, 64)" "$WORK/err9.txt" || { cat "$WORK/err9.txt" >&2; fail "the second batch was not added"; }
+check "profile: 10 steps of 32 samples, then of 64: $(python3 -c "import json,sys; print([(q['batch'], round(q['step_s'], 3)) for q in json.load(open(sys.argv[1]))['points']])" "$WORK/p.json") s per step; the program stopped by SIGTERM, its temporary run folder removed"
+cp "$WORK/p.json" "$WORK/p.before"
+expect_one_line 2 "^dlh-launch: $WORK/p.json: profiled on alpha, this run is on beta: use another --profile-out$" \
+  mpirun -np 1 dlh-launch run --profile 10 --profile-warmup 2 --gpu-type beta --profile-out "$WORK/p.json" -- "$WORK/steps.sh" "$out" 16 1000000 "$marker"
+expect_fail 1 "^dlh-launch: error: run: --profile 10: the program exited with code 0 after 5 steps, 12 needed" \
+  "${P[@]}" -- "$WORK/steps.sh" "$out" 16 5 "$marker"
+[[ $(grep -c '^dlh-launch.*error' "$WORK/err.txt") -eq 1 ]] || { cat "$WORK/err.txt" >&2; fail "not one error line"; }
+cmp -s "$WORK/p.json" "$WORK/p.before" || fail "a failed profile run changed $WORK/p.json"
+expect_one_line 2 "^dlh-launch: --profile: times the program on one device: start it as one task (srun -n 1, mpirun -np 1), not 2$" \
+  mpirun -np 2 dlh-launch run --profile 10 -- true
+echo '{"dlh_profile": 1, "points": []}' >"$WORK/bad.json"
+expect_one_line 2 "^dlh-launch: $WORK/bad.json: points" \
+  mpirun -np 1 dlh-launch run --profile 10 --profile-out "$WORK/bad.json" -- true
+expect_one_line 2 "^dlh-launch: --profile-out: only with --profile STEPS$" \
+  mpirun -np 1 dlh-launch run --profile-out "$WORK/x.json" -- true
+expect_one_line 2 "^dlh-launch: --stall-timeout: " mpirun -np 1 dlh-launch run --stall-timeout soon -- true
+[[ -z $(lingering) ]] || fail "processes linger"

@@ -17,6 +17,7 @@
 #include "plugin/live_state.hpp"
 #include "plugin/options.hpp"
 #include "plugin/plan.hpp"
+#include "tests/util/temp_dir.hpp"
 
 namespace dlh::plugin {
 namespace {
@@ -87,10 +88,10 @@ TEST(PluginAutoOptionTest, FlagsTakeYesNoAndSlurmDeadlines) {
 
 TEST(PluginAutoOptionTest, ExactMessages) {
   auto err = [](const char* v) { return ErrorOf([&] { ParseAutoValue(v); }); };
-  EXPECT_EQ(err("bogus=1"),
-            "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, samples, eval-samples, epochs, "
-            "objective, "
-            "max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
+  EXPECT_EQ(
+      err("bogus=1"),
+      "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, profile, samples, eval-samples, "
+      "epochs, objective, max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
   EXPECT_EQ(err("samples=abc"), "--dlh-auto: samples: must be a positive integer, got 'abc'");
   EXPECT_EQ(err("samples=0"), "--dlh-auto: samples: must be a positive integer, got '0'");
   EXPECT_EQ(err("samples=-5"), "--dlh-auto: samples: must be a positive integer, got '-5'");
@@ -125,9 +126,8 @@ TEST(PluginAutoOptionTest, ExactMessages) {
   EXPECT_EQ(err("lr="), "--dlh-auto: lr: needs a value (lr=find|linear)");
   EXPECT_EQ(err("lr=0.1"), "--dlh-auto: lr: must be find or linear, got '0.1'");
   EXPECT_EQ(err("=3"),
-            "--dlh-auto: unknown key '' (keys: deadline, spec, samples, eval-samples, epochs, "
-            "objective, "
-            "max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
+            "--dlh-auto: unknown key '' (keys: deadline, spec, profile, samples, eval-samples, "
+            "epochs, objective, max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
 }
 
 TEST(PluginAutoOptionTest, MergingIsIdempotentAndLaterKeysWin) {
@@ -153,6 +153,33 @@ TEST(PluginAutoOptionTest, MergingIsIdempotentAndLaterKeysWin) {
   // A bad value leaves the earlier keys alone.
   EXPECT_THROW(ApplyAutoValue(a, "samples=7,bogus"), UsageError);
   EXPECT_EQ(*a.samples, 10);
+}
+
+TEST(PluginAutoOptionTest, ProfileIsTheOtherAnswerToWhatToPlan) {
+  AutoOptions o = ParseAutoValue("profile=train.profile.json,deadline=1h");
+  EXPECT_EQ(*o.profile, "train.profile.json");
+  EXPECT_FALSE(o.spec);
+  EXPECT_EQ(ErrorOf([] { ParseAutoValue("profile"); }),
+            "--dlh-auto: profile: needs a value (profile=FILE)");
+  EXPECT_EQ(ErrorOf([] { ParseAutoValue("profile=a.json,profile=b.json"); }),
+            "--dlh-auto: profile: given twice");
+  // #SBATCH spec=, then profile= on the command line: the later one says what to plan.
+  AutoOptions a;
+  ApplyAutoValue(a, "spec=a.json,samples=10");
+  ApplyAutoValue(a, "profile=p.json");
+  EXPECT_FALSE(a.spec);
+  EXPECT_EQ(*a.profile, "p.json");
+  EXPECT_EQ(*a.samples, 10);
+  ApplyAutoValue(a, "profile=p.json");  // Slurm calling twice
+  EXPECT_EQ(*a.profile, "p.json");
+  ApplyAutoValue(a, "deadline=2h");  // a value naming neither keeps the profile
+  EXPECT_EQ(*a.profile, "p.json");
+  ApplyAutoValue(a, "spec=b.json");
+  EXPECT_FALSE(a.profile);
+  EXPECT_EQ(*a.spec, "b.json");
+  // Both in one value stay both: BuildJob refuses them with one line.
+  const AutoOptions both = ParseAutoValue("spec=a.json,profile=p.json");
+  EXPECT_TRUE(both.spec && both.profile);
 }
 
 // ---------------------------------------------------------------- plugstack.conf
@@ -387,7 +414,7 @@ TEST(PluginPlanTest, RefusesBadInputWithOneLine) {
     return ErrorOf([&] { BuildJob(in, c); });
   };
   EXPECT_EQ(err("samples=5"),
-            "--dlh-auto: spec: required (spec=FILE, or DLH_SPEC in the environment)");
+            "--dlh-auto: spec: required (spec=FILE, profile=FILE, or DLH_SPEC in the environment)");
   EXPECT_EQ(err("spec=fashion-mnist.json"),
             "--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment)");
   EXPECT_EQ(err("spec=fashion-mnist.json", "many"),
@@ -572,6 +599,89 @@ TEST(PluginPlanTest, RefusesMoreSamplesThanItCanCount) {
               MakePlan(in, LocalCluster(), AllIdle(), "");
             }).find("samples x epochs = 9.22e+24 is more than DLH plans for"),
             std::string::npos);
+}
+
+// A profile of the local cluster's alpha (dlh-launch run --profile) in a submit folder.
+constexpr const char* kAlphaProfile = R"({"dlh_profile": 1, "program": "train.py",
+  "gpu_type": "alpha", "cpu_threads": 2, "params": 100000, "samples": 60000, "epochs": 2,
+  "lr": 0.1, "points": [{"batch": 128, "step_s": 0.05, "steps": 10}]})";
+
+TEST(PluginPlanTest, PlansFromAProfile) {
+  test::TempDir dir("plugin-profile");
+  const std::string path = dir.Write("train.profile.json", kAlphaProfile);
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("profile=train.profile.json,deadline=30m");
+  in.cwd = dir.path();  // relative to the submit folder, as spec=
+  in.env_spec = RepoFile("share/examples/fashion-mnist.json");  // the key wins over DLH_SPEC
+  const Job job = BuildJob(in, c);
+  ASSERT_TRUE(job.profile.has_value());
+  EXPECT_EQ(job.spec.origin, path);
+  EXPECT_EQ(job.samples, 60000);  // the profile's
+  EXPECT_EQ(job.epochs, 2);
+  EXPECT_EQ(job.spec.batch_size, 128);
+  // What the user says now comes first: keys, then DLH_SAMPLES, then the profile.
+  PlanInputs env = in;
+  env.env_samples = "1000";
+  EXPECT_EQ(BuildJob(env, c).samples, 1000);
+  PlanInputs keyed = LocalInputs("profile=train.profile.json,samples=500,epochs=4");
+  keyed.cwd = dir.path();
+  keyed.env_samples = "1000";
+  EXPECT_EQ(BuildJob(keyed, c).samples, 500);
+  EXPECT_EQ(BuildJob(keyed, c).epochs, 4);
+
+  const PlanOutcome p = MakePlan(in, c, AllIdle(), "");
+  ASSERT_TRUE(p.feasible);
+  EXPECT_EQ(p.plan["profile"], path);
+  EXPECT_EQ(p.plan["global_batch"], 128);
+  EXPECT_DOUBLE_EQ(p.plan["lr"].get<double>(), 0.1);  // the profile's, at its own batch
+  const std::string report = DryRunReport(p, 5);
+  EXPECT_NE(report.find(path + ": 60000 samples x 2 epochs, global batch 128"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("  alpha: profiled (train.profile.json: 1 batch, 128: proportional), "
+                        "0.000 ms + 0.3906 ms/sample per step\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("  beta: scaled from alpha's profile (train.profile.json): FLOP/s x0.40"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("  warning: train.profile.json: memory unknown"), std::string::npos)
+      << report;
+  EXPECT_NE(SummaryLine(p).find("; warning: train.profile.json: memory unknown"),
+            std::string::npos);
+}
+
+TEST(PluginPlanTest, ProfileRefusalsAreOneLine) {
+  test::TempDir dir("plugin-profile");
+  dir.Write("p.json", kAlphaProfile);
+  const std::string bare = dir.Write(
+      "bare.json", R"({"dlh_profile": 1, "points": [{"batch": 64, "step_s": 0.1, "steps": 5}]})");
+  const std::string bad = dir.Write("bad.json", R"({"dlh_profile": 1, "points": [{"batch": 64}]})");
+  const Cluster c = LocalCluster();
+  auto err = [&](const std::string& v, const std::string& env_samples = "") {
+    PlanInputs in = LocalInputs(v);
+    in.cwd = dir.path();
+    in.env_samples = env_samples;
+    return ErrorOf([&] { BuildJob(in, c); });
+  };
+  EXPECT_EQ(err("spec=" + RepoFile("share/examples/fashion-mnist.json") + ",profile=p.json"),
+            "--dlh-auto: profile: plans a program from its profile instead of a spec: give "
+            "spec=FILE or profile=FILE, not both");
+  EXPECT_EQ(err("profile=bare.json"),
+            "--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment; the "
+            "profile " +
+                bare + " does not say)");
+  EXPECT_EQ(err("profile=bare.json", "100"),
+            "--dlh-auto: epochs: required (epochs=N; the profile " + bare + " does not say)");
+  EXPECT_EQ(err("profile=nope.json,samples=5"),
+            dir / "nope.json" + ": cannot read: No such file or directory");
+  EXPECT_EQ(err("profile=bad.json"), bad + ": points[0].step_s: required");
+  // Its GPU type is checked when the speeds are made: the cluster has two types.
+  PlanInputs in = LocalInputs("profile=bare.json,samples=1000,epochs=1");
+  in.cwd = dir.path();
+  EXPECT_EQ(ErrorOf([&] { MakePlan(in, c, AllIdle(), ""); }),
+            bare +
+                ": gpu_type: not given, and cluster \"local\" has alpha, beta: profile with "
+                "dlh-launch run --gpu-type TYPE");
 }
 
 // Issue 11, finding 9: the dry-run header holds a long spec path whole.

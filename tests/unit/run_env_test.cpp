@@ -171,14 +171,23 @@ TEST(RunEnvTest, GlobalBatchSmallerThanTheRanksIsBadInput) {
   }
 }
 
-TEST(RunEnvTest, NarrowsCudaVisibleDevicesToTheRanksGpu) {
+TEST(RunEnvTest, NarrowsCudaVisibleDevicesToTheRanksGpuOnlyWhenAsked) {
   RunEnvInputs in = Inputs();
   in.parent.push_back("CUDA_VISIBLE_DEVICES=2,3");
   in.binding.visible = "2,3";
   in.binding.device = 1;
-  EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).at("CUDA_VISIBLE_DEVICES"), "3");
-  in.bind_gpu = false;  // --no-gpu-binding
+  // As torchrun: every GPU of the node stays visible, the script picks cuda:LOCAL_RANK.
   EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).at("CUDA_VISIBLE_DEVICES"), "2,3");
+  in.bind_gpu = true;  // --narrow-gpus
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).at("CUDA_VISIBLE_DEVICES"), "3");
+}
+
+TEST(RunEnvTest, ProgressFdIsTheRanksPipeNeverTheParents) {
+  RunEnvInputs in = Inputs();
+  in.parent.push_back("DLH_PROGRESS_FD=9");  // an outer launch's pipe
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).count("DLH_PROGRESS_FD"), 0u);
+  in.progress_fd = 5;
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).at("DLH_PROGRESS_FD"), "5");
 }
 
 TEST(RunEnvTest, OneOrNoVisibleGpuIsLeftAsItIs) {
@@ -186,6 +195,7 @@ TEST(RunEnvTest, OneOrNoVisibleGpuIsLeftAsItIs) {
   in.parent.push_back("CUDA_VISIBLE_DEVICES=5");  // Slurm bound one GPU to the task
   in.binding.visible = "5";
   in.binding.device = 0;
+  in.bind_gpu = true;
   EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).at("CUDA_VISIBLE_DEVICES"), "5");
   RunEnvInputs none = Inputs();
   EXPECT_EQ(AsMap(BuildRunEnv(none, "DLH_PLAN")).count("CUDA_VISIBLE_DEVICES"), 0u);

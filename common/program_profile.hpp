@@ -1,0 +1,67 @@
+// DLH — the profile of a user's own program: its steps timed on one device at one or more
+// batches (dlh-launch run --profile), and what the program said about itself. The
+// estimator plans from it as it plans from a training spec and a calibration
+// (estimator/profile_speeds.hpp). JSON, documented in README ("Planning from a profile");
+// every error names the file and the field:
+//   prof.json: points[1].step_s: must be a positive number, got 0
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace dlh {
+
+// The format version ProgramProfileToJson writes ("dlh_profile": 1) and the reader accepts.
+constexpr int kProgramProfileVersion = 1;
+
+struct ProfilePoint {
+  int64_t batch = 0;                      // samples per step on the one device (> 0)
+  double step_s = 0;                      // median seconds per step (> 0)
+  double step_s_min = 0, step_s_max = 0;  // 0: not given
+  int steps = 0;                          // steps timed (> 0)
+};
+
+struct ProgramProfile {
+  std::string origin;                // file it was read from ("" when made in memory)
+  std::string program;               // display name, e.g. "train_ddp.py"
+  std::vector<std::string> command;  // CMD ARGS as profiled
+  std::string created, host;         // ISO 8601 UTC; host name
+  std::string gpu_type;      // the cluster description's GPU type it was timed on ("" unknown)
+  std::string device;        // what the program said it ran on ("cpu", "cuda:0 (...)"), "" unknown
+  int cpu_threads = 0;       // > 0: a CPU process with this many threads, 0: a GPU
+  int64_t params = 0;        // trained values (0: unknown)
+  int64_t samples = 0;       // training samples per epoch (0: unknown)
+  int epochs = 0;            // (0: unknown)
+  int64_t global_batch = 0;  // the program's global batch (0: the largest point's batch)
+  double lr = 0;             // learning rate at global_batch (0: unknown)
+  int optimizer_slots = 1;   // state arrays per weight: SGD 0, SGD+momentum 1, Adam 2
+  double memory_bytes = 0;   // peak device memory at the largest point's batch (0: unknown)
+  std::vector<ProfilePoint> points;  // distinct batches, sorted by batch, at least one
+};
+
+// Every field by its member's name, points as {batch, step_s, step_s_min, step_s_max,
+// steps}, and "dlh_profile": 1; not `origin` (where a file is, not what it says).
+nlohmann::json ProgramProfileToJson(const ProgramProfile& p);
+
+// Throws UsageError "<origin>: <field>: <what is wrong>": not an object, unknown key,
+// missing dlh_profile or points, an unknown format version, a wrong type, a value out of
+// range, no points, a duplicate batch. Only dlh_profile and points are required (the
+// rest default as above). Points come back sorted by batch.
+ProgramProfile ProgramProfileFromJson(const nlohmann::json& j, const std::string& origin);
+
+// Throws UsageError naming `path`: cannot read, not JSON (one line), bad fields as above.
+ProgramProfile LoadProgramProfile(const std::string& path);
+
+// `update` (one new run, usually one point) merged into `base` (the file already there): a
+// point of the same batch is replaced, the others kept, sorted. The scalar fields come from
+// `update` where it knows them (non-zero, non-empty), else from `base`; optimizer_slots
+// from `update` unless it is the default 1; memory_bytes from `update` only when its batch
+// is the largest of the result (the field is the peak at that batch). The origin stays
+// `base`'s. Throws UsageError when both name a gpu_type and they differ, or both give params
+// and they differ ("<base.origin>: profiled on alpha, this run is on beta: use another
+// --profile-out").
+ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& update);
+
+}  // namespace dlh
