@@ -140,7 +140,7 @@ bench:
 
 # Installs binaries, share/ content (the SPANK plugin: plugin/module.mk), README as the
 # documentation and the modulefile dlh/$(DLH_VERSION) (PREFIX/share/modulefiles).
-SHARE_DIRS := examples cluster calibration slurm
+SHARE_DIRS := examples cluster calibration slurm python
 MODULEDIR = $(DESTDIR)$(PREFIX)/share/modulefiles/dlh
 install: all
 	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dlh $(MODULEDIR)

@@ -22,8 +22,10 @@ build_pkgs=(
 )
 # iproute2 and util-linux (nsenter): the Slurm tests whose nodes are hosts of their own
 slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules iproute2 util-linux)
-check_pkgs=(clang-format-14 chromium)  # make check-format / make format (share/setup/format.sh); the
-# report pages loaded in a headless browser (tests/scripts/report_browser.sh)
+check_pkgs=(clang-format-14 chromium python3-torch)  # make check-format / make format
+# (share/setup/format.sh); the report pages loaded in a headless browser
+# (tests/scripts/report_browser.sh); a user's PyTorch DDP program under dlh-launch run
+# (tests/slurm/run_torch_test.sh)
 bench_pkgs=(python3-torch)
 
 case "$profile" in

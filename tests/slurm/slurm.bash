@@ -16,8 +16,17 @@ need_slurm() {
   ((${#missing[@]} == 0)) && return 0
   local why
   why=$(printf '%s; ' "${missing[@]}")
-  why=${why%; }
-  [[ ${REQUIRE_SLURM:-0} == 0 ]] || fail "REQUIRE_SLURM=$REQUIRE_SLURM but $(basename "$0") cannot run: $why"
-  echo "  skip: $why"
+  skip_or_fail "${why%; }"
+}
+
+# need_python_module MODULE PACKAGE: as need_slurm, for a module Debian's python3 imports.
+need_python_module() {
+  /usr/bin/python3 -c "import $1" 2>/dev/null ||
+    skip_or_fail "/usr/bin/python3 cannot import $1 (Debian package $2; make deps installs it)"
+}
+
+skip_or_fail() {
+  [[ ${REQUIRE_SLURM:-0} == 0 ]] || fail "REQUIRE_SLURM=$REQUIRE_SLURM but $(basename "$0") cannot run: $1"
+  echo "  skip: $1"
   exit 0
 }

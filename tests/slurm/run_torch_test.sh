@@ -1,0 +1,157 @@
+#!/bin/bash
+# A user's own PyTorch program under DLH on a real local Slurm cluster (issue 18): Debian's
+# python3-torch, the example share/examples/ddp_fashion.py (DistributedDataParallel, gloo,
+# Fashion-MNIST from Debian's dataset-fashion-mnist), two nodes alpha1 and alpha2 with one
+# "GPU" each, spank_dlh.so planning from a cluster description of them.
+#
+#   1. Profile: `srun -n 1 dlh-launch run --profile` at two batches writes one profile with
+#      two points and what the program said of itself (parameters, samples, epochs, rate).
+#   2. `sbatch --dlh-auto=deadline=...,profile=FILE -N 2 train.sbatch python3 ddp_fashion.py`:
+#      the plugin plans from the profile (the same plan as dlh-estimate recommend --profile),
+#      the two ranks train on alpha1 and alpha2 with the plan's batch and rate; SIGUSR1
+#      through the job script makes them checkpoint and the job requeue, and the requeued
+#      job resumes from DLH_CHECKPOINT and ends at the same step as an uninterrupted run.
+#   3. A crash of one rank's program ends the job with DLH's line naming the rank.
+# The waits are guards, not timing claims. Needs root, Slurm, munge and python3-torch;
+# about 90 s.
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd srun sbatch scontrol squeue scancel
+need_python_module torch.distributed python3-torch
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
+[[ -f $SO ]] || fail "no $SO (build it: make plugin)"
+PY=/usr/bin/python3
+EXAMPLE=$ROOT/share/examples/ddp_fashion.py
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN)_' || true)
+unset DLH_SPEC DLH_SAMPLES DLH_PLAN DLH_GPU_TYPE DLH_RUN_DIR DLH_CHECKPOINT
+# The progress helper the example imports (module load dlh puts it on PYTHONPATH); one
+# thread per program: both nodes are this machine.
+export PYTHONPATH=$ROOT/share/python OMP_NUM_THREADS=1
+
+C=$WORK/c
+cleanup() {
+  local rc=$?
+  "$ROOT/share/slurm/stop-cluster.sh" "$C" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+cd "$WORK"
+# share/cluster/local.json's alpha type on two nodes of one GPU each.
+"$PY" - "$ROOT/share/cluster/local.json" >"$WORK/cluster.json" <<'PY'
+import json, os, sys
+c = json.load(open(sys.argv[1]))
+alpha = next(g for g in c["gpu_types"] if g["name"] == "alpha")
+alpha["calibration"] = os.path.join(os.path.dirname(sys.argv[1]), alpha["calibration"])
+node = next(n for n in c["node_types"] if n["gpu"] == "alpha")
+node.update(gpus_per_node=1, nodes=2)
+c.update(name="two-alpha", gpu_types=[alpha], node_types=[node])
+json.dump(c, sys.stdout, indent=1)
+PY
+SLURM_TEST_NODES="alpha1:alpha:1:4 alpha2:alpha:1:4" SLURM_TEST_CRED_EXPIRE=5 \
+  SLURM_TEST_PLUGSTACK="required $SO cluster=$WORK/cluster.json" \
+  "$ROOT/share/slurm/start-cluster.sh" "$C" >"$WORK/start.txt" || { cat "$WORK/start.txt"; fail "cluster did not start"; }
+# shellcheck disable=SC1091
+source "$C/env.sh"
+check "$(cat "$WORK/start.txt")"
+
+state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+# wait_end JOB OUT: until the job has ended for good; its state in $end.
+wait_end() {
+  for _ in $(seq 2400); do
+    end=$(state "$1")
+    case $end in
+      COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
+        # A requeued job passes through its old run's end state on its way back to PENDING.
+        sleep 2
+        end=$(state "$1")
+        case $end in PENDING | RUNNING | COMPLETING | REQUEUED) continue ;; esac
+        return 0 ;;
+    esac
+    sleep 0.1
+  done
+  cat "$2" >&2
+  ps -eo pid,ppid,stat,etime,args | grep -E '[d]lh-launch|[d]dp_fashion|[s]run' >&2 || true
+  fail "job $1 did not end in 4 minutes (state $end)"
+}
+# release_requeued JOB OUT: a requeued job may start again at once (Slurm waits 2 minutes).
+release_requeued() {
+  for _ in $(seq 1200); do
+    if scontrol show job "$1" 2>/dev/null | grep -q 'JobState=PENDING Reason=BeginTime' &&
+      ! sinfo -h -N -o '%T' | grep -qi 'comp'; then
+      sleep 2
+      scontrol update JobId="$1" StartTime=now
+      return 0
+    fi
+    sleep 0.05
+  done
+  cat "$2" >&2
+  fail "job $1 was not requeued (state $(state "$1"))"
+}
+DATA=(--max-samples 1920 --max-test-samples 1000)
+
+echo "1. the profile of one rank, at two batches"
+for batch in 32 64; do
+  srun -N1 -n1 --mpi=pmix dlh-launch run --profile 12 --profile-warmup 3 --gpu-type alpha \
+    --profile-out "$WORK/ddp.profile.json" -- "$PY" "$EXAMPLE" "${DATA[@]}" --epochs 2 --batch "$batch" \
+    >"$WORK/profile-$batch.out" 2>&1 || { cat "$WORK/profile-$batch.out" >&2; fail "the profile at batch $batch failed"; }
+done
+grep -h "^dlh-launch: run: profile:" "$WORK"/profile-*.out | sed 's/^/  /'
+"$PY" - "$WORK/ddp.profile.json" <<'PY' || fail "the profile is not the program's"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["gpu_type"] == "alpha" and p["program"] == "ddp_fashion", p
+assert [q["batch"] for q in p["points"]] == [32, 64] and all(q["steps"] == 12 for q in p["points"]), p
+assert p["params"] > 100000 and p["samples"] == 1920 and p["epochs"] == 2, p
+assert p["global_batch"] == 64 and abs(p["lr"] - 0.05) < 1e-12 and p["device"] == "cpu", p
+assert p["cpu_threads"] == 1, p
+PY
+check "profile: batches 32 and 64, $(json_field "$WORK/ddp.profile.json" params) parameters, 1920 samples, 2 epochs, global batch 64, lr 0.05, cpu x 1 thread"
+
+echo "2. sbatch --dlh-auto=...,profile=: DDP on two nodes, SIGUSR1, requeue, resume"
+dlh-estimate recommend --profile "$WORK/ddp.profile.json" --cluster "$WORK/cluster.json" --deadline 20m \
+  --json >"$WORK/expected.json" 2>"$WORK/estimate.err" || { cat "$WORK/estimate.err" >&2; fail "dlh-estimate recommend --profile"; }
+# --sleep-per-step: a run long enough to be interrupted mid-epoch.
+job=$(sbatch --parsable --dlh-auto=deadline=20m,profile=ddp.profile.json -N 2 -o "$WORK/a.out" \
+  "$ROOT/share/examples/train.sbatch" "$PY" "$EXAMPLE" "${DATA[@]}" --epochs 2 --log-every 5 \
+  --sleep-per-step 0.15 2>"$WORK/sbatch.err") || { cat "$WORK/sbatch.err" >&2; fail "sbatch refused the job"; }
+grep -q "dlh: 2 nodes x 1 alpha GPU, 2 tasks" "$WORK/sbatch.err" || { cat "$WORK/sbatch.err" >&2; fail "no plan line from the plugin"; }
+check "$(grep -o 'dlh: .*' "$WORK/sbatch.err" | head -1)"
+for _ in $(seq 1200); do grep -q "step 2[0-9] loss" "$WORK/a.out" 2>/dev/null && break; sleep 0.1; done
+grep -q "step 2[0-9] loss" "$WORK/a.out" || { cat "$WORK/a.out" >&2; fail "job $job did not reach step 20"; }
+scancel --signal=USR1 --batch "$job"
+release_requeued "$job" "$WORK/a.out"
+wait_end "$job" "$WORK/a.out"
+[[ $end == COMPLETED ]] || { cat "$WORK/a.out" >&2; fail "job $job ended $end"; }
+out=$(cat "$WORK/a.out")
+grep -q "^dlh-launch: run: $PY on 2 ranks (2 nodes x 1 ranks), " <<<"$out" || { echo "$out" >&2; fail "not 2 ranks on 2 nodes"; }
+global=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["global_batch"])' "$WORK/expected.json")
+grep -q "batch $((global / 2)) per rank (from DLH_BATCH), global batch $global" <<<"$out" || { echo "$out" >&2; fail "the plan's batch did not reach the program"; }
+grep -q "SIGUSR1: stopping at step" <<<"$out" || { echo "$out" >&2; fail "no stop on SIGUSR1"; }
+resumed=$(grep -o "resumed from .* at step [0-9]*" <<<"$out" | head -1)
+[[ -n $resumed ]] || { echo "$out" >&2; fail "the requeued job did not resume"; }
+# 1920 samples on 2 ranks at the plan's global batch: ceil(960 / per-rank batch) steps an epoch.
+steps=$((2 * ((960 + global / 2 - 1) / (global / 2))))
+grep -q "^done: step $steps," <<<"$out" || { echo "$out" >&2; fail "the resumed run did not end at step $steps"; }
+run=$(ls -d "$WORK"/runs/*-"$job")
+[[ $(json_field "$run/result.json" world_size) == 2 ]] || fail "result.json: not 2 ranks"
+check "job $job: 2 ranks on alpha1 + alpha2, global batch $global from the plan; SIGUSR1, requeued, ${resumed#resumed from $WORK/}; done at step $steps, test accuracy $(json_field "$run/result.json" test_accuracy)"
+
+echo "3. a profile that cannot be read: one line, nothing queued"
+rc=0
+sbatch --dlh-auto=deadline=20m,profile=missing.profile.json -N 2 "$ROOT/share/examples/train.sbatch" \
+  "$PY" "$EXAMPLE" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
+grep -q "dlh: $WORK/missing.profile.json: cannot read" "$WORK/err.txt" && [[ $rc -ne 0 ]] ||
+  { cat "$WORK/err.txt" >&2; fail "sbatch with an unreadable profile: exit $rc"; }
+[[ -z $(squeue -h) ]] || fail "a job was queued"
+check "exit $rc: $(grep -o 'dlh: .*' "$WORK/err.txt" | head -1)"
+
+echo "4. one rank's program crashes: the job ends with DLH's line"
+job=$(DLH_MAX_RESTARTS=0 sbatch --parsable --dlh-auto=deadline=20m,profile=ddp.profile.json -N 2 \
+  -o "$WORK/b.out" "$ROOT/share/examples/train.sbatch" "$PY" "$EXAMPLE" "${DATA[@]}" --epochs 1 \
+  --crash-at-step 5 --crash-rank 1 2>/dev/null)
+wait_end "$job" "$WORK/b.out"
+line=$(grep -E "^dlh-launch \[rank 1/2 alpha2\]: error: the program \(pid [0-9]+\) exited with code 3: ending every rank$" "$WORK/b.out" || true)
+[[ -n $line && $end == FAILED ]] || { cat "$WORK/b.out" >&2; fail "job $job: no line naming rank 1's crash, or it ended $end"; }
+check "job $job ended $end: ${line#*error: }"
