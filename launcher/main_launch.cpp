@@ -121,7 +121,8 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("help,h", "show this help")
     ("run-dir", po::value(&o->run_dir), "run folder: checkpoints/, metrics.jsonl, summary.json "
                                         "(default: runs/<spec name>)")
-    ("data", po::value(&o->data_path), "HDF5 data set, overrides the spec's \"dataset\"")
+    ("data", po::value(&o->data_path), "HDF5 data set, overrides the spec's \"dataset\" (%n: "
+        "this rank's node name, for a copy staged per node)")
     ("epochs", po::value(&o->epochs), "epochs, overrides the spec")
     ("batch-size", po::value(&o->batch_size), "global batch size, overrides the spec")
     ("max-steps", po::value(&o->max_steps), "stop (with a checkpoint) after this many global steps")

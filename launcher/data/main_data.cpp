@@ -3,13 +3,17 @@
 //   dlh-data import-fashion-mnist --out FILE [--source DIR]
 //   dlh-data synthetic --out FILE --shape CxHxW --classes K --train N --test M [--seed S]
 //   dlh-data inspect FILE
+//   dlh-data stage FILE --to DIR [--verify] [--force]
 //
 // Exit status (common/exit_codes.hpp): 0 success, 1 runtime error (bad input file, I/O),
 // 2 bad command line.
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -19,6 +23,7 @@
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 #include "launcher/data/dataset.hpp"
+#include "launcher/data/stage.hpp"
 #include "launcher/storage/h5.hpp"
 
 namespace po = boost::program_options;
@@ -41,6 +46,8 @@ const char* const kUsage =
     "        generate a learnable synthetic classification data set\n"
     "  inspect FILE\n"
     "        validate FILE as the trainer would and print what it holds\n"
+    "  stage FILE --to DIR [--verify] [--force]\n"
+    "        copy FILE to this node's DIR (checksummed, read back, skipped when current)\n"
     "\n"
     "'dlh-data COMMAND --help' documents each command's options.\n"
     "Exit status: 0 success, 1 error in the data or I/O, 2 bad command line.\n";
@@ -264,6 +271,54 @@ int InspectCommand(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int StageCommand(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  std::string path, dir;
+  options.add_options()  //
+      ("file", po::value(&path)->required()->value_name("FILE"),
+       "the data set to stage (also accepted as the only positional argument)")  //
+      ("to", po::value(&dir)->required()->value_name("DIR"),
+       "the node-local folder (created when missing); %n: this node's name (SLURMD_NODENAME, "
+       "else the host name)")                                               //
+      ("verify", "re-read a copy already staged and compare its checksum")  //
+      ("force", "copy even when the copy is current");
+  SubcommandSyntax syntax;
+  syntax.positional = {{"file", ""}};
+  syntax.precheck = [](const po::variables_map& vm) {
+    if (!vm.count("file")) throw UsageError("missing FILE, the data set to stage");
+  };
+  po::variables_map vm;
+  if (!ParseArgs("stage", "FILE --to DIR [--verify] [--force]", args, options, syntax, vm))
+    return kExitOk;
+  std::string node;
+  if (const char* n = std::getenv("SLURMD_NODENAME"); n && *n) {
+    node = n;
+  } else {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    node = host;
+  }
+  StageOptions o;
+  o.verify = vm.count("verify") > 0;
+  o.force = vm.count("force") > 0;
+  o.progress = [&](int64_t done, int64_t total) {
+    std::fprintf(stderr, "dlh-data: stage: %s: %.0f of %.0f MB (%.0f%%)\n", node.c_str(),
+                 double(done) / 1e6, double(total) / 1e6,
+                 total ? 100.0 * double(done) / double(total) : 100.0);
+  };
+  const StageResult r = StageFile(path, ExpandStageDir(dir, node), o);
+  if (r.copied)
+    std::printf(
+        "staged %s on %s: %s, %.1f MB in %.2f s (%.0f MB/s, read back and checked), "
+        "crc32 %08x\n",
+        path.c_str(), node.c_str(), r.path.c_str(), double(r.bytes) / 1e6, r.seconds,
+        r.seconds > 0 ? double(r.bytes) / 1e6 / r.seconds : 0.0, r.crc32);
+  else
+    std::printf("already staged %s on %s: %s, unchanged (crc32 %08x%s)\n", path.c_str(),
+                node.c_str(), r.path.c_str(), r.crc32, o.verify ? ", verified" : "");
+  return kExitOk;
+}
+
 struct Command {
   const char* name;
   std::function<int(const std::vector<std::string>&)> run;
@@ -272,7 +327,8 @@ struct Command {
 int Main(int argc, char** argv, std::string& command) {
   const std::vector<Command> commands = {{"import-fashion-mnist", ImportCommand},
                                          {"synthetic", SyntheticCommand},
-                                         {"inspect", InspectCommand}};
+                                         {"inspect", InspectCommand},
+                                         {"stage", StageCommand}};
   if (argc < 2) throw UsageError("missing command (see 'dlh-data --help')");
   std::string first = argv[1];
   if (first == "--help" || first == "-h" || first == "help") {
@@ -284,8 +340,9 @@ int Main(int argc, char** argv, std::string& command) {
     command = c.name;
     return c.run(std::vector<std::string>(argv + 2, argv + argc));
   }
-  throw UsageError("unknown command '" + first +
-                   "' (commands: import-fashion-mnist, synthetic, inspect; see 'dlh-data --help')");
+  throw UsageError(
+      "unknown command '" + first +
+      "' (commands: import-fashion-mnist, synthetic, inspect, stage; see 'dlh-data --help')");
 }
 
 }  // namespace

@@ -39,6 +39,7 @@
 #include "launcher/comm/topology.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/loader.hpp"
+#include "launcher/data/stage.hpp"
 #include "launcher/engine/device.hpp"
 #include "launcher/engine/engine.hpp"
 #include "launcher/nn/thread_pool.hpp"
@@ -391,7 +392,9 @@ void Trainer::load_inputs() {
     if (o_.gpu_type_given && o_.gpu_type.empty())
       throw UsageError(o_.gpu_type_origin + ": must not be empty (rank " + std::to_string(rank_) +
                        ")");
-    if (!o_.data_path.empty()) spec_.dataset = o_.data_path;
+    // "%n" is this rank's node: a data set staged to each node's own folder
+    // (dlh-data stage --to DIR/%n) is read from there.
+    if (!o_.data_path.empty()) spec_.dataset = ExpandStageDir(o_.data_path, mpi::Hostname());
     if (spec_.batch_size < size_)
       throw UsageError(o_.spec_path + ": batch_size: " + std::to_string(spec_.batch_size) +
                        " is smaller than the number of ranks (" + std::to_string(size_) + ")");
