@@ -56,7 +56,6 @@ SLURM_TEST_NODES="alpha1:alpha:1:4 alpha2:alpha:1:4" SLURM_TEST_CRED_EXPIRE=5 \
 source "$C/env.sh"
 check "$(cat "$WORK/start.txt")"
 
-state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 # wait_end JOB OUT: until the job has ended for good; its state in $end.
 wait_end() {
   for _ in $(seq 2400); do
@@ -74,20 +73,6 @@ wait_end() {
   cat "$2" >&2
   ps -eo pid,ppid,stat,etime,args | grep -E '[d]lh-launch|[d]dp_fashion|[s]run' >&2 || true
   fail "job $1 did not end in 4 minutes (state $end)"
-}
-# release_requeued JOB OUT: a requeued job may start again at once (Slurm waits 2 minutes).
-release_requeued() {
-  for _ in $(seq 1200); do
-    if scontrol show job "$1" 2>/dev/null | grep -q 'JobState=PENDING Reason=BeginTime' &&
-      ! sinfo -h -N -o '%T' | grep -qi 'comp'; then
-      sleep 2
-      scontrol update JobId="$1" StartTime=now
-      return 0
-    fi
-    sleep 0.05
-  done
-  cat "$2" >&2
-  fail "job $1 was not requeued (state $(state "$1"))"
 }
 DATA=(--max-samples 1920 --max-test-samples 1000)
 

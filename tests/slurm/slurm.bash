@@ -30,3 +30,23 @@ skip_or_fail() {
   echo "  skip: $1"
   exit 0
 }
+
+# state JOB: the job's state as scontrol shows it ("" once it has left).
+state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+
+# release_requeued JOB OUT: a requeued job may start again at once (Slurm makes it wait 2
+# minutes). Released only once its old run has left the nodes: a launch that races with the
+# old batch step's cleanup on the same slurmd fails the job for good.
+release_requeued() {
+  for _ in $(seq 1200); do
+    if scontrol show job "$1" 2>/dev/null | grep -q 'JobState=PENDING Reason=BeginTime' &&
+      ! sinfo -h -N -o '%T' | grep -qi 'comp'; then
+      sleep 2
+      scontrol update JobId="$1" StartTime=now
+      return 0
+    fi
+    sleep 0.05
+  done
+  cat "$2" >&2
+  fail "job $1 was not requeued (state $(state "$1"))"
+}

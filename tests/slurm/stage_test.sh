@@ -25,7 +25,6 @@ cd "$WORK"
 source "$C/env.sh"
 check "$(cat "$WORK/start.txt")"
 
-state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 wait_end() {  # wait_end JOB OUT: until the job has ended; its state in $end
   for _ in $(seq 1200); do
     end=$(state "$1")

@@ -24,7 +24,6 @@ cd "$WORK"
 # shellcheck disable=SC1091
 source "$C/env.sh"
 
-state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 wait_done() {  # wait_done JOB OUT: until the job has COMPLETED (fails on FAILED/CANCELLED)
   local s
   for _ in $(seq 1200); do
@@ -43,22 +42,6 @@ wait_done() {  # wait_done JOB OUT: until the job has COMPLETED (fails on FAILED
   done
   cat "$2" >&2
   fail "job $1 did not finish (state $s)"
-}
-# Slurm makes a requeued job eligible only 2 minutes later; a test need not wait for that.
-release_requeued() {  # release_requeued JOB OUT
-  for _ in $(seq 600); do
-    # Released only once its old run has left the nodes: a launch that races with the old
-    # batch step's cleanup on the same slurmd fails the job for good.
-    if scontrol show job "$1" 2>/dev/null | grep -q 'JobState=PENDING Reason=BeginTime' &&
-      ! sinfo -h -N -o '%T' | grep -qi 'comp'; then
-      sleep 2
-      scontrol update JobId="$1" StartTime=now
-      return 0
-    fi
-    sleep 0.05
-  done
-  cat "$2" >&2
-  fail "job $1 was not requeued (state $(state "$1"))"
 }
 wait_file() {  # wait_file PATH OUT
   for _ in $(seq 1200); do [[ -e $1 ]] && return 0; sleep 0.05; done
