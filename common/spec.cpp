@@ -187,7 +187,28 @@ const json& RequireObject(const json& v, const std::string& origin, const std::s
 
 // ---------------------------------------------------------------- parsing
 
-LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string& path) {
+const char* const kWeightInitNames[] = {"he_normal", "he_uniform", "glorot_normal",
+                                        "glorot_uniform", "torch_default"};
+const char* const kBiasInitNames[] = {"zeros", "torch_default"};
+
+WeightInit ParseWeightInit(const Obj& o, WeightInit def) {
+  return WeightInit(o.choice("init",
+                             {kWeightInitNames[0], kWeightInitNames[1], kWeightInitNames[2],
+                              kWeightInitNames[3], kWeightInitNames[4]},
+                             false, size_t(def)));
+}
+
+// A conv2d's or dense layer's "init" and "bias_init".
+void ParseParamInit(const Obj& o, WeightInit spec_default, LayerSpec* l) {
+  l->init = ParseWeightInit(o, spec_default);
+  const BiasInit bias_default =
+      l->init == WeightInit::TorchDefault ? BiasInit::TorchDefault : BiasInit::Zeros;
+  l->bias_init = BiasInit(
+      o.choice("bias_init", {kBiasInitNames[0], kBiasInitNames[1]}, false, size_t(bias_default)));
+}
+
+LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string& path,
+                     WeightInit init) {
   RequireObject(v, origin, path);
   Obj o(v, origin, path);
   LayerSpec l;
@@ -199,7 +220,8 @@ LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string
       0)];
   switch (l.kind) {
     case LayerKind::Conv2d:
-      o.only({"type", "filters", "kernel", "stride", "padding"});
+      o.only({"type", "filters", "kernel", "stride", "padding", "init", "bias_init"});
+      ParseParamInit(o, init, &l);
       l.filters = o.integer("filters", 1, true, 0);
       l.kernel = o.integer("kernel", 1, true, 0);
       l.stride = o.integer("stride", 1, false, 1);
@@ -218,7 +240,8 @@ LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string
                               o.shown("padding"));
       break;
     case LayerKind::Dense:
-      o.only({"type", "units"});
+      o.only({"type", "units", "init", "bias_init"});
+      ParseParamInit(o, init, &l);
       l.units = o.integer("units", 1, true, 0);
       break;
     case LayerKind::Dropout:
@@ -359,6 +382,9 @@ const char* LayerKindName(LayerKind kind) {
   return "unknown";
 }
 
+const char* WeightInitName(WeightInit init) { return kWeightInitNames[size_t(init)]; }
+const char* BiasInitName(BiasInit init) { return kBiasInitNames[size_t(init)]; }
+
 TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
                     const std::string& base_dir) {
   json root;
@@ -368,7 +394,7 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
 
   Obj o(root, origin, "");
   o.only({"name", "input", "classes", "layers", "optimizer", "schedule", "batch_size", "epochs",
-          "seed", "dataset"});
+          "seed", "init", "dataset"});
 
   TrainSpec spec;
   spec.origin = origin;
@@ -394,8 +420,10 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
     const json& layers = o.required("layers");
     if (!layers.is_array() || layers.empty())
       o.fail("layers", "must be a non-empty array of layers, got " + ShownJsonValue(layers));
+    spec.init = ParseWeightInit(o, spec.init);
     for (size_t i = 0; i < layers.size(); ++i)
-      spec.layers.push_back(ParseLayer(layers[i], origin, "layers[" + std::to_string(i) + "]"));
+      spec.layers.push_back(
+          ParseLayer(layers[i], origin, "layers[" + std::to_string(i) + "]", spec.init));
   }
 
   spec.optimizer = ParseOptimizer(o.required("optimizer"), origin);

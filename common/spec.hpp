@@ -25,6 +25,20 @@ enum class LayerKind { Conv2d, MaxPool2d, Dense, Relu, Flatten, Dropout, BatchNo
 
 const char* LayerKindName(LayerKind kind);
 
+// How a conv2d or dense layer's weights start (fan_in = inputs per output, fan_out = outputs
+// per input; a conv's both count its kernel taps):
+//   he_normal      N(0, sqrt(2 / fan_in))             Kaiming, for ReLU networks
+//   he_uniform     U(-sqrt(6 / fan_in), +)            the same variance, bounded
+//   glorot_normal  N(0, sqrt(2 / (fan_in + fan_out))) Xavier
+//   glorot_uniform U(-sqrt(6 / (fan_in + fan_out)), +)  Keras' default
+//   torch_default  U(-1 / sqrt(fan_in), +)            PyTorch's default (Kaiming-uniform, a = sqrt
+//   5)
+// and its bias: zeros, or torch_default, U(-1 / sqrt(fan_in), +).
+enum class WeightInit { HeNormal, HeUniform, GlorotNormal, GlorotUniform, TorchDefault };
+enum class BiasInit { Zeros, TorchDefault };
+const char* WeightInitName(WeightInit init);
+const char* BiasInitName(BiasInit init);
+
 struct LayerSpec {
   LayerKind kind = LayerKind::Relu;
   int filters = 0;        // conv2d: output channels
@@ -35,6 +49,10 @@ struct LayerSpec {
   double rate = 0;        // dropout: probability of dropping an element, in [0, 1)
   double momentum = 0.1;  // batchnorm: running-statistics update weight
   double epsilon = 1e-5;  // batchnorm: variance floor
+  // conv2d, dense: the layer's "init" (default: the spec's) and "bias_init" (default:
+  // torch_default after a torch_default init, zeros after any other).
+  WeightInit init = WeightInit::TorchDefault;
+  BiasInit bias_init = BiasInit::TorchDefault;
 };
 
 struct OptimizerSpec {
@@ -68,6 +86,7 @@ struct TrainSpec {
   int batch_size = 0;  // global batch: the sum of all ranks' batches per step
   int epochs = 0;
   uint64_t seed = 0;
+  WeightInit init = WeightInit::TorchDefault;  // the layers' default "init"
   std::string dataset;  // HDF5 data set; relative paths are resolved against the spec's folder
   std::string origin;   // file the spec came from, used in messages
   std::string json;     // the spec text as given, stored in checkpoints

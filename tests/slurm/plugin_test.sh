@@ -162,12 +162,12 @@ for ((i = 0; i < 100; i++)); do [[ $(field "$busy" JobState) == RUNNING ]] && br
 j6=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --wrap true 2>sbatch6.err) || { cat sbatch6.err; fail "sbatch"; }
 [[ $(field "$j6" TresPerNode) == gres:gpu:beta:1 ]] || { cat sbatch6.err; fail "alpha busy: expected beta, got $(field "$j6" TresPerNode)"; }
 check "alpha1 busy: $(cat sbatch6.err)"
-# beta alone: 7m02s predicted (alpha's calibration scaled by beta's peaks); alpha 3m13s
-# (3m32s with the margin).
-j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=4m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
+# beta alone: 8m23s predicted (alpha's calibration scaled by beta's peaks); alpha 3m49s
+# (4m12s with the margin).
+j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=5m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
 [[ $(field "$j7" TresPerNode) == "$GRES" ]] && grep -q "planned on all nodes (may wait)" sbatch7.err ||
-  { cat sbatch7.err; fail "alpha busy, deadline 4m: expected alpha on all nodes"; }
-check "alpha1 busy, 4m deadline only alpha meets: planned on all nodes, the job waits"
+  { cat sbatch7.err; fail "alpha busy, deadline 5m: expected alpha on all nodes"; }
+check "alpha1 busy, 5m deadline only alpha meets: planned on all nodes, the job waits"
 scancel "$busy" "$j7"
 
 echo "refused with one line, nothing queued"

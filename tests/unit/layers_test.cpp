@@ -656,27 +656,44 @@ TEST(Layers, ParameterNamesAndDecay) {
   EXPECT_EQ(Pool({3, 2, 2}, 2, 2, 0)->batch_stats(), nullptr);
 }
 
-TEST(Layers, HeInitIsDeterministicAndScaled) {
+TEST(Layers, InitIsDeterministicAndFollowsTheSpec) {
+  // The default (PyTorch's): weights and biases U(-1/sqrt(fan_in), +), fan_in 8*3*3 = 72.
   auto a = Conv({8, 6, 6}, 64, 3, 1, 1), b = Conv({8, 6, 6}, 64, 3, 1, 1);
   std::mt19937_64 rng_a(42), rng_b(42), rng_c(43);
   a->init(rng_a);
   b->init(rng_b);
   EXPECT_EQ(a->params()[0].value->values(), b->params()[0].value->values());
-  EXPECT_EQ(a->params()[1].value->values(), std::vector<float>(64, 0.0f));
+  EXPECT_EQ(a->params()[1].value->values(), b->params()[1].value->values());
   b->init(rng_c);
   EXPECT_NE(a->params()[0].value->values(), b->params()[0].value->values());
 
-  const Tensor& w = *a->params()[0].value;  // 4608 draws, std sqrt(2/72)
-  double sq = 0;
-  for (float v : w.values()) sq += double(v) * v;
-  EXPECT_NEAR(std::sqrt(sq / w.size()), std::sqrt(2.0 / 72), 0.01);
+  auto rms = [](const Tensor& t) {
+    double sq = 0;
+    for (float v : t.values()) sq += double(v) * v;
+    return std::sqrt(sq / double(t.size()));
+  };
+  auto max_abs = [](const Tensor& t) {
+    float m = 0;
+    for (float v : t.values()) m = std::max(m, std::fabs(v));
+    return m;
+  };
+  const Tensor& w = *a->params()[0].value;  // 4608 draws
+  EXPECT_NEAR(rms(w), 1 / std::sqrt(3.0 * 72), 0.005);
+  EXPECT_LE(max_abs(w), 1 / std::sqrt(72.0));
+  EXPECT_LE(max_abs(*a->params()[1].value), 1 / std::sqrt(72.0));
+  EXPECT_GT(max_abs(*a->params()[1].value), 0.0f);
 
-  auto d = DenseLayer({500, 1, 1}, 20);
+  // A layer's own "init": He-normal over fan_in 500, zero bias.
+  LayerSpec spec;
+  spec.kind = LayerKind::Dense;
+  spec.units = 20;
+  spec.init = WeightInit::HeNormal;
+  spec.bias_init = BiasInit::Zeros;
+  auto d = MakeLayer(spec, {500, 1, 1});
   std::mt19937_64 rng_d(7);
   d->init(rng_d);
-  sq = 0;
-  for (float v : d->params()[0].value->values()) sq += double(v) * v;
-  EXPECT_NEAR(std::sqrt(sq / 10000), std::sqrt(2.0 / 500), 0.003);
+  EXPECT_NEAR(rms(*d->params()[0].value), std::sqrt(2.0 / 500), 0.003);
+  EXPECT_EQ(d->params()[1].value->values(), std::vector<float>(20, 0.0f));
 }
 
 // Backward overwrites parameter gradients, and grad_in == nullptr skips only dL/dIn.

@@ -219,6 +219,59 @@ TEST(SpecTest, LargeSeed) {
   EXPECT_EQ(Parse(j).seed, 18446744073709551615ull);
 }
 
+TEST(SpecTest, InitDefaultsAndOverrides) {
+  // No "init": PyTorch's convention for weights and biases.
+  json j = MinimalSpec();
+  j["layers"] = json::parse(R"([
+      {"type": "conv2d", "filters": 2, "kernel": 3},
+      {"type": "flatten"},
+      {"type": "dense", "units": 4}])");
+  TrainSpec s = Parse(j);
+  EXPECT_EQ(s.init, WeightInit::TorchDefault);
+  for (int i : {0, 2}) {
+    EXPECT_EQ(s.layers[i].init, WeightInit::TorchDefault);
+    EXPECT_EQ(s.layers[i].bias_init, BiasInit::TorchDefault);
+  }
+  // The spec's "init" is every layer's default, with zero biases; a layer's own wins.
+  j["init"] = "glorot_uniform";
+  j["layers"][2]["init"] = "he_normal";
+  s = Parse(j);
+  EXPECT_EQ(s.layers[0].init, WeightInit::GlorotUniform);
+  EXPECT_EQ(s.layers[0].bias_init, BiasInit::Zeros);
+  EXPECT_EQ(s.layers[2].init, WeightInit::HeNormal);
+  EXPECT_EQ(s.layers[2].bias_init, BiasInit::Zeros);
+  j["layers"][0]["bias_init"] = "torch_default";
+  j["layers"][2]["init"] = "torch_default";
+  j["layers"][2]["bias_init"] = "zeros";
+  s = Parse(j);
+  EXPECT_EQ(s.layers[0].bias_init, BiasInit::TorchDefault);
+  EXPECT_EQ(s.layers[2].init, WeightInit::TorchDefault);
+  EXPECT_EQ(s.layers[2].bias_init, BiasInit::Zeros);
+  for (const char* name :
+       {"he_normal", "he_uniform", "glorot_normal", "glorot_uniform", "torch_default"}) {
+    j["init"] = name;
+    EXPECT_STREQ(WeightInitName(Parse(j).layers[0].init), name);
+  }
+  EXPECT_STREQ(BiasInitName(BiasInit::Zeros), "zeros");
+  EXPECT_STREQ(BiasInitName(BiasInit::TorchDefault), "torch_default");
+}
+
+TEST(SpecTest, InitErrorsNameTheField) {
+  const std::string choices =
+      "must be one of \"he_normal\", \"he_uniform\", \"glorot_normal\", \"glorot_uniform\", "
+      "\"torch_default\"";
+  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["init"] = "kaiming"; })),
+            "spec.json: init: " + choices + ", got \"kaiming\"");
+  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"][10]["init"] = 3; })),
+            "spec.json: layers[10].init: " + choices + ", got 3");
+  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"][0]["bias_init"] = "ones"; })),
+            "spec.json: layers[0].bias_init: must be one of \"zeros\", \"torch_default\", got "
+            "\"ones\"");
+  // Layers without weights have nothing to initialise.
+  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"][2]["init"] = "he_normal"; })),
+            "spec.json: layers[2]: unknown key \"init\"");
+}
+
 TEST(SpecTest, LayerKindNames) {
   EXPECT_STREQ(LayerKindName(LayerKind::Conv2d), "conv2d");
   EXPECT_STREQ(LayerKindName(LayerKind::MaxPool2d), "maxpool2d");

@@ -24,8 +24,8 @@ constexpr int kGradChunks = 8;  // weight-gradient partial sums per batch (fixed
 
 }  // namespace
 
-Conv2d::Conv2d(const Shape3& in, int filters, int kernel, int stride, int padding)
-    : in_(in), kernel_(kernel), stride_(stride), padding_(padding) {
+Conv2d::Conv2d(const Shape3& in, int filters, int kernel, int stride, int padding, ParamInit init)
+    : in_(in), kernel_(kernel), stride_(stride), padding_(padding), param_init_(init) {
   out_.channels = filters;
   out_.height = (in.height + 2 * padding - kernel) / stride + 1;
   out_.width = (in.width + 2 * padding - kernel) / stride + 1;
@@ -40,11 +40,11 @@ Conv2d::Conv2d(const Shape3& in, int filters, int kernel, int stride, int paddin
 }
 
 void Conv2d::init(std::mt19937_64& rng) {
-  // He/Kaiming normal: keeps the activation variance constant through ReLU layers.
-  const double fan_in = double(in_.channels) * kernel_ * kernel_;
-  std::normal_distribution<float> dist(0.0f, float(std::sqrt(2.0 / fan_in)));
-  for (float& w : weight_.values()) w = dist(rng);
-  bias_.zero();
+  // Fans as PyTorch counts them for a convolution: every kernel tap is an input (or output).
+  const double taps = double(kernel_) * kernel_;
+  const double fan_in = in_.channels * taps, fan_out = out_.channels * taps;
+  InitWeights(weight_.data(), weight_.size(), fan_in, fan_out, param_init_.weights, rng);
+  InitBias(bias_.data(), bias_.size(), fan_in, param_init_.bias, rng);
 }
 
 std::vector<ParamRef> Conv2d::params() {

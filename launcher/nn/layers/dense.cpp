@@ -11,8 +11,8 @@
 
 namespace dlh {
 
-Dense::Dense(const Shape3& in, int units)
-    : in_(in), in_features_(int(in.elements())), units_(units) {
+Dense::Dense(const Shape3& in, int units, ParamInit init)
+    : in_(in), in_features_(int(in.elements())), units_(units), param_init_(init) {
   weight_.resize({units, in_features_});
   grad_weight_.resize(weight_.shape());
   bias_.resize({units});
@@ -24,10 +24,8 @@ Dense::Dense(const Shape3& in, int units)
 }
 
 void Dense::init(std::mt19937_64& rng) {
-  // He/Kaiming normal over the fan-in, as for conv2d.
-  std::normal_distribution<float> dist(0.0f, float(std::sqrt(2.0 / in_features_)));
-  for (float& w : weight_.values()) w = dist(rng);
-  bias_.zero();
+  InitWeights(weight_.data(), weight_.size(), in_features_, units_, param_init_.weights, rng);
+  InitBias(bias_.data(), bias_.size(), in_features_, param_init_.bias, rng);
 }
 
 std::vector<ParamRef> Dense::params() {

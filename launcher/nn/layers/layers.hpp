@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "launcher/nn/init.hpp"
 #include "launcher/nn/layer.hpp"
 
 namespace dlh {
@@ -19,7 +20,7 @@ int BatchSize(const Tensor& in, const Shape3& shape, const char* layer);
 
 class Conv2d : public Layer {
  public:
-  Conv2d(const Shape3& in, int filters, int kernel, int stride, int padding);
+  Conv2d(const Shape3& in, int filters, int kernel, int stride, int padding, ParamInit init = {});
   LayerKind kind() const override { return LayerKind::Conv2d; }
   Shape3 output_shape() const override { return out_; }
   void init(std::mt19937_64& rng) override;
@@ -34,6 +35,7 @@ class Conv2d : public Layer {
 
   Shape3 in_, out_;
   int kernel_, stride_, padding_;
+  ParamInit param_init_;
   Tensor weight_, bias_, grad_weight_, grad_bias_;
   // Per-thread column buffers: (C*K*K) x (Ho*Wo) for one sample, small enough to stay in
   // cache between im2col and the GEMM that reads it.
@@ -61,7 +63,7 @@ class MaxPool2d : public Layer {
 
 class Dense : public Layer {
  public:
-  Dense(const Shape3& in, int units);
+  Dense(const Shape3& in, int units, ParamInit init = {});
   LayerKind kind() const override { return LayerKind::Dense; }
   Shape3 output_shape() const override { return Shape3{units_, 1, 1}; }
   void init(std::mt19937_64& rng) override;
@@ -73,6 +75,7 @@ class Dense : public Layer {
  private:
   Shape3 in_;
   int in_features_, units_;
+  ParamInit param_init_;
   Tensor weight_, bias_, grad_weight_, grad_bias_;
 };
 

@@ -63,7 +63,8 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, const Shape3& in) {
     case LayerKind::Conv2d:
       RequirePositive("conv2d", "filters", spec.filters);
       CheckWindow("conv2d", spec, in);
-      return std::make_unique<Conv2d>(in, spec.filters, spec.kernel, spec.stride, spec.padding);
+      return std::make_unique<Conv2d>(in, spec.filters, spec.kernel, spec.stride, spec.padding,
+                                      ParamInit{spec.init, spec.bias_init});
     case LayerKind::MaxPool2d:
       CheckWindow("maxpool2d", spec, in);
       // A window made only of padding would have no winner.
@@ -74,7 +75,7 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, const Shape3& in) {
       return std::make_unique<MaxPool2d>(in, spec.kernel, spec.stride, spec.padding);
     case LayerKind::Dense:
       RequirePositive("dense", "units", spec.units);
-      return std::make_unique<Dense>(in, spec.units);
+      return std::make_unique<Dense>(in, spec.units, ParamInit{spec.init, spec.bias_init});
     case LayerKind::Relu:
       return std::make_unique<Relu>(in);
     case LayerKind::Flatten:
