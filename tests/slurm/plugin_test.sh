@@ -196,7 +196,7 @@ cat >bad.sh <<EOF
 true
 EOF
 expect_fail 255 "samples: must be a positive integer, got '-1'" sbatch bad.sh
-expect_fail 1 "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 3m32s with the 10% margin" \
+expect_fail 1 "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 4m12s with the 10% margin" \
   sbatch -J dlhbad --dlh-auto="$AUTO,deadline=2m" --wrap true
 
 echo "a bad plugstack line stops only --dlh-auto jobs"
