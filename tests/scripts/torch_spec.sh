@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 py=/usr/bin/python3  # Debian's, with python3-torch (make check installs it)
 $py -c 'import torch' 2>/dev/null || fail "$py has no torch: install python3-torch (make deps)"
-export OMP_WAIT_POLICY=PASSIVE
+export OMP_WAIT_POLICY=PASSIVE PYTHONDONTWRITEBYTECODE=1  # nothing written into the source tree
 
 echo "== the same network: parameters counted by PyTorch and by dlh-estimate features"
 for spec in share/examples/fashion-mnist.json share/bench/quality-cnn.json share/bench/quality-wide.json \
