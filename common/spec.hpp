@@ -31,8 +31,7 @@ const char* LayerKindName(LayerKind kind);
 //   he_uniform     U(-sqrt(6 / fan_in), +)            the same variance, bounded
 //   glorot_normal  N(0, sqrt(2 / (fan_in + fan_out))) Xavier
 //   glorot_uniform U(-sqrt(6 / (fan_in + fan_out)), +)  Keras' default
-//   torch_default  U(-1 / sqrt(fan_in), +)            PyTorch's default (Kaiming-uniform, a = sqrt
-//   5)
+//   torch_default  U(-1 / sqrt(fan_in), +)            PyTorch's (Kaiming-uniform, a = sqrt 5)
 // and its bias: zeros, or torch_default, U(-1 / sqrt(fan_in), +).
 enum class WeightInit { HeNormal, HeUniform, GlorotNormal, GlorotUniform, TorchDefault };
 enum class BiasInit { Zeros, TorchDefault };
