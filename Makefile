@@ -47,9 +47,10 @@ BUILDDIR ?= build
 CXX ?= g++
 PKG_CONFIG ?= pkg-config
 
-# MPI, HDF5 (the openmpi variant: never link both variants) and OpenBLAS. Evaluated
+# MPI, HDF5 (the openmpi variant: never link both variants) and OpenBLAS; libpng,
+# libjpeg-turbo and libzip for `dlh-data import-images` and `import-numpy` (.npz). Evaluated
 # lazily so that `make check` can install the packages before anything asks for them.
-DEP_PKGS := ompi-c hdf5-openmpi openblas eigen3
+DEP_PKGS := ompi-c hdf5-openmpi openblas eigen3 libpng libjpeg libzip
 DEP_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS))
 DEP_LIBS = $(shell $(PKG_CONFIG) --libs $(DEP_PKGS)) -lboost_program_options -lz
 

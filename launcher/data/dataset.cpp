@@ -12,41 +12,22 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "launcher/data/dataset_write.hpp"
 #include "launcher/data/idx.hpp"
 #include "launcher/nn/random.hpp"
 #include "launcher/storage/h5.hpp"
 
 namespace dlh {
-namespace {
-
-constexpr int64_t kFormatVersion = 1;
-const char* const kSplits[] = {"train", "test"};
-
-std::string ShapeText(const Shape3& s) {
-  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
-         std::to_string(s.width);
-}
-
-// The wrapper's messages name the file only sometimes (File does, dataset reads do not);
-// every DataError must start with it exactly once.
-std::string WithFile(const std::string& path, const std::string& what) {
-  if (what.compare(0, path.size() + 1, path + ":") == 0) return what;
-  return path + ": " + what;
-}
 
 // ---------------------------------------------------------------------------------------
-// Writing
+// Writing (dataset_write.hpp)
 
-// Creates out_path atomically (common/atomic_file.hpp): everything goes to a temporary file
-// beside it, which is flushed, fsynced and closed before rename(2) puts it in place, so a
-// crash or a concurrent reader never sees a half-written data set. The temporary file is
-// removed on failure. Every failure is a DataError naming out_path.
-template <typename Body>
-void WriteAtomically(const std::string& out_path, Body&& body) {
+void WriteDatasetAtomically(const std::string& out_path, const std::function<void(hid_t)>& body) {
   std::string tmp_path;  // for the rename message
   try {
     CommitAtomically(out_path, [&](const std::string& tmp) {
@@ -72,13 +53,30 @@ void WriteAtomically(const std::string& out_path, Body&& body) {
   }
 }
 
-void WriteRootAttrs(hid_t file, int classes, const std::string& source, double mean,
-                    double stddev) {
-  h5::SetAttr(file, ".", "format_version", kFormatVersion);
+void WriteDatasetRootAttrs(hid_t file, int classes, const std::string& source, double mean,
+                           double stddev) {
+  h5::SetAttr(file, ".", "format_version", kDatasetFormatVersion);
   h5::SetAttr(file, ".", "classes", int64_t(classes));
   h5::SetAttr(file, ".", "source", source);
   h5::SetAttr(file, ".", "mean", mean);
   h5::SetAttr(file, ".", "std", stddev);
+}
+
+namespace {
+
+constexpr int64_t kFormatVersion = kDatasetFormatVersion;
+const char* const kSplits[] = {"train", "test"};
+
+std::string ShapeText(const Shape3& s) {
+  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
+         std::to_string(s.width);
+}
+
+// The wrapper's messages name the file only sometimes (File does, dataset reads do not);
+// every DataError must start with it exactly once.
+std::string WithFile(const std::string& path, const std::string& what) {
+  if (what.compare(0, path.size() + 1, path + ":") == 0) return what;
+  return path + ": " + what;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -338,6 +336,10 @@ Dataset LoadDataset(const std::string& path) {
         std::string name = std::string("/") + split + "/" + part;
         if (!h5::Exists(f, name)) throw DataError(path + ": missing dataset " + name);
       }
+    ds.input_scale =
+        DatasetElementKind(f, "/train/images") == ElementKind::UInt8 ? 1.0 / 255.0 : 1.0;
+    ds.input_mean = mean;
+    ds.input_std = stddev;
     ds.train = LoadSplit(path, f, "train", ds.classes, has_mean, mean, stddev);
     ds.test = LoadSplit(path, f, "test", ds.classes, has_mean, mean, stddev);
     if (!(ds.test.shape == ds.train.shape))
@@ -402,8 +404,8 @@ void ImportFashionMnist(const std::string& source_dir, const std::string& out_pa
   double stddev = n > 0 ? std::sqrt(std::max(0.0, sum_sq / n - mean * mean)) : 0;
   if (!(stddev > 0)) throw DataError(train.images_file + ": all training pixels are equal");
 
-  WriteAtomically(out_path, [&](hid_t f) {
-    WriteRootAttrs(f, kClasses, "fashion-mnist (IDX, " + source_dir + ")", mean, stddev);
+  WriteDatasetAtomically(out_path, [&](hid_t f) {
+    WriteDatasetRootAttrs(f, kClasses, "fashion-mnist (IDX, " + source_dir + ")", mean, stddev);
     for (Part* p : {&train, &test}) {
       const std::string split = p == &train ? "train" : "test";
       std::vector<hsize_t> dims = {p->images.dims[0], 1, p->images.dims[1], p->images.dims[2]};
@@ -442,10 +444,10 @@ void WriteSyntheticDataset(const std::string& out_path, const Shape3& shape, int
   double stddev = std::sqrt(std::max(0.0, sum_sq / n - mean * mean));
   if (!(stddev > 0)) stddev = 1;
 
-  WriteAtomically(out_path, [&](hid_t f) {
-    WriteRootAttrs(f, classes,
-                   "synthetic (seed " + std::to_string(seed) + ", prototype + Gaussian noise)",
-                   mean, stddev);
+  WriteDatasetAtomically(out_path, [&](hid_t f) {
+    WriteDatasetRootAttrs(
+        f, classes, "synthetic (seed " + std::to_string(seed) + ", prototype + Gaussian noise)",
+        mean, stddev);
     for (const SyntheticSplit* s : {&train, &test}) {
       const std::string split = s == &train ? "train" : "test";
       hsize_t count = s->labels.size();

@@ -6,6 +6,8 @@
 //   /test/images, /test/labels   the same for the held-out split
 //   root attributes: format_version (int), classes (int), source (string),
 //                    mean, std (double, optional: loaded images become (x - mean) / std)
+//   /class_names   optional scalar string: a JSON array of the class names, index = label
+//                  (written by the imports of named classes: image folders, CSV)
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,9 @@ struct DataSplit {
 
 struct Dataset {
   int classes = 0;
+  // Loaded value = stored value * input_scale, then (v - input_mean) / input_std; recorded
+  // in checkpoints so that a model is usable without its data set file.
+  double input_scale = 1, input_mean = 0, input_std = 1;
   DataSplit train;
   DataSplit test;
 };

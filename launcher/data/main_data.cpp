@@ -1,6 +1,7 @@
 // dlh-data — creates and checks DLH data set files (layout: launcher/data/dataset.hpp).
 //
 //   dlh-data import-fashion-mnist --out FILE [--source DIR]
+//   dlh-data import-numpy | import-hdf5 | import-images | import-csv ... --out FILE
 //   dlh-data synthetic --out FILE --shape CxHxW --classes K --train N --test M [--seed S]
 //   dlh-data inspect FILE
 //   dlh-data stage FILE --to DIR [--verify] [--force]
@@ -16,13 +17,16 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "launcher/data/data_cli.hpp"
 #include "launcher/data/dataset.hpp"
+#include "launcher/data/import_commands.hpp"
 #include "launcher/data/stage.hpp"
 #include "launcher/storage/h5.hpp"
 
@@ -42,6 +46,15 @@ const char* const kUsage =
     "commands:\n"
     "  import-fashion-mnist --out FILE [--source DIR]\n"
     "        convert the Fashion-MNIST IDX files (plain or .gz) into FILE\n"
+    "  import-numpy --out FILE (--npz F | --train-images X.npy --train-labels Y.npy ...)\n"
+    "        convert NumPy arrays (np.save, np.savez, np.savez_compressed)\n"
+    "  import-hdf5 FILE --out OUT --images PATH --labels PATH\n"
+    "        convert two datasets of an HDF5 file written by h5py, Keras, MATLAB\n"
+    "  import-images DIR --out FILE --size HxW [--channels 1|3]\n"
+    "        convert a folder of PNG/JPEG images per class (the ImageFolder layout)\n"
+    "  import-csv FILE --out OUT [--label COLUMN]\n"
+    "        convert a CSV table of feature columns and a label column\n"
+    "        (the imports hold out --test-fraction 0.1 of training when no test split is given)\n"
     "  synthetic --out FILE --shape CxHxW --classes K --train N --test M [--seed S]\n"
     "        generate a learnable synthetic classification data set\n"
     "  inspect FILE\n"
@@ -51,92 +64,6 @@ const char* const kUsage =
     "\n"
     "'dlh-data COMMAND --help' documents each command's options.\n"
     "Exit status: 0 success, 1 error in the data or I/O, 2 bad command line.\n";
-
-std::string ShapeText(const Shape3& s) {
-  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
-         std::to_string(s.width);
-}
-
-// Parses a whole decimal number within [lo, hi]; `what` names the option in messages.
-int64_t ParseInt(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
-    throw UsageError(what + ": expected a whole number, got '" + text + "'");
-  if (v < lo || v > hi)
-    throw UsageError(what + ": " + text + " is out of range [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "]");
-  return v;
-}
-
-uint64_t ParseSeed(const std::string& text) {
-  // std::stoull accepts "-1" and wraps it; a seed that silently becomes 2^64-1 is a trap.
-  size_t used = 0;
-  unsigned long long v = 0;
-  if (!text.empty() && text[0] != '-' && text[0] != '+') {
-    try {
-      v = std::stoull(text, &used, 10);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-  }
-  if (used == 0 || used != text.size())
-    throw UsageError("--seed: expected a non-negative whole number, got '" + text + "'");
-  return v;
-}
-
-Shape3 ParseShape(const std::string& text) {
-  std::vector<std::string> parts(1);
-  for (char c : text) {
-    if (c == 'x' || c == 'X')
-      parts.emplace_back();
-    else
-      parts.back() += c;
-  }
-  if (parts.size() != 3)
-    throw UsageError("--shape: expected CxHxW (e.g. 3x32x32), got '" + text + "'");
-  Shape3 s;
-  s.channels = int(ParseInt(parts[0], "--shape channels", 1, 1 << 16));
-  s.height = int(ParseInt(parts[1], "--shape height", 1, 1 << 16));
-  s.width = int(ParseInt(parts[2], "--shape width", 1, 1 << 16));
-  if (s.elements() > (int64_t(1) << 26))
-    throw UsageError("--shape: " + text + " is too large (more than 2^26 values per sample)");
-  return s;
-}
-
-// Parses a subcommand's arguments. Returns false when --help was given (and printed).
-// Problems are thrown bare: main adds the command and the --help hint to every UsageError.
-bool ParseArgs(const std::string& command, const std::string& synopsis,
-               const std::vector<std::string>& args, po::options_description& options,
-               SubcommandSyntax syntax, po::variables_map& vm) {
-  options.add_options()("help,h", "show this help and exit");
-  if (ParseSubcommand(args, options, syntax, &vm) == ParseResult::kStop) {
-    std::cout << "usage: dlh-data " << command << " " << synopsis << "\n\n" << options;
-    return false;
-  }
-  return true;
-}
-
-// "wrote FILE: N train, M test, CxHxW, K classes", read back from the file just written.
-void PrintSummary(const std::string& path) {
-  try {
-    h5::File file(path, h5::Mode::ReadOnly);
-    std::vector<hsize_t> train = h5::Dims(file.id(), "/train/images");
-    std::vector<hsize_t> test = h5::Dims(file.id(), "/test/images");
-    int64_t classes = h5::GetIntAttr(file.id(), ".", "classes");
-    std::printf("wrote %s: %llu train, %llu test, %llux%llux%llu, %" PRId64 " classes\n",
-                path.c_str(), (unsigned long long)train.at(0), (unsigned long long)test.at(0),
-                (unsigned long long)train.at(1), (unsigned long long)train.at(2),
-                (unsigned long long)train.at(3), classes);
-  } catch (const H5Error& e) {
-    throw DataError(path + ": cannot read back the file just written: " + e.what());
-  }
-}
 
 int ImportCommand(const std::vector<std::string>& args) {
   po::options_description options("options");
@@ -219,6 +146,20 @@ void PrintSplit(const char* name, const DataSplit& s, int classes, bool with_sta
               std::sqrt(std::max(0.0, sum_sq / n - mean * mean)));
 }
 
+// "0 cats, 1 dogs, ..." from the JSON array /class_names; the first 20 of a long list.
+std::string ClassNamesText(const std::string& path, const std::string& json_text) {
+  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
+  if (!j.is_array()) throw DataError(path + ": /class_names is not a JSON array of names");
+  std::string out;
+  for (size_t i = 0; i < j.size() && i < 20; ++i) {
+    if (!j[i].is_string())
+      throw DataError(path + ": /class_names[" + std::to_string(i) + "] is not a name");
+    out += (i ? ", " : "") + std::to_string(i) + " " + j[i].get<std::string>();
+  }
+  if (j.size() > 20) out += ", ... (" + std::to_string(j.size()) + " in all)";
+  return out;
+}
+
 int InspectCommand(const std::vector<std::string>& args) {
   po::options_description options("options");
   std::string path;
@@ -237,6 +178,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   Dataset ds = LoadDataset(path);
   std::string source = "(none)";
   std::string norm = "(none: images are used as stored)";
+  std::string names = "(none stored)";
   int64_t version = 0;
   try {
     h5::File file(path, h5::Mode::ReadOnly);
@@ -257,6 +199,8 @@ int InspectCommand(const std::vector<std::string>& args) {
                     h5::GetDoubleAttr(f, ".", "mean"), h5::GetDoubleAttr(f, ".", "std"));
       norm = buf;
     }
+    if (h5::Exists(f, "/class_names"))
+      names = ClassNamesText(path, h5::ReadString(f, "/class_names"));
   } catch (const H5Error& e) {
     throw DataError(path + ": " + e.what());
   }
@@ -265,6 +209,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   std::printf("source    %s\n", source.c_str());
   std::printf("classes   %d\n", ds.classes);
   std::printf("normalize %s\n", norm.c_str());
+  std::printf("names     %s\n", names.c_str());
   PrintSplit("train", ds.train, ds.classes, true);
   PrintSplit("test", ds.test, ds.classes, false);
   std::printf("ok: %s is a valid data set\n", path.c_str());
@@ -326,6 +271,10 @@ struct Command {
 
 int Main(int argc, char** argv, std::string& command) {
   const std::vector<Command> commands = {{"import-fashion-mnist", ImportCommand},
+                                         {"import-numpy", ImportNumpyCommand},
+                                         {"import-hdf5", ImportHdf5Command},
+                                         {"import-images", ImportImagesCommand},
+                                         {"import-csv", ImportCsvCommand},
                                          {"synthetic", SyntheticCommand},
                                          {"inspect", InspectCommand},
                                          {"stage", StageCommand}};
@@ -342,7 +291,8 @@ int Main(int argc, char** argv, std::string& command) {
   }
   throw UsageError(
       "unknown command '" + first +
-      "' (commands: import-fashion-mnist, synthetic, inspect, stage; see 'dlh-data --help')");
+      "' (commands: import-fashion-mnist, import-numpy, import-hdf5, import-images, import-csv, "
+      "synthetic, inspect, stage; see 'dlh-data --help')");
 }
 
 }  // namespace

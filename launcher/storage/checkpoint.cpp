@@ -28,6 +28,10 @@
 //                             written before; a resume then takes samples_seen / step)
 //   lr               double   optional, written with global_batch: the peak learning rate
 //                             (the schedule's lr) the run trained with at that batch
+//   input_scale      double   optional, with input_mean and input_std: the model's inputs were
+//   input_mean       double   (x * input_scale - input_mean) / input_std for the data set's
+//   input_std        double   stored values x (input_scale 1/255 for uint8 images, else 1), so
+//                             the file is usable on its own (absent: written before they were)
 //   created_unix     int64    seconds since 1970 when written; informational, not checksummed
 //                             and not required when reading
 //   checksum         string   "crc32:<8 lowercase hex digits>" (see below)
@@ -68,6 +72,8 @@
 //   only when global_batch is present: "global_batch" as text, int64 global_batch, "lr" as
 //     text, the 8 bytes of lr (so files written before it keep their checksum; builds before
 //     it refuse a file that has it)
+//   only when input_scale is present: "input" as text, then the 8 bytes each of input_scale,
+//     input_mean and input_std
 //   only when split_history is present: "split_history" as text, uint64 number of changes,
 //     then per change int64 step, uint64 number of ranks, int64 each rank's batch
 //   then for params, buffers and optimizer state, in that order:
@@ -211,6 +217,12 @@ uint32_t Checksum(const TrainState& s) {
     c.I64(s.global_batch);
     c.Text("lr");
     c.F64(s.lr);
+  }
+  if (s.input_scale > 0) {
+    c.Text("input");
+    c.F64(s.input_scale);
+    c.F64(s.input_mean);
+    c.F64(s.input_std);
   }
   if (!s.split_history.empty()) {
     c.Text("split_history");
@@ -533,6 +545,11 @@ void WriteContents(hid_t f, const TrainState& s) {
     h5::SetAttr(f, ".", "global_batch", int64_t{s.global_batch});
     h5::SetAttr(f, ".", "lr", double{s.lr});
   }
+  if (s.input_scale > 0) {
+    h5::SetAttr(f, ".", "input_scale", double{s.input_scale});
+    h5::SetAttr(f, ".", "input_mean", double{s.input_mean});
+    h5::SetAttr(f, ".", "input_std", double{s.input_std});
+  }
   h5::SetAttr(f, ".", "created_unix", int64_t{std::time(nullptr)});
   h5::WriteString(f, "spec", s.spec_json);
   if (!s.split_history.empty())
@@ -662,6 +679,17 @@ TrainState LoadOpened(const std::string& path, uint64_t file_size) {
     if (s.global_batch <= 0 || !(s.lr > 0 && std::isfinite(s.lr)))
       throw CheckpointError(path + ": attributes global_batch " + std::to_string(s.global_batch) +
                             " and lr " + std::to_string(s.lr) + " must be positive");
+  }
+  if (h5::HasAttr(r.f, ".", "input_scale")) {
+    s.input_scale = r.Double("input_scale");
+    s.input_mean = r.Double("input_mean");
+    s.input_std = r.Double("input_std");
+    if (!(s.input_scale > 0 && std::isfinite(s.input_scale) && std::isfinite(s.input_mean) &&
+          s.input_std > 0 && std::isfinite(s.input_std)))
+      throw CheckpointError(path + ": attributes input_scale, input_mean, input_std (" +
+                            std::to_string(s.input_scale) + ", " + std::to_string(s.input_mean) +
+                            ", " + std::to_string(s.input_std) +
+                            ") must be finite, the scale and std positive");
   }
   std::string stored = r.String("checksum");
   uint32_t stored_crc = 0;

@@ -1050,6 +1050,9 @@ void Trainer::snapshot(TrainState* st) const {
   st->samples_seen = samples_seen_;
   st->global_batch = spec_.batch_size;
   st->lr = spec_.optimizer.lr;
+  st->input_scale = data_.input_scale;
+  st->input_mean = data_.input_mean;
+  st->input_std = data_.input_std;
   st->elapsed_seconds = elapsed_before_ + Since(train_start_);
   st->optimizer = engine_->optimizer_name();
   engine_->export_state(&st->params, &st->buffers, &st->optimizer_state);

@@ -17,15 +17,17 @@ build_pkgs=(
   libgtest-dev
   nlohmann-json3-dev
   libopenblas-dev libeigen3-dev
+  libpng-dev libjpeg62-turbo-dev libzip-dev
   dataset-fashion-mnist
   libslurm-dev
 )
 # iproute2 and util-linux (nsenter): the Slurm tests whose nodes are hosts of their own
 slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules iproute2 util-linux)
-check_pkgs=(clang-format-14 chromium python3-torch)  # make check-format / make format
-# (share/setup/format.sh); the report pages loaded in a headless browser
+check_pkgs=(clang-format-14 chromium python3-torch python3-h5py python3-pil)  # make check-format
+# / make format (share/setup/format.sh); the report pages loaded in a headless browser
 # (tests/scripts/report_browser.sh); a user's PyTorch DDP program under dlh-launch run
-# (tests/slurm/run_torch_test.sh)
+# (tests/slurm/run_torch_test.sh); real NumPy, h5py and image files written the way users
+# write them (tests/scripts/data_import.sh)
 bench_pkgs=(python3-torch)
 
 case "$profile" in

@@ -192,6 +192,39 @@ TEST_F(CheckpointTest, GlobalBatchAndLrRoundTripAndAreOptional) {
             std::string::npos);
 }
 
+// How the data set's values were transformed (scale, mean, std): written when recorded,
+// covered by the checksum, optional on reading, and refused when not usable.
+TEST_F(CheckpointTest, InputNormalisationRoundTripsAndIsOptional) {
+  TrainState s = SampleState();
+  s.input_scale = 1.0 / 255.0;
+  s.input_mean = 0.2860405969887955;
+  s.input_std = 0.3530242445149223;
+  SaveCheckpoint(Path("n.h5"), s);
+  TrainState got = LoadCheckpoint(Path("n.h5"));
+  EXPECT_EQ(got.input_scale, s.input_scale);
+  EXPECT_EQ(got.input_mean, s.input_mean);
+  EXPECT_EQ(got.input_std, s.input_std);
+  {
+    h5::Handle file = OpenReadWrite(Path("n.h5"));
+    h5::SetAttr(file.id(), ".", "input_mean", 0.5);
+  }
+  EXPECT_NE(ErrorOf([&] { LoadCheckpoint(Path("n.h5")); }).find("checksum mismatch"),
+            std::string::npos);
+  {
+    SaveCheckpoint(Path("n.h5"), s);
+    h5::Handle file = OpenReadWrite(Path("n.h5"));
+    h5::SetAttr(file.id(), ".", "input_std", -1.0);
+  }
+  EXPECT_NE(ErrorOf([&] { LoadCheckpoint(Path("n.h5")); }).find("input_std"), std::string::npos);
+
+  SaveCheckpoint(Path("old.h5"), SampleState());  // not recorded: written as before
+  {
+    h5::File f(Path("old.h5"), h5::Mode::ReadOnly);
+    EXPECT_FALSE(h5::HasAttr(f.id(), ".", "input_scale"));
+  }
+  EXPECT_EQ(LoadCheckpoint(Path("old.h5")).input_scale, 0);
+}
+
 TEST_F(CheckpointTest, SeedKeepsAll64Bits) {
   for (uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{INT64_MAX}, uint64_t{1} << 63,
                         UINT64_MAX, uint64_t{0xFEDCBA9876543210ull}}) {

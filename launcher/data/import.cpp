@@ -1,0 +1,250 @@
+// DLH — the one path from a user's own data to a DLH data set file (see import.hpp).
+#include "launcher/data/import.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <utility>
+
+#include "common/error.hpp"
+#include "launcher/data/dataset_write.hpp"
+#include "launcher/nn/random.hpp"
+#include "launcher/storage/h5.hpp"
+
+namespace dlh {
+namespace {
+
+std::string DimsText(const std::vector<int64_t>& dims) {
+  std::string out;
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? " x " : "") + std::to_string(dims[i]);
+  return dims.empty() ? "a scalar" : out;
+}
+
+bool LooksLikeChannels(int64_t n) { return n == 1 || n == 3 || n == 4; }
+
+template <typename T>
+void SetImagesOf(ImportedSplit* split, const std::vector<int64_t>& dims, ImageLayout layout,
+                 std::vector<T> values, const std::string& where) {
+  if (dims.size() < 2 || dims.size() > 4)
+    throw DataError(where + ": images are " + DimsText(dims) +
+                    "; expected N x F, N x H x W, N x C x H x W or N x H x W x C");
+  for (int64_t d : dims)
+    if (d <= 0 || d > INT_MAX) throw DataError(where + ": invalid shape " + DimsText(dims));
+  const int64_t n = dims[0];
+  bool nhwc = false;
+  Shape3 s;
+  if (dims.size() == 2) {
+    s = Shape3{1, 1, int(dims[1])};
+  } else if (dims.size() == 3) {
+    s = Shape3{1, int(dims[1]), int(dims[2])};
+  } else {
+    nhwc =
+        layout == ImageLayout::kNHWC ||
+        (layout == ImageLayout::kAuto && LooksLikeChannels(dims[3]) && !LooksLikeChannels(dims[1]));
+    s = nhwc ? Shape3{int(dims[3]), int(dims[1]), int(dims[2])}
+             : Shape3{int(dims[1]), int(dims[2]), int(dims[3])};
+  }
+  if (s.elements() > (int64_t(1) << 26))
+    throw DataError(where + ": samples of " + DimsText(dims) + " are too large (over 2^26 values)");
+  if (int64_t(values.size()) / s.elements() != n || int64_t(values.size()) % s.elements() != 0)
+    throw DataError(where + ": holds " + std::to_string(values.size()) + " values, its shape " +
+                    DimsText(dims) + " needs " + std::to_string(n * s.elements()));
+  if (nhwc) {  // one sample at a time: H x W x C -> C x H x W
+    const size_t plane = size_t(s.height) * s.width, c = size_t(s.channels);
+    std::vector<T> sample(plane * c);
+    for (int64_t i = 0; i < n; ++i) {
+      T* x = values.data() + size_t(i) * plane * c;
+      for (size_t p = 0; p < plane; ++p)
+        for (size_t k = 0; k < c; ++k) sample[k * plane + p] = x[p * c + k];
+      std::copy(sample.begin(), sample.end(), x);
+    }
+  }
+  split->shape = s;
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    split->bytes = std::move(values);
+    split->floats.clear();
+  } else {
+    split->floats = std::move(values);
+    split->bytes.clear();
+  }
+}
+
+void ToFloatsInPlace(ImportedSplit* s) {
+  if (!s->floats.empty() || s->bytes.empty()) return;
+  s->floats.resize(s->bytes.size());
+  for (size_t i = 0; i < s->bytes.size(); ++i) s->floats[i] = float(s->bytes[i]) / 255.0f;
+  s->bytes = {};
+}
+
+std::string SampleText(const ImportedSplit& s, size_t i) {
+  std::string out = "sample " + std::to_string(i);
+  if (i < s.origins.size() && !s.origins[i].empty()) out += " (" + s.origins[i] + ")";
+  return out;
+}
+
+// Moves the samples at `indices` (sorted) out of `from` into a new split.
+ImportedSplit TakeSamples(const ImportedSplit& from, const std::vector<size_t>& indices) {
+  ImportedSplit out;
+  out.shape = from.shape;
+  const size_t e = size_t(from.shape.elements());
+  auto copy = [&](const auto& src, auto& dst) {
+    if (src.empty()) return;
+    dst.resize(indices.size() * e);
+    for (size_t k = 0; k < indices.size(); ++k)
+      std::copy_n(src.begin() + indices[k] * e, e, dst.begin() + k * e);
+  };
+  copy(from.bytes, out.bytes);
+  copy(from.floats, out.floats);
+  for (size_t i : indices) {
+    out.labels.push_back(from.labels[i]);
+    if (i < from.origins.size()) out.origins.push_back(from.origins[i]);
+  }
+  return out;
+}
+
+// A fixed shuffle of the training samples (the same for a seed whatever the library) puts
+// the first `fraction` of them into the test split; both keep the file's order.
+void HoldOut(ImportedData* d, const ImportOptions& o) {
+  const int64_t n = d->train.count();
+  if (!(o.test_fraction > 0 && o.test_fraction < 1))
+    throw DataError(d->source_file + ": no test split given, and the held-out fraction " +
+                    std::to_string(o.test_fraction) + " is not within (0, 1)");
+  const int64_t n_test = std::max<int64_t>(1, std::llround(double(n) * o.test_fraction));
+  if (n_test >= n)
+    throw DataError(d->source_file + ": " + std::to_string(n) +
+                    " samples are too few to hold out a test split");
+  std::vector<size_t> order(static_cast<size_t>(n));
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 gen(SplitMix64(o.seed ^ 0x686f6c646f7574ULL));
+  for (size_t i = order.size() - 1; i > 0; --i)
+    std::swap(order[i], order[UniformBelow(gen, uint64_t(i) + 1)]);
+  std::vector<size_t> test(order.begin(), order.begin() + n_test);
+  std::vector<size_t> train(order.begin() + n_test, order.end());
+  std::sort(test.begin(), test.end());
+  std::sort(train.begin(), train.end());
+  d->test = TakeSamples(d->train, test);
+  d->train = TakeSamples(d->train, train);
+  d->has_test = true;
+}
+
+int CountClasses(const ImportedData& d) {
+  if (!d.class_names.empty()) return int(d.class_names.size());
+  if (d.classes > 0) return d.classes;
+  int64_t top = -1;
+  for (const ImportedSplit* s : {&d.train, &d.test})
+    for (int64_t l : s->labels) top = std::max(top, l);
+  return int(std::clamp<int64_t>(top + 1, 2, INT_MAX));
+}
+
+void CheckLabels(const ImportedData& d, const ImportedSplit& s, const char* split, int classes) {
+  for (size_t i = 0; i < s.labels.size(); ++i)
+    if (s.labels[i] < 0 || s.labels[i] >= classes)
+      throw DataError(d.source_file + ": " + split + " " + SampleText(s, i) + ": label " +
+                      std::to_string(s.labels[i]) + " is outside [0, " + std::to_string(classes) +
+                      ")");
+}
+
+void CheckFinite(const ImportedData& d, const ImportedSplit& s, const char* split) {
+  const size_t e = size_t(s.shape.elements());
+  for (size_t i = 0; i < s.floats.size(); ++i)
+    if (!std::isfinite(s.floats[i]))
+      throw DataError(d.source_file + ": " + split + " " + SampleText(s, i / e) +
+                      ": holds a non-finite value at element " + std::to_string(i % e));
+}
+
+// Mean and standard deviation of the training values as they load (bytes scaled to [0, 1]).
+// Bytes go through a histogram, which keeps the sums exact however many there are.
+std::pair<double, double> Moments(const ImportedSplit& s) {
+  double n = 0, sum = 0, sum_sq = 0;
+  if (s.is_bytes()) {
+    uint64_t hist[256] = {};
+    for (uint8_t v : s.bytes) ++hist[v];
+    for (int v = 0; v < 256; ++v) {
+      const double x = v / 255.0, k = double(hist[v]);
+      n += k;
+      sum += k * x;
+      sum_sq += k * x * x;
+    }
+  } else {
+    for (float v : s.floats) {
+      sum += v;
+      sum_sq += double(v) * v;
+    }
+    n = double(s.floats.size());
+  }
+  const double mean = n > 0 ? sum / n : 0;
+  return {mean, n > 0 ? std::sqrt(std::max(0.0, sum_sq / n - mean * mean)) : 0};
+}
+
+void WriteSplit(hid_t f, const std::string& split, const ImportedSplit& s) {
+  const std::vector<hsize_t> dims = {hsize_t(s.count()), hsize_t(s.shape.channels),
+                                     hsize_t(s.shape.height), hsize_t(s.shape.width)};
+  if (s.is_bytes())
+    h5::WriteBytes(f, "/" + split + "/images", dims, s.bytes.data());
+  else
+    h5::WriteFloats(f, "/" + split + "/images", dims, s.floats.data());
+  std::vector<int32_t> labels(s.labels.begin(), s.labels.end());
+  h5::WriteInts(f, "/" + split + "/labels", {hsize_t(labels.size())}, labels.data());
+}
+
+}  // namespace
+
+void SetImages(ImportedSplit* split, const std::vector<int64_t>& dims, ImageLayout layout,
+               std::vector<uint8_t> bytes, const std::string& where) {
+  SetImagesOf(split, dims, layout, std::move(bytes), where);
+}
+
+void SetImages(ImportedSplit* split, const std::vector<int64_t>& dims, ImageLayout layout,
+               std::vector<float> floats, const std::string& where) {
+  SetImagesOf(split, dims, layout, std::move(floats), where);
+}
+
+void WriteImportedDataset(ImportedData d, const ImportOptions& o, const std::string& out_path) {
+  if (d.source_file.empty()) d.source_file = out_path;
+  if (d.train.count() == 0) throw DataError(d.source_file + ": no training samples");
+  for (const ImportedSplit* s : {&d.train, &d.test}) {
+    const size_t values = s->is_bytes() ? s->bytes.size() : s->floats.size();
+    if (s->count() > 0 && values != size_t(s->count()) * size_t(s->shape.elements()))
+      throw DataError(d.source_file + ": " + std::to_string(s->count()) + " labels for " +
+                      std::to_string(values / std::max<size_t>(1, s->shape.elements())) +
+                      " samples");
+  }
+  if (d.has_test && d.test.count() == 0)
+    throw DataError(d.source_file + ": the test split is empty");
+  if (d.has_test && !(d.test.shape == d.train.shape))
+    throw DataError(
+        d.source_file + ": test samples are " + std::to_string(d.test.shape.channels) + "x" +
+        std::to_string(d.test.shape.height) + "x" + std::to_string(d.test.shape.width) +
+        " but training samples are " + std::to_string(d.train.shape.channels) + "x" +
+        std::to_string(d.train.shape.height) + "x" + std::to_string(d.train.shape.width));
+  if (d.has_test && d.test.is_bytes() != d.train.is_bytes()) {
+    // One element type per file: bytes become the floats they would load as.
+    ToFloatsInPlace(&d.train);
+    ToFloatsInPlace(&d.test);
+  }
+  const int classes = CountClasses(d);
+  CheckLabels(d, d.train, "train", classes);
+  if (d.has_test) CheckLabels(d, d.test, "test", classes);
+  CheckFinite(d, d.train, "train");
+  if (d.has_test) CheckFinite(d, d.test, "test");
+  if (!d.has_test) HoldOut(&d, o);
+
+  double mean = 0, stddev = 1;
+  if (o.normalize) {
+    std::tie(mean, stddev) = Moments(d.train);
+    if (!(stddev > 0))
+      throw DataError(d.source_file + ": every training value is " + std::to_string(mean) +
+                      ": nothing to learn from");
+  }
+  WriteDatasetAtomically(out_path, [&](hid_t f) {
+    WriteDatasetRootAttrs(f, classes, d.source, mean, stddev);
+    if (!d.class_names.empty())
+      h5::WriteString(f, "/class_names", nlohmann::json(d.class_names).dump());
+    WriteSplit(f, "train", d.train);
+    WriteSplit(f, "test", d.test);
+  });
+}
+
+}  // namespace dlh

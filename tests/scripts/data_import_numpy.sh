@@ -1,0 +1,195 @@
+#!/bin/bash
+# End-to-end checks of `dlh-data import-numpy` and `import-csv` on files written the way
+# users write them: np.save pairs (uint8 N x 28 x 28 with int64 labels; float32 NHWC),
+# np.savez and np.savez_compressed archives, and a CSV table with a header and class names
+# written by Python's csv module. The data set must hold exactly the values (uint8 stays
+# uint8, NHWC becomes NCHW); each kind of bad input fails with one line naming the file;
+# and a short training run learns from the CSV import. Run by `make check-scripts` with
+# BINDIR set to the build's bin folder.
+set -euo pipefail
+
+BINDIR=${BINDIR:?BINDIR must name the folder holding dlh-data and dlh-launch}
+DATA=$BINDIR/dlh-data
+LAUNCH=$BINDIR/dlh-launch
+PY=/usr/bin/python3  # Debian's, with numpy and h5py (python3-h5py)
+export PYTHONDONTWRITEBYTECODE=1
+for tool in "$DATA" "$LAUNCH"; do
+  [[ -x $tool ]] || { echo "FAIL: $tool is not an executable" >&2; exit 1; }
+done
+"$PY" -c 'import h5py, numpy' || { echo "FAIL: $PY lacks h5py or numpy (python3-h5py)" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+failures=0
+check() { echo "  check: $*"; }
+fail() {
+  echo "  FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# expect_failure STATUS TEXT COMMAND...: exit STATUS, one stderr line "dlh-data: ..." with TEXT.
+expect_failure() {
+  local want_rc=$1 want_text=$2 rc=0
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  if [[ $rc -ne $want_rc ]]; then
+    fail "exit status $rc, expected $want_rc: $*"
+  elif [[ $(wc -l <"$tmp/err") -ne 1 ]]; then
+    fail "$(wc -l <"$tmp/err") lines on stderr, expected 1: $*"
+  elif [[ $(head -c 10 "$tmp/err") != "dlh-data: " ]]; then
+    fail "message does not start with 'dlh-data: ': $(cat "$tmp/err")"
+  elif ! grep -qF -- "$want_text" "$tmp/err"; then
+    fail "message does not mention '$want_text': $(cat "$tmp/err")"
+  fi
+  sed 's/^/      /' "$tmp/err"
+}
+
+# The inputs, with a fixed seed. The iris-like table: 4 features around a mean per species,
+# far enough apart that a small dense network separates them in a few epochs.
+"$PY" - "$tmp" <<'PY'
+import csv, sys, numpy as np
+tmp = sys.argv[1]
+rng = np.random.default_rng(11)
+x = rng.integers(0, 256, size=(120, 28, 28), dtype=np.uint8)
+y = rng.integers(0, 10, size=120).astype(np.int64)
+np.save(f"{tmp}/x_train.npy", x[:100])
+np.save(f"{tmp}/y_train.npy", y[:100])
+np.save(f"{tmp}/x_test.npy", x[100:])
+np.save(f"{tmp}/y_test.npy", y[100:])
+f = rng.standard_normal(size=(40, 28, 28, 3)).astype(np.float32)
+np.save(f"{tmp}/f_train.npy", f[:30])
+np.save(f"{tmp}/f_train_y.npy", (np.arange(30) % 4).astype(np.int64))
+np.save(f"{tmp}/f_test.npy", f[30:])
+np.save(f"{tmp}/f_test_y.npy", (np.arange(10) % 4).astype(np.int64))
+arrays = dict(x_train=x[:100], y_train=y[:100], x_test=x[100:], y_test=y[100:])
+np.savez(f"{tmp}/stored.npz", **arrays)
+np.savez_compressed(f"{tmp}/deflated.npz", **arrays)
+
+# The failures: cut short, Fortran order, a label out of range.
+with open(f"{tmp}/x_train.npy", "rb") as src, open(f"{tmp}/cut.npy", "wb") as dst:
+    dst.write(src.read()[:-100])
+np.save(f"{tmp}/fortran.npy", np.asfortranarray(x[:100]))
+bad_y = y[:100].copy()
+bad_y[17] = -1
+np.save(f"{tmp}/bad_y.npy", bad_y)
+
+species = ["setosa", "versicolor", "virginica"]
+means = np.array([[5.0, 3.4, 1.5, 0.2], [5.9, 2.8, 4.3, 1.3], [6.6, 3.0, 5.6, 2.0]])
+with open(f"{tmp}/iris.csv", "w", newline="") as out:
+    w = csv.writer(out)
+    w.writerow(["sepal_length", "sepal_width", "petal_length", "petal_width", "species"])
+    for i in rng.permutation(150):
+        c = i % 3
+        w.writerow([f"{v:.1f}" for v in means[c] + rng.normal(0, 0.2, 4)] + [species[c]])
+with open(f"{tmp}/iris.csv") as src, open(f"{tmp}/bad.csv", "w") as dst:
+    lines = src.readlines()
+    lines[3] = "abc," + lines[3].split(",", 1)[1]
+    dst.writelines(lines)
+PY
+
+# compare OUT.h5 TRAIN_X TRAIN_Y TEST_X TEST_Y [nhwc]: the data set holds exactly these.
+compare() {
+  "$PY" - "$@" <<'PY'
+import sys, h5py, numpy as np
+out, xtr, ytr, xte, yte = sys.argv[1:6]
+nhwc = len(sys.argv) > 6
+with h5py.File(out) as f:
+    for split, xs, ys in (("train", xtr, ytr), ("test", xte, yte)):
+        x, y = np.load(xs), np.load(ys)
+        want = x.transpose(0, 3, 1, 2) if nhwc else x[:, None]
+        got = f[f"{split}/images"]
+        assert got.dtype == x.dtype, (split, got.dtype, x.dtype)
+        assert got.shape == want.shape, (split, got.shape, want.shape)
+        assert np.array_equal(got[()], want), f"{split} images differ"
+        assert np.array_equal(f[f"{split}/labels"][()], y), f"{split} labels differ"
+        print(f"      {split}: {got.shape} {got.dtype}, labels equal")
+PY
+}
+
+check "np.save pairs of uint8 images and int64 labels"
+"$DATA" import-numpy --out "$tmp/pairs.h5" --train-images "$tmp/x_train.npy" \
+  --train-labels "$tmp/y_train.npy" --test-images "$tmp/x_test.npy" \
+  --test-labels "$tmp/y_test.npy" | sed 's/^/      /'
+"$DATA" inspect "$tmp/pairs.h5" >"$tmp/inspect" || fail "inspect rejects pairs.h5"
+grep -q '^train     100 samples of 1x28x28$' "$tmp/inspect" || fail "inspect: no train line"
+grep -q '^test      20 samples of 1x28x28$' "$tmp/inspect" || fail "inspect: no test line"
+compare "$tmp/pairs.h5" "$tmp"/{x_train,y_train,x_test,y_test}.npy || fail "pairs.h5 differs"
+
+check "float32 NHWC images become NCHW"
+"$DATA" import-numpy --out "$tmp/nhwc.h5" --train-images "$tmp/f_train.npy" \
+  --train-labels "$tmp/f_train_y.npy" --test-images "$tmp/f_test.npy" \
+  --test-labels "$tmp/f_test_y.npy" >/dev/null
+"$DATA" inspect "$tmp/nhwc.h5" | grep -q '^train     30 samples of 3x28x28$' ||
+  fail "inspect: nhwc.h5 is not 30 samples of 3x28x28"
+compare "$tmp/nhwc.h5" "$tmp"/{f_train,f_train_y,f_test,f_test_y}.npy nhwc || fail "nhwc.h5 differs"
+
+for archive in stored deflated; do
+  check "np.savez archive ($archive) with the default keys"
+  "$DATA" import-numpy --out "$tmp/$archive.h5" --npz "$tmp/$archive.npz" >/dev/null
+  "$DATA" inspect "$tmp/$archive.h5" >/dev/null || fail "inspect rejects $archive.h5"
+  compare "$tmp/$archive.h5" "$tmp"/{x_train,y_train,x_test,y_test}.npy || fail "$archive.h5 differs"
+done
+
+check "the CSV table with a header and species names"
+"$DATA" import-csv "$tmp/iris.csv" --out "$tmp/iris.h5" --test-fraction 0.2 | sed 's/^/      /'
+"$DATA" inspect "$tmp/iris.h5" >"$tmp/inspect" || fail "inspect rejects iris.h5"
+grep -q '^train     120 samples of 1x1x4$' "$tmp/inspect" || fail "inspect: no iris train line"
+grep -q '^test      30 samples of 1x1x4$' "$tmp/inspect" || fail "inspect: no iris test line"
+"$PY" - "$tmp/iris.csv" "$tmp/iris.h5" <<'PY' || fail "iris.h5 differs from iris.csv"
+import csv, json, sys, h5py, numpy as np
+rows = list(csv.reader(open(sys.argv[1])))[1:]
+with h5py.File(sys.argv[2]) as f:
+    names = json.loads(f["class_names"][()])
+    assert names == ["setosa", "versicolor", "virginica"], names
+    want = sorted((tuple(np.float32(v) for v in r[:4]), names.index(r[4])) for r in rows)
+    got = sorted((tuple(x.reshape(4)), int(y)) for s in ("train", "test")
+                 for x, y in zip(f[f"{s}/images"][()], f[f"{s}/labels"][()]))
+    assert got == want, "rows differ"
+    print(f"      {len(got)} rows and labels equal; classes {names}")
+PY
+
+check "bad inputs fail with one line naming the file"
+expect_failure 1 "$tmp/cut.npy: truncated: holds" "$DATA" import-numpy --out "$tmp/x.h5" \
+  --train-images "$tmp/cut.npy" --train-labels "$tmp/y_train.npy"
+expect_failure 1 "$tmp/fortran.npy: Fortran-order arrays are not supported" "$DATA" import-numpy \
+  --out "$tmp/x.h5" --train-images "$tmp/fortran.npy" --train-labels "$tmp/y_train.npy"
+expect_failure 1 "label -1 is outside" "$DATA" import-numpy --out "$tmp/x.h5" \
+  --train-images "$tmp/x_train.npy" --train-labels "$tmp/bad_y.npy"
+expect_failure 1 "$tmp/bad.csv: row 4, column 'sepal_length': 'abc' is not a number" \
+  "$DATA" import-csv "$tmp/bad.csv" --out "$tmp/x.h5"
+[[ ! -e $tmp/x.h5 ]] || fail "a failed import wrote $tmp/x.h5"
+
+check "a short training run learns from the CSV import"
+cat >"$tmp/spec.json" <<'JSON'
+{
+  "name": "iris-check",
+  "input": {"channels": 1, "height": 1, "width": 4},
+  "classes": 3,
+  "layers": [
+    {"type": "flatten"},
+    {"type": "dense", "units": 16},
+    {"type": "relu"},
+    {"type": "dense", "units": 3}
+  ],
+  "optimizer": {"type": "adam", "lr": 0.02},
+  "batch_size": 10,
+  "epochs": 3,
+  "seed": 3,
+  "dataset": "iris.h5"
+}
+JSON
+"$LAUNCH" train "$tmp/spec.json" --data "$tmp/iris.h5" --epochs 3 --run-dir "$tmp/run" \
+  --threads 1 --progress none >"$tmp/train.out" 2>&1 || { cat "$tmp/train.out"; fail "training failed"; }
+"$PY" - "$tmp/run/metrics.jsonl" <<'PY' || fail "test accuracy not above chance"
+import json, sys
+acc = [json.loads(l)["test_accuracy"] for l in open(sys.argv[1]) if '"test_accuracy"' in l]
+print(f"      test accuracy by epoch: {acc}")
+assert acc and acc[-1] > 0.8, acc
+PY
+
+if ((failures > 0)); then
+  echo "data_import_numpy.sh: $failures failure(s)" >&2
+  exit 1
+fi
+echo "data_import_numpy.sh: all checks passed"
