@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "common/error.hpp"
 
@@ -139,7 +140,8 @@ bool LooksLikeHeader(const std::vector<Record>& first_two) {
   const auto& a = first_two[0].fields;
   double v;
   if (first_two.size() == 1)  // nothing to compare with: any word makes it a header
-    return std::any_of(a.begin(), a.end(), [&](const std::string& c) { return !ParseNumber(c, &v); });
+    return std::any_of(a.begin(), a.end(),
+                       [&](const std::string& c) { return !ParseNumber(c, &v); });
   const auto& b = first_two[1].fields;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i)
     if (!ParseNumber(a[i], &v) && ParseNumber(b[i], &v)) return true;
@@ -158,8 +160,7 @@ size_t LabelColumn(const std::string& wanted, const std::vector<std::string>& he
   if (is_index && index < columns) return index;
   if (is_index)
     throw DataError(path + ": label column " + wanted + " does not exist (the table has " +
-                    std::to_string(columns) + " columns, 0.." + std::to_string(columns - 1) +
-                    ")");
+                    std::to_string(columns) + " columns, 0.." + std::to_string(columns - 1) + ")");
   std::string names;
   for (const auto& h : header) names += (names.empty() ? "" : ", ") + h;
   throw DataError(path + ": no column named '" + wanted + "'" +
@@ -240,11 +241,11 @@ ImportedSplit ReadCsv(const std::string& path, const CsvOptions& options,
       if (i == label) continue;
       double v;
       if (!ParseNumber(rec.fields[i], &v))
-        throw DataError(path + ": " + row + ", " + column_name(i) + ": " +
-                        Shown(rec.fields[i]) + " is not a number");
+        throw DataError(path + ": " + row + ", " + column_name(i) + ": " + Shown(rec.fields[i]) +
+                        " is not a number");
       if (std::fabs(v) > std::numeric_limits<float>::max())
-        throw DataError(path + ": " + row + ", " + column_name(i) + ": " +
-                        Shown(rec.fields[i]) + " is too large for a float");
+        throw DataError(path + ": " + row + ", " + column_name(i) + ": " + Shown(rec.fields[i]) +
+                        " is too large for a float");
       split.floats.push_back(float(v));
     }
     if (Trim(rec.fields[label]).empty())

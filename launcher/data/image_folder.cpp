@@ -243,6 +243,7 @@ class JpegDecompressor {
     errors_.manager.error_exit = OnJpegError;
     errors_.manager.emit_message = OnJpegMessage;
   }
+  // Outside any setjmp: jpeg_destroy_decompress only frees and reports no error.
   ~JpegDecompressor() { jpeg_destroy_decompress(&cinfo_); }
   JpegDecompressor(const JpegDecompressor&) = delete;
   JpegDecompressor& operator=(const JpegDecompressor&) = delete;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <string_view>
 
 #include "common/error.hpp"
 
@@ -70,7 +71,8 @@ class FileInput : public NpyInput {
   size_t Read(void* out, size_t n) override {
     size_t done = 0;
     while (done < n) {
-      ssize_t got = ::read(fd_, static_cast<char*>(out) + done, std::min<size_t>(n - done, 1 << 30));
+      ssize_t got =
+          ::read(fd_, static_cast<char*>(out) + done, std::min<size_t>(n - done, 1 << 30));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) Fail();
       if (got == 0) break;
@@ -138,8 +140,8 @@ class ZipMemberInput : public NpyInput {
   size_t Read(void* out, size_t n) override {
     size_t done = 0;
     while (done < n) {
-      zip_int64_t got = zip_fread(file_, static_cast<char*>(out) + done,
-                                  std::min<size_t>(n - done, 1 << 30));
+      zip_int64_t got =
+          zip_fread(file_, static_cast<char*>(out) + done, std::min<size_t>(n - done, 1 << 30));
       CheckZip(got >= 0, zip_file_get_error(file_), where_, "read error");
       if (got == 0) break;
       done += size_t(got);
@@ -311,20 +313,19 @@ bool ParseDescr(const Header& h, const std::string& where, NumpyArray* a) {
   if (!h.descr_is_text)
     throw DataError(where + ": structured dtype " + d +
                     " is not supported (only bool, integer and float arrays)");
-  static const char* const kSupported[] = {"b1", "u1", "u2", "u4", "u8", "i1", "i2",
-                                           "i4", "i8", "f2", "f4", "f8"};
-  bool ok = d.size() == 3 && std::strchr("<>|=", d[0]) &&
-            std::find(std::begin(kSupported), std::end(kSupported), d.substr(1)) !=
-                std::end(kSupported);
-  // '|' (no byte order) is what NumPy writes for single bytes, and only for them.
-  if (ok && d[0] == '|' && d[2] != '1') ok = false;
-  if (ok) {
-    a->kind = d[1];
-    a->item_bytes = d[2] - '0';
-  }
-  if (!ok)
+  static const char* const kSupported[] = {"b1", "u1", "u2", "u4", "u8", "i1",
+                                           "i2", "i4", "i8", "f2", "f4", "f8"};
+  const bool supported =
+      d.size() == 3 && std::string_view("<>|=").find(d[0]) != std::string_view::npos &&
+      std::find(std::begin(kSupported), std::end(kSupported), d.substr(1)) !=
+          std::end(kSupported) &&
+      // '|' (no byte order) is what NumPy writes for single bytes, and only for them.
+      !(d[0] == '|' && d[2] != '1');
+  if (!supported)
     throw DataError(where + ": dtype '" + d +
                     "' is not supported (only bool, (u)int8-64 and float16/32/64 arrays)");
+  a->kind = d[1];
+  a->item_bytes = d[2] - '0';
   return d[0] == '>' && a->item_bytes > 1;
 }
 
@@ -386,9 +387,8 @@ NumpyArray ReadNpyFrom(NpyInput& in, const std::string& where) {
     throw DataError(where + ": truncated: holds " + std::to_string(holds) +
                     " bytes of data, the header announces " + std::to_string(want));
   if (holds > want)
-    throw DataError(where + ": " + std::to_string(holds - want) +
-                    " trailing bytes after the " + std::to_string(want) +
-                    " bytes of data the header announces");
+    throw DataError(where + ": " + std::to_string(holds - want) + " trailing bytes after the " +
+                    std::to_string(want) + " bytes of data the header announces");
   a.data.resize(want);
   size_t got = in.Read(a.data.data(), want);
   // The size was known beforehand, so a short read means the file changed under us or an
@@ -438,23 +438,34 @@ double ElementAsDouble(const NumpyArray& a, int64_t i) {
       return *p != 0;
     case 'u':
       switch (a.item_bytes) {
-        case 1: return *p;
-        case 2: return Load<uint16_t>(p);
-        case 4: return Load<uint32_t>(p);
-        default: return double(Load<uint64_t>(p));
+        case 1:
+          return *p;
+        case 2:
+          return Load<uint16_t>(p);
+        case 4:
+          return Load<uint32_t>(p);
+        default:
+          return double(Load<uint64_t>(p));
       }
     case 'i':
       switch (a.item_bytes) {
-        case 1: return Load<int8_t>(p);
-        case 2: return Load<int16_t>(p);
-        case 4: return Load<int32_t>(p);
-        default: return double(Load<int64_t>(p));
+        case 1:
+          return Load<int8_t>(p);
+        case 2:
+          return Load<int16_t>(p);
+        case 4:
+          return Load<int32_t>(p);
+        default:
+          return double(Load<int64_t>(p));
       }
     default:
       switch (a.item_bytes) {
-        case 2: return HalfToFloat(Load<uint16_t>(p));
-        case 4: return Load<float>(p);
-        default: return Load<double>(p);
+        case 2:
+          return HalfToFloat(Load<uint16_t>(p));
+        case 4:
+          return Load<float>(p);
+        default:
+          return Load<double>(p);
       }
   }
 }

@@ -12,12 +12,12 @@
 namespace dlh {
 
 struct NumpyArray {
-  std::string descr;            // the header's dtype, e.g. "<f4", "|u1"
-  std::vector<int64_t> shape;   // outermost first; empty for a scalar
-  char kind = 0;                // 'b' bool, 'u' unsigned, 'i' signed, 'f' float
-  int item_bytes = 0;           // 1, 2, 4 or 8
-  std::vector<uint8_t> data;    // product(shape) * item_bytes, little-endian, C order
-  int64_t count() const;        // product(shape)
+  std::string descr;           // the header's dtype, e.g. "<f4", "|u1"
+  std::vector<int64_t> shape;  // outermost first; empty for a scalar
+  char kind = 0;               // 'b' bool, 'u' unsigned, 'i' signed, 'f' float
+  int item_bytes = 0;          // 1, 2, 4 or 8
+  std::vector<uint8_t> data;   // product(shape) * item_bytes, little-endian, C order
+  int64_t count() const;       // product(shape)
 };
 
 // Reads one .npy file. Throws DataError naming the path.

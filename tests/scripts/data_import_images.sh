@@ -8,16 +8,17 @@ set -euo pipefail
 BINDIR=${BINDIR:?BINDIR must name the folder holding dlh-data}
 DATA=$BINDIR/dlh-data
 LAUNCH=$BINDIR/dlh-launch
-PY=/usr/bin/python3
-FASHION=/usr/share/datasets/fashion-mnist
-[[ -x $DATA ]] || { echo "FAIL: $DATA is not an executable" >&2; exit 1; }
-[[ -x $LAUNCH ]] || { echo "FAIL: $LAUNCH is not an executable" >&2; exit 1; }
-if ! $PY -c 'import PIL, h5py, numpy' 2>/dev/null; then
-  echo "SKIP: needs python3-pil, python3-h5py and python3-numpy" >&2
-  exit 0
-fi
-[[ -f $FASHION/train-images-idx3-ubyte.gz ]] || { echo "SKIP: no $FASHION" >&2; exit 0; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+PY=/usr/bin/python3  # Debian's, with PIL (python3-pil), numpy and h5py (python3-h5py)
+FASHION=/usr/share/datasets/fashion-mnist  # dataset-fashion-mnist (install-deps.sh build)
+export PYTHONDONTWRITEBYTECODE=1 OPENBLAS_NUM_THREADS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for tool in "$DATA" "$LAUNCH"; do
+  [[ -x $tool ]] || { echo "FAIL: $tool is not an executable" >&2; exit 1; }
+done
+"$PY" -c 'import PIL, h5py, numpy' ||
+  { echo "FAIL: $PY lacks PIL, h5py or numpy (python3-pil, python3-h5py)" >&2; exit 1; }
+[[ -f $FASHION/train-images-idx3-ubyte.gz ]] ||
+  { echo "FAIL: no $FASHION/train-images-idx3-ubyte.gz (dataset-fashion-mnist)" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -54,7 +55,7 @@ expect_failure() {
 # a 28x28 RGB PNG (tinted, so grey is a real conversion), a 40x30 grey PNG (enlarged), a
 # 28x28 RGB JPEG and a 40x30 grey JPEG (both lossy, so only shapes are checked for them).
 check "write an ImageFolder tree with PIL"
-$PY - "$FASHION" "$tmp/images" <<'EOF'
+"$PY" - "$FASHION" "$tmp/images" <<'EOF'
 import gzip, os, sys
 import numpy as np
 from PIL import Image
@@ -91,7 +92,7 @@ EOF
 # Checks FILE (import with --channels $2) against the tree with h5py: shapes, dtype, labels in
 # folder order, and the same-size PNGs exactly as PIL reads them (RGB -> grey: PIL's "L").
 verify() {
-  $PY - "$1" "$2" "$tmp/images" <<'EOF'
+  "$PY" - "$1" "$2" "$tmp/images" <<'EOF'
 import os, sys
 import h5py
 import numpy as np
@@ -123,6 +124,8 @@ with h5py.File(path, "r") as f:
                 diff = np.abs(data[i].astype(int) - expected).max()
                 errors.append("%s %s/%s: pixels differ from PIL's by up to %d" % (split, cls, name, diff))
             exact += 1
+        if exact == 0:
+            errors.append("%s: no same-size PNG compared" % split)
         print("      %s: %d images, %d same-size PNGs equal to PIL's" % (split, count, exact))
 for e in errors:
     print("  FAIL: " + e, file=sys.stderr)

@@ -172,7 +172,8 @@ TEST(CsvFile, RejectsCellsThatAreNotNumbers) {
 TEST(CsvFile, RejectsRaggedRowsAndBadQuoting) {
   TempDir dir("csv");
   Strings classes;
-  auto ragged = dir.Write("data.csv", "a,b,c,d,y\n1,2,3,4,0\n\"x\ny\",2,3,4,0\n1,2,3,4,0\n1,2,3,0\n");
+  auto ragged =
+      dir.Write("data.csv", "a,b,c,d,y\n1,2,3,4,0\n\"x\ny\",2,3,4,0\n1,2,3,4,0\n1,2,3,0\n");
   // Line 3 starts a record that spans lines 3 and 4; the short record is on line 6.
   ExpectDataError([&] { ReadCsv(ragged, Options(CsvOptions::Header::kYes, "0"), &classes); },
                   ragged + ": row 6 has 4 fields, expected 5 (as the header)");

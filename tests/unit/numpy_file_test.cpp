@@ -75,7 +75,8 @@ std::string Bytes(std::initializer_list<T> values) {
 
 TEST(NumpyFile, ReadsVersion1Uint8) {
   TempDir dir("numpy");
-  auto path = dir.Write("x.npy", Npy(Dict("|u1", "(2, 3)"), Bytes<uint8_t>({0, 1, 2, 253, 254, 255})));
+  auto path =
+      dir.Write("x.npy", Npy(Dict("|u1", "(2, 3)"), Bytes<uint8_t>({0, 1, 2, 253, 254, 255})));
   NumpyArray a = ReadNpy(path);
   EXPECT_EQ(a.descr, "|u1");
   EXPECT_EQ(a.kind, 'u');
@@ -90,7 +91,8 @@ TEST(NumpyFile, ReadsVersion1Uint8) {
 TEST(NumpyFile, ReadsVersions2And3) {
   TempDir dir("numpy");
   for (int major : {2, 3}) {
-    auto path = dir.Write("v.npy", Npy(Dict("<f4", "(3,)"), Bytes<float>({1.5f, -2, 0.25f}), major));
+    auto path =
+        dir.Write("v.npy", Npy(Dict("<f4", "(3,)"), Bytes<float>({1.5f, -2, 0.25f}), major));
     NumpyArray a = ReadNpy(path);
     EXPECT_EQ(a.shape, (std::vector<int64_t>{3})) << major;
     EXPECT_EQ(ToFloats(a), (std::vector<float>{1.5f, -2, 0.25f})) << major;
@@ -121,11 +123,14 @@ TEST(NumpyFile, ReadsEveryDtype) {
       {"<u2", Bytes<uint16_t>({0, 1000, 65535}), {0, 1000, 65535}, {0, 1000, 65535}},
       {"<i2", Bytes<int16_t>({-32768, 5, 32767}), {-32768, 5, 32767}, {-32768, 5, 32767}},
       {"<u4", Bytes<uint32_t>({0, 7, 4294967295u}), {0, 7, 4294967295.0f}, {0, 7, 4294967295}},
-      {"<i4", Bytes<int32_t>({-2147483647 - 1, 9, 2147483647}),
+      {"<i4",
+       Bytes<int32_t>({-2147483647 - 1, 9, 2147483647}),
        {-2147483648.0f, 9, 2147483647.0f},
        {-2147483647 - 1, 9, 2147483647}},
       {"<u8", Bytes<uint64_t>({0, 3, uint64_t(big) + 1}), {0, 3, float(big)}, {0, 3, big + 1}},
-      {"<i8", Bytes<int64_t>({-big - 1, -4, big + 1}), {-float(big), -4, float(big)},
+      {"<i8",
+       Bytes<int64_t>({-big - 1, -4, big + 1}),
+       {-float(big), -4, float(big)},
        {-big - 1, -4, big + 1}},
       {"<f2", Bytes<uint16_t>({0x3c00, 0xc400, 0x4b00}), {1, -4, 14}, {1, -4, 14}},
       {"<f4", Bytes<float>({-1, 0, 3}), {-1, 0, 3}, {-1, 0, 3}},
@@ -144,17 +149,17 @@ TEST(NumpyFile, ReadsEveryDtype) {
 
 TEST(NumpyFile, HalfFloatsIncludingSubnormalsInfinitiesAndNan) {
   TempDir dir("numpy");
-  auto path = dir.Write(
-      "h.npy", Npy(Dict("<f2", "(10,)"), Bytes<uint16_t>({0x0000, 0x8000, 0x0001, 0x03ff, 0x0400,
-                                                           0x7bff, 0x3555, 0x7c00, 0xfc00, 0x7e00})));
+  auto path = dir.Write("h.npy", Npy(Dict("<f2", "(10,)"),
+                                     Bytes<uint16_t>({0x0000, 0x8000, 0x0001, 0x03ff, 0x0400,
+                                                      0x7bff, 0x3555, 0x7c00, 0xfc00, 0x7e00})));
   std::vector<float> f = ToFloats(ReadNpy(path));
   EXPECT_EQ(f[0], 0.0f);
   EXPECT_TRUE(f[1] == 0.0f && std::signbit(f[1]));
-  EXPECT_EQ(f[2], std::ldexp(1.0f, -24));            // the smallest subnormal
-  EXPECT_EQ(f[3], std::ldexp(1023.0f, -24));         // the largest subnormal
-  EXPECT_EQ(f[4], std::ldexp(1.0f, -14));            // the smallest normal
-  EXPECT_EQ(f[5], 65504.0f);                         // the largest finite half
-  EXPECT_EQ(f[6], 0.333251953125f);                  // 1/3 rounded to half
+  EXPECT_EQ(f[2], std::ldexp(1.0f, -24));     // the smallest subnormal
+  EXPECT_EQ(f[3], std::ldexp(1023.0f, -24));  // the largest subnormal
+  EXPECT_EQ(f[4], std::ldexp(1.0f, -14));     // the smallest normal
+  EXPECT_EQ(f[5], 65504.0f);                  // the largest finite half
+  EXPECT_EQ(f[6], 0.333251953125f);           // 1/3 rounded to half
   EXPECT_EQ(f[7], std::numeric_limits<float>::infinity());
   EXPECT_EQ(f[8], -std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(f[9]));
@@ -162,7 +167,8 @@ TEST(NumpyFile, HalfFloatsIncludingSubnormalsInfinitiesAndNan) {
 
 TEST(NumpyFile, ConvertsBigEndianToLittleEndian) {
   TempDir dir("numpy");
-  auto i4 = dir.Write("i.npy", Npy(Dict(">i4", "(2,)"), std::string("\x00\x00\x01\x02\xff\xff\xff\xfe", 8)));
+  auto i4 = dir.Write("i.npy",
+                      Npy(Dict(">i4", "(2,)"), std::string("\x00\x00\x01\x02\xff\xff\xff\xfe", 8)));
   NumpyArray a = ReadNpy(i4);
   EXPECT_EQ(a.descr, ">i4");
   EXPECT_EQ(ToWholeNumbers(a, "i"), (std::vector<int64_t>{258, -2}));
@@ -187,8 +193,9 @@ TEST(NumpyFile, ScalarsAndEmptyArrays) {
 TEST(NumpyFile, RejectsFortranOrder) {
   TempDir dir("numpy");
   auto path = dir.Write("f.npy", Npy(Dict("<f4", "(2, 2)", true), Bytes<float>({1, 2, 3, 4})));
-  ExpectDataError([&] { ReadNpy(path); },
-                  path + ": Fortran-order arrays are not supported; save with np.ascontiguousarray");
+  ExpectDataError(
+      [&] { ReadNpy(path); },
+      path + ": Fortran-order arrays are not supported; save with np.ascontiguousarray");
 }
 
 TEST(NumpyFile, RejectsTruncatedAndTrailingData) {
@@ -203,8 +210,8 @@ TEST(NumpyFile, RejectsTruncatedAndTrailingData) {
 
 TEST(NumpyFile, RejectsWhatIsNotNpy) {
   TempDir dir("numpy");
-  for (const std::string& text : {std::string(), std::string("PK\3\4 a zip file"),
-                                  std::string("\x93NUMPX\1\0", 8)}) {
+  for (const std::string& text :
+       {std::string(), std::string("PK\3\4 a zip file"), std::string("\x93NUMPX\1\0", 8)}) {
     auto path = dir.Write("bad.npy", text);
     ExpectDataError([&] { ReadNpy(path); },
                     path + ": not a NumPy .npy file (no \\x93NUMPY magic at its start)");
@@ -214,8 +221,9 @@ TEST(NumpyFile, RejectsWhatIsNotNpy) {
   std::string v4 = Npy(Dict("|u1", "(1,)"), "\1");
   v4[6] = 4;
   auto future = dir.Write("v4.npy", v4);
-  ExpectDataError([&] { ReadNpy(future); },
-                  future + ": unsupported .npy format version 4.0 (1.0, 2.0 and 3.0 are supported)");
+  ExpectDataError(
+      [&] { ReadNpy(future); },
+      future + ": unsupported .npy format version 4.0 (1.0, 2.0 and 3.0 are supported)");
   ExpectDataError([&] { ReadNpy(dir / "missing.npy"); },
                   dir / "missing.npy" + ": cannot open: No such file or directory");
 }
@@ -253,10 +261,10 @@ TEST(NumpyFile, RejectsUnsupportedDtypesNamingThem) {
                     path + ": dtype '" + descr +
                         "' is not supported (only bool, (u)int8-64 and float16/32/64 arrays)");
   }
-  auto structured = dir.Write(
-      "s.npy", Npy("{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, "
-                   "'shape': (1,), }",
-                   Bytes<int32_t>({1, 2})));
+  auto structured =
+      dir.Write("s.npy", Npy("{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, "
+                             "'shape': (1,), }",
+                             Bytes<int32_t>({1, 2})));
   ExpectDataError([&] { ReadNpy(structured); },
                   structured +
                       ": structured dtype [('a', '<f4'), ('b', '<i4')] is not supported (only "
@@ -266,8 +274,7 @@ TEST(NumpyFile, RejectsUnsupportedDtypesNamingThem) {
 TEST(NumpyFile, RejectsShapesWhoseSizeOverflows) {
   TempDir dir("numpy");
   auto path = dir.Write("o.npy", Npy(Dict("<f8", "(4294967296, 4294967296, 8)"), ""));
-  ExpectDataError([&] { ReadNpy(path); },
-                  path + ": the header's shape is too large to be real");
+  ExpectDataError([&] { ReadNpy(path); }, path + ": the header's shape is too large to be real");
 }
 
 TEST(NumpyFile, WholeNumbersRejectFractionsAndHugeValues) {
@@ -287,8 +294,8 @@ TEST(NumpyFile, WholeNumbersRejectFractionsAndHugeValues) {
 }
 
 // Writes an archive of (member name, bytes) pairs, each stored or deflated.
-void WriteZip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& members,
-              bool deflate) {
+void WriteZip(const std::string& path,
+              const std::vector<std::pair<std::string, std::string>>& members, bool deflate) {
   int code = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code);
   ASSERT_NE(z, nullptr) << "zip_open " << code;
@@ -331,15 +338,18 @@ TEST(NumpyFile, NpzMessagesNameTheArchiveAndTheMember) {
   auto path = dir / "a.npz";
   WriteZip(path, {{"x_train.npy", Npy(Dict("<f4", "(4,)"), Bytes<float>({1, 2}))}}, true);
   ExpectDataError([&] { ReadNpz(path); },
-                  path + ": member x_train.npy: truncated: holds 8 bytes of data, the header "
-                         "announces 16");
+                  path +
+                      ": member x_train.npy: truncated: holds 8 bytes of data, the header "
+                      "announces 16");
   WriteZip(path, {{"y.npy", Npy(Dict("<f4", "(2, 2)", true), Bytes<float>({1, 2, 3, 4}))}}, false);
   ExpectDataError([&] { ReadNpz(path); },
-                  path + ": member y.npy: Fortran-order arrays are not supported; save with "
-                         "np.ascontiguousarray");
+                  path +
+                      ": member y.npy: Fortran-order arrays are not supported; save with "
+                      "np.ascontiguousarray");
   WriteZip(path, {{"z.npy", "garbage"}}, false);
-  ExpectDataError([&] { ReadNpz(path); },
-                  path + ": member z.npy: not a NumPy .npy file (no \\x93NUMPY magic at its start)");
+  ExpectDataError(
+      [&] { ReadNpz(path); },
+      path + ": member z.npy: not a NumPy .npy file (no \\x93NUMPY magic at its start)");
 }
 
 TEST(NumpyFile, NpzRejectsDamagedArchives) {
@@ -361,6 +371,15 @@ TEST(NumpyFile, NpzRejectsDamagedArchives) {
   for (size_t i = 200; i < 260; ++i) damaged[i] = char(damaged[i] ^ 0x5a);
   auto bad = dir.Write("bad.npz", damaged);
   ExpectDataErrorStartingWith([&] { ReadNpz(bad); }, bad + ": member x.npy: read error: ");
+  // A stored member with one bit flipped: only the CRC check at its end notices.
+  WriteZip(path, {{"x.npy", Npy(Dict("|u1", "(4096,)"), data)}}, false);
+  {
+    std::ifstream in(path, std::ios::binary);
+    whole.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  whole[whole.size() / 2] = char(whole[whole.size() / 2] ^ 1);
+  auto flipped = dir.Write("flipped.npz", whole);
+  ExpectDataError([&] { ReadNpz(flipped); }, flipped + ": member x.npy: read error: CRC error");
   auto text = dir.Write("text.npz", "just some text, not a zip archive\n");
   ExpectDataErrorStartingWith([&] { ReadNpz(text); }, text + ": not a readable zip archive: ");
   ExpectDataErrorStartingWith([&] { ReadNpz(dir / "none.npz"); },
