@@ -17,6 +17,7 @@
 #include "common/file_text.hpp"
 #include "launcher/bench/bench_allreduce.hpp"
 #include "launcher/bench/bench_checkpoint.hpp"
+#include "launcher/bench/bench_loader.hpp"
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
@@ -40,6 +41,7 @@ constexpr const char* kUsage =
     "                                                  torchrun's environment)\n"
     "       dlh-launch bench-allreduce [options]\n"
     "       dlh-launch bench-checkpoint --dir DIR [options]\n"
+    "       dlh-launch bench-loader --data FILE [options]\n"
     "       dlh-launch --help | --version\n"
     "'dlh-launch COMMAND --help' documents each command's options.\n";
 
@@ -123,6 +125,10 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
                                         "(default: runs/<spec name>)")
     ("data", po::value(&o->data_path), "HDF5 data set, overrides the spec's \"dataset\" (%n: "
         "this rank's node name, for a copy staged per node)")
+    ("data-mode", po::value(&o->data_mode)->default_value("auto"), "memory: every rank loads "
+        "the data set; stream: samples are read from the file as steps need them (memory per "
+        "rank bounded whatever the data size); auto: stream when this node's ranks would "
+        "need more than half of its available memory")
     ("epochs", po::value(&o->epochs), "epochs, overrides the spec")
     ("batch-size", po::value(&o->batch_size), "global batch size, overrides the spec")
     ("max-steps", po::value(&o->max_steps), "stop (with a checkpoint) after this many global steps")
@@ -199,6 +205,9 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   if (o.checkpoint_steps < 0 || o.checkpoint_seconds < 0)
     throw dlh::UsageError("--checkpoint-steps/--checkpoint-seconds: must not be negative");
   if (o.threads < 0) throw dlh::UsageError("--threads: must not be negative");
+  if (o.data_mode != "auto" && o.data_mode != "memory" && o.data_mode != "stream")
+    throw dlh::UsageError("--data-mode: expected auto, memory or stream, got '" + o.data_mode +
+                          "'");
   if (o.prefetch < 0) throw dlh::UsageError("--prefetch: must not be negative");
   double bucket_mb = vm["bucket-mb"].as<double>();
   if (!(bucket_mb > 0)) throw dlh::UsageError("--bucket-mb: must be positive");
@@ -251,7 +260,7 @@ int main(int argc, char** argv) {
     return dlh::kExitOk;
   }
   if (args[0] != "train" && args[0] != "lr-find" && args[0] != "run" &&
-      args[0] != "bench-allreduce" && args[0] != "bench-checkpoint") {
+      args[0] != "bench-allreduce" && args[0] != "bench-checkpoint" && args[0] != "bench-loader") {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
@@ -267,6 +276,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
     if (command == "bench-checkpoint") return dlh::RunBenchCheckpointCommand(args, rank);
+    if (command == "bench-loader") return dlh::RunBenchLoaderCommand(args, rank);
     if (command == "lr-find") return dlh::RunLrFindCommand(args, rank);
     if (command == "run") return dlh::RunProgramCommand(args, rank, size);
     return command == "train" ? RunTrain(args, rank) : RunBenchAllreduce(args, rank);

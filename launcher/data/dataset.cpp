@@ -215,7 +215,7 @@ std::string DimsText(const std::vector<hsize_t>& dims) {
 }
 
 DataSplit LoadSplit(const std::string& path, hid_t file, const std::string& split, int classes,
-                    bool normalize, double mean, double stddev) {
+                    bool normalize, double mean, double stddev, bool with_images) {
   const std::string images_path = "/" + split + "/images";
   const std::string labels_path = "/" + split + "/labels";
   auto fail = [&](const std::string& what) { throw DataError(path + ": " + what); };
@@ -253,16 +253,19 @@ DataSplit LoadSplit(const std::string& path, hid_t file, const std::string& spli
       fail(labels_path + "[" + std::to_string(i) + "] = " + std::to_string(out.labels[i]) +
            " is outside [0, " + std::to_string(classes) + ")");
 
+  // One pass for both steps: uint8 to [0, 1], then standardization.
+  const double scale = ikind == ElementKind::UInt8 ? 1.0 / 255.0 : 1.0;
+  out.stored_bytes = ikind == ElementKind::UInt8;
+  out.load_scale = float(normalize ? scale / stddev : scale);
+  out.load_shift = float(normalize ? -mean / stddev : 0.0);
+  if (!with_images) return out;
   out.images = h5::ReadFloats(file, images_path);
   if (ikind == ElementKind::Float) {
     for (size_t i = 0; i < out.images.size(); ++i)
       if (!std::isfinite(out.images[i]))
         fail(images_path + " holds a non-finite value at element " + std::to_string(i));
   }
-  // One pass for both steps: uint8 to [0, 1], then standardization.
-  const double scale = ikind == ElementKind::UInt8 ? 1.0 / 255.0 : 1.0;
-  const float a = float(normalize ? scale / stddev : scale);
-  const float b = float(normalize ? -mean / stddev : 0.0);
+  const float a = out.load_scale, b = out.load_shift;
   if (a != 1.0f || b != 0.0f)
     for (float& v : out.images) v = v * a + b;
   return out;
@@ -293,7 +296,7 @@ void CheckHdf5Signature(const std::string& path) {
 
 }  // namespace
 
-Dataset LoadDataset(const std::string& path) {
+Dataset LoadDataset(const std::string& path, bool with_images) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     throw DataError(path + ": cannot open: " + std::strerror(errno));
@@ -340,8 +343,8 @@ Dataset LoadDataset(const std::string& path) {
         DatasetElementKind(f, "/train/images") == ElementKind::UInt8 ? 1.0 / 255.0 : 1.0;
     ds.input_mean = mean;
     ds.input_std = stddev;
-    ds.train = LoadSplit(path, f, "train", ds.classes, has_mean, mean, stddev);
-    ds.test = LoadSplit(path, f, "test", ds.classes, has_mean, mean, stddev);
+    ds.train = LoadSplit(path, f, "train", ds.classes, has_mean, mean, stddev, with_images);
+    ds.test = LoadSplit(path, f, "test", ds.classes, has_mean, mean, stddev, with_images);
     if (!(ds.test.shape == ds.train.shape))
       throw DataError(path + ": /test/images samples are " + ShapeText(ds.test.shape) +
                       " but /train/images samples are " + ShapeText(ds.train.shape));

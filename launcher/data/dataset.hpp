@@ -21,8 +21,13 @@ namespace dlh {
 struct DataSplit {
   int64_t count = 0;
   Shape3 shape;
-  std::vector<float> images;    // count * shape.elements(), normalized
+  std::vector<float> images;    // count * shape.elements(), normalized (empty: not read)
   std::vector<int32_t> labels;  // count
+  // How a stored value v became its loaded one: float(v) * load_scale + load_shift, in float
+  // arithmetic, uint8 (stored_bytes) or float storage. A reader of the file's samples
+  // (file_source.hpp) applies exactly this, so its samples equal the loaded ones bit for bit.
+  bool stored_bytes = false;
+  float load_scale = 1, load_shift = 0;
 };
 
 struct Dataset {
@@ -36,7 +41,9 @@ struct Dataset {
 
 // Loads and validates a data set file. Throws DataError naming the file and the
 // dataset at fault (missing, wrong rank, label count mismatch, label out of range).
-Dataset LoadDataset(const std::string& path);
+// `with_images` false: everything but the images (their shape and type are still checked),
+// for a loader that reads the samples it needs from the file (file_source.hpp).
+Dataset LoadDataset(const std::string& path, bool with_images = true);
 
 // Reads IDX files (train-images-idx3-ubyte[.gz], ...) from `source_dir` and writes the
 // data set file atomically. Throws DataError.

@@ -14,10 +14,10 @@
 #include "launcher/nn/random.hpp"
 
 namespace dlh {
-namespace {}  // namespace
 
 struct Loader::Impl {
-  const DataSplit& split;
+  std::unique_ptr<MemorySource> owned;  // when constructed from a DataSplit
+  SampleSource& source;
   LoaderOptions options;
   int64_t steps = 0;
 
@@ -35,29 +35,28 @@ struct Loader::Impl {
   std::exception_ptr error;  // set once by the prefetch thread; later batches never come
   std::thread thread;
 
-  Impl(const DataSplit& s, const LoaderOptions& o) : split(s), options(o) {}
+  Impl(std::unique_ptr<MemorySource> own, SampleSource* s, const LoaderOptions& o)
+      : owned(std::move(own)), source(s ? *s : *owned), options(o) {}
 
   // Builds the batch at the preparation cursor and advances it.
   Batch Prepare() {
     if (options.before_batch) options.before_batch(epoch, step);
     if (perm_epoch != epoch) {
-      perm = permutation(split.count, options.seed, epoch);
+      perm = permutation(source.count(), options.seed, epoch);
       perm_epoch = epoch;
     }
-    const Shape3& s = split.shape;
-    const size_t n = size_t(s.elements());
+    const Shape3& s = source.shape();
     Batch b;
     b.epoch = epoch;
     b.step_in_epoch = step;
     b.images.resize({int(options.rank_batch), s.channels, s.height, s.width});
     b.labels.resize(size_t(options.rank_batch));
     const int64_t first = step * options.global_batch + options.rank_offset;
-    for (int64_t i = 0; i < options.rank_batch; ++i) {
-      const size_t sample = size_t(perm[size_t(first + i)]);
-      std::memcpy(b.images.data() + size_t(i) * n, split.images.data() + sample * n,
-                  n * sizeof(float));
-      b.labels[size_t(i)] = split.labels[sample];
-    }
+    const int64_t* samples = perm.data() + first;
+    source.read(samples, size_t(options.rank_batch), b.images.data());
+    const std::vector<int32_t>& labels = source.labels();
+    for (int64_t i = 0; i < options.rank_batch; ++i)
+      b.labels[size_t(i)] = labels[size_t(samples[i])];
     if (++step == steps) {
       step = 0;
       ++epoch;
@@ -88,10 +87,37 @@ struct Loader::Impl {
   }
 };
 
+namespace {
+
+// An in-memory split's own consistency, checked before a MemorySource reads it.
+const DataSplit& CheckedSplit(const DataSplit& split) {
+  const int64_t n = split.shape.elements();
+  if (split.count < 0 || n <= 0 || split.labels.size() != size_t(split.count) ||
+      split.images.size() != size_t(split.count) * size_t(n))
+    throw DataError("loader: inconsistent data split (" + std::to_string(split.count) +
+                    " samples, " + std::to_string(split.labels.size()) + " labels, " +
+                    std::to_string(split.images.size()) + " image values)");
+  return split;
+}
+
+}  // namespace
+
 Loader::Loader(const DataSplit& split, const LoaderOptions& options, int64_t epoch,
                int64_t step_in_epoch)
-    : impl_(std::make_unique<Impl>(split, options)) {
-  const LoaderOptions& o = options;
+    : impl_(std::make_unique<Impl>(std::make_unique<MemorySource>(CheckedSplit(split)), nullptr,
+                                   options)) {
+  start(epoch, step_in_epoch);
+}
+
+Loader::Loader(SampleSource& source, const LoaderOptions& options, int64_t epoch,
+               int64_t step_in_epoch)
+    : impl_(std::make_unique<Impl>(nullptr, &source, options)) {
+  start(epoch, step_in_epoch);
+}
+
+void Loader::start(int64_t epoch, int64_t step_in_epoch) {
+  const LoaderOptions& o = impl_->options;
+  const SampleSource& source = impl_->source;
   if (o.global_batch <= 0)
     throw DataError("loader: global batch must be positive, got " + std::to_string(o.global_batch));
   if (o.rank_offset < 0 || o.rank_batch < 0 || o.rank_offset + o.rank_batch > o.global_batch)
@@ -101,15 +127,12 @@ Loader::Loader(const DataSplit& split, const LoaderOptions& options, int64_t epo
   if (o.prefetch < 0)
     throw DataError("loader: prefetch depth must not be negative, got " +
                     std::to_string(o.prefetch));
-  const int64_t n = split.shape.elements();
-  if (split.count < 0 || n <= 0 || split.labels.size() != size_t(split.count) ||
-      split.images.size() != size_t(split.count) * size_t(n))
-    throw DataError("loader: inconsistent data split (" + std::to_string(split.count) +
-                    " samples, " + std::to_string(split.labels.size()) + " labels, " +
-                    std::to_string(split.images.size()) + " image values)");
-  impl_->steps = split.count / o.global_batch;
+  if (source.shape().elements() <= 0 || int64_t(source.labels().size()) != source.count())
+    throw DataError("loader: inconsistent sample source (" + std::to_string(source.count()) +
+                    " samples, " + std::to_string(source.labels().size()) + " labels)");
+  impl_->steps = source.count() / o.global_batch;
   if (impl_->steps == 0)
-    throw DataError("loader: the data set has " + std::to_string(split.count) +
+    throw DataError("loader: the data set has " + std::to_string(source.count()) +
                     " samples, fewer than one global batch of " + std::to_string(o.global_batch));
   if (epoch < 0 || step_in_epoch < 0)
     throw DataError("loader: invalid start position epoch " + std::to_string(epoch) + ", step " +

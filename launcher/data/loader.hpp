@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/data/dataset.hpp"
+#include "launcher/data/sample_source.hpp"
 #include "launcher/nn/tensor.hpp"
 
 namespace dlh {
@@ -43,6 +44,10 @@ class Loader {
   // split is smaller than one global batch or the rank slice does not fit in it.
   Loader(const DataSplit& split, const LoaderOptions& options, int64_t epoch,
          int64_t step_in_epoch);
+  // The same from any source (a split in memory or read from the file: sample_source.hpp),
+  // with the same batches bit for bit. `source` must outlive the loader; the loader's thread
+  // is its only reader while the loader lives.
+  Loader(SampleSource& source, const LoaderOptions& options, int64_t epoch, int64_t step_in_epoch);
   ~Loader();  // stops and joins the prefetch thread
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -54,6 +59,7 @@ class Loader {
   static std::vector<int64_t> permutation(int64_t count, uint64_t seed, int64_t epoch);
 
  private:
+  void start(int64_t epoch, int64_t step_in_epoch);  // checks, positions, starts the thread
   struct Impl;  // prefetch thread, queue and cursor (loader.cpp)
   std::unique_ptr<Impl> impl_;
 };

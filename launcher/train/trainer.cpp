@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <thread>
@@ -38,6 +39,7 @@
 #include "launcher/comm/peer_watch.hpp"
 #include "launcher/comm/topology.hpp"
 #include "launcher/data/dataset.hpp"
+#include "launcher/data/file_source.hpp"
 #include "launcher/data/loader.hpp"
 #include "launcher/data/stage.hpp"
 #include "launcher/engine/device.hpp"
@@ -107,6 +109,17 @@ uint32_t Crc(uint32_t crc, const std::vector<NamedArray>& arrays) {
     crc = uint32_t(crc32(crc, reinterpret_cast<const Bytef*>(a.data.data()),
                          uInt(a.data.size() * sizeof(float))));
   return crc;
+}
+
+// MemAvailable of /proc/meminfo: free memory plus what the kernel can reclaim (the page
+// cache) without swapping; 0 when unknown.
+double AvailableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  double kib = 0;
+  while (std::getline(in, line))
+    if (std::sscanf(line.c_str(), "MemAvailable: %lf kB", &kib) == 1) return kib * 1024;
+  return 0;
 }
 
 void SetThreads(const TrainOptions& o, int local_size) {
@@ -227,6 +240,7 @@ class Trainer {
   void change_split(const std::vector<int64_t>& batches, const BalanceDecision* why);
   void record_split(int64_t step, const std::vector<int64_t>& batches);
   std::unique_ptr<Loader> make_loader() const;
+  void open_data();
 
   // Declared in the order they come to be, so that they go in reverse (the loader's thread
   // before the data it reads, the engine before the spec it points to and the
@@ -245,7 +259,11 @@ class Trainer {
 
   // Inputs.
   TrainSpec spec_;
+  // The data set's metadata and labels (its images too in memory mode), and where the loader
+  // and the evaluation read samples: memory or the file (open_data()).
   Dataset data_;
+  std::unique_ptr<SampleSource> train_source_, test_source_;
+  bool streaming_ = false;
   LaunchPlan plan_;
   Binding binding_;
   std::string run_dir_;
@@ -404,7 +422,7 @@ void Trainer::load_inputs() {
   choose_split();
   choose_balance();
   RunCollectively(comm_.get(), [&] {
-    data_ = LoadDataset(spec_.dataset);
+    open_data();
     const Shape3& s = data_.train.shape;
     if (!(s == spec_.input))
       throw DataError(spec_.dataset + ": images are " + std::to_string(s.channels) + "x" +
@@ -557,6 +575,29 @@ void Trainer::record_split(int64_t step, const std::vector<int64_t>& batches) {
   if (history_.empty() || history_.back().batches != batches) history_.push_back({step, batches});
 }
 
+// Memory mode loads every image on every rank; stream mode only labels, and reads samples
+// from the file as steps need them. "auto" streams when the floats this node's ranks would
+// hold exceed half of the memory the node has available.
+void Trainer::open_data() {
+  streaming_ = o_.data_mode == "stream";
+  if (o_.data_mode == "auto") {
+    data_ = LoadDataset(spec_.dataset, /*with_images=*/false);
+    const double loaded = 4.0 * double(data_.train.shape.elements()) *
+                          double(data_.train.count + data_.test.count) * double(local_.size());
+    const double available = AvailableMemoryBytes();
+    streaming_ = available > 0 && loaded > 0.5 * available;
+  }
+  if (streaming_) {
+    data_ = LoadDataset(spec_.dataset, /*with_images=*/false);
+    train_source_ = std::make_unique<FileSource>(spec_.dataset, "train", data_.train);
+    test_source_ = std::make_unique<FileSource>(spec_.dataset, "test", data_.test);
+  } else {
+    data_ = LoadDataset(spec_.dataset);
+    train_source_ = std::make_unique<MemorySource>(data_.train);
+    test_source_ = std::make_unique<MemorySource>(data_.test);
+  }
+}
+
 std::unique_ptr<Loader> Trainer::make_loader() const {
   LoaderOptions lo;
   lo.global_batch = spec_.batch_size;
@@ -564,7 +605,7 @@ std::unique_ptr<Loader> Trainer::make_loader() const {
   lo.rank_batch = rank_batch_;
   lo.seed = spec_.seed;
   lo.prefetch = o_.prefetch;
-  return std::make_unique<Loader>(data_.train, lo, epoch_, step_in_epoch_);
+  return std::make_unique<Loader>(*train_source_, lo, epoch_, step_in_epoch_);
 }
 
 // The engine holds the model, the optimizer and the gradient allreduce on its device; it is
@@ -1354,12 +1395,22 @@ EvalResult Trainer::evaluate() {
   const int64_t per = test.shape.elements();
   const auto started = Clock::now();
   double sums[2] = {0, 0};  // loss, correct
+  std::vector<int64_t> indices;
+  std::vector<float> chunk;  // a chunk read from the file (stream mode)
   for (int64_t i = first; i < last; i += kEvalChunk) {
     const int n = int(std::min(kEvalChunk, last - i));
     ForwardContext ctx;
     ctx.training = false;
     ctx.seed = spec_.seed;
-    StepSums s = engine_->evaluate(test.images.data() + i * per, test.labels.data() + i, n, ctx);
+    const float* images = test.images.data() + i * per;
+    if (streaming_) {
+      indices.resize(size_t(n));
+      for (int k = 0; k < n; ++k) indices[size_t(k)] = i + k;
+      chunk.resize(size_t(n) * size_t(per));
+      test_source_->read(indices.data(), size_t(n), chunk.data());
+      images = chunk.data();
+    }
+    StepSums s = engine_->evaluate(images, test.labels.data() + i, n, ctx);
     sums[0] += s.loss;
     sums[1] += double(s.correct);
   }

@@ -14,12 +14,16 @@ namespace dlh {
 
 struct TrainOptions {
   std::string spec_path;
-  std::string run_dir;           // checkpoints/, metrics.jsonl, summary.json; default runs/<name>
-  std::string data_path;         // overrides the spec's dataset when not empty
-  int epochs = 0;                // overrides the spec when > 0
-  int batch_size = 0;            // global batch; overrides the spec when > 0
-  int64_t max_steps = 0;         // stop after this many global steps (0: train to the end)
-  int64_t checkpoint_steps = 0;  // checkpoint every N steps (0: off)
+  std::string run_dir;    // checkpoints/, metrics.jsonl, summary.json; default runs/<name>
+  std::string data_path;  // overrides the spec's dataset when not empty
+  // "memory": every rank loads the data set; "stream": samples are read from the file as
+  // steps need them (launcher/data/file_source.hpp); "auto": stream when the loaded data of
+  // this node's ranks would take more than half of the node's available memory.
+  std::string data_mode = "auto";
+  int epochs = 0;                    // overrides the spec when > 0
+  int batch_size = 0;                // global batch; overrides the spec when > 0
+  int64_t max_steps = 0;             // stop after this many global steps (0: train to the end)
+  int64_t checkpoint_steps = 0;      // checkpoint every N steps (0: off)
   double checkpoint_seconds = 1800;  // and every T seconds of training (0: off)
   bool checkpoint_epochs = true;     // and at the end of every epoch
   int keep = 3;                      // checkpoints kept

@@ -175,6 +175,17 @@ else
   cat "$work/quality/goals.jsonl" >>"$goals"
 fi
 
+# ---- data larger than memory ------------------------------------------------------------------
+section "data larger than memory: the loader from the file, cold and confined, against memory and dd"
+measure loader >"$work/loader.txt"
+if [[ -f $work/loader/unavailable ]]; then
+  { echo "## Data larger than memory: the loader reading from the file"; echo
+    echo "Not measured: $(cat "$work/loader/unavailable")."; echo; } >"$work/s2-loader.md"
+else
+  { cat "$work/loader/loader.md"; echo; } >"$work/s2-loader.md"
+  cat "$work/loader/goals.jsonl" >>"$goals"
+fi
+
 # ---- data-parallel training, 2 ranks ---------------------------------------------------------
 section "data-parallel training: mpirun -np 2 dlh-launch against torchrun + DDP"
 # torch 1.13's torchrun cannot parse its own default --redirects/--tee (0) under Python 3.11's
