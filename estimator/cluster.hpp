@@ -61,6 +61,11 @@ struct Runtime {
   double startup_s = 30;   // job start to the first step: srun, MPI/NCCL set-up, CUDA context
   double read_gbs = 1;     // reading the data set, GB/s per rank (shared file system)
   double write_gbs = 0.5;  // writing a checkpoint (rank 0), GB/s
+  // A job that stages its data set (dlh-data stage, one task per node) copies it from the
+  // shared file system at stage_gbs per node, reads the copy back to check it and then reads
+  // it from node-local storage, both at local_read_gbs.
+  double stage_gbs = 0.5;
+  double local_read_gbs = 2;
   // A test cluster whose nodes are all one machine (share/cluster/local.json): its cores,
   // shared by every rank of a job whatever node Slurm gives it. 0: real, separate nodes.
   int shared_host_cores = 0;

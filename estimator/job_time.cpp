@@ -26,7 +26,14 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
                            double startup_s) {
   JobPhases p;
   p.startup_s = startup_s;
-  p.data_s = work.data_bytes / (runtime.read_gbs * 1e9);
+  if (work.staged) {
+    // Every node copies the whole file at once; the copy is read back for its checksum.
+    p.stage_s = work.data_bytes / (runtime.stage_gbs * 1e9) +
+                work.data_bytes / (runtime.local_read_gbs * 1e9);
+    p.data_s = work.data_bytes / (runtime.local_read_gbs * 1e9);
+  } else {
+    p.data_s = work.data_bytes / (runtime.read_gbs * 1e9);
+  }
   p.warmup_s = kWarmupSteps * step.step_s;
   p.steps_s = double(step.steps) * step.step_s;
   if (work.eval_samples > 0 && step.gpus > 0) {
@@ -69,6 +76,7 @@ std::string PhasesText(const JobPhases& p, int64_t steps) {
     s += (s.empty() ? "" : " + ") + what + " " + HumanDuration(seconds);
   };
   add("start-up", p.startup_s);
+  add("staging", p.stage_s);
   add("data", p.data_s);
   add("warm-up", p.warmup_s);
   add(std::to_string(steps) + " steps", p.steps_s);

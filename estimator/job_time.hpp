@@ -3,7 +3,11 @@
 // these to steps x step time, so that the Slurm time limit covers the job, not its loop.
 //
 //   total = startup                       runtime.startup_s: srun, MPI/NCCL, CUDA context
+//         + staging                       only a job that stages its data set onto its nodes
+//                                         (dlh-data stage): bytes / stage_gbs to copy it, and
+//                                         bytes / local_read_gbs to read the copy back
 //         + data                          every rank reads the data set: bytes / read_gbs
+//                                         (staged: / local_read_gbs, from the node's copy)
 //         + warm-up                       the first steps' extra cost (allocations, thread
 //                                         pools, autotuning): kWarmupSteps x step
 //         + steps x step
@@ -44,6 +48,7 @@ struct JobWork {
   int64_t eval_samples = 0;  // test samples evaluated after every epoch (0: none)
   int epochs = 0;
   double data_bytes = 0;        // the data set as read (train and test)
+  bool staged = false;          // copied onto every node before the training step
   double checkpoint_bytes = 0;  // parameters, buffers and optimizer state
   double forward_fraction = 0;  // forward FLOPs / training FLOPs per sample (an eval sample)
 };
@@ -64,9 +69,12 @@ struct StepShape {
 };
 
 struct JobPhases {
-  double startup_s = 0, data_s = 0, warmup_s = 0, steps_s = 0, eval_s = 0, checkpoint_s = 0;
+  double startup_s = 0, stage_s = 0, data_s = 0, warmup_s = 0, steps_s = 0, eval_s = 0,
+         checkpoint_s = 0;
   int64_t evaluations = 0, checkpoints = 0;
-  double total_s() const { return startup_s + data_s + warmup_s + steps_s + eval_s + checkpoint_s; }
+  double total_s() const {
+    return startup_s + stage_s + data_s + warmup_s + steps_s + eval_s + checkpoint_s;
+  }
 };
 
 // `startup_s`: the runtime's, or a site's override (the plugin's startup=).

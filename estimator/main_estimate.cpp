@@ -647,6 +647,8 @@ int Recommend(const std::vector<std::string>& args) {
     ("startup", po::value<double>()->default_value(-1),
         "seconds from job start to first step (-1: the cluster's runtime.startup_s)")
     ("epochs", po::value<int>()->default_value(0), "epochs (0: the spec's or the profile's)")
+    ("stage", "the job stages its data set onto its nodes first (dlh-data stage): count the copy "
+        "(runtime.stage_gbs) and read the copy at runtime.local_read_gbs")
     ("deadline", po::value<std::string>(), "wall-time deadline: 3h, 90m, 2h30m, 1-00:00:00 (none: no deadline)")
     ("objective", po::value<std::string>()->default_value("energy"), "energy, time or gpu-hours")
     ("cluster", po::value<std::string>(), "cluster description (default: $DLH_CLUSTER)")
@@ -700,6 +702,7 @@ int Recommend(const std::vector<std::string>& args) {
     throw UsageError("--epochs: required" + unknown + "epochs N' to DLH_PROGRESS_FD)");
   job.deadline_s = vm.count("deadline") ? ParseDuration(Str(vm, "deadline"), "--deadline") : 0;
   job.eval_samples = vm["eval-samples"].as<int64_t>();
+  job.stage = vm.count("stage") > 0;
   if (job.eval_samples < -1) throw UsageError("--eval-samples: must be -1, 0 or positive");
   job.startup_s = vm["startup"].as<double>();
   if (!(job.startup_s >= -1 && job.startup_s <= 86400))

@@ -285,6 +285,7 @@ class Enumerator {
     startup_s_ = job.startup_s >= 0 ? job.startup_s : runtime_.startup_s;
     const int64_t eval = job.eval_samples >= 0 ? job.eval_samples : job.samples / 6;
     work_ = WorkOf(job.features, job.samples, eval, job.epochs, OptimizerSlots(job));
+    work_.staged = job.stage;
     bytes_ = job.features.param_bytes();
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;
@@ -979,13 +980,10 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
 }
 
 nlohmann::json PhasesJson(const JobPhases& p) {
-  return {{"startup_s", p.startup_s},
-          {"data_s", p.data_s},
-          {"warmup_s", p.warmup_s},
-          {"steps_s", p.steps_s},
-          {"eval_s", p.eval_s},
-          {"evaluations", p.evaluations},
-          {"checkpoint_s", p.checkpoint_s},
+  return {{"startup_s", p.startup_s},     {"stage_s", p.stage_s},
+          {"data_s", p.data_s},           {"warmup_s", p.warmup_s},
+          {"steps_s", p.steps_s},         {"eval_s", p.eval_s},
+          {"evaluations", p.evaluations}, {"checkpoint_s", p.checkpoint_s},
           {"checkpoints", p.checkpoints}};
 }
 

@@ -46,6 +46,7 @@ struct Job {
   int max_gpus = 0;                        // 0: no limit
   std::vector<std::string> allowed_types;  // empty: all
   bool allow_mixed = false;
+  bool stage = false;  // the job stages its data set onto its nodes first (dlh-data stage)
   bool mixed_same_gpus_per_node = false;  // a mix uses the smaller gpus_per_node of its two
                                           // node types on every node: one Slurm job asks for
                                           // one GPU count per node (the SPANK plugin)

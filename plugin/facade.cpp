@@ -214,6 +214,7 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
   in.options = st.options;
   in.config = st.config;
   if (const char* v = std::getenv("DLH_SPEC")) in.env_spec = v;
+  if (const char* v = std::getenv("DLH_STAGE_DIR")) in.env_stage_dir = v;
   if (const char* v = std::getenv("DLH_SAMPLES")) in.env_samples = v;
   if (char* cwd = getcwd(nullptr, 0)) {
     in.cwd = cwd;

@@ -281,6 +281,7 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   job.per_gpu_batch = o.per_gpu_batch ? *o.per_gpu_batch : 0;
   job.margin = in.config.margin;
   job.startup_s = in.config.startup_s;
+  job.stage = !in.env_stage_dir.empty();
   job.top = 5;
 
   if (o.types) {

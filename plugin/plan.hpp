@@ -63,9 +63,10 @@ extern const char* const kUserOptionNames[10];
 struct PlanInputs {
   AutoOptions options;
   PluginConfig config;
-  std::string env_spec;     // $DLH_SPEC ("": unset)
-  std::string env_samples;  // $DLH_SAMPLES ("": unset)
-  std::string cwd;          // the submit folder, for a relative spec path
+  std::string env_spec;       // $DLH_SPEC ("": unset)
+  std::string env_samples;    // $DLH_SAMPLES ("": unset)
+  std::string env_stage_dir;  // $DLH_STAGE_DIR ("": unset): the job script stages its data
+  std::string cwd;            // the submit folder, for a relative spec path
   UserRequest user;
 };
 

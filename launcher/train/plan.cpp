@@ -1,6 +1,7 @@
 // DLH — reading DLH_PLAN (see plan.hpp).
 #include "launcher/train/plan.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -140,6 +141,10 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
       // The launcher measures start-up as everything before its first step.
       p.predicted_startup_s = seconds(ph, "startup_s", "predicted.phases.startup_s") +
                               seconds(ph, "data_s", "predicted.phases.data_s");
+      // Staging runs before the training step, in a job step of its own: the run compares
+      // the rest with what it measured.
+      p.predicted_total_s =
+          std::max(0.0, p.predicted_total_s - seconds(ph, "stage_s", "predicted.phases.stage_s"));
       p.predicted_steps_s = seconds(ph, "steps_s", "predicted.phases.steps_s") +
                             seconds(ph, "warmup_s", "predicted.phases.warmup_s");
       p.predicted_eval_s = seconds(ph, "eval_s", "predicted.phases.eval_s");

@@ -108,6 +108,15 @@ assert p["time_limit"]
 PY
 check "JSON plan: feasible, GPUs add up, predicted time within the deadline"
 dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$CLUSTER" --json \
+  --stage >"$WORK/plan-staged.json"
+python3 - "$WORK/plan.json" "$WORK/plan-staged.json" <<'PY'
+import json, sys
+shared, staged = (json.load(open(f))["predicted"] for f in sys.argv[1:])
+assert shared["phases"]["stage_s"] == 0 and staged["phases"]["stage_s"] > 0, (shared, staged)
+assert staged["total_s"] > shared["total_s"] - shared["phases"]["data_s"]
+PY
+check "--stage: the plan counts copying the data set to the nodes (stage_s > 0, 0 without)"
+dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$CLUSTER" --json \
   --html "$WORK/rec.html" >"$WORK/plan-html.json"
 cmp -s "$WORK/plan.json" "$WORK/plan-html.json" || fail "--html changed the JSON plan"
 [[ $(head -1 "$WORK/rec.html") == "<!DOCTYPE html>" ]] || fail "rec.html does not start with <!DOCTYPE html>"

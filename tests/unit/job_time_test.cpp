@@ -65,6 +65,33 @@ TEST(JobTime, PhasesAddUpByHand) {
   EXPECT_EQ(PhasesText(none, s.steps).find("start-up"), std::string::npos);
 }
 
+// A job that stages its data set: every node copies it (stage_gbs) and reads the copy back,
+// then the ranks read it locally (local_read_gbs) instead of from the shared file system.
+TEST(JobTime, StagingCountsTheCopyAndReadsLocally) {
+  JobWork w;
+  w.samples = 1000;
+  w.epochs = 1;
+  w.data_bytes = 2e9;
+  StepShape s;
+  s.steps = 10;
+  s.step_s = 1.0;
+  s.gpus = 1;
+  Runtime rt;
+  rt.read_gbs = 1;
+  rt.stage_gbs = 0.5;
+  rt.local_read_gbs = 2;
+  const JobPhases shared = PredictJobPhases(w, s, rt, 0);
+  EXPECT_DOUBLE_EQ(shared.stage_s, 0);
+  EXPECT_DOUBLE_EQ(shared.data_s, 2);
+  w.staged = true;
+  const JobPhases staged = PredictJobPhases(w, s, rt, 0);
+  EXPECT_DOUBLE_EQ(staged.stage_s, 2e9 / 0.5e9 + 2e9 / 2e9);
+  EXPECT_DOUBLE_EQ(staged.data_s, 1);
+  EXPECT_NEAR(staged.total_s() - shared.total_s(), 5 + 1 - 2, 1e-12);
+  EXPECT_NE(PhasesText(staged, s.steps).find("staging 5s + data 1s"), std::string::npos)
+      << PhasesText(staged, s.steps);
+}
+
 // Checkpoints closer together than one write takes: each background one also waits for the
 // rest of the write before it.
 TEST(JobTime, ABackgroundCheckpointWaitsForAWriteLongerThanTheInterval) {

@@ -468,6 +468,25 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
       << report;
 }
 
+// A job script that stages its data set (DLH_STAGE_DIR, share/examples/train.sbatch): the
+// plan counts the copy to the nodes and reads the copy at the local rate.
+TEST(PluginPlanTest, StagingIsCountedWhenTheJobStages) {
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  const PlanOutcome shared = MakePlan(in, c, AllIdle(), "");
+  in.env_stage_dir = "/local/%n";
+  const PlanOutcome staged = MakePlan(in, c, AllIdle(), "");
+  ASSERT_TRUE(shared.feasible && staged.feasible);
+  EXPECT_TRUE(staged.job.stage);
+  EXPECT_EQ(shared.chosen.phases.stage_s, 0);
+  EXPECT_GT(staged.chosen.phases.stage_s, 0);
+  EXPECT_DOUBLE_EQ(staged.plan["predicted"]["phases"]["stage_s"].get<double>(),
+                   staged.chosen.phases.stage_s);
+  EXPECT_NE(DryRunReport(staged, 5).find(" + staging "), std::string::npos)
+      << DryRunReport(staged, 5);
+  EXPECT_EQ(DryRunReport(shared, 5).find("staging"), std::string::npos);
+}
+
 TEST(PluginPlanTest, LrFindMarksThePlanAndKeepsLinearScalingAsTheFallback) {
   const Cluster c = LocalCluster();
   PlanOutcome linear =
