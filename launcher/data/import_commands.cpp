@@ -231,16 +231,19 @@ int ImportHdf5Command(const std::vector<std::string>& args) {
 int ImportImagesCommand(const std::vector<std::string>& args) {
   po::options_description options("options");
   CommonOptions common;
-  std::string root, test_root, size_text, channels_text = "3";
+  std::string root, test_root, size_text, channels_text, spec_path;
   common.add(options);
   options.add_options()  //
       ("root", po::value(&root)->value_name("DIR"),
        "folder of one sub-folder per class holding PNG or JPEG images (the ImageFolder "
        "layout; also accepted as the only positional argument)")  //
-      ("size", po::value(&size_text)->required()->value_name("HxW"),
-       "every image is resized to this (area-averaged when shrinking, bilinear when enlarging)")  //
-      ("channels", po::value(&channels_text)->default_value("3")->value_name("1|3"),
-       "1: grey, 3: RGB")  //
+      ("size", po::value(&size_text)->value_name("HxW"),
+       "every image is resized to this (area-averaged when shrinking, bilinear when "
+       "enlarging); default: the --spec's input")  //
+      ("channels", po::value(&channels_text)->value_name("1|3"),
+       "1: grey, 3: RGB (default: the --spec's input channels, else 3)")  //
+      ("spec", po::value(&spec_path)->value_name("SPEC"),
+       "a training spec whose input (channels x height x width) gives --size and --channels")  //
       ("test", po::value(&test_root)->value_name("DIR"),
        "a test folder of the same layout (default: hold out --test-fraction of DIR)");
   SubcommandSyntax syntax;
@@ -250,14 +253,27 @@ int ImportImagesCommand(const std::vector<std::string>& args) {
   };
   po::variables_map vm;
   if (!ParseArgs("import-images",
-                 "DIR --out FILE --size HxW [--channels 1|3] [--test DIR] [--test-fraction F] "
-                 "[--seed S]",
+                 "DIR --out FILE (--size HxW [--channels 1|3] | --spec SPEC) [--test DIR] "
+                 "[--test-fraction F] [--seed S]",
                  args, options, syntax, vm))
     return kExitOk;
   ImageFolderOptions o;
-  ParseSize(size_text, "--size", &o.height, &o.width);
-  o.channels = int(ParseInt(channels_text, "--channels", 1, 3));
+  if (!spec_path.empty()) {
+    const TrainSpec spec = LoadSpec(spec_path);
+    o.channels = spec.input.channels;
+    o.height = spec.input.height;
+    o.width = spec.input.width;
+    if (o.channels != 1 && o.channels != 3)
+      throw UsageError("--spec: " + spec_path + " input has " + std::to_string(o.channels) +
+                       " channels; images import as 1 (grey) or 3 (RGB)");
+  } else if (size_text.empty()) {
+    throw UsageError("give --size HxW, or --spec SPEC to take the size from its input");
+  }
+  if (!size_text.empty()) ParseSize(size_text, "--size", &o.height, &o.width);
+  if (!channels_text.empty()) o.channels = int(ParseInt(channels_text, "--channels", 1, 3));
   if (o.channels == 2) throw UsageError("--channels: expected 1 or 3, got 2");
+  if (size_text.empty()) size_text = std::to_string(o.height) + "x" + std::to_string(o.width);
+  if (channels_text.empty()) channels_text = std::to_string(o.channels);
   (void)common.options();
   ImportedData d;
   d.train = ReadImageFolder(root, o, {}, &d.class_names);

@@ -50,7 +50,7 @@ const char* const kUsage =
     "        convert NumPy arrays (np.save, np.savez, np.savez_compressed)\n"
     "  import-hdf5 FILE --out OUT --images PATH --labels PATH\n"
     "        convert two datasets of an HDF5 file written by h5py, Keras, MATLAB\n"
-    "  import-images DIR --out FILE --size HxW [--channels 1|3]\n"
+    "  import-images DIR --out FILE (--size HxW [--channels 1|3] | --spec SPEC)\n"
     "        convert a folder of PNG/JPEG images per class (the ImageFolder layout)\n"
     "  import-csv FILE --out OUT [--label COLUMN]\n"
     "        convert a CSV table of feature columns and a label column\n"

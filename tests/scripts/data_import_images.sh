@@ -180,6 +180,13 @@ rc=0
 sed 's/^/      /' "$tmp/train.out" | tail -5
 [[ $rc -eq 0 ]] || fail "dlh-launch train exited $rc"
 
+check "--spec takes the size and channels from the spec's input: the same file as --size 28x28 --channels 1"
+"$DATA" import-images "$tmp/images/train" --test "$tmp/images/test" --spec "$tmp/spec.json" \
+  --out "$tmp/by-spec.h5" >/dev/null || fail "import-images --spec exited $?"
+cmp -s <(h5dump -d /train/images -d /test/images -d /train/labels "$tmp/images1.h5" | tail -n +2) \
+  <(h5dump -d /train/images -d /test/images -d /train/labels "$tmp/by-spec.h5" | tail -n +2) ||
+  fail "--spec gave other images than --size 28x28 --channels 1"
+
 if [[ $failures -ne 0 ]]; then
   echo "data_import_images: $failures failure(s)" >&2
   exit 1
