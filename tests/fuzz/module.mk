@@ -30,11 +30,12 @@ FUZZ_LIB_SRCS := common/spec.cpp common/json_parse.cpp common/file_text.cpp \
   plugin/options.cpp launcher/train/plan.cpp \
   launcher/storage/checkpoint.cpp launcher/storage/h5.cpp \
   common/svg_chart.cpp common/html_page.cpp \
-  launcher/report/run_data.cpp launcher/report/headline.cpp launcher/report/report_html.cpp
+  launcher/report/run_data.cpp launcher/report/headline.cpp launcher/report/report_html.cpp \
+  launcher/data/numpy_file.cpp launcher/data/csv_file.cpp
 FUZZ_LIB := $(FUZZ_DIR)/libdlh_fuzz.a
 # HDF5 (openmpi variant, as the launcher), zlib (checkpoint checksums), OpenBLAS (Eigen in
-# the time model); --as-needed drops them from the targets that do not use them.
-FUZZ_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs hdf5-openmpi ompi-c openblas) -lz
+# the time model), libzip (.npz); --as-needed drops them from the targets that do not use them.
+FUZZ_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs hdf5-openmpi ompi-c openblas libzip) -lz
 
 $(FUZZ_OBJDIR)/%.o: %.cpp | fuzz-cxx
 	@mkdir -p $(dir $@)
