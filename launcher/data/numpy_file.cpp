@@ -512,7 +512,8 @@ std::vector<float> ToFloats(const NumpyArray& a) {
   const int64_t n = a.count();
   std::vector<float> out(size_t(n), 0.0f);
   if (a.kind == 'f' && a.item_bytes == 4) {
-    std::memcpy(out.data(), a.data.data(), size_t(n) * sizeof(float));
+    // memcpy with an empty array's null pointer is undefined even for 0 bytes (UBSan).
+    if (n > 0) std::memcpy(out.data(), a.data.data(), size_t(n) * sizeof(float));
   } else if (a.kind == 'u' && a.item_bytes == 1) {
     std::copy(a.data.begin(), a.data.begin() + n, out.begin());
   } else {
