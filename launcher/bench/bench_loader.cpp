@@ -32,7 +32,7 @@ int RunBenchLoaderCommand(const std::vector<std::string>& args, int rank) {
   std::string data, mode = "stream", json_path;
   int64_t batch = 64, steps = 500;
   double step_ms = 0;
-  int prefetch = 2;
+  int prefetch = -1;
   uint64_t seed = 1;
   po::options_description d("dlh-launch bench-loader: options");
   // clang-format off
@@ -45,7 +45,8 @@ int RunBenchLoaderCommand(const std::vector<std::string>& args, int rank) {
     ("step-ms", po::value(&step_ms)->default_value(step_ms),
         "a training step's length: sleep this long after each batch, as if computing, and "
         "report how long next() still blocked (0: take batches as fast as they come)")
-    ("prefetch", po::value(&prefetch)->default_value(prefetch), "batches prepared ahead")
+    ("prefetch", po::value(&prefetch), "batches prepared ahead (default as train: 8 streaming, "
+        "2 in memory)")
     ("seed", po::value(&seed)->default_value(seed), "the data order's seed")
     ("json", po::value(&json_path), "also write the results as JSON to this file");
   // clang-format on
@@ -59,8 +60,9 @@ int RunBenchLoaderCommand(const std::vector<std::string>& args, int rank) {
   if (data.empty()) throw UsageError("bench-loader: --data is required");
   if (mode != "memory" && mode != "stream")
     throw UsageError("--data-mode: expected memory or stream, got '" + mode + "'");
-  if (batch < 1 || steps < 1 || prefetch < 0 || !(step_ms >= 0))
-    throw UsageError("--batch and --steps must be positive, --prefetch and --step-ms not negative");
+  if (prefetch < 0) prefetch = mode == "stream" ? 8 : 2;
+  if (batch < 1 || steps < 1 || !(step_ms >= 0))
+    throw UsageError("--batch and --steps must be positive, --step-ms not negative");
   if (rank != 0) return kExitOk;
 
   const auto opened = std::chrono::steady_clock::now();
@@ -82,39 +84,49 @@ int RunBenchLoaderCommand(const std::vector<std::string>& args, int rank) {
   o.prefetch = prefetch;
   Loader loader(*source, o, 0, 0);
 
-  // The first batch is waited for whole (nothing was prefetched yet); the steady state is
-  // the wait of the others.
-  double waited = 0, first_wait = 0;
+  // The first batch is waited for whole (nothing was prefetched yet), and the next few while
+  // the reads warm up (a cold disk queue, a fresh page cache); a long run sees the steady
+  // state, the wait after kSettleSteps.
+  constexpr int64_t kSettleSteps = 20;
+  double waited = 0, first_wait = 0, steady_wait = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t s = 0; s < steps; ++s) {
     const auto asked = std::chrono::steady_clock::now();
     Batch b = loader.next();
-    (s == 0 ? first_wait : waited) += Seconds(asked);
+    const double w = Seconds(asked);
+    (s == 0 ? first_wait : waited) += w;
+    if (s >= kSettleSteps) steady_wait += w;
     if (step_ms > 0)
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(step_ms));
   }
   const double total = Seconds(start);
   const double samples = double(steps * batch);
   const double sample_bytes = double(ds.train.shape.elements()) * (ds.train.stored_bytes ? 1 : 4);
-  nlohmann::json r = {{"data", data},
-                      {"mode", mode},
-                      {"batch", batch},
-                      {"steps", steps},
-                      {"step_ms", step_ms},
-                      {"prefetch", prefetch},
-                      {"open_s", open_s},
-                      {"seconds", total},
-                      {"samples_per_s", samples / total},
-                      {"stored_mb_per_s", samples * sample_bytes / total / 1e6},
-                      {"first_wait_ms", 1e3 * first_wait},
-                      {"wait_ms_per_step", steps > 1 ? 1e3 * waited / double(steps - 1) : 0.0},
-                      {"file_bytes_read", file ? double(file->bytes_read()) : 0.0}};
+  nlohmann::json r = {
+      {"data", data},
+      {"mode", mode},
+      {"batch", batch},
+      {"steps", steps},
+      {"step_ms", step_ms},
+      {"prefetch", prefetch},
+      {"open_s", open_s},
+      {"seconds", total},
+      {"samples_per_s", samples / total},
+      {"stored_mb_per_s", samples * sample_bytes / total / 1e6},
+      {"first_wait_ms", 1e3 * first_wait},
+      {"wait_ms_per_step", steps > 1 ? 1e3 * waited / double(steps - 1) : 0.0},
+      {"steady_wait_ms_per_step",
+       steps > kSettleSteps ? 1e3 * steady_wait / double(steps - kSettleSteps) : 0.0},
+      {"file_bytes_read", file ? double(file->bytes_read()) : 0.0}};
   std::printf(
       "%s: %s, batch %lld: %.0f samples/s (%.1f MB/s of stored samples), opened in %.2f s; "
-      "next() waited %.1f ms for the first batch, then %.3f ms per step%s\n",
+      "next() waited %.1f ms for the first batch, then %.3f ms per step (%.3f after %lld "
+      "steps)%s\n",
       data.c_str(), mode.c_str(), (long long)batch, samples / total,
       samples * sample_bytes / total / 1e6, open_s, 1e3 * first_wait,
       steps > 1 ? 1e3 * waited / double(steps - 1) : 0.0,
+      steps > kSettleSteps ? 1e3 * steady_wait / double(steps - kSettleSteps) : 0.0,
+      (long long)kSettleSteps,
       step_ms > 0 ? (" with " + std::to_string(int(step_ms)) + " ms steps").c_str() : "");
   if (!json_path.empty()) WriteFileAtomically(json_path, r.dump(2) + "\n");
   return kExitOk;

@@ -111,6 +111,9 @@ uint32_t Crc(uint32_t crc, const std::vector<NamedArray>& arrays) {
   return crc;
 }
 
+// Batches prepared ahead when samples are read from the file (--prefetch is the floor).
+constexpr int kStreamPrefetch = 8;
+
 // MemAvailable of /proc/meminfo: free memory plus what the kernel can reclaim (the page
 // cache) without swapping; 0 when unknown.
 double AvailableMemoryBytes() {
@@ -604,7 +607,10 @@ std::unique_ptr<Loader> Trainer::make_loader() const {
   lo.rank_offset = rank_offset_;
   lo.rank_batch = rank_batch_;
   lo.seed = spec_.seed;
-  lo.prefetch = o_.prefetch;
+  // Reading from the file, a batch now and then takes far longer than a step (the disk, or
+  // the page cache recycled under a memory limit): a deeper queue (batches of a few hundred
+  // KB) absorbs it, where 2 run dry (BENCHMARKS.md "Data larger than memory").
+  lo.prefetch = streaming_ ? std::max(o_.prefetch, kStreamPrefetch) : o_.prefetch;
   return std::make_unique<Loader>(*train_source_, lo, epoch_, step_in_epoch_);
 }
 

@@ -4,7 +4,7 @@
 # cache cold and the process confined to a memory cgroup smaller than the data set, against
 # the in-memory loader on the same file (unconfined: it holds the set as floats) and dd of the
 # same file (sequential, cold, confined alike).
-#   loader.sh BINDIR WORK   (about 5 minutes; root, for the cgroup and dropping the caches)
+#   loader.sh BINDIR WORK   (about 3 minutes; root, for the cgroup)
 # Writes WORK/loader/loader.json, WORK/loader/loader.md (the section) and WORK/loader/goals.jsonl,
 # or WORK/loader/unavailable. Knobs: BENCH_LOADER_SAMPLES (2000000 samples of 1x28x28 uint8:
 # 1.6 GB), BENCH_LOADER_LIMIT_MB (512), BENCH_LOADER_STEP_MS (15: the bench CNN's DLH step at
@@ -18,13 +18,19 @@ py=/usr/bin/python3
 samples=${BENCH_LOADER_SAMPLES:-2000000} limit_mb=${BENCH_LOADER_LIMIT_MB:-512}
 step_ms=${BENCH_LOADER_STEP_MS:-15} rounds=${BENCH_LOADER_ROUNDS:-3}
 unavailable() { echo "$*" >"$out/unavailable"; echo "loader.sh: $*" >&2; exit 1; }
-[[ $(id -u) -eq 0 ]] || unavailable "needs root (a memory cgroup, dropping the page cache)"
+[[ $(id -u) -eq 0 ]] || unavailable "needs root (a memory cgroup)"
 cg=/sys/fs/cgroup/memory/dlh-bench-loader
 mkdir -p "$cg" 2>/dev/null && echo $((limit_mb << 20)) >"$cg/memory.limit_in_bytes" ||
   unavailable "no cgroup v1 memory controller at /sys/fs/cgroup/memory"
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 confined() { (echo $BASHPID >"$cg/cgroup.procs" && exec "$@"); }
-cold() { sync && echo 3 >/proc/sys/vm/drop_caches; }
+# The file's pages out of the page cache (not every cache: on this VM, memory freed in bulk
+# is handed back to the host, and the next gigabytes a process touches fault slowly for a
+# while, which would be measured as the reader's time).
+cold() {
+  sync
+  "$py" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$out/big.h5"
+}
 
 "$py" - "$out" "$samples" <<'PY'
 import sys, numpy as np
@@ -69,6 +75,8 @@ dd_mbs = [r["bytes"] / r["seconds"] / 1e6 for r in by("dd")]
 dd_samples = [r["bytes"] / r["seconds"] / 784 for r in by("dd")]
 wait_s = [r["wait_ms_per_step"] for r in by("stream_step")]
 wait_m = [r["wait_ms_per_step"] for r in by("memory_step")]
+steady_s = [r["steady_wait_ms_per_step"] for r in by("stream_step")]
+steady_m = [r["steady_wait_ms_per_step"] for r in by("memory_step")]
 rate_s = [r["samples_per_s"] for r in by("stream_step")]
 rate_m = [r["samples_per_s"] for r in by("memory_step")]
 json.dump({"runs": runs, "samples": samples, "limit_mb": limit_mb, "step_ms": step_ms, "bytes": nbytes},
@@ -76,9 +84,9 @@ json.dump({"runs": runs, "samples": samples, "limit_mb": limit_mb, "step_ms": st
 L = ["## Data larger than memory: the loader reading from the file", "",
      f"A synthetic set of {samples:,} uint8 samples of 1x28x28 ({nbytes / 1e9:.2f} GB, written by "
      "`dlh-data import-numpy`), read by `dlh-launch bench-loader` (the training loader alone: "
-     "batches of 64 in the training order, prefetch 2). Stream mode and dd run in a memory cgroup "
+     "batches of 64 in the training order, prefetch as `train` does: 8 batches streaming, 2 in memory). Stream mode and dd run in a memory cgroup "
      f"of {limit_mb} MB (smaller than the file, so the page cache cannot hold it) with the page "
-     "cache dropped before each; the in-memory loader cannot run there (it holds the set as "
+     "cache emptied of the file before each (`posix_fadvise` DONTNEED); the in-memory loader cannot run there (it holds the set as "
      f"floats, {4 * samples * 784 / 1e9:.1f} GB) and runs unconfined. "
      f"{len(by('stream'))} rounds, interleaved; min / median / max.", "",
      "| reader | samples/s | MB/s of samples | notes |", "|---|---|---|---|",
@@ -87,17 +95,18 @@ L = ["## Data larger than memory: the loader reading from the file", "",
      f"| dd of the same file (bs=1M, cold, confined) | {mmm(dd_samples, '{:,.0f}')} | {mmm(dd_mbs, '{:,.0f}')} | sequential: the disk's best case, no training order |",
      f"| memory, after loading the whole set | {mmm([r['samples_per_s'] for r in by('memory_step')], '{:,.0f}')} (paced) | | loading took {mmm(memory_open, '{:.1f}')} s and {4 * samples * 784 / 1e9:.1f} GB per rank |",
      "", f"With a {step_ms:g} ms step after each batch (the bench CNN's DLH step at batch 64), the "
-     "time the step still waited in `next()` after the first batch:", "",
-     "| loader | wait per step, ms | samples/s delivered |", "|---|---|---|",
-     f"| stream (cold, confined) | {mmm(wait_s, '{:.3f}')} | {mmm(rate_s, '{:,.0f}')} |",
-     f"| memory | {mmm(wait_m, '{:.3f}')} | {mmm(rate_m, '{:,.0f}')} |", ""]
+     "time the step still waited in `next()`: over every step but the first (whose batch nothing "
+     "could have prefetched), and in the steady state after 20 steps (the first reads of a cold "
+     "file warm the disk queue up; a run of thousands of steps sees the steady state):", "",
+     "| loader | wait per step, ms | steady state, ms | samples/s delivered |", "|---|---|---|---|",
+     f"| stream (cold, confined) | {mmm(wait_s, '{:.3f}')} | {mmm(steady_s, '{:.3f}')} | {mmm(rate_s, '{:,.0f}')} |",
+     f"| memory | {mmm(wait_m, '{:.3f}')} | {mmm(steady_m, '{:.3f}')} | {mmm(rate_m, '{:,.0f}')} |", ""]
 open(f"{out}/loader.md", "w").write("\n".join(L))
-best_wait = min(wait_s)
 with open(f"{out}/goals.jsonl", "w") as g:
     g.write(json.dumps({
-        "goal": f"Data larger than memory: at the bench CNN's rate ({step_ms:g} ms steps of 64) the step does not wait on the file (stream's wait ≤ the in-memory loader's + 2% of a step)",
-        "measured": f"stream waits {mmm(wait_s, '{:.3f}')} ms per step, memory {mmm(wait_m, '{:.3f}')} ms; stream alone delivers {statistics.median(stream):,.0f} samples/s (median), {statistics.median(stream) * step_ms / 64 / 1000:.1f}x the step's need",
-        "met": best_wait <= min(wait_m) + 0.02 * step_ms,
-        "limit": "random 784-byte reads from a cold page cache; the wait left is scheduling on 2 busy cores, as the in-memory loader's shows"}) + "\n")
+        "goal": f"Data larger than memory: at the bench CNN's rate ({step_ms:g} ms steps of 64) the step does not wait on the file (stream's steady-state wait ≤ the in-memory loader's + 1% of a step; median of rounds)",
+        "measured": f"steady state: stream waits {mmm(steady_s, '{:.3f}')} ms per step, memory {mmm(steady_m, '{:.3f}')} ms (every step but the first: {statistics.median(wait_s):.3f} and {statistics.median(wait_m):.3f}); stream alone delivers {statistics.median(stream):,.0f} samples/s (median), {statistics.median(stream) * step_ms / 64 / 1000:.1f}x the step's need, from a {nbytes / 1e9:.2f} GB file in a {limit_mb} MB cgroup",
+        "met": statistics.median(steady_s) <= statistics.median(steady_m) + 0.01 * step_ms,
+        "limit": "reads from the file that now and then take longer than the prefetched batches last"}) + "\n")
 print("\n".join(L))
 PY
