@@ -339,11 +339,10 @@ Dataset LoadDataset(const std::string& path, bool with_images) {
         std::string name = std::string("/") + split + "/" + part;
         if (!h5::Exists(f, name)) throw DataError(path + ": missing dataset " + name);
       }
-    ds.input_scale =
-        DatasetElementKind(f, "/train/images") == ElementKind::UInt8 ? 1.0 / 255.0 : 1.0;
     ds.input_mean = mean;
     ds.input_std = stddev;
     ds.train = LoadSplit(path, f, "train", ds.classes, has_mean, mean, stddev, with_images);
+    ds.input_scale = ds.train.stored_bytes ? 1.0 / 255.0 : 1.0;
     ds.test = LoadSplit(path, f, "test", ds.classes, has_mean, mean, stddev, with_images);
     if (!(ds.test.shape == ds.train.shape))
       throw DataError(path + ": /test/images samples are " + ShapeText(ds.test.shape) +

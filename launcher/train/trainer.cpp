@@ -583,15 +583,17 @@ void Trainer::record_split(int64_t step, const std::vector<int64_t>& batches) {
 // hold exceed half of the memory the node has available.
 void Trainer::open_data() {
   streaming_ = o_.data_mode == "stream";
+  bool have_metadata = false;
   if (o_.data_mode == "auto") {
     data_ = LoadDataset(spec_.dataset, /*with_images=*/false);
+    have_metadata = true;
     const double loaded = 4.0 * double(data_.train.shape.elements()) *
                           double(data_.train.count + data_.test.count) * double(local_.size());
     const double available = AvailableMemoryBytes();
     streaming_ = available > 0 && loaded > 0.5 * available;
   }
   if (streaming_) {
-    data_ = LoadDataset(spec_.dataset, /*with_images=*/false);
+    if (!have_metadata) data_ = LoadDataset(spec_.dataset, /*with_images=*/false);
     train_source_ = std::make_unique<FileSource>(spec_.dataset, "train", data_.train);
     test_source_ = std::make_unique<FileSource>(spec_.dataset, "test", data_.test);
   } else {

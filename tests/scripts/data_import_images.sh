@@ -20,35 +20,7 @@ done
 [[ -f $FASHION/train-images-idx3-ubyte.gz ]] ||
   { echo "FAIL: no $FASHION/train-images-idx3-ubyte.gz (dataset-fashion-mnist)" >&2; exit 1; }
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-failures=0
-check() { echo "  check: $*"; }
-fail() {
-  echo "  FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-# Runs a command that must fail with exit status $1 and exactly one line on stderr that
-# starts with "dlh-data: " and contains $2; the remaining arguments are the command.
-expect_failure() {
-  local want_rc=$1 want_text=$2 rc=0
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  local lines
-  lines=$(wc -l <"$tmp/err")
-  if [[ $rc -ne $want_rc ]]; then
-    fail "exit status $rc, expected $want_rc: $*"
-  elif [[ $lines -ne 1 ]]; then
-    fail "$lines lines on stderr, expected 1: $*"
-  elif [[ $(head -c 10 "$tmp/err") != "dlh-data: " ]]; then
-    fail "message does not start with 'dlh-data: ': $(cat "$tmp/err")"
-  elif ! grep -qF -- "$want_text" "$tmp/err"; then
-    fail "message does not mention '$want_text': $(cat "$tmp/err")"
-  fi
-  sed 's/^/      /' "$tmp/err"
-}
+source "$(dirname "$0")/data_common.bash"
 
 # The tree: ROOT/{train,test}/{sneaker,trouser,tshirt}/NNN.{png,jpg} (Fashion-MNIST classes
 # 7, 1, 0), 20 training and 5 test images per class. Image i is, by i % 5: a 28x28 grey PNG,

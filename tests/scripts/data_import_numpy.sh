@@ -18,32 +18,7 @@ for tool in "$DATA" "$LAUNCH"; do
 done
 "$PY" -c 'import h5py, numpy' || { echo "FAIL: $PY lacks h5py or numpy (python3-h5py)" >&2; exit 1; }
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-failures=0
-check() { echo "  check: $*"; }
-fail() {
-  echo "  FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-# expect_failure STATUS TEXT COMMAND...: exit STATUS, one stderr line "dlh-data: ..." with TEXT.
-expect_failure() {
-  local want_rc=$1 want_text=$2 rc=0
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  if [[ $rc -ne $want_rc ]]; then
-    fail "exit status $rc, expected $want_rc: $*"
-  elif [[ $(wc -l <"$tmp/err") -ne 1 ]]; then
-    fail "$(wc -l <"$tmp/err") lines on stderr, expected 1: $*"
-  elif [[ $(head -c 10 "$tmp/err") != "dlh-data: " ]]; then
-    fail "message does not start with 'dlh-data: ': $(cat "$tmp/err")"
-  elif ! grep -qF -- "$want_text" "$tmp/err"; then
-    fail "message does not mention '$want_text': $(cat "$tmp/err")"
-  fi
-  sed 's/^/      /' "$tmp/err"
-}
+source "$(dirname "$0")/data_common.bash"
 
 # The inputs, with a fixed seed. The iris-like table: 4 features around a mean per species,
 # far enough apart that a small dense network separates them in a few epochs.
