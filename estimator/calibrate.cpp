@@ -10,13 +10,14 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/energy.hpp"
 #include "common/error.hpp"
 #include "estimator/features.hpp"
 #include "launcher/nn/layer.hpp"
@@ -33,23 +34,6 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Reads a file holding one non-negative integer (sysfs style).
-bool ReadCounter(const std::filesystem::path& path, double* value) {
-  std::ifstream in(path);
-  unsigned long long v = 0;
-  if (!(in >> v)) return false;
-  *value = double(v);
-  return true;
-}
-
-// "intel-rapl:N" with N all digits: a package zone (sub-zones are "intel-rapl:N:M").
-bool IsPackageZone(const std::string& name) {
-  const std::string prefix = "intel-rapl:";
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
-  return std::all_of(name.begin() + long(prefix.size()), name.end(),
-                     [](char c) { return c >= '0' && c <= '9'; });
-}
-
 std::string Trim(const std::string& s) {
   const char* ws = " \t\r\n";
   const size_t b = s.find_first_not_of(ws);
@@ -58,54 +42,6 @@ std::string Trim(const std::string& s) {
 }
 
 }  // namespace
-
-bool ReadEnergyZones(const std::string& powercap_dir, std::vector<EnergyZone>* zones) {
-  zones->clear();
-  std::error_code ec;
-  std::filesystem::directory_iterator it(powercap_dir, ec), end;
-  if (ec) return false;
-  for (; it != end; it.increment(ec)) {
-    if (ec) return false;
-    const std::string name = it->path().filename().string();
-    if (!IsPackageZone(name)) continue;
-    EnergyZone z;
-    z.name = name;
-    double uj = 0;
-    if (!ReadCounter(it->path() / "energy_uj", &uj)) return false;  // often root-only
-    z.joules = uj * 1e-6;
-    double range_uj = 0;
-    if (ReadCounter(it->path() / "max_energy_range_uj", &range_uj)) z.max_joules = range_uj * 1e-6;
-    zones->push_back(z);
-  }
-  std::sort(zones->begin(), zones->end(),
-            [](const EnergyZone& a, const EnergyZone& b) { return a.name < b.name; });
-  return !zones->empty();
-}
-
-double EnergyBetween(const std::vector<EnergyZone>& before, const std::vector<EnergyZone>& after) {
-  if (before.empty() || before.size() != after.size()) return -1;
-  double total = 0;
-  for (size_t i = 0; i < before.size(); ++i) {
-    if (before[i].name != after[i].name) return -1;
-    double d = after[i].joules - before[i].joules;
-    if (d < 0) {  // the counter passed max_energy_range_uj and restarted at 0
-      if (!(after[i].max_joules > 0)) return -1;
-      d += after[i].max_joules;
-      if (d < 0) return -1;
-    }
-    total += d;
-  }
-  return total;
-}
-
-bool ReadCpuEnergyJoules(double* joules) {
-  std::vector<EnergyZone> zones;
-  if (!ReadEnergyZones("/sys/class/powercap", &zones)) return false;
-  double sum = 0;
-  for (const EnergyZone& z : zones) sum += z.joules;
-  *joules = sum;
-  return true;
-}
 
 std::string CompilerDescription() {
 #if defined(__clang__)
@@ -209,18 +145,19 @@ TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& opti
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> block_seconds, block_joules;
-  bool energy_ok = true;
-  std::vector<EnergyZone> before, after;
+  // The packages' counter, where readable; a block it could not measure leaves the sample
+  // without joules rather than with a partial figure.
+  std::unique_ptr<EnergyMeter> meter = MakeCpuEnergyMeter(nullptr);
+  bool energy_ok = meter != nullptr;
   for (int r = 0; r < options.repeats; ++r) {
-    if (energy_ok) energy_ok = ReadEnergyZones("/sys/class/powercap", &before);
+    const double j0 = energy_ok ? meter->joules() : 0;
     const auto t0 = Clock::now();
     for (int s = 0; s < options.steps_per_repeat; ++s) train_step();
     const auto t1 = Clock::now();
     block_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
-    if (energy_ok) energy_ok = ReadEnergyZones("/sys/class/powercap", &after);
     if (energy_ok) {
-      const double j = EnergyBetween(before, after);
-      energy_ok = j >= 0;
+      const double j = meter->joules() - j0;
+      energy_ok = j > 0;
       block_joules.push_back(j);
     }
   }

@@ -29,6 +29,18 @@ std::vector<SweepEntry> CalibrationSweep(bool quick);
 // VGG-like, wide-shallow, deep-narrow, MLP, and the Fashion-MNIST example's shape.
 std::vector<SweepEntry> ValidationModels();
 
+// The GPU sweep (dlh-estimate calibrate --device cuda): the same pattern at GPU sizes,
+// conv layers 0-4 of 16-512 filters, FC layers 0-2 of 256-4096 nodes, inputs 32-224 px of 1
+// or 3 channels, batches 64-1024, one factor at a time around a base model (3 conv of 128
+// filters, 1 FC of 1024, 3x64x64, batch 256) plus a space-filling random set (fixed seed)
+// inside a time and memory budget (at most about 26 GB of training memory by the estimator's
+// count). 96 entries; `quick`: 15.
+std::vector<SweepEntry> GpuCalibrationSweep(bool quick);
+
+// ValidationModels() plus GPU-sized ones outside the GPU sweep: VGG stages at ResNet
+// widths on 224 px and on 32 px inputs, and a wide MLP at batch 1024.
+std::vector<SweepEntry> GpuValidationModels();
+
 struct TimingOptions {
   int warmup = 2;   // steps excluded from the measurement
   int repeats = 5;  // timed blocks; the median is reported
@@ -37,32 +49,14 @@ struct TimingOptions {
 };
 
 // Times forward + loss + backward + optimizer update on random data of the entry's shape
-// with the real engine. Returns the median seconds per step (and joules per step when an
-// energy counter is readable, else -1).
+// with the real engine. Returns the median seconds per step (and joules per step when the
+// CPU packages' RAPL counters are readable, common/energy.hpp, else -1).
 TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& options);
 
 // Runs the sweep, calling `progress(done, total, entry)` after each entry.
 std::vector<TimingSample> RunSweep(
     const std::vector<SweepEntry>& entries, const TimingOptions& options,
     const std::function<void(size_t, size_t, const TimingSample&)>& progress);
-
-// Energy counter of the CPU package (Linux powercap RAPL), when readable. Returns false
-// when there is none (as on most VMs) or it cannot be read.
-bool ReadCpuEnergyJoules(double* joules);
-
-// The pieces of ReadCpuEnergyJoules, for the timing loop and for tests with a fake tree.
-struct EnergyZone {
-  std::string name;       // "intel-rapl:0"
-  double joules = 0;      // energy_uj / 1e6
-  double max_joules = 0;  // max_energy_range_uj / 1e6, where the counter wraps (0: unknown)
-};
-// Top-level RAPL package zones (intel-rapl:N, not sub-zones like intel-rapl:0:0) under
-// `powercap_dir` (normally /sys/class/powercap), sorted by name. False when there is none
-// or one cannot be read.
-bool ReadEnergyZones(const std::string& powercap_dir, std::vector<EnergyZone>* zones);
-// Joules used between two readings of the same zones, allowing for one wrap of each
-// counter. Returns -1 when the readings do not match or a wrap cannot be undone.
-double EnergyBetween(const std::vector<EnergyZone>& before, const std::vector<EnergyZone>& after);
 
 // "Intel(R) Xeon(R) Processor, 2 cores" (from /proc/cpuinfo and the affinity mask).
 std::string CpuDescription();

@@ -454,8 +454,8 @@ int CalibrateSlurmCommand(const std::vector<std::string>& args) {
         "folder of the calibrations, TYPE.json, and job logs, TYPE.log; the jobs write there, "
         "so it must be on a file system the nodes share")
     ("device", po::value<std::string>()->default_value("cpu"),
-        "passed to each job's `dlh-estimate calibrate --device` unchecked: cpu today, cuda:N "
-        "once the GPU engine calibrates (issue 12)")
+        "passed to each job's `dlh-estimate calibrate --device` unchecked: cuda times the "
+        "type's GPU, cpu its nodes' CPU engine (the local test cluster's GPUs are fake)")
     ("quick", "small sweep (seconds; for tests), not for real use")
     ("time", po::value<std::string>()->default_value("1h"), "each job's time limit (3h, 90m, "
         "1:30:00)")

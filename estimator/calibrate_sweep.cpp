@@ -140,16 +140,25 @@ SweepEntry MakeSweepEntry(const Factors& f) {
   return e;
 }
 
-// Rough step time on the reference 2-core CPU (OpenBLAS; rates fitted to a first run of
-// the sweep there, within about 30%), used only to keep the random part of the sweep
-// inside the budget. Deliberately independent of features.cpp: the sweep must not move
-// when the estimator's cost model changes.
-double PredictedStepSeconds(const Factors& f) {
+// What one sample of a sweep model costs, roughly: FLOPs (forward + backward) and
+// activation values written (all passes). Deliberately independent of features.cpp: the
+// sweep must not move when the estimator's cost model changes.
+struct Work {
+  double flops = 0;
+  double elements = 0;
+  double params = 0;
+  int layers = 0;      // conv, dense (each with its relu) and pool layers
+  double columns = 0;  // the largest convolution's im2col matrix, values
+};
+
+Work SampleWork(const Factors& f) {
+  Work w;
   double flops = 0;  // per sample, forward + backward
   double elements = double(f.channels) * f.size * f.size;
   int side = f.size, channels = f.channels;
   for (int i = 0; i < f.conv; ++i) {
     const double fwd = 2.0 * f.kernel * f.kernel * channels * f.filters * side * side;
+    w.columns = std::max(w.columns, double(f.kernel) * f.kernel * channels * side * side);
     flops += fwd * (i == 0 ? 2 : 3);  // the first layer computes no input gradient
     elements += (2.0 + 2 * f.bn) * f.filters * side * side;  // conv (+ bn) + relu outputs
     channels = f.filters;
@@ -162,12 +171,26 @@ double PredictedStepSeconds(const Factors& f) {
   for (int i = 0; i < f.fc; ++i) {
     flops += 3 * 2.0 * in * f.nodes;
     elements += 2.0 * f.nodes;
+    w.params += double(in) * f.nodes;
     in = f.nodes;
   }
   flops += 3 * 2.0 * in * kClasses;
+  w.params += double(in) * kClasses +
+              double(f.conv) * f.kernel * f.kernel * f.filters * std::max(f.channels, f.filters);
+  w.flops = flops;
+  w.elements = elements;
+  w.layers = 2 * (f.conv + f.fc) + 1;
+  return w;
+}
+
+// Rough step time on the reference 2-core CPU (OpenBLAS; rates fitted to a first run of
+// the sweep there, within about 30%), used only to keep the random part of the sweep
+// inside the budget.
+double PredictedStepSeconds(const Factors& f) {
+  const Work w = SampleWork(f);
   const double gemm_rate = 60e9;       // FLOP/s
   const double element_rate = 0.15e9;  // activation values per second (all passes)
-  return 2e-4 + double(f.batch) * (flops / gemm_rate + elements / element_rate);
+  return 2e-4 + double(f.batch) * (w.flops / gemm_rate + w.elements / element_rate);
 }
 
 // SplitMix64: a tiny generator with the same output on every platform (the standard
@@ -187,15 +210,37 @@ struct SplitMix64 {
   }
 };
 
+// The levels the random part of a sweep draws each factor from (ascending).
+struct Levels {
+  std::vector<int> convs, filters, fcs, nodes, sizes, channels, batches, kernels;
+};
+
+// The CPU sweep's (its models take a few ms to about a second on a 2-core CPU).
+Levels CpuLevels() {
+  return {{0, 1, 2, 3, 4},
+          {8, 12, 16, 24, 32, 48, 64, 96, 128},
+          {0, 1, 2},
+          {64, 128, 256, 512, 1024, 2048},
+          {16, 20, 24, 28, 32, 40, 48, 56, 64},
+          {1, 3},
+          {16, 24, 32, 48, 64, 96, 128, 192, 256},
+          {3, 5}};
+}
+
 // Normalised coordinates for the space-filling criterion: log scale for sizes and counts that
 // act multiplicatively, each factor spanning about [0, 1].
-std::vector<double> Coordinates(const Factors& f) {
+std::vector<double> Coordinates(const Factors& f, const Levels& l) {
   auto lg = [](double x, double lo, double hi) { return std::log(x / lo) / std::log(hi / lo); };
-  return {f.conv / 4.0,         lg(f.filters, 8, 128),
-          f.fc / 2.0,           f.fc > 0 ? lg(f.nodes, 64, 2048) : 0.0,
-          lg(f.size, 16, 64),   f.channels == 3 ? 1.0 : 0.0,
-          lg(f.batch, 16, 256), f.kernel == 5 ? 1.0 : 0.0,
-          double(f.bn),         double(f.dropout)};
+  return {f.conv / double(l.convs.back()),
+          lg(f.filters, l.filters.front(), l.filters.back()),
+          f.fc / double(l.fcs.back()),
+          f.fc > 0 ? lg(f.nodes, l.nodes.front(), l.nodes.back()) : 0.0,
+          lg(f.size, l.sizes.front(), l.sizes.back()),
+          f.channels == 3 ? 1.0 : 0.0,
+          lg(f.batch, l.batches.front(), l.batches.back()),
+          f.kernel == 5 ? 1.0 : 0.0,
+          double(f.bn),
+          double(f.dropout)};
 }
 
 // Adds `count` random models to `chosen` (see the top of this file). The greedy pick uses
@@ -203,36 +248,35 @@ std::vector<double> Coordinates(const Factors& f) {
 // the points picked before it): unlike plain maximin, which piles points into the corners
 // of a 7-D cube, it also spreads the levels of every single factor. The one-factor points
 // are left out of the criterion (they all share the base levels); duplicates are skipped.
-void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, double min_s,
-                     double max_s) {
+// `fits` keeps a candidate inside the device's time (and memory) budget.
+template <typename Fits>
+void AddSpaceFilling(std::vector<Factors>* chosen, int count, uint64_t seed, const Levels& levels,
+                     Fits fits) {
   SplitMix64 rng{seed};
-  const std::vector<int> convs{0, 1, 2, 3, 4}, filters{8, 12, 16, 24, 32, 48, 64, 96, 128},
-      fcs{0, 1, 2}, nodes{64, 128, 256, 512, 1024, 2048}, sizes{16, 20, 24, 28, 32, 40, 48, 56, 64},
-      channels{1, 3}, batches{16, 24, 32, 48, 64, 96, 128, 192, 256}, kernels{3, 5};
+  const Levels& l = levels;
   std::set<std::string> names;
   for (const Factors& f : *chosen) names.insert(SweepName(f));
   std::vector<Factors> pool;
   for (int i = 0; i < 4000 && pool.size() < 800; ++i) {
     Factors f;
-    f.conv = rng.pick(convs);
-    f.filters = rng.pick(filters);
-    f.fc = rng.pick(fcs);
-    f.nodes = rng.pick(nodes);
-    f.size = rng.pick(sizes);
-    f.channels = rng.pick(channels);
-    f.batch = rng.pick(batches);
-    f.kernel = rng.pick(kernels);
+    f.conv = rng.pick(l.convs);
+    f.filters = rng.pick(l.filters);
+    f.fc = rng.pick(l.fcs);
+    f.nodes = rng.pick(l.nodes);
+    f.size = rng.pick(l.sizes);
+    f.channels = rng.pick(l.channels);
+    f.batch = rng.pick(l.batches);
+    f.kernel = rng.pick(l.kernels);
     f.bn = int(rng.next() % 2);
     f.dropout = int(rng.next() % 2);
     if (f.conv == 0 && f.fc == 0) f.fc = 1;  // an MLP needs a hidden layer to be one
     if (f.conv == 0) f.filters = 0, f.kernel = 3, f.bn = 0;
     if (f.fc == 0) f.nodes = 0;
-    const double t = PredictedStepSeconds(f);
-    if (t < min_s || t > max_s || !names.insert(SweepName(f)).second) continue;
+    if (!fits(f) || !names.insert(SweepName(f)).second) continue;
     pool.push_back(f);
   }
   std::vector<std::vector<double>> coords;
-  for (const Factors& f : pool) coords.push_back(Coordinates(f));
+  for (const Factors& f : pool) coords.push_back(Coordinates(f, levels));
   // Squared distances get a floor so that sharing a level (distance 0) costs a lot but
   // not infinitely: with 2-4 levels some sharing is unavoidable.
   const double floor2 = 0.01;
@@ -311,11 +355,109 @@ std::vector<Factors> FullFactors() {
   fs.push_back(Factors{3, 48, 1, 128, 32, 3, 32, 3, 1, 1});
   for (Factors& f : fs)
     if (f.fc == 0) f.nodes = 0;
-  AddSpaceFilling(&fs, 76 - int(fs.size()), 0x444c4843414c31ull, 4e-3, 0.8);
+  AddSpaceFilling(&fs, 76 - int(fs.size()), 0x444c4843414c31ull, CpuLevels(), [](const Factors& f) {
+    const double t = PredictedStepSeconds(f);
+    return !(t < 4e-3 || t > 0.8);
+  });
   return fs;
 }
 
+// ---------------------------------------------------------------- GPU sweep
+// The same pattern at GPU sizes: a CPU-sized model keeps a GPU busy for microseconds, and the
+// fixed per-layer cost (kernel launches) would swamp what the model should learn.
+
+// Rough step time on an A100/H100-class GPU (FP32 cuBLAS/cuDNN, launch overhead per layer),
+// and the training memory, only to keep the random part inside the budget.
+double GpuPredictedStepSeconds(const Factors& f) {
+  const Work w = SampleWork(f);
+  const double gemm_rate = 20e12;    // FLOP/s
+  const double element_rate = 40e9;  // activation values per second (all passes)
+  return 3e-4 + 3 * 2e-5 * w.layers +
+         double(f.batch) * (w.flops / gemm_rate + w.elements / element_rate);
+}
+
+// Activations and their gradients, the largest convolution's column workspace,
+// parameters with gradients and two optimizer slots: on the high side, as the estimator's
+// TrainingMemoryBytes.
+double GpuMemoryBytes(const Factors& f) {
+  const Work w = SampleWork(f);
+  return 4.0 * (double(f.batch) * (3.0 * w.elements + w.columns) + 4.0 * w.params);
+}
+
+// Inside 1 ms .. 1 s predicted, and 16 GiB by that count.
+bool FitsGpuBudget(const Factors& f) {
+  const double t = GpuPredictedStepSeconds(f);
+  return t >= 1e-3 && t <= 1.0 && GpuMemoryBytes(f) <= 16.0 * (1ull << 30);
+}
+
+Levels GpuLevels() {
+  return {{0, 1, 2, 3, 4},
+          {16, 32, 48, 64, 96, 128, 192, 256, 384, 512},
+          {0, 1, 2},
+          {256, 512, 1024, 2048, 4096},
+          {32, 48, 64, 96, 128, 160, 192, 224},
+          {1, 3},
+          {64, 96, 128, 192, 256, 384, 512, 768, 1024},
+          {3, 5}};
+}
+
+std::vector<Factors> GpuQuickFactors() {
+  Factors base{2, 64, 1, 512, 32, 3, 128};
+  std::vector<Factors> fs{base};
+  Vary(&fs, base, {1, 3}, [](Factors& f, int v) { f.conv = v; });
+  Vary(&fs, base, {32, 128}, [](Factors& f, int v) { f.filters = v; });
+  Vary(&fs, base, {0, 2}, [](Factors& f, int v) { f.fc = v; });
+  Vary(&fs, base, {2048}, [](Factors& f, int v) { f.nodes = v; });
+  Vary(&fs, base, {64}, [](Factors& f, int v) { f.size = v; });
+  Vary(&fs, base, {1}, [](Factors& f, int v) { f.channels = v; });
+  Vary(&fs, base, {64, 512}, [](Factors& f, int v) { f.batch = v; });
+  fs.push_back(Factors{2, 32, 0, 0, 224, 3, 64});    // ImageNet-sized input
+  fs.push_back(Factors{0, 0, 2, 2048, 32, 1, 256});  // MLP
+  fs.push_back(Factors{1, 256, 1, 1024, 64, 3, 64, 5});
+  return fs;
+}
+
+std::vector<Factors> GpuFullFactors() {
+  const Factors base{3, 128, 1, 1024, 64, 3, 256};
+  std::vector<Factors> fs{base};
+  Vary(&fs, base, {1, 2, 4}, [](Factors& f, int v) { f.conv = v; });
+  Vary(&fs, base, {32, 64, 256, 512}, [](Factors& f, int v) { f.filters = v; });
+  Vary(&fs, base, {0, 2}, [](Factors& f, int v) { f.fc = v; });
+  Vary(&fs, base, {256, 2048, 4096}, [](Factors& f, int v) { f.nodes = v; });
+  Vary(&fs, base, {32, 96, 128}, [](Factors& f, int v) { f.size = v; });
+  Vary(&fs, base, {1}, [](Factors& f, int v) { f.channels = v; });
+  Vary(&fs, base, {64, 128, 512, 1024}, [](Factors& f, int v) { f.batch = v; });
+  Vary(&fs, base, {5}, [](Factors& f, int v) { f.kernel = v; });
+  // 224 px inputs at the batches that fit, plain MLPs (large GEMMs without convolutions),
+  // and batchnorm and dropout, element-wise passes not tied to a convolution's size.
+  fs.push_back(Factors{2, 64, 1, 1024, 224, 3, 128});
+  fs.push_back(Factors{4, 32, 1, 512, 224, 3, 64});
+  fs.push_back(Factors{1, 16, 1, 256, 224, 1, 256});
+  fs.push_back(Factors{0, 0, 2, 4096, 64, 3, 512});
+  fs.push_back(Factors{0, 0, 1, 2048, 32, 1, 1024});
+  fs.push_back(Factors{3, 128, 1, 1024, 64, 3, 256, 3, 1, 0});
+  fs.push_back(Factors{3, 128, 1, 1024, 64, 3, 256, 3, 0, 1});
+  fs.push_back(Factors{2, 256, 2, 2048, 96, 3, 128, 3, 1, 1});
+  for (Factors& f : fs)
+    if (f.fc == 0) f.nodes = 0;
+  AddSpaceFilling(&fs, 96 - int(fs.size()), 0x444c4847505531ull, GpuLevels(), FitsGpuBudget);
+  return fs;
+}
+
+std::vector<SweepEntry> Entries(std::vector<Factors> fs) {
+  std::vector<SweepEntry> out;
+  for (Factors& f : fs) {
+    if (f.fc == 0) f.nodes = 0;
+    out.push_back(MakeSweepEntry(f));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<SweepEntry> GpuCalibrationSweep(bool quick) {
+  return Entries(quick ? GpuQuickFactors() : GpuFullFactors());
+}
 
 std::vector<SweepEntry> CalibrationSweep(bool quick) {
   std::vector<SweepEntry> out;
@@ -401,6 +543,42 @@ std::vector<SweepEntry> ValidationModels() {
       s.layers.insert(s.layers.end(), {Conv(filters, 3, 2, 1), bn, relu});
     s.layers.insert(s.layers.end(), {flatten, Dropout(0.5), Dense(10)});
     add(s);
+  }
+  return out;
+}
+
+std::vector<SweepEntry> GpuValidationModels() {
+  std::vector<SweepEntry> out = ValidationModels();
+  const std::string origin = "validation models";
+  const LayerSpec relu = Simple(LayerKind::Relu), flatten = Simple(LayerKind::Flatten),
+                  bn = Simple(LayerKind::BatchNorm);
+  // VGG-style stages at ResNet widths (64-512 filters, two 3x3 convs + batchnorm each) and
+  // a wide classifier, on ImageNet-sized and on CIFAR-sized inputs.
+  auto vgg = [&](const std::string& name, int side, int batch, const std::vector<int>& stages) {
+    TrainSpec s = BaseSpec(name, Shape3{3, side, side}, batch, origin);
+    for (int filters : stages) {
+      for (int k = 0; k < 2; ++k)
+        s.layers.insert(s.layers.end(), {Conv(filters, 3, 1, 1), bn, relu});
+      s.layers.push_back(Pool(2));
+    }
+    s.layers.insert(s.layers.end(),
+                    {flatten, Dense(1024), relu, Dropout(0.5), Dense(1024), relu, Dense(10)});
+    LayerShapes(s);
+    SweepEntry e;
+    e.batch = batch;
+    e.spec = std::move(s);
+    out.push_back(std::move(e));
+  };
+  vgg("val-gpu-vgg-in224c3-b32", 224, 32, {64, 128, 256, 512, 512});
+  vgg("val-gpu-vgg-in32c3-b256", 32, 256, {64, 128, 256, 512});
+  {  // A wide MLP at a large batch: dense GEMMs alone.
+    TrainSpec s = BaseSpec("val-gpu-mlp-3072-4096x3-b1024", Shape3{3, 32, 32}, 1024, origin);
+    s.layers = {flatten, Dense(4096), relu, Dense(4096), relu, Dense(4096), relu, Dense(10)};
+    LayerShapes(s);
+    SweepEntry e;
+    e.batch = 1024;
+    e.spec = std::move(s);
+    out.push_back(std::move(e));
   }
   return out;
 }

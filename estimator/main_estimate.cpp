@@ -1,6 +1,7 @@
 // DLH — dlh-estimate: the estimator's command line.
 //   dlh-estimate features SPEC            what a model costs per sample
 //   dlh-estimate calibrate --device cpu   run the benchmark sweep, fit, write a calibration
+//                          --device cuda[:N]  the GPU sweep, timed by `dlh-launch time-steps`
 //   dlh-estimate fit CALIBRATION          refit a calibration file and report its quality
 //   dlh-estimate validate --calibration F predicted vs measured on models outside the sweep
 //   dlh-estimate rates [--threads N]      sgemm FLOP/s and memory-copy bandwidth here
@@ -28,6 +29,7 @@
 #include "common/exit_codes.hpp"
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
+#include "estimator/calibrate_launch.hpp"
 #include "estimator/calibrate_rates.hpp"
 #include "estimator/calibrate_slurm_cmd.hpp"
 #include "estimator/cluster_cmd.hpp"
@@ -50,10 +52,10 @@ namespace {
 constexpr const char* kUsage =
     "usage: dlh-estimate COMMAND [options]\n"
     "  features SPEC [--batch B]                   FLOPs, parameters, memory of a model\n"
-    "  calibrate --device cpu [--out FILE]         benchmark sweep + fit -> calibration file\n"
+    "  calibrate --device cpu|cuda[:N] [--out F]   benchmark sweep + fit -> calibration file\n"
     "  calibrate --slurm [--cluster FILE]          calibrate every GPU type in Slurm jobs\n"
     "  fit CALIBRATION [--folds K]                 refit a calibration, report R2 and MAPE\n"
-    "  validate --calibration FILE                 predicted vs measured, models not in the sweep\n"
+    "  validate --calibration FILE [--device D]    predicted vs measured, models not in the sweep\n"
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
     "  check-calibration CALIBRATION               does it describe this machine and build?\n"
     "  rates [--threads N]                         this machine's sgemm FLOP/s and copy GB/s\n"
@@ -211,6 +213,61 @@ void PrintQuality(const TimeModel& m) {
     std::printf("  %-24s %.4g\n", TimeTermNames()[size_t(i)].c_str(), m.coef[size_t(i)]);
 }
 
+// --device of calibrate and validate: cpu (timed in this process, or through dlh-launch with
+// --via-launch), cuda or cuda:N (always through dlh-launch time-steps, which has the GPU
+// engine: dlh-estimate links no CUDA).
+struct TimingDevice {
+  std::string text;  // as given: cpu, cuda, cuda:1
+  std::string kind;  // cpu or cuda
+  bool launch = false;
+};
+
+TimingDevice DeviceFrom(const po::variables_map& vm) {
+  TimingDevice d;
+  d.text = Str(vm, "device");
+  const std::string cuda = "cuda";
+  const bool index = d.text.rfind(cuda + ":", 0) == 0 && d.text.size() > cuda.size() + 1 &&
+                     d.text.size() <= cuda.size() + 4 &&
+                     d.text.find_first_not_of("0123456789", cuda.size() + 1) == std::string::npos;
+  if (d.text == "cpu")
+    d.kind = "cpu";
+  else if (d.text == cuda || index)
+    d.kind = cuda;
+  else
+    throw UsageError("--device: must be cpu, cuda or cuda:N, got '" + d.text + "'");
+  d.launch = d.kind == cuda || vm.count("via-launch") > 0;
+  return d;
+}
+
+// Times `entries` on the device: in this process for the CPU, else through dlh-launch (whose
+// failed entries, too large for the GPU, are left out with a warning each). `description`
+// receives the child's device object (null in process).
+std::vector<TimingSample> TimeEntries(const TimingDevice& device,
+                                      const std::vector<SweepEntry>& entries,
+                                      const TimingOptions& timing, ProgressBar* bar,
+                                      nlohmann::json* description, std::vector<size_t>* entry_of) {
+  if (!device.launch) {
+    entry_of->clear();
+    for (size_t i = 0; i < entries.size(); ++i) entry_of->push_back(i);
+    return RunSweep(entries, timing, [&](size_t done, size_t, const TimingSample& s) {
+      bar->update(done, s.model);
+    });
+  }
+  LaunchedTiming t = TimeThroughLaunch(
+      entries, device.text, timing, [&](size_t done, size_t total, const std::string& line) {
+        if (done == 0)  // the device is there: only now is there something to announce
+          std::fprintf(stderr, "dlh-estimate: timing %zu configurations on %s\n", total,
+                       line.c_str());
+        else
+          bar->update(done, line.substr(line.find(']') + 2));
+      });
+  for (const std::string& f : t.failures)
+    std::fprintf(stderr, "dlh-estimate: warning: not timed: %s\n", f.c_str());
+  *description = t.device;
+  *entry_of = t.entry_of;
+  return t.samples;
+}
+
 TimingOptions TimingFrom(const po::variables_map& vm) {
   TimingOptions t;
   t.threads = vm["threads"].as<int>();
@@ -229,8 +286,10 @@ int Calibrate(const std::vector<std::string>& args) {
     ("help,h", "show this help")
     ("slurm", "instead: one job per GPU type of the Slurm cluster (calibrate --slurm --help)")
     ("device", po::value<std::string>()->default_value("cpu"),
-        "device to calibrate: cpu (cuda:N arrives with the GPU engine)")
-    ("out", po::value<std::string>(), "calibration file to write (default: calibration-<device>.json)")
+        "device to calibrate: cpu (timed in this process), cuda or cuda:N (GPU N, timed by "
+        "`dlh-launch time-steps`, found beside dlh-estimate or at $DLH_LAUNCH, on the GPU sweep)")
+    ("via-launch", "cpu: time through dlh-launch time-steps like a GPU (tests the GPU path)")
+    ("out", po::value<std::string>(), "calibration file to write (default: calibration-<cpu|cuda>.json)")
     ("quick", "small sweep (seconds; for tests), not for real use")
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (0: OPENBLAS_NUM_THREADS or all cores)")
     ("repeats", po::value<int>()->default_value(5), "timed blocks per configuration; median")
@@ -238,27 +297,34 @@ int Calibrate(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!Parse("calibrate", args, d, {}, vm)) return kExitOk;
-  const std::string device = Str(vm, "device");
-  if (device != "cpu")
-    throw UsageError("--device: '" + device + "' is not available in this build (only cpu)");
-  const std::string out = vm.count("out") ? Str(vm, "out") : "calibration-" + device + ".json";
+  const TimingDevice device = DeviceFrom(vm);
+  const bool gpu = device.kind == "cuda";
+  const std::string out = vm.count("out") ? Str(vm, "out") : "calibration-" + device.kind + ".json";
   TimingOptions timing = TimingFrom(vm);
-  std::vector<SweepEntry> sweep = CalibrationSweep(vm.count("quick") > 0);
-  std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations\n",
-               device.c_str(), CpuDescription().c_str(), sweep.size());
+  const bool quick = vm.count("quick") > 0;
+  std::vector<SweepEntry> sweep = gpu ? GpuCalibrationSweep(quick) : CalibrationSweep(quick);
+  if (!device.launch)  // through dlh-launch, TimeEntries says it once the device is known
+    std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations\n",
+                 device.text.c_str(), CpuDescription().c_str(), sweep.size());
   ProgressBar bar(sweep.size());
   Calibration c;
-  c.device = device;
+  c.device = device.kind;
   c.host = CpuDescription();
   c.threads = timing.threads;
   c.created = NowIso();
-  c.engine = EngineFingerprint(device);
+  c.engine = EngineFingerprint(device.kind);
   c.compiler = CompilerDescription();
   c.blas = BlasDescription();
-  c.samples = RunSweep(sweep, timing, [&](size_t done, size_t, const TimingSample& s) {
-    bar.update(done, s.model);
-  });
-  c.model = FitTimeModel(device, c.samples, vm["folds"].as<int>());
+  nlohmann::json description;
+  std::vector<size_t> entry_of;
+  c.samples = TimeEntries(device, sweep, timing, &bar, &description, &entry_of);
+  if (gpu) {  // what the GPU calibration was measured on, and with which libraries
+    c.host = GpuHostLine(description);
+    c.threads = 0;
+    c.blas = GpuLibrariesLine(description);
+    c.device_info = description;
+  }
+  c.model = FitTimeModel(device.kind, c.samples, vm["folds"].as<int>());
   SaveCalibration(out, c);
   PrintQuality(c.model);
   std::printf("wrote %s\n", out.c_str());
@@ -341,7 +407,7 @@ GpuType RooflineDevice(const std::string& text) {
 // needs the layers).
 std::vector<TimingSample> LoadMeasured(const std::string& path) {
   std::vector<TimingSample> out = LoadCalibration(path).samples;
-  const std::vector<SweepEntry> models = ValidationModels();
+  const std::vector<SweepEntry> models = GpuValidationModels();  // ValidationModels() and more
   for (TimingSample& s : out) {
     auto m = std::find_if(models.begin(), models.end(),
                           [&](const SweepEntry& e) { return e.spec.name == s.model; });
@@ -360,6 +426,10 @@ int Validate(const std::vector<std::string>& args) {
   d.add_options()
     ("help,h", "show this help")
     ("calibration", po::value<std::string>()->required(), "calibration file to validate")
+    ("device", po::value<std::string>()->default_value("cpu"),
+        "where to time the models: cpu (in this process), cuda or cuda:N (through `dlh-launch "
+        "time-steps`; adds GPU-sized models: VGG at 224 and 32 px, a wide MLP)")
+    ("via-launch", "cpu: time through dlh-launch time-steps like a GPU (tests the GPU path)")
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (use the calibration's)")
     ("repeats", po::value<int>()->default_value(5), "timed blocks per model; median")
     ("rounds", po::value<int>()->default_value(1),
@@ -393,8 +463,33 @@ int Validate(const std::vector<std::string>& args) {
   if (rounds < 1 || rounds > 1000) throw UsageError("--rounds: must be in [1, 1000]");
   std::vector<TimingSample> measured;
   std::vector<std::vector<double>> per_round;  // [model][round] seconds
+  const TimingDevice timing_device = DeviceFrom(vm);
   if (vm.count("measured")) {
     measured = LoadMeasured(Str(vm, "measured"));
+  } else if (timing_device.launch) {
+    // Every round's models in one request, rounds one after another (interleaved as below).
+    const std::vector<SweepEntry> models =
+        timing_device.kind == "cuda" ? GpuValidationModels() : ValidationModels();
+    std::vector<SweepEntry> request;
+    for (int r = 0; r < rounds; ++r) request.insert(request.end(), models.begin(), models.end());
+    ProgressBar bar(request.size());
+    nlohmann::json description;
+    std::vector<size_t> entry_of;
+    const std::vector<TimingSample> all =
+        TimeEntries(timing_device, request, timing, &bar, &description, &entry_of);
+    // A model counts when every round timed it (the rounds' median needs them all).
+    std::vector<std::vector<size_t>> of_model(models.size());
+    for (size_t k = 0; k < all.size(); ++k) of_model[entry_of[k] % models.size()].push_back(k);
+    for (size_t m = 0; m < models.size(); ++m) {
+      if (of_model[m].size() != size_t(rounds)) continue;
+      std::vector<double> seconds;
+      for (size_t k : of_model[m]) seconds.push_back(all[k].seconds);
+      per_round.push_back(seconds);
+      std::sort(seconds.begin(), seconds.end());
+      measured.push_back(all[of_model[m].front()]);
+      measured.back().seconds = seconds[seconds.size() / 2];  // as below
+    }
+    if (measured.empty()) throw Error("validate: no model could be timed on " + timing_device.text);
   } else {
     std::vector<SweepEntry> models = ValidationModels();
     ProgressBar bar(models.size() * size_t(rounds));

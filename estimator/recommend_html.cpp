@@ -114,7 +114,7 @@ void Asked(const Job& job, const Cluster& cluster, const Recommendation& rec, Ht
 
 void ChosenFacts(const Job& job, const Recommendation& rec, HtmlPage* page) {
   const Allocation& a = Chosen(rec);
-  std::string types, per_node, nodes, batches, sources;
+  std::string types, per_node, nodes, batches, sources, power;
   int tasks_per_node = 0;
   for (const Part& p : a.parts) {
     const bool mix = a.parts.size() > 1;
@@ -128,6 +128,8 @@ void ChosenFacts(const Job& job, const Recommendation& rec, HtmlPage* page) {
     add(&batches, std::to_string(p.per_gpu_batch) + of);
     auto s = rec.speeds.find(p.gpu);
     if (s != rec.speeds.end()) add(&sources, p.gpu + ": " + s->second.source);
+    if (s != rec.speeds.end() && !s->second.energy_source.empty())
+      add(&power, p.gpu + ": " + s->second.energy_source);
     tasks_per_node = std::max(tasks_per_node, p.gpus_per_node);
   }
   const Unit step = StepUnit(a.step_s);
@@ -144,8 +146,9 @@ void ChosenFacts(const Job& job, const Recommendation& rec, HtmlPage* page) {
                          Percent(job.margin) + " margin + " + HumanDuration(job.grace_s) +
                          " grace, in whole minutes)"},
       {"predicted time", HumanDuration(a.total_s) + ": " + PhasesText(a.phases, a.steps)},
-      {"predicted energy",
-       In(a.energy_j, EnergyUnit(a.energy_j)) + " (" + FormatEnergy(a.energy_j) + ")"},
+      {"predicted energy", In(a.energy_j, EnergyUnit(a.energy_j)) + " (" +
+                               FormatEnergy(a.energy_j) + ")" +
+                               (power.empty() ? "" : "; power " + power)},
       {"GPU-hours", Number(a.gpu_hours)},
       {"step", In(a.step_s, step) + " (compute " + In(a.compute_s, step) + " + allreduce " +
                    In(a.comm_s, step) + ")"},

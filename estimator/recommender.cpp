@@ -231,6 +231,7 @@ struct TypeInfo {
   const NodeType* node = nullptr;
   const GpuType* gpu = nullptr;
   double fixed = 0, per = 0;  // speed
+  double active_watts = 0;    // measured where the calibration has joules, else the datasheet's
   int cpu_threads = 0;        // DeviceSpeed::cpu_threads
   int cores = 0;              // the node's CPU cores (NodeType::cpu_cores, else cpu_threads)
   int available = 0;
@@ -353,7 +354,7 @@ class Enumerator {
         const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
         c.compute_s = t_hi;
         c.comm_s = HierarchicalAllreduceSeconds(bytes_, gpn, n, ti.intra, inter_);
-        const double watts_active = ti.gpu->active_watts, watts_idle = ti.gpu->idle_watts;
+        const double watts_active = ti.active_watts, watts_idle = ti.gpu->idle_watts;
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
                ti.node->node_base_watts * n, hi <= ti.max_batch);
       }
@@ -407,8 +408,8 @@ class Enumerator {
         c.eval_fixed = fixed[slow];
         c.eval_per = per[slow];
         c.comm_s = HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, intra, inter_);
-        const double busy_energy = (ta.gpu->active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
-                                   (tb.gpu->active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
+        const double busy_energy = (ta.active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
+                                   (tb.active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
         const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
         const double base_watts = ta.node->node_base_watts * na + tb.node->node_base_watts * nb;
         Finish(c, busy_energy, idle_watts, base_watts,
@@ -595,6 +596,10 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     t.fixed = s->second.fixed_s;
     t.per = s->second.per_sample_s;
     t.cpu_threads = s->second.cpu_threads;
+    // Never below idle: the model charges (active - idle) W for the busy time.
+    t.active_watts = s->second.measured_watts > 0
+                         ? std::max(s->second.measured_watts, t.gpu->idle_watts)
+                         : t.gpu->active_watts;
     t.cores = n.cpu_cores > 0 ? n.cpu_cores : t.cpu_threads;
     t.available = available;
     t.intra = AlphaBeta::from_link(n.intra_node);
@@ -882,6 +887,11 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
         s.stale = file + ": " + stale;
       if (cal.device == "cpu") s.cpu_threads = CalibrationThreads(cal);
+      int measured = 0;
+      s.measured_watts = MeasuredWatts(cal, &measured);
+      if (s.measured_watts > 0)
+        s.energy_source = "measured (" + file + ": " + Printf("%.1f", s.measured_watts) +
+                          " W over " + std::to_string(measured) + " samples)";
     } else if (const GpuType* ref = ClosestCalibrated(cluster, *g)) {
       // A measured model moved by the peaks' ratios beats a bare roofline, whose
       // efficiencies are guesses (wave_scaling.hpp).
@@ -899,9 +909,21 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       s = RooflineSpeed(f, layers, *g);
       s.source = "roofline (no calibration for " + g->name + " or any other type)";
     }
+    // Another type's joules say nothing about this one's power: only its own count.
+    if (s.measured_watts <= 0)
+      s.energy_source = "datasheet (active_watts " + Printf("%.0f", g->active_watts) + " W)";
     out[g->name] = s;
   }
   return out;
+}
+
+double MeasuredWatts(const Calibration& cal, int* count) {
+  double joules = 0, seconds = 0;
+  int n = 0;
+  for (const TimingSample& s : cal.samples)
+    if (s.joules >= 0 && s.seconds > 0) joules += s.joules, seconds += s.seconds, ++n;
+  if (count) *count = n;
+  return n > 0 && joules > 0 ? joules / seconds : 0;
 }
 
 std::vector<std::string> StaleCalibrationWarnings(
@@ -990,7 +1012,7 @@ nlohmann::json PhasesJson(const JobPhases& p) {
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen) {
   using nlohmann::json;
   json parts = json::array();
-  json sources = json::object();
+  json sources = json::object(), energy_sources = json::object();
   int tasks_per_node = 0;
   for (const Part& p : chosen.parts) {
     parts.push_back({{"node_type", p.node_type},
@@ -1001,6 +1023,8 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
     tasks_per_node = std::max(tasks_per_node, p.gpus_per_node);
     auto s = rec.speeds.find(p.gpu);
     if (s != rec.speeds.end()) sources[p.gpu] = s->second.source;
+    if (s != rec.speeds.end() && !s->second.energy_source.empty())
+      energy_sources[p.gpu] = s->second.energy_source;
   }
   const std::string limit = SlurmTimeLimit(chosen.total_s, job.margin, job.grace_s);
   const long limit_s = LimitMinutes(chosen.total_s, job.margin, job.grace_s) * 60;
@@ -1035,6 +1059,7 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   j["time_limit"] = limit;
   j["time_limit_s"] = limit_s;
   j["speed_source"] = sources;
+  j["energy_source"] = energy_sources;
   j["why"] = chosen.why;
   return j;
 }

@@ -87,8 +87,19 @@ struct DeviceSpeed {
   int cpu_threads = 0;    // > 0: timed as a CPU process with this many threads, so ranks that
                           // share a node's cores run slower (job_time.hpp, CpuRankShare); a
                           // scaled speed carries its reference's
+  // > 0: the board power the type's own calibration measured while training (its samples'
+  // joules over their seconds, MeasuredWatts), which the energy model then uses in place of
+  // the cluster file's active_watts (a datasheet figure).
+  double measured_watts = 0;
+  // "measured (cpu.json: 45.2 W over 17 samples)" or "datasheet (active_watts 400 W)"
+  std::string energy_source;
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
+
+// The mean power of a calibration's samples that carry measured joules (sum of joules per
+// step over sum of seconds per step, so long steps weigh as they do in a job); 0 when none
+// does. `count` (when given) gets how many did.
+double MeasuredWatts(const Calibration& cal, int* count = nullptr);
 
 // Per-type speeds for the job's model, for every GPU type of a node type the job may use
 // (job.allowed_types). With job.profile, from the profile alone (profile_speeds.hpp): its

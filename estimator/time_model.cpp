@@ -488,14 +488,15 @@ json CalibrationToJson(const Calibration& c) {
                       {"cv_mape", q.cv_mape}}}}}};
   if (!c.engine.empty())
     out["engine"] = {{"fingerprint", c.engine}, {"compiler", c.compiler}, {"blas", c.blas}};
+  if (!c.device_info.is_null()) out["device_info"] = c.device_info;
   return out;
 }
 
 Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   using S = Reader::Sign;
   const Reader top(j, origin, "");
-  top.object(
-      {"format_version", "device", "host", "threads", "created", "engine", "samples", "model"});
+  top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
+              "samples", "model"});
   {
     const json& v = top.required("format_version");
     if (!v.is_number_integer())
@@ -515,6 +516,11 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     c.engine = e.string("fingerprint", true);
     c.compiler = e.string("compiler", false);
     c.blas = e.string("blas", false);
+  }
+  if (j.contains("device_info")) {
+    c.device_info = top.required("device_info");
+    if (!c.device_info.is_object())
+      top.fail("device_info", "must be an object, got " + ShownJsonValue(c.device_info));
   }
 
   const json& samples = top.required("samples");

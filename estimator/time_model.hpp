@@ -80,6 +80,9 @@ struct Calibration {
   std::string engine;
   std::string compiler;
   std::string blas;
+  // calibrate --device cuda: the GPU and its libraries as dlh_cuda_describe gives them
+  // (name, PCI bus id, memory, clocks, driver, CUDA, cuDNN, cuBLAS, NCCL); null: none.
+  nlohmann::json device_info;
   std::vector<TimingSample> samples;
   TimeModel model;
 };

@@ -18,6 +18,7 @@
 #include "launcher/bench/bench_allreduce.hpp"
 #include "launcher/bench/bench_checkpoint.hpp"
 #include "launcher/bench/bench_loader.hpp"
+#include "launcher/bench/time_steps.hpp"
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
@@ -42,6 +43,8 @@ constexpr const char* kUsage =
     "       dlh-launch bench-allreduce [options]\n"
     "       dlh-launch bench-checkpoint --dir DIR [options]\n"
     "       dlh-launch bench-loader --data FILE [options]\n"
+    "       dlh-launch time-steps --device cpu|cuda[:N] --in REQUEST --out RESULT   (one\n"
+    "                                        process: dlh-estimate calibrate's step timer)\n"
     "       dlh-launch --help | --version\n"
     "'dlh-launch COMMAND --help' documents each command's options.\n";
 
@@ -260,7 +263,8 @@ int main(int argc, char** argv) {
     return dlh::kExitOk;
   }
   if (args[0] != "train" && args[0] != "lr-find" && args[0] != "run" &&
-      args[0] != "bench-allreduce" && args[0] != "bench-checkpoint" && args[0] != "bench-loader") {
+      args[0] != "bench-allreduce" && args[0] != "bench-checkpoint" && args[0] != "bench-loader" &&
+      args[0] != "time-steps") {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
@@ -277,6 +281,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "bench-checkpoint") return dlh::RunBenchCheckpointCommand(args, rank);
     if (command == "bench-loader") return dlh::RunBenchLoaderCommand(args, rank);
+    if (command == "time-steps") return dlh::RunTimeStepsCommand(args, rank, size);
     if (command == "lr-find") return dlh::RunLrFindCommand(args, rank);
     if (command == "run") return dlh::RunProgramCommand(args, rank, size);
     return command == "train" ? RunTrain(args, rank) : RunBenchAllreduce(args, rank);

@@ -7,8 +7,17 @@ MPI_TEST_SRCS := $(wildcard tests/mpi/*_mpitest.cpp) tests/mpi/mpi_main.cpp
 MPI_TEST_BIN := $(BINDIR)/mpi_tests
 GTEST_LIBS := $(shell $(PKG_CONFIG) --libs gtest 2>/dev/null || echo -lgtest)
 
+# A stand-in for NVIDIA's libnvidia-ml.so.1 (tests/fixtures/fake_nvml.c) that energy_test.cpp
+# opens through $DLH_NVML_LIBRARY from the lib folder beside bin/: the NVML meter is tested
+# through a real dlopen on machines without a GPU. Not linked into anything.
+FAKE_NVML := $(LIBDIR)/libdlh_fake_nvml.so
+$(FAKE_NVML): tests/fixtures/fake_nvml.c
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  CC    %s\n' $@
+	$(Q)$(CC) -std=c11 -O1 -Wall -Wextra -fPIC -shared $< -o $@
+
 $(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
-    $(REPORT_LIB) $(NN_LIB) $(COMMON_LIB)
+    $(REPORT_LIB) $(NN_LIB) $(COMMON_LIB) | $(FAKE_NVML)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) -lgtest_main $(DEP_LIBS) -o $@

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace dlh {
@@ -77,9 +78,33 @@ Comm SplitShared(const Comm& parent) {
 std::string Hostname() {
   // Slurm's node name first: several virtual nodes (slurmd -N) may share one host.
   if (const char* node = std::getenv("SLURMD_NODENAME"); node && *node) return node;
+  return MachineName();
+}
+
+std::string MachineName() {
   char name[256] = {0};
   gethostname(name, sizeof name - 1);
   return name;
+}
+
+std::vector<std::string> AllGatherStrings(MPI_Comm comm, const std::string& mine) {
+  int size = 0;
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  int len = int(mine.size());
+  std::vector<int> lens(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+  MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm));
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[size_t(r)] = total;
+    total += lens[size_t(r)];
+  }
+  std::vector<char> all(size_t(std::max(total, 1)));
+  MPI_CHECK(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(),
+                           MPI_CHAR, comm));
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r)
+    out.emplace_back(all.data() + displs[size_t(r)], size_t(lens[size_t(r)]));
+  return out;
 }
 
 std::string BroadcastString(MPI_Comm comm, const std::string& value) {

@@ -58,9 +58,12 @@ class Comm {
 // The ranks of `parent` that share this node's memory.
 Comm SplitShared(const Comm& parent);
 
-std::string Hostname();  // SLURMD_NODENAME under Slurm, else gethostname()
+std::string Hostname();     // SLURMD_NODENAME under Slurm, else gethostname()
+std::string MachineName();  // gethostname(): the machine, whatever Slurm calls the node
 // rank 0's string on every rank.
 std::string BroadcastString(MPI_Comm comm, const std::string& value);
+// Every rank's string, in rank order, on every rank.
+std::vector<std::string> AllGatherStrings(MPI_Comm comm, const std::string& mine);
 
 }  // namespace mpi
 }  // namespace dlh

@@ -341,13 +341,33 @@ void SetPeerWatchCheckpoint(const std::string& path) {
   g_watch->checkpoint = path;
 }
 
+namespace {
+PeerWaitHooks g_forward;  // set in a loaded backend: the launcher's Enter and Leave
+}  // namespace
+
+PeerWaitHooks PeerWaitHooksOfThisModule() {
+  PeerWaitHooks hooks;
+  hooks.enter = &peer_watch_detail::Enter;
+  hooks.leave = &peer_watch_detail::Leave;
+  return hooks;
+}
+
+void ForwardPeerWaits(const PeerWaitHooks& hooks) {
+  const bool forward = hooks.enter != nullptr && hooks.leave != nullptr;
+  g_forward = forward ? hooks : PeerWaitHooks{};
+  // PeerWait asks `active` first; the launcher's Enter returns at once while its watch is off.
+  if (forward) peer_watch_detail::active.store(true);
+}
+
 namespace peer_watch_detail {
 void Enter(const char* call) {
+  if (g_forward.enter) return g_forward.enter(call);
   if (!g_watch) return;
   g_watch->wait_start_ns.store(SteadyNs());
   g_watch->call.store(call, std::memory_order_release);
 }
 void Leave() {
+  if (g_forward.leave) return g_forward.leave();
   if (g_watch) g_watch->call.store(nullptr, std::memory_order_release);
 }
 }  // namespace peer_watch_detail

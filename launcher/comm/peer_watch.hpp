@@ -76,6 +76,21 @@ void StopPeerWatch();
 void SetPeerWatchStep(int64_t step);
 void SetPeerWatchCheckpoint(const std::string& path);
 
+// The CUDA backend (libdlh_cuda.so, loaded with dlopen) carries its own hidden copy of this
+// module, whose watch is never started: its MPI calls (the NCCL id broadcast, the
+// hierarchical allreduce's host step, its setup agreements) would go untimed and could hang
+// the job. The launcher hands the backend its own Enter and Leave (EngineConfig::peer_wait),
+// and the backend's copy forwards every PeerWait to them.
+struct PeerWaitHooks {
+  void (*enter)(const char* call) = nullptr;
+  void (*leave)() = nullptr;
+};
+// This module's Enter and Leave, for a backend to forward to.
+PeerWaitHooks PeerWaitHooksOfThisModule();
+// From now on this module's PeerWaits report to `hooks` (both set), or to this module's own
+// watch again (both null).
+void ForwardPeerWaits(const PeerWaitHooks& hooks);
+
 namespace peer_watch_detail {
 extern std::atomic<bool> active;
 void Enter(const char* call);

@@ -33,24 +33,7 @@ Topology MakeTopology(const std::vector<std::string>& node_of_rank, int rank) {
 }
 
 std::vector<std::string> GatherNodeNames(MPI_Comm comm) {
-  int size = 0;
-  MPI_CHECK(MPI_Comm_size(comm, &size));
-  const std::string mine = mpi::Hostname();
-  int len = int(mine.size());
-  std::vector<int> lens(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-  MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm));
-  int total = 0;
-  for (int r = 0; r < size; ++r) {
-    displs[size_t(r)] = total;
-    total += lens[size_t(r)];
-  }
-  std::vector<char> all(size_t(std::max(total, 1)));
-  MPI_CHECK(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(),
-                           MPI_CHAR, comm));
-  std::vector<std::string> names;
-  for (int r = 0; r < size; ++r)
-    names.emplace_back(all.data() + displs[size_t(r)], size_t(lens[size_t(r)]));
-  return names;
+  return mpi::AllGatherStrings(comm, mpi::Hostname());
 }
 
 std::string DescribeTopology(const Topology& t) {

@@ -7,11 +7,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include "common/error.hpp"
+#include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/cuda/backend_api.hpp"
+#include "launcher/engine/gpu_assignment.hpp"
 
 namespace dlh {
 namespace {
@@ -20,6 +23,9 @@ namespace {
 struct CudaBackend {
   DlhCudaProbeFn probe = nullptr;
   DlhCudaMakeEngineFn make = nullptr;
+  DlhCudaGpuIdFn gpu_id = nullptr;
+  // Optional: only DescribeCudaDevice needs it.
+  DlhCudaDescribeFn describe = nullptr;
   std::string error;  // why it cannot be used (empty: it can)
 };
 
@@ -40,7 +46,9 @@ const CudaBackend& LoadCudaBackend() {
     auto version = reinterpret_cast<DlhCudaVersionFn>(dlsym(handle, "dlh_cuda_version"));
     b.probe = reinterpret_cast<DlhCudaProbeFn>(dlsym(handle, "dlh_cuda_probe"));
     b.make = reinterpret_cast<DlhCudaMakeEngineFn>(dlsym(handle, "dlh_cuda_make_engine"));
-    if (!version || !b.probe || !b.make) {
+    b.gpu_id = reinterpret_cast<DlhCudaGpuIdFn>(dlsym(handle, "dlh_cuda_gpu_id"));
+    b.describe = reinterpret_cast<DlhCudaDescribeFn>(dlsym(handle, "dlh_cuda_describe"));
+    if (!version || !b.probe || !b.make || !b.gpu_id) {
       b.error = path + ": not a DLH CUDA backend (entry points missing)";
     } else if (std::string(version()) != DLH_VERSION) {
       b.error = path + ": backend of DLH " + version() + ", this is DLH " DLH_VERSION;
@@ -50,17 +58,42 @@ const CudaBackend& LoadCudaBackend() {
   return backend;
 }
 
-// One rank's GPU, or UsageError naming the rank, its host and the reason.
-void RequireGpu(int rank) {
+// One rank's GPU: the index it will use among the visible ones (the backend's fallback
+// rule, gpu_assignment.hpp) and its PCI bus id; UsageError naming the rank, its host and the
+// reason when it has none.
+RankGpu RequireGpu(int rank, int bound_device, int local_rank, const std::string& node,
+                   int* index) {
   const CudaBackend& b = LoadCudaBackend();
   std::string reason = b.error;
   if (reason.empty()) {
     char text[512] = "";
-    if (b.probe(text, sizeof text) > 0) return;
+    const int count = b.probe(text, sizeof text);
+    if (count > 0) {
+      *index = GpuIndexFor(bound_device, local_rank, count);
+      if (*index < count && b.gpu_id(*index, text, sizeof text) == 1)
+        return RankGpu{mpi::MachineName(), node, text};
+      if (*index >= count)
+        std::snprintf(text, sizeof text, "GPU %d requested, %d visible", *index, count);
+    }
     reason = text;
   }
   throw UsageError("no usable GPU on rank " + std::to_string(rank) + " (" + mpi::Hostname() +
                    "): " + reason);
+}
+
+// Every rank's GPU, the same list on every rank. Collective.
+std::vector<RankGpu> GatherRankGpus(MPI_Comm comm, const RankGpu& mine) {
+  std::vector<RankGpu> all;
+  const std::string line = mine.host + '\n' + mine.node + '\n' + mine.gpu;
+  for (const std::string& text : mpi::AllGatherStrings(comm, line)) {
+    RankGpu g;
+    std::istringstream in(text);
+    std::getline(in, g.host);
+    std::getline(in, g.node);
+    std::getline(in, g.gpu);
+    all.push_back(g);
+  }
+  return all;
 }
 
 }  // namespace
@@ -85,17 +118,60 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   if (device == "cpu") return MakeCpuEngine(config);
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(config.comm, &rank));
-  try {
-    RunCollectively(config.comm, [&] { RequireGpu(rank); });
-  } catch (const CollectiveError& e) {
-    if (device == "cuda")
-      throw CollectiveError(std::string("--device cuda: ") + e.what(), e.exit_code);
-    *note = std::string(e.what()) + "; training on the CPU";
+  // Each failure below happens on every rank alike (RunCollectively, or a check of gathered
+  // facts), so --device auto can fall back everywhere at once.
+  auto fallback = [&](const std::string& why, int code) -> std::unique_ptr<Engine> {
+    if (device == "cuda") throw CollectiveError("--device cuda: " + why, code);
+    *note = why + "; training on the CPU";
     return MakeCpuEngine(config);
+  };
+  EngineConfig gpu_config = config;
+  gpu_config.peer_wait = PeerWaitHooksOfThisModule();
+  RankGpu mine;
+  try {
+    RunCollectively(config.comm, [&] {
+      const std::string node =
+          config.node_of_rank.empty() ? mpi::Hostname() : config.node_of_rank.at(size_t(rank));
+      mine = RequireGpu(rank, config.device, config.local_rank, node, &gpu_config.device);
+    });
+  } catch (const CollectiveError& e) {
+    return fallback(e.what(), e.exit_code);
   }
+  const std::vector<RankGpu> gpus = GatherRankGpus(config.comm, mine);
+  const bool hierarchical =
+      config.node_of_rank.empty()
+          ? false
+          : UseHierarchical(config.allreduce, MakeTopology(config.node_of_rank, rank));
+  if (const std::string shared = FindSharedGpu(gpus, hierarchical); !shared.empty())
+    return fallback(shared +
+                        ", and NCCL needs one GPU per rank: start at most one rank per GPU "
+                        "(srun --ntasks-per-node, or mpirun -np)",
+                    kExitBadInput);
   std::unique_ptr<Engine> engine;
-  RunCollectively(config.comm, [&] { engine.reset(LoadCudaBackend().make(&config)); });
+  try {
+    RunCollectively(config.comm, [&] { engine.reset(LoadCudaBackend().make(&gpu_config)); });
+  } catch (const CollectiveError& e) {
+    // Out of GPU memory, a broken GPU, a cuDNN that refuses the network: the CPU still works.
+    return fallback(std::string("cannot train on the GPU: ") + e.what(), e.exit_code);
+  }
   return engine;
+}
+
+std::string DescribeCudaDevice(int device) {
+  const CudaBackend& b = LoadCudaBackend();
+  std::string reason = b.error;
+  if (reason.empty()) {
+    char text[512] = "";
+    if (b.probe(text, sizeof text) <= 0) reason = text;
+  }
+  if (reason.empty() && b.describe == nullptr)
+    reason = CudaBackendPath() + ": has no dlh_cuda_describe (a backend of another build?)";
+  if (!reason.empty()) throw UsageError("no usable GPU on " + mpi::Hostname() + ": " + reason);
+  std::string json(16384, '\0');
+  const int n = b.describe(device, json.data(), int(json.size()));
+  if (n < 0) throw UsageError("GPU " + std::to_string(device) + ": " + json.c_str());
+  json.resize(size_t(n));
+  return json;
 }
 
 }  // namespace dlh

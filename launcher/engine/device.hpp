@@ -26,4 +26,9 @@ std::string CudaBackendPath();
 std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
                                    std::string* note);
 
+// Visible GPU `device` as a JSON object (name, PCI bus id, memory, clocks, driver, CUDA,
+// cuDNN, cuBLAS, NCCL: dlh_cuda_describe), for `dlh-launch time-steps`. Not collective.
+// Throws UsageError "no usable GPU on HOST: REASON" on a machine without one.
+std::string DescribeCudaDevice(int device);
+
 }  // namespace dlh

@@ -18,6 +18,7 @@
 
 #include "common/spec.hpp"
 #include "launcher/comm/grad_sync.hpp"
+#include "launcher/comm/peer_watch.hpp"
 #include "launcher/data/loader.hpp"
 #include "launcher/nn/layer.hpp"
 #include "launcher/storage/checkpoint.hpp"
@@ -33,6 +34,7 @@ struct EngineConfig {
   int local_rank = 0;           // rank within the node
   int device = -1;              // GPU index among the visible ones (-1: local_rank modulo count)
   double comm_timeout_s = 300;  // GPU: a collective stalled this long aborts the job
+  PeerWaitHooks peer_wait;      // the launcher's peer watch, for a backend's MPI calls
   int max_batch = 0;            // largest local batch any call will pass (training or evaluation)
   // When set, forward_backward() calls it between the loss and backward, so that a timeline
   // (dlh-launch train --trace) can show the two apart. The GPU engine then waits for the
@@ -53,6 +55,9 @@ class Engine {
   virtual std::string allreduce_name() const = 0;  // "flat (NCCL)", "hierarchical (2 nodes x 2)"
   virtual size_t num_param_values() const = 0;
   virtual const char* optimizer_name() const = 0;
+  // PCI bus id of this rank's GPU ("0000:3B:00.0"), for its energy meter (NVML finds the
+  // device by it, whatever CUDA_VISIBLE_DEVICES renumbered); empty on the CPU engine.
+  virtual std::string gpu_pci_bus_id() const { return {}; }
 
   // Rank 0's parameters to every rank. Collective.
   virtual void broadcast_params() = 0;

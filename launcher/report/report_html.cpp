@@ -5,7 +5,9 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <tuple>
 
+#include "common/energy.hpp"
 #include "common/html_page.hpp"
 #include "common/svg_chart.hpp"
 #include "launcher/report/headline.hpp"
@@ -441,7 +443,87 @@ void PlanAgainstRun(const RunData& run, HtmlPage* page) {
                     " ms (without evaluations and checkpoints).");
 }
 
-void Device(const RunData& run, HtmlPage* page) {
+// Rank 0's GPU as NVML sampled it (metrics.jsonl, at most once a second), by step. A CPU
+// run, or a GPU NVML cannot read, has none: Energy() says why.
+void GpuSamples(const RunData& run, const ReportOptions& o, HtmlPage* page) {
+  const std::tuple<const char*, const char*, double StepRecord::*> kinds[] = {
+      {"GPU power (rank 0)", "W", &StepRecord::gpu_power_w},
+      {"GPU utilisation (rank 0)", "percent", &StepRecord::gpu_util},
+      {"GPU memory used (rank 0)", "GiB", &StepRecord::gpu_mem_gib}};
+  for (const auto& [title, unit, field] : kinds) {
+    Series s{title};
+    s.name.clear();
+    for (const StepRecord& r : run.steps)
+      if (std::isfinite(r.*field)) s.x.push_back(double(r.step)), s.y.push_back(r.*field);
+    if (s.x.empty()) continue;
+    Chart c{title, "step", unit};
+    c.series.push_back(Thin(std::move(s), o.max_points));
+    c.y_min = 0;
+    c.height = 240;
+    Add(c, page);
+  }
+}
+
+// The run's measured energy (summary.json's "energy"), the meter's reading so far for a run
+// still going, or "not measured" and why: never an estimate in place of a measurement.
+void Energy(const RunData& run, HtmlPage* page) {
+  const nlohmann::json& s = run.summary;
+  const nlohmann::json* e =
+      s.is_object() && s.contains("energy") && s["energy"].is_object() ? &s["energy"] : nullptr;
+  const std::string plan =
+      " The plan's predicted energy is under \"The plan against what happened\".";
+  if (e && e->value("measured", false)) {
+    const double total = NumberField(*e, "joules_total", kNan);
+    const double per_sample = NumberField(*e, "joules_per_sample", kNan);
+    const double power = NumberField(*e, "mean_power_w", kNan);
+    std::vector<std::pair<std::string, std::string>> rows = {
+        {"energy", (std::isfinite(total) ? DescribeJoules(total) : "?") + " (" +
+                       TextField(*e, "source", "?") + "; " + TextField(*e, "scope", "?") + ")"}};
+    if (std::isfinite(per_sample)) rows.push_back({"per sample", svg::Number(per_sample) + " J"});
+    if (std::isfinite(power)) rows.push_back({"mean power", svg::Number(power) + " W"});
+    page->facts(rows);
+    if (e->contains("joules_per_rank") && (*e)["joules_per_rank"].is_array() &&
+        (*e)["joules_per_rank"].size() > 1) {
+      Chart c{"Each rank's energy", "rank", "J"};
+      Series b{"joules", Style::Bars};
+      b.name.clear();
+      const nlohmann::json& per_rank = (*e)["joules_per_rank"];
+      for (size_t i = 0; i < per_rank.size(); ++i) {
+        c.x_categories.push_back(std::to_string(i));
+        if (per_rank[i].is_number()) {  // null: the node's first rank measured for it
+          b.x.push_back(double(i));
+          b.y.push_back(per_rank[i].get<double>());
+        }
+      }
+      c.series.push_back(b);
+      c.height = 240;
+      Add(c, page);
+    }
+    page->paragraph(
+        "Measured over the training loop (evaluations and checkpoints included, "
+        "start-up not) of the last attempt." +
+        plan);
+    return;
+  }
+  if (e) {
+    page->paragraph("Energy: not measured (" + TextField(*e, "why", "no reason given") + ")." +
+                    plan);
+    return;
+  }
+  double so_far = kNan;  // no summary yet: the last reading metrics.jsonl holds
+  for (const StepRecord& r : run.steps)
+    if (std::isfinite(r.energy_j)) so_far = r.energy_j;
+  page->paragraph(std::isfinite(so_far)
+                      ? "Energy so far: " + DescribeJoules(so_far) +
+                            " (rank 0's meter, from metrics.jsonl; summary.json gives every "
+                            "rank's when the run ends)." +
+                            plan
+                      : "Energy: not measured (summary.json has none: the run has not ended, "
+                        "or an older dlh-launch wrote it)." +
+                            plan);
+}
+
+void Device(const RunData& run, const ReportOptions& o, HtmlPage* page) {
   page->heading("Device: utilisation, memory, power, energy");
   std::string device;
   for (const EventRecord* e : run.events_named("start"))
@@ -470,15 +552,12 @@ void Device(const RunData& run, HtmlPage* page) {
       Add(c, page);
     }
   }
-  // The device itself is not sampled: the CPU engine's counters are the process's above,
-  // and the GPU engine does not read NVML. Said, rather than left out.
   page->paragraph(
       "Measured for each rank's process over the last attempt (summary.json's "
-      "rank_process). Device utilisation, memory and power" +
-      (device.empty() ? std::string() : " (device: " + device + ")") +
-      " are not sampled yet: the GPU engine does not read NVML, and no energy is "
-      "measured; the plan's predicted energy is under \"The plan against what "
-      "happened\".");
+      "rank_process)" +
+      (device.empty() ? std::string() : "; device: " + device) + ".");
+  GpuSamples(run, o, page);
+  Energy(run, page);
 }
 
 }  // namespace
@@ -501,7 +580,7 @@ std::string ReportHtml(const RunData& run, const ReportOptions& o) {
   Timeline(run, o, &page);
   Checkpoints(run, &page);
   PlanAgainstRun(run, &page);
-  Device(run, &page);
+  Device(run, o, &page);
   return page.render();
 }
 

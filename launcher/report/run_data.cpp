@@ -100,6 +100,10 @@ void ReadMetrics(const fs::path& path, RunData* run) {
     s.allreduce_s = NumberField(*time, "allreduce", std::nan(""));
     s.data_s = NumberField(*time, "data", std::nan(""));
     s.checkpoint_s = NumberField(*time, "checkpoint", std::nan(""));
+    s.energy_j = NumberField(j, "energy_j", std::nan(""));
+    s.gpu_power_w = NumberField(j, "gpu_power_w", std::nan(""));
+    s.gpu_util = NumberField(j, "gpu_util", std::nan(""));
+    s.gpu_mem_gib = NumberField(j, "gpu_mem_gib", std::nan(""));
     run->steps.push_back(s);
   }
   if (bad > kMaxListedProblems)

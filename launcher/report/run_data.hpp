@@ -22,6 +22,10 @@ struct StepRecord {
   double t = 0;  // Unix seconds; 0: not recorded (runs from before the field existed)
   double loss = 0, accuracy = 0, lr = 0, samples_per_s = 0;
   double total_s = 0, compute_s = 0, allreduce_s = 0, data_s = 0, checkpoint_s = 0;
+  // Rank 0's meter and GPU as dlh-launch last read them (at most once a second); NaN where
+  // nothing was measured (a CPU run without RAPL, a GPU without NVML, an older dlh-launch).
+  double energy_j = __builtin_nan(""), gpu_power_w = __builtin_nan(""),
+         gpu_util = __builtin_nan(""), gpu_mem_gib = __builtin_nan("");
   int attempt = 0;  // 0 for the first start, +1 at each resume or restart
 };
 

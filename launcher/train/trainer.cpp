@@ -51,6 +51,7 @@
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/elastic.hpp"
 #include "launcher/train/plan.hpp"
+#include "launcher/train/run_energy.hpp"
 #include "launcher/train/signals.hpp"
 #include "launcher/train/split_history.hpp"
 #include "launcher/train/trace.hpp"
@@ -307,6 +308,8 @@ class Trainer {
   std::unique_ptr<MetricsLog> log_;  // rank 0 only
   std::unique_ptr<Loader> loader_;
   std::unique_ptr<CheckpointWriter> writer_;  // rank 0 only
+  std::unique_ptr<RunEnergy> energy_;         // this rank's meter, from the loop's start
+  int64_t samples_at_start_ = 0;              // samples_seen_ then: the meter's samples
   size_t stats_len_ = 0;  // batchnorm statistics carried in the control allreduce
   std::vector<double> control_, control_sum_;
   std::vector<float> averaged_stats_;
@@ -853,6 +856,10 @@ void Trainer::open_loop() {
   InstallSignalHandlers();
   loss_scale_ = 1.0f / float(spec_.batch_size);
   weight_ = double(rank_batch_) / double(spec_.batch_size);
+  // The meter starts with the loop: summary.json's energy is the training (evaluations and
+  // checkpoints included), not the start-up; the node's packages are read by its first rank.
+  energy_ = std::make_unique<RunEnergy>(engine_->gpu_pci_bus_id(), local_.rank() == 0);
+  samples_at_start_ = samples_seen_;
   train_start_ = Clock::now();
   cpu_at_start_ = ProcessCpuSeconds();
   last_ckpt_ = Clock::now();
@@ -1165,6 +1172,7 @@ void Trainer::handle_signal(int signal) {
 void Trainer::record(const StepControl& control, double lr, const StepTimes& times) {
   const double t_total = Since(times.start);
   ema_step_ = ema_step_ == 0 ? t_total : 0.9 * ema_step_ + 0.1 * t_total;
+  energy_->poll();  // every rank: a RAPL counter must be read before it wraps
   if (rank_ != 0) return;
   const double loss = control.loss_sum / double(spec_.batch_size);
   const double acc = control.correct_sum / double(spec_.batch_size);
@@ -1183,6 +1191,7 @@ void Trainer::record(const StepControl& control, double lr, const StepTimes& tim
   // The split the run started (or resumed) with; later changes have "balance" records.
   if (step_ == first_step_ + 1)
     rec["rank_batches"] = history_.empty() ? rank_batches_ : SplitAt(history_, step_ - 1);
+  energy_->add_to(&rec);
   append_metrics(rec);
   progress_->step(step_ - step_base_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
                   double(spec_.batch_size) / ema_step_, ema_step_);
@@ -1296,6 +1305,16 @@ void Trainer::write_summary(uint32_t crc) {
   std::vector<double> per_rank(rank_ == 0 ? kPerRank * size_t(size_) : 0);
   MPI_CHECK(MPI_Gather(mine, kPerRank, MPI_DOUBLE, per_rank.data(), kPerRank, MPI_DOUBLE, 0,
                        comm_.get()));
+  // Every rank's joules and, where it could not measure, why (fixed size, as in announce()).
+  const double my_joules = energy_->final_joules();
+  char my_why[200] = {};
+  std::snprintf(my_why, sizeof my_why, "%s", energy_->why_not().c_str());
+  std::vector<double> rank_joules(rank_ == 0 ? size_t(size_) : 0);
+  std::vector<char> rank_why(rank_ == 0 ? sizeof my_why * size_t(size_) : 0);
+  MPI_CHECK(
+      MPI_Gather(&my_joules, 1, MPI_DOUBLE, rank_joules.data(), 1, MPI_DOUBLE, 0, comm_.get()));
+  MPI_CHECK(MPI_Gather(my_why, sizeof my_why, MPI_CHAR, rank_why.data(), sizeof my_why, MPI_CHAR, 0,
+                       comm_.get()));
   if (rank_ != 0) return;
   char hex[16];
   std::snprintf(hex, sizeof hex, "%08x", crc);
@@ -1328,6 +1347,10 @@ void Trainer::write_summary(uint32_t crc) {
   }
   summary["rank_step_seconds"] = {{"compute", compute_s}, {"allreduce", allreduce_s}};
   summary["rank_process"] = {{"cpu_cores_busy", cpu_use}, {"peak_rss_mib", peak_mib}};
+  std::vector<std::string> whys;
+  for (int r = 0; r < size_; ++r) whys.emplace_back(&rank_why[sizeof my_why * size_t(r)]);
+  summary["energy"] = EnergySummary(rank_joules, whys, energy_->source(),
+                                    samples_seen_ - samples_at_start_, Since(train_start_));
   // The loop's time held up by checkpoints against the writer's time: what the background
   // saved.
   summary["checkpoints"] = {{"mode", o_.checkpoint_sync ? "sync" : "background"},
@@ -1389,8 +1412,14 @@ void Trainer::write_summary(uint32_t crc) {
   if (result_.finished) {
     char accuracy[64];
     std::snprintf(accuracy, sizeof accuracy, "%.2f%%", 100 * result_.test_accuracy);
+    const nlohmann::json& energy = summary["energy"];
+    const std::string joules = energy["measured"].get<bool>()
+                                   ? ", energy " +
+                                         DescribeJoules(energy["joules_total"].get<double>()) +
+                                         " (" + energy["source"].get<std::string>() + ")"
+                                   : "";
     say("done: " + std::to_string(step_) + " steps, final test accuracy " + accuracy +
-        ", checkpoint " + result_.last_checkpoint + versus);
+        ", checkpoint " + result_.last_checkpoint + joules + versus);
   }
 }
 

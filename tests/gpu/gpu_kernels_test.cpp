@@ -1,4 +1,7 @@
 // DLH — the loss and optimizer kernels against the CPU engine's implementations.
+#include <algorithm>
+#include <cstring>
+
 #include "launcher/nn/optimizer.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
@@ -46,33 +49,67 @@ TEST(GpuKernels, SoftmaxCrossEntropyMatchesCpu) {
   EXPECT_EQ(host_bad, 18);
 }
 
-// Three steps of the CPU optimizer and of the kernels from the same start.
+// Three steps of the CPU optimizer and of the kernels from the same start. The device
+// side is the engine's: a weight (decays) and a bias (does not) at kParamAlign-aligned
+// offsets of flat arrays with a gap between them, updated by one launch.
 void CompareOptimizer(const OptimizerSpec& spec) {
-  const size_t n = 1000;
-  Tensor w({int(n)}), g({int(n)});
-  w.values() = RandomNormal(n, 8);
-  std::vector<NamedParam> params = {{"00.dense/weight", ParamRef{"weight", &w, &g, true}}};
+  SCOPED_TRACE(std::string(spec.kind == OptimizerSpec::Kind::Adam ? "adam" : "sgd") + " momentum " +
+               std::to_string(spec.momentum) + (spec.nesterov ? " nesterov" : ""));
+  const size_t nw = 1000, nb = 10;
+  const size_t bias_at = (nw + kParamAlign - 1) / kParamAlign * kParamAlign;
+  const size_t total = bias_at + kParamAlign;
+  Tensor w({int(nw)}), gw({int(nw)}), b({int(nb)}), gb({int(nb)});
+  w.values() = RandomNormal(nw, 8);
+  b.values() = RandomNormal(nb, 9);
+  std::vector<NamedParam> params = {{"00.dense/weight", ParamRef{"weight", &w, &gw, true}},
+                                    {"00.dense/bias", ParamRef{"bias", &b, &gb, false}}};
   std::unique_ptr<Optimizer> cpu = MakeOptimizer(spec);
   TestGpu gpu(1);
-  DeviceArray<float> dw = Upload(w.values()), dg(n), a = Upload(std::vector<float>(n, 0)),
-                     b = Upload(std::vector<float>(n, 0));
+  // Flat host images of the device arrays; gaps hold zeros, as in the engine.
+  auto flat = [&](const std::vector<float>& weight, const std::vector<float>& bias) {
+    std::vector<float> all(total, 0.0f);
+    std::copy(weight.begin(), weight.end(), all.begin());
+    std::copy(bias.begin(), bias.end(), all.begin() + long(bias_at));
+    return all;
+  };
+  std::vector<uint8_t> decays(total / kParamAlign, 0);
+  std::fill(decays.begin(), decays.begin() + long(bias_at / kParamAlign), uint8_t(1));
+  DeviceArray<uint8_t> dd(decays.size());
+  CUDA_CHECK(cudaMemcpy(dd.get(), decays.data(), decays.size(), cudaMemcpyHostToDevice));
+  DeviceArray<float> dw = Upload(flat(w.values(), b.values())), dg(total),
+                     a = Upload(std::vector<float>(total, 0)),
+                     s = Upload(std::vector<float>(total, 0));
   const double lr = 0.05;
   for (int step = 0; step < 3; ++step) {
-    g.values() = RandomNormal(n, 20 + step);
-    CUDA_CHECK(cudaMemcpy(dg.get(), g.data(), n * 4, cudaMemcpyHostToDevice));
+    gw.values() = RandomNormal(nw, 20 + step);
+    gb.values() = RandomNormal(nb, 40 + step);
+    const std::vector<float> g = flat(gw.values(), gb.values());
+    CUDA_CHECK(cudaMemcpy(dg.get(), g.data(), total * 4, cudaMemcpyHostToDevice));
     cpu->update(params, lr, step);
     const float wd = float(spec.weight_decay);
     if (spec.kind == OptimizerSpec::Kind::Adam) {
       const float c1 = float(1.0 / (1.0 - std::pow(spec.beta1, step + 1)));
       const float c2 = float(1.0 / (1.0 - std::pow(spec.beta2, step + 1)));
-      AdamUpdate(dw.get(), dg.get(), a.get(), b.get(), n, float(lr), float(spec.beta1),
-                 float(spec.beta2), c1, c2, float(spec.epsilon), float(lr) * wd, gpu.stream.get());
+      AdamUpdate(dw.get(), dg.get(), a.get(), s.get(), dd.get(), total, float(lr),
+                 float(spec.beta1), float(spec.beta2), c1, c2, float(spec.epsilon), float(lr) * wd,
+                 gpu.stream.get());
     } else {
-      SgdUpdate(dw.get(), dg.get(), spec.momentum != 0 ? a.get() : nullptr, n, float(lr),
-                float(spec.momentum), wd, spec.nesterov, gpu.stream.get());
+      SgdUpdate(dw.get(), dg.get(), spec.momentum != 0 ? a.get() : nullptr, dd.get(), total,
+                float(lr), float(spec.momentum), wd, spec.nesterov, gpu.stream.get());
     }
   }
-  EXPECT_TRUE(Near(Download(dw.get(), n), w.values(), 1e-6));
+  const std::vector<float> got = Download(dw.get(), total);
+  EXPECT_TRUE(Near(std::vector<float>(got.begin(), got.begin() + long(nw)), w.values(), 1e-6))
+      << "weight";
+  EXPECT_TRUE(
+      Near(std::vector<float>(got.begin() + long(bias_at), got.begin() + long(bias_at + nb)),
+           b.values(), 1e-6))
+      << "bias (no decay)";
+  for (size_t i = 0; i < total; ++i) {
+    if (i >= bias_at + nb || (i >= nw && i < bias_at)) {
+      ASSERT_EQ(got[i], 0.0f) << "alignment gap at " << i;
+    }
+  }
 }
 
 TEST(GpuKernels, OptimizersMatchCpu) {
@@ -88,6 +125,31 @@ TEST(GpuKernels, OptimizersMatchCpu) {
   adam.kind = OptimizerSpec::Kind::Adam;
   adam.weight_decay = 1e-2;
   CompareOptimizer(adam);
+}
+
+// The batchnorm reductions add partial sums in a fixed order: two runs on the same input
+// give the same bits (DLH's resume promise), here on a shape with several parts per
+// channel.
+TEST(GpuKernels, BatchNormStatisticsRepeatBitForBit) {
+  DLH_REQUIRE_GPU();
+  const int n = 64, c = 3, hw = 17 * 17;
+  const size_t count = size_t(n) * c * hw;
+  TestGpu gpu(1);
+  DeviceArray<float> x = Upload(RandomNormal(count, 4)), y(count), xhat(count), inv_std(c);
+  DeviceArray<float> gamma = Upload(std::vector<float>(c, 1.0f)),
+                     beta = Upload(std::vector<float>(c, 0.0f));
+  DeviceArray<double> scratch(BatchNormScratchSize(c));
+  std::vector<float> first;
+  for (int run = 0; run < 2; ++run) {
+    DeviceArray<float> stats = Poisoned(2 * c);
+    BatchNormTrainForward(x.get(), y.get(), xhat.get(), stats.get(), inv_std.get(), gamma.get(),
+                          beta.get(), scratch.get(), n, c, hw, 1e-5, gpu.stream.get());
+    const std::vector<float> got = Download(stats.get(), 2 * c);
+    if (run == 0)
+      first = got;
+    else
+      EXPECT_EQ(0, std::memcmp(first.data(), got.data(), got.size() * sizeof(float)));
+  }
 }
 
 }  // namespace

@@ -153,6 +153,43 @@ TEST(GpuLayers, BatchNormMatchesCpu) {
   Compare({bn, {6, 5, 5}, 4});
   Compare({bn, {20, 1, 1}, 7});  // after a dense layer: per feature
   Compare({bn, {3, 4, 4}, 1});   // one sample: the unbiased variance has no n-1
+  // Several blocks per channel (parts of n * hw; kernels.cu): a plane wider than a block,
+  // planes narrower than a block (a thread's step crosses samples), one value per plane.
+  Compare({bn, {3, 20, 20}, 9});
+  Compare({bn, {5, 3, 3}, 300});
+  Compare({bn, {40, 1, 1}, 2000});
+}
+
+// The algorithm choice of the convolution (host logic, no GPU needed): deterministic
+// first, a non-deterministic one only when nothing else fits, and it says so.
+TEST(GpuLayers, ConvAlgorithmPrefersDeterministic) {
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[3] = {};
+  perf[0].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+  perf[0].status = CUDNN_STATUS_SUCCESS;
+  perf[0].determinism = CUDNN_NON_DETERMINISTIC;
+  perf[0].memory = 0;
+  perf[1].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  perf[1].status = CUDNN_STATUS_SUCCESS;
+  perf[1].determinism = CUDNN_DETERMINISTIC;
+  perf[1].memory = 1000;
+  perf[1].mathType = CUDNN_FMA_MATH;
+  perf[2].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+  perf[2].status = CUDNN_STATUS_NOT_SUPPORTED;
+  perf[2].determinism = CUDNN_DETERMINISTIC;
+  bool deterministic = false;
+  auto got = PickAlgo(perf, 3, 1000, "backward-filter", &deterministic);
+  EXPECT_EQ(got.algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  EXPECT_EQ(got.mathType, CUDNN_FMA_MATH);  // the engine sets what the result says
+  EXPECT_TRUE(deterministic);
+  // The deterministic one needs too much workspace: the other, flagged.
+  got = PickAlgo(perf, 3, 999, "backward-filter", &deterministic);
+  EXPECT_EQ(got.algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
+  EXPECT_FALSE(deterministic);
+  perf[0].mathType = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;  // fp32 to fp16: never
+  EXPECT_THROW(PickAlgo(perf, 3, 999, "backward-filter", &deterministic), CudaError);
+  perf[0].mathType = CUDNN_DEFAULT_MATH;
+  perf[0].status = CUDNN_STATUS_NOT_SUPPORTED;
+  EXPECT_THROW(PickAlgo(perf, 3, 999, "backward-filter", &deterministic), CudaError);
 }
 
 }  // namespace

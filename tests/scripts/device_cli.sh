@@ -17,12 +17,18 @@ JSON
 train() { dlh-launch train "$WORK/spec.json" --data "$WORK/s.h5" --run-dir "$WORK/run" --no-resume --progress none "$@"; }
 
 echo "auto falls back to the CPU, saying why once"
-mpirun -np 2 "$BINDIR/dlh-launch" train "$WORK/spec.json" --data "$WORK/s.h5" --run-dir "$WORK/run" \
-  --no-resume --progress none --device auto >"$WORK/auto.txt" 2>&1
+DLH_POWERCAP_DIR=$WORK/no-powercap mpirun -np 2 "$BINDIR/dlh-launch" train "$WORK/spec.json" \
+  --data "$WORK/s.h5" --run-dir "$WORK/run" --no-resume --progress none --device auto >"$WORK/auto.txt" 2>&1
 [[ $(grep -c "no usable GPU on rank 0 .*training on the CPU" "$WORK/auto.txt") -eq 1 ]] ||
   { cat "$WORK/auto.txt"; fail "no single fallback line"; }
 [[ $(json_field "$WORK/run/summary.json" device) == cpu ]] || fail "summary.json device is not cpu"
 check "$(grep "no usable GPU" "$WORK/auto.txt")"
+# No RAPL there (and no GPU): the energy is "not measured" and why, never a made-up figure.
+[[ $(json_field "$WORK/run/summary.json" energy) == \
+  "{'measured': False, 'why': 'rank 0: RAPL not readable: $WORK/no-powercap: No such file or directory'}" ]] ||
+  fail "summary.json energy: $(json_field "$WORK/run/summary.json" energy)"
+! grep -q energy_j "$WORK/run/metrics.jsonl" || fail "metrics.jsonl has energy_j without a meter"
+check "energy not measured, and why"
 
 echo "cuda without a GPU fails on every rank with one line"
 expect_fail 2 "^dlh-launch: error: --device cuda: no usable GPU on rank 0" \

@@ -151,7 +151,7 @@ expect_fail 2 "samples" dlh-estimate recommend "$SPEC" --cluster "$CLUSTER"
 expect_fail 2 "no cluster description" env -u DLH_CLUSTER "$BINDIR/dlh-estimate" recommend "$SPEC" --samples 100
 expect_fail 2 "types: .* has no GPU type 'tpu'" dlh-estimate recommend "$SPEC" --samples 100 --types tpu --cluster "$CLUSTER"
 expect_fail 2 "nope.json: cannot read" dlh-estimate fit "$WORK/nope.json"
-expect_fail 2 "device: 'cuda:7' is not available" dlh-estimate calibrate --device cuda:7
+expect_fail 2 "device: must be cpu, cuda or cuda:N, got 'tpu:7'" dlh-estimate calibrate --device tpu:7
 expect_fail 2 "dlh-estimate: --rounds: must be in" dlh-estimate validate --calibration "$ROOT/share/calibration/cpu.json" --rounds 0
 expect_fail 2 "unknown command 'guess'" dlh-estimate guess
 

@@ -1,5 +1,5 @@
 // Tests of the calibration runner: the sweep and validation models, timing real training
-// steps, the RAPL energy reader (on a fake powercap tree) and the CPU description.
+// steps and the CPU description (the RAPL reader it uses: energy_test.cpp).
 #include "estimator/calibrate.hpp"
 
 #include <gtest/gtest.h>
@@ -317,62 +317,6 @@ TEST(CpuDescription, NamesTheCpuAndCores) {
   const std::string d = CpuDescription();
   EXPECT_FALSE(d.empty());
   EXPECT_NE(d.find("core"), std::string::npos) << d;
-}
-
-TEST(Energy, ReadCpuEnergyJoulesDoesNotCrash) {
-  double j = -7;
-  if (ReadCpuEnergyJoules(&j)) {
-    EXPECT_GE(j, 0);
-  } else {
-    EXPECT_EQ(j, -7);  // untouched on failure
-  }
-}
-
-class FakePowercap : public ::testing::Test {
- protected:
-  void Zone(const std::string& name, const std::string& uj, const std::string& max_uj) {
-    fs::create_directories(dir_ / name);
-    if (!uj.empty()) std::ofstream(dir_ / name / "energy_uj") << uj << "\n";
-    if (!max_uj.empty()) std::ofstream(dir_ / name / "max_energy_range_uj") << max_uj << "\n";
-  }
-  test::TempDir tmp_{"dlh-calibrate-test"};
-  const fs::path dir_ = tmp_.path();
-};
-
-TEST_F(FakePowercap, SumsTopLevelPackagesOnly) {
-  Zone("intel-rapl:1", "2500000", "262143328850");
-  Zone("intel-rapl:0", "1000000", "262143328850");
-  Zone("intel-rapl:0:0", "9000000", "262143328850");     // core sub-zone: inside package 0
-  Zone("intel-rapl-mmio:0", "7000000", "262143328850");  // the same package through MMIO
-  fs::create_directories(dir_ / "intel-rapl");           // the control type, not a zone
-  std::vector<EnergyZone> zones;
-  ASSERT_TRUE(ReadEnergyZones(dir_.string(), &zones));
-  ASSERT_EQ(zones.size(), 2u);
-  EXPECT_EQ(zones[0].name, "intel-rapl:0");
-  EXPECT_EQ(zones[1].name, "intel-rapl:1");
-  EXPECT_DOUBLE_EQ(zones[0].joules + zones[1].joules, 3.5);
-  EXPECT_NEAR(zones[0].max_joules, 262143.32885, 1e-6);
-}
-
-TEST_F(FakePowercap, FailsWithoutReadableZones) {
-  std::vector<EnergyZone> zones;
-  EXPECT_FALSE(ReadEnergyZones(dir_.string(), &zones));  // empty
-  EXPECT_FALSE(ReadEnergyZones((dir_ / "absent").string(), &zones));
-  Zone("intel-rapl:0", "", "100");  // energy_uj missing (or root-only on real systems)
-  EXPECT_FALSE(ReadEnergyZones(dir_.string(), &zones));
-  Zone("intel-rapl:0", "garbage", "100");
-  EXPECT_FALSE(ReadEnergyZones(dir_.string(), &zones));
-}
-
-TEST(Energy, BetweenHandlesCounterWrap) {
-  std::vector<EnergyZone> before{{"intel-rapl:0", 10.0, 100.0}, {"intel-rapl:1", 99.5, 100.0}};
-  std::vector<EnergyZone> after{{"intel-rapl:0", 12.5, 100.0}, {"intel-rapl:1", 0.5, 100.0}};
-  EXPECT_DOUBLE_EQ(EnergyBetween(before, after), 2.5 + 1.0);
-  after[1].max_joules = 0;  // wrapped, but the range is unknown
-  EXPECT_EQ(EnergyBetween(before, after), -1);
-  after.pop_back();  // a zone vanished
-  EXPECT_EQ(EnergyBetween(before, after), -1);
-  EXPECT_EQ(EnergyBetween({}, {}), -1);
 }
 
 }  // namespace

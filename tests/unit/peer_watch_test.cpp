@@ -106,5 +106,30 @@ TEST(JudgeStall, WithoutHeartbeatsOnlyTheTimeout) {
   EXPECT_EQ(v.culprit, "a peer stopped answering (no heartbeats say which)");
 }
 
+// The CUDA backend's copy of this module forwards its waits to the launcher's (the test
+// binary has one copy, so the "launcher" here is a pair of recording functions).
+std::vector<std::string> g_forwarded;
+void RecordEnter(const char* call) { g_forwarded.push_back(std::string("enter ") + call); }
+void RecordLeave() { g_forwarded.push_back("leave"); }
+
+TEST(PeerWaitForwarding, ABackendsWaitsReachTheLaunchersWatch) {
+  g_forwarded.clear();
+  PeerWaitHooks hooks;
+  hooks.enter = &RecordEnter;
+  hooks.leave = &RecordLeave;
+  ForwardPeerWaits(hooks);
+  { PeerWait wait("MPI_Bcast(&id, ...)"); }
+  ForwardPeerWaits(PeerWaitHooks{});  // back to this module's own (unstarted) watch
+  peer_watch_detail::active.store(false);
+  { PeerWait wait("MPI_Barrier(comm)"); }
+  EXPECT_EQ(g_forwarded, (std::vector<std::string>{"enter MPI_Bcast(&id, ...)", "leave"}));
+}
+
+TEST(PeerWaitForwarding, TheHooksOfThisModuleAreItsEnterAndLeave) {
+  const PeerWaitHooks hooks = PeerWaitHooksOfThisModule();
+  EXPECT_EQ(hooks.enter, &peer_watch_detail::Enter);
+  EXPECT_EQ(hooks.leave, &peer_watch_detail::Leave);
+}
+
 }  // namespace
 }  // namespace dlh

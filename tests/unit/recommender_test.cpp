@@ -534,6 +534,39 @@ TEST_F(ScaledSpeeds, UncalibratedTypeGetsTheReferenceModelScaledByThePeaks) {
   EXPECT_TRUE(StaleCalibrationWarnings(speeds).empty());
 }
 
+TEST_F(ScaledSpeeds, MeasuredJoulesSetThePowerOfTheirOwnTypeOnly) {
+  TimingSample a;
+  a.model = "a";
+  a.batch = 8;
+  a.seconds = 0.1;
+  a.joules = 30;
+  TimingSample b = a, unmeasured = a;
+  b.model = "b";
+  b.seconds = 0.3;
+  b.joules = 60;  // with a: 90 J over 0.4 s
+  unmeasured.model = "c";
+  unmeasured.joules = -1;
+  cal_.samples = {a, b, unmeasured};
+  Save();
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path_;  // fast: 300 W active, 50 W idle on the datasheet
+  auto speeds = DeviceSpeeds(job, c);
+  EXPECT_DOUBLE_EQ(speeds["fast"].measured_watts, 225);
+  EXPECT_EQ(speeds["fast"].energy_source, "measured (" + file() + ": 225.0 W over 2 samples)");
+  EXPECT_EQ(speeds["slow"].measured_watts, 0);  // scaled speed, but not another type's power
+  EXPECT_EQ(speeds["slow"].energy_source, "datasheet (active_watts 200 W)");
+  job.allowed_types = {"fast"};
+  const Recommendation measured = Recommend(job, c, speeds);
+  speeds["fast"].measured_watts = 0;
+  const Recommendation datasheet = Recommend(job, c, speeds);
+  EXPECT_EQ(measured.fastest.gpus, datasheet.fastest.gpus);  // the same time, less energy
+  EXPECT_DOUBLE_EQ(measured.fastest.total_s, datasheet.fastest.total_s);
+  EXPECT_LT(measured.fastest.energy_j, datasheet.fastest.energy_j);
+  EXPECT_EQ(PlanJson(job, measured, measured.fastest)["energy_source"]["fast"],
+            "measured (" + file() + ": 225.0 W over 2 samples)");
+}
+
 TEST_F(ScaledSpeeds, StaleReferenceCarriesItsStalenessOver) {
   cal_.engine = "0123456789ab";
   Save();

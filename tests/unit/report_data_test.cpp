@@ -122,6 +122,44 @@ TEST_F(RunDataTest, HeartbeatsAndAStallThatWasNotGotPast) {
             std::string::npos);
 }
 
+TEST_F(RunDataTest, EnergyMeasuredOrSaidNotToBe) {
+  // A GPU run: NVML's samples in the step records, the measured energy in summary.json.
+  std::string m;
+  for (int s = 1; s <= 3; ++s) {
+    std::string rec = Step(s, 1000 + s);
+    rec.insert(rec.size() - 2, ",\"energy_j\":" + std::to_string(100 * s) +
+                                   ",\"gpu_power_w\":250,\"gpu_util\":90,\"gpu_mem_gib\":3.5");
+    m += rec;
+  }
+  Write("metrics.jsonl", m);
+  const RunData live = LoadRun(dir_);
+  ASSERT_EQ(live.steps.size(), 3u);
+  EXPECT_EQ(live.steps[2].energy_j, 300);
+  EXPECT_EQ(live.steps[0].gpu_power_w, 250);
+  EXPECT_EQ(live.steps[1].gpu_util, 90);
+  EXPECT_EQ(live.steps[2].gpu_mem_gib, 3.5);
+  ReportOptions o;
+  std::string html = ReportHtml(live, o);
+  EXPECT_NE(html.find("GPU power (rank 0)"), std::string::npos);
+  EXPECT_NE(html.find("Energy so far: 300 J"), std::string::npos);
+  Write("summary.json",
+        "{\"finished\": true, \"energy\": {\"measured\": true, \"source\": \"nvml\", "
+        "\"scope\": \"each rank's GPU\", \"joules_per_rank\": [1500, 1700], "
+        "\"joules_total\": 3200, \"joules_per_sample\": 0.5, \"mean_power_w\": 320}}");
+  html = ReportHtml(LoadRun(dir_), o);
+  EXPECT_NE(html.find("3.2 kJ (nvml; each rank&#39;s GPU)"), std::string::npos);
+  EXPECT_NE(html.find("Each rank&#39;s energy"), std::string::npos);
+  // A CPU run without RAPL: no samples, and the reason instead of a figure.
+  Write("metrics.jsonl", Step(1, 1001));
+  Write("summary.json",
+        "{\"finished\": true, \"energy\": {\"measured\": false, \"why\": \"RAPL not readable: "
+        "no package zone (intel-rapl:N) under /sys/class/powercap\"}}");
+  html = ReportHtml(LoadRun(dir_), o);
+  EXPECT_EQ(html.find("GPU power"), std::string::npos);
+  EXPECT_NE(html.find("Energy: not measured (RAPL not readable: no package zone"),
+            std::string::npos);
+}
+
 TEST_F(RunDataTest, AFolderWithoutARunIsAnError) {
   EXPECT_THROW(LoadRun(dir_), Error);
   EXPECT_THROW(LoadRun(dir_ + "/missing"), Error);

@@ -21,7 +21,18 @@ const char* dlh_cuda_version();
 using DlhCudaProbeFn = int (*)(char* reason, size_t reason_size);
 int dlh_cuda_probe(char* reason, size_t reason_size);
 
+// The PCI bus id ("0000:3B:00.0") of visible GPU `device`, which names one physical GPU
+// whatever CUDA_VISIBLE_DEVICES calls it: 1, or 0 with the reason in `out`. Never throws.
+using DlhCudaGpuIdFn = int (*)(int device, char* out, size_t out_size);
+int dlh_cuda_gpu_id(int device, char* out, size_t out_size);
+
 // A GPU engine for this rank; throws dlh::Error. Collective over config->comm.
 using DlhCudaMakeEngineFn = dlh::Engine* (*)(const dlh::EngineConfig* config);
 dlh::Engine* dlh_cuda_make_engine(const dlh::EngineConfig* config);
+
+// GPU `device` as one JSON object (name, PCI bus id, memory, peak clocks, driver, CUDA
+// runtime, cuDNN, cuBLAS and NCCL versions) in `json`; returns its length, or -1 with a
+// one-line reason in `json` instead. Never throws (describe.cpp).
+using DlhCudaDescribeFn = int (*)(int device, char* json, int size);
+int dlh_cuda_describe(int device, char* json, int size);
 }

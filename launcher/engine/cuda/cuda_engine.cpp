@@ -29,7 +29,9 @@ namespace dlh {
 namespace cuda {
 namespace {
 
-constexpr size_t kAlign = 64;  // floats: 256 bytes, the alignment cuDNN and cuBLAS like best
+// Parameter offsets are multiples of kParamAlign (kernels.hpp): the one-launch optimizer
+// update tells parameters apart by chunks of that size.
+constexpr size_t kAlign = kParamAlign;
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -66,6 +68,7 @@ class CudaEngine : public Engine {
   }
 
   std::string device_name() const override { return device_name_; }
+  std::string gpu_pci_bus_id() const override { return pci_bus_id_; }
   std::string allreduce_name() const override { return sync_->name(); }
   size_t num_param_values() const override { return host_.num_param_values(); }
   const char* optimizer_name() const override {
@@ -107,30 +110,37 @@ class CudaEngine : public Engine {
 
   double finish_gradients() override { return sync_->finish(); }
 
+  // The statistics travel through pinned staging (stats_host_): the copies are DMA, and
+  // commit_batch_stats() returns without waiting for its upload.
   std::vector<float> batch_stats() override {
-    std::vector<float> out;
-    for (GpuLayer* l : stat_layers_) {
-      const size_t len = size_t(l->batch_stats_len()), at = out.size();
-      out.resize(at + len);
-      CUDA_CHECK(cudaMemcpyAsync(out.data() + at, l->batch_stats(), len * sizeof(float),
-                                 cudaMemcpyDeviceToHost, compute_.get()));
-    }
-    if (!out.empty()) CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
-    return out;
-  }
-
-  void commit_batch_stats(const std::vector<float>& averaged) override {
+    if (stats_total_ == 0) return {};
     size_t at = 0;
     for (GpuLayer* l : stat_layers_) {
       const size_t len = size_t(l->batch_stats_len());
-      if (at + len > averaged.size()) throw Error("batch statistics: too few values (internal)");
-      CUDA_CHECK(cudaMemcpyAsync(l->batch_stats(), averaged.data() + at, len * sizeof(float),
+      CUDA_CHECK(cudaMemcpyAsync(stats_host_.get() + at, l->batch_stats(), len * sizeof(float),
+                                 cudaMemcpyDeviceToHost, compute_.get()));
+      at += len;
+    }
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    return std::vector<float>(stats_host_.get(), stats_host_.get() + stats_total_);
+  }
+
+  void commit_batch_stats(const std::vector<float>& averaged) override {
+    if (stats_total_ == 0) return;
+    if (averaged.size() < stats_total_) throw Error("batch statistics: too few values (internal)");
+    // The last upload must have left the staging before the host overwrites it (it has,
+    // unless two commits came without a batch_stats() between them).
+    CUDA_CHECK(cudaEventSynchronize(stats_uploaded_.get()));
+    std::memcpy(stats_host_.get(), averaged.data(), stats_total_ * sizeof(float));
+    size_t at = 0;
+    for (GpuLayer* l : stat_layers_) {
+      const size_t len = size_t(l->batch_stats_len());
+      CUDA_CHECK(cudaMemcpyAsync(l->batch_stats(), stats_host_.get() + at, len * sizeof(float),
                                  cudaMemcpyHostToDevice, compute_.get()));
       l->commit_batch_stats();
       at += len;
     }
-    // The pageable source must stay valid until the copies ran.
-    if (at > 0) CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    CUDA_CHECK(cudaEventRecord(stats_uploaded_.get(), compute_.get()));
   }
 
   void update(double lr, int64_t step) override {
@@ -140,20 +150,16 @@ class CudaEngine : public Engine {
     const double t = double(step + 1);
     const float c1 = float(1.0 / (1.0 - std::pow(o.beta1, t)));
     const float c2 = float(1.0 / (1.0 - std::pow(o.beta2, t)));
-    for (size_t i = 0; i < param_slots_.size(); ++i) {
-      const Slot& s = param_slots_[i];
-      const bool decays = host_.params()[i].ref.decay;
-      float* w = params_.get() + s.offset;
-      const float* g = grads_.get() + s.offset;
-      if (adam) {
-        AdamUpdate(w, g, slot_a_.get() + s.offset, slot_b_.get() + s.offset, s.count, rate,
-                   float(o.beta1), float(o.beta2), c1, c2, float(o.epsilon),
-                   decays ? rate * wd : 0.0f, compute_.get());
-      } else {
-        SgdUpdate(w, g, o.momentum != 0 ? slot_a_.get() + s.offset : nullptr, s.count, rate,
-                  float(o.momentum), decays ? wd : 0.0f, o.nesterov, compute_.get());
-      }
-    }
+    // One launch over the flat arrays, the same arithmetic per element as one launch per
+    // parameter; the alignment gaps (zero weights, gradients and slots) stay zero.
+    if (adam)
+      AdamUpdate(params_.get(), grads_.get(), slot_a_.get(), slot_b_.get(), decay_chunks_.get(),
+                 param_total_, rate, float(o.beta1), float(o.beta2), c1, c2, float(o.epsilon),
+                 rate * wd, compute_.get());
+    else
+      SgdUpdate(params_.get(), grads_.get(), o.momentum != 0 ? slot_a_.get() : nullptr,
+                decay_chunks_.get(), param_total_, rate, float(o.momentum), wd, o.nesterov,
+                compute_.get());
   }
 
   StepSums evaluate(const float* images, const int32_t* labels, int n,
@@ -233,6 +239,9 @@ class CudaEngine : public Engine {
     std::snprintf(text, sizeof text, "%s (GPU %d, sm_%d%d, %.0f GiB)", prop.name, device_,
                   prop.major, prop.minor, double(prop.totalGlobalMem) / (1 << 30));
     device_name_ = text;
+    char bus_id[32] = {};  // "0000:3B:00.0": 13 bytes with the terminator
+    CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, int(sizeof bus_id), device_));
+    pci_bus_id_ = bus_id;
 
     compute_ = MakeStream();
     copy_ = MakeStream();
@@ -265,6 +274,17 @@ class CudaEngine : public Engine {
     // Alignment gaps are reduced with the gradients: they must hold zeros, not garbage.
     for (auto* a : {&params_, &grads_, &slot_a_, &slot_b_, &buffers_})
       Fill(a->get(), 0, a->size(), compute_.get());
+    // Which kParamAlign chunks of the flat arrays take weight decay (gaps: none).
+    std::vector<uint8_t> decays(std::max<size_t>(param_total_ / kAlign, 1), 0);
+    for (size_t i = 0; i < param_slots_.size(); ++i)
+      if (host_.params()[i].ref.decay)
+        std::fill(
+            decays.begin() + long(param_slots_[i].offset / kAlign),
+            decays.begin() + long(AlignUp(param_slots_[i].offset + param_slots_[i].count) / kAlign),
+            uint8_t(1));
+    decay_chunks_.resize(decays.size());
+    CUDA_CHECK(
+        cudaMemcpy(decay_chunks_.get(), decays.data(), decays.size(), cudaMemcpyHostToDevice));
 
     const int max_batch = std::max(config_.max_batch, 1);
     std::vector<Shape3> shapes = LayerShapes(spec_);
@@ -279,8 +299,10 @@ class CudaEngine : public Engine {
     input_.resize(size_t(max_batch) * size_t(spec_.input.elements()));
     labels_.resize(size_t(max_batch));
     for (size_t i = 0; i < spec_.layers.size(); ++i) {
+      char name[64];  // as in the parameter names: "03.conv2d"
+      std::snprintf(name, sizeof name, "%02zu.%s", i, LayerKindName(spec_.layers[i].kind));
       layers_.push_back(
-          MakeGpuLayer(spec_.layers[i], shapes[i], shapes[i + 1], max_batch, &context_));
+          MakeGpuLayer(spec_.layers[i], shapes[i], shapes[i + 1], max_batch, &context_, name));
       acts_.emplace_back(size_t(max_batch) * size_t(shapes[i + 1].elements()));
       widest = std::max(widest, size_t(shapes[i + 1].elements()));
     }
@@ -295,8 +317,13 @@ class CudaEngine : public Engine {
       buffers[LayerOf(s.name)][LeafOf(s.name)] = buffers_.get() + s.offset;
     for (size_t i = 0; i < layers_.size(); ++i) {
       layers_[i]->bind(values[i], grads[i], buffers[i]);
-      if (layers_[i]->batch_stats()) stat_layers_.push_back(layers_[i].get());
+      if (layers_[i]->batch_stats()) {
+        stat_layers_.push_back(layers_[i].get());
+        stats_total_ += size_t(layers_[i]->batch_stats_len());
+      }
     }
+    stats_host_.resize(stats_total_);
+    stats_uploaded_ = MakeEvent();
     staged_x_.resize(input_.size());
     staged_y_.resize(labels_.size());
     sums_.resize(2);
@@ -330,6 +357,11 @@ class CudaEngine : public Engine {
   void stage(const float* images, const int32_t* labels, int n) {
     if (n > config_.max_batch) throw Error("batch larger than the engine's maximum (internal)");
     const size_t xs = size_t(n) * size_t(spec_.input.elements());
+    // One staging buffer is enough with this interface: forward_backward() gets step k+1's
+    // batch only after it waited for step k's backward, so the copy can overlap nothing of
+    // this rank's compute but step k's optimizer update, which the copy stream overlaps
+    // already. Double buffering pays once the engine gets the next batch earlier (an
+    // Engine entry point in engine.hpp and trainer.cpp, outside this backend).
     // The previous step's copies have completed: the host waited for that step's loss.
     std::memcpy(staged_x_.get(), images, xs * sizeof(float));
     std::memcpy(staged_y_.get(), labels, size_t(n) * sizeof(int32_t));
@@ -414,6 +446,7 @@ class CudaEngine : public Engine {
   EngineConfig config_;
   int rank_ = 0, device_ = 0;
   std::string device_name_;
+  std::string pci_bus_id_;
   Stream compute_, copy_;
   Event copied_, loss_ready_, backward_done_;
   Cublas cublas_;
@@ -423,11 +456,15 @@ class CudaEngine : public Engine {
   std::vector<Slot> param_slots_, buffer_slots_;
   size_t param_total_ = 0, buffer_total_ = 0;
   DeviceArray<float> params_, grads_, slot_a_, slot_b_, buffers_, ones_;
+  DeviceArray<uint8_t> decay_chunks_;  // per kParamAlign chunk of params_: 1 if it decays
   DeviceArray<float> input_, grad_a_, grad_b_;
   DeviceArray<int32_t> labels_;
   std::vector<DeviceArray<float>> acts_;
   std::vector<std::unique_ptr<GpuLayer>> layers_;
   std::vector<GpuLayer*> stat_layers_;
+  size_t stats_total_ = 0;         // floats of batch statistics, all layers
+  PinnedArray<float> stats_host_;  // their staging both ways
+  Event stats_uploaded_;           // the last commit's upload left stats_host_
   PinnedArray<float> staged_x_;
   PinnedArray<int32_t> staged_y_;
   DeviceArray<double> sums_;
@@ -490,6 +527,8 @@ __attribute__((visibility("default"))) int dlh_cuda_probe(char* reason, size_t r
 
 __attribute__((visibility("default"))) dlh::Engine* dlh_cuda_make_engine(
     const dlh::EngineConfig* config) {
+  // This library's MPI calls report to dlh-launch's peer watch (peer_watch.hpp).
+  dlh::ForwardPeerWaits(config->peer_wait);
   return new dlh::cuda::CudaEngine(*config);
 }
 }

@@ -1,12 +1,12 @@
 // DLH — NCCL and MPI gradient allreduce on the GPU (see gpu_allreduce.hpp).
 #include "launcher/engine/cuda/gpu_allreduce.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "launcher/comm/allreduce.hpp"
-#include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/comm/planner.hpp"
 
@@ -20,22 +20,13 @@ NcclComm::NcclComm(MPI_Comm comm) {
   std::memset(&id, 0, sizeof id);
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, int(sizeof id), MPI_BYTE, 0, comm));
-  NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
-}
-
-NcclComm::~NcclComm() {
-  if (comm_ == nullptr) return;
-  // A communicator whose peer failed cannot be destroyed (it would wait for the peer).
-  ncclResult_t async = ncclSuccess;
-  if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async == ncclSuccess)
-    ncclCommDestroy(comm_);
-  else
-    ncclCommAbort(comm_);
-}
-
-void NcclComm::abort() {
-  if (comm_ != nullptr) ncclCommAbort(comm_);
-  comm_ = nullptr;
+  // Every rank has the id before any enters NCCL's initialisation: with Mellanox HCOLL a
+  // broadcast still completing on one rank while its peers sit in ncclCommInitRank's own
+  // bootstrap is a known deadlock, and the barrier costs once per communicator.
+  MPI_CHECK(MPI_Barrier(comm));
+  ncclComm_t c = nullptr;
+  NCCL_CHECK(ncclCommInitRank(&c, size_, id, rank_));
+  comm_ = PeerComm<NcclOps>(c);
 }
 
 GpuGradientSync::GpuGradientSync(MPI_Comm comm, const std::vector<std::string>& node_of_rank,
@@ -62,6 +53,13 @@ GpuGradientSync::GpuGradientSync(MPI_Comm comm, const std::vector<std::string>& 
 }
 
 GpuGradientSync::~GpuGradientSync() {
+  if (Unwinding()) {
+    // An error path: a peer may be stalled or gone, so a queued collective may never end.
+    // Aborting kills it, and only then may anything wait on the device (the engine's
+    // stream synchronisation, cudaFree) without hanging the rank before MPI_Abort.
+    if (flat_) flat_->abort();
+    if (local_) local_->abort();
+  }
   // Nothing may still write into gradients the engine is about to free.
   if (comm_stream_.get()) cudaStreamSynchronize(comm_stream_.get());
 }
@@ -76,12 +74,13 @@ std::string GpuGradientSync::name() const {
 void GpuGradientSync::fail(const std::string& why) {
   if (flat_) flat_->abort();
   if (local_) local_->abort();
-  throw CollectiveError(why, kExitFailure);
+  throw GpuCommError(why);
 }
 
 void GpuGradientSync::wait(cudaEvent_t event, const char* what) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  std::chrono::microseconds poll(10);
   for (;;) {
     cudaError_t e = cudaEventQuery(event);
     if (e == cudaSuccess) return;
@@ -97,7 +96,10 @@ void GpuGradientSync::wait(cudaEvent_t event, const char* what) {
     if (Clock::now() > deadline)
       fail(std::string(what) + " did not finish within " + std::to_string(int(timeout_s_)) +
            " s (--comm-timeout): a peer rank failed or stalled; NCCL communicators aborted");
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    // Short waits (a step's tail) are caught within microseconds; a long one (a slow peer)
+    // backs off so the polling thread does not take a core from the data loader.
+    std::this_thread::sleep_for(poll);
+    poll = std::min(poll * 2, std::chrono::microseconds(500));
   }
 }
 
@@ -126,7 +128,8 @@ void GpuGradientSync::cross_sum_on_host(float* data, size_t count, MPI_Comm cros
                              comm_stream_.get()));
   CUDA_CHECK(cudaEventRecord(done_.get(), comm_stream_.get()));
   wait(done_.get(), "gradient allreduce (node-local step)");
-  // MPI takes int counts: large shards go in slices.
+  // MPI takes int counts: large shards go in slices. MPI_CHECK times each slice with the
+  // launcher's peer watch (forwarded into this backend), so a stalled node ends the job.
   constexpr size_t kSlice = size_t(1) << 30;
   for (size_t at = 0; at < count; at += kSlice)
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, host + at, int(std::min(kSlice, count - at)), MPI_FLOAT,

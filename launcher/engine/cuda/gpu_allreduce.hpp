@@ -13,8 +13,11 @@
 //                 ncclBroadcast). The cross-node step on the host needs no CUDA-aware MPI
 //                 and no NCCL between nodes, so it also runs "2 nodes x 1 GPU" on one GPU.
 //
-// A stalled or failed peer never hangs the job: every wait polls with a deadline and
-// NCCL's asynchronous error, and on either aborts the communicators and throws.
+// A stalled or failed peer never hangs the job: every wait on the device polls with a
+// deadline and NCCL's asynchronous error, and on either aborts the communicators and throws
+// GpuCommError; the MPI calls (the host step, the id broadcast) are timed by the launcher's
+// peer watch (EngineConfig::peer_wait). Communicators closed on any error path are aborted,
+// never destroyed (launcher/comm/peer_comm.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -23,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+#include "launcher/comm/peer_comm.hpp"
 #include "launcher/comm/topology.hpp"
 #include "launcher/engine/cuda/resources.hpp"
 
@@ -37,20 +42,34 @@ struct GradBucket {
   size_t min_layer = 0;
 };
 
+// A collective that stalled or whose peer failed, seen by this rank alone: not a
+// CollectiveError (the kind every rank throws alike), so that dlh-launch names the rank and
+// calls MPI_Abort instead of waiting in MPI_Finalize for the stalled peer.
+struct GpuCommError : Error {
+  using Error::Error;
+};
+
+struct NcclOps {
+  using Handle = ncclComm_t;
+  static bool async_error(ncclComm_t c) {
+    ncclResult_t async = ncclSuccess;
+    return ncclCommGetAsyncError(c, &async) != ncclSuccess || async != ncclSuccess;
+  }
+  static void destroy(ncclComm_t c) { ncclCommDestroy(c); }
+  static void abort(ncclComm_t c) { ncclCommAbort(c); }
+};
+
 // An NCCL communicator over the ranks of an MPI communicator (rank 0 makes the id).
 class NcclComm {
  public:
   explicit NcclComm(MPI_Comm comm);
-  ~NcclComm();
-  NcclComm(const NcclComm&) = delete;
-  NcclComm& operator=(const NcclComm&) = delete;
-  ncclComm_t get() const { return comm_; }
+  ncclComm_t get() const { return comm_.get(); }
   int size() const { return size_; }
   int rank() const { return rank_; }
-  void abort();  // kills queued and running operations; the communicator is gone after
+  void abort() { comm_.abort(); }  // kills queued and running operations; gone after
 
  private:
-  ncclComm_t comm_ = nullptr;
+  PeerComm<NcclOps> comm_;
   int size_ = 0, rank_ = 0;
 };
 

@@ -2,6 +2,8 @@
 #include "launcher/engine/cuda/gpu_layers.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "launcher/engine/cuda/kernels.hpp"
@@ -139,27 +141,37 @@ class GpuMaxPool : public GpuLayer {
   PoolDesc pool_;
 };
 
+// A convolution descriptor of the spec's geometry: cross-correlation, as the CPU engine's
+// im2col computes it.
+ConvDesc MakeConvDesc(const LayerSpec& s) {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
+  ConvDesc owner(d);
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d, s.padding, s.padding, s.stride, s.stride, 1, 1,
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  return owner;
+}
+
 class GpuConv2d : public GpuLayer {
  public:
-  GpuConv2d(const LayerSpec& s, const Shape3& in, const Shape3& out, GpuContext* c)
+  GpuConv2d(const LayerSpec& s, const Shape3& in, const Shape3& out, const std::string& name,
+            GpuContext* c)
       : in_(in),
         out_(out),
         kernel_(s.kernel),
+        name_(name.empty() ? "conv2d" : name),
         c_(c),
         x_(MakeTensorDesc()),
         y_(MakeTensorDesc()),
-        bias_desc_(MakeTensorDesc()) {
+        bias_desc_(MakeTensorDesc()),
+        fwd_conv_(MakeConvDesc(s)),
+        data_conv_(MakeConvDesc(s)),
+        filter_conv_(MakeConvDesc(s)) {
     cudnnFilterDescriptor_t f = nullptr;
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&f));
     filter_ = FilterDesc(f);
     CUDNN_CHECK(cudnnSetFilter4dDescriptor(f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, out.channels,
                                            in.channels, s.kernel, s.kernel));
-    cudnnConvolutionDescriptor_t d = nullptr;
-    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d));
-    conv_ = ConvDesc(d);
-    // Cross-correlation, as the CPU engine's im2col computes it.
-    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d, s.padding, s.padding, s.stride, s.stride, 1, 1,
-                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     SetTensor4d(bias_desc_, 1, out.channels, 1, 1);
   }
   void bind(const PointerMap& values, const PointerMap& grads, const PointerMap&) override {
@@ -173,7 +185,7 @@ class GpuConv2d : public GpuLayer {
     const Algos& a = prepare(n);
     const float one = 1, zero = 0;
     CUDNN_CHECK(cudnnConvolutionForward(c_->cudnn, &one, x_.get(), x, filter_.get(), w_,
-                                        conv_.get(), a.fwd, c_->workspace->get(), a.workspace,
+                                        fwd_conv_.get(), a.fwd, c_->workspace->get(), a.workspace,
                                         &zero, y_.get(), y));
     CUDNN_CHECK(cudnnAddTensor(c_->cudnn, &one, bias_desc_.get(), b_, &one, y_.get(), y));
   }
@@ -187,84 +199,115 @@ class GpuConv2d : public GpuLayer {
     const Algos& a = prepare(n);
     CUDNN_CHECK(
         cudnnConvolutionBackwardBias(c_->cudnn, &one, y_.get(), dy, &zero, bias_desc_.get(), db_));
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(c_->cudnn, &one, x_.get(), x, y_.get(), dy,
-                                               conv_.get(), a.bwd_filter, c_->workspace->get(),
-                                               a.workspace, &zero, filter_.get(), dw_));
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        c_->cudnn, &one, x_.get(), x, y_.get(), dy, filter_conv_.get(), a.bwd_filter,
+        c_->workspace->get(), a.workspace, &zero, filter_.get(), dw_));
     if (dx != nullptr)
       CUDNN_CHECK(cudnnConvolutionBackwardData(c_->cudnn, &one, filter_.get(), w_, y_.get(), dy,
-                                               conv_.get(), a.bwd_data, c_->workspace->get(),
+                                               data_conv_.get(), a.bwd_data, c_->workspace->get(),
                                                a.workspace, &zero, x_.get(), dx));
   }
 
  private:
+  // Each pass's algorithm and the math type (plain FMA, or tensor cores, TF32 for fp32 on
+  // Ampere and newer) cuDNN rated it with.
   struct Algos {
     cudnnConvolutionFwdAlgo_t fwd;
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
     size_t workspace = 0;
   };
 
-  // cuDNN's heuristics, in its order of preference, keeping the first deterministic
-  // algorithm that fits the workspace limit: the same inputs give the same bits on every
-  // step, which keeps a resumed run identical to an uninterrupted one.
-  template <typename Perf>
-  static auto pick(const Perf* perf, int count, size_t limit, const char* what) {
-    for (int i = 0; i < count; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-          perf[i].memory <= limit)
-        return perf[i];
-    for (int i = 0; i < count; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) return perf[i];
-    throw CudaError(std::string("conv2d: cuDNN offers no ") + what + " algorithm");
-  }
-
+  // Describes batch n and sets each pass's descriptor to the math type of its algorithm:
+  // every pass has its own descriptor because the three math types may differ, and the
+  // setting is per batch size because the algorithms may.
   const Algos& prepare(int n) {
     SetTensor4d(x_, n, in_.channels, in_.height, in_.width);
     SetTensor4d(y_, n, out_.channels, out_.height, out_.width);
     auto it = algos_.find(n);
-    if (it != algos_.end()) return it->second;
+    if (it == algos_.end()) it = algos_.emplace(n, choose(n)).first;
+    const Algos& a = it->second;
+    CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_.get(), a.fwd_math));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(data_conv_.get(), a.bwd_data_math));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(filter_conv_.get(), a.bwd_filter_math));
+    return a;
+  }
+
+  // The algorithms for batch n (x_ and y_ describe it), from cuDNN's heuristics.
+  Algos choose(int n) {
+    // The heuristics see the descriptor's math type: start each query from cuDNN's
+    // default, so that the choice does not depend on which batch size came first.
+    for (const ConvDesc* d : {&fwd_conv_, &data_conv_, &filter_conv_})
+      CUDNN_CHECK(cudnnSetConvolutionMathType(d->get(), CUDNN_DEFAULT_MATH));
     int on = 0, oc = 0, oh = 0, ow = 0;
-    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv_.get(), x_.get(), filter_.get(), &on,
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(fwd_conv_.get(), x_.get(), filter_.get(), &on,
                                                       &oc, &oh, &ow));
     if (oc != out_.channels || oh != out_.height || ow != out_.width)
       throw CudaError("conv2d: cuDNN's output shape differs from the spec's (internal error)");
-    Algos a;
     const size_t limit = c_->workspace_limit;
     int got = 0;
+    bool fwd_det = true, data_det = true, filter_det = true;
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-        c_->cudnn, x_.get(), filter_.get(), conv_.get(), y_.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-        &got, fwd));
-    auto f = pick(fwd, got, limit, "forward");
+        c_->cudnn, x_.get(), filter_.get(), fwd_conv_.get(), y_.get(),
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
+    const auto f = PickAlgo(fwd, got, limit, "forward", &fwd_det);
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        c_->cudnn, filter_.get(), y_.get(), conv_.get(), x_.get(),
+        c_->cudnn, filter_.get(), y_.get(), data_conv_.get(), x_.get(),
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
-    auto d = pick(bd, got, limit, "backward-data");
+    const auto d = PickAlgo(bd, got, limit, "backward-data", &data_det);
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        c_->cudnn, x_.get(), y_.get(), conv_.get(), filter_.get(),
+        c_->cudnn, x_.get(), y_.get(), filter_conv_.get(), filter_.get(),
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
-    auto w = pick(bf, got, limit, "backward-filter");
+    const auto w = PickAlgo(bf, got, limit, "backward-filter", &filter_det);
+    if (!(fwd_det && data_det && filter_det))
+      warn_nondeterministic(n, fwd_det, data_det, filter_det);
+    Algos a;
     a.fwd = f.algo;
     a.bwd_data = d.algo;
     a.bwd_filter = w.algo;
+    a.fwd_math = f.mathType;
+    a.bwd_data_math = d.mathType;
+    a.bwd_filter_math = w.mathType;
     a.workspace = std::max({f.memory, d.memory, w.memory});
     if (c_->workspace->size() < a.workspace) {
       // Growing frees the old scratch, which queued work may still use.
       CUDA_CHECK(cudaStreamSynchronize(c_->stream));
       c_->workspace->resize(a.workspace);
     }
-    return algos_.emplace(n, a).first->second;
+    return a;
+  }
+
+  // Never silent: a non-deterministic algorithm breaks DLH's promise that a resumed run
+  // repeats the uninterrupted one bit for bit. One line, the first time for this layer.
+  void warn_nondeterministic(int n, bool fwd, bool data, bool filter) {
+    if (warned_) return;
+    warned_ = true;
+    std::string passes;
+    const std::pair<bool, const char*> all[] = {
+        {fwd, "forward"}, {data, "backward-data"}, {filter, "backward-filter"}};
+    for (const auto& [deterministic, pass] : all)
+      if (!deterministic) passes += std::string(passes.empty() ? "" : ", ") + pass;
+    std::fprintf(stderr,
+                 "dlh: warning: %s: cuDNN has no deterministic %s algorithm for batch %d within "
+                 "%zu MiB of workspace; using a non-deterministic one, so this layer's results "
+                 "may differ between runs and a resumed run will not repeat an uninterrupted "
+                 "one bit for bit\n",
+                 name_.c_str(), passes.c_str(), n, c_->workspace_limit >> 20);
   }
 
   Shape3 in_, out_;
   int kernel_;
+  std::string name_;
   GpuContext* c_;
   TensorDesc x_, y_, bias_desc_;
   FilterDesc filter_;
-  ConvDesc conv_;
+  ConvDesc fwd_conv_, data_conv_, filter_conv_;  // one per pass: their math types differ
   std::map<int, Algos> algos_;  // by batch size: training and evaluation batches differ
+  bool warned_ = false;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
 };
 
@@ -320,7 +363,8 @@ class GpuBatchNorm : public GpuLayer {
         c_(c),
         xhat_(size_t(max_batch) * size_t(in.elements())),
         stats_(size_t(2 * in.channels)),
-        inv_std_(size_t(in.channels)) {}
+        inv_std_(size_t(in.channels)),
+        scratch_(BatchNormScratchSize(in.channels)) {}
   void bind(const PointerMap& values, const PointerMap& grads, const PointerMap& buffers) override {
     gamma_ = Lookup(values, "gamma", "batchnorm");
     beta_ = Lookup(values, "beta", "batchnorm");
@@ -332,15 +376,15 @@ class GpuBatchNorm : public GpuLayer {
   void forward(const float* x, float* y, int n, const ForwardContext& ctx) override {
     const int hw = in_.height * in_.width;
     if (ctx.training)
-      BatchNormTrainForward(x, y, xhat_.get(), stats_.get(), inv_std_.get(), gamma_, beta_, n,
-                            in_.channels, hw, epsilon_, c_->stream);
+      BatchNormTrainForward(x, y, xhat_.get(), stats_.get(), inv_std_.get(), gamma_, beta_,
+                            scratch_.get(), n, in_.channels, hw, epsilon_, c_->stream);
     else
       BatchNormInferForward(x, y, gamma_, beta_, mean_, var_, n, in_.channels, hw, epsilon_,
                             c_->stream);
   }
   void backward(const float*, const float*, const float* dy, float* dx, int n) override {
-    BatchNormBackward(dy, xhat_.get(), gamma_, inv_std_.get(), dgamma_, dbeta_, dx, n, in_.channels,
-                      in_.height * in_.width, c_->stream);
+    BatchNormBackward(dy, xhat_.get(), gamma_, inv_std_.get(), dgamma_, dbeta_, dx, scratch_.get(),
+                      n, in_.channels, in_.height * in_.width, c_->stream);
   }
   float* batch_stats() override { return stats_.get(); }
   int batch_stats_len() const override { return 2 * in_.channels; }
@@ -353,6 +397,7 @@ class GpuBatchNorm : public GpuLayer {
   double momentum_, epsilon_;
   GpuContext* c_;
   DeviceArray<float> xhat_, stats_, inv_std_;
+  DeviceArray<double> scratch_;  // the reductions' per-part partial sums
   float *gamma_ = nullptr, *beta_ = nullptr, *dgamma_ = nullptr, *dbeta_ = nullptr;
   float *mean_ = nullptr, *var_ = nullptr;
 };
@@ -360,10 +405,11 @@ class GpuBatchNorm : public GpuLayer {
 }  // namespace
 
 std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, const Shape3& out,
-                                       int max_batch, GpuContext* context) {
+                                       int max_batch, GpuContext* context,
+                                       const std::string& name) {
   switch (spec.kind) {
     case LayerKind::Conv2d:
-      return std::make_unique<GpuConv2d>(spec, in, out, context);
+      return std::make_unique<GpuConv2d>(spec, in, out, name, context);
     case LayerKind::MaxPool2d:
       return std::make_unique<GpuMaxPool>(spec, in, out, context);
     case LayerKind::Dense:

@@ -49,9 +49,33 @@ class GpuLayer {
   virtual void commit_batch_stats() {}
 };
 
-// `in` and `out` are per-sample shapes (from LayerShapes); `max_batch` bounds n.
+// `in` and `out` are per-sample shapes (from LayerShapes); `max_batch` bounds n. `name`
+// ("03.conv2d", as in the parameter names) is what warnings call the layer.
 std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, const Shape3& out,
-                                       int max_batch, GpuContext* context);
+                                       int max_batch, GpuContext* context,
+                                       const std::string& name = "");
+
+// Picks from cuDNN's heuristic results (`perf`, in cuDNN's order of preference) the first
+// deterministic algorithm that fits `limit` bytes of workspace, so that the same inputs
+// give the same bits on every step and a resumed run repeats an uninterrupted one. When
+// none is deterministic it takes the first that fits and sets *deterministic = false (the
+// caller warns); when none fits it throws. A result whose math type lets cuDNN convert
+// fp32 tensors down to fp16 never qualifies: the caller runs each algorithm in the math
+// type of its result. Perf: cudnnConvolution*AlgoPerf_t.
+template <typename Perf>
+Perf PickAlgo(const Perf* perf, int count, size_t limit, const char* what, bool* deterministic) {
+  auto usable = [&](const Perf& p) {
+    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit &&
+           p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  };
+  *deterministic = true;
+  for (int i = 0; i < count; ++i)
+    if (usable(perf[i]) && perf[i].determinism == CUDNN_DETERMINISTIC) return perf[i];
+  *deterministic = false;
+  for (int i = 0; i < count; ++i)
+    if (usable(perf[i])) return perf[i];
+  throw CudaError(std::string("conv2d: cuDNN offers no ") + what + " algorithm");
+}
 
 }  // namespace cuda
 }  // namespace dlh

@@ -1,5 +1,6 @@
 // DLH — CUDA kernels of the GPU engine (see kernels.hpp).
 #include <cmath>
+#include <cstdint>
 
 #include "launcher/engine/cuda/check.hpp"
 #include "launcher/engine/cuda/kernels.hpp"
@@ -58,51 +59,128 @@ __global__ void FillKernel(float* p, float value, size_t count) {
     p[i] = value;
 }
 
-// One block per channel: mean, then squared deviations (two passes, as on the CPU).
-__global__ void BatchNormStatsKernel(const float* x, float* stats, float* inv_std, int n, int c,
-                                     int hw, double epsilon) {
-  __shared__ double shared[kThreads];
+// The batchnorm reductions: a grid of channels (x) by parts (y). Part j of channel ch is
+// a fixed range of the channel's n * hw values; its block sums them into
+// partials[ch * parts + j], and the parts are added in index order afterwards. The part
+// count depends on the shape alone (BatchNormParts), so every run adds in the same order.
+constexpr int kMaxParts = 32;           // per channel: enough blocks to fill the GPU
+constexpr int kPerPart = 4 * kThreads;  // fewest values a part is worth a block for
+
+int BatchNormParts(int64_t count) {
+  const int64_t parts = (count + kPerPart - 1) / kPerPart;
+  return int(parts < 1 ? 1 : parts > kMaxParts ? kMaxParts : parts);
+}
+
+// Where one channel's values lie: element e of the channel's n * hw is x[(b * c + ch) * hw
+// + p] with b = e / hw, p = e % hw. A thread starts at e = begin + threadIdx.x (one division)
+// and steps kThreads = step_b * hw + step_p at a time with additions only.
+struct ChannelLayout {
+  int c, hw;
+  int step_b, step_p;  // kThreads / hw, kThreads % hw (computed on the host)
+  int64_t count;       // n * hw
+  int parts;
+};
+
+ChannelLayout Layout(int n, int c, int hw) {
+  ChannelLayout l;
+  l.c = c, l.hw = hw;
+  l.step_b = hw > 0 ? kThreads / hw : 0;
+  l.step_p = hw > 0 ? kThreads % hw : 0;
+  l.count = int64_t(n) * hw;
+  l.parts = BatchNormParts(l.count);
+  return l;
+}
+
+// Calls f(i) for this thread's indices i of part blockIdx.y of channel blockIdx.x, in
+// increasing order.
+template <typename F>
+__device__ void ForPart(const ChannelLayout& l, F f) {
   const int ch = blockIdx.x;
-  const int64_t count = int64_t(n) * hw;
-  double sum = 0;
-  for (int64_t e = threadIdx.x; e < count; e += kThreads) {
-    const int64_t b = e / hw, p = e % hw;
-    sum += x[(b * c + ch) * hw + p];
-  }
-  const double mean = count > 0 ? BlockSum(sum, shared) / double(count) : 0.0;
-  double sq = 0;
-  for (int64_t e = threadIdx.x; e < count; e += kThreads) {
-    const int64_t b = e / hw, p = e % hw;
-    const double d = x[(b * c + ch) * hw + p] - mean;
-    sq += d * d;
-  }
-  sq = BlockSum(sq, shared);
-  if (threadIdx.x == 0) {
-    const double var = count > 0 ? sq / double(count) : 0.0;
-    stats[ch] = float(mean);
-    stats[c + ch] = float(count > 1 ? sq / double(count - 1) : var);
-    inv_std[ch] = float(1.0 / sqrt(var + epsilon));
+  const int64_t chunk = (l.count + l.parts - 1) / l.parts;
+  const int64_t begin = chunk * blockIdx.y;
+  const int64_t end = begin + chunk < l.count ? begin + chunk : l.count;
+  int64_t e = begin + threadIdx.x;
+  if (e >= end) return;
+  int b = int(e / l.hw), p = int(e % l.hw);
+  const size_t plane = size_t(l.c) * l.hw;
+  const size_t jump = size_t(l.step_b) * plane + size_t(l.step_p);
+  const size_t wrap = plane - size_t(l.hw);  // end of sample b's row to sample b + 1's
+  size_t i = (size_t(b) * l.c + ch) * l.hw + p;
+  for (; e < end; e += kThreads) {
+    f(i);
+    i += jump;
+    p += l.step_p;
+    if (p >= l.hw) {
+      p -= l.hw;
+      i += wrap;
+    }
   }
 }
 
+// The channel's total: its parts' partial sums in index order. Every kernel that needs it
+// computes it with this same code, so all see the same bits.
+__device__ double ChannelTotal(const double* partials, int ch, int parts) {
+  double total = 0;
+  for (int j = 0; j < parts; ++j) total += partials[size_t(ch) * parts + j];
+  return total;
+}
+
+__global__ void BatchNormSumKernel(const float* x, double* partials, ChannelLayout l) {
+  __shared__ double shared[kThreads];
+  double sum = 0;
+  ForPart(l, [&](size_t i) { sum += x[i]; });
+  sum = BlockSum(sum, shared);
+  if (threadIdx.x == 0) partials[size_t(blockIdx.x) * l.parts + blockIdx.y] = sum;
+}
+
+// Squared deviations from the mean (two passes, as on the CPU).
+__global__ void BatchNormSquaresKernel(const float* x, const double* sums, double* partials,
+                                       ChannelLayout l) {
+  __shared__ double shared[kThreads];
+  const double mean = ChannelTotal(sums, blockIdx.x, l.parts) / double(l.count);
+  double sq = 0;
+  ForPart(l, [&](size_t i) {
+    const double d = x[i] - mean;
+    sq += d * d;
+  });
+  sq = BlockSum(sq, shared);
+  if (threadIdx.x == 0) partials[size_t(blockIdx.x) * l.parts + blockIdx.y] = sq;
+}
+
+// One thread per channel.
+__global__ void BatchNormStatsKernel(const double* sums, const double* squares, float* stats,
+                                     float* inv_std, ChannelLayout l, double epsilon) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= l.c) return;
+  const int64_t count = l.count;
+  const double mean = count > 0 ? ChannelTotal(sums, ch, l.parts) / double(count) : 0.0;
+  const double sq = ChannelTotal(squares, ch, l.parts);
+  const double var = count > 0 ? sq / double(count) : 0.0;
+  stats[ch] = float(mean);
+  stats[l.c + ch] = float(count > 1 ? sq / double(count - 1) : var);
+  inv_std[ch] = float(1.0 / sqrt(var + epsilon));
+}
+
+template <typename Index>
 __global__ void BatchNormNormalizeKernel(const float* x, float* y, float* xhat, const float* stats,
                                          const float* inv_std, const float* gamma,
-                                         const float* beta, size_t count, int c, int hw) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const int ch = int((i / hw) % c);
+                                         const float* beta, Index count, int c, int hw) {
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += Index(gridDim.x) * blockDim.x) {
+    const int ch = int((i / Index(hw)) % Index(c));
     const float xh = (x[i] - stats[ch]) * inv_std[ch];
     xhat[i] = xh;
     y[i] = gamma[ch] * xh + beta[ch];
   }
 }
 
+template <typename Index>
 __global__ void BatchNormInferKernel(const float* x, float* y, const float* gamma,
                                      const float* beta, const float* mean, const float* var,
-                                     size_t count, int c, int hw, double epsilon) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const int ch = int((i / hw) % c);
+                                     Index count, int c, int hw, double epsilon) {
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += Index(gridDim.x) * blockDim.x) {
+    const int ch = int((i / Index(hw)) % Index(c));
     const double inv = 1.0 / sqrt(double(var[ch]) + epsilon);
     const float scale = float(gamma[ch] * inv);
     const float shift = float(beta[ch] - mean[ch] * gamma[ch] * inv);
@@ -110,37 +188,55 @@ __global__ void BatchNormInferKernel(const float* x, float* y, const float* gamm
   }
 }
 
-// One block per channel: dbeta = sum(dy), dgamma = sum(dy * xhat).
-__global__ void BatchNormGradParamsKernel(const float* dy, const float* xhat, float* dgamma,
-                                          float* dbeta, int n, int c, int hw) {
+// Partial sums of dy and dy * xhat over the grid of BatchNormSumKernel.
+__global__ void BatchNormGradPartsKernel(const float* dy, const float* xhat, double* db_parts,
+                                         double* dg_parts, ChannelLayout l) {
   __shared__ double shared[kThreads];
-  const int ch = blockIdx.x;
-  const int64_t count = int64_t(n) * hw;
   double db = 0, dg = 0;
-  for (int64_t e = threadIdx.x; e < count; e += kThreads) {
-    const int64_t b = e / hw, p = e % hw, i = (b * c + ch) * hw + p;
+  ForPart(l, [&](size_t i) {
     db += dy[i];
     dg += double(dy[i]) * xhat[i];
-  }
+  });
   db = BlockSum(db, shared);
   dg = BlockSum(dg, shared);
   if (threadIdx.x == 0) {
-    dbeta[ch] = float(db);
-    dgamma[ch] = float(dg);
+    db_parts[size_t(blockIdx.x) * l.parts + blockIdx.y] = db;
+    dg_parts[size_t(blockIdx.x) * l.parts + blockIdx.y] = dg;
   }
 }
 
+// One thread per channel: dbeta = sum(dy), dgamma = sum(dy * xhat).
+__global__ void BatchNormGradParamsKernel(const double* db_parts, const double* dg_parts,
+                                          float* dgamma, float* dbeta, ChannelLayout l) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= l.c) return;
+  dbeta[ch] = float(ChannelTotal(db_parts, ch, l.parts));
+  dgamma[ch] = float(ChannelTotal(dg_parts, ch, l.parts));
+}
+
 // dx = gamma * inv_std / m * (m * dy - sum(dy) - xhat * sum(dy * xhat)), m = n * hw.
+template <typename Index>
 __global__ void BatchNormGradInputKernel(const float* dy, const float* xhat, const float* gamma,
                                          const float* inv_std, const float* dgamma,
-                                         const float* dbeta, float* dx, size_t count, int c, int hw,
+                                         const float* dbeta, float* dx, Index count, int c, int hw,
                                          double m) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const int ch = int((i / hw) % c);
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += Index(gridDim.x) * blockDim.x) {
+    const int ch = int((i / Index(hw)) % Index(c));
     const float k = float(gamma[ch] * inv_std[ch] / m);
     dx[i] = k * (float(m) * dy[i] - dbeta[ch] - xhat[i] * dgamma[ch]);
   }
+}
+
+// The element-wise batchnorm kernels find an element's channel by division: in 32 bits
+// (several times cheaper than 64) when every index, and a grid stride past the last, fits.
+// The grid stride is below 2^27 (Blocks), so counts up to 2^31 qualify.
+template <typename Launch>
+void WithIndexType(size_t count, Launch launch) {
+  if (count <= size_t(INT32_MAX))
+    launch(uint32_t(0));
+  else
+    launch(size_t(0));
 }
 
 __global__ void BatchNormCommitKernel(float* mean, float* var, const float* stats, int c,
@@ -189,11 +285,17 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, const int32_t* la
   }
 }
 
-__global__ void SgdKernel(float* w, const float* g, float* buf, size_t n, float lr, float mu,
-                          float decay, bool nesterov) {
+// The decay of element i (see kernels.hpp: kParamAlign is a power of two, so the division
+// is a shift).
+__device__ float DecayOf(const uint8_t* decays, size_t i, float decay) {
+  return decays == nullptr || decays[i / kParamAlign] != 0 ? decay : 0.0f;
+}
+
+__global__ void SgdKernel(float* w, const float* g, float* buf, const uint8_t* decays, size_t n,
+                          float lr, float mu, float decay, bool nesterov) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
-    const float d = g[i] + decay * w[i];
+    const float d = g[i] + DecayOf(decays, i, decay) * w[i];
     if (buf == nullptr) {
       w[i] -= lr * d;
     } else if (nesterov) {
@@ -206,13 +308,14 @@ __global__ void SgdKernel(float* w, const float* g, float* buf, size_t n, float 
   }
 }
 
-__global__ void AdamKernel(float* w, const float* g, float* m, float* v, size_t n, float lr,
-                           float b1, float b2, float c1, float c2, float eps, float decay) {
+__global__ void AdamKernel(float* w, const float* g, float* m, float* v, const uint8_t* decays,
+                           size_t n, float lr, float b1, float b2, float c1, float c2, float eps,
+                           float decay) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
     m[i] = b1 * m[i] + (1.0f - b1) * g[i];
     v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-    w[i] -= decay * w[i] + lr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps);
+    w[i] -= DecayOf(decays, i, decay) * w[i] + lr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps);
   }
 }
 
@@ -246,15 +349,30 @@ void Fill(float* p, float value, size_t count, cudaStream_t stream) {
   Launched();
 }
 
+size_t BatchNormScratchSize(int c) { return 2 * size_t(kMaxParts) * size_t(c > 0 ? c : 0); }
+
 void BatchNormTrainForward(const float* x, float* y, float* xhat, float* stats, float* inv_std,
-                           const float* gamma, const float* beta, int n, int c, int hw,
-                           double epsilon, cudaStream_t stream) {
-  BatchNormStatsKernel<<<c, kThreads, 0, stream>>>(x, stats, inv_std, n, c, hw, epsilon);
+                           const float* gamma, const float* beta, double* scratch, int n, int c,
+                           int hw, double epsilon, cudaStream_t stream) {
+  if (c <= 0) return;
+  const ChannelLayout l = Layout(n, c, hw);
+  double* sums = scratch;
+  double* squares = scratch + size_t(c) * l.parts;
+  const dim3 grid(unsigned(c), unsigned(l.parts));
+  BatchNormSumKernel<<<grid, kThreads, 0, stream>>>(x, sums, l);
+  Launched();
+  BatchNormSquaresKernel<<<grid, kThreads, 0, stream>>>(x, sums, squares, l);
+  Launched();
+  BatchNormStatsKernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, stream>>>(sums, squares, stats,
+                                                                               inv_std, l, epsilon);
   Launched();
   const size_t count = size_t(n) * c * hw;
   if (count == 0) return;
-  BatchNormNormalizeKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, xhat, stats, inv_std,
-                                                                   gamma, beta, count, c, hw);
+  WithIndexType(count, [&](auto zero) {
+    using Index = decltype(zero);
+    BatchNormNormalizeKernel<<<Blocks(count), kThreads, 0, stream>>>(
+        x, y, xhat, stats, inv_std, gamma, beta, Index(count), c, hw);
+  });
   Launched();
 }
 
@@ -263,20 +381,34 @@ void BatchNormInferForward(const float* x, float* y, const float* gamma, const f
                            int hw, double epsilon, cudaStream_t stream) {
   const size_t count = size_t(n) * c * hw;
   if (count == 0) return;
-  BatchNormInferKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, gamma, beta, running_mean,
-                                                               running_var, count, c, hw, epsilon);
+  WithIndexType(count, [&](auto zero) {
+    using Index = decltype(zero);
+    BatchNormInferKernel<<<Blocks(count), kThreads, 0, stream>>>(
+        x, y, gamma, beta, running_mean, running_var, Index(count), c, hw, epsilon);
+  });
   Launched();
 }
 
 void BatchNormBackward(const float* dy, const float* xhat, const float* gamma, const float* inv_std,
-                       float* dgamma, float* dbeta, float* dx, int n, int c, int hw,
-                       cudaStream_t stream) {
-  BatchNormGradParamsKernel<<<c, kThreads, 0, stream>>>(dy, xhat, dgamma, dbeta, n, c, hw);
+                       float* dgamma, float* dbeta, float* dx, double* scratch, int n, int c,
+                       int hw, cudaStream_t stream) {
+  if (c <= 0) return;
+  const ChannelLayout l = Layout(n, c, hw);
+  double* db_parts = scratch;
+  double* dg_parts = scratch + size_t(c) * l.parts;
+  BatchNormGradPartsKernel<<<dim3(unsigned(c), unsigned(l.parts)), kThreads, 0, stream>>>(
+      dy, xhat, db_parts, dg_parts, l);
+  Launched();
+  BatchNormGradParamsKernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+      db_parts, dg_parts, dgamma, dbeta, l);
   Launched();
   const size_t count = size_t(n) * c * hw;
   if (dx == nullptr || count == 0) return;
-  BatchNormGradInputKernel<<<Blocks(count), kThreads, 0, stream>>>(
-      dy, xhat, gamma, inv_std, dgamma, dbeta, dx, count, c, hw, double(n) * hw);
+  WithIndexType(count, [&](auto zero) {
+    using Index = decltype(zero);
+    BatchNormGradInputKernel<<<Blocks(count), kThreads, 0, stream>>>(
+        dy, xhat, gamma, inv_std, dgamma, dbeta, dx, Index(count), c, hw, double(n) * hw);
+  });
   Launched();
 }
 
@@ -295,18 +427,20 @@ void SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int n, int 
   Launched();
 }
 
-void SgdUpdate(float* w, const float* g, float* momentum_buf, size_t n, float lr, float mu,
-               float decay, bool nesterov, cudaStream_t stream) {
+void SgdUpdate(float* w, const float* g, float* momentum_buf, const uint8_t* decays, size_t n,
+               float lr, float mu, float decay, bool nesterov, cudaStream_t stream) {
   if (n == 0) return;
-  SgdKernel<<<Blocks(n), kThreads, 0, stream>>>(w, g, momentum_buf, n, lr, mu, decay, nesterov);
+  SgdKernel<<<Blocks(n), kThreads, 0, stream>>>(w, g, momentum_buf, decays, n, lr, mu, decay,
+                                                nesterov);
   Launched();
 }
 
-void AdamUpdate(float* w, const float* g, float* m, float* v, size_t n, float lr, float beta1,
-                float beta2, float c1, float c2, float epsilon, float decay, cudaStream_t stream) {
+void AdamUpdate(float* w, const float* g, float* m, float* v, const uint8_t* decays, size_t n,
+                float lr, float beta1, float beta2, float c1, float c2, float epsilon, float decay,
+                cudaStream_t stream) {
   if (n == 0) return;
-  AdamKernel<<<Blocks(n), kThreads, 0, stream>>>(w, g, m, v, n, lr, beta1, beta2, c1, c2, epsilon,
-                                                 decay);
+  AdamKernel<<<Blocks(n), kThreads, 0, stream>>>(w, g, m, v, decays, n, lr, beta1, beta2, c1, c2,
+                                                 epsilon, decay);
   Launched();
 }
 

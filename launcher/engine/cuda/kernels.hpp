@@ -1,9 +1,9 @@
 // DLH — the engine's own CUDA kernels, for the steps no library call fits: bias and
 // dropout, batch normalisation with DLH's cross-rank statistics, softmax cross-entropy,
 // and the optimizer updates. Host functions that enqueue on `stream`; all arrays are on
-// the device. Every reduction has a fixed shape (one block, fixed thread count, fixed
-// combine order), so results do not depend on scheduling: a resumed run repeats the
-// uninterrupted one bit for bit on the same GPU.
+// the device. Every reduction has a fixed shape (a block count that depends on the tensor
+// shape alone, fixed thread count, fixed combine order), so results do not depend on
+// scheduling: a resumed run repeats the uninterrupted one bit for bit on the same GPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,18 +22,22 @@ void DropoutForward(const float* x, float* y, float* mask, size_t count, uint64_
                     uint64_t threshold, float scale, cudaStream_t stream);
 void Multiply(const float* a, const float* b, float* out, size_t count, cudaStream_t stream);
 
-// Batchnorm over N x C x HW. Training forward writes y, xhat, stats = {mean[C], unbiased
-// var[C]} and inv_std[C] (of the biased variance, for normalising).
+// Batchnorm over N x C x HW. The per-channel sums run on a grid of channels x parts of
+// N*HW; `scratch` (BatchNormScratchSize(c) doubles, owned by the layer) holds the parts'
+// partial sums, which a second kernel adds in a fixed order. Training forward writes y,
+// xhat, stats = {mean[C], unbiased var[C]} and inv_std[C] (of the biased variance, for
+// normalising).
+size_t BatchNormScratchSize(int c);
 void BatchNormTrainForward(const float* x, float* y, float* xhat, float* stats, float* inv_std,
-                           const float* gamma, const float* beta, int n, int c, int hw,
-                           double epsilon, cudaStream_t stream);
+                           const float* gamma, const float* beta, double* scratch, int n, int c,
+                           int hw, double epsilon, cudaStream_t stream);
 void BatchNormInferForward(const float* x, float* y, const float* gamma, const float* beta,
                            const float* running_mean, const float* running_var, int n, int c,
                            int hw, double epsilon, cudaStream_t stream);
 // dx may be null (first layer).
 void BatchNormBackward(const float* dy, const float* xhat, const float* gamma, const float* inv_std,
-                       float* dgamma, float* dbeta, float* dx, int n, int c, int hw,
-                       cudaStream_t stream);
+                       float* dgamma, float* dbeta, float* dx, double* scratch, int n, int c,
+                       int hw, cudaStream_t stream);
 void BatchNormCommit(float* running_mean, float* running_var, const float* stats, int c,
                      double momentum, cudaStream_t stream);
 
@@ -46,10 +50,18 @@ void SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int n, int 
 
 // SGD with optional momentum buffer (null: plain), Nesterov, L2 decay; Adam with
 // decoupled decay (decay = lr * weight_decay) and bias corrections c1, c2.
-void SgdUpdate(float* w, const float* g, float* momentum_buf, size_t n, float lr, float mu,
-               float decay, bool nesterov, cudaStream_t stream);
-void AdamUpdate(float* w, const float* g, float* m, float* v, size_t n, float lr, float beta1,
-                float beta2, float c1, float c2, float epsilon, float decay, cudaStream_t stream);
+//
+// One launch updates every parameter of the engine's flat arrays: each parameter starts
+// at a multiple of kParamAlign floats there, so every chunk of kParamAlign elements
+// belongs to one parameter (or to an alignment gap, whose zeros stay zero), and
+// decays[i / kParamAlign] != 0 says whether element i takes weight decay (biases and
+// batchnorm do not). decays null: every element does.
+constexpr size_t kParamAlign = 64;  // floats: 256 bytes, the alignment cuDNN and cuBLAS like
+void SgdUpdate(float* w, const float* g, float* momentum_buf, const uint8_t* decays, size_t n,
+               float lr, float mu, float decay, bool nesterov, cudaStream_t stream);
+void AdamUpdate(float* w, const float* g, float* m, float* v, const uint8_t* decays, size_t n,
+                float lr, float beta1, float beta2, float c1, float c2, float epsilon, float decay,
+                cudaStream_t stream);
 
 void Fill(float* p, float value, size_t count, cudaStream_t stream);
 

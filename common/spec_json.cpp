@@ -1,0 +1,94 @@
+// DLH — a TrainSpec as spec JSON (see spec_json.hpp).
+#include "common/spec_json.hpp"
+
+namespace dlh {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson LayerJson(const LayerSpec& l) {
+  ojson j = {{"type", LayerKindName(l.kind)}};
+  switch (l.kind) {
+    case LayerKind::Conv2d:
+      j["filters"] = l.filters;
+      j["kernel"] = l.kernel;
+      j["stride"] = l.stride;
+      j["padding"] = l.padding;
+      j["init"] = WeightInitName(l.init);
+      j["bias_init"] = BiasInitName(l.bias_init);
+      break;
+    case LayerKind::MaxPool2d:
+      j["kernel"] = l.kernel;
+      j["stride"] = l.stride;
+      j["padding"] = l.padding;
+      break;
+    case LayerKind::Dense:
+      j["units"] = l.units;
+      j["init"] = WeightInitName(l.init);
+      j["bias_init"] = BiasInitName(l.bias_init);
+      break;
+    case LayerKind::Dropout:
+      j["rate"] = l.rate;
+      break;
+    case LayerKind::BatchNorm:
+      j["momentum"] = l.momentum;
+      j["epsilon"] = l.epsilon;
+      break;
+    case LayerKind::Relu:
+    case LayerKind::Flatten:
+      break;
+  }
+  return j;
+}
+
+ojson OptimizerJson(const OptimizerSpec& o) {
+  if (o.kind == OptimizerSpec::Kind::Adam)
+    return {{"type", "adam"},   {"lr", o.lr},           {"beta1", o.beta1},
+            {"beta2", o.beta2}, {"epsilon", o.epsilon}, {"weight_decay", o.weight_decay}};
+  ojson j = {{"type", "sgd"}, {"lr", o.lr}, {"momentum", o.momentum}};
+  if (o.nesterov) j["nesterov"] = true;  // the parser refuses nesterov without momentum
+  j["weight_decay"] = o.weight_decay;
+  return j;
+}
+
+ojson ScheduleJson(const ScheduleSpec& s) {
+  ojson j = {{"warmup_epochs", s.warmup_epochs}};
+  switch (s.decay) {
+    case ScheduleSpec::Decay::Constant:
+      j["decay"] = "constant";
+      break;
+    case ScheduleSpec::Decay::Step:
+      j["decay"] = "step";
+      j["step_epochs"] = s.step_epochs;
+      j["gamma"] = s.gamma;
+      break;
+    case ScheduleSpec::Decay::Cosine:
+      j["decay"] = "cosine";
+      j["min_lr"] = s.min_lr;
+      break;
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json SpecToJson(const TrainSpec& spec, const std::string& dataset_if_empty) {
+  ojson layers = ojson::array();
+  for (const LayerSpec& l : spec.layers) layers.push_back(LayerJson(l));
+  return {{"name", spec.name},
+          {"input",
+           {{"channels", spec.input.channels},
+            {"height", spec.input.height},
+            {"width", spec.input.width}}},
+          {"classes", spec.classes},
+          {"init", WeightInitName(spec.init)},
+          {"layers", layers},
+          {"optimizer", OptimizerJson(spec.optimizer)},
+          {"schedule", ScheduleJson(spec.schedule)},
+          {"batch_size", spec.batch_size},
+          {"epochs", spec.epochs},
+          {"seed", spec.seed},
+          {"dataset", spec.dataset.empty() ? dataset_if_empty : spec.dataset}};
+}
+
+}  // namespace dlh

@@ -1,0 +1,161 @@
+// DLH — the files of `dlh-launch time-steps` (see time_steps_file.hpp).
+#include "common/time_steps_file.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "common/file_text.hpp"
+#include "common/json_parse.hpp"
+#include "common/spec_json.hpp"
+
+namespace dlh {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kRequestFormat = "dlh-time-steps-request";
+constexpr const char* kResultFormat = "dlh-time-steps-result";
+constexpr int kVersion = 1;
+// A full GPU sweep with its specs is about 1 MiB; far more is not a request.
+constexpr size_t kMaxFileBytes = 64u << 20;
+constexpr const char* kNoDataset = "none (dlh-launch time-steps times random data)";
+
+// Reads and parses `path`; `fail(field, message)` throws the caller's error type.
+template <typename Fail>
+json ReadJsonFile(const std::string& path, const char* format, Fail fail) {
+  std::string text, why;
+  if (!ReadFileText(path, kMaxFileBytes, &text, &why)) fail("", "cannot read: " + why);
+  json j;
+  JsonProblem problem;
+  if (!ParseJsonStrict(text, &j, &problem)) fail(problem.path, problem.message);
+  if (!j.is_object()) fail("", "must be a JSON object, got " + ShownJsonValue(j));
+  const auto f = j.find("format");
+  if (f == j.end() || !f->is_string() || f->get<std::string>() != format)
+    fail("format", std::string("must be \"") + format + "\", got " +
+                       (f == j.end() ? std::string("nothing") : ShownJsonValue(*f)));
+  const auto v = j.find("version");
+  if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() != kVersion)
+    fail("version", "must be " + std::to_string(kVersion) + ", got " +
+                        (v == j.end() ? std::string("nothing") : ShownJsonValue(*v)));
+  return j;
+}
+
+std::string Where(const std::string& path, const std::string& field) {
+  return field.empty() ? path : path + ": " + field;
+}
+
+}  // namespace
+
+std::string TimeStepsRequestText(const std::vector<TimeStepsEntry>& entries) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const TimeStepsEntry& e : entries)
+    list.push_back({{"batch", e.batch}, {"spec", SpecToJson(e.spec, kNoDataset)}});
+  const nlohmann::ordered_json j = {
+      {"format", kRequestFormat}, {"version", kVersion}, {"entries", list}};
+  return j.dump(1) + "\n";
+}
+
+std::vector<TimeStepsEntry> ReadTimeStepsRequest(const std::string& path) {
+  auto fail = [&](const std::string& field, const std::string& message) {
+    throw SpecError(Where(path, field) + ": " + message);
+  };
+  const json j = ReadJsonFile(path, kRequestFormat, fail);
+  const auto list = j.find("entries");
+  if (list == j.end() || !list->is_array())
+    fail("entries", "must be an array, got " +
+                        (list == j.end() ? std::string("nothing") : ShownJsonValue(*list)));
+  std::vector<TimeStepsEntry> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string at = "entries[" + std::to_string(i) + "]";
+    const json& e = (*list)[i];
+    if (!e.is_object()) fail(at, "must be an object, got " + ShownJsonValue(e));
+    TimeStepsEntry entry;
+    const auto batch = e.find("batch");
+    if (batch == e.end() || !batch->is_number_integer() || batch->get<int64_t>() < 0 ||
+        batch->get<int64_t>() > (int64_t(1) << 30))
+      fail(at + ".batch", "must be an integer in [0, 2^30], got " +
+                              (batch == e.end() ? std::string("nothing") : ShownJsonValue(*batch)));
+    entry.batch = batch->get<int64_t>();
+    const auto spec = e.find("spec");
+    if (spec == e.end() || !spec->is_object())
+      fail(at + ".spec", "must be a spec object, got " +
+                             (spec == e.end() ? std::string("nothing") : ShownJsonValue(*spec)));
+    // ParseSpec names the field after its origin: "<path>: entries[3].spec: layers[2]...".
+    entry.spec = ParseSpec(spec->dump(), Where(path, at + ".spec"), "");
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::string TimeStepsResultText(const TimeStepsResult& r) {
+  nlohmann::ordered_json samples = nlohmann::ordered_json::array();
+  for (const TimeStepsSample& s : r.samples)
+    samples.push_back({{"model", s.model},
+                       {"batch", s.batch},
+                       {"seconds", s.seconds >= 0 ? json(s.seconds) : json(nullptr)},
+                       {"joules", s.joules >= 0 ? json(s.joules) : json(nullptr)},
+                       {"error", s.error.empty() ? json(nullptr) : json(s.error)}});
+  const nlohmann::ordered_json j = {{"format", kResultFormat}, {"version", kVersion},
+                                    {"complete", r.complete},  {"device", r.device},
+                                    {"options", r.options},    {"samples", samples}};
+  return j.dump(1) + "\n";
+}
+
+TimeStepsResult ReadTimeStepsResult(const std::string& path) {
+  auto fail = [&](const std::string& field, const std::string& message) {
+    throw EstimateError(Where(path, field) + ": " + message);
+  };
+  const json j = ReadJsonFile(path, kResultFormat, fail);
+  auto get = [&](const json& o, const std::string& at, const char* key) -> const json& {
+    const auto it = o.find(key);
+    if (it == o.end()) fail(at.empty() ? key : at + "." + key, "required");
+    return *it;
+  };
+  TimeStepsResult r;
+  const json& complete = get(j, "", "complete");
+  if (!complete.is_boolean())
+    fail("complete", "must be true or false, got " + ShownJsonValue(complete));
+  r.complete = complete.get<bool>();
+  r.device = get(j, "", "device");
+  if (!r.device.is_object()) fail("device", "must be an object, got " + ShownJsonValue(r.device));
+  r.options = get(j, "", "options");
+  if (!r.options.is_object())
+    fail("options", "must be an object, got " + ShownJsonValue(r.options));
+  const json& list = get(j, "", "samples");
+  if (!list.is_array()) fail("samples", "must be an array, got " + ShownJsonValue(list));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = "samples[" + std::to_string(i) + "]";
+    const json& s = list[i];
+    if (!s.is_object()) fail(at, "must be an object, got " + ShownJsonValue(s));
+    TimeStepsSample out;
+    const json& model = get(s, at, "model");
+    if (!model.is_string() || model.get<std::string>().empty())
+      fail(at + ".model", "must be a non-empty string, got " + ShownJsonValue(model));
+    out.model = model.get<std::string>();
+    const json& batch = get(s, at, "batch");
+    if (!batch.is_number_integer() || batch.get<int64_t>() <= 0)
+      fail(at + ".batch", "must be a positive integer, got " + ShownJsonValue(batch));
+    out.batch = batch.get<int64_t>();
+    // seconds and joules: a positive number, or null (failed / not measured).
+    auto number = [&](const char* key, double* value) {
+      const json& v = get(s, at, key);
+      if (v.is_null()) return;
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > 0))
+        fail(at + "." + key, "must be a positive number or null, got " + ShownJsonValue(v));
+      *value = v.get<double>();
+    };
+    number("seconds", &out.seconds);
+    number("joules", &out.joules);
+    const json& error = get(s, at, "error");
+    if (!error.is_null() && !error.is_string())
+      fail(at + ".error", "must be a string or null, got " + ShownJsonValue(error));
+    if (error.is_string()) out.error = error.get<std::string>();
+    if (out.seconds < 0 && out.error.empty())
+      fail(at + ".seconds", "null without an \"error\" saying why");
+    r.samples.push_back(std::move(out));
+  }
+  return r;
+}
+
+}  // namespace dlh

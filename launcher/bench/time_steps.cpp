@@ -1,0 +1,248 @@
+// DLH — `dlh-launch time-steps` (see time_steps.hpp).
+#include "launcher/bench/time_steps.hpp"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <random>
+
+#include "common/atomic_file.hpp"
+#include "common/cli.hpp"
+#include "common/energy.hpp"
+#include "common/error.hpp"
+#include "common/exit_codes.hpp"
+#include "common/time_steps_file.hpp"
+#include "launcher/comm/mpi.hpp"
+#include "launcher/engine/device.hpp"
+#include "launcher/nn/thread_pool.hpp"
+
+namespace po = boost::program_options;
+
+namespace dlh {
+namespace {
+
+struct Options {
+  std::string kind;  // cpu or cuda
+  int index = -1;    // GPU among the visible ones
+  int warmup = 2, repeats = 5, steps_per_repeat = 3, threads = 0;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// ENERGY HOOK: the one place that chooses the meter of a timed entry (common/energy.hpp):
+// the GPU's own counter by its PCI bus id, or the CPU packages' RAPL counters. nullptr (no
+// joules in the samples) where neither can be read.
+std::unique_ptr<EnergyMeter> OpenEnergyMeter(const Options& o, const Engine& engine) {
+  std::string why_not;
+  if (o.kind == "cuda") {
+    const std::string bus = engine.gpu_pci_bus_id();
+    return bus.empty() ? nullptr : MakeGpuEnergyMeter(bus, &why_not);
+  }
+  return MakeCpuEnergyMeter(&why_not);
+}
+
+// One entry: the engine the trainer would build, random data of the entry's shape, and the
+// trainer's step (trainer.cpp) minus the data loader and the cross-rank averages.
+//
+// Synchronisation: the GPU engine's forward_backward() returns only when backward has run
+// on the device (it reads the loss sums back), while finish_gradients() and update() may
+// return with kernels still queued. So the clock is read right after forward_backward():
+// from one such mark to the next lies exactly one whole step (the previous step's
+// allreduce, statistics and update, then this one's forward and backward), whatever the
+// device queues. A block of S steps is the time between marks S apart; one step more than
+// the blocks need gives the last mark.
+TimeStepsSample TimeEntry(const TimeStepsEntry& entry, const Options& o) {
+  TimeStepsSample sample;
+  sample.model = entry.spec.name;
+  TrainSpec spec = entry.spec;
+  const int64_t batch = entry.batch > 0 ? entry.batch : spec.batch_size;
+  if (batch <= 0 || batch > INT_MAX)
+    throw SpecError(spec.name + ": batch must be a positive integer, got " + std::to_string(batch));
+  sample.batch = batch;
+  spec.batch_size = int(batch);
+
+  EngineConfig ec;
+  ec.spec = &spec;
+  ec.comm = MPI_COMM_WORLD;
+  ec.node_of_rank = {mpi::Hostname()};
+  ec.device = o.index;
+  ec.max_batch = int(batch);
+  std::string note;
+  std::unique_ptr<Engine> engine = MakeEngine(o.kind, ec, &note);
+
+  std::mt19937_64 rng(spec.seed ^ 0x444c4843414cull);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Batch data;
+  data.images.resize({int(batch), spec.input.channels, spec.input.height, spec.input.width});
+  for (float& v : data.images.values()) v = normal(rng);
+  data.labels.resize(size_t(batch));
+  for (int32_t& l : data.labels) l = int32_t(rng() % uint64_t(std::max(1, spec.classes)));
+
+  const float loss_scale = 1.0f / float(batch);
+  int64_t step = 0;
+  double loss_sink = 0;
+  auto forward_backward = [&] {
+    ForwardContext ctx;
+    ctx.training = true;
+    ctx.seed = spec.seed;
+    ctx.step = uint64_t(step);
+    loss_sink += engine->forward_backward(data, ctx, loss_scale).loss;
+  };
+  auto rest_of_step = [&] {
+    engine->finish_gradients();
+    const std::vector<float> stats = engine->batch_stats();  // one rank: its own are the mean
+    if (!stats.empty()) engine->commit_batch_stats(stats);
+    engine->update(spec.optimizer.lr, step);
+    ++step;
+  };
+  for (int i = 0; i < o.warmup; ++i) forward_backward(), rest_of_step();
+
+  using Clock = std::chrono::steady_clock;
+  std::unique_ptr<EnergyMeter> meter = OpenEnergyMeter(o, *engine);
+  std::vector<Clock::time_point> marks;
+  std::vector<double> joules;
+  const int steps = o.repeats * o.steps_per_repeat;
+  for (int s = 0; s <= steps; ++s) {
+    forward_backward();
+    marks.push_back(Clock::now());
+    if (meter) joules.push_back(meter->joules());
+    if (s < steps) rest_of_step();
+  }
+  (void)loss_sink;
+  std::vector<double> block_seconds, block_joules;
+  for (int r = 0; r < o.repeats; ++r) {
+    const size_t a = size_t(r * o.steps_per_repeat), b = a + size_t(o.steps_per_repeat);
+    block_seconds.push_back(std::chrono::duration<double>(marks[b] - marks[a]).count());
+    if (meter) block_joules.push_back(joules[b] - joules[a]);
+  }
+  sample.seconds = Median(block_seconds) / o.steps_per_repeat;
+  const double j = block_joules.empty() ? -1 : Median(block_joules) / o.steps_per_repeat;
+  sample.joules = j > 0 ? j : -1;  // a counter that did not move measured nothing
+  return sample;
+}
+
+nlohmann::json DeviceDescription(const Options& o) {
+  if (o.kind == "cuda") return nlohmann::json::parse(DescribeCudaDevice(o.index));
+  return {{"kind", "cpu"}, {"threads", CpuThreads()}};
+}
+
+}  // namespace
+
+void ParseTimingDevice(const std::string& text, std::string* kind, int* index) {
+  if (text == "cpu") {
+    *kind = "cpu";
+    *index = -1;
+    return;
+  }
+  const std::string cuda = "cuda";
+  if (text == cuda) {
+    *kind = cuda;
+    *index = 0;
+    return;
+  }
+  if (text.rfind(cuda + ":", 0) == 0 && text.size() > cuda.size() + 1 &&
+      text.size() <= cuda.size() + 4 &&
+      std::all_of(text.begin() + long(cuda.size() + 1), text.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    *kind = cuda;
+    *index = std::stoi(text.substr(cuda.size() + 1));
+    return;
+  }
+  throw UsageError("--device: must be cpu, cuda or cuda:N (N: a visible GPU's index), got '" +
+                   text + "'");
+}
+
+int RunTimeStepsCommand(const std::vector<std::string>& args, int rank, int size) {
+  Options o;
+  std::string device = "cpu", in, out;
+  po::options_description d("dlh-launch time-steps: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("device", po::value(&device)->default_value(device), "cpu, cuda (GPU 0) or cuda:N")
+    ("in", po::value(&in), "request: the models and batches to time (dlh-estimate writes it; "
+        "common/time_steps_file.hpp)")
+    ("out", po::value(&out), "result: seconds per step of each entry, rewritten after each one")
+    ("warmup", po::value(&o.warmup)->default_value(o.warmup), "steps before the timing")
+    ("repeats", po::value(&o.repeats)->default_value(o.repeats), "timed blocks; the median")
+    ("steps-per-repeat", po::value(&o.steps_per_repeat)->default_value(o.steps_per_repeat),
+        "steps in each block")
+    ("threads", po::value(&o.threads)->default_value(o.threads),
+        "CPU engine threads (0: OPENBLAS_NUM_THREADS or all cores)");
+  // clang-format on
+  SubcommandSyntax syntax;
+  syntax.prefix = "time-steps: ";
+  syntax.suffix = " (see dlh-launch time-steps --help)";
+  po::variables_map vm;
+  if (ParseSubcommand(args, d, syntax, &vm) == ParseResult::kStop) {
+    if (rank == 0) std::cout << d << "\n";
+    return kExitOk;
+  }
+  if (size != 1)
+    throw UsageError("time-steps: run it as one process (not under mpirun or srun), got " +
+                     std::to_string(size) + " ranks");
+  if (in.empty()) throw UsageError("time-steps: --in is required");
+  if (out.empty()) throw UsageError("time-steps: --out is required");
+  ParseTimingDevice(device, &o.kind, &o.index);
+  if (o.warmup < 0 || o.warmup > 1000) throw UsageError("--warmup: must be 0 to 1000");
+  if (o.repeats < 1 || o.repeats > 1000) throw UsageError("--repeats: must be 1 to 1000");
+  if (o.steps_per_repeat < 1 || o.steps_per_repeat > 1000)
+    throw UsageError("--steps-per-repeat: must be 1 to 1000");
+  if (o.threads < 0) throw UsageError("--threads: must not be negative");
+  if (o.threads > 0) SetCpuThreads(o.threads);
+
+  std::vector<TimeStepsEntry> entries;
+  try {
+    entries = ReadTimeStepsRequest(in);
+  } catch (const SpecError& e) {
+    // One process: a bad request is reported like a bad option, without MPI_Abort's noise.
+    throw UsageError(e.what());
+  }
+  TimeStepsResult result;
+  result.device = DeviceDescription(o);  // fails here, once, on a machine without the GPU
+  result.options = {{"warmup", o.warmup},
+                    {"repeats", o.repeats},
+                    {"steps_per_repeat", o.steps_per_repeat},
+                    {"threads", o.kind == "cpu" ? CpuThreads() : 0}};
+  WriteFileAtomically(out, TimeStepsResultText(result));  // an unwritable --out fails first
+  // The header names the device: dlh-estimate announces the calibration with it.
+  const int threads = CpuThreads();
+  const std::string on =
+      o.kind == "cuda"
+          ? result.device.value("name", "?") + " (GPU " + std::to_string(o.index) + ")"
+          : "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+  std::printf("time-steps: %zu entries on %s\n", entries.size(), on.c_str());
+  std::fflush(stdout);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    TimeStepsSample s;
+    try {
+      s = TimeEntry(entries[i], o);
+      std::printf("[%zu/%zu] %s b%lld: %.3f ms\n", i + 1, entries.size(), s.model.c_str(),
+                  (long long)s.batch, s.seconds * 1e3);
+    } catch (const std::exception& e) {  // dlh::Error, or std::bad_alloc on the host
+      // Too large for the GPU's memory, a layer cuDNN refuses: the other entries still count.
+      s.model = entries[i].spec.name;
+      s.batch = entries[i].batch > 0 ? entries[i].batch : entries[i].spec.batch_size;
+      s.seconds = s.joules = -1;
+      s.error = e.what();
+      std::replace(s.error.begin(), s.error.end(), '\n', ' ');
+      std::printf("[%zu/%zu] %s b%lld: failed: %s\n", i + 1, entries.size(), s.model.c_str(),
+                  (long long)s.batch, s.error.c_str());
+    }
+    std::fflush(stdout);
+    result.samples.push_back(s);
+    result.complete = result.samples.size() == entries.size();
+    WriteFileAtomically(out, TimeStepsResultText(result));
+  }
+  return kExitOk;
+}
+
+}  // namespace dlh
