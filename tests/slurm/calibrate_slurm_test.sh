@@ -123,7 +123,7 @@ timeout 120 dlh-estimate calibrate --slurm --quick --types alpha --device nosuch
 [[ $rc -eq 3 ]] || { cat "$WORK/err.txt" >&2; fail "a failing job: exit $rc, expected 3"; }
 grep -Eq "^dlh-estimate: alpha: not calibrated: job [0-9]+ FAILED, exit code 2 \(NonZeroExitCode\)$" "$WORK/err.txt" ||
   { cat "$WORK/err.txt" >&2; fail "failed job not reported"; }
-grep -q "^  | dlh-estimate: --device: 'nosuch'" "$WORK/err.txt" || { cat "$WORK/err.txt" >&2; fail "log tail not shown"; }
+grep -q "^  | dlh-estimate: --device: must be cpu, cuda or cuda:N, got 'nosuch'" "$WORK/err.txt" || { cat "$WORK/err.txt" >&2; fail "log tail not shown"; }
 [[ ! -e $WORK/bad/alpha.json ]] || fail "a failed job left a calibration"
 check "failing job: $(grep -m1 'alpha: not' "$WORK/err.txt" | cut -c1-80); $(grep -m1 '  | ' "$WORK/err.txt" | cut -c1-60)"
 
