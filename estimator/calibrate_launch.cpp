@@ -17,6 +17,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/temporary_folder.hpp"
 #include "common/time_steps_file.hpp"
 #include "estimator/features.hpp"
 
@@ -26,28 +27,6 @@ namespace dlh {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A private folder for the request and the result, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/dlh-calibrate-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr)
-      throw Error("cannot create a temporary folder " + pattern + ": " + std::strerror(errno));
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // The child: killed and reaped if the estimator leaves before it has finished.
 class Child {
@@ -178,7 +157,7 @@ LaunchedTiming TimeThroughLaunch(
   if (access(launch.c_str(), X_OK) != 0)
     throw Error("cannot run " + launch + ": " + std::strerror(errno) +
                 " (set DLH_LAUNCH to dlh-launch)");
-  TempDir dir;
+  TemporaryFolder dir("dlh-calibrate-");
   const std::string request = dir.path() + "/request.json", result = dir.path() + "/result.json";
   std::vector<TimeStepsSample> samples;  // one per entry, in order
   nlohmann::json description;

@@ -26,6 +26,7 @@
 #include "common/exit_codes.hpp"
 #include "common/file_text.hpp"
 #include "common/program_profile.hpp"
+#include "common/temporary_folder.hpp"
 #include "launcher/comm/binding.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
@@ -257,28 +258,6 @@ void WaitForEveryRank(MPI_Comm comm) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
-
-// A folder of its own under TMPDIR, removed with everything in it when the owner goes.
-class TemporaryFolder {
- public:
-  explicit TemporaryFolder(const std::string& prefix) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
-    if (!mkdtemp(pattern.data()))
-      throw Error("run: cannot create a folder like " + pattern + ": " + std::strerror(errno));
-    path_ = pattern;
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TemporaryFolder(const TemporaryFolder&) = delete;
-  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // The progress channel (progress.hpp): the program writes, the rank reads without blocking.
 class ProgressPipe {

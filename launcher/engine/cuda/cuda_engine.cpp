@@ -23,6 +23,7 @@
 #include "launcher/engine/cuda/gpu_allreduce.hpp"
 #include "launcher/engine/cuda/gpu_layers.hpp"
 #include "launcher/engine/cuda/kernels.hpp"
+#include "launcher/engine/gpu_assignment.hpp"
 #include "launcher/nn/network.hpp"
 
 namespace dlh {
@@ -228,7 +229,7 @@ class CudaEngine : public Engine {
     int count = 0;
     CUDA_CHECK(cudaGetDeviceCount(&count));
     if (count <= 0) throw CudaError("no CUDA device");
-    device_ = config_.device >= 0 ? config_.device : config_.local_rank % count;
+    device_ = GpuIndexFor(config_.device, config_.local_rank, count);  // as device.cpp chose
     if (device_ >= count)
       throw UsageError("GPU " + std::to_string(device_) + " requested, " + std::to_string(count) +
                        " visible");
