@@ -116,7 +116,7 @@ TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& opti
   std::mt19937_64 rng(spec.seed ^ 0x444c4843414cull);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Tensor input({int(batch), spec.input.channels, spec.input.height, spec.input.width});
-  for (float& v : input.values()) v = normal(rng);
+  for (float& v : input) v = normal(rng);
   std::vector<int32_t> labels(size_t(batch), 0);
   for (int32_t& l : labels) l = int32_t(rng() % uint64_t(std::max(1, spec.classes)));
 

@@ -50,7 +50,7 @@ struct Tensors {
     for (int i = 0; i < count; ++i) {
       values.push_back(std::make_unique<Tensor>(std::vector<int>{int(floats)}));
       grads.push_back(std::make_unique<Tensor>(std::vector<int>{int(floats)}));
-      std::fill(grads.back()->values().begin(), grads.back()->values().end(), 1.0f);
+      std::fill(grads.back()->begin(), grads.back()->end(), 1.0f);
       params.push_back(
           {"t" + std::to_string(i), {"w", values.back().get(), grads.back().get(), true}});
       layers.push_back(size_t(i));
@@ -71,15 +71,23 @@ nlohmann::json RunAllreduceBench(MPI_Comm comm, const AllreduceBenchOptions& o) 
   nlohmann::json sizes = nlohmann::json::array();
   for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= size_t(o.size_factor)) {
     const size_t floats = bytes / sizeof(float);
-    std::vector<float> buffer(floats, 1.0f);
-    auto mpi_op = [&] {
-      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), int(floats), MPI_FLOAT, MPI_SUM, comm));
-    };
-    Tensors model(1, floats);
+    // DLH's side is one fused bucket of four gradients, as training fuses a layer's weight
+    // and bias with its neighbours': the bucket is summed in place in the flat gradient
+    // array, so it should cost what MPI_Allreduce of the same bytes costs.
+    const int parts = floats % 4 == 0 ? 4 : 1;
+    Tensors model(parts, floats / size_t(parts));
     GradSyncOptions sync_options;
     sync_options.bucket_bytes = std::max(bytes, sync_options.bucket_bytes);
     GradientSync sync(comm, model.params, model.layers, sync_options);
-    auto dlh_op = [&] { RunSync(sync, 1); };
+    auto dlh_op = [&] { RunSync(sync, size_t(parts)); };
+    // MPI's side sums the very same memory (the gradients are one flat array now): from 1 to
+    // 8 MiB, where buffers straddle the caches, two separate buffers differed by up to 20%
+    // either way from run to run with their physical placement, which hid what the two
+    // code paths cost.
+    float* const flat = model.grads.front()->data();
+    auto mpi_op = [&] {
+      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, flat, int(floats), MPI_FLOAT, MPI_SUM, comm));
+    };
     const int iters = Calibrate(comm, o.block_seconds, mpi_op);
     Calibrate(comm, o.block_seconds, dlh_op);  // warm-up only
     // Alternate the two methods block by block so that both see the same machine noise.
@@ -90,8 +98,13 @@ nlohmann::json RunAllreduceBench(MPI_Comm comm, const AllreduceBenchOptions& o) 
     }
     std::sort(mpi_t.begin(), mpi_t.end());
     std::sort(dlh_t.begin(), dlh_t.end());
-    sizes.push_back(
-        {{"bytes", bytes}, {"mpi_s", mpi_t[mpi_t.size() / 2]}, {"dlh_s", dlh_t[dlh_t.size() / 2]}});
+    sizes.push_back({{"bytes", bytes},
+                     {"mpi_s", mpi_t[mpi_t.size() / 2]},
+                     {"dlh_s", dlh_t[dlh_t.size() / 2]},
+                     {"mpi_min_s", mpi_t.front()},
+                     {"mpi_max_s", mpi_t.back()},
+                     {"dlh_min_s", dlh_t.front()},
+                     {"dlh_max_s", dlh_t.back()}});
   }
 
   // Many small tensors: one MPI_Allreduce per tensor against DLH's fused bucket.
@@ -118,7 +131,9 @@ nlohmann::json RunAllreduceBench(MPI_Comm comm, const AllreduceBenchOptions& o) 
            {{"tensors", o.small_tensors},
             {"bytes_each", o.small_bytes},
             {"per_tensor_s", per_t[per_t.size() / 2]},
-            {"fused_s", fused_t[fused_t.size() / 2]}}}};
+            {"fused_s", fused_t[fused_t.size() / 2]},
+            {"per_tensor_min_s", per_t.front()},
+            {"fused_min_s", fused_t.front()}}}};
 }
 
 }  // namespace dlh

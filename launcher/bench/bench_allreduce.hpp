@@ -24,8 +24,10 @@ struct AllreduceBenchOptions {
 };
 
 // Collective. Returns the results (the same on every rank):
-// {"ranks", "sizes": [{"bytes", "mpi_s", "dlh_s"}], "small": {"tensors", "bytes_each",
-//  "per_tensor_s", "fused_s"}}; times are medians of the slowest rank per block.
+// {"ranks", "sizes": [{"bytes", "mpi_s", "dlh_s", "mpi_min_s", "mpi_max_s", "dlh_min_s",
+//  "dlh_max_s"}], "small": {"tensors", "bytes_each", "per_tensor_s", "fused_s",
+//  "per_tensor_min_s", "fused_min_s"}}; times are of the slowest rank per block, medians
+//  unless the name says min or max (the blocks of the two sides alternate).
 nlohmann::json RunAllreduceBench(MPI_Comm comm, const AllreduceBenchOptions& options);
 
 }  // namespace dlh

@@ -82,7 +82,7 @@ TimeStepsSample TimeEntry(const TimeStepsEntry& entry, const Options& o) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Batch data;
   data.images.resize({int(batch), spec.input.channels, spec.input.height, spec.input.width});
-  for (float& v : data.images.values()) v = normal(rng);
+  for (float& v : data.images) v = normal(rng);
   data.labels.resize(size_t(batch));
   for (int32_t& l : data.labels) l = int32_t(rng() % uint64_t(std::max(1, spec.classes)));
 

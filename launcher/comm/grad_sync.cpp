@@ -3,33 +3,31 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/comm/planner.hpp"
 
 namespace dlh {
-namespace {
-
-// Copies n floats. An empty tensor may own no storage (data() is null), and memcpy to or from
-// a null pointer is undefined behaviour even for 0 bytes (UBSan's nonnull-attribute check).
-void CopyFloats(float* dst, const float* src, size_t n) {
-  if (n > 0) std::memcpy(dst, src, n * sizeof(float));
-}
-
-}  // namespace
 
 GradientSync::GradientSync(MPI_Comm comm, const std::vector<NamedParam>& params,
                            const std::vector<size_t>& param_layer, const GradSyncOptions& options)
-    : comm_(comm), params_(params), options_(options) {
+    : comm_(comm), options_(options) {
   std::vector<size_t> param_count;
-  for (const auto& p : params_) param_count.push_back(p.ref.grad->size());
-  for (BucketPlan& plan : PlanBuckets(param_count, param_layer, options_.bucket_bytes)) {
+  std::vector<ElementRange> param_range;
+  size_t total = 0;
+  for (const auto& p : params) {
+    param_count.push_back(p.ref.grad->size());
+    param_range.push_back(ElementRange{total, p.ref.grad->size()});
+    total += p.ref.grad->size();
+  }
+  flat_ = std::make_shared<std::vector<float>>(total);
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i].ref.grad->share_storage(flat_, param_range[i].offset);
+  for (const BucketPlan& plan : PlanBuckets(param_count, param_layer, options_.bucket_bytes)) {
     Bucket b;
-    b.params = std::move(plan.params);
     b.min_layer = plan.min_layer;
-    if (b.params.size() > 1) b.buffer.resize(plan.count);  // one tensor is reduced in place
+    b.span = BucketSpan(plan, param_range);
     buckets_.push_back(std::move(b));
   }
 }
@@ -46,20 +44,8 @@ void GradientSync::launch(size_t index, bool blocking) {
     b.launched_at = std::chrono::steady_clock::now();
     b.overlapped = !blocking;
   }
-  // A bucket of one tensor is reduced in place: no packing copies.
-  float* data = b.buffer.data();
-  if (b.params.size() == 1) {
-    data = params_[b.params[0]].ref.grad->data();
-  } else {
-    float* dst = data;
-    for (size_t k : b.params) {
-      const Tensor& g = *params_[k].ref.grad;
-      CopyFloats(dst, g.data(), g.size());
-      dst += g.size();
-    }
-  }
-  const size_t elements =
-      b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size();
+  float* data = flat_->data() + b.span.offset;
+  const size_t elements = b.span.count;
   b.launched = true;
   if (options_.reducer) {
     options_.reducer->allreduce(data, elements);
@@ -90,8 +76,7 @@ void GradientSync::report(size_t index) {
   b.reported = true;
   BucketTiming t;
   t.bucket = index;
-  t.bytes = sizeof(float) *
-            (b.params.size() == 1 ? params_[b.params[0]].ref.grad->size() : b.buffer.size());
+  t.bytes = sizeof(float) * b.span.count;
   t.overlapped = b.overlapped;
   t.launched = b.launched_at;
   t.completed = std::chrono::steady_clock::now();
@@ -118,16 +103,6 @@ double GradientSync::finish() {
     if (b.request != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&b.request, MPI_STATUS_IGNORE));
     report(i);
     b.reported = false;
-    if (b.params.size() == 1) {
-      b.launched = false;
-      continue;
-    }
-    const float* src = b.buffer.data();
-    for (size_t k : b.params) {
-      Tensor& g = *params_[k].ref.grad;
-      CopyFloats(g.data(), src, g.size());
-      src += g.size();
-    }
     b.launched = false;
   }
   next_bucket_ = 0;

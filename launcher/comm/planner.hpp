@@ -2,9 +2,8 @@
 // MPI, no CUDA), so they are unit-tested alone (tests/unit/planner_test.cpp):
 //
 //   buckets  which gradients are fused into one allreduce call, in launch order (last layer
-//            first). The CPU GradientSync packs each bucket's gradients into one buffer;
-//            the CUDA engine, whose gradients sit in one flat array, reduces the range the
-//            bucket spans (BucketSpan).
+//            first). Both engines keep the gradients in one flat array (forward order)
+//            and reduce the range each bucket spans (BucketSpan), where backward wrote it.
 //   shards   how the hierarchical allreduce of a node whose peers all have the same rank
 //            count splits `count` elements among its local ranks: equal shards, then a
 //            tail of fewer than local_size elements (PlanShards). HierarchicalAllreducer

@@ -67,7 +67,7 @@ class CpuEngine : public Engine {
 
   std::vector<float> batch_stats() override {
     std::vector<float> out;
-    for (Tensor* s : stats_) out.insert(out.end(), s->values().begin(), s->values().end());
+    for (Tensor* s : stats_) out.insert(out.end(), s->begin(), s->end());
     return out;
   }
 
@@ -110,7 +110,7 @@ class CpuEngine : public Engine {
       NamedArray& a = (*params)[i];
       a.name = live[i].name;
       a.shape = live[i].ref.value->shape();
-      a.data.assign(live[i].ref.value->values().begin(), live[i].ref.value->values().end());
+      a.data.assign(live[i].ref.value->begin(), live[i].ref.value->end());
     }
     *buffers = net_.export_buffers();
     *optimizer_state = opt_->export_state(live);

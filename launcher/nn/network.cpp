@@ -16,7 +16,7 @@ std::string LayerPrefix(size_t index, LayerKind kind) {
 }
 
 NamedArray ToArray(const std::string& name, const Tensor& t) {
-  return NamedArray{name, t.shape(), t.values()};
+  return NamedArray{name, t.shape(), t.to_vector()};
 }
 
 void Import(const std::string& name, Tensor* into,
@@ -25,7 +25,7 @@ void Import(const std::string& name, Tensor* into,
   if (it == by.end()) throw CheckpointError("array '" + name + "' is missing");
   if (it->second->shape != into->shape())
     throw CheckpointError("array '" + name + "' has a different shape than the spec's layer");
-  into->values() = it->second->data;
+  into->assign(it->second->data);
 }
 
 }  // namespace

@@ -231,7 +231,9 @@ dlh-estimate comm "$work/ar.json" --json >"$work/comm.json"
   echo "## Allreduce: DLH's gradient path against Open MPI's MPI_Allreduce (2 ranks)"
   echo
   echo "\`mpirun -np 2 dlh-launch bench-allreduce --max-bytes 256M --factor 2\`: float sum; DLH's path is the"
-  echo "fused gradient bucket training uses; both alternate block by block, median of 7 blocks."
+  echo "fused gradient bucket training uses (four gradients, summed in place in the flat gradient"
+  echo "array); both alternate block by block, min / median / max of 7 blocks, compared best with"
+  echo "best and median with median."
   echo "algbw = bytes / time; busbw = algbw × 2(n−1)/n (nccl-tests)."
   echo
   report allreduce

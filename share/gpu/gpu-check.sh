@@ -21,9 +21,9 @@
 # (nvidia-smi) failing ends the check with a failed row, and gpu_tests runs with
 # REQUIRE_GPU=1, which turns any skipped test into a failed run.
 #
-# The GPU machine brings the CUDA libraries (cudart, cuBLAS, cuDNN, NCCL) itself, from its
-# CUDA toolkit or PyTorch's nvidia-* packages; only glibc and libstdc++ are taken from it
-# besides.
+# The GPU machine brings the CUDA libraries (cudart, cuBLAS and cuBLASLt, cuDNN, NCCL)
+# itself, from its CUDA toolkit or PyTorch's nvidia-* packages; only glibc and libstdc++
+# are taken from it besides.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # DLH_GPU_BUNDLE: where the bundle is packed and read (tests/scripts/gpu_bundle.sh uses a

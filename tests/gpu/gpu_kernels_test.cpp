@@ -13,8 +13,8 @@ TEST(GpuKernels, SoftmaxCrossEntropyMatchesCpu) {
   DLH_REQUIRE_GPU();
   const int n = 300, classes = 10;  // more samples than the kernel's threads
   Tensor logits({n, classes});
-  logits.values() = RandomNormal(size_t(n) * classes, 5);
-  for (float& z : logits.values()) z *= 4;
+  logits.assign(RandomNormal(size_t(n) * classes, 5));
+  for (float& z : logits) z *= 4;
   std::vector<int32_t> labels(n);
   for (int b = 0; b < n; ++b) labels[size_t(b)] = (b * 7) % classes;
   Tensor grad;
@@ -22,7 +22,7 @@ TEST(GpuKernels, SoftmaxCrossEntropyMatchesCpu) {
   const double loss = SoftmaxCrossEntropy(logits, labels.data(), 0.25f, &grad, &correct);
 
   TestGpu gpu(n);
-  DeviceArray<float> dz = Upload(logits.values()), dg = Poisoned(logits.size());
+  DeviceArray<float> dz = Upload(logits.to_vector()), dg = Poisoned(logits.size());
   DeviceArray<int32_t> dl{size_t(n)};
   CUDA_CHECK(cudaMemcpy(dl.get(), labels.data(), labels.size() * 4, cudaMemcpyHostToDevice));
   DeviceArray<double> sums(2);
@@ -38,7 +38,7 @@ TEST(GpuKernels, SoftmaxCrossEntropyMatchesCpu) {
   EXPECT_NEAR(host_sums[0], loss, 1e-9 * std::abs(loss));
   EXPECT_EQ(int64_t(host_sums[1]), correct);
   EXPECT_EQ(host_bad, 0);
-  EXPECT_TRUE(Near(Download(dg.get(), grad.size()), grad.values(), 1e-6));
+  EXPECT_TRUE(Near(Download(dg.get(), grad.size()), grad.to_vector(), 1e-6));
 
   labels[17] = classes;  // out of range: reported, not read out of bounds
   CUDA_CHECK(cudaMemcpy(dl.get(), labels.data(), labels.size() * 4, cudaMemcpyHostToDevice));
@@ -59,8 +59,8 @@ void CompareOptimizer(const OptimizerSpec& spec) {
   const size_t bias_at = (nw + kParamAlign - 1) / kParamAlign * kParamAlign;
   const size_t total = bias_at + kParamAlign;
   Tensor w({int(nw)}), gw({int(nw)}), b({int(nb)}), gb({int(nb)});
-  w.values() = RandomNormal(nw, 8);
-  b.values() = RandomNormal(nb, 9);
+  w.assign(RandomNormal(nw, 8));
+  b.assign(RandomNormal(nb, 9));
   std::vector<NamedParam> params = {{"00.dense/weight", ParamRef{"weight", &w, &gw, true}},
                                     {"00.dense/bias", ParamRef{"bias", &b, &gb, false}}};
   std::unique_ptr<Optimizer> cpu = MakeOptimizer(spec);
@@ -76,14 +76,14 @@ void CompareOptimizer(const OptimizerSpec& spec) {
   std::fill(decays.begin(), decays.begin() + long(bias_at / kParamAlign), uint8_t(1));
   DeviceArray<uint8_t> dd(decays.size());
   CUDA_CHECK(cudaMemcpy(dd.get(), decays.data(), decays.size(), cudaMemcpyHostToDevice));
-  DeviceArray<float> dw = Upload(flat(w.values(), b.values())), dg(total),
+  DeviceArray<float> dw = Upload(flat(w.to_vector(), b.to_vector())), dg(total),
                      a = Upload(std::vector<float>(total, 0)),
                      s = Upload(std::vector<float>(total, 0));
   const double lr = 0.05;
   for (int step = 0; step < 3; ++step) {
-    gw.values() = RandomNormal(nw, 20 + step);
-    gb.values() = RandomNormal(nb, 40 + step);
-    const std::vector<float> g = flat(gw.values(), gb.values());
+    gw.assign(RandomNormal(nw, 20 + step));
+    gb.assign(RandomNormal(nb, 40 + step));
+    const std::vector<float> g = flat(gw.to_vector(), gb.to_vector());
     CUDA_CHECK(cudaMemcpy(dg.get(), g.data(), total * 4, cudaMemcpyHostToDevice));
     cpu->update(params, lr, step);
     const float wd = float(spec.weight_decay);
@@ -99,11 +99,11 @@ void CompareOptimizer(const OptimizerSpec& spec) {
     }
   }
   const std::vector<float> got = Download(dw.get(), total);
-  EXPECT_TRUE(Near(std::vector<float>(got.begin(), got.begin() + long(nw)), w.values(), 1e-6))
+  EXPECT_TRUE(Near(std::vector<float>(got.begin(), got.begin() + long(nw)), w.to_vector(), 1e-6))
       << "weight";
   EXPECT_TRUE(
       Near(std::vector<float>(got.begin() + long(bias_at), got.begin() + long(bias_at + nb)),
-           b.values(), 1e-6))
+           b.to_vector(), 1e-6))
       << "bias (no decay)";
   for (size_t i = 0; i < total; ++i) {
     if (i >= bias_at + nb || (i >= nw && i < bias_at)) {

@@ -31,6 +31,9 @@ struct TestGpu {
     CUBLAS_CHECK(cublasCreate(&b));
     blas = Cublas(b);
     CUBLAS_CHECK(cublasSetStream(b, stream.get()));
+    cublasLtHandle_t l = nullptr;
+    CUBLAS_CHECK(cublasLtCreate(&l));
+    blas_lt = CublasLt(l);
     cudnnHandle_t d = nullptr;
     CUDNN_CHECK(cudnnCreate(&d));
     dnn = Cudnn(d);
@@ -38,6 +41,7 @@ struct TestGpu {
     Fill(ones.get(), 1.0f, ones.size(), stream.get());
     context.stream = stream.get();
     context.cublas = b;
+    context.cublaslt = l;
     context.cudnn = d;
     context.workspace = &workspace;
     context.ones = ones.get();
@@ -45,6 +49,7 @@ struct TestGpu {
   void sync() { CUDA_CHECK(cudaStreamSynchronize(stream.get())); }
   Stream stream;
   Cublas blas;
+  CublasLt blas_lt;
   Cudnn dnn;
   DeviceArray<char> workspace;
   DeviceArray<float> ones;

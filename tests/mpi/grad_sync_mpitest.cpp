@@ -74,6 +74,32 @@ TEST(GradSync, FusesSmallTensorsIntoFewBuckets) {
   EXPECT_EQ(sync10.num_buckets(), 10u);
 }
 
+// No packing copies: every gradient becomes a view of one flat array, in forward order and
+// packed tight, keeping what it held, so each bucket is summed where backward wrote it.
+TEST(GradSync, GradientsBecomeViewsOfOneFlatArrayKeepingTheirValues) {
+  const std::vector<int> sizes = {0, 1, 7, 1000, 3, 65537, 13};
+  Model m(sizes);
+  for (size_t t = 0; t < sizes.size(); ++t)
+    for (int i = 0; i < sizes[t]; ++i) (*m.grads[t])[size_t(i)] = float(t * 100 + size_t(i % 50));
+  GradSyncOptions opt;
+  opt.bucket_bytes = 4096;  // several multi-tensor buckets
+  GradientSync sync(MPI_COMM_WORLD, m.params, m.layer, opt);
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    EXPECT_TRUE(m.grads[t]->is_view()) << "tensor " << t;
+    if (t > 0) {
+      EXPECT_EQ(m.grads[t]->data(), m.grads[t - 1]->data() + sizes[t - 1]) << t;
+    }
+    for (int i = 0; i < sizes[t]; ++i)
+      ASSERT_EQ((*m.grads[t])[size_t(i)], float(t * 100 + size_t(i % 50))) << t << " " << i;
+  }
+  for (size_t l = (sizes.size() + 1) / 2; l-- > 0;) sync.layer_done(l);
+  sync.finish();
+  const float n = float(Size());
+  for (size_t t = 0; t < sizes.size(); ++t)
+    for (int i = 0; i < sizes[t]; ++i)
+      ASSERT_EQ((*m.grads[t])[size_t(i)], n * float(t * 100 + size_t(i % 50))) << t << " " << i;
+}
+
 TEST(GradSync, BucketsAreThoseOfThePlannerTheCudaEngineUses) {
   const std::vector<int> sizes = {0, 1, 7, 1000, 3, 65537, 13, (1 << 20) + 3};
   Model m(sizes);

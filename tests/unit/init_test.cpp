@@ -129,7 +129,7 @@ double FirstLoss(const TrainSpec& spec) {
   Tensor x({256, 1, 28, 28});
   std::mt19937_64 rng(11);
   StandardNormal normal;
-  for (float& v : x.values()) v = float(normal(rng));
+  for (float& v : x) v = float(normal(rng));
   std::vector<int32_t> labels(256);
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t(i % 10);
   const Tensor& logits = net.forward(x, ForwardContext{});

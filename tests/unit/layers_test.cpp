@@ -25,7 +25,7 @@ constexpr double kTolerance = 1e-2;
 Tensor Uniform(std::vector<int> shape, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
   Tensor t(std::move(shape));
   std::uniform_real_distribution<float> dist(lo, hi);
-  for (float& v : t.values()) v = dist(rng);
+  for (float& v : t) v = dist(rng);
   return t;
 }
 
@@ -33,7 +33,7 @@ Tensor Uniform(std::vector<int> shape, std::mt19937_64& rng, float lo = -1.0f, f
 Tensor AwayFromZero(std::vector<int> shape, std::mt19937_64& rng) {
   Tensor t = Uniform(std::move(shape), rng, 0.2f, 1.0f);
   std::bernoulli_distribution sign(0.5);
-  for (float& v : t.values()) v = sign(rng) ? v : -v;
+  for (float& v : t) v = sign(rng) ? v : -v;
   return t;
 }
 
@@ -95,7 +95,7 @@ std::vector<double> NumericGradient(Tensor& values, float eps, F f) {
   return grad;
 }
 
-std::vector<double> AsDouble(const Tensor& t) { return {t.values().begin(), t.values().end()}; }
+std::vector<double> AsDouble(const Tensor& t) { return {t.begin(), t.end()}; }
 
 // Checks dL/dIn and every dL/dParam of `layer` at input `x` against finite differences.
 void CheckGradients(Layer& layer, Tensor x, const ForwardContext& ctx, float eps = 1e-2f) {
@@ -180,7 +180,7 @@ std::unique_ptr<Layer> BatchNormLayer(const Shape3& in, double momentum = 0.1) {
 void RandomizeParams(Layer& layer, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (const ParamRef& p : layer.params()) {
-    for (float& v : p.value->values()) v = dist(rng);
+    for (float& v : *p.value) v = dist(rng);
   }
 }
 
@@ -260,7 +260,7 @@ TEST(Conv2d, BackwardAfterEvaluationForwardStillUsesItsInput) {
   layer->forward(x, out, TrainingContext());
   layer->forward(other, scratch, ForwardContext{});  // evaluation in between
   layer->backward(x, out, r, &g_in);
-  EXPECT_EQ(layer->params()[0].grad->values(), expected.values());
+  EXPECT_EQ(layer->params()[0].grad->to_vector(), expected.to_vector());
 }
 
 // ---------------------------------------------------------------- maxpool2d
@@ -307,7 +307,7 @@ TEST(MaxPool2d, PaddingNeverWins) {
   // All inputs negative: a zero from the padding would win every border window.
   auto layer = Pool({1, 2, 2}, 3, 2, 1);
   Tensor x({1, 1, 2, 2});
-  x.values() = {-4.0f, -3.0f, -2.0f, -1.0f};
+  x.assign({-4.0f, -3.0f, -2.0f, -1.0f});
   Tensor out;
   layer->forward(x, out, ForwardContext{});
   ASSERT_EQ(out.shape(), (std::vector<int>{1, 1, 1, 1}));
@@ -317,12 +317,12 @@ TEST(MaxPool2d, PaddingNeverWins) {
 TEST(MaxPool2d, OverlappingWindowsAccumulateGradient) {
   auto layer = Pool({1, 3, 3}, 2, 1, 0);  // the centre wins all four windows
   Tensor x({1, 1, 3, 3});
-  x.values() = {0, 0, 0, 0, 9, 0, 0, 0, 0};
+  x.assign({0, 0, 0, 0, 9, 0, 0, 0, 0});
   Tensor out, g_in, g_out({1, 1, 2, 2});
-  g_out.values() = {1, 2, 3, 4};
+  g_out.assign({1, 2, 3, 4});
   layer->forward(x, out, TrainingContext());
   layer->backward(x, out, g_out, &g_in);
-  EXPECT_EQ(g_in.values(), (std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0}));
+  EXPECT_EQ(g_in.to_vector(), (std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0}));
 }
 
 // ---------------------------------------------------------------- dense
@@ -372,9 +372,9 @@ TEST(Relu, Gradients) {
 TEST(Relu, Forward) {
   auto layer = Simple(LayerKind::Relu, {4, 1, 1});
   Tensor x({1, 4}), out;
-  x.values() = {-1.5f, 0.0f, 2.0f, -0.0f};
+  x.assign({-1.5f, 0.0f, 2.0f, -0.0f});
   layer->forward(x, out, ForwardContext{});
-  EXPECT_EQ(out.values(), (std::vector<float>{0, 0, 2, 0}));
+  EXPECT_EQ(out.to_vector(), (std::vector<float>{0, 0, 2, 0}));
 }
 
 TEST(Flatten, GradientsAndShape) {
@@ -385,7 +385,7 @@ TEST(Flatten, GradientsAndShape) {
   Tensor out;
   layer->forward(x, out, ForwardContext{});
   EXPECT_EQ(out.shape(), (std::vector<int>{3, 50}));
-  EXPECT_EQ(out.values(), x.values());
+  EXPECT_EQ(out.to_vector(), x.to_vector());
   CheckGradients(*layer, x, TrainingContext());
 }
 
@@ -400,9 +400,9 @@ TEST(Dropout, GradientsInTraining) {
 std::vector<float> DropoutOutput(double rate, const ForwardContext& ctx, int n = 4) {
   auto layer = DropoutLayer({3, 8, 8}, rate);
   Tensor x({n, 3, 8, 8}), out;
-  std::fill(x.values().begin(), x.values().end(), 1.0f);
+  std::fill(x.begin(), x.end(), 1.0f);
   layer->forward(x, out, ctx);
-  return out.values();
+  return out.to_vector();
 }
 
 TEST(Dropout, MaskIsAPureFunctionOfTheContext) {
@@ -427,7 +427,7 @@ TEST(Dropout, EvaluationIsIdentity) {
   const Tensor x = Uniform({3, 2, 5, 5}, rng);
   Tensor out;
   layer->forward(x, out, ForwardContext{});
-  EXPECT_EQ(out.values(), x.values());
+  EXPECT_EQ(out.to_vector(), x.to_vector());
 }
 
 TEST(Dropout, KeptFractionAndScale) {
@@ -435,10 +435,10 @@ TEST(Dropout, KeptFractionAndScale) {
   ForwardContext ctx = TrainingContext();
   auto layer = DropoutLayer({1000, 1, 1}, rate);
   Tensor x({100, 1000}), out;
-  std::fill(x.values().begin(), x.values().end(), 2.0f);
+  std::fill(x.begin(), x.end(), 2.0f);
   layer->forward(x, out, ctx);
   size_t kept = 0;
-  for (float v : out.values()) {
+  for (float v : out) {
     if (v != 0.0f) {
       ++kept;
       EXPECT_FLOAT_EQ(v, float(2.0 / (1.0 - rate)));
@@ -493,15 +493,15 @@ TEST(BatchNorm, CommitFoldsBatchStatisticsIntoRunningStatistics) {
   EXPECT_EQ(buffers[1].name, "running_var");
   Tensor& rmean = *buffers[0].value;
   Tensor& rvar = *buffers[1].value;
-  EXPECT_EQ(rmean.values(), (std::vector<float>{0, 0}));
-  EXPECT_EQ(rvar.values(), (std::vector<float>{1, 1}));
+  EXPECT_EQ(rmean.to_vector(), (std::vector<float>{0, 0}));
+  EXPECT_EQ(rvar.to_vector(), (std::vector<float>{1, 1}));
 
   const Tensor x = Uniform({3, 2, 2, 2}, rng, -2.0f, 3.0f);
   Tensor out;
   layer->forward(x, out, TrainingContext());
   // Forward only records the statistics.
-  EXPECT_EQ(rmean.values(), (std::vector<float>{0, 0}));
-  EXPECT_EQ(rvar.values(), (std::vector<float>{1, 1}));
+  EXPECT_EQ(rmean.to_vector(), (std::vector<float>{0, 0}));
+  EXPECT_EQ(rvar.to_vector(), (std::vector<float>{1, 1}));
 
   Tensor* stats = layer->batch_stats();
   ASSERT_NE(stats, nullptr);
@@ -543,8 +543,8 @@ TEST(BatchNorm, EvaluationUsesRunningStatistics) {
   auto layer = BatchNormLayer({2, 2, 2});
   RandomizeParams(*layer, rng);
   const std::vector<BufferRef> buffers = layer->buffers();
-  buffers[0].value->values() = {0.5f, -1.0f};
-  buffers[1].value->values() = {4.0f, 0.25f};
+  buffers[0].value->assign({0.5f, -1.0f});
+  buffers[1].value->assign({4.0f, 0.25f});
   const Tensor& gamma = *layer->params()[0].value;
   const Tensor& beta = *layer->params()[1].value;
   const Tensor x = Uniform({3, 2, 2, 2}, rng);
@@ -563,7 +563,7 @@ TEST(BatchNorm, EvaluationUsesRunningStatistics) {
 
 TEST(SoftmaxCrossEntropy, HandComputedValues) {
   Tensor logits({2, 2});
-  logits.values() = {0.0f, 0.0f, 3.0f, 1.0f};
+  logits.assign({0.0f, 0.0f, 3.0f, 1.0f});
   const int32_t labels[] = {0, 1};
   Tensor grad;
   int64_t correct = 5;  // added to, not overwritten
@@ -580,14 +580,14 @@ TEST(SoftmaxCrossEntropy, HandComputedValues) {
 
 TEST(SoftmaxCrossEntropy, LargeLogitsAreStable) {
   Tensor logits({1, 3});
-  logits.values() = {1000.0f, 0.0f, -1000.0f};
+  logits.assign({1000.0f, 0.0f, -1000.0f});
   const int32_t label = 1;
   Tensor grad;
   int64_t correct = 0;
   const double loss = SoftmaxCrossEntropy(logits, &label, 1.0f, &grad, &correct);
   EXPECT_NEAR(loss, 1000.0, 1e-6);
   EXPECT_EQ(correct, 0);
-  for (float g : grad.values()) EXPECT_TRUE(std::isfinite(g));
+  for (float g : grad) EXPECT_TRUE(std::isfinite(g));
   EXPECT_NEAR(grad[0], 1.0, 1e-6);
   EXPECT_NEAR(grad[1], -1.0, 1e-6);
 }
@@ -647,8 +647,8 @@ TEST(Layers, ParameterNamesAndDecay) {
   EXPECT_EQ(params[1].name, "beta");
   EXPECT_FALSE(params[0].decay);
   EXPECT_FALSE(params[1].decay);
-  EXPECT_EQ(params[0].value->values(), (std::vector<float>{1, 1, 1}));
-  EXPECT_EQ(params[1].value->values(), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(params[0].value->to_vector(), (std::vector<float>{1, 1, 1}));
+  EXPECT_EQ(params[1].value->to_vector(), (std::vector<float>{0, 0, 0}));
 
   for (LayerKind kind : {LayerKind::Relu, LayerKind::Flatten}) {
     EXPECT_TRUE(Simple(kind, {3, 2, 2})->params().empty());
@@ -662,19 +662,19 @@ TEST(Layers, InitIsDeterministicAndFollowsTheSpec) {
   std::mt19937_64 rng_a(42), rng_b(42), rng_c(43);
   a->init(rng_a);
   b->init(rng_b);
-  EXPECT_EQ(a->params()[0].value->values(), b->params()[0].value->values());
-  EXPECT_EQ(a->params()[1].value->values(), b->params()[1].value->values());
+  EXPECT_EQ(a->params()[0].value->to_vector(), b->params()[0].value->to_vector());
+  EXPECT_EQ(a->params()[1].value->to_vector(), b->params()[1].value->to_vector());
   b->init(rng_c);
-  EXPECT_NE(a->params()[0].value->values(), b->params()[0].value->values());
+  EXPECT_NE(a->params()[0].value->to_vector(), b->params()[0].value->to_vector());
 
   auto rms = [](const Tensor& t) {
     double sq = 0;
-    for (float v : t.values()) sq += double(v) * v;
+    for (float v : t) sq += double(v) * v;
     return std::sqrt(sq / double(t.size()));
   };
   auto max_abs = [](const Tensor& t) {
     float m = 0;
-    for (float v : t.values()) m = std::max(m, std::fabs(v));
+    for (float v : t) m = std::max(m, std::fabs(v));
     return m;
   };
   const Tensor& w = *a->params()[0].value;  // 4608 draws
@@ -693,7 +693,7 @@ TEST(Layers, InitIsDeterministicAndFollowsTheSpec) {
   std::mt19937_64 rng_d(7);
   d->init(rng_d);
   EXPECT_NEAR(rms(*d->params()[0].value), std::sqrt(2.0 / 500), 0.003);
-  EXPECT_EQ(d->params()[1].value->values(), std::vector<float>(20, 0.0f));
+  EXPECT_EQ(d->params()[1].value->to_vector(), std::vector<float>(20, 0.0f));
 }
 
 // Backward overwrites parameter gradients, and grad_in == nullptr skips only dL/dIn.
@@ -711,11 +711,11 @@ TEST(Layers, GradientsAreOverwrittenAndInputGradientIsOptional) {
     const Tensor r = Uniform(out.shape(), rng);
     layer->backward(x, out, r, &g_in);
     std::vector<std::vector<float>> first;
-    for (const ParamRef& p : layer->params()) first.push_back(p.grad->values());
+    for (const ParamRef& p : layer->params()) first.push_back(p.grad->to_vector());
     layer->backward(x, out, r, nullptr);
     std::vector<ParamRef> params = layer->params();
     for (size_t k = 0; k < params.size(); ++k) {
-      EXPECT_EQ(params[k].grad->values(), first[k]) << "layer kind " << int(layer->kind());
+      EXPECT_EQ(params[k].grad->to_vector(), first[k]) << "layer kind " << int(layer->kind());
     }
   }
 }
@@ -739,7 +739,7 @@ TEST(Layers, EmptyBatchIsHarmless) {
     layer->backward(x, out, out, &g_in);
     EXPECT_EQ(g_in.size(), 0u);
     for (const ParamRef& p : layer->params()) {
-      EXPECT_EQ(p.grad->values(), std::vector<float>(p.grad->size(), 0.0f)) << p.name;
+      EXPECT_EQ(p.grad->to_vector(), std::vector<float>(p.grad->size(), 0.0f)) << p.name;
     }
   }
 }

@@ -66,7 +66,7 @@ void ExpectSameBatch(const Batch& a, const Batch& b) {
   EXPECT_EQ(a.epoch, b.epoch);
   EXPECT_EQ(a.step_in_epoch, b.step_in_epoch);
   EXPECT_EQ(a.images.shape(), b.images.shape());
-  EXPECT_EQ(a.images.values(), b.images.values());
+  EXPECT_EQ(a.images.to_vector(), b.images.to_vector());
   EXPECT_EQ(a.labels, b.labels);
 }
 

@@ -124,7 +124,7 @@ std::vector<float> TrainingStep(int threads) {
   const int n = 19;  // not a multiple of the gradient chunks or of any thread count
   Tensor x({n, 3, 12, 12});
   std::normal_distribution<float> dist;
-  for (float& v : x.values()) v = dist(rng);
+  for (float& v : x) v = dist(rng);
   std::vector<int32_t> labels(n);
   for (int i = 0; i < n; ++i) labels[size_t(i)] = i % 10;
 
@@ -144,12 +144,12 @@ std::vector<float> TrainingStep(int threads) {
     layers[k]->backward(k == 0 ? x : acts[k - 1], acts[k], *g, &grads[k]);
     g = &grads[k];
   }
-  std::vector<float> all(acts.back().values());
-  all.insert(all.end(), grads[0].values().begin(), grads[0].values().end());
+  std::vector<float> all(acts.back().to_vector());
+  all.insert(all.end(), grads[0].begin(), grads[0].end());
   std::vector<NamedParam> params;
   for (auto& l : layers)
     for (const ParamRef& p : l->params()) {
-      all.insert(all.end(), p.grad->values().begin(), p.grad->values().end());
+      all.insert(all.end(), p.grad->begin(), p.grad->end());
       params.push_back({p.name, p});
     }
   OptimizerSpec spec;
@@ -157,8 +157,7 @@ std::vector<float> TrainingStep(int threads) {
   spec.weight_decay = 1e-4;
   auto opt = MakeOptimizer(spec);
   opt->update(params, 0.1, 0);
-  for (const auto& p : params)
-    all.insert(all.end(), p.ref.value->values().begin(), p.ref.value->values().end());
+  for (const auto& p : params) all.insert(all.end(), p.ref.value->begin(), p.ref.value->end());
   return all;
 }
 

@@ -22,6 +22,7 @@
 #include "launcher/engine/cuda/backend_api.hpp"
 #include "launcher/engine/cuda/gpu_allreduce.hpp"
 #include "launcher/engine/cuda/gpu_layers.hpp"
+#include "launcher/engine/cuda/gpu_stack.hpp"
 #include "launcher/engine/cuda/kernels.hpp"
 #include "launcher/engine/gpu_assignment.hpp"
 #include "launcher/nn/network.hpp"
@@ -89,20 +90,13 @@ class CudaEngine : public Engine {
     const int n = int(batch.labels.size());
     stage(batch.images.data(), batch.labels.data(), n);
     forward(n, ctx);
-    loss(n, loss_scale, grad_a_.get());
+    loss(n, loss_scale, stack_->output_gradient());
     if (config_.on_forward_done) {
       // Only when timed (--trace): the host waits for forward, so its time is the GPU's.
       CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
       config_.on_forward_done();
     }
-    float* dy = grad_a_.get();
-    for (size_t k = layers_.size(); k-- > 0;) {
-      const float* in = k == 0 ? input_.get() : acts_[k - 1].get();
-      float* dx = k == 0 ? nullptr : (dy == grad_a_.get() ? grad_b_.get() : grad_a_.get());
-      layers_[k]->backward(in, acts_[k].get(), dy, dx, n);
-      sync_->layer_done(k);
-      dy = dx;
-    }
+    stack_->backward(n, [&](size_t k) { sync_->layer_done(k); });
     // The host waits for backward here, so that the trainer's compute time is the GPU's.
     CUDA_CHECK(cudaEventRecord(backward_done_.get(), compute_.get()));
     sync_->wait(backward_done_.get(), "backward");
@@ -253,6 +247,9 @@ class CudaEngine : public Engine {
     CUBLAS_CHECK(cublasCreate(&blas));
     cublas_ = Cublas(blas);
     CUBLAS_CHECK(cublasSetStream(blas, compute_.get()));
+    cublasLtHandle_t blas_lt = nullptr;  // cuBLASLt takes the stream per call
+    CUBLAS_CHECK(cublasLtCreate(&blas_lt));
+    cublas_lt_ = CublasLt(blas_lt);
     cudnnHandle_t dnn = nullptr;
     CUDNN_CHECK(cudnnCreate(&dnn));
     cudnn_ = Cudnn(dnn);
@@ -291,36 +288,36 @@ class CudaEngine : public Engine {
     std::vector<Shape3> shapes = LayerShapes(spec_);
     context_.stream = compute_.get();
     context_.cublas = blas;
+    context_.cublaslt = blas_lt;
     context_.cudnn = dnn;
     context_.workspace = &workspace_;
     ones_.resize(size_t(max_batch));
     Fill(ones_.get(), 1.0f, ones_.size(), compute_.get());
     context_.ones = ones_.get();
-    size_t widest = 0;
     input_.resize(size_t(max_batch) * size_t(spec_.input.elements()));
     labels_.resize(size_t(max_batch));
+    std::vector<std::unique_ptr<GpuLayer>> layers;
     for (size_t i = 0; i < spec_.layers.size(); ++i) {
       char name[64];  // as in the parameter names: "03.conv2d"
       std::snprintf(name, sizeof name, "%02zu.%s", i, LayerKindName(spec_.layers[i].kind));
-      layers_.push_back(
+      layers.push_back(
           MakeGpuLayer(spec_.layers[i], shapes[i], shapes[i + 1], max_batch, &context_, name));
-      acts_.emplace_back(size_t(max_batch) * size_t(shapes[i + 1].elements()));
-      widest = std::max(widest, size_t(shapes[i + 1].elements()));
     }
-    grad_a_.resize(size_t(max_batch) * widest);
-    grad_b_.resize(size_t(max_batch) * widest);
-    std::vector<PointerMap> values(layers_.size()), grads(layers_.size()), buffers(layers_.size());
+    stack_ = std::make_unique<GpuStack>(std::move(layers), shapes, max_batch);
+    const size_t layer_count = stack_->size();
+    std::vector<PointerMap> values(layer_count), grads(layer_count), buffers(layer_count);
     for (const Slot& s : param_slots_) {
       values[LayerOf(s.name)][LeafOf(s.name)] = params_.get() + s.offset;
       grads[LayerOf(s.name)][LeafOf(s.name)] = grads_.get() + s.offset;
     }
     for (const Slot& s : buffer_slots_)
       buffers[LayerOf(s.name)][LeafOf(s.name)] = buffers_.get() + s.offset;
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      layers_[i]->bind(values[i], grads[i], buffers[i]);
-      if (layers_[i]->batch_stats()) {
-        stat_layers_.push_back(layers_[i].get());
-        stats_total_ += size_t(layers_[i]->batch_stats_len());
+    for (size_t i = 0; i < layer_count; ++i) {
+      GpuLayer& layer = stack_->layer(i);
+      layer.bind(values[i], grads[i], buffers[i]);
+      if (layer.batch_stats()) {
+        stat_layers_.push_back(&layer);
+        stats_total_ += size_t(layer.batch_stats_len());
       }
     }
     stats_host_.resize(stats_total_);
@@ -374,19 +371,14 @@ class CudaEngine : public Engine {
     CUDA_CHECK(cudaStreamWaitEvent(compute_.get(), copied_.get(), 0));
   }
 
-  void forward(int n, ForwardContext ctx) {
-    const float* x = input_.get();
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      ctx.layer_index = int(i);
-      layers_[i]->forward(x, acts_[i].get(), n, ctx);
-      x = acts_[i].get();
-    }
-  }
+  // input_ holds the batch until the next stage(), after this step's backward: as long as
+  // the stack needs it (gpu_stack.hpp).
+  void forward(int n, const ForwardContext& ctx) { stack_->forward(input_.get(), n, ctx); }
 
   void loss(int n, float scale, float* grad) {
     CUDA_CHECK(cudaMemsetAsync(bad_label_.get(), 0, sizeof(int), compute_.get()));
-    SoftmaxCrossEntropy(acts_.back().get(), labels_.get(), n, spec_.classes, scale, grad,
-                        sums_.get(), bad_label_.get(), compute_.get());
+    SoftmaxCrossEntropy(stack_->output(), labels_.get(), n, spec_.classes, scale, grad, sums_.get(),
+                        bad_label_.get(), compute_.get());
     CUDA_CHECK(cudaMemcpyAsync(host_sums_.get(), sums_.get(), 2 * sizeof(double),
                                cudaMemcpyDeviceToHost, compute_.get()));
     CUDA_CHECK(cudaMemcpyAsync(host_bad_.get(), bad_label_.get(), sizeof(int),
@@ -451,6 +443,7 @@ class CudaEngine : public Engine {
   Stream compute_, copy_;
   Event copied_, loss_ready_, backward_done_;
   Cublas cublas_;
+  CublasLt cublas_lt_;
   Cudnn cudnn_;
   GpuContext context_;
   DeviceArray<char> workspace_;
@@ -458,10 +451,11 @@ class CudaEngine : public Engine {
   size_t param_total_ = 0, buffer_total_ = 0;
   DeviceArray<float> params_, grads_, slot_a_, slot_b_, buffers_, ones_;
   DeviceArray<uint8_t> decay_chunks_;  // per kParamAlign chunk of params_: 1 if it decays
-  DeviceArray<float> input_, grad_a_, grad_b_;
+  DeviceArray<float> input_;
   DeviceArray<int32_t> labels_;
-  std::vector<DeviceArray<float>> acts_;
-  std::vector<std::unique_ptr<GpuLayer>> layers_;
+  // The layers and their activations; after the handles, context and workspace they use,
+  // so destroyed before them.
+  std::unique_ptr<GpuStack> stack_;
   std::vector<GpuLayer*> stat_layers_;
   size_t stats_total_ = 0;         // floats of batch statistics, all layers
   PinnedArray<float> stats_host_;  // their staging both ways

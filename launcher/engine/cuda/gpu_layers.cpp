@@ -2,7 +2,9 @@
 #include "launcher/engine/cuda/gpu_layers.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -63,23 +65,40 @@ class GpuRelu : public ShapedLayer {
   ActDesc act_;
 };
 
-class GpuFlatten : public ShapedLayer {
+// An output_is_input() layer must be given its input as its output (forward) and its
+// output gradient as its input gradient (backward); anything else is a caller's bug, which
+// a copy would hide.
+void CheckIsInput(const float* out, const float* in, const char* layer) {
+  if (out != in)
+    throw Error(std::string(layer) + ": not given its input's memory as its output (internal)");
+}
+
+// NCHW and N x (C*H*W) are the same bytes: the output is the input, and nothing runs.
+class GpuFlatten : public GpuLayer {
  public:
-  GpuFlatten(const Shape3& in, GpuContext* c) : ShapedLayer(in, c) {}
-  void forward(const float* x, float* y, int n, const ForwardContext&) override {
-    CopyOnStream(y, x, count(n), c_->stream);
+  bool output_is_input() const override { return true; }
+  void forward(const float* x, float* y, int, const ForwardContext&) override {
+    CheckIsInput(y, x, "flatten");
   }
-  void backward(const float*, const float*, const float* dy, float* dx, int n) override {
-    if (dx) CopyOnStream(dx, dy, count(n), c_->stream);
+  void backward(const float*, const float*, const float* dy, float* dx, int) override {
+    if (dx != nullptr) CheckIsInput(dx, dy, "flatten");
   }
 };
 
+// At rate 0 dropout is the identity, in training too: the output is the input, as for
+// flatten. At a positive rate inference copies, since training needs the layer's own output
+// memory and the engine lays memory out once (GpuStack).
 class GpuDropout : public ShapedLayer {
  public:
   GpuDropout(const Shape3& in, double rate, int max_batch, GpuContext* c)
-      : ShapedLayer(in, c), rate_(rate), mask_(count(max_batch)) {}
+      : ShapedLayer(in, c), rate_(rate), mask_(rate > 0.0 ? count(max_batch) : 0) {}
+  bool output_is_input() const override { return rate_ <= 0.0; }
   void forward(const float* x, float* y, int n, const ForwardContext& ctx) override {
-    if (!ctx.training || rate_ <= 0.0) {
+    if (output_is_input()) {
+      CheckIsInput(y, x, "dropout");
+      return;
+    }
+    if (!ctx.training) {
       CopyOnStream(y, x, count(n), c_->stream);
       masked_ = false;
       return;
@@ -90,6 +109,10 @@ class GpuDropout : public ShapedLayer {
     masked_ = true;
   }
   void backward(const float*, const float*, const float* dy, float* dx, int n) override {
+    if (output_is_input()) {
+      if (dx != nullptr) CheckIsInput(dx, dy, "dropout");
+      return;
+    }
     if (dx == nullptr) return;
     if (masked_)
       Multiply(dy, mask_.get(), dx, count(n), c_->stream);
@@ -311,8 +334,121 @@ class GpuConv2d : public GpuLayer {
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
 };
 
+// The largest power of two, at most 256, that divides every address: the alignment
+// cuBLASLt's heuristic must be told (it assumes 256), since an algorithm chosen for a wider
+// one may use vector loads that fault on a narrower.
+unsigned CommonAlignment(std::initializer_list<const void*> pointers) {
+  uintptr_t bits = 256;
+  for (const void* p : pointers) bits |= reinterpret_cast<uintptr_t>(p);
+  return unsigned(bits & (~bits + 1));  // the lowest set bit
+}
+
+template <typename T>
+void SetMatmulAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what,
+                        const T& value) {
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, what, &value, sizeof value));
+}
+
+// A column-major fp32 rows x cols matrix with leading dimension ld.
+MatrixLayout MakeLayout(int rows, int cols, int ld) {
+  cublasLtMatrixLayout_t l = nullptr;
+  CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, uint64_t(rows), uint64_t(cols), int64_t(ld)));
+  return MatrixLayout(l);
+}
+
+// One GEMM in cuBLASLt's column-major terms, D (m x n) = op(A) (m x k) * op(B) (k x n),
+// with a bias epilogue: BIAS adds bias[m] to every column of D; BGRADB writes to bias[n]
+// the sums of op(B)'s columns over k.
+struct LtGemmShape {
+  cublasOperation_t trans_a, trans_b;
+  int m, n, k, lda, ldb, ldd;
+  cublasLtEpilogue_t epilogue;
+};
+
+// A GEMM's descriptors and the one algorithm cuBLASLt's heuristic gave for them. Chosen
+// once and kept: the same algorithm every step keeps the bits the same run to run (a
+// BGRADB reduction's order is fixed per algorithm), as PickAlgo does for cuDNN.
+struct LtGemm {
+  MatmulDesc desc;
+  MatrixLayout a, b, d;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+  bool usable = false;  // false: no algorithm for this shape and epilogue
+};
+
+// cuBLASLt's scratch: what NVIDIA suggests for Hopper, within the engine's limit.
+constexpr size_t kLtWorkspace = size_t(32) << 20;
+
+LtGemm PlanLtGemm(GpuContext* c, const LtGemmShape& s, const void* bias, unsigned alignment) {
+  LtGemm g;
+  cublasLtMatmulDesc_t desc = nullptr;
+  // Plain fp32 arithmetic, as cublasSgemm's default math and the CPU engine (the TF32
+  // variant would be CUBLAS_COMPUTE_32F_FAST_TF32). The bias has D's type, fp32, by default.
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  g.desc = MatmulDesc(desc);
+  SetMatmulAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, int32_t(s.trans_a));
+  SetMatmulAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, int32_t(s.trans_b));
+  SetMatmulAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(s.epilogue));
+  // The heuristic reads the bias pointer's value for its alignment.
+  SetMatmulAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  g.a = s.trans_a == CUBLAS_OP_N ? MakeLayout(s.m, s.k, s.lda) : MakeLayout(s.k, s.m, s.lda);
+  g.b = s.trans_b == CUBLAS_OP_N ? MakeLayout(s.k, s.n, s.ldb) : MakeLayout(s.n, s.k, s.ldb);
+  g.d = MakeLayout(s.m, s.n, s.ldd);
+
+  cublasLtMatmulPreference_t p = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p));
+  MatmulPreference pref(p);
+  const uint64_t limit = std::min(c->workspace_limit, kLtWorkspace);
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &limit, sizeof limit));
+  const uint32_t align = alignment;
+  for (auto what :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, what, &align, sizeof align));
+
+  constexpr int kAsk = 8;
+  cublasLtMatmulHeuristicResult_t found[kAsk] = {};
+  int got = 0;
+  // C is D (beta is 0). NOT_SUPPORTED: no algorithm has this epilogue for this shape.
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      c->cublaslt, desc, g.a.get(), g.b.get(), g.d.get(), g.d.get(), p, kAsk, found, &got);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) return g;
+  CUBLAS_CHECK(status);
+  for (int i = 0; i < got && !g.usable; ++i)
+    if (found[i].state == CUBLAS_STATUS_SUCCESS && found[i].workspaceSize <= limit) {
+      g.algo = found[i].algo;  // the fastest by the heuristic's estimate
+      g.workspace = found[i].workspaceSize;
+      g.usable = true;
+    }
+  if (g.usable && c->workspace->size() < g.workspace) {
+    // Growing frees the old scratch, which queued work may still use.
+    CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    c->workspace->resize(g.workspace);
+  }
+  return g;
+}
+
+void RunLtGemm(GpuContext* c, const LtGemm& g, const float* a, const float* b, float* d,
+               const void* bias) {
+  // Set on every call, so that a layer bound again to other arrays cannot use a stale
+  // pointer (the plan's alignment was checked by the caller).
+  SetMatmulAttribute(g.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  const float one = 1, zero = 0;
+  CUBLAS_CHECK(cublasLtMatmul(c->cublaslt, g.desc.get(), &one, a, g.a.get(), b, g.b.get(), &zero, d,
+                              g.d.get(), d, g.d.get(), &g.algo, c->workspace->get(), g.workspace,
+                              c->stream));
+}
+
 // y (n x units) = x (n x in) W^T + b with W row-major units x in. cuBLAS is column-major,
 // where the same memory holds W^T (in x units) and x^T (in x n): y^T = op_T(W^T) x^T.
+//
+// The bias rides on cuBLASLt epilogues: forward adds it in the GEMM (BIAS), backward takes
+// its gradient from the weight-gradient GEMM (BGRADB: there dy is operand B and the bias
+// gradient its sums over the batch, GEMM dimension k). Where cuBLASLt has no such
+// algorithm for a shape, or the context turns fusion off, the plain cuBLAS GEMMs run with
+// a separate bias kernel and a GEMV against ones; results agree to fp32 rounding.
 class GpuDense : public GpuLayer {
  public:
   GpuDense(const Shape3& in, const Shape3& out, GpuContext* c)
@@ -325,10 +461,19 @@ class GpuDense : public GpuLayer {
   }
   void forward(const float* x, float* y, int n, const ForwardContext&) override {
     if (n == 0) return;
+    const LtGemmShape shape{CUBLAS_OP_T,           CUBLAS_OP_N,  units_,       n,
+                            in_features_,          in_features_, in_features_, units_,
+                            CUBLASLT_EPILOGUE_BIAS};
+    if (const LtGemm* g = plan(&forward_, n, shape, {w_, x, y, b_}, b_)) {
+      RunLtGemm(c_, *g, w_, x, y, b_);
+      ++c_->dense_bias_fused;
+      return;
+    }
     const float one = 1, zero = 0;
     CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_T, CUBLAS_OP_N, units_, n, in_features_, &one,
                              w_, in_features_, x, in_features_, &zero, y, units_));
     AddBias(y, b_, n, units_, c_->stream);
+    ++c_->dense_bias_unfused;
   }
   void backward(const float* x, const float*, const float* dy, float* dx, int n) override {
     const float one = 1, zero = 0;
@@ -337,11 +482,27 @@ class GpuDense : public GpuLayer {
       Fill(db_, 0, size_t(units_), c_->stream);
       return;
     }
-    // dW^T (in x units) = x^T (in x n) * dy (n x units); db = dy^T * ones.
-    CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_features_, units_, n, &one, x,
-                             in_features_, dy, units_, &zero, dw_, in_features_));
-    CUBLAS_CHECK(cublasSgemv(c_->cublas, CUBLAS_OP_N, units_, n, &one, dy, units_, c_->ones, 1,
-                             &zero, db_, 1));
+    // dW^T (in x units) = x^T (in x n) * dy (n x units); db = the column sums of dy (n x
+    // units), fused (BGRADB) or as dy^T * ones.
+    const LtGemmShape shape{CUBLAS_OP_N,
+                            CUBLAS_OP_T,
+                            in_features_,
+                            units_,
+                            n,
+                            in_features_,
+                            units_,
+                            in_features_,
+                            CUBLASLT_EPILOGUE_BGRADB};
+    if (const LtGemm* g = plan(&backward_, n, shape, {x, dy, dw_, db_}, db_)) {
+      RunLtGemm(c_, *g, x, dy, dw_, db_);
+      ++c_->dense_bias_fused;
+    } else {
+      CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_features_, units_, n, &one,
+                               x, in_features_, dy, units_, &zero, dw_, in_features_));
+      CUBLAS_CHECK(cublasSgemv(c_->cublas, CUBLAS_OP_N, units_, n, &one, dy, units_, c_->ones, 1,
+                               &zero, db_, 1));
+      ++c_->dense_bias_unfused;
+    }
     // dx^T (in x n) = W^T (in x units) * dy^T (units x n).
     if (dx != nullptr)
       CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in_features_, n, units_, &one,
@@ -349,8 +510,25 @@ class GpuDense : public GpuLayer {
   }
 
  private:
+  // Plans by batch size (training and evaluation batches differ) and by the alignment of
+  // the arrays (each plan holds for the alignment it was chosen for).
+  using Plans = std::map<std::pair<int, unsigned>, LtGemm>;
+
+  // The plan for batch n, made on first use; null when fusion is off or cuBLASLt has no
+  // algorithm for it (the caller runs the unfused path).
+  const LtGemm* plan(Plans* plans, int n, const LtGemmShape& shape,
+                     std::initializer_list<const void*> arrays, const void* bias) {
+    if (!c_->fuse_dense_bias || c_->cublaslt == nullptr) return nullptr;
+    const unsigned alignment = CommonAlignment(arrays);
+    const auto key = std::make_pair(n, alignment);
+    auto it = plans->find(key);
+    if (it == plans->end()) it = plans->emplace(key, PlanLtGemm(c_, shape, bias, alignment)).first;
+    return it->second.usable ? &it->second : nullptr;
+  }
+
   int in_features_, units_;
   GpuContext* c_;
+  Plans forward_, backward_;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
 };
 
@@ -417,7 +595,7 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, 
     case LayerKind::Relu:
       return std::make_unique<GpuRelu>(in, context);
     case LayerKind::Flatten:
-      return std::make_unique<GpuFlatten>(in, context);
+      return std::make_unique<GpuFlatten>();
     case LayerKind::Dropout:
       return std::make_unique<GpuDropout>(in, spec.rate, max_batch, context);
     case LayerKind::BatchNorm:

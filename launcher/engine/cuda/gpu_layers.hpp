@@ -1,6 +1,7 @@
 // DLH — the GPU layers: the same layer kinds, shapes and arithmetic as launcher/nn/layers/,
-// on device memory. cuDNN runs convolution, pooling and ReLU; cuBLAS the dense layers;
-// kernels.cu the rest. Every call enqueues on the engine's compute stream and returns.
+// on device memory. cuDNN runs convolution, pooling and ReLU; cuBLASLt the dense layers
+// (their bias fused into the GEMMs); kernels.cu the rest. Every call enqueues on the engine's
+// compute stream and returns.
 //
 // Parameters, their gradients and buffers live in the engine's flat device arrays (one
 // contiguous gradient array is what lets a fused allreduce bucket be a plain range); a
@@ -23,10 +24,18 @@ namespace cuda {
 struct GpuContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
+  cublasLtHandle_t cublaslt = nullptr;  // dense layers (null: their unfused path)
   cudnnHandle_t cudnn = nullptr;
-  DeviceArray<char>* workspace = nullptr;  // cuDNN scratch, grown on demand
-  const float* ones = nullptr;             // max_batch ones (dense bias gradient)
+  DeviceArray<char>* workspace = nullptr;  // cuDNN and cuBLASLt scratch, grown on demand
+  const float* ones = nullptr;             // max_batch ones (unfused dense bias gradient)
   size_t workspace_limit = size_t(1) << 30;
+  // Dense layers add the bias in the forward GEMM's epilogue and take the bias gradient
+  // from the weight-gradient GEMM's (cuBLASLt). false: plain cuBLAS GEMMs plus AddBias and
+  // a GEMV, the path a layer also takes for a shape cuBLASLt has no epilogue algorithm for.
+  bool fuse_dense_bias = true;
+  // Dense bias steps (forward add, backward gradient) that ran fused and unfused: the
+  // tests check that the fused path really runs, which the values alone cannot tell.
+  int64_t dense_bias_fused = 0, dense_bias_unfused = 0;
 };
 
 using PointerMap = std::map<std::string, float*>;
@@ -39,6 +48,10 @@ class GpuLayer {
   // Writes parameter gradients and, when dx is not null, dLoss/dx. x and y are those of
   // the last training forward.
   virtual void backward(const float* x, const float* y, const float* dy, float* dx, int n) = 0;
+  // True for a layer whose output is its input, reshaped or unchanged (flatten; dropout at
+  // rate 0): it must be given y == x and dx == dy (or null), and then enqueues nothing.
+  // GpuStack gives it no memory of its own, so it costs no kernel and no copy.
+  virtual bool output_is_input() const { return false; }
   virtual void bind(const PointerMap& values, const PointerMap& grads, const PointerMap& buffers) {
     (void)values, (void)grads, (void)buffers;
   }

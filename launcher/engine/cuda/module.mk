@@ -15,7 +15,9 @@ ifeq ($(WITH_CUDA),1)
 CUDA_CPP_SRCS := $(wildcard launcher/engine/cuda/*.cpp)
 CUDA_CU_SRCS := $(wildcard launcher/engine/cuda/*.cu)
 CUDA_OBJS := $(CUDA_CPP_SRCS:%.cpp=$(OBJDIR)/%.o) $(CUDA_CU_SRCS:%.cu=$(OBJDIR)/%.cu.o)
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lnccl -lcudart
+# cuBLASLt: the dense layers' fused bias epilogues (gpu_layers.cpp); libcublas needs it too.
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublasLt -lcublas \
+  -lnccl -lcudart
 
 # Host code that calls CUDA libraries: the ordinary compiler, with the toolkit's headers.
 $(OBJDIR)/launcher/engine/cuda/%.o: launcher/engine/cuda/%.cpp

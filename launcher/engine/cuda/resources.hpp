@@ -1,8 +1,10 @@
 // DLH — RAII owners of the CUDA handles the engine uses: device and pinned host arrays,
-// streams, events, cuBLAS and cuDNN handles and cuDNN descriptors. Each owner releases
+// streams, events, cuBLAS, cuBLASLt and cuDNN handles and their descriptors. Each owner releases
 // its handle exactly once and is movable, not copyable. Release errors are ignored: they
 // happen while unwinding from an earlier error that is the one worth reporting.
 #pragma once
+
+#include <cublasLt.h>
 
 #include <cstddef>
 #include <utility>
@@ -47,6 +49,18 @@ struct EventTraits {
 struct CublasTraits {
   static void release(cublasHandle_t h) { cublasDestroy(h); }
 };
+struct CublasLtTraits {
+  static void release(cublasLtHandle_t h) { cublasLtDestroy(h); }
+};
+struct MatmulDescTraits {
+  static void release(cublasLtMatmulDesc_t d) { cublasLtMatmulDescDestroy(d); }
+};
+struct MatrixLayoutTraits {
+  static void release(cublasLtMatrixLayout_t l) { cublasLtMatrixLayoutDestroy(l); }
+};
+struct MatmulPreferenceTraits {
+  static void release(cublasLtMatmulPreference_t p) { cublasLtMatmulPreferenceDestroy(p); }
+};
 struct CudnnTraits {
   static void release(cudnnHandle_t h) { cudnnDestroy(h); }
 };
@@ -69,6 +83,10 @@ struct ActDescTraits {
 using Stream = Handle<cudaStream_t, StreamTraits>;
 using Event = Handle<cudaEvent_t, EventTraits>;
 using Cublas = Handle<cublasHandle_t, CublasTraits>;
+using CublasLt = Handle<cublasLtHandle_t, CublasLtTraits>;
+using MatmulDesc = Handle<cublasLtMatmulDesc_t, MatmulDescTraits>;
+using MatrixLayout = Handle<cublasLtMatrixLayout_t, MatrixLayoutTraits>;
+using MatmulPreference = Handle<cublasLtMatmulPreference_t, MatmulPreferenceTraits>;
 using Cudnn = Handle<cudnnHandle_t, CudnnTraits>;
 using TensorDesc = Handle<cudnnTensorDescriptor_t, TensorDescTraits>;
 using FilterDesc = Handle<cudnnFilterDescriptor_t, FilterDescTraits>;

@@ -37,12 +37,12 @@ void BatchNorm::init(std::mt19937_64& rng) {
 }
 
 void BatchNorm::reset() {
-  std::fill(gamma_.values().begin(), gamma_.values().end(), 1.0f);
+  std::fill(gamma_.begin(), gamma_.end(), 1.0f);
   beta_.zero();
   grad_gamma_.zero();
   grad_beta_.zero();
   running_mean_.zero();
-  std::fill(running_var_.values().begin(), running_var_.values().end(), 1.0f);
+  std::fill(running_var_.begin(), running_var_.end(), 1.0f);
   stats_.zero();
 }
 
