@@ -44,6 +44,39 @@ Handle LinkCreationWithIntermediates() {
   return lcpl;
 }
 
+// Large arrays go to the file in pieces of about this size, each copied into one small
+// buffer first. Measured here (128 MiB, 1 MiB write(2) calls, then fsync): the kernel copies
+// into the page cache in 0.17-0.19 s from 128 MiB of distinct memory, in 0.034 s (the copy
+// in user space included) from one reused 1 MiB buffer, which is what dd does; the
+// fsync after takes 0.12 s either way. H5Dwrite of a whole array hands the kernel the
+// large buffer in one call.
+constexpr size_t kPieceBytes = size_t(1) << 20;
+
+// Writes `data` (row-major `dims`, elements of `element_bytes` in memory) into `dset` a block
+// of whole rows (first dimension) at a time through one reused buffer; a row larger than
+// kPieceBytes is one piece. The file gets the same bytes as one H5Dwrite of everything.
+void WriteInPieces(hid_t dset, hid_t file_space, hid_t mem_type, const std::vector<hsize_t>& dims,
+                   const void* data, size_t element_bytes) {
+  size_t row_bytes = element_bytes;
+  for (size_t i = 1; i < dims.size(); ++i) row_bytes *= size_t(dims[i]);
+  const hsize_t rows_per_piece = std::max<hsize_t>(1, kPieceBytes / row_bytes);
+  std::vector<unsigned char> piece(size_t(std::min(rows_per_piece, dims[0])) * row_bytes);
+  std::vector<hsize_t> start(dims.size(), 0), count(dims);
+  const auto* from = static_cast<const unsigned char*>(data);
+  for (hsize_t row = 0; row < dims[0]; row += rows_per_piece) {
+    const hsize_t rows = std::min(rows_per_piece, dims[0] - row);
+    const size_t bytes = size_t(rows) * row_bytes;
+    std::memcpy(piece.data(), from + size_t(row) * row_bytes, bytes);
+    start[0] = row;
+    count[0] = rows;
+    H5_CHECK(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                                 nullptr));
+    const hsize_t elements = bytes / element_bytes;
+    Handle mem_space(H5_CHECK(H5Screate_simple(1, &elements, nullptr)));
+    H5_CHECK(H5Dwrite(dset, mem_type, mem_space.id(), file_space, H5P_DEFAULT, piece.data()));
+  }
+}
+
 void WriteTyped(hid_t loc, const std::string& path, const std::vector<hsize_t>& dims,
                 hid_t file_type, hid_t mem_type, const void* data) {
   Silence();
@@ -57,7 +90,13 @@ void WriteTyped(hid_t loc, const std::string& path, const std::vector<hsize_t>& 
       H5Dcreate2(loc, path.c_str(), file_type, space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT)));
   size_t count = 1;
   for (hsize_t d : dims) count *= d;
-  if (count > 0) H5_CHECK(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+  if (count == 0) return;
+  const size_t element_bytes = H5Tget_size(mem_type);
+  if (dims.empty() || count * element_bytes <= kPieceBytes) {
+    H5_CHECK(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+    return;
+  }
+  WriteInPieces(dset.id(), space.id(), mem_type, dims, data, element_bytes);
 }
 
 // HDF5 reads what the FILE holds: every element of the dataspace, each converted through a

@@ -291,8 +291,9 @@ echo "{\"metrics\": \"$work/ovh/metrics.jsonl\", \"train\": $ovh_train, \"epochs
   echo "\`dlh-launch bench-checkpoint --mb N\` times one whole \`CheckpointDir::save\` call (HDF5"
   echo "file, fsync, rename, folder fsync; whatever the training loop waits for) of N MiB of"
   echo "parameters plus N MiB of momentum, against \`dd if=/dev/zero bs=1M conv=fsync\` of the same"
-  echo "size into the same folder, and against a plain write(2) + fsync of the same arrays"
-  echo "(\`bench-checkpoint --raw\`: the floor under any file format); 5 rounds, the order rotated,"
+  echo "size into the same folder, and against a plain write(2) + fsync of the same arrays, 1 MiB"
+  echo "at a time through one buffer as dd and DLH's save write (\`bench-checkpoint --raw\`: the"
+  echo "floor under any file format); 5 rounds, the order rotated,"
   echo "each into a fresh file. GB/s = file bytes / seconds."
   echo
   report checkpoint

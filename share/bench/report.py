@@ -281,10 +281,13 @@ def checkpoint(work, goals):
               ", ".join(f"{100 * x[1]:.0f}% at {x[0]} MiB params" for x in ratios),
               worst[1] >= 0.8,
               f"at {worst[0]} MiB: DLH {bw['dlh'] / 1e9:.2f} GB/s, a plain write + fsync of "
-              f"the same arrays {bw['raw'] / 1e9:.2f} GB/s "
+              f"the same arrays through the same 1 MiB buffer {bw['raw'] / 1e9:.2f} GB/s "
               f"({100 * bw['raw'] / bw['dd']:.0f}% of dd), dd from /dev/zero "
-              f"{bw['dd'] / 1e9:.2f} GB/s; DLH's save reaches "
-              f"{100 * bw['dlh'] / bw['raw']:.0f}% of the plain write")
+              f"{bw['dd'] / 1e9:.2f} GB/s (it writes one cache-hot buffer; a checkpoint must "
+              f"also read its arrays from memory); DLH's save reaches "
+              f"{100 * bw['dlh'] / bw['raw']:.0f}% of the plain write, the rest being the "
+              f"crc32 of every array on the other core (CPU-bound at about 1.5 GB/s: taken "
+              f"inline it made the save slower), HDF5's metadata and the rename with its fsyncs")
 
     o = json.load(open(os.path.join(work, "ovh.json")))
     steps = [json.loads(l) for l in open(o["metrics"]) if '"samples_per_s"' in l]
