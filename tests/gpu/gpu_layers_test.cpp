@@ -32,21 +32,6 @@ LayerSpec Pool(int kernel, int stride, int padding) {
   s.kernel = kernel, s.stride = stride, s.padding = padding;
   return s;
 }
-LayerSpec Kind(LayerKind k) {
-  LayerSpec s;
-  s.kind = k;
-  return s;
-}
-LayerSpec Dense(int units) {
-  LayerSpec s = Kind(LayerKind::Dense);
-  s.units = units;
-  return s;
-}
-LayerSpec Drop(double rate) {
-  LayerSpec s = Kind(LayerKind::Dropout);
-  s.rate = rate;
-  return s;
-}
 
 // Runs one layer on both engines; checks training forward and backward, then (for
 // batchnorm) the statistics commit and an inference forward.

@@ -16,22 +16,6 @@ namespace {
 
 constexpr double kTolerance = 1e-5;
 
-LayerSpec Kind(LayerKind k) {
-  LayerSpec s;
-  s.kind = k;
-  return s;
-}
-LayerSpec Dense(int units) {
-  LayerSpec s = Kind(LayerKind::Dense);
-  s.units = units;
-  return s;
-}
-LayerSpec Drop(double rate) {
-  LayerSpec s = Kind(LayerKind::Dropout);
-  s.rate = rate;
-  return s;
-}
-
 // A network on both engines: the CPU layers (initialised from a fixed seed) and a GpuStack
 // of GPU layers bound to copies of their parameters, with NaN-poisoned gradients.
 struct Net {

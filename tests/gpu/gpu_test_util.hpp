@@ -18,6 +18,23 @@
 namespace dlh {
 namespace cuda {
 
+// Layer specs for the tests' networks (the other fields keep LayerSpec's defaults).
+inline LayerSpec Kind(LayerKind k) {
+  LayerSpec s;
+  s.kind = k;
+  return s;
+}
+inline LayerSpec Dense(int units) {
+  LayerSpec s = Kind(LayerKind::Dense);
+  s.units = units;
+  return s;
+}
+inline LayerSpec Drop(double rate) {
+  LayerSpec s = Kind(LayerKind::Dropout);
+  s.rate = rate;
+  return s;
+}
+
 // Empty when a GPU is usable, else why not (set once by main).
 std::string& NoGpuReason();
 
