@@ -46,7 +46,6 @@ void GradientSync::launch(size_t index, bool blocking) {
   }
   float* data = flat_->data() + b.span.offset;
   const size_t elements = b.span.count;
-  b.launched = true;
   if (options_.reducer) {
     options_.reducer->allreduce(data, elements);
     report(index);
@@ -103,7 +102,6 @@ double GradientSync::finish() {
     if (b.request != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&b.request, MPI_STATUS_IGNORE));
     report(i);
     b.reported = false;
-    b.launched = false;
   }
   next_bucket_ = 0;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

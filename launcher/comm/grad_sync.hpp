@@ -74,7 +74,6 @@ class GradientSync {
     size_t min_layer = 0;  // ready once this layer is done
     ElementRange span;     // its gradients' place in flat_
     MPI_Request request = MPI_REQUEST_NULL;
-    bool launched = false;
     // For options_.on_bucket: when it was launched, whether during backward, and whether its
     // completion was reported this step.
     std::chrono::steady_clock::time_point launched_at;
