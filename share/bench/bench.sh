@@ -343,7 +343,7 @@ sbatch_bench() {
     source "$cluster/env.sh"
     cd "$work"
     auto="spec=$root/share/examples/fashion-mnist.json,samples=60000,deadline=30m"
-    for _ in $(seq "$rounds"); do
+    for _ in $(seq "$sbatch_rounds"); do
       t0=$EPOCHREALTIME
       sbatch --hold -o /dev/null --wrap true >/dev/null 2>"$work/plain.err" ||
         { echo "unavailable: sbatch failed: $(tail -1 "$work/plain.err")"; break; }
@@ -362,7 +362,7 @@ sbatch_bench() {
   rm -rf "$cluster"
   cluster=""
 }
-rounds=20
+sbatch_rounds=20
 sbatch_bench >"$work/sbatch.txt"
 # A failure midway leaves its "unavailable" line last: report that alone.
 if grep -q '^unavailable' "$work/sbatch.txt"; then
@@ -372,7 +372,7 @@ fi
   echo "## sbatch --dlh-auto: time added to a submission"
   echo
   echo "A local Slurm 22.05 cluster (share/slurm/start-cluster.sh, \`spank_dlh.so\` in its"
-  echo "plugstack.conf with share/cluster/local.json); $rounds rounds of \`sbatch --hold --wrap true\`"
+  echo "plugstack.conf with share/cluster/local.json); $sbatch_rounds rounds of \`sbatch --hold --wrap true\`"
   echo "without and with \`--dlh-auto=spec=share/examples/fashion-mnist.json,samples=60000,deadline=30m\`,"
   echo "alternating, each timed from start to exit; the held jobs are cancelled afterwards."
   echo
