@@ -94,14 +94,14 @@ class CpuEngine : public Engine {
   std::vector<NamedArray> export_params() override { return net_.export_params(); }
   std::vector<NamedArray> export_buffers() override { return net_.export_buffers(); }
   std::vector<NamedArray> export_optimizer_state() override {
-    return opt_->export_state(net_.params());
+    std::vector<NamedArray> state;
+    opt_->export_state(net_.params(), &state);
+    return state;
   }
-  // The parameters are copied into the previous snapshot's arrays: on a VM a page fault
-  // costs tens of microseconds, and a snapshot into fresh memory took longer than the write
-  // it hands to the background. (Here, not in nn/: the calibration's engine fingerprint
-  // hashes nn/, and this changes no step's speed.) The optimizer state comes as new arrays,
-  // which malloc serves from the memory the last snapshot freed once its adaptive mmap
-  // threshold has grown past their size; batch-norm buffers are small.
+  // The parameters and the optimizer state are copied into the previous snapshot's arrays:
+  // on a VM a page fault costs tens of microseconds, and a snapshot into fresh memory took
+  // longer than the write it hands to the background (arrays above malloc's 32 MB mmap
+  // ceiling come as fresh pages every time). Batch-norm buffers are small.
   void export_state(std::vector<NamedArray>* params, std::vector<NamedArray>* buffers,
                     std::vector<NamedArray>* optimizer_state) override {
     const std::vector<NamedParam>& live = net_.params();
@@ -113,7 +113,7 @@ class CpuEngine : public Engine {
       a.data.assign(live[i].ref.value->begin(), live[i].ref.value->end());
     }
     *buffers = net_.export_buffers();
-    *optimizer_state = opt_->export_state(live);
+    opt_->export_state(live, optimizer_state);
   }
   void import_state(const std::vector<NamedArray>& params, const std::vector<NamedArray>& buffers,
                     const std::vector<NamedArray>& optimizer_state) override {

@@ -28,19 +28,22 @@ class Slots {
     return per[slot];
   }
 
-  std::vector<NamedArray> export_state(const std::vector<NamedParam>& params) const {
-    std::vector<NamedArray> out;
+  void export_state(const std::vector<NamedParam>& params, std::vector<NamedArray>* out) const {
+    out->resize(params.size() * names_.size());
+    size_t k = 0;
     for (size_t p = 0; p < params.size(); ++p) {
+      const Tensor& value = *params[p].ref.value;
       for (size_t s = 0; s < names_.size(); ++s) {
-        NamedArray a;
+        NamedArray& a = (*out)[k++];
         a.name = params[p].name + "/" + names_[s];
-        a.shape = params[p].ref.value->shape();
-        bool have = p < data_.size() && !data_[p].empty() && !data_[p][s].empty();
-        a.data = have ? data_[p][s] : std::vector<float>(params[p].ref.value->size(), 0.0f);
-        out.push_back(std::move(a));
+        a.shape = value.shape();
+        const bool have = p < data_.size() && !data_[p].empty() && !data_[p][s].empty();
+        if (have)
+          a.data.assign(data_[p][s].begin(), data_[p][s].end());
+        else
+          a.data.assign(value.size(), 0.0f);
       }
     }
-    return out;
   }
 
   void import_state(const std::vector<NamedParam>& params, const std::vector<NamedArray>& state) {
@@ -103,9 +106,12 @@ class Sgd : public Optimizer {
       });
     }
   }
-  std::vector<NamedArray> export_state(const std::vector<NamedParam>& params) const override {
-    if (spec_.momentum == 0) return {};
-    return slots_.export_state(params);
+  void export_state(const std::vector<NamedParam>& params,
+                    std::vector<NamedArray>* out) const override {
+    if (spec_.momentum == 0)
+      out->clear();
+    else
+      slots_.export_state(params, out);
   }
   void import_state(const std::vector<NamedParam>& params,
                     const std::vector<NamedArray>& state) override {
@@ -145,8 +151,9 @@ class Adam : public Optimizer {
       });
     }
   }
-  std::vector<NamedArray> export_state(const std::vector<NamedParam>& params) const override {
-    return slots_.export_state(params);
+  void export_state(const std::vector<NamedParam>& params,
+                    std::vector<NamedArray>* out) const override {
+    slots_.export_state(params, out);
   }
   void import_state(const std::vector<NamedParam>& params,
                     const std::vector<NamedArray>& state) override {

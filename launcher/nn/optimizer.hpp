@@ -19,8 +19,11 @@ class Optimizer {
   // One update with learning rate `lr`; `step` is the 0-based global step (Adam's bias
   // correction uses step + 1). Gradients must already be the global mean.
   virtual void update(const std::vector<NamedParam>& params, double lr, int64_t step) = 0;
-  // State arrays named "<param name>/<slot>", in parameter order.
-  virtual std::vector<NamedArray> export_state(const std::vector<NamedParam>& params) const = 0;
+  // State arrays named "<param name>/<slot>", in parameter order, copied into `out`'s
+  // arrays: a checkpoint snapshot reuses the previous one's memory instead of faulting in
+  // fresh pages (Adam's moments of a large layer are each above malloc's mmap threshold).
+  virtual void export_state(const std::vector<NamedParam>& params,
+                            std::vector<NamedArray>* out) const = 0;
   // Restores export_state() output. Throws CheckpointError on a missing or misshapen slot.
   virtual void import_state(const std::vector<NamedParam>& params,
                             const std::vector<NamedArray>& state) = 0;
