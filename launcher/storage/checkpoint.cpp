@@ -519,15 +519,30 @@ std::vector<std::string> SplitNames(const std::string& text) {
   return out;
 }
 
-void WriteContents(hid_t f, const TrainState& s) {
-  // The crc32 runs at about 1.5 GB/s, as long as a fast disk takes to write the same bytes:
-  // it runs beside the writes (which alone call HDF5) and its attribute is written last.
-  // The future's destructor waits for it should a write throw, so `s` outlives it.
-  std::future<uint32_t> crc;
+// The checksum and the CPU time of the thread that computed it.
+struct TimedChecksum {
+  uint32_t crc = 0;
+  CpuSeconds cpu;
+};
+
+void WriteContents(hid_t f, const TrainState& s, CpuSeconds* checksum_cpu) {
+  // The crc32 (zlib's, about 7 GB/s here) runs beside the writes, which alone call HDF5,
+  // and its attribute is written last. The future's destructor waits for it should a write
+  // throw, so `s` outlives it.
+  auto timed = [&s] {
+    const CpuSeconds before = ThisThreadCpu();
+    TimedChecksum out;
+    out.crc = Checksum(s);
+    out.cpu = ThisThreadCpu() - before;
+    return out;
+  };
+  std::future<TimedChecksum> crc;
+  bool crc_thread = true;
   try {
-    crc = std::async(std::launch::async, [&s] { return Checksum(s); });
+    crc = std::async(std::launch::async, timed);
   } catch (const std::system_error&) {  // no thread to be had: compute it in get()
-    crc = std::async(std::launch::deferred, [&s] { return Checksum(s); });
+    crc = std::async(std::launch::deferred, timed);
+    crc_thread = false;
   }
   h5::SetAttr(f, ".", "format_version", int64_t{kCheckpointFormatVersion});
   h5::SetAttr(f, ".", "producer", std::string(kProducer));
@@ -564,7 +579,10 @@ void WriteContents(hid_t f, const TrainState& s) {
       h5::WriteFloats(f, std::string(sec.group) + "/" + a.name, dims, a.data.data());
     }
   }
-  h5::SetAttr(f, ".", "checksum", FormatChecksum(crc.get()));
+  const TimedChecksum sum = crc.get();
+  // Deferred, it ran on this thread, which the caller measures already.
+  if (checksum_cpu && crc_thread) *checksum_cpu += sum.cpu;
+  h5::SetAttr(f, ".", "checksum", FormatChecksum(sum.crc));
 }
 
 // ---- reading ----------------------------------------------------------------------------
@@ -780,7 +798,7 @@ bool WriterGone(pid_t pid) {
 
 // ---- public API -------------------------------------------------------------------------
 
-void SaveCheckpoint(const std::string& path, const TrainState& state) {
+void SaveCheckpoint(const std::string& path, const TrainState& state, CpuSeconds* checksum_cpu) {
   if (path.empty() || fs::path(path).filename().empty())
     throw CheckpointError(Quote(path) + ": not a checkpoint file name");
   Validate(path, state);
@@ -799,7 +817,7 @@ void SaveCheckpoint(const std::string& path, const TrainState& state) {
       try {
         {
           h5::File file(tmp, h5::Mode::Create);
-          WriteContents(file.id(), state);
+          WriteContents(file.id(), state, checksum_cpu);
           file.flush_and_sync();
           file.close();
         }
@@ -874,7 +892,7 @@ std::vector<std::string> CheckpointDir::list_newest_first() const {
   return out;
 }
 
-std::string CheckpointDir::save(const TrainState& state, int keep) {
+std::string CheckpointDir::save(const TrainState& state, int keep, CpuSeconds* checksum_cpu) {
   if (keep < 1)
     throw CheckpointError(dir_ + ": keep must be at least 1, not " + std::to_string(keep));
   std::string path = path_for_step(state.step);
@@ -892,7 +910,7 @@ std::string CheckpointDir::save(const TrainState& state, int keep) {
     for (const std::string& s : stale) unlink(s.c_str());
   }
 
-  SaveCheckpoint(path, state);
+  SaveCheckpoint(path, state, checksum_cpu);
 
   // Rotation: the file just written always stays and counts towards `keep`; of the others
   // the newest stay. (It is not always the newest: a run resumed from an older checkpoint.)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/thread_cpu.hpp"
 #include "launcher/nn/named_array.hpp"
 
 namespace dlh {
@@ -60,8 +61,11 @@ struct TrainState {
 
 // Writes `state` to `path` atomically: a temporary file beside it, fsync, rename, fsync
 // of the folder. A crash at any point leaves either the old file set or the new file.
-// Throws CheckpointError.
-void SaveCheckpoint(const std::string& path, const TrainState& state);
+// Throws CheckpointError. The checksum runs on a thread of its own beside the writes; where
+// `checksum_cpu` is given, that thread's CPU time is added to it (the caller's own thread
+// measures itself).
+void SaveCheckpoint(const std::string& path, const TrainState& state,
+                    CpuSeconds* checksum_cpu = nullptr);
 
 // Reads and validates (format_version, checksum, required fields). Throws
 // CheckpointError naming the file and what is wrong.
@@ -73,8 +77,9 @@ class CheckpointDir {
   explicit CheckpointDir(std::string dir);
   std::string path_for_step(int64_t step) const;
   std::vector<std::string> list_newest_first() const;  // complete files only (no .tmp)
-  // Saves and then deletes the oldest files beyond `keep` (keep >= 1).
-  std::string save(const TrainState& state, int keep);
+  // Saves and then deletes the oldest files beyond `keep` (keep >= 1). `checksum_cpu`: as
+  // for SaveCheckpoint.
+  std::string save(const TrainState& state, int keep, CpuSeconds* checksum_cpu = nullptr);
   // Newest checkpoint that loads and validates; each rejected newer file is reported
   // through `warn` (may be empty) as "<file>: skipped: <reason>". Returns false when there
   // is none.

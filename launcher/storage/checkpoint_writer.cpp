@@ -72,12 +72,16 @@ void CheckpointWriter::run() {
     WrittenCheckpoint done;
     std::exception_ptr failure;
     const auto start = std::chrono::steady_clock::now();
+    const CpuSeconds cpu_before = ThisThreadCpu();
     try {
       done.step = state.step;
       done.started = start;
-      done.path = dir_.save(state, keep_);
+      CpuSeconds checksum_cpu;
+      done.path = dir_.save(state, keep_, &checksum_cpu);
       done.write_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      done.cpu = ThisThreadCpu() - cpu_before;
+      done.cpu += checksum_cpu;
       struct stat st {};
       if (stat(done.path.c_str(), &st) == 0) done.bytes = uint64_t(st.st_size);
     } catch (...) {

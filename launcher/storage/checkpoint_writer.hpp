@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/thread_cpu.hpp"
 #include "launcher/storage/checkpoint.hpp"
 
 namespace dlh {
@@ -23,7 +24,10 @@ struct WrittenCheckpoint {
   int64_t step = 0;
   std::string path;
   double write_seconds = 0;  // the writer's time for the whole CheckpointDir::save
-  uint64_t bytes = 0;        // file size
+  // The CPU time of the writer thread and the checksum's thread over that save: where every
+  // core trains, what the write takes from training although the loop does not wait for it.
+  CpuSeconds cpu;
+  uint64_t bytes = 0;  // file size
   // When the writer thread began it: with write_seconds, the write's place on a timeline
   // (metrics.jsonl, --trace).
   std::chrono::steady_clock::time_point started;

@@ -323,6 +323,7 @@ class Trainer {
   double eval_seconds_ = 0, checkpoint_seconds_ = 0;
   // The writer's seconds and files of this run (rank 0): summary.json's "checkpoints".
   double checkpoint_write_seconds_ = 0;
+  CpuSeconds checkpoint_write_cpu_;
   int64_t checkpoints_written_ = 0;
   int64_t waited_step_ = -1;  // the step of the last checkpoint the loop waited for
   // This rank's seconds in compute and in the allreduces over this run's steps: summary.json
@@ -1117,6 +1118,7 @@ void Trainer::snapshot(TrainState* st) const {
 // Rank 0: a checkpoint reached the disk. metrics.jsonl says when and how long it took.
 void Trainer::note_written(const WrittenCheckpoint& written) {
   checkpoint_write_seconds_ += written.write_seconds;
+  checkpoint_write_cpu_ += written.cpu;
   ++checkpoints_written_;
   const Clock::time_point done =
       written.started + std::chrono::duration_cast<Clock::duration>(
@@ -1130,6 +1132,8 @@ void Trainer::note_written(const WrittenCheckpoint& written) {
                   {"step", written.step},
                   {"path", written.path},
                   {"write_s", written.write_seconds},
+                  {"write_cpu_s", written.cpu.total()},
+                  {"write_sys_s", written.cpu.system},
                   {"bytes", written.bytes},
                   {"background", written.step != waited_step_}});
 }
@@ -1356,7 +1360,8 @@ void Trainer::write_summary(uint32_t crc) {
   summary["checkpoints"] = {{"mode", o_.checkpoint_sync ? "sync" : "background"},
                             {"written", checkpoints_written_},
                             {"blocked_s", checkpoint_seconds_},
-                            {"write_s", checkpoint_write_seconds_}};
+                            {"write_s", checkpoint_write_seconds_},
+                            {"write_cpu_s", checkpoint_write_cpu_.total()}};
   if (balance_ != BalanceMode::Off || !history_.empty()) {
     summary["balance"] = {{"mode", BalanceModeName(balance_)},
                           {"history", SplitHistoryJson(history_)}};

@@ -4,7 +4,7 @@
 # rank 0 copies the state to host memory at a step boundary and one writer thread writes and
 # fsyncs the HDF5 file while the loop goes on) and with --checkpoint-sync (the loop waits for
 # the whole write).
-#   ckpt_overhead.sh BINDIR WORK   (about 10 minutes on 2 cores; BENCH_CKPT_ROUNDS (2),
+#   ckpt_overhead.sh BINDIR WORK   (about 15 minutes on 2 cores; BENCH_CKPT_ROUNDS (3),
 #                                   BENCH_CKPT_RUN_S (64, seconds a run should last))
 # Writes WORK/ckpt_overhead/setup.json and WORK/ckpt_overhead/runs.jsonl (one line per run)
 # for report.py's "ckpt_overhead" section, or WORK/ckpt_overhead/unavailable with the reason.
@@ -32,7 +32,7 @@ py=/usr/bin/python3
 out=$work/ckpt_overhead
 rm -rf "$out"
 mkdir -p "$out"
-rounds=${BENCH_CKPT_ROUNDS:-2}
+rounds=${BENCH_CKPT_ROUNDS:-3}
 run_s=${BENCH_CKPT_RUN_S:-64}
 batch=32      # global: 16 samples per rank and step
 units=10240   # the wide layer: 784 x 10240 weights, 32 MB, and twice that in Adam's moments
@@ -126,7 +126,10 @@ print(json.dumps({
     "loop_s": sum(r["time"]["total"] for r in timed),
     "blocked_s": [r["time"]["checkpoint"] for r in timed if r["time"]["checkpoint"] > 0],
     "blocked_steps": [r["step"] for r in timed if r["time"]["checkpoint"] > 0],
-    "writes": [{k: r[k] for k in ("step", "write_s", "bytes", "background")}
+    # write_cpu_s, write_sys_s: the writer's and checksum's threads' CPU seconds (absent
+    # from builds before they were measured).
+    "writes": [{k: r[k] for k in ("step", "write_s", "bytes", "background", "write_cpu_s",
+                                  "write_sys_s") if k in r}
                for r in recs if r.get("event") == "checkpoint"],
     "last_step_s": step[-1]["time"]["total"],
     "file_bytes": max((os.path.getsize(f) for f in files), default=0),

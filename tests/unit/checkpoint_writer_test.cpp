@@ -60,6 +60,23 @@ TEST_F(CheckpointWriterTest, WritesEverySubmittedStateInOrder) {
   EXPECT_TRUE(writer.take_written().empty());  // taken once
 }
 
+// The write's CPU time counts the writer's thread and the checksum's: a 32 MB state takes
+// both some milliseconds of work (the checksum's in user space), never nothing.
+TEST_F(CheckpointWriterTest, MeasuresTheWritesCpuTime) {
+  CpuSeconds checksum;
+  SaveCheckpoint(tmp_.path() + "/direct.h5", StateAt(1, 8u << 20), &checksum);
+  EXPECT_GT(checksum.user, 0);
+  EXPECT_GE(checksum.system, 0);
+
+  CheckpointWriter writer(dir_, 2);
+  writer.submit([&](TrainState* s) { *s = StateAt(2, 8u << 20); });
+  writer.wait();
+  const std::vector<WrittenCheckpoint> written = writer.take_written();
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_GT(written[0].cpu.user, 0);
+  EXPECT_GE(written[0].cpu.system, 0);
+}
+
 TEST_F(CheckpointWriterTest, RotatesLikeTheFolder) {
   {
     CheckpointWriter writer(dir_, 2);
