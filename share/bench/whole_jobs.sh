@@ -6,7 +6,8 @@
 # and exits 0 when the cluster cannot run here. About 5 minutes on 2 cores.
 #
 # The cluster is share/cluster/local.json with two alpha nodes (fake GPUs: CPU ranks, timed by
-# share/calibration/cpu.json); both nodes are this machine, which the description says
+# share/calibration/cpu.json, or by BENCH_CALIBRATION when set: a calibration made on this
+# host, as make bench does); both nodes are this machine, which the description says
 # (runtime.shared_host_cores). The user's options fix each job's shape; the plugin plans the
 # rest (time limit, batch split, learning rate) and predicts the job's time.
 set -euo pipefail
@@ -14,6 +15,8 @@ bindir=$(cd "$1" && pwd) work=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH="$bindir:$PATH" LC_ALL=C
 so=$bindir/../lib/spank_dlh.so
+calibration=${BENCH_CALIBRATION:-}
+[[ -z $calibration ]] || calibration=$(realpath "$calibration")
 
 unavailable() { echo "unavailable: $*"; exit 0; }
 for b in munged slurmctld slurmd sbatch scontrol; do
@@ -26,9 +29,9 @@ cd "$work/jobs"
 dlh-data import-fashion-mnist --out fashion-mnist.h5 >import.txt 2>&1 ||
   unavailable "dlh-data import-fashion-mnist: $(tail -1 import.txt)"
 # The two models: the example CNN and an MLP, both on Fashion-MNIST, with few epochs.
-python3 - "$root" <<'PY'
+python3 - "$root" "$calibration" <<'PY'
 import json, sys
-root = sys.argv[1]
+root, calibration = sys.argv[1], sys.argv[2]
 cnn = json.load(open(f"{root}/share/examples/fashion-mnist.json"))
 cnn["epochs"] = 2
 json.dump(cnn, open("cnn.json", "w"), indent=1)
@@ -41,7 +44,7 @@ json.dump(mlp, open("mlp.json", "w"), indent=1)
 c = json.load(open(f"{root}/share/cluster/local.json"))
 for g in c["gpu_types"]:
     if "calibration" in g:
-        g["calibration"] = f"{root}/share/calibration/{g['calibration'].split('/')[-1]}"
+        g["calibration"] = calibration or f"{root}/share/calibration/{g['calibration'].split('/')[-1]}"
 for n in c["node_types"]:
     if n["gpu"] == "alpha":
         n["nodes"] = 2
@@ -101,6 +104,40 @@ print(json.dumps({"name": name, "spec": spec, "job": job, "state": state, "optio
 PY
   echo "$name: job $id $state, limit $limit, $(grep -o 'job-seconds [0-9.]*' "$name.out" || echo 'no time')" >&2
 }
+
+# The runtime's start-up (srun, MPI, reading the data, building the engine, exiting) is a
+# constant of the site, not of the model: local.json's runtime.startup_s was measured on one
+# host, and hosts of this kind differ. As a site would, measure it here before planning:
+# srun of a one-step training, 1 rank on 1 node and 2 ranks on 2 nodes, twice each; the
+# wall time less the launcher's own train_seconds (that one step). Their median goes into
+# the cluster file the plugin reads at every sbatch.
+probe() {
+  local t0 t1
+  t0=$EPOCHREALTIME
+  srun --mpi=pmix "$@" dlh-launch train mlp.json --data fashion-mnist.h5 --run-dir probe \
+    --no-resume --max-steps 1 --no-eval --no-epoch-checkpoints --progress none >probe.log 2>&1 ||
+    return 1
+  t1=$EPOCHREALTIME
+  python3 -c 'import json, sys; print(float(sys.argv[2]) - float(sys.argv[1]) -
+    json.load(open("probe/summary.json"))["train_seconds"])' "$t0" "$t1" >>startup.txt
+}
+: >startup.txt
+for _ in 1 2; do
+  probe -N1 -n1 && probe -N2 -n2 --ntasks-per-node=1 ||
+    unavailable "the start-up probe (srun dlh-launch train --max-steps 1) failed: $(tail -1 probe.log)"
+done
+python3 - <<'PY' >&2
+import json, statistics
+probes = [float(l) for l in open("startup.txt")]
+c = json.load(open("cluster.json"))
+c["runtime"]["startup_s"] = round(statistics.median(probes), 2)
+c["runtime"]["description"] = ("startup_s measured by whole_jobs.sh on this host: srun of a "
+                               "one-step training, less its train_seconds, median of " +
+                               ", ".join(f"{p:.2f}" for p in probes) + " s")
+json.dump(c, open("cluster.json", "w"), indent=1)
+print(f"start-up probes: {', '.join(f'{p:.2f}' for p in probes)} s; runtime.startup_s "
+      f"{c['runtime']['startup_s']} s (local.json: 2)")
+PY
 
 submit cnn-1x1 cnn.json --nodes=1 --gres=gpu:alpha:1
 submit cnn-1x2 cnn.json --nodes=1 --gres=gpu:alpha:2 --ntasks-per-node=2
