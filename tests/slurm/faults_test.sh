@@ -21,6 +21,12 @@ cleanup() {
   local rc=$?
   [[ -z ${LINK:-} ]] || ip link set "$LINK" up 2>/dev/null || true
   [[ -z ${STOPPED:-} ]] || kill -CONT "$STOPPED" 2>/dev/null || true
+  # A failure here is most often Slurm's own (a step that cannot start on host2 after its
+  # slurmd came back): say what host2's slurmd logged, since the folder goes with the test.
+  if ((rc != 0)) && [[ -f $C/log/slurmd-host2.log ]]; then
+    echo "--- the last lines of host2's slurmd log:" >&2
+    grep -v ' debug' "$C/log/slurmd-host2.log" | tail -n 40 >&2 || true
+  fi
   "$ROOT/share/slurm/stop-cluster.sh" "$C" >/dev/null 2>&1 || true
   rm -rf "$WORK"
   exit $rc
@@ -206,8 +212,13 @@ done
 # 22.05's mpi/pmix does not replace a stale one: the requeued job's step, named 2.0 again,
 # fails on host2 with "pmixp_usock_create_srv: Cannot bind() UNIX socket
 # .../stepd.slurm.pmix.2.0: Address already in use" (seen), its tasks there never start
-# and the attempt does not end. This reboot clears them, as one with a clean spool does.
+# and the attempt does not end. The step's PMIx client folder in the node's TmpFS is left
+# too, and the next step 2.0 there fails on it ("pmixp_mkdir: Cannot create directory
+# .../spmix_appdir_0_2.0: File exists", seen) after creating its socket, which it then
+# leaves behind for every later attempt. This reboot clears both, as one with a clean spool
+# and an empty /tmp does.
 rm -rf "$C"/spool/host2/stepd.slurm.pmix.* "$C"/spool/host2/pmix.* "$C"/spool/host2/host2_*
+find "$C/tmp/host2" -mindepth 1 -delete 2>/dev/null || true
 setsid nsenter "--net=/run/netns/$NS2" "$(PATH=$PATH:/usr/sbin command -v slurmd)" -D -f "$SLURM_CONF" -N host2 \
   </dev/null >>"$C/log/slurmd-host2.out" 2>&1 &
 echo $! >"$C/run/slurmd-host2.pid"
