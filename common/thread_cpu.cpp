@@ -1,4 +1,4 @@
-// DLH — the CPU time of the calling thread (thread_cpu.hpp).
+// DLH — the CPU time of the calling thread or process (thread_cpu.hpp).
 #include "common/thread_cpu.hpp"
 
 #include <sys/resource.h>
@@ -10,13 +10,20 @@ CpuSeconds operator-(const CpuSeconds& a, const CpuSeconds& b) {
   return {a.user - b.user, a.system - b.system};
 }
 
-CpuSeconds ThisThreadCpu() {
+namespace {
+
+// Cannot fail for these `who` with a valid pointer; a zero reading would only make the work
+// look free, never fail it.
+CpuSeconds Usage(int who) {
   struct rusage usage {};
-  // Cannot fail for RUSAGE_THREAD with a valid pointer; a zero reading would only make the
-  // write look free, never fail it.
-  getrusage(RUSAGE_THREAD, &usage);
+  getrusage(who, &usage);
   auto seconds = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
   return {seconds(usage.ru_utime), seconds(usage.ru_stime)};
 }
+
+}  // namespace
+
+CpuSeconds ThisThreadCpu() { return Usage(RUSAGE_THREAD); }
+CpuSeconds ThisProcessCpu() { return Usage(RUSAGE_SELF); }
 
 }  // namespace dlh

@@ -1,4 +1,4 @@
-// DLH — the CPU time of the calling thread, user and system apart.
+// DLH — the CPU time of the calling thread or of the whole process, user and system apart.
 //
 // A background checkpoint write does not block the training loop, but where every core
 // trains, the CPU its threads use is taken from training all the same: the write's CPU
@@ -21,5 +21,8 @@ CpuSeconds operator-(const CpuSeconds& a, const CpuSeconds& b);
 
 // getrusage(RUSAGE_THREAD): this thread's CPU time since it started.
 CpuSeconds ThisThreadCpu();
+// getrusage(RUSAGE_SELF): every thread of this process (OpenBLAS's, the loader's, the
+// checkpoint writer's), the ones that ended included.
+CpuSeconds ThisProcessCpu();
 
 }  // namespace dlh

@@ -33,6 +33,7 @@
 #include "common/atomic_file.hpp"
 #include "common/duration.hpp"
 #include "common/spec.hpp"
+#include "common/thread_cpu.hpp"
 #include "launcher/comm/binding.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
@@ -58,15 +59,6 @@
 
 namespace dlh {
 namespace {
-
-// User plus system CPU seconds of this process so far (every thread: OpenBLAS's, the
-// loader's, the checkpoint writer's).
-double ProcessCpuSeconds() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 using Clock = std::chrono::steady_clock;
 // (predicted - measured) / measured, in percent.
@@ -862,7 +854,7 @@ void Trainer::open_loop() {
   energy_ = std::make_unique<RunEnergy>(engine_->gpu_pci_bus_id(), local_.rank() == 0);
   samples_at_start_ = samples_seen_;
   train_start_ = Clock::now();
-  cpu_at_start_ = ProcessCpuSeconds();
+  cpu_at_start_ = ThisProcessCpu().total();
   last_ckpt_ = Clock::now();
   first_step_ = step_;
   record_start();
@@ -1304,7 +1296,7 @@ void Trainer::write_summary(uint32_t crc) {
   const double wall_here = std::max(1e-9, Since(train_start_));
   constexpr int kPerRank = 4;
   const double mine[kPerRank] = {compute_seconds_ / steps_here, allreduce_seconds_ / steps_here,
-                                 (ProcessCpuSeconds() - cpu_at_start_) / wall_here,
+                                 (ThisProcessCpu().total() - cpu_at_start_) / wall_here,
                                  double(usage.ru_maxrss) / 1024};  // KiB to MiB
   std::vector<double> per_rank(rank_ == 0 ? kPerRank * size_t(size_) : 0);
   MPI_CHECK(MPI_Gather(mine, kPerRank, MPI_DOUBLE, per_rank.data(), kPerRank, MPI_DOUBLE, 0,

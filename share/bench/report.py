@@ -544,9 +544,7 @@ def sbatch(work, goals):
 # ---- estimator and recommender -----------------------------------------------------------
 
 def estimator(work, goals):
-    text = open(os.path.join(work, "validate.md")).read()
-    line = next(l for l in text.splitlines() if l.startswith("MAPE over"))
-    mape = float(line.split(":")[1].split("%")[0])
+    mape = mape_line(open(os.path.join(work, "validate.md")).read(), "MAPE over")
     shipped = os.path.join(work, "validate-shipped.md")
     also = ""
     if os.path.exists(shipped):
