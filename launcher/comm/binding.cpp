@@ -23,7 +23,10 @@ bool ParseNonNegative(const char* text, int* out) {
 
 std::string Binding::describe() const {
   std::string s = "local rank " + std::to_string(local_rank) + " (" + local_rank_source + "), ";
-  if (device < 0) return s + "no GPU";
+  // Unbound is not GPU-less: without CUDA_VISIBLE_DEVICES the engine picks a GPU by local
+  // rank itself (its device name follows this line), and a CPU rank says "cpu" there.
+  if (visible.empty()) return s + "CUDA_VISIBLE_DEVICES unset";
+  if (device < 0) return s + "no GPU visible (CUDA_VISIBLE_DEVICES=" + visible + ")";
   return s + "GPU " + VisibleDevices(visible)[size_t(device)] +
          " of CUDA_VISIBLE_DEVICES=" + visible;
 }

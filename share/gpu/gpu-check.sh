@@ -104,6 +104,10 @@ bundle_env() {
   export LD_LIBRARY_PATH="$w/lib:$w/ompi/usr/lib/x86_64-linux-gnu/openmpi/lib:$(cuda_lib_dirs)"
   export OPAL_PREFIX=$w/ompi/usr
   export PMIX_MCA_mca_base_component_path=$w/ompi/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
+  # mpirun's PMIx server still scans its built-in component folder first (strace shows it),
+  # and the H100 image has another PMIx there: its zlib compressor fails to load, with a
+  # warning on every start. Only large PMIx messages would be compressed, none here.
+  export PMIX_MCA_pcompress_base_silence_warning=1
   export OMPI_MCA_mca_base_param_files=$w/ompi/etc/openmpi/openmpi-mca-params.conf
   export OMPI_MCA_plm=isolated
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -129,7 +133,7 @@ row() {
 # step NAME FUNCTION [ARGS]: FUNCTION under set -e in a subshell of its own, so a command
 # failing in it ends that step only, as a **FAILED** row, and the next step runs.
 step() {
-  local name=$1 rc=0
+  local name=$1 rc=0 started=$SECONDS
   shift
   set +e
   (
@@ -138,6 +142,8 @@ step() {
   )
   rc=$?
   set -e
+  # How long each step took: the device time that runs this check is rationed.
+  echo "== $name: $((SECONDS - started)) s" | tee -a "$log"
   ((rc == 0)) || row "$name" "**FAILED**: stopped with exit $rc (see log.txt)"
 }
 # On every exit: the table, and exit 1 if a row failed.

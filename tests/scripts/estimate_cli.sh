@@ -83,9 +83,12 @@ grep -q "^MAPE single .*, piecewise " "$WORK/comm.txt" || { cat "$WORK/comm.txt"
 check "$(head -1 "$WORK/comm.txt"): $(grep '^MAPE' "$WORK/comm.txt")"
 # The link it prints is a valid intra_node: paste it into the example cluster and plan.
 python3 - "$CLUSTER" "$(tail -1 "$WORK/comm.txt")" "$WORK/pasted.json" <<'PY'
-import json, sys
+import json, os, sys
 c = json.load(open(sys.argv[1]))
 c["node_types"][0]["intra_node"] = json.loads(sys.argv[2])
+for g in c["gpu_types"]:  # a calibration path is relative to the cluster file's folder
+    if "calibration" in g:
+        g["calibration"] = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), g["calibration"])
 json.dump(c, open(sys.argv[3], "w"))
 PY
 dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$WORK/pasted.json" \

@@ -36,7 +36,11 @@ TEST(BindingTest, MpirunLocalRankAndNoGpu) {
   Binding b = BindRank(Env({{"OMPI_COMM_WORLD_LOCAL_RANK", "2"}}), 7);
   EXPECT_EQ(b.local_rank, 2);
   EXPECT_EQ(b.device, -1);
-  EXPECT_EQ(b.describe(), "local rank 2 (OMPI_COMM_WORLD_LOCAL_RANK), no GPU");
+  EXPECT_EQ(b.describe(), "local rank 2 (OMPI_COMM_WORLD_LOCAL_RANK), CUDA_VISIBLE_DEVICES unset");
+  Binding none = BindRank(Env({{"SLURM_LOCALID", "0"}, {"CUDA_VISIBLE_DEVICES", "NoDevFiles"}}), 0);
+  EXPECT_EQ(none.device, -1);
+  EXPECT_EQ(none.describe(),
+            "local rank 0 (SLURM_LOCALID), no GPU visible (CUDA_VISIBLE_DEVICES=NoDevFiles)");
   Binding c = BindRank(Env({{"SLURM_LOCALID", "x"}}), 5);
   EXPECT_EQ(c.local_rank, 5);
   EXPECT_EQ(c.local_rank_source, "node communicator");

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "estimator/comm_fit.hpp"
 #include "estimator/comm_model.hpp"
+#include "estimator/time_model.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {
@@ -106,7 +107,16 @@ TEST(Cluster, ExampleFileParses) {
     EXPECT_NE(c.gpu(n.gpu), nullptr) << n.name;
     EXPECT_GT(n.intra_node.bandwidth_gbs, 0) << n.name;
   }
-  for (const GpuType& g : c.gpu_types) EXPECT_EQ(g.calibration, "") << g.name;
+  // The h100 type names the calibration measured on an H100 (share/gpu/gpu-check.sh run),
+  // resolved against the cluster file's folder; the others have none.
+  for (const GpuType& g : c.gpu_types) {
+    if (g.name == "h100") {
+      EXPECT_EQ(g.calibration, RepoFile("share/calibration/h100-80gb-hbm3.json"));
+      EXPECT_EQ(LoadCalibration(g.calibration).device, "cuda");
+    } else {
+      EXPECT_EQ(g.calibration, "") << g.name;
+    }
+  }
   EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_gbs, 25);
   EXPECT_DOUBLE_EQ(c.inter_node.latency_us, 2);
 }

@@ -93,8 +93,8 @@ TEST(RecommendHtml, ExampleClusterPageShowsTheDecision) {
                       SlurmTimeLimit(rec.ranked.front().total_s, job.margin, job.grace_s)),
             std::string::npos);
 
-  // One step-time chart per GPU type the recommender used; the example has no calibration,
-  // so each says its line is the roofline's.
+  // One step-time chart per GPU type the recommender used. The example's h100 names its
+  // calibration: its line is that time model, and the other types scale it by their peaks.
   EXPECT_EQ(Count(html, ": step time vs local batch</title>"), rec.speeds.size());
   ASSERT_EQ(rec.speeds.size(), 4u);
   for (const auto& [gpu, speed] : rec.speeds) {
@@ -102,7 +102,9 @@ TEST(RecommendHtml, ExampleClusterPageShowsTheDecision) {
     ASSERT_FALSE(chart.empty()) << gpu;
     EXPECT_GE(DataPoints(chart), 2) << gpu;
   }
-  EXPECT_EQ(Count(html, "so the line is the roofline model: "), 4u);
+  EXPECT_EQ(Count(html, "so the line is the roofline model: "), 0u);
+  EXPECT_EQ(Count(html, "The line is the time model of "), 1u);
+  EXPECT_EQ(Count(html, "by the ratio of the peaks"), 3u);
 
   // The ranking table has a row per kept candidate, best first.
   for (size_t i = 0; i < rec.ranked.size(); ++i)
