@@ -12,7 +12,7 @@
 // the maximum projection criterion in a normalised factor space (see AddSpaceFilling).
 // The budget (predicted 4 ms .. 0.8 s) keeps every step between a few ms and about a
 // second on a 2-core CPU, so the full sweep (60 models, 17 steps each) takes 1.5-2 minutes
-// there; the quick one (17 small models) takes about 1.5 s.
+// there; the quick one (18 small models) takes about 1.5 s.
 
 #include <algorithm>
 #include <cmath>
@@ -312,10 +312,10 @@ void Vary(std::vector<Factors>* out, const Factors& base, const std::vector<int>
 
 std::vector<Factors> QuickFactors() {
   // Small base (each step a few ms) so that the whole quick sweep takes seconds; still
-  // varies every factor, enough to fit the 5-term model.
+  // varies every factor, enough to fit the model (at least two samples per term).
   Factors base{2, 16, 1, 128, 16, 1, 32};
   std::vector<Factors> fs{base};
-  Vary(&fs, base, {1, 3}, [](Factors& f, int v) { f.conv = v; });
+  Vary(&fs, base, {1, 3, 4}, [](Factors& f, int v) { f.conv = v; });
   Vary(&fs, base, {8, 32}, [](Factors& f, int v) { f.filters = v; });
   Vary(&fs, base, {0, 2}, [](Factors& f, int v) { f.fc = v; });
   Vary(&fs, base, {512, 1024}, [](Factors& f, int v) { f.nodes = v; });
@@ -414,6 +414,13 @@ std::vector<Factors> GpuQuickFactors() {
   fs.push_back(Factors{2, 32, 0, 0, 224, 3, 64});    // ImageNet-sized input
   fs.push_back(Factors{0, 0, 2, 2048, 32, 1, 256});  // MLP
   fs.push_back(Factors{1, 256, 1, 1024, 64, 3, 64, 5});
+  // Small models, whose steps are the per-layer costs: a deep narrow CNN, a one-layer CNN,
+  // a small MLP and a two-layer CNN on colour input. 19 models: one that does not fit a
+  // GPU's memory still leaves the 18 that the 9 terms need.
+  fs.push_back(Factors{4, 32, 1, 256, 40, 1, 64});
+  fs.push_back(Factors{1, 16, 1, 256, 40, 1, 64});
+  fs.push_back(Factors{0, 0, 2, 1024, 40, 1, 128});
+  fs.push_back(Factors{2, 32, 2, 512, 40, 3, 64});
   return fs;
 }
 
@@ -438,6 +445,15 @@ std::vector<Factors> GpuFullFactors() {
   fs.push_back(Factors{3, 128, 1, 1024, 64, 3, 256, 3, 1, 0});
   fs.push_back(Factors{3, 128, 1, 1024, 64, 3, 256, 3, 0, 1});
   fs.push_back(Factors{2, 256, 2, 2048, 96, 3, 128, 3, 1, 1});
+  // Small models: their steps are mostly the fixed cost of each layer, the per-layer terms
+  // (on an H100 about 0.4 ms per convolution layer), which the budget's 1 ms floor below
+  // would leave out of the random part.
+  fs.push_back(Factors{1, 32, 1, 256, 40, 1, 64});
+  fs.push_back(Factors{4, 32, 1, 256, 40, 1, 64});
+  fs.push_back(Factors{4, 64, 2, 512, 40, 3, 64, 3, 1, 0});
+  fs.push_back(Factors{2, 16, 0, 0, 40, 1, 64});
+  fs.push_back(Factors{0, 0, 1, 1024, 40, 1, 128});
+  fs.push_back(Factors{0, 0, 3, 512, 40, 1, 64});
   for (Factors& f : fs)
     if (f.fc == 0) f.nodes = 0;
   AddSpaceFilling(&fs, 96 - int(fs.size()), 0x444c4847505531ull, GpuLevels(), FitsGpuBudget);

@@ -29,8 +29,11 @@
 //     ],
 //     "model": {
 //       "terms": ["overhead_s", "conv_s_per_flop", "dense_s_per_flop",
-//                 "elementwise_s_per_flop", "update_s_per_param"],   exactly these
-//       "coef": [1e-3, 2e-11, 5e-11, 3e-9, 1e-9],                       5 non-negative numbers
+//                 "elementwise_s_per_flop", "update_s_per_param", "im2col_s_per_value",
+//                 "conv_out_s_per_value", "conv_layer_s", "dense_layer_s"],
+//                                              exactly these (TimeTermNames), or the first
+//                                              7 (a file from before the per-layer terms)
+//       "coef": [1e-3, 2e-11, ...],            one non-negative number per term
 //       "quality": {"samples": 60, "folds": 5,  non-negative integers
 //                   "r2": 0.998,                number
 //                   "mape": 3.1, "cv_mape": 4.2}}  non-negative numbers, in %
@@ -61,8 +64,9 @@ using nlohmann::json;
 
 const std::vector<std::string>& TimeTermNames() {
   static const std::vector<std::string> names{
-      "overhead_s",         "conv_s_per_flop",    "dense_s_per_flop",    "elementwise_s_per_flop",
-      "update_s_per_param", "im2col_s_per_value", "conv_out_s_per_value"};
+      "overhead_s",         "conv_s_per_flop",    "dense_s_per_flop",     "elementwise_s_per_flop",
+      "update_s_per_param", "im2col_s_per_value", "conv_out_s_per_value", "conv_layer_s",
+      "dense_layer_s"};
   return names;
 }
 
@@ -74,7 +78,9 @@ std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch) {
           b * (f.other_flops_fwd + f.other_flops_bwd),
           f.params,
           b * f.conv_workspace_elements,
-          b * f.conv_output_elements};
+          b * f.conv_output_elements,
+          double(f.conv_layers),
+          double(f.dense_layers)};
 }
 
 double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {
@@ -549,7 +555,9 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     // -fsanitize=thread warns (-Warray-bounds, a false positive) about json::size() here.
     const std::vector<std::string>& names = TimeTermNames();
     const json expected(names);
-    if (terms != expected) {
+    const json legacy(std::vector<std::string>(names.begin(), names.begin() + kLegacyTimeTerms));
+    const bool is_legacy = terms == legacy;
+    if (terms != expected && !is_legacy) {
       // Name the first wrong term: the whole list would be long, and values are shown by
       // kind only (ShownJsonValue).
       if (terms.is_array() && terms.size() == names.size())
@@ -560,12 +568,14 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
       m.fail("terms", "must be " + expected.dump() + ", got " + ShownJsonValue(terms));
     }
     const json& coef = m.required("coef");
-    if (!coef.is_array() || coef.size() != size_t(kTimeTerms))
-      m.fail("coef", "must be an array of " + std::to_string(kTimeTerms) +
-                         " non-negative numbers, got " + ShownJsonValue(coef));
+    const int count = is_legacy ? kLegacyTimeTerms : kTimeTerms;
+    if (!coef.is_array() || coef.size() != size_t(count))
+      m.fail("coef", "must be an array of " + std::to_string(count) +
+                         " non-negative numbers (one per term), got " + ShownJsonValue(coef));
     for (size_t k = 0; k < coef.size(); ++k)
       c.model.coef.push_back(
           m.Number(coef[k], m.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
+    c.model.coef.resize(size_t(kTimeTerms), 0.0);  // a legacy file: no per-layer cost
   }
   const Reader q(m.required("quality"), origin, m.at("quality"));
   q.object({"samples", "folds", "r2", "mape", "cv_mape"});

@@ -16,6 +16,13 @@
 //                                              FLOPs/peak + k0 * FLOPs/inner, and
 //                                              FLOPs/inner = 2 * output elements, so short
 //                                              inner dimensions (first layers) cost extra
+//        + c7 * conv layers                    fixed cost of a convolution layer per step
+//        + c8 * dense layers                   and of a dense layer (its kernel launches,
+//                                              library calls and their synchronisation,
+//                                              with the element-wise layers around it):
+//                                              on a GPU, small models are made of these (an
+//                                              H100 spent about 0.4 ms per convolution
+//                                              layer and 0.1 ms per dense layer)
 // Each term is a kind of work a device does at its own rate, so every coefficient is a
 // time per unit (seconds per FLOP, per value) and must come out positive; a blind
 // polynomial would fit the sweep and fail on new shapes. The fit minimises RELATIVE error
@@ -31,8 +38,11 @@
 
 namespace dlh {
 
-constexpr int kTimeTerms = 7;
+constexpr int kTimeTerms = 9;
 const std::vector<std::string>& TimeTermNames();  // "overhead_s", "conv_s_per_flop", ...
+// Calibration files written before the per-layer terms name the first 7 terms only; they
+// load with the per-layer coefficients 0, which is the model they were fitted as.
+constexpr int kLegacyTimeTerms = 7;
 
 // The row of the design matrix for a model and local batch.
 std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch);

@@ -15,10 +15,11 @@ SpeedRatio PeakRatio(const GpuType& reference, const GpuType& target) {
 
 TermRate TimeTermRate(int term) {
   // The order of TimeTerms (time_model.cpp): overhead, conv, dense, element-wise,
-  // parameters, im2col, conv output tiles.
+  // parameters, im2col, conv output tiles, then the per-layer costs, which are launches and
+  // library calls like the overhead: kept as they are.
   static constexpr TermRate kRates[kTimeTerms] = {
-      TermRate::Fixed,  TermRate::Compute, TermRate::Compute, TermRate::Memory,
-      TermRate::Memory, TermRate::Memory,  TermRate::Compute};
+      TermRate::Fixed,  TermRate::Compute, TermRate::Compute, TermRate::Memory, TermRate::Memory,
+      TermRate::Memory, TermRate::Compute, TermRate::Fixed,   TermRate::Fixed};
   if (term < 0 || term >= kTimeTerms)
     throw EstimateError("time-model term " + std::to_string(term) + " does not exist");
   return kRates[term];

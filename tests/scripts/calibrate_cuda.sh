@@ -10,20 +10,20 @@ echo "calibrate --device cpu --via-launch (quick sweep through dlh-launch time-s
 dlh-estimate calibrate --device cpu --via-launch --quick --repeats 2 --threads 1 \
   --out "$WORK/cal.json" >"$WORK/cal.txt" 2>"$WORK/cal.err" ||
   { cat "$WORK/cal.txt" "$WORK/cal.err"; fail "calibrate --via-launch failed"; }
-grep -q "timing 17 configurations on cpu (1 thread)" "$WORK/cal.err" ||
+grep -q "timing 18 configurations on cpu (1 thread)" "$WORK/cal.err" ||
   { cat "$WORK/cal.err"; fail "no announcement of the device"; }
-grep -q "^\[17/17\] " "$WORK/cal.err" || { cat "$WORK/cal.err"; fail "no progress from the child"; }
+grep -q "^\[18/18\] " "$WORK/cal.err" || { cat "$WORK/cal.err"; fail "no progress from the child"; }
 check "$(grep 'fit (' "$WORK/cal.txt")"
 python3 - "$WORK/cal.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["device"] == "cpu" and c["threads"] == 1, (c["device"], c["threads"])
-assert len(c["samples"]) == 17 and all(s["seconds"] > 0 for s in c["samples"])
+assert len(c["samples"]) == 18 and all(s["seconds"] > 0 for s in c["samples"])
 assert len(c["engine"]["fingerprint"]) == 12
 PY
 dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "the calibration does not load"
 dlh-estimate check-calibration "$WORK/cal.json" >/dev/null || fail "check-calibration refused it"
-check "calibration of 17 samples loads, fits and matches this machine"
+check "calibration of 18 samples loads, fits and matches this machine"
 [[ -z $(ls -A "$WORK/tmp") ]] || fail "left behind: $(ls "$WORK/tmp")"
 check "no temporary files left"
 
@@ -144,7 +144,7 @@ chmod +x "$WORK/fake-gpu-launch"
 DLH_LAUNCH=$WORK/fake-gpu-launch dlh-estimate calibrate --device cuda:0 --quick \
   --out "$WORK/gpu.json" >"$WORK/gpu.txt" 2>"$WORK/gpu.err" ||
   { cat "$WORK/gpu.txt" "$WORK/gpu.err"; fail "calibrate --device cuda:0 failed"; }
-grep -q "timing 15 configurations on NVIDIA H100 80GB HBM3 (GPU 0)" "$WORK/gpu.err" ||
+grep -q "timing 19 configurations on NVIDIA H100 80GB HBM3 (GPU 0)" "$WORK/gpu.err" ||
   { cat "$WORK/gpu.err"; fail "no announcement of the GPU"; }
 grep -q "warning: not timed: conv2-f32-fc0-in224c3-b64 b64: CUDA error: out of memory" \
   "$WORK/gpu.err" || { cat "$WORK/gpu.err"; fail "no warning for the model that did not fit"; }
@@ -156,8 +156,8 @@ assert c["host"] == ("NVIDIA H100 80GB HBM3 (GPU 0, sm_90, 132 SMs, 80.0 GiB, 19
                      "driver CUDA 13.0, runtime 13.0"), c["host"]
 assert c["engine"]["blas"] == "cuDNN 9.10.2, cuBLAS 13.0.0, NCCL 2.28.9", c["engine"]
 assert c["device_info"]["pci_bus_id"] == "0000:3B:00.0"
-assert len(c["samples"]) == 14 and all(s["joules"] == 0.5 for s in c["samples"])
+assert len(c["samples"]) == 18 and all(s["joules"] == 0.5 for s in c["samples"])
 assert min(s["batch"] for s in c["samples"]) >= 64
 PY
 dlh-estimate fit "$WORK/gpu.json" --folds 3 | grep -q "fit (cuda)" || fail "the GPU calibration does not load"
-check "GPU calibration of 14 samples (1 out of memory), device recorded, loads"
+check "GPU calibration of 18 samples (1 out of memory), device recorded, loads"

@@ -21,9 +21,9 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["device"] == "cpu" and len(c["samples"]) >= 10, "calibration file incomplete"
 assert all(s["seconds"] > 0 for s in c["samples"]), "non-positive timing"
-assert len(c["model"]["coef"]) == 7
+assert len(c["model"]["coef"]) == 9
 PY
-check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 7 coefficients"
+check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 9 coefficients"
 dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "fit"
 dlh-estimate predict "$SPEC" --calibration "$WORK/cal.json" >"$WORK/predict.txt" 2>"$WORK/predict.err"
 check "$(cat "$WORK/predict.txt")"

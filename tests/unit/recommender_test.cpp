@@ -462,7 +462,7 @@ TEST(DeviceSpeeds, CalibratedIsTheAffineModel) {
   cal.threads = 1;
   cal.created = "2026-01-01T00:00:00Z";
   cal.model.device = "cpu";
-  cal.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9};
+  cal.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9, 1e-4, 5e-5};
   SaveCalibration(path, cal);
   Job job = SmallJob();
   Cluster c = TwoTypes();
@@ -497,7 +497,7 @@ class ScaledSpeeds : public ::testing::Test {
     cal_.created = "2026-01-01T00:00:00Z";
     cal_.engine = EngineFingerprint("cpu");  // fresh unless a test says otherwise
     cal_.model.device = "cpu";
-    cal_.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9};
+    cal_.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9, 1e-4, 5e-5};
   }
   void TearDown() override { fs::remove(path_); }
   void Save() { SaveCalibration(path_, cal_); }
@@ -521,8 +521,9 @@ TEST_F(ScaledSpeeds, UncalibratedTypeGetsTheReferenceModelScaledByThePeaks) {
   EXPECT_EQ(slow.reference, "fast");
   EXPECT_TRUE(slow.stale.empty());
   EXPECT_TRUE(speeds["fast"].reference.empty());
-  // By hand: overhead kept, compute terms (1, 2, 6) / 0.4, memory terms (3, 4, 5) / 0.5.
-  const std::vector<double> scale = {1, 2.5, 2.5, 2, 2, 2, 2.5};
+  // By hand: overhead and per-layer costs (0, 7, 8) kept, compute terms (1, 2, 6) / 0.4,
+  // memory terms (3, 4, 5) / 0.5.
+  const std::vector<double> scale = {1, 2.5, 2.5, 2, 2, 2, 2.5, 1, 1};
   for (int64_t b : {0, 1, 64}) {
     const std::vector<double> t = TimeTerms(job.features, b);
     double want = 0;

@@ -24,7 +24,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const std::vector<double> kCoef{1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9};
+const std::vector<double> kCoef{1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5};
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -111,7 +111,8 @@ TEST(TimeModelTest, TermNames) {
   EXPECT_EQ(TimeTermNames(),
             (std::vector<std::string>{"overhead_s", "conv_s_per_flop", "dense_s_per_flop",
                                       "elementwise_s_per_flop", "update_s_per_param",
-                                      "im2col_s_per_value", "conv_out_s_per_value"}));
+                                      "im2col_s_per_value", "conv_out_s_per_value", "conv_layer_s",
+                                      "dense_layer_s"}));
   EXPECT_EQ(int(TimeTermNames().size()), kTimeTerms);
 }
 
@@ -127,12 +128,14 @@ TEST(TimeModelTest, TermsAndSeconds) {
   f.params = 5e4;
   f.conv_workspace_elements = 2e3;
   f.conv_output_elements = 3e3;
-  EXPECT_EQ(TimeTerms(f, 10), (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4, 2e4, 3e4}));
+  f.conv_layers = 2;  // the per-layer terms do not grow with the batch
+  f.dense_layers = 3;
+  EXPECT_EQ(TimeTerms(f, 10), (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4, 2e4, 3e4, 2, 3}));
   TimeModel m;
   m.coef = kCoef;
-  // 1e-3 + 3e7*2e-11 + 3e6*5e-11 + 1e5*3e-9 + 5e4*1e-9 + 2e4*2e-9 + 3e4*4e-9
-  //   = 1e-3 + 6e-4 + 1.5e-4 + 3e-4 + 5e-5 + 4e-5 + 1.2e-4 = 2.26e-3
-  EXPECT_NEAR(m.seconds(f, 10), 2.26e-3, 1e-15);
+  // 1e-3 + 3e7*2e-11 + 3e6*5e-11 + 1e5*3e-9 + 5e4*1e-9 + 2e4*2e-9 + 3e4*4e-9 + 2*1e-4 + 3*5e-5
+  //   = 1e-3 + 6e-4 + 1.5e-4 + 3e-4 + 5e-5 + 4e-5 + 1.2e-4 + 2e-4 + 1.5e-4 = 2.61e-3
+  EXPECT_NEAR(m.seconds(f, 10), 2.61e-3, 1e-15);
   m.coef.pop_back();
   EXPECT_THROW(m.seconds(f, 10), EstimateError);
 }
@@ -222,32 +225,32 @@ TEST(TimeModelTest, TooFewSamples) {
   const std::vector<TimingSample> all = Synthetic(kCoef);
   const std::vector<TimingSample> nine(all.begin(), all.begin() + 9);
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", nine); }),
-            "too few samples to fit 7 terms: got 9, need at least 14");
+            "too few samples to fit 9 terms: got 9, need at least 18");
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", {}); }),
-            "too few samples to fit 7 terms: got 0, need at least 14");
+            "too few samples to fit 9 terms: got 0, need at least 18");
 }
 
 TEST(TimeModelTest, BadFolds) {
-  const std::vector<TimingSample> s = Synthetic(kCoef, 0, 16);
+  const std::vector<TimingSample> s = Synthetic(kCoef, 0, 20);
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 1); }),
-            "cross-validation folds must be between 2 and the number of samples (16), got 1");
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 17); }),
-            "cross-validation folds must be between 2 and the number of samples (16), got 17");
+            "cross-validation folds must be between 2 and the number of samples (20), got 1");
+  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 21); }),
+            "cross-validation folds must be between 2 and the number of samples (20), got 21");
 }
 
 TEST(TimeModelTest, RankDeficient) {
   // Twelve timings of one configuration: every column is a multiple of the first.
-  std::vector<TimingSample> same(16, Synthetic(kCoef)[5]);
+  std::vector<TimingSample> same(20, Synthetic(kCoef)[5]);
   for (size_t i = 0; i < same.size(); ++i) same[i].seconds *= 1 + 0.01 * double(i);
   std::string msg = ErrorOf([&] { FitTimeModel("cpu", same); });
   EXPECT_TRUE(
-      StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank 1 of 7): "))
+      StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank 1 of 9): "))
       << msg;
   EXPECT_TRUE(Contains(msg, "cannot be told apart from the other terms")) << msg;
 
   // One model at several batches: overhead and parameter updates are indistinguishable.
   std::vector<TimingSample> batches;
-  for (int b = 1; b <= 16; ++b) {
+  for (int b = 1; b <= 20; ++b) {
     TimingSample s = Synthetic(kCoef)[5];
     s.batch = 8 * b;
     s.seconds = Dot(kCoef, TimeTerms(s.features, s.batch));
@@ -263,11 +266,11 @@ TEST(TimeModelTest, RankDeficient) {
   for (const TimingSample& s : Synthetic(kCoef, 0, 30))
     if (s.features.conv_layers == 0) mlps.push_back(s);
   ASSERT_GE(mlps.size(), 4u);
-  while (mlps.size() < 14) mlps.insert(mlps.end(), mlps.begin(), mlps.begin() + 1);
+  while (mlps.size() < 18) mlps.insert(mlps.end(), mlps.begin(), mlps.begin() + 1);
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", mlps); }),
             "cannot fit the time model: the design is rank-deficient: conv_s_per_flop, "
-            "im2col_s_per_value, conv_out_s_per_value has no work in any sample; the sweep must "
-            "exercise every term");
+            "im2col_s_per_value, conv_out_s_per_value, conv_layer_s has no work in any sample; "
+            "the sweep must exercise every term");
 }
 
 TEST(TimeModelTest, RankDeficientTrainingFold) {
@@ -278,7 +281,7 @@ TEST(TimeModelTest, RankDeficientTrainingFold) {
   for (const TimingSample& x : Synthetic(kCoef))
     (x.features.conv_layers == 0 ? s : cnns).push_back(x);
   ASSERT_EQ(s.size(), 8u);
-  for (size_t i = 0; s.size() < 14; ++i) {  // more MLP rows, at other batches
+  for (size_t i = 0; s.size() < 18; ++i) {  // more MLP rows, at other batches
     s.push_back(s[i]);
     s.back().batch *= 3;
     s.back().seconds = Dot(kCoef, TimeTerms(s.back().features, s.back().batch));
@@ -300,11 +303,11 @@ TEST(TimeModelTest, RankDeficientTrainingFold) {
 }
 
 TEST(TimeModelTest, BadSamples) {
-  std::vector<TimingSample> s = Synthetic(kCoef, 0, 16);
+  std::vector<TimingSample> s = Synthetic(kCoef, 0, 20);
   s[2].seconds = 0;
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s); }),
             "samples[2].seconds: must be a positive number, got 0.0");
-  s = Synthetic(kCoef, 0, 16);
+  s = Synthetic(kCoef, 0, 20);
   s[4].batch = 0;
   EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s); }),
             "samples[4].batch: must be a positive integer, got 0");
@@ -318,7 +321,7 @@ Calibration Example() {
   c.host = "Test CPU @ 2.0GHz, 2 cores";
   c.threads = 2;
   c.created = "2026-11-21T12:00:00Z";
-  c.samples = Synthetic(kCoef, 0.03, 16);
+  c.samples = Synthetic(kCoef, 0.03, 20);
   c.model = FitTimeModel(c.device, c.samples, 4);
   return c;
 }
@@ -384,6 +387,29 @@ TEST(CalibrationTest, JsonRoundTrip) {
 }
 
 // Issue 13: a calibration records the engine it timed; one from another engine is named.
+// A file from before the per-layer terms names 7 terms with 7 coefficients: it loads with
+// no per-layer cost (the model it was fitted as) and is written back with all 9.
+TEST(CalibrationTest, SevenTermFileLoadsWithoutPerLayerCosts) {
+  json j = CalibrationToJson(Example());
+  const std::vector<std::string>& names = TimeTermNames();
+  j["model"]["terms"] = std::vector<std::string>(names.begin(), names.begin() + kLegacyTimeTerms);
+  std::vector<double> coef = j["model"]["coef"];
+  const std::vector<double> nine = coef;
+  coef.resize(size_t(kLegacyTimeTerms));
+  j["model"]["coef"] = coef;
+  const Calibration c = CalibrationFromJson(j, "old.json");
+  ASSERT_EQ(c.model.coef.size(), size_t(kTimeTerms));
+  for (int k = 0; k < kLegacyTimeTerms; ++k) EXPECT_EQ(c.model.coef[size_t(k)], coef[size_t(k)]);
+  EXPECT_EQ(c.model.coef[7], 0);
+  EXPECT_EQ(c.model.coef[8], 0);
+  EXPECT_EQ(CalibrationToJson(c)["model"]["terms"], json(names));
+
+  j["model"]["coef"] = nine;  // 7 names, 9 coefficients
+  EXPECT_EQ(ErrorOf([&] { CalibrationFromJson(j, "old.json"); }),
+            "old.json: model.coef: must be an array of 7 non-negative numbers (one per term), "
+            "got an array of 9 items");
+}
+
 TEST(CalibrationTest, RecordsItsEngineAndSaysWhenStale) {
   Calibration c = Example();
   EXPECT_NE(CalibrationStaleness(c).find("records no engine (made before fingerprints), this "
@@ -451,7 +477,8 @@ TEST(CalibrationTest, BadInputs) {
       {[](json& j) {
          j["model"]["coef"] = {1, 2, 3, 4};
        },
-       "cal.json: model.coef: must be an array of 7 non-negative numbers, got an array of 4 items"},
+       "cal.json: model.coef: must be an array of 9 non-negative numbers (one per term), got an "
+       "array of 4 items"},
       {[](json& j) { j["model"]["coef"][2] = -1e-9; },
        "cal.json: model.coef[2]: must be a non-negative number, got -1e-09"},
       {[](json& j) { j["model"]["terms"][0] = "fixed_s"; },
