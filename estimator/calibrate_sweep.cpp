@@ -446,7 +446,7 @@ std::vector<Factors> GpuFullFactors() {
   fs.push_back(Factors{3, 128, 1, 1024, 64, 3, 256, 3, 0, 1});
   fs.push_back(Factors{2, 256, 2, 2048, 96, 3, 128, 3, 1, 1});
   // Small models: their steps are mostly the fixed cost of each layer, the per-layer terms
-  // (on an H100 about 0.4 ms per convolution layer), which the budget's 1 ms floor below
+  // (on an H100 about 0.33 ms per convolution layer), which the budget's 1 ms floor below
   // would leave out of the random part.
   fs.push_back(Factors{1, 32, 1, 256, 40, 1, 64});
   fs.push_back(Factors{4, 32, 1, 256, 40, 1, 64});
