@@ -149,9 +149,11 @@ expect_fail 2 "--trace: $WORK/missing/t.json: folder $WORK/missing does not exis
 [[ ! -e $WORK/c ]] || fail "the run folder was created before the error"
 
 echo "stopped by SIGTERM"
-# Many epochs, so the signal comes long before the end; the ranks are the dlh-launch
-# processes whose parent is a dlh-launch (the guard, README "A rank that dies").
-setsid bash -c "$(declare -f train); WORK='$WORK'; train '$WORK/d' --trace '$WORK/d.json' --epochs 500" \
+# 600000 steps (minutes even at this model's 5000 steps/s: 500 epochs once ended before the
+# signal came on a fast machine); the ranks are the dlh-launch processes whose parent is a
+# dlh-launch (the guard, README "A rank that dies"). They are stopped before the signal and
+# continued after it, so that it cannot race the run's end.
+setsid bash -c "$(declare -f train); WORK='$WORK'; train '$WORK/d' --trace '$WORK/d.json' --epochs 20000" \
   >"$WORK/d.log" 2>&1 &
 pid=$!
 ranks=()
@@ -166,7 +168,10 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 ((${#ranks[@]} == 2)) || { cat "$WORK/d.log"; fail "did not find 2 training ranks"; }
+kill -STOP "${ranks[@]}"
+[[ ! -e $WORK/d/summary.json ]] || { cat "$WORK/d.log"; fail "run d ended before it was signalled"; }
 kill -TERM "${ranks[@]}"
+kill -CONT "${ranks[@]}"
 rc=0; wait "$pid" || rc=$?
 [[ -f $WORK/d.json ]] || { cat "$WORK/d.log"; fail "no trace after SIGTERM (exit $rc)"; }
 python3 - "$WORK/d.json" "$WORK/d/metrics.jsonl" <<'PY' || { cat "$WORK/d.log"; fail "trace or metrics.jsonl after SIGTERM: see above"; }
@@ -185,7 +190,7 @@ for i, r in enumerate(recs):
 start, end, signal = recs[0], recs[-1], [r for r in recs if r.get("event") == "signal"]
 assert start["event"] == "start" and start["step"] == 0 and start["resumed_from"] is None, start
 assert start["world_size"] == 2 and start["hosts"] == 1 and start["rank_batches"] == [10, 10], start
-assert start["spec_name"] == "tracetest" and start["total_steps"] == 15000 and start["device"] == "cpu", start
+assert start["spec_name"] == "tracetest" and start["total_steps"] == 600000 and start["device"] == "cpu", start
 assert start["run_id"] and "plan" not in start, start
 assert len(signal) == 1 and signal[0]["signal"] == "SIGTERM", signal
 assert signal[0]["checkpoint"].endswith(f"ckpt-{signal[0]['step']:09d}.h5"), signal[0]
@@ -199,7 +204,7 @@ check "SIGTERM at step $(json_field "$WORK/d/summary.json" steps) (exit $rc): th
 
 # Resumed: the start record names the checkpoint it resumed from.
 stopped=$(json_field "$WORK/d/summary.json" steps)
-train "$WORK/d" --max-steps $((stopped + 5)) --epochs 500 2>"$WORK/d2.log" || { cat "$WORK/d2.log"; fail "resumed run failed"; }
+train "$WORK/d" --max-steps $((stopped + 5)) --epochs 20000 2>"$WORK/d2.log" || { cat "$WORK/d2.log"; fail "resumed run failed"; }
 python3 - "$WORK/d/metrics.jsonl" <<'PY' || fail "the resumed run's start record: see above"
 import json, sys
 starts = [r for r in map(json.loads, open(sys.argv[1])) if r.get("event") == "start"]
