@@ -30,6 +30,7 @@
 #include "common/spec.hpp"
 #include "estimator/calibrate.hpp"
 #include "estimator/calibrate_launch.hpp"
+#include "estimator/calibrate_profile.hpp"
 #include "estimator/calibrate_rates.hpp"
 #include "estimator/calibrate_slurm_cmd.hpp"
 #include "estimator/cluster_cmd.hpp"
@@ -59,6 +60,7 @@ constexpr const char* kUsage =
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
     "  check-calibration CALIBRATION               does it describe this machine and build?\n"
     "  rates [--threads N]                         this machine's sgemm FLOP/s and copy GB/s\n"
+    "  profile SPEC [--threads N]                  where a CPU step goes, layer by layer\n"
     "  comm BENCH.json [--json]                    fit the allreduce models to measurements\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "  recommend --profile FILE --deadline T       the same for a program profiled by dlh-launch\n"
@@ -915,6 +917,7 @@ int Main(int argc, char** argv) {
   if (command == "check-calibration") return CheckCalibration(args);
   if (command == "validate") return Validate(args);
   if (command == "rates") return RatesCommand(args);
+  if (command == "profile") return ProfileCommand(args);
   if (command == "comm") return Comm(args);
   if (command == "recommend") return Recommend(args);
   if (command == "cluster") return ClusterCommand(args);

@@ -171,6 +171,13 @@ for m in "cnn 64" "cnn-deep 64" "mlp 128"; do
   done
   echo "{\"model\": \"$1\", \"batch\": $2, \"dlh\": [$(IFS=,; echo "${d[*]}")], \"torch\": [$(IFS=,; echo "${t[*]}")]}" \
     >>"$work/cpu.jsonl"
+  # Where DLH's step goes and the floor of its design; where this machine's environment pins
+  # OpenBLAS to a kernel set, also with OpenBLAS's own choice, for that command alone.
+  dlh-estimate profile "$bench/$1.json" --threads 2 --json >"$work/profile-$1.json"
+  if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
+      dlh-estimate profile "$bench/$1.json" --threads 2 --json >"$work/profile-auto-$1.json"
+  fi
 done
 {
   echo "## CPU training throughput: DLH against PyTorch"
