@@ -146,6 +146,9 @@ print()
 PY
 }
 # dlh_train RANKS THREADS SPEC [OPTIONS...]: 70 steps of RANKS x the spec's batch, no checkpoints.
+# blas_env: a command prefix for OpenBLAS's environment (empty: this machine's as it is).
+blas_env=()
+own_blas=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
 dlh_train() {
   local n=$1 threads=$2 spec=$3 batch
   shift 3
@@ -154,7 +157,7 @@ dlh_train() {
   # One rank runs without mpirun, which would bind it (and all its threads) to one core.
   local launch=(mpirun -np "$n")
   ((n > 1)) || launch=()
-  "${launch[@]}" dlh-launch train "$spec" --data "$work/bench.h5" --run-dir "$work/run" \
+  "${blas_env[@]}" "${launch[@]}" dlh-launch train "$spec" --data "$work/bench.h5" --run-dir "$work/run" \
     --batch-size $((n * batch)) --max-steps 70 --no-eval --progress none --no-resume \
     --checkpoint-seconds 0 --no-epoch-checkpoints --threads "$threads" "$@" 2>/dev/null
 }
@@ -163,20 +166,34 @@ OPENBLAS_NUM_THREADS=2 $py "$bench/sgemm.py" --shape 128x1024x1024 >"$work/sgemm
 for m in "cnn 64" "cnn-deep 64" "mlp 128"; do
   set -- $m
   dlh-estimate features "$bench/$1.json" --json >"$work/feat-$1.json"
-  d=() t=()
+  d=() t=() d_own=() t_own=()
   for ((round = 0; round < rounds; round++)); do
     dlh_train 1 2 "$bench/$1.json"
     d+=("$(metrics rate)")
     t+=("$(OMP_WAIT_POLICY=PASSIVE $py "$bench/torch_train.py" --model "$1" --batch "$2" --threads 2)")
+    # Where this machine's environment pins OpenBLAS to a kernel set (OPENBLAS_CORETYPE), the
+    # same round again with OpenBLAS's own choice, for these commands alone: both sides.
+    if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then
+      blas_env=("${own_blas[@]}")
+      dlh_train 1 2 "$bench/$1.json"
+      blas_env=()
+      d_own+=("$(metrics rate)")
+      t_own+=("$("${own_blas[@]}" OMP_WAIT_POLICY=PASSIVE $py "$bench/torch_train.py" \
+        --model "$1" --batch "$2" --threads 2)")
+    fi
   done
   echo "{\"model\": \"$1\", \"batch\": $2, \"dlh\": [$(IFS=,; echo "${d[*]}")], \"torch\": [$(IFS=,; echo "${t[*]}")]}" \
     >>"$work/cpu.jsonl"
+  if ((${#d_own[@]})); then
+    echo "{\"model\": \"$1\", \"batch\": $2, \"dlh\": [$(IFS=,; echo "${d_own[*]}")], \"torch\": [$(IFS=,; echo "${t_own[*]}")]}" \
+      >>"$work/cpu-own.jsonl"
+  fi
   # Where DLH's step goes and the floor of its design; where this machine's environment pins
   # OpenBLAS to a kernel set, also with OpenBLAS's own choice, for that command alone.
   dlh-estimate profile "$bench/$1.json" --threads 2 --json >"$work/profile-$1.json"
   if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
-      dlh-estimate profile "$bench/$1.json" --threads 2 --json >"$work/profile-auto-$1.json"
+    "${own_blas[@]}" dlh-estimate profile "$bench/$1.json" --threads 2 --json \
+      >"$work/profile-auto-$1.json"
   fi
 done
 {

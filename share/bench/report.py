@@ -136,6 +136,40 @@ def profile_limit(work, model, need, torch_best):
     return text
 
 
+def own_choice_table(work, pinned):
+    """The same rounds with OpenBLAS's own kernel choice on both sides, where this machine's
+    environment pins another (bench.sh runs them interleaved with the pinned ones)."""
+    path = os.path.join(work, "cpu-own.jsonl")
+    if not os.path.exists(path):
+        return
+    rows = read_jsonl(path)
+    core = load_profile(work, rows[0]["model"], "-auto")
+    print(f"The same rounds with OpenBLAS's own choice of kernels"
+          f"{' (' + core['blas_core'] + ')' if core else ''} on both sides: this machine's "
+          f"environment sets OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '?')}, and "
+          f"each of these commands runs without it (and without OPENBLAS_L2_SIZE), in the same "
+          f"round as the pinned ones above. Informative: the goals are judged on the machine as "
+          f"it is set. PyTorch's convolutions run in oneDNN, which picks its kernels itself.")
+    print()
+    print("| model | batch | rounds | DLH samples/s min / median / max | PyTorch min / median / max "
+          "| best / best | median / median | DLH best: own choice / pinned |")
+    print("|---|---|---|---|---|---|---|---|")
+    notes = []
+    for r in rows:
+        same = next(p for p in pinned if p["model"] == r["model"])
+        print(f"| {LABELS[r['model']][0]} | {r['batch']} | {len(r['dlh'])} | {spread(r['dlh'])} | "
+              f"{spread(r['torch'])} | **{max(r['dlh']) / max(r['torch']):.2f}** | "
+              f"{med(r['dlh']) / med(r['torch']):.2f} | {max(r['dlh']) / max(same['dlh']):.2f}x |")
+        for name, key in (("DLH", "dlh"), ("PyTorch", "torch")):
+            note = mode_note(f"{name} on the {r['model']} model", r[key])
+            if note:
+                notes.append(note)
+    print()
+    if notes:
+        print(" ".join(notes))
+        print()
+
+
 def profile_table(work, rows, goals):
     """Where DLH's step goes, from `dlh-estimate profile`, and the GEMM-layer FLOP/s goal."""
     profiles = [(r, v, load_profile(work, r["model"], v)) for r in rows for v in ("", "-auto")]
@@ -232,6 +266,7 @@ def cpu(work, goals):
           "Neither side is bimodal here (sorted, no step between neighbouring rounds of more than "
           "25% with two or more rounds on each side, or of more than 50% with one).")
     print()
+    own_choice_table(work, rows)
     print(f"Machine yardstick: OpenBLAS sgemm, {sq['threads']} threads (share/bench/sgemm.py, "
           f"numpy on {os.path.basename(sq['blas'][-1])}): **{sq['gflops']:.0f} GFLOP/s** on "
           f"{sq['n']}x{sq['n']} matrices (blocks: {fmt_list(sq['runs'])}); "
