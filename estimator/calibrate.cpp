@@ -19,6 +19,7 @@
 
 #include "common/energy.hpp"
 #include "common/error.hpp"
+#include "common/median.hpp"
 #include "estimator/features.hpp"
 #include "launcher/nn/layer.hpp"
 #include "launcher/nn/network.hpp"
@@ -27,12 +28,6 @@
 
 namespace dlh {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string Trim(const std::string& s) {
   const char* ws = " \t\r\n";

@@ -17,6 +17,7 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "common/median.hpp"
 #include "estimator/calibrate_rates.hpp"
 #include "estimator/features.hpp"
 #include "launcher/nn/layer.hpp"
@@ -31,13 +32,6 @@ namespace {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // One row-major product C (m x n) = op(A) op(B), op(A) m x k, as the engine calls OpenBLAS.

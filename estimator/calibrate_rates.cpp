@@ -16,6 +16,7 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "common/median.hpp"
 
 namespace po = boost::program_options;
 
@@ -28,12 +29,6 @@ constexpr double kBlockSeconds = 0.2;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Median over `blocks` of (work done / seconds), each block repeating `once` (which returns

@@ -16,6 +16,7 @@
 #include "common/energy.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "common/median.hpp"
 #include "common/time_steps_file.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/device.hpp"
@@ -36,12 +37,6 @@ struct Options {
 // of milliseconds), short against the sweep (about a hundred entries).
 constexpr double kEnergyWindowSeconds = 0.5;
 constexpr int kMaxEnergyWindowSteps = 5000;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // ENERGY HOOK: the one place that chooses the meter of a timed entry (common/energy.hpp):
 // the GPU's own counter by its PCI bus id, or the CPU packages' RAPL counters. nullptr (no

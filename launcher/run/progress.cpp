@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/error.hpp"
+#include "common/median.hpp"
 
 namespace dlh {
 namespace {
@@ -36,12 +37,6 @@ bool ReadPositiveNumber(const std::string& text, double* out) {
   if (errno == ERANGE || *end != '\0' || !std::isfinite(v) || v <= 0) return false;
   *out = v;
   return true;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace

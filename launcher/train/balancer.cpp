@@ -131,15 +131,6 @@ int64_t BalanceMaxBatch(int64_t global_batch, int ranks, const std::vector<int64
   return std::max<int64_t>(1, std::min(cap, global_batch - (n - 1)));
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + long(mid), values.end());
-  if (values.size() % 2) return values[mid];
-  const double upper = values[mid];
-  return (*std::max_element(values.begin(), values.begin() + long(mid)) + upper) / 2;
-}
-
 BalanceDecision ProposeSplit(const BalancerConfig& c, const std::vector<RankTiming>& current) {
   CheckInputs(c, current);
   const size_t n = current.size();

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "common/median.hpp"  // Median, which the balancer's callers use
+
 namespace dlh {
 
 // How a run splits its global batch over the ranks: fixed (the even split or the plan's
@@ -67,8 +69,5 @@ struct BalanceDecision {
 // are outside [1, max_batch] or do not sum to global_batch, or a time is not finite and
 // positive.
 BalanceDecision ProposeSplit(const BalancerConfig& config, const std::vector<RankTiming>& current);
-
-// The median of `values` (the mean of the two middle ones for an even count); 0 for none.
-double Median(std::vector<double> values);
 
 }  // namespace dlh
