@@ -41,12 +41,13 @@ estimator: $(BINDIR)/dlh-estimate
 # rebuilds it and marks older calibrations as measured with another engine.
 CPU_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launcher/nn/layers/*.cpp \
     launcher/nn/layers/*.hpp))
-# A GPU step runs launcher/engine/cuda/ and, of launcher/nn/, only what its headers declare
-# or inline (the dropout kernel's counter-based generator in random.hpp): the CPU layers'
-# .cpp files are not in its fingerprint, so making them faster does not mark a GPU
-# calibration as measured with another engine.
-CUDA_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.hpp launcher/nn/layers/*.hpp \
-    launcher/engine/cuda/*.cu launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp))
+# A GPU step runs launcher/engine/cuda/ and, of launcher/nn/, only what the headers it
+# includes declare or inline (the dropout kernel's counter-based generator in random.hpp).
+# The CPU layers (launcher/nn/layers/, headers and .cpp files alike) are not in its
+# fingerprint: the GPU engine includes none of them, so making them faster does not mark a
+# GPU calibration as measured with another engine.
+CUDA_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.hpp launcher/engine/cuda/*.cu \
+    launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp))
 Fingerprint = $(shell cat $(1) | sha256sum | cut -c1-12)
 ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/engine_fingerprint.o \
     $(OBJDIR)/plugin-so/estimator/engine_fingerprint.o
