@@ -21,6 +21,8 @@
 #include "estimator/calibrate_rates.hpp"
 #include "estimator/features.hpp"
 #include "launcher/nn/layer.hpp"
+#include "launcher/nn/layers/conv_tiles.hpp"
+#include "launcher/nn/layers/fuse.hpp"
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/optimizer.hpp"
 #include "launcher/nn/thread_pool.hpp"
@@ -70,17 +72,22 @@ double TimeProducts(const std::vector<Product>& products) {
   return Median(per_pass);
 }
 
-// The products the engine runs for a convolution (per sample: launcher/nn/layers/conv2d.cpp)
+// The products the engine runs for a convolution (per sample and row tile: conv2d.cpp)
 // or a dense layer (per batch), forward, weight gradient, and input gradient when wanted.
 std::vector<Product> LayerProducts(const LayerSpec& spec, const LayerCost& cost, int batch,
                                    bool grad_in) {
   std::vector<Product> p;
   if (spec.kind == LayerKind::Conv2d) {
-    const int f = cost.out.channels, plane = cost.out.height * cost.out.width;
+    // One set per tile of output rows (launcher/nn/layers/conv_tiles.hpp).
+    const int f = cost.out.channels, rows = cost.out.height, width = cost.out.width;
     const int ckk = cost.in.channels * spec.kernel * spec.kernel;
-    p.push_back({false, false, f, plane, ckk});              // W x columns
-    p.push_back({false, true, f, ckk, plane});               // dW += dY x columns^T
-    if (grad_in) p.push_back({true, false, ckk, plane, f});  // dcolumns = W^T dY
+    const int tile_rows = ConvTileRows(ckk, rows, width);
+    for (int r0 = 0; r0 < rows; r0 += tile_rows) {
+      const int pixels = (std::min(rows, r0 + tile_rows) - r0) * width;
+      p.push_back({false, false, f, pixels, ckk});              // W x columns
+      p.push_back({false, true, f, ckk, pixels});               // dW += dY x columns^T
+      if (grad_in) p.push_back({true, false, ckk, pixels, f});  // dcolumns = W^T dY
+    }
   } else if (spec.kind == LayerKind::Dense) {
     const int in = cost.in.channels * cost.in.height * cost.in.width, out = spec.units;
     p.push_back({false, true, batch, out, in});                // Y = X W^T
@@ -157,6 +164,7 @@ StepProfile ProfileStep(const TrainSpec& spec, const ProfileOptions& options) {
     ctx.step = step;
     const Tensor* x = &input;
     for (size_t i = 0; i < n_layers; ++i) {
+      if (FusedIntoPrevious(net.layer(i))) continue;  // runs inside the layer before
       ctx.layer_index = int(i);
       const double t = Now();
       net.layer(i).forward(*x, acts[i], ctx);
@@ -170,7 +178,10 @@ StepProfile ProfileStep(const TrainSpec& spec, const ProfileOptions& options) {
     if (keep) loss_s.push_back(Now() - t);
     const Tensor* grad_out = &grad_logits;
     for (size_t k = n_layers; k-- > 0;) {
-      const Tensor& in = k == 0 ? input : acts[k - 1];
+      if (FusedIntoPrevious(net.layer(k))) continue;
+      size_t below = k;  // the nearest layer before k that runs gives k its input
+      while (below > 0 && FusedIntoPrevious(net.layer(below - 1))) --below;
+      const Tensor& in = below == 0 ? input : acts[below - 1];
       t = Now();
       net.layer(k).backward(in, acts[k], *grad_out, grad_in[k] ? &grads[k] : nullptr);
       if (keep) bwd[k].push_back(Now() - t);
@@ -200,6 +211,12 @@ StepProfile ProfileStep(const TrainSpec& spec, const ProfileOptions& options) {
     l.index = int(i);
     l.kind = c.kind;
     l.out = c.out;
+    if (FusedIntoPrevious(net.layer(i))) {  // its time and tensors are its runner's
+      l.fused_into = int(i) - 1;
+      while (FusedIntoPrevious(net.layer(size_t(l.fused_into)))) --l.fused_into;
+      out.layers.push_back(l);
+      continue;
+    }
     l.forward_s = Median(fwd[i]);
     l.backward_s = Median(bwd[i]);
     const bool backward_runs = !bwd[i].empty();
@@ -244,6 +261,7 @@ nlohmann::json ToJson(const StepProfile& p) {
                      {"flops", l.flops},
                      {"bytes", l.bytes},
                      {"roofline_s", l.roofline_s}};
+    if (l.fused_into >= 0) j["fused_into"] = l.fused_into;
     if (l.gemm_layer()) {
       j["gemm_alone_s"] = l.gemm_alone_s;
       j["gemm_alone_gflops"] = l.gemm_alone_gflops;
@@ -284,6 +302,11 @@ void PrintText(const std::string& path, const StepProfile& p) {
     const double s = l.forward_s + l.backward_s;
     char shape[48], alone[48] = "";
     std::snprintf(shape, sizeof shape, "%dx%dx%d", l.out.channels, l.out.height, l.out.width);
+    if (l.fused_into >= 0) {
+      std::printf("  %-3d %-10s %-11s   runs inside layer %d (fused: no pass of its own)\n",
+                  l.index, LayerKindName(l.kind), shape, l.fused_into);
+      continue;
+    }
     if (l.gemm_layer()) {
       std::snprintf(alone, sizeof alone, "%.2f ms %4.0f", l.gemm_alone_s * 1e3,
                     l.gemm_alone_gflops);

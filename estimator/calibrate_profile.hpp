@@ -32,6 +32,7 @@ struct LayerProfile {
   double roofline_s = 0;         // max(flops / sgemm, bytes / copy)
   double gemm_alone_s = 0;       // conv2d and dense: their GEMMs alone (see above); else 0
   double gemm_alone_gflops = 0;  // the rate OpenBLAS reached on those products, all threads
+  int fused_into = -1;  // >= 0: runs inside that layer (launcher/nn/layers/fuse.hpp): all 0
   bool gemm_layer() const { return kind == LayerKind::Conv2d || kind == LayerKind::Dense; }
 };
 

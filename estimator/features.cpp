@@ -37,8 +37,30 @@
 
 namespace dlh {
 
+namespace {
+
+// Which layers the CPU engine runs inside the convolution before them: the rule of
+// launcher/nn/layers/fuse.cpp (FuseFollowers), on the spec alone, since the estimator (and the
+// SPANK plugin with it) does not build layers. tests/unit/fuse_test.cpp checks they agree.
+std::vector<bool> CpuFusedLayers(const TrainSpec& spec) {
+  const std::vector<LayerSpec>& l = spec.layers;
+  std::vector<bool> fused(l.size(), false);
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (l[i].kind != LayerKind::Conv2d) continue;
+    size_t next = i + 1;
+    if (next < l.size() && l[next].kind == LayerKind::Relu) fused[next++] = true;
+    if (next < l.size() && l[next].kind == LayerKind::MaxPool2d && l[next].kernel == 2 &&
+        l[next].stride == 2 && l[next].padding == 0)
+      fused[next] = true;
+  }
+  return fused;
+}
+
+}  // namespace
+
 ModelFeatures ComputeFeatures(const TrainSpec& spec) {
   const std::vector<Shape3> shapes = LayerShapes(spec);  // throws SpecError
+  const std::vector<bool> cpu_fused = CpuFusedLayers(spec);
   ModelFeatures f;
   f.input_elements = spec.input.elements();
   f.activation_elements = double(f.input_elements);
@@ -101,6 +123,11 @@ ModelFeatures ComputeFeatures(const TrainSpec& spec) {
     if (l.kind != LayerKind::Conv2d && l.kind != LayerKind::Dense) {
       f.other_flops_fwd += c.flops_fwd;
       f.other_flops_bwd += c.flops_bwd;
+    }
+    c.cpu_fused = cpu_fused[i];
+    if (c.cpu_fused) {
+      f.cpu_fused_flops_fwd += c.flops_fwd;
+      f.cpu_fused_flops_bwd += c.flops_bwd;
     }
     f.params += c.params;
     f.activation_elements += out;

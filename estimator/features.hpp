@@ -23,6 +23,7 @@ struct LayerCost {
   double params = 0;     // trained values
   double out_elements = 0;
   double workspace_elements = 0;  // per sample: conv2d im2col buffers the engine keeps
+  bool cpu_fused = false;         // the CPU engine runs it inside the convolution before it
 };
 
 struct ModelFeatures {
@@ -48,6 +49,11 @@ struct ModelFeatures {
   // the forward GEMM's result. FLOPs / inner dimension = 2 x this, so a GEMM with a short
   // inner dimension (C x K x K, small for first layers) costs more than its FLOPs say.
   double conv_output_elements = 0;
+  // The part of other_flops_* the CPU engine does inside a convolution: a ReLU and a 2x2,
+  // stride-2 max pool right after it (launcher/nn/layers/fuse.hpp), on the output while it
+  // is in cache, with no pass over memory of their own. A CPU time model leaves them out of
+  // its element-wise term; the GPU engine runs every layer, so a GPU model keeps them.
+  double cpu_fused_flops_fwd = 0, cpu_fused_flops_bwd = 0;
   std::vector<LayerCost> layers;
 
   double param_bytes() const { return 4 * params; }

@@ -285,11 +285,14 @@ void RejectedTable(const Recommendation& rec, const Unit& energy, HtmlPage* page
 
 // Whether two models cost the same to the time model (the same row of its design matrix):
 // a calibration's step of `a` is then a measurement of `b`'s line.
+// Both engines' rows: the CPU's leaves fused layers out (features.hpp).
 bool SameCost(const ModelFeatures& a, const ModelFeatures& b) {
-  const std::vector<double> x = TimeTerms(a, 1), y = TimeTerms(b, 1);
-  for (size_t i = 0; i < x.size(); ++i)
-    if (std::fabs(x[i] - y[i]) > 1e-9 * std::max({1.0, std::fabs(x[i]), std::fabs(y[i])}))
-      return false;
+  for (const bool cpu_engine : {false, true}) {
+    const std::vector<double> x = TimeTerms(a, 1, cpu_engine), y = TimeTerms(b, 1, cpu_engine);
+    for (size_t i = 0; i < x.size(); ++i)
+      if (std::fabs(x[i] - y[i]) > 1e-9 * std::max({1.0, std::fabs(x[i]), std::fabs(y[i])}))
+        return false;
+  }
   return true;
 }
 

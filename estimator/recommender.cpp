@@ -835,8 +835,8 @@ Calibration LoadTypeCalibration(const GpuType& g) {
 }
 
 // The time model is affine in the batch: fixed = t(0), per_sample = t(1) - t(0).
-DeviceSpeed AffineSpeed(const std::vector<double>& coef, const ModelFeatures& f) {
-  const std::vector<double> t0 = TimeTerms(f, 0), t1 = TimeTerms(f, 1);
+DeviceSpeed AffineSpeed(const std::vector<double>& coef, const ModelFeatures& f, bool cpu_engine) {
+  const std::vector<double> t0 = TimeTerms(f, 0, cpu_engine), t1 = TimeTerms(f, 1, cpu_engine);
   double at0 = 0, at1 = 0;
   for (int i = 0; i < kTimeTerms; ++i) {
     at0 += coef[size_t(i)] * t0[size_t(i)];
@@ -882,7 +882,7 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
     } else if (!g->calibration.empty()) {
       const Calibration& cal = calibration_of(*g);
       const std::string file = std::filesystem::path(g->calibration).filename().string();
-      s = AffineSpeed(cal.model.coef, f);
+      s = AffineSpeed(cal.model.coef, f, CpuEngineDevice(cal.device));
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
         s.stale = file + ": " + stale;
@@ -898,7 +898,7 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       const Calibration& cal = calibration_of(*ref);
       const std::string file = std::filesystem::path(ref->calibration).filename().string();
       const SpeedRatio ratio = PeakRatio(*ref, *g);
-      s = AffineSpeed(ScaleCoefficients(cal.model.coef, ratio), f);
+      s = AffineSpeed(ScaleCoefficients(cal.model.coef, ratio), f, CpuEngineDevice(cal.device));
       s.source = "scaled from " + ref->name + "'s calibration (" + file + "): " + RatioText(ratio);
       s.reference = ref->name;
       // The reference's staleness carries over: the scaled model is no better than it.

@@ -24,6 +24,8 @@
 //          "other_flops_fwd": 379742, "other_flops_bwd": 351508,
 //          "activation_elements": 129754, "params": 421834,
 //          "conv_workspace_elements": 119952,  non-negative numbers
+//          "cpu_fused_flops_fwd": 125440,      optional pair, non-negative numbers
+//          "cpu_fused_flops_bwd": 50176,       (0 when absent: older files)
 //          "conv_layers": 2, "total_filters": 96, "dense_layers": 2, "dense_nodes": 138,
 //          "input_elements": 784}}             non-negative integers
 //     ],
@@ -39,7 +41,9 @@
 //                   "mape": 3.1, "cv_mape": 4.2}}  non-negative numbers, in %
 //   }
 //
-// The model's device is the file's "device". Features read back have no per-layer costs
+// The model's device is the file's "device"; a CPU device's element-wise term leaves out the
+// layers its engine runs inside a convolution (CpuEngineDevice). Features read back have no
+// per-layer costs
 // (`layers` is empty). Errors name the origin and the field:
 //   cal.json: samples[3].seconds: must be a positive number, got -1
 
@@ -70,12 +74,15 @@ const std::vector<std::string>& TimeTermNames() {
   return names;
 }
 
-std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch) {
+bool CpuEngineDevice(const std::string& device) { return device.rfind("cuda", 0) != 0; }
+
+std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_engine) {
   const double b = double(batch);
+  const double fused = cpu_engine ? f.cpu_fused_flops_fwd + f.cpu_fused_flops_bwd : 0.0;
   return {1.0,
           b * (f.conv_flops_fwd + f.conv_flops_bwd),
           b * (f.dense_flops_fwd + f.dense_flops_bwd),
-          b * (f.other_flops_fwd + f.other_flops_bwd),
+          b * std::max(0.0, f.other_flops_fwd + f.other_flops_bwd - fused),
           f.params,
           b * f.conv_workspace_elements,
           b * f.conv_output_elements,
@@ -88,7 +95,7 @@ double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {
     throw EstimateError("time model for " + (device.empty() ? std::string("?") : device) + " has " +
                         std::to_string(coef.size()) + " coefficients, need " +
                         std::to_string(kTimeTerms));
-  const std::vector<double> x = TimeTerms(f, batch);
+  const std::vector<double> x = TimeTerms(f, batch, CpuEngineDevice(device));
   double t = 0;
   for (int j = 0; j < kTimeTerms; ++j) t += coef[j] * x[j];
   return t;
@@ -270,7 +277,7 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
     if (s.batch <= 0)
       throw EstimateError(at + ".batch: must be a positive integer, got " +
                           std::to_string(s.batch));
-    rows[i] = TimeTerms(s.features, s.batch);
+    rows[i] = TimeTerms(s.features, s.batch, CpuEngineDevice(device));
     for (int j = 0; j < kTimeTerms; ++j)
       if (!(rows[i][j] >= 0) || !std::isfinite(rows[i][j]))
         throw EstimateError(at + ": term " + TimeTermNames()[j] +
@@ -347,6 +354,8 @@ json FeaturesJson(const ModelFeatures& f) {
               {"params", NumberJson(f.params)},
               {"conv_workspace_elements", NumberJson(f.conv_workspace_elements)},
               {"conv_output_elements", NumberJson(f.conv_output_elements)},
+              {"cpu_fused_flops_fwd", NumberJson(f.cpu_fused_flops_fwd)},
+              {"cpu_fused_flops_bwd", NumberJson(f.cpu_fused_flops_bwd)},
               {"conv_layers", f.conv_layers},
               {"total_filters", f.total_filters},
               {"dense_layers", f.dense_layers},
@@ -383,6 +392,7 @@ class Reader {
     }
   }
 
+  bool has(const char* key) const { return j_.contains(key); }
   const json& required(const char* key) const {
     if (!j_.contains(key)) fail(key, "required");
     return j_.at(key);
@@ -441,7 +451,8 @@ ModelFeatures ReadFeatures(const Reader& r) {
   r.object({"conv_flops_fwd", "conv_flops_bwd", "dense_flops_fwd", "dense_flops_bwd",
             "other_flops_fwd", "other_flops_bwd", "activation_elements", "params",
             "conv_workspace_elements", "conv_output_elements", "conv_layers", "total_filters",
-            "dense_layers", "dense_nodes", "input_elements"});
+            "dense_layers", "dense_nodes", "input_elements", "cpu_fused_flops_fwd",
+            "cpu_fused_flops_bwd"});
   ModelFeatures f;
   f.conv_flops_fwd = r.number("conv_flops_fwd", S::NonNegative);
   f.conv_flops_bwd = r.number("conv_flops_bwd", S::NonNegative);
@@ -458,6 +469,11 @@ ModelFeatures ReadFeatures(const Reader& r) {
   f.dense_layers = int(r.integer("dense_layers", 0, INT_MAX));
   f.dense_nodes = r.integer("dense_nodes", 0, std::numeric_limits<int64_t>::max());
   f.input_elements = r.integer("input_elements", 0, std::numeric_limits<int64_t>::max());
+  // Files from before the CPU engine fused layers have neither: nothing was fused.
+  if (r.has("cpu_fused_flops_fwd") || r.has("cpu_fused_flops_bwd")) {
+    f.cpu_fused_flops_fwd = r.number("cpu_fused_flops_fwd", S::NonNegative);
+    f.cpu_fused_flops_bwd = r.number("cpu_fused_flops_bwd", S::NonNegative);
+  }
   return f;
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/error.hpp"
+#include "launcher/nn/layers/fuse.hpp"
 
 namespace dlh {
 namespace {
@@ -41,6 +42,10 @@ Network::Network(const TrainSpec& spec) {
     }
     for (BufferRef b : layers_.back()->buffers()) buffers_.push_back({prefix + b.name, b.value});
   }
+  // A ReLU and a 2x2 max pool after a convolution run inside it (layers/fuse.hpp): same
+  // values, several passes over the largest activations fewer. The parameters' names and
+  // the layer indices stay the spec's.
+  for (size_t i = 0; i < layers_.size();) i += 1 + FuseFollowers(layers_, i);
   acts_.resize(layers_.size());
   grads_.resize(layers_.size());
   bool params_before = false;
@@ -64,6 +69,7 @@ const Tensor& Network::forward(const Tensor& input, ForwardContext ctx) {
   input_ = &input;
   const Tensor* x = &input;
   for (size_t i = 0; i < layers_.size(); ++i) {
+    if (FusedIntoPrevious(*layers_[i])) continue;  // *x is already this layer's output
     ctx.layer_index = int(i);
     layers_[i]->forward(*x, acts_[i], ctx);
     x = &acts_[i];
@@ -75,10 +81,19 @@ void Network::backward(const Tensor& grad_logits,
                        const std::function<void(size_t)>& on_layer_done) {
   const Tensor* grad_out = &grad_logits;
   for (size_t k = layers_.size(); k-- > 0;) {
-    const Tensor& in = k == 0 ? *input_ : acts_[k - 1];
+    if (FusedIntoPrevious(*layers_[k])) {
+      // The layer that runs it takes *grad_out as it is; no parameters here.
+      if (on_layer_done) on_layer_done(k);
+      continue;
+    }
+    // The input of layer k: the output of the nearest layer before it that runs.
+    size_t below = k;
+    while (below > 0 && FusedIntoPrevious(*layers_[below - 1])) --below;
+    const Tensor& in = below == 0 ? *input_ : acts_[below - 1];
+    const Tensor& out = acts_[k];
     // Nothing before layer k has parameters: its input gradient would be thrown away.
     if (!needs_grad_in_[k]) {
-      layers_[k]->backward(in, acts_[k], *grad_out, nullptr);
+      layers_[k]->backward(in, out, *grad_out, nullptr);
       if (on_layer_done) on_layer_done(k);
       // Layers below have no parameters and no gradients to report; they still get their
       // callback, in order, as before.
@@ -87,7 +102,7 @@ void Network::backward(const Tensor& grad_logits,
       return;
     }
     Tensor* grad_in = &grads_[k];
-    layers_[k]->backward(in, acts_[k], *grad_out, grad_in);
+    layers_[k]->backward(in, out, *grad_out, grad_in);
     if (on_layer_done) on_layer_done(k);
     grad_out = grad_in;
   }

@@ -15,7 +15,14 @@ p, spec = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert [l["kind"] for l in p["layers"]] == [l["type"] for l in spec["layers"]], p["layers"]
 assert p["batch"] == 64 and p["threads"] == 2 and p["steps"] == 3 and p["blas_core"], p
 assert p["sgemm_gflops"] > 0 and p["copy_gbs"] > 0 and p["step_s"] > 0, p
+# Each ReLU and 2x2 pool after a convolution runs inside it (launcher/nn/layers/fuse.hpp): no
+# time of its own, no tensors, no roofline; the dense layer's ReLU runs alone.
+fused = {l["index"]: l["fused_into"] for l in p["layers"] if "fused_into" in l}
+assert fused == {1: 0, 2: 0, 4: 3, 5: 3}, fused
 for l in p["layers"]:
+    if "fused_into" in l:
+        assert l["forward_s"] == l["backward_s"] == l["roofline_s"] == l["bytes"] == 0, l
+        continue
     assert l["forward_s"] > 0 and l["backward_s"] > 0 and l["roofline_s"] > 0, l
     gemm = l["kind"] in ("conv2d", "dense")
     assert ("gemm_alone_s" in l) == gemm and (not gemm or l["gemm_alone_s"] > 0), l
@@ -31,7 +38,7 @@ assert abs(p["floor_s"] - parts) < 1e-12 and p["floor_samples_per_s"] == 64 / p[
 print(f"  ok: 10 layers, step {p['step_s'] * 1e3:.2f} ms, floor {p['floor_s'] * 1e3:.2f} ms "
       f"(OpenBLAS core {p['blas_core']})")
 PY
-check "cnn: every layer timed both ways; GEMM FLOPs as the engine runs them; the floor adds up"
+check "cnn: every layer timed both ways or fused; GEMM FLOPs as the engine runs them; the floor adds up"
 
 echo "the bench MLP (flatten first: no backward for it, no input gradient for the first dense)"
 dlh-estimate profile "$ROOT/share/bench/mlp.json" --batch 32 --steps 2 --warmup 0 --json \
@@ -55,6 +62,8 @@ for line in "OpenBLAS core" "GEMM layers (conv2d, dense):" "other layers:" "roof
   grep -q "$line" "$WORK/cnn.txt" || { cat "$WORK/cnn.txt"; fail "no '$line' in the text"; }
 done
 [[ $(grep -c "^  [0-9]" "$WORK/cnn.txt") -eq 10 ]] || { cat "$WORK/cnn.txt"; fail "not 10 layer rows"; }
+[[ $(grep -c "^  [1245] .*runs inside layer [03] (fused" "$WORK/cnn.txt") -eq 4 ]] ||
+  { cat "$WORK/cnn.txt"; fail "the fused ReLUs and pools are not shown as such"; }
 check "$(sed -n 2p "$WORK/cnn.txt")"
 
 echo "bad input"

@@ -16,6 +16,7 @@
 
 #include "common/error.hpp"
 #include "launcher/nn/layer.hpp"
+#include "launcher/nn/layers/conv_tiles.hpp"
 
 namespace dlh {
 namespace {
@@ -245,6 +246,54 @@ INSTANTIATE_TEST_SUITE_P(Layers, ConvTest,
                                   std::to_string(case_info.param.stride) + "p" +
                                   std::to_string(case_info.param.padding);
                          });
+
+// A layer wide enough that conv2d.cpp cuts each sample's output into row tiles (three of
+// 3, 3 and 1 rows on the shifted-plane path, two of 6 and 2 on the strided one): forward,
+// input, weight and bias gradients against the definition, in double.
+TEST(Conv2d, SeveralRowTilesMatchTheDefinition) {
+  for (const ConvCase c : {ConvCase{3, 1, 1}, ConvCase{3, 2, 1}}) {
+    std::mt19937_64 rng(4);
+    const int N = 2, C = 64, H = c.stride == 1 ? 7 : 15, W = 33, F = 3, K = c.kernel;
+    const int S = c.stride, P = c.padding;
+    const int Ho = (H + 2 * P - K) / S + 1, Wo = (W + 2 * P - K) / S + 1;
+    ASSERT_LT(ConvTileRows(C * K * K, Ho, Wo), Ho) << "one tile: the test would prove nothing";
+    auto layer = Conv({C, H, W}, F, K, S, P);
+    RandomizeParams(*layer, rng);
+    const Tensor& w = *layer->params()[0].value;
+    const Tensor& bias = *layer->params()[1].value;
+    const Tensor x = Uniform({N, C, H, W}, rng);
+    Tensor out, grad_in;
+    layer->forward(x, out, TrainingContext());
+    const Tensor g = Uniform(out.shape(), rng);
+    layer->backward(x, out, g, &grad_in);
+    std::vector<double> gx(x.size(), 0.0), gw(w.size(), 0.0), gb(F, 0.0);
+    for (int n = 0; n < N; ++n)
+      for (int f = 0; f < F; ++f)
+        for (int oh = 0; oh < Ho; ++oh)
+          for (int ow = 0; ow < Wo; ++ow) {
+            const size_t o = ((size_t(n) * F + f) * Ho + oh) * Wo + ow;
+            double y = bias[f];
+            gb[f] += g[o];
+            for (int ch = 0; ch < C; ++ch)
+              for (int kh = 0; kh < K; ++kh)
+                for (int kw = 0; kw < K; ++kw) {
+                  const int ih = oh * S - P + kh, iw = ow * S - P + kw;
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                  const size_t wi = ((size_t(f) * C + ch) * K + kh) * K + kw;
+                  const size_t xi = ((size_t(n) * C + ch) * H + ih) * W + iw;
+                  y += double(w[wi]) * x[xi];
+                  gw[wi] += double(g[o]) * x[xi];
+                  gx[xi] += double(g[o]) * w[wi];
+                }
+            ASSERT_NEAR(out[o], y, 1e-4) << "n=" << n << " f=" << f << " oh=" << oh;
+          }
+    const Tensor& dw = *layer->params()[0].grad;
+    const Tensor& db = *layer->params()[1].grad;
+    for (size_t i = 0; i < gx.size(); ++i) ASSERT_NEAR(grad_in[i], gx[i], 1e-4) << "x " << i;
+    for (size_t i = 0; i < gw.size(); ++i) ASSERT_NEAR(dw[i], gw[i], 1e-3) << "w " << i;
+    for (int f = 0; f < F; ++f) ASSERT_NEAR(db[f], gb[size_t(f)], 1e-3) << "bias " << f;
+  }
+}
 
 TEST(Conv2d, BackwardAfterEvaluationForwardStillUsesItsInput) {
   std::mt19937_64 rng(3);

@@ -444,8 +444,8 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   // Both nodes of the local cluster are one 2-core machine (runtime.shared_host_cores): two
   // ranks take as long as one with both cores, so one GPU is the least energy.
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
-  EXPECT_EQ(p.time_limit, "00:07:00");
-  EXPECT_EQ(p.plan["time_limit"], "00:07:00");
+  EXPECT_EQ(p.time_limit, "00:06:00");
+  EXPECT_EQ(p.plan["time_limit"], "00:06:00");
   EXPECT_EQ(p.plan["allocation"]["tasks_per_node"], 1);
   EXPECT_EQ(p.live_note, "free now: node-alpha 1/1, node-beta 1/1");
   EXPECT_EQ(p.fallback_note, "");
@@ -453,17 +453,17 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   Recommendation direct = Recommend(p.job, c);
   EXPECT_EQ(PlanJson(p.job, direct, direct.ranked.front()).dump(), p.plan.dump());
   EXPECT_EQ(SummaryLine(p),
-            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:07:00: predicted 3m34s, 10.3 kJ, "
+            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:06:00: predicted 2m38s, 7.6 kJ, "
             "deadline 30m (least energy of 4 allocations meeting the 30m deadline)");
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
   EXPECT_NE(report.find("  1  1x1 alpha (b128)"), std::string::npos) << report;
-  EXPECT_NE(report.find("predicted 3m34s: start-up 2s + data 55ms + warm-up 160ms + 3744 steps "
-                        "3m20s + 8 evaluations 11s + 8 checkpoints 69ms\n"),
+  EXPECT_NE(report.find("predicted 2m38s: start-up 2s + data 55ms + warm-up 118ms + 3744 steps "
+                        "2m28s + 8 evaluations 8s + 8 checkpoints 69ms\n"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:1 --nodes=1 --ntasks-per-node=1 "
-                        "--time=00:07:00\n"),
+                        "--time=00:06:00\n"),
             std::string::npos)
       << report;
 }
@@ -510,8 +510,8 @@ TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
   EXPECT_FALSE(p.feasible);
   EXPECT_FALSE(p.plan["feasible"].get<bool>());
   EXPECT_EQ(InfeasibleMessage(p),
-            "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 3m55s "
-            "with the 10% margin (3m34s predicted)");
+            "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 2m54s "
+            "with the 10% margin (2m38s predicted)");
   EXPECT_NE(DryRunReport(p, 5).find("no allocation meets the 2m deadline"), std::string::npos);
 }
 
@@ -523,8 +523,8 @@ TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
                            alpha_busy, "");
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 beta");
   EXPECT_EQ(p.live_note, "free now: node-alpha 0/1, node-beta 1/1");
-  // Beta alone is too slow for 5 minutes (7m51s predicted, scaled from alpha's calibration):
-  // plan on all nodes, the job waits for alpha (3m34s, 3m55s with the margin).
+  // Beta alone is too slow for 5 minutes (5m52s predicted, scaled from alpha's calibration):
+  // plan on all nodes, the job waits for alpha (2m38s, 2m54s with the margin).
   p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=5m"), c, alpha_busy, "");
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
   EXPECT_EQ(p.fallback_note,
@@ -740,8 +740,8 @@ TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
   Cluster c = LocalCluster();
   c.runtime.shared_host_cores = 0;
   PlanOutcome p = MakePlan(
-      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m30s,mixed"), c, AllIdle(), "");
-  // Only the mix meets 3m30s with the 10% margin (1 x 1 alpha: 3m34s, 3m55s with it; the
+      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=2m35s,mixed"), c, AllIdle(), "");
+  // Only the mix meets 2m35s with the 10% margin (1 x 1 alpha: 2m38s, 2m54s with it; the
   // figures follow the shipped calibration share/calibration/cpu.json, scaled for beta).
   ASSERT_TRUE(p.feasible);
   EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha + 1 x 2 beta");
@@ -758,7 +758,7 @@ TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
       << DryRunReport(p, 5);
   // Without the live node list the ranks could not be told apart: nothing is submitted.
   EXPECT_EQ(ErrorOf([&] {
-              MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m30s,mixed"), c,
+              MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=2m35s,mixed"), c,
                        {}, "slurmctld down");
             }),
             "--dlh-auto: mixed: the plan on 1 x 2 alpha + 1 x 2 beta needs the names of each "

@@ -470,7 +470,8 @@ TEST(DeviceSpeeds, CalibratedIsTheAffineModel) {
   auto speeds = DeviceSpeeds(job, c);
   fs::remove(path);
   double t0 = 0, t7 = 0;
-  const std::vector<double> r0 = TimeTerms(job.features, 0), r7 = TimeTerms(job.features, 7);
+  const std::vector<double> r0 = TimeTerms(job.features, 0, true),
+                            r7 = TimeTerms(job.features, 7, true);  // a "cpu" calibration
   for (int i = 0; i < kTimeTerms; ++i) {
     t0 += cal.model.coef[size_t(i)] * r0[size_t(i)];
     t7 += cal.model.coef[size_t(i)] * r7[size_t(i)];
@@ -525,7 +526,7 @@ TEST_F(ScaledSpeeds, UncalibratedTypeGetsTheReferenceModelScaledByThePeaks) {
   // memory terms (3, 4, 5) / 0.5.
   const std::vector<double> scale = {1, 2.5, 2.5, 2, 2, 2, 2.5, 1, 1};
   for (int64_t b : {0, 1, 64}) {
-    const std::vector<double> t = TimeTerms(job.features, b);
+    const std::vector<double> t = TimeTerms(job.features, b, true);  // a "cpu" calibration
     double want = 0;
     for (int i = 0; i < kTimeTerms; ++i)
       want += cal_.model.coef[size_t(i)] * scale[size_t(i)] * t[size_t(i)];

@@ -99,7 +99,7 @@ std::vector<TimingSample> Synthetic(const std::vector<double>& c, double noise =
     s.model = "m" + std::to_string(i);
     s.features = ComputeFeatures(Model(channels, size, conv, filters, dense, nodes));
     s.batch = 16 << ((i * 7) % 5);  // 16..256
-    s.seconds = Dot(c, TimeTerms(s.features, s.batch));
+    s.seconds = Dot(c, TimeTerms(s.features, s.batch, true));
     if (noise > 0) s.seconds *= 1 + noise * gauss(rng);
     s.joules = i % 3 == 0 ? -1 : 2.5 * s.seconds;
     out.push_back(s);
@@ -130,7 +130,16 @@ TEST(TimeModelTest, TermsAndSeconds) {
   f.conv_output_elements = 3e3;
   f.conv_layers = 2;  // the per-layer terms do not grow with the batch
   f.dense_layers = 3;
-  EXPECT_EQ(TimeTerms(f, 10), (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4, 2e4, 3e4, 2, 3}));
+  EXPECT_EQ(TimeTerms(f, 10, true), (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4, 2e4, 3e4, 2, 3}));
+  // Element-wise work the CPU engine runs inside its convolutions: out of a CPU model's
+  // element-wise term, in a GPU model's.
+  ModelFeatures fused = f;
+  fused.cpu_fused_flops_fwd = 1e3;
+  fused.cpu_fused_flops_bwd = 2e3;
+  EXPECT_EQ(TimeTerms(fused, 10, true)[3], 7e4);
+  EXPECT_EQ(TimeTerms(fused, 10, false)[3], 1e5);
+  EXPECT_TRUE(CpuEngineDevice("cpu"));
+  EXPECT_FALSE(CpuEngineDevice("cuda:0 (NVIDIA H100 80GB HBM3)"));
   TimeModel m;
   m.coef = kCoef;
   // 1e-3 + 3e7*2e-11 + 3e6*5e-11 + 1e5*3e-9 + 5e4*1e-9 + 2e4*2e-9 + 3e4*4e-9 + 2*1e-4 + 3*5e-5
@@ -179,7 +188,7 @@ void Weighted(const std::vector<TimingSample>& samples, Eigen::MatrixXd* A, Eige
   A->resize(Eigen::Index(samples.size()), kTimeTerms);
   *y = Eigen::VectorXd::Ones(Eigen::Index(samples.size()));
   for (size_t i = 0; i < samples.size(); ++i) {
-    const std::vector<double> x = TimeTerms(samples[i].features, samples[i].batch);
+    const std::vector<double> x = TimeTerms(samples[i].features, samples[i].batch, true);
     for (int j = 0; j < kTimeTerms; ++j) (*A)(Eigen::Index(i), j) = x[j] / samples[i].seconds;
   }
 }
@@ -253,7 +262,7 @@ TEST(TimeModelTest, RankDeficient) {
   for (int b = 1; b <= 20; ++b) {
     TimingSample s = Synthetic(kCoef)[5];
     s.batch = 8 * b;
-    s.seconds = Dot(kCoef, TimeTerms(s.features, s.batch));
+    s.seconds = Dot(kCoef, TimeTerms(s.features, s.batch, true));
     batches.push_back(s);
   }
   msg = ErrorOf([&] { FitTimeModel("cpu", batches); });
@@ -284,7 +293,7 @@ TEST(TimeModelTest, RankDeficientTrainingFold) {
   for (size_t i = 0; s.size() < 18; ++i) {  // more MLP rows, at other batches
     s.push_back(s[i]);
     s.back().batch *= 3;
-    s.back().seconds = Dot(kCoef, TimeTerms(s.back().features, s.back().batch));
+    s.back().seconds = Dot(kCoef, TimeTerms(s.back().features, s.back().batch, true));
   }
   // The first (deterministic) choice of a few CNNs that makes the whole set fittable while
   // some training fold is not: the error must then name the fold.
@@ -336,6 +345,9 @@ void ExpectSameFeatures(const ModelFeatures& a, const ModelFeatures& b) {
   EXPECT_EQ(a.activation_elements, b.activation_elements);
   EXPECT_EQ(a.params, b.params);
   EXPECT_EQ(a.conv_workspace_elements, b.conv_workspace_elements);
+  EXPECT_EQ(a.conv_output_elements, b.conv_output_elements);
+  EXPECT_EQ(a.cpu_fused_flops_fwd, b.cpu_fused_flops_fwd);
+  EXPECT_EQ(a.cpu_fused_flops_bwd, b.cpu_fused_flops_bwd);
   EXPECT_EQ(a.conv_layers, b.conv_layers);
   EXPECT_EQ(a.total_filters, b.total_filters);
   EXPECT_EQ(a.dense_layers, b.dense_layers);
@@ -374,8 +386,17 @@ TEST(CalibrationTest, JsonRoundTrip) {
   EXPECT_EQ(j["model"]["terms"], json(TimeTermNames()));
   EXPECT_TRUE(j["samples"][0]["joules"].is_null());  // -1: not measured
   EXPECT_TRUE(j["samples"][1]["joules"].is_number());
-  EXPECT_EQ(j["samples"][0]["features"].size(), 15u);
+  EXPECT_EQ(j["samples"][0]["features"].size(), 17u);
   EXPECT_EQ(j["samples"][0]["features"]["conv_layers"], 0);
+  // A file from before the CPU engine fused layers: nothing fused.
+  json old = j;
+  for (json& s : old["samples"]) {
+    s["features"].erase("cpu_fused_flops_fwd");
+    s["features"].erase("cpu_fused_flops_bwd");
+  }
+  const Calibration before = CalibrationFromJson(old, "old.json");
+  for (const TimingSample& s : before.samples)
+    EXPECT_EQ(s.features.cpu_fused_flops_fwd + s.features.cpu_fused_flops_bwd, 0.0);
   const Calibration back = CalibrationFromJson(json::parse(j.dump()), "cal.json");
   ExpectSame(c, back);
   // Refitting the samples read back gives the same model.

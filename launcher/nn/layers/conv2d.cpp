@@ -11,16 +11,91 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
+#include "common/error.hpp"
+#include "launcher/nn/layers/conv_tiles.hpp"
 #include "launcher/nn/layers/gemm.hpp"
 #include "launcher/nn/layers/layers.hpp"
+#include "launcher/nn/layers/pool2x2.hpp"
 #include "launcher/nn/thread_pool.hpp"
 
 namespace dlh {
 namespace {
 
 constexpr int kGradChunks = 8;  // weight-gradient partial sums per batch (fixed: see above)
+
+// Sum of one output plane (its bias gradient for one sample) in kKeep interleaved partial
+// sums, added pairwise in a fixed order at the end. One running sum is a chain of dependent
+// adds the compiler may not reorder: it cost the first convolution of share/bench/cnn.json
+// 40% of its backward (dlh-estimate profile). The order is fixed by the plane's length
+// alone, so the result stays independent of threads and timing.
+float PlaneSum(const float* x, int n) {
+  constexpr int kKeep = 16;
+  float acc[kKeep] = {};
+  int i = 0;
+  for (; i + kKeep <= n; i += kKeep)
+    for (int j = 0; j < kKeep; ++j) acc[j] += x[i + j];
+  for (int j = 0; i < n; ++i, ++j) acc[j] += x[i];
+  for (int width = kKeep / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
+  return acc[0];
+}
+
+// The fused ReLU (layers/fuse.hpp), forward: y = max(y, 0) in place. And backward:
+// masked = g where y > 0, else 0. Selects, not branches, on restrict pointers, so that both
+// vectorise: a branch on a sign mispredicts half the time.
+void ClampNegative(float* __restrict y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+}
+
+void MaskByPositive(const float* __restrict y, const float* __restrict g, float* __restrict masked,
+                    size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = g[i];  // loaded unconditionally: lets the loop vectorise
+    masked[i] = y[i] > 0.0f ? gi : 0.0f;
+  }
+}
+
+// A fused 2x2 pool's backward for one plane: writes every cell of the H x W plane `full`
+// (row length W) once. Each window's winner gets 0 + its pooled gradient (as
+// MaxPool2d::backward adds it to a zeroed plane), or 0 where the fused ReLU's output there,
+// the pooled value `y`, is not positive; every other cell gets 0. Selects, not branches,
+// and no zeroing pass first: a scatter with a data-dependent branch per window cost more
+// than the GEMMs around it.
+// `v` where `keep`, else +0, through the bits: the compiler turns a float select on an
+// integer condition into a branch, and here the condition is a coin toss.
+inline float KeepIf(float v, bool keep) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0u - uint32_t(keep);
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+template <bool kRelu>
+void UnpoolPlane(const float* __restrict g, const float* __restrict y,
+                 const int32_t* __restrict arg, int H, int W, float* __restrict full) {
+  const int Ho = H / 2, Wo = W / 2;
+  for (int oh = 0; oh < Ho; ++oh) {
+    const int top = 2 * oh * W;
+    float* r0 = full + top;
+    float* r1 = r0 + W;
+    const float* go = g + oh * Wo;
+    const int32_t* ao = arg + oh * Wo;
+    for (int ow = 0; ow < Wo; ++ow) {
+      const float v = KeepIf(0.0f + go[ow], !kRelu || y[oh * Wo + ow] > 0.0f);
+      const int c = 2 * ow, a = ao[ow] - top;  // the winner, relative to r0
+      r0[c] = KeepIf(v, a == c);
+      r0[c + 1] = KeepIf(v, a == c + 1);
+      r1[c] = KeepIf(v, a == W + c);
+      r1[c + 1] = KeepIf(v, a == W + c + 1);
+    }
+    if (W % 2 != 0) r0[W - 1] = r1[W - 1] = 0.0f;  // a column no window covers
+  }
+  if (H % 2 != 0) std::fill_n(full + size_t(H - 1) * W, W, 0.0f);  // and a row
+}
 
 }  // namespace
 
@@ -62,32 +137,38 @@ bool SamePlaneShift(const Shape3& in, const Shape3& out, int stride) {
 
 }  // namespace
 
-// Row r = (c, kh, kw) of `cols` (CKK x Ho*Wo) holds, for every output pixel (oh, ow) of
-// one sample, the input value under kernel tap (kh, kw), or 0 where it is padding.
-void Conv2d::im2col(const float* in, float* cols) const {
-  const int H = in_.height, W = in_.width, Ho = out_.height, Wo = out_.width;
+// Row r = (c, kh, kw) of `cols` (CKK x rows*Wo) holds, for every output pixel (oh, ow) of
+// one sample with row_begin <= oh < row_end, the input value under kernel tap (kh, kw), or 0
+// where it is padding.
+void Conv2d::im2col(const float* in, int row_begin, int row_end, float* cols) const {
+  const int H = in_.height, W = in_.width, Wo = out_.width;
   const int K = kernel_, S = stride_, P = padding_;
-  const size_t plane = size_t(Ho) * Wo;
+  const size_t tile = size_t(row_end - row_begin) * Wo;
   const bool shift = SamePlaneShift(in_, out_, S);
   for (int c = 0; c < in_.channels; ++c) {
     const float* src = in + size_t(c) * H * W;
     for (int kh = 0; kh < K; ++kh) {
       for (int kw = 0; kw < K; ++kw) {
-        float* dst = cols + (size_t(c * K + kh) * K + kw) * plane;
+        float* dst = cols + (size_t(c * K + kh) * K + kw) * tile;
         if (shift) {
-          // dst[q] = src[q + dh*W + dw] for the rows where the tap is inside the image;
-          // the |dw| border columns of each row wrap around and are zeroed afterwards (the
-          // copy leaves out the one or two that would read outside the plane).
+          // d[q] = src[q + dh*W + dw] for the rows where the tap is inside the image, q the
+          // pixel's index in the whole plane (d is the tile's row, offset by its first
+          // pixel); the |dw| border columns of each row wrap around and are zeroed
+          // afterwards (the copy leaves out the one or two that would read outside the plane).
           const int dh = kh - P, dw = kw - P;
-          const int oh_lo = std::max(0, -dh), oh_hi = std::min(H, H - dh);
-          const ptrdiff_t q_lo = ptrdiff_t(oh_lo) * W, q_hi = ptrdiff_t(oh_hi) * W;
+          const int oh_lo = std::max(row_begin, -dh), oh_hi = std::min(row_end, H - dh);
+          const ptrdiff_t q_begin = ptrdiff_t(row_begin) * W, q_end = ptrdiff_t(row_end) * W;
+          const ptrdiff_t q_lo = std::clamp(ptrdiff_t(oh_lo) * W, q_begin, q_end);
+          const ptrdiff_t q_hi = std::clamp(ptrdiff_t(oh_hi) * W, q_lo, q_end);
           const ptrdiff_t off = ptrdiff_t(dh) * W + dw;
-          std::fill(dst, dst + q_lo, 0.0f);
-          for (ptrdiff_t q = q_lo + std::max(0, -dw); q < q_hi - std::max(0, dw); ++q)
-            dst[q] = src[q + off];
-          std::fill(dst + q_hi, dst + plane, 0.0f);
+          float* d = dst - q_begin;
+          std::fill(d + q_begin, d + q_lo, 0.0f);
+          const ptrdiff_t copy_lo = std::max(q_lo, ptrdiff_t(-dh) * W + std::max(0, -dw));
+          const ptrdiff_t copy_hi = std::min(q_hi, ptrdiff_t(H - dh) * W - std::max(0, dw));
+          for (ptrdiff_t q = copy_lo; q < copy_hi; ++q) d[q] = src[q + off];
+          std::fill(d + q_hi, d + q_end, 0.0f);
           for (int oh = oh_lo; oh < oh_hi; ++oh) {
-            float* row = dst + size_t(oh) * W;
+            float* row = d + ptrdiff_t(oh) * W;
             for (int ow = 0; ow < -dw; ++ow) row[ow] = 0.0f;
             for (int ow = W - dw; ow < W; ++ow) row[ow] = 0.0f;
           }
@@ -96,7 +177,7 @@ void Conv2d::im2col(const float* in, float* cols) const {
         // Valid output columns for tap kw: 0 <= ow*S - P + kw < W.
         const int ow_lo = std::min(Wo, std::max(0, (P - kw + S - 1) / S));
         const int ow_hi = std::max(ow_lo, std::min(Wo, (W + P - kw + S - 1) / S));
-        for (int oh = 0; oh < Ho; ++oh, dst += Wo) {
+        for (int oh = row_begin; oh < row_end; ++oh, dst += Wo) {
           const int ih = oh * S - P + kh;
           if (ih < 0 || ih >= H) {
             std::fill_n(dst, Wo, 0.0f);
@@ -116,37 +197,42 @@ void Conv2d::im2col(const float* in, float* cols) const {
   }
 }
 
-// The adjoint of im2col for one sample: every column entry is added back to the input
-// cell it came from (overlapping windows accumulate); padding taps are dropped. `cols` is
-// scratch: the same-size path zeroes its wrapped border cells and then adds whole rows.
-void Conv2d::col2im(float* cols, float* grad_in) const {
-  const int H = in_.height, W = in_.width, Ho = out_.height, Wo = out_.width;
+// The adjoint of im2col for one sample's output rows [row_begin, row_end): every column
+// entry is added to the input cell it came from (overlapping windows accumulate); padding
+// taps are dropped. `cols` is scratch: the same-size path zeroes its wrapped border cells
+// and then adds whole rows.
+void Conv2d::col2im(float* cols, int row_begin, int row_end, float* grad_in) const {
+  const int H = in_.height, W = in_.width, Wo = out_.width;
   const int K = kernel_, S = stride_, P = padding_;
-  const size_t plane = size_t(Ho) * Wo;
+  const size_t tile = size_t(row_end - row_begin) * Wo;
   const bool shift = SamePlaneShift(in_, out_, S);
-  std::fill_n(grad_in, in_.elements(), 0.0f);
   for (int c = 0; c < in_.channels; ++c) {
     float* dst = grad_in + size_t(c) * H * W;
     for (int kh = 0; kh < K; ++kh) {
       for (int kw = 0; kw < K; ++kw) {
-        float* src = cols + (size_t(c * K + kh) * K + kw) * plane;
+        float* src = cols + (size_t(c * K + kh) * K + kw) * tile;
         if (shift) {  // the mirror image of im2col's path
           const int dh = kh - P, dw = kw - P;
-          const int oh_lo = std::max(0, -dh), oh_hi = std::min(H, H - dh);
+          const int oh_lo = std::max(row_begin, -dh), oh_hi = std::min(row_end, H - dh);
+          const ptrdiff_t q_begin = ptrdiff_t(row_begin) * W;
           const ptrdiff_t off = ptrdiff_t(dh) * W + dw;
+          float* s = src - q_begin;
           for (int oh = oh_lo; oh < oh_hi; ++oh) {
-            float* row = src + size_t(oh) * W;
+            float* row = s + ptrdiff_t(oh) * W;
             for (int ow = 0; ow < -dw; ++ow) row[ow] = 0.0f;
             for (int ow = W - dw; ow < W; ++ow) row[ow] = 0.0f;
           }
-          const ptrdiff_t q_lo = ptrdiff_t(oh_lo) * W + std::max(0, -dw);
-          const ptrdiff_t q_hi = ptrdiff_t(oh_hi) * W - std::max(0, dw);
-          for (ptrdiff_t q = q_lo; q < q_hi; ++q) dst[q + off] += src[q];
+          if (oh_lo >= oh_hi) continue;
+          const ptrdiff_t q_lo =
+              std::max(ptrdiff_t(oh_lo) * W, ptrdiff_t(-dh) * W + std::max(0, -dw));
+          const ptrdiff_t q_hi =
+              std::min(ptrdiff_t(oh_hi) * W, ptrdiff_t(H - dh) * W - std::max(0, dw));
+          for (ptrdiff_t q = q_lo; q < q_hi; ++q) dst[q + off] += s[q];
           continue;
         }
         const int ow_lo = std::min(Wo, std::max(0, (P - kw + S - 1) / S));
         const int ow_hi = std::max(ow_lo, std::min(Wo, (W + P - kw + S - 1) / S));
-        for (int oh = 0; oh < Ho; ++oh, src += Wo) {
+        for (int oh = row_begin; oh < row_end; ++oh, src += Wo) {
           const int ih = oh * S - P + kh;
           if (ih < 0 || ih >= H) continue;
           float* d = dst + size_t(ih) * W + kw - P;
@@ -167,32 +253,75 @@ void Conv2d::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
   const int F = out_.channels;
   const int ckk = in_.channels * kernel_ * kernel_;
   const int plane = out_.height * out_.width;
-  out.resize({n, F, out_.height, out_.width});
-  const size_t per_thread = size_t(ckk) * plane;
+  const size_t out_size = size_t(F) * plane;
+  // With a fused pool, the layer's output is the pooled one (pool2x2.hpp's shape); the
+  // full-size output lives in the thread's scratch, after the columns.
+  const int pooled_h = out_.height / 2, pooled_w = out_.width / 2;
+  const size_t pooled_size = size_t(F) * pooled_h * pooled_w;
+  if (fused_pool_) {
+    out.resize({n, F, pooled_h, pooled_w});
+    argmax_.resize(size_t(n) * pooled_size);
+  } else {
+    out.resize({n, F, out_.height, out_.width});
+  }
+  const int tile_rows = ConvTileRows(ckk, out_.height, out_.width);
+  const size_t cols_size = size_t(ckk) * tile_rows * out_.width;
+  const size_t per_thread = cols_size + (fused_pool_ ? out_size : 0);
   scratch_.resize(size_t(CpuThreads()) * per_thread);
   ParallelFor(n, [&](int b, int thread) {
     float* cols = scratch_.data() + size_t(thread) * per_thread;
-    im2col(in.data() + size_t(b) * in_.elements(), cols);
+    const float* x = in.data() + size_t(b) * in_.elements();
     // Seed the output with the bias so that the GEMM adds into it (beta = 1): one pass
     // over the output fewer than zeroing it and adding the bias afterwards.
-    float* y = out.data() + size_t(b) * F * plane;
+    float* y = fused_pool_ ? cols + cols_size : out.data() + size_t(b) * out_size;
     for (int f = 0; f < F; ++f) std::fill_n(y + size_t(f) * plane, plane, bias_[f]);
-    Sgemm(false, false, F, plane, ckk, 1.0f, weight_.data(), cols, 1.0f, y);
+    for (int r0 = 0; r0 < out_.height; r0 += tile_rows) {
+      const int r1 = std::min(out_.height, r0 + tile_rows), pixels = (r1 - r0) * out_.width;
+      im2col(x, r0, r1, cols);
+      // y[:, tile] (F x pixels, row length `plane`) += W (F x CKK) * cols (CKK x pixels).
+      SgemmLd(false, false, F, pixels, ckk, 1.0f, weight_.data(), ckk, cols, pixels, 1.0f,
+              y + size_t(r0) * out_.width, plane);
+    }
+    // While the sample's output is still in cache (layers/fuse.hpp). With a pool, the ReLU
+    // clamps the pooled values only: max(z, 0) over a window is max over the window, then
+    // clamped, the same float. Where every value of a window is negative the winner differs
+    // from that of the clamped values, but its gradient is masked to 0 either way.
+    if (fused_pool_) {
+      const size_t pooled_plane = size_t(pooled_h) * pooled_w;
+      for (int f = 0; f < F; ++f) {
+        const size_t at = size_t(b) * pooled_size + f * pooled_plane;
+        Pool2x2(y + size_t(f) * plane, out.data() + at, argmax_.data() + at, out_.width, pooled_h,
+                pooled_w);
+      }
+      if (fused_relu_) ClampNegative(out.data() + size_t(b) * pooled_size, pooled_size);
+    } else if (fused_relu_) {
+      ClampNegative(y, out_size);
+    }
   });
 }
 
 void Conv2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
                       Tensor* grad_in) {
-  (void)out;
   const int n = BatchSize(in, in_, "conv2d");
   const int F = out_.channels;
   const int ckk = in_.channels * kernel_ * kernel_;
   const int plane = out_.height * out_.width;
   const size_t wsize = size_t(F) * ckk;
   if (grad_in != nullptr) grad_in->resize(in.shape());
-  // Per thread: the sample's columns, then (for grad_in) their gradient.
-  const size_t cols_size = size_t(ckk) * plane;
-  const size_t per_thread = cols_size * (grad_in != nullptr ? 2 : 1);
+  // `out` and `grad_out` are the layer's output and its gradient: pooled with a fused pool.
+  const size_t out_size = size_t(F) * plane;
+  const size_t pooled_plane = size_t(out_.height / 2) * (out_.width / 2);
+  const size_t given_size = fused_pool_ ? F * pooled_plane : out_size;
+  if ((fused_relu_ || fused_pool_) && out.size() != size_t(n) * given_size)
+    throw Error("conv2d: backward without a matching forward");
+  if (grad_out.size() != size_t(n) * given_size)
+    throw Error("conv2d: the output gradient is not the output's size");
+  // Per thread: one tile's columns, then (for grad_in) their gradient, then (with a fused
+  // layer) the sample's full-size output gradient.
+  const int tile_rows = ConvTileRows(ckk, out_.height, out_.width);
+  const size_t cols_size = size_t(ckk) * tile_rows * out_.width;
+  const size_t rebuilt_at = cols_size * (grad_in != nullptr ? 2 : 1);
+  const size_t per_thread = rebuilt_at + (fused_relu_ || fused_pool_ ? out_size : 0);
   scratch_.resize(size_t(CpuThreads()) * per_thread);
   const int chunks = std::min(n, kGradChunks);
   partial_w_.resize(size_t(chunks) * wsize);
@@ -206,21 +335,45 @@ void Conv2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad_ou
     std::fill_n(db, F, 0.0);
     const int lo = int(int64_t(n) * chunk / chunks), hi = int(int64_t(n) * (chunk + 1) / chunks);
     for (int b = lo; b < hi; ++b) {
-      const float* g = grad_out.data() + size_t(b) * F * plane;  // F x Ho*Wo
-      im2col(in.data() + size_t(b) * in_.elements(), cols);
-      // dW_chunk (F x CKK) += g (F x P) * cols^T (P x CKK); the chunk's first sample
-      // overwrites.
-      Sgemm(false, true, F, ckk, plane, 1.0f, g, cols, b == lo ? 0.0f : 1.0f, dw);
-      for (int f = 0; f < F; ++f) {
-        const float* gf = g + size_t(f) * plane;
-        float part = 0.0f;
-        for (int p = 0; p < plane; ++p) part += gf[p];
-        db[f] += part;  // double across samples: the sum runs over the whole batch
+      const float* g = grad_out.data() + size_t(b) * given_size;  // F x Ho*Wo unless pooled
+      float* rebuilt = cols + rebuilt_at;
+      if (fused_pool_) {
+        // The pool's backward, then the ReLU's at the winners (the rest is 0 either way).
+        const float* y = out.data() + size_t(b) * given_size;
+        const int32_t* arg = argmax_.data() + size_t(b) * given_size;
+        for (int f = 0; f < F; ++f) {
+          const size_t at = f * pooled_plane;
+          float* plane_f = rebuilt + size_t(f) * plane;
+          if (fused_relu_) {
+            UnpoolPlane<true>(g + at, y + at, arg + at, out_.height, out_.width, plane_f);
+          } else {
+            UnpoolPlane<false>(g + at, y + at, arg + at, out_.height, out_.width, plane_f);
+          }
+        }
+        g = rebuilt;
+      } else if (fused_relu_) {  // relu'(z) = (relu(z) > 0), as Relu::backward takes it
+        MaskByPositive(out.data() + size_t(b) * out_size, g, rebuilt, out_size);
+        g = rebuilt;
       }
-      if (grad_in != nullptr) {
-        // dcols (CKK x P) = W^T (CKK x F) * g (F x P), folded back into the sample.
-        Sgemm(true, false, ckk, plane, F, 1.0f, weight_.data(), g, 0.0f, dcols);
-        col2im(dcols, grad_in->data() + size_t(b) * in_.elements());
+      for (int f = 0; f < F; ++f)
+        db[f] += PlaneSum(g + size_t(f) * plane, plane);  // double across samples
+      const float* x = in.data() + size_t(b) * in_.elements();
+      float* gx = grad_in != nullptr ? grad_in->data() + size_t(b) * in_.elements() : nullptr;
+      if (gx != nullptr) std::fill_n(gx, in_.elements(), 0.0f);
+      for (int r0 = 0; r0 < out_.height; r0 += tile_rows) {
+        const int r1 = std::min(out_.height, r0 + tile_rows), pixels = (r1 - r0) * out_.width;
+        const float* g_tile = g + size_t(r0) * out_.width;  // F x pixels, row length `plane`
+        im2col(x, r0, r1, cols);
+        // dW_chunk (F x CKK) += g_tile * cols^T (pixels x CKK); the chunk's first sample's
+        // first tile overwrites.
+        SgemmLd(false, true, F, ckk, pixels, 1.0f, g_tile, plane, cols, pixels,
+                b == lo && r0 == 0 ? 0.0f : 1.0f, dw, ckk);
+        if (gx != nullptr) {
+          // dcols (CKK x pixels) = W^T (CKK x F) * g_tile, folded back into the sample.
+          SgemmLd(true, false, ckk, pixels, F, 1.0f, weight_.data(), ckk, g_tile, plane, 0.0f,
+                  dcols, pixels);
+          col2im(dcols, r0, r1, gx);
+        }
       }
     }
   });

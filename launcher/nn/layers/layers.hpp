@@ -28,17 +28,26 @@ class Conv2d : public Layer {
   void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
                 Tensor* grad_in) override;
   std::vector<ParamRef> params() override;
+  // Layers that run inside this one (layers/fuse.hpp): a ReLU on the output (which then
+  // masks the output gradient), and after it a 2x2, stride-2 max pool, whose output becomes
+  // this layer's output: the full-size output then never leaves the core's cache.
+  void fuse_relu() { fused_relu_ = true; }
+  void fuse_pool2x2() { fused_pool_ = true; }
 
  private:
-  void im2col(const float* in, float* cols) const;  // one sample
-  void col2im(float* cols, float* grad_in) const;   // one sample; cols is scratch
+  // One sample's output rows [row_begin, row_end) (conv_tiles.hpp); col2im's cols is
+  // scratch, and it adds into grad_in.
+  void im2col(const float* in, int row_begin, int row_end, float* cols) const;
+  void col2im(float* cols, int row_begin, int row_end, float* grad_in) const;
 
   Shape3 in_, out_;
   int kernel_, stride_, padding_;
   ParamInit param_init_;
+  bool fused_relu_ = false, fused_pool_ = false;
+  std::vector<int32_t> argmax_;  // fused pool: per pooled output, its winner in the plane
   Tensor weight_, bias_, grad_weight_, grad_bias_;
-  // Per-thread column buffers: (C*K*K) x (Ho*Wo) for one sample, small enough to stay in
-  // cache between im2col and the GEMM that reads it.
+  // Per-thread column buffers: (C*K*K) x (rows*Wo) for one tile of one sample's output
+  // rows, small enough to stay in cache between im2col and the GEMM that reads it.
   std::vector<float> scratch_;
   // Backward: weight and bias gradient of each fixed chunk of samples, summed in chunk
   // order afterwards (a deterministic reduction whatever the thread count).
@@ -54,10 +63,15 @@ class MaxPool2d : public Layer {
   void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
   void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
                 Tensor* grad_in) override;
+  bool plain_2x2() const { return kernel_ == 2 && stride_ == 2 && padding_ == 0; }
+  // The layer before runs it (layers/fuse.hpp); the network no longer calls this one.
+  void mark_fused() { fused_ = true; }
+  bool fused() const { return fused_; }
 
  private:
   Shape3 in_, out_;
   int kernel_, stride_, padding_;
+  bool fused_ = false;
   std::vector<int32_t> argmax_;  // per output: index of the winner within its input plane
 };
 
@@ -87,9 +101,13 @@ class Relu : public Layer {
   void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
   void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
                 Tensor* grad_in) override;
+  // The layer before runs it (layers/fuse.hpp); the network no longer calls this one.
+  void mark_fused() { fused_ = true; }
+  bool fused() const { return fused_; }
 
  private:
   Shape3 in_;
+  bool fused_ = false;
 };
 
 class Flatten : public Layer {

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "launcher/nn/layers/layers.hpp"
+#include "launcher/nn/layers/pool2x2.hpp"
 #include "launcher/nn/thread_pool.hpp"
 
 namespace dlh {
@@ -22,38 +23,6 @@ namespace {
 
 // Input planes per parallel block: about 32K input values.
 size_t PlaneGrain(size_t plane) { return std::max<size_t>(1, 32768 / std::max<size_t>(1, plane)); }
-
-// The common 2x2 window with stride 2 and no padding over one plane. It visits each window
-// in the same order as the general loop, so ties resolve the same way. Written with
-// selects instead of branches (on real data the winner is a coin toss, and a mispredicted
-// branch per comparison costs more than the window), and with restrict pointers so that
-// the stores cannot be taken to alias the inputs.
-void Pool2x2(const float* __restrict src, float* __restrict dst, int32_t* __restrict arg, int W,
-             int Ho, int Wo) {
-  for (int oh = 0; oh < Ho; ++oh) {
-    const float* r0 = src + 2 * oh * W;
-    const float* r1 = r0 + W;
-    const int top = 2 * oh * W, bottom = top + W;
-    float* d = dst + oh * Wo;
-    int32_t* a = arg + oh * Wo;
-    for (int ow = 0; ow < Wo; ++ow) {
-      const int c = 2 * ow;
-      float v = r0[c];
-      int32_t best = top + c;
-      bool take = r0[c + 1] > v;
-      v = take ? r0[c + 1] : v;
-      best = take ? top + c + 1 : best;
-      take = r1[c] > v;
-      v = take ? r1[c] : v;
-      best = take ? bottom + c : best;
-      take = r1[c + 1] > v;
-      v = take ? r1[c + 1] : v;
-      best = take ? bottom + c + 1 : best;
-      d[ow] = v;
-      a[ow] = best;
-    }
-  }
-}
 
 }  // namespace
 
