@@ -11,8 +11,10 @@
 
 namespace dlh {
 
+bool CpuEngineDevice(const std::string& device) { return device.rfind("cuda", 0) != 0; }
+
 std::string EngineFingerprint(const std::string& device) {
-  return device.rfind("cuda", 0) == 0 ? DLH_CUDA_ENGINE_FINGERPRINT : DLH_CPU_ENGINE_FINGERPRINT;
+  return CpuEngineDevice(device) ? DLH_CPU_ENGINE_FINGERPRINT : DLH_CUDA_ENGINE_FINGERPRINT;
 }
 
 }  // namespace dlh

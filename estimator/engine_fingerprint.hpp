@@ -13,6 +13,9 @@
 
 namespace dlh {
 
+// Whether `device` ("cpu", "cuda:0 (...)") runs the CPU engine rather than the GPU one.
+bool CpuEngineDevice(const std::string& device);
+
 // The fingerprint of this build's engine for `device` ("cpu", "cuda:0", ...): 12 hex digits.
 std::string EngineFingerprint(const std::string& device);
 

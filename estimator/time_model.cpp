@@ -74,8 +74,6 @@ const std::vector<std::string>& TimeTermNames() {
   return names;
 }
 
-bool CpuEngineDevice(const std::string& device) { return device.rfind("cuda", 0) != 0; }
-
 std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_engine) {
   const double b = double(batch);
   const double fused = cpu_engine ? f.cpu_fused_flops_fwd + f.cpu_fused_flops_bwd : 0.0;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "estimator/engine_fingerprint.hpp"  // CpuEngineDevice
 #include "estimator/features.hpp"
 
 namespace dlh {
@@ -45,11 +46,9 @@ const std::vector<std::string>& TimeTermNames();  // "overhead_s", "conv_s_per_f
 constexpr int kLegacyTimeTerms = 7;
 
 // The row of the design matrix for a model and local batch.
+// cpu_engine (CpuEngineDevice of the model's device): the element-wise term leaves out the
+// layers the CPU engine runs inside a convolution (features.hpp).
 std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_engine);
-
-// Whether a time model of `device` ("cpu", "cuda:0 (...)") times the CPU engine, whose
-// element-wise term leaves out the layers it runs inside a convolution (features.hpp).
-bool CpuEngineDevice(const std::string& device);
 
 // One measured configuration of the calibration sweep.
 struct TimingSample {
