@@ -21,6 +21,7 @@
 #include "estimator/calibrate_rates.hpp"
 #include "estimator/features.hpp"
 #include "launcher/nn/layer.hpp"
+#include "launcher/nn/layers/columns.hpp"
 #include "launcher/nn/layers/conv_tiles.hpp"
 #include "launcher/nn/layers/fuse.hpp"
 #include "launcher/nn/network.hpp"
@@ -43,6 +44,22 @@ struct Product {
   double flops() const { return 2.0 * m * n * k; }
 };
 
+// Seconds of `pass`, on the calling thread: median of 5 blocks of about 20 ms, after one
+// untimed call that pages in.
+template <typename Pass>
+double TimePass(Pass&& pass) {
+  double t = Now();
+  pass();
+  const int calls = std::max(1, int(0.02 / std::max(Now() - t, 1e-7)));
+  std::vector<double> per_pass;
+  for (int block = 0; block < 5; ++block) {
+    t = Now();
+    for (int i = 0; i < calls; ++i) pass();
+    per_pass.push_back((Now() - t) / calls);
+  }
+  return Median(per_pass);
+}
+
 // Seconds of one call of each product in turn, on the calling thread with OpenBLAS set to
 // one thread (as inside the engine): median of 5 blocks of about 20 ms, after one untimed
 // pass that packs and pages in.
@@ -60,16 +77,7 @@ double TimeProducts(const std::vector<Product>& products) {
                   p.trans_b ? CblasTrans : CblasNoTrans, p.m, p.n, p.k, 1.0f, a.data(),
                   p.trans_a ? p.m : p.k, b.data(), p.trans_b ? p.k : p.n, 0.0f, c.data(), p.n);
   };
-  double t = Now();
-  pass();
-  const int calls = std::max(1, int(0.02 / std::max(Now() - t, 1e-7)));
-  std::vector<double> per_pass;
-  for (int block = 0; block < 5; ++block) {
-    t = Now();
-    for (int i = 0; i < calls; ++i) pass();
-    per_pass.push_back((Now() - t) / calls);
-  }
-  return Median(per_pass);
+  return TimePass(pass);
 }
 
 // The products the engine runs for a convolution (per sample and row tile: conv2d.cpp)
@@ -102,7 +110,8 @@ std::vector<Product> LayerProducts(const LayerSpec& spec, const LayerCost& cost,
 double FloorSeconds(const StepProfile& p) {
   double s = p.loss_s + p.update_s;
   for (const LayerProfile& l : p.layers)
-    s += l.gemm_layer() ? l.gemm_alone_s : std::min(l.forward_s + l.backward_s, l.roofline_s);
+    s += l.gemm_layer() ? l.gemm_alone_s + l.columns_s
+                        : std::min(l.forward_s + l.backward_s, l.roofline_s);
   return s;
 }
 
@@ -242,6 +251,15 @@ StepProfile ProfileStep(const TrainSpec& spec, const ProfileOptions& options) {
       l.gemm_alone_s = TimeProducts(products) * calls / options.threads;
       l.gemm_alone_gflops = l.flops / l.gemm_alone_s / 1e9;
     }
+    if (c.kind == LayerKind::Conv2d) {  // its column copies, per sample as well
+      std::vector<float> sample(c.in.elements()), scratch, grad_sample;
+      for (float& v : sample) v = normal(rng);
+      l.columns_s = TimePass([&] {
+                      RunColumnCopies(net.layer(i), sample.data(), backward_runs,
+                                      backward_runs && grad_in[i], scratch, grad_sample);
+                    }) *
+                    batch / options.threads;
+    }
     out.layers.push_back(l);
   }
   return out;
@@ -266,6 +284,7 @@ nlohmann::json ToJson(const StepProfile& p) {
       j["gemm_alone_s"] = l.gemm_alone_s;
       j["gemm_alone_gflops"] = l.gemm_alone_gflops;
     }
+    if (l.kind == LayerKind::Conv2d && l.fused_into < 0) j["columns_s"] = l.columns_s;
     layers.push_back(j);
   }
   return {{"model", p.model},
@@ -294,13 +313,14 @@ void PrintText(const std::string& path, const StepProfile& p) {
       p.step_s * 1e3, p.batch / p.step_s, p.steps, p.steps == 1 ? "" : "s", p.warmup);
   std::printf("this machine at %d thread%s: sgemm %.1f GFLOP/s, memory copy %.1f GB/s\n\n",
               p.threads, p.threads == 1 ? "" : "s", p.sgemm_gflops, p.copy_gbs);
-  std::printf("  %-3s %-10s %-11s %8s %8s %6s %8s %7s %10s %9s %12s\n", "#", "layer", "output",
-              "fwd ms", "bwd ms", "share", "GFLOP/s", "GB/s", "roofline", "of it", "GEMMs alone");
-  double gemm_s = 0, gemm_flops = 0, gemm_roof = 0, gemm_alone = 0;
+  std::printf("  %-3s %-10s %-11s %8s %8s %6s %8s %7s %10s %9s %12s %9s\n", "#", "layer", "output",
+              "fwd ms", "bwd ms", "share", "GFLOP/s", "GB/s", "roofline", "of it", "GEMMs alone",
+              "copies");
+  double gemm_s = 0, gemm_flops = 0, gemm_roof = 0, gemm_alone = 0, columns = 0;
   double other_s = 0, other_bytes = 0, other_roof = 0;
   for (const LayerProfile& l : p.layers) {
     const double s = l.forward_s + l.backward_s;
-    char shape[48], alone[48] = "";
+    char shape[48], alone[48] = "", copies[32] = "";
     std::snprintf(shape, sizeof shape, "%dx%dx%d", l.out.channels, l.out.height, l.out.width);
     if (l.fused_into >= 0) {
       std::printf("  %-3d %-10s %-11s   runs inside layer %d (fused: no pass of its own)\n",
@@ -311,14 +331,17 @@ void PrintText(const std::string& path, const StepProfile& p) {
       std::snprintf(alone, sizeof alone, "%.2f ms %4.0f", l.gemm_alone_s * 1e3,
                     l.gemm_alone_gflops);
       gemm_s += s, gemm_flops += l.flops, gemm_roof += l.roofline_s, gemm_alone += l.gemm_alone_s;
+      columns += l.columns_s;
+      if (l.kind == LayerKind::Conv2d)
+        std::snprintf(copies, sizeof copies, "%.2f ms", l.columns_s * 1e3);
     } else {
       other_s += s, other_bytes += l.bytes, other_roof += l.roofline_s;
     }
-    std::printf("  %-3d %-10s %-11s %8.3f %8.3f %5.1f%% %8.1f %7.1f %7.3f ms %8.0f%% %12s\n",
+    std::printf("  %-3d %-10s %-11s %8.3f %8.3f %5.1f%% %8.1f %7.1f %7.3f ms %8.0f%% %12s %9s\n",
                 l.index, LayerKindName(l.kind), shape, l.forward_s * 1e3, l.backward_s * 1e3,
                 100 * s / p.step_s, s > 0 ? l.flops / s / 1e9 : 0.0,
                 s > 0 ? l.bytes / s / 1e9 : 0.0, l.roofline_s * 1e3,
-                s > 0 ? 100 * l.roofline_s / s : 0.0, alone);
+                s > 0 ? 100 * l.roofline_s / s : 0.0, alone, copies);
   }
   const double rest = p.step_s - gemm_s - other_s - p.loss_s - p.update_s;
   std::printf("      %-22s %8.3f %8s %5.1f%%\n", "loss", p.loss_s * 1e3, "",
@@ -331,10 +354,10 @@ void PrintText(const std::string& path, const StepProfile& p) {
     std::printf(
         "GEMM layers (conv2d, dense): %.2f ms, %.0f%% of the step, %.1f GFLOP/s = %.0f%% of "
         "sgemm; their GEMMs alone at OpenBLAS's rate for their shapes: %.2f ms (%.0f%% of "
-        "the layers' time)\n",
+        "the layers' time); the convolutions' column copies (im2col, col2im) alone: %.2f ms\n",
         gemm_s * 1e3, 100 * gemm_s / p.step_s, gemm_flops / gemm_s / 1e9,
         100 * gemm_flops / gemm_s / 1e9 / p.sgemm_gflops, gemm_alone * 1e3,
-        100 * gemm_alone / gemm_s);
+        100 * gemm_alone / gemm_s, columns * 1e3);
   if (other_s > 0)
     std::printf("other layers: %.2f ms, %.0f%% of the step, %.1f GB/s = %.0f%% of the copy rate\n",
                 other_s * 1e3, 100 * other_s / p.step_s, other_bytes / other_s / 1e9,
@@ -345,8 +368,8 @@ void PrintText(const std::string& path, const StepProfile& p) {
   const double floor = FloorSeconds(p);
   std::printf(
       "floor of this engine design with this OpenBLAS: %.2f ms (%.0f samples/s), every GEMM "
-      "layer at its GEMMs alone, the other layers as measured or at the roofline where that "
-      "is faster, loss and update as measured\n",
+      "layer at its GEMMs and column copies alone, the other layers as measured or at the "
+      "roofline where that is faster, loss and update as measured\n",
       floor * 1e3, p.batch / floor);
 }
 

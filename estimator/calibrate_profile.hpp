@@ -8,8 +8,10 @@
 //     the memory-copy rate, whichever takes longer (dlh-estimate rates);
 //   - for convolution and dense layers, their GEMMs alone: OpenBLAS timed on the very
 //     products the engine runs for the layer (per sample for a convolution, per batch for a
-//     dense layer), on one thread, divided by the thread count. What a layer takes beyond
-//     that is the engine's own work (im2col, bias, gradient sums).
+//     dense layer), on one thread, divided by the thread count; for a convolution also its
+//     column copies alone (im2col, col2im: launcher/nn/layers/columns.hpp), timed the same
+//     way. What a layer takes beyond those is the engine's own work (bias, gradient sums,
+//     fused ReLU and pool) and the cost of running them together.
 // So the output says which layers are bound by what, and how far the whole step is from the
 // best this machine and its OpenBLAS allow.
 #pragma once
@@ -32,6 +34,7 @@ struct LayerProfile {
   double roofline_s = 0;         // max(flops / sgemm, bytes / copy)
   double gemm_alone_s = 0;       // conv2d and dense: their GEMMs alone (see above); else 0
   double gemm_alone_gflops = 0;  // the rate OpenBLAS reached on those products, all threads
+  double columns_s = 0;          // conv2d: its im2col and col2im copies alone (see above)
   int fused_into = -1;  // >= 0: runs inside that layer (launcher/nn/layers/fuse.hpp): all 0
   bool gemm_layer() const { return kind == LayerKind::Conv2d || kind == LayerKind::Dense; }
 };
@@ -57,8 +60,9 @@ struct ProfileOptions {
 };
 
 // The step this engine design could reach with this OpenBLAS: every GEMM layer at its GEMMs
-// alone, every other layer as measured or at its roofline where that is faster, the loss and
-// the update as measured. A lower bound for any im2col + OpenBLAS engine on this machine.
+// and column copies alone, every other layer as measured or at its roofline where that is
+// faster, the loss and the update as measured. A lower bound for this im2col + OpenBLAS
+// engine on this machine.
 double FloorSeconds(const StepProfile& profile);
 
 // Throws UsageError for options out of range, SpecError for a bad spec.

@@ -163,7 +163,7 @@ dlh_train() {
 }
 OPENBLAS_NUM_THREADS=2 $py "$bench/sgemm.py" >"$work/sgemm-square.json"
 OPENBLAS_NUM_THREADS=2 $py "$bench/sgemm.py" --shape 128x1024x1024 >"$work/sgemm-small.json"
-for m in "cnn 64" "cnn-deep 64" "mlp 128"; do
+for m in "cnn 64" "cnn-deep 64" "cnn-wide 64" "mlp 128"; do
   set -- $m
   dlh-estimate features "$bench/$1.json" --json >"$work/feat-$1.json"
   d=() t=() d_own=() t_own=()

@@ -105,12 +105,13 @@ def load_profile(work, model, variant=""):
 
 
 def profile_sums(p):
-    """GEMM layers' seconds, FLOPs and GEMMs-alone seconds; other layers' seconds."""
+    """GEMM layers' seconds, FLOPs, GEMMs-alone and column-copies-alone seconds; other
+    layers' seconds."""
     gemm = [l for l in p["layers"] if "gemm_alone_s" in l]
     other = [l for l in p["layers"] if "gemm_alone_s" not in l]
     sec = lambda ls: sum(l["forward_s"] + l["backward_s"] for l in ls)
     return (sec(gemm), sum(l["flops"] for l in gemm), sum(l["gemm_alone_s"] for l in gemm),
-            sec(other))
+            sum(l.get("columns_s", 0) for l in gemm), sec(other))
 
 
 def profile_limit(work, model, need, torch_best):
@@ -120,8 +121,8 @@ def profile_limit(work, model, need, torch_best):
         return ""
     floor = p["floor_samples_per_s"]
     text = (f". `dlh-estimate profile`, OpenBLAS's {p['blas_core']} kernels: the floor of this "
-            f"engine design (every GEMM layer at its GEMMs alone, the rest at its roofline or "
-            f"as measured) is "
+            f"engine design (every GEMM layer at its GEMMs and column copies alone, the rest "
+            f"at its roofline or as measured) is "
             f"{floor:.0f} samples/s, {floor / torch_best:.2f}x PyTorch's best round")
     text += (f", below the {need:.0f} the goal needs: out of reach with these kernels"
              if floor < need else
@@ -181,18 +182,21 @@ def profile_table(work, rows, goals):
           "times every layer of the engine's step (no loader, no MPI; median of 20 steps) and "
           "sets each against two measured ceilings: OpenBLAS alone on the very GEMMs the "
           "engine runs for the layer, and the roofline (sgemm and copy rates of `dlh-estimate "
-          "rates` at 2 threads, measured by the same command). The floor is the step with "
-          "every GEMM layer at its GEMMs alone and the other layers at their roofline (or as "
-          "measured, where faster): the most an im2col + OpenBLAS engine could do here. "
+          "rates` at 2 threads, measured by the same command); a convolution's column copies "
+          "(im2col forward and backward, col2im) are timed alone the same way. The floor is "
+          "the step with every GEMM layer at its GEMMs and column copies alone and the other "
+          "layers at their roofline (or as measured, where faster): the most this im2col + "
+          "OpenBLAS engine could do here. "
           "Rows marked \"own choice\" lift this machine's OPENBLAS_CORETYPE pin for that "
           "command alone.")
     print()
     print("| model | OpenBLAS kernels | step ms | GEMM layers: share, GFLOP/s, % of sgemm | "
-          "their GEMMs alone | other layers | floor samples/s | step / floor |")
-    print("|---|---|---|---|---|---|---|---|")
+          "their GEMMs alone | column copies alone | other layers | floor samples/s | "
+          "step / floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
     in_layers = []
     for r, variant, p in profiles:
-        gemm_s, gemm_flops, alone_s, other_s = profile_sums(p)
+        gemm_s, gemm_flops, alone_s, columns_s, other_s = profile_sums(p)
         rate = gemm_flops / gemm_s / 1e9
         core = p["blas_core"] + (" (own choice)" if variant else "")
         print(f"| {LABELS[r['model']][0]} | {core} | {p['step_s'] * 1e3:.2f} | "
@@ -200,7 +204,7 @@ def profile_table(work, rows, goals):
               f"{100 * rate / p['sgemm_gflops']:.0f}% of {p['sgemm_gflops']:.0f} | "
               f"{alone_s * 1e3:.2f} ms ({100 * alone_s / gemm_s:.0f}% of their time, "
               f"{100 * gemm_flops / alone_s / 1e9 / p['sgemm_gflops']:.0f}% of sgemm) | "
-              f"{other_s * 1e3:.2f} ms | {p['floor_samples_per_s']:.0f} | "
+              f"{columns_s * 1e3:.2f} ms | {other_s * 1e3:.2f} ms | {p['floor_samples_per_s']:.0f} | "
               f"{100 * p['samples_per_s'] / p['floor_samples_per_s']:.0f}% |")
         if not variant:
             in_layers.append((r["model"], rate / p["sgemm_gflops"],
@@ -219,6 +223,7 @@ def profile_table(work, rows, goals):
 LABELS = {
     "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10", 1.5),
     "cnn-deep": ("deep CNN conv32-conv32-pool-conv64-conv64-pool-fc256-fc10", 1.5),
+    "cnn-wide": ("wide CNN conv5x5x32-pool-conv5x5x64-pool-fc1024-dropout-fc10", 1.5),
     "mlp": ("MLP 784-1024-1024-10", 1.5),
 }
 
@@ -292,7 +297,7 @@ def cpu(work, goals):
     if p is not None:
         # The whole step's rate is the rate inside the GEMM layers times their share of the
         # launcher's step: the profile measures both factors.
-        gemm_s, gemm_fl, _, _ = profile_sums(p)
+        gemm_s, gemm_fl, _, _, _ = profile_sums(p)
         step_s = worst[0]["batch"] / med(worst[0]["dlh"])
         limit = (f"{worst[0]['model']}: inside its GEMM layers DLH runs at "
                  f"{100 * gemm_fl / gemm_s / 1e9 / p['sgemm_gflops']:.0f}% of sgemm "

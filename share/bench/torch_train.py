@@ -25,6 +25,11 @@ def model(name):
             nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
             nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(3136, 256), nn.ReLU(), nn.Linear(256, 10))
+    if name == "cnn-wide":  # share/bench/quality-wide.json's layers: 5x5 convolutions, 1024 units
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(3136, 1024), nn.ReLU(), nn.Dropout(0.4), nn.Linear(1024, 10))
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(),
                              nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))

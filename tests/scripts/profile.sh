@@ -2,7 +2,7 @@
 # dlh-estimate profile: a real CPU step of the bench networks, layer by layer. Checks what
 # must hold whatever the machine's speed: every layer timed once per direction where the
 # engine runs it, the GEMM FLOPs of the products the engine runs, the GEMM layers' own
-# ceiling, the floor and the text's summary lines; and bad input.
+# ceiling and column copies, the floor and the text's summary lines; and bad input.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -26,12 +26,16 @@ for l in p["layers"]:
     assert l["forward_s"] > 0 and l["backward_s"] > 0 and l["roofline_s"] > 0, l
     gemm = l["kind"] in ("conv2d", "dense")
     assert ("gemm_alone_s" in l) == gemm and (not gemm or l["gemm_alone_s"] > 0), l
+    # A convolution's column copies (im2col, col2im) are timed alone too; no other layer has any.
+    conv = l["kind"] == "conv2d"
+    assert ("columns_s" in l) == conv and (not conv or l["columns_s"] > 0), l
 # conv 32->64, 3x3 on 14x14: forward, weight and input gradient, 64 samples.
 conv = p["layers"][3]
 assert conv["flops"] == 3 * 2 * 64 * (32 * 9) * (14 * 14) * 64, conv["flops"]
 # The first convolution computes no input gradient: two products.
 assert p["layers"][0]["flops"] == 2 * 2 * 32 * 9 * (28 * 28) * 64, p["layers"][0]["flops"]
-parts = p["loss_s"] + p["update_s"] + sum(l["gemm_alone_s"] if "gemm_alone_s" in l else
+parts = p["loss_s"] + p["update_s"] + sum(l["gemm_alone_s"] + l.get("columns_s", 0)
+                                          if "gemm_alone_s" in l else
                                           min(l["forward_s"] + l["backward_s"], l["roofline_s"])
                                           for l in p["layers"])
 assert abs(p["floor_s"] - parts) < 1e-12 and p["floor_samples_per_s"] == 64 / p["floor_s"], p
@@ -57,8 +61,8 @@ check "mlp: flatten has no backward; the first dense layer two products, the sec
 echo "text"
 dlh-estimate profile "$ROOT/share/bench/cnn.json" --steps 1 --warmup 0 >"$WORK/cnn.txt" ||
   fail "profile text failed"
-for line in "OpenBLAS core" "GEMM layers (conv2d, dense):" "other layers:" "roofline of the layers:" \
-  "floor of this engine design"; do
+for line in "OpenBLAS core" "GEMM layers (conv2d, dense):" "column copies (im2col, col2im) alone:" \
+  "other layers:" "roofline of the layers:" "floor of this engine design"; do
   grep -q "$line" "$WORK/cnn.txt" || { cat "$WORK/cnn.txt"; fail "no '$line' in the text"; }
 done
 [[ $(grep -c "^  [0-9]" "$WORK/cnn.txt") -eq 10 ]] || { cat "$WORK/cnn.txt"; fail "not 10 layer rows"; }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "launcher/nn/layer.hpp"
+#include "launcher/nn/layers/gemm.hpp"
 #include "launcher/nn/optimizer.hpp"
 
 namespace dlh {
@@ -68,6 +69,23 @@ TEST(Parallel, RangesCoverEverythingOnce) {
       for (size_t i = lo; i < hi; ++i) hits[i]++;
     });
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i], 1) << i;
+  }
+}
+
+TEST(Parallel, SgemmBlocksArePowersOfTwoFromTheShapeAlone) {
+  EXPECT_EQ(SgemmBlocks(7.9e6, 4096), 1);  // too small to pay for a second packing
+  EXPECT_EQ(SgemmBlocks(8e6, 4096), 2);
+  // The wide CNN's dense layer (64 x 1024 x 3136, 411 MFLOP) was cut in 3: now 2, so that
+  // 2 threads share it evenly.
+  EXPECT_EQ(SgemmBlocks(2.0 * 64 * 1024 * 3136, 1024), 2);
+  EXPECT_EQ(SgemmBlocks(512e6, 4096), 4);
+  EXPECT_EQ(SgemmBlocks(1024e6, 4096), 8);
+  EXPECT_EQ(SgemmBlocks(1e12, 4096), 8);
+  EXPECT_EQ(SgemmBlocks(1e12, 100), 2);  // at least 32 rows or columns a block
+  EXPECT_EQ(SgemmBlocks(1e12, 63), 1);
+  for (double flops = 1e6; flops < 1e11; flops *= 1.37) {
+    const int blocks = SgemmBlocks(flops, 1 << 20);
+    EXPECT_EQ(blocks & (blocks - 1), 0) << flops << " FLOPs: " << blocks << " blocks";
   }
 }
 

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "launcher/nn/layers/columns.hpp"
 #include "launcher/nn/layers/conv_tiles.hpp"
 #include "launcher/nn/layers/gemm.hpp"
 #include "launcher/nn/layers/layers.hpp"
@@ -397,6 +398,28 @@ void Conv2d::backward(const Tensor& in, const Tensor& out, const Tensor& grad_ou
     for (int c = 0; c < chunks; ++c) sum += partial_b_[size_t(c) * F + f];
     grad_bias_[f] = float(sum);
   }
+}
+
+void Conv2d::run_column_copies(const float* sample, bool backward, bool grad_in,
+                               std::vector<float>& scratch, std::vector<float>& grad_sample) const {
+  const int ckk = in_.channels * kernel_ * kernel_;
+  const int tile_rows = ConvTileRows(ckk, out_.height, out_.width);
+  scratch.resize(size_t(ckk) * tile_rows * out_.width);
+  grad_sample.resize(in_.elements());
+  if (grad_in) std::fill(grad_sample.begin(), grad_sample.end(), 0.0f);  // as backward does
+  for (int r0 = 0; r0 < out_.height; r0 += tile_rows) {
+    const int r1 = std::min(out_.height, r0 + tile_rows);
+    im2col(sample, r0, r1, scratch.data());
+    if (backward) im2col(sample, r0, r1, scratch.data());
+    if (grad_in) col2im(scratch.data(), r0, r1, grad_sample.data());
+  }
+}
+
+void RunColumnCopies(const Layer& conv, const float* sample, bool backward, bool grad_in,
+                     std::vector<float>& scratch, std::vector<float>& grad_sample) {
+  const auto* c = dynamic_cast<const Conv2d*>(&conv);
+  if (c == nullptr) throw Error("column copies: not a convolution");
+  c->run_column_copies(sample, backward, grad_in, scratch, grad_sample);
 }
 
 }  // namespace dlh
