@@ -203,7 +203,7 @@ done
   echo "alternate for $rounds rounds; each round's figure is the median samples/s of its 60 timed steps"
   echo "after 10 warm-up steps. The table gives min / median / max over the rounds of each and"
   echo "compares best round with best round and median with median; a peer that switches between"
-  echo "two speeds from one process to the next is reported as bimodal. DLH:"
+  echo "two or more speeds from one process to the next is reported with each speed. DLH:"
   echo '`dlh-launch train share/bench/<model>.json` (its loader, metrics and all); PyTorch'
   echo "$($py -c 'import torch; print(torch.__version__)' 2>/dev/null) (Debian python3-torch,"
   echo "OMP_WAIT_POLICY=PASSIVE): share/bench/torch_train.py on a fixed random batch."
@@ -599,10 +599,10 @@ took=$((SECONDS - t_begin))
   echo "Produced by \`make bench\` (share/bench/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC') in"
   echo "$((took / 60)) min $((took % 60)) s: $cpu, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB,"
   echo "$(uname -sr). Machines here are noisy (about ±30% between runs), and a peer may switch"
-  echo "between two speeds from one process to the next. So every comparison runs both sides in one"
+  echo "between two or more speeds from one process to the next. So every comparison runs both sides in one"
   echo "invocation, alternating round by round ($rounds rounds for the throughput tables), gives min /"
-  echo "median / max of each side, compares best with best and median with median, and says when a"
-  echo "side is bimodal; goals are judged on best against best unless a row says otherwise."
+  echo "median / max of each side, compares best with best and median with median, and names the"
+  echo "speeds of a side that switches; goals are judged on best against best unless a row says otherwise."
   echo
   echo "## Goals"
   echo

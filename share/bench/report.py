@@ -65,29 +65,38 @@ def spread(values, digits=0):
 
 
 def modes(values):
-    """The two clusters of a bimodal set of rates, or None. Sorted, the widest step between
-    neighbours splits them: bimodal when it is more than 25% with two or more values on each
-    side, or more than 50% with one value alone on a side (a process that ran at the other
-    speed once; noise on this machine moves a rate by about 30%, not 50%)."""
+    """The clusters of a set of rates that switches between speeds, or None. Sorted, a step
+    between neighbours splits two clusters when it is more than 25% with two or more values on
+    each side, or more than 50% with one value alone on a side (a process that ran at the other
+    speed once; noise on this machine moves a rate by about 30%, not 50%). Steps that fail
+    this are dropped, weakest first, until every remaining one passes."""
     v = sorted(values)
     if len(v) < 4 or v[0] <= 0:
         return None
-    i = max(range(1, len(v)), key=lambda k: v[k] / v[k - 1])
-    step, smaller_side = v[i] / v[i - 1], min(i, len(v) - i)
-    if step > 1.5 or (step > 1.25 and smaller_side >= 2):
-        return v[:i], v[i:]
-    return None
+    cuts = [k for k in range(1, len(v)) if v[k] / v[k - 1] > 1.25]
+    while cuts:
+        bounds = [0] + cuts + [len(v)]
+        failing = [c for j, c in enumerate(cuts)
+                   if not (v[c] / v[c - 1] > 1.5 or
+                           min(c - bounds[j], bounds[j + 2] - c) >= 2)]
+        if not failing:
+            break
+        cuts.remove(min(failing, key=lambda c: v[c] / v[c - 1]))
+    if not cuts:
+        return None
+    bounds = [0] + cuts + [len(v)]
+    return [v[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def mode_note(name, values):
-    """A sentence about a bimodal peer, or an empty string."""
+    """A sentence about a peer that switches between speeds, or an empty string."""
     m = modes(values)
     if m is None:
         return ""
-    low, high = m
     rounds = lambda n: f"{n} round" + ("" if n == 1 else "s")
-    return (f"{name} is bimodal: {rounds(len(low))} near {med(low):.0f} and {rounds(len(high))} "
-            f"near {med(high):.0f} samples/s.")
+    parts = [f"{rounds(len(g))} near {med(g):.0f}" for g in m]
+    kind = "is bimodal" if len(m) == 2 else f"switches between {len(m)} speeds"
+    return f"{name} {kind}: {', '.join(parts[:-1])} and {parts[-1]} samples/s."
 
 
 def gemm_flops(features):
@@ -208,16 +217,18 @@ def profile_table(work, rows, goals):
               f"{100 * p['samples_per_s'] / p['floor_samples_per_s']:.0f}% |")
         if not variant:
             in_layers.append((r["model"], rate / p["sgemm_gflops"],
-                              gemm_flops / alone_s / 1e9 / p["sgemm_gflops"]))
+                              gemm_flops / alone_s / 1e9 / p["sgemm_gflops"],
+                              gemm_flops / (alone_s + columns_s) / 1e9 / p["sgemm_gflops"]))
     print()
     worst = min(in_layers, key=lambda x: x[1])
     goals.add("GEMM-layer FLOP/s ≥ 70% of OpenBLAS sgemm (inside the layers, `dlh-estimate profile`)",
-              ", ".join(f"{m} {100 * x:.0f}%" for m, x, _ in in_layers),
+              ", ".join(f"{m} {100 * x:.0f}%" for m, x, _, _ in in_layers),
               worst[1] >= 0.7,
               f"{worst[0]}: its GEMMs alone, OpenBLAS on the very products the engine runs, reach "
-              f"{100 * worst[2]:.0f}% of sgemm at these shapes; the layers run at "
-              f"{100 * worst[1] / worst[2]:.0f}% of their GEMMs alone (im2col, bias and gradient "
-              f"sums are the rest)")
+              f"{100 * worst[2]:.0f}% of sgemm at these shapes, {100 * worst[3]:.0f}% with the "
+              f"convolutions' column copies (im2col, col2im) timed alone added; the layers run at "
+              f"{100 * worst[1] / worst[3]:.0f}% of that floor (bias and gradient sums, the fused "
+              f"ReLU and pool, and running it all together are the rest)")
 
 
 LABELS = {
