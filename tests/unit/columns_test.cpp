@@ -57,9 +57,7 @@ TEST(ColumnCopies, SameConvolutionOverSeveralTiles) {
   ExpectFoldedColumnsCountTheTaps({64, 8, 28}, 5, 1, 2);
 }
 
-TEST(ColumnCopies, StridedConvolution) {
-  ExpectFoldedColumnsCountTheTaps({3, 9, 11}, 3, 2, 1);
-}
+TEST(ColumnCopies, StridedConvolution) { ExpectFoldedColumnsCountTheTaps({3, 9, 11}, 3, 2, 1); }
 
 TEST(ColumnCopies, OnlyAConvolutionHasThem) {
   LayerSpec dense;
