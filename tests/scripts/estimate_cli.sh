@@ -56,8 +56,10 @@ lines = open(sys.argv[1]).read().splitlines()
 row = next(l.split() for l in lines if l.startswith("val-mlp"))
 scaled, measured, unscaled, roofline = float(row[2]), float(row[3]), float(row[5]), float(row[7])
 assert measured == 30.0, row
-# Overhead kept, compute / 2, memory / 4: between a quarter and all of the unscaled time.
-assert unscaled / 4 <= scaled < unscaled, row
+# Overhead kept, compute / 2, memory / 4: between a quarter and all of the unscaled time. A
+# quarter exactly where the fit puts all of this model's time in its memory term (a quick,
+# noisy sweep can): the table prints 2 decimals, so the bound allows their rounding.
+assert unscaled / 4 - 0.01 <= scaled < unscaled, row
 assert roofline > 0, row
 for prefix in ("MAPE over 1 models", "unscaled MAPE over 1 models", "roofline MAPE over 1 models"):
     assert any(l.startswith(prefix) for l in lines), prefix
