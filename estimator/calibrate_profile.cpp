@@ -284,7 +284,7 @@ nlohmann::json ToJson(const StepProfile& p) {
       j["gemm_alone_s"] = l.gemm_alone_s;
       j["gemm_alone_gflops"] = l.gemm_alone_gflops;
     }
-    if (l.kind == LayerKind::Conv2d && l.fused_into < 0) j["columns_s"] = l.columns_s;
+    if (l.kind == LayerKind::Conv2d) j["columns_s"] = l.columns_s;
     layers.push_back(j);
   }
   return {{"model", p.model},

@@ -31,11 +31,11 @@ class Conv2d : public Layer {
   // Layers that run inside this one (layers/fuse.hpp): a ReLU on the output (which then
   // masks the output gradient), and after it a 2x2, stride-2 max pool, whose output becomes
   // this layer's output: the full-size output then never leaves the core's cache.
+  void fuse_relu() { fused_relu_ = true; }
+  void fuse_pool2x2() { fused_pool_ = true; }
   // One sample's column copies of a training step (columns.hpp).
   void run_column_copies(const float* sample, bool backward, bool grad_in,
                          std::vector<float>& scratch, std::vector<float>& grad_sample) const;
-  void fuse_relu() { fused_relu_ = true; }
-  void fuse_pool2x2() { fused_pool_ = true; }
 
  private:
   // One sample's output rows [row_begin, row_end) (conv_tiles.hpp); col2im's cols is
