@@ -1,6 +1,7 @@
 // DLH — the data loader (see loader.hpp).
 #include "launcher/data/loader.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -14,6 +15,11 @@
 #include "launcher/nn/random.hpp"
 
 namespace dlh {
+
+uint64_t NewBatchSerial() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
 
 struct Loader::Impl {
   std::unique_ptr<MemorySource> owned;  // when constructed from a DataSplit
@@ -49,6 +55,7 @@ struct Loader::Impl {
     Batch b;
     b.epoch = epoch;
     b.step_in_epoch = step;
+    b.serial = NewBatchSerial();
     b.images.resize({int(options.rank_batch), s.channels, s.height, s.width});
     b.labels.resize(size_t(options.rank_batch));
     const int64_t first = step * options.global_batch + options.rank_offset;

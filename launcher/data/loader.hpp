@@ -32,9 +32,16 @@ struct LoaderOptions {
 struct Batch {
   int64_t epoch = 0;
   int64_t step_in_epoch = 0;
+  // Unique in the process for every batch a loader prepares (NewBatchSerial); 0 for one built
+  // elsewhere. An engine that copied a batch to its device ahead of time finds it by this:
+  // the cursor alone would match a batch of the same step prepared for an earlier split.
+  uint64_t serial = 0;
   Tensor images;                // rank_batch x C x H x W
   std::vector<int32_t> labels;  // rank_batch
 };
+
+// A serial no batch has had yet (atomic: loaders prepare batches on their own threads).
+uint64_t NewBatchSerial();
 
 class Loader {
  public:

@@ -52,14 +52,17 @@ class CpuEngine : public Engine {
     }
   }
 
-  StepSums forward_backward(const Batch& batch, const ForwardContext& ctx,
-                            float loss_scale) override {
+  // The host computes, so there is no copy to overlap with backward; `next` is still called,
+  // after backward, so that the trainer takes its batches alike on either engine.
+  StepSums forward_backward(const Batch& batch, const ForwardContext& ctx, float loss_scale,
+                            const NextBatch& next) override {
     const Tensor& logits = net_.forward(batch.images, ctx);
     StepSums sums;
     sums.loss =
         SoftmaxCrossEntropy(logits, batch.labels.data(), loss_scale, &grad_logits_, &sums.correct);
     if (on_forward_done_) on_forward_done_();
     net_.backward(grad_logits_, [&](size_t layer) { sync_->layer_done(layer); });
+    if (next) next();
     return sums;
   }
 

@@ -42,6 +42,8 @@ struct EngineConfig {
   std::function<void()> on_forward_done;
 };
 
+using NextBatch = std::function<const Batch*()>;  // see Engine::forward_backward
+
 struct StepSums {       // over this rank's samples
   double loss = 0;      // sum of per-sample losses (unscaled)
   int64_t correct = 0;  // argmax hits
@@ -65,8 +67,14 @@ class Engine {
   // Forward, loss (scaled by `loss_scale` for the gradient) and backward of this rank's
   // part of the global batch. Gradient sums across ranks start during backward; the
   // gradients are the global sums once finish_gradients() returns.
-  virtual StepSums forward_backward(const Batch& batch, const ForwardContext& ctx,
-                                    float loss_scale) = 0;
+  //
+  // `next`, when given, hands over the batch of the following step early: the GPU engine
+  // calls it once backward is queued and copies that batch to the device while backward
+  // runs, so the next forward_backward() (given a batch of the same serial) starts at once.
+  // It may return nullptr (no next batch). The CPU engine, with no copy to overlap, calls it
+  // after backward. The batch it returns must stay unchanged until it is passed in.
+  virtual StepSums forward_backward(const Batch& batch, const ForwardContext& ctx, float loss_scale,
+                                    const NextBatch& next = {}) = 0;
   // Returns the seconds spent waiting for communication that backward did not hide.
   virtual double finish_gradients() = 0;
 

@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -186,6 +187,8 @@ class Trainer {
   // One step's phases, in order.
   bool keep_training() const;
   StepSums compute_step(StepTimes* times);
+  Batch take_batch();
+  const Batch* batch_ahead();
   StepControl sync_control(const StepSums& sums, StepTimes* times);
   double advance();
   void rebalance(const StepTimes& times);
@@ -299,6 +302,10 @@ class Trainer {
   // The loop.
   std::unique_ptr<MetricsLog> log_;  // rank 0 only
   std::unique_ptr<Loader> loader_;
+  // The next step's batch, taken from the loader while this step's backward runs
+  // (batch_ahead), and the seconds that took: they count as the next step's data time.
+  std::optional<Batch> ahead_;
+  double ahead_wait_ = 0;
   std::unique_ptr<CheckpointWriter> writer_;  // rank 0 only
   std::unique_ptr<RunEnergy> energy_;         // this rank's meter, from the loop's start
   int64_t samples_at_start_ = 0;              // samples_seen_ then: the meter's samples
@@ -539,6 +546,7 @@ void Trainer::set_split(const std::vector<int64_t>& batches) {
   weight_ = double(rank_batch_) / double(spec_.batch_size);
   // The loader prepares batches ahead with the old slice: a new one starts at the cursor.
   if (loader_) {
+    ahead_.reset();
     loader_.reset();
     loader_ = make_loader();
   }
@@ -893,9 +901,10 @@ bool Trainer::keep_training() const {
 // This rank's part of the step: its slice of the batch forward and backward; the gradient
 // sums across ranks run during backward and are complete when this returns.
 StepSums Trainer::compute_step(StepTimes* times) {
-  Batch batch = loader_->next();
+  Batch batch = take_batch();
   const auto t_compute = Clock::now();
-  times->data = Seconds(t_compute - times->start);
+  times->data = Seconds(t_compute - times->start) + ahead_wait_;
+  ahead_wait_ = 0;
   if (batch.epoch != epoch_ || batch.step_in_epoch != step_in_epoch_)
     throw Error("data loader out of step (internal error)");
 
@@ -904,9 +913,10 @@ StepSums Trainer::compute_step(StepTimes* times) {
   ctx.seed = spec_.seed;
   ctx.step = uint64_t(step_);
   ctx.rank = rank_;
-  const StepSums sums = engine_->forward_backward(batch, ctx, loss_scale_);
+  const StepSums sums =
+      engine_->forward_backward(batch, ctx, loss_scale_, [this] { return batch_ahead(); });
   const auto t_backward = Clock::now();
-  times->compute = Seconds(t_backward - t_compute);
+  times->compute = Seconds(t_backward - t_compute) - ahead_wait_;
   times->allreduce = engine_->finish_gradients();
   compute_seconds_ += times->compute;
   if (tracer_) {
@@ -917,6 +927,31 @@ StepSums Trainer::compute_step(StepTimes* times) {
     tracer_->slice(TraceLane::Compute, "allreduce wait", t_backward, t_end, trace_step_);
   }
   return sums;
+}
+
+// The step's batch: the one taken ahead during the last step's backward, else the loader's.
+Batch Trainer::take_batch() {
+  if (!ahead_) return loader_->next();
+  Batch batch = std::move(*ahead_);
+  ahead_.reset();
+  return batch;
+}
+
+// The next step's batch, for the engine to copy to its device while this step's backward
+// runs (Engine::forward_backward). A batch the loader fails to prepare is not taken here:
+// the loader keeps its failure, and the next step's take_batch() raises it where it always
+// did, after this step's update and checkpoint.
+const Batch* Trainer::batch_ahead() {
+  if (!ahead_) {
+    const auto started = Clock::now();
+    try {
+      ahead_ = loader_->next();
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+    ahead_wait_ += Since(started);
+  }
+  return &*ahead_;
 }
 
 // Control values, summed: loss, correct, then batchnorm statistics weighted by this rank's

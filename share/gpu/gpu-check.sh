@@ -218,11 +218,16 @@ check_parity() {
   row "CPU/GPU parity, Fashion-MNIST CNN" "$(py "$helpers" parity "$w/p-cpu/metrics.jsonl" "$w/p-gpu/metrics.jsonl")"
 }
 
-# 3. Resume on the GPU: 30 steps in one go against 15 + 15 from a checkpoint.
+# 3. Resume on the GPU: 60 steps in one go against 50 + 10 from a checkpoint, on a data set
+# of 50 steps an epoch. The uninterrupted run copies each step's batch to the GPU during the
+# previous step's backward, and keeps step 51's there through the evaluation at the end of
+# epoch 1; the resumed run copies step 51's when it starts. Equal parameters show that the
+# batches copied ahead are the ones the steps use, and that the evaluation left it alone.
 check_resume() {
-  train "$w/r-full" "$fm" --data "$w/fm.h5" --device cuda --max-steps 30 --no-eval
-  train "$w/r-split" "$fm" --data "$w/fm.h5" --device cuda --max-steps 15 --no-eval
-  dlh-launch train "$fm" --run-dir "$w/r-split" --data "$w/fm.h5" --device cuda --max-steps 30 --no-eval --progress none >>"$log" 2>&1
+  dlh-data synthetic --out "$w/fm-small.h5" --shape 1x28x28 --classes 10 --train 6400 --test 500 >>"$log" 2>&1
+  train "$w/r-full" "$fm" --data "$w/fm-small.h5" --device cuda --max-steps 60
+  train "$w/r-split" "$fm" --data "$w/fm-small.h5" --device cuda --max-steps 50
+  dlh-launch train "$fm" --run-dir "$w/r-split" --data "$w/fm-small.h5" --device cuda --max-steps 60 --progress none >>"$log" 2>&1
   local a b
   a=$(summary "$w/r-full" param_crc32) b=$(summary "$w/r-split" param_crc32)
   row "GPU resume equals uninterrupted run (param crc32)" "$([[ $a == "$b" ]] && echo passed || echo '**FAILED**'): $a vs $b"

@@ -54,8 +54,19 @@ r = json.load(open(sys.argv[1]))
 assert r["complete"] and r["device"]["kind"] == "cpu", r
 s = r["samples"][0]
 assert s["model"] == "tiny" and s["batch"] == 8 and s["seconds"] > 0 and s["error"] is None, s
+assert r["options"]["warmup_seconds"] == 0, r["options"]  # the CPU's default: no timed warm-up
 PY
 check "one entry timed, result complete"
+dlh-launch time-steps --in "$WORK/req.json" --out "$WORK/res.json" --repeats 1 --warmup 0 \
+  --warmup-seconds 0.2 >/dev/null
+python3 - "$WORK/res.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["complete"] and r["options"]["warmup_seconds"] == 0.2, r["options"]
+PY
+check "--warmup-seconds recorded in the result"
+expect_fail 2 "--warmup-seconds: must be 0 to 60" \
+  dlh-launch time-steps --in "$WORK/req.json" --out "$WORK/res.json" --warmup-seconds -1
 sed 's/"units": 2/"units": 0/' "$WORK/req.json" >"$WORK/bad.json"
 expect_fail 2 "^dlh-launch: .*bad.json: entries\[0\].spec: layers\[1\].units" \
   dlh-launch time-steps --in "$WORK/bad.json" --out "$WORK/bad-res.json"

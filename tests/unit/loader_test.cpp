@@ -205,6 +205,24 @@ TEST(Loader, PrefetchDoesNotChangeBatches) {
   }
 }
 
+// An engine that copied a batch ahead finds it by its serial (engine.hpp): two loaders'
+// batches of the same cursor (a changed split) must never share one, and 0 means none.
+TEST(Loader, EveryBatchHasItsOwnSerial) {
+  DataSplit s = MakeSplit(50);
+  Loader first(s, Options(8, 0, 4, 3, 2), 0, 0);
+  Loader second(s, Options(8, 4, 4, 3, 0), 0, 0);
+  std::set<uint64_t> seen;
+  for (int i = 0; i < 10; ++i) {
+    const Batch a = first.next(), b = second.next();
+    EXPECT_EQ(a.step_in_epoch, b.step_in_epoch);
+    EXPECT_NE(a.serial, 0u);
+    EXPECT_TRUE(seen.insert(a.serial).second);
+    EXPECT_TRUE(seen.insert(b.serial).second);
+  }
+  EXPECT_EQ(Batch().serial, 0u);
+  EXPECT_NE(NewBatchSerial(), NewBatchSerial());
+}
+
 TEST(Loader, StartingAtACursorEqualsAdvancingToIt) {
   DataSplit s = MakeSplit(50);
   for (int prefetch : {0, 2}) {

@@ -8,8 +8,13 @@
 //
 // Streams: the batch is copied on a copy stream from pinned staging; layers, loss and
 // optimizer run on the compute stream; gradient buckets are reduced on the communication
-// stream while backward goes on. The host waits once for the loss and once for the
-// gradients per step, always under the communication watchdog.
+// stream while backward goes on. The host waits once per step, for backward (the loss is
+// ready by then), and once for the gradients, always under the communication watchdog.
+//
+// Input double buffering: two input slots (pinned staging and device memory each). While
+// step k's backward runs on the device, the host takes step k+1's batch from the trainer
+// (forward_backward's `next`), copies it into the other slot's staging and queues its copy
+// to the device, so step k+1's forward starts without waiting for the host or the bus.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +41,15 @@ namespace {
 constexpr size_t kAlign = kParamAlign;
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// cuDNN's scratch limit: an eighth of the GPU's memory, from 1 to 16 GiB. At a fixed 1 GiB,
+// an H100 ran the sweep's base CNN (3 convolutions of 128 filters at 64 px) 7.3x slower at
+// batch 1024 than at 256, for 4x the work: no fast deterministic algorithm fitted. The limit
+// goes by the total, not by what is free, so that a GPU type always gets the same algorithms.
+size_t ConvWorkspaceLimit(size_t total_bytes) {
+  constexpr size_t kGiB = size_t(1) << 30;
+  return std::clamp(total_bytes / 8, kGiB, 16 * kGiB);
+}
 
 // "03.conv2d/weight" -> 3 and "weight".
 size_t LayerOf(const std::string& name) {
@@ -67,6 +81,7 @@ class CudaEngine : public Engine {
   ~CudaEngine() override {
     sync_.reset();
     if (compute_.get()) cudaStreamSynchronize(compute_.get());
+    if (copy_.get()) cudaStreamSynchronize(copy_.get());  // a batch staged ahead, unused
   }
 
   std::string device_name() const override { return device_name_; }
@@ -85,18 +100,22 @@ class CudaEngine : public Engine {
     upload_params();
   }
 
-  StepSums forward_backward(const Batch& batch, const ForwardContext& ctx,
-                            float loss_scale) override {
+  StepSums forward_backward(const Batch& batch, const ForwardContext& ctx, float loss_scale,
+                            const NextBatch& next) override {
     const int n = int(batch.labels.size());
-    stage(batch.images.data(), batch.labels.data(), n);
-    forward(n, ctx);
-    loss(n, loss_scale, stack_->output_gradient());
+    InputSlot& in = slot_for_step(batch, n);
+    forward(in, n, ctx);
+    loss(in, n, loss_scale, stack_->output_gradient());
     if (config_.on_forward_done) {
       // Only when timed (--trace): the host waits for forward, so its time is the GPU's.
       CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
       config_.on_forward_done();
     }
     stack_->backward(n, [&](size_t k) { sync_->layer_done(k); });
+    CUDA_CHECK(cudaEventRecord(in.released.get(), compute_.get()));
+    // While backward runs: the next step's batch into the other slot.
+    if (next)
+      if (const Batch* b = next()) stage_ahead(*b);
     // The host waits for backward here, so that the trainer's compute time is the GPU's.
     CUDA_CHECK(cudaEventRecord(backward_done_.get(), compute_.get()));
     sync_->wait(backward_done_.get(), "backward");
@@ -159,9 +178,13 @@ class CudaEngine : public Engine {
 
   StepSums evaluate(const float* images, const int32_t* labels, int n,
                     const ForwardContext& ctx) override {
-    stage(images, labels, n);
-    forward(n, ctx);
-    loss(n, 1.0f, nullptr);
+    // A batch staged ahead for the next training step stays where it is.
+    InputSlot& in = slots_[pending_ >= 0 ? pending_ ^ 1 : current_ ^ 1];
+    current_ = int(&in - slots_);
+    stage(in, images, labels, n, 0);
+    forward(in, n, ctx);
+    loss(in, n, 1.0f, nullptr);
+    CUDA_CHECK(cudaEventRecord(in.released.get(), compute_.get()));
     return read_loss();
   }
 
@@ -240,7 +263,6 @@ class CudaEngine : public Engine {
 
     compute_ = MakeStream();
     copy_ = MakeStream();
-    copied_ = MakeEvent();
     loss_ready_ = MakeEvent();
     backward_done_ = MakeEvent();
     cublasHandle_t blas = nullptr;
@@ -291,11 +313,18 @@ class CudaEngine : public Engine {
     context_.cublaslt = blas_lt;
     context_.cudnn = dnn;
     context_.workspace = &workspace_;
+    context_.workspace_limit = ConvWorkspaceLimit(prop.totalGlobalMem);
     ones_.resize(size_t(max_batch));
     Fill(ones_.get(), 1.0f, ones_.size(), compute_.get());
     context_.ones = ones_.get();
-    input_.resize(size_t(max_batch) * size_t(spec_.input.elements()));
-    labels_.resize(size_t(max_batch));
+    for (InputSlot& in : slots_) {
+      in.host_x.resize(size_t(max_batch) * size_t(spec_.input.elements()));
+      in.host_y.resize(size_t(max_batch));
+      in.x.resize(in.host_x.size());
+      in.y.resize(in.host_y.size());
+      in.copied = MakeEvent();
+      in.released = MakeEvent();
+    }
     std::vector<std::unique_ptr<GpuLayer>> layers;
     for (size_t i = 0; i < spec_.layers.size(); ++i) {
       char name[64];  // as in the parameter names: "03.conv2d"
@@ -322,8 +351,6 @@ class CudaEngine : public Engine {
     }
     stats_host_.resize(stats_total_);
     stats_uploaded_ = MakeEvent();
-    staged_x_.resize(input_.size());
-    staged_y_.resize(labels_.size());
     sums_.resize(2);
     bad_label_.resize(1);
     host_sums_.resize(2);
@@ -352,32 +379,68 @@ class CudaEngine : public Engine {
     return out;
   }
 
-  void stage(const float* images, const int32_t* labels, int n) {
+  // One batch's memory on both sides of the copy (see the file's comment).
+  struct InputSlot {
+    PinnedArray<float> host_x;
+    PinnedArray<int32_t> host_y;
+    DeviceArray<float> x;
+    DeviceArray<int32_t> y;
+    Event copied;         // the last copy into x and y (and out of host_x, host_y) is done
+    Event released;       // the last work reading x and y is done
+    uint64_t serial = 0;  // Batch::serial of what was staged here (0: not a loader's batch)
+    int n = 0;
+  };
+
+  // Copies a batch into `in` on the copy stream. The host rewrites the staging only once its
+  // last copy has left it, and the device copy waits for the last work that read the slot,
+  // so neither needs the other slot or the compute stream to be idle.
+  void stage(InputSlot& in, const float* images, const int32_t* labels, int n, uint64_t serial) {
     if (n > config_.max_batch) throw Error("batch larger than the engine's maximum (internal)");
     const size_t xs = size_t(n) * size_t(spec_.input.elements());
-    // One staging buffer is enough with this interface: forward_backward() gets step k+1's
-    // batch only after it waited for step k's backward, so the copy can overlap nothing of
-    // this rank's compute but step k's optimizer update, which the copy stream overlaps
-    // already. Double buffering pays once the engine gets the next batch earlier (an
-    // Engine entry point in engine.hpp and trainer.cpp, outside this backend).
-    // The previous step's copies have completed: the host waited for that step's loss.
-    std::memcpy(staged_x_.get(), images, xs * sizeof(float));
-    std::memcpy(staged_y_.get(), labels, size_t(n) * sizeof(int32_t));
-    CUDA_CHECK(cudaMemcpyAsync(input_.get(), staged_x_.get(), xs * sizeof(float),
+    CUDA_CHECK(cudaEventSynchronize(in.copied.get()));
+    std::memcpy(in.host_x.get(), images, xs * sizeof(float));
+    std::memcpy(in.host_y.get(), labels, size_t(n) * sizeof(int32_t));
+    CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), in.released.get(), 0));
+    CUDA_CHECK(cudaMemcpyAsync(in.x.get(), in.host_x.get(), xs * sizeof(float),
                                cudaMemcpyHostToDevice, copy_.get()));
-    CUDA_CHECK(cudaMemcpyAsync(labels_.get(), staged_y_.get(), size_t(n) * sizeof(int32_t),
+    CUDA_CHECK(cudaMemcpyAsync(in.y.get(), in.host_y.get(), size_t(n) * sizeof(int32_t),
                                cudaMemcpyHostToDevice, copy_.get()));
-    CUDA_CHECK(cudaEventRecord(copied_.get(), copy_.get()));
-    CUDA_CHECK(cudaStreamWaitEvent(compute_.get(), copied_.get(), 0));
+    CUDA_CHECK(cudaEventRecord(in.copied.get(), copy_.get()));
+    in.serial = serial;
+    in.n = n;
   }
 
-  // input_ holds the batch until the next stage(), after this step's backward: as long as
-  // the stack needs it (gpu_stack.hpp).
-  void forward(int n, const ForwardContext& ctx) { stack_->forward(input_.get(), n, ctx); }
+  // The next training step's batch, into the slot the running step does not read.
+  void stage_ahead(const Batch& b) {
+    const int n = int(b.labels.size());
+    if (b.serial == 0 || n > config_.max_batch) return;  // not one a later step can find
+    pending_ = current_ ^ 1;
+    stage(slots_[pending_], b.images.data(), b.labels.data(), n, b.serial);
+  }
 
-  void loss(int n, float scale, float* grad) {
+  // The slot that holds `batch`: the one staged ahead if it is this batch (same serial and
+  // size), else the other slot, with the batch copied now. A staged batch that is not this
+  // one (the trainer changed its split) is dropped.
+  InputSlot& slot_for_step(const Batch& batch, int n) {
+    const bool ahead = pending_ >= 0 && batch.serial != 0 &&
+                       slots_[pending_].serial == batch.serial && slots_[pending_].n == n;
+    current_ = ahead ? pending_ : current_ ^ 1;
+    pending_ = -1;
+    InputSlot& in = slots_[current_];
+    if (!ahead) stage(in, batch.images.data(), batch.labels.data(), n, batch.serial);
+    CUDA_CHECK(cudaStreamWaitEvent(compute_.get(), in.copied.get(), 0));
+    return in;
+  }
+
+  // The slot holds the batch until work after this step's backward is queued (its
+  // `released` event): as long as the stack needs it (gpu_stack.hpp).
+  void forward(InputSlot& in, int n, const ForwardContext& ctx) {
+    stack_->forward(in.x.get(), n, ctx);
+  }
+
+  void loss(InputSlot& in, int n, float scale, float* grad) {
     CUDA_CHECK(cudaMemsetAsync(bad_label_.get(), 0, sizeof(int), compute_.get()));
-    SoftmaxCrossEntropy(stack_->output(), labels_.get(), n, spec_.classes, scale, grad, sums_.get(),
+    SoftmaxCrossEntropy(stack_->output(), in.y.get(), n, spec_.classes, scale, grad, sums_.get(),
                         bad_label_.get(), compute_.get());
     CUDA_CHECK(cudaMemcpyAsync(host_sums_.get(), sums_.get(), 2 * sizeof(double),
                                cudaMemcpyDeviceToHost, compute_.get()));
@@ -441,7 +504,7 @@ class CudaEngine : public Engine {
   std::string device_name_;
   std::string pci_bus_id_;
   Stream compute_, copy_;
-  Event copied_, loss_ready_, backward_done_;
+  Event loss_ready_, backward_done_;
   Cublas cublas_;
   CublasLt cublas_lt_;
   Cudnn cudnn_;
@@ -451,8 +514,9 @@ class CudaEngine : public Engine {
   size_t param_total_ = 0, buffer_total_ = 0;
   DeviceArray<float> params_, grads_, slot_a_, slot_b_, buffers_, ones_;
   DeviceArray<uint8_t> decay_chunks_;  // per kParamAlign chunk of params_: 1 if it decays
-  DeviceArray<float> input_;
-  DeviceArray<int32_t> labels_;
+  InputSlot slots_[2];
+  int current_ = 0;   // the slot the last forward read
+  int pending_ = -1;  // the slot holding the next training step's batch, staged ahead
   // The layers and their activations; after the handles, context and workspace they use,
   // so destroyed before them.
   std::unique_ptr<GpuStack> stack_;
@@ -460,8 +524,6 @@ class CudaEngine : public Engine {
   size_t stats_total_ = 0;         // floats of batch statistics, all layers
   PinnedArray<float> stats_host_;  // their staging both ways
   Event stats_uploaded_;           // the last commit's upload left stats_host_
-  PinnedArray<float> staged_x_;
-  PinnedArray<int32_t> staged_y_;
   DeviceArray<double> sums_;
   DeviceArray<int> bad_label_;
   PinnedArray<double> host_sums_;

@@ -12,6 +12,11 @@
 
 namespace dlh {
 namespace cuda {
+namespace {
+
+constexpr std::chrono::milliseconds kSpinWait(2);  // GpuGradientSync::wait's first phase
+
+}  // namespace
 
 NcclComm::NcclComm(MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_rank(comm, &rank_));
@@ -79,8 +84,9 @@ void GpuGradientSync::fail(const std::string& why) {
 
 void GpuGradientSync::wait(cudaEvent_t event, const char* what) {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-  std::chrono::microseconds poll(10);
+  const auto started = Clock::now();
+  const auto deadline = started + std::chrono::duration<double>(timeout_s_);
+  std::chrono::microseconds poll(20);
   for (;;) {
     cudaError_t e = cudaEventQuery(event);
     if (e == cudaSuccess) return;
@@ -96,8 +102,14 @@ void GpuGradientSync::wait(cudaEvent_t event, const char* what) {
     if (Clock::now() > deadline)
       fail(std::string(what) + " did not finish within " + std::to_string(int(timeout_s_)) +
            " s (--comm-timeout): a peer rank failed or stalled; NCCL communicators aborted");
-    // Short waits (a step's tail) are caught within microseconds; a long one (a slow peer)
-    // backs off so the polling thread does not take a core from the data loader.
+    // A step's own wait (backward, the gradients' tail) is caught as it ends: for its first
+    // 2 ms the host only yields, since the shortest sleep Linux gives is about 60 us, a
+    // twentieth of a small model's step. A longer wait (a slow peer) backs off, so that the
+    // polling thread does not take a core from the data loader.
+    if (Clock::now() - started < kSpinWait) {
+      std::this_thread::yield();
+      continue;
+    }
     std::this_thread::sleep_for(poll);
     poll = std::min(poll * 2, std::chrono::microseconds(500));
   }
