@@ -31,7 +31,7 @@ struct Options {
   std::string kind;  // cpu or cuda
   int index = -1;    // GPU among the visible ones
   int warmup = 2, repeats = 5, steps_per_repeat = 3, threads = 0;
-  double warmup_seconds = -1;  // -1: kGpuWarmupSeconds on a GPU, none on the CPU
+  double warmup_seconds = -1;  // as given; after parsing, -1 became the device's default
 };
 
 // A GPU idles at a low clock between entries (an H100 at 345 MHz) and takes a while to
@@ -115,10 +115,9 @@ TimeStepsSample TimeEntry(const TimeStepsEntry& entry, const Options& o) {
   };
   using Clock = std::chrono::steady_clock;
   const auto warmup_start = Clock::now();
-  const double warmup_s =
-      o.warmup_seconds >= 0 ? o.warmup_seconds : (o.kind == "cuda" ? kGpuWarmupSeconds : 0.0);
-  for (int i = 0; i < o.warmup ||
-                  std::chrono::duration<double>(Clock::now() - warmup_start).count() < warmup_s;
+  for (int i = 0;
+       i < o.warmup ||
+       std::chrono::duration<double>(Clock::now() - warmup_start).count() < o.warmup_seconds;
        ++i)
     forward_backward(), rest_of_step();
 
@@ -226,6 +225,7 @@ int RunTimeStepsCommand(const std::vector<std::string>& args, int rank, int size
   if (o.warmup < 0 || o.warmup > 1000) throw UsageError("--warmup: must be 0 to 1000");
   if (vm.count("warmup-seconds") && !(o.warmup_seconds >= 0 && o.warmup_seconds <= 60))
     throw UsageError("--warmup-seconds: must be 0 to 60");
+  if (o.warmup_seconds < 0) o.warmup_seconds = o.kind == "cuda" ? kGpuWarmupSeconds : 0.0;
   if (o.repeats < 1 || o.repeats > 1000) throw UsageError("--repeats: must be 1 to 1000");
   if (o.steps_per_repeat < 1 || o.steps_per_repeat > 1000)
     throw UsageError("--steps-per-repeat: must be 1 to 1000");
@@ -242,9 +242,7 @@ int RunTimeStepsCommand(const std::vector<std::string>& args, int rank, int size
   TimeStepsResult result;
   result.device = DeviceDescription(o);  // fails here, once, on a machine without the GPU
   result.options = {{"warmup", o.warmup},
-                    {"warmup_seconds", o.warmup_seconds >= 0 ? o.warmup_seconds
-                                       : o.kind == "cuda"    ? kGpuWarmupSeconds
-                                                             : 0.0},
+                    {"warmup_seconds", o.warmup_seconds},
                     {"repeats", o.repeats},
                     {"steps_per_repeat", o.steps_per_repeat},
                     {"threads", o.kind == "cpu" ? CpuThreads() : 0}};
