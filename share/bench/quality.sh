@@ -4,9 +4,9 @@
 # (Debian's dataset-fashion-mnist, 60,000 training and 10,000 test images), side by side:
 # training-loss curves, test accuracy after every epoch, and the training time to a target
 # test accuracy.
-#   quality.sh BINDIR WORK   (3 networks x 2 frameworks x BENCH_QUALITY_EPOCHS epochs x
-#                             BENCH_QUALITY_ROUNDS rounds: about 7 minutes per epoch and round
-#                             on 2 cores, so 35 to 40 minutes with the defaults)
+#   quality.sh BINDIR WORK   (5 networks x 2 frameworks x BENCH_QUALITY_EPOCHS epochs x
+#                             BENCH_QUALITY_ROUNDS rounds: about 9 minutes per epoch and round
+#                             on 2 cores, so 45 to 50 minutes with the defaults)
 # Writes WORK/quality/quality.json (every number), WORK/quality/quality.md (the section for
 # BENCHMARKS.md) and WORK/quality/goals.jsonl (one goal per network), or
 # WORK/quality/unavailable when the data set, torch or a run is missing; the section also goes
@@ -18,8 +18,11 @@
 # batch 64), (b) share/bench/quality-wide.json (5x5 convolutions of 32 and 64 filters, a
 # 1024-unit dense layer and dropout 0.4; Adam lr 1e-3, batch 64), (c) the example spec
 # share/examples/fashion-mnist.json as it is (batch norm, dropout, SGD with Nesterov momentum,
-# weight decay, warm-up + cosine), each for BENCH_QUALITY_EPOCHS epochs (the schedule spans
-# them). Both sides read the same spec file: same model, initialisation (the spec's; none of
+# weight decay, warm-up + cosine), (d) share/bench/quality-deep.json (share/bench/cnn-deep.json's
+# layers: two convolutions before each pool) and (e) share/bench/quality-mlp.json
+# (share/bench/mlp.json's layers, batch 128), both with Adam lr 1e-3, so that every network of
+# the throughput tables is also trained to the end; each for BENCH_QUALITY_EPOCHS epochs (the
+# schedule spans them). Both sides read the same spec file: same model, initialisation (the spec's; none of
 # these files names one, so its default), optimizer, schedule, batch and epochs; both draw a
 # new random order of the training set every epoch and drop its last partial batch. The
 # random streams differ (initial weights, order, dropout masks), so the curves agree
@@ -55,7 +58,8 @@ $py -c 'import numpy, torch' 2>/dev/null || unavailable "$py has no torch or num
   unavailable "dlh-data import-fashion-mnist failed: $(tail -1 "$out/import.log")"
 
 nets=("cnn:$root/share/bench/quality-cnn.json" "wide:$root/share/bench/quality-wide.json"
-      "example:$root/share/examples/fashion-mnist.json")
+      "example:$root/share/examples/fashion-mnist.json" "deep:$root/share/bench/quality-deep.json"
+      "mlp:$root/share/bench/quality-mlp.json")
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}'; }
 load() { cut -d' ' -f1 /proc/loadavg; }  # the machine may be shared: say how busy it was
@@ -202,7 +206,8 @@ result["train_samples"], result["test_samples"] = first["train_samples"], first[
 json.dump(result, open(f"{out}/quality.json", "w"), indent=1)
 
 # ---- markdown and goals
-titles = {"cnn": "(a) small CNN", "wide": "(b) wide CNN", "example": "(c) the example spec"}
+titles = {"cnn": "(a) small CNN", "wide": "(b) wide CNN", "example": "(c) the example spec",
+          "deep": "(d) deep CNN", "mlp": "(e) MLP"}
 
 
 def layers_text(spec):
@@ -291,7 +296,7 @@ def swing(n):
                 for r in rs for a, b in zip(r["epochs"], r["epochs"][1:])), default=0.0)
 
 
-with open(f"{out}/goals.jsonl", "a") as g:
+with open(f"{out}/goals.jsonl", "w") as g:  # whole: BENCH_QUALITY_REUSE keeps the folder
     for net, _ in nets:
         n = result["networks"][net]
         d, p = n["summary"]["dlh"], n["summary"]["pytorch"]

@@ -12,7 +12,7 @@ export OMP_WAIT_POLICY=PASSIVE PYTHONDONTWRITEBYTECODE=1  # nothing written into
 
 echo "== the same network: parameters counted by PyTorch and by dlh-estimate features"
 for spec in share/examples/fashion-mnist.json share/bench/quality-cnn.json share/bench/quality-wide.json \
-  share/bench/cnn.json share/bench/mlp.json; do
+  share/bench/quality-deep.json share/bench/quality-mlp.json share/bench/cnn.json share/bench/mlp.json; do
   dlh=$(dlh-estimate features "$ROOT/$spec" --json | $py -c "import json, sys; print(int(json.load(sys.stdin)['params']))")
   torch=$($py - "$ROOT/share/bench" "$ROOT/$spec" <<'PY'
 import json, sys
