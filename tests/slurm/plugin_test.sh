@@ -162,12 +162,12 @@ for ((i = 0; i < 100; i++)); do [[ $(field "$busy" JobState) == RUNNING ]] && br
 j6=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --wrap true 2>sbatch6.err) || { cat sbatch6.err; fail "sbatch"; }
 [[ $(field "$j6" TresPerNode) == gres:gpu:beta:1 ]] || { cat sbatch6.err; fail "alpha busy: expected beta, got $(field "$j6" TresPerNode)"; }
 check "alpha1 busy: $(cat sbatch6.err)"
-# beta alone: 5m25s predicted (alpha's calibration scaled by beta's peaks); alpha 2m26s
-# (2m41s with the margin).
-j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=5m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
+# beta alone: 4m16s predicted (alpha's calibration scaled by beta's peaks); alpha 1m52s
+# (2m03s with the margin).
+j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=3m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
 [[ $(field "$j7" TresPerNode) == "$GRES" ]] && grep -q "planned on all nodes (may wait)" sbatch7.err ||
-  { cat sbatch7.err; fail "alpha busy, deadline 5m: expected alpha on all nodes"; }
-check "alpha1 busy, 5m deadline only alpha meets: planned on all nodes, the job waits"
+  { cat sbatch7.err; fail "alpha busy, deadline 3m: expected alpha on all nodes"; }
+check "alpha1 busy, 3m deadline only alpha meets: planned on all nodes, the job waits"
 scancel "$busy" "$j7"
 
 echo "refused with one line, nothing queued"
@@ -196,8 +196,8 @@ cat >bad.sh <<EOF
 true
 EOF
 expect_fail 255 "samples: must be a positive integer, got '-1'" sbatch bad.sh
-expect_fail 1 "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 2m41s with the 10% margin" \
-  sbatch -J dlhbad --dlh-auto="$AUTO,deadline=2m" --wrap true
+expect_fail 1 "dlh: no allocation meets the 1m30s deadline; the fastest, 1 x 1 alpha, needs 2m03s with the 10% margin" \
+  sbatch -J dlhbad --dlh-auto="$AUTO,deadline=1m30s" --wrap true
 
 echo "a bad plugstack line stops only --dlh-auto jobs"
 sed "s|^PlugStackConfig=.*|PlugStackConfig=$WORK/bad-plugstack.conf|" "$SLURM_CONF" >"$WORK/bad-slurm.conf"

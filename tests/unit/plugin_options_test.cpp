@@ -453,13 +453,13 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   Recommendation direct = Recommend(p.job, c);
   EXPECT_EQ(PlanJson(p.job, direct, direct.ranked.front()).dump(), p.plan.dump());
   EXPECT_EQ(SummaryLine(p),
-            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:06:00: predicted 2m26s, 7.1 kJ, "
+            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:06:00: predicted 1m52s, 5.4 kJ, "
             "deadline 30m (least energy of 4 allocations meeting the 30m deadline)");
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
   EXPECT_NE(report.find("  1  1x1 alpha (b128)"), std::string::npos) << report;
-  EXPECT_NE(report.find("predicted 2m26s: start-up 2s + data 55ms + warm-up 109ms + 3744 steps "
-                        "2m16s + 8 evaluations 8s + 8 checkpoints 69ms\n"),
+  EXPECT_NE(report.find("predicted 1m52s: start-up 2s + data 55ms + warm-up 83ms + 3744 steps "
+                        "1m44s + 8 evaluations 6s + 8 checkpoints 69ms\n"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:1 --nodes=1 --ntasks-per-node=1 "
@@ -505,14 +505,14 @@ TEST(PluginPlanTest, LrFindMarksThePlanAndKeepsLinearScalingAsTheFallback) {
 }
 
 TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
-  PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=2m"),
+  PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1m30s"),
                            LocalCluster(), AllIdle(), "");
   EXPECT_FALSE(p.feasible);
   EXPECT_FALSE(p.plan["feasible"].get<bool>());
   EXPECT_EQ(InfeasibleMessage(p),
-            "dlh: no allocation meets the 2m deadline; the fastest, 1 x 1 alpha, needs 2m41s "
-            "with the 10% margin (2m26s predicted)");
-  EXPECT_NE(DryRunReport(p, 5).find("no allocation meets the 2m deadline"), std::string::npos);
+            "dlh: no allocation meets the 1m30s deadline; the fastest, 1 x 1 alpha, needs 2m03s "
+            "with the 10% margin (1m52s predicted)");
+  EXPECT_NE(DryRunReport(p, 5).find("no allocation meets the 1m30s deadline"), std::string::npos);
 }
 
 TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
@@ -523,9 +523,9 @@ TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
                            alpha_busy, "");
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 beta");
   EXPECT_EQ(p.live_note, "free now: node-alpha 0/1, node-beta 1/1");
-  // Beta alone is too slow for 5 minutes (5m25s predicted, scaled from alpha's calibration):
-  // plan on all nodes, the job waits for alpha (2m26s, 2m41s with the margin).
-  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=5m"), c, alpha_busy, "");
+  // Beta alone is too slow for 3 minutes (4m16s predicted, scaled from alpha's calibration):
+  // plan on all nodes, the job waits for alpha (1m52s, 2m03s with the margin).
+  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m"), c, alpha_busy, "");
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
   EXPECT_EQ(p.fallback_note,
             "nothing free now meets the deadline: planned on all nodes (may wait)");
@@ -740,9 +740,10 @@ TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
   Cluster c = LocalCluster();
   c.runtime.shared_host_cores = 0;
   PlanOutcome p = MakePlan(
-      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=2m35s,mixed"), c, AllIdle(), "");
-  // Only the mix meets 2m35s with the 10% margin (1 x 1 alpha: 2m26s, 2m41s with it; the
-  // figures follow the shipped calibration share/calibration/cpu.json, scaled for beta).
+      LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1m50s,mixed"), c, AllIdle(), "");
+  // Only the mix meets 1m50s with the 10% margin (the mix: 1m27s, 1m36s with it; 1 x 1 alpha:
+  // 1m52s, 2m03s with it; the figures follow the shipped calibration
+  // share/calibration/cpu.json, scaled for beta).
   ASSERT_TRUE(p.feasible);
   EXPECT_EQ(AllocationText(p.chosen), "1 x 2 alpha + 1 x 2 beta");
   std::string opts;
@@ -758,7 +759,7 @@ TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
       << DryRunReport(p, 5);
   // Without the live node list the ranks could not be told apart: nothing is submitted.
   EXPECT_EQ(ErrorOf([&] {
-              MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=2m35s,mixed"), c,
+              MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1m50s,mixed"), c,
                        {}, "slurmctld down");
             }),
             "--dlh-auto: mixed: the plan on 1 x 2 alpha + 1 x 2 beta needs the names of each "
