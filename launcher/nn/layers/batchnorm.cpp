@@ -19,40 +19,17 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "launcher/nn/layers/lane_sum.hpp"
 #include "launcher/nn/layers/layers.hpp"
 #include "launcher/nn/thread_pool.hpp"
 
 namespace dlh {
 namespace {
 
-// A double sum kept in kLanes interleaved partial sums, added pairwise at the end. One
-// running double sum is a chain of dependent adds (about 4 cycles each) that the compiler
-// may not reorder: it made batch norm 39% of the example spec's step at 2 threads, at 16%
-// of its memory roofline (`dlh-estimate profile`). Lanes vectorise. Which lane a term goes
-// to depends only on its place in a plane and the plane's length, so the total does not
-// depend on threads or timing.
-class WideSum {
- public:
-  static constexpr int kLanes = 8;
-  // Adds f(i) for i in [0, n).
-  template <class Term>
-  void add(size_t n, Term&& f) {
-    size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-      for (int j = 0; j < kLanes; ++j) lane_[j] += f(i + j);
-    for (int j = 0; i < n; ++i, ++j) lane_[j] += f(i);
-  }
-  double total() const {
-    double t[kLanes];
-    std::copy(lane_, lane_ + kLanes, t);
-    for (int width = kLanes / 2; width > 0; width /= 2)
-      for (int j = 0; j < width; ++j) t[j] += t[j + width];
-    return t[0];
-  }
-
- private:
-  double lane_[kLanes] = {};
-};
+// A channel's double sums in 8 lanes (lane_sum.hpp). One running double sum made batch norm
+// 39% of the example spec's step at 2 threads, at 16% of its memory roofline (`dlh-estimate
+// profile`). The lanes follow each plane's length, so totals do not depend on threads.
+using WideSum = LaneSum<double, 8>;
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include "launcher/nn/layers/columns.hpp"
 #include "launcher/nn/layers/conv_tiles.hpp"
 #include "launcher/nn/layers/gemm.hpp"
+#include "launcher/nn/layers/lane_sum.hpp"
 #include "launcher/nn/layers/layers.hpp"
 #include "launcher/nn/layers/pool2x2.hpp"
 #include "launcher/nn/thread_pool.hpp"
@@ -27,21 +28,13 @@ namespace {
 
 constexpr int kGradChunks = 8;  // weight-gradient partial sums per batch (fixed: see above)
 
-// Sum of one output plane (its bias gradient for one sample) in kKeep interleaved partial
-// sums, added pairwise in a fixed order at the end. One running sum is a chain of dependent
-// adds the compiler may not reorder: it cost the first convolution of share/bench/cnn.json
-// 40% of its backward (dlh-estimate profile). The order is fixed by the plane's length
-// alone, so the result stays independent of threads and timing.
+// Sum of one output plane (its bias gradient for one sample) in 16 lanes (lane_sum.hpp): one
+// running sum cost the first convolution of share/bench/cnn.json 40% of its backward
+// (dlh-estimate profile).
 float PlaneSum(const float* x, int n) {
-  constexpr int kKeep = 16;
-  float acc[kKeep] = {};
-  int i = 0;
-  for (; i + kKeep <= n; i += kKeep)
-    for (int j = 0; j < kKeep; ++j) acc[j] += x[i + j];
-  for (int j = 0; i < n; ++i, ++j) acc[j] += x[i];
-  for (int width = kKeep / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
-  return acc[0];
+  LaneSum<float, 16> sum;
+  sum.add(size_t(n), [x](size_t i) { return x[i]; });
+  return sum.total();
 }
 
 // The fused ReLU (layers/fuse.hpp), forward: y = max(y, 0) in place. And backward:
