@@ -100,17 +100,26 @@ deps:
 	@bash share/setup/install-deps.sh build
 
 # make check: the test command of README. Installs what is missing, then re-reads this
-# Makefile in a sub-make so that pkg-config sees the freshly installed packages. Sanitized
-# (SANITIZE=...), it leaves out check-abi and check-slurm (the plugin runs inside sbatch,
-# which is not instrumented and cannot load an instrumented plugin: the plain build's plugin
-# is the one tested and shipped) and check-format (nothing built).
-CHECK_TIERS := check-unit check-gpu check-abi check-mpi check-scripts check-slurm check-format
-ifneq ($(SANITIZE),)
-CHECK_TIERS := check-unit check-gpu check-mpi check-scripts
-endif
+# Makefile in a sub-make so that pkg-config sees the freshly installed packages. The tests
+# then run side by side (check-parallel, tests/module.mk), CHECK_JOBS at a time, every
+# process they start tagged with DLH_CHECK_RUN; tests/leftovers.sh then fails the check if
+# any such process is still running, and check-format comes last so that a style slip never
+# hides a test result. -k: every test runs and every failure shows, not just the first.
+# Sanitized (SANITIZE=...), it leaves out check-abi and the Slurm tests (the plugin runs
+# inside sbatch, which is not instrumented and cannot load an instrumented plugin: the plain
+# build's plugin is the one tested and shipped) and check-format (nothing built).
+CHECK_JOBS ?= 4
+CHECK_TIMES = $(BUILDDIR)/check-times.txt
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests
-	$(Q)$(MAKE) --no-print-directory $(CHECK_TIERS)
+	$(Q)export DLH_CHECK_RUN=check-$$$$-$$(date +%s) DLH_CHECK_TIMES=$(CHECK_TIMES); \
+	  : >$(CHECK_TIMES); rc=0; s=$$SECONDS; \
+	  $(MAKE) --no-print-directory -k -j$(CHECK_JOBS) --output-sync=target check-parallel || rc=$$?; \
+	  echo "== tests: $$((SECONDS - s)) s side by side ($(CHECK_JOBS) at a time); the slowest:"; \
+	  sort -rn $(CHECK_TIMES) | head -5 | sed 's/^/   /'; \
+	  bash tests/leftovers.sh "$$DLH_CHECK_RUN" || rc=1; \
+	  $(if $(SANITIZE),,$(MAKE) --no-print-directory check-format || rc=1;) \
+	  exit $$rc
 
 # make check-sanitize: `make check` built with AddressSanitizer (LeakSanitizer included) and
 # UBSan, in build-san-address-undefined. make check-tsan: the unit tests that run threads

@@ -84,3 +84,41 @@ check-faults: $(PLUGIN_SO) $(BINDIR)/dlh-launch $(BINDIR)/dlh-estimate
 	$(Q)BINDIR=$(BINDIR) bash tests/slurm/faults_test.sh
 
 .PHONY: tests check-unit check-mpi check-scripts check-slurm check-faults check-gpu
+
+# ---- make check: every test a target of its own, side by side ------------------------------
+# The tests share nothing: each script makes its own temporary folder, each Slurm test its
+# own local cluster on free ports, and the unit tests split into gtest shards. So `make
+# check` runs them as targets of one parallel make, CHECK_JOBS at a time (waits for Slurm
+# jobs, timeouts and faults take much of the time and overlap well on 2 cores), each
+# test's lines kept together (--output-sync) and followed by its time (tests/run_test.sh).
+# SLOW_TESTS start first, longest first (times measured 2026-11-28 on 2 cores, in
+# parallel), so that the short tests fill the time around them.
+SCRIPT_TESTS := $(sort $(wildcard tests/scripts/*.sh))
+SLURM_TESTS := $(sort $(wildcard tests/slurm/*.sh))
+SLOW_TESTS := tests/slurm/faults_test.sh
+UNIT_SHARDS ?= 2
+UNIT_SHARD_TARGETS := $(addprefix test-unit/,$(shell seq 0 $$(($(UNIT_SHARDS) - 1))))
+MPI_RANK_COUNTS := 2 3 4
+
+test-unit/%: $(UNIT_BIN) FORCE
+	$(Q)GTEST_TOTAL_SHARDS=$(UNIT_SHARDS) GTEST_SHARD_INDEX=$* bash tests/run_test.sh \
+	  "unit tests, shard $* of $(UNIT_SHARDS)" $(UNIT_BIN) --gtest_brief=1 \
+	  $(if $(UNIT_FILTER),--gtest_filter='$(UNIT_FILTER)')
+test-mpi/%: $(MPI_TEST_BIN) FORCE
+	$(Q)bash tests/run_test.sh "mpi tests, $* ranks" env $(MPIRUN_ENV) $(MPIRUN) -np $* \
+	  $(MPI_TEST_BIN) --gtest_color=no --gtest_brief=1
+test-script/%: FORCE
+	$(Q)BINDIR=$(BINDIR) bash tests/run_test.sh $* bash $*
+FORCE:
+
+# What `make check` runs side by side: the plain build runs every tier; a sanitized one
+# leaves out the Slurm tests and check-abi (see the Makefile's check).
+CHECK_TESTS := $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(SLURM_TESTS) $(SCRIPT_TESTS))
+ifneq ($(SANITIZE),)
+CHECK_TESTS := $(filter-out $(SLURM_TESTS),$(CHECK_TESTS))
+endif
+CHECK_TARGETS := $(addprefix test-script/,$(CHECK_TESTS)) $(UNIT_SHARD_TARGETS) \
+    $(addprefix test-mpi/,$(MPI_RANK_COUNTS)) check-gpu $(if $(SANITIZE),,check-abi)
+check-parallel: $(CHECK_TARGETS)
+
+.PHONY: check-parallel FORCE
