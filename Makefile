@@ -6,6 +6,8 @@
 #   make check-sanitize  the unit, MPI and script tests built with ASan and UBSan
 #   make check-tsan      the thread pool and loader unit tests built with TSan
 #   make format          reformat the C/C++/CUDA files (the pinned clang-format 14)
+#   make man             the man pages, from docs/man/*.md through pandoc (part of make all
+#                        when pandoc is installed)
 #   make install PREFIX=/opt/dlh DESTDIR=
 #   make clean
 
@@ -111,7 +113,7 @@ deps:
 CHECK_JOBS ?= 4
 CHECK_TIMES = $(BUILDDIR)/check-times.txt
 check: deps
-	$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests man
 	$(Q)export DLH_CHECK_RUN=check-$$$$-$$(date +%s) DLH_CHECK_TIMES=$(CHECK_TIMES); \
 	  : >$(CHECK_TIMES); rc=0; s=$$SECONDS; \
 	  $(MAKE) --no-print-directory -k -j$(CHECK_JOBS) --output-sync=target check-parallel || rc=$$?; \
@@ -148,17 +150,57 @@ bench:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
 	$(Q)bash share/bench/bench.sh $(BINDIR) BENCHMARKS.md
 
-# Installs binaries, share/ content (the SPANK plugin: plugin/module.mk), README as the
-# documentation and the modulefile dlh/$(DLH_VERSION) (PREFIX/share/modulefiles).
+# The man pages: one Markdown source per command in docs/man/ (docs/reference links to it),
+# turned into roff by pandoc (`pandoc -s -t man`) in $(BUILDDIR)/man/. `make all` builds them
+# when pandoc is installed and says in one line that it did not otherwise, as the plugin does
+# without spank.h; `make man` (and so `make check`, whose install-deps.sh installs pandoc)
+# insists on them.
+PANDOC ?= pandoc
+MAN1 := dlh-launch dlh-estimate dlh-report dlh-data
+MAN8 := spank_dlh
+MAN_PAGES := $(MAN1:%=$(BUILDDIR)/man/%.1) $(MAN8:%=$(BUILDDIR)/man/%.8)
+HAVE_PANDOC := $(shell command -v $(PANDOC) 2>/dev/null)
+PANDOC_MAN = $(PANDOC) -s -t man -V footer='DLH $(DLH_VERSION)' $< -o $@.tmp && mv $@.tmp $@
+
+man: $(if $(HAVE_PANDOC),$(MAN_PAGES),man-missing)
+man-missing:
+	@echo "make man: no $(PANDOC) (make deps installs it)" >&2; exit 1
+ifneq ($(HAVE_PANDOC),)
+all: $(MAN_PAGES)
+else
+all: man-note
+man-note:
+	@echo "  note: man pages not built: no $(PANDOC) (make deps installs it)"
+endif
+# Two rules, not one with two targets: a pattern rule's targets are made by one recipe run.
+$(BUILDDIR)/man/%.1: docs/man/%.md
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  MAN   %s\n' $@
+	$(Q)$(PANDOC_MAN)
+$(BUILDDIR)/man/%.8: docs/man/%.md
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  MAN   %s\n' $@
+	$(Q)$(PANDOC_MAN)
+
+# Installs binaries, share/ content (the SPANK plugin: plugin/module.mk), the man pages
+# (PREFIX/share/man, which the modulefile puts on MANPATH), README, BENCHMARKS and docs/ as
+# the documentation (PREFIX/share/doc/dlh, $DLH_DOCS; docs/ keeps its place beside README so
+# the links between them hold) and the modulefile dlh/$(DLH_VERSION) (PREFIX/share/modulefiles).
 SHARE_DIRS := examples cluster calibration slurm python
 MODULEDIR = $(DESTDIR)$(PREFIX)/share/modulefiles/dlh
+DOCDIR = $(DESTDIR)$(PREFIX)/share/doc/dlh
+MANDIR = $(DESTDIR)$(PREFIX)/share/man
+DOC_FILES := $(shell find docs -type f 2>/dev/null)
 install: all
-	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/dlh $(MODULEDIR)
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DOCDIR) $(MODULEDIR)
 	$(Q)install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	$(Q)for d in $(SHARE_DIRS); do [[ -d share/$$d ]] || continue; \
 	  install -d $(DESTDIR)$(PREFIX)/share/dlh/$$d && \
 	  install -m 644 $$(find share/$$d -maxdepth 1 -type f) $(DESTDIR)$(PREFIX)/share/dlh/$$d/ || exit 1; done
-	$(Q)install -m 644 README.md BENCHMARKS.md $(DESTDIR)$(PREFIX)/share/doc/dlh/
+	$(Q)install -m 644 README.md BENCHMARKS.md $(DOCDIR)/
+	$(Q)for f in $(DOC_FILES); do install -D -m 644 $$f $(DOCDIR)/$$f || exit 1; done
+	$(Q)for p in $(wildcard $(MAN_PAGES)); do s=$${p##*.}; \
+	  install -D -m 644 $$p $(MANDIR)/man$$s/$$(basename $$p) || exit 1; done
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(DLH_VERSION)|g' \
 	  share/modulefiles/dlh/version.in >$(MODULEDIR)/$(DLH_VERSION)
 	$(Q)printf '#%%Module\nset ModulesVersion "%s"\n' $(DLH_VERSION) >$(MODULEDIR)/.version
@@ -166,7 +208,8 @@ install: all
 
 uninstall:
 	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(INSTALL_BINS)))
-	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/dlh $(DESTDIR)$(PREFIX)/share/doc/dlh $(MODULEDIR)
+	$(Q)rm -f $(MAN1:%=$(MANDIR)/man1/%.1) $(MAN8:%=$(MANDIR)/man8/%.8)
+	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/dlh $(DOCDIR) $(MODULEDIR)
 
 clean:
 	rm -rf $(BUILDDIR)
@@ -180,7 +223,8 @@ format:
 check-format:
 	$(Q)bash share/setup/format.sh check
 
-.PHONY: all deps check check-sanitize check-tsan demo bench install uninstall clean format check-format
+.PHONY: all deps check check-sanitize check-tsan demo bench man man-missing man-note install uninstall \
+  clean format check-format
 .DELETE_ON_ERROR:
 
 -include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)
