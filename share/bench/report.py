@@ -2,7 +2,9 @@
 """DLH make bench: turns the raw measurements bench.sh collects into BENCHMARKS.md sections.
 
     report.py SECTION WORK GOALS   prints SECTION's markdown; appends its goal rows to GOALS
-    report.py goals GOALS          prints the goals summary table
+    report.py goals GOALS          prints one run's goal records as a table
+    report.py store RUN PART GOALS SECTION.md...   stores a part's results (results.py)
+    report.py [render [OUT]]       renders BENCHMARKS.md (or OUT) from share/bench/results/
 
 Every number and every met/not-met verdict in the output is computed here from the files in
 WORK; the prose only names what the numbers show. A goal row is a JSON line
@@ -11,6 +13,9 @@ import json
 import os
 import statistics
 import sys
+
+import results
+from goals import goal_id
 
 med = statistics.median
 
@@ -29,8 +34,9 @@ class Goals:
 
     def add(self, goal, measured, met, limit=""):
         with open(self.path, "a") as f:
-            f.write(json.dumps({"goal": goal, "measured": measured, "met": met,
-                                "limit": "" if met else limit}) + "\n")
+            f.write(json.dumps({"id": goal_id(goal), "goal": goal, "measured": measured,
+                                "met": met, "limit": "" if met else limit},
+                               ensure_ascii=False) + "\n")
 
 
 def measured(folder, goal, goals):
@@ -1173,6 +1179,22 @@ def convergence(work, goals):
 
 
 def main():
+    if len(sys.argv) == 1 or sys.argv[1] == "render":
+        # BENCHMARKS.md (or the file named) from the committed results files.
+        out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(results.ROOT, "BENCHMARKS.md")
+        runs = results.load_runs()
+        unknown = results.check_ids(runs)
+        if unknown:
+            raise SystemExit(f"report.py: goal records with no statement in goals.py: {unknown}")
+        text = results.render()
+        with open(out + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(out + ".tmp", out)
+        return
+    if len(sys.argv) >= 4 and sys.argv[1] == "store":
+        # store RUN_JSON PART GOALS [SECTION.md...]: this part's results into share/bench/results/.
+        results.store(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "goals":
         summary(sys.argv[2])
         return
