@@ -366,18 +366,12 @@ def allreduce(work, goals):
     print(f"{sm['tensors']} tensors of {sm['bytes_each']} bytes: one MPI_Allreduce per tensor "
           f"{sm['per_tensor_s'] * 1e6:.0f} µs, DLH fused {sm['fused_s'] * 1e6:.0f} µs (medians): "
           f"**{ratio:.1f}x** faster ({best:.1f}x best against best).")
-    worst = min(big, key=lambda x: x[1])
-    # DLH's flat path is one MPI_Allreduce per fused bucket, on the gradients where backward
-    # wrote them: parity is what it can reach, and a 5% shortfall is below what the repeats
-    # resolve on this machine. Judged best against best (the protocol of make bench), with
-    # the medians beside.
-    goals.add("Allreduce ≥ MPI_Allreduce speed from 1 MiB up (2 ranks; ≥ 0.95 counts as parity)",
-              f"DLH/MPI best/best {fmt_list([x[1] for x in big], 2)} for "
-              f"{mib(big[0][0])}–{mib(big[-1][0])} (lowest {worst[1]:.2f} at {mib(worst[0])}); "
-              f"median/median {fmt_list([x[2] for x in big], 2)}",
-              worst[1] >= 0.95,
-              "DLH sums each fused bucket in place with the same MPI_Allreduce, so what "
-              "remains is the spread between blocks of that one call (min / max above)")
+    print()
+    print("DLH's column is one MPI_Allreduce per fused bucket, the same call as the MPI column, "
+          "so the two can differ only by noise: the table shows the machine, it judges nothing "
+          "(the goal that compared them could not fail and was retired; DLH's gradient path as "
+          "training runs it, overlapped with backward, is judged against DDP in \"Data-parallel "
+          "training\").")
     total = sm["tensors"] * sm["bytes_each"]
     near = min(r["sizes"], key=lambda s: abs(s["bytes"] - total))
     goals.add(f"Fused small tensors ≥ 5x faster than one call per tensor "
@@ -393,41 +387,79 @@ def allreduce(work, goals):
               f"{sm['fused_s'] / near['mpi_s']:.2f}x that")
 
 
+def link_seconds(link, ranks, nbytes):
+    """A ring allreduce of `nbytes` over `ranks` on a cluster-file link, as the estimator
+    computes it (estimator/comm_model.hpp): 2 (p-1) messages of nbytes / p, each at its
+    regime's alpha + bytes * beta, never below what the previous regimes gave at their limits."""
+    def one(lat_us, gbs, b):
+        return lat_us * 1e-6 + (b / (gbs * 1e9) if gbs > 0 else 0.0)
+    msg = nbytes / ranks
+    regimes = link.get("regimes", [])
+    if not regimes:
+        t = one(link["latency_us"], link["bandwidth_gbs"], msg)
+    else:
+        floor, t = 0.0, None
+        for r in regimes[:-1]:
+            if msg <= r["up_to_bytes"]:
+                t = max(floor, one(r.get("latency_us", 0), r["bandwidth_gbs"], msg))
+                break
+            floor = max(floor, one(r.get("latency_us", 0), r["bandwidth_gbs"], r["up_to_bytes"]))
+        if t is None:
+            last = regimes[-1]
+            t = max(floor, one(last.get("latency_us", 0), last["bandwidth_gbs"], msg))
+    return 2 * (ranks - 1) * t
+
+
 def comm(work, goals):
-    """`dlh-estimate comm --json`: the single alpha-beta pair and the piecewise model, both
-    fitted to the MPI_Allreduce column above and scored against it size by size."""
+    """`dlh-estimate comm --json` fitted to every other size of the MPI_Allreduce run (bench.sh
+    writes that half to ar-fit.json), scored on the sizes between, which the fit never saw."""
     c = json.load(open(os.path.join(work, "comm.json")))
-    print("`dlh-estimate comm` fits the ring alpha-beta model to the MPI_Allreduce column "
-          "above twice: one (alpha, beta) pair, and a piecewise model whose size regimes it "
-          "chooses itself (every split into runs of ≥ 3 sizes, at most 4 regimes, each "
-          f"extra regime must lower the MAPE by more than {c['penalty_pct']:g} points).")
+    ar = json.load(open(os.path.join(work, "ar.json")))
+    ranks = ar["ranks"]
+    fitted = {s["bytes"] for s in c["sizes"]}
+    print("`dlh-estimate comm` fits the ring alpha-beta model to every other size of the "
+          "MPI_Allreduce column above: one (alpha, beta) pair, and a piecewise model whose size "
+          "regimes it chooses itself (every split into runs of ≥ 3 sizes, at most 4 regimes, "
+          f"each extra regime must lower the MAPE by more than {c['penalty_pct']:g} points). The "
+          "model is then scored on the sizes between, which the fit did not see, through the "
+          "link it prints (the figures a cluster file would hold).")
     print()
-    print("| bytes | measured µs | single pair µs | error | piecewise µs | error |")
-    print("|---|---|---|---|---|---|")
-    errors = []
-    for s in c["sizes"]:
-        m, a, p = s["measured_s"], s["single_s"], s["piecewise_s"]
-        ea, ep = 100 * (a - m) / m, 100 * (p - m) / m
-        errors.append((s["bytes"], ea, ep))
-        print(f"| {s['bytes']:.0f} | {m * 1e6:.1f} | {a * 1e6:.1f} | {ea:+.1f}% | "
-              f"{p * 1e6:.1f} | {ep:+.1f}% |")
+    print("| bytes | in the fit | measured µs | piecewise µs | error |")
+    print("|---|---|---|---|---|")
+    held, check = [], []
+    for s in ar["sizes"]:
+        b, m = s["bytes"], s["mpi_s"]
+        p = link_seconds(c["link"], ranks, b)
+        e = 100 * (p - m) / m
+        print(f"| {b:.0f} | {'yes' if b in fitted else '**no**'} | {m * 1e6:.1f} | "
+              f"{p * 1e6:.1f} | {e:+.1f}% |")
+        if b in fitted:
+            own = next(x["piecewise_s"] for x in c["sizes"] if x["bytes"] == b)
+            check.append(abs(p - own) / own)
+        else:
+            held.append((b, e))
+    mape = statistics.mean(abs(e) for _, e in held)
     print()
     tried = ", ".join(f"{t['regimes']}: {t['mape']:.1f}%" for t in c["tried"])
     regimes = c["link"].get("regimes", [])
-    print(f"MAPE: single pair **{c['mape_single']:.1f}%**, piecewise "
-          f"**{c['mape_piecewise']:.1f}%** with {max(1, len(regimes))} regime(s) (best MAPE "
-          f"by number of regimes: {tried}). The link to paste into a cluster description "
-          "(regimes in bytes per ring message, allreduce bytes / ranks):")
+    print(f"MAPE on the {len(held)} held-out sizes: **{mape:.1f}%**; on the {len(fitted)} "
+          f"fitted sizes: piecewise {c['mape_piecewise']:.1f}%, single pair "
+          f"{c['mape_single']:.1f}% ({max(1, len(regimes))} regime(s); best fitted MAPE by "
+          f"number of regimes: {tried}). On the fitted sizes the link as printed gives "
+          f"`dlh-estimate comm`'s own predictions within {100 * max(check):.2f}% (its rounding). "
+          "The link to paste into a cluster description (regimes in bytes per ring message, "
+          "allreduce bytes / ranks):")
     print()
     print("```json")
     print(json.dumps(c["link"]))
     print("```")
-    worst = max(errors, key=lambda e: abs(e[2]))
-    goals.add("Allreduce model MAPE < 10% (piecewise alpha-beta fitted to and scored on the "
-              "MPI_Allreduce run above, 2 ranks)",
-              f"{c['mape_piecewise']:.1f}% (single pair {c['mape_single']:.1f}%)",
-              c["mape_piecewise"] < 10,
-              f"worst at {worst[0]:.0f} B ({worst[2]:+.0f}%): shared-memory bandwidth falls "
+    worst = max(held, key=lambda e: abs(e[1]))
+    goals.add("Allreduce model MAPE < 10% on held-out sizes (piecewise alpha-beta fitted to "
+              "every other size of the MPI_Allreduce run, scored on the sizes between, 2 ranks)",
+              f"{mape:.1f}% over {len(held)} held-out sizes (on its {len(fitted)} fitted sizes "
+              f"{c['mape_piecewise']:.1f}%)",
+              mape < 10,
+              f"worst at {worst[0]:.0f} B ({worst[1]:+.0f}%): shared-memory bandwidth falls "
               "gradually once messages outgrow the caches, and a few straight regimes only "
               "approximate the curve")
 
@@ -469,20 +501,25 @@ def checkpoint(work, goals):
     ck = [s["time"]["checkpoint"] for s in steps if s["time"]["checkpoint"] > 0]
     share = sum(ck) / total
     print()
-    print(f"**Overhead at the default interval.** `mpirun -np 2 dlh-launch train "
-          f"share/examples/fashion-mnist.json --threads 1 --epochs {o['epochs']}` on a synthetic "
-          f"1x28x28 set of {o['train']} samples with the default checkpoint options (every "
-          f"1800 s and at every epoch end, keep 3): {len(steps)} steps in {total:.1f} s of "
-          f"training, {len(ck)} checkpoints of {o['file_bytes'] / 1e6:.1f} MB each blocking the "
-          f"loop for {fmt_list([1000 * c for c in ck])} ms: **{100 * share:.2f}%** of training "
-          f"time (sum of `time.checkpoint` / sum of `time.total` in metrics.jsonl, the time the "
-          f"loop was blocked). Its epochs last {total / o['epochs']:.1f} s; the real "
-          f"Fashion-MNIST epoch is 60000 samples, so there the share is about "
-          f"{o['train'] / 60000:.2f} of this.")
-    goals.add("Checkpointing < 3.5% of training time at the default interval (CheckFreq)",
-              f"{100 * share:.2f}% ({len(ck)} checkpoints, {o['epochs']} epochs of "
-              f"{total / o['epochs']:.1f} s)",
-              share < 0.035,
+    every = o.get("every_s", 1800)
+    fired = len(ck) - o["epochs"]  # the epoch ends' checkpoints are the rest
+    print(f"**Overhead at an interval that fires.** `mpirun -np 2 dlh-launch train "
+          f"share/examples/fashion-mnist.json --threads 1 --epochs {o['epochs']} "
+          f"--checkpoint-seconds {every:g}` on a synthetic 1x28x28 set of {o['train']} samples, "
+          f"the other checkpoint options as by default (at every epoch end too, keep 3): "
+          f"{len(steps)} steps in {total:.1f} s of training, {len(ck)} checkpoints ({fired} of "
+          f"the interval, {o['epochs']} at epoch ends) of {o['file_bytes'] / 1e6:.1f} MB each "
+          f"blocking the loop for {fmt_list([1000 * c for c in ck])} ms: "
+          f"**{100 * share:.2f}%** of training time (sum of `time.checkpoint` / sum of "
+          f"`time.total` in metrics.jsonl, the time the loop was blocked). The default interval, "
+          f"1800 s, would not fire in a run this short; a {every:g} s interval checkpoints far "
+          f"more often than any real run would.")
+    goals.add("Checkpointing < 3.5% of training time (CheckFreq), at an interval that fires "
+              "several times in the run",
+              f"{100 * share:.2f}% ({fired} checkpoints of a {every:g} s interval and "
+              f"{o['epochs']} at epoch ends in {total:.1f} s)",
+              share < 0.035 and fired >= 3,
+              f"only {fired} checkpoints of the interval fired" if fired < 3 else
               f"each checkpoint blocks the loop for {1000 * med(ck):.0f} ms (median)")
 
 
@@ -891,6 +928,9 @@ def lrvalidate(work, goals):
 
 # ---- whole jobs ------------------------------------------------------------------------------
 
+PLUGIN_MARGIN_X = 1.10  # 1 + the plugin's default margin (plugin/options.hpp)
+
+
 def jobs(work, goals):
     """Predicted against measured whole jobs (share/bench/whole_jobs.sh)."""
     text = open(os.path.join(work, "jobs.txt")).read()
@@ -943,8 +983,23 @@ def jobs(work, goals):
     goals.add("Whole-job predictions within 10% (5 jobs, local Slurm cluster)",
               f"MAPE {mape:.1f}%, largest {worst:.0f}%", len(errors) == 5 and mape <= 10,
               "see the phases in the whole-jobs table")
-    goals.add("Every planned job finishes inside the plugin's time limit",
-              f"{inside} of {len(rows)}", inside == len(rows) == 5, "see the whole-jobs table")
+    # In proportion to the job: its prediction plus the plugin's margin (plugin/options.hpp,
+    # margin=0.1 by default), not the time limit, whose fixed grace dwarfs jobs this short.
+    def over_limit(r):
+        total = r["summary"].get("prediction", {}).get("total_s")
+        if r["job_seconds"] is None or not total:
+            return f"{r['name']} not measured"
+        if r["job_seconds"] > PLUGIN_MARGIN_X * total:
+            return f"{r['name']} {r['job_seconds']:.1f} s > {PLUGIN_MARGIN_X * total:.1f} s"
+        return None
+    over = [o for o in map(over_limit, rows) if o]
+    goals.add("Every planned job finishes within its prediction plus the plugin's proportional "
+              "margin (10%)",
+              f"{len(rows) - len(over)} of {len(rows)} within prediction × {PLUGIN_MARGIN_X:.2f}"
+              + (f" ({'; '.join(over)})" if over else "") + f"; {inside} of {len(rows)} inside "
+              "the time limit the plugin set",
+              not over and len(rows) == 5,
+              "jobs ran longer than predicted: see the phases in the whole-jobs table")
 
 
 # ---- adaptive batch balancing ------------------------------------------------------------
