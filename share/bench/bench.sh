@@ -295,6 +295,19 @@ store quality "$work/s2-quality.md"
 # ---- data larger than memory ------------------------------------------------------------------
 bench_loader() {
 section "data larger than memory: the loader from the file, cold and confined, against memory and dd"
+# The step the loader feeds, measured here: the bench CNN's DLH step at batch 64 and 2
+# threads, from this run's throughput rounds, or from 70 steps of its own.
+if [[ -s $work/cpu.jsonl ]]; then
+  BENCH_LOADER_STEP_MS=$($py -c 'import json, statistics, sys
+r = next(json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["model"] == "cnn")
+print("%.2f" % (1000 * r["batch"] / statistics.median(r["dlh"])))' "$work/cpu.jsonl")
+  BENCH_LOADER_STEP_SOURCE="the median DLH round of this run's CPU throughput part"
+else
+  dlh_train 1 2 "$bench/cnn.json"
+  BENCH_LOADER_STEP_MS=$($py -c 'import sys; print(f"{64000 / float(sys.argv[1]):.2f}")' "$(metrics rate)")
+  BENCH_LOADER_STEP_SOURCE="70 steps of dlh-launch train share/bench/cnn.json, 2 threads, median of the last 60, just before"
+fi
+export BENCH_LOADER_STEP_MS BENCH_LOADER_STEP_SOURCE
 measure loader >"$work/loader.txt"
 if [[ -f $work/loader/unavailable ]]; then
   { echo "## Data larger than memory: the loader reading from the file"; echo
