@@ -222,16 +222,42 @@ store wave "$work/s1-wave.md"
 # ---- CPU training throughput ---------------------------------------------------------------
 bench_cpu() {
 section "CPU training throughput: DLH against PyTorch, OpenBLAS sgemm"
+# PyTorch in each of these configurations every round: torch.set_num_threads(2) with
+# OMP_WAIT_POLICY=PASSIVE (as before), OpenMP as it comes (threads spin a while: ACTIVE-like),
+# OpenBLAS held to 1 thread beside OpenMP's 2, and channels_last for the CNNs. DLH is compared
+# with the best PyTorch reaches, and the table names which that was.
+torch_configs=(passive omp-default blas-1-thread channels-last)
+torch_run() {  # torch_run CONFIG MODEL BATCH: prints one round's samples/s
+  local env=(OMP_WAIT_POLICY=PASSIVE) args=()
+  case $1 in
+    omp-default) env=(OMP_NUM_THREADS=2) ;;
+    blas-1-thread) env+=(OPENBLAS_NUM_THREADS=1) ;;
+    channels-last) args=(--channels-last) ;;
+  esac
+  env "${env[@]}" $py "$bench/torch_train.py" --model "$2" --batch "$3" --threads 2 "${args[@]}"
+}
 OPENBLAS_NUM_THREADS=2 $py "$bench/sgemm.py" >"$work/sgemm-square.json"
 OPENBLAS_NUM_THREADS=2 $py "$bench/sgemm.py" --shape 128x1024x1024 >"$work/sgemm-small.json"
 for m in "cnn 64" "cnn-deep 64" "cnn-wide 64" "mlp 128"; do
   set -- $m
   dlh-estimate features "$bench/$1.json" --json >"$work/feat-$1.json"
-  d=() t=() d_own=() t_own=()
+  d_own=() t_own=()
+  configs=("${torch_configs[@]}")
+  [[ $1 == mlp ]] && configs=("${torch_configs[@]/channels-last/}")
+  : >"$work/cpu-rounds.txt"
   for ((round = 0; round < rounds; round++)); do
-    dlh_train 1 2 "$bench/$1.json"
-    d+=("$(metrics rate)")
-    t+=("$(OMP_WAIT_POLICY=PASSIVE $py "$bench/torch_train.py" --model "$1" --batch "$2" --threads 2)")
+    # Which side starts alternates round by round, so neither always meets the machine first.
+    if ((round % 2 == 0)); then
+      dlh_train 1 2 "$bench/$1.json"
+      echo "dlh $(metrics rate)" >>"$work/cpu-rounds.txt"
+    fi
+    for c in "${configs[@]}"; do
+      [[ -n $c ]] && echo "$c $(torch_run "$c" "$1" "$2")" >>"$work/cpu-rounds.txt"
+    done
+    if ((round % 2 == 1)); then
+      dlh_train 1 2 "$bench/$1.json"
+      echo "dlh $(metrics rate)" >>"$work/cpu-rounds.txt"
+    fi
     # Where this machine's environment pins OpenBLAS to a kernel set (OPENBLAS_CORETYPE), the
     # same round again with OpenBLAS's own choice, for these commands alone: both sides.
     if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then
@@ -243,8 +269,18 @@ for m in "cnn 64" "cnn-deep 64" "cnn-wide 64" "mlp 128"; do
         --model "$1" --batch "$2" --threads 2)")
     fi
   done
-  echo "{\"model\": \"$1\", \"batch\": $2, \"dlh\": [$(IFS=,; echo "${d[*]}")], \"torch\": [$(IFS=,; echo "${t[*]}")]}" \
-    >>"$work/cpu.jsonl"
+  $py - "$work/cpu-rounds.txt" "$1" "$2" >>"$work/cpu.jsonl" <<'PY'
+import json, sys
+rates = {}
+for line in open(sys.argv[1]):
+    name, rate = line.split()
+    rates.setdefault(name, []).append(float(rate))
+dlh = rates.pop("dlh")
+# "torch": the configuration whose best round is best; the goal is judged against it.
+best = max(rates, key=lambda k: max(rates[k]))
+print(json.dumps({"model": sys.argv[2], "batch": int(sys.argv[3]), "dlh": dlh,
+                  "torch": rates[best], "torch_config": best, "torch_configs": rates}))
+PY
   if ((${#d_own[@]})); then
     echo "{\"model\": \"$1\", \"batch\": $2, \"dlh\": [$(IFS=,; echo "${d_own[*]}")], \"torch\": [$(IFS=,; echo "${t_own[*]}")]}" \
       >>"$work/cpu-own.jsonl"
@@ -261,7 +297,9 @@ done
   echo "## CPU training throughput: DLH against PyTorch"
   echo
   echo "One process, 2 threads, same model, batch and SGD on the same machine. DLH and PyTorch"
-  echo "alternate for $rounds rounds; each round's figure is the median samples/s of its 60 timed steps"
+  echo "alternate for $rounds rounds, the side that starts a round alternating too, PyTorch in each of"
+  echo "its configurations every round (below; the main table takes the best of them); each round's"
+  echo "figure is the median samples/s of its 60 timed steps"
   echo "after 10 warm-up steps. The table gives min / median / max over the rounds of each and"
   echo "compares best round with best round and median with median; a peer that switches between"
   echo "two or more speeds from one process to the next is reported with each speed. DLH:"
@@ -329,14 +367,26 @@ torch_ddp() {  # torch_ddp RANKS
     --nproc_per_node "$1" --redirects 2 --tee 2 "$bench/torch_ddp.py" --model cnn --batch 64 \
     --threads 1 2>/dev/null | tail -1
 }
+ddp_dlh() {  # ddp_dlh RANKS
+  dlh_train "$1" 1 "$bench/cnn.json"
+  if (($1 == 1)); then
+    echo "dlh1 $(metrics rate)" >>"$work/ddp.txt"
+  else
+    read -r rate blocked < <(metrics allreduce)
+    echo -e "dlh2 $rate\nar_overlap $blocked" >>"$work/ddp.txt"
+  fi
+}
 for ((round = 0; round < rounds; round++)); do
-  dlh_train 1 1 "$bench/cnn.json"
-  echo "dlh1 $(metrics rate)" >>"$work/ddp.txt"
-  echo "torch1 $(torch_ddp 1)" >>"$work/ddp.txt"
-  dlh_train 2 1 "$bench/cnn.json"
-  read -r rate blocked < <(metrics allreduce)
-  echo -e "dlh2 $rate\nar_overlap $blocked" >>"$work/ddp.txt"
-  echo "torch2 $(torch_ddp 2)" >>"$work/ddp.txt"
+  # Which side starts alternates round by round.
+  for n in 1 2; do
+    if ((round % 2 == 0)); then
+      ddp_dlh $n
+      echo "torch$n $(torch_ddp $n)" >>"$work/ddp.txt"
+    else
+      echo "torch$n $(torch_ddp $n)" >>"$work/ddp.txt"
+      ddp_dlh $n
+    fi
+  done
   dlh_train 2 1 "$bench/cnn.json" --no-overlap
   read -r rate blocked < <(metrics allreduce)
   echo -e "dlh2_no_overlap $rate\nar_no_overlap $blocked" >>"$work/ddp.txt"

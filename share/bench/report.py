@@ -195,6 +195,37 @@ def own_choice_table(work, pinned):
         print()
 
 
+TORCH_CONFIGS = {
+    "passive": "`torch.set_num_threads(2)`, OMP_WAIT_POLICY=PASSIVE",
+    "omp-default": "`torch.set_num_threads(2)`, OMP_NUM_THREADS=2, OpenMP's own wait policy",
+    "blas-1-thread": "as passive, OPENBLAS_NUM_THREADS=1 beside OpenMP's 2 threads",
+    "channels-last": "as passive, model and input in channels_last (CNNs)",
+}
+
+
+def torch_configs_table(rows):
+    """PyTorch in each configuration bench.sh tried, every round; the main table and the goals
+    take the configuration whose best round is best."""
+    rows = [r for r in rows if "torch_configs" in r]
+    if not rows:
+        return
+    names = [n for n in TORCH_CONFIGS if any(n in r["torch_configs"] for r in rows)]
+    print("PyTorch's configurations, each run every round (samples/s min / median / max; "
+          "**bold**: the best, which the table above and the goals take): " +
+          "; ".join(f"{n}: {TORCH_CONFIGS[n]}" for n in names) + ".")
+    print()
+    print("| model | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for r in rows:
+        cells = []
+        for n in names:
+            v = r["torch_configs"].get(n)
+            text = spread(v) if v else "—"
+            cells.append(f"**{text}**" if n == r["torch_config"] else text)
+        print(f"| {LABELS[r['model']][0]} | " + " | ".join(cells) + " |")
+    print()
+
+
 def profile_table(work, rows, goals):
     """Where DLH's step goes, from `dlh-estimate profile`, and the GEMM-layer FLOP/s goal."""
     profiles = [(r, v, load_profile(work, r["model"], v)) for r in rows for v in ("", "-auto")]
@@ -288,15 +319,18 @@ def cpu(work, goals):
                  f"{t * g / 1e9:.0f} (medians); {target}x PyTorch's best round would take "
                  f"{need:.0f} GFLOP/s, {pct(need)} of sgemm; see the FLOP/s row")
         limit += profile_limit(work, r["model"], target * max(r["torch"]), max(r["torch"]))
+        config = (f"; PyTorch's best configuration: {r['torch_config']}"
+                  if "torch_config" in r else "")
         goals.add(f"CPU training {label}: ≥ {target}x PyTorch's best samples/s ({kind}; "
                   f"best round against best round)",
                   f"{best:.2f}x best/best ({max(r['dlh']):.0f} vs {max(r['torch']):.0f}); "
-                  f"{d / t:.2f}x median/median", best >= target, limit)
+                  f"{d / t:.2f}x median/median{config}", best >= target, limit)
     print()
     print(" ".join(notes) if notes else
           "Neither side is bimodal here (sorted, no step between neighbouring rounds of more than "
           "25% with two or more rounds on each side, or of more than 50% with one).")
     print()
+    torch_configs_table(rows)
     own_choice_table(work, rows)
     print(f"Machine yardstick: OpenBLAS sgemm, {sq['threads']} threads (share/bench/sgemm.py, "
           f"numpy on {os.path.basename(sq['blas'][-1])}): **{sq['gflops']:.0f} GFLOP/s** on "
