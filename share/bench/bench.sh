@@ -321,7 +321,9 @@ measure quality >"$work/quality.txt"
 if [[ -f $work/quality/unavailable ]]; then
   { echo "## Training quality: DLH against PyTorch on Fashion-MNIST"; echo
     echo "Not measured: $(cat "$work/quality/unavailable")."; echo; } >"$work/s2-quality.md"
-  $py -c 'import json, sys; print(json.dumps({"goal": "Training quality: final test accuracy ≥ PyTorch'"'"'s", "measured": "not measured", "met": False, "limit": sys.argv[1]}))' \
+  $py -c 'import json, sys
+for x in "abcde":  # every network of quality.sh goes unmeasured
+    print(json.dumps({"id": "quality-" + x, "goal": "Training quality", "measured": "not measured", "met": False, "limit": sys.argv[1]}))' \
     "$(cat "$work/quality/unavailable")" >>"$goals"
 else
   { cat "$work/quality/quality.md"; echo; } >"$work/s2-quality.md"

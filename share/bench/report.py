@@ -382,7 +382,6 @@ def allreduce(work, goals):
     print("| bytes | MPI_Allreduce µs (min / median / max) | DLH µs (min / median / max) | "
           "MPI busbw GB/s | DLH busbw GB/s | DLH speed / MPI, best / best | median / median |")
     print("|---|---|---|---|---|---|---|")
-    big = []
     for s in r["sizes"]:
         b, m, d = s["bytes"], s["mpi_s"], s["dlh_s"]
         # Files from before min and max were kept give the median three times.
@@ -391,8 +390,6 @@ def allreduce(work, goals):
         print(f"| {b} | {mlo * 1e6:.1f} / {m * 1e6:.1f} / {mhi * 1e6:.1f} | "
               f"{dlo * 1e6:.1f} / {d * 1e6:.1f} / {dhi * 1e6:.1f} | {b / m * bus / 1e9:.2f} | "
               f"{b / d * bus / 1e9:.2f} | {mlo / dlo:.2f} | {m / d:.2f} |")
-        if b >= 2**20:
-            big.append((b, mlo / dlo, m / d))
     sm = r["small"]
     ratio = sm["per_tensor_s"] / sm["fused_s"]
     best = sm.get("per_tensor_min_s", sm["per_tensor_s"]) / sm.get("fused_min_s", sm["fused_s"])
