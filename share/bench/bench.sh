@@ -56,7 +56,9 @@ json.dump({"run": run, "date": date, "transcribed": False,
            "how": f"`make bench` (share/bench/bench.sh), parts: {only}",
            "host": {"key": key, "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**20),
                     "kernel": f"{platform.system()} {platform.release()}",
-                    "sgemm_gflops": float(sgemm) if sgemm else None, "commit": commit}},
+                    "sgemm_gflops": float(sgemm) if sgemm else None, "commit": commit,
+                    # what else ran here as the run began: a busy host measures low
+                    "load_average": open("/proc/loadavg").read().split()[0]}},
           open(out, "w"), indent=1, sort_keys=True)
 PY
 # Rounds of the side-by-side throughput comparisons: DLH and the peer alternate, so a change

@@ -75,7 +75,8 @@ def host_line(h):
     def fact(key, fmt):
         return fmt.format(h[key]) if h.get(key) not in (None, "") else None
     facts = [fact("cpu", "{}"), fact("cores", "{} cores"), fact("memory_gib", "{} GiB"),
-             fact("kernel", "{}"), fact("sgemm_gflops", "sgemm {} GFLOP/s (2 threads)")]
+             fact("kernel", "{}"), fact("sgemm_gflops", "sgemm {} GFLOP/s (2 threads)"),
+             fact("load_average", "load average {} at the start")]
     text = ", ".join(f for f in facts if f)
     missing = [k for k in ("memory_gib", "kernel", "sgemm_gflops") if h.get(k) in (None, "")]
     names = {"memory_gib": "memory", "kernel": "kernel", "sgemm_gflops": "sgemm"}
