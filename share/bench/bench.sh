@@ -232,7 +232,7 @@ torch_configs=(passive omp-default blas-1-thread channels-last)
 torch_run() {  # torch_run CONFIG MODEL BATCH: prints one round's samples/s
   local env=(OMP_WAIT_POLICY=PASSIVE) args=()
   case $1 in
-    omp-default) env=(OMP_NUM_THREADS=2) ;;
+    omp-default) env=(-u OMP_WAIT_POLICY OMP_NUM_THREADS=2) ;;
     blas-1-thread) env+=(OPENBLAS_NUM_THREADS=1) ;;
     channels-last) args=(--channels-last) ;;
   esac
@@ -399,7 +399,8 @@ done
   echo "## Data-parallel training: DLH against PyTorch DDP (2 ranks)"
   echo
   echo "The bench CNN (share/bench/cnn.json), 64 samples per rank and step, 1 thread per rank"
-  echo "(2 ranks on the 2 cores), alternating for $rounds rounds, each round's median samples/s of 60"
+  echo "(2 ranks on the 2 cores), alternating for $rounds rounds (the side that starts a round alternating"
+  echo "too), each round's median samples/s of 60"
   echo "timed steps after 10 warm-up steps, min / median / max over the rounds. DLH: \`mpirun -np N dlh-launch train --threads 1 --batch-size 64N\`;"
   echo "PyTorch: \`python3 -m torch.distributed.run --standalone --nproc_per_node N"
   echo "share/bench/torch_ddp.py\` (DistributedDataParallel, gloo backend, OMP_WAIT_POLICY=PASSIVE,"
