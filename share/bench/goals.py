@@ -66,7 +66,8 @@ GOALS = [
      "wait on the file",
      "the stream loader's steady-state wait per step (cold cache, in a memory cgroup smaller "
      "than the file) exceeds the in-memory loader's by more than 1% of the bench CNN's DLH "
-     "step at batch 64 measured in the same run (not a fixed figure)"),
+     "step at batch 64 measured in the same run (not a fixed figure; `dlh-launch bench-loader` "
+     "still sleeps that step, so the loader has the cores to itself, as it does not in training)"),
     ("ddp", "ddp",
      "2-rank data-parallel training ≥ 1.5x PyTorch DDP samples/s (best against best)",
      "DLH's best round at 2 ranks is below 1.5 × DDP's best round (runs from 2026-11-28 on "
@@ -136,8 +137,8 @@ RETIRED = [
     ("loader-15ms", "loader",
      "Data larger than memory: at the bench CNN's rate (15 ms steps of 64) the step does not "
      "wait on the file",
-     "judged against a fixed 15 ms step (a sleep), not the measured step of the model the "
-     "loader feeds; replaced by loader-step"),
+     "judged against a fixed 15 ms step, not the measured step of the model the loader feeds; "
+     "replaced by the row \"at the measured step of the model it feeds\""),
     ("allreduce-parity", "allreduce",
      "Allreduce ≥ MPI_Allreduce speed from 1 MiB up (2 ranks; ≥ 0.95 counts as parity)",
      "both sides timed the same MPI_Allreduce call, against a threshold lowered to 0.95, so "
@@ -148,14 +149,15 @@ RETIRED = [
     ("comm-fit", "allreduce",
      "Allreduce model MAPE < 10% (piecewise alpha-beta fitted to and scored on the "
      "MPI_Allreduce run, 2 ranks)",
-     "scored on the very sizes it was fitted to; replaced by comm-heldout"),
+     "scored on the very sizes it was fitted to; replaced by the row \"on held-out sizes\""),
     ("ckpt-default-interval", "checkpoint",
      "Checkpointing < 3.5% of training time at the default interval (CheckFreq)",
      "the default 1800 s interval never fired in the run, so only the epoch-end checkpoints "
-     "were timed; replaced by ckpt-interval"),
+     "were timed; replaced by the row \"at an interval that fires several times\""),
     ("jobs-limit", "jobs",
      "Every planned job finishes inside the plugin's time limit",
-     "the limit carries a fixed 180 s grace on jobs of 3-76 s; replaced by jobs-in-proportion"),
+     "the limit carries a fixed 180 s grace on jobs of 3-76 s; replaced by the row \"within "
+     "its prediction plus the plugin's proportional margin\""),
 ]
 
 BY_ID = {g[0]: g for g in GOALS + RETIRED}
