@@ -371,6 +371,8 @@ torch_ddp() {  # torch_ddp RANKS
     --nproc_per_node "$1" --redirects 2 --tee 2 "$bench/torch_ddp.py" --model cnn --batch 64 \
     --threads 1 2>/dev/null | tail -1
 }
+# The gradient bytes the DDP section names (the CPU part writes it too).
+[[ -f $work/feat-cnn.json ]] || dlh-estimate features "$bench/cnn.json" --json >"$work/feat-cnn.json"
 ddp_dlh() {  # ddp_dlh RANKS
   dlh_train "$1" 1 "$bench/cnn.json"
   if (($1 == 1)); then
