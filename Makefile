@@ -144,7 +144,8 @@ demo:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
 	$(Q)bash share/examples/demo.sh $(BUILDDIR) $(DEMO_EPOCHS)
 
-# make bench: side-by-side measurements, rewrites BENCHMARKS.md (share/bench/bench.sh).
+# make bench: side-by-side measurements stored under share/bench/results/, BENCHMARKS.md rendered
+# from them (share/bench/bench.sh; BENCH_ONLY=part,part runs some parts alone).
 bench:
 	@bash share/setup/install-deps.sh bench
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all

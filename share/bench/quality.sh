@@ -87,7 +87,8 @@ pytorch() {
 }
 
 for ((round = 1; round <= rounds; round++)); do
-  for entry in "${nets[@]}"; do
+  for i in "${!nets[@]}"; do
+    entry=${nets[$i]}
     net=${entry%%:*} spec=${entry#*:}
     # The spec as both sides train it: this round's seed, the epochs, the imported data.
     variant=$out/$net-r$round.json
@@ -98,7 +99,9 @@ s["seed"], s["epochs"], s["dataset"] = int(sys.argv[3]), int(sys.argv[4]), "fm.h
 json.dump(s, open(sys.argv[2], "w"), indent=2)
 PY
     echo "quality: $net, round $round/$rounds, $epochs epochs" >&2
-    if ((round % 2)); then
+    # Which side starts alternates from one network to the next and, for each network, from
+    # one round to the next: with one round, every other network starts with PyTorch.
+    if (((round + i) % 2)); then
       dlh "$net" "$round" "$variant"
       pytorch "$net" "$round" "$variant"
     else

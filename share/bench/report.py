@@ -2,7 +2,9 @@
 """DLH make bench: turns the raw measurements bench.sh collects into BENCHMARKS.md sections.
 
     report.py SECTION WORK GOALS   prints SECTION's markdown; appends its goal rows to GOALS
-    report.py goals GOALS          prints the goals summary table
+    report.py goals GOALS          prints one run's goal records as a table
+    report.py store RUN PART GOALS SECTION.md...   stores a part's results (results.py)
+    report.py [render [OUT]]       renders BENCHMARKS.md (or OUT) from share/bench/results/
 
 Every number and every met/not-met verdict in the output is computed here from the files in
 WORK; the prose only names what the numbers show. A goal row is a JSON line
@@ -11,6 +13,9 @@ import json
 import os
 import statistics
 import sys
+
+import results
+from goals import goal_id
 
 med = statistics.median
 
@@ -29,8 +34,9 @@ class Goals:
 
     def add(self, goal, measured, met, limit=""):
         with open(self.path, "a") as f:
-            f.write(json.dumps({"goal": goal, "measured": measured, "met": met,
-                                "limit": "" if met else limit}) + "\n")
+            f.write(json.dumps({"id": goal_id(goal), "goal": goal, "measured": measured,
+                                "met": met, "limit": "" if met else limit},
+                               ensure_ascii=False) + "\n")
 
 
 def measured(folder, goal, goals):
@@ -189,6 +195,37 @@ def own_choice_table(work, pinned):
         print()
 
 
+TORCH_CONFIGS = {
+    "passive": "`torch.set_num_threads(2)`, OMP_WAIT_POLICY=PASSIVE",
+    "omp-default": "`torch.set_num_threads(2)`, OMP_NUM_THREADS=2, OpenMP's own wait policy",
+    "blas-1-thread": "as passive, OPENBLAS_NUM_THREADS=1 beside OpenMP's 2 threads",
+    "channels-last": "as passive, model and input in channels_last (CNNs)",
+}
+
+
+def torch_configs_table(rows):
+    """PyTorch in each configuration bench.sh tried, every round; the main table and the goals
+    take the configuration whose best round is best."""
+    rows = [r for r in rows if "torch_configs" in r]
+    if not rows:
+        return
+    names = [n for n in TORCH_CONFIGS if any(n in r["torch_configs"] for r in rows)]
+    print("PyTorch's configurations, each run every round (samples/s min / median / max; "
+          "**bold**: the best, which the table above and the goals take): " +
+          "; ".join(f"{n}: {TORCH_CONFIGS[n]}" for n in names) + ".")
+    print()
+    print("| model | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for r in rows:
+        cells = []
+        for n in names:
+            v = r["torch_configs"].get(n)
+            text = spread(v) if v else "—"
+            cells.append(f"**{text}**" if n == r["torch_config"] else text)
+        print(f"| {LABELS[r['model']][0]} | " + " | ".join(cells) + " |")
+    print()
+
+
 def profile_table(work, rows, goals):
     """Where DLH's step goes, from `dlh-estimate profile`, and the GEMM-layer FLOP/s goal."""
     profiles = [(r, v, load_profile(work, r["model"], v)) for r in rows for v in ("", "-auto")]
@@ -282,15 +319,18 @@ def cpu(work, goals):
                  f"{t * g / 1e9:.0f} (medians); {target}x PyTorch's best round would take "
                  f"{need:.0f} GFLOP/s, {pct(need)} of sgemm; see the FLOP/s row")
         limit += profile_limit(work, r["model"], target * max(r["torch"]), max(r["torch"]))
+        config = (f"; PyTorch's best configuration: {r['torch_config']}"
+                  if "torch_config" in r else "")
         goals.add(f"CPU training {label}: ≥ {target}x PyTorch's best samples/s ({kind}; "
                   f"best round against best round)",
                   f"{best:.2f}x best/best ({max(r['dlh']):.0f} vs {max(r['torch']):.0f}); "
-                  f"{d / t:.2f}x median/median", best >= target, limit)
+                  f"{d / t:.2f}x median/median{config}", best >= target, limit)
     print()
     print(" ".join(notes) if notes else
           "Neither side is bimodal here (sorted, no step between neighbouring rounds of more than "
           "25% with two or more rounds on each side, or of more than 50% with one).")
     print()
+    torch_configs_table(rows)
     own_choice_table(work, rows)
     print(f"Machine yardstick: OpenBLAS sgemm, {sq['threads']} threads (share/bench/sgemm.py, "
           f"numpy on {os.path.basename(sq['blas'][-1])}): **{sq['gflops']:.0f} GFLOP/s** on "
@@ -342,7 +382,6 @@ def allreduce(work, goals):
     print("| bytes | MPI_Allreduce µs (min / median / max) | DLH µs (min / median / max) | "
           "MPI busbw GB/s | DLH busbw GB/s | DLH speed / MPI, best / best | median / median |")
     print("|---|---|---|---|---|---|---|")
-    big = []
     for s in r["sizes"]:
         b, m, d = s["bytes"], s["mpi_s"], s["dlh_s"]
         # Files from before min and max were kept give the median three times.
@@ -351,8 +390,6 @@ def allreduce(work, goals):
         print(f"| {b} | {mlo * 1e6:.1f} / {m * 1e6:.1f} / {mhi * 1e6:.1f} | "
               f"{dlo * 1e6:.1f} / {d * 1e6:.1f} / {dhi * 1e6:.1f} | {b / m * bus / 1e9:.2f} | "
               f"{b / d * bus / 1e9:.2f} | {mlo / dlo:.2f} | {m / d:.2f} |")
-        if b >= 2**20:
-            big.append((b, mlo / dlo, m / d))
     sm = r["small"]
     ratio = sm["per_tensor_s"] / sm["fused_s"]
     best = sm.get("per_tensor_min_s", sm["per_tensor_s"]) / sm.get("fused_min_s", sm["fused_s"])
@@ -360,18 +397,12 @@ def allreduce(work, goals):
     print(f"{sm['tensors']} tensors of {sm['bytes_each']} bytes: one MPI_Allreduce per tensor "
           f"{sm['per_tensor_s'] * 1e6:.0f} µs, DLH fused {sm['fused_s'] * 1e6:.0f} µs (medians): "
           f"**{ratio:.1f}x** faster ({best:.1f}x best against best).")
-    worst = min(big, key=lambda x: x[1])
-    # DLH's flat path is one MPI_Allreduce per fused bucket, on the gradients where backward
-    # wrote them: parity is what it can reach, and a 5% shortfall is below what the repeats
-    # resolve on this machine. Judged best against best (the protocol of make bench), with
-    # the medians beside.
-    goals.add("Allreduce ≥ MPI_Allreduce speed from 1 MiB up (2 ranks; ≥ 0.95 counts as parity)",
-              f"DLH/MPI best/best {fmt_list([x[1] for x in big], 2)} for "
-              f"{mib(big[0][0])}–{mib(big[-1][0])} (lowest {worst[1]:.2f} at {mib(worst[0])}); "
-              f"median/median {fmt_list([x[2] for x in big], 2)}",
-              worst[1] >= 0.95,
-              "DLH sums each fused bucket in place with the same MPI_Allreduce, so what "
-              "remains is the spread between blocks of that one call (min / max above)")
+    print()
+    print("DLH's column is one MPI_Allreduce per fused bucket, the same call as the MPI column, "
+          "so the two can differ only by noise: the table shows the machine, it judges nothing "
+          "(the goal that compared them could not fail and was retired; DLH's gradient path as "
+          "training runs it, overlapped with backward, is judged against DDP in \"Data-parallel "
+          "training\").")
     total = sm["tensors"] * sm["bytes_each"]
     near = min(r["sizes"], key=lambda s: abs(s["bytes"] - total))
     goals.add(f"Fused small tensors ≥ 5x faster than one call per tensor "
@@ -387,41 +418,79 @@ def allreduce(work, goals):
               f"{sm['fused_s'] / near['mpi_s']:.2f}x that")
 
 
+def link_seconds(link, ranks, nbytes):
+    """A ring allreduce of `nbytes` over `ranks` on a cluster-file link, as the estimator
+    computes it (estimator/comm_model.hpp): 2 (p-1) messages of nbytes / p, each at its
+    regime's alpha + bytes * beta, never below what the previous regimes gave at their limits."""
+    def one(lat_us, gbs, b):
+        return lat_us * 1e-6 + (b / (gbs * 1e9) if gbs > 0 else 0.0)
+    msg = nbytes / ranks
+    regimes = link.get("regimes", [])
+    if not regimes:
+        t = one(link["latency_us"], link["bandwidth_gbs"], msg)
+    else:
+        floor, t = 0.0, None
+        for r in regimes[:-1]:
+            if msg <= r["up_to_bytes"]:
+                t = max(floor, one(r.get("latency_us", 0), r["bandwidth_gbs"], msg))
+                break
+            floor = max(floor, one(r.get("latency_us", 0), r["bandwidth_gbs"], r["up_to_bytes"]))
+        if t is None:
+            last = regimes[-1]
+            t = max(floor, one(last.get("latency_us", 0), last["bandwidth_gbs"], msg))
+    return 2 * (ranks - 1) * t
+
+
 def comm(work, goals):
-    """`dlh-estimate comm --json`: the single alpha-beta pair and the piecewise model, both
-    fitted to the MPI_Allreduce column above and scored against it size by size."""
+    """`dlh-estimate comm --json` fitted to every other size of the MPI_Allreduce run (bench.sh
+    writes that half to ar-fit.json), scored on the sizes between, which the fit never saw."""
     c = json.load(open(os.path.join(work, "comm.json")))
-    print("`dlh-estimate comm` fits the ring alpha-beta model to the MPI_Allreduce column "
-          "above twice: one (alpha, beta) pair, and a piecewise model whose size regimes it "
-          "chooses itself (every split into runs of ≥ 3 sizes, at most 4 regimes, each "
-          f"extra regime must lower the MAPE by more than {c['penalty_pct']:g} points).")
+    ar = json.load(open(os.path.join(work, "ar.json")))
+    ranks = ar["ranks"]
+    fitted = {s["bytes"] for s in c["sizes"]}
+    print("`dlh-estimate comm` fits the ring alpha-beta model to every other size of the "
+          "MPI_Allreduce column above: one (alpha, beta) pair, and a piecewise model whose size "
+          "regimes it chooses itself (every split into runs of ≥ 3 sizes, at most 4 regimes, "
+          f"each extra regime must lower the MAPE by more than {c['penalty_pct']:g} points). The "
+          "model is then scored on the sizes between, which the fit did not see, through the "
+          "link it prints (the figures a cluster file would hold).")
     print()
-    print("| bytes | measured µs | single pair µs | error | piecewise µs | error |")
-    print("|---|---|---|---|---|---|")
-    errors = []
-    for s in c["sizes"]:
-        m, a, p = s["measured_s"], s["single_s"], s["piecewise_s"]
-        ea, ep = 100 * (a - m) / m, 100 * (p - m) / m
-        errors.append((s["bytes"], ea, ep))
-        print(f"| {s['bytes']:.0f} | {m * 1e6:.1f} | {a * 1e6:.1f} | {ea:+.1f}% | "
-              f"{p * 1e6:.1f} | {ep:+.1f}% |")
+    print("| bytes | in the fit | measured µs | piecewise µs | error |")
+    print("|---|---|---|---|---|")
+    held, check = [], []
+    for s in ar["sizes"]:
+        b, m = s["bytes"], s["mpi_s"]
+        p = link_seconds(c["link"], ranks, b)
+        e = 100 * (p - m) / m
+        print(f"| {b:.0f} | {'yes' if b in fitted else '**no**'} | {m * 1e6:.1f} | "
+              f"{p * 1e6:.1f} | {e:+.1f}% |")
+        if b in fitted:
+            own = next(x["piecewise_s"] for x in c["sizes"] if x["bytes"] == b)
+            check.append(abs(p - own) / own)
+        else:
+            held.append((b, e))
+    mape = statistics.mean(abs(e) for _, e in held)
     print()
     tried = ", ".join(f"{t['regimes']}: {t['mape']:.1f}%" for t in c["tried"])
     regimes = c["link"].get("regimes", [])
-    print(f"MAPE: single pair **{c['mape_single']:.1f}%**, piecewise "
-          f"**{c['mape_piecewise']:.1f}%** with {max(1, len(regimes))} regime(s) (best MAPE "
-          f"by number of regimes: {tried}). The link to paste into a cluster description "
-          "(regimes in bytes per ring message, allreduce bytes / ranks):")
+    print(f"MAPE on the {len(held)} held-out sizes: **{mape:.1f}%**; on the {len(fitted)} "
+          f"fitted sizes: piecewise {c['mape_piecewise']:.1f}%, single pair "
+          f"{c['mape_single']:.1f}% ({max(1, len(regimes))} regime(s); best fitted MAPE by "
+          f"number of regimes: {tried}). On the fitted sizes the link as printed gives "
+          f"`dlh-estimate comm`'s own predictions within {100 * max(check):.2f}% (its rounding). "
+          "The link to paste into a cluster description (regimes in bytes per ring message, "
+          "allreduce bytes / ranks):")
     print()
     print("```json")
     print(json.dumps(c["link"]))
     print("```")
-    worst = max(errors, key=lambda e: abs(e[2]))
-    goals.add("Allreduce model MAPE < 10% (piecewise alpha-beta fitted to and scored on the "
-              "MPI_Allreduce run above, 2 ranks)",
-              f"{c['mape_piecewise']:.1f}% (single pair {c['mape_single']:.1f}%)",
-              c["mape_piecewise"] < 10,
-              f"worst at {worst[0]:.0f} B ({worst[2]:+.0f}%): shared-memory bandwidth falls "
+    worst = max(held, key=lambda e: abs(e[1]))
+    goals.add("Allreduce model MAPE < 10% on held-out sizes (piecewise alpha-beta fitted to "
+              "every other size of the MPI_Allreduce run, scored on the sizes between, 2 ranks)",
+              f"{mape:.1f}% over {len(held)} held-out sizes (on its {len(fitted)} fitted sizes "
+              f"{c['mape_piecewise']:.1f}%)",
+              mape < 10,
+              f"worst at {worst[0]:.0f} B ({worst[1]:+.0f}%): shared-memory bandwidth falls "
               "gradually once messages outgrow the caches, and a few straight regimes only "
               "approximate the curve")
 
@@ -463,20 +532,25 @@ def checkpoint(work, goals):
     ck = [s["time"]["checkpoint"] for s in steps if s["time"]["checkpoint"] > 0]
     share = sum(ck) / total
     print()
-    print(f"**Overhead at the default interval.** `mpirun -np 2 dlh-launch train "
-          f"share/examples/fashion-mnist.json --threads 1 --epochs {o['epochs']}` on a synthetic "
-          f"1x28x28 set of {o['train']} samples with the default checkpoint options (every "
-          f"1800 s and at every epoch end, keep 3): {len(steps)} steps in {total:.1f} s of "
-          f"training, {len(ck)} checkpoints of {o['file_bytes'] / 1e6:.1f} MB each blocking the "
-          f"loop for {fmt_list([1000 * c for c in ck])} ms: **{100 * share:.2f}%** of training "
-          f"time (sum of `time.checkpoint` / sum of `time.total` in metrics.jsonl, the time the "
-          f"loop was blocked). Its epochs last {total / o['epochs']:.1f} s; the real "
-          f"Fashion-MNIST epoch is 60000 samples, so there the share is about "
-          f"{o['train'] / 60000:.2f} of this.")
-    goals.add("Checkpointing < 3.5% of training time at the default interval (CheckFreq)",
-              f"{100 * share:.2f}% ({len(ck)} checkpoints, {o['epochs']} epochs of "
-              f"{total / o['epochs']:.1f} s)",
-              share < 0.035,
+    every = o.get("every_s", 1800)
+    fired = len(ck) - o["epochs"]  # the epoch ends' checkpoints are the rest
+    print(f"**Overhead at an interval that fires.** `mpirun -np 2 dlh-launch train "
+          f"share/examples/fashion-mnist.json --threads 1 --epochs {o['epochs']} "
+          f"--checkpoint-seconds {every:g}` on a synthetic 1x28x28 set of {o['train']} samples, "
+          f"the other checkpoint options as by default (at every epoch end too, keep 3): "
+          f"{len(steps)} steps in {total:.1f} s of training, {len(ck)} checkpoints ({fired} of "
+          f"the interval, {o['epochs']} at epoch ends) of {o['file_bytes'] / 1e6:.1f} MB each "
+          f"blocking the loop for {fmt_list([1000 * c for c in ck])} ms: "
+          f"**{100 * share:.2f}%** of training time (sum of `time.checkpoint` / sum of "
+          f"`time.total` in metrics.jsonl, the time the loop was blocked). The default interval, "
+          f"1800 s, would not fire in a run this short; a {every:g} s interval checkpoints far "
+          f"more often than any real run would.")
+    goals.add("Checkpointing < 3.5% of training time (CheckFreq), at an interval that fires "
+              "several times in the run",
+              f"{100 * share:.2f}% ({fired} checkpoints of a {every:g} s interval and "
+              f"{o['epochs']} at epoch ends in {total:.1f} s)",
+              share < 0.035 and fired >= 3,
+              f"only {fired} checkpoints of the interval fired" if fired < 3 else
               f"each checkpoint blocks the loop for {1000 * med(ck):.0f} ms (median)")
 
 
@@ -885,6 +959,9 @@ def lrvalidate(work, goals):
 
 # ---- whole jobs ------------------------------------------------------------------------------
 
+PLUGIN_MARGIN_X = 1.10  # 1 + the plugin's default margin (plugin/options.hpp)
+
+
 def jobs(work, goals):
     """Predicted against measured whole jobs (share/bench/whole_jobs.sh)."""
     text = open(os.path.join(work, "jobs.txt")).read()
@@ -937,8 +1014,23 @@ def jobs(work, goals):
     goals.add("Whole-job predictions within 10% (5 jobs, local Slurm cluster)",
               f"MAPE {mape:.1f}%, largest {worst:.0f}%", len(errors) == 5 and mape <= 10,
               "see the phases in the whole-jobs table")
-    goals.add("Every planned job finishes inside the plugin's time limit",
-              f"{inside} of {len(rows)}", inside == len(rows) == 5, "see the whole-jobs table")
+    # In proportion to the job: its prediction plus the plugin's margin (plugin/options.hpp,
+    # margin=0.1 by default), not the time limit, whose fixed grace dwarfs jobs this short.
+    def over_limit(r):
+        total = r["summary"].get("prediction", {}).get("total_s")
+        if r["job_seconds"] is None or not total:
+            return f"{r['name']} not measured"
+        if r["job_seconds"] > PLUGIN_MARGIN_X * total:
+            return f"{r['name']} {r['job_seconds']:.1f} s > {PLUGIN_MARGIN_X * total:.1f} s"
+        return None
+    over = [o for o in map(over_limit, rows) if o]
+    goals.add("Every planned job finishes within its prediction plus the plugin's proportional "
+              "margin (10%)",
+              f"{len(rows) - len(over)} of {len(rows)} within prediction × {PLUGIN_MARGIN_X:.2f}"
+              + (f" ({'; '.join(over)})" if over else "") + f"; {inside} of {len(rows)} inside "
+              "the time limit the plugin set",
+              not over and len(rows) == 5,
+              "jobs ran longer than predicted: see the phases in the whole-jobs table")
 
 
 # ---- adaptive batch balancing ------------------------------------------------------------
@@ -1173,6 +1265,22 @@ def convergence(work, goals):
 
 
 def main():
+    if len(sys.argv) == 1 or sys.argv[1] == "render":
+        # BENCHMARKS.md (or the file named) from the committed results files.
+        out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(results.ROOT, "BENCHMARKS.md")
+        runs = results.load_runs()
+        unknown = results.check_ids(runs)
+        if unknown:
+            raise SystemExit(f"report.py: goal records with no statement in goals.py: {unknown}")
+        text = results.render()
+        with open(out + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(out + ".tmp", out)
+        return
+    if len(sys.argv) >= 4 and sys.argv[1] == "store":
+        # store RUN_JSON PART GOALS [SECTION.md...]: this part's results into share/bench/results/.
+        results.store(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "goals":
         summary(sys.argv[2])
         return

@@ -43,13 +43,19 @@ def main():
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--channels-last", action="store_true",
+                   help="parameters and input in channels_last memory format (CNNs)")
     a = p.parse_args()
     torch.manual_seed(1)
     torch.set_num_threads(a.threads)
     m = model(a.model)
+    if a.channels_last:
+        m = m.to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     x = torch.randn(a.batch, 1, 28, 28)
+    if a.channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 10, (a.batch,))
     rates = []
     for step in range(a.warmup + a.steps):
