@@ -1,8 +1,8 @@
 #!/bin/bash
 # Figures that cannot drift: every measured figure README.md and docs/ quote links to its
 # BENCHMARKS.md section and says what that section says (tests/util/doc_figures.py). The
-# checker must also fail: a changed figure, an anchor no heading has and an unlinked MAPE
-# planted in a copy each give a finding that names the file and line.
+# checker must also fail: a changed figure, an anchor no heading has, a link to no file and
+# an unlinked MAPE planted in a copy each give a finding that names the file and line.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 checker=$ROOT/tests/util/doc_figures.py
@@ -53,6 +53,8 @@ plant "Measured: [$wrong](BENCHMARKS.md#$anchor)."
 expect_finding "'${wrong%\%}'" "a figure that differs from its section"
 plant "Measured: [$figure](BENCHMARKS.md#no-such-section)."
 expect_finding "no-such-section" "an anchor no heading has"
+plant "See [the guide](docs/no-such-guide.md)."
+expect_finding "names no file" "a link to a file that does not exist"
 plant "Predicted within $figure MAPE of the measured."
 expect_finding "MAPE" "a measured figure without a link"
 plant "Goal: a MAPE < 10% on models outside the sweep."

@@ -5,7 +5,7 @@ The rule (docs/developer-guide.md, "Figures"): a measured figure outside BENCHMA
 Markdown link to the BENCHMARKS.md section it comes from, its text quoting the figure as that
 section states it, e.g. [13.5% MAPE](../BENCHMARKS.md#whole-jobs-...). This script fails, one
 line per finding naming the file and line, when
-  - a link to BENCHMARKS.md names an anchor that no heading there has;
+  - a relative link names no file, or an anchor that no heading of the linked page has;
   - a number in such a link's text does not appear in the linked section (the section runs
     to the next heading of the same or a higher level, so its sub-sections count);
   - a line quotes a measured figure (MAPE, R², samples/s, GFLOP/s, "x PyTorch", "of dd")
@@ -28,7 +28,7 @@ MEASURED = re.compile(
     r"|(?:test\s+)?accuracy))"
     r"|((?:MAPE|R²|R\^2|R2)\s*(?:of|=|:)?\s*\d)")
 # A number after one of these is a goal's threshold or a setting, not a measurement.
-THRESHOLD = re.compile(r"(<|≤|>|≥|<=|>=|under|below|above|at most|at least|goal|target)\s*$",
+THRESHOLD = re.compile(r"(<|≤|>|≥|<=|>=|under|below|above|at most|at least|time to|goal|target)\s*$",
                        re.IGNORECASE)
 
 
@@ -85,11 +85,21 @@ def check_file(path, root, bench, bench_sections, findings):
             continue
         if in_fence:
             continue
-        for m in LINK.finditer(line):
+        # Code spans show syntax, not figures: `[text](BENCHMARKS.md#...)` in prose is an example.
+        for m in LINK.finditer(re.sub(r"`[^`]*`", " CODE ", line)):
             text, target = m.group(1), m.group(2)
             file_part, _, anchor = target.partition("#")
-            if not file_part or os.path.normpath(
-                    os.path.join(os.path.dirname(path), file_part)) != bench:
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            linked = os.path.normpath(os.path.join(os.path.dirname(path), file_part or
+                                                   os.path.basename(path)))
+            if not os.path.exists(linked):
+                findings.append(f"{where}:{number}: the link to '{target}' names no file")
+                continue
+            if linked != bench:
+                if anchor and linked.endswith(".md") and anchor not in sections(linked):
+                    findings.append(f"{where}:{number}: no heading in "
+                                    f"{os.path.relpath(linked, root)} has the anchor '#{anchor}'")
                 continue
             if anchor and anchor not in bench_sections:
                 findings.append(f"{where}:{number}: no heading in BENCHMARKS.md has the anchor "
