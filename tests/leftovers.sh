@@ -20,12 +20,14 @@ done
 
 tagged() {  # the pids, other than this script's ancestors, whose environment holds the tag
   local e pid
-  for e in /proc/[0-9]*/environ; do
+  # One grep over every environment (-z: NUL-separated entries, -x: the whole entry).
+  for e in $(grep -lzxF -- "$tag" /proc/[0-9]*/environ 2>/dev/null); do
     pid=${e#/proc/}
     pid=${pid%/environ}
     [[ -z ${mine[$pid]:-} && $pid != "$BASHPID" ]] || continue
-    [[ $(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) != Z ]] || continue
-    tr '\0' '\n' 2>/dev/null <"$e" | grep -qxF -- "$tag" && echo "$pid"
+    # Running: a command line (a zombie's, and a process's that ended since grep, is empty).
+    [[ -n $(tr -d '\0' 2>/dev/null <"/proc/$pid/cmdline" | head -c 1) ]] || continue
+    echo "$pid"
   done
   return 0
 }

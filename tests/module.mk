@@ -88,17 +88,25 @@ check-faults: $(PLUGIN_SO) $(BINDIR)/dlh-launch $(BINDIR)/dlh-estimate
 # ---- make check: every test a target of its own, side by side ------------------------------
 # The tests share nothing: each script makes its own temporary folder, each Slurm test its
 # own local cluster on free ports, and the unit tests split into gtest shards. So `make
-# check` runs them as targets of one parallel make, CHECK_JOBS at a time (waits for Slurm
-# jobs, timeouts and faults take much of the time and overlap well on 2 cores), each
-# test's lines kept together (--output-sync) and followed by its time (tests/run_test.sh).
-# SLOW_TESTS start first, longest first (times measured 2026-11-28 on 2 cores, in
-# parallel), so that the short tests fill the time around them.
+# check` runs them as targets of one parallel make, CHECK_JOBS at a time, each test's lines
+# kept together (--output-sync) and followed by its time (tests/run_test.sh). Each test
+# depends on what it runs, not on the whole build, so the Slurm tests (mostly waiting: for
+# jobs, timeouts and faults) start as soon as the programs are linked, while the test
+# binaries still compile. SLOW_TESTS start first, longest first (measured 2026-11-28 on 2
+# cores, side by side), so that the short tests fill the time around them.
 SCRIPT_TESTS := $(sort $(wildcard tests/scripts/*.sh))
 SLURM_TESTS := $(sort $(wildcard tests/slurm/*.sh))
-SLOW_TESTS := tests/slurm/faults_test.sh
+SLOW_TESTS := tests/slurm/faults_test.sh tests/scripts/kill_resume.sh \
+    tests/scripts/estimate_cli.sh tests/slurm/train_test.sh tests/scripts/balance.sh \
+    tests/scripts/calibrate_cuda.sh tests/scripts/report.sh tests/slurm/run_torch_test.sh \
+    tests/scripts/run_cmd.sh tests/scripts/bad_input.sh
 UNIT_SHARDS ?= 2
 UNIT_SHARD_TARGETS := $(addprefix test-unit/,$(shell seq 0 $$(($(UNIT_SHARDS) - 1))))
 MPI_RANK_COUNTS := 2 3 4
+# What the script and Slurm tests run: the programs, the plugin, the CUDA backend where it is
+# built, and the man pages (module_install.sh reads them after `make install`).
+TEST_PROGRAMS := $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate \
+    $(BINDIR)/dlh-report $(PLUGIN_SO) $(if $(filter 1,$(WITH_CUDA)),$(CUDA_BACKEND)) man
 
 test-unit/%: $(UNIT_BIN) FORCE
 	$(Q)GTEST_TOTAL_SHARDS=$(UNIT_SHARDS) GTEST_SHARD_INDEX=$* bash tests/run_test.sh \
@@ -107,7 +115,7 @@ test-unit/%: $(UNIT_BIN) FORCE
 test-mpi/%: $(MPI_TEST_BIN) FORCE
 	$(Q)bash tests/run_test.sh "mpi tests, $* ranks" env $(MPIRUN_ENV) $(MPIRUN) -np $* \
 	  $(MPI_TEST_BIN) --gtest_color=no --gtest_brief=1
-test-script/%: FORCE
+test-script/%: $(TEST_PROGRAMS) FORCE
 	$(Q)BINDIR=$(BINDIR) bash tests/run_test.sh $* bash $*
 FORCE:
 
@@ -121,4 +129,11 @@ CHECK_TARGETS := $(addprefix test-script/,$(CHECK_TESTS)) $(UNIT_SHARD_TARGETS) 
     $(addprefix test-mpi/,$(MPI_RANK_COUNTS)) check-gpu $(if $(SANITIZE),,check-abi)
 check-parallel: $(CHECK_TARGETS)
 
-.PHONY: check-parallel FORCE
+# make check-quick: the inner loop, in well under 3 minutes once the tree is built: the unit
+# tests, the MPI tests on 2 ranks and the script tests that take seconds, side by side.
+QUICK_TESTS := $(filter $(addprefix tests/scripts/,layering.sh doc_figures.sh leftovers.sh \
+    data_cli.sh device_cli.sh bench_modes.sh mixed_split.sh lr_find.sh data_import_numpy.sh \
+    module_install.sh),$(SCRIPT_TESTS))
+check-quick-parallel: $(UNIT_SHARD_TARGETS) test-mpi/2 $(addprefix test-script/,$(QUICK_TESTS))
+
+.PHONY: check-parallel check-quick-parallel FORCE

@@ -78,7 +78,9 @@ assert c == orig, "other fields changed"
 assert list(c) == list(orig) and [list(g) for g in c["gpu_types"]] == [list(g) for g in orig["gpu_types"]]
 PY
 check "copy.json: alpha and beta name calibration/TYPE.json, everything else kept"
-timeout 120 dlh-estimate recommend "$SPEC" --samples 60000 --deadline 1h --cluster "$CL" --mixed >"$WORK/rec.txt" 2>&1 ||
+# A deadline no calibration misses: what is checked is that both types are found calibrated,
+# and a calibration timed on a loaded machine (make check runs tests side by side) is slow.
+timeout 120 dlh-estimate recommend "$SPEC" --samples 60000 --deadline 30d --cluster "$CL" --mixed >"$WORK/rec.txt" 2>&1 ||
   { cat "$WORK/rec.txt" >&2; fail "recommend --cluster copy.json"; }
 for t in alpha beta; do
   grep -q "^  $t: calibrated ($t.json)" "$WORK/rec.txt" || { cat "$WORK/rec.txt" >&2; fail "recommend: $t not calibrated"; }
