@@ -2,7 +2,7 @@
 // recommender.hpp. The enumeration works on plain structs (no strings, no allocation per
 // candidate); only the kept few become Allocations.
 //   candidates.cpp     every allocation of one node type or a mix of two, predicted and kept
-//   batch_balance.cpp  the per-GPU batches of a mix, balanced by speed (and BalanceBatch)
+//   batch_balance.hpp  the per-GPU batches of a mix, balanced by speed (.cpp: BalanceBatch)
 //   device_speeds.cpp  each GPU type's speed: calibrated, scaled, profiled or roofline
 //   explain.cpp        the `why` lines
 //   formats.cpp        times and energies as text, the plan as JSON
@@ -42,13 +42,6 @@ void CheckSpeed(const std::string& gpu, const DeviceSpeed& s);
 // Whether the job may use GPU type `gpu` (Job::allowed_types; empty: any).
 bool Allowed(const Job& job, const std::string& gpu);
 
-// ---------------------------------------------------------------- batch_balance.cpp
-
-// The balancing of BalanceBatch on plain arrays (n <= kMaxGroups, per[g] > 0), so that the
-// recommender's inner loop allocates nothing. Writes out[g]; sum count*out <= total.
-void BalanceCore(const double* fixed, const double* per, const int* count, int n, int64_t total,
-                 int64_t* out);
-
 // ---------------------------------------------------------------- candidates.cpp
 
 // One node type the job may use, with everything the inner loop needs.
@@ -78,60 +71,39 @@ struct Cand {
   bool fits = false, meets = false;
 };
 
+// The candidates' orders, inline: the enumeration compares with them for every candidate.
 // a ranks before b: objective, then fewer GPUs, then faster, then enumeration order.
-bool Better(const Cand& a, const Cand& b);
+inline bool Better(const Cand& a, const Cand& b) {
+  if (a.key != b.key) return a.key < b.key;
+  if (a.gpus != b.gpus) return a.gpus < b.gpus;
+  if (a.total_s != b.total_s) return a.total_s < b.total_s;
+  return a.index < b.index;
+}
+
 // a before b by time, then fewer GPUs, then enumeration order.
-bool Faster(const Cand& a, const Cand& b);
+inline bool Faster(const Cand& a, const Cand& b) {
+  if (a.total_s != b.total_s) return a.total_s < b.total_s;
+  if (a.gpus != b.gpus) return a.gpus < b.gpus;
+  return a.index < b.index;
+}
 
 // Optimizer state per parameter (Adam 2, momentum 1, plain SGD 0). A profiled program says
 // its own count, which may be one no spec optimizer has.
 int OptimizerSlots(const Job& job);
 
-// Enumerates the candidates of `types` (one type, and with Job::allow_mixed every pair),
-// predicts each and keeps the best Job::top that fit and meet the deadline, the fastest that
-// fits, and up to Job::rejected of the others.
-class Enumerator {
- public:
-  Enumerator(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types);
-  void Run();
-
-  const std::vector<TypeInfo>& types() const { return types_; }
+// What the enumeration of `types` found (candidates.cpp): one type, and with
+// Job::allow_mixed every pair, each candidate predicted; the best Job::top that fit and meet
+// the deadline, the fastest that fits, and up to Job::rejected of the others.
+struct Enumeration {
+  std::vector<TypeInfo> types;
   int evaluated = 0, fitting = 0, feasible = 0;
   bool have_fastest = false;
   Cand fastest;
-  std::vector<Cand> best;           // a heap (worst on top) while running
-  std::vector<Cand> rejected;       // the same, of the ones left out (Job::rejected)
-  std::vector<int64_t> min_batch_;  // smallest per-GPU batch asked of each type
-
- private:
-  void Homogeneous(int t);
-  void Mixed(int a, int b);
-  // Completes a candidate whose parts, batches, compute_s and comm_s are set.
-  void Finish(Cand& c, double busy_energy, double idle_watts, double base_watts, bool fits);
-  // Steps, phases, time, energy, GPU-hours, whether it meets the deadline and the
-  // objective's key. Energy per step = sum over GPUs of idle W * step + (active - idle) W *
-  // own compute time: `busy_energy` is the second sum, `idle_watts` the GPUs' idle power,
-  // `base_watts` the nodes' base power.
-  void Predict(Cand& c, int64_t per_epoch, double busy_energy, double idle_watts,
-               double base_watts) const;
-  // Adds c to `heap` (worst on top), which holds at most `bound` (0: no bound).
-  static void Keep(const Cand& c, size_t bound, std::vector<Cand>* heap);
-  // The CPU share of one rank of type `t` with `gpn` ranks per node and `gpus` in the job:
-  // on a test cluster whose nodes are one machine, every rank of the job shares its cores.
-  CpuShare Share(const TypeInfo& t, int gpn, int64_t gpus) const;
-
-  const Job& job_;
-  std::vector<TypeInfo> types_;
-  Runtime runtime_;
-  double startup_s_ = 0;
-  JobWork work_;
-  AlphaBeta inter_;
-  double bytes_ = 0;
-  bool weak_ = false;
-  size_t keep_ = 0;
-  size_t keep_rejected_ = 0;
-  uint32_t index_ = 0;
+  std::vector<Cand> best;          // in heap order (worst first): sort with Better
+  std::vector<Cand> rejected;      // the same, of the ones left out (Job::rejected)
+  std::vector<int64_t> min_batch;  // smallest per-GPU batch asked of each type
 };
+Enumeration Enumerate(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types);
 
 // ---------------------------------------------------------------- explain.cpp
 

@@ -4,7 +4,7 @@
 // best `Job::top` are kept in a bounded heap, and only those (and the fastest) become
 // Allocations with names and a `why` line.
 //
-// The parts (recommend_detail.hpp): candidates.cpp enumerates and predicts, batch_balance.cpp
+// The parts (recommend_detail.hpp): candidates.cpp enumerates and predicts, batch_balance.hpp
 // balances the batches of a mix, device_speeds.cpp gives each GPU type's speed, explain.cpp
 // writes the why lines, formats.cpp the text and the plan's JSON. Here: the checks and the
 // steps of Recommend.
@@ -150,8 +150,8 @@ void SetMaxBatches(const Job& job, int slots, int64_t all_gpus, std::vector<Type
 // candidate at all (the batch and sample counts rule every one out), or none that fits in
 // memory, naming the GPU with the most memory and the smallest batch asked of it (the
 // closest the cluster comes).
-void CheckSomethingFits(const Job& job, const Enumerator& e, int slots) {
-  const std::vector<TypeInfo>& ti = e.types();
+void CheckSomethingFits(const Job& job, const Enumeration& e, int slots) {
+  const std::vector<TypeInfo>& ti = e.types;
   if (e.evaluated == 0)
     throw EstimateError(
         "recommend: no allocation to consider: every candidate would leave a GPU without a "
@@ -161,9 +161,9 @@ void CheckSomethingFits(const Job& job, const Enumerator& e, int slots) {
   size_t big = 0;
   for (size_t i = 1; i < ti.size(); ++i)
     if (ti[i].gpu->memory_gb > ti[big].gpu->memory_gb) big = i;
-  int64_t b = e.min_batch_[big] == std::numeric_limits<int64_t>::max() ? 1 : e.min_batch_[big];
+  int64_t b = e.min_batch[big] == std::numeric_limits<int64_t>::max() ? 1 : e.min_batch[big];
   for (size_t i = 0; i < ti.size(); ++i)
-    if (ti[i].gpu == ti[big].gpu) b = std::min(b, e.min_batch_[i]);
+    if (ti[i].gpu == ti[big].gpu) b = std::min(b, e.min_batch[i]);
   const double need = TrainingMemoryBytes(job.features, b, slots);
   throw EstimateError("model needs " + Printf("%.1f", need / 1e9) + " GB per GPU at batch " +
                       std::to_string(b) + "; the largest GPU has " +
@@ -217,7 +217,8 @@ using recommend_detail::Better;
 using recommend_detail::Cand;
 using recommend_detail::CheckJob;
 using recommend_detail::CheckSomethingFits;
-using recommend_detail::Enumerator;
+using recommend_detail::Enumerate;
+using recommend_detail::Enumeration;
 using recommend_detail::ExplainFastest;
 using recommend_detail::ExplainRanked;
 using recommend_detail::OptimizerSlots;
@@ -260,26 +261,25 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
   std::vector<TypeInfo> types = UsableTypes(job, cluster, speeds, &all_gpus);
   SetMaxBatches(job, slots, all_gpus, &types);
 
-  Enumerator e(job, cluster, std::move(types));
-  e.Run();
+  Enumeration e = Enumerate(job, cluster, std::move(types));
   CheckSomethingFits(job, e, slots);
 
   Recommendation rec;
   rec.candidates = e.evaluated;
   rec.speeds = speeds;
   rec.feasible = e.feasible > 0;
-  rec.fastest = ToAllocation(job, e.types(), e.fastest, slots);
+  rec.fastest = ToAllocation(job, e.types, e.fastest, slots);
   if (rec.feasible) {
     std::sort(e.best.begin(), e.best.end(), Better);
     rec.ranked.reserve(e.best.size());
-    for (const Cand& c : e.best) rec.ranked.push_back(ToAllocation(job, e.types(), c, slots));
+    for (const Cand& c : e.best) rec.ranked.push_back(ToAllocation(job, e.types, c, slots));
     ExplainRanked(job, e.feasible, &rec.ranked);
   }
   std::sort(e.rejected.begin(), e.rejected.end(), Better);
   rec.rejected.reserve(e.rejected.size());
   for (const Cand& c : e.rejected) {
-    rec.rejected.push_back(ToAllocation(job, e.types(), c, slots));
-    rec.rejected.back().why = WhyRejected(job, e.types(), c, slots);
+    rec.rejected.push_back(ToAllocation(job, e.types, c, slots));
+    rec.rejected.back().why = WhyRejected(job, e.types, c, slots);
   }
   ExplainFastest(job, e.fitting, &rec);
   return rec;
