@@ -9,6 +9,9 @@
 //   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta models to measurements
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
 //   dlh-estimate recommend --profile FILE --deadline 3h [...]
+// Each command group has its own file in estimator/cli/ (features_cmd, calibrate_cmd,
+// comm_cmd, recommend_cmd, cluster_cmd, calibrate_slurm_cmd, slurm_plan_cmd; rates and profile
+// are in estimator/calibrate/); this file only dispatches.
 #include <cstdio>
 #include <exception>
 #include <string>
