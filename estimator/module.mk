@@ -1,44 +1,49 @@
-# estimator/: libdlh_estimator.a (pure: features, time model, cluster, communication and
-# energy model, recommender; linked by the SPANK plugin), the calibration runner (times
-# real steps with the launcher's neural-network library, libdlh_nn.a: no MPI, HDF5 or CUDA)
-# and the dlh-estimate CLI.
-ESTIMATE_MAIN := estimator/main_estimate.cpp
-# `dlh-estimate slurm-plan` (share/slurm/cli_filter.lua) runs the plugin's planning code:
-# it links libdlh_plugin.a (pure parts and dlsym only; no Slurm library).
-SLURM_PLAN_CMD := estimator/slurm_plan_cmd.cpp
-# `dlh-estimate cluster --from-slurm` runs sinfo (its pure part, cluster_from_slurm.cpp, is
-# in the library).
-CLUSTER_CMD := estimator/cluster_cmd.cpp
-# `dlh-estimate calibrate --slurm` runs sinfo, sbatch, scontrol and scancel (its pure part,
-# slurm_calibration.cpp, is in the library).
-CALIBRATE_SLURM_CMD := estimator/calibrate_slurm_cmd.cpp
-CALIBRATE_SRCS := $(filter-out $(CALIBRATE_SLURM_CMD),$(wildcard estimator/calibrate*.cpp))
-ESTIMATOR_SRCS := $(filter-out $(ESTIMATE_MAIN) $(SLURM_PLAN_CMD) $(CLUSTER_CMD) \
-    $(CALIBRATE_SLURM_CMD) $(CALIBRATE_SRCS),\
-    $(wildcard estimator/*.cpp))
+# estimator/: dlh-estimate and the planning that sbatch runs, in folders by part:
+#   model/      per-sample costs (features), the step-time model and its calibration file,
+#               the communication model and its fit, the whole-job time, wave scaling, the
+#               engines' fingerprints
+#   cluster/    the cluster description, and its draft from sinfo
+#   recommend/  the recommender (speeds, candidates, time and energy, the choice), planning
+#               from a program's profile, the decision's HTML page
+#   plan/       the planning core of `--dlh-auto`: its option parsing, the live node state,
+#               the plan and its Slurm options; below both front ends (the SPANK plugin and
+#               `dlh-estimate slurm-plan`, which share/slurm/cli_filter.lua runs)
+#   calibrate/  the calibration runner: times real steps with the launcher's neural-network
+#               library (libdlh_nn.a: no MPI, HDF5 or CUDA), or through dlh-launch, or in Slurm
+#               jobs (slurm_calibration: the pure part of `calibrate --slurm`)
+#   cli/        dlh-estimate: one file per command group, and main
+# Libraries: libdlh_estimator.a (model, cluster, recommend: pure; linked by the SPANK plugin),
+# libdlh_plan.a (plan: pure, no Slurm library, linked by the plugin and dlh-estimate),
+# libdlh_calibrate.a (calibrate).
+ESTIMATOR_SRCS := $(wildcard estimator/model/*.cpp estimator/cluster/*.cpp \
+    estimator/recommend/*.cpp)
+PLAN_SRCS := $(wildcard estimator/plan/*.cpp)
+CALIBRATE_SRCS := $(wildcard estimator/calibrate/*.cpp)
+ESTIMATE_CLI_SRCS := $(wildcard estimator/cli/*.cpp)
 ESTIMATOR_LIB := $(LIBDIR)/libdlh_estimator.a
+PLAN_LIB := $(LIBDIR)/libdlh_plan.a
 CALIBRATE_LIB := $(LIBDIR)/libdlh_calibrate.a
 $(ESTIMATOR_LIB): $(ESTIMATOR_SRCS:%.cpp=$(OBJDIR)/%.o)
+$(PLAN_LIB): $(PLAN_SRCS:%.cpp=$(OBJDIR)/%.o)
 $(CALIBRATE_LIB): $(CALIBRATE_SRCS:%.cpp=$(OBJDIR)/%.o)
 
 # Only OpenBLAS and Boost: the estimator needs no MPI or HDF5.
 ESTIMATE_LIBS = $(shell $(PKG_CONFIG) --libs openblas) -lboost_program_options
 
-$(BINDIR)/dlh-estimate: $(OBJDIR)/$(ESTIMATE_MAIN:.cpp=.o) $(OBJDIR)/estimator/slurm_plan_cmd.o \
-    $(OBJDIR)/$(CLUSTER_CMD:.cpp=.o) $(OBJDIR)/$(CALIBRATE_SLURM_CMD:.cpp=.o) \
-    $(CALIBRATE_LIB) $(LIBDIR)/libdlh_plugin.a $(ESTIMATOR_LIB) $(NN_LIB) $(COMMON_LIB)
+$(BINDIR)/dlh-estimate: $(ESTIMATE_CLI_SRCS:%.cpp=$(OBJDIR)/%.o) $(CALIBRATE_LIB) $(PLAN_LIB) \
+    $(ESTIMATOR_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) -Wl,--as-needed $^ $(ESTIMATE_LIBS) -o $@
 
 INSTALL_BINS += $(BINDIR)/dlh-estimate
-all: $(ESTIMATOR_LIB) $(BINDIR)/dlh-estimate
+all: $(ESTIMATOR_LIB) $(PLAN_LIB) $(BINDIR)/dlh-estimate
 estimator: $(BINDIR)/dlh-estimate
 .PHONY: estimator
 
-# The engines' fingerprints (estimator/engine_fingerprint.hpp): a hash of the sources whose
-# speed a calibration measures. The object depends on those sources, so any change to them
-# rebuilds it and marks older calibrations as measured with another engine.
+# The engines' fingerprints (estimator/model/engine_fingerprint.hpp): a hash of the sources
+# whose speed a calibration measures. The object depends on those sources, so any change to
+# them rebuilds it and marks older calibrations as measured with another engine.
 CPU_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launcher/nn/layers/*.cpp \
     launcher/nn/layers/*.hpp))
 # A GPU step runs launcher/engine/cuda/ and, of launcher/nn/, only what the headers it
@@ -49,8 +54,8 @@ CPU_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launche
 CUDA_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.hpp launcher/engine/cuda/*.cu \
     launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp))
 Fingerprint = $(shell cat $(1) | sha256sum | cut -c1-12)
-ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/engine_fingerprint.o \
-    $(OBJDIR)/plugin-so/estimator/engine_fingerprint.o
+ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/model/engine_fingerprint.o \
+    $(OBJDIR)/plugin-so/estimator/model/engine_fingerprint.o
 # This file too: a change to the lists above changes the fingerprints' values.
 $(ENGINE_FINGERPRINT_OBJS): $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) estimator/module.mk
 $(ENGINE_FINGERPRINT_OBJS): override CPPFLAGS += \

@@ -27,16 +27,16 @@
 
 #include "common/error.hpp"
 #include "common/one_line.hpp"
-#include "estimator/cluster.hpp"
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/plan/options.hpp"
+#include "estimator/plan/plan.hpp"
 #include "plugin/dlh_spank.h"
-#include "plugin/live_state.hpp"
-#include "plugin/options.hpp"
-#include "plugin/plan.hpp"
+#include "plugin/slurm_nodes.hpp"
 
 namespace {
 
-using dlh::plugin::AutoOptions;
-using dlh::plugin::PluginConfig;
+using dlh::plan::AutoOptions;
+using dlh::plan::PluginConfig;
 
 constexpr const char* kSiteVariable = "DLH_SITE";
 constexpr const char* kHandoffVariable = "DLH_PLAN_HANDOFF";
@@ -210,7 +210,7 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
     return DLH_FAIL;
   }
 
-  dlh::plugin::PlanInputs in;
+  dlh::plan::PlanInputs in;
   in.options = st.options;
   in.config = st.config;
   if (const char* v = std::getenv("DLH_SPEC")) in.env_spec = v;
@@ -221,29 +221,29 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
     std::free(cwd);
   }
   if (api.ok()) {
-    for (const char* name : dlh::plugin::kUserOptionNames)
-      if (api.isset(api.opt, name)) dlh::plugin::NoteUserOption(in.user, name, api.Get(name));
+    for (const char* name : dlh::plan::kUserOptionNames)
+      if (api.isset(api.opt, name)) dlh::plan::NoteUserOption(in.user, name, api.Get(name));
   }
 
   const dlh::Cluster cluster = dlh::LoadCluster(st.config.cluster);
-  std::vector<dlh::plugin::LiveNode> live;
+  std::vector<dlh::plan::LiveNode> live;
   std::string live_error;
   if (!dlh::plugin::LoadLiveNodes(&live, &live_error) && live_error.empty())
     live_error = "unknown error";
-  const dlh::plugin::PlanOutcome plan = dlh::plugin::MakePlan(in, cluster, live, live_error);
+  const dlh::plan::PlanOutcome plan = dlh::plan::MakePlan(in, cluster, live, live_error);
 
   if (dry_run) {
     // stdout, like `dlh-estimate recommend`; nothing is submitted (see spank_entry.c).
-    std::fputs(dlh::plugin::DryRunReport(plan, 5).c_str(), stdout);
+    std::fputs(dlh::plan::DryRunReport(plan, 5).c_str(), stdout);
     std::fflush(stdout);
     if (!plan.feasible) {
-      Log(log, DLH_LOG_ERROR, dlh::plugin::InfeasibleMessage(plan));
+      Log(log, DLH_LOG_ERROR, dlh::plan::InfeasibleMessage(plan));
       return DLH_FAIL;
     }
     return DLH_DRY_RUN;
   }
   if (!plan.feasible) {
-    Log(log, DLH_LOG_ERROR, dlh::plugin::InfeasibleMessage(plan) + "; nothing submitted");
+    Log(log, DLH_LOG_ERROR, dlh::plan::InfeasibleMessage(plan) + "; nothing submitted");
     return DLH_FAIL;
   }
   for (const auto& s : plan.settings) {
@@ -257,7 +257,7 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
     if (s.name == "ntasks-per-node") setenv("SLURM_NTASKS_PER_NODE", s.value.c_str(), 1);
   }
   ExportPlan(plan.plan.dump(), log, export_job_env);
-  Log(log, DLH_LOG_INFO, dlh::plugin::SummaryLine(plan));
+  Log(log, DLH_LOG_INFO, dlh::plan::SummaryLine(plan));
   return DLH_OK;
 }
 
@@ -272,7 +272,7 @@ void dlh_configure(int argc, char** argv) {
     for (int i = 0; i < argc; ++i)
       if (argv && argv[i]) args.emplace_back(argv[i]);
     st.config_error.clear();
-    st.config = dlh::plugin::ParsePluginArgs(args);
+    st.config = dlh::plan::ParsePluginArgs(args);
     if (st.config.register_only) OpenHandoff(st, args);
   } catch (const std::exception& e) {
     if (g_state) {
@@ -288,7 +288,7 @@ void dlh_configure(int argc, char** argv) {
 
 int dlh_option(const char* value, dlh_log_fn log) {
   try {
-    dlh::plugin::ApplyAutoValue(GetState().options, value);
+    dlh::plan::ApplyAutoValue(GetState().options, value);
     return DLH_OK;
   } catch (const std::exception& e) {
     return Fail(log, "", e.what());

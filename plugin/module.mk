@@ -1,10 +1,12 @@
 # plugin/: spank_dlh.so, the `sbatch --dlh-auto` SPANK plugin. spank_entry.c is C (Slurm's
-# ABI: SPANK_PLUGIN and the slurm_spank_* hooks); the rest is C++ behind plugin/dlh_spank.h,
-# collected in libdlh_plugin.a (also linked by the unit tests). The .so links the estimator
-# and common libraries statically and no MPI, HDF5, OpenBLAS, CUDA or NCCL (it runs inside
-# sbatch/salloc/srun and slurmstepd); Slurm's own functions are found at run time with
-# dlsym. Only the symbols of plugin/spank_dlh.lds are exported: `make check-abi` compares
-# them with tests/abi/expected_symbols.txt.
+# ABI: SPANK_PLUGIN and the slurm_spank_* hooks); the rest is C++ behind plugin/dlh_spank.h
+# (facade.cpp, and slurm_nodes.cpp: the node state read from slurmctld), collected in
+# libdlh_plugin.a (also linked by the unit tests). The planning itself is the planning core,
+# estimator/plan/ (libdlh_plan.a), which `dlh-estimate slurm-plan` runs too. The .so links the
+# planning core, the estimator and common libraries statically and no MPI, HDF5, OpenBLAS,
+# CUDA or NCCL (it runs inside sbatch/salloc/srun and slurmstepd); Slurm's own functions are
+# found at run time with dlsym. Only the symbols of plugin/spank_dlh.lds are exported:
+# `make check-abi` compares them with tests/abi/expected_symbols.txt.
 #
 # Needs <slurm/spank.h> (Debian: libslurm-dev, installed by `make deps`). Without it `make`
 # skips the .so with a note; libdlh_plugin.a and the unit tests still build.
@@ -19,19 +21,22 @@ PLUGIN_LDS := plugin/spank_dlh.lds
 # Hardening as pyxis builds its plugin (relro and now come from LDFLAGS).
 PLUGIN_HARDEN := -fstack-protector-strong $(if $(filter 1,$(DEBUG)),,-D_FORTIFY_SOURCE=2)
 PLUGIN_CFLAGS := -std=c11 $(OPTFLAGS) -DNDEBUG -Wall -Wextra -Wshadow -fPIC $(PLUGIN_HARDEN) $(CFLAGS)
-$(PLUGIN_OBJS): override CXXFLAGS += $(PLUGIN_HARDEN)
+# The planning core too: it runs inside sbatch, in the plugin or in dlh-estimate slurm-plan.
+$(PLUGIN_OBJS) $(PLAN_SRCS:%.cpp=$(OBJDIR)/%.o): override CXXFLAGS += $(PLUGIN_HARDEN)
 
 $(PLUGIN_LIB): $(PLUGIN_OBJS)
 
 # The .so gets its own objects, compiled with NDEBUG: an assert in a header it uses
 # (nlohmann-json's JSON_ASSERT, Eigen's) must never abort sbatch. The unit tests keep the
-# asserts (libdlh_plugin.a and the other libraries above).
+# asserts (libdlh_plugin.a, libdlh_plan.a and the other libraries above).
 SO_OBJDIR := $(OBJDIR)/plugin-so
 SO_LIBDIR := $(LIBDIR)/plugin-so
 SO_PLUGIN_LIB := $(SO_LIBDIR)/libdlh_plugin.a
+SO_PLAN_LIB := $(SO_LIBDIR)/libdlh_plan.a
 SO_ESTIMATOR_LIB := $(SO_LIBDIR)/libdlh_estimator.a
 SO_COMMON_LIB := $(SO_LIBDIR)/libdlh_common.a
 $(SO_PLUGIN_LIB): $(PLUGIN_SRCS:%.cpp=$(SO_OBJDIR)/%.o)
+$(SO_PLAN_LIB): $(PLAN_SRCS:%.cpp=$(SO_OBJDIR)/%.o)
 $(SO_ESTIMATOR_LIB): $(ESTIMATOR_SRCS:%.cpp=$(SO_OBJDIR)/%.o)
 $(SO_COMMON_LIB): $(COMMON_SRCS:%.cpp=$(SO_OBJDIR)/%.o)
 $(SO_OBJDIR)/%.o: %.cpp
@@ -44,12 +49,12 @@ $(PLUGIN_ENTRY_OBJ): plugin/spank_entry.c plugin/dlh_spank.h
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  CC    %s\n' $<
 	$(Q)$(CC) -I. -I$(SLURM_INCLUDE) $(PLUGIN_CFLAGS) -c $< -o $@
 
-$(PLUGIN_SO): $(PLUGIN_ENTRY_OBJ) $(SO_PLUGIN_LIB) $(SO_ESTIMATOR_LIB) $(SO_COMMON_LIB) $(PLUGIN_LDS)
+$(PLUGIN_SO): $(PLUGIN_ENTRY_OBJ) $(SO_PLUGIN_LIB) $(SO_PLAN_LIB) $(SO_ESTIMATOR_LIB) $(SO_COMMON_LIB) $(PLUGIN_LDS)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) -shared $(LDFLAGS) -Wl,-z,noexecstack -Wl,--version-script=$(PLUGIN_LDS) \
 	  -Wl,--as-needed $(PLUGIN_ENTRY_OBJ) -Wl,--whole-archive $(SO_PLUGIN_LIB) \
-	  -Wl,--no-whole-archive $(SO_ESTIMATOR_LIB) $(SO_COMMON_LIB) -ldl -o $@
+	  -Wl,--no-whole-archive $(SO_PLAN_LIB) $(SO_ESTIMATOR_LIB) $(SO_COMMON_LIB) -ldl -o $@
 
 # The exported symbols, exactly (nm -D --defined-only; names only, sorted).
 check-abi: $(PLUGIN_SO)

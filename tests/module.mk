@@ -16,7 +16,7 @@ $(FAKE_NVML): tests/fixtures/fake_nvml.c
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  CC    %s\n' $@
 	$(Q)$(CC) -std=c11 -O1 -Wall -Wextra -fPIC -shared $< -o $@
 
-$(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
+$(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(PLAN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
     $(REPORT_LIB) $(NN_LIB) $(COMMON_LIB) | $(FAKE_NVML)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@

@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/json_parse.hpp"
-#include "estimator/time_model.hpp"
+#include "estimator/model/time_model.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "estimator/cluster.hpp"
+#include "estimator/cluster/cluster.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -26,8 +26,8 @@ FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Wshado
 # objects it needs.
 FUZZ_LIB_SRCS := common/spec.cpp common/json_parse.cpp common/file_text.cpp \
   common/duration.cpp common/atomic_file.cpp \
-  estimator/cluster.cpp estimator/features.cpp estimator/time_model.cpp \
-  plugin/options.cpp launcher/train/plan.cpp \
+  estimator/cluster/cluster.cpp estimator/model/features.cpp estimator/model/time_model.cpp \
+  estimator/plan/options.cpp launcher/train/plan.cpp \
   launcher/storage/checkpoint.cpp launcher/storage/h5.cpp \
   common/svg_chart.cpp common/html_page.cpp \
   launcher/report/run_data.cpp launcher/report/headline.cpp launcher/report/report_html.cpp \

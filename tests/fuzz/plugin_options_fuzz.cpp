@@ -1,5 +1,5 @@
 // DLH fuzz target — what the SPANK plugin parses inside sbatch: the --dlh-auto values
-// (dlh::plugin::ParseAutoValue, ApplyAutoValue) and the plugstack.conf arguments
+// (dlh::plan::ParseAutoValue, ApplyAutoValue) and the plugstack.conf arguments
 // (ParsePluginArgs). The input is split on '\n' into pieces: they are the plugstack.conf
 // arguments, and also successive --dlh-auto values (as #SBATCH lines and the command line
 // give them); the whole input is one more --dlh-auto value. Refusals are UsageError.
@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "plugin/options.hpp"
+#include "estimator/plan/options.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 namespace {
 
-using dlh::plugin::AutoOptions;
+using dlh::plan::AutoOptions;
 
 bool Same(const AutoOptions& a, const AutoOptions& b) {
   return a.requested == b.requested && a.deadline == b.deadline && a.deadline_s == b.deadline_s &&
@@ -45,9 +45,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   dlh::fuzz::RefusesOnlyWith<dlh::UsageError>("ParseAutoValue",
-                                              [&] { dlh::plugin::ParseAutoValue(text.c_str()); });
+                                              [&] { dlh::plan::ParseAutoValue(text.c_str()); });
   dlh::fuzz::RefusesOnlyWith<dlh::UsageError>("ParsePluginArgs",
-                                              [&] { dlh::plugin::ParsePluginArgs(pieces); });
+                                              [&] { dlh::plan::ParsePluginArgs(pieces); });
 
   AutoOptions merged;
   for (const std::string& piece : pieces) {
@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     bool refused = false;
     dlh::fuzz::RefusesOnlyWith<dlh::UsageError>("ApplyAutoValue", [&] {
       refused = true;
-      dlh::plugin::ApplyAutoValue(merged, piece.c_str());
+      dlh::plan::ApplyAutoValue(merged, piece.c_str());
       refused = false;
     });
     if (refused) {
@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     const AutoOptions once = merged;
-    dlh::plugin::ApplyAutoValue(merged, piece.c_str());
+    dlh::plan::ApplyAutoValue(merged, piece.c_str());
     Check(Same(once, merged), "applying the same --dlh-auto value twice changed the options");
   }
   return 0;

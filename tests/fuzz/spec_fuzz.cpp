@@ -7,7 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
-#include "estimator/features.hpp"
+#include "estimator/model/features.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -14,9 +14,9 @@
 #include "common/spec.hpp"
 #include "common/spec_json.hpp"
 #include "common/time_steps_file.hpp"
-#include "estimator/calibrate.hpp"
-#include "estimator/calibrate_launch.hpp"
-#include "estimator/features.hpp"
+#include "estimator/calibrate/calibrate.hpp"
+#include "estimator/calibrate/calibrate_launch.hpp"
+#include "estimator/model/features.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {

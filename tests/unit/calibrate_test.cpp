@@ -1,6 +1,6 @@
 // Tests of the calibration runner: the sweep and validation models, timing real training
 // steps and the CPU description (the RAPL reader it uses: energy_test.cpp).
-#include "estimator/calibrate.hpp"
+#include "estimator/calibrate/calibrate.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,12 +1,12 @@
 // Tests of `dlh-estimate cluster --from-slurm`'s pure part: sinfo text -> nodes -> a cluster
 // description that ParseCluster accepts, the datasheet look-up and unknown GPU types.
-#include "estimator/cluster_from_slurm.hpp"
+#include "estimator/cluster/cluster_from_slurm.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "estimator/cluster.hpp"
+#include "estimator/cluster/cluster.hpp"
 
 namespace dlh {
 namespace {

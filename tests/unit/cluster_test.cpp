@@ -1,5 +1,5 @@
 // Tests of the cluster description (parsing, errors, paths) and the allreduce model.
-#include "estimator/cluster.hpp"
+#include "estimator/cluster/cluster.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "estimator/comm_fit.hpp"
-#include "estimator/comm_model.hpp"
-#include "estimator/time_model.hpp"
+#include "estimator/model/comm_fit.hpp"
+#include "estimator/model/comm_model.hpp"
+#include "estimator/model/time_model.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {

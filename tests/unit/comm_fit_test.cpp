@@ -1,6 +1,6 @@
-// Tests of the allreduce model fits (estimator/comm_fit.hpp): the piecewise model finds
+// Tests of the allreduce model fits (estimator/model/comm_fit.hpp): the piecewise model finds
 // known regimes, stays monotone, and its link round-trips through a cluster description.
-#include "estimator/comm_fit.hpp"
+#include "estimator/model/comm_fit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "estimator/comm_model.hpp"
+#include "estimator/model/comm_model.hpp"
 
 namespace dlh {
 namespace {

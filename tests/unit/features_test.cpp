@@ -1,6 +1,6 @@
-// Tests of the estimator's per-sample cost accounting (estimator/features.cpp) against
+// Tests of the estimator's per-sample cost accounting (estimator/model/features.cpp) against
 // numbers computed by hand, and of the training memory formula.
-#include "estimator/features.hpp"
+#include "estimator/model/features.hpp"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/spec.hpp"
-#include "estimator/features.hpp"
+#include "estimator/model/features.hpp"
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/thread_pool.hpp"
 
@@ -73,7 +73,7 @@ TEST(Fuse, OnlyAReluAndAPlainPoolRightAfterAConvolutionFuse) {
   EXPECT_FALSE(FusedIntoPrevious(*layers[7]));
 }
 
-// The estimator's features (estimator/features.cpp) apply the same rule to the spec alone.
+// The estimator's features (estimator/model/features.cpp) apply the same rule to the spec alone.
 TEST(Fuse, TheEstimatorKnowsWhichLayersFuse) {
   // Spec() and the layers of share/bench/cnn-deep.json (conv, relu, conv, relu, pool, ...).
   const TrainSpec deep = ParseSpec(R"({

@@ -1,11 +1,11 @@
-// The whole-job time model (estimator/job_time.hpp): each phase against a hand computation.
-#include "estimator/job_time.hpp"
+// The whole-job time model (estimator/model/job_time.hpp): each phase against a hand computation.
+#include "estimator/model/job_time.hpp"
 
 #include <gtest/gtest.h>
 
 #include "common/spec.hpp"
-#include "estimator/features.hpp"
-#include "estimator/time_model.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/model/time_model.hpp"
 
 namespace dlh {
 namespace {

@@ -1,7 +1,7 @@
-// Tests of the SPANK plugin's core without Slurm: --dlh-auto and plugstack.conf parsing
-// (every key, exact messages, idempotent merging), the user's Slurm options, GRES strings
-// and live availability, planning on the shipped local cluster, the mapping of a plan to
-// Slurm options and the facade's fail-closed paths.
+// Tests of the planning core (estimator/plan/) and the SPANK plugin without Slurm: --dlh-auto
+// and plugstack.conf parsing (every key, exact messages, idempotent merging), the user's
+// Slurm options, GRES strings and live availability, planning on the shipped local cluster,
+// the mapping of a plan to Slurm options and the facade's fail-closed paths.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,15 +11,16 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "estimator/cluster.hpp"
-#include "estimator/recommender.hpp"
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/plan/live_state.hpp"
+#include "estimator/plan/options.hpp"
+#include "estimator/plan/plan.hpp"
+#include "estimator/recommend/recommender.hpp"
 #include "plugin/dlh_spank.h"
-#include "plugin/live_state.hpp"
-#include "plugin/options.hpp"
-#include "plugin/plan.hpp"
+#include "plugin/slurm_nodes.hpp"
 #include "tests/util/temp_dir.hpp"
 
-namespace dlh::plugin {
+namespace dlh::plan {
 namespace {
 
 namespace fs = std::filesystem;
@@ -356,7 +357,7 @@ TEST(PluginLiveStateTest, SharedGpuTypeMatchesByGpuCount) {
 TEST(PluginLiveStateTest, WithoutSlurmTheStateIsUnknown) {
   std::vector<LiveNode> nodes;
   std::string error;
-  EXPECT_FALSE(LoadLiveNodes(&nodes, &error));  // the test binary has no libslurm loaded
+  EXPECT_FALSE(plugin::LoadLiveNodes(&nodes, &error));  // the test binary has no libslurm loaded
   EXPECT_FALSE(error.empty());
 }
 
@@ -983,4 +984,4 @@ TEST(PluginFacadeTest, FailsClosedWithoutSlurmsOptionFunctions) {
 }
 
 }  // namespace
-}  // namespace dlh::plugin
+}  // namespace dlh::plan

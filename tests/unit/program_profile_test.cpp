@@ -1,5 +1,5 @@
 // Tests of a program's profile (common/program_profile.hpp) and of planning from it
-// (estimator/profile_speeds.hpp): the JSON round trip, one exact line per bad field,
+// (estimator/recommend/profile_speeds.hpp): the JSON round trip, one exact line per bad field,
 // merging runs into a file, the step-time line through the points, the speeds of the
 // profiled and of the other GPU types, and a recommendation from a profile.
 #include "common/program_profile.hpp"
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "estimator/features.hpp"
-#include "estimator/profile_speeds.hpp"
-#include "estimator/recommender.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/recommend/profile_speeds.hpp"
+#include "estimator/recommend/recommender.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {

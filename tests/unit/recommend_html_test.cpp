@@ -3,7 +3,7 @@
 // and read back (the charts' data-points, the chosen allocation, the deadline rule, one
 // step-time chart per GPU type), the allocations left out and why, the measured steps of a
 // calibration drawn on their GPU type's line, and an impossible deadline.
-#include "estimator/recommend_html.hpp"
+#include "estimator/recommend/recommend_html.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Tests of the recommender: batch balancing, device speeds, the ranking against a
 // brute-force recomputation on small hand-made clusters, plans and time limits, and the
 // time Recommend takes on a 1,000-node cluster (printed, not asserted).
-#include "estimator/recommender.hpp"
+#include "estimator/recommend/recommender.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "estimator/engine_fingerprint.hpp"
+#include "estimator/model/engine_fingerprint.hpp"
 
 namespace dlh {
 namespace {
@@ -137,7 +137,7 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
   const AlphaBeta inter = AlphaBeta::from_link(c.inter_node);
   const double bytes = job.features.param_bytes();
   std::vector<Ref> out;
-  // The whole job, the plain way (estimator/job_time.hpp): start-up, reading the data,
+  // The whole job, the plain way (estimator/model/job_time.hpp): start-up, reading the data,
   // three warm-up steps, the steps, one evaluation per epoch (forward only, the slowest
   // rank's even slice in chunks of 256), one checkpoint per epoch and per 30 min.
   const double startup = job.startup_s >= 0 ? job.startup_s : c.runtime.startup_s;

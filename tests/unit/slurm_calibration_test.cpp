@@ -1,7 +1,8 @@
-// Tests of `dlh-estimate calibrate --slurm`'s pure part (estimator/slurm_calibration.cpp):
-// the types picked from sinfo, the sbatch command line, job states read from scontrol, and
-// the cluster description pointed at new calibrations with everything else kept.
-#include "estimator/slurm_calibration.hpp"
+// Tests of `dlh-estimate calibrate --slurm`'s pure part
+// (estimator/calibrate/slurm_calibration.cpp): the types picked from sinfo, the sbatch command
+// line, job states read from scontrol, and the cluster description pointed at new calibrations with
+// everything else kept.
+#include "estimator/calibrate/slurm_calibration.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +10,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "estimator/cluster.hpp"
+#include "estimator/cluster/cluster.hpp"
 
 namespace dlh {
 namespace {

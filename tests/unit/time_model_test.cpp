@@ -1,6 +1,6 @@
-// Tests of the step-time model (estimator/time_model.cpp): design rows, the non-negative
+// Tests of the step-time model (estimator/model/time_model.cpp): design rows, the non-negative
 // relative-error fit and its cross-validation, and calibration files.
-#include "estimator/time_model.hpp"
+#include "estimator/model/time_model.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
-#include "estimator/engine_fingerprint.hpp"
+#include "estimator/model/engine_fingerprint.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {

@@ -1,7 +1,7 @@
-// Tests of estimator/wave_scaling.cpp: which term scales with which peak, the arithmetic,
+// Tests of estimator/model/wave_scaling.cpp: which term scales with which peak, the arithmetic,
 // and the choice of the reference calibration. DeviceSpeeds' use of it (sources, staleness)
 // is tested in recommender_test.cpp.
-#include "estimator/wave_scaling.hpp"
+#include "estimator/model/wave_scaling.hpp"
 
 #include <gtest/gtest.h>
 

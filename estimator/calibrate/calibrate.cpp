@@ -1,0 +1,178 @@
+// DLH estimator — the calibration runner: times real training steps with the launcher's
+// engine (one process, no MPI), reads RAPL energy counters, and describes the CPU.
+
+#include "estimator/calibrate/calibrate.hpp"
+
+#include <cblas.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/energy.hpp"
+#include "common/error.hpp"
+#include "common/median.hpp"
+#include "estimator/model/features.hpp"
+#include "launcher/nn/layer.hpp"
+#include "launcher/nn/network.hpp"
+#include "launcher/nn/optimizer.hpp"
+#include "launcher/nn/tensor.hpp"
+
+namespace dlh {
+namespace {
+
+std::string Trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+}  // namespace
+
+std::string CompilerDescription() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  return std::string("gcc ") + __VERSION__;
+#else
+  return "unknown compiler";
+#endif
+}
+
+std::string BlasDescription() {
+  const char* config = openblas_get_config();
+  return config ? Trim(config) : "OpenBLAS";
+}
+
+std::string CpuDescription() {
+  std::string model;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  // x86 has "model name"; some ARM kernels give only "Hardware" or "Processor".
+  std::string fallback;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = Trim(line.substr(0, colon));
+    const std::string value = Trim(line.substr(colon + 1));
+    if (value.empty()) continue;
+    if (key == "model name") {
+      model = value;
+      break;
+    }
+    if (fallback.empty() && (key == "Hardware" || key == "Processor" || key == "cpu model"))
+      fallback = value;
+  }
+  if (model.empty()) model = fallback.empty() ? "unknown CPU" : fallback;
+
+  int cores = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+  if (cores <= 0) cores = int(std::thread::hardware_concurrency());
+  if (cores <= 0) return model;
+  return model + ", " + std::to_string(cores) + (cores == 1 ? " core" : " cores");
+}
+
+TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& options) {
+  const TrainSpec& spec = entry.spec;
+  auto bad = [&](const std::string& what, long long got) {
+    throw UsageError("timing options: " + what + ", got " + std::to_string(got));
+  };
+  if (options.warmup < 0) bad("warm-up steps must be 0 or more", options.warmup);
+  if (options.repeats < 1) bad("repeats must be at least 1", options.repeats);
+  if (options.steps_per_repeat < 1)
+    bad("steps per repeat must be at least 1", options.steps_per_repeat);
+  const int64_t batch = entry.batch > 0 ? entry.batch : spec.batch_size;
+  if (batch <= 0 || batch > INT_MAX)
+    throw EstimateError(spec.name + ": batch must be a positive integer, got " +
+                        std::to_string(batch));
+  if (options.threads > 0) openblas_set_num_threads(options.threads);
+
+  TimingSample sample;
+  sample.model = spec.name;
+  sample.features = ComputeFeatures(spec);  // also checks the shapes
+  sample.batch = batch;
+
+  Network net(spec);
+  net.init(spec.seed);
+  std::unique_ptr<Optimizer> opt = MakeOptimizer(spec.optimizer);
+
+  // Random data of the entry's shape: the step's cost does not depend on the values.
+  std::mt19937_64 rng(spec.seed ^ 0x444c4843414cull);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Tensor input({int(batch), spec.input.channels, spec.input.height, spec.input.width});
+  for (float& v : input) v = normal(rng);
+  std::vector<int32_t> labels(size_t(batch), 0);
+  for (int32_t& l : labels) l = int32_t(rng() % uint64_t(std::max(1, spec.classes)));
+
+  // The launcher's step (trainer.cpp) minus the data loader and MPI: forward, loss,
+  // backward, batchnorm statistics commit, optimizer update.
+  Tensor grad_logits;
+  const float loss_scale = 1.0f / float(batch);
+  uint64_t step = 0;
+  double loss_sink = 0;
+  auto train_step = [&] {
+    ForwardContext ctx;
+    ctx.training = true;
+    ctx.seed = spec.seed;
+    ctx.step = step;
+    const Tensor& logits = net.forward(input, ctx);
+    int64_t correct = 0;
+    loss_sink += SoftmaxCrossEntropy(logits, labels.data(), loss_scale, &grad_logits, &correct);
+    net.backward(grad_logits, nullptr);
+    for (size_t i = 0; i < net.num_layers(); ++i)
+      if (net.layer(i).batch_stats()) net.layer(i).commit_batch_stats();
+    opt->update(net.params(), spec.optimizer.lr, int64_t(step));
+    ++step;
+  };
+
+  for (int i = 0; i < options.warmup; ++i) train_step();
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> block_seconds, block_joules;
+  // The packages' counter, where readable; a block it could not measure leaves the sample
+  // without joules rather than with a partial figure.
+  std::unique_ptr<EnergyMeter> meter = MakeCpuEnergyMeter(nullptr);
+  bool energy_ok = meter != nullptr;
+  for (int r = 0; r < options.repeats; ++r) {
+    const double j0 = energy_ok ? meter->joules() : 0;
+    const auto t0 = Clock::now();
+    for (int s = 0; s < options.steps_per_repeat; ++s) train_step();
+    const auto t1 = Clock::now();
+    block_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+    if (energy_ok) {
+      const double j = meter->joules() - j0;
+      energy_ok = j > 0;
+      block_joules.push_back(j);
+    }
+  }
+  (void)loss_sink;
+  sample.seconds = Median(block_seconds) / options.steps_per_repeat;
+  sample.joules =
+      energy_ok && !block_joules.empty() ? Median(block_joules) / options.steps_per_repeat : -1;
+  return sample;
+}
+
+std::vector<TimingSample> RunSweep(
+    const std::vector<SweepEntry>& entries, const TimingOptions& options,
+    const std::function<void(size_t, size_t, const TimingSample&)>& progress) {
+  std::vector<TimingSample> samples;
+  samples.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    samples.push_back(TimeTrainingStep(entries[i], options));
+    if (progress) progress(i + 1, entries.size(), samples.back());
+  }
+  return samples;
+}
+
+}  // namespace dlh

@@ -1,0 +1,422 @@
+// DLH — `dlh-estimate calibrate`, `fit`, `check-calibration` and `validate` (see
+// calibrate_cmd.hpp).
+#include "estimator/cli/calibrate_cmd.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <sstream>
+
+#include "common/duration.hpp"
+#include "common/error.hpp"
+#include "common/exit_codes.hpp"
+#include "estimator/calibrate/calibrate.hpp"
+#include "estimator/calibrate/calibrate_launch.hpp"
+#include "estimator/cli/calibrate_slurm_cmd.hpp"
+#include "estimator/cli/command_line.hpp"
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/model/engine_fingerprint.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/model/time_model.hpp"
+#include "estimator/model/wave_scaling.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace po = boost::program_options;
+
+namespace dlh {
+namespace {
+
+using cli::Parse;
+using cli::Printf;
+using cli::Str;
+
+class ProgressBar {
+ public:
+  explicit ProgressBar(size_t total) : total_(total), tty_(isatty(STDERR_FILENO)) {
+    start_ = std::chrono::steady_clock::now();
+  }
+  void update(size_t done, const std::string& what) {
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    double eta = done ? elapsed / double(done) * double(total_ - done) : 0;
+    const int width = 24;
+    int filled = int(width * double(done) / double(total_));
+    std::string bar(size_t(filled), '#');
+    bar.resize(width, '.');
+    if (tty_)
+      std::fprintf(stderr, "\r[%s] %zu/%zu %-36.36s ETA %s\x1b[K", bar.c_str(), done, total_,
+                   what.c_str(), HumanDuration(eta).c_str());
+    else
+      std::fprintf(stderr, "[%zu/%zu] %s (ETA %s)\n", done, total_, what.c_str(),
+                   HumanDuration(eta).c_str());
+    if (tty_ && done == total_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  size_t total_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+std::string NowIso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void PrintQuality(const TimeModel& m) {
+  std::printf("fit (%s): %d samples, R2 %.4f, MAPE %.1f%%, %d-fold cross-validated MAPE %.1f%%\n",
+              m.device.c_str(), m.quality.samples, m.quality.r2, m.quality.mape, m.quality.folds,
+              m.quality.cv_mape);
+  for (int i = 0; i < kTimeTerms; ++i)
+    std::printf("  %-24s %.4g\n", TimeTermNames()[size_t(i)].c_str(), m.coef[size_t(i)]);
+}
+
+// --device of calibrate and validate: cpu (timed in this process, or through dlh-launch with
+// --via-launch), cuda or cuda:N (always through dlh-launch time-steps, which has the GPU
+// engine: dlh-estimate links no CUDA).
+struct TimingDevice {
+  std::string text;  // as given: cpu, cuda, cuda:1
+  std::string kind;  // cpu or cuda
+  bool launch = false;
+};
+
+TimingDevice DeviceFrom(const po::variables_map& vm) {
+  TimingDevice d;
+  d.text = Str(vm, "device");
+  const std::string cuda = "cuda";
+  const bool index = d.text.rfind(cuda + ":", 0) == 0 && d.text.size() > cuda.size() + 1 &&
+                     d.text.size() <= cuda.size() + 4 &&
+                     d.text.find_first_not_of("0123456789", cuda.size() + 1) == std::string::npos;
+  if (d.text == "cpu")
+    d.kind = "cpu";
+  else if (d.text == cuda || index)
+    d.kind = cuda;
+  else
+    throw UsageError("--device: must be cpu, cuda or cuda:N, got '" + d.text + "'");
+  d.launch = d.kind == cuda || vm.count("via-launch") > 0;
+  return d;
+}
+
+// Times `entries` on the device: in this process for the CPU, else through dlh-launch (whose
+// failed entries, too large for the GPU, are left out with a warning each). `description`
+// receives the child's device object (null in process).
+std::vector<TimingSample> TimeEntries(const TimingDevice& device,
+                                      const std::vector<SweepEntry>& entries,
+                                      const TimingOptions& timing, ProgressBar* bar,
+                                      nlohmann::json* description, std::vector<size_t>* entry_of) {
+  if (!device.launch) {
+    entry_of->clear();
+    for (size_t i = 0; i < entries.size(); ++i) entry_of->push_back(i);
+    return RunSweep(entries, timing, [&](size_t done, size_t, const TimingSample& s) {
+      bar->update(done, s.model);
+    });
+  }
+  LaunchedTiming t = TimeThroughLaunch(
+      entries, device.text, timing, [&](size_t done, size_t total, const std::string& line) {
+        if (done == 0)  // the device is there: only now is there something to announce
+          std::fprintf(stderr, "dlh-estimate: timing %zu configurations on %s\n", total,
+                       line.c_str());
+        else
+          bar->update(done, line.substr(line.find(']') + 2));
+      });
+  for (const std::string& f : t.failures)
+    std::fprintf(stderr, "dlh-estimate: warning: not timed: %s\n", f.c_str());
+  *description = t.device;
+  *entry_of = t.entry_of;
+  return t.samples;
+}
+
+TimingOptions TimingFrom(const po::variables_map& vm) {
+  TimingOptions t;
+  t.threads = vm["threads"].as<int>();
+  t.repeats = vm["repeats"].as<int>();
+  if (t.threads < 0) throw UsageError("--threads: must not be negative");
+  if (t.repeats < 1) throw UsageError("--repeats: must be at least 1");
+  return t;
+}
+
+// "TFLOPS,GBS" of --roofline as a GPU type with those peaks.
+GpuType RooflineDevice(const std::string& text) {
+  GpuType g;
+  g.name = "roofline";
+  char comma = 0;
+  std::istringstream in(text);
+  if (!(in >> g.peak_tflops >> comma >> g.memory_bandwidth_gbs) || comma != ',' || !in.eof() ||
+      !(g.peak_tflops > 0) || !(g.memory_bandwidth_gbs > 0))
+    throw UsageError("--roofline: expected TFLOPS,GBS (two positive numbers), got '" + text + "'");
+  return g;
+}
+
+// The validation models' measurements from a file written by `validate --save`, with the
+// features recomputed from the models (the file keeps only their totals; the roofline also
+// needs the layers).
+std::vector<TimingSample> LoadMeasured(const std::string& path) {
+  std::vector<TimingSample> out = LoadCalibration(path).samples;
+  const std::vector<SweepEntry> models = GpuValidationModels();  // ValidationModels() and more
+  for (TimingSample& s : out) {
+    auto m = std::find_if(models.begin(), models.end(),
+                          [&](const SweepEntry& e) { return e.spec.name == s.model; });
+    if (m == models.end())
+      throw UsageError("--measured: " + path + ": '" + s.model +
+                       "' is not a validation model (write the file with validate --save)");
+    s.features = ComputeFeatures(m->spec);
+  }
+  if (out.empty()) throw UsageError("--measured: " + path + ": no samples");
+  return out;
+}
+
+}  // namespace
+
+int CalibrateCommand(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--slurm") != args.end())
+    return CalibrateSlurmCommand(args);
+  po::options_description d("dlh-estimate calibrate: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("slurm", "instead: one job per GPU type of the Slurm cluster (calibrate --slurm --help)")
+    ("device", po::value<std::string>()->default_value("cpu"),
+        "device to calibrate: cpu (timed in this process), cuda or cuda:N (GPU N, timed by "
+        "`dlh-launch time-steps`, found beside dlh-estimate or at $DLH_LAUNCH, on the GPU sweep)")
+    ("via-launch", "cpu: time through dlh-launch time-steps like a GPU (tests the GPU path)")
+    ("out", po::value<std::string>(), "calibration file to write (default: calibration-<cpu|cuda>.json)")
+    ("quick", "small sweep (seconds; for tests), not for real use")
+    ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (0: OPENBLAS_NUM_THREADS or all cores)")
+    ("repeats", po::value<int>()->default_value(5), "timed blocks per configuration; median")
+    ("folds", po::value<int>()->default_value(5), "cross-validation folds");
+  // clang-format on
+  po::variables_map vm;
+  if (!Parse("calibrate", args, d, {}, vm)) return kExitOk;
+  const TimingDevice device = DeviceFrom(vm);
+  const bool gpu = device.kind == "cuda";
+  const std::string out = vm.count("out") ? Str(vm, "out") : "calibration-" + device.kind + ".json";
+  TimingOptions timing = TimingFrom(vm);
+  const bool quick = vm.count("quick") > 0;
+  std::vector<SweepEntry> sweep = gpu ? GpuCalibrationSweep(quick) : CalibrationSweep(quick);
+  if (!device.launch)  // through dlh-launch, TimeEntries says it once the device is known
+    std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations\n",
+                 device.text.c_str(), CpuDescription().c_str(), sweep.size());
+  ProgressBar bar(sweep.size());
+  Calibration c;
+  c.device = device.kind;
+  c.host = CpuDescription();
+  c.threads = timing.threads;
+  c.created = NowIso();
+  c.engine = EngineFingerprint(device.kind);
+  c.compiler = CompilerDescription();
+  c.blas = BlasDescription();
+  nlohmann::json description;
+  std::vector<size_t> entry_of;
+  c.samples = TimeEntries(device, sweep, timing, &bar, &description, &entry_of);
+  if (gpu) {  // what the GPU calibration was measured on, and with which libraries
+    c.host = GpuHostLine(description);
+    c.threads = 0;
+    c.blas = GpuLibrariesLine(description);
+    c.device_info = description;
+  }
+  c.model = FitTimeModel(device.kind, c.samples, vm["folds"].as<int>());
+  SaveCalibration(out, c);
+  PrintQuality(c.model);
+  std::printf("wrote %s\n", out.c_str());
+  return kExitOk;
+}
+
+int FitCommand(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate fit CALIBRATION: options");
+  d.add_options()("help,h", "show this help")("folds", po::value<int>()->default_value(5),
+                                              "cross-validation folds")(
+      "out", po::value<std::string>(), "write the refitted calibration here");
+  po::variables_map vm;
+  if (!Parse("fit", args, d, {"CALIBRATION"}, vm)) return kExitOk;
+  Calibration c = LoadCalibration(Str(vm, "CALIBRATION"));
+  c.model = FitTimeModel(c.device, c.samples, vm["folds"].as<int>());
+  PrintQuality(c.model);
+  if (vm.count("out")) SaveCalibration(Str(vm, "out"), c);
+  return kExitOk;
+}
+
+// Whether a calibration describes this machine and this build: `make demo` uses the shipped
+// one only then, and calibrates this machine otherwise.
+int CheckCalibrationCommand(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate check-calibration CALIBRATION: options");
+  d.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  if (!Parse("check-calibration", args, d, {"CALIBRATION"}, vm)) return kExitOk;
+  const std::string path = Str(vm, "CALIBRATION");
+  const Calibration c = LoadCalibration(path);
+  std::vector<std::string> why;
+  if (const std::string stale = CalibrationStaleness(c); !stale.empty()) why.push_back(stale);
+  if (c.device == "cpu" && c.host != CpuDescription())
+    why.push_back("measured on " + c.host + ", this machine is " + CpuDescription());
+  if (why.empty()) {
+    std::printf("%s: matches this machine and build (engine %s, %s)\n", path.c_str(),
+                c.engine.c_str(), c.host.c_str());
+    return kExitOk;
+  }
+  std::string text;
+  for (const std::string& w : why) text += (text.empty() ? "" : "; ") + w;
+  std::printf("%s: does not match: %s\n", path.c_str(), text.c_str());
+  return kExitFailure;
+}
+
+int ValidateCommand(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate validate: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("calibration", po::value<std::string>()->required(), "calibration file to validate")
+    ("device", po::value<std::string>()->default_value("cpu"),
+        "where to time the models: cpu (in this process), cuda or cuda:N (through `dlh-launch "
+        "time-steps`; adds GPU-sized models: VGG at 224 and 32 px, a wide MLP)")
+    ("via-launch", "cpu: time through dlh-launch time-steps like a GPU (tests the GPU path)")
+    ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (use the calibration's)")
+    ("repeats", po::value<int>()->default_value(5), "timed blocks per model; median")
+    ("rounds", po::value<int>()->default_value(1),
+        "time every model once per round, rounds interleaved; each model's median over the "
+        "rounds (a slow spell of a noisy machine then hits every model alike)")
+    ("markdown", "print the table as Markdown (for BENCHMARKS.md)")
+    ("save", po::value<std::string>(), "also write the measurements, in the calibration file format")
+    ("measured", po::value<std::string>(), "time nothing: take the measurements from this file (written by --save)")
+    ("scale-flops", po::value<double>()->default_value(1),
+        "predict for a device with this times the calibrated one's FLOP/s (wave scaling, as "
+        "recommend does for a GPU type without a calibration); the unscaled MAPE is reported too")
+    ("scale-bandwidth", po::value<double>()->default_value(1),
+        "the same for memory bandwidth")
+    ("roofline", po::value<std::string>(),
+        "TFLOPS,GBS: also report the roofline model's predictions for a device with these peaks");
+  // clang-format on
+  po::variables_map vm;
+  if (!Parse("validate", args, d, {}, vm)) return kExitOk;
+  Calibration c = LoadCalibration(Str(vm, "calibration"));
+  const SpeedRatio ratio{vm["scale-flops"].as<double>(), vm["scale-bandwidth"].as<double>()};
+  const bool scaled = ratio.flops != 1 || ratio.bandwidth != 1;
+  if (!(ratio.flops > 0) || !(ratio.bandwidth > 0))
+    throw UsageError("--scale-flops, --scale-bandwidth: must be positive");
+  const TimeModel unscaled = c.model;
+  c.model.coef = ScaleCoefficients(c.model.coef, ratio);
+  const bool roofline = vm.count("roofline") > 0;
+  const GpuType device = roofline ? RooflineDevice(Str(vm, "roofline")) : GpuType{};
+  TimingOptions timing = TimingFrom(vm);
+  if (timing.threads == 0) timing.threads = c.threads;
+  const int rounds = vm["rounds"].as<int>();
+  if (rounds < 1 || rounds > 1000) throw UsageError("--rounds: must be in [1, 1000]");
+  std::vector<TimingSample> measured;
+  std::vector<std::vector<double>> per_round;  // [model][round] seconds
+  const TimingDevice timing_device = DeviceFrom(vm);
+  if (vm.count("measured")) {
+    measured = LoadMeasured(Str(vm, "measured"));
+  } else if (timing_device.launch) {
+    // Every round's models in one request, rounds one after another (interleaved as below).
+    const std::vector<SweepEntry> models =
+        timing_device.kind == "cuda" ? GpuValidationModels() : ValidationModels();
+    std::vector<SweepEntry> request;
+    for (int r = 0; r < rounds; ++r) request.insert(request.end(), models.begin(), models.end());
+    ProgressBar bar(request.size());
+    nlohmann::json description;
+    std::vector<size_t> entry_of;
+    const std::vector<TimingSample> all =
+        TimeEntries(timing_device, request, timing, &bar, &description, &entry_of);
+    // A model counts when every round timed it (the rounds' median needs them all).
+    std::vector<std::vector<size_t>> of_model(models.size());
+    for (size_t k = 0; k < all.size(); ++k) of_model[entry_of[k] % models.size()].push_back(k);
+    for (size_t m = 0; m < models.size(); ++m) {
+      if (of_model[m].size() != size_t(rounds)) continue;
+      std::vector<double> seconds;
+      for (size_t k : of_model[m]) seconds.push_back(all[k].seconds);
+      per_round.push_back(seconds);
+      std::sort(seconds.begin(), seconds.end());
+      measured.push_back(all[of_model[m].front()]);
+      measured.back().seconds = seconds[seconds.size() / 2];  // as below
+    }
+    if (measured.empty()) throw Error("validate: no model could be timed on " + timing_device.text);
+  } else {
+    std::vector<SweepEntry> models = ValidationModels();
+    ProgressBar bar(models.size() * size_t(rounds));
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<TimingSample> round =
+          RunSweep(models, timing, [&](size_t done, size_t, const TimingSample& s) {
+            bar.update(size_t(r) * models.size() + done, s.model);
+          });
+      per_round.resize(round.size());
+      for (size_t i = 0; i < round.size(); ++i) per_round[i].push_back(round[i].seconds);
+      if (r == 0) measured = round;
+    }
+    for (size_t i = 0; i < measured.size(); ++i) {
+      std::vector<double> v = per_round[i];
+      std::sort(v.begin(), v.end());
+      measured[i].seconds = v[v.size() / 2];  // median (the upper one for an even count)
+    }
+  }
+  if (vm.count("save")) {
+    Calibration saved = c;
+    saved.model = unscaled;
+    saved.samples = measured;
+    saved.created = NowIso();
+    SaveCalibration(Str(vm, "save"), saved);
+  }
+  const bool md = vm.count("markdown") > 0;
+  std::string head = md ? "| model | batch | predicted ms | measured ms | error |"
+                        : Printf("%-28s %6s %13s %13s %8s", "model (not in the sweep)", "batch",
+                                 "predicted ms", "measured ms", "error");
+  if (scaled) head += md ? " unscaled ms | error |" : Printf(" %13s %8s", "unscaled ms", "error");
+  if (roofline) head += md ? " roofline ms | error |" : Printf(" %13s %8s", "roofline ms", "error");
+  std::printf("%s\n", head.c_str());
+  if (md)
+    std::printf("|---|---|---|---|---|%s%s\n", scaled ? "---|---|" : "",
+                roofline ? "---|---|" : "");
+  double sum = 0, sum_unscaled = 0, sum_roofline = 0;
+  auto error = [](double p, double m) { return 100.0 * (p - m) / m; };
+  for (const auto& m : measured) {
+    const double p = c.model.seconds(m.features, m.batch);
+    sum += std::fabs(error(p, m.seconds));
+    std::string row =
+        md ? Printf("| %s | %lld | %.2f | %.2f | %+.1f%% |", m.model.c_str(), (long long)m.batch,
+                    p * 1e3, m.seconds * 1e3, error(p, m.seconds))
+           : Printf("%-28s %6lld %13.2f %13.2f %+7.1f%%", m.model.c_str(), (long long)m.batch,
+                    p * 1e3, m.seconds * 1e3, error(p, m.seconds));
+    auto column = [&](double q, double* total) {
+      *total += std::fabs(error(q, m.seconds));
+      row += md ? Printf(" %.2f | %+.1f%% |", q * 1e3, error(q, m.seconds))
+                : Printf(" %13.2f %+7.1f%%", q * 1e3, error(q, m.seconds));
+    };
+    if (scaled) column(unscaled.seconds(m.features, m.batch), &sum_unscaled);
+    if (roofline)
+      column(RooflineSpeed(m.features, double(m.features.layers.size()), device)
+                 .seconds(double(m.batch)),
+             &sum_roofline);
+    std::printf("%s\n", row.c_str());
+  }
+  const double n = double(measured.size());
+  std::printf("%sMAPE over %zu models: %.1f%% (calibration %s%s: cross-validated MAPE %.1f%%)\n",
+              md ? "\n" : "", measured.size(), sum / n, Str(vm, "calibration").c_str(),
+              scaled ? (", scaled " + RatioText(ratio)).c_str() : "", c.model.quality.cv_mape);
+  if (rounds > 1 && !per_round.empty()) {
+    // Each round's own MAPE: how much the answer moves with the machine's noise.
+    std::vector<double> mapes;
+    for (int r = 0; r < rounds; ++r) {
+      double total = 0;
+      for (size_t i = 0; i < measured.size(); ++i)
+        total += std::fabs(error(c.model.seconds(measured[i].features, measured[i].batch),
+                                 per_round[i][size_t(r)]));
+      mapes.push_back(total / n);
+    }
+    std::sort(mapes.begin(), mapes.end());
+    std::printf("MAPE of single rounds (%d): min %.1f%%, median %.1f%%, max %.1f%%\n", rounds,
+                mapes.front(), mapes[mapes.size() / 2], mapes.back());
+  }
+  if (scaled)
+    std::printf("unscaled MAPE over %zu models: %.1f%%\n", measured.size(), sum_unscaled / n);
+  if (roofline)
+    std::printf("roofline MAPE over %zu models: %.1f%% (%g TFLOP/s, %g GB/s)\n", measured.size(),
+                sum_roofline / n, device.peak_tflops, device.memory_bandwidth_gbs);
+  return kExitOk;
+}
+
+}  // namespace dlh

@@ -1,0 +1,115 @@
+// DLH — `dlh-estimate features` and `predict` (see features_cmd.hpp).
+#include "estimator/cli/features_cmd.hpp"
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+
+#include "common/exit_codes.hpp"
+#include "common/spec.hpp"
+#include "estimator/cli/command_line.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/model/time_model.hpp"
+
+namespace po = boost::program_options;
+
+namespace dlh {
+namespace {
+
+// Engineering notation: 1.23 G, 456 M.
+std::string Si(double v) {
+  const char* units[] = {"", "k", "M", "G", "T", "P"};
+  int u = 0;
+  while (std::fabs(v) >= 1000 && u < 5) v /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+using cli::Parse;
+using cli::Str;
+using cli::WriteJson;
+
+int FeaturesCommand(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate features SPEC: options");
+  int64_t batch = 0;
+  d.add_options()("help,h", "show this help")("batch", po::value(&batch)->default_value(0),
+                                              "local batch for the memory line (0: spec)")(
+      "json", "print JSON");
+  po::variables_map vm;
+  if (!Parse("features", args, d, {"SPEC"}, vm)) return kExitOk;
+  TrainSpec spec = LoadSpec(Str(vm, "SPEC"));
+  ModelFeatures f = ComputeFeatures(spec);
+  if (batch <= 0) batch = spec.batch_size;
+  int slots = spec.optimizer.kind == OptimizerSpec::Kind::Adam ? 2
+              : spec.optimizer.momentum > 0                    ? 1
+                                                               : 0;
+  double memory = TrainingMemoryBytes(f, batch, slots);
+  if (vm.count("json")) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& l : f.layers)
+      layers.push_back({{"kind", LayerKindName(l.kind)},
+                        {"flops_fwd", l.flops_fwd},
+                        {"flops_bwd", l.flops_bwd},
+                        {"params", l.params},
+                        {"out_elements", l.out_elements}});
+    WriteJson({{"spec", spec.origin},
+               {"layers", layers},
+               {"flops_fwd", f.flops_fwd()},
+               {"flops_train", f.flops_train()},
+               {"params", f.params},
+               {"activation_elements", f.activation_elements},
+               {"conv_layers", f.conv_layers},
+               {"total_filters", f.total_filters},
+               {"dense_layers", f.dense_layers},
+               {"dense_nodes", f.dense_nodes},
+               {"input_elements", f.input_elements},
+               {"batch", batch},
+               {"memory_bytes", memory}});
+    return kExitOk;
+  }
+  std::printf("%s: %s\n", spec.origin.c_str(), spec.name.c_str());
+  std::printf("  %-3s %-10s %-12s %12s %12s %10s %10s\n", "#", "layer", "output", "FLOP fwd",
+              "FLOP bwd", "params", "outputs");
+  for (size_t i = 0; i < f.layers.size(); ++i) {
+    const auto& l = f.layers[i];
+    char shape[48];
+    std::snprintf(shape, sizeof shape, "%dx%dx%d", l.out.channels, l.out.height, l.out.width);
+    std::printf("  %-3zu %-10s %-12s %12s %12s %10.0f %10.0f\n", i, LayerKindName(l.kind), shape,
+                Si(l.flops_fwd).c_str(), Si(l.flops_bwd).c_str(), l.params, l.out_elements);
+  }
+  std::printf("  per sample: %sFLOP forward, %sFLOP forward+backward (conv %s, dense %s)\n",
+              Si(f.flops_fwd()).c_str(), Si(f.flops_train()).c_str(),
+              Si(f.conv_flops_fwd + f.conv_flops_bwd).c_str(),
+              Si(f.dense_flops_fwd + f.dense_flops_bwd).c_str());
+  std::printf("  %.0f parameters (%sB), %.0f activations per sample\n", f.params,
+              Si(f.param_bytes()).c_str(), f.activation_elements);
+  std::printf("  training memory at batch %lld: %sB per rank\n", (long long)batch,
+              Si(memory).c_str());
+  return kExitOk;
+}
+
+int PredictCommand(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate predict SPEC: options");
+  d.add_options()("help,h", "show this help")("calibration", po::value<std::string>()->required(),
+                                              "calibration file")(
+      "batch", po::value<int64_t>()->default_value(0), "local batch (0: the spec's batch_size)");
+  po::variables_map vm;
+  if (!Parse("predict", args, d, {"SPEC"}, vm)) return kExitOk;
+  TrainSpec spec = LoadSpec(Str(vm, "SPEC"));
+  Calibration c = LoadCalibration(Str(vm, "calibration"));
+  const std::string stale = CalibrationStaleness(c);
+  if (!stale.empty())
+    std::fprintf(stderr, "dlh-estimate: warning: %s: %s\n", Str(vm, "calibration").c_str(),
+                 stale.c_str());
+  int64_t batch = vm["batch"].as<int64_t>();
+  if (batch <= 0) batch = spec.batch_size;
+  double t = c.model.seconds(ComputeFeatures(spec), batch);
+  std::printf("%s at batch %lld on %s: %.2f ms per step, %.0f samples/s\n", spec.name.c_str(),
+              (long long)batch, c.device.c_str(), t * 1e3, double(batch) / t);
+  return kExitOk;
+}
+
+}  // namespace dlh

@@ -1,0 +1,93 @@
+// DLH estimator — the cluster description: node types, GPU types, power and interconnect.
+// JSON, documented in README ("Cluster description"), example in share/cluster/example.json.
+// The SPANK plugin overlays live availability from Slurm (Cluster::node_types[i].available).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace dlh {
+
+// One message-size regime of a link ("regimes" in the cluster description): messages of at
+// most up_to_bytes (bytes on the wire, one ring step; see comm_model.hpp) cost
+// latency + bytes / bandwidth.
+struct LinkRegime {
+  double up_to_bytes = 0;  // inclusive; 0 in the last regime: every larger message
+  double bandwidth_gbs = 0;
+  double latency_us = 0;
+};
+
+struct Link {
+  Link() = default;
+  Link(double bandwidth, double latency) : bandwidth_gbs(bandwidth), latency_us(latency) {}
+  double bandwidth_gbs = 0;  // GB/s (1e9 bytes/s), per direction, per GPU
+  double latency_us = 0;     // microseconds per message
+  // Optional piecewise model, sorted by up_to_bytes. When given, it replaces the pair above
+  // (both 0 then): shared memory and networks switch protocols with the message size.
+  std::vector<LinkRegime> regimes;
+};
+
+struct GpuType {
+  std::string name;                 // "a100", also Slurm's GRES type
+  double memory_gb = 0;             // usable device memory, GB (1e9 bytes)
+  double peak_tflops = 0;           // fp32 peak, TFLOP/s (roofline fallback)
+  double memory_bandwidth_gbs = 0;  // GB/s (roofline fallback)
+  double active_watts = 0;          // board power while training
+  double idle_watts = 0;            // allocated but waiting (communication, stragglers)
+  std::string calibration;          // calibration file (resolved path), empty: roofline
+};
+
+struct NodeType {
+  std::string name;  // "gpu-a100"
+  std::string gpu;   // a GpuType name
+  int gpus_per_node = 0;
+  int nodes = 0;                        // nodes of this type in the cluster
+  int available = -1;                   // nodes free now (-1: unknown, treat as `nodes`)
+  double node_base_watts = 0;           // CPU, memory, NIC... per node, whatever the GPUs do
+  Link intra_node;                      // GPU to GPU inside a node (NVLink, PCIe, shared memory)
+  std::vector<std::string> partitions;  // Slurm partitions holding these nodes (optional)
+  int cpu_cores = 0;    // cores per node (optional, 0: unknown). Matters only for GPU types timed
+                        // by a CPU calibration, whose ranks on one node share these cores.
+  std::string feature;  // the Slurm node feature of these nodes (optional, default: the GPU
+                        // type): a job on two types asks for --constraint=[f1*n1&f2*n2]
+  const std::string& slurm_feature() const { return feature.empty() ? gpu : feature; }
+};
+
+// What a job costs besides its training steps (the optional "runtime" object; these
+// defaults when absent). Used by the whole-job time model (estimator/model/job_time.hpp).
+struct Runtime {
+  double startup_s = 30;   // job start to the first step: srun, MPI/NCCL set-up, CUDA context
+  double read_gbs = 1;     // reading the data set, GB/s per rank (shared file system)
+  double write_gbs = 0.5;  // writing a checkpoint (rank 0), GB/s
+  // A job that stages its data set (dlh-data stage, one task per node) copies it from the
+  // shared file system at stage_gbs per node, reads the copy back to check it and then reads
+  // it from node-local storage, both at local_read_gbs.
+  double stage_gbs = 0.5;
+  double local_read_gbs = 2;
+  // A test cluster whose nodes are all one machine (share/cluster/local.json): its cores,
+  // shared by every rank of a job whatever node Slurm gives it. 0: real, separate nodes.
+  int shared_host_cores = 0;
+};
+
+struct Cluster {
+  std::string name;
+  std::vector<GpuType> gpu_types;
+  std::vector<NodeType> node_types;
+  Link inter_node;  // between nodes (per node NIC)
+  Runtime runtime;
+  std::string origin;  // the file it was read from ("" when built in code), for messages
+  const GpuType* gpu(const std::string& type_name) const;         // nullptr if unknown
+  const NodeType* node_type(const std::string& node_name) const;  // nullptr if unknown
+};
+
+// Parses and validates (unknown keys, missing fields, non-positive values, node types
+// naming unknown GPU types, duplicate names) with errors naming the file and field:
+//   cluster.json: node_types[1].gpu: unknown GPU type "h200"
+// Relative calibration paths are resolved against the file's folder. Throws EstimateError.
+Cluster ParseCluster(const std::string& json_text, const std::string& origin,
+                     const std::string& base_dir);
+Cluster LoadCluster(const std::string& path);
+
+}  // namespace dlh

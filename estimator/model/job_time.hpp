@@ -1,0 +1,102 @@
+// DLH estimator — the whole-job time model: what a job spends besides its training steps,
+// and how ranks that share a node's CPU cores slow each other down. The recommender adds
+// these to steps x step time, so that the Slurm time limit covers the job, not its loop.
+//
+//   total = startup                       runtime.startup_s: srun, MPI/NCCL, CUDA context
+//         + staging                       only a job that stages its data set onto its nodes
+//                                         (dlh-data stage): bytes / stage_gbs to copy it, and
+//                                         bytes / local_read_gbs to read the copy back
+//         + data                          every rank reads the data set: bytes / read_gbs
+//                                         (staged: / local_read_gbs, from the node's copy)
+//         + warm-up                       the first steps' extra cost (allocations, thread
+//                                         pools, autotuning): kWarmupSteps x step
+//         + steps x step
+//         + evaluations                   one test-set pass after every epoch (the
+//                                         launcher's default): forward only, split evenly
+//         + checkpoints                   one after every epoch plus one per 30 min of
+//                                         training (the launcher's defaults), rank 0 writes
+//                                         parameters, buffers and optimizer state
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/model/features.hpp"
+
+namespace dlh {
+
+// Measured on this project's test machine (share/cluster/local.json, BENCHMARKS.md "Whole
+// jobs"): the first step of a run costs about this many steady steps more.
+constexpr double kWarmupSteps = 3;
+// The launcher's defaults (launcher/main_launch.cpp): checkpoint every 30 min of training
+// and after every epoch; evaluate after every epoch in chunks of 256 samples.
+constexpr double kCheckpointEverySeconds = 1800;
+constexpr int64_t kEvalChunk = 256;
+// A checkpoint's cost besides its bytes (create, fsync, rename, keep the last three).
+constexpr double kCheckpointFixedSeconds = 0.05;
+// The launcher writes all but the run's last checkpoint in the background
+// (launcher/storage/checkpoint_writer.hpp): the loop is held up only while rank 0 copies the
+// state to host memory, at about this rate (a copy into freshly allocated memory, page
+// faults included; measured: BENCHMARKS.md "Checkpoints in the background"), and when the
+// previous write outlasts the interval, for the rest of it.
+constexpr double kSnapshotGbs = 2;
+
+// What the job does, from the spec and the request.
+struct JobWork {
+  int64_t samples = 0;       // training samples per epoch
+  int64_t eval_samples = 0;  // test samples evaluated after every epoch (0: none)
+  int epochs = 0;
+  double data_bytes = 0;        // the data set as read (train and test)
+  bool staged = false;          // copied onto every node before the training step
+  double checkpoint_bytes = 0;  // parameters, buffers and optimizer state
+  double forward_fraction = 0;  // forward FLOPs / training FLOPs per sample (an eval sample)
+};
+// samples/eval_samples/epochs as given; data bytes: one byte per input element (uint8
+// images, as dlh-data writes them) plus a label; checkpoint: 4 bytes per parameter and
+// buffer, times 1 + optimizer slots.
+JobWork WorkOf(const ModelFeatures& f, int64_t samples, int64_t eval_samples, int epochs,
+               int optimizer_slots);
+
+// One candidate allocation's step, as the recommender predicts it.
+struct StepShape {
+  int64_t steps = 0;
+  double step_s = 0;
+  int gpus = 0;
+  // The slowest rank's training time per sample and fixed time per step: an evaluation
+  // chunk costs forward_fraction of a training step of its size.
+  double per_sample_s = 0, fixed_s = 0;
+};
+
+struct JobPhases {
+  double startup_s = 0, stage_s = 0, data_s = 0, warmup_s = 0, steps_s = 0, eval_s = 0,
+         checkpoint_s = 0;
+  int64_t evaluations = 0, checkpoints = 0;
+  double total_s() const {
+    return startup_s + stage_s + data_s + warmup_s + steps_s + eval_s + checkpoint_s;
+  }
+};
+
+// `startup_s`: the runtime's, or a site's override (the plugin's startup=).
+JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Runtime& runtime,
+                           double startup_s);
+
+// How much slower a rank runs than its CPU calibration when `ranks` ranks share `cores`
+// cores: the launcher gives each max(1, cores / ranks) OpenBLAS threads, and the
+// calibration timed one process with `calibration_threads`. Work per sample scales with
+// the threads (GEMMs and memory passes are threaded). A node with more ranks than cores
+// (o = ranks / cores > 1) costs o twice, the fixed per-step part included: the ranks take
+// turns on the cores, and the ones already waiting in the allreduce poll (Open MPI spins
+// unless it knows the node is oversubscribed, which under srun it does not) and so take
+// their turns from the ones still computing. Measured: 4 ranks of the example CNN on 2
+// cores took 2.2x the time of 2 ranks (BENCHMARKS.md, Whole jobs).
+struct CpuShare {
+  double per_sample = 1, fixed = 1;
+};
+CpuShare CpuRankShare(int calibration_threads, int cores, int ranks);
+
+// "start-up 30s + data 0.2s + warm-up 0.4s + 936 steps 1m40s + 8 evaluations 5.1s + 8
+// checkpoints 0.5s" (parts that cost nothing left out).
+std::string PhasesText(const JobPhases& p, int64_t steps);
+
+}  // namespace dlh

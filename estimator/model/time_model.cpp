@@ -1,0 +1,662 @@
+// DLH estimator — the step-time model: design rows, the non-negative relative-error fit
+// with k-fold cross-validation, and calibration files.
+//
+// Calibration file format (format_version 1), one JSON object; every field is required and
+// unknown fields are rejected:
+//
+//   {
+//     "format_version": 1,
+//     "device": "cpu",                         non-empty string
+//     "host": "Intel(R) Xeon(R) ..., 2 cores", string
+//     "threads": 2,                            non-negative integer (0: unknown)
+//     "created": "2026-11-21T12:00:00Z",       string, ISO 8601 UTC
+//     "engine": {"fingerprint": "d42dc4ae35ac", optional: what was timed (12 hex digits,
+//                "compiler": "gcc 12.2.0",      engine_fingerprint.hpp), strings
+//                "blas": "OpenBLAS 0.3.21 ..."},
+//     "samples": [                             array (may be empty)
+//       {"model": "base",                      string, the sweep model's name
+//        "batch": 64,                          positive integer, one rank's batch
+//        "seconds": 0.0123,                    positive number, median per step
+//        "joules": null,                       null (not measured) or non-negative number
+//        "features": {                         per sample, see estimator/model/features.hpp
+//          "conv_flops_fwd": 7714560, "conv_flops_bwd": 14939904,
+//          "dense_flops_fwd": 805514, "dense_flops_bwd": 1610890,
+//          "other_flops_fwd": 379742, "other_flops_bwd": 351508,
+//          "activation_elements": 129754, "params": 421834,
+//          "conv_workspace_elements": 119952,  non-negative numbers
+//          "cpu_fused_flops_fwd": 125440,      optional pair, non-negative numbers
+//          "cpu_fused_flops_bwd": 50176,       (0 when absent: older files)
+//          "conv_layers": 2, "total_filters": 96, "dense_layers": 2, "dense_nodes": 138,
+//          "input_elements": 784}}             non-negative integers
+//     ],
+//     "model": {
+//       "terms": ["overhead_s", "conv_s_per_flop", "dense_s_per_flop",
+//                 "elementwise_s_per_flop", "update_s_per_param", "im2col_s_per_value",
+//                 "conv_out_s_per_value", "conv_layer_s", "dense_layer_s"],
+//                                              exactly these (TimeTermNames), or the first
+//                                              7 (a file from before the per-layer terms)
+//       "coef": [1e-3, 2e-11, ...],            one non-negative number per term
+//       "quality": {"samples": 60, "folds": 5,  non-negative integers
+//                   "r2": 0.998,                number
+//                   "mape": 3.1, "cv_mape": 4.2}}  non-negative numbers, in %
+//   }
+//
+// The model's device is the file's "device"; a CPU device's element-wise term leaves out the
+// layers its engine runs inside a convolution (CpuEngineDevice). Features read back have no
+// per-layer costs
+// (`layers` is empty). Errors name the origin and the field:
+//   cal.json: samples[3].seconds: must be a positive number, got -1
+
+#include "estimator/model/time_model.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "common/atomic_file.hpp"
+#include "common/file_text.hpp"
+#include "common/json_parse.hpp"
+#include "estimator/model/engine_fingerprint.hpp"
+
+namespace dlh {
+
+using nlohmann::json;
+
+const std::vector<std::string>& TimeTermNames() {
+  static const std::vector<std::string> names{
+      "overhead_s",         "conv_s_per_flop",    "dense_s_per_flop",     "elementwise_s_per_flop",
+      "update_s_per_param", "im2col_s_per_value", "conv_out_s_per_value", "conv_layer_s",
+      "dense_layer_s"};
+  return names;
+}
+
+std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_engine) {
+  const double b = double(batch);
+  const double fused = cpu_engine ? f.cpu_fused_flops_fwd + f.cpu_fused_flops_bwd : 0.0;
+  return {1.0,
+          b * (f.conv_flops_fwd + f.conv_flops_bwd),
+          b * (f.dense_flops_fwd + f.dense_flops_bwd),
+          b * std::max(0.0, f.other_flops_fwd + f.other_flops_bwd - fused),
+          f.params,
+          b * f.conv_workspace_elements,
+          b * f.conv_output_elements,
+          double(f.conv_layers),
+          double(f.dense_layers)};
+}
+
+double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {
+  if (coef.size() != size_t(kTimeTerms))
+    throw EstimateError("time model for " + (device.empty() ? std::string("?") : device) + " has " +
+                        std::to_string(coef.size()) + " coefficients, need " +
+                        std::to_string(kTimeTerms));
+  const std::vector<double> x = TimeTerms(f, batch, CpuEngineDevice(device));
+  double t = 0;
+  for (int j = 0; j < kTimeTerms; ++j) t += coef[j] * x[j];
+  return t;
+}
+
+// ---------------------------------------------------------------- fit
+
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+std::string Num(double d) { return json(d).dump(); }
+
+// Least squares on the columns of A marked in `use`; the others come out 0.
+VectorXd SolveSubset(const MatrixXd& A, const VectorXd& y, const std::vector<bool>& use) {
+  std::vector<int> cols;
+  for (int j = 0; j < int(use.size()); ++j)
+    if (use[j]) cols.push_back(j);
+  VectorXd x = VectorXd::Zero(A.cols());
+  if (cols.empty()) return x;
+  MatrixXd S(A.rows(), Eigen::Index(cols.size()));
+  for (size_t k = 0; k < cols.size(); ++k) S.col(Eigen::Index(k)) = A.col(cols[k]);
+  const VectorXd s = S.colPivHouseholderQr().solve(y);
+  for (size_t k = 0; k < cols.size(); ++k) x(cols[k]) = s(Eigen::Index(k));
+  return x;
+}
+
+// Non-negative least squares, min |A x - y| subject to x >= 0 (Lawson & Hanson 1974,
+// "Solving Least Squares Problems", ch. 23). A must have full column rank.
+//
+// Why NNLS rather than clamping negative coefficients to 0 and refitting the rest: the
+// problem is convex, and the active-set method stops at its exact optimum (the KKT point),
+// whereas clamp-and-refit can pin a coefficient at 0 that the optimum wants positive, or
+// miss that clamping one makes another negative, and then depends on the order of steps.
+// With 5 columns the method needs a handful of small QR solves.
+VectorXd Nnls(const MatrixXd& A, const VectorXd& y) {
+  const int n = int(A.cols());
+  VectorXd x = VectorXd::Zero(n);
+  std::vector<bool> passive(n, false);
+  std::vector<bool> barred(n, false);  // just added and dropped at once: skip once
+  // Gradient entries below this are rounding noise (the columns have unit norm).
+  const double tol = 1e3 * std::numeric_limits<double>::epsilon() * std::max(1.0, y.norm());
+  for (int outer = 0; outer < 10 * n; ++outer) {
+    const VectorXd w = A.transpose() * (y - A * x);
+    int best = -1;
+    for (int j = 0; j < n; ++j)
+      if (!passive[j] && !barred[j] && w(j) > tol && (best < 0 || w(j) > w(best))) best = j;
+    if (best < 0) break;
+    std::fill(barred.begin(), barred.end(), false);
+    passive[best] = true;
+    for (int inner = 0; inner < 10 * n; ++inner) {
+      const VectorXd z = SolveSubset(A, y, passive);
+      bool feasible = true;
+      for (int j = 0; j < n; ++j) feasible = feasible && (!passive[j] || z(j) > 0);
+      if (feasible) {
+        x = z;
+        break;
+      }
+      // Step from x towards z as far as feasibility allows; the variable that hits 0 first
+      // (and any other at 0) leaves the passive set.
+      double alpha = 1;
+      int hit = -1;
+      for (int j = 0; j < n; ++j) {
+        if (!passive[j] || z(j) > 0) continue;
+        const double a = x(j) / (x(j) - z(j));
+        if (hit < 0 || a < alpha) alpha = a, hit = j;
+      }
+      x += alpha * (z - x);
+      for (int j = 0; j < n; ++j) {
+        if (passive[j] && (j == hit || x(j) <= 0)) {
+          passive[j] = false;
+          x(j) = 0;
+          if (j == best) barred[j] = true;
+        }
+      }
+    }
+  }
+  return x;
+}
+
+struct Design {
+  MatrixXd A;  // rows TimeTerms / t (relative error), columns scaled to unit norm
+  VectorXd y;  // ones
+  VectorXd scale;
+};
+
+// The weighted, column-scaled design of the given samples. Throws EstimateError (prefixed
+// by `what`) when a column is zero or the columns are linearly dependent.
+Design MakeDesign(const std::vector<std::vector<double>>& rows, const std::vector<double>& t,
+                  const std::vector<size_t>& use, const std::string& what) {
+  const auto m = Eigen::Index(use.size());
+  Design d;
+  d.A.resize(m, kTimeTerms);
+  d.y = VectorXd::Ones(m);
+  for (Eigen::Index i = 0; i < m; ++i)
+    for (int j = 0; j < kTimeTerms; ++j) d.A(i, j) = rows[use[i]][j] / t[use[i]];
+  d.scale.resize(kTimeTerms);
+  const auto& names = TimeTermNames();
+  std::string zero;
+  for (int j = 0; j < kTimeTerms; ++j) {
+    const double norm = d.A.col(j).norm();
+    if (!(norm > 0)) {
+      zero += (zero.empty() ? "" : ", ") + names[j];
+      d.scale(j) = 1;
+    } else {
+      d.scale(j) = 1 / norm;
+      d.A.col(j) *= d.scale(j);
+    }
+  }
+  if (!zero.empty())
+    throw EstimateError(what + "the design is rank-deficient: " + zero +
+                        " has no work in any sample; the sweep must exercise every term");
+  Eigen::ColPivHouseholderQR<MatrixXd> qr(d.A);
+  qr.setThreshold(1e-10);
+  if (qr.rank() < kTimeTerms) {
+    // The columns the pivoting left for last are the ones the others already explain.
+    std::string dependent;
+    for (int k = int(qr.rank()); k < kTimeTerms; ++k)
+      dependent += (dependent.empty() ? "" : ", ") + names[qr.colsPermutation().indices()(k)];
+    throw EstimateError(what + "the design is rank-deficient (rank " + std::to_string(qr.rank()) +
+                        " of " + std::to_string(kTimeTerms) + "): " + dependent +
+                        " cannot be told apart from the other terms; the samples must vary "
+                        "models and batches independently");
+  }
+  return d;
+}
+
+// Coefficients (unscaled, >= 0) for the given samples.
+std::vector<double> Solve(const std::vector<std::vector<double>>& rows,
+                          const std::vector<double>& t, const std::vector<size_t>& use,
+                          const std::string& what) {
+  const Design d = MakeDesign(rows, t, use, what);
+  // The unconstrained optimum is the constrained one when it is feasible (convexity); it is
+  // also the common case, so take it directly and run NNLS only when it is not.
+  VectorXd x = d.A.colPivHouseholderQr().solve(d.y);
+  if (x.minCoeff() < 0) x = Nnls(d.A, d.y);
+  std::vector<double> c(kTimeTerms);
+  for (int j = 0; j < kTimeTerms; ++j) c[j] = std::max(0.0, x(j)) * d.scale(j);
+  return c;
+}
+
+double Predict(const std::vector<double>& c, const std::vector<double>& row) {
+  double s = 0;
+  for (int j = 0; j < kTimeTerms; ++j) s += c[j] * row[j];
+  return s;
+}
+
+// Uniform in [0, bound), without modulo bias, from the raw generator output (so the
+// shuffle is the same with every standard library, unlike uniform_int_distribution).
+uint64_t Below(std::mt19937_64& rng, uint64_t bound) {
+  const uint64_t limit =
+      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
+  uint64_t r;
+  do r = rng();
+  while (r >= limit);
+  return r % bound;
+}
+
+}  // namespace
+
+TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample>& samples,
+                       int folds) {
+  const int n = int(samples.size());
+  if (n < 2 * kTimeTerms)
+    throw EstimateError("too few samples to fit " + std::to_string(kTimeTerms) + " terms: got " +
+                        std::to_string(n) + ", need at least " + std::to_string(2 * kTimeTerms));
+  if (folds < 2 || folds > n)
+    throw EstimateError("cross-validation folds must be between 2 and the number of samples (" +
+                        std::to_string(n) + "), got " + std::to_string(folds));
+
+  std::vector<std::vector<double>> rows(n);
+  std::vector<double> t(n);
+  for (int i = 0; i < n; ++i) {
+    const TimingSample& s = samples[i];
+    const std::string at = "samples[" + std::to_string(i) + "]";
+    if (!(s.seconds > 0) || !std::isfinite(s.seconds))
+      throw EstimateError(at + ".seconds: must be a positive number, got " + Num(s.seconds));
+    if (s.batch <= 0)
+      throw EstimateError(at + ".batch: must be a positive integer, got " +
+                          std::to_string(s.batch));
+    rows[i] = TimeTerms(s.features, s.batch, CpuEngineDevice(device));
+    for (int j = 0; j < kTimeTerms; ++j)
+      if (!(rows[i][j] >= 0) || !std::isfinite(rows[i][j]))
+        throw EstimateError(at + ": term " + TimeTermNames()[j] +
+                            " must be a non-negative number, got " + Num(rows[i][j]));
+    t[i] = s.seconds;
+  }
+
+  std::vector<size_t> all(n);
+  for (int i = 0; i < n; ++i) all[i] = size_t(i);
+  TimeModel model;
+  model.device = device;
+  model.coef = Solve(rows, t, all, "cannot fit the time model: ");
+
+  // Quality on the training data, of t itself.
+  double mean = 0;
+  for (double v : t) mean += v / n;
+  double ss_res = 0, ss_tot = 0, ape = 0;
+  for (int i = 0; i < n; ++i) {
+    const double p = Predict(model.coef, rows[i]);
+    ss_res += (p - t[i]) * (p - t[i]);
+    ss_tot += (t[i] - mean) * (t[i] - mean);
+    ape += std::fabs(p - t[i]) / t[i];
+  }
+  model.quality.samples = n;
+  model.quality.folds = folds;
+  // All times equal: R^2 is undefined; call a perfect fit 1, anything else 0.
+  model.quality.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : (ss_res == 0 ? 1 : 0);
+  model.quality.mape = 100 * ape / n;
+
+  // k-fold cross-validation: a fixed-seed Fisher-Yates shuffle, folds of sizes differing
+  // by at most one (the first n % folds get the extra sample).
+  std::vector<size_t> order = all;
+  std::mt19937_64 rng(0x444c48u);  // "DLH"
+  for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[Below(rng, i + 1)]);
+  double cv_ape = 0;
+  size_t start = 0;
+  for (int k = 0; k < folds; ++k) {
+    const size_t size = size_t(n / folds + (k < n % folds ? 1 : 0));
+    std::vector<size_t> train, test;
+    for (size_t p = 0; p < order.size(); ++p)
+      (p >= start && p < start + size ? test : train).push_back(order[p]);
+    start += size;
+    const std::string what =
+        "cross-validation fold " + std::to_string(k + 1) + " of " + std::to_string(folds) + ": ";
+    if (train.size() < size_t(kTimeTerms))
+      throw EstimateError(what + "only " + std::to_string(train.size()) + " training samples for " +
+                          std::to_string(kTimeTerms) + " terms; use fewer folds");
+    const std::vector<double> c = Solve(rows, t, train, what);
+    for (size_t i : test) cv_ape += std::fabs(Predict(c, rows[i]) - t[i]) / t[i];
+  }
+  model.quality.cv_mape = 100 * cv_ape / n;
+  return model;
+}
+
+// ---------------------------------------------------------------- calibration files
+
+namespace {
+
+// Integral values of a double are written as JSON integers (7714560, not 7714560.0).
+json NumberJson(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0)
+    return json(int64_t(v));
+  return json(v);
+}
+
+json FeaturesJson(const ModelFeatures& f) {
+  return json{{"conv_flops_fwd", NumberJson(f.conv_flops_fwd)},
+              {"conv_flops_bwd", NumberJson(f.conv_flops_bwd)},
+              {"dense_flops_fwd", NumberJson(f.dense_flops_fwd)},
+              {"dense_flops_bwd", NumberJson(f.dense_flops_bwd)},
+              {"other_flops_fwd", NumberJson(f.other_flops_fwd)},
+              {"other_flops_bwd", NumberJson(f.other_flops_bwd)},
+              {"activation_elements", NumberJson(f.activation_elements)},
+              {"params", NumberJson(f.params)},
+              {"conv_workspace_elements", NumberJson(f.conv_workspace_elements)},
+              {"conv_output_elements", NumberJson(f.conv_output_elements)},
+              {"cpu_fused_flops_fwd", NumberJson(f.cpu_fused_flops_fwd)},
+              {"cpu_fused_flops_bwd", NumberJson(f.cpu_fused_flops_bwd)},
+              {"conv_layers", f.conv_layers},
+              {"total_filters", f.total_filters},
+              {"dense_layers", f.dense_layers},
+              {"dense_nodes", f.dense_nodes},
+              {"input_elements", f.input_elements}};
+}
+
+// One JSON object of the file being read; messages are "<origin>: <path>.<key>: <problem>".
+class Reader {
+ public:
+  Reader(const json& j, const std::string& origin, std::string path)
+      : j_(j), origin_(origin), path_(std::move(path)) {}
+
+  std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  [[noreturn]] void Fail(const std::string& where, const std::string& problem) const {
+    std::string msg = (origin_.empty() ? std::string("calibration") : origin_) + ": ";
+    if (!where.empty()) msg += where + ": ";
+    msg += problem;
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    std::replace(msg.begin(), msg.end(), '\r', ' ');
+    throw EstimateError(msg);
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    Fail(at(key), problem);
+  }
+
+  // The object itself: must be one, with no key outside `allowed`.
+  void object(std::initializer_list<const char*> allowed) const {
+    if (!j_.is_object()) Fail(path_, "must be a JSON object, got " + ShownJsonValue(j_));
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || it.key() == a;
+      if (!ok) Fail(path_, "unknown key " + json(it.key()).dump());
+    }
+  }
+
+  bool has(const char* key) const { return j_.contains(key); }
+  const json& required(const char* key) const {
+    if (!j_.contains(key)) fail(key, "required");
+    return j_.at(key);
+  }
+
+  std::string string(const char* key, bool nonempty) const {
+    const json& v = required(key);
+    if (!v.is_string())
+      fail(key, std::string(nonempty ? "must be a non-empty string" : "must be a string") +
+                    ", got " + ShownJsonValue(v));
+    std::string s = v.get<std::string>();
+    if (nonempty && s.empty()) fail(key, "must be a non-empty string, got \"\"");
+    return s;
+  }
+
+  // An integer in [min, max]; 3.0 is not an integer.
+  int64_t integer(const char* key, int64_t min, int64_t max) const {
+    const json& v = required(key);
+    const std::string want = min == 1   ? "must be a positive integer"
+                             : min == 0 ? "must be a non-negative integer"
+                                        : "must be an integer";
+    if (!v.is_number_integer()) fail(key, want + ", got " + ShownJsonValue(v));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max))
+      fail(key, "must be at most " + std::to_string(max) + ", got " + ShownJsonValue(v));
+    const int64_t x = v.get<int64_t>();
+    if (x < min) fail(key, want + ", got " + ShownJsonValue(v));
+    if (x > max) fail(key, "must be at most " + std::to_string(max) + ", got " + ShownJsonValue(v));
+    return x;
+  }
+
+  enum class Sign { Any, NonNegative, Positive };
+  double number(const char* key, Sign sign) const { return Number(required(key), at(key), sign); }
+  double Number(const json& v, const std::string& where, Sign sign) const {
+    const char* want = sign == Sign::Positive      ? "must be a positive number"
+                       : sign == Sign::NonNegative ? "must be a non-negative number"
+                                                   : "must be a number";
+    if (!v.is_number()) Fail(where, std::string(want) + ", got " + ShownJsonValue(v));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || (sign == Sign::Positive && !(x > 0)) ||
+        (sign == Sign::NonNegative && !(x >= 0)))
+      Fail(where, std::string(want) + ", got " + ShownJsonValue(v));
+    return x;
+  }
+
+  const json& j() const { return j_; }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  const json& j_;
+  const std::string& origin_;
+  std::string path_;
+};
+
+ModelFeatures ReadFeatures(const Reader& r) {
+  using S = Reader::Sign;
+  r.object({"conv_flops_fwd", "conv_flops_bwd", "dense_flops_fwd", "dense_flops_bwd",
+            "other_flops_fwd", "other_flops_bwd", "activation_elements", "params",
+            "conv_workspace_elements", "conv_output_elements", "conv_layers", "total_filters",
+            "dense_layers", "dense_nodes", "input_elements", "cpu_fused_flops_fwd",
+            "cpu_fused_flops_bwd"});
+  ModelFeatures f;
+  f.conv_flops_fwd = r.number("conv_flops_fwd", S::NonNegative);
+  f.conv_flops_bwd = r.number("conv_flops_bwd", S::NonNegative);
+  f.dense_flops_fwd = r.number("dense_flops_fwd", S::NonNegative);
+  f.dense_flops_bwd = r.number("dense_flops_bwd", S::NonNegative);
+  f.other_flops_fwd = r.number("other_flops_fwd", S::NonNegative);
+  f.other_flops_bwd = r.number("other_flops_bwd", S::NonNegative);
+  f.activation_elements = r.number("activation_elements", S::NonNegative);
+  f.params = r.number("params", S::NonNegative);
+  f.conv_workspace_elements = r.number("conv_workspace_elements", S::NonNegative);
+  f.conv_output_elements = r.number("conv_output_elements", S::NonNegative);
+  f.conv_layers = int(r.integer("conv_layers", 0, INT_MAX));
+  f.total_filters = r.integer("total_filters", 0, std::numeric_limits<int64_t>::max());
+  f.dense_layers = int(r.integer("dense_layers", 0, INT_MAX));
+  f.dense_nodes = r.integer("dense_nodes", 0, std::numeric_limits<int64_t>::max());
+  f.input_elements = r.integer("input_elements", 0, std::numeric_limits<int64_t>::max());
+  // Files from before the CPU engine fused layers have neither: nothing was fused.
+  if (r.has("cpu_fused_flops_fwd") || r.has("cpu_fused_flops_bwd")) {
+    f.cpu_fused_flops_fwd = r.number("cpu_fused_flops_fwd", S::NonNegative);
+    f.cpu_fused_flops_bwd = r.number("cpu_fused_flops_bwd", S::NonNegative);
+  }
+  return f;
+}
+
+}  // namespace
+
+json CalibrationToJson(const Calibration& c) {
+  if (c.model.coef.size() != size_t(kTimeTerms))
+    throw EstimateError("calibration for " + c.device + ": the time model has " +
+                        std::to_string(c.model.coef.size()) + " coefficients, need " +
+                        std::to_string(kTimeTerms));
+  json samples = json::array();
+  for (const TimingSample& s : c.samples) {
+    samples.push_back(json{{"model", s.model},
+                           {"batch", s.batch},
+                           {"seconds", s.seconds},
+                           {"joules", s.joules >= 0 ? json(s.joules) : json(nullptr)},
+                           {"features", FeaturesJson(s.features)}});
+  }
+  const FitQuality& q = c.model.quality;
+  json out = json{{"format_version", 1},
+                  {"device", c.device},
+                  {"host", c.host},
+                  {"threads", c.threads},
+                  {"created", c.created},
+                  {"samples", samples},
+                  {"model",
+                   {{"terms", TimeTermNames()},
+                    {"coef", c.model.coef},
+                    {"quality",
+                     {{"samples", q.samples},
+                      {"folds", q.folds},
+                      {"r2", q.r2},
+                      {"mape", q.mape},
+                      {"cv_mape", q.cv_mape}}}}}};
+  if (!c.engine.empty())
+    out["engine"] = {{"fingerprint", c.engine}, {"compiler", c.compiler}, {"blas", c.blas}};
+  if (!c.device_info.is_null()) out["device_info"] = c.device_info;
+  return out;
+}
+
+Calibration CalibrationFromJson(const json& j, const std::string& origin) {
+  using S = Reader::Sign;
+  const Reader top(j, origin, "");
+  top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
+              "samples", "model"});
+  {
+    const json& v = top.required("format_version");
+    if (!v.is_number_integer())
+      top.fail("format_version", "must be an integer, got " + ShownJsonValue(v));
+    if (v != 1)
+      top.fail("format_version",
+               "unsupported version " + ShownJsonValue(v) + " (this build reads 1)");
+  }
+  Calibration c;
+  c.device = top.string("device", true);
+  c.host = top.string("host", false);
+  c.threads = int(top.integer("threads", 0, INT_MAX));
+  c.created = top.string("created", true);
+  if (j.contains("engine")) {
+    const Reader e(top.required("engine"), origin, "engine");
+    e.object({"fingerprint", "compiler", "blas"});
+    c.engine = e.string("fingerprint", true);
+    c.compiler = e.string("compiler", false);
+    c.blas = e.string("blas", false);
+  }
+  if (j.contains("device_info")) {
+    c.device_info = top.required("device_info");
+    if (!c.device_info.is_object())
+      top.fail("device_info", "must be an object, got " + ShownJsonValue(c.device_info));
+  }
+
+  const json& samples = top.required("samples");
+  if (!samples.is_array()) top.fail("samples", "must be an array, got " + ShownJsonValue(samples));
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Reader r(samples[i], origin, "samples[" + std::to_string(i) + "]");
+    r.object({"model", "batch", "seconds", "joules", "features"});
+    TimingSample s;
+    s.model = r.string("model", false);
+    s.batch = r.integer("batch", 1, std::numeric_limits<int64_t>::max());
+    s.seconds = r.number("seconds", S::Positive);
+    const json& joules = r.required("joules");
+    if (!joules.is_null() &&
+        !(joules.is_number() && joules.get<double>() >= 0 && std::isfinite(joules.get<double>())))
+      r.fail("joules", "must be null or a non-negative number, got " + ShownJsonValue(joules));
+    s.joules = joules.is_null() ? -1 : joules.get<double>();
+    s.features = ReadFeatures(Reader(r.required("features"), origin, r.at("features")));
+    c.samples.push_back(std::move(s));
+  }
+
+  const Reader m(top.required("model"), origin, "model");
+  m.object({"terms", "coef", "quality"});
+  {
+    const json& terms = m.required("terms");
+    // The count comes from the names rather than from expected.size(): GCC 12 with
+    // -fsanitize=thread warns (-Warray-bounds, a false positive) about json::size() here.
+    const std::vector<std::string>& names = TimeTermNames();
+    const json expected(names);
+    const json legacy(std::vector<std::string>(names.begin(), names.begin() + kLegacyTimeTerms));
+    const bool is_legacy = terms == legacy;
+    if (terms != expected && !is_legacy) {
+      // Name the first wrong term: the whole list would be long, and values are shown by
+      // kind only (ShownJsonValue).
+      if (terms.is_array() && terms.size() == names.size())
+        for (size_t i = 0; i < names.size(); ++i)
+          if (terms[i] != expected[i])
+            m.fail("terms[" + std::to_string(i) + "]",
+                   "must be " + expected[i].dump() + ", got " + ShownJsonValue(terms[i]));
+      m.fail("terms", "must be " + expected.dump() + ", got " + ShownJsonValue(terms));
+    }
+    const json& coef = m.required("coef");
+    const int count = is_legacy ? kLegacyTimeTerms : kTimeTerms;
+    if (!coef.is_array() || coef.size() != size_t(count))
+      m.fail("coef", "must be an array of " + std::to_string(count) +
+                         " non-negative numbers (one per term), got " + ShownJsonValue(coef));
+    for (size_t k = 0; k < coef.size(); ++k)
+      c.model.coef.push_back(
+          m.Number(coef[k], m.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
+    c.model.coef.resize(size_t(kTimeTerms), 0.0);  // a legacy file: no per-layer cost
+  }
+  const Reader q(m.required("quality"), origin, m.at("quality"));
+  q.object({"samples", "folds", "r2", "mape", "cv_mape"});
+  c.model.quality.samples = int(q.integer("samples", 0, INT_MAX));
+  c.model.quality.folds = int(q.integer("folds", 0, INT_MAX));
+  c.model.quality.r2 = q.number("r2", S::Any);
+  c.model.quality.mape = q.number("mape", S::NonNegative);
+  c.model.quality.cv_mape = q.number("cv_mape", S::NonNegative);
+  c.model.device = c.device;
+  return c;
+}
+
+namespace {
+
+constexpr size_t kMaxCalibrationBytes = size_t(64) << 20;
+
+[[noreturn]] void FileFail(const std::string& path, const std::string& problem) {
+  std::string msg = path + ": " + problem;
+  std::replace(msg.begin(), msg.end(), '\n', ' ');
+  throw EstimateError(msg);
+}
+
+}  // namespace
+
+Calibration LoadCalibration(const std::string& path) {
+  std::string text, why;
+  if (!ReadFileText(path, kMaxCalibrationBytes, &text, &why)) {
+    if (why.rfind("larger than", 0) == 0) why += ", not a calibration file";
+    FileFail(path, "cannot read: " + why);
+  }
+  json j;
+  JsonProblem problem;
+  if (!ParseJsonStrict(text, &j, &problem))
+    FileFail(path, (problem.path.empty() ? "" : problem.path + ": ") + problem.message);
+  return CalibrationFromJson(j, path);
+}
+
+std::string CalibrationStaleness(const Calibration& c) {
+  const std::string now = EngineFingerprint(c.device);
+  if (c.engine == now) return "";
+  return (c.engine.empty() ? std::string("records no engine (made before fingerprints)")
+                           : "measured with engine " + c.engine) +
+         ", this build's engine is " + now + ": recalibrate (dlh-estimate calibrate)";
+}
+
+void SaveCalibration(const std::string& path, const Calibration& c) {
+  try {
+    WriteFileAtomically(path, CalibrationToJson(c).dump(2) + "\n");
+  } catch (const IoError& e) {
+    // IoError says "<path>: cannot write: <reason>"; the estimator's file errors are
+    // EstimateError (dlh-estimate exit code 2), one line like every other FileFail.
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    throw EstimateError(msg);
+  }
+}
+
+int CalibrationThreads(const Calibration& c) {
+  if (c.threads > 0) return c.threads;
+  // CpuDescription() ends with ", N cores" (N from the affinity mask at calibration time).
+  const std::string suffix = " cores";
+  const size_t end = c.host.rfind(suffix);
+  if (end == std::string::npos || end + suffix.size() != c.host.size()) return 1;
+  size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(c.host[begin - 1]))) --begin;
+  if (begin == end || end - begin > 4) return 1;
+  return std::max(1, std::stoi(c.host.substr(begin, end - begin)));
+}
+
+}  // namespace dlh

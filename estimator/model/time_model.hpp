@@ -1,0 +1,119 @@
+// DLH estimator — the regression model of training-step time, its fit, and calibration
+// files.
+//
+// Model (per device type): seconds per step for a local batch b
+//   t(b) = c0                                  fixed per-step overhead (launches, loop)
+//        + c1 * b * (conv FLOPs fwd+bwd)       GEMM-bound convolution work
+//        + c2 * b * (dense FLOPs fwd+bwd)      GEMM-bound dense work
+//        + c3 * b * element-wise FLOPs         memory-bound passes (relu, pool, batchnorm,
+//                                              dropout, loss), counted per layer kind by the
+//                                              operations it does per element: a batchnorm
+//                                              costs several times a relu of the same size
+//        + c4 * parameters                     optimizer update and gradient copies
+//        + c5 * b * im2col elements            convolution columns written and read back
+//                                              (forward im2col, backward col2im)
+//        + c6 * b * conv output elements       GEMM result tiles: a GEMM's time is about
+//                                              FLOPs/peak + k0 * FLOPs/inner, and
+//                                              FLOPs/inner = 2 * output elements, so short
+//                                              inner dimensions (first layers) cost extra
+//        + c7 * conv layers                    fixed cost of a convolution layer per step
+//        + c8 * dense layers                   and of a dense layer (its kernel launches,
+//                                              library calls and their synchronisation,
+//                                              with the element-wise layers around it):
+//                                              on a GPU, small models are made of these (the
+//                                              H100 fit: 0.33 ms per convolution layer,
+//                                              0.02 ms per dense layer)
+// Each term is a kind of work a device does at its own rate, so every coefficient is a
+// time per unit (seconds per FLOP, per value) and must come out positive; a blind
+// polynomial would fit the sweep and fail on new shapes. The fit minimises RELATIVE error
+// (each row weighted by 1/t), because a 10 ms error matters on a 20 ms step, not on 2 s.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "estimator/model/engine_fingerprint.hpp"  // CpuEngineDevice
+#include "estimator/model/features.hpp"
+
+namespace dlh {
+
+constexpr int kTimeTerms = 9;
+const std::vector<std::string>& TimeTermNames();  // "overhead_s", "conv_s_per_flop", ...
+// Calibration files written before the per-layer terms name the first 7 terms only; they
+// load with the per-layer coefficients 0, which is the model they were fitted as.
+constexpr int kLegacyTimeTerms = 7;
+
+// The row of the design matrix for a model and local batch.
+// cpu_engine (CpuEngineDevice of the model's device): the element-wise term leaves out the
+// layers the CPU engine runs inside a convolution (features.hpp).
+std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_engine);
+
+// One measured configuration of the calibration sweep.
+struct TimingSample {
+  std::string model;  // name of the sweep model
+  ModelFeatures features;
+  int64_t batch = 0;   // local batch of one rank
+  double seconds = 0;  // median seconds per training step
+  double joules = -1;  // energy per step (-1: not measured)
+};
+
+struct FitQuality {
+  int samples = 0;
+  int folds = 0;
+  double r2 = 0;       // on the training data (of t, not of t weighted)
+  double mape = 0;     // mean absolute percentage error on the training data, in %
+  double cv_mape = 0;  // k-fold cross-validated MAPE, in %
+};
+
+struct TimeModel {
+  std::string device;        // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)", ...
+  std::vector<double> coef;  // kTimeTerms coefficients
+  FitQuality quality;
+  double seconds(const ModelFeatures& f, int64_t batch) const;  // predicted step time
+};
+
+// Weighted least squares with k-fold cross-validation (folds >= 2, samples shuffled with a
+// fixed seed). Throws EstimateError when samples < 2 * kTimeTerms ("too few samples to fit
+// 7 terms: got 9, need at least 14") or the design is rank-deficient.
+TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample>& samples,
+                       int folds = 5);
+
+// Calibration file (JSON, documented in README): device, host description, threads,
+// creation time, every sample (model name, batch, features summary, seconds, joules), and
+// the fitted model with its quality.
+struct Calibration {
+  std::string device;
+  std::string host;  // CPU model / GPU name, cores
+  int threads = 0;
+  std::string created;  // ISO 8601 UTC
+  // What was timed (optional in the file; "" when absent): the engine's fingerprint
+  // (engine_fingerprint.hpp), the compiler and the BLAS library.
+  std::string engine;
+  std::string compiler;
+  std::string blas;
+  // calibrate --device cuda: the GPU and its libraries as dlh_cuda_describe gives them
+  // (name, PCI bus id, memory, clocks, driver, CUDA, cuDNN, cuBLAS, NCCL); null: none.
+  nlohmann::json device_info;
+  std::vector<TimingSample> samples;
+  TimeModel model;
+};
+nlohmann::json CalibrationToJson(const Calibration& c);
+// Throws EstimateError naming the file and field.
+Calibration CalibrationFromJson(const nlohmann::json& j, const std::string& origin);
+Calibration LoadCalibration(const std::string& path);
+// Written atomically (common/atomic_file.hpp); throws EstimateError
+// "<path>: cannot write: <reason>".
+void SaveCalibration(const std::string& path, const Calibration& c);
+
+// Why `c` may not describe this build's engine for its device: "" when its fingerprint
+// matches, else one phrase ("measured with engine 1a2b3c4d5e6f, this build's engine is
+// 0f9e8d7c6b5a: recalibrate (dlh-estimate calibrate)", or "records no engine ...").
+std::string CalibrationStaleness(const Calibration& c);
+
+// The threads a CPU calibration timed with: its "threads", or when that is 0 (all cores)
+// the cores its host description names ("AMD EPYC 7B13, 2 cores"); 1 when neither says.
+int CalibrationThreads(const Calibration& c);
+
+}  // namespace dlh

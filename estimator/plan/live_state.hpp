@@ -1,0 +1,59 @@
+// DLH planning core — which nodes are free now, from Slurm, overlaid onto the cluster
+// description (NodeType::available).
+//
+// A node counts as free for a node type when it carries GPUs of the node type's GPU (GRES)
+// type, none of them is in use (gres_used), and it is idle or mixed (some CPUs free);
+// down, drained, failing, powered-down, reserved and fully allocated nodes are not free.
+// When several node types share a GPU type, a node also needs their gpus_per_node.
+//
+// Pure parsing and counting (unit-tested), no Slurm headers. The nodes come from sinfo's
+// text (`dlh-estimate slurm-plan`) or, in the SPANK plugin, from slurmctld
+// (plugin/slurm_nodes.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimator/cluster/cluster.hpp"
+
+namespace dlh::plan {
+
+struct LiveNode {
+  std::string name;
+  std::string state;      // idle, mixed, alloc, down, drain, reserved, unknown
+  std::string gres;       // e.g. "gpu:a100:4(S:0-1)"
+  std::string gres_used;  // e.g. "gpu:a100:2(IDX:0,2)"
+};
+
+struct GresItem {
+  std::string name;  // "gpu"
+  std::string type;  // "a100", "" when untyped
+  int64_t count = 0;
+  bool count_given = false;  // false: no count written, `count` is the implied 1
+};
+
+// Parses a GRES list as Slurm prints it: items separated by ',' outside parentheses, each
+// name[:type][:count][(details)], count 1 when missing; "(null)" and "" give nothing.
+std::vector<GresItem> ParseGres(const std::string& text);
+
+// Whether `node` is one of node type `nt`'s nodes: it carries GPUs of nt's GPU type and,
+// when several node types share that GPU type, exactly nt's gpus_per_node of them.
+bool IsNodeOfType(const Cluster& cluster, const NodeType& nt, const LiveNode& node);
+
+// The names of node type `nt`'s nodes among `nodes`, whatever their state: a job on two
+// types tells each rank its type by its node's name (DLH_PLAN allocation.parts[].node_names).
+std::vector<std::string> NodeNamesOfType(const Cluster& cluster, const NodeType& nt,
+                                         const std::vector<LiveNode>& nodes);
+
+// Sets node_types[i].available from the nodes (never above node_types[i].nodes) and returns
+// a note such as "free now: node-alpha 1/1, node-beta 0/1".
+std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes);
+
+// Nodes from `sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|'` (the stable
+// command-line interface; share/slurm/cli_filter.lua). Each line is name|state|gres|used|;
+// sinfo's state flags count as not free ("idle*" not responding, "idle~" powered down,
+// "mixed$" in maintenance). Lines that do not have four fields are skipped.
+std::vector<LiveNode> LiveNodesFromSinfo(const std::string& text);
+
+}  // namespace dlh::plan

@@ -1,0 +1,131 @@
+// DLH planning core — from --dlh-auto, the spec and the live cluster state to the Slurm job
+// options, DLH_PLAN and the one-line summary. No Slurm headers: the front ends (the SPANK
+// plugin's facade, `dlh-estimate slurm-plan` for share/slurm/cli_filter.lua) gather the inputs
+// (options, environment, what the user set) and apply the settings.
+//
+// Inputs and precedence:
+//   spec      spec= key, else $DLH_SPEC (relative paths against the submit folder); or
+//   profile   profile= key instead (a program's profile, estimator/recommend/profile_speeds.hpp;
+//             relative like spec=); both keys given is an error
+//   samples   samples= key, else $DLH_SAMPLES, else the profile's (required)
+//   epochs    epochs= key, else the spec's or the profile's (required)
+//   deadline  deadline= key, else the user's explicit --time (the job must fit in it), else
+//             plugstack default-deadline=, else none
+//   max GPUs  the smaller of max-gpus= and plugstack max-gpus=
+//   types     types= key; a GPU type named by the user's --gres/--gpus* replaces it
+// Mixed plans (two GPU types, with `mixed`) are one job: an untyped GPU count per node (the
+// smaller of the two types'), all nodes, and --constraint=[F1*N1&F2*N2] with each node
+// type's Slurm feature; the plan lists each part's node names so that every rank finds its
+// type (launcher/train/batch_split.hpp). Not a heterogeneous job: SPANK and cli_filter can
+// only change one job request, and the launcher's single MPI world is one srun step.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/plan/live_state.hpp"
+#include "estimator/plan/options.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace dlh::plan {
+
+// What the user fixed on the command line, in #SBATCH lines or SBATCH_* variables.
+struct UserRequest {
+  bool gpus_set = false;  // any of gres, gpus, gpus-per-node, gpus-per-task, gpus-per-socket
+  bool nodes_set = false;
+  bool ntasks_set = false;  // --ntasks
+  int ntasks = 0;           // its value when a plain number
+  bool ntasks_per_node_set = false;
+  int ntasks_per_node = 0;  // its value when a plain number (0: not given or unreadable)
+  bool time_set = false;
+  bool constraint_set = false;  // --constraint (a mix needs its own)
+  std::string gpu_type;         // the GPU type the user's GPU options name ("": none)
+  int gpus_per_node = 0;        // from --gres / --gpus-per-node (0: not given)
+  int gpus_total = 0;           // from --gpus
+  int nodes = 0;                // --nodes when a single number (0: not given or a range)
+  double time_s = 0;            // --time in seconds (0: not given or UNLIMITED)
+  std::string time_text;        // --time as Slurm prints it
+  std::vector<std::pair<std::string, std::string>> given;  // every option noted: name, value
+};
+
+// Records one option the user set, with its value as slurm_option_get returns it: gres
+// "gres:gpu:a100:2" (22.05 prefixes "gres:"), gpus/gpus-per-node/gpus-per-task/
+// gpus-per-socket "a100:2" or "2", nodes "2" or "2-4", time "00:10:00", "1-00:00:00" or
+// "UNLIMITED", ntasks and ntasks-per-node. Values it cannot read only mark the option as set.
+void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value);
+
+// The Slurm options NoteUserOption understands: the facade and `dlh-estimate slurm-plan`
+// note each one the user set.
+extern const char* const kUserOptionNames[10];
+
+struct PlanInputs {
+  AutoOptions options;
+  PluginConfig config;
+  std::string env_spec;       // $DLH_SPEC ("": unset)
+  std::string env_samples;    // $DLH_SAMPLES ("": unset)
+  std::string env_stage_dir;  // $DLH_STAGE_DIR ("": unset): the job script stages its data
+  std::string cwd;            // the submit folder, for a relative spec path
+  UserRequest user;
+};
+
+// One Slurm option of the plan.
+struct SlurmSetting {
+  std::string name;   // gres, nodes, ntasks-per-node, time
+  std::string value;  // what the plan asks for: "gpu:a100:2", "1", "2", "00:04:00"
+  bool apply = true;  // false: the user fixed it and keeps their value
+};
+
+struct PlanOutcome {
+  Job job;
+  Recommendation rec;
+  Allocation chosen;
+  bool feasible = false;  // chosen fits and meets the deadline
+  nlohmann::json plan;    // DLH_PLAN (README "Plan")
+  std::string time_limit;
+  std::vector<SlurmSetting> settings;
+  std::string deadline_text;  // "30m", "none"
+  std::string live_note;      // "free now: node-a100 3/16, ..." or "live node state unknown (...)"
+  std::string fallback_note;  // "" or why the plan ignores the live state
+  std::string choice_note;    // "" or why the choice is not the estimator's first
+  std::string time_note;      // "" or a warning: the user's --time is shorter than predicted
+  int tasks = 0;              // tasks the job will run (the user's --ntasks* when given)
+  UserRequest user;           // what the user fixed (kept as they gave it)
+};
+
+// The estimator job (see the precedence above). The spec or profile path in it is
+// absolute. Throws UsageError naming the key (or the profile file and its field),
+// SpecError naming the spec file.
+Job BuildJob(const PlanInputs& in, const Cluster& cluster);
+
+// Plans: overlays `live` onto the cluster (when `live_error` is empty) and recommends; when
+// nothing that meets the deadline is free now, plans on all nodes (the job will wait).
+// Picks the best allocation matching the user's fixed GPU type/count and node count.
+PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
+                     const std::vector<LiveNode>& live, const std::string& live_error);
+
+// Slurm options of an allocation: gres, nodes, ntasks-per-node, time, and for a mix
+// constraint (README "Mixed GPU types"; throws UsageError when the two node types share a
+// feature). GPUs are left to the user when any GPU option is set, ntasks-per-node when
+// --ntasks or --ntasks-per-node is.
+// When the plan sets the nodes and the user gave only --ntasks-per-node, it also sets
+// ntasks (nodes x theirs): sbatch derived ntasks from one node before the plugin ran.
+std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& time_limit,
+                                        const UserRequest& user, const Cluster& cluster);
+
+// "1 x 2 alpha", "1 x 2 alpha + 1 x 2 beta".
+std::string AllocationText(const Allocation& a);
+
+// "dlh: 1 node x 2 alpha GPUs, 2 tasks, time 00:04:00: predicted 3m23s, 14.7 kJ, deadline
+// 30m (least energy of 4 allocations meeting the 30m deadline)" (+ notes). One line.
+std::string SummaryLine(const PlanOutcome& p);
+// "dlh: no allocation meets the 2m deadline; the fastest, 1 x 2 alpha, needs 3m43s with the
+// 10% margin (3m23s predicted)".
+std::string InfeasibleMessage(const PlanOutcome& p);
+// The dry-run report: job, speeds, availability, the `top` best allocations, the choice and
+// the sbatch options it would set.
+std::string DryRunReport(const PlanOutcome& p, int top);
+
+}  // namespace dlh::plan

@@ -1,0 +1,295 @@
+// DLH estimator — the recommender's candidates: every allocation of one node type, or of a
+// mix of two, predicted (time, energy, GPU-hours, memory) and kept when among the best.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "estimator/model/comm_model.hpp"
+#include "estimator/model/job_time.hpp"
+#include "estimator/recommend/batch_balance.hpp"
+#include "estimator/recommend/recommend_detail.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace dlh::recommend_detail {
+
+namespace {
+
+int OptimizerSlots(const OptimizerSpec& o) {
+  if (o.kind == OptimizerSpec::Kind::Adam) return 2;
+  return o.momentum > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+// A profiled program says its own count, which may be one no spec optimizer has.
+int OptimizerSlots(const Job& job) {
+  return job.profile ? job.profile->optimizer_slots : OptimizerSlots(job.spec.optimizer);
+}
+
+namespace {
+
+class Enumerator {
+ public:
+  Enumerator(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types)
+      : job_(job), types_(std::move(types)) {
+    inter_ = AlphaBeta::from_link(cluster.inter_node);
+    runtime_ = cluster.runtime;
+    startup_s_ = job.startup_s >= 0 ? job.startup_s : runtime_.startup_s;
+    const int64_t eval = job.eval_samples >= 0 ? job.eval_samples : job.samples / 6;
+    work_ =
+        WorkOf(job.features, job.samples, eval, job.epochs, recommend_detail::OptimizerSlots(job));
+    work_.staged = job.stage;
+    bytes_ = job.features.param_bytes();
+    weak_ = job.per_gpu_batch > 0;
+    keep_ = job.top > 0 ? size_t(job.top) : 0;
+    keep_rejected_ = job.rejected > 0 ? size_t(job.rejected) : 0;
+    min_batch_.assign(types_.size(), std::numeric_limits<int64_t>::max());
+  }
+
+  void Run() {
+    for (int t = 0; t < int(types_.size()); ++t) Homogeneous(t);
+    if (job_.allow_mixed)
+      for (int a = 0; a < int(types_.size()); ++a)
+        for (int b = a + 1; b < int(types_.size()); ++b) Mixed(a, b);
+  }
+
+  const std::vector<TypeInfo>& types() const { return types_; }
+  int evaluated = 0, fitting = 0, feasible = 0;
+  bool have_fastest = false;
+  Cand fastest;
+  std::vector<Cand> best;           // a heap (worst on top) while running
+  std::vector<Cand> rejected;       // the same, of the ones left out (Job::rejected)
+  std::vector<int64_t> min_batch_;  // smallest per-GPU batch asked of each type
+
+ private:
+  void Homogeneous(int t) {
+    const TypeInfo& ti = types_[size_t(t)];
+    // GPUs per node: 1, 2, 4, ... below the node's count, then the node's count itself.
+    int options[32];
+    int num_options = 0;
+    const int full = ti.node->gpus_per_node;
+    for (int64_t g = 1; g < full; g *= 2) options[num_options++] = int(g);
+    options[num_options++] = full;
+    for (int o = 0; o < num_options; ++o) {
+      const int gpn = options[o];
+      for (int n = 1; n <= ti.available; ++n) {
+        const int64_t g = int64_t(gpn) * n;
+        if (job_.max_gpus > 0 && g > job_.max_gpus) break;
+        if (g > std::numeric_limits<int>::max()) break;
+        Cand c;
+        c.parts = 1;
+        c.type[0] = t;
+        c.nodes[0] = n;
+        c.gpn[0] = gpn;
+        c.gpus = int(g);
+        c.node_count = n;
+        int64_t lo, hi, n_hi;  // GPUs with batch hi (n_hi of them) and lo (the rest)
+        if (weak_) {
+          c.global = job_.per_gpu_batch * g;
+          lo = hi = job_.per_gpu_batch;
+          n_hi = g;
+        } else {
+          c.global = job_.spec.batch_size;
+          if (c.global < g) break;  // some GPU would get no sample; more nodes only worse
+          lo = c.global / g;
+          n_hi = c.global % g;
+          hi = n_hi > 0 ? lo + 1 : lo;
+          if (n_hi == 0) n_hi = g;
+        }
+        c.batch[0] = hi;
+        const CpuShare share = Share(ti, gpn, g);
+        const double fixed = ti.fixed * share.fixed, per = ti.per * share.per_sample;
+        c.eval_fixed = fixed;
+        c.eval_per = per;
+        const double t_hi = fixed + per * double(hi);
+        const double t_lo = fixed + per * double(lo);
+        const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
+        c.compute_s = t_hi;
+        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gpn, n, ti.intra, inter_);
+        const double watts_active = ti.active_watts, watts_idle = ti.gpu->idle_watts;
+        Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
+               ti.node->node_base_watts * n, hi <= ti.max_batch);
+      }
+    }
+  }
+
+  void Mixed(int a, int b) {
+    const TypeInfo& ta = types_[size_t(a)];
+    const TypeInfo& tb = types_[size_t(b)];
+    const int gmin = std::min(ta.node->gpus_per_node, tb.node->gpus_per_node);
+    const int ga = job_.mixed_same_gpus_per_node ? gmin : ta.node->gpus_per_node;
+    const int gb = job_.mixed_same_gpus_per_node ? gmin : tb.node->gpus_per_node;
+    // Allreduce over the smaller node size (its shard crossing nodes is the larger) and the
+    // slower of the two intra-node links at that size (the cross-node stage is the same).
+    const AlphaBeta& intra =
+        RingAllreduceSeconds(bytes_, gmin, ta.intra) >= RingAllreduceSeconds(bytes_, gmin, tb.intra)
+            ? ta.intra
+            : tb.intra;
+    for (int na = 1; na <= ta.available; ++na) {
+      for (int nb = 1; nb <= tb.available; ++nb) {
+        const int64_t ca = int64_t(ga) * na, cb = int64_t(gb) * nb, g = ca + cb;
+        if (job_.max_gpus > 0 && g > job_.max_gpus) break;
+        if (g > std::numeric_limits<int>::max()) break;
+        const int64_t want = weak_ ? job_.per_gpu_batch * g : int64_t(job_.spec.batch_size);
+        if (want < g) break;  // some GPU would get no sample
+        int count[2] = {int(ca), int(cb)};
+        const CpuShare sa = Share(ta, ga, g), sb = Share(tb, gb, g);
+        double fixed[2] = {ta.fixed * sa.fixed, tb.fixed * sb.fixed};
+        double per[2] = {ta.per * sa.per_sample, tb.per * sb.per_sample};
+        int64_t batch[2];
+        BalanceCore(fixed, per, count, 2, want, batch);
+        if (batch[0] < 1 || batch[1] < 1) continue;
+        Cand c;
+        c.parts = 2;
+        c.type[0] = a;
+        c.type[1] = b;
+        c.nodes[0] = na;
+        c.nodes[1] = nb;
+        c.gpn[0] = ga;
+        c.gpn[1] = gb;
+        c.gpus = int(g);
+        c.node_count = na + nb;
+        c.batch[0] = batch[0];
+        c.batch[1] = batch[1];
+        c.global = ca * batch[0] + cb * batch[1];
+        const double t_a = fixed[0] + per[0] * double(batch[0]);
+        const double t_b = fixed[1] + per[1] * double(batch[1]);
+        c.compute_s = std::max(t_a, t_b);
+        // Evaluation slices are even, not balanced: the slower type per sample decides.
+        const int slow = per[0] >= per[1] ? 0 : 1;
+        c.eval_fixed = fixed[slow];
+        c.eval_per = per[slow];
+        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, intra, inter_);
+        const double busy_energy = (ta.active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
+                                   (tb.active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
+        const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
+        const double base_watts = ta.node->node_base_watts * na + tb.node->node_base_watts * nb;
+        Finish(c, busy_energy, idle_watts, base_watts,
+               batch[0] <= ta.max_batch && batch[1] <= tb.max_batch);
+      }
+    }
+  }
+
+  // Completes a candidate whose parts, batches, compute_s and comm_s are set.
+  void Finish(Cand& c, double busy_energy, double idle_watts, double base_watts, bool fits) {
+    const int64_t per_epoch = job_.samples / c.global;
+    if (per_epoch <= 0) return;  // the global batch exceeds an epoch
+    c.index = index_++;
+    ++evaluated;
+    for (int p = 0; p < c.parts; ++p)
+      min_batch_[size_t(c.type[p])] = std::min(min_batch_[size_t(c.type[p])], c.batch[p]);
+    if (!fits) {
+      // Predicted only to be shown as left out: the common case stays one comparison.
+      if (keep_rejected_ == 0) return;
+      Predict(c, per_epoch, busy_energy, idle_watts, base_watts);
+      Keep(c, keep_rejected_, &rejected);
+      return;
+    }
+    ++fitting;
+    c.fits = true;
+    Predict(c, per_epoch, busy_energy, idle_watts, base_watts);
+    if (!have_fastest || Faster(c, fastest)) {
+      fastest = c;
+      have_fastest = true;
+    }
+    if (!c.meets) {
+      if (keep_rejected_ > 0) Keep(c, keep_rejected_, &rejected);
+      return;
+    }
+    ++feasible;
+    Keep(c, keep_, &best);
+  }
+
+  // Steps, phases, time, energy, GPU-hours, whether it meets the deadline and the
+  // objective's key. Energy per step = sum over GPUs of idle W * step + (active - idle) W *
+  // own compute time: `busy_energy` is the second sum, `idle_watts` the GPUs' idle power,
+  // `base_watts` the nodes' base power.
+  void Predict(Cand& c, int64_t per_epoch, double busy_energy, double idle_watts,
+               double base_watts) const {
+    c.steps = per_epoch * job_.epochs;
+    c.step_s = c.compute_s + c.comm_s;
+    const double steps = double(c.steps);
+    StepShape shape;
+    shape.steps = c.steps;
+    shape.step_s = c.step_s;
+    shape.gpus = c.gpus;
+    shape.per_sample_s = c.eval_per;
+    shape.fixed_s = c.eval_fixed;
+    c.phases = PredictJobPhases(work_, shape, runtime_, startup_s_);
+    c.total_s = c.phases.total_s();
+    // Outside the steps the GPUs are allocated but (mostly) waiting: idle power.
+    c.energy_j = steps * (idle_watts * c.step_s + busy_energy) + c.total_s * base_watts +
+                 (c.total_s - c.phases.steps_s) * idle_watts;
+    c.gpu_hours = c.gpus * c.total_s / 3600;
+    c.meets = job_.deadline_s <= 0 || c.total_s * (1 + job_.margin) <= job_.deadline_s;
+    switch (job_.objective) {
+      case Objective::Energy:
+        c.key = c.energy_j;
+        break;
+      case Objective::Time:
+        c.key = c.total_s;
+        break;
+      case Objective::GpuHours:
+        c.key = c.gpu_hours;
+        break;
+    }
+  }
+
+  // Adds c to `heap` (worst on top), which holds at most `bound` (0: no bound).
+  static void Keep(const Cand& c, size_t bound, std::vector<Cand>* heap) {
+    std::vector<Cand>& h = *heap;
+    if (bound == 0) {
+      h.push_back(c);
+    } else if (h.size() < bound) {
+      h.push_back(c);
+      std::push_heap(h.begin(), h.end(), Better);
+    } else if (Better(c, h.front())) {
+      std::pop_heap(h.begin(), h.end(), Better);
+      h.back() = c;
+      std::push_heap(h.begin(), h.end(), Better);
+    }
+  }
+
+  // The CPU share of one rank of type `t` with `gpn` ranks per node and `gpus` in the job:
+  // on a test cluster whose nodes are one machine, every rank of the job shares its cores.
+  CpuShare Share(const TypeInfo& t, int gpn, int64_t gpus) const {
+    if (t.cpu_threads <= 0) return {};
+    if (runtime_.shared_host_cores > 0)
+      return CpuRankShare(t.cpu_threads, runtime_.shared_host_cores, int(gpus));
+    return CpuRankShare(t.cpu_threads, t.cores, gpn);
+  }
+
+  const Job& job_;
+  std::vector<TypeInfo> types_;
+  Runtime runtime_;
+  double startup_s_ = 0;
+  JobWork work_;
+  AlphaBeta inter_;
+  double bytes_ = 0;
+  bool weak_ = false;
+  size_t keep_ = 0;
+  size_t keep_rejected_ = 0;
+  uint32_t index_ = 0;
+};
+
+}  // namespace
+
+Enumeration Enumerate(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types) {
+  Enumerator e(job, cluster, std::move(types));
+  e.Run();
+  Enumeration out;
+  out.types = e.types();
+  out.evaluated = e.evaluated;
+  out.fitting = e.fitting;
+  out.feasible = e.feasible;
+  out.have_fastest = e.have_fastest;
+  out.fastest = e.fastest;
+  out.best = std::move(e.best);
+  out.rejected = std::move(e.rejected);
+  out.min_batch = std::move(e.min_batch_);
+  return out;
+}
+
+}  // namespace dlh::recommend_detail

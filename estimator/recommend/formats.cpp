@@ -1,0 +1,155 @@
+// DLH estimator — the recommender's numbers as text (times, energies, the Slurm time limit)
+// and the chosen allocation as the plan's JSON (README "Plan").
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "estimator/recommend/recommend_detail.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace dlh {
+
+namespace recommend_detail {
+
+std::string Printf(const char* fmt, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, a);
+  return buf;
+}
+
+// 45s, 5m30s, 12m, 1h12m, 3h, 2d3h (minutes from an hour on, hours from a day on)
+std::string Duration(double s) {
+  if (!std::isfinite(s)) return "inf";
+  long v = std::lround(std::min(std::max(0.0, s), 1e15));
+  char buf[64];
+  if (v < 100) {
+    std::snprintf(buf, sizeof buf, "%lds", v);
+  } else if (v < 3600) {
+    if (v % 60 == 0)
+      std::snprintf(buf, sizeof buf, "%ldm", v / 60);
+    else
+      std::snprintf(buf, sizeof buf, "%ldm%02lds", v / 60, v % 60);
+  } else if (v < 86400) {
+    long m = (v + 30) / 60;
+    if (m % 60 == 0)
+      std::snprintf(buf, sizeof buf, "%ldh", m / 60);
+    else
+      std::snprintf(buf, sizeof buf, "%ldh%02ldm", m / 60, m % 60);
+  } else {
+    long h = (v + 1800) / 3600;
+    if (h % 24 == 0)
+      std::snprintf(buf, sizeof buf, "%ldd", h / 24);
+    else
+      std::snprintf(buf, sizeof buf, "%ldd%ldh", h / 24, h % 24);
+  }
+  return buf;
+}
+
+std::string GpuHours(double h) { return Printf(h < 10 ? "%.2f GPU-h" : "%.1f GPU-h", h); }
+
+// "+12%", "+0.4%", "-3%"
+std::string Percent(double ratio) {
+  double p = (ratio - 1) * 100;
+  return Printf(std::fabs(p) < 1 ? "%+.1f%%" : "%+.0f%%", p);
+}
+
+// Whole minutes of (1 + margin) * seconds + grace, rounded up, at least 1 (and at most 100
+// years).
+long LimitMinutes(double seconds, double margin, double grace_s) {
+  double v = (1 + std::max(0.0, margin)) * seconds + std::max(0.0, grace_s);
+  if (!(v > 0)) v = 0;
+  // The tolerance keeps exact multiples of a minute (3600 s, margin 0) from rounding up.
+  double minutes = std::ceil(v / 60 - 1e-9);
+  const double most = 100 * 365.0 * 24 * 60;
+  if (!(minutes <= most)) minutes = most;
+  return std::max(1L, long(minutes));
+}
+
+}  // namespace recommend_detail
+
+using recommend_detail::LimitMinutes;
+using recommend_detail::Printf;
+
+nlohmann::json PhasesJson(const JobPhases& p) {
+  return {{"startup_s", p.startup_s},     {"stage_s", p.stage_s},
+          {"data_s", p.data_s},           {"warmup_s", p.warmup_s},
+          {"steps_s", p.steps_s},         {"eval_s", p.eval_s},
+          {"evaluations", p.evaluations}, {"checkpoint_s", p.checkpoint_s},
+          {"checkpoints", p.checkpoints}};
+}
+
+nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen) {
+  using nlohmann::json;
+  json parts = json::array();
+  json sources = json::object(), energy_sources = json::object();
+  int tasks_per_node = 0;
+  for (const Part& p : chosen.parts) {
+    parts.push_back({{"node_type", p.node_type},
+                     {"gpu", p.gpu},
+                     {"nodes", p.nodes},
+                     {"gpus_per_node", p.gpus_per_node},
+                     {"per_gpu_batch", p.per_gpu_batch}});
+    tasks_per_node = std::max(tasks_per_node, p.gpus_per_node);
+    auto s = rec.speeds.find(p.gpu);
+    if (s != rec.speeds.end()) sources[p.gpu] = s->second.source;
+    if (s != rec.speeds.end() && !s->second.energy_source.empty())
+      energy_sources[p.gpu] = s->second.energy_source;
+  }
+  const std::string limit = SlurmTimeLimit(chosen.total_s, job.margin, job.grace_s);
+  const long limit_s = LimitMinutes(chosen.total_s, job.margin, job.grace_s) * 60;
+
+  json j;
+  j["format_version"] = 1;
+  j["spec"] = job.spec.origin;
+  if (job.profile) j["profile"] = job.profile->origin;
+  j["objective"] = ObjectiveName(job.objective);
+  j["deadline_s"] = job.deadline_s;
+  j["feasible"] = chosen.fits_memory && chosen.meets_deadline;
+  j["allocation"] = {{"parts", parts},
+                     {"nodes", chosen.nodes},
+                     {"gpus", chosen.gpus},
+                     {"tasks_per_node", tasks_per_node}};
+  j["global_batch"] = chosen.global_batch;
+  j["lr"] = chosen.lr;
+  j["warmup_epochs"] = chosen.warmup_epochs;
+  j["epochs"] = job.epochs;
+  j["samples"] = job.samples;
+  j["predicted"] = {{"step_s", chosen.step_s},
+                    {"compute_s", chosen.compute_s},
+                    {"comm_s", chosen.comm_s},
+                    {"steps", chosen.steps},
+                    {"total_s", chosen.total_s},
+                    {"energy_j", chosen.energy_j},
+                    {"energy_kwh", chosen.energy_j / 3.6e6},
+                    {"gpu_hours", chosen.gpu_hours},
+                    {"memory_gb_per_gpu", chosen.memory_bytes / 1e9},
+                    {"phases", PhasesJson(chosen.phases)}};
+  j["margin"] = job.margin;
+  j["time_limit"] = limit;
+  j["time_limit_s"] = limit_s;
+  j["speed_source"] = sources;
+  j["energy_source"] = energy_sources;
+  j["why"] = chosen.why;
+  return j;
+}
+
+std::string FormatEnergy(double j) {
+  if (j < 1e3) return Printf("%.0f J", j);
+  if (j < 1e6) return Printf("%.1f kJ", j / 1e3);
+  if (j < 1e9) return Printf("%.1f MJ", j / 1e6);
+  return Printf("%.2f GJ", j / 1e9);
+}
+
+std::string SlurmTimeLimit(double seconds, double margin, double grace_s) {
+  const long minutes = LimitMinutes(seconds, margin, grace_s);
+  const long d = minutes / (24 * 60), h = (minutes / 60) % 24, m = minutes % 60;
+  char buf[48];
+  if (d > 0)
+    std::snprintf(buf, sizeof buf, "%ld-%02ld:%02ld:00", d, h, m);
+  else
+    std::snprintf(buf, sizeof buf, "%02ld:%02ld:00", h, m);
+  return buf;
+}
+
+}  // namespace dlh

@@ -1,0 +1,123 @@
+// DLH estimator — the recommender's inner parts, shared by its source files; callers use
+// recommender.hpp. The enumeration works on plain structs (no strings, no allocation per
+// candidate); only the kept few become Allocations.
+//   candidates.cpp     every allocation of one node type or a mix of two, predicted and kept
+//   batch_balance.hpp  the per-GPU batches of a mix, balanced by speed (.cpp: BalanceBatch)
+//   device_speeds.cpp  each GPU type's speed: calibrated, scaled, profiled or roofline
+//   explain.cpp        the `why` lines
+//   formats.cpp        times and energies as text, the plan as JSON
+//   recommender.cpp    the checks and the steps of Recommend
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/model/comm_model.hpp"
+#include "estimator/model/job_time.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace dlh::recommend_detail {
+
+constexpr double kUsableMemory = 0.9;  // of a GPU's memory_gb, the rest for the runtime
+constexpr int kMaxGroups = 16;         // GPU groups BalanceCore balances at most
+
+// ---------------------------------------------------------------- formats.cpp
+
+std::string Printf(const char* fmt, double a);
+// 45s, 5m30s, 12m, 1h12m, 3h, 2d3h (minutes from an hour on, hours from a day on)
+std::string Duration(double s);
+std::string GpuHours(double h);
+// "+12%", "+0.4%", "-3%"
+std::string Percent(double ratio);
+// Whole minutes of (1 + margin) * seconds + grace, rounded up, at least 1 (and at most 100
+// years).
+long LimitMinutes(double seconds, double margin, double grace_s);
+
+// ---------------------------------------------------------------- recommender.cpp
+
+// Throws EstimateError naming `gpu` unless fixed_s >= 0 and per_sample_s > 0, both finite.
+void CheckSpeed(const std::string& gpu, const DeviceSpeed& s);
+// Whether the job may use GPU type `gpu` (Job::allowed_types; empty: any).
+bool Allowed(const Job& job, const std::string& gpu);
+
+// ---------------------------------------------------------------- candidates.cpp
+
+// One node type the job may use, with everything the inner loop needs.
+struct TypeInfo {
+  const NodeType* node = nullptr;
+  const GpuType* gpu = nullptr;
+  double fixed = 0, per = 0;  // speed
+  double active_watts = 0;    // measured where the calibration has joules, else the datasheet's
+  int cpu_threads = 0;        // DeviceSpeed::cpu_threads
+  int cores = 0;              // the node's CPU cores (NodeType::cpu_cores, else cpu_threads)
+  int available = 0;
+  AlphaBeta intra;
+  int64_t max_batch = 0;  // largest per-GPU batch that fits in memory
+};
+
+struct Cand {
+  double key = 0;  // the objective's value
+  double total_s = 0, energy_j = 0, gpu_hours = 0, compute_s = 0, comm_s = 0, step_s = 0;
+  double eval_per = 0, eval_fixed = 0;  // the slowest rank's speed, for the evaluations
+  JobPhases phases;
+  int64_t steps = 0, global = 0;
+  int64_t batch[2] = {0, 0};  // largest per-GPU batch of each part
+  int type[2] = {-1, -1};     // index into the TypeInfo list
+  int nodes[2] = {0, 0}, gpn[2] = {0, 0};
+  int parts = 0, gpus = 0, node_count = 0;
+  uint32_t index = 0;  // enumeration order, the last tie-break
+  bool fits = false, meets = false;
+};
+
+// The candidates' orders, inline: the enumeration compares with them for every candidate.
+// a ranks before b: objective, then fewer GPUs, then faster, then enumeration order.
+inline bool Better(const Cand& a, const Cand& b) {
+  if (a.key != b.key) return a.key < b.key;
+  if (a.gpus != b.gpus) return a.gpus < b.gpus;
+  if (a.total_s != b.total_s) return a.total_s < b.total_s;
+  return a.index < b.index;
+}
+
+// a before b by time, then fewer GPUs, then enumeration order.
+inline bool Faster(const Cand& a, const Cand& b) {
+  if (a.total_s != b.total_s) return a.total_s < b.total_s;
+  if (a.gpus != b.gpus) return a.gpus < b.gpus;
+  return a.index < b.index;
+}
+
+// Optimizer state per parameter (Adam 2, momentum 1, plain SGD 0). A profiled program says
+// its own count, which may be one no spec optimizer has.
+int OptimizerSlots(const Job& job);
+
+// What the enumeration of `types` found (candidates.cpp): one type, and with
+// Job::allow_mixed every pair, each candidate predicted; the best Job::top that fit and meet
+// the deadline, the fastest that fits, and up to Job::rejected of the others.
+struct Enumeration {
+  std::vector<TypeInfo> types;
+  int evaluated = 0, fitting = 0, feasible = 0;
+  bool have_fastest = false;
+  Cand fastest;
+  std::vector<Cand> best;          // in heap order (worst first): sort with Better
+  std::vector<Cand> rejected;      // the same, of the ones left out (Job::rejected)
+  std::vector<int64_t> min_batch;  // smallest per-GPU batch asked of each type
+};
+Enumeration Enumerate(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types);
+
+// ---------------------------------------------------------------- explain.cpp
+
+// "the 3h deadline", or "" without a deadline.
+std::string DeadlineText(const Job& job);
+// Why lines of the ranked allocations (best first), in the objective's terms so that the
+// table reads as a comparison: the winner against the field (`feasible` allocations), the
+// others against the winner.
+void ExplainRanked(const Job& job, int feasible, std::vector<Allocation>* ranked);
+// The fastest allocation's why line (and miss_s): when nothing meets the deadline it is the
+// answer, so it says by how much it misses; otherwise it is the reference for "how fast
+// could this go", among the `fitting` allocations that fit in memory.
+void ExplainFastest(const Job& job, int fitting, Recommendation* rec);
+// Why a candidate is left out: memory first (its time would not matter), else the deadline.
+std::string WhyRejected(const Job& job, const std::vector<TypeInfo>& ti, const Cand& c, int slots);
+
+}  // namespace dlh::recommend_detail
