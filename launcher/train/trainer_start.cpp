@@ -185,7 +185,11 @@ void Trainer::start_engine() {
 
   progress_ = std::make_unique<Progress>(rank_ == 0 ? o_.progress : ProgressMode::None,
                                          total_steps_, steps_per_epoch_, spec_.epochs);
-  if (!device_note.empty()) say(device_note);
+  // Training on the CPU is news only where a GPU was expected.
+  if (!device_note.empty() &&
+      DeviceNoteWanted(comm_.get(), o_.verbose || o_.device_given || PlanHasGpus(plan_) ||
+                                        !binding_.gpus_given.empty()))
+    say(device_note);
 }
 
 // Where every rank runs and which device it took, the plan and the run itself, once, from
