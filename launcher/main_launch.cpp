@@ -178,6 +178,9 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
         "replay: the summary.json or a checkpoint (.h5) of the run whose splits to replay")
     ("progress", po::value(progress)->default_value("auto"),
         "progress display on rank 0: auto (bar on a terminal, else plain lines), bar, plain, none")
+    ("verbose", "also report what is as expected: that --device auto trains on the CPU, and "
+        "why, where no GPU was asked for (by --device, a plan for GPUs, or GPUs that Slurm or "
+        "CUDA_VISIBLE_DEVICES give the job), which is said anyway where one was")
     ("trace", po::value(&o->trace_path),
         "write a timeline of every rank (data wait, forward, backward, each gradient bucket's "
         "allreduce, optimizer, checkpoints, evaluation) to FILE at the end of the run, in the "
@@ -231,6 +234,8 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     throw dlh::UsageError("--balance-history: only with --balance replay");
   dlh::CheckAllreduceKind(o.allreduce);
   dlh::CheckDeviceKind(o.device);
+  o.device_given = !vm["device"].defaulted();
+  o.verbose = vm.count("verbose") > 0;
   if (!(o.comm_timeout > 0)) throw dlh::UsageError("--comm-timeout: must be positive");
   if (vm.count("trace") && o.trace_path.empty())
     throw dlh::UsageError("--trace: needs a file name");

@@ -57,7 +57,7 @@ std::unique_ptr<EnergyMeter> OpenEnergyMeter(const Options& o, const Engine& eng
 }
 
 // One entry: the engine the trainer would build, random data of the entry's shape, and the
-// trainer's step (trainer.cpp) minus the data loader and the cross-rank averages.
+// trainer's step (trainer_step.cpp) minus the data loader and the cross-rank averages.
 //
 // Synchronisation: the GPU engine's forward_backward() returns only when backward has run
 // on the device (it reads the loss sums back), while finish_gradients() and update() may

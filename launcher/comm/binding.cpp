@@ -53,7 +53,17 @@ Binding BindRank(const std::function<const char*(const char*)>& getenv, int node
   const char* visible = getenv("CUDA_VISIBLE_DEVICES");
   b.visible = visible ? visible : "";
   const std::vector<std::string> devices = VisibleDevices(b.visible);
-  if (devices.empty() || b.visible == "NoDevFiles") return b;
+  const bool listed = !devices.empty() && b.visible != "NoDevFiles";
+  if (listed) b.gpus_given = "CUDA_VISIBLE_DEVICES=" + b.visible;
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    const char* value = getenv(name);
+    if (b.gpus_given.empty() && value && *value) b.gpus_given = name + std::string("=") + value;
+  }
+  int on_node = 0;
+  if (b.gpus_given.empty() && ParseNonNegative(getenv("SLURM_GPUS_ON_NODE"), &on_node) &&
+      on_node > 0)
+    b.gpus_given = "SLURM_GPUS_ON_NODE=" + std::to_string(on_node);
+  if (!listed) return b;
   if (devices.size() == 1) {
     b.device = 0;  // Slurm bound one GPU to this task
   } else if (b.local_rank < int(devices.size())) {

@@ -157,6 +157,12 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   return engine;
 }
 
+bool DeviceNoteWanted(MPI_Comm comm, bool asked) {
+  int mine = asked ? 1 : 0, any = 0;
+  MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, comm));
+  return any != 0;
+}
+
 std::string DescribeCudaDevice(int device) {
   const CudaBackend& b = LoadCudaBackend();
   std::string reason = b.error;

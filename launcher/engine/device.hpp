@@ -26,6 +26,13 @@ std::string CudaBackendPath();
 std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
                                    std::string* note);
 
+// Whether MakeEngine's note (--device auto training on the CPU, and why) is worth a line.
+// Quiet where nothing is wrong: a run that nobody asked a GPU of, on a machine without one,
+// trains on the CPU as it should. `asked`: this rank's reasons to expect a GPU (--device on
+// the command line, a plan for GPUs, GPUs in its environment: Binding::gpus_given) or
+// --verbose. True on every rank when any rank asked. Collective over `comm`.
+bool DeviceNoteWanted(MPI_Comm comm, bool asked);
+
 // Visible GPU `device` as a JSON object (name, PCI bus id, memory, clocks, driver, CUDA,
 // cuDNN, cuBLAS, NCCL: dlh_cuda_describe), for `dlh-launch time-steps`. Not collective.
 // Throws UsageError "no usable GPU on HOST: REASON" on a machine without one.

@@ -221,7 +221,9 @@ nlohmann::json RunLrFind(const LrFindOptions& options, MPI_Comm world) {
   ec.max_batch = int(rank_batch);
   std::string note;
   std::unique_ptr<Engine> engine = MakeEngine(o.device, ec, &note);
-  if (rank == 0 && !note.empty()) std::printf("dlh-launch: %s\n", note.c_str());
+  if (!note.empty() &&
+      DeviceNoteWanted(comm.get(), o.device_asked || !binding.gpus_given.empty()) && rank == 0)
+    std::printf("dlh-launch: %s\n", note.c_str());
   engine->broadcast_params();  // the spec's initial weights, rank 0's like train
 
   LoaderOptions lo;
@@ -319,6 +321,7 @@ int RunLrFindCommand(const std::vector<std::string>& args, int rank) {
         "OpenBLAS threads per rank (0: OPENBLAS_NUM_THREADS, else cores / ranks per node)")
     ("prefetch", po::value(&o.prefetch)->default_value(2), "batches loaded ahead in the background")
     ("device", po::value(&o.device)->default_value("auto"), "auto, cpu or cuda, as for train")
+    ("verbose", "also report what is as expected, as for train")
     ("allreduce", po::value(&o.allreduce)->default_value("auto"), "flat, hierarchical or auto, "
         "as for train");
   // clang-format on
@@ -340,6 +343,7 @@ int RunLrFindCommand(const std::vector<std::string>& args, int rank) {
   if (o.out.empty()) throw UsageError("--out: must not be empty");
   CheckAllreduceKind(o.allreduce);
   CheckDeviceKind(o.device);
+  o.device_asked = !vm["device"].defaulted() || vm.count("verbose") > 0;
   CheckLrSweepOptions(o.sweep);
   if (vm.count("store")) {
     const std::string dir = vm["store"].as<std::string>();

@@ -30,6 +30,9 @@ struct LrFindOptions {
   int threads = 0;   // as train --threads
   int prefetch = 2;
   std::string device = "auto";  // as train --device
+  // A GPU was asked for (--device given, a plan for GPUs) or --verbose: --device auto says
+  // that it trains on the CPU (device.hpp, DeviceNoteWanted).
+  bool device_asked = false;
   std::string allreduce = "auto";
   GradSyncOptions sync;
   // In a training job (lr_source.hpp): fewer steps when one epoch of the data set cannot

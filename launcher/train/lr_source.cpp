@@ -92,6 +92,7 @@ Decision Sweep(const TrainOptions& o, const Context& c, MPI_Comm comm) {
   f.threads = o.threads;
   f.prefetch = o.prefetch;
   f.device = o.device;
+  f.device_asked = o.device_given || o.verbose || PlanHasGpus(c.plan);
   f.allreduce = o.allreduce;
   f.sync = o.sync;
   f.fit_steps_to_epoch = true;

@@ -155,6 +155,13 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   return p;
 }
 
+bool PlanHasGpus(const LaunchPlan& plan) {
+  if (plan.gpus > 0) return true;
+  for (const PlanPart& part : plan.parts)
+    if (part.gpus() > 0) return true;
+  return false;
+}
+
 void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec) {
   if (!plan.present) return;
   if (plan.global_batch > int64_t(1) << 30) throw UsageError("DLH_PLAN: global_batch: too large");

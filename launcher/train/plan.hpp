@@ -66,6 +66,10 @@ void ResolvePlanSource(bool no_plan, bool plan_given, std::string* json, std::st
 // component sets DLH_GPU_TYPE per rank), so it is checked collectively later.
 void ResolveGpuType(bool option_given, std::string* type, std::string* origin, bool* given);
 
+// The plan was made for GPUs: allocation.gpus or a part with GPUs (a plan of global batch and
+// rate alone names none).
+bool PlanHasGpus(const LaunchPlan& plan);
+
 // Applies the plan to the spec: global batch, learning rate, warm-up.
 void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec);
 

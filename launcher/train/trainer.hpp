@@ -58,6 +58,11 @@ struct TrainOptions {
   std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
   std::string device = "auto";     // auto, cpu or cuda (see device.hpp)
   double comm_timeout = 300;       // seconds a collective may wait for a stopped peer
+  // --device was on the command line; --verbose: also the lines that report what is as
+  // expected. Either makes --device auto say that it trains on the CPU (device.hpp,
+  // DeviceNoteWanted).
+  bool device_given = false;
+  bool verbose = false;
   ProgressMode progress = ProgressMode::Auto;
   // --trace: the timeline of every rank, written by rank 0 at the end of the run (trace.hpp);
   // empty: none.

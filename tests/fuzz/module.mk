@@ -28,7 +28,9 @@ FUZZ_LIB_SRCS := common/spec.cpp common/json_parse.cpp common/file_text.cpp \
   common/duration.cpp common/atomic_file.cpp \
   estimator/cluster/cluster.cpp estimator/model/features.cpp estimator/model/time_model.cpp \
   estimator/plan/options.cpp launcher/train/plan.cpp \
-  launcher/storage/checkpoint.cpp launcher/storage/h5.cpp \
+  launcher/storage/checkpoint_format.cpp launcher/storage/checkpoint_save.cpp \
+  launcher/storage/checkpoint_load.cpp launcher/storage/checkpoint_dir.cpp launcher/storage/h5.cpp \
+  common/thread_cpu.cpp \
   common/svg_chart.cpp common/html_page.cpp \
   launcher/report/run_data.cpp launcher/report/headline.cpp launcher/report/report_html.cpp \
   launcher/data/numpy_file.cpp launcher/data/csv_file.cpp

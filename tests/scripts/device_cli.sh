@@ -1,7 +1,9 @@
 #!/bin/bash
-# --device on a machine without a usable GPU (CI): auto falls back to the CPU with one line,
-# cuda fails on every rank with one line and exit code 2, a bad value is a usage error, and
-# a missing backend is named. With a GPU, share/gpu/gpu-check.sh covers the GPU path.
+# --device on a machine without a usable GPU (CI): auto falls back to the CPU, saying so in
+# one line where a GPU was asked for (--device given, a plan for GPUs, GPUs in the
+# environment) or with --verbose, and quietly otherwise; cuda fails on every rank with one
+# line and exit code 2, a bad value is a usage error, and a missing backend is named. With a
+# GPU, share/gpu/gpu-check.sh covers the GPU path.
 source "$(dirname "$0")/common.bash"
 probe=$("$BINDIR/gpu_tests" --gtest_brief=1 2>/dev/null | head -1 || true)
 if [[ -x $BINDIR/gpu_tests && $probe != *SKIPPING* ]]; then
@@ -16,8 +18,56 @@ cat >"$WORK/spec.json" <<'JSON'
 JSON
 train() { dlh-launch train "$WORK/spec.json" --data "$WORK/s.h5" --run-dir "$WORK/run" --no-resume --progress none "$@"; }
 
+# No GPU in the environment and no plan, whatever the shell running the test holds.
+plain() { env -u CUDA_VISIBLE_DEVICES -u SLURM_STEP_GPUS -u SLURM_JOB_GPUS -u SLURM_GPUS_ON_NODE \
+  -u DLH_PLAN -u SLURM_SPANK_DLH_PLAN "$@"; }
+fallbacks() { grep -c "no usable GPU on rank 0 .*training on the CPU" "$1" || true; }
+# expect_line quiet|says NAME [VAR=VALUE...] -- OPTIONS...: a 2-rank run, without the fallback
+# line or with it once.
+expect_line() {
+  local want=$1 name=$2; shift 2
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  plain env "${envs[@]}" mpirun -np 2 "$BINDIR/dlh-launch" train "$WORK/spec.json" --data "$WORK/s.h5" \
+    --run-dir "$WORK/run-$name" --no-resume --progress none "$@" >"$WORK/$name.txt" 2>&1 ||
+    { cat "$WORK/$name.txt"; fail "$name: the run failed"; }
+  [[ $(json_field "$WORK/run-$name/summary.json" device) == cpu ]] || fail "$name: summary.json device is not cpu"
+  local n
+  n=$(fallbacks "$WORK/$name.txt")
+  if [[ $want == quiet ]]; then
+    ((n == 0)) || { cat "$WORK/$name.txt"; fail "$name: a fallback line where no GPU was asked for"; }
+    check "$name: trained on the CPU without a word about GPUs"
+  else
+    ((n == 1)) || { cat "$WORK/$name.txt"; fail "$name: $n fallback lines, not 1"; }
+    check "$name: $(grep "no usable GPU" "$WORK/$name.txt")"
+  fi
+}
+
+echo "auto on the CPU is quiet where no GPU was asked for"
+expect_line quiet plain --
+printf '{"format_version": 1, "global_batch": 16, "lr": 0.1}' >"$WORK/plan-nogpu.json"
+expect_line quiet plan-without-gpus -- --plan "$WORK/plan-nogpu.json"
+expect_line quiet device-cpu-verbose -- --device cpu --verbose
+
+echo "auto on the CPU says so where a GPU was asked for, or with --verbose"
+expect_line says verbose -- --verbose
+printf '{"format_version": 1, "global_batch": 16, "lr": 0.1, "allocation": {"gpus": 2}}' >"$WORK/plan.json"
+expect_line says plan-with-gpus DLH_PLAN="$(cat "$WORK/plan.json")" --
+expect_line says cuda-visible-devices CUDA_VISIBLE_DEVICES=0 --
+expect_line says slurm-job-gpus SLURM_JOB_GPUS=0 --
+
+echo "lr-find likewise"
+lr_find() { plain mpirun -np 2 "$BINDIR/dlh-launch" lr-find "$WORK/spec.json" --data "$WORK/s.h5" --batch 4 \
+  --steps 10 --out "$WORK/lr.json" "$@" >"$WORK/lr.txt" 2>&1 || { cat "$WORK/lr.txt"; fail "lr-find $* failed"; }; }
+lr_find
+[[ $(fallbacks "$WORK/lr.txt") == 0 ]] || { cat "$WORK/lr.txt"; fail "lr-find: a fallback line where no GPU was asked for"; }
+lr_find --verbose
+[[ $(fallbacks "$WORK/lr.txt") == 1 ]] || { cat "$WORK/lr.txt"; fail "lr-find --verbose: no fallback line"; }
+check "lr-find: quiet, and one line with --verbose"
+
 echo "auto falls back to the CPU, saying why once"
-DLH_POWERCAP_DIR=$WORK/no-powercap mpirun -np 2 "$BINDIR/dlh-launch" train "$WORK/spec.json" \
+DLH_POWERCAP_DIR=$WORK/no-powercap plain mpirun -np 2 "$BINDIR/dlh-launch" train "$WORK/spec.json" \
   --data "$WORK/s.h5" --run-dir "$WORK/run" --no-resume --progress none --device auto >"$WORK/auto.txt" 2>&1
 [[ $(grep -c "no usable GPU on rank 0 .*training on the CPU" "$WORK/auto.txt") -eq 1 ]] ||
   { cat "$WORK/auto.txt"; fail "no single fallback line"; }

@@ -51,6 +51,36 @@ TEST(BindingTest, MoreRanksThanGpusIsAnError) {
                UsageError);
 }
 
+// What makes a rank expect a GPU (device.hpp: --device auto then says when it trains on the
+// CPU): GPUs in CUDA_VISIBLE_DEVICES first, then Slurm's gres variables; nothing otherwise.
+TEST(BindingTest, GpusGivenByTheEnvironment) {
+  EXPECT_EQ(BindRank(Env({}), 0).gpus_given, "");
+  EXPECT_EQ(BindRank(Env({{"CUDA_VISIBLE_DEVICES", ""}}), 0).gpus_given, "");
+  EXPECT_EQ(BindRank(Env({{"CUDA_VISIBLE_DEVICES", "NoDevFiles"}}), 0).gpus_given, "");
+  EXPECT_EQ(BindRank(Env({{"SLURM_GPUS_ON_NODE", "0"}, {"SLURM_JOB_GPUS", ""}}), 0).gpus_given, "");
+  EXPECT_EQ(
+      BindRank(Env({{"CUDA_VISIBLE_DEVICES", "2,3"}, {"SLURM_JOB_GPUS", "2,3"}}), 1).gpus_given,
+      "CUDA_VISIBLE_DEVICES=2,3");
+  EXPECT_EQ(BindRank(Env({{"SLURM_STEP_GPUS", "1"}, {"SLURM_JOB_GPUS", "0,1"}}), 0).gpus_given,
+            "SLURM_STEP_GPUS=1");
+  EXPECT_EQ(BindRank(Env({{"SLURM_JOB_GPUS", "0,1"}}), 0).gpus_given, "SLURM_JOB_GPUS=0,1");
+  EXPECT_EQ(BindRank(Env({{"SLURM_GPUS_ON_NODE", "4"}}), 0).gpus_given, "SLURM_GPUS_ON_NODE=4");
+  // NoDevFiles (Slurm's "none of this node's GPUs") still leaves the job's allocation.
+  EXPECT_EQ(BindRank(Env({{"CUDA_VISIBLE_DEVICES", "NoDevFiles"}, {"SLURM_JOB_GPUS", "0"}}), 0)
+                .gpus_given,
+            "SLURM_JOB_GPUS=0");
+}
+
+TEST(PlanTest, HasGpusWhenItsAllocationNamesThem) {
+  EXPECT_FALSE(PlanHasGpus(LaunchPlan()));
+  EXPECT_FALSE(PlanHasGpus(ParsePlan(R"({"format_version":1,"global_batch":16,"lr":0.1})", "p")));
+  EXPECT_TRUE(PlanHasGpus(ParsePlan(
+      R"({"format_version":1,"global_batch":16,"lr":0.1,"allocation":{"gpus":2}})", "p")));
+  EXPECT_TRUE(PlanHasGpus(ParsePlan(R"({"format_version":1,"global_batch":16,"lr":0.1,
+      "allocation":{"parts":[{"gpu":"alpha","nodes":1,"gpus_per_node":2,"per_gpu_batch":8}]}})",
+                                    "p")));
+}
+
 TEST(PlanTest, ParsesAndApplies) {
   LaunchPlan p = ParsePlan(
       R"({"format_version":1,"global_batch":256,"lr":0.1,"warmup_epochs":2,

@@ -1,0 +1,261 @@
+// DLH — the Trainer behind Train() (trainer.hpp), declared for the files that hold its
+// phases: trainer.cpp (the run in order, and what every phase uses), trainer_start.cpp
+// (inputs, engine, announcement, the loop's start), trainer_resume.cpp, trainer_balance.cpp
+// (the split of the global batch and how it moves), trainer_step.cpp, trainer_checkpoint.cpp
+// (checkpoints and signals), trainer_eval.cpp and trainer_end.cpp (finish, agreement,
+// summary, trace). Internal to those files; everything else goes through Train().
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/spec.hpp"
+#include "common/thread_cpu.hpp"
+#include "launcher/comm/binding.hpp"
+#include "launcher/comm/mpi.hpp"
+#include "launcher/comm/peer_watch.hpp"
+#include "launcher/data/dataset.hpp"
+#include "launcher/data/loader.hpp"
+#include "launcher/data/sample_source.hpp"
+#include "launcher/engine/engine.hpp"
+#include "launcher/storage/checkpoint.hpp"
+#include "launcher/storage/checkpoint_writer.hpp"
+#include "launcher/train/balancer.hpp"
+#include "launcher/train/metrics.hpp"
+#include "launcher/train/plan.hpp"
+#include "launcher/train/run_energy.hpp"
+#include "launcher/train/split_history.hpp"
+#include "launcher/train/trace.hpp"
+#include "launcher/train/trainer.hpp"
+
+namespace dlh {
+namespace trainer_detail {
+
+using Clock = std::chrono::steady_clock;
+
+inline double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Wall-clock time, the "t" of metrics.jsonl records: what puts a run (and the runs before
+// and after a requeue) on one time axis with other logs.
+inline double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+inline const char* SignalName(int signal) {
+  return signal == SIGUSR1 ? "SIGUSR1" : signal == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+// snprintf into a std::string, for messages (up to 255 characters).
+std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Each rank evaluates a contiguous slice of the test set; sums are combined.
+constexpr int64_t kEvalChunk = 256;
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+};
+
+// Seconds one step spent in each part, for metrics.jsonl's "time" record.
+struct StepTimes {
+  Clock::time_point start;
+  double data = 0, compute = 0, allreduce = 0, checkpoint = 0;
+};
+
+// What every rank agreed on in a step's control allreduce.
+struct StepControl {
+  double loss_sum = 0;     // over the global batch
+  double correct_sum = 0;  // likewise
+  int signal = 0;          // SIGINT, SIGTERM, SIGUSR1 or 0, whichever rank got it
+  bool time_due = false;   // rank 0's clock says a time-based checkpoint is due
+};
+
+// A checkpoint must be on disk before the step goes on: one answering a signal (the job
+// may be killed right after) and the run's last (what the run leaves behind).
+enum class Durability { Background, Wait };
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& options, MPI_Comm world);
+  // The stall watchdog ends with the run, also when an error unwinds it.
+  ~Trainer() { FinishPeerWatch(); }  // stopped after MPI_Finalize (mpi::Env)
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Collective over `world`. Throws dlh::Error; input errors fail every rank alike.
+  TrainResult run();
+
+ private:
+  // Setup phases, in order.
+  void load_inputs();
+  void start_peer_watch();
+  void choose_split();
+  void choose_balance();
+  void start_engine();
+  void resume();
+  void continue_shape(const TrainState& st);
+  void continue_split(const TrainState& st);
+  void announce();
+  void open_loop();
+
+  // One step's phases, in order.
+  bool keep_training() const;
+  StepSums compute_step(StepTimes* times);
+  Batch take_batch();
+  const Batch* batch_ahead();
+  StepControl sync_control(const StepSums& sums, StepTimes* times);
+  double advance();
+  void rebalance(const StepTimes& times);
+  double maybe_checkpoint(const StepControl& control);
+  double write_checkpoint(Durability durability);
+  void snapshot(TrainState* st) const;
+  void note_written(const WrittenCheckpoint& written);
+  void collect_written();
+  void handle_signal(int signal);
+  void record(const StepControl& control, double lr, const StepTimes& times);
+  void evaluate_epoch();
+
+  // After the last step, in order.
+  void finish();
+  uint32_t check_ranks_agree();
+  void record_end();
+  void write_summary(uint32_t crc);
+  void write_trace();
+
+  // Appends `record` to metrics.jsonl (rank 0) with "t", the Unix time now unless it has one.
+  void append_metrics(nlohmann::json record);
+  void record_start();
+  // --trace: checks the file collectively, then every rank takes the common origin.
+  void start_trace();
+
+  EvalResult evaluate();
+  void say(const std::string& text);
+  // Where the peak rate came from: found for the plan, the plan's linear scaling, the spec.
+  std::string lr_source() const {
+    return (!o_.lr_source.empty() ? o_.lr_source
+            : plan_.present       ? "plan, linear scaling"
+                                  : "spec") +
+           lr_resumed_;
+  }
+  // The rate was found by lr-find for this run's batch (lr_source.hpp), not set for another.
+  bool lr_found() const {
+    return o_.lr > 0 && o_.lr_source.rfind("plan, linear scaling", 0) == std::string::npos;
+  }
+  // The split a checkpoint records: every rank's batch when the plan set it or the run
+  // balances, else none (the even split, whose files stay as they were before splits were
+  // recorded).
+  std::vector<int64_t> recorded_split() const {
+    return plan_split_ || !history_.empty() ? rank_batches_ : std::vector<int64_t>();
+  }
+  // Makes `batches` the split from the next step on: this rank's slice, its weight in the
+  // batchnorm statistics and, once the loop runs, the loader.
+  void set_split(const std::vector<int64_t>& batches);
+  void change_split(const std::vector<int64_t>& batches, const BalanceDecision* why);
+  void record_split(int64_t step, const std::vector<int64_t>& batches);
+  std::unique_ptr<Loader> make_loader() const;
+  void open_data();
+
+  // Declared in the order they come to be, so that they go in reverse (the loader's thread
+  // before the data it reads, the engine before the spec it points to and the
+  // communicators it uses).
+  const TrainOptions o_;
+  mpi::Comm comm_;
+  const int rank_, size_;
+  mpi::Comm local_;
+  const std::string host_;
+  // The timeline (--trace), null without it; trace_step_ is the step (counted from 1, as in
+  // metrics.jsonl) its events belong to, forward_done_ the end of the step's forward.
+  std::unique_ptr<Tracer> tracer_;
+  int64_t trace_step_ = -1;
+  Clock::time_point forward_done_;
+  double trace_origin_unix_ = 0;  // the origin's Unix time (rank 0's goes in the metadata)
+
+  // Inputs.
+  TrainSpec spec_;
+  // The data set's metadata and labels (its images too in memory mode), and where the loader
+  // and the evaluation read samples: memory or the file (open_data()).
+  Dataset data_;
+  std::unique_ptr<SampleSource> train_source_, test_source_;
+  bool streaming_ = false;
+  LaunchPlan plan_;
+  Binding binding_;
+  std::string run_dir_;
+  CheckpointDir ckpt_dir_{""};
+  std::string run_id_;  // the peer watch's, in heartbeats and metrics.jsonl's start record
+  int hosts_ = 0;       // distinct hosts of the ranks
+
+  // Engine and the shape of the run.
+  int64_t rank_offset_ = 0, rank_batch_ = 0;  // this rank's slice of the global batch
+  std::vector<int64_t> rank_batches_;         // every rank's batch, in rank order
+  std::vector<int> rank_parts_;               // every rank's plan part (plan split only)
+  bool plan_split_ = false;                   // the plan's per-part batches set the split
+  // Balancing (balancer.hpp, split_history.hpp): the mode, every split this run trained with
+  // (from step 0, through the runs before a resume; empty when it never balanced), the
+  // replayed history and the next change of it to apply, and this rank's compute seconds
+  // per step since the last decision.
+  BalanceMode balance_ = BalanceMode::Off;
+  int64_t max_rank_batch_ = 0;  // the most samples balancing may give one rank
+  SplitHistory history_, replay_;
+  size_t replay_next_ = 0;
+  std::vector<double> window_;
+  int balance_lines_ = 0;  // changes announced on the progress output
+  std::unique_ptr<Engine> engine_;
+  int64_t steps_per_epoch_ = 0, total_steps_ = 0;
+  std::unique_ptr<Progress> progress_;
+
+  // Position: what a checkpoint stores and a resume restores.
+  int64_t step_ = 0, epoch_ = 0, step_in_epoch_ = 0, samples_seen_ = 0;
+  double elapsed_before_ = 0;  // training seconds of the runs before this one
+  std::string resume_path_;
+  // step_ - (epoch_ * steps_per_epoch_ + step_in_epoch_): 0 unless a resume changed the
+  // global batch (elastic.hpp), which moves the cursor but not the count of optimizer steps.
+  // The schedule and the end of the run go by the cursor, step_ - step_base_.
+  int64_t step_base_ = 0;
+  std::string lr_resumed_;  // how a resume changed the rate, for lr_source()
+
+  // The loop.
+  std::unique_ptr<MetricsLog> log_;  // rank 0 only
+  std::unique_ptr<Loader> loader_;
+  // The next step's batch, taken from the loader while this step's backward runs
+  // (batch_ahead), and the seconds that took: they count as the next step's data time.
+  std::optional<Batch> ahead_;
+  double ahead_wait_ = 0;
+  std::unique_ptr<CheckpointWriter> writer_;  // rank 0 only
+  std::unique_ptr<RunEnergy> energy_;         // this rank's meter, from the loop's start
+  int64_t samples_at_start_ = 0;              // samples_seen_ then: the meter's samples
+  size_t stats_len_ = 0;  // batchnorm statistics carried in the control allreduce
+  std::vector<double> control_, control_sum_;
+  std::vector<float> averaged_stats_;
+  float loss_scale_ = 0;  // 1 / global batch: gradients are of the mean loss
+  double weight_ = 0;     // this rank's share of the global batch
+  Clock::time_point launch_start_ = Clock::now();  // this process's run, start-up included
+  Clock::time_point train_start_, last_ckpt_;
+  double cpu_at_start_ = 0;  // the process's CPU seconds when train_start_ was taken
+  // This run's seconds in evaluations and checkpoints (inside the loop's time): summary.json
+  // compares them with the plan's phases.
+  double eval_seconds_ = 0, checkpoint_seconds_ = 0;
+  // The writer's seconds and files of this run (rank 0): summary.json's "checkpoints".
+  double checkpoint_write_seconds_ = 0;
+  CpuSeconds checkpoint_write_cpu_;
+  int64_t checkpoints_written_ = 0;
+  int64_t waited_step_ = -1;  // the step of the last checkpoint the loop waited for
+  // This rank's seconds in compute and in the allreduces over this run's steps: summary.json
+  // shows every rank's mean, which is where a slow rank makes the others wait.
+  double compute_seconds_ = 0, allreduce_seconds_ = 0;
+  int64_t first_step_ = 0;  // step_ when this run's loop began (after a resume: not 0)
+  double ema_step_ = 0;     // seconds per step, smoothed for the progress line
+  bool stop_ = false;
+  bool evaluated_epoch_ = false;
+  TrainResult result_;
+};
+
+}  // namespace trainer_detail
+}  // namespace dlh

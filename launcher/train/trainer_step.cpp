@@ -1,0 +1,190 @@
+// DLH — one step of the Trainer: the batch, forward and backward with the gradient
+// allreduce, the control allreduce, the optimizer, and the step's record (trainer_impl.hpp).
+#include <algorithm>
+
+#include "launcher/comm/collective.hpp"
+#include "launcher/train/signals.hpp"
+#include "launcher/train/trainer_impl.hpp"
+
+namespace dlh {
+namespace trainer_detail {
+namespace {
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+// Every rank decides alike: the counters and the stop flag are the same on all ranks.
+bool Trainer::keep_training() const {
+  return step_ < total_steps_ && !stop_ && (o_.max_steps <= 0 || step_ < o_.max_steps);
+}
+
+// This rank's part of the step: its slice of the batch forward and backward; the gradient
+// sums across ranks run during backward and are complete when this returns.
+StepSums Trainer::compute_step(StepTimes* times) {
+  Batch batch = take_batch();
+  const auto t_compute = Clock::now();
+  times->data = Seconds(t_compute - times->start) + ahead_wait_;
+  ahead_wait_ = 0;
+  if (batch.epoch != epoch_ || batch.step_in_epoch != step_in_epoch_)
+    throw Error("data loader out of step (internal error)");
+
+  ForwardContext ctx;
+  ctx.training = true;
+  ctx.seed = spec_.seed;
+  ctx.step = uint64_t(step_);
+  ctx.rank = rank_;
+  const StepSums sums =
+      engine_->forward_backward(batch, ctx, loss_scale_, [this] { return batch_ahead(); });
+  const auto t_backward = Clock::now();
+  times->compute = Seconds(t_backward - t_compute) - ahead_wait_;
+  times->allreduce = engine_->finish_gradients();
+  compute_seconds_ += times->compute;
+  if (tracer_) {
+    const auto t_end = Clock::now();
+    tracer_->slice(TraceLane::Compute, "data wait", times->start, t_compute, trace_step_);
+    tracer_->slice(TraceLane::Compute, "forward", t_compute, forward_done_, trace_step_);
+    tracer_->slice(TraceLane::Compute, "backward", forward_done_, t_backward, trace_step_);
+    tracer_->slice(TraceLane::Compute, "allreduce wait", t_backward, t_end, trace_step_);
+  }
+  return sums;
+}
+
+// The step's batch: the one taken ahead during the last step's backward, else the loader's.
+Batch Trainer::take_batch() {
+  if (!ahead_) return loader_->next();
+  Batch batch = std::move(*ahead_);
+  ahead_.reset();
+  return batch;
+}
+
+// The next step's batch, for the engine to copy to its device while this step's backward
+// runs (Engine::forward_backward). A batch the loader fails to prepare is not taken here:
+// the loader keeps its failure, and the next step's take_batch() raises it where it always
+// did, after this step's update and checkpoint.
+const Batch* Trainer::batch_ahead() {
+  if (!ahead_) {
+    const auto started = Clock::now();
+    try {
+      ahead_ = loader_->next();
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+    ahead_wait_ += Since(started);
+  }
+  return &*ahead_;
+}
+
+// Control values, summed: loss, correct, then batchnorm statistics weighted by this rank's
+// share of the batch. Flags, maxed: a pending signal (3 SIGINT or 2 SIGTERM: stop, 1 SIGUSR1:
+// checkpoint; kept apart so that metrics.jsonl and the exit code name the one that came) and
+// a time-based checkpoint request (rank 0's clock decides). A rank may have been signalled
+// alone (a user's kill); the allreduce tells everyone at the same step.
+StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
+  TraceSpan span(tracer_.get(), TraceLane::Compute, "control allreduce", trace_step_);
+  auto t_ctrl = Clock::now();
+  const int sig = TakePendingSignal();
+  control_[0] = sums.loss;
+  control_[1] = double(sums.correct);
+  size_t k = 2;
+  for (float s : engine_->batch_stats()) control_[k++] = weight_ * double(s);
+  MPI_CHECK(MPI_Allreduce(control_.data(), control_sum_.data(), int(control_.size()), MPI_DOUBLE,
+                          MPI_SUM, comm_.get()));
+  // Rank 0's writer: the newest checkpoint that reached the disk since the last step, or
+  // its failure, which fails every rank from here.
+  int64_t written_step = -1, write_failed = 0;
+  if (writer_) {
+    try {
+      for (const WrittenCheckpoint& w : writer_->take_written()) {
+        note_written(w);
+        written_step = w.step;
+      }
+    } catch (const std::exception&) {
+      write_failed = 1;
+    }
+  }
+  int64_t flags[4] = {
+      sig == SIGINT    ? 3
+      : sig == SIGTERM ? 2
+      : sig == SIGUSR1 ? 1
+                       : 0,
+      rank_ == 0 && o_.checkpoint_seconds > 0 && Since(last_ckpt_) >= o_.checkpoint_seconds,
+      written_step, write_failed};
+  int64_t flags_max[4];
+  MPI_CHECK(MPI_Allreduce(flags, flags_max, 4, MPI_INT64_T, MPI_MAX, comm_.get()));
+  if (flags_max[3] > 0)  // rank 0's wait() throws the failure, RunCollectively on every rank
+    RunCollectively(comm_.get(), [&] {
+      if (writer_) writer_->wait();
+    });
+  if (flags_max[2] >= 0) {
+    result_.last_checkpoint = ckpt_dir_.path_for_step(flags_max[2]);
+    SetPeerWatchCheckpoint(result_.last_checkpoint);
+  }
+  if (stats_len_ > 0) {
+    for (size_t i = 0; i < stats_len_; ++i) averaged_stats_[i] = float(control_sum_[2 + i]);
+    engine_->commit_batch_stats(averaged_stats_);
+  }
+  times->allreduce += Since(t_ctrl);
+  allreduce_seconds_ += times->allreduce;
+
+  StepControl control;
+  control.loss_sum = control_sum_[0];
+  control.correct_sum = control_sum_[1];
+  control.signal = flags_max[0] == 3   ? SIGINT
+                   : flags_max[0] == 2 ? SIGTERM
+                   : flags_max[0] == 1 ? SIGUSR1
+                                       : 0;
+  control.time_due = flags_max[1] > 0;
+  return control;
+}
+
+// The optimizer step, then the cursor: after this the position is that of a completed step,
+// the only place a checkpoint may be taken. Returns the learning rate used.
+double Trainer::advance() {
+  const double lr = LearningRate(spec_, step_ - step_base_, steps_per_epoch_);
+  {
+    TraceSpan span(tracer_.get(), TraceLane::Compute, "optimizer", trace_step_);
+    engine_->update(lr, step_);
+  }
+  ++step_;
+  SetPeerWatchStep(step_);
+  samples_seen_ += spec_.batch_size;
+  if (++step_in_epoch_ == steps_per_epoch_) {
+    step_in_epoch_ = 0;
+    ++epoch_;
+    evaluated_epoch_ = false;
+  }
+  return lr;
+}
+
+// One metrics.jsonl record per step and the progress line, on rank 0; the values are the
+// global batch's, so the other ranks have nothing to add.
+void Trainer::record(const StepControl& control, double lr, const StepTimes& times) {
+  const double t_total = Since(times.start);
+  ema_step_ = ema_step_ == 0 ? t_total : 0.9 * ema_step_ + 0.1 * t_total;
+  energy_->poll();  // every rank: a RAPL counter must be read before it wraps
+  if (rank_ != 0) return;
+  const double loss = control.loss_sum / double(spec_.batch_size);
+  const double acc = control.correct_sum / double(spec_.batch_size);
+  nlohmann::json rec = {{"step", step_},
+                        {"epoch", epoch_ + (step_in_epoch_ == 0 ? 0 : 1)},
+                        {"loss", loss},
+                        {"accuracy", acc},
+                        {"lr", lr},
+                        {"samples_per_s", double(spec_.batch_size) / t_total},
+                        {"time",
+                         {{"total", t_total},
+                          {"compute", times.compute},
+                          {"allreduce", times.allreduce},
+                          {"data", times.data},
+                          {"checkpoint", times.checkpoint}}}};
+  // The split the run started (or resumed) with; later changes have "balance" records.
+  if (step_ == first_step_ + 1)
+    rec["rank_batches"] = history_.empty() ? rank_batches_ : SplitAt(history_, step_ - 1);
+  energy_->add_to(&rec);
+  append_metrics(rec);
+  progress_->step(step_ - step_base_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
+                  double(spec_.batch_size) / ema_step_, ema_step_);
+}
+}  // namespace trainer_detail
+}  // namespace dlh
