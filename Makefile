@@ -130,8 +130,12 @@ run_side_by_side = export DLH_CHECK_RUN=check-$$$$-$$(date +%s) DLH_CHECK_TIMES=
   echo "== built and tested in $$((SECONDS - s)) s, $(CHECK_JOBS) at a time; the slowest tests:"; \
   sort -rn $(CHECK_TIMES) | head -5 | sed 's/^/   /'; \
   bash tests/leftovers.sh "$$DLH_CHECK_RUN" || rc=1
+# The programs the script and Slurm tests run are built first, all cores on them, so that the
+# longest tests (Slurm jobs, timeouts and faults: mostly waiting) start as early as they can;
+# the unit and MPI test binaries then compile beside them. Sanitized, everything is built
+# first.
 check: deps
-	$(if $(SANITIZE),$(Q)$(MAKE) --no-print-directory -j$(JOBS) tests man)
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(if $(SANITIZE),tests man,$(TEST_PROGRAMS))
 	$(Q)$(call run_side_by_side,check-parallel); \
 	  $(if $(SANITIZE),,$(MAKE) --no-print-directory check-format || rc=1;) \
 	  exit $$rc

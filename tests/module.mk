@@ -16,6 +16,14 @@ $(FAKE_NVML): tests/fixtures/fake_nvml.c
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  CC    %s\n' $@
 	$(Q)$(CC) -std=c11 -O1 -Wall -Wextra -fPIC -shared $< -o $@
 
+# The test sources themselves compile with -Og (the last -O wins): half of -O3's compile
+# time (tests/unit/recommender_test.cpp: 6.3 s against 12.2 s), while the code under test
+# comes from the libraries, built as they ship. DEBUG=1 keeps -O0.
+TEST_OBJS := $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(MPI_TEST_SRCS:%.cpp=$(OBJDIR)/%.o)
+ifneq ($(DEBUG),1)
+$(TEST_OBJS): override CXXFLAGS += -Og
+endif
+
 $(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(PLAN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
     $(REPORT_LIB) $(NN_LIB) $(COMMON_LIB) | $(FAKE_NVML)
 	@mkdir -p $(dir $@)
@@ -33,6 +41,9 @@ $(MPI_TEST_BIN): $(MPI_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(LAUNCH_LIB) $(NN_LIB) $(
 ifeq ($(WITH_CUDA),1)
 GPU_TEST_SRCS := $(wildcard tests/gpu/*.cpp)
 GPU_TEST_BIN := $(BINDIR)/gpu_tests
+ifneq ($(DEBUG),1)
+$(GPU_TEST_SRCS:%.cpp=$(OBJDIR)/%.o): override CXXFLAGS += -Og
+endif
 $(OBJDIR)/tests/gpu/%.o: tests/gpu/%.cpp
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  CXX   %s\n' $<
