@@ -105,7 +105,7 @@ $(LIBDIR)/%.a:
 deps:
 	@bash share/setup/install-deps.sh build
 
-# make check: the test command of README. Installs what is missing, then re-reads this
+# make check: the test command of README.md. Installs what is missing, then re-reads this
 # Makefile in a sub-make so that pkg-config sees the freshly installed packages. The tests
 # then run side by side (check-parallel, tests/module.mk), CHECK_JOBS at a time, every
 # process they start tagged with DLH_CHECK_RUN; tests/leftovers.sh then fails the check if
@@ -155,7 +155,7 @@ check-tsan: deps
 	$(Q)OPENBLAS_NUM_THREADS=1 $(MAKE) --no-print-directory -j$(JOBS) SANITIZE=thread check-unit \
 	  UNIT_FILTER='$(TSAN_UNIT_FILTER)'
 
-# make demo: README's first command. Trains the Fashion-MNIST example on 2 MPI ranks
+# make demo: README.md's first command. Trains the Fashion-MNIST example on 2 MPI ranks
 # (DEMO_EPOCHS=N for a shorter run). A run already in $(BUILDDIR)/demo is resumed.
 DEMO_EPOCHS ?=
 demo:

@@ -1,5 +1,6 @@
-// DLH — resuming a checkpoint on another shape (README "Elastic resume"): another rank count,
-// or another global batch. Pure functions; the trainer applies them in Trainer::resume.
+// DLH — resuming a checkpoint on another shape (docs/reference/dlh-launch.md, "Elastic
+// resume"): another rank count, or another global batch. Pure functions; the trainer applies
+// them in Trainer::resume.
 //
 // Another rank count with the same global batch trains the same samples in every step (data
 // order is a pure function of (seed, epoch) and the global batch, and the ranks' slices tile

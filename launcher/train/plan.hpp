@@ -1,7 +1,7 @@
 // DLH — the plan a job was given (`DLH_PLAN`, written by the SPANK plugin or by
 // `dlh-estimate recommend --json`), as far as the launcher uses it: the global batch, the
 // learning rate for it and its warm-up, and the per-GPU batch of each part of a mix. The
-// plan format is documented in README ("Plan").
+// plan format is documented in docs/reference/plan.md.
 #pragma once
 
 #include <cstdint>

@@ -912,7 +912,7 @@ def lrvalidate(work, goals):
             print(f"| {b} | {label} | " + " | ".join(cells) + " |")
     print()
     print("The range tests (100 rates from 1e-5 to 10 unless the loss diverged first; the "
-          "suggestion is the upper edge of the smoothed loss's valley floor, README \"lr-find\"):")
+          "suggestion is the upper edge of the smoothed loss's valley floor, docs/reference/lr-find.md):")
     print()
     print("| seed | batch | steps run | stopped | suggested lr | interval | fitted minimum | seconds |")
     print("|---|---|---|---|---|---|---|---|")
@@ -1179,11 +1179,11 @@ def faults(work, goals):
 # own slice), so 2 and 4 ranks cannot follow the 1-rank curve to rounding (that is
 # tests/scripts/convergence.sh's claim, on a spec without either); they must follow it
 # statistically. The bounds, 50-step means of the loss within 0.05 and the final test
-# accuracy within 0.5 points, are twice what README "Same state on any rank count" measured
-# on this run (0.020-0.023 and 0.25 points); a genuinely different run (another seed or
-# global batch) moved even 20-step means by 0.17 or more on tests/scripts/convergence.sh's
-# small CNN. Earlier epochs are shown, not judged: the first ends the warm-up at the peak
-# rate, far from where a run settles (85% there, 90% at the end).
+# accuracy within 0.5 points, are twice what this run measured (0.020-0.023 and 0.25 points;
+# docs/reference/dlh-launch.md, "Same state on any rank count", has the claim); a genuinely
+# different run (another seed or global batch) moved even 20-step means by 0.17 or more on
+# tests/scripts/convergence.sh's small CNN. Earlier epochs are shown, not judged: the first
+# ends the warm-up at the peak rate, far from where a run settles (85% there, 90% at the end).
 CONV_BLOCK_LOSS = 0.05
 CONV_ACCURACY_POINTS = 0.5
 
