@@ -38,7 +38,7 @@ int64_t CheckpointBatch(int64_t recorded, int64_t samples_seen, int64_t step);
 Cursor EquivalentCursor(Cursor at, int64_t from, int64_t to, int64_t train_count);
 
 // Linear scaling (Goyal et al. 2017, "Accurate, large minibatch SGD"), the plan's rule
-// (estimator/recommender.cpp: lr × global_batch / spec batch_size): lr × to / from.
+// (estimator/recommend/recommender.cpp: lr × global_batch / spec batch_size): lr × to / from.
 double LinearScaledLr(double lr, int64_t from, int64_t to);
 
 // The line a resume on another rank count prints (rank 0), e.g. "checkpoint was written by

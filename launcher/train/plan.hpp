@@ -42,7 +42,7 @@ struct LaunchPlan {
   // reports them against what it measured.
   double predicted_total_s = 0;  // start-up, data, steps, evaluations, checkpoints
   double predicted_step_s = 0;
-  // predicted.phases (estimator/job_time.hpp), seconds: what the total is made of; 0 when
+  // predicted.phases (estimator/model/job_time.hpp), seconds: what the total is made of; 0 when
   // the plan predates them.
   double predicted_startup_s = 0, predicted_steps_s = 0, predicted_eval_s = 0,
          predicted_checkpoint_s = 0;

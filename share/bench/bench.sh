@@ -169,7 +169,7 @@ store estimator "$work/s1-estimator.md"
 
 # ---- wave scaling --------------------------------------------------------------------------
 # A GPU type without a calibration gets another type's, scaled by the ratios of their peaks
-# (estimator/wave_scaling.hpp). Two kinds of device on one CPU: 1 and 2 threads. Each
+# (estimator/model/wave_scaling.hpp). Two kinds of device on one CPU: 1 and 2 threads. Each
 # calibrates (the whole sweep: --quick's models (18) missed their own device by 30-41%, which
 # no scaling can make up), is validated at its own thread count, then predicts the other's
 # measurements scaled by the measured sgemm and memory-copy ratios, next to plain reuse and

@@ -420,7 +420,7 @@ def allreduce(work, goals):
 
 def link_seconds(link, ranks, nbytes):
     """A ring allreduce of `nbytes` over `ranks` on a cluster-file link, as the estimator
-    computes it (estimator/comm_model.hpp): 2 (p-1) messages of nbytes / p, each at its
+    computes it (estimator/model/comm_model.hpp): 2 (p-1) messages of nbytes / p, each at its
     regime's alpha + bytes * beta, never below what the previous regimes gave at their limits."""
     def one(lat_us, gbs, b):
         return lat_us * 1e-6 + (b / (gbs * 1e9) if gbs > 0 else 0.0)
@@ -959,7 +959,7 @@ def lrvalidate(work, goals):
 
 # ---- whole jobs ------------------------------------------------------------------------------
 
-PLUGIN_MARGIN_X = 1.10  # 1 + the plugin's default margin (plugin/options.hpp)
+PLUGIN_MARGIN_X = 1.10  # 1 + the plugin's default margin (estimator/plan/options.hpp)
 
 
 def jobs(work, goals):
@@ -1014,7 +1014,7 @@ def jobs(work, goals):
     goals.add("Whole-job predictions within 10% (5 jobs, local Slurm cluster)",
               f"MAPE {mape:.1f}%, largest {worst:.0f}%", len(errors) == 5 and mape <= 10,
               "see the phases in the whole-jobs table")
-    # In proportion to the job: its prediction plus the plugin's margin (plugin/options.hpp,
+    # In proportion to the job: its prediction plus the plugin's margin (estimator/plan/options.hpp,
     # margin=0.1 by default), not the time limit, whose fixed grace dwarfs jobs this short.
     def over_limit(r):
         total = r["summary"].get("prediction", {}).get("total_s")
