@@ -65,7 +65,8 @@ else ifneq ($(SANITIZE),)
 OPTFLAGS := -O1 -g
 else
 # -g1: line tables only (backtraces, perf), at the compile time of no -g; full -g made the
-# build half as slow again (measured on launcher/train/trainer.cpp: 16.4 s against 11.2 s).
+# build half as slow again (measured on launcher/train/trainer.cpp before its split into phase
+# files: 16.4 s against 11.2 s).
 OPTFLAGS := -O3 -g1
 endif
 override CXXFLAGS := -std=c++17 $(OPTFLAGS) $(SANITIZE_FLAGS) -Wall -Wextra -Wshadow -pthread -fPIC $(CXXFLAGS)
@@ -105,7 +106,7 @@ $(LIBDIR)/%.a:
 deps:
 	@bash share/setup/install-deps.sh build
 
-# make check: the test command of README. Installs what is missing, then re-reads this
+# make check: the test command of README.md. Installs what is missing, then re-reads this
 # Makefile in a sub-make so that pkg-config sees the freshly installed packages. The tests
 # then run side by side (check-parallel, tests/module.mk), CHECK_JOBS at a time, every
 # process they start tagged with DLH_CHECK_RUN; tests/leftovers.sh then fails the check if
@@ -159,7 +160,7 @@ check-tsan: deps
 	$(Q)OPENBLAS_NUM_THREADS=1 $(MAKE) --no-print-directory -j$(JOBS) SANITIZE=thread check-unit \
 	  UNIT_FILTER='$(TSAN_UNIT_FILTER)'
 
-# make demo: README's first command. Trains the Fashion-MNIST example on 2 MPI ranks
+# make demo: README.md's first command. Trains the Fashion-MNIST example on 2 MPI ranks
 # (DEMO_EPOCHS=N for a shorter run). A run already in $(BUILDDIR)/demo is resumed.
 DEMO_EPOCHS ?=
 demo:

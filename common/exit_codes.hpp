@@ -1,10 +1,11 @@
-// DLH — the exit codes of every DLH command-line tool, in one place (README: "Exit codes"
-// of dlh-launch and of dlh-estimate; dlh-data's usage text).
+// DLH — the exit codes of every DLH command-line tool, in one place (the EXIT STATUS
+// sections of docs/man/*.md; docs/reference/run-folder.md, "Exit codes"; dlh-data's usage
+// text).
 //
 // 0, 1 and 2 mean the same in every tool. 3 does not: dlh-launch's 3 is a checkpoint
 // problem, dlh-estimate's 3 is the answer "no allocation meets the deadline". Both names
 // exist so that each main says which one it means; they must keep the same value, since
-// job scripts and Slurm's job_submit.lua test the number.
+// job scripts test the number.
 #pragma once
 
 namespace dlh {

@@ -1,7 +1,8 @@
 // DLH — the profile of a user's own program: its steps timed on one device at one or more
 // batches (dlh-launch run --profile), and what the program said about itself. The
 // estimator plans from it as it plans from a training spec and a calibration
-// (estimator/recommend/profile_speeds.hpp). JSON, documented in README ("Planning from a profile");
+// (estimator/recommend/profile_speeds.hpp). JSON, documented in docs/reference/run.md
+// ("Planning from a profile");
 // every error names the file and the field:
 //   prof.json: points[1].step_s: must be a positive number, got 0
 #pragma once

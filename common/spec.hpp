@@ -1,7 +1,7 @@
 // DLH — the training spec: what to train, on what data, with which optimizer.
 // Parsed from JSON (nlohmann-json); every error names the file and the field, e.g.
 //   spec.json: layers[2].kernel: must be a positive integer, got -3
-// The format is documented in README.md ("Training spec").
+// The format is documented in docs/reference/training-spec.md.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// DLH — a TrainSpec written back as spec JSON (README "Training spec"), for specs built in
-// code: the calibration sweep travels to `dlh-launch time-steps` as spec text, which the
+// DLH — a TrainSpec written back as spec JSON (docs/reference/training-spec.md), for specs
+// built in code: the calibration sweep travels to `dlh-launch time-steps` as spec text, which the
 // launcher reads with the ordinary ParseSpec and its checks.
 #pragma once
 

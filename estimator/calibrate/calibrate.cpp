@@ -115,7 +115,7 @@ TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& opti
   std::vector<int32_t> labels(size_t(batch), 0);
   for (int32_t& l : labels) l = int32_t(rng() % uint64_t(std::max(1, spec.classes)));
 
-  // The launcher's step (trainer.cpp) minus the data loader and MPI: forward, loss,
+  // The launcher's step (trainer_step.cpp) minus the data loader and MPI: forward, loss,
   // backward, batchnorm statistics commit, optimizer update.
   Tensor grad_logits;
   const float loss_scale = 1.0f / float(batch);

@@ -2,7 +2,7 @@
 // runs sinfo, sbatch, scontrol and scancel, is calibrate_slurm_cmd.cpp): which GPU types to
 // calibrate, the sbatch command line of one calibration job, what `scontrol show job -o`
 // says about it, and the cluster description updated to name the new calibration files.
-// README: "Calibrating through Slurm".
+// docs/admin-guide.md, "Calibrating through Slurm".
 #pragma once
 
 #include <map>

@@ -1,7 +1,7 @@
 // DLH — `dlh-estimate calibrate --slurm`: calibrates every GPU type of a Slurm cluster with
 // one exclusive job per type, waits for them, checks the files they write and optionally
-// points a cluster description at them (README "Calibrating through Slurm"). The pure parts
-// are in estimator/calibrate/slurm_calibration.hpp.
+// points a cluster description at them (docs/admin-guide.md, "Calibrating through Slurm").
+// The pure parts are in estimator/calibrate/slurm_calibration.hpp.
 #pragma once
 
 #include <string>

@@ -25,7 +25,7 @@ using cli::Parse;
 using cli::Str;
 
 // The link as a cluster description writes it ("regimes" or the single pair), its keys in
-// the README's order.
+// the order of docs/reference/cluster-description.md.
 nlohmann::ordered_json LinkJson(const Link& link) {
   if (link.regimes.empty())
     return {{"bandwidth_gbs", link.bandwidth_gbs}, {"latency_us", link.latency_us}};

@@ -105,8 +105,8 @@ int RecommendCommand(const std::vector<std::string>& args) {
     job.features = ComputeFeatures(job.spec);
     job.epochs = job.spec.epochs;
   }
-  // What the program did not tell its profile (progress lines, README "The progress
-  // channel") must come from the command line.
+  // What the program did not tell its profile (progress lines, docs/reference/run.md,
+  // "The progress channel") must come from the command line.
   const std::string unknown =
       profiled ? " (the profile " + Str(vm, "profile") + " does not say: the program writes '" : "";
   if (vm.count("samples")) {
@@ -132,7 +132,8 @@ int RecommendCommand(const std::vector<std::string>& args) {
   if (job.max_gpus < 0) throw UsageError("--max-gpus: must not be negative");
   if (vm.count("types")) job.allowed_types = SplitList(Str(vm, "types"));
   job.allow_mixed = vm.count("mixed") > 0;
-  // As the plugin submits a mix: one job, one GPU count per node (README "Mixed GPU types").
+  // As the plugin submits a mix: one job, one GPU count per node (docs/researcher-guide.md,
+  // "Mixed GPU types in one job").
   job.mixed_same_gpus_per_node = true;
   job.per_gpu_batch = vm["per-gpu-batch"].as<int64_t>();
   if (job.per_gpu_batch < 0) throw UsageError("--per-gpu-batch: must not be negative");

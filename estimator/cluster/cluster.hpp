@@ -1,5 +1,6 @@
 // DLH estimator — the cluster description: node types, GPU types, power and interconnect.
-// JSON, documented in README ("Cluster description"), example in share/cluster/example.json.
+// JSON, documented in docs/reference/cluster-description.md, example in
+// share/cluster/example.json.
 // The SPANK plugin overlays live availability from Slurm (Cluster::node_types[i].available).
 #pragma once
 

@@ -13,7 +13,7 @@
 
 namespace dlh {
 
-using json = nlohmann::ordered_json;  // fields in the README's order
+using json = nlohmann::ordered_json;  // fields in cluster-description.md's order
 
 namespace {
 

@@ -2,7 +2,7 @@
 // part of `dlh-estimate cluster --from-slurm`): sinfo text -> nodes -> node types, and the
 // built-in datasheet figures of the GPUs it knows. Every figure it writes is marked, in the
 // types' "description", for the admin to confirm; a GPU type it does not know is named,
-// never guessed (README, "dlh-estimate cluster --from-slurm").
+// never guessed (docs/reference/cluster-description.md, "Drafting it from Slurm").
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 
 namespace dlh {
 
-// Vendor figures of one GPU model (README "Cluster description" units).
+// Vendor figures of one GPU model (in docs/reference/cluster-description.md's units).
 struct GpuDatasheet {
   const char* model;  // "NVIDIA A100 SXM4 40 GB"
   double memory_gb;

@@ -80,7 +80,7 @@ struct TimeModel {
 TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample>& samples,
                        int folds = 5);
 
-// Calibration file (JSON, documented in README): device, host description, threads,
+// Calibration file (JSON, docs/reference/calibration-file.md): device, host description, threads,
 // creation time, every sample (model name, batch, features summary, seconds, joules), and
 // the fitted model with its quality.
 struct Calibration {

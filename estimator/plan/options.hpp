@@ -31,8 +31,9 @@ struct PluginConfig {
   std::string default_deadline;   // as written in plugstack.conf ("" when none)
   double startup_s = -1;  // job start to first step, seconds; < 0: the cluster description's
                           // runtime.startup_s (startup= overrides it for every job)
-  // `register-only`: only register --dlh-auto and leave the request alone; slurmctld's
-  // job_submit.lua (share/slurm/job_submit.lua) plans from the value in spank_job_env.
+  // `register-only`: only register --dlh-auto and leave the request alone;
+  // share/slurm/cli_filter.lua plans (`dlh-estimate slurm-plan`, in sbatch as the user) and
+  // hands the plan to the plugin.
   bool register_only = false;
 };
 

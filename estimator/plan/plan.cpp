@@ -158,7 +158,7 @@ void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<Li
   }
   // The two types' speeds come from the estimator (one may be a roofline or another type's
   // calibration scaled): the job starts with the planned split and corrects it from what it
-  // measures (README "Adaptive balancing").
+  // measures (docs/reference/dlh-launch.md, "Adaptive balancing").
   out.plan["balance"] = "adaptive";
 }
 

@@ -83,7 +83,7 @@ struct PlanOutcome {
   Recommendation rec;
   Allocation chosen;
   bool feasible = false;  // chosen fits and meets the deadline
-  nlohmann::json plan;    // DLH_PLAN (README "Plan")
+  nlohmann::json plan;    // DLH_PLAN (docs/reference/plan.md)
   std::string time_limit;
   std::vector<SlurmSetting> settings;
   std::string deadline_text;  // "30m", "none"
@@ -107,9 +107,9 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
                      const std::vector<LiveNode>& live, const std::string& live_error);
 
 // Slurm options of an allocation: gres, nodes, ntasks-per-node, time, and for a mix
-// constraint (README "Mixed GPU types"; throws UsageError when the two node types share a
-// feature). GPUs are left to the user when any GPU option is set, ntasks-per-node when
-// --ntasks or --ntasks-per-node is.
+// constraint (docs/researcher-guide.md, "Mixed GPU types in one job"; throws UsageError when
+// the two node types share a feature). GPUs are left to the user when any GPU option is set,
+// ntasks-per-node when --ntasks or --ntasks-per-node is.
 // When the plan sets the nodes and the user gave only --ntasks-per-node, it also sets
 // ntasks (nodes x theirs): sbatch derived ntasks from one node before the plugin ran.
 std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& time_limit,

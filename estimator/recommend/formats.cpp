@@ -1,5 +1,5 @@
 // DLH estimator — the recommender's numbers as text (times, energies, the Slurm time limit)
-// and the chosen allocation as the plan's JSON (README "Plan").
+// and the chosen allocation as the plan's JSON (docs/reference/plan.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -205,9 +205,9 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
 std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
                                   const std::vector<int>& count, int64_t global_batch);
 
-// The plan handed to the plugin and the launcher (DLH_PLAN): README "Plan". "feasible" is
-// the chosen allocation's (fits memory and meets the deadline); "profile" (the profile's
-// path) only for a job planned from one.
+// The plan handed to the plugin and the launcher (DLH_PLAN): docs/reference/plan.md.
+// "feasible" is the chosen allocation's (fits memory and meets the deadline); "profile" (the
+// profile's path) only for a job planned from one.
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen);
 // {"startup_s", "data_s", "warmup_s", "steps_s", "eval_s", "evaluations", "checkpoint_s",
 // "checkpoints"}: the plan's predicted.phases.

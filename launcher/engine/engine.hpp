@@ -1,7 +1,8 @@
 // DLH — the training engine behind the run loop: where the model lives (host memory and
 // OpenBLAS, or a GPU with cuDNN/cuBLAS), how one rank's step runs, and how gradients are
-// summed across ranks. The trainer (trainer.cpp) owns everything that is the same on
-// every device: data, plan, checkpoints, signals, metrics and the per-step control values.
+// summed across ranks. The trainer (trainer.cpp and its phase files, trainer_impl.hpp) owns
+// everything that is the same on every device: data, plan, checkpoints, signals, metrics and the
+// per-step control values.
 //
 // Both engines name parameters, buffers and optimizer state alike ("03.conv2d/weight",
 // "03.conv2d/weight/momentum"), so a checkpoint written on a GPU resumes on the CPU and

@@ -1,4 +1,4 @@
-// dlh-report — what a run did, as a page and live (README: "Seeing the run").
+// dlh-report — what a run did, as a page and live (docs/reference/dlh-report.md).
 //
 //   dlh-report RUN_DIR [--out FILE]           the HTML report (default RUN_DIR/report.html)
 //   dlh-report RUN_DIR --watch [--interval S] rewrite it as metrics arrive, until the run ends

@@ -1,5 +1,6 @@
 // DLH — what the program of `dlh-launch run` tells its rank about its progress, through the
-// pipe whose write end it inherits as DLH_PROGRESS_FD (README "The progress channel").
+// pipe whose write end it inherits as DLH_PROGRESS_FD (docs/reference/run.md,
+// "The progress channel").
 //
 // The program writes lines of ASCII, one per write (a line shorter than PIPE_BUF arrives
 // whole even when threads of the program write at once):

@@ -501,7 +501,7 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
                     std::to_string(profile_end) + " needed (--profile-warmup " +
                     std::to_string(o.profile_warmup) +
                     " + the steps timed); it reports each step with a 'step SAMPLES' line to "
-                    "DLH_PROGRESS_FD (README, dlh-launch run)");
+                    "DLH_PROGRESS_FD (docs/reference/run.md, \"The progress channel\")");
       WriteProfile(o, a, f.log, add_to_earlier ? &earlier : nullptr);
     } catch (const UsageError& e) {
       std::fprintf(stderr, "dlh-launch: %s\n", e.what());

@@ -1,7 +1,8 @@
 // DLH — the environment of the program `dlh-launch run` starts on each rank (issue 18): the
 // variables torchrun gives its workers, so that a PyTorch DDP script (init_method "env://")
 // or any trainer written for torchrun runs unchanged, plus DLH's own (run folder, checkpoint
-// to resume from, the plan's batch and learning rate). README "dlh-launch run" has the table.
+// to resume from, the plan's batch and learning rate). docs/reference/run.md has the
+// table.
 //
 // A pure function of its inputs, so it is unit-tested without MPI: run_command.cpp gathers
 // the inputs collectively and passes them here.

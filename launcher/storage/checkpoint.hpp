@@ -1,5 +1,5 @@
 // DLH — HDF5 checkpoints: atomic writes, validation, rotation.
-// The file layout is documented in README.md ("Checkpoint layout") and in checkpoint_format.hpp.
+// The file layout is documented in docs/reference/checkpoint.md and in checkpoint_format.hpp.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// DLH — adaptive batch balancing (README "dlh-launch": "Adaptive balancing"): from every
-// rank's measured busy time per step (all but its wait in the allreduces) and its current
+// DLH — adaptive batch balancing (docs/reference/dlh-launch.md, "Adaptive balancing"): from
+// every rank's measured busy time per step (all but its wait in the allreduces) and its current
 // batch, the next integer split of the global batch. Pure: the trainer gathers the
 // measurements and applies the answer.
 //

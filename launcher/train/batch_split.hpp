@@ -1,4 +1,5 @@
-// DLH — each rank's share of the global batch (README "dlh-launch": "Per-rank batches").
+// DLH — each rank's share of the global batch (docs/reference/dlh-launch.md,
+// "Per-rank batches").
 //
 // Without a plan, or with a plan of one part, the global batch B is split evenly: the first
 // B mod n ranks take one sample more. A plan on two or more GPU types gives each part its

@@ -1,5 +1,6 @@
-// DLH — resuming a checkpoint on another shape (README "Elastic resume"): another rank count,
-// or another global batch. Pure functions; the trainer applies them in Trainer::resume.
+// DLH — resuming a checkpoint on another shape (docs/reference/dlh-launch.md, "Elastic
+// resume"): another rank count, or another global batch. Pure functions; the trainer applies
+// them in Trainer::resume.
 //
 // Another rank count with the same global batch trains the same samples in every step (data
 // order is a pure function of (seed, epoch) and the global batch, and the ranks' slices tile
@@ -37,7 +38,7 @@ int64_t CheckpointBatch(int64_t recorded, int64_t samples_seen, int64_t step);
 Cursor EquivalentCursor(Cursor at, int64_t from, int64_t to, int64_t train_count);
 
 // Linear scaling (Goyal et al. 2017, "Accurate, large minibatch SGD"), the plan's rule
-// (estimator/recommender.cpp: lr × global_batch / spec batch_size): lr × to / from.
+// (estimator/recommend/recommender.cpp: lr × global_batch / spec batch_size): lr × to / from.
 double LinearScaledLr(double lr, int64_t from, int64_t to);
 
 // The line a resume on another rank count prints (rank 0), e.g. "checkpoint was written by

@@ -80,7 +80,7 @@ const char* StatusName(LrSuggestion::Status s) {
 
 nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
 
-// The JSON record of a finished sweep; see README ("lr-find") for the fields.
+// The JSON record of a finished sweep; see docs/reference/lr-find.md for the fields.
 nlohmann::json Report(const LrFindOptions& o, const TrainSpec& spec, int ranks,
                       const std::string& device, double initial_loss, const LrSweep& sweep,
                       const LrSuggestion& s, const LrFitOptions& fit) {

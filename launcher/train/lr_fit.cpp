@@ -187,11 +187,12 @@ LrSuggestion SuggestLr(const std::vector<LrPoint>& points, const LrFitOptions& o
   // than at its single lowest grid point. Why not fastai's minimum / 10: it leaves a decade
   // of margin for a rate held for a whole run, but a warm-up + decay schedule holds its peak
   // only briefly, and only after the warm-up has let the weights settle where larger rates
-  // are stable (Goyal et al. 2017; Gilmer et al. 2022). On Fashion-MNIST (README) minimum / 10
-  // lost 4 points of test accuracy at batch 128 and 7 at 512 in 2 epochs; the floor's edge
-  // matched the hand-picked rate. Why not the steepest descent (still reported): on real
-  // curves the descent is almost straight in log10(lr) over several decades, so its steepest
-  // point is set by noise and by the first steps shedding the initialisation's excess loss.
+  // are stable (Goyal et al. 2017; Gilmer et al. 2022). On Fashion-MNIST
+  // (docs/reference/lr-find.md) minimum / 10 lost 4 points of test accuracy at batch 128 and
+  // 7 at 512 in 2 epochs; the floor's edge matched the hand-picked rate. Why not the steepest
+  // descent (still reported): on real curves the descent is almost straight in log10(lr) over
+  // several decades, so its steepest point is set by noise and by the first steps shedding the
+  // initialisation's excess loss.
   int i_steep = 0;
   for (int i = 1; i <= i_min; ++i)
     if (s.poly.slope(grid(i)) < s.poly.slope(grid(i_steep))) i_steep = i;

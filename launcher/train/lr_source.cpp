@@ -128,7 +128,7 @@ void ResolvePlanLr(TrainOptions* o, MPI_Comm comm) {
   if (c.plan.lr_source != "find") return;
   TrainSpec spec;
   RunCollectively(comm, [&] { spec = LoadSpec(o->spec_path); });
-  // As trainer.cpp: an explicit --batch-size wins over the plan; the run folder's default.
+  // As trainer_start.cpp: an explicit --batch-size wins over the plan; the run folder's default.
   c.batch = o->batch_size > 0 ? o->batch_size : c.plan.global_batch;
   c.run_dir = o->run_dir.empty() ? "runs/" + spec.name : o->run_dir;
   c.record = RunLrPath(c.run_dir);

@@ -88,7 +88,7 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   p.global_batch = gb.get<int64_t>();
   const auto& lr = j.value("lr", nlohmann::json());
   // A plan made from a program's profile may have no rate: the program never said its own
-  // (README "Planning from a profile"); `run` then gives it no DLH_LR.
+  // (docs/reference/run.md, "Planning from a profile"); `run` then gives it no DLH_LR.
   const bool rate_may_be_unknown = j.contains("profile");
   if (!lr.is_number() || !(lr.get<double>() > 0 || (rate_may_be_unknown && lr.get<double>() == 0)))
     throw fail("lr", "must be a positive number, got " + lr.dump());

@@ -1,7 +1,7 @@
 // DLH — the plan a job was given (`DLH_PLAN`, written by the SPANK plugin or by
 // `dlh-estimate recommend --json`), as far as the launcher uses it: the global batch, the
 // learning rate for it and its warm-up, and the per-GPU batch of each part of a mix. The
-// plan format is documented in README ("Plan").
+// plan format is documented in docs/reference/plan.md.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +42,7 @@ struct LaunchPlan {
   // reports them against what it measured.
   double predicted_total_s = 0;  // start-up, data, steps, evaluations, checkpoints
   double predicted_step_s = 0;
-  // predicted.phases (estimator/job_time.hpp), seconds: what the total is made of; 0 when
+  // predicted.phases (estimator/model/job_time.hpp), seconds: what the total is made of; 0 when
   // the plan predates them.
   double predicted_startup_s = 0, predicted_steps_s = 0, predicted_eval_s = 0,
          predicted_checkpoint_s = 0;

@@ -160,7 +160,7 @@ print(f\"{q['samples']} sweep models, R² {q['r2']:.3f}, {q['folds']}-fold cross
   echo "The shipped share/calibration/cpu.json ($(quality "$root/share/calibration/cpu.json"),"
   echo "host \"$($py -c "import json;print(json.load(open('$root/share/calibration/cpu.json'))['host'])")\"),"
   echo "validated the same way on this host: $(grep '^MAPE over' "$work/validate-shipped.md" | sed 's/ (calibration.*//')."
-  echo "Hosts of one kind differ in speed: a site calibrates each of its devices (README, \"dlh-estimate\")."
+  echo "Hosts of one kind differ in speed: a site calibrates each of its devices (docs/admin-guide.md, \"Calibrating\")."
   echo
 } >"$work/s1-estimator.md"
 report estimator
@@ -169,7 +169,7 @@ store estimator "$work/s1-estimator.md"
 
 # ---- wave scaling --------------------------------------------------------------------------
 # A GPU type without a calibration gets another type's, scaled by the ratios of their peaks
-# (estimator/wave_scaling.hpp). Two kinds of device on one CPU: 1 and 2 threads. Each
+# (estimator/model/wave_scaling.hpp). Two kinds of device on one CPU: 1 and 2 threads. Each
 # calibrates (the whole sweep: --quick's models (18) missed their own device by 30-41%, which
 # no scaling can make up), is validated at its own thread count, then predicts the other's
 # measurements scaled by the measured sgemm and memory-copy ratios, next to plain reuse and
@@ -675,7 +675,7 @@ measure lr_validate
   echo "alike) and at the spec's batch and 4x it: \`dlh-launch lr-find\`, then one training per"
   echo "rate: the spec's hand-picked rate (at 4x unscaled, the issue's bar), the suggestion, and at"
   echo "4x linear scaling. Training on the CPU is deterministic: a rerun of the same commit gives"
-  echo "the same accuracies. README \"lr-find\" has the other rules tried."
+  echo "the same accuracies. docs/reference/lr-find.md has the other rules tried."
   echo
   report lrvalidate
   echo
@@ -718,7 +718,8 @@ measure balance
   echo "the speed the estimator gives it; the bench CNN (share/bench/cnn.json) at a global batch"
   echo "of 128, 1 thread per rank, each rank bound to its own core. Even: \`--batch-size 128\`"
   echo "(the plan's split overridden); planned: the 2-part \`DLH_PLAN\`; adaptive:"
-  echo "\`--balance adaptive\` (README \"Adaptive balancing\"). Ideal: the sum of each rank's own"
+  echo "\`--balance adaptive\` (docs/reference/dlh-launch.md, \"Adaptive balancing\")."
+  echo "Ideal: the sum of each rank's own"
   echo "rate at the whole batch under the same binding and throttle, measured two ways: side by"
   echo "side (two 1-rank runs at once, each on its core, as the ranks of the job run) and alone (the"
   echo "other core idle, so also free of what two busy cores cost each other in memory bandwidth"
@@ -743,7 +744,8 @@ measure faults
   echo "once: one job of the example job script on a Slurm cluster whose two nodes are network"
   echo "namespaces of their own (2 ranks each, MPI over TCP between them) meets a frozen rank, a"
   echo "killed rank, a link down and a lost slurmd in turn, is requeued and resumed each time, and"
-  echo "ends bit-identical to an uninterrupted job (README \"A lost rank or host under Slurm\")."
+  echo "ends bit-identical to an uninterrupted job (docs/reference/dlh-launch.md, \"A lost rank or"
+  echo "host under Slurm\")."
   echo
   report faults
   echo
@@ -768,8 +770,8 @@ measure convergence >"$work/convergence.txt"
   echo "seconds since \`srun\`, which dates each epoch's evaluation. The same seed and global batch"
   echo "give every rank count the same samples in every step; the spec's dropout and batch norm"
   echo "differ per rank, so the curves can agree only statistically (the rounding-level"
-  echo "agreement is tests/scripts/convergence.sh's, on a spec without either; README \"Same"
-  echo "state on any rank count\")."
+  echo "agreement is tests/scripts/convergence.sh's, on a spec without either;"
+  echo "docs/reference/dlh-launch.md, \"Same state on any rank count\")."
   echo
   report convergence
   echo

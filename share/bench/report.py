@@ -420,7 +420,7 @@ def allreduce(work, goals):
 
 def link_seconds(link, ranks, nbytes):
     """A ring allreduce of `nbytes` over `ranks` on a cluster-file link, as the estimator
-    computes it (estimator/comm_model.hpp): 2 (p-1) messages of nbytes / p, each at its
+    computes it (estimator/model/comm_model.hpp): 2 (p-1) messages of nbytes / p, each at its
     regime's alpha + bytes * beta, never below what the previous regimes gave at their limits."""
     def one(lat_us, gbs, b):
         return lat_us * 1e-6 + (b / (gbs * 1e9) if gbs > 0 else 0.0)
@@ -912,7 +912,7 @@ def lrvalidate(work, goals):
             print(f"| {b} | {label} | " + " | ".join(cells) + " |")
     print()
     print("The range tests (100 rates from 1e-5 to 10 unless the loss diverged first; the "
-          "suggestion is the upper edge of the smoothed loss's valley floor, README \"lr-find\"):")
+          "suggestion is the upper edge of the smoothed loss's valley floor, docs/reference/lr-find.md):")
     print()
     print("| seed | batch | steps run | stopped | suggested lr | interval | fitted minimum | seconds |")
     print("|---|---|---|---|---|---|---|---|")
@@ -959,7 +959,7 @@ def lrvalidate(work, goals):
 
 # ---- whole jobs ------------------------------------------------------------------------------
 
-PLUGIN_MARGIN_X = 1.10  # 1 + the plugin's default margin (plugin/options.hpp)
+PLUGIN_MARGIN_X = 1.10  # 1 + the plugin's default margin (estimator/plan/options.hpp)
 
 
 def jobs(work, goals):
@@ -1014,7 +1014,7 @@ def jobs(work, goals):
     goals.add("Whole-job predictions within 10% (5 jobs, local Slurm cluster)",
               f"MAPE {mape:.1f}%, largest {worst:.0f}%", len(errors) == 5 and mape <= 10,
               "see the phases in the whole-jobs table")
-    # In proportion to the job: its prediction plus the plugin's margin (plugin/options.hpp,
+    # In proportion to the job: its prediction plus the plugin's margin (estimator/plan/options.hpp,
     # margin=0.1 by default), not the time limit, whose fixed grace dwarfs jobs this short.
     def over_limit(r):
         total = r["summary"].get("prediction", {}).get("total_s")
@@ -1179,11 +1179,11 @@ def faults(work, goals):
 # own slice), so 2 and 4 ranks cannot follow the 1-rank curve to rounding (that is
 # tests/scripts/convergence.sh's claim, on a spec without either); they must follow it
 # statistically. The bounds, 50-step means of the loss within 0.05 and the final test
-# accuracy within 0.5 points, are twice what README "Same state on any rank count" measured
-# on this run (0.020-0.023 and 0.25 points); a genuinely different run (another seed or
-# global batch) moved even 20-step means by 0.17 or more on tests/scripts/convergence.sh's
-# small CNN. Earlier epochs are shown, not judged: the first ends the warm-up at the peak
-# rate, far from where a run settles (85% there, 90% at the end).
+# accuracy within 0.5 points, are twice what this run measured (0.020-0.023 and 0.25 points;
+# docs/reference/dlh-launch.md, "Same state on any rank count", has the claim); a genuinely
+# different run (another seed or global batch) moved even 20-step means by 0.17 or more on
+# tests/scripts/convergence.sh's small CNN. Earlier epochs are shown, not judged: the first
+# ends the warm-up at the peak rate, far from where a run settles (85% there, 90% at the end).
 CONV_BLOCK_LOSS = 0.05
 CONV_ACCURACY_POINTS = 0.5
 

@@ -224,7 +224,8 @@ EOF
       printf 'NodeName=%s NodeHostname=localhost NodeAddr=%s Port=%d CPUs=%d Boards=1 SocketsPerBoard=1 CoresPerSocket=%d ThreadsPerCore=1 RealMemory=16000' \
         "${NAMES[i]}" "${NODE_ADDRS[i]}" $((base + 1 + i)) "${CPUS[i]}" "${CPUS[i]}"
       # A GPU node also carries its GPU type as a feature: a job on two types asks for its
-      # nodes with --constraint=[alpha*1&beta*1] (README "Mixed GPU types").
+      # nodes with --constraint=[alpha*1&beta*1] (docs/researcher-guide.md, "Mixed GPU types
+      # in one job").
       ((COUNTS[i] > 0)) && printf ' Gres=gpu:%s:%d Features=%s' "${TYPES[i]}" "${COUNTS[i]}" "${TYPES[i]}"
       printf ' State=UNKNOWN\n'
     done

@@ -14,7 +14,7 @@ FUZZ_DIR := $(BUILDDIR)/fuzz
 FUZZ_OBJDIR := $(FUZZ_DIR)/obj
 FUZZ_ALL := $(patsubst tests/fuzz/%_fuzz.cpp,%,$(wildcard tests/fuzz/*_fuzz.cpp))
 # checkpoint_bytes (raw bytes through HDF5's own parser) stops at HDF5's bugs, not ours
-# (README.md, "HDF5"): run it by name.
+# (tests/fuzz/README.md, "HDF5"): run it by name.
 FUZZ_TARGETS ?= $(filter-out checkpoint_bytes,$(FUZZ_ALL))
 
 # UBSan findings abort (they would only be printed otherwise, and libFuzzer would go on).

@@ -1,7 +1,7 @@
 // DLH — shared pieces of the GPU tests: a CUDA context for layers, host<->device copies,
-// and the comparison the tests use (relative L2 error, the measure of ../../README.md's
-// GPU section). Every test skips, saying why, when the machine has no usable GPU; with
-// REQUIRE_GPU=1 gpu_main.cpp turns any skip into a failed run.
+// and the comparison the tests use (relative L2 error; docs/developer-guide.md, "Tests", and
+// docs/reference/dlh-launch.md, "GPU engine"). Every test skips, saying why, when the machine
+// has no usable GPU; with REQUIRE_GPU=1 gpu_main.cpp turns any skip into a failed run.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -68,8 +68,8 @@ newest_step() {  # newest_step RUN_DIR: the step of the newest checkpoint (0: no
 pause_ranks() {  # pause_ranks RUN_DIR LOG STEP: sets ranks to the pids of the stopped ranks
   local dir=$1 log=$2
   for _ in $(seq 1200); do
-    # Each rank runs under its guard process (README "A rank that dies"), also a dlh-launch:
-    # the ranks are the dlh-launch processes whose parent is one.
+    # Each rank runs under its guard process (docs/reference/dlh-launch.md, "A rank that
+    # dies"), also a dlh-launch: the ranks are the dlh-launch processes whose parent is one.
     mapfile -t ranks < <(for p in $(pgrep -s "$pid" -x dlh-launch); do
       [[ $(ps -o comm= -p "$(ps -o ppid= -p "$p" | tr -d ' ')" 2>/dev/null) == dlh-launch ]] && echo "$p"
     done)

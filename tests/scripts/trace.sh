@@ -151,8 +151,8 @@ expect_fail 2 "--trace: $WORK/missing/t.json: folder $WORK/missing does not exis
 echo "stopped by SIGTERM"
 # 600000 steps (minutes even at this model's 5000 steps/s: 500 epochs once ended before the
 # signal came on a fast machine); the ranks are the dlh-launch processes whose parent is a
-# dlh-launch (the guard, README "A rank that dies"). They are stopped before the signal and
-# continued after it, so that it cannot race the run's end.
+# dlh-launch (the guard, docs/reference/dlh-launch.md, "A rank that dies"). They are stopped
+# before the signal and continued after it, so that it cannot race the run's end.
 setsid bash -c "$(declare -f train); WORK='$WORK'; train '$WORK/d' --trace '$WORK/d.json' --epochs 20000" \
   >"$WORK/d.log" 2>&1 &
 pid=$!
