@@ -112,9 +112,10 @@ std::string CudaBackendPath() {
 }
 
 std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
-                                   std::string* note) {
+                                   std::string* note, bool* gpu_found) {
   CheckDeviceKind(device);
   note->clear();
+  if (gpu_found) *gpu_found = false;
   if (device == "cpu") return MakeCpuEngine(config);
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(config.comm, &rank));
@@ -138,6 +139,8 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
     return fallback(e.what(), e.exit_code);
   }
   const std::vector<RankGpu> gpus = GatherRankGpus(config.comm, mine);
+  // From here on every rank holds a GPU: a fallback below is news to whoever runs the job.
+  if (gpu_found) *gpu_found = true;
   const bool hierarchical =
       config.node_of_rank.empty()
           ? false

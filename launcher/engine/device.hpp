@@ -22,15 +22,18 @@ void CheckDeviceKind(const std::string& kind);
 std::string CudaBackendPath();
 
 // Collective over config.comm. `note` receives the fallback line for auto (empty when the
-// requested device is used). Throws CollectiveError on every rank alike.
+// requested device is used); `gpu_found`, when given, whether the ranks found GPUs that they
+// then could not train on (shared by two ranks, out of memory, a failing backend): news
+// whoever asked. Throws CollectiveError on every rank alike.
 std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
-                                   std::string* note);
+                                   std::string* note, bool* gpu_found = nullptr);
 
 // Whether MakeEngine's note (--device auto training on the CPU, and why) is worth a line.
 // Quiet where nothing is wrong: a run that nobody asked a GPU of, on a machine without one,
 // trains on the CPU as it should. `asked`: this rank's reasons to expect a GPU (--device on
-// the command line, a plan for GPUs, GPUs in its environment: Binding::gpus_given) or
-// --verbose. True on every rank when any rank asked. Collective over `comm`.
+// the command line, a plan for GPUs, GPUs in its environment: Binding::gpus_given, GPUs
+// found but not usable: MakeEngine's gpu_found) or --verbose. True on every rank when any
+// rank asked. Collective over `comm`.
 bool DeviceNoteWanted(MPI_Comm comm, bool asked);
 
 // Visible GPU `device` as a JSON object (name, PCI bus id, memory, clocks, driver, CUDA,

@@ -220,9 +220,11 @@ nlohmann::json RunLrFind(const LrFindOptions& options, MPI_Comm world) {
   ec.device = binding.device;
   ec.max_batch = int(rank_batch);
   std::string note;
-  std::unique_ptr<Engine> engine = MakeEngine(o.device, ec, &note);
+  bool gpu_found = false;
+  std::unique_ptr<Engine> engine = MakeEngine(o.device, ec, &note, &gpu_found);
   if (!note.empty() &&
-      DeviceNoteWanted(comm.get(), o.device_asked || !binding.gpus_given.empty()) && rank == 0)
+      DeviceNoteWanted(comm.get(), o.device_asked || !binding.gpus_given.empty() || gpu_found) &&
+      rank == 0)
     std::printf("dlh-launch: %s\n", note.c_str());
   engine->broadcast_params();  // the spec's initial weights, rank 0's like train
 

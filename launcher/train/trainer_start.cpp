@@ -179,7 +179,8 @@ void Trainer::start_engine() {
     };
   }
   std::string device_note;
-  engine_ = MakeEngine(o_.device, ec, &device_note);
+  bool gpu_found = false;
+  engine_ = MakeEngine(o_.device, ec, &device_note, &gpu_found);
   steps_per_epoch_ = data_.train.count / spec_.batch_size;
   total_steps_ = steps_per_epoch_ * spec_.epochs;
 
@@ -188,7 +189,7 @@ void Trainer::start_engine() {
   // Training on the CPU is news only where a GPU was expected.
   if (!device_note.empty() &&
       DeviceNoteWanted(comm_.get(), o_.verbose || o_.device_given || PlanHasGpus(plan_) ||
-                                        !binding_.gpus_given.empty()))
+                                        !binding_.gpus_given.empty() || gpu_found))
     say(device_note);
 }
 

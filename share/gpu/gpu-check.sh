@@ -245,12 +245,19 @@ check_shared_gpu() {
   CUDA_VISIBLE_DEVICES=$first mpirun -np 2 -x PATH -x LD_LIBRARY_PATH -x CUDA_VISIBLE_DEVICES \
     dlh-launch train "$fm" --run-dir "$w/s-cuda" --data "$w/fm.h5" --device cuda --max-steps 5 \
     --no-eval --progress none --no-resume >"$w/s-cuda.txt" 2>&1 || cuda_rc=$?
-  cat "$w/s-auto.txt" "$w/s-cuda.txt" >>"$log"
+  # Nobody asked for a GPU here (no --device, no CUDA_VISIBLE_DEVICES, no plan), but the ranks
+  # found one they cannot share: the fallback is news, so the line must still come.
+  local quiet_rc=0
+  env -u CUDA_VISIBLE_DEVICES mpirun -np 2 -x PATH -x LD_LIBRARY_PATH \
+    dlh-launch train "$fm" --run-dir "$w/s-quiet" --data "$w/fm.h5" --max-steps 5 \
+    --no-eval --progress none --no-resume >"$w/s-quiet.txt" 2>&1 || quiet_rc=$?
+  cat "$w/s-auto.txt" "$w/s-cuda.txt" "$w/s-quiet.txt" >>"$log"
   msg=$(grep -m1 -o 'ranks [0-9]* and [0-9]* on .* both use GPU [^,]*' "$w/s-cuda.txt" || true)
-  if ((auto_rc == 0 && cuda_rc == 2)) && grep -q 'training on the CPU' "$w/s-auto.txt" && [[ -n $msg ]]; then
-    row "2 ranks on one GPU" "passed: auto trains on the CPU, cuda exits 2 ($msg)"
+  if ((auto_rc == 0 && cuda_rc == 2 && quiet_rc == 0)) && grep -q 'training on the CPU' "$w/s-auto.txt" &&
+    grep -q 'training on the CPU' "$w/s-quiet.txt" && [[ -n $msg ]]; then
+    row "2 ranks on one GPU" "passed: auto trains on the CPU and says so (asked for or not), cuda exits 2 ($msg)"
   else
-    row "2 ranks on one GPU" "**FAILED**: auto exit $auto_rc, cuda exit $cuda_rc (expected 0, and 2 naming the shared GPU; see log.txt)"
+    row "2 ranks on one GPU" "**FAILED**: auto exit $auto_rc, unasked exit $quiet_rc, cuda exit $cuda_rc (expected 0 and 0, each saying it trains on the CPU, and 2 naming the shared GPU; see log.txt)"
   fi
 }
 
