@@ -13,7 +13,9 @@ echo "== $name"
 rc=$?
 took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 # The CPU time of the test's processes that it waited for (daemons that detach are not in it).
-cpu=$(times | tail -1 | awk '{ gsub(/[ms]/, " "); split($0, f, " "); printf "%.0f", f[1] * 60 + f[2] + f[3] * 60 + f[4] }')
+times >"${TMPDIR:-/tmp}/run_test.$$.times"  # here, not in a pipeline: a subshell has no children
+cpu=$(tail -1 "${TMPDIR:-/tmp}/run_test.$$.times" | awk '{ gsub(/[ms]/, " "); split($0, f, " "); printf "%.0f", f[1] * 60 + f[2] + f[3] * 60 + f[4] }')
+rm -f "${TMPDIR:-/tmp}/run_test.$$.times"
 [[ -z ${DLH_CHECK_TIMES:-} ]] || echo "$took $name (CPU $cpu s)" >>"$DLH_CHECK_TIMES"
 if ((rc != 0)); then
   echo "FAILED: $name (exit $rc, $took s, CPU $cpu s)"
