@@ -107,10 +107,10 @@ check-faults: $(PLUGIN_SO) $(BINDIR)/dlh-launch $(BINDIR)/dlh-estimate
 # cores, side by side), so that the short tests fill the time around them.
 SCRIPT_TESTS := $(sort $(wildcard tests/scripts/*.sh))
 SLURM_TESTS := $(sort $(wildcard tests/slurm/*.sh))
-SLOW_TESTS := tests/slurm/faults_test.sh tests/scripts/kill_resume.sh \
-    tests/scripts/estimate_cli.sh tests/slurm/train_test.sh tests/scripts/balance.sh \
-    tests/scripts/calibrate_cuda.sh tests/scripts/report.sh tests/slurm/run_torch_test.sh \
-    tests/scripts/run_cmd.sh tests/scripts/bad_input.sh
+SLOW_TESTS := tests/slurm/faults_test.sh tests/scripts/estimate_cli.sh \
+    tests/scripts/kill_resume.sh tests/slurm/train_test.sh tests/scripts/torch_spec.sh \
+    tests/scripts/balance.sh tests/scripts/run_cmd.sh tests/slurm/run_torch_test.sh \
+    tests/scripts/calibrate_cuda.sh tests/scripts/bad_input.sh
 UNIT_SHARDS ?= 2
 UNIT_SHARD_TARGETS := $(addprefix test-unit/,$(shell seq 0 $$(($(UNIT_SHARDS) - 1))))
 MPI_RANK_COUNTS := 2 3 4
@@ -136,8 +136,11 @@ CHECK_TESTS := $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(SLURM_TESTS) $(SCRIPT_
 ifneq ($(SANITIZE),)
 CHECK_TESTS := $(filter-out $(SLURM_TESTS),$(CHECK_TESTS))
 endif
-CHECK_TARGETS := $(addprefix test-script/,$(CHECK_TESTS)) $(UNIT_SHARD_TARGETS) \
-    $(addprefix test-mpi/,$(MPI_RANK_COUNTS)) check-gpu $(if $(SANITIZE),,check-abi)
+# In make's order: the longest test, then the unit, MPI and GPU tests (their binaries compile
+# while it waits on its faults), then the other tests, longest first.
+CHECK_TARGETS := $(addprefix test-script/,$(firstword $(CHECK_TESTS))) $(UNIT_SHARD_TARGETS) \
+    $(addprefix test-mpi/,$(MPI_RANK_COUNTS)) check-gpu $(if $(SANITIZE),,check-abi) \
+    $(addprefix test-script/,$(wordlist 2,$(words $(CHECK_TESTS)),$(CHECK_TESTS)))
 check-parallel: $(CHECK_TARGETS)
 
 # make check-quick: the inner loop, in well under 3 minutes once the tree is built: the unit
