@@ -54,6 +54,8 @@ $(GPU_TEST_BIN): $(GPU_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(CUDA_OBJS) $(LAUNCH_LIB)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) $(CUDA_LIBS) $(DEP_LIBS) -o $@
 tests: $(GPU_TEST_BIN) $(CUDA_BACKEND)
+# These two ask gpu_tests whether this machine has a usable GPU: it must be built first.
+test-script/tests/scripts/require_gpu.sh test-script/tests/scripts/device_cli.sh: $(GPU_TEST_BIN)
 check-gpu: $(GPU_TEST_BIN)
 	$(Q)$(GPU_TEST_BIN) --gtest_brief=1
 else
