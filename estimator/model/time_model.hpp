@@ -65,6 +65,10 @@ struct FitQuality {
   double r2 = 0;       // on the training data (of t, not of t weighted)
   double mape = 0;     // mean absolute percentage error on the training data, in %
   double cv_mape = 0;  // k-fold cross-validated MAPE, in %
+  // The spread of the cross-validated errors as a standard deviation of ln(measured /
+  // predicted), estimated robustly (issue 40: prediction bands). 0: not recorded (older
+  // files), and the band then falls back to cv_mape.
+  double cv_log_sigma = 0;
 };
 
 struct TimeModel {
@@ -96,6 +100,16 @@ struct Calibration {
   // calibrate --device cuda: the GPU and its libraries as dlh_cuda_describe gives them
   // (name, PCI bus id, memory, clocks, driver, CUDA, cuDNN, cuBLAS, NCCL); null: none.
   nlohmann::json device_info;
+  // The device probe taken when the calibration was made (launcher/probe/: sgemm at the
+  // engine's shapes, memory bandwidth, and on a GPU a convolution, a GEMM and the clocks);
+  // null: none (older files). check-calibration compares it with the host's own probe.
+  nlohmann::json probe;
+  // Set when the calibration was carried to another machine by the probes' measured ratios
+  // rather than measured there: the calibration it came from ("cpu.json, AMD EPYC, 2
+  // cores") and the added uncertainty of the transfer, as a standard deviation of
+  // ln(measured / predicted). "" and 0: measured on the machine it describes.
+  std::string transferred_from;
+  double transfer_log_sigma = 0;
   std::vector<TimingSample> samples;
   TimeModel model;
 };

@@ -93,6 +93,15 @@ struct DeviceSpeed {
   double measured_watts = 0;
   // "measured (cpu.json: 45.2 W over 17 samples)" or "datasheet (active_watts 400 W)"
   std::string energy_source;
+  // Where the step time came from, for people (the sbatch line, recommend, --html):
+  // "calibration alpha (cpu.json)", "from 3 earlier runs of this spec on alpha",
+  // "calibration alpha, corrected by 12 jobs" (estimator/observe/).
+  std::string provenance;
+  int observed_runs = 0;  // observations that shaped this speed (0: none)
+  // The step time's uncertainty as a standard deviation of ln(measured / predicted): the
+  // calibration's cross-validated spread, a transfer's added error, the spread of the
+  // observations used. 0: unknown. The prediction band comes from it.
+  double log_sigma = 0;
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 
@@ -144,6 +153,9 @@ struct Allocation {
   bool fits_memory = true;
   bool meets_deadline = true;
   std::string why;  // one line: why this one ranks where it does
+  // The prediction band of total_s: the time the job stays under with 90% confidence (the
+  // Slurm limit is set from it). 0: not computed.
+  double total_upper_s = 0;
 };
 
 struct Recommendation {
