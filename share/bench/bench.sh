@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
-parts="estimator wave cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance faults convergence"
+parts="estimator wave transfer cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance faults convergence"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -683,16 +683,39 @@ measure lr_validate
 store lrvalidate "$work/s9-lrvalidate.md"
 }
 
+# ---- the shipped calibration on another host ----------------------------------------------
+bench_transfer() {
+section "estimator: the shipped calibration on this host and on a slower one (probes, transfer)"
+bash "$bench/transfer.sh" "$bindir" "$work/transfer" >"$work/transfer.txt" 2>"$work/transfer.err" ||
+  echo "unavailable: transfer.sh failed: $(tail -1 "$work/transfer.err")" >"$work/transfer.txt"
+{
+  echo "## Estimator: the shipped calibration on a host it was not made on"
+  echo
+  echo "share/bench/transfer.sh, as a new user would: the shipped share/calibration/cpu.json on"
+  echo "this host as it is and on this host made slower by a CFS CPU quota (1 ms period, so steps"
+  echo "are slowed evenly). On each, \`dlh-estimate check-calibration --transfer-out\` probes the"
+  echo "host (sgemm at the engine's shapes, memory bandwidth) and says whether the calibration"
+  echo "matches, transfers by the probes' ratios or is refused; \`validate --set judged --rounds 3"
+  echo "--repeats 3 --save\` times the judged validation models there (none shaped the time"
+  echo "model's terms); \`calibrate\` calibrates that host. The three calibrations are then scored"
+  echo "offline against the same measurements (\`validate --measured\`)."
+  echo
+  report transfer
+  echo
+} >"$work/s1-transfer.md"
+store transfer "$work/s1-transfer.md"
+}
+
 # ---- whole jobs ----------------------------------------------------------------------------
 bench_jobs() {
 calibrate_here
-section "whole jobs: five sbatch --dlh-auto jobs, predicted against measured"
+section "whole jobs: ten sbatch --dlh-auto jobs, predicted against measured"
 BENCH_CALIBRATION=$here_cal bash "$bench/whole_jobs.sh" "$bindir" "$work" >"$work/jobs.txt" 2>"$work/jobs.err" ||
   echo "unavailable: whole_jobs.sh failed: $(tail -1 "$work/jobs.err")" >"$work/jobs.txt"
 {
   echo "## Whole jobs: predicted against measured on the local Slurm cluster"
   echo
-  echo "share/bench/whole_jobs.sh: five jobs submitted with \`sbatch --dlh-auto\` to a local Slurm"
+  echo "share/bench/whole_jobs.sh: ten jobs submitted with \`sbatch --dlh-auto\` to a local Slurm"
   echo "cluster of two fake-GPU nodes (share/cluster/local.json, alpha timed by the calibration"
   echo "this run made of this host, as in the estimator's section; both nodes are this machine, which \`runtime.shared_host_cores\`"
   echo "says). The user's \`--nodes\`, \`--gres\` and \`--ntasks-per-node\` fix each shape; the plugin"

@@ -1,0 +1,70 @@
+#!/bin/bash
+# transfer.sh BINDIR WORK: the shipped CPU calibration (share/calibration/cpu.json) used on a
+# host it was not made on, as a new user would (issue 40). Two hosts: this one as it is, and
+# this one made slower by a CFS CPU quota (BENCH_TRANSFER_QUOTA of its cores, 0.75 by
+# default: hosts of this kind differ by 25% and more). On each:
+#   1. `dlh-estimate check-calibration cpu.json --transfer-out T` (run on that host: it probes
+#      it) says whether the calibration matches, transfers (and writes T) or is refused;
+#   2. `dlh-estimate validate --set judged --save M` times the judged validation models there;
+#   3. `dlh-estimate calibrate` calibrates that host;
+#   4. offline (`validate --measured M`): the shipped calibration as it is, the transferred
+#      one and the host's own, each against the same measurements M.
+# The quota's period is 1 ms, so the throttling spreads evenly over steps of 1-50 ms instead
+# of stalling some of them whole. Writes WORK/results.json for share/bench/report.py; prints
+# "unavailable: ..." and exits 0 when the quota cannot be set. About 8 minutes on 2 cores.
+set -euo pipefail
+bindir=$(cd "$1" && pwd) work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH="$bindir:$PATH" LC_ALL=C
+shipped=$root/share/calibration/cpu.json
+quota=${BENCH_TRANSFER_QUOTA:-0.75}
+unavailable() { echo "unavailable: $*"; exit 0; }
+mkdir -p "$work"
+cd "$work"
+cores=$(nproc)
+group=/sys/fs/cgroup/cpu/dlh-bench-transfer-$$
+[[ -w /sys/fs/cgroup/cpu ]] || unavailable "no writable cgroup v1 cpu controller (/sys/fs/cgroup/cpu)"
+mkdir "$group" || unavailable "cannot make $group"
+trap 'rmdir "$group" 2>/dev/null || true' EXIT
+echo 1000 >"$group/cpu.cfs_period_us"
+awk -v q="$quota" -v c="$cores" 'BEGIN { printf "%d\n", q * c * 1000 }' >"$group/cpu.cfs_quota_us"
+# as HOST CMD...: CMD on that host (slow: inside the quota's group).
+as() {
+  if [[ $1 == slow ]]; then
+    bash -c 'echo $$ >"$0/cgroup.procs" && exec "${@}"' "$group" "${@:2}"
+  else
+    "${@:2}"
+  fi
+}
+: >results.jsonl
+for host in as-is slow; do
+  echo "== $host: probe and check-calibration" >&2
+  as $host dlh-estimate probe >"$host-probe.json" 2>"$host-probe.err" ||
+    unavailable "dlh-estimate probe failed: $(tail -1 "$host-probe.err")"
+  rc=0
+  as $host dlh-estimate check-calibration "$shipped" --transfer-out "$host-transferred.json" \
+    >"$host-check.txt" 2>&1 || rc=$?
+  echo "== $host: timing the judged models" >&2
+  as $host dlh-estimate validate --calibration "$shipped" --set judged --rounds 3 --repeats 3 \
+    --save "$host-measured.json" >"$host-shipped.txt" 2>"$host-validate.err"
+  echo "== $host: calibrating" >&2
+  as $host dlh-estimate calibrate --out "$host-own.json" >"$host-calibrate.txt" 2>&1
+  mape() {  # CALIBRATION: its MAPE over this host's measured judged models
+    dlh-estimate validate --calibration "$1" --measured "$host-measured.json" --set judged |
+      sed -n 's/^MAPE over [0-9]* models: \([0-9.]*\)%.*/\1/p'
+  }
+  transferred=null
+  [[ -s $host-transferred.json ]] && transferred=$(mape "$host-transferred.json")
+  python3 - "$host" "$rc" "$(mape "$shipped")" "$transferred" "$(mape "$host-own.json")" \
+    "$host-check.txt" "$host-probe.json" "$quota" >>results.jsonl <<'PY'
+import json, sys
+host, rc, shipped, transferred, own, check, probe, quota = sys.argv[1:]
+print(json.dumps({"host": host, "quota": float(quota) if host == "slow" else None,
+                  "check_exit": int(rc), "check": open(check).read().strip(),
+                  "probe": json.load(open(probe)),
+                  "mape_shipped": float(shipped),
+                  "mape_transferred": None if transferred == "null" else float(transferred),
+                  "mape_own": float(own)}))
+PY
+done
+echo ok
