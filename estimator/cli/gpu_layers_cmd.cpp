@@ -111,8 +111,11 @@ void PrintFit(const GpuLayerFit& fit, const std::string& path, const GpuPeaks& g
       "MAPE %.1f%%, %d-fold cross-validated MAPE %.1f%%\n",
       path.c_str(), gpu.name.c_str(), gpu.fp32_tflops, gpu.tf32_tflops, gpu.bandwidth_gbs, gpu.sms,
       fit.samples, fit.mape, fit.folds, fit.cv_mape);
-  std::printf("  %-22s %s\n", "host and device",
-              fit.params.overlap ? "overlapped: max(host, device) + step" : "in series: host + device + step");
+  std::printf("  %-22s %s (the other form: MAPE %.1f%%, cross-validated %.1f%%)\n",
+              "host and device",
+              fit.params.overlap ? "overlapped: max(host, device) + step"
+                                 : "in series: host + device + step",
+              fit.other_mape, fit.other_cv_mape);
   const std::vector<double> v = GpuLayerParamValues(fit.params);
   for (int i = 0; i < kGpuLayerParams; ++i)
     std::printf("  %-22s %.4g\n", GpuLayerParamNames()[size_t(i)].c_str(), v[size_t(i)]);
@@ -185,12 +188,13 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
         throw UsageError("--measured: " + path + ": no model of the " + Str(vm, "set") + " set");
     }
     const bool md = vm.count("markdown") > 0;
-    std::printf("%s\n", md ? "\n| model | batch | measured ms | layers ms | error | host ms | "
-                             "device ms | linear ms | error |\n|---|---|---|---|---|---|---|---|---|"
-                           : Printf("%-30s %6s %11s %10s %8s %8s %9s %10s %8s", "model", "batch",
-                                    "measured ms", "layers ms", "error", "host ms", "device ms",
-                                    "linear ms", "error")
-                                 .c_str());
+    std::printf(
+        "%s\n",
+        md ? "\n| model | batch | measured ms | layers ms | error | host ms | "
+             "device ms | linear ms | error |\n|---|---|---|---|---|---|---|---|---|"
+           : Printf("%-30s %6s %11s %10s %8s %8s %9s %10s %8s", "model", "batch", "measured ms",
+                    "layers ms", "error", "host ms", "device ms", "linear ms", "error")
+                 .c_str());
     double sum_layers = 0, sum_linear = 0;
     for (const TimingSample& m : measured) {
       const GpuStepTime t = PredictGpuStep(m.features, m.batch, reference.peaks, fit.params);
@@ -199,16 +203,15 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
       const double e2 = 100 * (linear - m.seconds) / m.seconds;
       sum_layers += std::fabs(e1);
       sum_linear += std::fabs(e2);
-      std::printf("%s\n",
-                  (md ? Printf("| %s | %lld | %.2f | %.2f | %+.1f%% | %.2f | %.2f | %.2f | %+.1f%% |",
-                               m.model.c_str(), (long long)m.batch, m.seconds * 1e3,
-                               t.seconds * 1e3, e1, t.host_s * 1e3, t.device_s * 1e3,
-                               linear * 1e3, e2)
-                      : Printf("%-30s %6lld %11.2f %10.2f %+7.1f%% %8.2f %9.2f %10.2f %+7.1f%%",
-                               m.model.c_str(), (long long)m.batch, m.seconds * 1e3,
-                               t.seconds * 1e3, e1, t.host_s * 1e3, t.device_s * 1e3,
-                               linear * 1e3, e2))
-                      .c_str());
+      std::printf(
+          "%s\n",
+          (md ? Printf("| %s | %lld | %.2f | %.2f | %+.1f%% | %.2f | %.2f | %.2f | %+.1f%% |",
+                       m.model.c_str(), (long long)m.batch, m.seconds * 1e3, t.seconds * 1e3, e1,
+                       t.host_s * 1e3, t.device_s * 1e3, linear * 1e3, e2)
+              : Printf("%-30s %6lld %11.2f %10.2f %+7.1f%% %8.2f %9.2f %10.2f %+7.1f%%",
+                       m.model.c_str(), (long long)m.batch, m.seconds * 1e3, t.seconds * 1e3, e1,
+                       t.host_s * 1e3, t.device_s * 1e3, linear * 1e3, e2))
+              .c_str());
     }
     const double n = double(measured.size());
     std::printf("%slayer model MAPE over %zu models of %s: %.1f%% (linear model: %.1f%%)\n",
@@ -256,10 +259,12 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
                         {"host", cal.host},
                         {"peaks", reference.json},
                         {"layer_model", ParamsJson(fit)},
-                        {"fit", {{"samples", fit.samples},
-                                 {"mape", fit.mape},
-                                 {"folds", fit.folds},
-                                 {"cv_mape", fit.cv_mape}}}};
+                        {"fit",
+                         {{"samples", fit.samples},
+                          {"mape", fit.mape},
+                          {"folds", fit.folds},
+                          {"cv_mape", fit.cv_mape},
+                          {"other_form_cv_mape", fit.other_cv_mape}}}};
       j["predictions"] = rows;
       WriteFileAtomically(Str(vm, "out"), j.dump(1) + "\n");
       std::printf("wrote %s\n", Str(vm, "out").c_str());

@@ -33,7 +33,7 @@ struct Builder {
     out->push_back(k);
   }
   void gemm(int layer, GpuPass pass, const char* what, double m, double n, double k, double bytes,
-            bool conv) {
+            bool conv, double channels = 0) {
     GpuKernel g;
     g.layer = layer;
     g.pass = pass;
@@ -41,6 +41,7 @@ struct Builder {
     g.gemm = true;
     g.tensor = conv;
     g.conv_call = conv;
+    g.channels = channels;
     g.m = m;
     g.n = n;
     g.k = k;
@@ -57,7 +58,7 @@ void Forward(Builder& k, int i, const LayerCost& c) {
       const double plane = double(c.out.height) * c.out.width;
       const double inner = (c.flops_fwd - no) / 2 / no;  // C x K x K
       k.gemm(i, GpuPass::Forward, "conv fwd", b * plane, c.out.channels, inner,
-             4 * (b * ni + b * no + c.out.channels * inner), true);
+             4 * (b * ni + b * no + c.out.channels * inner), true, c.out.channels);
       k.add(i, GpuPass::Forward, "conv bias", 8 * b * no);  // cudnnAddTensor
       break;
     }
@@ -95,10 +96,10 @@ void Backward(Builder& k, int i, const LayerCost& c) {
       const double bytes = 4 * (b * ni + b * no + c.out.channels * inner);
       k.add(i, GpuPass::BackwardWeights, "conv bias grad", 4 * b * no);
       k.gemm(i, GpuPass::BackwardWeights, "conv bwd-filter", c.out.channels, inner, b * plane,
-             bytes, true);
+             bytes, true, c.out.channels);
       if (!first)
         k.gemm(i, GpuPass::BackwardData, "conv bwd-data", b * c.in.height * c.in.width,
-               c.in.channels, macs / ni, bytes, true);
+               c.in.channels, macs / ni, bytes, true, c.out.channels);
       break;
     }
     case LayerKind::Dense: {
@@ -175,7 +176,7 @@ std::vector<double> NelderMead(const Problem& problem, const std::vector<size_t>
     std::vector<double> f2;
     for (size_t i : order) s2.push_back(s[i]), f2.push_back(f[i]);
     s = s2, f = f2;
-    if (f[n] - f[0] < 1e-12 * (1 + f[0])) break;
+    if (f[n] - f[0] < 1e-10 * (1 + f[0])) break;
     std::vector<double> c(n, 0.0);
     for (size_t i = 0; i < n; ++i)
       for (size_t d = 0; d < n; ++d) c[d] += s[i][d] / double(n);
@@ -218,7 +219,7 @@ GpuLayerParams FitRows(const Problem& problem, const std::vector<size_t>& rows) 
   for (double v : GpuLayerParamValues(GpuLayerParams{})) x.push_back(std::log(v));
   double best = problem.loss(x, rows);
   for (double step : {1.5, 0.7, 0.3, 0.1}) {
-    const std::vector<double> y = NelderMead(problem, rows, x, step, 1500);
+    const std::vector<double> y = NelderMead(problem, rows, x, step, 1000);
     const double fy = problem.loss(y, rows);
     if (fy < best) best = fy, x = y;
   }
@@ -238,14 +239,16 @@ double Mape(const Problem& problem, const GpuLayerParams& p, const std::vector<s
 
 const std::vector<std::string>& GpuLayerParamNames() {
   static const std::vector<std::string> names = {
-      "tf32_efficiency", "fp32_efficiency",  "memory_efficiency", "conv_memory_efficiency",
-      "host_kernel_s",   "host_conv_call_s", "kernel_floor_s",    "step_s"};
+      "tf32_efficiency",        "fp32_efficiency", "memory_efficiency",
+      "conv_memory_efficiency", "narrow_exponent", "host_kernel_s",
+      "host_conv_call_s",       "kernel_floor_s",  "step_s"};
   return names;
 }
 
 std::vector<double> GpuLayerParamValues(const GpuLayerParams& p) {
-  return {p.tf32_efficiency, p.fp32_efficiency,  p.memory_efficiency, p.conv_memory_efficiency,
-          p.host_kernel_s,   p.host_conv_call_s, p.kernel_floor_s,    p.step_s};
+  return {p.tf32_efficiency,        p.fp32_efficiency, p.memory_efficiency,
+          p.conv_memory_efficiency, p.narrow_exponent, p.host_kernel_s,
+          p.host_conv_call_s,       p.kernel_floor_s,  p.step_s};
 }
 
 GpuLayerParams GpuLayerParamsFrom(const std::vector<double>& v) {
@@ -257,10 +260,11 @@ GpuLayerParams GpuLayerParamsFrom(const std::vector<double>& v) {
   p.fp32_efficiency = v[1];
   p.memory_efficiency = v[2];
   p.conv_memory_efficiency = v[3];
-  p.host_kernel_s = v[4];
-  p.host_conv_call_s = v[5];
-  p.kernel_floor_s = v[6];
-  p.step_s = v[7];
+  p.narrow_exponent = v[4];
+  p.host_kernel_s = v[5];
+  p.host_conv_call_s = v[6];
+  p.kernel_floor_s = v[7];
+  p.step_s = v[8];
   return p;
 }
 
@@ -297,8 +301,8 @@ std::vector<GpuKernel> GpuStepKernels(const ModelFeatures& f, int64_t batch, boo
 GemmTiling TileGemm(double m, double n, double k, int sms) {
   if (sms < 1) throw EstimateError("GPU layer model: the SM count must be at least 1");
   // The tiling a library's heuristic would take: the least padded work per SM (waves x one
-  // tile's multiply-adds, over the tile's efficiency) over tile sides 32-128 and splits of k into parts of at least 128;
-  // ties go to the larger tiles and the smaller split.
+  // tile's multiply-adds, over the tile's efficiency) over tile sides 32-128 and splits of k into
+  // parts of at least 128; ties go to the larger tiles and the smaller split.
   GemmTiling best;
   double best_work = 0;
   for (double tm : {128.0, 64.0, 32.0})
@@ -329,11 +333,14 @@ double GemmComputeSeconds(double m, double n, double k, int sms, double flops_pe
 double KernelDeviceSeconds(const GpuKernel& k, const GpuPeaks& gpu, const GpuLayerParams& p) {
   double compute = 0;
   if (k.gemm) {
-    const double peak = k.tensor ? gpu.tf32_tflops * p.tf32_efficiency
-                                 : gpu.fp32_tflops * p.fp32_efficiency;
+    const double peak =
+        k.tensor ? gpu.tf32_tflops * p.tf32_efficiency : gpu.fp32_tflops * p.fp32_efficiency;
     compute = GemmComputeSeconds(k.m, k.n, k.k, gpu.sms, peak * 1e12);
   }
-  const double efficiency = k.conv_call ? p.conv_memory_efficiency : p.memory_efficiency;
+  const double efficiency =
+      k.conv_call
+          ? p.conv_memory_efficiency * std::pow(std::min(1.0, k.channels / 128), p.narrow_exponent)
+          : p.memory_efficiency;
   const double memory = k.bytes / (gpu.bandwidth_gbs * 1e9 * efficiency);
   return std::max({compute, memory, p.kernel_floor_s});
 }
@@ -422,7 +429,12 @@ GpuLayerFit FitGpuLayerModel(const std::vector<TimingSample>& samples, const Gpu
       f.cv_mape = sum / double(order.size());
     }
     const double score = folds >= 2 ? f.cv_mape : f.mape;
-    if (first || score < (folds >= 2 ? fit.cv_mape : fit.mape)) fit = f;
+    if (first || score < (folds >= 2 ? fit.cv_mape : fit.mape)) {
+      if (!first) f.other_mape = fit.mape, f.other_cv_mape = fit.cv_mape;
+      fit = f;
+    } else {
+      fit.other_mape = f.mape, fit.other_cv_mape = f.cv_mape;
+    }
     first = false;
   }
   return fit;

@@ -21,9 +21,9 @@
 //          before it has finished (so max(host, device) where either dominates), plus a
 //          fixed per-step synchronisation (the host waits for backward, reads the loss);
 //          or, where that predicts the calibration's sweep worse, host + device + the
-//          synchronisation (on the H100 sweep it does: cross-validated 22.7% overlapped
-//          against 21.1% in series, which says the host times fitted are spent while the
-//          device waits, not hidden behind it).
+//          synchronisation (on the H100 sweep it does, which says the host times fitted
+//          are spent while the device waits, not hidden behind it: `dlh-estimate
+//          gpu-layers` prints both forms' cross-validated MAPE).
 //
 // Passes per layer: forward, backward-data (not for the first layer: the engine skips its
 // input gradient), backward-weights (bias included), and the optimizer's update (one
@@ -57,7 +57,9 @@ struct GpuLayerParams {
   double tf32_efficiency = 0.3;
   double fp32_efficiency = 0.6;
   double memory_efficiency = 0.7;       // element-wise kernels, GEMMs of dense layers
-  double conv_memory_efficiency = 0.5;  // cuDNN convolutions (NCHW, narrow channels)
+  double conv_memory_efficiency = 0.5;  // cuDNN convolutions of 128 filters or more
+  // Below 128 filters a convolution's memory efficiency falls as (filters / 128)^this.
+  double narrow_exponent = 0.5;
   double host_kernel_s = 5e-6;     // host time to issue one kernel or library call
   double host_conv_call_s = 2e-5;  // extra host time of a cuDNN convolution call
   double kernel_floor_s = 3e-6;    // a kernel's least device time
@@ -68,7 +70,7 @@ struct GpuLayerParams {
   // device waits for it). The fit tries both and keeps the better (see FitGpuLayerModel).
   bool overlap = true;
 };
-constexpr int kGpuLayerParams = 8;
+constexpr int kGpuLayerParams = 9;
 const std::vector<std::string>& GpuLayerParamNames();
 std::vector<double> GpuLayerParamValues(const GpuLayerParams& p);
 GpuLayerParams GpuLayerParamsFrom(const std::vector<double>& values);
@@ -88,6 +90,7 @@ struct GpuKernel {
   double flops = 0;
   double bytes = 0;
   bool conv_call = false;  // a cuDNN convolution call (more host time)
+  double channels = 0;     // a convolution's filters (its output's channels)
 };
 
 // The kernels of one training step with `batch` samples, in the order the engine issues
@@ -130,17 +133,19 @@ GpuStepTime PredictGpuStep(const ModelFeatures& features, int64_t batch, const G
 struct GpuLayerFit {
   GpuLayerParams params;
   int samples = 0;
-  double mape = 0;     // on the samples fitted, %
+  double mape = 0;  // on the samples fitted, %
   int folds = 0;
   double cv_mape = 0;  // k-fold cross-validated, %
+  // The same two figures of the step's other form (GpuLayerParams::overlap), not kept.
+  double other_mape = 0, other_cv_mape = 0;
 };
 
 // Fits the parameters to `samples` (each with its layers in features) measured on `gpu`:
 // least squares of ln(predicted / measured), by Nelder-Mead over the parameters' logarithms
 // from fixed starts (deterministic), once overlapped and once in series (GpuLayerParams::
 // overlap), keeping the form with the lower cross-validated MAPE (with folds >= 2: samples
-// dealt to folds in a fixed shuffle), else the lower MAPE on the samples. Throws EstimateError for fewer than 2 x 7 samples, a
-// sample without layers, or a GPU without positive peaks.
+// dealt to folds in a fixed shuffle), else the lower MAPE on the samples. Throws EstimateError for
+// fewer than 2 x 7 samples, a sample without layers, or a GPU without positive peaks.
 GpuLayerFit FitGpuLayerModel(const std::vector<TimingSample>& samples, const GpuPeaks& gpu,
                              int folds = 5);
 
