@@ -100,7 +100,7 @@ assert len(rows) == 22 and {r["set"] for r in rows} == {"term", "judged"}, len(r
 assert all(r["seconds"] > 0 and r["wave_scaled_linear_seconds"] > 0 for r in rows)
 assert p["reference"]["fit"]["samples"] == 96
 PY
-check "$(grep "^layer model MAPE" "$WORK/layers.txt" | sed 's/ of .*:/:/'); H200 predictions written"
+check "$(grep "^layer model MAPE" "$WORK/layers.txt" | sed 's/ of [^:]*json:/:/'); H200 predictions written"
 echo '{"name": "x", "fp32_tflops": 1, "tf32_tflops": 2, "bandwidth_gbs": 0, "sms": 4}' >"$WORK/bad-peaks.json"
 expect_fail 2 "bandwidth_gbs: must be a positive number" dlh-estimate gpu-layers \
   --calibration "$H100" --peaks "$WORK/bad-peaks.json"
