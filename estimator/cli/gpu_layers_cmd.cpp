@@ -121,6 +121,48 @@ void PrintFit(const GpuLayerFit& fit, const std::string& path, const GpuPeaks& g
     std::printf("  %-22s %.4g\n", GpuLayerParamNames()[size_t(i)].c_str(), v[size_t(i)]);
 }
 
+// --check PREDICTIONS --measured FILE: the committed predictions against the type's
+// measurements, model by model, for both models the file holds.
+int CheckPredictions(const po::variables_map& vm) {
+  if (!vm.count("measured")) throw UsageError("--check: needs --measured");
+  const std::string path = Str(vm, "check");
+  std::ifstream in(path);
+  if (!in) throw UsageError(path + ": cannot read");
+  std::map<std::string, std::pair<double, double>> predicted;  // model: layers, wave-scaled
+  std::string created, target;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    created = j.at("created").get<std::string>();
+    target = j.at("target").at("name").get<std::string>();
+    for (const auto& r : j.at("predictions"))
+      predicted[r.at("model").get<std::string>()] = {
+          r.at("seconds").get<double>(), r.at("wave_scaled_linear_seconds").get<double>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(path + ": not a predictions file (gpu-layers --out): " + e.what());
+  }
+  const std::string measured_path = Str(vm, "measured");
+  const Calibration m = LoadCalibration(measured_path);
+  std::printf("predictions for %s made %s (%s) against %s (%s)\n%-30s %6s %11s %10s %8s %16s %8s\n",
+              target.c_str(), created.c_str(), path.c_str(), measured_path.c_str(), m.host.c_str(),
+              "model", "batch", "measured ms", "layers ms", "error", "wave-scaled ms", "error");
+  double sum_layers = 0, sum_scaled = 0;
+  int n = 0;
+  for (const TimingSample& s : m.samples) {
+    auto it = predicted.find(s.model);
+    if (it == predicted.end() || !(s.seconds > 0)) continue;
+    const double e1 = 100 * (it->second.first - s.seconds) / s.seconds;
+    const double e2 = 100 * (it->second.second - s.seconds) / s.seconds;
+    sum_layers += std::fabs(e1), sum_scaled += std::fabs(e2), ++n;
+    std::printf("%-30s %6lld %11.3f %10.3f %+7.1f%% %16.3f %+7.1f%%\n", s.model.c_str(),
+                (long long)s.batch, s.seconds * 1e3, it->second.first * 1e3, e1,
+                it->second.second * 1e3, e2);
+  }
+  if (n == 0) throw UsageError("--check: no model of " + measured_path + " was predicted");
+  std::printf("MAPE over %d models: layer model %.1f%%, wave-scaled linear model %.1f%%\n", n,
+              sum_layers / n, sum_scaled / n);
+  return kExitOk;
+}
+
 }  // namespace
 
 int GpuLayersCommand(const std::vector<std::string>& args) {
@@ -128,10 +170,13 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
-    ("calibration", po::value<std::string>()->required(),
-        "GPU calibration whose sweep samples the model is fitted to")
-    ("peaks", po::value<std::string>()->required(),
-        "the calibrated GPU's published peaks (share/gpu/specs/*.json)")
+    ("calibration", po::value<std::string>(),
+        "GPU calibration whose sweep samples the model is fitted to (required but with --check)")
+    ("peaks", po::value<std::string>(),
+        "the calibrated GPU's published peaks (share/gpu/specs/*.json; required but with --check)")
+    ("check", po::value<std::string>(),
+        "instead: how far predictions written before (--out) are from --measured, the "
+        "measurements of that type; fits nothing")
     ("measured", po::value<std::string>(),
         "validation measurements (validate --save): the layer model's and the linear model's "
         "errors on them")
@@ -147,6 +192,9 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!Parse("gpu-layers", args, d, {}, vm)) return kExitOk;
+  if (vm.count("check")) return CheckPredictions(vm);
+  for (const char* required : {"calibration", "peaks"})
+    if (!vm.count(required)) throw UsageError(std::string("--") + required + ": required");
   if (vm.count("out") && !vm.count("predict")) throw UsageError("--out: needs --predict");
   if (vm.count("set") && !vm.count("measured")) throw UsageError("--set: needs --measured");
   const std::string cal_path = Str(vm, "calibration");

@@ -101,6 +101,15 @@ assert all(r["seconds"] > 0 and r["wave_scaled_linear_seconds"] > 0 for r in row
 assert p["reference"]["fit"]["samples"] == 96
 PY
 check "$(grep "^layer model MAPE" "$WORK/layers.txt" | sed 's/ of [^:]*json:/:/'); H200 predictions written"
+# The check a GPU visit makes of predictions written before it (here against the H100's own
+# measurements, only to run it).
+dlh-estimate gpu-layers --check "$WORK/h200.json" \
+  --measured "$ROOT/share/gpu/results/h100-80gb-hbm3-validation.json" >"$WORK/check.txt" ||
+  fail "gpu-layers --check"
+grep -q "^MAPE over 10 models: layer model [0-9.]*%, wave-scaled linear model [0-9.]*%" \
+  "$WORK/check.txt" || { cat "$WORK/check.txt"; fail "gpu-layers --check: no MAPE"; }
+expect_fail 2 "check: needs --measured" dlh-estimate gpu-layers --check "$WORK/h200.json"
+expect_fail 2 "calibration: required" dlh-estimate gpu-layers --peaks x.json
 echo '{"name": "x", "fp32_tflops": 1, "tf32_tflops": 2, "bandwidth_gbs": 0, "sms": 4}' >"$WORK/bad-peaks.json"
 expect_fail 2 "bandwidth_gbs: must be a positive number" dlh-estimate gpu-layers \
   --calibration "$H100" --peaks "$WORK/bad-peaks.json"
