@@ -8,15 +8,19 @@
 //   kernel device time = max(compute, memory, floor)
 //     compute: a GEMM (convolution as implicit GEMM, TF32 tensor cores as cuDNN rates fp32
 //              convolutions on Ampere and newer; dense layers in plain FP32, the engine's
-//              CUBLAS_COMPUTE_32F) cut into output tiles; tiles run in waves of one per SM,
-//              the last wave padded (wave quantisation), each tile at
-//              efficiency x peak / SMs. A GEMM with fewer tiles than SMs and a long inner
-//              dimension is split along it (split-K), as cuDNN and cuBLAS do for weight
-//              gradients.
-//     memory:  bytes moved / (efficiency x bandwidth)
+//              CUBLAS_COMPUTE_32F) cut into output tiles of 32-128 a side as a library's
+//              heuristic would (the least padded work, a smaller tile counted at its
+//              lower rate); tiles run in waves of one per SM, the last wave padded (wave
+//              quantisation), each tile at efficiency x peak / SMs. A GEMM with fewer
+//              tiles than SMs and a long inner dimension is split along it (split-K), as
+//              cuDNN and cuBLAS do for weight gradients.
+//     memory:  bytes moved / (efficiency x bandwidth); a cuDNN convolution has its own
+//              efficiency, lower below 128 filters (on the H100 sweep this one term took
+//              the cross-validated error from 20.9% to 9.9%: NCHW convolutions of few
+//              channels move their bytes far slower than element-wise kernels do)
 //     floor:   a kernel's least time on the device (launch latency, its one short wave)
 //   kernel host time = per kernel, more for a cuDNN convolution call (its descriptors and
-//                      plan cache: the H100 linear fit put 0.27 ms on each conv layer)
+//                      heuristics: the H100's linear fit put 0.27 ms on each conv layer)
 //   step = the kernels in order, each starting when the host has issued it and the one
 //          before it has finished (so max(host, device) where either dominates), plus a
 //          fixed per-step synchronisation (the host waits for backward, reads the loss);
