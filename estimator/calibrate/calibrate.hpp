@@ -26,7 +26,8 @@ struct SweepEntry {
 std::vector<SweepEntry> CalibrationSweep(bool quick);
 
 // Hand-picked architectures NOT in the sweep, for `dlh-estimate validate`: LeNet-like,
-// VGG-like, wide-shallow, deep-narrow, MLP, and the Fashion-MNIST example's shape.
+// VGG-like, wide-shallow, deep-narrow, MLP, and the Fashion-MNIST example's shape. These
+// are the "term" set: the time model's terms were chosen on them, so they do not judge it.
 std::vector<SweepEntry> ValidationModels();
 
 // The GPU sweep (dlh-estimate calibrate --device cuda): the same pattern at GPU sizes,
@@ -38,8 +39,22 @@ std::vector<SweepEntry> ValidationModels();
 std::vector<SweepEntry> GpuCalibrationSweep(bool quick);
 
 // ValidationModels() plus GPU-sized ones outside the GPU sweep: VGG stages at ResNet
-// widths on 224 px and on 32 px inputs, and a wide MLP at batch 1024.
+// widths on 224 px and on 32 px inputs, and a wide MLP at batch 1024; then, last, every
+// JudgedValidationModels() model.
 std::vector<SweepEntry> GpuValidationModels();
+
+// The judged set (issue 40): models that took no part in choosing the time model's terms,
+// of shapes neither the sweep nor ValidationModels() (the "term" set) has: strided,
+// wide, deep-narrow, MLP-only at several widths and depths, large inputs (96 and 112 px),
+// small and large batches, mixed kernel sizes (1, 3, 5, 7) and an overlapping pool. The
+// spec has no residual layer, so none is residual. Each step takes at most a few tens of
+// ms on a 2-core CPU.
+std::vector<SweepEntry> JudgedValidationModels();
+
+// A validation set by name: "term" (ValidationModels(), or on a GPU GpuValidationModels()
+// without the judged ones), "judged" (JudgedValidationModels()) or "all" (term, then
+// judged). Throws UsageError for another name.
+std::vector<SweepEntry> ValidationSet(const std::string& set, bool gpu);
 
 struct TimingOptions {
   int warmup = 2;   // steps excluded from the measurement

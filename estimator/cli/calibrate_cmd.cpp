@@ -281,6 +281,10 @@ int ValidateCommand(const std::vector<std::string>& args) {
     ("rounds", po::value<int>()->default_value(1),
         "time every model once per round, rounds interleaved; each model's median over the "
         "rounds (a slow spell of a noisy machine then hits every model alike)")
+    ("set", po::value<std::string>()->default_value("judged"),
+        "which validation models: judged (those that judge the time model: no part in choosing "
+        "its terms), term (those its terms were chosen on) or all; with --measured, only those "
+        "of the file in this set (default there: all of the file)")
     ("markdown", "print the table as Markdown (for BENCHMARKS.md)")
     ("save", po::value<std::string>(), "also write the measurements, in the calibration file format")
     ("measured", po::value<std::string>(), "time nothing: take the measurements from this file (written by --save)")
@@ -310,12 +314,26 @@ int ValidateCommand(const std::vector<std::string>& args) {
   std::vector<TimingSample> measured;
   std::vector<std::vector<double>> per_round;  // [model][round] seconds
   const TimingDevice timing_device = DeviceFrom(vm);
-  if (vm.count("measured")) {
+  const std::string set = Str(vm, "set");
+  const bool from_file = vm.count("measured") > 0;
+  const bool whole_file = from_file && vm["set"].defaulted();
+  const std::vector<SweepEntry> set_models =
+      ValidationSet(whole_file ? "all" : set, from_file || timing_device.kind == "cuda");
+  if (from_file) {
     measured = LoadMeasured(Str(vm, "measured"));
+    if (!whole_file) {
+      auto outside = [&](const TimingSample& m) {
+        return std::none_of(set_models.begin(), set_models.end(),
+                            [&](const SweepEntry& e) { return e.spec.name == m.model; });
+      };
+      measured.erase(std::remove_if(measured.begin(), measured.end(), outside), measured.end());
+      if (measured.empty())
+        throw UsageError("--measured: " + Str(vm, "measured") + ": no model of the " + set +
+                         " set");
+    }
   } else if (timing_device.launch) {
     // Every round's models in one request, rounds one after another (interleaved as below).
-    const std::vector<SweepEntry> models =
-        timing_device.kind == "cuda" ? GpuValidationModels() : ValidationModels();
+    const std::vector<SweepEntry>& models = set_models;
     std::vector<SweepEntry> request;
     for (int r = 0; r < rounds; ++r) request.insert(request.end(), models.begin(), models.end());
     ProgressBar bar(request.size());
@@ -337,7 +355,7 @@ int ValidateCommand(const std::vector<std::string>& args) {
     }
     if (measured.empty()) throw Error("validate: no model could be timed on " + timing_device.text);
   } else {
-    std::vector<SweepEntry> models = ValidationModels();
+    const std::vector<SweepEntry>& models = set_models;
     ProgressBar bar(models.size() * size_t(rounds));
     for (int r = 0; r < rounds; ++r) {
       std::vector<TimingSample> round =
@@ -362,6 +380,14 @@ int ValidateCommand(const std::vector<std::string>& args) {
     SaveCalibration(Str(vm, "save"), saved);
   }
   const bool md = vm.count("markdown") > 0;
+  if (whole_file)
+    std::printf("validation set: the %zu models of %s\n", measured.size(),
+                Str(vm, "measured").c_str());
+  else
+    std::printf("validation set: %s (%zu models%s)\n", set.c_str(), measured.size(),
+                set == "judged" ? ": no part in choosing the time model's terms"
+                : set == "term" ? ": the time model's terms were chosen on these"
+                                : ", term and judged");
   std::string head = md ? "| model | batch | predicted ms | measured ms | error |"
                         : Printf("%-28s %6s %13s %13s %8s", "model (not in the sweep)", "batch",
                                  "predicted ms", "measured ms", "error");

@@ -4,6 +4,7 @@
 //                          --device cuda[:N]  the GPU sweep, timed by `dlh-launch time-steps`
 //   dlh-estimate fit CALIBRATION          refit a calibration file and report its quality
 //   dlh-estimate validate --calibration F predicted vs measured on models outside the sweep
+//   dlh-estimate gpu-layers --calibration F --peaks SPEC  the GPU layer model, offline
 //   dlh-estimate rates [--threads N]      sgemm FLOP/s and memory-copy bandwidth here
 //   dlh-estimate predict SPEC --calibration F [--batch B]
 //   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta models to measurements
@@ -25,6 +26,7 @@
 #include "estimator/cli/cluster_cmd.hpp"
 #include "estimator/cli/comm_cmd.hpp"
 #include "estimator/cli/features_cmd.hpp"
+#include "estimator/cli/gpu_layers_cmd.hpp"
 #include "estimator/cli/recommend_cmd.hpp"
 #include "estimator/cli/slurm_plan_cmd.hpp"
 
@@ -38,6 +40,7 @@ constexpr const char* kUsage =
     "  calibrate --slurm [--cluster FILE]          calibrate every GPU type in Slurm jobs\n"
     "  fit CALIBRATION [--folds K]                 refit a calibration, report R2 and MAPE\n"
     "  validate --calibration FILE [--device D]    predicted vs measured, models not in the sweep\n"
+    "  gpu-layers --calibration F --peaks SPEC     the GPU layer model: fit, validate, transfer\n"
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
     "  check-calibration CALIBRATION               does it describe this machine and build?\n"
     "  rates [--threads N]                         this machine's sgemm FLOP/s and copy GB/s\n"
@@ -72,6 +75,7 @@ int Main(int argc, char** argv) {
   if (command == "predict") return PredictCommand(args);
   if (command == "check-calibration") return CheckCalibrationCommand(args);
   if (command == "validate") return ValidateCommand(args);
+  if (command == "gpu-layers") return GpuLayersCommand(args);
   if (command == "rates") return RatesCommand(args);
   if (command == "profile") return ProfileCommand(args);
   if (command == "comm") return CommCommand(args);

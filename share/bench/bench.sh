@@ -136,7 +136,7 @@ section "estimator: this host's calibration, validated on models outside the swe
 calibrate_here
 # validate DIR FILE: FILE relative to DIR, which the output names.
 validate() {
-  (cd "$1" && dlh-estimate validate --calibration "$2" --rounds 5 --repeats 3 --markdown 2>/dev/null)
+  (cd "$1" && dlh-estimate validate --calibration "$2" --set judged --rounds 5 --repeats 3 --markdown 2>/dev/null)
 }
 validate "$work" "$(basename "$here_cal")" >"$work/validate.md"
 validate "$root" share/calibration/cpu.json >"$work/validate-shipped.md"
@@ -149,9 +149,11 @@ print(f\"{q['samples']} sweep models, R² {q['r2']:.3f}, {q['folds']}-fold cross
   echo "## Estimator: predicted vs measured step time"
   echo
   echo "\`dlh-estimate calibrate --device cpu --repeats 9\` on this host, then"
-  echo "\`dlh-estimate validate --calibration FILE --rounds 5 --repeats 3 --markdown\`: that"
-  echo "calibration ($(quality "$here_cal")) against fresh measurements with the engine of"
-  echo "architectures that are not in the sweep. The estimator is judged as it is used, calibrated"
+  echo "\`dlh-estimate validate --calibration FILE --set judged --rounds 5 --repeats 3 --markdown\`:"
+  echo "that calibration ($(quality "$here_cal")) against fresh measurements with the engine of"
+  echo "the judged validation models: architectures that are not in the sweep and took no part in"
+  echo "choosing the time model's terms (runs before 2026-11-28 used the seven term models, which"
+  echo "did). The estimator is judged as it is used, calibrated"
   echo "on the device it predicts. Target: under 10% MAPE (Habitat 11.8% across GPUs, ConvMeter"
   echo "under 18%)."
   echo
@@ -213,7 +215,8 @@ done
   echo "model), \`dlh-estimate validate --save\` measures the validation models on each, and"
   echo "\`dlh-estimate validate --measured --scale-flops R --scale-bandwidth R --roofline TFLOPS,GBS\`"
   echo "predicts one device's measurements from the other's calibration: scaled, unscaled (plain"
-  echo "reuse) and by the roofline with the target's measured peaks. MAPE over the validation models."
+  echo "reuse) and by the roofline with the target's measured peaks. MAPE over the judged validation"
+  echo "models (before 2026-11-28: the seven term models)."
   echo
   report wave
   echo

@@ -13,7 +13,9 @@ GOALS = [
      "Estimator step-time MAPE < 10% on models outside the sweep, calibrated on the device it "
      "predicts",
      "the MAPE of this host's own calibration over the validation models (`dlh-estimate "
-     "validate --rounds 5 --repeats 3`) is 10% or more"),
+     "validate --rounds 5 --repeats 3`; runs from 2026-11-28 on: the judged set, `--set "
+     "judged`, models that took no part in choosing the time model's terms; earlier runs: the "
+     "seven term models) is 10% or more"),
     ("wave-scaling", "wave",
      "Wave-scaled calibration beats plain reuse and the roofline, both ways (1 ↔ 2 threads)",
      "in either direction the wave-scaled MAPE is not below the plain-reuse MAPE, or not below "

@@ -312,9 +312,22 @@ check_calibration() {
   mkdir -p "$out/share/calibration" "$out/share/cluster"
   cal=$out/share/calibration/$gpu_slug.json
   dlh-estimate calibrate --device cuda "${quick[@]}" --out "$cal" >>"$log" 2>&1
-  dlh-estimate validate --device cuda --calibration "$cal" --save "$out/$gpu_slug-validation.json" \
-    >"$w/validate.txt" 2>&1
+  dlh-estimate validate --device cuda --calibration "$cal" --set all \
+    --save "$out/$gpu_slug-validation.json" >"$w/validate.txt" 2>&1
   cat "$w/validate.txt" >>"$log"
+  # Predictions committed before this type was measured (share/gpu/predictions/, named by
+  # the type's short name, which starts the GPU's slug): how far off they were.
+  local f name
+  for f in "$root"/share/gpu/predictions/*.json; do
+    [[ -e $f ]] || continue
+    name=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['target']['name'])" "$f")
+    [[ $gpu_slug == "$name"* ]] || continue
+    dlh-estimate gpu-layers --check "$f" --measured "$out/$gpu_slug-validation.json" \
+      >"$w/predictions.txt" 2>&1 || true
+    cat "$w/predictions.txt" >>"$log"
+    row "predictions made before the visit (${f#"$root"/})" \
+      "$(grep -m1 '^MAPE over' "$w/predictions.txt" || echo 'could not be checked')"
+  done
   py "$helpers" cluster "$root/share/cluster/example.json" "$out/share/cluster/example.json" "$gpu_slug"
   row "GPU calibration and validation" "passed: share/calibration/$gpu_slug.json; $(grep -m1 -o 'MAPE over [0-9]* models: [0-9.]*%' "$w/validate.txt" || echo 'validation printed no MAPE')"
 }

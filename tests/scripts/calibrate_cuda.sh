@@ -30,12 +30,15 @@ check "no temporary files left"
 echo "validate --device cpu --via-launch"
 dlh-estimate validate --device cpu --via-launch --calibration "$WORK/cal.json" --repeats 2 \
   --rounds 2 >"$WORK/val.txt" 2>"$WORK/val.err" || { cat "$WORK/val.err"; fail "validate failed"; }
-grep -q "MAPE over 7 models" "$WORK/val.txt" || { cat "$WORK/val.txt"; fail "no MAPE"; }
+grep -q "^validation set: judged (12 models" "$WORK/val.txt" || { cat "$WORK/val.txt"; fail "not the judged set"; }
+grep -q "MAPE over 12 models" "$WORK/val.txt" || { cat "$WORK/val.txt"; fail "no MAPE"; }
 check "$(grep "MAPE over" "$WORK/val.txt")"
 dlh-estimate validate --device cpu --via-launch --calibration "$WORK/cal.json" --repeats 1 \
   --save "$WORK/saved.json" >/dev/null 2>&1 || fail "validate --save"
 dlh-estimate validate --calibration "$WORK/cal.json" --measured "$WORK/saved.json" |
-  grep -q "MAPE over 7 models" || fail "validate --measured of a --via-launch measurement"
+  grep -q "MAPE over 12 models" || fail "validate --measured of a --via-launch measurement"
+expect_fail 2 "no model of the term set" \
+  dlh-estimate validate --calibration "$WORK/cal.json" --measured "$WORK/saved.json" --set term
 check "validate --save, then --measured of that file"
 
 echo "dlh-launch time-steps directly"
@@ -117,7 +120,7 @@ for i, e in enumerate(entries):
     print("[%d/%d] %s" % (i + 1, len(entries), e["spec"]["name"]), flush=True)
 PY
 chmod +x "$WORK/fake-launch"
-DLH_LAUNCH=$WORK/fake-launch dlh-estimate validate --device cpu --via-launch \
+DLH_LAUNCH=$WORK/fake-launch dlh-estimate validate --device cpu --via-launch --set term \
   --calibration "$WORK/cal.json" >"$WORK/crash.txt" 2>"$WORK/crash.err" ||
   { cat "$WORK/crash.err"; fail "validate did not survive a crashed child"; }
 grep -q "warning: dlh-launch time-steps --device cpu failed (exit 139): fake: segmentation fault; going on after val-wide-shallow-in28c1-b64" \

@@ -72,6 +72,50 @@ expect_fail 2 "roofline: expected TFLOPS,GBS" dlh-estimate validate --calibratio
   --measured "$WORK/measured.json" --roofline 5
 expect_fail 2 "is not a validation model" dlh-estimate validate --calibration "$WORK/cal.json" \
   --measured "$WORK/cal.json"
+dlh-estimate validate --calibration "$WORK/cal.json" --measured "$WORK/measured.json" \
+  --set term >"$WORK/term.txt"
+grep -q "^validation set: term (1 models: the time model's terms were chosen on these)" \
+  "$WORK/term.txt" || { cat "$WORK/term.txt"; fail "validate --set term names no set"; }
+expect_fail 2 "no model of the judged set" dlh-estimate validate --calibration "$WORK/cal.json" \
+  --measured "$WORK/measured.json" --set judged
+expect_fail 2 "--set: must be judged, term or all, got 'sweep'" dlh-estimate validate \
+  --calibration "$WORK/cal.json" --measured "$WORK/measured.json" --set sweep
+check "validate --set: term, judged, a bad name"
+
+echo "the GPU layer model, offline: fit on the H100 sweep, judged on its saved validation, H200"
+H100=$ROOT/share/calibration/h100-80gb-hbm3.json
+dlh-estimate gpu-layers --calibration "$H100" --peaks "$ROOT/share/gpu/specs/h100-sxm.json" \
+  --measured "$ROOT/share/gpu/results/h100-80gb-hbm3-validation.json" --folds 0 \
+  --predict "$ROOT/share/gpu/specs/h200-sxm.json" --out "$WORK/h200.json" --date 2026-11-28 \
+  >"$WORK/layers.txt" 2>"$WORK/layers.err" || { cat "$WORK/layers.txt" "$WORK/layers.err"; fail "gpu-layers"; }
+grep -q "^layer model MAPE over 10 models of .*: [0-9.]*% (linear model: 25.7%)" "$WORK/layers.txt" ||
+  { cat "$WORK/layers.txt"; fail "no layer model MAPE"; }
+python3 - "$WORK/h200.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["created"] == "2026-11-28" and p["target"]["name"] == "h200", p["target"]
+assert set(p["target"]["sources"]) == {"fp32_tflops", "tf32_tflops", "bandwidth_gbs", "sms"}
+rows = p["predictions"]
+assert len(rows) == 22 and {r["set"] for r in rows} == {"term", "judged"}, len(rows)
+assert all(r["seconds"] > 0 and r["wave_scaled_linear_seconds"] > 0 for r in rows)
+assert p["reference"]["fit"]["samples"] == 96
+PY
+check "$(grep "^layer model MAPE" "$WORK/layers.txt" | sed 's/ of [^:]*json:/:/'); H200 predictions written"
+# The check a GPU visit makes of predictions written before it (here against the H100's own
+# measurements, only to run it).
+dlh-estimate gpu-layers --check "$WORK/h200.json" \
+  --measured "$ROOT/share/gpu/results/h100-80gb-hbm3-validation.json" >"$WORK/check.txt" ||
+  fail "gpu-layers --check"
+grep -q "^MAPE over 10 models: layer model [0-9.]*%, wave-scaled linear model [0-9.]*%" \
+  "$WORK/check.txt" || { cat "$WORK/check.txt"; fail "gpu-layers --check: no MAPE"; }
+expect_fail 2 "check: needs --measured" dlh-estimate gpu-layers --check "$WORK/h200.json"
+expect_fail 2 "calibration: required" dlh-estimate gpu-layers --peaks x.json
+echo '{"name": "x", "fp32_tflops": 1, "tf32_tflops": 2, "bandwidth_gbs": 0, "sms": 4}' >"$WORK/bad-peaks.json"
+expect_fail 2 "bandwidth_gbs: must be a positive number" dlh-estimate gpu-layers \
+  --calibration "$H100" --peaks "$WORK/bad-peaks.json"
+expect_fail 2 "is a cpu calibration; the layer model is for a GPU" dlh-estimate gpu-layers \
+  --calibration "$WORK/cal.json" --peaks "$ROOT/share/gpu/specs/h100-sxm.json"
+check "gpu-layers: bad peaks, a CPU calibration"
 dlh-estimate rates --threads 1 --blocks 1 --json >"$WORK/rates.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['threads']==1 and r['sgemm_gflops']>0 and r['copy_gbs']>0, r" \
   "$WORK/rates.json" || { cat "$WORK/rates.json"; fail "rates"; }

@@ -203,6 +203,58 @@ TEST(ValidationModels, AreValidAndOutsideTheSweep) {
   EXPECT_GT(k5, 0);
 }
 
+// Issue 40: the models that judge the time model are apart from those its terms were chosen
+// on, and from the sweep, and they cover the shapes neither has.
+TEST(JudgedValidationModels, AreApartFromTheSweepAndTheTermSet) {
+  const std::vector<SweepEntry> judged = JudgedValidationModels();
+  EXPECT_GE(judged.size(), 10u);
+  ExpectValidEntries(judged);
+  std::vector<SweepEntry> others = CalibrationSweep(false);
+  for (auto more : {CalibrationSweep(true), GpuCalibrationSweep(false), GpuCalibrationSweep(true),
+                    ValidationModels()})
+    others.insert(others.end(), more.begin(), more.end());
+  for (const SweepEntry& v : judged)
+    for (const SweepEntry& s : others) {
+      EXPECT_NE(v.spec.name, s.spec.name);
+      EXPECT_FALSE(SameStructure(v.spec, s.spec)) << v.spec.name << " is " << s.spec.name;
+    }
+  int strided = 0, mlp = 0, large_input = 0, small_batch = 0, large_batch = 0, wide = 0, deep = 0;
+  std::set<int> kernels;
+  for (const SweepEntry& v : judged) {
+    const int convs = Count(v.spec, LayerKind::Conv2d);
+    mlp += convs == 0;
+    deep += convs >= 6;
+    large_input += v.spec.input.height >= 96;
+    small_batch += v.batch <= 8;
+    large_batch += v.batch >= 256;
+    for (const LayerSpec& l : v.spec.layers) {
+      strided += l.kind == LayerKind::Conv2d && l.stride > 1;
+      wide += l.kind == LayerKind::Conv2d && l.filters >= 128;
+      if (l.kind == LayerKind::Conv2d) kernels.insert(l.kernel);
+    }
+  }
+  EXPECT_GE(strided, 2);
+  EXPECT_GE(mlp, 3);
+  EXPECT_GE(large_input, 2);
+  EXPECT_GE(small_batch, 2);
+  EXPECT_GE(large_batch, 2);
+  EXPECT_GE(wide, 1);
+  EXPECT_GE(deep, 1);
+  EXPECT_EQ(kernels, (std::set<int>{1, 3, 5, 7}));
+}
+
+TEST(JudgedValidationModels, SetsByName) {
+  const size_t term = ValidationModels().size(), judged = JudgedValidationModels().size();
+  EXPECT_EQ(ValidationSet("term", false).size(), term);
+  EXPECT_EQ(ValidationSet("judged", false).size(), judged);
+  EXPECT_EQ(ValidationSet("all", false).size(), term + judged);
+  EXPECT_EQ(ValidationSet("judged", true).size(), judged);
+  EXPECT_EQ(ValidationSet("term", true).size() + judged, GpuValidationModels().size());
+  for (const SweepEntry& e : ValidationSet("term", true))
+    EXPECT_EQ(e.spec.origin, "validation models") << e.spec.name;
+  EXPECT_THROW(ValidationSet("sweep", false), UsageError);
+}
+
 // The Fashion-MNIST example's layers (share/examples/fashion-mnist.json), parsed here so
 // that the parser's defaults (maxpool stride = kernel) are compared too.
 TEST(ValidationModels, IncludeTheFashionExample) {
@@ -261,6 +313,19 @@ TEST(TimeTrainingStep, TimesModelsWithBatchnormAndDropout) {
     e.batch = 4;  // keeps the test fast; the shapes are what matters here
     const TimingSample s = TimeTrainingStep(e, o);
     EXPECT_GT(s.seconds, 0) << e.spec.name;
+  }
+}
+
+// The engine takes every judged shape (an overlapping padded pool, 1x1 and 7x7 kernels).
+TEST(TimeTrainingStep, TimesEveryJudgedModel) {
+  TimingOptions o;
+  o.warmup = 0;
+  o.repeats = 1;
+  o.steps_per_repeat = 1;
+  o.threads = 1;
+  for (SweepEntry e : JudgedValidationModels()) {
+    e.batch = 2;
+    EXPECT_GT(TimeTrainingStep(e, o).seconds, 0) << e.spec.name;
   }
 }
 

@@ -1,0 +1,324 @@
+// DLH — `dlh-estimate gpu-layers` (see gpu_layers_cmd.hpp).
+//
+// A calibration file keeps each sample's feature totals, not its layers; the layer model
+// needs the layers, so every sample is rebuilt by its name from the GPU sweep (or the
+// validation models), which are fixed by a seed (calibrate_gpu_test checks their hash).
+#include "estimator/cli/gpu_layers_cmd.hpp"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "common/exit_codes.hpp"
+#include "estimator/calibrate/calibrate.hpp"
+#include "estimator/cli/command_line.hpp"
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/model/gpu_layer_model.hpp"
+#include "estimator/model/time_model.hpp"
+#include "estimator/model/wave_scaling.hpp"
+
+namespace po = boost::program_options;
+
+namespace dlh {
+namespace {
+
+using cli::Parse;
+using cli::Printf;
+using cli::Str;
+
+// A GPU type's published peaks (share/gpu/specs/*.json), with the file's whole text kept
+// for the predictions' record.
+struct PeaksFile {
+  GpuPeaks peaks;
+  nlohmann::json json;
+};
+
+PeaksFile LoadPeaks(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(path + ": cannot read");
+  PeaksFile f;
+  try {
+    f.json = nlohmann::json::parse(in);
+    f.peaks.name = f.json.at("name").get<std::string>();
+    f.peaks.fp32_tflops = f.json.at("fp32_tflops").get<double>();
+    f.peaks.tf32_tflops = f.json.at("tf32_tflops").get<double>();
+    f.peaks.bandwidth_gbs = f.json.at("bandwidth_gbs").get<double>();
+    f.peaks.sms = f.json.at("sms").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(path + ": not a GPU peaks file (name, fp32_tflops, tf32_tflops, " +
+                     "bandwidth_gbs, sms): " + e.what());
+  }
+  CheckGpuPeaks(f.peaks, path);
+  return f;
+}
+
+// Every model the samples may name, by name.
+std::map<std::string, TrainSpec> KnownModels() {
+  std::map<std::string, TrainSpec> known;
+  for (const auto& list :
+       {GpuCalibrationSweep(false), GpuCalibrationSweep(true), GpuValidationModels()})
+    for (const SweepEntry& e : list) known.emplace(e.spec.name, e.spec);
+  return known;
+}
+
+// The samples with their layers, rebuilt from the models' names.
+std::vector<TimingSample> WithLayers(std::vector<TimingSample> samples, const std::string& path) {
+  const std::map<std::string, TrainSpec> known = KnownModels();
+  for (TimingSample& s : samples) {
+    auto it = known.find(s.model);
+    if (it == known.end())
+      throw UsageError(path + ": '" + s.model +
+                       "' is no GPU sweep or validation model: its layers cannot be rebuilt");
+    s.features = ComputeFeatures(it->second);
+  }
+  if (samples.empty()) throw UsageError(path + ": no samples");
+  return samples;
+}
+
+std::string Today() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+GpuType AsGpuType(const GpuPeaks& p) {
+  GpuType g;
+  g.name = p.name;
+  g.peak_tflops = p.fp32_tflops;
+  g.memory_bandwidth_gbs = p.bandwidth_gbs;
+  return g;
+}
+
+nlohmann::json ParamsJson(const GpuLayerFit& fit) {
+  nlohmann::json j;
+  const std::vector<double> v = GpuLayerParamValues(fit.params);
+  for (int i = 0; i < kGpuLayerParams; ++i) j[GpuLayerParamNames()[size_t(i)]] = v[size_t(i)];
+  j["overlap"] = fit.params.overlap;
+  return j;
+}
+
+void PrintFit(const GpuLayerFit& fit, const std::string& path, const GpuPeaks& gpu) {
+  std::printf(
+      "layer model fitted to %s (%s: FP32 %g, TF32 %g TFLOP/s, %g GB/s, %d SMs): %d samples, "
+      "MAPE %.1f%%, %d-fold cross-validated MAPE %.1f%%\n",
+      path.c_str(), gpu.name.c_str(), gpu.fp32_tflops, gpu.tf32_tflops, gpu.bandwidth_gbs, gpu.sms,
+      fit.samples, fit.mape, fit.folds, fit.cv_mape);
+  std::printf("  %-22s %s (the other form: MAPE %.1f%%, cross-validated %.1f%%)\n",
+              "host and device",
+              fit.params.overlap ? "overlapped: max(host, device) + step"
+                                 : "in series: host + device + step",
+              fit.other_mape, fit.other_cv_mape);
+  const std::vector<double> v = GpuLayerParamValues(fit.params);
+  for (int i = 0; i < kGpuLayerParams; ++i)
+    std::printf("  %-22s %.4g\n", GpuLayerParamNames()[size_t(i)].c_str(), v[size_t(i)]);
+}
+
+// --check PREDICTIONS --measured FILE: the committed predictions against the type's
+// measurements, model by model, for both models the file holds.
+int CheckPredictions(const po::variables_map& vm) {
+  if (!vm.count("measured")) throw UsageError("--check: needs --measured");
+  const std::string path = Str(vm, "check");
+  std::ifstream in(path);
+  if (!in) throw UsageError(path + ": cannot read");
+  std::map<std::string, std::pair<double, double>> predicted;  // model: layers, wave-scaled
+  std::string created, target;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    created = j.at("created").get<std::string>();
+    target = j.at("target").at("name").get<std::string>();
+    for (const auto& r : j.at("predictions"))
+      predicted[r.at("model").get<std::string>()] = {
+          r.at("seconds").get<double>(), r.at("wave_scaled_linear_seconds").get<double>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(path + ": not a predictions file (gpu-layers --out): " + e.what());
+  }
+  const std::string measured_path = Str(vm, "measured");
+  const Calibration m = LoadCalibration(measured_path);
+  std::printf("predictions for %s made %s (%s) against %s (%s)\n%-30s %6s %11s %10s %8s %16s %8s\n",
+              target.c_str(), created.c_str(), path.c_str(), measured_path.c_str(), m.host.c_str(),
+              "model", "batch", "measured ms", "layers ms", "error", "wave-scaled ms", "error");
+  double sum_layers = 0, sum_scaled = 0;
+  int n = 0;
+  for (const TimingSample& s : m.samples) {
+    auto it = predicted.find(s.model);
+    if (it == predicted.end() || !(s.seconds > 0)) continue;
+    const double e1 = 100 * (it->second.first - s.seconds) / s.seconds;
+    const double e2 = 100 * (it->second.second - s.seconds) / s.seconds;
+    sum_layers += std::fabs(e1), sum_scaled += std::fabs(e2), ++n;
+    std::printf("%-30s %6lld %11.3f %10.3f %+7.1f%% %16.3f %+7.1f%%\n", s.model.c_str(),
+                (long long)s.batch, s.seconds * 1e3, it->second.first * 1e3, e1,
+                it->second.second * 1e3, e2);
+  }
+  if (n == 0) throw UsageError("--check: no model of " + measured_path + " was predicted");
+  std::printf("MAPE over %d models: layer model %.1f%%, wave-scaled linear model %.1f%%\n", n,
+              sum_layers / n, sum_scaled / n);
+  return kExitOk;
+}
+
+}  // namespace
+
+int GpuLayersCommand(const std::vector<std::string>& args) {
+  po::options_description d("dlh-estimate gpu-layers: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("calibration", po::value<std::string>(),
+        "GPU calibration whose sweep samples the model is fitted to (required but with --check)")
+    ("peaks", po::value<std::string>(),
+        "the calibrated GPU's published peaks (share/gpu/specs/*.json; required but with --check)")
+    ("check", po::value<std::string>(),
+        "instead: how far predictions written before (--out) are from --measured, the "
+        "measurements of that type; fits nothing")
+    ("measured", po::value<std::string>(),
+        "validation measurements (validate --save): the layer model's and the linear model's "
+        "errors on them")
+    ("set", po::value<std::string>(), "with --measured: only the models of this validation set "
+        "(judged, term or all; default: all of the file)")
+    ("predict", po::value<std::string>(),
+        "another GPU type's peaks: predict the GPU validation models there")
+    ("out", po::value<std::string>(), "with --predict: write the predictions here (JSON)")
+    ("date", po::value<std::string>(), "with --out: the date to record (default: today, UTC)")
+    ("folds", po::value<int>()->default_value(5), "cross-validation folds (0: none)")
+    ("markdown", "print the table as Markdown")
+    ("sweep", "also print the fit's error on every sweep sample");
+  // clang-format on
+  po::variables_map vm;
+  if (!Parse("gpu-layers", args, d, {}, vm)) return kExitOk;
+  if (vm.count("check")) return CheckPredictions(vm);
+  for (const char* required : {"calibration", "peaks"})
+    if (!vm.count(required)) throw UsageError(std::string("--") + required + ": required");
+  if (vm.count("out") && !vm.count("predict")) throw UsageError("--out: needs --predict");
+  if (vm.count("set") && !vm.count("measured")) throw UsageError("--set: needs --measured");
+  const std::string cal_path = Str(vm, "calibration");
+  const Calibration cal = LoadCalibration(cal_path);
+  if (cal.device != "cuda")
+    throw UsageError("--calibration: " + cal_path + " is a " + cal.device +
+                     " calibration; the layer model is for a GPU");
+  const PeaksFile reference = LoadPeaks(Str(vm, "peaks"));
+  if (!cal.device_info.is_null() && cal.device_info.contains("multiprocessors") &&
+      cal.device_info["multiprocessors"].get<int>() != reference.peaks.sms)
+    std::fprintf(stderr, "dlh-estimate: warning: %s names %d SMs, the calibration's GPU had %d\n",
+                 Str(vm, "peaks").c_str(), reference.peaks.sms,
+                 cal.device_info["multiprocessors"].get<int>());
+  const std::vector<TimingSample> sweep = WithLayers(cal.samples, cal_path);
+  const GpuLayerFit fit = FitGpuLayerModel(sweep, reference.peaks, vm["folds"].as<int>());
+  PrintFit(fit, cal_path, reference.peaks);
+  if (vm.count("sweep"))
+    for (const TimingSample& m : sweep) {
+      const GpuStepTime t = PredictGpuStep(m.features, m.batch, reference.peaks, fit.params);
+      std::printf("  %-44s %5lld %9.3f ms %9.3f ms %+7.1f%% host %.3f device %.3f\n",
+                  m.model.c_str(), (long long)m.batch, m.seconds * 1e3, t.seconds * 1e3,
+                  100 * (t.seconds - m.seconds) / m.seconds, t.host_s * 1e3, t.device_s * 1e3);
+    }
+
+  if (vm.count("measured")) {
+    const std::string path = Str(vm, "measured");
+    std::vector<TimingSample> measured = WithLayers(LoadCalibration(path).samples, path);
+    if (vm.count("set")) {
+      const std::vector<SweepEntry> set = ValidationSet(Str(vm, "set"), true);
+      measured.erase(std::remove_if(measured.begin(), measured.end(),
+                                    [&](const TimingSample& m) {
+                                      return std::none_of(set.begin(), set.end(),
+                                                          [&](const SweepEntry& e) {
+                                                            return e.spec.name == m.model;
+                                                          });
+                                    }),
+                     measured.end());
+      if (measured.empty())
+        throw UsageError("--measured: " + path + ": no model of the " + Str(vm, "set") + " set");
+    }
+    const bool md = vm.count("markdown") > 0;
+    std::printf(
+        "%s\n",
+        md ? "\n| model | batch | measured ms | layers ms | error | host ms | "
+             "device ms | linear ms | error |\n|---|---|---|---|---|---|---|---|---|"
+           : Printf("%-30s %6s %11s %10s %8s %8s %9s %10s %8s", "model", "batch", "measured ms",
+                    "layers ms", "error", "host ms", "device ms", "linear ms", "error")
+                 .c_str());
+    double sum_layers = 0, sum_linear = 0;
+    for (const TimingSample& m : measured) {
+      const GpuStepTime t = PredictGpuStep(m.features, m.batch, reference.peaks, fit.params);
+      const double linear = cal.model.seconds(m.features, m.batch);
+      const double e1 = 100 * (t.seconds - m.seconds) / m.seconds;
+      const double e2 = 100 * (linear - m.seconds) / m.seconds;
+      sum_layers += std::fabs(e1);
+      sum_linear += std::fabs(e2);
+      std::printf(
+          "%s\n",
+          (md ? Printf("| %s | %lld | %.2f | %.2f | %+.1f%% | %.2f | %.2f | %.2f | %+.1f%% |",
+                       m.model.c_str(), (long long)m.batch, m.seconds * 1e3, t.seconds * 1e3, e1,
+                       t.host_s * 1e3, t.device_s * 1e3, linear * 1e3, e2)
+              : Printf("%-30s %6lld %11.2f %10.2f %+7.1f%% %8.2f %9.2f %10.2f %+7.1f%%",
+                       m.model.c_str(), (long long)m.batch, m.seconds * 1e3, t.seconds * 1e3, e1,
+                       t.host_s * 1e3, t.device_s * 1e3, linear * 1e3, e2))
+              .c_str());
+    }
+    const double n = double(measured.size());
+    std::printf("%slayer model MAPE over %zu models of %s: %.1f%% (linear model: %.1f%%)\n",
+                md ? "\n" : "", measured.size(), path.c_str(), sum_layers / n, sum_linear / n);
+  }
+
+  if (vm.count("predict")) {
+    const std::string target_path = Str(vm, "predict");
+    const PeaksFile target = LoadPeaks(target_path);
+    const SpeedRatio ratio = PeakRatio(AsGpuType(reference.peaks), AsGpuType(target.peaks));
+    TimeModel scaled = cal.model;
+    scaled.coef = ScaleCoefficients(cal.model.coef, ratio);
+    nlohmann::json rows = nlohmann::json::array();
+    std::printf("\npredictions for %s (%s)\n%-30s %6s %10s %9s %9s %16s\n",
+                target.peaks.name.c_str(), target_path.c_str(), "model", "batch", "layers ms",
+                "host ms", "device ms", "wave-scaled ms");
+    for (const SweepEntry& e : GpuValidationModels()) {
+      const ModelFeatures f = ComputeFeatures(e.spec);
+      const GpuStepTime t = PredictGpuStep(f, e.batch, target.peaks, fit.params);
+      const double linear = scaled.seconds(f, e.batch);
+      std::printf("%-30s %6lld %10.3f %9.3f %9.3f %16.3f\n", e.spec.name.c_str(),
+                  (long long)e.batch, t.seconds * 1e3, t.host_s * 1e3, t.device_s * 1e3,
+                  linear * 1e3);
+      rows.push_back({{"model", e.spec.name},
+                      {"batch", e.batch},
+                      {"set", e.spec.origin == "judged validation models" ? "judged" : "term"},
+                      {"seconds", t.seconds},
+                      {"host_s", t.host_s},
+                      {"device_s", t.device_s},
+                      {"kernels", t.kernels},
+                      {"wave_scaled_linear_seconds", linear}});
+    }
+    if (vm.count("out")) {
+      nlohmann::json j;
+      j["created"] = vm.count("date") ? Str(vm, "date") : Today();
+      j["what"] =
+          "predicted training-step seconds of the GPU validation models on this type, made "
+          "before it was measured (dlh-estimate gpu-layers): 'seconds' by the GPU layer model "
+          "(estimator/model/gpu_layer_model.hpp) fitted to the reference calibration's sweep "
+          "and carried by the target's peaks; 'wave_scaled_linear_seconds' by the reference's "
+          "linear time model wave-scaled by FP32 and bandwidth ratios, as recommend does today";
+      j["target"] = target.json;
+      j["reference"] = {{"calibration", cal_path},
+                        {"calibration_created", cal.created},
+                        {"host", cal.host},
+                        {"peaks", reference.json},
+                        {"layer_model", ParamsJson(fit)},
+                        {"fit",
+                         {{"samples", fit.samples},
+                          {"mape", fit.mape},
+                          {"folds", fit.folds},
+                          {"cv_mape", fit.cv_mape},
+                          {"other_form_cv_mape", fit.other_cv_mape}}}};
+      j["predictions"] = rows;
+      WriteFileAtomically(Str(vm, "out"), j.dump(1) + "\n");
+      std::printf("wrote %s\n", Str(vm, "out").c_str());
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace dlh

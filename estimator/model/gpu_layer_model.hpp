@@ -1,0 +1,159 @@
+// DLH estimator — the GPU step time from its layers (issue 40, part 5).
+//
+// The linear time model (time_model.hpp) sums CPU-shaped terms; on a GPU its convolution
+// rate fits to 0 and its per-layer constants carry the time. This model follows what the
+// CUDA engine (launcher/engine/cuda/) runs instead: every layer and pass is a list of
+// kernels, each with a device time from its roofline and a host time to issue it.
+//
+//   kernel device time = max(compute, memory, floor)
+//     compute: a GEMM (convolution as implicit GEMM, TF32 tensor cores as cuDNN rates fp32
+//              convolutions on Ampere and newer; dense layers in plain FP32, the engine's
+//              CUBLAS_COMPUTE_32F) cut into output tiles of 32-128 a side as a library's
+//              heuristic would (the least padded work, a smaller tile counted at its
+//              lower rate); tiles run in waves of one per SM, the last wave padded (wave
+//              quantisation), each tile at efficiency x peak / SMs. A GEMM with fewer
+//              tiles than SMs and a long inner dimension is split along it (split-K), as
+//              cuDNN and cuBLAS do for weight gradients.
+//     memory:  bytes moved / (efficiency x bandwidth); a cuDNN convolution has its own
+//              efficiency, lower below 128 filters (on the H100 sweep this one term took
+//              the cross-validated error from 20.9% to 9.9%: NCHW convolutions of few
+//              channels move their bytes far slower than element-wise kernels do)
+//     floor:   a kernel's least time on the device (launch latency, its one short wave)
+//   kernel host time = per kernel, more for a cuDNN convolution call (its descriptors and
+//                      heuristics: the H100's linear fit put 0.27 ms on each conv layer)
+//   step = the kernels in order, each starting when the host has issued it and the one
+//          before it has finished (so max(host, device) where either dominates), plus a
+//          fixed per-step synchronisation (the host waits for backward, reads the loss);
+//          or, where that predicts the calibration's sweep worse, host + device + the
+//          synchronisation (on the H100 sweep it does, which says the host times fitted
+//          are spent while the device waits, not hidden behind it: `dlh-estimate
+//          gpu-layers` prints both forms' cross-validated MAPE).
+//
+// Passes per layer: forward, backward-data (not for the first layer: the engine skips its
+// input gradient), backward-weights (bias included), and the optimizer's update (one
+// kernel over the flat parameter array). A type without a calibration is predicted by the
+// same parameters with its own peaks (FP32, TF32, bandwidth, SM count): the efficiencies
+// and the host times stay, which assumes the same host and a similar memory system.
+// References: Habitat (Yu et al., ATC '21) for wave scaling; NeuSight (ASPLOS '25) for
+// predicting a kernel's tiles and bounding them by the roofline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimator/model/features.hpp"
+#include "estimator/model/time_model.hpp"
+
+namespace dlh {
+
+// A GPU type's published peaks (dense, no sparsity).
+struct GpuPeaks {
+  std::string name;
+  double fp32_tflops = 0;  // plain FP32 (CUDA cores)
+  double tf32_tflops = 0;  // TF32 tensor cores, dense
+  double bandwidth_gbs = 0;
+  int sms = 0;
+};
+
+// The fitted parameters. Efficiencies are fractions of the peaks; times in seconds.
+struct GpuLayerParams {
+  double tf32_efficiency = 0.3;
+  double fp32_efficiency = 0.6;
+  double memory_efficiency = 0.7;       // element-wise kernels, GEMMs of dense layers
+  double conv_memory_efficiency = 0.5;  // cuDNN convolutions of 128 filters or more
+  // Below 128 filters a convolution's memory efficiency falls as (filters / 128)^this.
+  double narrow_exponent = 0.5;
+  double host_kernel_s = 5e-6;     // host time to issue one kernel or library call
+  double host_conv_call_s = 2e-5;  // extra host time of a cuDNN convolution call
+  double kernel_floor_s = 3e-6;    // a kernel's least device time
+  double step_s = 5e-5;            // per step: synchronisation, loss read-back
+  // How host and device combine: true, the kernels in order, each starting when the host
+  // has issued it and the device is free (max(host, device) where either dominates); false,
+  // in series (host + device: the host's cost of a library call is spent while the
+  // device waits for it). The fit tries both and keeps the better (see FitGpuLayerModel).
+  bool overlap = true;
+};
+constexpr int kGpuLayerParams = 9;
+const std::vector<std::string>& GpuLayerParamNames();
+std::vector<double> GpuLayerParamValues(const GpuLayerParams& p);
+GpuLayerParams GpuLayerParamsFrom(const std::vector<double>& values);
+
+enum class GpuPass { Forward, BackwardData, BackwardWeights, Update };
+const char* GpuPassName(GpuPass pass);
+
+// One kernel (or library call) of a step. gemm: m x n output, inner dimension k; flops
+// counts 2 per multiply-add.
+struct GpuKernel {
+  int layer = -1;  // index in the spec's layers; -1: the loss or the update
+  GpuPass pass = GpuPass::Forward;
+  std::string what;  // "conv fwd", "relu bwd", "sgd update", ...
+  bool gemm = false;
+  bool tensor = false;  // TF32 tensor cores (convolutions); else plain FP32
+  double m = 0, n = 0, k = 0;
+  double flops = 0;
+  double bytes = 0;
+  bool conv_call = false;  // a cuDNN convolution call (more host time)
+  double channels = 0;     // a convolution's filters (its output's channels)
+};
+
+// The kernels of one training step with `batch` samples, in the order the engine issues
+// them (forward, loss, backward from the last layer, update). `features` must hold its
+// layers (ComputeFeatures); momentum: the update keeps a momentum buffer.
+std::vector<GpuKernel> GpuStepKernels(const ModelFeatures& features, int64_t batch,
+                                      bool momentum = true);
+
+// A GEMM's output tiles on a device of `sms` SMs, as a library's heuristic would cut them:
+// the tiling (sides 32, 64 or 128) and split of k (into parts of at least 128) with the least
+// padded work per SM, a smaller tile's work counted at its lower rate (sqrt of its arithmetic
+// intensity relative to 128 x 128), waves = ceil(tiles * split / sms).
+struct GemmTiling {
+  double tile_m = 0, tile_n = 0;
+  int64_t tiles = 0;
+  int64_t split = 1;
+  int64_t waves = 0;
+};
+GemmTiling TileGemm(double m, double n, double k, int sms);
+
+// The compute time of a GEMM at `flops_per_s` (efficiency x peak): waves x the time one SM
+// takes for one tile (at the tile's rate). Throws EstimateError for sms < 1 or a non-positive rate.
+double GemmComputeSeconds(double m, double n, double k, int sms, double flops_per_s);
+
+// One kernel's device time: max(compute, memory, floor).
+double KernelDeviceSeconds(const GpuKernel& k, const GpuPeaks& gpu, const GpuLayerParams& p);
+double KernelHostSeconds(const GpuKernel& k, const GpuLayerParams& p);
+
+struct GpuStepTime {
+  double seconds = 0;   // the predicted step
+  double host_s = 0;    // all kernels' host time
+  double device_s = 0;  // all kernels' device time
+  int kernels = 0;
+};
+GpuStepTime PredictGpuStep(const std::vector<GpuKernel>& kernels, const GpuPeaks& gpu,
+                           const GpuLayerParams& p);
+GpuStepTime PredictGpuStep(const ModelFeatures& features, int64_t batch, const GpuPeaks& gpu,
+                           const GpuLayerParams& p);
+
+struct GpuLayerFit {
+  GpuLayerParams params;
+  int samples = 0;
+  double mape = 0;  // on the samples fitted, %
+  int folds = 0;
+  double cv_mape = 0;  // k-fold cross-validated, %
+  // The same two figures of the step's other form (GpuLayerParams::overlap), not kept.
+  double other_mape = 0, other_cv_mape = 0;
+};
+
+// Fits the parameters to `samples` (each with its layers in features) measured on `gpu`:
+// least squares of ln(predicted / measured), by Nelder-Mead over the parameters' logarithms
+// from fixed starts (deterministic), once overlapped and once in series (GpuLayerParams::
+// overlap), keeping the form with the lower cross-validated MAPE (with folds >= 2: samples
+// dealt to folds in a fixed shuffle), else the lower MAPE on the samples. Throws EstimateError for
+// fewer than 2 x 7 samples, a sample without layers, or a GPU without positive peaks.
+GpuLayerFit FitGpuLayerModel(const std::vector<TimingSample>& samples, const GpuPeaks& gpu,
+                             int folds = 5);
+
+// Throws EstimateError (naming `origin` and the field) unless every peak is positive.
+void CheckGpuPeaks(const GpuPeaks& gpu, const std::string& origin);
+
+}  // namespace dlh
