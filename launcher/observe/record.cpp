@@ -91,7 +91,7 @@ bool IsHex16(const std::string& s) {
 }  // namespace
 
 std::string ModelKey(const std::string& canonical) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
+  uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits: offset basis, prime below
   for (unsigned char c : canonical) {
     h ^= c;
     h *= 1099511628211ull;
