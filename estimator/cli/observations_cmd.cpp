@@ -53,10 +53,9 @@ void List(const StoreContents& s) {
     const Observation& r = so.record;
     const std::string predicted =
         r.has_prediction ? Printf("%.2f", r.predicted_step_s * 1e3) : std::string("-");
-    std::printf("%-36s %-10s %-8s %-16s %-14s %5d %7lld %10.2f %10s %9s\n",
-                Base(so.path).c_str(), OwnerName(so.owner).c_str(),
-                r.gpu_type.empty() ? "?" : r.gpu_type.c_str(), r.model_name.substr(0, 16).c_str(),
-                r.model_key.substr(0, 14).c_str(), r.ranks,
+    std::printf("%-36s %-10s %-8s %-16s %-14s %5d %7lld %10.2f %10s %9s\n", Base(so.path).c_str(),
+                OwnerName(so.owner).c_str(), r.gpu_type.empty() ? "?" : r.gpu_type.c_str(),
+                r.model_name.substr(0, 16).c_str(), r.model_key.substr(0, 14).c_str(), r.ranks,
                 static_cast<long long>(r.per_rank_batch), r.step_s * 1e3, predicted.c_str(),
                 HumanDuration(r.total_s).c_str());
   }
@@ -79,8 +78,8 @@ void Summary(const StoreContents& s) {
     if (r.has_prediction && r.predicted_step_s > 0)
       t.log_ratios.push_back(std::log(r.step_s / r.predicted_step_s));
   }
-  std::printf("%-12s %6s %7s %6s %10s %22s\n", "gpu type", "jobs", "models", "users",
-              "predicted", "measured / predicted");
+  std::printf("%-12s %6s %7s %6s %10s %22s\n", "gpu type", "jobs", "models", "users", "predicted",
+              "measured / predicted");
   for (const auto& [name, t] : types) {
     std::string ratio = "-";
     if (!t.log_ratios.empty())
@@ -112,8 +111,8 @@ int Prune(const StoreContents& s, const std::string& dir, int64_t keep, double o
       ++removed;
     } else {
       ++failed;
-      std::fprintf(stderr, "dlh-estimate: warning: %s: cannot remove: %s\n",
-                   mine[i]->path.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "dlh-estimate: warning: %s: cannot remove: %s\n", mine[i]->path.c_str(),
+                   std::strerror(errno));
     }
   }
   std::printf("removed %d records; %zu kept, %zu of other users not yours to remove\n", removed,

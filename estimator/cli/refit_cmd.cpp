@@ -76,9 +76,10 @@ int RefitCommand(const std::vector<std::string>& args) {
   }
   Calibration refit = CalibrationFromJson(j, path + " with " + cli::Str(vm, "store"));
   refit.model = FitTimeModel(cal.device, refit.samples, vm["folds"].as<int>());
-  std::printf("%s: %d observed rows added (%d records skipped: no features, or another device, "
-              "type or shape%s)\n",
-              path.c_str(), added, skipped, all ? "" : "; --all takes them");
+  std::printf(
+      "%s: %d observed rows added (%d records skipped: no features, or another device, "
+      "type or shape%s)\n",
+      path.c_str(), added, skipped, all ? "" : "; --all takes them");
   PrintFit("old", cal.model);
   PrintFit("new", refit.model);
   SaveCalibration(cli::Str(vm, "out"), refit);

@@ -74,8 +74,8 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     std::string provenance;
     if (!model.own.empty() || !model.others.empty()) {
       c = ModelHistory(model);
-      provenance = "from " + Runs(c.runs, "earlier run", "earlier runs") + " of " + what +
-                   " on " + gpu;
+      provenance =
+          "from " + Runs(c.runs, "earlier run", "earlier runs") + " of " + what + " on " + gpu;
       if (c.own == 0) provenance += " by other users (" + PercentText(c.log_factor) + ", capped)";
     } else if (!type.own.empty() || !type.others.empty()) {
       c = TypeCorrection(type);

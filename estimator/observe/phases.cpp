@@ -46,9 +46,12 @@ LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Jo
     const Observation& r = so.record;
     if (r.gpu_type != gpu) continue;
     const bool own = so.owner == caller;
-    if (r.startup_s >= 0 && r.whole_job) {
-      type_startup.add(own, r.startup_s);
-      if (r.model_key == key) model_startup.add(own, r.startup_s);
+    // All of a whole job but its steps, evaluations and checkpoints: start-up, data loading,
+    // the first steps' extra cost and the end (final checkpoint wait, summary).
+    const double rest = r.total_s - double(r.steps) * r.step_s - r.eval_s - r.checkpoint_s;
+    if (r.whole_job && r.steps > 0 && rest >= 0) {
+      type_startup.add(own, rest);
+      if (r.model_key == key) model_startup.add(own, rest);
     }
     if (r.model_key != key) continue;
     if (r.evaluations > 0) eval[r.ranks].add(own, r.eval_s / double(r.evaluations));
@@ -68,8 +71,8 @@ LearnedPhases LearnPhases(const Job& job, const Cluster& cluster, const std::str
 
 void ApplyLearnedPhases(const LearnedPhases& l, int gpus, JobPhases* p) {
   if (l.startup.any()) {
-    p->startup_s = Resolve(l.startup, p->startup_s + p->data_s);
-    p->data_s = 0;
+    p->startup_s = Resolve(l.startup, p->startup_s + p->data_s + p->warmup_s);
+    p->data_s = p->warmup_s = 0;
   }
   if (p->evaluations > 0) {
     auto it = l.eval_each.find(gpus);

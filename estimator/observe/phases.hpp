@@ -1,6 +1,7 @@
 // DLH estimator — a job's phases besides its steps, learned from the observation store:
-// start-up (job start to the first step: the launcher measures start-up and data loading as
-// one), the cost of one evaluation and of one checkpoint. With these a model run a second
+// start-up (all of a whole job but its steps, evaluations and checkpoints: start-up, data
+// loading, the first steps' extra cost and the run's end, each a fixed cost per job), the
+// cost of one evaluation and of one checkpoint. With these a model run a second
 // time on a type is predicted from its own measurements for the whole job, not only its
 // steps. The caller's records count fully; others' move a phase by at most 15% (robust.hpp).
 #pragma once
@@ -22,7 +23,7 @@ struct LearnedValue {
 };
 
 struct LearnedPhases {
-  // The model's start-ups on the type when it has any, else the type's (every model's).
+  // The model's start-ups (as above) on the type when it has any, else the type's.
   LearnedValue startup;
   LearnedValue checkpoint_each;           // the model's, per checkpoint that held up the loop
   std::map<int, LearnedValue> eval_each;  // the model's, per evaluation, by ranks
@@ -35,7 +36,8 @@ LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Jo
                               const std::string& gpu);
 
 // Replaces what `learned` knows in `p`, predicted for `gpus` ranks: start-up (data loading
-// folded into it), evaluations and checkpoints (their counts kept). Cheap: no allocation.
+// and warm-up folded into it), evaluations and checkpoints (their counts kept). Cheap: no
+// allocation.
 void ApplyLearnedPhases(const LearnedPhases& learned, int gpus, JobPhases* p);
 
 }  // namespace dlh

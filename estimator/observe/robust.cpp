@@ -82,7 +82,8 @@ double TrustedValue(const std::vector<double>& own, const std::vector<double>& o
   const std::vector<double> kept = WithoutOutliers(others);
   if (kept.empty()) return fallback;
   if (!(fallback > 0)) return fallback;  // nothing to cap against: others alone do not set it
-  return Clamp(Median(kept), fallback * std::exp(-kOthersCapLog), fallback * std::exp(kOthersCapLog));
+  return Clamp(Median(kept), fallback * std::exp(-kOthersCapLog),
+               fallback * std::exp(kOthersCapLog));
 }
 
 }  // namespace dlh

@@ -116,7 +116,8 @@ StoreContents ReadStore(const std::string& dir) {
 
 const StoreContents& ReadStoreCached(const std::string& dir) {
   struct Entry {
-    struct timespec mtime {}, ctime {};  // a record added or removed; a chmod of the folder
+    struct timespec mtime {
+    }, ctime{};  // a record added or removed; a chmod of the folder
     StoreContents contents;
   };
   static std::mutex mutex;

@@ -26,7 +26,7 @@ struct StoredObservation {
 };
 
 struct StoreContents {
-  StoreCheck check;  // when not kOk, nothing was read
+  StoreCheck check;                        // when not kOk, nothing was read
   std::vector<StoredObservation> records;  // sorted by path (time of writing, by name)
   std::vector<std::string> problems;       // one line each
 };

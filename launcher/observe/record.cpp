@@ -116,10 +116,8 @@ json ObservationToJson(const Observation& o) {
   j["created"] = o.created;
   j["user"] = o.user;
   j["command"] = o.command;
-  j["model"] = {{"key", o.model_key},
-                {"name", o.model_name},
-                {"features", o.features},
-                {"spec", o.spec}};
+  j["model"] = {
+      {"key", o.model_key}, {"name", o.model_name}, {"features", o.features}, {"spec", o.spec}};
   j["where"] = {{"gpu_type", o.gpu_type},
                 {"device", o.device},
                 {"probe", o.probe},
@@ -167,8 +165,8 @@ Observation ObservationFromJson(const json& j, const std::string& origin) {
   o.model_name = model.text("name", false);
   if (model.has("features")) {
     if (!model.j().at("features").is_object())
-      model.fail("features", "must be an object or null, got " +
-                                 ShownJsonValue(model.j().at("features")));
+      model.fail("features",
+                 "must be an object or null, got " + ShownJsonValue(model.j().at("features")));
     o.features = model.j().at("features");
   }
   if (model.has("spec")) {

@@ -44,9 +44,9 @@ struct Observation {
   nlohmann::json spec;
   // Where it ran. gpu_type: the plan's (the cluster description's name), "" unknown.
   std::string gpu_type;
-  std::string device;     // "cpu", "cuda:0 (NVIDIA H100 ...)"
-  nlohmann::json probe;   // the node's device probe (launcher/probe/), null: none
-  int ranks = 1;          // processes of the job
+  std::string device;        // "cpu", "cuda:0 (NVIDIA H100 ...)"
+  nlohmann::json probe;      // the node's device probe (launcher/probe/), null: none
+  int ranks = 1;             // processes of the job
   int threads_per_rank = 0;  // CPU threads each rank computed with (0: unknown)
   int ranks_per_node = 1;
   int gpus_per_node = 0;  // 0: a CPU job
@@ -68,8 +68,7 @@ struct Observation {
   // The plan's prediction (has_prediction false: the job had no plan). compute_s and comm_s
   // split the step; the estimator recomputes compute and keeps comm from here.
   bool has_prediction = false;
-  double predicted_step_s = 0, predicted_compute_s = 0, predicted_comm_s = 0,
-         predicted_total_s = 0;
+  double predicted_step_s = 0, predicted_compute_s = 0, predicted_comm_s = 0, predicted_total_s = 0;
 };
 
 // 16 lower-case hex digits: 64-bit FNV-1a of `canonical` (the dump of a features object,

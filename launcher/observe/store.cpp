@@ -129,8 +129,7 @@ StoreWrite WriteObservation(const std::string& dir, const Observation& o, int64_
   for (int attempt = 0; attempt < 3; ++attempt) {
     const std::string name = RecordName(o);
     const std::string final_path = base + name, tmp = base + "." + name + ".tmp";
-    const int fd =
-        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
       w.warning = "observation store " + dir + ": cannot write a record: " + Errno();
       return w;
@@ -153,8 +152,8 @@ StoreWrite WriteObservation(const std::string& dir, const Observation& o, int64_
     const int rename_errno = errno;
     ::unlink(tmp.c_str());
     if (rename_errno != EEXIST) {
-      w.warning = "observation store " + dir + ": cannot write a record: " +
-                  std::strerror(rename_errno);
+      w.warning =
+          "observation store " + dir + ": cannot write a record: " + std::strerror(rename_errno);
       return w;
     }
   }

@@ -73,8 +73,8 @@ void ParseObservations(const nlohmann::json& o, const Fail& fail, LaunchPlan* p)
   auto text = [&](const char* key) {
     if (!o.contains(key)) return std::string();
     if (!o[key].is_string())
-      throw fail(std::string("observations.") + key, "must be a string, got " +
-                                                         ShownJsonValue(o[key]));
+      throw fail(std::string("observations.") + key,
+                 "must be a string, got " + ShownJsonValue(o[key]));
     return o[key].get<std::string>();
   };
   p->observations_store = text("store");

@@ -258,7 +258,7 @@ class Trainer {
   std::vector<double> step_seconds_;
   int64_t evaluations_ = 0, checkpoint_stops_ = 0;
   std::vector<std::string> node_of_rank_;
-  double ema_step_ = 0;     // seconds per step, smoothed for the progress line
+  double ema_step_ = 0;  // seconds per step, smoothed for the progress line
   bool stop_ = false;
   bool evaluated_epoch_ = false;
   TrainResult result_;

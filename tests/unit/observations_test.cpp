@@ -403,7 +403,8 @@ TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   p.checkpoint_s = 2;
   p.checkpoints = 4;
   ApplyLearnedPhases(l, 1, &p);
-  EXPECT_DOUBLE_EQ(p.startup_s, 1.5);  // start-up and data, as the launcher measures them
+  // The whole job but its steps, evaluations and checkpoints: 12 - 40 x 0.005 - 0.4 - 0.3.
+  EXPECT_DOUBLE_EQ(p.startup_s, 11.1);
   EXPECT_DOUBLE_EQ(p.data_s, 0);
   EXPECT_DOUBLE_EQ(p.eval_s, 4 * 0.2);
   EXPECT_DOUBLE_EQ(p.checkpoint_s, 4 * 0.1);
@@ -417,7 +418,7 @@ TEST(ObservationPhasesTest, OthersMovePhasesByAtMostTheCap) {
   const Job job = TinyJob();
   StoreContents store;
   Observation o = Record(JobModelKey(job), 0.005);
-  o.startup_s = 3000;
+  o.total_s = 3000;
   for (int i = 0; i < 20; ++i) store.records.push_back(Stored(o, getuid() + 1));
   JobPhases p;
   p.startup_s = 30;
