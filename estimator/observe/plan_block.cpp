@@ -12,7 +12,11 @@ void AddObservationsToPlan(const Job& job, const Cluster& cluster, const Recomme
     o["store"] = cluster.observations;
     o["limit"] = cluster.observations_limit;
   }
-  if (!chosen.parts.empty()) o["gpu"] = chosen.parts.front().gpu;
+  // A mix is recorded as "alpha+beta": its steps are no one type's, so it corrects none.
+  std::string gpu;
+  for (const Part& p : chosen.parts)
+    if (gpu.find(p.gpu) == std::string::npos) gpu += (gpu.empty() ? "" : "+") + p.gpu;
+  o["gpu"] = gpu;
   o["model_key"] = JobModelKey(job);
   if (!job.profile) o["features"] = FeaturesRecordJson(job.features);
   (*plan)["observations"] = o;

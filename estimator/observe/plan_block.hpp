@@ -10,8 +10,9 @@
 
 namespace dlh {
 
-// Adds "observations" {store (when the cluster names one), limit, gpu, model_key, features
-// (a spec's)} and "provenance" {type: DeviceSpeed::provenance} of the chosen parts to `plan`.
+// Adds "observations" {store (when the cluster names one), limit, gpu (the chosen type; a
+// mix's types joined by "+"), model_key, features (a spec's)} and "provenance" {type:
+// DeviceSpeed::provenance} of the chosen parts to `plan`.
 void AddObservationsToPlan(const Job& job, const Cluster& cluster, const Recommendation& rec,
                            const Allocation& chosen, nlohmann::json* plan);
 
