@@ -55,7 +55,9 @@ void Trainer::write_observation(const nlohmann::json& summary, double wall_s, do
     const std::set<std::string> hosts(node_of_rank_.begin(), node_of_rank_.end());
     r.hosts.assign(hosts.begin(), hosts.end());
     r.global_batch = spec_.batch_size;
-    r.per_rank_batch = *std::max_element(rank_batches_.begin(), rank_batches_.end());
+    r.per_rank_batch = rank_batches_.empty()
+                           ? spec_.batch_size
+                           : *std::max_element(rank_batches_.begin(), rank_batches_.end());
     r.step_s = Median(step_seconds_);
     r.steps = int64_t(step_seconds_.size());
     r.startup_s = first_step_ == 0 ? startup_s : -1;
@@ -66,7 +68,8 @@ void Trainer::write_observation(const nlohmann::json& summary, double wall_s, do
     r.total_s = wall_s;
     r.whole_job = result_.finished && first_step_ == 0;
     const nlohmann::json& energy = summary.at("energy");
-    if (energy.value("measured", false) && energy.contains("joules_total"))
+    if (energy.value("measured", false) && energy.contains("joules_total") &&
+        energy["joules_total"].is_number())
       r.energy_j = energy["joules_total"].get<double>();
     if (plan_.present && plan_.predicted_step_s > 0) {
       r.has_prediction = true;
