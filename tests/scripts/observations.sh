@@ -6,8 +6,8 @@
 # on alpha"), its step within 5% of the run's median step and its whole job within 5% of the
 # run's. A damaged record is one warning line naming the file and field, and `check` exits 1.
 # A store others can write without the sticky bit is refused with one line (the job still
-# succeeds), and so is a missing one. `prune` removes the caller's records; `refit` adds the
-# observed rows to a calibration.
+# succeeds), and so is a missing one. `dlh-launch run --` leaves a record too. `prune` removes
+# the caller's records; `refit` adds the observed rows to a calibration.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -126,6 +126,20 @@ recommend | grep -q "from 2 earlier runs of this spec on alpha" ||
   fail "a record without a plan was not matched to its model"
 check "a record written without a plan counts for its model"
 
+# Your own program: dlh-launch run writes its record too (steps timed by its progress lines).
+cat >"$WORK/prog.sh" <<'SH'
+#!/bin/bash
+echo "device cpu" >&"$DLH_PROGRESS_FD"
+for _ in 1 2 3 4 5 6; do sleep 0.02; echo "step 16" >&"$DLH_PROGRESS_FD"; done
+SH
+chmod +x "$WORK/prog.sh"
+dlh-launch run --no-plan --run-dir "$WORK/run5" --gpu-type alpha --observations "$WORK/obs" \
+  -- "$WORK/prog.sh" >"$WORK/run5.txt" 2>&1 || { cat "$WORK/run5.txt"; fail "dlh-launch run"; }
+grep -q "dlh-launch: run: observation: $WORK/obs/" "$WORK/run5.txt" || { cat "$WORK/run5.txt"; fail "no run record"; }
+dlh-estimate observations list --store "$WORK/obs" | grep -qE "alpha +prog .* 1 +16 " ||
+  fail "the run's record is not listed"
+check "dlh-launch run -- PROGRAM leaves a record too"
+
 dlh-estimate refit "$ROOT/share/calibration/cpu.json" --store "$WORK/obs" --all \
   --out "$WORK/refit.json" >"$WORK/refit.txt" 2>/dev/null || { cat "$WORK/refit.txt"; fail "refit"; }
 grep -q "2 observed rows added" "$WORK/refit.txt" && grep -q "^old fit" "$WORK/refit.txt" &&
@@ -138,7 +152,7 @@ assert new["samples"][-1]["model"] == "observed observed"
 PY
 check "refit adds the observed rows and reports the old and the new fit"
 
-dlh-estimate observations prune --store "$WORK/obs" --keep 0 | grep -q "removed 2 records" ||
+dlh-estimate observations prune --store "$WORK/obs" --keep 0 | grep -q "removed 3 records" ||
   fail "prune"
 [[ -z $(ls -A "$WORK/obs") ]] || fail "prune left records"
 check "prune --keep 0 removes the caller's records"
