@@ -135,7 +135,9 @@ const StoreContents& ReadStoreCached(const std::string& dir) {
   Entry e;
   if (found) e.mtime = st.st_mtim, e.ctime = st.st_ctim;
   e.contents = ReadStore(dir);
-  return cache[dir] = std::move(e), cache[dir].contents;
+  Entry& slot = cache[dir];
+  slot = std::move(e);
+  return slot.contents;
 }
 
 }  // namespace dlh
