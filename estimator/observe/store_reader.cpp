@@ -83,6 +83,14 @@ StoreContents ReadStore(const std::string& dir) {
     return out;
   }
   std::sort(names.begin(), names.end());
+  // Planning inside sbatch stays bounded whatever a store holds (writers stop at its limit;
+  // files put there by hand do not).
+  if (names.size() > kMaxRecordsRead) {
+    out.problems.push_back("observation store " + dir + ": holds " + std::to_string(names.size()) +
+                           " records: only the newest " + std::to_string(kMaxRecordsRead) +
+                           " (by name) are read");
+    names.erase(names.begin(), names.end() - long(kMaxRecordsRead));
+  }
   const std::string base = dir + (dir.back() == '/' ? "" : "/");
   for (const std::string& name : names) {
     const std::string path = base + name;

@@ -31,7 +31,11 @@ struct StoreContents {
   std::vector<std::string> problems;       // one line each
 };
 
-// Reads every record of `dir`.
+// The most records one read looks at: ten times the default limit of a store.
+constexpr size_t kMaxRecordsRead = 100000;
+
+// Reads every record of `dir` (the last kMaxRecordsRead by name when it holds more, with a
+// problem line saying so).
 StoreContents ReadStore(const std::string& dir);
 
 // The same, kept for the process while the folder does not change (its modification time):
