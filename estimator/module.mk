@@ -3,6 +3,8 @@
 #               the communication model and its fit, the whole-job time, wave scaling, the
 #               engines' fingerprints
 #   cluster/    the cluster description, and its draft from sinfo
+#   observe/    the observation store read back: records of earlier jobs correct the
+#               speeds and phases (launcher/observe/ writes them)
 #   recommend/  the recommender (speeds, candidates, time and energy, the choice), planning
 #               from a program's profile, the decision's HTML page
 #   plan/       the planning core of `--dlh-auto`: its option parsing, the live node state,
@@ -16,7 +18,7 @@
 # libdlh_plan.a (plan: pure, no Slurm library, linked by the plugin and dlh-estimate),
 # libdlh_calibrate.a (calibrate).
 ESTIMATOR_SRCS := $(wildcard estimator/model/*.cpp estimator/cluster/*.cpp \
-    estimator/recommend/*.cpp)
+    estimator/recommend/*.cpp estimator/observe/*.cpp)
 PLAN_SRCS := $(wildcard estimator/plan/*.cpp)
 CALIBRATE_SRCS := $(wildcard estimator/calibrate/*.cpp)
 ESTIMATE_CLI_SRCS := $(wildcard estimator/cli/*.cpp)
@@ -31,7 +33,7 @@ $(CALIBRATE_LIB): $(CALIBRATE_SRCS:%.cpp=$(OBJDIR)/%.o)
 ESTIMATE_LIBS = $(shell $(PKG_CONFIG) --libs openblas) -lboost_program_options
 
 $(BINDIR)/dlh-estimate: $(ESTIMATE_CLI_SRCS:%.cpp=$(OBJDIR)/%.o) $(CALIBRATE_LIB) $(PLAN_LIB) \
-    $(ESTIMATOR_LIB) $(NN_LIB) $(COMMON_LIB)
+    $(ESTIMATOR_LIB) $(OBSERVE_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) $(LDFLAGS) -Wl,--as-needed $^ $(ESTIMATE_LIBS) -o $@

@@ -181,6 +181,9 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("verbose", "also report what is as expected: that --device auto trains on the CPU, and "
         "why, where no GPU was asked for (by --device, a plan for GPUs, or GPUs that Slurm or "
         "CUDA_VISIBLE_DEVICES give the job), which is said anyway where one was")
+    ("observations", po::value(&o->observations),
+        "observation store (a folder): the run's record goes there at its end, over the "
+        "plan's store (docs/reference/observations.md)")
     ("trace", po::value(&o->trace_path),
         "write a timeline of every rank (data wait, forward, backward, each gradient bucket's "
         "allreduce, optimizer, checkpoints, evaluation) to FILE at the end of the run, in the "
@@ -237,6 +240,8 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   o.device_given = !vm["device"].defaulted();
   o.verbose = vm.count("verbose") > 0;
   if (!(o.comm_timeout > 0)) throw dlh::UsageError("--comm-timeout: must be positive");
+  if (vm.count("observations") && o.observations.empty())
+    throw dlh::UsageError("--observations: needs a folder");
   if (vm.count("trace") && o.trace_path.empty())
     throw dlh::UsageError("--trace: needs a file name");
   o.checkpoint_epochs = !vm.count("no-epoch-checkpoints");

@@ -4,14 +4,20 @@
 #                    No MPI, HDF5 or CUDA: the calibration runner of dlh-estimate links it.
 #   libdlh_launch.a  comm/ engine/ train/ storage/ data/ bench/: everything that needs MPI
 #                    or HDF5 (engine/cuda/ is the dlopen'ed backend: engine/cuda/module.mk).
+#   libdlh_observe.a observe/'s records and store (no MPI, HDF5 or CUDA): also in
+#                    libdlh_launch.a, and linked alone by dlh-estimate and the SPANK plugin,
+#                    which read the store (estimator/observe/).
 LAUNCH_MAINS := launcher/main_launch.cpp launcher/data/main_data.cpp
 NN_SRCS := $(wildcard launcher/nn/*.cpp launcher/nn/layers/*.cpp)
 LAUNCH_SRCS := $(filter-out $(LAUNCH_MAINS),$(wildcard $(addprefix launcher/, \
-  $(addsuffix /*.cpp,comm engine train storage data bench run))))
+  $(addsuffix /*.cpp,comm engine train storage data bench run observe))))
 NN_LIB := $(LIBDIR)/libdlh_nn.a
 LAUNCH_LIB := $(LIBDIR)/libdlh_launch.a
 $(NN_LIB): $(NN_SRCS:%.cpp=$(OBJDIR)/%.o)
 $(LAUNCH_LIB): $(LAUNCH_SRCS:%.cpp=$(OBJDIR)/%.o)
+OBSERVE_SRCS := launcher/observe/record.cpp launcher/observe/store.cpp
+OBSERVE_LIB := $(LIBDIR)/libdlh_observe.a
+$(OBSERVE_LIB): $(OBSERVE_SRCS:%.cpp=$(OBJDIR)/%.o)
 
 $(BINDIR)/dlh-launch: $(OBJDIR)/launcher/main_launch.o $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)

@@ -35,6 +35,8 @@ SO_PLUGIN_LIB := $(SO_LIBDIR)/libdlh_plugin.a
 SO_PLAN_LIB := $(SO_LIBDIR)/libdlh_plan.a
 SO_ESTIMATOR_LIB := $(SO_LIBDIR)/libdlh_estimator.a
 SO_COMMON_LIB := $(SO_LIBDIR)/libdlh_common.a
+SO_OBSERVE_LIB := $(SO_LIBDIR)/libdlh_observe.a
+$(SO_OBSERVE_LIB): $(OBSERVE_SRCS:%.cpp=$(SO_OBJDIR)/%.o)
 $(SO_PLUGIN_LIB): $(PLUGIN_SRCS:%.cpp=$(SO_OBJDIR)/%.o)
 $(SO_PLAN_LIB): $(PLAN_SRCS:%.cpp=$(SO_OBJDIR)/%.o)
 $(SO_ESTIMATOR_LIB): $(ESTIMATOR_SRCS:%.cpp=$(SO_OBJDIR)/%.o)
@@ -49,12 +51,14 @@ $(PLUGIN_ENTRY_OBJ): plugin/spank_entry.c plugin/dlh_spank.h
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  CC    %s\n' $<
 	$(Q)$(CC) -I. -I$(SLURM_INCLUDE) $(PLUGIN_CFLAGS) -c $< -o $@
 
-$(PLUGIN_SO): $(PLUGIN_ENTRY_OBJ) $(SO_PLUGIN_LIB) $(SO_PLAN_LIB) $(SO_ESTIMATOR_LIB) $(SO_COMMON_LIB) $(PLUGIN_LDS)
+$(PLUGIN_SO): $(PLUGIN_ENTRY_OBJ) $(SO_PLUGIN_LIB) $(SO_PLAN_LIB) $(SO_ESTIMATOR_LIB) $(SO_OBSERVE_LIB) \
+    $(SO_COMMON_LIB) $(PLUGIN_LDS)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) -shared $(LDFLAGS) -Wl,-z,noexecstack -Wl,--version-script=$(PLUGIN_LDS) \
 	  -Wl,--as-needed $(PLUGIN_ENTRY_OBJ) -Wl,--whole-archive $(SO_PLUGIN_LIB) \
-	  -Wl,--no-whole-archive $(SO_PLAN_LIB) $(SO_ESTIMATOR_LIB) $(SO_COMMON_LIB) -ldl -o $@
+	  -Wl,--no-whole-archive $(SO_PLAN_LIB) $(SO_ESTIMATOR_LIB) $(SO_OBSERVE_LIB) $(SO_COMMON_LIB) -ldl \
+	  -o $@
 
 # The exported symbols, exactly (nm -D --defined-only; names only, sorted).
 check-abi: $(PLUGIN_SO)

@@ -10,8 +10,11 @@
 //   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta models to measurements
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
 //   dlh-estimate recommend --profile FILE --deadline 3h [...]
+//   dlh-estimate observations list|summary|check|prune --store DIR
+//   dlh-estimate refit CALIBRATION --store DIR --out F
 // Each command group has its own file in estimator/cli/ (features_cmd, calibrate_cmd,
-// comm_cmd, recommend_cmd, cluster_cmd, calibrate_slurm_cmd, slurm_plan_cmd; rates and profile
+// comm_cmd, recommend_cmd, cluster_cmd, calibrate_slurm_cmd, slurm_plan_cmd, observations_cmd,
+// refit_cmd; rates and profile
 // are in estimator/calibrate/); this file only dispatches.
 #include <cstdio>
 #include <exception>
@@ -27,6 +30,7 @@
 #include "estimator/cli/comm_cmd.hpp"
 #include "estimator/cli/features_cmd.hpp"
 #include "estimator/cli/gpu_layers_cmd.hpp"
+#include "estimator/cli/observations_cmd.hpp"
 #include "estimator/cli/recommend_cmd.hpp"
 #include "estimator/cli/slurm_plan_cmd.hpp"
 
@@ -49,6 +53,8 @@ constexpr const char* kUsage =
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "  recommend --profile FILE --deadline T       the same for a program profiled by dlh-launch\n"
     "  cluster --from-slurm [--out FILE]           draft a cluster description from sinfo\n"
+    "  observations list|summary|check|prune --store DIR   what earlier jobs measured\n"
+    "  refit CALIBRATION --store DIR --out F       refit a calibration with observed jobs\n"
     "  slurm-plan --dlh-auto VALUE --options JSON  plan an sbatch job "
     "(share/slurm/cli_filter.lua)\n"
     "'dlh-estimate COMMAND --help' documents each command's options.\n";
@@ -82,6 +88,8 @@ int Main(int argc, char** argv) {
   if (command == "recommend") return RecommendCommand(args);
   if (command == "cluster") return ClusterCommand(args);
   if (command == "slurm-plan") return SlurmPlanCommand(args);
+  if (command == "observations") return ObservationsCommand(args);
+  if (command == "refit") return RefitCommand(args);
   throw UsageError("unknown command '" + command + "' (see dlh-estimate --help)");
 }
 

@@ -21,6 +21,7 @@
 #include "estimator/cluster/cluster.hpp"
 #include "estimator/model/features.hpp"
 #include "estimator/model/job_time.hpp"
+#include "estimator/observe/plan_block.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 #include "estimator/recommend/recommend_html.hpp"
 #include "estimator/recommend/recommender.hpp"
@@ -158,6 +159,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Allocation& chosen = rec.feasible ? rec.ranked.front() : rec.fastest;
   nlohmann::json plan = PlanJson(job, rec, chosen);
+  AddObservationsToPlan(job, cluster, rec, chosen, &plan);
   // A profile's speeds use no calibration file (profile_speeds.hpp).
   if (!html.empty())
     WriteFileAtomically(html, RecommendationHtml(job, cluster, rec,
@@ -204,6 +206,8 @@ int RecommendCommand(const std::vector<std::string>& args) {
                 plan["time_limit"].get<std::string>().c_str());
     std::printf("predicted %s: %s\n", HumanDuration(chosen.total_s).c_str(),
                 PhasesText(chosen.phases, chosen.steps).c_str());
+    if (const std::string from = ChosenProvenance(rec, chosen); !from.empty())
+      std::printf("step time: %s\n", from.c_str());
     if (!html.empty()) std::printf("wrote %s\n", html.c_str());
     return kExitOk;
   }

@@ -265,7 +265,8 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
   if (!root.is_object()) Throw(origin, "", "must be a JSON object, got " + ShownJsonValue(root));
 
   Fields top(root, origin, "");
-  top.only({"name", "description", "gpu_types", "node_types", "inter_node", "runtime"});
+  top.only({"name", "description", "gpu_types", "node_types", "inter_node", "runtime",
+            "observations", "observations_limit"});
   Cluster c;
   c.name = top.text("name");
   c.origin = origin;
@@ -292,6 +293,14 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
 
   c.inter_node = ParseLink(top.required("inter_node"), origin, "inter_node");
   if (top.has("runtime")) c.runtime = ParseRuntime(root.at("runtime"), origin);
+  // The observation store (docs/reference/observations.md): a folder, relative to this file's.
+  if (top.has("observations")) {
+    std::filesystem::path p(top.text("observations"));
+    if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+    c.observations = p.lexically_normal().string();
+  }
+  if (top.has("observations_limit"))
+    c.observations_limit = top.positive_integer("observations_limit");
   return c;
 }
 

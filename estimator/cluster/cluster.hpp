@@ -81,6 +81,7 @@ struct Cluster {
   // The site's observation store (issue 40): a folder on shared storage where every job
   // writes one record of what it measured; resolved against the file's folder. "": none.
   std::string observations;
+  int64_t observations_limit = 10000;  // records the store holds before jobs skip theirs
   std::string origin;  // the file it was read from ("" when built in code), for messages
   const GpuType* gpu(const std::string& type_name) const;         // nullptr if unknown
   const NodeType* node_type(const std::string& node_name) const;  // nullptr if unknown

@@ -15,6 +15,7 @@
 #include "common/program_profile.hpp"
 #include "common/spec.hpp"
 #include "estimator/model/features.hpp"
+#include "estimator/observe/plan_block.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 
 namespace dlh::plan {
@@ -358,6 +359,7 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
     }
   }
   out.plan = PlanJson(job, rec, out.chosen);
+  AddObservationsToPlan(job, cluster, rec, out.chosen, &out.plan);
   // lr=find: the plugin cannot train, so the plan only says where the rate is to come from;
   // dlh-launch train finds it (or reuses a stored range test) at the planned batch. `lr`
   // keeps linear scaling's rate, which the job falls back to when the test finds no minimum.
@@ -438,6 +440,8 @@ std::string SummaryLine(const PlanOutcome& p) {
   s += ", " + Plural(p.tasks, "task", "tasks") + ", time " + p.time_limit + ": predicted " +
        HumanDuration(a.total_s) + ", " + FormatEnergy(a.energy_j) + ", deadline " +
        p.deadline_text + " (" + ShortWhy(p.rec.ranked.empty() ? a.why : p.rec.ranked[0].why) + ")";
+  if (const std::string from = ChosenProvenance(p.rec, a); !from.empty())
+    s += "; step time " + from;
   const std::string kept = KeptText(p.user);
   if (!kept.empty()) s += "; yours kept: " + kept;
   if (!p.time_note.empty()) s += "; " + p.time_note;
@@ -498,6 +502,8 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
        p.time_limit + "\n";
   s += "predicted " + HumanDuration(p.chosen.total_s) + ": " +
        PhasesText(p.chosen.phases, p.chosen.steps) + "\n";
+  if (const std::string from = ChosenProvenance(rec, p.chosen); !from.empty())
+    s += "step time: " + from + "\n";
   if (!p.choice_note.empty()) s += "note: " + p.choice_note + "\n";
   std::string opts;
   for (const SlurmSetting& st : p.settings)

@@ -8,6 +8,7 @@
 
 #include "estimator/model/comm_model.hpp"
 #include "estimator/model/job_time.hpp"
+#include "estimator/observe/phases.hpp"
 #include "estimator/recommend/batch_balance.hpp"
 #include "estimator/recommend/recommend_detail.hpp"
 #include "estimator/recommend/recommender.hpp"
@@ -46,6 +47,7 @@ class Enumerator {
     keep_ = job.top > 0 ? size_t(job.top) : 0;
     keep_rejected_ = job.rejected > 0 ? size_t(job.rejected) : 0;
     min_batch_.assign(types_.size(), std::numeric_limits<int64_t>::max());
+    for (const TypeInfo& t : types_) learned_.push_back(LearnPhases(job, cluster, t.gpu->name));
   }
 
   void Run() {
@@ -218,6 +220,8 @@ class Enumerator {
     shape.per_sample_s = c.eval_per;
     shape.fixed_s = c.eval_fixed;
     c.phases = PredictJobPhases(work_, shape, runtime_, startup_s_);
+    // A type's start-up, and this model's evaluations and checkpoints, as measured before.
+    if (c.parts == 1) ApplyLearnedPhases(learned_[size_t(c.type[0])], c.gpus, &c.phases);
     c.total_s = c.phases.total_s();
     // Outside the steps the GPUs are allocated but (mostly) waiting: idle power.
     c.energy_j = steps * (idle_watts * c.step_s + busy_energy) + c.total_s * base_watts +
@@ -272,6 +276,7 @@ class Enumerator {
   size_t keep_ = 0;
   size_t keep_rejected_ = 0;
   uint32_t index_ = 0;
+  std::vector<LearnedPhases> learned_;  // by type: what the observation store taught
 };
 
 }  // namespace

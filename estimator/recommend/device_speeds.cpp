@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "estimator/model/wave_scaling.hpp"
+#include "estimator/observe/correction.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 #include "estimator/recommend/recommend_detail.hpp"
 #include "estimator/recommend/recommender.hpp"
@@ -129,6 +130,8 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       s.energy_source = "datasheet (active_watts " + Printf("%.0f", g->active_watts) + " W)";
     out[g->name] = s;
   }
+  // What earlier jobs measured corrects the speeds and says so (estimator/observe/).
+  ApplyObservations(job, cluster, &out);
   return out;
 }
 

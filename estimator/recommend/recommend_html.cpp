@@ -17,6 +17,7 @@
 #include "common/html_page.hpp"
 #include "common/svg_chart.hpp"
 #include "estimator/model/job_time.hpp"
+#include "estimator/observe/plan_block.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 
 namespace dlh {
@@ -154,6 +155,7 @@ void ChosenFacts(const Job& job, const Recommendation& rec, HtmlPage* page) {
                    In(a.comm_s, step) + ")"},
       {"memory per GPU", Number(a.memory_bytes / 1e9) + " GB"},
       {"speed", sources},
+      {"step time from", ChosenProvenance(rec, a)},
       {"meets the deadline", a.fits_memory && a.meets_deadline ? "yes" : "no"},
       {"why", a.why}};
   page->facts(rows);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <chrono>
@@ -36,6 +37,7 @@
 #include "launcher/run/rendezvous.hpp"
 #include "launcher/run/run_dir.hpp"
 #include "launcher/run/run_env.hpp"
+#include "launcher/run/run_observation.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/plan.hpp"
 
@@ -66,6 +68,7 @@ struct RunOptions {
   int64_t profile_steps = 0;     // > 0: --profile
   int64_t profile_warmup = 5;
   std::string profile_out;
+  std::string observations;  // --observations DIR, over the plan's store
 };
 
 // What every rank agrees on before the programs start.
@@ -109,7 +112,10 @@ po::options_description RunOptionsDescription(RunOptions* o) {
     ("profile-warmup", po::value(&o->profile_warmup)->default_value(5),
         "steps not timed at the start (at least 1)")
     ("profile-out", po::value(&o->profile_out), "the profile file; a profile there already "
-        "gains this run's batch (default: <program name>.profile.json)");
+        "gains this run's batch (default: <program name>.profile.json)")
+    ("observations", po::value(&o->observations), "observation store (a folder): rank 0 "
+        "writes the run's record there when the program ends well, over the plan's store "
+        "(docs/reference/observations.md)");
   // clang-format on
   return d;
 }
@@ -135,6 +141,8 @@ RunOptions ParseRunOptions(const std::vector<std::string>& args, bool* help, int
     throw UsageError("--master-addr: must not be empty");
   if (vm.count("master-port") && (o.master_port < 1 || o.master_port > 65535))
     throw UsageError("--master-port: must be 1 to 65535, got " + std::to_string(o.master_port));
+  if (vm.count("observations") && o.observations.empty())
+    throw UsageError("--observations: needs a folder");
   o.narrow_gpus = vm.count("narrow-gpus") > 0;
   const std::string stall = vm["stall-timeout"].as<std::string>();
   o.stall_timeout_s = stall == "off" ? 0 : ParseDuration(stall, "--stall-timeout");
@@ -400,6 +408,7 @@ void SplitRunArguments(const std::vector<std::string>& args, std::vector<std::st
 }
 
 int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) {
+  const double started_s = SteadySeconds();
   bool help = false;
   RunOptions o = ParseRunOptions(args, &help, rank, size);
   if (help) return kExitOk;
@@ -532,6 +541,22 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     AbortEveryRank(ExitCodeOfEnd(status));
   }
   WaitForEveryRank(comm.get());
+  if (rank == 0 && success) {
+    RunObservationInputs in;
+    in.store = !o.observations.empty() ? o.observations : a.plan.observations_store;
+    in.command = o.command;
+    in.plan = &a.plan;
+    in.gpu_type = o.gpu_type;
+    in.log = &f.log;
+    in.started_s = started_s;
+    in.ended_s = SteadySeconds();
+    in.ranks = size;
+    in.ranks_per_node = a.topo.local_size;
+    in.hosts = a.node_names;
+    std::sort(in.hosts.begin(), in.hosts.end());
+    in.hosts.erase(std::unique(in.hosts.begin(), in.hosts.end()), in.hosts.end());
+    WriteRunObservation(in);
+  }
   return ExitCodeOfEnd(status);
 }
 

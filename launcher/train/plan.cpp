@@ -66,6 +66,34 @@ void ParseParts(const nlohmann::json& allocation, const Fail& fail, std::vector<
   }
 }
 
+// "observations": where the job's record goes and what it ran; checked when present.
+template <typename Fail>
+void ParseObservations(const nlohmann::json& o, const Fail& fail, LaunchPlan* p) {
+  if (!o.is_object()) throw fail("observations", "must be an object, got " + ShownJsonValue(o));
+  auto text = [&](const char* key) {
+    if (!o.contains(key)) return std::string();
+    if (!o[key].is_string())
+      throw fail(std::string("observations.") + key,
+                 "must be a string, got " + ShownJsonValue(o[key]));
+    return o[key].get<std::string>();
+  };
+  p->observations_store = text("store");
+  p->observations_gpu = text("gpu");
+  p->model_key = text("model_key");
+  if (o.contains("limit")) {
+    const auto& v = o["limit"];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1)
+      throw fail("observations.limit", "must be a positive integer, got " + ShownJsonValue(v));
+    p->observations_limit = v.get<int64_t>();
+  }
+  if (o.contains("features") && !o["features"].is_null()) {
+    if (!o["features"].is_object())
+      throw fail("observations.features",
+                 "must be an object, got " + ShownJsonValue(o["features"]));
+    p->model_features = o["features"].dump();
+  }
+}
+
 }  // namespace
 
 LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
@@ -136,6 +164,8 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
     const double steps = seconds(pr, "steps", "predicted.steps");
     if (steps > double(INT64_MAX / 2)) throw fail("predicted.steps", "too large");
     p.predicted_steps = int64_t(steps);
+    p.predicted_compute_s = seconds(pr, "compute_s", "predicted.compute_s");
+    p.predicted_comm_s = seconds(pr, "comm_s", "predicted.comm_s");
     if (pr.contains("phases") && pr["phases"].is_object()) {
       const auto& ph = pr["phases"];
       // The launcher measures start-up as everything before its first step.
@@ -152,6 +182,7 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
     }
   }
   p.time_limit_s = seconds(j, "time_limit_s", "time_limit_s");
+  if (j.contains("observations")) ParseObservations(j["observations"], fail, &p);
   return p;
 }
 

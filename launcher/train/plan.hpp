@@ -48,6 +48,15 @@ struct LaunchPlan {
          predicted_checkpoint_s = 0;
   int64_t predicted_steps = 0;
   double time_limit_s = 0;
+  double predicted_compute_s = 0, predicted_comm_s = 0;  // the step's two parts
+  // "observations" (docs/reference/observations.md): the store the job's record goes to
+  // ("": none named), its limit of records (0: the default), the GPU type the plan chose,
+  // the model's key and its features as JSON text ("": none), for the record.
+  std::string observations_store;
+  int64_t observations_limit = 0;
+  std::string observations_gpu;
+  std::string model_key;
+  std::string model_features;
 };
 
 // Parses plan JSON; `origin` names it in errors ("DLH_PLAN: global_batch: must be a positive

@@ -67,6 +67,9 @@ struct TrainOptions {
   // --trace: the timeline of every rank, written by rank 0 at the end of the run (trace.hpp);
   // empty: none.
   std::string trace_path;
+  // --observations DIR: the observation store this run's record goes to, over the plan's
+  // (launcher/observe/store.hpp); empty: the plan's, else none.
+  std::string observations;
 };
 
 struct TrainResult {

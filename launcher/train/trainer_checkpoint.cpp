@@ -41,6 +41,7 @@ double Trainer::write_checkpoint(Durability durability) {
                    {{"waited", wait}});
   const double took = Since(t);
   checkpoint_seconds_ += took;
+  ++checkpoint_stops_;
   return took;
 }
 

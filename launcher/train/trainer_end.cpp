@@ -222,6 +222,8 @@ void Trainer::write_summary(uint32_t crc) {
     summary["measured"]["step_error_pct"] = step_error;
   }
   WriteFileAtomically(run_dir_ + "/summary.json", summary.dump(2) + "\n");
+  write_observation(summary, wall_s,
+                    std::chrono::duration<double>(train_start_ - launch_start_).count());
   if (result_.finished) {
     char accuracy[64];
     std::snprintf(accuracy, sizeof accuracy, "%.2f%%", 100 * result_.test_accuracy);

@@ -129,6 +129,8 @@ class Trainer {
   void record_end();
   void write_summary(uint32_t crc);
   void write_trace();
+  // trainer_observe.cpp: the run's observation record into its store (rank 0; never throws).
+  void write_observation(const nlohmann::json& summary, double wall_s, double startup_s);
 
   // Appends `record` to metrics.jsonl (rank 0) with "t", the Unix time now unless it has one.
   void append_metrics(nlohmann::json record);
@@ -251,7 +253,12 @@ class Trainer {
   // shows every rank's mean, which is where a slow rank makes the others wait.
   double compute_seconds_ = 0, allreduce_seconds_ = 0;
   int64_t first_step_ = 0;  // step_ when this run's loop began (after a resume: not 0)
-  double ema_step_ = 0;     // seconds per step, smoothed for the progress line
+  // For the observation record (rank 0): every step's seconds (its checkpoint wait left
+  // out), the evaluations and the checkpoints that held up the loop, every rank's node.
+  std::vector<double> step_seconds_;
+  int64_t evaluations_ = 0, checkpoint_stops_ = 0;
+  std::vector<std::string> node_of_rank_;
+  double ema_step_ = 0;  // seconds per step, smoothed for the progress line
   bool stop_ = false;
   bool evaluated_epoch_ = false;
   TrainResult result_;

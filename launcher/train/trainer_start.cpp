@@ -163,6 +163,7 @@ void Trainer::start_engine() {
   ec.comm = comm_.get();
   ec.node_of_rank = GatherNodeNames(comm_.get());
   hosts_ = int(std::set<std::string>(ec.node_of_rank.begin(), ec.node_of_rank.end()).size());
+  node_of_rank_ = ec.node_of_rank;
   ec.allreduce = o_.allreduce;
   ec.sync = o_.sync;
   ec.local_rank = binding_.local_rank;

@@ -164,6 +164,7 @@ void Trainer::record(const StepControl& control, double lr, const StepTimes& tim
   ema_step_ = ema_step_ == 0 ? t_total : 0.9 * ema_step_ + 0.1 * t_total;
   energy_->poll();  // every rank: a RAPL counter must be read before it wraps
   if (rank_ != 0) return;
+  step_seconds_.push_back(std::max(0.0, t_total - times.checkpoint));
   const double loss = control.loss_sum / double(spec_.batch_size);
   const double acc = control.correct_sum / double(spec_.batch_size);
   nlohmann::json rec = {{"step", step_},

@@ -20,7 +20,7 @@ echo "== 1. data: Debian's dataset-fashion-mnist -> $work/fashion-mnist.h5"
 [[ -s $work/fashion-mnist.h5 ]] || dlh-data import-fashion-mnist --out "$work/fashion-mnist.h5"
 
 echo "== 2. calibration: the shipped one if it describes this machine and build, else this machine's"
-description=$root/share/cluster/local.json
+mine=""
 if ! dlh-estimate check-calibration "$root/share/calibration/cpu.json" | sed 's/^/   /'; then
   # A calibration times one engine on one CPU; another makes every prediction wrong.
   mine=$work/calibration/cpu.json
@@ -29,17 +29,23 @@ if ! dlh-estimate check-calibration "$root/share/calibration/cpu.json" | sed 's/
     mkdir -p "$work/calibration"
     dlh-estimate calibrate --device cpu --out "$mine" | sed 's/^/   /'
   fi
-  description=$work/cluster.json
-  python3 - "$root/share/cluster/local.json" "$mine" "$description" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
+  echo "   using $mine"
+fi
+# The local cluster's description, with this machine's calibration where it has one, and an
+# observation store: the job leaves a record of what it measured there, and the next demo's
+# plan predicts from it (docs/reference/observations.md).
+description=$work/cluster.json
+mkdir -p "$work/observations" && chmod 1777 "$work/observations"
+python3 - "$root/share/cluster/local.json" "$mine" "$description" "$work/observations" <<'PY'
+import json, os, sys
+source, mine, out, store = sys.argv[1:]
+c = json.load(open(source))
 for g in c["gpu_types"]:
     if g.get("calibration"):
-        g["calibration"] = sys.argv[2]
-json.dump(c, open(sys.argv[3], "w"), indent=2)
+        g["calibration"] = mine or os.path.join(os.path.dirname(source), g["calibration"])
+c["observations"] = store
+json.dump(c, open(out, "w"), indent=2)
 PY
-  echo "   using $mine ($description)"
-fi
 
 echo "== 3. a local Slurm cluster with spank_dlh.so in plugstack.conf"
 SLURM_TEST_PLUGSTACK="required $plugin cluster=$description" \

@@ -27,7 +27,7 @@ FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Wshado
 FUZZ_LIB_SRCS := common/spec.cpp common/json_parse.cpp common/file_text.cpp \
   common/duration.cpp common/atomic_file.cpp \
   estimator/cluster/cluster.cpp estimator/model/features.cpp estimator/model/time_model.cpp \
-  estimator/plan/options.cpp launcher/train/plan.cpp \
+  estimator/plan/options.cpp launcher/train/plan.cpp launcher/observe/record.cpp \
   launcher/storage/checkpoint_format.cpp launcher/storage/checkpoint_save.cpp \
   launcher/storage/checkpoint_load.cpp launcher/storage/checkpoint_dir.cpp launcher/storage/h5.cpp \
   common/thread_cpu.cpp \

@@ -12,7 +12,8 @@
 # plan's per-type batches (planned split = the split used at step 1), then balances them
 # from what it measures (the plan of a mix says adaptive); a bad
 # plugstack line only affects --dlh-auto jobs; jobs without the option are untouched;
-# dry-run prints the table and submits nothing. Needs root, slurm-wlm and munge; ~30 s.
+# dry-run prints the table and submits nothing; the training job leaves its observation
+# record in the store the cluster description names. Needs root, slurm-wlm and munge; ~30 s.
 # shellcheck source=tests/slurm/slurm.bash
 source "$(dirname "$0")/slurm.bash"
 need_slurm munged slurmctld slurmd srun sbatch salloc sinfo scontrol squeue
@@ -21,7 +22,19 @@ START=$ROOT/share/slurm/start-cluster.sh
 STOP=$ROOT/share/slurm/stop-cluster.sh
 SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
 SPEC=$ROOT/share/examples/fashion-mnist.json
-CLUSTER=$ROOT/share/cluster/local.json
+# The local cluster's description, with an observation store the jobs write their records to.
+CLUSTER=$WORK/local.json
+mkdir -m 1777 "$WORK/obs"
+python3 - "$ROOT/share/cluster/local.json" "$CLUSTER" "$WORK/obs" <<'PY'
+import json, os, sys
+source, out, store = sys.argv[1:]
+c = json.load(open(source))
+for g in c["gpu_types"]:
+    if g.get("calibration"):
+        g["calibration"] = os.path.normpath(os.path.join(os.path.dirname(source), g["calibration"]))
+c["observations"] = store
+json.dump(c, open(out, "w"), indent=2)
+PY
 
 [[ -f $SO ]] || fail "no $SO (build it: make plugin)"
 [[ -x $START ]] || [[ -f $START ]] || fail "no $START"
@@ -262,6 +275,16 @@ assert summary["rank_batches"] == hist[-1]["rank_batches"], summary["rank_batche
 print(" -> ".join(str(h["rank_batches"]) + "@" + str(h["step"]) for h in hist))
 PY
 grep -q "per-rank batches \[" mix.out || { cat mix.out; fail "rank 0 did not print the split"; }
+records=("$WORK"/obs/*.json)
+[[ ${#records[@]} == 1 && -f ${records[0]} ]] || { ls -la "$WORK/obs"; cat mix.out; fail "the job left no record in the cluster's store"; }
+python3 - "${records[0]}" <<'PY' || fail "the mixed job's record"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["where"]["gpu_type"] == "alpha+beta" and r["where"]["ranks"] == 4, r["where"]
+assert r["predicted"]["step_s"] > 0 and r["measured"]["step_s"] > 0, r
+PY
+dlh-estimate observations check --cluster "$CLUSTER" >/dev/null || fail "observations check"
+check "the job wrote its record into the store the cluster description names: $(basename "${records[0]}")"
 check "job $jm: --constraint=[alpha*1&beta*1] --gres=gpu:2 -N 2, 4 ranks; $(grep -o 'per-rank batches .*' mix.out | head -1); then adaptive: $(grep -c 'balance: from step' mix.out) changes"
 
 echo "dry-run"

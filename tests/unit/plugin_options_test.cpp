@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "estimator/cluster/cluster.hpp"
+#include "estimator/observe/plan_block.hpp"
 #include "estimator/plan/live_state.hpp"
 #include "estimator/plan/options.hpp"
 #include "estimator/plan/plan.hpp"
@@ -452,10 +453,13 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   EXPECT_EQ(p.fallback_note, "");
   // The same plan as Recommend on the file alone (all nodes idle = the whole cluster).
   Recommendation direct = Recommend(p.job, c);
-  EXPECT_EQ(PlanJson(p.job, direct, direct.ranked.front()).dump(), p.plan.dump());
+  nlohmann::json plan = PlanJson(p.job, direct, direct.ranked.front());
+  AddObservationsToPlan(p.job, c, direct, direct.ranked.front(), &plan);
+  EXPECT_EQ(plan.dump(), p.plan.dump());
   EXPECT_EQ(SummaryLine(p),
             "dlh: 1 node x 1 alpha GPU, 1 task, time 00:06:00: predicted 1m52s, 5.4 kJ, "
-            "deadline 30m (least energy of 4 allocations meeting the 30m deadline)");
+            "deadline 30m (least energy of 4 allocations meeting the 30m deadline); step time "
+            "alpha: calibration alpha (cpu.json)");
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
   EXPECT_NE(report.find("  1  1x1 alpha (b128)"), std::string::npos) << report;

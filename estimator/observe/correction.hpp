@@ -1,0 +1,44 @@
+// DLH estimator — predictions that learn from the observation store (issue 40).
+//
+// For each GPU type, after its speed is made from a calibration (or scaled, or a profile):
+//  (a) a model already run on the type (the same model key) is predicted from its own
+//      history: the speed is scaled by the median of measured / predicted compute over its
+//      runs there (at each run's per-rank batch and ranks, with today's calibration), so a
+//      second run at the same shape is predicted at the first one's measured step;
+//  (b) any other model gets the type's correction: the median of ln(measured / predicted)
+//      over the type's jobs, shrunk toward 0 when few (robust.hpp, TypeCorrection).
+// Records are the caller's own (files the caller owns) or others'; others' move a
+// prediction by at most 15% (robust.hpp). The speed says where it came from
+// (DeviceSpeed::provenance, observed_runs) and its log_sigma gains the observations' spread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/observe/store_reader.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace dlh {
+
+// Applies the store the cluster names (Cluster::observations; none: only the provenance is
+// set) for the calling user. A store that is missing or unsafe teaches nothing. Never throws
+// for the store's sake.
+void ApplyObservations(const Job& job, const Cluster& cluster,
+                       std::map<std::string, DeviceSpeed>* speeds);
+
+// The same from given records, for `caller` (tests: a poisoned store).
+void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& job,
+                           const Cluster& cluster, std::map<std::string, DeviceSpeed>* speeds);
+
+// The predicted compute seconds of one step of record `r` with speed `s` of GPU type `gpu`:
+// the per-rank batch, and the CPU share of ranks on a node as the recommender counts it.
+double PredictedCompute(const Observation& r, const DeviceSpeed& s, const Cluster& cluster,
+                        const std::string& gpu);
+
+// "calibration alpha (cpu.json)" from a speed's source, or the provenance already set.
+std::string BaseProvenance(const std::string& gpu, const DeviceSpeed& s);
+
+}  // namespace dlh

@@ -1,0 +1,30 @@
+// DLH estimator — a model's key for the observation store (see model_key.hpp).
+#include "estimator/observe/model_key.hpp"
+
+#include "estimator/model/time_model.hpp"
+#include "launcher/observe/record.hpp"
+
+namespace dlh {
+
+nlohmann::json FeaturesRecordJson(const ModelFeatures& f) {
+  // Through the calibration writer itself, so that the two can never disagree on a field.
+  Calibration c;
+  c.model.coef.assign(size_t(kTimeTerms), 0.0);
+  TimingSample s;
+  s.features = f;
+  s.batch = 1;
+  s.seconds = 1;
+  c.samples = {s};
+  return CalibrationToJson(c).at("samples").at(0).at("features");
+}
+
+std::string FeaturesModelKey(const ModelFeatures& f) {
+  return ModelKey(FeaturesRecordJson(f).dump());
+}
+
+std::string JobModelKey(const Job& job) {
+  if (job.profile) return ModelKey("program " + job.profile->program);
+  return FeaturesModelKey(job.features);
+}
+
+}  // namespace dlh

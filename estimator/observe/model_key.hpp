@@ -1,0 +1,24 @@
+// DLH estimator — which model a job is, for the observation store: its per-sample features
+// as calibration files write them, and their key (launcher/observe/record.hpp, ModelKey).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "estimator/model/features.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace dlh {
+
+// `f` as a calibration file's samples[].features (estimator/model/time_model.cpp writes it).
+nlohmann::json FeaturesRecordJson(const ModelFeatures& f);
+
+// The key of a spec's features: ModelKey of FeaturesRecordJson(f).dump(). The batch is not
+// in it, so every run of the same model has the same key whatever its batch.
+std::string FeaturesModelKey(const ModelFeatures& f);
+
+// The job's model key: its features' for a spec, "program NAME"'s for a profiled program
+// (dlh-launch run writes the same key for that program without a plan).
+std::string JobModelKey(const Job& job);
+
+}  // namespace dlh

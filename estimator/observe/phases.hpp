@@ -1,0 +1,43 @@
+// DLH estimator — a job's phases besides its steps, learned from the observation store:
+// start-up (all of a whole job but its steps, evaluations and checkpoints: start-up, data
+// loading, the first steps' extra cost and the run's end, each a fixed cost per job), the
+// cost of one evaluation and of one checkpoint. With these a model run a second
+// time on a type is predicted from its own measurements for the whole job, not only its
+// steps. The caller's records count fully; others' move a phase by at most 15% (robust.hpp).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/model/job_time.hpp"
+#include "estimator/observe/store_reader.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace dlh {
+
+// Medians of the caller's and of the others' records (these without outliers); < 0: none.
+struct LearnedValue {
+  double own = -1, others = -1;
+  bool any() const { return own >= 0 || others >= 0; }
+};
+
+struct LearnedPhases {
+  // The model's start-ups (as above) on the type when it has any, else the type's.
+  LearnedValue startup;
+  LearnedValue checkpoint_each;           // the model's, per checkpoint that held up the loop
+  std::map<int, LearnedValue> eval_each;  // the model's, per evaluation, by ranks
+};
+
+// From the store the cluster names, for the calling user; empty without one.
+LearnedPhases LearnPhases(const Job& job, const Cluster& cluster, const std::string& gpu);
+// The same from given records, for `caller`.
+LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Job& job,
+                              const std::string& gpu);
+
+// Replaces what `learned` knows in `p`, predicted for `gpus` ranks: start-up (data loading
+// and warm-up folded into it), evaluations and checkpoints (their counts kept). Cheap: no
+// allocation.
+void ApplyLearnedPhases(const LearnedPhases& learned, int gpus, JobPhases* p);
+
+}  // namespace dlh

@@ -1,0 +1,89 @@
+// DLH — the Trainer's observation record (launcher/observe/): what this run measured, where
+// it ran and what its plan predicted, into the site's store, so that the estimator learns
+// from every job (docs/reference/observations.md).
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/median.hpp"
+#include "common/spec_json.hpp"
+#include "launcher/nn/thread_pool.hpp"
+#include "launcher/observe/record_probe.hpp"
+#include "launcher/observe/store.hpp"
+#include "launcher/train/trainer_impl.hpp"
+
+namespace dlh {
+namespace trainer_detail {
+namespace {
+
+std::string UserName() {
+  if (const passwd* pw = getpwuid(getuid())) return pw->pw_name;
+  return std::to_string(getuid());
+}
+
+}  // namespace
+
+// Rank 0, after summary.json. A run that trained fewer than 3 steps measured no step time
+// worth keeping. A store that is missing, unsafe or full is one warning: the run itself
+// succeeded, and its record is only a lesson for later plans.
+void Trainer::write_observation(const nlohmann::json& summary, double wall_s, double startup_s) {
+  if (rank_ != 0) return;
+  const std::string store = !o_.observations.empty() ? o_.observations : plan_.observations_store;
+  if (store.empty() || step_seconds_.size() < 3) return;
+  try {
+    Observation r;
+    r.created = RecordTimeNow();
+    r.user = UserName();
+    r.command = "train";
+    r.model_name = spec_.name;
+    r.spec = nlohmann::json::parse(SpecToJson(spec_, "unknown").dump());
+    // The plan's key and features are the estimator's; without a plan the reader computes
+    // them from the spec (the launcher has no feature arithmetic of its own).
+    if (!plan_.model_features.empty()) r.features = nlohmann::json::parse(plan_.model_features);
+    r.model_key = !plan_.model_key.empty() ? plan_.model_key : ModelKey(r.spec.dump());
+    r.gpu_type = plan_.observations_gpu;
+    if (r.gpu_type.empty()) r.gpu_type = o_.gpu_type;
+    if (r.gpu_type.empty() && plan_.parts.size() == 1) r.gpu_type = plan_.parts[0].gpu;
+    r.device = engine_->device_name();
+    r.probe = NodeProbeForRecord(r.device);
+    r.ranks = size_;
+    r.threads_per_rank = CpuThreads();
+    r.ranks_per_node = local_.size();
+    r.gpus_per_node = r.device.rfind("cuda", 0) == 0 ? local_.size() : 0;
+    const std::set<std::string> hosts(node_of_rank_.begin(), node_of_rank_.end());
+    r.hosts.assign(hosts.begin(), hosts.end());
+    r.global_batch = spec_.batch_size;
+    r.per_rank_batch = rank_batches_.empty()
+                           ? spec_.batch_size
+                           : *std::max_element(rank_batches_.begin(), rank_batches_.end());
+    r.step_s = Median(step_seconds_);
+    r.steps = int64_t(step_seconds_.size());
+    r.startup_s = first_step_ == 0 ? startup_s : -1;
+    r.eval_s = eval_seconds_;
+    r.evaluations = evaluations_;
+    r.checkpoint_s = checkpoint_seconds_;
+    r.checkpoints = checkpoint_stops_;
+    r.total_s = wall_s;
+    r.whole_job = result_.finished && first_step_ == 0;
+    const nlohmann::json& energy = summary.at("energy");
+    if (energy.value("measured", false) && energy.contains("joules_total") &&
+        energy["joules_total"].is_number())
+      r.energy_j = energy["joules_total"].get<double>();
+    if (plan_.present && plan_.predicted_step_s > 0) {
+      r.has_prediction = true;
+      r.predicted_step_s = plan_.predicted_step_s;
+      r.predicted_compute_s = plan_.predicted_compute_s;
+      r.predicted_comm_s = plan_.predicted_comm_s;
+      r.predicted_total_s = plan_.predicted_total_s;
+    }
+    const StoreWrite w = WriteObservation(store, r, plan_.observations_limit);
+    say(w.written ? "observation: " + w.path : "warning: " + w.warning);
+  } catch (const std::exception& e) {
+    say(std::string("warning: observation record not written: ") + e.what());
+  }
+}
+
+}  // namespace trainer_detail
+}  // namespace dlh

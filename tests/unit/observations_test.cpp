@@ -1,0 +1,430 @@
+// Unit tests for the observation store: launcher/observe/ (records, the store's rules) and
+// estimator/observe/ (reading it back, robust statistics, corrected predictions).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/spec.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/observe/correction.hpp"
+#include "estimator/observe/model_key.hpp"
+#include "estimator/observe/phases.hpp"
+#include "estimator/observe/robust.hpp"
+#include "estimator/observe/store_reader.hpp"
+#include "launcher/observe/record.hpp"
+#include "launcher/observe/store.hpp"
+#include "tests/util/temp_dir.hpp"
+
+namespace dlh {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+TrainSpec Tiny() {
+  return ParseSpec(R"({"name": "tiny", "input": {"channels": 1, "height": 8, "width": 8},
+    "classes": 4, "layers": [{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "relu"},
+    {"type": "flatten"}, {"type": "dense", "units": 4}],
+    "optimizer": {"type": "sgd", "lr": 0.1}, "batch_size": 16, "epochs": 1,
+    "dataset": "x.h5"})",
+                   "tiny.json", "");
+}
+
+Job TinyJob() {
+  Job job;
+  job.spec = Tiny();
+  job.features = ComputeFeatures(job.spec);
+  job.samples = 640;
+  job.epochs = 1;
+  return job;
+}
+
+Observation Record(const std::string& key, double step_s, int64_t batch = 10) {
+  Observation o;
+  o.created = "2026-11-28T09:30:00Z";
+  o.user = "alice";
+  o.command = "train";
+  o.model_key = key;
+  o.model_name = "tiny";
+  o.gpu_type = "alpha";
+  o.device = "cpu";
+  o.ranks = 1;
+  o.threads_per_rank = 2;
+  o.hosts = {"node1"};
+  o.global_batch = o.per_rank_batch = batch;
+  o.step_s = step_s;
+  o.steps = 40;
+  o.startup_s = 1.5;
+  o.eval_s = 0.4;
+  o.evaluations = 2;
+  o.checkpoint_s = 0.3;
+  o.checkpoints = 3;
+  o.total_s = 12;
+  return o;
+}
+
+Cluster OneType(const std::string& store = "") {
+  Cluster c;
+  c.name = "one";
+  GpuType g;
+  g.name = "alpha";
+  g.memory_gb = 16;
+  g.peak_tflops = 10;
+  g.memory_bandwidth_gbs = 500;
+  g.active_watts = 300;
+  g.idle_watts = 50;
+  c.gpu_types = {g};
+  NodeType n;
+  n.name = "n";
+  n.gpu = "alpha";
+  n.gpus_per_node = 1;
+  n.nodes = 1;
+  c.node_types = {n};
+  c.observations = store;
+  return c;
+}
+
+std::map<std::string, DeviceSpeed> Speeds() {
+  DeviceSpeed s;
+  s.fixed_s = 0.001;
+  s.per_sample_s = 0.0001;  // 2 ms at batch 10
+  s.source = "calibrated (cpu.json)";
+  s.log_sigma = 0.1;
+  return {{"alpha", s}};
+}
+
+StoredObservation Stored(const Observation& o, uid_t owner) {
+  StoredObservation s;
+  s.record = o;
+  s.owner = owner;
+  s.path = "store/x.json";
+  return s;
+}
+
+// ---------------------------------------------------------------- records
+
+TEST(ObservationRecordTest, JsonRoundTripKeepsEveryField) {
+  Observation o = Record("0123456789abcdef", 0.02);
+  o.energy_j = 120.5;
+  o.has_prediction = true;
+  o.predicted_step_s = 0.018;
+  o.predicted_comm_s = 0.002;
+  o.predicted_total_s = 11;
+  o.features = {{"params", 620}};
+  const Observation back = ObservationFromJson(ObservationToJson(o), "r.json");
+  EXPECT_EQ(ObservationToJson(back), ObservationToJson(o));
+  EXPECT_EQ(back.model_key, "0123456789abcdef");
+  EXPECT_DOUBLE_EQ(back.energy_j, 120.5);
+  EXPECT_DOUBLE_EQ(back.predicted_comm_s, 0.002);
+  EXPECT_EQ(back.hosts, std::vector<std::string>{"node1"});
+}
+
+TEST(ObservationRecordTest, UnknownEnergyAndStartUpAreNull) {
+  Observation o = Record("0123456789abcdef", 0.02);
+  o.startup_s = -1;
+  const nlohmann::json j = ObservationToJson(o);
+  EXPECT_TRUE(j["measured"]["energy_j"].is_null());
+  EXPECT_TRUE(j["measured"]["startup_s"].is_null());
+  EXPECT_TRUE(j["predicted"].is_null());
+  EXPECT_LT(ObservationFromJson(j, "r.json").startup_s, 0);
+}
+
+TEST(ObservationRecordTest, ForeignOrDamagedRecordsNameTheField) {
+  const nlohmann::json good = ObservationToJson(Record("0123456789abcdef", 0.02));
+  auto message = [](const nlohmann::json& j) {
+    try {
+      ObservationFromJson(j, "r.json");
+    } catch (const RecordError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  nlohmann::json j = good;
+  j["dlh_observation"] = 2;
+  EXPECT_NE(message(j).find("r.json: dlh_observation: must be 1"), std::string::npos);
+  j = good;
+  j.erase("dlh_observation");
+  EXPECT_NE(message(j).find("dlh_observation: missing"), std::string::npos);
+  j = good;
+  j["measured"].erase("step_s");
+  EXPECT_NE(message(j).find("measured.step_s: missing"), std::string::npos);
+  j = good;
+  j["measured"]["step_s"] = 0;
+  EXPECT_NE(message(j).find("measured.step_s: must be a positive number"), std::string::npos);
+  j = good;
+  j["model"]["key"] = "XYZ";
+  EXPECT_NE(message(j).find("model.key"), std::string::npos);
+  j = good;
+  j["where"]["ranks"] = "two";
+  EXPECT_NE(message(j).find("where.ranks"), std::string::npos);
+  EXPECT_NE(message(nlohmann::json::array()).find("must be an object"), std::string::npos);
+}
+
+TEST(ObservationRecordTest, ModelKeyIsSixteenHexDigitsAndIgnoresTheBatch) {
+  Job a = TinyJob(), b = TinyJob();
+  b.spec.batch_size = 512;
+  b.features = ComputeFeatures(b.spec);
+  const std::string key = JobModelKey(a);
+  EXPECT_EQ(key.size(), 16u);
+  EXPECT_EQ(key, JobModelKey(b));
+  EXPECT_EQ(key, ModelKey(FeaturesRecordJson(a.features).dump()));
+  EXPECT_EQ(ModelKey(""), "cbf29ce484222325");  // FNV-1a's offset basis: the empty string
+}
+
+// ---------------------------------------------------------------- the store's rules
+
+TEST(ObservationStoreTest, WritesAWholeRecordReadableByEveryone) {
+  TempDir dir("dlh-obs");
+  ::chmod(dir.path().c_str(), 01777);
+  const StoreWrite w = WriteObservation(dir.path(), Record("0123456789abcdef", 0.02));
+  ASSERT_TRUE(w.written) << w.warning;
+  struct stat st {};
+  ASSERT_EQ(::stat(w.path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    ++files;
+    EXPECT_TRUE(IsRecordName(e.path().filename().string())) << e.path();  // no temporary left
+  }
+  EXPECT_EQ(files, 1);
+  const StoreContents s = ReadStore(dir.path());
+  ASSERT_EQ(s.records.size(), 1u);
+  EXPECT_TRUE(s.problems.empty());
+  EXPECT_EQ(s.records[0].owner, getuid());
+}
+
+TEST(ObservationStoreTest, AStoreOthersCanWriteWithoutTheStickyBitIsRefused) {
+  TempDir dir("dlh-obs");
+  ::chmod(dir.path().c_str(), 0777);
+  const StoreCheck c = CheckStore(dir.path());
+  EXPECT_EQ(c.state, StoreState::kUnsafe);
+  EXPECT_NE(c.message.find(dir.path()), std::string::npos);
+  EXPECT_NE(c.message.find("others could replace a user's records; chmod +t"), std::string::npos);
+  EXPECT_EQ(c.message.find('\n'), std::string::npos);
+  const StoreWrite w = WriteObservation(dir.path(), Record("0123456789abcdef", 0.02));
+  EXPECT_FALSE(w.written);
+  EXPECT_NE(w.warning.find("chmod +t"), std::string::npos);
+  EXPECT_EQ(CountRecords(dir.path()), 0);
+  ::chmod(dir.path().c_str(), 0775);  // group-writable is the same risk
+  EXPECT_EQ(CheckStore(dir.path()).state, StoreState::kUnsafe);
+  ::chmod(dir.path().c_str(), 01777);
+  EXPECT_EQ(CheckStore(dir.path()).state, StoreState::kOk);
+  ::chmod(dir.path().c_str(), 0755);
+  EXPECT_EQ(CheckStore(dir.path()).state, StoreState::kOk);
+}
+
+TEST(ObservationStoreTest, AMissingStoreIsAWarningNotAnError) {
+  TempDir dir("dlh-obs");
+  const StoreWrite w = WriteObservation(dir / "none", Record("0123456789abcdef", 0.02));
+  EXPECT_FALSE(w.written);
+  EXPECT_NE(w.warning.find("does not exist"), std::string::npos);
+  EXPECT_EQ(ReadStore(dir / "none").check.state, StoreState::kMissing);
+}
+
+TEST(ObservationStoreTest, AFullStoreGetsNoMoreRecords) {
+  TempDir dir("dlh-obs");
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(WriteObservation(dir.path(), Record("0123456789abcdef", 0.02), 3).written);
+  const StoreWrite w = WriteObservation(dir.path(), Record("0123456789abcdef", 0.02), 3);
+  EXPECT_FALSE(w.written);
+  EXPECT_NE(w.warning.find("holds 3 records"), std::string::npos);
+  EXPECT_EQ(CountRecords(dir.path()), 3);
+}
+
+TEST(ObservationStoreTest, ARecordOverTheLimitIsNotWritten) {
+  TempDir dir("dlh-obs");
+  Observation o = Record("0123456789abcdef", 0.02);
+  o.hosts.assign(5000, "a-rather-long-node-name");
+  const StoreWrite w = WriteObservation(dir.path(), o);
+  EXPECT_FALSE(w.written);
+  EXPECT_NE(w.warning.find("more than 65536"), std::string::npos);
+  EXPECT_EQ(CountRecords(dir.path()), 0);
+}
+
+TEST(ObservationStoreTest, ReadingSkipsDamagedAndForeignRecordsOneLineEach) {
+  TempDir dir("dlh-obs");
+  ASSERT_TRUE(WriteObservation(dir.path(), Record("0123456789abcdef", 0.02)).written);
+  dir.Write("bad-json.json", "{\"dlh_observation\": 1,");
+  nlohmann::json foreign = ObservationToJson(Record("0123456789abcdef", 0.02));
+  foreign["dlh_observation"] = 7;
+  dir.Write("foreign.json", foreign.dump());
+  nlohmann::json missing = ObservationToJson(Record("0123456789abcdef", 0.02));
+  missing["batch"].erase("per_rank");
+  dir.Write("missing.json", missing.dump());
+  dir.Write("huge.json", std::string(kMaxObservationBytes + 10, ' '));
+  dir.Write(".half.json.tmp", "{");  // a temporary file: not a record
+  fs::create_symlink(dir / "foreign.json", dir / "link.json");
+  const StoreContents s = ReadStore(dir.path());
+  EXPECT_EQ(s.records.size(), 1u);
+  ASSERT_EQ(s.problems.size(), 5u);
+  auto has = [&](const std::string& file, const std::string& what) {
+    for (const std::string& p : s.problems)
+      if (p.find(file) != std::string::npos && p.find(what) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("bad-json.json", "not valid JSON"));
+  EXPECT_TRUE(has("foreign.json", "dlh_observation: must be 1"));
+  EXPECT_TRUE(has("missing.json", "batch.per_rank: missing"));
+  EXPECT_TRUE(has("huge.json", "larger than 64 KiB"));
+  EXPECT_TRUE(has("link.json", "symbolic link"));
+  for (const std::string& p : s.problems) EXPECT_EQ(p.find('\n'), std::string::npos) << p;
+}
+
+TEST(ObservationStoreTest, ARecordWithoutFeaturesGetsThemFromItsSpec) {
+  TempDir dir("dlh-obs");
+  Observation o = Record("0000000000000000", 0.02);
+  o.spec = nlohmann::json::parse(Tiny().json);
+  ASSERT_TRUE(WriteObservation(dir.path(), o).written);
+  const StoreContents s = ReadStore(dir.path());
+  ASSERT_EQ(s.records.size(), 1u) << (s.problems.empty() ? "" : s.problems[0]);
+  EXPECT_EQ(s.records[0].record.model_key, JobModelKey(TinyJob()));
+  EXPECT_TRUE(s.records[0].record.features.is_object());
+}
+
+// ---------------------------------------------------------------- robust statistics
+
+TEST(ObservationRobustTest, MadIgnoresOneWildValue) {
+  EXPECT_DOUBLE_EQ(RobustSigma({1, 2, 3, 4, 1000}), 1.4826);
+  EXPECT_EQ(WithoutOutliers({1, 2, 3, 4, 1000}), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(RobustSigma({5}), 0);
+}
+
+TEST(ObservationRobustTest, TheTypeCorrectionIsShrunkWhenFewJobsExist) {
+  Residuals r;
+  r.own = {std::log(1.2)};
+  EXPECT_NEAR(TypeCorrection(r).log_factor, std::log(1.2) / 6, 1e-12);  // 1 / (1 + 5)
+  r.own.assign(45, std::log(1.2));
+  EXPECT_NEAR(TypeCorrection(r).log_factor, std::log(1.2) * 0.9, 1e-12);  // 45 / 50
+}
+
+TEST(ObservationRobustTest, OthersMoveATypeCorrectionByAtMostTheCap) {
+  Residuals r;
+  r.others.assign(50, std::log(10.0));
+  EXPECT_NEAR(TypeCorrection(r).log_factor, kOthersCapLog, 1e-12);
+  r.own.assign(20, 0.0);
+  EXPECT_NEAR(TypeCorrection(r).log_factor, kOthersCapLog, 1e-12);
+}
+
+// ---------------------------------------------------------------- corrected predictions
+
+TEST(ObservationCorrectionTest, ASecondRunIsPredictedAtTheFirstOnesStep) {
+  const Job job = TinyJob();
+  StoreContents store;
+  store.records.push_back(Stored(Record(JobModelKey(job), 0.005), getuid()));  // 2.5x
+  auto speeds = Speeds();
+  ApplyObservationsFrom(store, getuid(), job, OneType(), &speeds);
+  const DeviceSpeed& s = speeds.at("alpha");
+  EXPECT_NEAR(s.seconds(10), 0.005, 1e-12);
+  EXPECT_EQ(s.observed_runs, 1);
+  EXPECT_EQ(s.provenance, "from 1 earlier run of this spec on alpha");
+  EXPECT_NEAR(s.log_sigma, std::hypot(0.1, kDefaultRunLogSigma), 1e-12);
+}
+
+TEST(ObservationCorrectionTest, OtherModelsGetTheTypesShrunkCorrection) {
+  const Job job = TinyJob();
+  StoreContents store;
+  for (int i = 0; i < 5; ++i)  // another model, 2x slower than predicted, 5 jobs: half of it
+    store.records.push_back(Stored(Record("00000000000000aa", 0.004), getuid()));
+  auto speeds = Speeds();
+  ApplyObservationsFrom(store, getuid(), job, OneType(), &speeds);
+  const DeviceSpeed& s = speeds.at("alpha");
+  EXPECT_NEAR(s.seconds(10), 0.002 * std::sqrt(2.0), 1e-12);
+  EXPECT_EQ(s.provenance, "calibration alpha (cpu.json), corrected by 5 jobs (+41%)");
+}
+
+TEST(ObservationCorrectionTest, WithoutRecordsOnlyTheProvenanceIsSet) {
+  auto speeds = Speeds();
+  ApplyObservationsFrom(StoreContents(), getuid(), TinyJob(), OneType(), &speeds);
+  EXPECT_NEAR(speeds.at("alpha").seconds(10), 0.002, 1e-15);
+  EXPECT_EQ(speeds.at("alpha").provenance, "calibration alpha (cpu.json)");
+  EXPECT_EQ(speeds.at("alpha").observed_runs, 0);
+}
+
+// A poisoned store: another user's 50 records claim this very model runs 10x slower.
+TEST(ObservationCorrectionTest, AnotherUsersRecordsMoveAPredictionByNoMoreThanTheCap) {
+  const Job job = TinyJob();
+  const uid_t me = getuid(), other = me + 4242;
+  StoreContents store;
+  for (int i = 0; i < 50; ++i)
+    store.records.push_back(Stored(Record(JobModelKey(job), 0.020), other));
+  auto speeds = Speeds();
+  ApplyObservationsFrom(store, me, job, OneType(), &speeds);
+  EXPECT_LE(speeds.at("alpha").seconds(10), 0.002 * 1.15 + 1e-12);
+  EXPECT_NE(speeds.at("alpha").provenance.find("by other users"), std::string::npos);
+  // The caller's own 3 runs at 1.5x decide, whatever the others claim.
+  for (int i = 0; i < 3; ++i) store.records.push_back(Stored(Record(JobModelKey(job), 0.003), me));
+  speeds = Speeds();
+  ApplyObservationsFrom(store, me, job, OneType(), &speeds);
+  EXPECT_NEAR(speeds.at("alpha").seconds(10), 0.003, 1e-12);
+  EXPECT_EQ(speeds.at("alpha").provenance, "from 3 earlier runs of this spec on alpha");
+}
+
+// The same through real files: the owner is the file's (chown), never its "user" field.
+TEST(ObservationCorrectionTest, APoisonedStoreOnDiskIsCappedByFileOwner) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown records to another user";
+  TempDir dir("dlh-obs");
+  ::chmod(dir.path().c_str(), 01777);
+  const Job job = TinyJob();
+  const uid_t other = getuid() + 4242;
+  for (int i = 0; i < 50; ++i) {
+    Observation o = Record(JobModelKey(job), 0.020);
+    o.user = "root";  // a lie: the reader goes by the file's owner
+    const StoreWrite w = WriteObservation(dir.path(), o);
+    ASSERT_TRUE(w.written) << w.warning;
+    ASSERT_EQ(::chown(w.path.c_str(), other, other), 0);
+  }
+  auto speeds = Speeds();
+  ApplyObservations(job, OneType(dir.path()), &speeds);
+  const double poisoned = speeds.at("alpha").seconds(10);
+  EXPECT_LE(poisoned, 0.002 * 1.15 + 1e-12);
+  EXPECT_GT(poisoned, 0.002);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(WriteObservation(dir.path(), Record(JobModelKey(job), 0.003)).written);
+  speeds = Speeds();
+  ApplyObservations(job, OneType(dir.path()), &speeds);
+  EXPECT_NEAR(speeds.at("alpha").seconds(10), 0.003, 1e-12);
+}
+
+TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
+  const Job job = TinyJob();
+  StoreContents store;
+  store.records.push_back(Stored(Record(JobModelKey(job), 0.005), getuid()));
+  const LearnedPhases l = LearnPhasesFrom(store, getuid(), job, "alpha");
+  JobPhases p;
+  p.startup_s = 30;
+  p.data_s = 0.5;
+  p.eval_s = 1;
+  p.evaluations = 4;
+  p.checkpoint_s = 2;
+  p.checkpoints = 4;
+  ApplyLearnedPhases(l, 1, &p);
+  // The whole job but its steps, evaluations and checkpoints: 12 - 40 x 0.005 - 0.4 - 0.3.
+  EXPECT_DOUBLE_EQ(p.startup_s, 11.1);
+  EXPECT_DOUBLE_EQ(p.data_s, 0);
+  EXPECT_DOUBLE_EQ(p.eval_s, 4 * 0.2);
+  EXPECT_DOUBLE_EQ(p.checkpoint_s, 4 * 0.1);
+  JobPhases two = p;
+  two.eval_s = 1;
+  ApplyLearnedPhases(l, 2, &two);  // evaluations at another rank count: not learned
+  EXPECT_DOUBLE_EQ(two.eval_s, 1);
+}
+
+TEST(ObservationPhasesTest, OthersMovePhasesByAtMostTheCap) {
+  const Job job = TinyJob();
+  StoreContents store;
+  Observation o = Record(JobModelKey(job), 0.005);
+  o.total_s = 3000;
+  for (int i = 0; i < 20; ++i) store.records.push_back(Stored(o, getuid() + 1));
+  JobPhases p;
+  p.startup_s = 30;
+  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, "alpha"), 1, &p);
+  EXPECT_NEAR(p.startup_s, 30 * 1.15, 1e-9);
+}
+
+}  // namespace
+}  // namespace dlh
