@@ -31,7 +31,8 @@ double TransferLogSigma(SpeedRatio ratio) {
   // is neither a GEMM nor a stream), and a part that grows with the distance: the further the
   // ratio reaches, the more the terms that no single rate describes (cache effects, thread
   // synchronisation) depart from it. Chosen from the measured transfers (BENCHMARKS.md).
-  const double reach = std::max(std::fabs(std::log(ratio.flops)), std::fabs(std::log(ratio.bandwidth)));
+  const double reach =
+      std::max(std::fabs(std::log(ratio.flops)), std::fabs(std::log(ratio.bandwidth)));
   return kTransferBaseLogSigma + kTransferLogSigmaPerLogRatio * reach;
 }
 
@@ -44,8 +45,9 @@ CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string
     return out;
   }
   if (c.probe.is_null()) {
-    out.why = "records no probe of the machine it was made on (made before probes), so no "
-              "transfer can be measured";
+    out.why =
+        "records no probe of the machine it was made on (made before probes), so no "
+        "transfer can be measured";
     return out;
   }
   const ProbeRecord mine = ReadProbe(c.probe, origin + ": probe");
@@ -59,8 +61,8 @@ CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string
   std::string compared;
   if (cpu) {
     if (mine.blas_core != here.blas_core) {
-      out.why = "OpenBLAS runs its " + mine.blas_core + " kernels there and its " +
-                here.blas_core + " kernels here, whose speeds no single ratio relates";
+      out.why = "OpenBLAS runs its " + mine.blas_core + " kernels there and its " + here.blas_core +
+                " kernels here, whose speeds no single ratio relates";
       return out;
     }
     // At the calibration's thread count: a host with fewer cores runs those threads on them.
@@ -72,8 +74,8 @@ CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string
                " (" + std::to_string(t) + (t == 1 ? " thread)" : " threads)");
   } else {
     // A GPU step is convolutions and GEMMs: the geometric mean of the two rates' ratios.
-    out.ratio.flops = std::sqrt(here.gemm_tflops / mine.gemm_tflops *
-                                (here.conv_tflops / mine.conv_tflops));
+    out.ratio.flops =
+        std::sqrt(here.gemm_tflops / mine.gemm_tflops * (here.conv_tflops / mine.conv_tflops));
     out.ratio.bandwidth = here.memory_gbs / mine.memory_gbs;
     compared = Format("GEMM %.1f TFLOP/s here, %.1f there", here.gemm_tflops, mine.gemm_tflops) +
                Format(", memory %.0f GB/s here, %.0f there", here.memory_gbs, mine.memory_gbs);
@@ -100,7 +102,7 @@ Calibration TransferCalibration(const Calibration& c, const CalibrationCheck& ch
                                 bool scale_fixed_terms) {
   Calibration t = c;
   t.model.coef = ScaleCoefficients(c.model.coef, check.ratio);
-  if (scale_fixed_terms)
+  if (scale_fixed_terms && CpuEngineDevice(c.device))  // a GPU's launches: the host's
     for (int i = 0; i < kTimeTerms; ++i)
       if (TimeTermRate(i) == TermRate::Fixed) t.model.coef[size_t(i)] /= check.ratio.flops;
   for (TimingSample& s : t.samples) {
@@ -114,8 +116,8 @@ Calibration TransferCalibration(const Calibration& c, const CalibrationCheck& ch
     t.host = host_probe["host"].get<std::string>();
   t.transferred_from = from + ", " + c.host;
   // A transfer of a transfer adds its uncertainty to the earlier one's (independent errors).
-  t.transfer_log_sigma = std::sqrt(c.transfer_log_sigma * c.transfer_log_sigma +
-                                   check.log_sigma * check.log_sigma);
+  t.transfer_log_sigma =
+      std::sqrt(c.transfer_log_sigma * c.transfer_log_sigma + check.log_sigma * check.log_sigma);
   return t;
 }
 

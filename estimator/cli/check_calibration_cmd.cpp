@@ -79,8 +79,10 @@ int Check(const po::variables_map& vm) {
     case CalibrationFit::kRefused:
       break;
   }
-  std::printf("%s: does not match: %s; recalibrate: dlh-estimate calibrate\n", path.c_str(),
-              check.why.c_str());
+  // CalibrationStaleness's reason already ends with the remedy.
+  const bool remedy = check.why.find("dlh-estimate calibrate") != std::string::npos;
+  std::printf("%s: does not match: %s%s\n", path.c_str(), check.why.c_str(),
+              remedy ? "" : "; recalibrate: dlh-estimate calibrate");
   return kExitFailure;
 }
 

@@ -40,8 +40,8 @@ class Fields {
   int Count(const char* key, int max) const {
     const nlohmann::json& v = Required(key);
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > max)
-      Fail(key, "must be an integer from 1 to " + std::to_string(max) + ", got " +
-                    ShownJsonValue(v));
+      Fail(key,
+           "must be an integer from 1 to " + std::to_string(max) + ", got " + ShownJsonValue(v));
     return int(v.get<int64_t>());
   }
   std::vector<double> Rates(const char* key, int count) const {

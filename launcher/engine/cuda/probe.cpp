@@ -1,8 +1,6 @@
 // DLH — dlh_cuda_probe_device (probe_api.hpp): a few seconds' measure of one GPU, which a GPU
 // calibration records and check-calibration compares with the GPU it runs on. Each rate is
 // the median of several timed blocks (CUDA events), after one untimed warm-up.
-#include "launcher/engine/cuda/probe_api.hpp"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "launcher/engine/cuda/check.hpp"
+#include "launcher/engine/cuda/probe_api.hpp"
 
 namespace dlh {
 namespace {
@@ -148,17 +147,17 @@ nlohmann::json Probe(int device, double budget_s) {
   const double gemm = GemmTflops(4 * scale);
   const double conv = ConvTflops(8 * scale);
   const double memory = MemoryGbs(20 * scale);
-  return {{"kind", "cuda"},
-          {"index", device},
-          {"name", prop.name},
-          {"sm_count", prop.multiProcessorCount},
-          {"sm_clock_mhz", sm_khz / 1000},
-          {"memory_clock_mhz", mem_khz / 1000},
-          {"gemm_tflops", gemm},
-          {"conv_tflops", conv},
-          {"memory_gbs", memory},
-          {"seconds",
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  return {
+      {"kind", "cuda"},
+      {"index", device},
+      {"name", prop.name},
+      {"sm_count", prop.multiProcessorCount},
+      {"sm_clock_mhz", sm_khz / 1000},
+      {"memory_clock_mhz", mem_khz / 1000},
+      {"gemm_tflops", gemm},
+      {"conv_tflops", conv},
+      {"memory_gbs", memory},
+      {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
 }
 
 }  // namespace
@@ -167,7 +166,7 @@ nlohmann::json Probe(int device, double budget_s) {
 extern "C" {
 
 __attribute__((visibility("default"))) int dlh_cuda_probe_device(int device, double budget_s,
-                                                                  char* json, int size) {
+                                                                 char* json, int size) {
   if (json == nullptr || size <= 0) return -1;
   std::string text, why;
   try {
