@@ -48,7 +48,8 @@ class Fields {
     const nlohmann::json& v = Required(key);
     if (!v.is_array() || v.size() != size_t(count))
       Fail(key, "must be an array of " + std::to_string(count) +
-                    " positive numbers (one per thread count), got " + ShownJsonValue(v));
+                    (count == 1 ? " positive number" : " positive numbers") +
+                    " (one per thread count), got " + ShownJsonValue(v));
     std::vector<double> out;
     for (size_t i = 0; i < v.size(); ++i)
       out.push_back(Positive(v[i], std::string(key) + "[" + std::to_string(i) + "]"));

@@ -19,16 +19,32 @@ trap '"$root/share/slurm/stop-cluster.sh" "$cluster" >/dev/null 2>&1 || true; rm
 echo "== 1. data: Debian's dataset-fashion-mnist -> $work/fashion-mnist.h5"
 [[ -s $work/fashion-mnist.h5 ]] || dlh-data import-fashion-mnist --out "$work/fashion-mnist.h5"
 
-echo "== 2. calibration: the shipped one if it describes this machine and build, else this machine's"
+echo "== 2. calibration: the shipped one if it describes this machine and build, carried here by"
+echo "   this machine's probe if only its speed differs, else this machine's own"
 description=$root/share/cluster/local.json
-if ! dlh-estimate check-calibration "$root/share/calibration/cpu.json" | sed 's/^/   /'; then
+shipped=$root/share/calibration/cpu.json
+transferred=$work/calibration/cpu-transferred.json
+mkdir -p "$work/calibration"
+rm -f "$transferred"
+# check-calibration probes this host (a few seconds): 0 matches, 2 transfers (and writes the
+# transferred calibration), 1 refused (another engine or OpenBLAS kernel type, no probe
+# recorded, a machine too different): then only this machine's own calibration will do.
+rc=0
+dlh-estimate check-calibration "$shipped" --transfer-out "$transferred" >"$work/check.txt" || rc=$?
+sed 's/^/   /' "$work/check.txt"
+mine=
+if ((rc == 2)) && [[ -s $transferred ]]; then
+  mine=$transferred
+  echo "   using the shipped calibration transferred to this machine: $mine"
+elif ((rc != 0)); then
   # A calibration times one engine on one CPU; another makes every prediction wrong.
   mine=$work/calibration/cpu.json
-  if ! [[ -s $mine ]] || ! dlh-estimate check-calibration "$mine" >/dev/null; then
+  if ! [[ -s $mine ]] || ! dlh-estimate check-calibration "$mine" >/dev/null 2>&1; then
     echo "   calibrating this machine (about a minute)"
-    mkdir -p "$work/calibration"
     dlh-estimate calibrate --device cpu --out "$mine" | sed 's/^/   /'
   fi
+fi
+if [[ -n $mine ]]; then
   description=$work/cluster.json
   python3 - "$root/share/cluster/local.json" "$mine" "$description" <<'PY'
 import json, sys

@@ -76,7 +76,7 @@ TEST(ProbeRecord, ReadsACpuProbe) {
 }
 
 TEST(ProbeRecord, ReadsAGpuProbe) {
-  const json g{{"kind", "cuda"},       {"taken", "2026-11-28T10:00:00Z"},
+  const json g{{"kind", "cuda"},        {"taken", "2026-11-28T10:00:00Z"},
                {"name", "NVIDIA H100"}, {"sm_count", 132},
                {"sm_clock_mhz", 1980},  {"memory_clock_mhz", 2619},
                {"gemm_tflops", 51.0},   {"conv_tflops", 80.5},
@@ -90,7 +90,8 @@ TEST(ProbeRecord, ReadsAGpuProbe) {
 TEST(ProbeRecord, DamageIsOneLineNamingTheField) {
   json j = CpuProbe(200, 20);
   j["sgemm_gflops"] = "fast";
-  EXPECT_EQ(ProbeProblem(j), "cal.json: probe.sgemm_gflops: must be a positive number, got \"fast\"");
+  EXPECT_EQ(ProbeProblem(j),
+            "cal.json: probe.sgemm_gflops: must be a positive number, got \"fast\"");
   j = CpuProbe(200, 20);
   j["memory_gbs_by_threads"] = {1.0};
   EXPECT_EQ(ProbeProblem(j),
@@ -105,7 +106,8 @@ TEST(ProbeRecord, DamageIsOneLineNamingTheField) {
   EXPECT_EQ(ProbeProblem(j), "cal.json: probe.blas_core: required");
   j["kind"] = "tpu";
   EXPECT_EQ(ProbeProblem(j), "cal.json: probe.kind: must be \"cpu\" or \"cuda\", got \"tpu\"");
-  EXPECT_EQ(ProbeProblem(json::array()), "cal.json: probe: must be a JSON object, got an empty array");
+  EXPECT_EQ(ProbeProblem(json::array()),
+            "cal.json: probe: must be a JSON object, got an empty array");
   j = CpuProbe(200, 20);
   j["threads"] = 0;
   EXPECT_NE(ProbeProblem(j).find("probe.threads: must be an integer from 1"), std::string::npos);
@@ -166,7 +168,8 @@ TEST(CalibrationCheck, AnotherSpeedTransfersByTheMeasuredRatios) {
   ASSERT_EQ(k.fit, CalibrationFit::kTransfers) << k.why;
   EXPECT_DOUBLE_EQ(k.ratio.flops, 0.5);
   EXPECT_DOUBLE_EQ(k.ratio.bandwidth, 0.9);
-  EXPECT_NEAR(k.log_sigma, kTransferBaseLogSigma + kTransferLogSigmaPerLogRatio * std::log(2), 1e-12);
+  EXPECT_NEAR(k.log_sigma, kTransferBaseLogSigma + kTransferLogSigmaPerLogRatio * std::log(2),
+              1e-12);
   EXPECT_NE(TransferText(k).find("FLOP/s x0.50, bandwidth x0.90 (added uncertainty"),
             std::string::npos);
 
@@ -213,9 +216,8 @@ TEST(CalibrationCheck, RefusedWhereNoTransferIsTrustworthy) {
   EXPECT_EQ(CheckCalibrationAgainst(c, "cal.json", CpuProbe(200, 70)).fit,
             CalibrationFit::kRefused);
   // A GPU probe for a CPU calibration.
-  json gpu{{"kind", "cuda"},       {"taken", "t"},        {"name", "H100"},
-           {"sm_count", 132},      {"gemm_tflops", 50.0}, {"conv_tflops", 80.0},
-           {"memory_gbs", 3000.0}, {"seconds", 2.0}};
+  json gpu{{"kind", "cuda"},      {"taken", "t"},        {"name", "H100"},       {"sm_count", 132},
+           {"gemm_tflops", 50.0}, {"conv_tflops", 80.0}, {"memory_gbs", 3000.0}, {"seconds", 2.0}};
   EXPECT_EQ(CheckCalibrationAgainst(c, "cal.json", gpu).fit, CalibrationFit::kRefused);
   // No probe recorded.
   c.probe = nullptr;
