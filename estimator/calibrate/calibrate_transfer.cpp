@@ -27,10 +27,11 @@ bool Sane(double ratio) {
 }  // namespace
 
 double TransferLogSigma(SpeedRatio ratio) {
-  // A base for what two probes cannot see (the probes' own spread, the per-step overhead that
-  // is neither a GEMM nor a stream), and a part that grows with the distance: the further the
-  // ratio reaches, the more the terms that no single rate describes (cache effects, thread
-  // synchronisation) depart from it. Chosen from the measured transfers (BENCHMARKS.md).
+  // A base for what two probes cannot see (the probes' own spread, work that is neither a
+  // GEMM nor a stream), and a part that grows with the distance: the further the ratio
+  // reaches, the more the terms that no single rate describes (cache effects, thread
+  // synchronisation) may depart from it. Chosen from the measured transfers (the constants'
+  // comment; BENCHMARKS.md).
   const double reach =
       std::max(std::fabs(std::log(ratio.flops)), std::fabs(std::log(ratio.bandwidth)));
   return kTransferBaseLogSigma + kTransferLogSigmaPerLogRatio * reach;

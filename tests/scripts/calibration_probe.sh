@@ -100,6 +100,6 @@ dlh-estimate check-calibration "$WORK/old.json" >"$WORK/out.txt" || rc=$?
 [[ $rc == 1 ]] && grep -q "records no probe.*recalibrate: dlh-estimate calibrate" "$WORK/out.txt" ||
   { cat "$WORK/out.txt"; fail "no probe: exit $rc, expected 1"; }
 check "$(cut -c1-110 "$WORK/out.txt")"
-expect_fail 1 "damaged.json: probe.memory_gbs_by_threads: must be an array of 1 positive number" \
+expect_fail 1 "damaged.json: probe.memory_gbs_by_threads\\[0\\]: must be a positive number, got \"fast\"" \
   dlh-estimate check-calibration "$WORK/damaged.json" --probe "$WORK/same.json"
 [[ $(wc -l <"$WORK/err.txt") == 1 ]] || fail "more than one line for a damaged probe"
