@@ -53,13 +53,18 @@ CPU_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launche
     launcher/nn/layers/*.hpp launcher/engine/cpu_engine.cpp launcher/engine/engine.hpp \
     launcher/comm/*.cpp launcher/comm/*.hpp launcher/train/*.cpp launcher/train/*.hpp))
 # The same sources run at another speed when compiled otherwise: the CPU fingerprint also
-# hashes the compiler flags as make sees them (CXXFLAGS, OPTFLAGS among them: -O0, a sanitizer
-# and -march all change a step's time) and the compiler's version line. The flags live in a
-# stamp file rewritten only when they change, so that the object rebuilds then (make tracks
-# files, not variables). Which OpenBLAS kernels run (its core type) is a fact of the machine,
-# not of the build: the calibration's probe records it (launcher/probe/host_probe.hpp) and
+# hashes the compiler flags as make sees them (CXXFLAGS: -march, -ffast-math, another -O
+# given by hand all change a step's time) and the compiler's version line. The flags live in
+# a stamp file rewritten only when they change, so that the object rebuilds then (make tracks
+# files, not variables). A test build (DEBUG=1's -O0, SANITIZE's -O1 and instrumentation)
+# counts as the shipped build (RELEASE_OPTFLAGS in place of OPTFLAGS, no SANITIZE_FLAGS): it
+# is for tests, which read the shipped calibrations, and never for timing or planning jobs;
+# with its own fingerprint every shipped calibration would read as stale in make
+# check-sanitize. Which OpenBLAS kernels run (its core type) is a fact of the machine, not of
+# the build: the calibration's probe records it (launcher/probe/host_probe.hpp) and
 # check-calibration compares it.
-CPU_BUILD_FLAGS := $(strip $(CXXFLAGS)) | $(shell $(CXX) --version 2>/dev/null | head -1)
+CPU_BUILD_FLAGS := $(strip $(RELEASE_OPTFLAGS) $(filter-out $(OPTFLAGS) $(SANITIZE_FLAGS), \
+    $(CXXFLAGS))) | $(shell $(CXX) --version 2>/dev/null | head -1)
 CPU_FLAGS_STAMP := $(OBJDIR)/estimator/model/engine_build_flags.txt
 $(shell mkdir -p $(dir $(CPU_FLAGS_STAMP)) && \
   { [ "$$(cat $(CPU_FLAGS_STAMP) 2>/dev/null)" = '$(CPU_BUILD_FLAGS)' ] || \
