@@ -10,7 +10,9 @@
 //              compute terms by the sgemm ratio, memory terms by the bandwidth ratio), with
 //              an added uncertainty; or
 //   is refused another engine, no probe recorded, another OpenBLAS core type (other kernels,
-//              whose speeds do not scale by one ratio), or ratios outside a sane range.
+//              whose speeds do not scale by one ratio), another thread count than the
+//              calibration's (fewer cores than it used, or other than all of them for a
+//              calibration made at all the cores), or ratios outside a sane range.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -243,6 +243,29 @@ TEST(CalibrationCheck, ADamagedProbeNamesTheFileAndField) {
   }
 }
 
+TEST(CalibrationCheck, AnotherThreadCountIsRefused) {
+  Calibration c = CpuCalibration();  // 2 threads
+  json one_core = CpuProbe(200, 20);
+  one_core["threads"] = 1;
+  one_core["sgemm_gflops_by_threads"] = {200.0};
+  one_core["memory_gbs_by_threads"] = {20.0};
+  CalibrationCheck k = CheckCalibrationAgainst(c, "cal.json", one_core);
+  EXPECT_EQ(k.fit, CalibrationFit::kRefused);
+  EXPECT_NE(k.why.find("calibrated at 2 threads, this host runs 1"), std::string::npos) << k.why;
+  // Made at all the cores of a 2-core host: a 4-core host runs 4 threads.
+  c.threads = 0;
+  json four = CpuProbe(200, 20);
+  four["threads"] = 4;
+  four["sgemm_gflops_by_threads"] = {100.0, 200.0, 300.0, 400.0};
+  four["memory_gbs_by_threads"] = {16.0, 20.0, 22.0, 23.0};
+  k = CheckCalibrationAgainst(c, "cal.json", four);
+  EXPECT_EQ(k.fit, CalibrationFit::kRefused);
+  EXPECT_NE(k.why.find("(all the cores there), this host runs 4"), std::string::npos) << k.why;
+  // Made at 2 threads given: a 4-core host runs them too, compared at 2.
+  c.threads = 2;
+  EXPECT_EQ(CheckCalibrationAgainst(c, "cal.json", four).fit, CalibrationFit::kMatches);
+}
+
 TEST(CalibrationCheck, ComparesAtTheCalibrationsThreads) {
   Calibration c = CpuCalibration();
   c.threads = 1;  // timed at 1 thread: the probes' 1-thread rates are compared
