@@ -183,7 +183,7 @@ nlohmann::json CalibrationProbe(const std::string& device, int threads, bool qui
   o.budget_s = quick ? 1 : 3;
   try {
     return ProbeDevice(device, o);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // the timing is done: never lose it to the probe
     std::fprintf(stderr, "dlh-estimate: warning: no probe recorded: %s\n", e.what());
     return nullptr;
   }
