@@ -39,7 +39,8 @@ double TransferLogSigma(SpeedRatio ratio) {
 
 CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string& origin,
                                          const nlohmann::json& host_probe,
-                                         const ProbeTolerance& tolerance) {
+                                         const ProbeTolerance& tolerance,
+                                         const std::string& host_origin) {
   CalibrationCheck out;
   if (const std::string stale = CalibrationStaleness(c); !stale.empty()) {
     out.why = stale;
@@ -52,7 +53,7 @@ CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string
     return out;
   }
   const ProbeRecord mine = ReadProbe(c.probe, origin + ": probe");
-  const ProbeRecord here = ReadProbe(host_probe, "this host's probe");
+  const ProbeRecord here = ReadProbe(host_probe, host_origin);
   const bool cpu = CpuEngineDevice(c.device);
   if (mine.kind != (cpu ? "cpu" : "cuda") || here.kind != mine.kind) {
     out.why = "a " + c.device + " calibration with a " + mine.kind + " probe, compared with a " +

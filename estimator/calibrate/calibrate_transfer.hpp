@@ -62,11 +62,12 @@ struct CalibrationCheck {
 };
 
 // Compares calibration `c` (read from `origin`, which messages name) with `host_probe` (the
-// host's probe JSON) and this build's engine. Throws ProbeError naming origin and field for
-// a damaged probe, in either.
+// host's probe JSON, read from `host_origin`) and this build's engine. Throws ProbeError
+// naming the origin and the field for a damaged probe, in either.
 CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string& origin,
                                          const nlohmann::json& host_probe,
-                                         const ProbeTolerance& tolerance = {});
+                                         const ProbeTolerance& tolerance = {},
+                                         const std::string& host_origin = "this host's probe");
 
 // The added uncertainty of a transfer by `ratio`, as a standard deviation of ln(measured /
 // predicted): grows with how far the ratios reach (see the .cpp for the measurement).

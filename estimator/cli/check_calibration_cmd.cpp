@@ -57,7 +57,9 @@ int Check(const po::variables_map& vm) {
       here = ProbeDevice(c.device == "cpu" ? "cpu" : "cuda", o);
     }
   }
-  const CalibrationCheck check = CheckCalibrationAgainst(c, path, here);
+  const CalibrationCheck check = CheckCalibrationAgainst(
+      c, path, here, ProbeTolerance{},
+      vm.count("probe") ? cli::Str(vm, "probe") + ":" : std::string("this host's probe"));
   switch (check.fit) {
     case CalibrationFit::kMatches:
       std::printf("%s: matches this machine and build (engine %s, %s; %s)\n", path.c_str(),

@@ -13,7 +13,10 @@ class Fields {
  public:
   Fields(const nlohmann::json& j, const std::string& where) : j_(j), where_(where) {}
   [[noreturn]] void Fail(const std::string& key, const std::string& problem) const {
-    throw ProbeError(where_ + (key.empty() ? "" : "." + key) + ": " + problem);
+    std::string at = where_;
+    if (!key.empty()) at += (!at.empty() && at.back() == ':' ? " " : ".") + key;
+    if (!at.empty() && at.back() == ':') at.pop_back();
+    throw ProbeError(at + ": " + problem);
   }
   const nlohmann::json& Required(const char* key) const {
     if (!j_.contains(key)) Fail(key, "required");

@@ -36,8 +36,10 @@ struct ProbeRecord {
   double MemoryAt(int t) const;
 };
 
-// Reads and checks `j`. `where` prefixes every message: "cal.json: probe". Throws
-// ProbeError. Keys other than the schema's are allowed (later probes may add some).
+// Reads and checks `j`. `where` prefixes every message: "cal.json: probe" (a field then reads
+// "cal.json: probe.sgemm_gflops: ..."), or "probe.json:" for a probe that is the whole file
+// ("probe.json: sgemm_gflops: ..."). Throws ProbeError. Keys other than the schema's are
+// allowed (later probes may add some).
 ProbeRecord ReadProbe(const nlohmann::json& j, const std::string& where);
 
 }  // namespace dlh

@@ -103,3 +103,6 @@ check "$(cut -c1-110 "$WORK/out.txt")"
 expect_fail 1 "damaged.json: probe.memory_gbs_by_threads\\[0\\]: must be a positive number, got \"fast\"" \
   dlh-estimate check-calibration "$WORK/damaged.json" --probe "$WORK/same.json"
 [[ $(wc -l <"$WORK/err.txt") == 1 ]] || fail "more than one line for a damaged probe"
+echo '{"kind": "cpu", "taken": "now"}' >"$WORK/bad-probe.json"
+expect_fail 1 "bad-probe.json: seconds: required" \
+  dlh-estimate check-calibration "$WORK/cal.json" --probe "$WORK/bad-probe.json"

@@ -108,6 +108,11 @@ TEST(ProbeRecord, DamageIsOneLineNamingTheField) {
   EXPECT_EQ(ProbeProblem(j), "cal.json: probe.kind: must be \"cpu\" or \"cuda\", got \"tpu\"");
   EXPECT_EQ(ProbeProblem(json::array()),
             "cal.json: probe: must be a JSON object, got an empty array");
+  try {
+    ReadProbe(json{{"kind", "cpu"}}, "probe.json:");
+  } catch (const ProbeError& e) {
+    EXPECT_STREQ(e.what(), "probe.json: taken: required");
+  }
   j = CpuProbe(200, 20);
   j["threads"] = 0;
   EXPECT_NE(ProbeProblem(j).find("probe.threads: must be an integer from 1"), std::string::npos);
