@@ -73,6 +73,9 @@ else
 # files: 16.4 s against 11.2 s).
 OPTFLAGS := -O3 -g1
 endif
+# The shipped build's optimisation, whatever this build's: the CPU engine's fingerprint
+# (estimator/module.mk) stamps test builds (DEBUG=1, SANITIZE=...) as the shipped build.
+RELEASE_OPTFLAGS := -O3 -g1
 override CXXFLAGS := -std=c++17 $(OPTFLAGS) $(SANITIZE_FLAGS) -Wall -Wextra -Wshadow -pthread -fPIC $(CXXFLAGS)
 DLH_VERSION ?= 0.1.0
 override CPPFLAGS := -I. -DOMPI_SKIP_MPICXX -DDLH_VERSION=\"$(DLH_VERSION)\" $(CPPFLAGS)

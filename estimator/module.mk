@@ -43,23 +43,49 @@ all: $(ESTIMATOR_LIB) $(PLAN_LIB) $(BINDIR)/dlh-estimate
 estimator: $(BINDIR)/dlh-estimate
 .PHONY: estimator
 
-# The engines' fingerprints (estimator/model/engine_fingerprint.hpp): a hash of the sources
-# whose speed a calibration measures. The object depends on those sources, so any change to
-# them rebuilds it and marks older calibrations as measured with another engine.
+# The engines' fingerprints (estimator/model/engine_fingerprint.hpp): a hash of what a
+# calibration's timed step runs. The object depends on those sources, so any change to them
+# rebuilds it and marks older calibrations as measured with another engine.
+# The CPU engine's: launcher/nn/ (layers, thread pool, optimizer), and what a training step of
+# dlh-launch runs around them: the CPU engine (launcher/engine/cpu_engine.cpp, engine.hpp),
+# the gradient allreduce and its transports (launcher/comm/) and the trainer's step loop
+# (launcher/train/). Issue 40: the hash of launcher/nn/ alone stayed the same while the code
+# around the step changed.
 CPU_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launcher/nn/layers/*.cpp \
-    launcher/nn/layers/*.hpp))
+    launcher/nn/layers/*.hpp launcher/engine/cpu_engine.cpp launcher/engine/engine.hpp \
+    launcher/comm/*.cpp launcher/comm/*.hpp launcher/train/*.cpp launcher/train/*.hpp))
+# The same sources run at another speed when compiled otherwise: the CPU fingerprint also
+# hashes the compiler flags as make sees them (CXXFLAGS: -march, -ffast-math, another -O
+# given by hand all change a step's time) and the compiler's version line. The flags live in
+# a stamp file rewritten only when they change, so that the object rebuilds then (make tracks
+# files, not variables). A test build (DEBUG=1's -O0, SANITIZE's -O1 and instrumentation)
+# counts as the shipped build (RELEASE_OPTFLAGS in place of OPTFLAGS, no SANITIZE_FLAGS): it
+# is for tests, which read the shipped calibrations, and never for timing or planning jobs;
+# with its own fingerprint every shipped calibration would read as stale in make
+# check-sanitize. Which OpenBLAS kernels run (its core type) is a fact of the machine, not of
+# the build: the calibration's probe records it (launcher/probe/host_probe.hpp) and
+# check-calibration compares it.
+CPU_BUILD_FLAGS := $(strip $(RELEASE_OPTFLAGS) $(filter-out $(OPTFLAGS) $(SANITIZE_FLAGS), \
+    $(CXXFLAGS))) | $(shell $(CXX) --version 2>/dev/null | head -1)
+CPU_FLAGS_STAMP := $(OBJDIR)/estimator/model/engine_build_flags.txt
+$(shell mkdir -p $(dir $(CPU_FLAGS_STAMP)) && \
+  { [ "$$(cat $(CPU_FLAGS_STAMP) 2>/dev/null)" = '$(CPU_BUILD_FLAGS)' ] || \
+    printf '%s\n' '$(CPU_BUILD_FLAGS)' >$(CPU_FLAGS_STAMP); })
 # A GPU step runs launcher/engine/cuda/ and, of launcher/nn/, only what the headers it
 # includes declare or inline (the dropout kernel's counter-based generator in random.hpp).
 # The CPU layers (launcher/nn/layers/, headers and .cpp files alike) are not in its
 # fingerprint: the GPU engine includes none of them, so making them faster does not mark a
-# GPU calibration as measured with another engine.
-CUDA_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.hpp launcher/engine/cuda/*.cu \
-    launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp))
+# GPU calibration as measured with another engine. Nor is the backend's device probe
+# (probe.cpp, probe_api.hpp): it measures the GPU, no step runs it.
+CUDA_ENGINE_SRCS := $(sort $(filter-out launcher/engine/cuda/probe.cpp \
+    launcher/engine/cuda/probe_api.hpp,$(wildcard launcher/nn/*.hpp launcher/engine/cuda/*.cu \
+    launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp)))
 Fingerprint = $(shell cat $(1) | sha256sum | cut -c1-12)
 ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/model/engine_fingerprint.o \
     $(OBJDIR)/plugin-so/estimator/model/engine_fingerprint.o
 # This file too: a change to the lists above changes the fingerprints' values.
-$(ENGINE_FINGERPRINT_OBJS): $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) estimator/module.mk
+$(ENGINE_FINGERPRINT_OBJS): $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) $(CPU_FLAGS_STAMP) \
+    estimator/module.mk
 $(ENGINE_FINGERPRINT_OBJS): override CPPFLAGS += \
-    -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS))\" \
+    -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS) $(CPU_FLAGS_STAMP))\" \
     -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"

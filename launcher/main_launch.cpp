@@ -24,6 +24,7 @@
 #include "launcher/comm/mpi.hpp"
 #include "launcher/comm/rank_guard.hpp"
 #include "launcher/engine/device.hpp"
+#include "launcher/probe/probe_cli.hpp"
 #include "launcher/run/run_command.hpp"
 #include "launcher/train/balancer.hpp"
 #include "launcher/train/lr_find.hpp"
@@ -45,6 +46,8 @@ constexpr const char* kUsage =
     "       dlh-launch bench-loader --data FILE [options]\n"
     "       dlh-launch time-steps --device cpu|cuda[:N] --in REQUEST --out RESULT   (one\n"
     "                                        process: dlh-estimate calibrate's step timer)\n"
+    "       dlh-launch probe [--device cpu|cuda[:N]] [--threads N]   (this node's device\n"
+    "                                        measured in a few seconds, as JSON)\n"
     "       dlh-launch --help | --version\n"
     "'dlh-launch COMMAND --help' documents each command's options.\n";
 
@@ -275,12 +278,24 @@ int main(int argc, char** argv) {
   }
   if (args[0] != "train" && args[0] != "lr-find" && args[0] != "run" &&
       args[0] != "bench-allreduce" && args[0] != "bench-checkpoint" && args[0] != "bench-loader" &&
-      args[0] != "time-steps") {
+      args[0] != "time-steps" && args[0] != "probe") {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  // One process, no MPI: the probe measures this node's device as a job records it.
+  if (command == "probe") {
+    try {
+      return dlh::ProbeCommand(args, "dlh-launch");
+    } catch (const dlh::UsageError& e) {
+      std::fprintf(stderr, "dlh-launch: %s\n", e.what());
+      return dlh::kExitBadInput;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dlh-launch: error: %s\n", e.what());
+      return dlh::kExitFailure;
+    }
+  }
 
   // A training rank runs under a guard process that reports it if it is killed or crashes.
   // Not `run`'s ranks: their program is the process that may die, and the rank reports it.

@@ -1,14 +1,16 @@
 # launcher/: dlh-launch (MPI training) and dlh-data (data set import/generation), in
 # sub-folders that read as the data flow. Two libraries:
-#   libdlh_nn.a      nn/: tensors, the thread pool, layers, network, optimizer, named arrays.
-#                    No MPI, HDF5 or CUDA: the calibration runner of dlh-estimate links it.
+#   libdlh_nn.a      nn/: tensors, the thread pool, layers, network, optimizer, named arrays;
+#                    probe/: the device probe (sgemm and memory bandwidth at the engine's
+#                    shapes; a GPU's through the CUDA backend, dlopen'ed). No MPI, HDF5 or
+#                    CUDA: the calibration runner of dlh-estimate links it.
 #   libdlh_launch.a  comm/ engine/ train/ storage/ data/ bench/: everything that needs MPI
 #                    or HDF5 (engine/cuda/ is the dlopen'ed backend: engine/cuda/module.mk).
 #   libdlh_observe.a observe/'s records and store (no MPI, HDF5 or CUDA): also in
 #                    libdlh_launch.a, and linked alone by dlh-estimate and the SPANK plugin,
 #                    which read the store (estimator/observe/).
 LAUNCH_MAINS := launcher/main_launch.cpp launcher/data/main_data.cpp
-NN_SRCS := $(wildcard launcher/nn/*.cpp launcher/nn/layers/*.cpp)
+NN_SRCS := $(wildcard launcher/nn/*.cpp launcher/nn/layers/*.cpp launcher/probe/*.cpp)
 LAUNCH_SRCS := $(filter-out $(LAUNCH_MAINS),$(wildcard $(addprefix launcher/, \
   $(addsuffix /*.cpp,comm engine train storage data bench run observe))))
 NN_LIB := $(LIBDIR)/libdlh_nn.a

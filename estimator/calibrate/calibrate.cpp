@@ -25,6 +25,7 @@
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/optimizer.hpp"
 #include "launcher/nn/tensor.hpp"
+#include "launcher/probe/host_probe.hpp"
 
 namespace dlh {
 namespace {
@@ -53,35 +54,8 @@ std::string BlasDescription() {
   return config ? Trim(config) : "OpenBLAS";
 }
 
-std::string CpuDescription() {
-  std::string model;
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  // x86 has "model name"; some ARM kernels give only "Hardware" or "Processor".
-  std::string fallback;
-  while (std::getline(in, line)) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string key = Trim(line.substr(0, colon));
-    const std::string value = Trim(line.substr(colon + 1));
-    if (value.empty()) continue;
-    if (key == "model name") {
-      model = value;
-      break;
-    }
-    if (fallback.empty() && (key == "Hardware" || key == "Processor" || key == "cpu model"))
-      fallback = value;
-  }
-  if (model.empty()) model = fallback.empty() ? "unknown CPU" : fallback;
-
-  int cores = 0;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
-  if (cores <= 0) cores = int(std::thread::hardware_concurrency());
-  if (cores <= 0) return model;
-  return model + ", " + std::to_string(cores) + (cores == 1 ? " core" : " cores");
-}
+// One description for calibrations and probes alike, so that their hosts compare.
+std::string CpuDescription() { return HostCpuDescription(); }
 
 TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& options) {
   const TrainSpec& spec = entry.spec;

@@ -25,6 +25,7 @@
 #include "estimator/model/time_model.hpp"
 #include "estimator/model/wave_scaling.hpp"
 #include "estimator/recommend/recommender.hpp"
+#include "launcher/probe/host_probe.hpp"
 
 namespace po = boost::program_options;
 
@@ -172,6 +173,22 @@ std::vector<TimingSample> LoadMeasured(const std::string& path) {
   return out;
 }
 
+// The probe of the device just calibrated (launcher/probe/host_probe.hpp), which
+// check-calibration compares with the host it runs on: at the calibration's threads, 3 s (1 s
+// for a quick sweep). A GPU that cannot be probed (a backend of an older build) leaves the
+// calibration without one, with a warning: it is still a calibration.
+nlohmann::json CalibrationProbe(const std::string& device, int threads, bool quick) {
+  ProbeOptions o;
+  o.threads = device == "cpu" ? threads : 0;
+  o.budget_s = quick ? 1 : 3;
+  try {
+    return ProbeDevice(device, o);
+  } catch (const std::exception& e) {  // the timing is done: never lose it to the probe
+    std::fprintf(stderr, "dlh-estimate: warning: no probe recorded: %s\n", e.what());
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 int CalibrateCommand(const std::vector<std::string>& args) {
@@ -221,6 +238,7 @@ int CalibrateCommand(const std::vector<std::string>& args) {
     c.blas = GpuLibrariesLine(description);
     c.device_info = description;
   }
+  c.probe = CalibrationProbe(device.text, timing.threads, quick);
   c.model = FitTimeModel(device.kind, c.samples, vm["folds"].as<int>());
   SaveCalibration(out, c);
   PrintQuality(c.model);
@@ -240,30 +258,6 @@ int FitCommand(const std::vector<std::string>& args) {
   PrintQuality(c.model);
   if (vm.count("out")) SaveCalibration(Str(vm, "out"), c);
   return kExitOk;
-}
-
-// Whether a calibration describes this machine and this build: `make demo` uses the shipped
-// one only then, and calibrates this machine otherwise.
-int CheckCalibrationCommand(const std::vector<std::string>& args) {
-  po::options_description d("dlh-estimate check-calibration CALIBRATION: options");
-  d.add_options()("help,h", "show this help");
-  po::variables_map vm;
-  if (!Parse("check-calibration", args, d, {"CALIBRATION"}, vm)) return kExitOk;
-  const std::string path = Str(vm, "CALIBRATION");
-  const Calibration c = LoadCalibration(path);
-  std::vector<std::string> why;
-  if (const std::string stale = CalibrationStaleness(c); !stale.empty()) why.push_back(stale);
-  if (c.device == "cpu" && c.host != CpuDescription())
-    why.push_back("measured on " + c.host + ", this machine is " + CpuDescription());
-  if (why.empty()) {
-    std::printf("%s: matches this machine and build (engine %s, %s)\n", path.c_str(),
-                c.engine.c_str(), c.host.c_str());
-    return kExitOk;
-  }
-  std::string text;
-  for (const std::string& w : why) text += (text.empty() ? "" : "; ") + w;
-  std::printf("%s: does not match: %s\n", path.c_str(), text.c_str());
-  return kExitFailure;
 }
 
 int ValidateCommand(const std::vector<std::string>& args) {

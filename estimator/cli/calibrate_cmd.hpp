@@ -16,8 +16,10 @@ int CalibrateCommand(const std::vector<std::string>& args);
 // fit CALIBRATION [--folds K] [--out F]: refits and reports R2 and MAPE.
 int FitCommand(const std::vector<std::string>& args);
 
-// check-calibration CALIBRATION: 0 when it describes this machine and this build, else 1
-// with the reason (`make demo` uses the shipped calibration only then).
+// check-calibration CALIBRATION [--transfer-out F] [--probe P]: 0 when it describes this
+// build and, by the probes, this machine; 2 when it transfers to this machine (ratios and
+// added uncertainty printed, F written); 1 with the reason when refused
+// (check_calibration_cmd.cpp, estimator/calibrate/calibrate_transfer.hpp).
 int CheckCalibrationCommand(const std::vector<std::string>& args);
 
 // validate --calibration FILE [--device D]: predicted against measured on the validation

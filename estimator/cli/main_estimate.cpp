@@ -6,6 +6,8 @@
 //   dlh-estimate validate --calibration F predicted vs measured on models outside the sweep
 //   dlh-estimate gpu-layers --calibration F --peaks SPEC  the GPU layer model, offline
 //   dlh-estimate rates [--threads N]      sgemm FLOP/s and memory-copy bandwidth here
+//   dlh-estimate probe [--device D]       the device probe a calibration records, as JSON
+//   dlh-estimate check-calibration F      does F describe this machine (probed) and build?
 //   dlh-estimate predict SPEC --calibration F [--batch B]
 //   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta models to measurements
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
@@ -33,6 +35,7 @@
 #include "estimator/cli/observations_cmd.hpp"
 #include "estimator/cli/recommend_cmd.hpp"
 #include "estimator/cli/slurm_plan_cmd.hpp"
+#include "launcher/probe/probe_cli.hpp"
 
 namespace dlh {
 namespace {
@@ -47,6 +50,8 @@ constexpr const char* kUsage =
     "  gpu-layers --calibration F --peaks SPEC     the GPU layer model: fit, validate, transfer\n"
     "  predict SPEC --calibration FILE [--batch B] predicted seconds per step\n"
     "  check-calibration CALIBRATION               does it describe this machine and build?\n"
+    "                                              (0 matches, 2 transfers, 1 refused)\n"
+    "  probe [--device D] [--threads N]            this machine's device, measured, as JSON\n"
     "  rates [--threads N]                         this machine's sgemm FLOP/s and copy GB/s\n"
     "  profile SPEC [--threads N]                  where a CPU step goes, layer by layer\n"
     "  comm BENCH.json [--json]                    fit the allreduce models to measurements\n"
@@ -82,6 +87,7 @@ int Main(int argc, char** argv) {
   if (command == "check-calibration") return CheckCalibrationCommand(args);
   if (command == "validate") return ValidateCommand(args);
   if (command == "gpu-layers") return GpuLayersCommand(args);
+  if (command == "probe") return ProbeCommand(args, "dlh-estimate");
   if (command == "rates") return RatesCommand(args);
   if (command == "profile") return ProfileCommand(args);
   if (command == "comm") return CommCommand(args);

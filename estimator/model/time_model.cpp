@@ -13,6 +13,14 @@
 //     "engine": {"fingerprint": "d42dc4ae35ac", optional: what was timed (12 hex digits,
 //                "compiler": "gcc 12.2.0",      engine_fingerprint.hpp), strings
 //                "blas": "OpenBLAS 0.3.21 ..."},
+//     "probe": {"kind": "cpu", ...},           optional: the device probe taken when the
+//                                              calibration was made (an object; its fields
+//                                              are launcher/probe/probe_record.hpp's, checked
+//                                              where it is compared)
+//     "transferred_from": "cpu.json, AMD ...", optional pair: the calibration this one was
+//     "transfer_log_sigma": 0.08,              carried from by the probes' ratios (string),
+//                                              and the added uncertainty (non-negative
+//                                              number, a standard deviation of ln(t))
 //     "samples": [                             array (may be empty)
 //       {"model": "base",                      string, the sweep model's name
 //        "batch": 64,                          positive integer, one rank's batch
@@ -509,6 +517,11 @@ json CalibrationToJson(const Calibration& c) {
   if (!c.engine.empty())
     out["engine"] = {{"fingerprint", c.engine}, {"compiler", c.compiler}, {"blas", c.blas}};
   if (!c.device_info.is_null()) out["device_info"] = c.device_info;
+  if (!c.probe.is_null()) out["probe"] = c.probe;
+  if (!c.transferred_from.empty()) {
+    out["transferred_from"] = c.transferred_from;
+    out["transfer_log_sigma"] = c.transfer_log_sigma;
+  }
   return out;
 }
 
@@ -516,7 +529,7 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   using S = Reader::Sign;
   const Reader top(j, origin, "");
   top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
-              "samples", "model"});
+              "probe", "transferred_from", "transfer_log_sigma", "samples", "model"});
   {
     const json& v = top.required("format_version");
     if (!v.is_number_integer())
@@ -541,6 +554,15 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     c.device_info = top.required("device_info");
     if (!c.device_info.is_object())
       top.fail("device_info", "must be an object, got " + ShownJsonValue(c.device_info));
+  }
+  if (j.contains("probe")) {
+    c.probe = top.required("probe");
+    if (!c.probe.is_object())
+      top.fail("probe", "must be an object, got " + ShownJsonValue(c.probe));
+  }
+  if (j.contains("transferred_from") || j.contains("transfer_log_sigma")) {
+    c.transferred_from = top.string("transferred_from", true);
+    c.transfer_log_sigma = top.number("transfer_log_sigma", S::NonNegative);
   }
 
   const json& samples = top.required("samples");

@@ -1,0 +1,143 @@
+// DLH estimator — a calibration against the host's probe, and its transfer (see
+// calibrate_transfer.hpp).
+#include "estimator/calibrate/calibrate_transfer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "estimator/model/engine_fingerprint.hpp"
+#include "launcher/probe/probe_record.hpp"
+
+namespace dlh {
+namespace {
+
+std::string Format(const char* format, double a, double b = 0) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
+bool Within(double ratio, double tolerance) { return std::fabs(ratio - 1) <= tolerance; }
+
+bool Sane(double ratio) {
+  return std::isfinite(ratio) && ratio >= 1 / kMaxTransferRatio && ratio <= kMaxTransferRatio;
+}
+
+}  // namespace
+
+double TransferLogSigma(SpeedRatio ratio) {
+  // A base for what two probes cannot see (the probes' own spread, work that is neither a
+  // GEMM nor a stream), and a part that grows with the distance: the further the ratio
+  // reaches, the more the terms that no single rate describes (cache effects, thread
+  // synchronisation) may depart from it. Chosen from the measured transfers (the constants'
+  // comment; BENCHMARKS.md).
+  const double reach =
+      std::max(std::fabs(std::log(ratio.flops)), std::fabs(std::log(ratio.bandwidth)));
+  return kTransferBaseLogSigma + kTransferLogSigmaPerLogRatio * reach;
+}
+
+CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string& origin,
+                                         const nlohmann::json& host_probe,
+                                         const ProbeTolerance& tolerance,
+                                         const std::string& host_origin) {
+  CalibrationCheck out;
+  if (const std::string stale = CalibrationStaleness(c); !stale.empty()) {
+    out.why = stale;
+    return out;
+  }
+  if (c.probe.is_null()) {
+    out.why =
+        "records no probe of the machine it was made on (made before probes), so no "
+        "transfer can be measured";
+    return out;
+  }
+  const ProbeRecord mine = ReadProbe(c.probe, origin + ": probe");
+  const ProbeRecord here = ReadProbe(host_probe, host_origin);
+  const bool cpu = CpuEngineDevice(c.device);
+  if (mine.kind != (cpu ? "cpu" : "cuda") || here.kind != mine.kind) {
+    out.why = "a " + c.device + " calibration with a " + mine.kind + " probe, compared with a " +
+              here.kind + " probe";
+    return out;
+  }
+  std::string compared;
+  if (cpu) {
+    if (mine.blas_core != here.blas_core) {
+      out.why = "OpenBLAS runs its " + mine.blas_core + " kernels there and its " + here.blas_core +
+                " kernels here, whose speeds no single ratio relates";
+      return out;
+    }
+    // Compared at the calibration's thread count, which the host must run as the calibration
+    // did: a step at another count is not the same step sped up or slowed down. Its parallel
+    // passes and its serial ones change places, by model: a 2-thread calibration carried to
+    // one core by the probes' ratios predicted 23-42% off (MAPE over the validation models),
+    // where the same calibration under a quota at its own 2 threads was 8-12% off.
+    const int t = CalibrationThreads(c);
+    const bool all_cores = c.threads == 0;  // calibrated at all the cores, as jobs then run
+    if (here.threads < t || (all_cores && here.threads != t)) {
+      out.why = "calibrated at " + std::to_string(t) + (t == 1 ? " thread" : " threads") +
+                (all_cores ? " (all the cores there)" : "") + ", this host runs " +
+                std::to_string(here.threads) +
+                ": a step at another thread count does not follow the probes' ratios";
+      return out;
+    }
+    out.ratio.flops = here.SgemmAt(t) / mine.SgemmAt(t);
+    out.ratio.bandwidth = here.MemoryAt(t) / mine.MemoryAt(t);
+    compared = Format("sgemm %.1f GFLOP/s here, %.1f there", here.SgemmAt(t), mine.SgemmAt(t)) +
+               Format(", memory %.1f GB/s here, %.1f there", here.MemoryAt(t), mine.MemoryAt(t)) +
+               " (" + std::to_string(t) + (t == 1 ? " thread)" : " threads)");
+  } else {
+    // A GPU step is convolutions and GEMMs: the geometric mean of the two rates' ratios.
+    out.ratio.flops =
+        std::sqrt(here.gemm_tflops / mine.gemm_tflops * (here.conv_tflops / mine.conv_tflops));
+    out.ratio.bandwidth = here.memory_gbs / mine.memory_gbs;
+    compared = Format("GEMM %.1f TFLOP/s here, %.1f there", here.gemm_tflops, mine.gemm_tflops) +
+               Format(", memory %.0f GB/s here, %.0f there", here.memory_gbs, mine.memory_gbs);
+  }
+  if (Within(out.ratio.flops, tolerance.sgemm) && Within(out.ratio.bandwidth, tolerance.memory)) {
+    out.fit = CalibrationFit::kMatches;
+    out.why = compared;
+    return out;
+  }
+  if (!Sane(out.ratio.flops) || !Sane(out.ratio.bandwidth)) {
+    out.why = "this machine is " + RatioText(out.ratio) + " the one measured (" + compared +
+              "), beyond the factor of " + Format("%g", kMaxTransferRatio) +
+              " a transfer is trusted for";
+    return out;
+  }
+  out.fit = CalibrationFit::kTransfers;
+  out.log_sigma = TransferLogSigma(out.ratio);
+  out.why = compared;
+  return out;
+}
+
+Calibration TransferCalibration(const Calibration& c, const CalibrationCheck& check,
+                                const nlohmann::json& host_probe, const std::string& from,
+                                bool scale_fixed_terms) {
+  Calibration t = c;
+  t.model.coef = ScaleCoefficients(c.model.coef, check.ratio);
+  if (scale_fixed_terms && CpuEngineDevice(c.device))  // a GPU's launches: the host's
+    for (int i = 0; i < kTimeTerms; ++i)
+      if (TimeTermRate(i) == TermRate::Fixed) t.model.coef[size_t(i)] /= check.ratio.flops;
+  for (TimingSample& s : t.samples) {
+    const double before = c.model.seconds(s.features, s.batch);
+    const double after = t.model.seconds(s.features, s.batch);
+    if (before > 0 && after > 0) s.seconds *= after / before;
+    s.joules = -1;
+  }
+  t.probe = host_probe;
+  if (host_probe.contains("host") && host_probe["host"].is_string())
+    t.host = host_probe["host"].get<std::string>();
+  t.transferred_from = from + ", " + c.host;
+  // A transfer of a transfer adds its uncertainty to the earlier one's (independent errors).
+  t.transfer_log_sigma =
+      std::sqrt(c.transfer_log_sigma * c.transfer_log_sigma + check.log_sigma * check.log_sigma);
+  return t;
+}
+
+std::string TransferText(const CalibrationCheck& check) {
+  return RatioText(check.ratio) +
+         Format(" (added uncertainty \u00b1%.0f%%)", 100 * (std::exp(check.log_sigma) - 1));
+}
+
+}  // namespace dlh

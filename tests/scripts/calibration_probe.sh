@@ -1,0 +1,108 @@
+#!/bin/bash
+# The device probe and check-calibration's three answers (issue 40): `probe` prints the fixed
+# schema; a quick calibration records its probe; against that same probe it matches (exit 0),
+# against a recorded probe of half the sgemm rate it transfers (exit 2) with compute terms
+# halved, with another engine fingerprint it is refused (exit 1), and a damaged probe is one
+# line naming the file and the field. The host is compared through --probe where the answer
+# must not depend on this machine's load.
+source "$(dirname "$0")/common.bash"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+
+echo "probe"
+dlh-estimate probe --threads 2 --seconds 0.5 >"$WORK/probe.json" || fail "dlh-estimate probe failed"
+dlh-launch probe --threads 1 --seconds 0.3 >"$WORK/probe1.json" || fail "dlh-launch probe failed"
+python3 - "$WORK/probe.json" "$WORK/probe1.json" <<'PY'
+import json, sys
+for path, threads in ((sys.argv[1], 2), (sys.argv[2], 1)):
+    p = json.load(open(path))
+    want = {"kind", "taken", "host", "blas_core", "threads", "sgemm_gflops",
+            "sgemm_gflops_by_threads", "memory_gbs", "memory_gbs_by_threads", "seconds"}
+    assert set(p) == want, sorted(set(p) ^ want)
+    assert p["kind"] == "cpu" and p["threads"] == threads, p
+    assert len(p["sgemm_gflops_by_threads"]) == threads == len(p["memory_gbs_by_threads"])
+    assert p["sgemm_gflops"] == p["sgemm_gflops_by_threads"][-1] > 0
+    assert p["memory_gbs"] == p["memory_gbs_by_threads"][-1] > 0
+    assert p["taken"].endswith("Z") and p["blas_core"] and 0 < p["seconds"] < 30
+PY
+check "dlh-estimate probe and dlh-launch probe print the schema"
+expect_fail 1 "no usable GPU" dlh-estimate probe --device cuda
+expect_fail 1 "no usable GPU" dlh-launch probe --device cuda:1
+expect_fail 2 "must be cpu, cuda or cuda:N" dlh-estimate probe --device gpu
+
+echo "calibrate --quick records the probe"
+dlh-estimate calibrate --quick --repeats 2 --threads 1 --out "$WORK/cal.json" >/dev/null 2>&1 ||
+  fail "calibrate --quick failed"
+python3 - "$WORK/cal.json" "$WORK" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+p = c["probe"]
+assert p["kind"] == "cpu" and p["threads"] == 1, p
+work = sys.argv[2]
+json.dump(p, open(work + "/same.json", "w"))
+half = json.loads(json.dumps(c))  # recorded at half the sgemm: this host is twice as fast
+half["probe"]["sgemm_gflops"] /= 2
+half["probe"]["sgemm_gflops_by_threads"] = [g / 2 for g in p["sgemm_gflops_by_threads"]]
+json.dump(half, open(work + "/half.json", "w"))
+stale = json.loads(json.dumps(c))
+stale["engine"]["fingerprint"] = "000000000000"
+json.dump(stale, open(work + "/stale.json", "w"))
+damaged = json.loads(json.dumps(c))
+damaged["probe"]["memory_gbs_by_threads"] = ["fast"]
+json.dump(damaged, open(work + "/damaged.json", "w"))
+old = json.loads(json.dumps(c))
+del old["probe"]
+json.dump(old, open(work + "/old.json", "w"))
+PY
+check "the calibration records a probe at its 1 thread"
+
+echo "check-calibration"
+dlh-estimate check-calibration "$WORK/cal.json" --probe "$WORK/same.json" >"$WORK/out.txt" ||
+  { cat "$WORK/out.txt"; fail "the same machine does not match"; }
+grep -q "cal.json: matches this machine and build" "$WORK/out.txt" || fail "no 'matches'"
+check "$(cut -c1-100 "$WORK/out.txt")"
+rc=0
+dlh-estimate check-calibration "$WORK/cal.json" --seconds 1 >"$WORK/out.txt" || rc=$?
+[[ $rc == 0 || $rc == 2 ]] || { cat "$WORK/out.txt"; fail "live check on this host: exit $rc"; }
+check "live probe of this host: exit $rc (0, or 2 where its load moved the rates)"
+
+rc=0
+dlh-estimate check-calibration "$WORK/half.json" --probe "$WORK/same.json" \
+  --transfer-out "$WORK/transferred.json" >"$WORK/out.txt" || rc=$?
+[[ $rc == 2 ]] || { cat "$WORK/out.txt"; fail "half the sgemm: exit $rc, expected 2"; }
+grep -q "transfers to this machine: FLOP/s x2.00, bandwidth x1.00 (added uncertainty ±" \
+  "$WORK/out.txt" || { cat "$WORK/out.txt"; fail "no transfer line"; }
+check "$(head -1 "$WORK/out.txt" | cut -c1-110)"
+python3 - "$WORK/half.json" "$WORK/transferred.json" "$WORK/same.json" <<'PY'
+import json, sys
+a, t, here = (json.load(open(p)) for p in sys.argv[1:])
+terms = a["model"]["terms"]
+for name, x, y in zip(terms, a["model"]["coef"], t["model"]["coef"]):
+    if name in ("conv_s_per_flop", "dense_s_per_flop", "conv_out_s_per_value"):
+        assert abs(y - x / 2) <= 1e-9 * x, (name, x, y)
+    if name in ("elementwise_s_per_flop", "update_s_per_param", "im2col_s_per_value"):
+        assert abs(y - x) <= 1e-9 * x, (name, x, y)
+assert t["probe"] == here, "the transferred calibration records this host's probe"
+assert t["transferred_from"].endswith("half.json, " + a["host"]), t["transferred_from"]
+assert 0 < t["transfer_log_sigma"] < 0.5
+assert t["engine"] == a["engine"]
+PY
+check "the transferred calibration: compute terms halved, memory terms kept, this host's probe"
+dlh-estimate predict "$ROOT/share/examples/fashion-mnist.json" --calibration "$WORK/transferred.json" \
+  >/dev/null 2>&1 || fail "the transferred calibration does not load for predict"
+
+rc=0
+dlh-estimate check-calibration "$WORK/stale.json" --probe "$WORK/same.json" >"$WORK/out.txt" || rc=$?
+[[ $rc == 1 ]] && grep -q "measured with engine 000000000000.*dlh-estimate calibrate" "$WORK/out.txt" ||
+  { cat "$WORK/out.txt"; fail "another engine: exit $rc, expected 1 and the remedy"; }
+check "$(cut -c1-110 "$WORK/out.txt")"
+rc=0
+dlh-estimate check-calibration "$WORK/old.json" >"$WORK/out.txt" || rc=$?
+[[ $rc == 1 ]] && grep -q "records no probe.*recalibrate: dlh-estimate calibrate" "$WORK/out.txt" ||
+  { cat "$WORK/out.txt"; fail "no probe: exit $rc, expected 1"; }
+check "$(cut -c1-110 "$WORK/out.txt")"
+expect_fail 1 "damaged.json: probe.memory_gbs_by_threads\\[0\\]: must be a positive number, got \"fast\"" \
+  dlh-estimate check-calibration "$WORK/damaged.json" --probe "$WORK/same.json"
+[[ $(wc -l <"$WORK/err.txt") == 1 ]] || fail "more than one line for a damaged probe"
+echo '{"kind": "cpu", "taken": "now"}' >"$WORK/bad-probe.json"
+expect_fail 1 "bad-probe.json: seconds: required" \
+  dlh-estimate check-calibration "$WORK/cal.json" --probe "$WORK/bad-probe.json"
