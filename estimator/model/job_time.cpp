@@ -45,12 +45,13 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
     p.evaluations = work.epochs;
     p.eval_s = double(p.evaluations) * pass;
   }
+  const double write_s =
+      kCheckpointFixedSeconds + work.checkpoint_bytes / (runtime.write_gbs * 1e9);
+  p.stop_s = step.step_s + write_s;
   p.checkpoints = work.epochs + int64_t(std::floor(p.steps_s / kCheckpointEverySeconds));
   if (p.checkpoints > 0) {
     // The last is waited for whole; each other holds the loop for its snapshot and for what
     // is left of the previous write when the interval is shorter than a write.
-    const double write_s =
-        kCheckpointFixedSeconds + work.checkpoint_bytes / (runtime.write_gbs * 1e9);
     const double interval_s = p.steps_s / double(p.checkpoints);
     const double background_s =
         work.checkpoint_bytes / (kSnapshotGbs * 1e9) + std::max(0.0, write_s - interval_s);
@@ -59,12 +60,53 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
   return p;
 }
 
-CpuShare CpuRankShare(int calibration_threads, int cores, int ranks) {
+namespace {
+
+// The rate at t threads from rates measured at 1..size() threads: beyond the last, that
+// rate grown in proportion to the threads. 0 when none is usable.
+double RateAt(const std::vector<double>& by_threads, int t) {
+  if (by_threads.empty() || t < 1) return 0;
+  const size_t last = by_threads.size();
+  if (size_t(t) <= last) return by_threads[size_t(t) - 1];
+  return by_threads[last - 1] * double(t) / double(last);
+}
+
+bool Usable(const std::vector<double>& by_threads) {
+  if (by_threads.empty()) return false;
+  for (double v : by_threads)
+    if (!(v > 0) || !std::isfinite(v)) return false;
+  return true;
+}
+
+}  // namespace
+
+// The fallback exponent (job_time.hpp) measured on this project's 2-core hosts. The Intel
+// Xeon host of 2026-11-28 (OpenBLAS Prescott kernels, load of the other sessions present),
+// example CNN, batch 128, median step of 20 after 3 warm-up, rounds interleaved 1, 2, 1, 2:
+// see THREAD_MEASUREMENT below; the AMD EPYC host of BENCHMARKS.md: 53.49 ms at 1 thread,
+// 29.10 ms at 2 (1.84x).
+double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to) {
+  if (from < 1 || to < 1 || from == to) return 1;
+  const bool flops = Usable(scaling.gflops), bytes = Usable(scaling.gbs);
+  if (!flops && !bytes)
+    return std::pow(double(from) / double(to), kThreadScalingExponent);
+  const double compute = flops && bytes ? std::min(1.0, std::max(0.0, scaling.compute_fraction))
+                         : flops        ? 1.0
+                                        : 0.0;
+  double ratio = 0;
+  if (compute > 0) ratio += compute * RateAt(scaling.gflops, from) / RateAt(scaling.gflops, to);
+  if (compute < 1) ratio += (1 - compute) * RateAt(scaling.gbs, from) / RateAt(scaling.gbs, to);
+  return ratio;
+}
+
+CpuShare CpuRankShare(int calibration_threads, int cores, int ranks,
+                      const ThreadScaling& scaling) {
   CpuShare s;
   if (calibration_threads <= 0 || cores <= 0 || ranks <= 0) return s;
   const int threads = std::max(1, cores / ranks);
   const double oversubscribed = std::max(1.0, double(ranks) * threads / double(cores));
-  s.per_sample = double(calibration_threads) / double(threads) * oversubscribed * oversubscribed;
+  s.per_sample = ThreadTimeRatio(scaling, calibration_threads, threads) * oversubscribed *
+                 oversubscribed;
   s.fixed = oversubscribed * oversubscribed;
   return s;
 }
