@@ -80,16 +80,18 @@ bool Usable(const std::vector<double>& by_threads) {
 
 }  // namespace
 
-// The fallback exponent (job_time.hpp) measured on this project's 2-core hosts. The Intel
-// Xeon host of 2026-11-28 (OpenBLAS Prescott kernels, load of the other sessions present),
-// example CNN, batch 128, median step of 20 after 3 warm-up, rounds interleaved 1, 2, 1, 2:
-// see THREAD_MEASUREMENT below; the AMD EPYC host of BENCHMARKS.md: 53.49 ms at 1 thread,
-// 29.10 ms at 2 (1.84x).
+// The fallback exponent (job_time.hpp) comes from the AMD EPYC host of BENCHMARKS.md (a
+// quiet machine): the example CNN took 53.49 ms at 1 thread and 29.10 ms at 2 (1.84x), the
+// other six validation models 1.81-1.95x. Measured again on 2026-11-28 on a 2-core Intel
+// Xeon host (OpenBLAS's Prescott kernels) with `dlh-estimate profile
+// share/examples/fashion-mnist.json --threads 1|2 --steps 20`, interleaved, 3 rounds each:
+// 1 thread 182 / 184 / 215 ms (min / median / max), 2 threads 174 / 232 / 236 ms, under a
+// load average of 1.9-2.7 from other work on the same 2 cores: a second thread then finds no
+// free core, so that run says nothing about scaling and is not used.
 double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to) {
   if (from < 1 || to < 1 || from == to) return 1;
   const bool flops = Usable(scaling.gflops), bytes = Usable(scaling.gbs);
-  if (!flops && !bytes)
-    return std::pow(double(from) / double(to), kThreadScalingExponent);
+  if (!flops && !bytes) return std::pow(double(from) / double(to), kThreadScalingExponent);
   const double compute = flops && bytes ? std::min(1.0, std::max(0.0, scaling.compute_fraction))
                          : flops        ? 1.0
                                         : 0.0;
@@ -99,14 +101,13 @@ double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to) {
   return ratio;
 }
 
-CpuShare CpuRankShare(int calibration_threads, int cores, int ranks,
-                      const ThreadScaling& scaling) {
+CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const ThreadScaling& scaling) {
   CpuShare s;
   if (calibration_threads <= 0 || cores <= 0 || ranks <= 0) return s;
   const int threads = std::max(1, cores / ranks);
   const double oversubscribed = std::max(1.0, double(ranks) * threads / double(cores));
-  s.per_sample = ThreadTimeRatio(scaling, calibration_threads, threads) * oversubscribed *
-                 oversubscribed;
+  s.per_sample =
+      ThreadTimeRatio(scaling, calibration_threads, threads) * oversubscribed * oversubscribed;
   s.fixed = oversubscribed * oversubscribed;
   return s;
 }

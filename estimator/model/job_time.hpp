@@ -97,13 +97,11 @@ struct ThreadScaling {
 };
 
 // Without a probe: per-sample time at t threads goes as t^-kThreadScalingExponent. Measured
-// with `dlh-estimate profile share/examples/fashion-mnist.json --threads 1|2 --steps 20`
-// (the example CNN's step at batch 128), interleaved, 3 rounds each, on the project's usual
-// host (AMD EPYC, 2 cores, BENCHMARKS.md "a calibration moved to another device": the seven
-// validation models took 1.81-1.95x as long at 1 thread as at 2, the example CNN 1.84x) and
-// again while writing this on a 2-core Intel Xeon host (OpenBLAS's Prescott kernels):
-// min/median/max of the step 1 thread vs 2 threads in the comment of job_time.cpp. Both
-// give about 1.84 for a doubling: exponent log2(1.84) = 0.88, not 1 (perfect scaling).
+// on the project's usual host (AMD EPYC, 2 cores; BENCHMARKS.md "a calibration moved to
+// another device", `dlh-estimate validate` at 1 and at 2 threads): the seven validation
+// models took 1.81-1.95x as long at 1 thread as at 2, the example CNN 1.84x. Exponent
+// log2(1.84) = 0.88, not 1 (perfect scaling). A second measurement, on a loaded host, is
+// in job_time.cpp with why it is not used.
 constexpr double kThreadScalingExponent = 0.88;
 
 // Per-sample time at `to` threads over that at `from` threads (both >= 1). With the probe's

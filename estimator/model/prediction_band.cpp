@@ -32,8 +32,8 @@ TimeLimit TimeLimitFor(const JobPhases& p, double upper_s, bool signal) {
   const double upper = std::max({0.0, p.total_s(), upper_s});
   double need = upper + std::max(kMinRoomSeconds, kRoomFraction * upper);
   if (signal)
-    need = std::max(need, upper + std::max(0.0, p.stop_s) + kStopSlackSeconds +
-                              kSignalEarlySeconds);
+    need =
+        std::max(need, upper + std::max(0.0, p.stop_s) + kStopSlackSeconds + kSignalEarlySeconds);
   TimeLimit t;
   // The tolerance keeps exact multiples of a minute from rounding up.
   double minutes = std::ceil(need / 60 - 1e-9);

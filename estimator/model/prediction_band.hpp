@@ -28,9 +28,10 @@
 // is at most 1.5x the prediction (whole minutes, rounded down) wherever that still holds the
 // band's upper end: the room shrinks first (Slurm ends a job over its limit only at its next
 // check, every 30 s, which leaves a little room of its own). Without that, whole minutes
-// alone would put jobs of 2-4 minutes over 1.5x; a band wider than that keeps its limit. When the job script asks Slurm for a signal before
-// the limit (sbatch --signal, as share/examples/train.sbatch does to checkpoint and requeue),
-// a signal may come up to kSignalEarlySeconds before the time asked for (sbatch(1)), so
+// alone would put jobs of 2-4 minutes over 1.5x; a band wider than that keeps its limit. When the
+// job script asks Slurm for a signal before the limit (sbatch --signal, as
+// share/examples/train.sbatch does to checkpoint and requeue), a signal may come up to
+// kSignalEarlySeconds before the time asked for (sbatch(1)), so
 //   limit >= upper + stop + kStopSlackSeconds + kSignalEarlySeconds
 // (stop: JobPhases::stop_s, the step under way and one checkpoint written whole), and the
 // signal's lead is what is left after the upper end: lead = limit - upper -
@@ -73,7 +74,7 @@ constexpr int kMaxSignalLead = 65535;
 double UpperEnd(const JobPhases& phases, double step_log_sigma);
 
 struct TimeLimit {
-  long minutes = 0;      // at least 1, at most 100 years
+  long minutes = 0;       // at least 1, at most 100 years
   int signal_lead_s = 0;  // with a signal: its lead in whole seconds; 0: no signal
   double seconds() const { return 60.0 * double(minutes); }
 };

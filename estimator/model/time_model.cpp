@@ -632,7 +632,8 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   c.model.quality.mape = q.number("mape", S::NonNegative);
   c.model.quality.cv_mape = q.number("cv_mape", S::NonNegative);
   // Files from before the prediction band have none: 0, and the band falls back to cv_mape.
-  if (q.has("cv_log_sigma")) c.model.quality.cv_log_sigma = q.number("cv_log_sigma", S::NonNegative);
+  if (q.has("cv_log_sigma"))
+    c.model.quality.cv_log_sigma = q.number("cv_log_sigma", S::NonNegative);
   c.model.device = c.device;
   return c;
 }

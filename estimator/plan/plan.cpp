@@ -165,8 +165,9 @@ void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<Li
 }  // namespace
 
 const char* const kUserOptionNames[11] = {
-    "gres",  "gpus",   "gpus-per-node",   "gpus-per-task", "gpus-per-socket", "nodes",
-    "ntasks", "ntasks-per-node", "time",  "constraint",    "signal"};
+    "gres",  "gpus",   "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
+    "nodes", "ntasks", "ntasks-per-node", "time",          "constraint",
+    "signal"};
 
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value) {
   auto same = [&](const std::pair<std::string, std::string>& g) { return g.first == name; };
@@ -456,7 +457,8 @@ std::string SummaryLine(const PlanOutcome& p) {
   if (!kept.empty()) s += "; yours kept: " + kept;
   for (const SlurmSetting& st : p.settings)
     if (st.name == "signal" && st.apply)
-      s += "; --signal=" + st.value + " (your lead fitted to the limit: the signal comes after "
+      s += "; --signal=" + st.value +
+           " (your lead fitted to the limit: the signal comes after "
            "the 90% end)";
   if (!p.time_note.empty()) s += "; " + p.time_note;
   for (const std::string& w : StaleCalibrationWarnings(p.rec.speeds)) s += "; warning: " + w;
@@ -484,9 +486,9 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
               job.spec.origin.c_str(), static_cast<long long>(job.samples), job.epochs,
               job.spec.batch_size, p.deadline_text.c_str(), ObjectiveName(job.objective));
   for (const auto& [gpu, speed] : rec.speeds)
-    s += Printf("  %s: %s, %.3f ms + %.4f ms/sample per step%s\n", gpu.c_str(),
-                speed.source.c_str(), speed.fixed_s * 1e3, speed.per_sample_s * 1e3,
-                SpreadText(speed.log_sigma).c_str());
+    s +=
+        Printf("  %s: %s, %.3f ms + %.4f ms/sample per step%s\n", gpu.c_str(), speed.source.c_str(),
+               speed.fixed_s * 1e3, speed.per_sample_s * 1e3, SpreadText(speed.log_sigma).c_str());
   for (const std::string& w : StaleCalibrationWarnings(rec.speeds)) s += "  warning: " + w + "\n";
   if (job.profile)
     for (const std::string& w : ProfileWarnings(*job.profile)) s += "  warning: " + w + "\n";

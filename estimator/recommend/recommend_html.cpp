@@ -162,8 +162,8 @@ void ChosenFacts(const Job& job, const Recommendation& rec, HtmlPage* page) {
       {"learning rate", Number(a.lr) + " (warm-up " + Number(a.warmup_epochs) +
                             (a.warmup_epochs == 1 ? " epoch)" : " epochs)")},
       {"time limit", LimitText(job, a)},
-      {"predicted time", BandText(a.total_s, a.total_upper_s) + ": " +
-                             PhasesText(a.phases, a.steps)},
+      {"predicted time",
+       BandText(a.total_s, a.total_upper_s) + ": " + PhasesText(a.phases, a.steps)},
       {"predicted energy", In(a.energy_j, EnergyUnit(a.energy_j)) + " (" +
                                FormatEnergy(a.energy_j) + ")" +
                                (power.empty() ? "" : "; power " + power)},

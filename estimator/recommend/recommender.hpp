@@ -66,10 +66,10 @@ struct Job {
   // for the signal after the band's upper end, and the plan says the lead to ask for
   // (estimator/model/prediction_band.hpp). The plugin sets it from the user's --signal.
   bool signal = false;
-  int top = 10;               // Recommendation::ranked keeps the best `top` (0: all; slow
-                              // on large clusters, every one gets a `why` string)
-  int rejected = 0;           // Recommendation::rejected keeps this many (0: none); an
-                              // allocation out of memory is then predicted too
+  int top = 10;      // Recommendation::ranked keeps the best `top` (0: all; slow
+                     // on large clusters, every one gets a `why` string)
+  int rejected = 0;  // Recommendation::rejected keeps this many (0: none); an
+                     // allocation out of memory is then predicted too
 };
 
 // How one GPU type's step time depends on its local batch: t(b) = fixed + per_sample * b

@@ -146,7 +146,8 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
       // the rest with what it measured.
       const double stage_s = seconds(ph, "stage_s", "predicted.phases.stage_s");
       p.predicted_total_s = std::max(0.0, p.predicted_total_s - stage_s);
-      if (p.predicted_upper_s > 0) p.predicted_upper_s = std::max(0.0, p.predicted_upper_s - stage_s);
+      if (p.predicted_upper_s > 0)
+        p.predicted_upper_s = std::max(0.0, p.predicted_upper_s - stage_s);
       p.predicted_steps_s = seconds(ph, "steps_s", "predicted.phases.steps_s") +
                             seconds(ph, "warmup_s", "predicted.phases.warmup_s");
       p.predicted_eval_s = seconds(ph, "eval_s", "predicted.phases.eval_s");

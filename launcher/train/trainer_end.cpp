@@ -220,8 +220,8 @@ void Trainer::write_summary(uint32_t crc) {
       std::string band;
       if (plan_.predicted_upper_s > 0) {
         const bool inside = wall_s <= plan_.predicted_upper_s;
-        band = std::string(inside ? ", inside" : ", outside") + " the 90% band: <= " +
-               HumanDuration(plan_.predicted_upper_s);
+        band = std::string(inside ? ", inside" : ", outside") +
+               " the 90% band: <= " + HumanDuration(plan_.predicted_upper_s);
         summary["measured"]["inside_band"] = inside;
       }
       versus = "; predicted " + HumanDuration(plan_.predicted_total_s) + ", took " +

@@ -183,9 +183,10 @@ TEST(JobTime, StopCostsAStepAndOneWholeCheckpoint) {
   rt.write_gbs = 0.5;
   const JobPhases p = PredictJobPhases(w, s, rt, 0);
   EXPECT_NEAR(p.stop_s, 0.5 + kCheckpointFixedSeconds + 2, 1e-9);
-  EXPECT_NEAR(p.total_s(), p.startup_s + p.stage_s + p.data_s + p.warmup_s + p.steps_s +
-                               p.eval_s + p.checkpoint_s,
-              1e-12);  // not part of the job
+  EXPECT_NEAR(
+      p.total_s(),
+      p.startup_s + p.stage_s + p.data_s + p.warmup_s + p.steps_s + p.eval_s + p.checkpoint_s,
+      1e-12);  // not part of the job
 }
 
 TEST(JobTime, CalibrationThreadsFromTheFileOrItsHost) {

@@ -462,9 +462,11 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
   EXPECT_NE(report.find("  1  1x1 alpha (b128)"), std::string::npos) << report;
-  EXPECT_NE(report.find("predicted 1m52s (90% <= 2m13s): start-up 2s + data 55ms + warm-up 83ms + 3744 steps "
-                        "1m44s + 8 evaluations 6s + 8 checkpoints 69ms\n"),
-            std::string::npos)
+  EXPECT_NE(
+      report.find(
+          "predicted 1m52s (90% <= 2m13s): start-up 2s + data 55ms + warm-up 83ms + 3744 steps "
+          "1m44s + 8 evaluations 6s + 8 checkpoints 69ms\n"),
+      std::string::npos)
       << report;
   EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:1 --nodes=1 --ntasks-per-node=1 "
                         "--time=00:03:00\n"),
