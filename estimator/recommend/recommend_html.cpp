@@ -365,8 +365,14 @@ std::string SourceText(const std::string& gpu, const DeviceSpeed& speed, const C
   }
   if (speed.cpu_threads > 0)
     text += " Timed as a CPU process with " + std::to_string(speed.cpu_threads) +
-            " threads: ranks that share a node's cores run slower than this line, and the "
-            "candidates' predictions include that.";
+            " threads: ranks that share a node's cores run slower than this line (by the "
+            "measured ratio of the threads they get, not in proportion), and the candidates' "
+            "predictions include that.";
+  if (speed.log_sigma > 0)
+    text += " Its uncertainty: a step runs at most " +
+            Number(100 * std::expm1(kBandZ * speed.log_sigma)) +
+            "% over the line with 90% confidence (sigma of ln(measured / predicted) " +
+            Number(speed.log_sigma) + "), which makes the prediction band and the time limit.";
   return text;
 }
 
@@ -391,8 +397,14 @@ std::string ProfileSourceText(const ProgramProfile& p, const std::string& gpu,
   }
   if (speed.cpu_threads > 0)
     text += " Timed as a CPU process with " + std::to_string(speed.cpu_threads) +
-            " threads: ranks that share a node's cores run slower than this line, and the "
-            "candidates' predictions include that.";
+            " threads: ranks that share a node's cores run slower than this line (by the "
+            "measured ratio of the threads they get, not in proportion), and the candidates' "
+            "predictions include that.";
+  if (speed.log_sigma > 0)
+    text += " Its uncertainty: a step runs at most " +
+            Number(100 * std::expm1(kBandZ * speed.log_sigma)) +
+            "% over the line with 90% confidence (sigma of ln(measured / predicted) " +
+            Number(speed.log_sigma) + "), which makes the prediction band and the time limit.";
   return text;
 }
 
