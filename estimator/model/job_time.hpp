@@ -104,18 +104,23 @@ struct ThreadScaling {
 // in job_time.cpp with why it is not used.
 constexpr double kThreadScalingExponent = 0.88;
 
-// Per-sample time at `to` threads over that at `from` threads (both >= 1). With the probe's
-// measurements at both counts: compute_fraction x gflops(from) / gflops(to) + the rest x
-// gbs(from) / gbs(to) (only one array: that one for all of it); a count beyond what the
-// probe measured is extrapolated from its last measured count with perfect scaling of
-// that rate, an optimistic bound. Without a usable probe: (from / to)^kThreadScalingExponent.
-double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to);
+// Per-sample time at `to` threads, with `sharing` such processes running at once on the node,
+// over that of one process at `from` threads (counts >= 1). With the probe's measurements:
+//   compute_fraction x gflops(from) / gflops(to)
+//   + (1 - compute_fraction) x gbs(from) / (gbs(to x sharing) / sharing)
+// (cores are each rank's own, memory bandwidth is the node's: the ranks running at once
+// split what all their threads reach together); only one curve: that one for all of it. A
+// count beyond what the probe measured: sgemm grows in proportion from its last count (an
+// optimistic bound), bandwidth stays at its last (it saturates). Without a usable probe:
+// (from / to)^kThreadScalingExponent, which was measured one process at a time.
+double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int sharing = 1);
 
 // How much slower a rank runs than its CPU calibration when `ranks` ranks share `cores`
 // cores: the launcher gives each max(1, cores / ranks) OpenBLAS threads, and the
 // calibration timed one process with `calibration_threads`. Work per sample changes by the
 // measured ThreadTimeRatio (not in proportion to the threads: GEMMs scale almost
-// perfectly, memory passes do not). A node with more ranks than cores
+// perfectly, memory passes do not, and the ranks running at once share the node's memory
+// bandwidth). A node with more ranks than cores
 // (o = ranks / cores > 1) costs o twice, the fixed per-step part included: the ranks take
 // turns on the cores, and the ones already waiting in the allreduce poll (Open MPI spins
 // unless it knows the node is oversubscribed, which under srun it does not) and so take

@@ -149,13 +149,22 @@ TEST(JobTime, RanksSharingCoresByTheProbe) {
   EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 4, 1), 3.4);
   EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 4, probe).per_sample, 3.4);
   EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 2, probe).per_sample, 340.0 / 190);
-  // Half the time in memory passes: those slow down by the bandwidth's ratio only.
+  // Half the time in memory passes: alone, those slow down by the bandwidth's ratio only...
   probe.compute_fraction = 0.5;
   EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 4, 1), 0.5 * 3.4 + 0.5 * 39.0 / 30);
+  // ...and 4 ranks of a thread each share the bandwidth of 4 threads: 39 / 4 GB/s each.
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 4, 1, 4), 0.5 * 3.4 + 0.5 * 4);
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 4, probe).per_sample, 0.5 * 3.4 + 0.5 * 4);
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 2, probe).per_sample,
+                   0.5 * 340 / 190 + 0.5 * 39 / (39.0 / 2));
   // The other way round (a rank with more threads than the calibration): faster.
   EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 1, 4), 0.5 * 100.0 / 340 + 0.5 * 30.0 / 39);
-  // Beyond the probe's counts: its last rate grown in proportion (8 threads: 2 x 4's).
-  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 8, 4), 0.5 * 2 + 0.5 * 2);
+  // Beyond the probe's counts: sgemm grown in proportion (8 threads: 2 x 4's), bandwidth
+  // saturated at its last.
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 8, 4), 0.5 * 2 + 0.5 * 1);
+  // Oversubscribed (8 ranks on 4 cores, a thread each): 4 run at once, and the turns cost
+  // twice, twice.
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 8, probe).per_sample, (0.5 * 3.4 + 0.5 * 4) * 4);
   // Only sgemm measured: all of it at that rate, whatever the fraction.
   ThreadScaling flops_only;
   flops_only.gflops = {100, 190};
