@@ -287,7 +287,9 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   job.margin = in.config.margin;
   job.startup_s = in.config.startup_s;
   job.stage = !in.env_stage_dir.empty();
-  job.signal = in.user.signal_set;
+  // The plan's limit and the signal's lead go together; with their own --time the user's
+  // signal is theirs too.
+  job.signal = in.user.signal_set && !in.user.time_set;
   job.top = 5;
 
   if (o.types) {
