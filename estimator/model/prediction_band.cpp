@@ -49,9 +49,9 @@ TimeLimit TimeLimitFor(const JobPhases& p, double upper_s, bool signal) {
   if (!(minutes <= most)) minutes = most;  // also NaN
   t.minutes = std::max(1L, long(minutes));
   if (signal) {
-    // Whatever the rounding up to a minute added goes into the lead: the signal still comes
-    // after the band's upper end, and a job past it gets longer to stop.
-    const double lead = std::floor(t.seconds() - upper - kSignalEarlySeconds);
+    // As late as the stop allows: what the rounding up to a minute added stays before the
+    // signal, where a job a little past its band can still finish without a requeue.
+    const double lead = std::ceil(std::max(0.0, p.stop_s) + kStopSlackSeconds);
     t.signal_lead_s = int(std::min<double>(kMaxSignalLead, std::max(1.0, lead)));
   }
   return t;

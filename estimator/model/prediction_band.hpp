@@ -34,10 +34,13 @@
 // kSignalEarlySeconds before the time asked for (sbatch(1)), so
 //   limit >= upper + stop + kStopSlackSeconds + kSignalEarlySeconds
 // (stop: JobPhases::stop_s, the step under way and one checkpoint written whole), and the
-// signal's lead is what is left after the upper end: lead = limit - upper -
-// kSignalEarlySeconds. A job inside its band is then never signalled; a job past it is
-// signalled with at least stop + slack to checkpoint before the limit. Every job ends
-// inside its limit while it stays inside its band; with a signal, past it too (it stops).
+// signal's lead is the stop and its slack, lead = stop + kStopSlackSeconds (whole seconds):
+// the signal comes as late as leaves the job time to stop, so whatever the whole minutes
+// add goes to a job running a little past its band, which may then still finish without
+// a requeue. A job inside its band is never signalled (the earliest signal, limit - lead -
+// kSignalEarlySeconds, is after the upper end); a job past it that is signalled has at
+// least the stop's time to checkpoint before the limit. Every job ends inside its limit
+// while it stays inside its band; with a signal, past it too (it stops).
 #pragma once
 
 #include <string>

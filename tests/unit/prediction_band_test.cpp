@@ -118,8 +118,8 @@ TEST(PredictionBand, ASignalComesOnlyAfterTheUpperEnd) {
     ASSERT_GT(t.signal_lead_s, 0) << seconds;
     // The earliest the signal can come is still after the upper end...
     EXPECT_GE(t.seconds() - t.signal_lead_s - kSignalEarlySeconds, upper - 1) << seconds;
-    // ...and leaves the stop and its slack before the limit.
-    EXPECT_GE(t.signal_lead_s, p.stop_s + kStopSlackSeconds - 1) << seconds;
+    // ...and as late as leaves the stop and its slack before the limit.
+    EXPECT_EQ(t.signal_lead_s, 30) << seconds;
     // Never shorter than without a signal.
     EXPECT_GE(t.minutes, TimeLimitFor(p, upper, false).minutes) << seconds;
   }
