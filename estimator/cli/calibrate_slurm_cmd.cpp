@@ -12,6 +12,7 @@
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -482,7 +483,8 @@ int CalibrateSlurmCommand(const std::vector<std::string>& args) {
   };
   const std::string device = str("device");
   if (device.empty()) throw UsageError("calibrate --slurm: --device: must not be empty");
-  const std::string time_limit = SlurmTimeLimit(ParseDuration(str("time"), "--time"), 0);
+  const std::string time_limit =
+      SlurmMinutes(long(std::ceil(ParseDuration(str("time"), "--time") / 60 - 1e-9)));
   const double wait_s = vm.count("wait") ? ParseDuration(str("wait"), "--wait")
                                          : ParseSlurmElapsed(time_limit) + kWaitSlackS;
   std::vector<std::string> wanted;

@@ -182,8 +182,9 @@ int RecommendCommand(const std::vector<std::string>& args) {
               job.deadline_s > 0 ? HumanDuration(job.deadline_s).c_str() : "none",
               ObjectiveName(job.objective));
   for (const auto& [gpu, speed] : rec.speeds)
-    std::printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(), speed.source.c_str(),
-                speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
+    std::printf("  %s: %s, %.3f ms + %.4f ms/sample per step%s\n", gpu.c_str(),
+                speed.source.c_str(), speed.fixed_s * 1e3, speed.per_sample_s * 1e3,
+                SpreadText(speed.log_sigma).c_str());
   for (const std::string& w : warnings) std::printf("  warning: %s\n", w.c_str());
   std::printf("%d allocations considered in %.1f ms\n\n", rec.candidates, took * 1e3);
   auto row = [](int rank, const Allocation& a) {
@@ -204,7 +205,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
     for (int i = 0; i < n; ++i) row(i + 1, rec.ranked[size_t(i)]);
     std::printf("\nchosen: %s; time limit %s\n", chosen.why.c_str(),
                 plan["time_limit"].get<std::string>().c_str());
-    std::printf("predicted %s: %s\n", HumanDuration(chosen.total_s).c_str(),
+    std::printf("predicted %s: %s\n", BandText(chosen.total_s, chosen.total_upper_s).c_str(),
                 PhasesText(chosen.phases, chosen.steps).c_str());
     if (const std::string from = ChosenProvenance(rec, chosen); !from.empty())
       std::printf("step time: %s\n", from.c_str());

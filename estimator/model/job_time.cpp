@@ -45,12 +45,13 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
     p.evaluations = work.epochs;
     p.eval_s = double(p.evaluations) * pass;
   }
+  const double write_s =
+      kCheckpointFixedSeconds + work.checkpoint_bytes / (runtime.write_gbs * 1e9);
+  p.stop_s = step.step_s + write_s;
   p.checkpoints = work.epochs + int64_t(std::floor(p.steps_s / kCheckpointEverySeconds));
   if (p.checkpoints > 0) {
     // The last is waited for whole; each other holds the loop for its snapshot and for what
     // is left of the previous write when the interval is shorter than a write.
-    const double write_s =
-        kCheckpointFixedSeconds + work.checkpoint_bytes / (runtime.write_gbs * 1e9);
     const double interval_s = p.steps_s / double(p.checkpoints);
     const double background_s =
         work.checkpoint_bytes / (kSnapshotGbs * 1e9) + std::max(0.0, write_s - interval_s);
@@ -59,12 +60,65 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
   return p;
 }
 
-CpuShare CpuRankShare(int calibration_threads, int cores, int ranks) {
+namespace {
+
+// The rate at t threads from rates measured at 1..size() threads; beyond the last, sgemm
+// (`grows`) grown in proportion to the threads, an optimistic bound, and memory bandwidth
+// kept at its last value (it saturates: 1.17x from 1 to 2 threads on the project's host,
+// BENCHMARKS.md). 0 when none is usable.
+double RateAt(const std::vector<double>& by_threads, int t, bool grows) {
+  if (by_threads.empty() || t < 1) return 0;
+  const size_t last = by_threads.size();
+  if (size_t(t) <= last) return by_threads[size_t(t) - 1];
+  return by_threads[last - 1] * (grows ? double(t) / double(last) : 1.0);
+}
+
+bool Usable(const std::vector<double>& by_threads) {
+  if (by_threads.empty()) return false;
+  for (double v : by_threads)
+    if (!(v > 0) || !std::isfinite(v)) return false;
+  return true;
+}
+
+}  // namespace
+
+// The fallback exponent (job_time.hpp) comes from the AMD EPYC host of BENCHMARKS.md (a
+// quiet machine): the example CNN took 53.49 ms at 1 thread and 29.10 ms at 2 (1.84x), the
+// other six validation models 1.81-1.95x. Measured again on 2026-11-28 on a 2-core Intel
+// Xeon host (OpenBLAS's Prescott kernels) with `dlh-estimate profile
+// share/examples/fashion-mnist.json --threads 1|2 --steps 20`, interleaved, 3 rounds each:
+// 1 thread 182 / 184 / 215 ms (min / median / max), 2 threads 174 / 232 / 236 ms, under a
+// load average of 1.9-2.7 from other work on the same 2 cores: a second thread then finds no
+// free core, so that run says nothing about scaling and is not used.
+double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int sharing) {
+  if (from < 1 || to < 1) return 1;
+  sharing = std::max(1, sharing);
+  const bool flops = Usable(scaling.gflops), bytes = Usable(scaling.gbs);
+  if (!flops && !bytes)
+    return from == to ? 1 : std::pow(double(from) / double(to), kThreadScalingExponent);
+  const double compute = flops && bytes ? std::min(1.0, std::max(0.0, scaling.compute_fraction))
+                         : flops        ? 1.0
+                                        : 0.0;
+  double ratio = 0;
+  if (compute > 0)
+    ratio += compute * RateAt(scaling.gflops, from, true) / RateAt(scaling.gflops, to, true);
+  if (compute < 1) {
+    // The ranks running at once split the bandwidth all their threads together reach.
+    const double mine = RateAt(scaling.gbs, to * sharing, false) / sharing;
+    ratio += (1 - compute) * RateAt(scaling.gbs, from, false) / mine;
+  }
+  return ratio;
+}
+
+CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const ThreadScaling& scaling) {
   CpuShare s;
   if (calibration_threads <= 0 || cores <= 0 || ranks <= 0) return s;
   const int threads = std::max(1, cores / ranks);
   const double oversubscribed = std::max(1.0, double(ranks) * threads / double(cores));
-  s.per_sample = double(calibration_threads) / double(threads) * oversubscribed * oversubscribed;
+  // The ranks running at once: all of them, or as many as the cores hold when they take turns.
+  const int running = std::max(1, std::min(ranks, cores / threads));
+  s.per_sample = ThreadTimeRatio(scaling, calibration_threads, threads, running) * oversubscribed *
+                 oversubscribed;
   s.fixed = oversubscribed * oversubscribed;
   return s;
 }

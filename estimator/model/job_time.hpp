@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "estimator/cluster/cluster.hpp"
 #include "estimator/model/features.hpp"
@@ -72,6 +73,10 @@ struct JobPhases {
   double startup_s = 0, stage_s = 0, data_s = 0, warmup_s = 0, steps_s = 0, eval_s = 0,
          checkpoint_s = 0;
   int64_t evaluations = 0, checkpoints = 0;
+  // What a clean stop mid-run costs (not part of total_s): the step under way, then one
+  // checkpoint written whole (the launcher's --stop-on-usr1). The time limit keeps this much
+  // room before the signal a job script asks for (estimator/model/prediction_band.hpp).
+  double stop_s = 0;
   double total_s() const {
     return startup_s + stage_s + data_s + warmup_s + steps_s + eval_s + checkpoint_s;
   }
@@ -81,10 +86,41 @@ struct JobPhases {
 JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Runtime& runtime,
                            double startup_s);
 
+// How a CPU process's speed grows with its threads, as measured: gflops[t - 1] is the sgemm
+// GFLOP/s and gbs[t - 1] the memory bandwidth at t threads (a calibration's probe,
+// "sgemm_gflops_by_threads" and "memory_gbs_by_threads"); either may be empty (not
+// measured). compute_fraction: the share of the per-sample time that runs at the GEMM rate
+// (the time model's compute terms, wave_scaling.hpp), the rest at the memory rate.
+struct ThreadScaling {
+  std::vector<double> gflops, gbs;
+  double compute_fraction = 1;
+};
+
+// Without a probe: per-sample time at t threads goes as t^-kThreadScalingExponent. Measured
+// on the project's usual host (AMD EPYC, 2 cores; BENCHMARKS.md "a calibration moved to
+// another device", `dlh-estimate validate` at 1 and at 2 threads): the seven validation
+// models took 1.81-1.95x as long at 1 thread as at 2, the example CNN 1.84x. Exponent
+// log2(1.84) = 0.88, not 1 (perfect scaling). A second measurement, on a loaded host, is
+// in job_time.cpp with why it is not used.
+constexpr double kThreadScalingExponent = 0.88;
+
+// Per-sample time at `to` threads, with `sharing` such processes running at once on the node,
+// over that of one process at `from` threads (counts >= 1). With the probe's measurements:
+//   compute_fraction x gflops(from) / gflops(to)
+//   + (1 - compute_fraction) x gbs(from) / (gbs(to x sharing) / sharing)
+// (cores are each rank's own, memory bandwidth is the node's: the ranks running at once
+// split what all their threads reach together); only one curve: that one for all of it. A
+// count beyond what the probe measured: sgemm grows in proportion from its last count (an
+// optimistic bound), bandwidth stays at its last (it saturates). Without a usable probe:
+// (from / to)^kThreadScalingExponent, which was measured one process at a time.
+double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int sharing = 1);
+
 // How much slower a rank runs than its CPU calibration when `ranks` ranks share `cores`
 // cores: the launcher gives each max(1, cores / ranks) OpenBLAS threads, and the
-// calibration timed one process with `calibration_threads`. Work per sample scales with
-// the threads (GEMMs and memory passes are threaded). A node with more ranks than cores
+// calibration timed one process with `calibration_threads`. Work per sample changes by the
+// measured ThreadTimeRatio (not in proportion to the threads: GEMMs scale almost
+// perfectly, memory passes do not, and the ranks running at once share the node's memory
+// bandwidth). A node with more ranks than cores
 // (o = ranks / cores > 1) costs o twice, the fixed per-step part included: the ranks take
 // turns on the cores, and the ones already waiting in the allreduce poll (Open MPI spins
 // unless it knows the node is oversubscribed, which under srun it does not) and so take
@@ -93,7 +129,8 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
 struct CpuShare {
   double per_sample = 1, fixed = 1;
 };
-CpuShare CpuRankShare(int calibration_threads, int cores, int ranks);
+CpuShare CpuRankShare(int calibration_threads, int cores, int ranks,
+                      const ThreadScaling& scaling = {});
 
 // "start-up 30s + data 0.2s + warm-up 0.4s + 936 steps 1m40s + 8 evaluations 5.1s + 8
 // checkpoints 0.5s" (parts that cost nothing left out).

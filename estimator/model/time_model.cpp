@@ -46,7 +46,9 @@
 //       "coef": [1e-3, 2e-11, ...],            one non-negative number per term
 //       "quality": {"samples": 60, "folds": 5,  non-negative integers
 //                   "r2": 0.998,                number
-//                   "mape": 3.1, "cv_mape": 4.2}}  non-negative numbers, in %
+//                   "mape": 3.1, "cv_mape": 4.2,  non-negative numbers, in %
+//                   "cv_log_sigma": 0.06}}      optional, non-negative (0 when absent:
+//                                               older files): FitQuality::cv_log_sigma
 //   }
 //
 // The model's device is the file's "device"; a CPU device's element-wise term leaves out the
@@ -263,6 +265,27 @@ uint64_t Below(std::mt19937_64& rng, uint64_t bound) {
 
 }  // namespace
 
+namespace {
+
+// The spread of held-out errors as a normal standard deviation: the 90% quantile of
+// |ln(measured / predicted)| over 1.645 (a normal's |x| has its 90% quantile at 1.645
+// sigma). Not 1.4826 x MAD: the time model's held-out errors are heavy-tailed (most models
+// within a few percent, a few off by 20-40%: BENCHMARKS.md, the validation tables), and MAD
+// describes the bulk while the band is about the tail, the jobs that would overrun. The
+// quantile reads that tail directly and is still robust to the single worst sample. Linear
+// interpolation between order statistics.
+double RobustLogSigma(std::vector<double> abs_log) {
+  if (abs_log.empty()) return 0;
+  std::sort(abs_log.begin(), abs_log.end());
+  const double at = 0.9 * double(abs_log.size() - 1);
+  const size_t lo = size_t(at);
+  const size_t hi = std::min(lo + 1, abs_log.size() - 1);
+  const double q = abs_log[lo] + (at - double(lo)) * (abs_log[hi] - abs_log[lo]);
+  return q / 1.6449;
+}
+
+}  // namespace
+
 TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample>& samples,
                        int folds) {
   const int n = int(samples.size());
@@ -319,6 +342,8 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
   std::mt19937_64 rng(0x444c48u);  // "DLH"
   for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[Below(rng, i + 1)]);
   double cv_ape = 0;
+  std::vector<double> cv_abs_log;  // |ln(measured / predicted)| of every held-out sample
+  cv_abs_log.reserve(size_t(n));
   size_t start = 0;
   for (int k = 0; k < folds; ++k) {
     const size_t size = size_t(n / folds + (k < n % folds ? 1 : 0));
@@ -332,9 +357,16 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
       throw EstimateError(what + "only " + std::to_string(train.size()) + " training samples for " +
                           std::to_string(kTimeTerms) + " terms; use fewer folds");
     const std::vector<double> c = Solve(rows, t, train, what);
-    for (size_t i : test) cv_ape += std::fabs(Predict(c, rows[i]) - t[i]) / t[i];
+    for (size_t i : test) {
+      const double p = Predict(c, rows[i]);
+      cv_ape += std::fabs(p - t[i]) / t[i];
+      // A fold may predict a non-positive time for a sample far outside its training set:
+      // count it as off by the largest factor the band can take (e^3), not as infinite.
+      cv_abs_log.push_back(p > 0 ? std::min(3.0, std::fabs(std::log(t[i] / p))) : 3.0);
+    }
   }
   model.quality.cv_mape = 100 * cv_ape / n;
+  model.quality.cv_log_sigma = RobustLogSigma(cv_abs_log);
   return model;
 }
 
@@ -513,7 +545,8 @@ json CalibrationToJson(const Calibration& c) {
                       {"folds", q.folds},
                       {"r2", q.r2},
                       {"mape", q.mape},
-                      {"cv_mape", q.cv_mape}}}}}};
+                      {"cv_mape", q.cv_mape},
+                      {"cv_log_sigma", q.cv_log_sigma}}}}}};
   if (!c.engine.empty())
     out["engine"] = {{"fingerprint", c.engine}, {"compiler", c.compiler}, {"blas", c.blas}};
   if (!c.device_info.is_null()) out["device_info"] = c.device_info;
@@ -614,12 +647,15 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     c.model.coef.resize(size_t(kTimeTerms), 0.0);  // a legacy file: no per-layer cost
   }
   const Reader q(m.required("quality"), origin, m.at("quality"));
-  q.object({"samples", "folds", "r2", "mape", "cv_mape"});
+  q.object({"samples", "folds", "r2", "mape", "cv_mape", "cv_log_sigma"});
   c.model.quality.samples = int(q.integer("samples", 0, INT_MAX));
   c.model.quality.folds = int(q.integer("folds", 0, INT_MAX));
   c.model.quality.r2 = q.number("r2", S::Any);
   c.model.quality.mape = q.number("mape", S::NonNegative);
   c.model.quality.cv_mape = q.number("cv_mape", S::NonNegative);
+  // Files from before the prediction band have none: 0, and the band falls back to cv_mape.
+  if (q.has("cv_log_sigma"))
+    c.model.quality.cv_log_sigma = q.number("cv_log_sigma", S::NonNegative);
   c.model.device = c.device;
   return c;
 }

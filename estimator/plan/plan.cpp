@@ -165,14 +165,16 @@ void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<Li
 
 }  // namespace
 
-const char* const kUserOptionNames[10] = {
+const char* const kUserOptionNames[11] = {
     "gres",  "gpus",   "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
-    "nodes", "ntasks", "ntasks-per-node", "time",          "constraint"};
+    "nodes", "ntasks", "ntasks-per-node", "time",          "constraint",
+    "signal"};
 
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value) {
   auto same = [&](const std::pair<std::string, std::string>& g) { return g.first == name; };
   r.given.erase(std::remove_if(r.given.begin(), r.given.end(), same), r.given.end());
-  r.given.emplace_back(name, value);
+  // A signal is no part of the allocation: the summary says what became of its lead.
+  if (name != "signal") r.given.emplace_back(name, value);
   if (name == "gres") {
     r.gpus_set = true;
     NoteGres(r, value);
@@ -202,6 +204,9 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
     r.ntasks_per_node = SmallInt(value);
   } else if (name == "constraint") {
     r.constraint_set = true;
+  } else if (name == "signal") {
+    r.signal_set = true;
+    r.signal = value;
   } else if (name == "time") {
     r.time_set = true;
     r.time_text = value;
@@ -283,6 +288,9 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   job.margin = in.config.margin;
   job.startup_s = in.config.startup_s;
   job.stage = !in.env_stage_dir.empty();
+  // The plan's limit and the signal's lead go together; with their own --time the user's
+  // signal is theirs too.
+  job.signal = in.user.signal_set && !in.user.time_set;
   job.top = 5;
 
   if (o.types) {
@@ -365,7 +373,8 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
   // keeps linear scaling's rate, which the job falls back to when the test finds no minimum.
   if (in.options.lr && *in.options.lr == "find") out.plan["lr_source"] = "find";
   out.time_limit = out.plan["time_limit"].get<std::string>();
-  out.settings = SlurmSettings(out.chosen, out.time_limit, in.user, cluster);
+  out.signal_lead_s = out.plan.value("signal_lead_s", 0);
+  out.settings = SlurmSettings(out.chosen, out.time_limit, in.user, cluster, out.signal_lead_s);
   if (out.chosen.parts.size() > 1) AddNodeNames(out, cluster, live, live_error);
   out.tasks = TasksOf(out.chosen, in.user);
   const double needed_s = out.chosen.total_s * (1 + job.margin);
@@ -377,8 +386,14 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
   return out;
 }
 
+std::string SignalWithLead(const std::string& signal, int lead_s) {
+  const size_t at = signal.rfind('@');
+  return (at == std::string::npos ? signal : signal.substr(0, at)) + "@" + std::to_string(lead_s);
+}
+
 std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& time_limit,
-                                        const UserRequest& user, const Cluster& cluster) {
+                                        const UserRequest& user, const Cluster& cluster,
+                                        int signal_lead_s) {
   if (a.parts.empty()) throw Error("SlurmSettings: an allocation without parts (internal error)");
   const Part& p = a.parts[0];
   std::string gres = "gpu:" + p.gpu + ":" + std::to_string(p.gpus_per_node);
@@ -417,6 +432,8 @@ std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& 
   if (!constraint.empty()) s.push_back({"constraint", constraint, !user.constraint_set});
   if (!user.nodes_set && !user.ntasks_set && user.ntasks_per_node > 0)
     s.push_back({"ntasks", std::to_string(int64_t(a.nodes) * user.ntasks_per_node), true});
+  if (user.signal_set && !user.time_set && signal_lead_s > 0 && !user.signal.empty())
+    s.push_back({"signal", SignalWithLead(user.signal, signal_lead_s), true});
   return s;
 }
 
@@ -438,12 +455,17 @@ std::string SummaryLine(const PlanOutcome& p) {
          (part.gpus_per_node == 1 ? "" : "s");
   }
   s += ", " + Plural(p.tasks, "task", "tasks") + ", time " + p.time_limit + ": predicted " +
-       HumanDuration(a.total_s) + ", " + FormatEnergy(a.energy_j) + ", deadline " +
+       BandText(a.total_s, a.total_upper_s) + ", " + FormatEnergy(a.energy_j) + ", deadline " +
        p.deadline_text + " (" + ShortWhy(p.rec.ranked.empty() ? a.why : p.rec.ranked[0].why) + ")";
   if (const std::string from = ChosenProvenance(p.rec, a); !from.empty())
     s += "; step time " + from;
   const std::string kept = KeptText(p.user);
   if (!kept.empty()) s += "; yours kept: " + kept;
+  for (const SlurmSetting& st : p.settings)
+    if (st.name == "signal" && st.apply)
+      s += "; --signal=" + st.value +
+           " (your lead fitted to the limit: the signal comes after "
+           "the 90% end)";
   if (!p.time_note.empty()) s += "; " + p.time_note;
   for (const std::string& w : StaleCalibrationWarnings(p.rec.speeds)) s += "; warning: " + w;
   if (p.job.profile)
@@ -470,8 +492,9 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
               job.spec.origin.c_str(), static_cast<long long>(job.samples), job.epochs,
               job.spec.batch_size, p.deadline_text.c_str(), ObjectiveName(job.objective));
   for (const auto& [gpu, speed] : rec.speeds)
-    s += Printf("  %s: %s, %.3f ms + %.4f ms/sample per step\n", gpu.c_str(), speed.source.c_str(),
-                speed.fixed_s * 1e3, speed.per_sample_s * 1e3);
+    s +=
+        Printf("  %s: %s, %.3f ms + %.4f ms/sample per step%s\n", gpu.c_str(), speed.source.c_str(),
+               speed.fixed_s * 1e3, speed.per_sample_s * 1e3, SpreadText(speed.log_sigma).c_str());
   for (const std::string& w : StaleCalibrationWarnings(rec.speeds)) s += "  warning: " + w + "\n";
   if (job.profile)
     for (const std::string& w : ProfileWarnings(*job.profile)) s += "  warning: " + w + "\n";
@@ -500,7 +523,7 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   for (int i = 0; i < n; ++i) row(i + 1, rec.ranked[size_t(i)]);
   s += "\nchosen: " + AllocationText(p.chosen) + ", " + ShortWhy(p.chosen.why) + "; time limit " +
        p.time_limit + "\n";
-  s += "predicted " + HumanDuration(p.chosen.total_s) + ": " +
+  s += "predicted " + BandText(p.chosen.total_s, p.chosen.total_upper_s) + ": " +
        PhasesText(p.chosen.phases, p.chosen.steps) + "\n";
   if (const std::string from = ChosenProvenance(rec, p.chosen); !from.empty())
     s += "step time: " + from + "\n";

@@ -42,6 +42,8 @@ struct UserRequest {
   int ntasks_per_node = 0;  // its value when a plain number (0: not given or unreadable)
   bool time_set = false;
   bool constraint_set = false;  // --constraint (a mix needs its own)
+  bool signal_set = false;      // --signal: the job script wants a signal before the limit
+  std::string signal;           // its value as Slurm gives it, "B:USR1@120"
   std::string gpu_type;         // the GPU type the user's GPU options name ("": none)
   int gpus_per_node = 0;        // from --gres / --gpus-per-node (0: not given)
   int gpus_total = 0;           // from --gpus
@@ -54,12 +56,13 @@ struct UserRequest {
 // Records one option the user set, with its value as slurm_option_get returns it: gres
 // "gres:gpu:a100:2" (22.05 prefixes "gres:"), gpus/gpus-per-node/gpus-per-task/
 // gpus-per-socket "a100:2" or "2", nodes "2" or "2-4", time "00:10:00", "1-00:00:00" or
-// "UNLIMITED", ntasks and ntasks-per-node. Values it cannot read only mark the option as set.
+// "UNLIMITED", ntasks, ntasks-per-node and signal ("B:USR1@120"). Values it cannot read only
+// mark the option as set.
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value);
 
 // The Slurm options NoteUserOption understands: the facade and `dlh-estimate slurm-plan`
 // note each one the user set.
-extern const char* const kUserOptionNames[10];
+extern const char* const kUserOptionNames[11];
 
 struct PlanInputs {
   AutoOptions options;
@@ -85,6 +88,7 @@ struct PlanOutcome {
   bool feasible = false;  // chosen fits and meets the deadline
   nlohmann::json plan;    // DLH_PLAN (docs/reference/plan.md)
   std::string time_limit;
+  int signal_lead_s = 0;  // > 0: the lead of the user's --signal that fits the limit
   std::vector<SlurmSetting> settings;
   std::string deadline_text;  // "30m", "none"
   std::string live_note;      // "free now: node-a100 3/16, ..." or "live node state unknown (...)"
@@ -112,14 +116,23 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
 // ntasks-per-node when --ntasks or --ntasks-per-node is.
 // When the plan sets the nodes and the user gave only --ntasks-per-node, it also sets
 // ntasks (nodes x theirs): sbatch derived ntasks from one node before the plugin ran.
+// When the plan sets the time limit and the user asked for a signal before it (--signal),
+// the signal's lead becomes `signal_lead_s` (their signal kept, "B:USR1@120" ->
+// "B:USR1@75"): a lead fixed in the job script cannot know a limit made for the job
+// (estimator/model/prediction_band.hpp); with their own --time they keep their lead.
 std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& time_limit,
-                                        const UserRequest& user, const Cluster& cluster);
+                                        const UserRequest& user, const Cluster& cluster,
+                                        int signal_lead_s = 0);
+
+// "B:USR1@120" with its lead replaced: "B:USR1@75"; "USR1" (Slurm's default lead) likewise.
+std::string SignalWithLead(const std::string& signal, int lead_s);
 
 // "1 x 2 alpha", "1 x 2 alpha + 1 x 2 beta".
 std::string AllocationText(const Allocation& a);
 
-// "dlh: 1 node x 2 alpha GPUs, 2 tasks, time 00:04:00: predicted 3m23s, 14.7 kJ, deadline
-// 30m (least energy of 4 allocations meeting the 30m deadline)" (+ notes). One line.
+// "dlh: 1 node x 2 alpha GPUs, 2 tasks, time 00:04:00: predicted 3m23s (90% <= 3m51s),
+// 14.7 kJ, deadline 30m (least energy of 4 allocations meeting the 30m deadline)" (+ notes).
+// One line.
 std::string SummaryLine(const PlanOutcome& p);
 // "dlh: no allocation meets the 2m deadline; the fastest, 1 x 2 alpha, needs 3m43s with the
 // 10% margin (3m23s predicted)".

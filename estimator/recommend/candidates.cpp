@@ -261,8 +261,8 @@ class Enumerator {
   CpuShare Share(const TypeInfo& t, int gpn, int64_t gpus) const {
     if (t.cpu_threads <= 0) return {};
     if (runtime_.shared_host_cores > 0)
-      return CpuRankShare(t.cpu_threads, runtime_.shared_host_cores, int(gpus));
-    return CpuRankShare(t.cpu_threads, t.cores, gpn);
+      return CpuRankShare(t.cpu_threads, runtime_.shared_host_cores, int(gpus), t.cpu_scaling);
+    return CpuRankShare(t.cpu_threads, t.cores, gpn, t.cpu_scaling);
   }
 
   const Job& job_;

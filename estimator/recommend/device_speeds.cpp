@@ -1,12 +1,14 @@
 // DLH estimator — each GPU type's step speed for the recommender: from its calibration, a
 // calibrated type's model scaled by the peaks' ratios, a program's profile, or the roofline.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "estimator/model/job_time.hpp"
 #include "estimator/model/wave_scaling.hpp"
 #include "estimator/observe/correction.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
@@ -25,6 +27,76 @@ namespace {
 constexpr double kComputeEfficiency = 0.4;
 constexpr double kBandwidthEfficiency = 0.6;
 constexpr double kLaunchSeconds = 10e-6;
+
+// Uncertainties of the speeds not measured on their own type, as standard deviations of
+// ln(measured / predicted) (DeviceSpeed::log_sigma):
+//  - a calibration wave-scaled to another type by datasheet ratios: the one transfer this
+//    project has measured is between thread counts of one CPU with measured peaks
+//    (BENCHMARKS.md, "a calibration moved to another device": 14 predictions, 1 -> 2 and
+//    2 -> 1 threads, root mean square of ln r 0.19 against about 0.11 for the own
+//    calibrations, so about 0.16 added in quadrature). Across GPU types by datasheet peaks
+//    it has never been measured (issue 40): 0.25, conservative and unmeasured.
+//  - the bare roofline: the same measurements gave it a root mean square of ln r of 0.41
+//    with the target's measured peaks (two models off by 2.6x); with datasheet peaks and
+//    assumed efficiencies, 0.6, unmeasured.
+//  - a profile's own step: its points' min-max spread when recorded, at least
+//    kProfileFloorLogSigma (a run's median step against the next run's: assumed, unmeasured).
+constexpr double kWaveTransferLogSigma = 0.25;
+constexpr double kRooflineLogSigma = 0.6;
+constexpr double kProfileFloorLogSigma = 0.05;
+
+double Quadrature(double a, double b) { return std::sqrt(a * a + b * b); }
+
+// The calibration's own spread: its cross-validated sigma, or for a file from before it, the
+// cross-validated MAPE as one (mean |ln r| is 0.798 sigma for a normal ln r); plus a
+// transfer's added error (Calibration::transfer_log_sigma) in quadrature.
+double CalibrationLogSigma(const Calibration& cal) {
+  const FitQuality& q = cal.model.quality;
+  const double own = q.cv_log_sigma > 0 ? q.cv_log_sigma : std::log1p(q.cv_mape / 100) / 0.7979;
+  return Quadrature(own, std::max(0.0, cal.transfer_log_sigma));
+}
+
+// A profile's spread: the widest of its points' ln(max / min) taken as a 90% two-sided
+// range (over 2 x 1.645), at least the floor.
+double ProfileLogSigma(const ProgramProfile& p) {
+  double sigma = kProfileFloorLogSigma;
+  for (const ProfilePoint& pt : p.points)
+    if (pt.step_s_min > 0 && pt.step_s_max > pt.step_s_min)
+      sigma = std::max(sigma, std::log(pt.step_s_max / pt.step_s_min) / (2 * 1.6449));
+  return sigma;
+}
+
+// The probe's measurements by thread count (Calibration::probe), when it has them: a JSON
+// array of positive numbers, else empty.
+std::vector<double> ProbeByThreads(const Calibration& cal, const char* key) {
+  std::vector<double> out;
+  if (!cal.probe.is_object() || !cal.probe.contains(key)) return out;
+  const nlohmann::json& a = cal.probe.at(key);
+  if (!a.is_array()) return out;
+  for (const nlohmann::json& v : a) {
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) return {};
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+// How a CPU calibration's per-sample time moves with the threads (job_time.hpp): the probe's
+// curves, and the share of this model's per-sample time in compute terms.
+ThreadScaling CpuScaling(const Calibration& cal, const std::vector<double>& coef,
+                         const ModelFeatures& f) {
+  ThreadScaling t;
+  t.gflops = ProbeByThreads(cal, "sgemm_gflops_by_threads");
+  t.gbs = ProbeByThreads(cal, "memory_gbs_by_threads");
+  const std::vector<double> t0 = TimeTerms(f, 0, true), t1 = TimeTerms(f, 1, true);
+  double compute = 0, memory = 0;
+  for (int i = 0; i < kTimeTerms && size_t(i) < coef.size(); ++i) {
+    const double per = coef[size_t(i)] * (t1[size_t(i)] - t0[size_t(i)]);
+    if (TimeTermRate(i) == TermRate::Compute) compute += per;
+    if (TimeTermRate(i) == TermRate::Memory) memory += per;
+  }
+  if (compute + memory > 0) t.compute_fraction = compute / (compute + memory);
+  return t;
+}
 
 // A GPU type's calibration file, loaded and checked; errors name the type.
 Calibration LoadTypeCalibration(const GpuType& g) {
@@ -95,6 +167,8 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
     DeviceSpeed s;
     if (profiled) {
       s = ProfileSpeed(*job.profile, *profiled, *g);
+      s.log_sigma = ProfileLogSigma(*job.profile);
+      if (g->name != profiled->name) s.log_sigma = Quadrature(s.log_sigma, kWaveTransferLogSigma);
     } else if (!g->calibration.empty()) {
       const Calibration& cal = calibration_of(*g);
       const std::string file = std::filesystem::path(g->calibration).filename().string();
@@ -102,7 +176,11 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
         s.stale = file + ": " + stale;
-      if (cal.device == "cpu") s.cpu_threads = CalibrationThreads(cal);
+      if (cal.device == "cpu") {
+        s.cpu_threads = CalibrationThreads(cal);
+        s.cpu_scaling = CpuScaling(cal, cal.model.coef, f);
+      }
+      s.log_sigma = CalibrationLogSigma(cal);
       int measured = 0;
       s.measured_watts = MeasuredWatts(cal, &measured);
       if (s.measured_watts > 0)
@@ -114,16 +192,22 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       const Calibration& cal = calibration_of(*ref);
       const std::string file = std::filesystem::path(ref->calibration).filename().string();
       const SpeedRatio ratio = PeakRatio(*ref, *g);
-      s = AffineSpeed(ScaleCoefficients(cal.model.coef, ratio), f, CpuEngineDevice(cal.device));
+      const std::vector<double> coef = ScaleCoefficients(cal.model.coef, ratio);
+      s = AffineSpeed(coef, f, CpuEngineDevice(cal.device));
       s.source = "scaled from " + ref->name + "'s calibration (" + file + "): " + RatioText(ratio);
       s.reference = ref->name;
       // The reference's staleness carries over: the scaled model is no better than it.
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
         s.stale = file + ": " + stale;
-      if (cal.device == "cpu") s.cpu_threads = CalibrationThreads(cal);
+      if (cal.device == "cpu") {
+        s.cpu_threads = CalibrationThreads(cal);
+        s.cpu_scaling = CpuScaling(cal, coef, f);
+      }
+      s.log_sigma = Quadrature(CalibrationLogSigma(cal), kWaveTransferLogSigma);
     } else {
       s = RooflineSpeed(f, layers, *g);
       s.source = "roofline (no calibration for " + g->name + " or any other type)";
+      s.log_sigma = kRooflineLogSigma;
     }
     // Another type's joules say nothing about this one's power: only its own count.
     if (s.measured_watts <= 0)

@@ -1,5 +1,6 @@
-// DLH estimator — the recommender's numbers as text (times, energies, the Slurm time limit)
-// and the chosen allocation as the plan's JSON (docs/reference/plan.md).
+// DLH estimator — the recommender's numbers as text (times, energies, the Slurm time limit
+// from the prediction band) and the chosen allocation as the plan's JSON
+// (docs/reference/plan.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,21 +55,8 @@ std::string Percent(double ratio) {
   return Printf(std::fabs(p) < 1 ? "%+.1f%%" : "%+.0f%%", p);
 }
 
-// Whole minutes of (1 + margin) * seconds + grace, rounded up, at least 1 (and at most 100
-// years).
-long LimitMinutes(double seconds, double margin, double grace_s) {
-  double v = (1 + std::max(0.0, margin)) * seconds + std::max(0.0, grace_s);
-  if (!(v > 0)) v = 0;
-  // The tolerance keeps exact multiples of a minute (3600 s, margin 0) from rounding up.
-  double minutes = std::ceil(v / 60 - 1e-9);
-  const double most = 100 * 365.0 * 24 * 60;
-  if (!(minutes <= most)) minutes = most;
-  return std::max(1L, long(minutes));
-}
-
 }  // namespace recommend_detail
 
-using recommend_detail::LimitMinutes;
 using recommend_detail::Printf;
 
 nlohmann::json PhasesJson(const JobPhases& p) {
@@ -96,8 +84,7 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
     if (s != rec.speeds.end() && !s->second.energy_source.empty())
       energy_sources[p.gpu] = s->second.energy_source;
   }
-  const std::string limit = SlurmTimeLimit(chosen.total_s, job.margin, job.grace_s);
-  const long limit_s = LimitMinutes(chosen.total_s, job.margin, job.grace_s) * 60;
+  const TimeLimit limit = JobTimeLimit(job, chosen);
 
   json j;
   j["format_version"] = 1;
@@ -120,14 +107,16 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
                     {"comm_s", chosen.comm_s},
                     {"steps", chosen.steps},
                     {"total_s", chosen.total_s},
+                    {"upper_s", std::max(chosen.total_s, chosen.total_upper_s)},
                     {"energy_j", chosen.energy_j},
                     {"energy_kwh", chosen.energy_j / 3.6e6},
                     {"gpu_hours", chosen.gpu_hours},
                     {"memory_gb_per_gpu", chosen.memory_bytes / 1e9},
                     {"phases", PhasesJson(chosen.phases)}};
   j["margin"] = job.margin;
-  j["time_limit"] = limit;
-  j["time_limit_s"] = limit_s;
+  j["time_limit"] = SlurmMinutes(limit.minutes);
+  j["time_limit_s"] = long(limit.seconds());
+  if (limit.signal_lead_s > 0) j["signal_lead_s"] = limit.signal_lead_s;
   j["speed_source"] = sources;
   j["energy_source"] = energy_sources;
   j["why"] = chosen.why;
@@ -141,15 +130,12 @@ std::string FormatEnergy(double j) {
   return Printf("%.2f GJ", j / 1e9);
 }
 
-std::string SlurmTimeLimit(double seconds, double margin, double grace_s) {
-  const long minutes = LimitMinutes(seconds, margin, grace_s);
-  const long d = minutes / (24 * 60), h = (minutes / 60) % 24, m = minutes % 60;
-  char buf[48];
-  if (d > 0)
-    std::snprintf(buf, sizeof buf, "%ld-%02ld:%02ld:00", d, h, m);
-  else
-    std::snprintf(buf, sizeof buf, "%02ld:%02ld:00", h, m);
-  return buf;
+TimeLimit JobTimeLimit(const Job& job, const Allocation& a) {
+  return TimeLimitFor(a.phases, std::max(a.total_s, a.total_upper_s), job.signal);
+}
+
+std::string SlurmTimeLimit(const Job& job, const Allocation& a) {
+  return SlurmMinutes(JobTimeLimit(job, a).minutes);
 }
 
 }  // namespace dlh

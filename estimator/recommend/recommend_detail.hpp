@@ -31,9 +31,6 @@ std::string Duration(double s);
 std::string GpuHours(double h);
 // "+12%", "+0.4%", "-3%"
 std::string Percent(double ratio);
-// Whole minutes of (1 + margin) * seconds + grace, rounded up, at least 1 (and at most 100
-// years).
-long LimitMinutes(double seconds, double margin, double grace_s);
 
 // ---------------------------------------------------------------- recommender.cpp
 
@@ -51,6 +48,8 @@ struct TypeInfo {
   double fixed = 0, per = 0;  // speed
   double active_watts = 0;    // measured where the calibration has joules, else the datasheet's
   int cpu_threads = 0;        // DeviceSpeed::cpu_threads
+  ThreadScaling cpu_scaling;  // DeviceSpeed::cpu_scaling
+  double log_sigma = 0;       // DeviceSpeed::log_sigma
   int cores = 0;              // the node's CPU cores (NodeType::cpu_cores, else cpu_threads)
   int available = 0;
   AlphaBeta intra;

@@ -113,6 +113,25 @@ void Asked(const Job& job, const Cluster& cluster, const Recommendation& rec, Ht
 
 // ---------------------------------------------------------------- the chosen allocation
 
+// "00:03:00: the band's 90% upper end (2m20s, against 1m52s predicted: the step's speed
+// is known to within +12% at 90%, start-up and I/O to their own) + room (5% of it, at least
+// 15 s), in whole minutes" (prediction_band.hpp).
+std::string LimitText(const Job& job, const Allocation& a) {
+  const TimeLimit limit = JobTimeLimit(job, a);
+  const double upper = std::max(a.total_s, a.total_upper_s);
+  std::string s = SlurmMinutes(limit.minutes) + ": the prediction's 90% upper end (" +
+                  HumanDuration(upper) + ", against " + HumanDuration(a.total_s) +
+                  " predicted: the step, start-up and I/O each with its own uncertainty) + " +
+                  Number(kRoomFraction * 100) + "% of it as room (at least " +
+                  Number(kMinRoomSeconds) + " s)";
+  if (limit.signal_lead_s > 0)
+    s += ", and with the job script's signal its lead (" + std::to_string(limit.signal_lead_s) +
+         " s) + " + Number(kSignalEarlySeconds) +
+         " s (Slurm may signal that much early), so that a job inside its band is never "
+         "signalled";
+  return s + "; in whole minutes";
+}
+
 void ChosenFacts(const Job& job, const Recommendation& rec, HtmlPage* page) {
   const Allocation& a = Chosen(rec);
   std::string types, per_node, nodes, batches, sources, power;
@@ -143,10 +162,9 @@ void ChosenFacts(const Job& job, const Recommendation& rec, HtmlPage* page) {
       {"batch", "global " + std::to_string(a.global_batch) + ", per GPU " + batches},
       {"learning rate", Number(a.lr) + " (warm-up " + Number(a.warmup_epochs) +
                             (a.warmup_epochs == 1 ? " epoch)" : " epochs)")},
-      {"time limit", SlurmTimeLimit(a.total_s, job.margin, job.grace_s) + " (predicted time + " +
-                         Percent(job.margin) + " margin + " + HumanDuration(job.grace_s) +
-                         " grace, in whole minutes)"},
-      {"predicted time", HumanDuration(a.total_s) + ": " + PhasesText(a.phases, a.steps)},
+      {"time limit", LimitText(job, a)},
+      {"predicted time",
+       BandText(a.total_s, a.total_upper_s) + ": " + PhasesText(a.phases, a.steps)},
       {"predicted energy", In(a.energy_j, EnergyUnit(a.energy_j)) + " (" +
                                FormatEnergy(a.energy_j) + ")" +
                                (power.empty() ? "" : "; power " + power)},
@@ -349,8 +367,14 @@ std::string SourceText(const std::string& gpu, const DeviceSpeed& speed, const C
   }
   if (speed.cpu_threads > 0)
     text += " Timed as a CPU process with " + std::to_string(speed.cpu_threads) +
-            " threads: ranks that share a node's cores run slower than this line, and the "
-            "candidates' predictions include that.";
+            " threads: ranks that share a node's cores run slower than this line (by the "
+            "measured ratio of the threads they get, not in proportion), and the candidates' "
+            "predictions include that.";
+  if (speed.log_sigma > 0)
+    text += " Its uncertainty: a step runs at most " +
+            Number(100 * std::expm1(kBandZ * speed.log_sigma)) +
+            "% over the line with 90% confidence (sigma of ln(measured / predicted) " +
+            Number(speed.log_sigma) + "), which makes the prediction band and the time limit.";
   return text;
 }
 
@@ -375,8 +399,14 @@ std::string ProfileSourceText(const ProgramProfile& p, const std::string& gpu,
   }
   if (speed.cpu_threads > 0)
     text += " Timed as a CPU process with " + std::to_string(speed.cpu_threads) +
-            " threads: ranks that share a node's cores run slower than this line, and the "
-            "candidates' predictions include that.";
+            " threads: ranks that share a node's cores run slower than this line (by the "
+            "measured ratio of the threads they get, not in proportion), and the candidates' "
+            "predictions include that.";
+  if (speed.log_sigma > 0)
+    text += " Its uncertainty: a step runs at most " +
+            Number(100 * std::expm1(kBandZ * speed.log_sigma)) +
+            "% over the line with 90% confidence (sigma of ln(measured / predicted) " +
+            Number(speed.log_sigma) + "), which makes the prediction band and the time limit.";
   return text;
 }
 

@@ -104,6 +104,8 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     t.fixed = s->second.fixed_s;
     t.per = s->second.per_sample_s;
     t.cpu_threads = s->second.cpu_threads;
+    t.cpu_scaling = s->second.cpu_scaling;
+    t.log_sigma = s->second.log_sigma;
     // Never below idle: the model charges (active - idle) W for the busy time.
     t.active_watts = s->second.measured_watts > 0
                          ? std::max(s->second.measured_watts, t.gpu->idle_watts)
@@ -175,9 +177,11 @@ void CheckSomethingFits(const Job& job, const Enumeration& e, int slots) {
 // with the global batch. Done only for the kept few (the enumeration stays allocation-free).
 Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const Cand& c, int slots) {
   Allocation a;
-  double memory = 0;
+  double memory = 0, log_sigma = 0;
   for (int p = 0; p < c.parts; ++p) {
     const TypeInfo& t = ti[size_t(c.type[p])];
+    // A mix runs at its slower part's pace, which may be either: the wider band of the two.
+    log_sigma = std::max(log_sigma, t.log_sigma);
     Part part;
     part.node_type = t.node->name;
     part.gpu = t.gpu->name;
@@ -202,6 +206,7 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
   a.steps = c.steps;
   a.total_s = c.total_s;
   a.phases = c.phases;
+  a.total_upper_s = UpperEnd(c.phases, log_sigma);
   a.energy_j = c.energy_j;
   a.gpu_hours = c.gpu_hours;
   a.memory_bytes = memory;

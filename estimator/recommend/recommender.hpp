@@ -7,6 +7,8 @@
 //            (estimator/model/job_time.hpp), steps = epochs * floor(samples / global batch)
 //   energy = steps * sum over GPUs (active W * compute + idle W * allreduce)
 //            + time * nodes * node base W + (time - steps * step) * GPUs * idle W
+//   band   = the 90% upper end of time (estimator/model/prediction_band.hpp), from the
+//            speeds' log_sigma: the Slurm time limit comes from it
 // drops candidates that do not fit in GPU memory or miss the deadline (time * (1 + margin)),
 // and ranks the rest by the objective (ties: fewer GPUs, then faster).
 #pragma once
@@ -24,6 +26,7 @@
 #include "estimator/model/comm_model.hpp"
 #include "estimator/model/features.hpp"
 #include "estimator/model/job_time.hpp"
+#include "estimator/model/prediction_band.hpp"
 #include "estimator/model/time_model.hpp"
 
 namespace dlh {
@@ -52,18 +55,21 @@ struct Job {
                                           // one GPU count per node (the SPANK plugin)
   int64_t per_gpu_batch = 0;              // 0: keep the spec's global batch; > 0: weak scaling, the
                                           // global batch grows with the GPUs and lr scales linearly
-  double margin = 0.10;       // safety margin on predicted time for deadline and time limit
+  double margin = 0.10;       // safety margin on predicted time for the deadline (the time
+                              // limit comes from the prediction band instead)
   double startup_s = -1;      // job start to first step (srun, MPI/NCCL, CUDA); < 0: the
                               // cluster's runtime.startup_s (estimator/model/job_time.hpp)
   int64_t eval_samples = -1;  // test samples evaluated after every epoch; < 0: samples / 6
                               // (MNIST's and Fashion-MNIST's ratio), 0: no evaluation
-  double grace_s = 180;       // added to the Slurm time limit (after the margin): room for the
-                              // pre-timeout checkpoint (the example job script asks for
-                              // SIGUSR1 120 s before the limit) and the final checkpoint
-  int top = 10;               // Recommendation::ranked keeps the best `top` (0: all; slow
-                              // on large clusters, every one gets a `why` string)
-  int rejected = 0;           // Recommendation::rejected keeps this many (0: none); an
-                              // allocation out of memory is then predicted too
+  // The job script asks Slurm for a signal before the time limit (sbatch --signal; the
+  // example script's B:USR1@120 checkpoints and requeues on it): the limit then keeps room
+  // for the signal after the band's upper end, and the plan says the lead to ask for
+  // (estimator/model/prediction_band.hpp). The plugin sets it from the user's --signal.
+  bool signal = false;
+  int top = 10;      // Recommendation::ranked keeps the best `top` (0: all; slow
+                     // on large clusters, every one gets a `why` string)
+  int rejected = 0;  // Recommendation::rejected keeps this many (0: none); an
+                     // allocation out of memory is then predicted too
 };
 
 // How one GPU type's step time depends on its local batch: t(b) = fixed + per_sample * b
@@ -87,6 +93,9 @@ struct DeviceSpeed {
   int cpu_threads = 0;    // > 0: timed as a CPU process with this many threads, so ranks that
                           // share a node's cores run slower (job_time.hpp, CpuRankShare); a
                           // scaled speed carries its reference's
+  // With cpu_threads: how the per-sample time moves with the threads a rank gets (the
+  // calibration's probe and this model's compute share; empty curves: the measured default).
+  ThreadScaling cpu_scaling;
   // > 0: the board power the type's own calibration measured while training (its samples'
   // joules over their seconds, MeasuredWatts), which the energy model then uses in place of
   // the cluster file's active_watts (a datasheet figure).
@@ -228,8 +237,11 @@ nlohmann::json PhasesJson(const JobPhases& phases);
 // "850 J", "14.7 kJ", "2.1 MJ", "1.25 GJ".
 std::string FormatEnergy(double joules);
 
-// Slurm's time limit for a predicted duration: (1 + margin) * seconds + grace_s, rounded up
-// to whole minutes, formatted "D-HH:MM:SS" or "HH:MM:SS".
-std::string SlurmTimeLimit(double seconds, double margin, double grace_s = 0);
+// The Slurm time limit of an allocation: from its band's upper end (total_upper_s, or
+// total_s when not computed), with room for the job script's signal when job.signal
+// (estimator/model/prediction_band.hpp, TimeLimitFor).
+TimeLimit JobTimeLimit(const Job& job, const Allocation& a);
+// The same as Slurm's text, "D-HH:MM:SS" or "HH:MM:SS".
+std::string SlurmTimeLimit(const Job& job, const Allocation& a);
 
 }  // namespace dlh

@@ -161,6 +161,7 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
     const auto& pr = j["predicted"];
     p.predicted_total_s = seconds(pr, "total_s", "predicted.total_s");
     p.predicted_step_s = seconds(pr, "step_s", "predicted.step_s");
+    p.predicted_upper_s = seconds(pr, "upper_s", "predicted.upper_s");
     const double steps = seconds(pr, "steps", "predicted.steps");
     if (steps > double(INT64_MAX / 2)) throw fail("predicted.steps", "too large");
     p.predicted_steps = int64_t(steps);
@@ -173,8 +174,10 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
                               seconds(ph, "data_s", "predicted.phases.data_s");
       // Staging runs before the training step, in a job step of its own: the run compares
       // the rest with what it measured.
-      p.predicted_total_s =
-          std::max(0.0, p.predicted_total_s - seconds(ph, "stage_s", "predicted.phases.stage_s"));
+      const double stage_s = seconds(ph, "stage_s", "predicted.phases.stage_s");
+      p.predicted_total_s = std::max(0.0, p.predicted_total_s - stage_s);
+      if (p.predicted_upper_s > 0)
+        p.predicted_upper_s = std::max(0.0, p.predicted_upper_s - stage_s);
       p.predicted_steps_s = seconds(ph, "steps_s", "predicted.phases.steps_s") +
                             seconds(ph, "warmup_s", "predicted.phases.warmup_s");
       p.predicted_eval_s = seconds(ph, "eval_s", "predicted.phases.eval_s");

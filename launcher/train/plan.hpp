@@ -42,6 +42,9 @@ struct LaunchPlan {
   // reports them against what it measured.
   double predicted_total_s = 0;  // start-up, data, steps, evaluations, checkpoints
   double predicted_step_s = 0;
+  // predicted.upper_s: the band's 90% upper end of predicted_total_s (0: the plan predates
+  // it); staging left out of both alike.
+  double predicted_upper_s = 0;
   // predicted.phases (estimator/model/job_time.hpp), seconds: what the total is made of; 0 when
   // the plan predates them.
   double predicted_startup_s = 0, predicted_steps_s = 0, predicted_eval_s = 0,

@@ -198,6 +198,7 @@ void Trainer::write_summary(uint32_t crc) {
                              {"step_s", plan_.predicted_step_s},
                              {"steps", plan_.predicted_steps},
                              {"time_limit_s", plan_.time_limit_s}};
+    if (plan_.predicted_upper_s > 0) summary["prediction"]["upper_s"] = plan_.predicted_upper_s;
     summary["measured"] = {{"total_s", wall_s}, {"step_s", step_s}, {"whole_job", whole_job}};
     const double loop_s = Since(train_start_);
     summary["measured"]["phases"] = {
@@ -215,8 +216,16 @@ void Trainer::write_summary(uint32_t crc) {
                                 plan_.predicted_step_s * 1e3, step_s * 1e3, step_error);
     if (whole_job && plan_.predicted_total_s > 0) {
       const double total_error = ErrorPercent(plan_.predicted_total_s, wall_s);
+      // The band's upper end: whether the job stayed under it says whether the band held.
+      std::string band;
+      if (plan_.predicted_upper_s > 0) {
+        const bool inside = wall_s <= plan_.predicted_upper_s;
+        band = std::string(inside ? ", inside" : ", outside") +
+               " the 90% band: <= " + HumanDuration(plan_.predicted_upper_s);
+        summary["measured"]["inside_band"] = inside;
+      }
       versus = "; predicted " + HumanDuration(plan_.predicted_total_s) + ", took " +
-               HumanDuration(wall_s) + Printf(" (%+.0f%%)", total_error) + versus;
+               HumanDuration(wall_s) + Printf(" (%+.0f%%", total_error) + band + ")" + versus;
       summary["measured"]["total_error_pct"] = total_error;
     }
     summary["measured"]["step_error_pct"] = step_error;

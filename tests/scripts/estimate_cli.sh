@@ -231,7 +231,7 @@ dlh-estimate recommend "$WORK/small.json" --samples 400 --cluster "$ROOT/share/c
   --types alpha --max-gpus 2 --json >"$WORK/small-plan.json" 2>/dev/null
 mpirun -np 2 dlh-launch train "$WORK/small.json" --plan "$WORK/small-plan.json" --run-dir "$WORK/planned" \
   --progress none >"$WORK/planned.out" 2>&1 || { cat "$WORK/planned.out"; fail "planned run"; }
-grep -q "done: .* steps, final test accuracy .*; predicted .*, took .* (.*%); step .* ms predicted, .* ms measured" \
+grep -q "done: .* steps, final test accuracy .*; predicted .*, took .* (.*%, .* the 90% band: <= .*); step .* ms predicted, .* ms measured" \
   "$WORK/planned.out" || { cat "$WORK/planned.out"; fail "no predicted against measured in the last line"; }
 python3 - "$WORK/planned/summary.json" "$WORK/small-plan.json" <<'PY'
 import json, sys

@@ -95,6 +95,25 @@ assert a["deadline_s"] == 1800, a["deadline_s"]
 PY
 check "both: $fA, the same DLH_PLAN"
 
+echo "a job script's --signal gets the same fitted lead both ways (issue 40)"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(submit "$d" "$WORK/u/$c.signal" --signal=B:USR1@120 --dlh-auto="$AUTO" --wrap 'echo "$DLH_PLAN"') ||
+    { cat "$WORK/u/submit.err"; fail "$c: submission with --signal refused"; }
+  grep -o -- "--signal=[^ ]* (your lead fitted to the limit" "$WORK/u/submit.err" >"$WORK/u/$c.lead" ||
+    { cat "$WORK/u/submit.err"; fail "$c: no fitted signal lead"; }
+  wait_done "$d" "$j"
+done
+cmp -s "$WORK/u/A.lead" "$WORK/u/B.lead" || fail "signal: plugin '$(cat "$WORK/u/A.lead")', cli_filter.lua '$(cat "$WORK/u/B.lead")'"
+python3 - "$WORK/u/A.signal" "$WORK/u/B.signal" "$(cat "$WORK/u/A.lead")" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a == b, f"plans differ:\n{a}\n{b}"
+assert f"@{a['signal_lead_s']} " in sys.argv[3], (a["signal_lead_s"], sys.argv[3])
+assert a["time_limit_s"] - a["signal_lead_s"] - 60 >= a["predicted"]["upper_s"] - 1, a
+PY
+check "both: $(cat "$WORK/u/A.lead")"
+
 echo "a mix (mixed, -N 2): the same one-job request and node names both ways (issue 14)"
 for c in A B; do
   d=$A; [[ $c == B ]] && d=$B
@@ -173,8 +192,8 @@ echo "an impossible deadline is refused, nothing queued; jobs without --dlh-auto
 for c in A B; do
   d=$A; [[ $c == B ]] && d=$B
   before=$(newest_job "$d")
-  ! submit "$d" /dev/null --dlh-auto="$AUTO,deadline=2m" --wrap true >/dev/null || fail "$c: impossible deadline accepted"
-  grep -q "dlh: no allocation meets the 2m deadline" "$WORK/u/submit.err" || { cat "$WORK/u/submit.err"; fail "$c: no reason"; }
+  ! submit "$d" /dev/null --dlh-auto="$AUTO,deadline=1m30s" --wrap true >/dev/null || fail "$c: impossible deadline accepted"
+  grep -q "dlh: no allocation meets the 1m30s deadline" "$WORK/u/submit.err" || { cat "$WORK/u/submit.err"; fail "$c: no reason"; }
   [[ $(newest_job "$d") == "$before" ]] || fail "$c: a job was queued ($(newest_job "$d") after $before)"
   j=$(submit "$d" /dev/null -N1 --wrap true)
   f=$(fields "$d" "$j")

@@ -176,12 +176,23 @@ j6=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --wrap true 2>sbatch6.err
 [[ $(field "$j6" TresPerNode) == gres:gpu:beta:1 ]] || { cat sbatch6.err; fail "alpha busy: expected beta, got $(field "$j6" TresPerNode)"; }
 check "alpha1 busy: $(cat sbatch6.err)"
 # beta alone: 4m16s predicted (alpha's calibration scaled by beta's peaks); alpha 1m52s
-# (2m03s with the margin).
+# (2m03s with the margin; 2 alpha ranks of a thread each 1m44s, 1m55s).
 j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=3m" --wrap true 2>sbatch7.err) || { cat sbatch7.err; fail "sbatch"; }
 [[ $(field "$j7" TresPerNode) == "$GRES" ]] && grep -q "planned on all nodes (may wait)" sbatch7.err ||
   { cat sbatch7.err; fail "alpha busy, deadline 3m: expected alpha on all nodes"; }
 check "alpha1 busy, 3m deadline only alpha meets: planned on all nodes, the job waits"
 scancel "$busy" "$j7"
+
+echo "a job script's signal before the limit gets a lead that fits the limit"
+# The example script asks SIGUSR1 120 s before the limit; the plan's limit is made for the
+# job, so the plugin keeps the signal and fits its lead (prediction_band.hpp): Slurm takes it.
+printf '#!/bin/bash\n#SBATCH --signal=B:USR1@120\ntrue\n' >signal.sh
+js=$(sbatch --parsable --hold --dlh-auto="$AUTO,deadline=30m" signal.sh 2>signal.err) ||
+  { cat signal.err; fail "sbatch with --signal=B:USR1@120"; }
+grep -q -- "--signal=[A-Z0-9:]*@[0-9]* (your lead fitted to the limit" signal.err ||
+  { cat signal.err; fail "job $js: no fitted signal lead in the summary"; }
+check "$(grep -o -- '--signal=[^ ]*' signal.err), time $(field "$js" TimeLimit)"
+scancel "$js"
 
 echo "refused with one line, nothing queued"
 expect_fail 255 "dlh: --dlh-auto: samples: must be a positive integer, got 'abc'" \
@@ -209,7 +220,7 @@ cat >bad.sh <<EOF
 true
 EOF
 expect_fail 255 "samples: must be a positive integer, got '-1'" sbatch bad.sh
-expect_fail 1 "dlh: no allocation meets the 1m30s deadline; the fastest, 1 x 1 alpha, needs 2m03s with the 10% margin" \
+expect_fail 1 "dlh: no allocation meets the 1m30s deadline; the fastest, 1 x 2 alpha, needs 1m55s with the 10% margin" \
   sbatch -J dlhbad --dlh-auto="$AUTO,deadline=1m30s" --wrap true
 
 echo "a bad plugstack line stops only --dlh-auto jobs"

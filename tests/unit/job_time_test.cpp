@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/spec.hpp"
 #include "estimator/model/features.hpp"
 #include "estimator/model/time_model.hpp"
@@ -112,23 +114,88 @@ TEST(JobTime, ABackgroundCheckpointWaitsForAWriteLongerThanTheInterval) {
 }
 
 TEST(JobTime, RanksSharingCores) {
+  // Without a probe: the measured default, (from / to)^0.88 per sample.
+  const double doubling = std::pow(2.0, kThreadScalingExponent);
+  EXPECT_NEAR(doubling, 1.84, 0.01);
   // Calibrated with 2 threads on 2 cores: one rank runs as calibrated.
   CpuShare one = CpuRankShare(2, 2, 1);
   EXPECT_DOUBLE_EQ(one.per_sample, 1);
   EXPECT_DOUBLE_EQ(one.fixed, 1);
-  // Two ranks: one thread each, half the speed per sample, no oversubscription.
+  // Two ranks: one thread each, not half the speed per sample (the measured 1.84x), no
+  // oversubscription.
   CpuShare two = CpuRankShare(2, 2, 2);
-  EXPECT_DOUBLE_EQ(two.per_sample, 2);
+  EXPECT_DOUBLE_EQ(two.per_sample, doubling);
+  EXPECT_LT(two.per_sample, 2);
   EXPECT_DOUBLE_EQ(two.fixed, 1);
   // Four ranks on two cores: one thread each and oversubscribed twice, which costs twice.
   CpuShare four = CpuRankShare(2, 2, 4);
-  EXPECT_DOUBLE_EQ(four.per_sample, 2 * 2 * 2);
+  EXPECT_DOUBLE_EQ(four.per_sample, doubling * 2 * 2);
   EXPECT_DOUBLE_EQ(four.fixed, 4);
-  // A 16-core node with 4 ranks: 4 threads each, faster per sample than a 2-thread calibration.
-  EXPECT_DOUBLE_EQ(CpuRankShare(2, 16, 4).per_sample, 0.5);
+  // A 16-core node with 4 ranks: 4 threads each, faster per sample than a 2-thread
+  // calibration, by less than the threads' ratio.
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 16, 4).per_sample, 1 / doubling);
   // Not a CPU calibration, or nothing known: no change.
   EXPECT_DOUBLE_EQ(CpuRankShare(0, 2, 4).per_sample, 1);
   EXPECT_DOUBLE_EQ(CpuRankShare(2, 0, 4).fixed, 1);
+}
+
+TEST(JobTime, RanksSharingCoresByTheProbe) {
+  // A probe of a 4-core host: sgemm scales well, memory bandwidth hardly.
+  ThreadScaling probe;
+  probe.gflops = {100, 190, 270, 340};
+  probe.gbs = {30, 36, 38, 39};
+  probe.compute_fraction = 1;  // all GEMM
+  // Calibrated at 4 threads, a rank with 1 thread: 340 / 100 slower per sample, not 4x.
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 4, 1), 3.4);
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 4, probe).per_sample, 3.4);
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 2, probe).per_sample, 340.0 / 190);
+  // Half the time in memory passes: alone, those slow down by the bandwidth's ratio only...
+  probe.compute_fraction = 0.5;
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 4, 1), 0.5 * 3.4 + 0.5 * 39.0 / 30);
+  // ...and 4 ranks of a thread each share the bandwidth of 4 threads: 39 / 4 GB/s each.
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 4, 1, 4), 0.5 * 3.4 + 0.5 * 4);
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 4, probe).per_sample, 0.5 * 3.4 + 0.5 * 4);
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 2, probe).per_sample,
+                   0.5 * 340 / 190 + 0.5 * 39 / (39.0 / 2));
+  // The other way round (a rank with more threads than the calibration): faster.
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 1, 4), 0.5 * 100.0 / 340 + 0.5 * 30.0 / 39);
+  // Beyond the probe's counts: sgemm grown in proportion (8 threads: 2 x 4's), bandwidth
+  // saturated at its last.
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 8, 4), 0.5 * 2 + 0.5 * 1);
+  // Oversubscribed (8 ranks on 4 cores, a thread each): 4 run at once, and the turns cost
+  // twice, twice.
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 8, probe).per_sample, (0.5 * 3.4 + 0.5 * 4) * 4);
+  // Only sgemm measured: all of it at that rate, whatever the fraction.
+  ThreadScaling flops_only;
+  flops_only.gflops = {100, 190};
+  flops_only.compute_fraction = 0.3;
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(flops_only, 2, 1), 1.9);
+  // A damaged curve (a zero) is no measurement: the default.
+  ThreadScaling bad;
+  bad.gflops = {100, 0};
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(bad, 2, 1), std::pow(2.0, kThreadScalingExponent));
+  // Same count, or nonsense counts: no change.
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 3, 3), 1);
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 0, 3), 1);
+}
+
+TEST(JobTime, StopCostsAStepAndOneWholeCheckpoint) {
+  JobWork w;
+  w.samples = 1000;
+  w.epochs = 1;
+  w.checkpoint_bytes = 1e9;
+  StepShape s;
+  s.steps = 10;
+  s.step_s = 0.5;
+  s.gpus = 1;
+  Runtime rt;
+  rt.write_gbs = 0.5;
+  const JobPhases p = PredictJobPhases(w, s, rt, 0);
+  EXPECT_NEAR(p.stop_s, 0.5 + kCheckpointFixedSeconds + 2, 1e-9);
+  EXPECT_NEAR(
+      p.total_s(),
+      p.startup_s + p.stage_s + p.data_s + p.warmup_s + p.steps_s + p.eval_s + p.checkpoint_s,
+      1e-12);  // not part of the job
 }
 
 TEST(JobTime, CalibrationThreadsFromTheFileOrItsHost) {

@@ -446,8 +446,10 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   // Both nodes of the local cluster are one 2-core machine (runtime.shared_host_cores): two
   // ranks take as long as one with both cores, so one GPU is the least energy.
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
-  EXPECT_EQ(p.time_limit, "00:06:00");
-  EXPECT_EQ(p.plan["time_limit"], "00:06:00");
+  // The band's upper end (2m13s) + room, in whole minutes: not 1m52s + 10% + 180 s (6 min).
+  EXPECT_EQ(p.time_limit, "00:03:00");
+  EXPECT_EQ(p.plan["time_limit"], "00:03:00");
+  EXPECT_NEAR(p.plan["predicted"]["upper_s"].get<double>(), 133, 1);
   EXPECT_EQ(p.plan["allocation"]["tasks_per_node"], 1);
   EXPECT_EQ(p.live_note, "free now: node-alpha 1/1, node-beta 1/1");
   EXPECT_EQ(p.fallback_note, "");
@@ -457,20 +459,60 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   AddObservationsToPlan(p.job, c, direct, direct.ranked.front(), &plan);
   EXPECT_EQ(plan.dump(), p.plan.dump());
   EXPECT_EQ(SummaryLine(p),
-            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:06:00: predicted 1m52s, 5.4 kJ, "
-            "deadline 30m (least energy of 4 allocations meeting the 30m deadline); step time "
-            "alpha: calibration alpha (cpu.json)");
+            "dlh: 1 node x 1 alpha GPU, 1 task, time 00:03:00: predicted 1m52s (90% <= 2m13s), "
+            "5.4 kJ, deadline 30m (least energy of 4 allocations meeting the 30m deadline); step "
+            "time alpha: calibration alpha (cpu.json)");
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
   EXPECT_NE(report.find("  1  1x1 alpha (b128)"), std::string::npos) << report;
-  EXPECT_NE(report.find("predicted 1m52s: start-up 2s + data 55ms + warm-up 83ms + 3744 steps "
-                        "1m44s + 8 evaluations 6s + 8 checkpoints 69ms\n"),
-            std::string::npos)
+  EXPECT_NE(
+      report.find(
+          "predicted 1m52s (90% <= 2m13s): start-up 2s + data 55ms + warm-up 83ms + 3744 steps "
+          "1m44s + 8 evaluations 6s + 8 checkpoints 69ms\n"),
+      std::string::npos)
       << report;
   EXPECT_NE(report.find("sbatch would get: --gres=gpu:alpha:1 --nodes=1 --ntasks-per-node=1 "
-                        "--time=00:06:00\n"),
+                        "--time=00:03:00\n"),
             std::string::npos)
       << report;
+  EXPECT_NE(report.find("  alpha: calibrated (cpu.json), 0.352 ms + 0.2132 ms/sample per step, "
+                        "90% <= +19%\n"),
+            std::string::npos)
+      << report;
+}
+
+// The example job script asks SIGUSR1 120 s before the limit to checkpoint and requeue. A
+// limit made for a 2-minute job cannot leave 120 s + Slurm's early minute after it: the plan
+// keeps the user's signal and fits its lead, so that it comes only after the band's upper
+// end, with room for the stop before the limit.
+TEST(PluginPlanTest, TheSignalLeadFitsTheLimit) {
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  NoteUserOption(in.user, "signal", "B:USR1@120");
+  EXPECT_TRUE(in.user.given.empty());  // not an allocation the user fixed
+  const PlanOutcome p = MakePlan(in, c, AllIdle(), "");
+  ASSERT_TRUE(p.feasible);
+  EXPECT_TRUE(p.job.signal);
+  const double upper = p.plan["predicted"]["upper_s"];
+  const int lead = p.plan["signal_lead_s"];
+  const double limit = p.plan["time_limit_s"];
+  EXPECT_EQ(p.signal_lead_s, lead);
+  EXPECT_GE(limit - lead - 60, upper - 1);  // a job inside its band is never signalled
+  EXPECT_GE(lead, p.chosen.phases.stop_s + 10 - 1);
+  EXPECT_EQ(p.time_limit, "00:04:00");
+  ASSERT_EQ(p.settings.back().name, "signal");
+  EXPECT_EQ(p.settings.back().value, "B:USR1@" + std::to_string(lead));
+  EXPECT_TRUE(p.settings.back().apply);
+  EXPECT_NE(SummaryLine(p).find("; --signal=B:USR1@" + std::to_string(lead) +
+                                " (your lead fitted to the limit"),
+            std::string::npos)
+      << SummaryLine(p);
+  // With their own --time the user keeps their signal as it is.
+  NoteUserOption(in.user, "time", "00:20:00");
+  const PlanOutcome own = MakePlan(in, c, AllIdle(), "");
+  for (const SlurmSetting& st : own.settings) EXPECT_NE(st.name, "signal");
+  EXPECT_EQ(SignalWithLead("USR1", 75), "USR1@75");
+  EXPECT_EQ(SignalWithLead("R:B:10@120", 75), "R:B:10@75");
 }
 
 // A job script that stages its data set (DLH_STAGE_DIR, share/examples/train.sbatch): the
@@ -515,8 +557,8 @@ TEST(PluginPlanTest, ImpossibleDeadlineNamesTheFastest) {
   EXPECT_FALSE(p.feasible);
   EXPECT_FALSE(p.plan["feasible"].get<bool>());
   EXPECT_EQ(InfeasibleMessage(p),
-            "dlh: no allocation meets the 1m30s deadline; the fastest, 1 x 1 alpha, needs 2m03s "
-            "with the 10% margin (1m52s predicted)");
+            "dlh: no allocation meets the 1m30s deadline; the fastest, 1 x 2 alpha, needs 1m55s "
+            "with the 10% margin (1m44s predicted)");
   EXPECT_NE(DryRunReport(p, 5).find("no allocation meets the 1m30s deadline"), std::string::npos);
 }
 
@@ -662,7 +704,7 @@ TEST(PluginPlanTest, PlansFromAProfile) {
   EXPECT_NE(report.find(path + ": 60000 samples x 2 epochs, global batch 128"), std::string::npos)
       << report;
   EXPECT_NE(report.find("  alpha: profiled (train.profile.json: 1 batch, 128: proportional), "
-                        "0.000 ms + 0.3906 ms/sample per step\n"),
+                        "0.000 ms + 0.3906 ms/sample per step, 90% <= +7%\n"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("  beta: scaled from alpha's profile (train.profile.json): FLOP/s x0.40"),
@@ -793,7 +835,7 @@ TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
   c.node_types[1].name = "gpu-v100";
   c.node_types[1].gpu = "v100";
   c.node_types[1].feature = "volta";
-  auto s = SlurmSettings(a, SlurmTimeLimit(3 * 3600, 0.1), none, c);
+  auto s = SlurmSettings(a, "03:18:00", none, c);
   ASSERT_EQ(s.size(), 4u);
   EXPECT_EQ(s[0].name, "gres");
   EXPECT_EQ(s[0].value, "gpu:a100:8");
@@ -834,11 +876,11 @@ TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
 }
 
 TEST(PluginSlurmSettingsTest, TimeAndEnergyFormats) {
-  EXPECT_EQ(SlurmTimeLimit(1, 0.1), "00:01:00");  // at least a minute
-  EXPECT_EQ(SlurmTimeLimit(202.8, 0.1), "00:04:00");
-  EXPECT_EQ(SlurmTimeLimit(23 * 3600 + 59 * 60, 0), "23:59:00");
-  EXPECT_EQ(SlurmTimeLimit(86400, 0), "1-00:00:00");
-  EXPECT_EQ(SlurmTimeLimit(2 * 86400 + 3600 + 1, 0), "2-01:01:00");
+  EXPECT_EQ(dlh::SlurmMinutes(1), "00:01:00");
+  EXPECT_EQ(dlh::SlurmMinutes(4), "00:04:00");
+  EXPECT_EQ(dlh::SlurmMinutes(23 * 60 + 59), "23:59:00");
+  EXPECT_EQ(dlh::SlurmMinutes(24 * 60), "1-00:00:00");
+  EXPECT_EQ(dlh::SlurmMinutes(2 * 24 * 60 + 61), "2-01:01:00");
   EXPECT_EQ(dlh::FormatEnergy(950), "950 J");
   EXPECT_EQ(dlh::FormatEnergy(14663), "14.7 kJ");
   EXPECT_EQ(dlh::FormatEnergy(3.2e6), "3.2 MJ");

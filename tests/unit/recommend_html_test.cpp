@@ -89,9 +89,10 @@ TEST(RecommendHtml, ExampleClusterPageShowsTheDecision) {
   EXPECT_NE(candidates.find(chosen + ": "), std::string::npos);     // its tooltip
   EXPECT_NE(candidates.find("deadline " + HumanDuration(job.deadline_s)), std::string::npos);
   EXPECT_NE(html.find(svg::Escape(rec.ranked.front().why)), std::string::npos);
-  EXPECT_NE(html.find("<td>time limit</td><td>" +
-                      SlurmTimeLimit(rec.ranked.front().total_s, job.margin, job.grace_s)),
+  EXPECT_NE(html.find("<td>time limit</td><td>" + SlurmTimeLimit(job, rec.ranked.front()) +
+                      ": the prediction&#39;s 90% upper end ("),
             std::string::npos);
+  EXPECT_EQ(html.find("grace"), std::string::npos);
 
   // One step-time chart per GPU type the recommender used. The example's h100 names its
   // calibration: its line is that time model, and the other types scale it by their peaks.

@@ -920,26 +920,37 @@ TEST(Plan, FieldsPresent) {
     EXPECT_TRUE(p["predicted"].contains(k)) << k;
   EXPECT_DOUBLE_EQ(p["predicted"]["energy_kwh"].get<double>(), a.energy_j / 3.6e6);
   EXPECT_GT(p["predicted"]["memory_gb_per_gpu"].get<double>(), 0);
-  EXPECT_EQ(p["time_limit"], SlurmTimeLimit(a.total_s, 0.1, 180));
-  EXPECT_EQ(p["time_limit_s"], 240);  // under 60 s * 1.1 + 180 s grace: four minutes
-  EXPECT_EQ(SlurmTimeLimit(30, 0.1, 180), "00:04:00");
+  // The limit comes from the band's upper end plus room, not a fixed grace.
+  EXPECT_EQ(p["time_limit"], SlurmTimeLimit(job, a));
+  EXPECT_EQ(p["time_limit_s"], JobTimeLimit(job, a).seconds());
+  EXPECT_GE(p["time_limit_s"].get<double>(), a.total_upper_s);
+  EXPECT_DOUBLE_EQ(p["predicted"]["upper_s"].get<double>(), std::max(a.total_s, a.total_upper_s));
+  EXPECT_FALSE(p.contains("signal_lead_s"));
+  Job signalled = job;
+  signalled.signal = true;
+  const nlohmann::json ps = PlanJson(signalled, rec, a);
+  ASSERT_TRUE(ps.contains("signal_lead_s"));
+  EXPECT_GE(ps["time_limit_s"].get<double>(),
+            a.total_upper_s + ps["signal_lead_s"].get<double>() + kSignalEarlySeconds - 1);
   EXPECT_EQ(p["speed_source"][a.parts[0].gpu], "test");
   EXPECT_EQ(p["why"], a.why);
 }
 
-TEST(Plan, SlurmTimeLimit) {
-  EXPECT_EQ(SlurmTimeLimit(10, 0.1), "00:01:00");
-  EXPECT_EQ(SlurmTimeLimit(0, 0.1), "00:01:00");
-  EXPECT_EQ(SlurmTimeLimit(60, 0), "00:01:00");
-  EXPECT_EQ(SlurmTimeLimit(61, 0), "00:02:00");
-  EXPECT_EQ(SlurmTimeLimit(3600, 0), "01:00:00");
-  EXPECT_EQ(SlurmTimeLimit(3000, 0.1), "00:55:00");
-  EXPECT_EQ(SlurmTimeLimit(86340, 0), "23:59:00");
-  EXPECT_EQ(SlurmTimeLimit(86341, 0), "1-00:00:00");
-  EXPECT_EQ(SlurmTimeLimit(86400, 0), "1-00:00:00");
-  EXPECT_EQ(SlurmTimeLimit(86401, 0), "1-00:01:00");
-  EXPECT_EQ(SlurmTimeLimit(2 * 86400 + 3661, 0), "2-01:02:00");
-  EXPECT_EQ(SlurmTimeLimit(12 * 3600, 1.0), "1-00:00:00");
+TEST(Plan, SlurmTimeLimitFromTheBand) {
+  Job job;
+  Allocation a;
+  a.total_s = 300;
+  a.phases.steps_s = 300;
+  // No band computed: the prediction itself, + 5% room (15 s): 5m15s -> 6 minutes.
+  EXPECT_EQ(SlurmTimeLimit(job, a), "00:06:00");
+  // A band to 5m50s: + 17.5 s room -> 7 minutes would be 1.4x: kept.
+  a.total_upper_s = 350;
+  EXPECT_EQ(SlurmTimeLimit(job, a), "00:07:00");
+  // A 3 h job with a 10% band: 3h18m + 5%.
+  a.total_s = a.phases.steps_s = 3 * 3600;
+  a.total_upper_s = 3 * 3600 * 1.1;
+  EXPECT_EQ(SlurmTimeLimit(job, a), "03:28:00");
+  EXPECT_EQ(JobTimeLimit(job, a).minutes, 208);
 }
 
 TEST(Plan, Objectives) {

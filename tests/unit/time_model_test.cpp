@@ -161,6 +161,7 @@ TEST(TimeModelTest, FitRecoversExactCoefficients) {
   EXPECT_NEAR(m.quality.r2, 1.0, 1e-12);
   EXPECT_LT(m.quality.mape, 1e-8);
   EXPECT_LT(m.quality.cv_mape, 1e-6);
+  EXPECT_LT(m.quality.cv_log_sigma, 1e-6);
   for (const TimingSample& s : samples)
     EXPECT_NEAR(m.seconds(s.features, s.batch) / s.seconds, 1.0, 1e-10);
 
@@ -174,6 +175,9 @@ TEST(TimeModelTest, NoiseShowsInCrossValidation) {
   const TimeModel m = FitTimeModel("cpu", Synthetic(kCoef, 0.05));
   EXPECT_GT(m.quality.mape, 0.5);
   EXPECT_GT(m.quality.cv_mape, 0.5);
+  // Noise of 5% (normal): the held-out spread is of that size.
+  EXPECT_GT(m.quality.cv_log_sigma, 0.01);
+  EXPECT_LT(m.quality.cv_log_sigma, 0.12);
   EXPECT_GT(m.quality.r2, 0.9);
   EXPECT_LT(m.quality.r2, 1.0);
   for (double c : m.coef) EXPECT_GE(c, 0);
@@ -181,6 +185,10 @@ TEST(TimeModelTest, NoiseShowsInCrossValidation) {
   const TimeModel again = FitTimeModel("cpu", Synthetic(kCoef, 0.05));
   EXPECT_EQ(again.coef, m.coef);
   EXPECT_EQ(again.quality.cv_mape, m.quality.cv_mape);
+  EXPECT_EQ(again.quality.cv_log_sigma, m.quality.cv_log_sigma);
+  // More noise, a wider spread.
+  EXPECT_GT(FitTimeModel("cpu", Synthetic(kCoef, 0.2)).quality.cv_log_sigma,
+            m.quality.cv_log_sigma);
 }
 
 // The weighted design of the fit (rows TimeTerms / t, targets 1), for checks.
@@ -377,6 +385,7 @@ void ExpectSame(const Calibration& a, const Calibration& b) {
   EXPECT_EQ(a.model.quality.r2, b.model.quality.r2);
   EXPECT_EQ(a.model.quality.mape, b.model.quality.mape);
   EXPECT_EQ(a.model.quality.cv_mape, b.model.quality.cv_mape);
+  EXPECT_EQ(a.model.quality.cv_log_sigma, b.model.quality.cv_log_sigma);
 }
 
 TEST(CalibrationTest, JsonRoundTrip) {
@@ -397,6 +406,15 @@ TEST(CalibrationTest, JsonRoundTrip) {
   const Calibration before = CalibrationFromJson(old, "old.json");
   for (const TimingSample& s : before.samples)
     EXPECT_EQ(s.features.cpu_fused_flops_fwd + s.features.cpu_fused_flops_bwd, 0.0);
+  // A file from before the prediction band: no cross-validated spread, which reads as 0.
+  EXPECT_TRUE(j["model"]["quality"].contains("cv_log_sigma"));
+  json unbanded = j;
+  unbanded["model"]["quality"].erase("cv_log_sigma");
+  EXPECT_EQ(CalibrationFromJson(unbanded, "old.json").model.quality.cv_log_sigma, 0);
+  json negative = j;
+  negative["model"]["quality"]["cv_log_sigma"] = -0.1;
+  EXPECT_EQ(ErrorOf([&] { CalibrationFromJson(negative, "bad.json"); }),
+            "bad.json: model.quality.cv_log_sigma: must be a non-negative number, got -0.1");
   const Calibration back = CalibrationFromJson(json::parse(j.dump()), "cal.json");
   ExpectSame(c, back);
   // Refitting the samples read back gives the same model.
