@@ -318,7 +318,24 @@ TEST(PluginLiveStateTest, ParsesGresLists) {
   EXPECT_TRUE(ParseGres("").empty());
 }
 
-Cluster LocalCluster() { return LoadCluster(RepoFile("share/cluster/local.json")); }
+// The local cluster with alpha timed by a fixed calibration, tests/fixtures/cpu-calibration.json
+// (the one shipped until 2026-11-28, made on a 2-core AMD EPYC host), not by the shipped
+// share/calibration/cpu.json, which is remade on whichever host calibrates last: the figures
+// these tests expect are the fixture's. Its engine is stamped with this build's so that it
+// reads as current (the tests are about planning, not about whether the file is stale).
+Cluster LocalCluster() {
+  static const test::TempDir dir("dlh-plan-test");
+  static const std::string calibration = [] {
+    Calibration fixture = LoadCalibration(RepoFile("tests/fixtures/cpu-calibration.json"));
+    fixture.engine = EngineFingerprint("cpu");
+    SaveCalibration(dir / "cpu.json", fixture);
+    return dir / "cpu.json";
+  }();
+  Cluster c = LoadCluster(RepoFile("share/cluster/local.json"));
+  for (GpuType& g : c.gpu_types)
+    if (!g.calibration.empty()) g.calibration = calibration;
+  return c;
+}
 
 TEST(PluginLiveStateTest, OverlaysFreeNodesByGpuType) {
   Cluster c = LocalCluster();
