@@ -35,6 +35,7 @@
 #include "estimator/cli/observations_cmd.hpp"
 #include "estimator/cli/recommend_cmd.hpp"
 #include "estimator/cli/slurm_plan_cmd.hpp"
+#include "estimator/model/engine_fingerprint.hpp"
 #include "launcher/probe/probe_cli.hpp"
 
 namespace dlh {
@@ -75,7 +76,9 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (args[0] == "--version") {
-    std::puts("dlh-estimate " DLH_VERSION);
+    // The engines' fingerprints too: which calibrations this build takes as its own.
+    std::printf("dlh-estimate " DLH_VERSION " (engine fingerprints: cpu %s, cuda %s)\n",
+                EngineFingerprint("cpu").c_str(), EngineFingerprint("cuda").c_str());
     return kExitOk;
   }
   const std::string command = args[0];

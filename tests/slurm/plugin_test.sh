@@ -22,16 +22,19 @@ START=$ROOT/share/slurm/start-cluster.sh
 STOP=$ROOT/share/slurm/stop-cluster.sh
 SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
 SPEC=$ROOT/share/examples/fashion-mnist.json
-# The local cluster's description, with an observation store the jobs write their records to.
+# The local cluster's description, with an observation store the jobs write their records to,
+# and alpha timed by the tests' fixed calibration (tests/util/fixture_calibration.py): the
+# deadlines and limits below are its figures.
 CLUSTER=$WORK/local.json
 mkdir -m 1777 "$WORK/obs"
-python3 - "$ROOT/share/cluster/local.json" "$CLUSTER" "$WORK/obs" <<'PY'
+python3 "$ROOT/tests/util/fixture_calibration.py" "$BINDIR/dlh-estimate" "$WORK/cpu.json"
+python3 - "$ROOT/share/cluster/local.json" "$CLUSTER" "$WORK/obs" "$WORK/cpu.json" <<'PY'
 import json, os, sys
-source, out, store = sys.argv[1:]
+source, out, store, calibration = sys.argv[1:]
 c = json.load(open(source))
 for g in c["gpu_types"]:
     if g.get("calibration"):
-        g["calibration"] = os.path.normpath(os.path.join(os.path.dirname(source), g["calibration"]))
+        g["calibration"] = calibration
 c["observations"] = store
 json.dump(c, open(out, "w"), indent=2)
 PY
