@@ -10,6 +10,7 @@
 //      range), or a damaged calibration or probe, or a probe that cannot run: one line
 // 2 is dlh-estimate's usual code for bad input; here bad input is 1, so that 2 means only
 // "transfers".
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 
@@ -57,9 +58,19 @@ int Check(const po::variables_map& vm) {
       here = ProbeDevice(c.device == "cpu" ? "cpu" : "cuda", o);
     }
   }
-  const CalibrationCheck check = CheckCalibrationAgainst(
-      c, path, here, ProbeTolerance{},
-      vm.count("probe") ? cli::Str(vm, "probe") + ":" : std::string("this host's probe"));
+  const std::string probe_name =
+      vm.count("probe") ? cli::Str(vm, "probe") + ":" : std::string("this host's probe");
+  CalibrationCheck check = CheckCalibrationAgainst(c, path, here, ProbeTolerance{}, probe_name);
+  if (check.fit == CalibrationFit::kTransfers && !vm.count("probe")) {
+    // A host that reads slower or faster than the calibration's is probed once more, and the
+    // faster of the two readings taken, before anything is transferred (FasterOfProbes).
+    ProbeOptions o;
+    o.threads = vm["threads"].as<int>();
+    o.budget_s = vm["seconds"].as<double>();
+    here = FasterOfProbes(here, ProbeDevice(c.device == "cpu" ? "cpu" : "cuda", o));
+    check = CheckCalibrationAgainst(c, path, here, ProbeTolerance{},
+                                    "this host's probe (the faster of 2)");
+  }
   switch (check.fit) {
     case CalibrationFit::kMatches:
       std::printf("%s: matches this machine and build (engine %s, %s; %s)\n", path.c_str(),

@@ -335,4 +335,19 @@ nlohmann::json ProbeDevice(const std::string& device, const ProbeOptions& option
   throw UsageError("probe: --device: must be cpu, cuda or cuda:N, got '" + device + "'");
 }
 
+nlohmann::json FasterOfProbes(nlohmann::json a, const nlohmann::json& b) {
+  for (const char* rate : {"sgemm_gflops", "memory_gbs", "gemm_tflops", "conv_tflops"})
+    if (a.contains(rate) && b.contains(rate) && a[rate].is_number() && b[rate].is_number())
+      a[rate] = std::max(a[rate].get<double>(), b[rate].get<double>());
+  for (const char* curve : {"sgemm_gflops_by_threads", "memory_gbs_by_threads"}) {
+    if (!a.contains(curve) || !b.contains(curve) || !a[curve].is_array() ||
+        a[curve].size() != b[curve].size())
+      continue;
+    for (size_t t = 0; t < a[curve].size(); ++t)
+      if (a[curve][t].is_number() && b[curve][t].is_number())
+        a[curve][t] = std::max(a[curve][t].get<double>(), b[curve][t].get<double>());
+  }
+  return a;
+}
+
 }  // namespace dlh

@@ -36,6 +36,14 @@ nlohmann::json ProbeCpu(const ProbeOptions& options);
 // machine without one.
 nlohmann::json ProbeDevice(const std::string& device, const ProbeOptions& options);
 
+// The faster reading of two probes of one host (or device), rate by rate: sgemm and memory
+// at every thread count, a GPU's GEMM, convolution and memory rates. A probe can only read a
+// host slower than it is (another process, a neighbour of the VM, a frequency dip), never
+// faster: on the 2-core test VM one probe of three in a row read sgemm 31% low on an idle
+// machine, which alone made a calibration of that very host "transfer" by x0.69. The other
+// fields are `a`'s.
+nlohmann::json FasterOfProbes(nlohmann::json a, const nlohmann::json& b);
+
 // "Intel(R) Xeon(R) Processor, 2 cores": /proc/cpuinfo's model and the cores of this
 // process's affinity mask (the "host" of calibrations and probes).
 std::string HostCpuDescription();

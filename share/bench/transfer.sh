@@ -48,7 +48,7 @@ for host in as-is slow; do
   as $host dlh-estimate validate --calibration "$shipped" --set judged --rounds 3 --repeats 3 \
     --save "$host-measured.json" >"$host-shipped.txt" 2>"$host-validate.err"
   echo "== $host: calibrating" >&2
-  as $host dlh-estimate calibrate --out "$host-own.json" >"$host-calibrate.txt" 2>&1
+  as $host dlh-estimate calibrate --repeats 3 --out "$host-own.json" >"$host-calibrate.txt" 2>&1
   mape() {  # CALIBRATION: its MAPE over this host's measured judged models
     dlh-estimate validate --calibration "$1" --measured "$host-measured.json" --set judged |
       sed -n 's/^MAPE over [0-9]* models: \([0-9.]*\)%.*/\1/p'

@@ -178,5 +178,5 @@ submit cnn-2x2 cnn.json 2 --nodes=2 --gres=gpu:alpha:2 --ntasks-per-node=2
 submit mlp-2x1 mlp.json 3 --nodes=2 --gres=gpu:alpha:1 --ntasks-per-node=1
 submit mlp-2x2 mlp.json 3 --nodes=2 --gres=gpu:alpha:2 --ntasks-per-node=2
 submit strided-1x1 strided.json 3 --nodes=1 --gres=gpu:alpha:1
-submit cnn-1x2-long cnn.json 6 --nodes=1 --gres=gpu:alpha:2 --ntasks-per-node=2
-submit strided-2x1-long strided.json 8 --nodes=2 --gres=gpu:alpha:1 --ntasks-per-node=1
+submit cnn-1x2-long cnn.json 3 --nodes=1 --gres=gpu:alpha:2 --ntasks-per-node=2
+submit strided-2x1-long strided.json 4 --nodes=2 --gres=gpu:alpha:1 --ntasks-per-node=1
