@@ -1036,6 +1036,11 @@ def jobs(work, goals):
         total = pred.get("total_s") or plan_field(plan, "total_s")
         upper = plan_field(plan, "upper_s", "total_upper_s")
         source = plan_field(plan, "provenance", "source") or "?"
+        if isinstance(source, dict):  # per GPU type: the one the plan chose
+            parts = (plan.get("allocation") or {}).get("parts") or []
+            gpus = [p.get("gpu") for p in parts if isinstance(p, dict)]
+            source = "; ".join(str(source[g]) for g in gpus if g in source) or \
+                "; ".join(map(str, source.values()))
         ok = r["state"] == "COMPLETED" and took is not None and took <= r["time_limit_s"]
         inside += ok
         err = ""
