@@ -192,6 +192,43 @@ nlohmann::json CalibrationProbe(const std::string& device, int threads, bool qui
   }
 }
 
+// The whole training step's thread scaling (Calibration::thread_scaling): every 8th sweep
+// model (3 for a quick sweep), timed at each thread count below the calibration's and at the
+// calibration's, side by side (the pair back to back, so a slow spell of a noisy machine hits
+// both); per count, the median of the models' time ratios. Ranks that share a node's cores
+// get fewer threads than the calibration timed, and a step does not scale with its threads
+// as its GEMMs do (job_time.hpp, ThreadScaling).
+nlohmann::json MeasureThreadScaling(const std::vector<SweepEntry>& sweep, int threads, bool quick) {
+  if (threads < 2) return nullptr;
+  std::vector<SweepEntry> models;
+  for (size_t i = 0; i < sweep.size(); i += quick ? std::max<size_t>(1, sweep.size() / 3) : 8)
+    models.push_back(sweep[i]);
+  std::fprintf(stderr, "dlh-estimate: thread scaling: %zu models at 1-%d threads\n", models.size(),
+               threads);
+  nlohmann::json counts = nlohmann::json::array(), ratios = nlohmann::json::array();
+  for (int t = 1; t <= threads; ++t) {
+    counts.push_back(t);
+    if (t == threads) {
+      ratios.push_back(1.0);
+      break;
+    }
+    std::vector<double> r;
+    for (const SweepEntry& e : models) {
+      TimingOptions at_t, at_all;
+      at_t.repeats = at_all.repeats = 3;
+      at_t.threads = t;
+      at_all.threads = threads;
+      const double all = TimeTrainingStep(e, at_all).seconds;
+      const double few = TimeTrainingStep(e, at_t).seconds;
+      if (all > 0 && few > 0) r.push_back(few / all);
+    }
+    if (r.empty()) return nullptr;
+    std::sort(r.begin(), r.end());
+    ratios.push_back(r[r.size() / 2]);
+  }
+  return {{"threads", counts}, {"step_time_ratio", ratios}, {"models", models.size()}};
+}
+
 }  // namespace
 
 int CalibrateCommand(const std::vector<std::string>& args) {
@@ -242,6 +279,7 @@ int CalibrateCommand(const std::vector<std::string>& args) {
     c.device_info = description;
   }
   c.probe = CalibrationProbe(device.text, timing.threads, quick);
+  if (!device.launch) c.thread_scaling = MeasureThreadScaling(sweep, CalibrationThreads(c), quick);
   c.model = FitTimeModel(device.kind, c.samples, vm["folds"].as<int>());
   SaveCalibration(out, c);
   PrintQuality(c.model);

@@ -93,6 +93,8 @@ bool Usable(const std::vector<double>& by_threads) {
 double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int sharing) {
   if (from < 1 || to < 1) return 1;
   sharing = std::max(1, sharing);
+  if (Usable(scaling.step_time) && size_t(std::max(from, to)) <= scaling.step_time.size())
+    return scaling.step_time[size_t(to) - 1] / scaling.step_time[size_t(from) - 1];
   const bool flops = Usable(scaling.gflops), bytes = Usable(scaling.gbs);
   if (!flops && !bytes)
     return from == to ? 1 : std::pow(double(from) / double(to), kThreadScalingExponent);

@@ -17,6 +17,9 @@
 //                                              calibration was made (an object; its fields
 //                                              are launcher/probe/probe_record.hpp's, checked
 //                                              where it is compared)
+//     "thread_scaling": {"threads": [1, 2],   optional (CPU): the step time at each thread
+//        "step_time_ratio": [1.4, 1],         count over the calibration's, measured (an
+//        "models": 10},                       object; positive ratios, one per count)
 //     "transferred_from": "cpu.json, AMD ...", optional pair: the calibration this one was
 //     "transfer_log_sigma": 0.08,              carried from by the probes' ratios (string),
 //                                              and the added uncertainty (non-negative
@@ -551,6 +554,7 @@ json CalibrationToJson(const Calibration& c) {
     out["engine"] = {{"fingerprint", c.engine}, {"compiler", c.compiler}, {"blas", c.blas}};
   if (!c.device_info.is_null()) out["device_info"] = c.device_info;
   if (!c.probe.is_null()) out["probe"] = c.probe;
+  if (!c.thread_scaling.is_null()) out["thread_scaling"] = c.thread_scaling;
   if (!c.transferred_from.empty()) {
     out["transferred_from"] = c.transferred_from;
     out["transfer_log_sigma"] = c.transfer_log_sigma;
@@ -562,7 +566,8 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   using S = Reader::Sign;
   const Reader top(j, origin, "");
   top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
-              "probe", "transferred_from", "transfer_log_sigma", "samples", "model"});
+              "probe", "thread_scaling", "transferred_from", "transfer_log_sigma", "samples",
+              "model"});
   {
     const json& v = top.required("format_version");
     if (!v.is_number_integer())
@@ -592,6 +597,21 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     c.probe = top.required("probe");
     if (!c.probe.is_object())
       top.fail("probe", "must be an object, got " + ShownJsonValue(c.probe));
+  }
+  if (j.contains("thread_scaling")) {
+    c.thread_scaling = top.required("thread_scaling");
+    const nlohmann::json& t = c.thread_scaling;
+    bool ok = t.is_object() && t.contains("threads") && t.contains("step_time_ratio") &&
+              t["threads"].is_array() && t["step_time_ratio"].is_array() &&
+              t["threads"].size() == t["step_time_ratio"].size() && !t["threads"].empty();
+    for (size_t i = 0; ok && i < t["threads"].size(); ++i)
+      ok = t["threads"][i].is_number_integer() && t["threads"][i].get<int>() == int(i) + 1 &&
+           t["step_time_ratio"][i].is_number() && t["step_time_ratio"][i].get<double>() > 0;
+    if (!ok)
+      top.fail("thread_scaling",
+               "must be {\"threads\": [1, 2, ...], \"step_time_ratio\": [positive, one per "
+               "count]}, got " +
+                   ShownJsonValue(t));
   }
   if (j.contains("transferred_from") || j.contains("transfer_log_sigma")) {
     c.transferred_from = top.string("transferred_from", true);

@@ -104,6 +104,11 @@ struct Calibration {
   // engine's shapes, memory bandwidth, and on a GPU a convolution, a GEMM and the clocks);
   // null: none (older files). check-calibration compares it with the host's own probe.
   nlohmann::json probe;
+  // A CPU calibration's measured thread scaling of whole training steps (issue 40: ranks
+  // sharing a node's cores): {"threads": [1, 2], "step_time_ratio": [1.4, 1], "models": 10},
+  // the median over some sweep models of the step time at each thread count over that at the
+  // calibration's, each pair timed side by side. null: not measured (older files, GPUs).
+  nlohmann::json thread_scaling;
   // Set when the calibration was carried to another machine by the probes' measured ratios
   // rather than measured there: the calibration it came from ("cpu.json, AMD EPYC, 2
   // cores") and the added uncertainty of the transfer, as a standard deviation of

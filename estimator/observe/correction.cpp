@@ -5,7 +5,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <optional>
 
+#include "common/spec.hpp"
+#include "estimator/model/features.hpp"
 #include "estimator/model/job_time.hpp"
 #include "estimator/observe/model_key.hpp"
 #include "estimator/observe/robust.hpp"
@@ -49,6 +53,38 @@ std::string BaseProvenance(const std::string& gpu, const DeviceSpeed& s) {
   return s.source;
 }
 
+namespace {
+
+// The calibrated speed on `gpu` of the model a record of ANOTHER model ran: a record is
+// judged against its own model's prediction, never against the planned job's (a residual of
+// an MLP's step over a CNN's prediction says nothing about the type). From the record's spec;
+// none for a program (its profile is not in the store) or a spec that no longer parses.
+// Cached by model key: a store holds many runs of few models.
+const DeviceSpeed* RecordModelSpeed(const Observation& r, const Job& job, const Cluster& cluster,
+                                    const std::string& gpu,
+                                    std::map<std::string, std::optional<DeviceSpeed>>* cache) {
+  auto it = cache->find(r.model_key);
+  if (it == cache->end()) {
+    std::optional<DeviceSpeed> speed;
+    if (r.spec.is_object()) {
+      try {
+        Job other = job;
+        other.profile.reset();
+        other.spec = ParseSpec(r.spec.dump(), "observation", "");
+        other.features = ComputeFeatures(other.spec);
+        other.allowed_types = {gpu};
+        const auto speeds = CalibratedDeviceSpeeds(other, cluster);
+        if (auto s = speeds.find(gpu); s != speeds.end()) speed = s->second;
+      } catch (const std::exception&) {  // a record the reader cannot judge is left out
+      }
+    }
+    it = cache->emplace(r.model_key, speed).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+}  // namespace
+
 void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& job,
                            const Cluster& cluster, std::map<std::string, DeviceSpeed>* speeds) {
   const std::string key = JobModelKey(job);
@@ -57,12 +93,16 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     const std::string base = BaseProvenance(gpu, s);
     s.provenance = base;
     Residuals model, type;
+    std::map<std::string, std::optional<DeviceSpeed>> other_models;
     for (const StoredObservation& so : store.records) {
       const Observation& r = so.record;
       if (r.gpu_type != gpu) continue;
       // The allreduce the plan predicted stays: observations correct the compute model.
       const double comm = r.has_prediction ? r.predicted_comm_s : 0;
-      const double compute = PredictedCompute(r, s, cluster, gpu);
+      const DeviceSpeed* own_model =
+          r.model_key == key ? &s : RecordModelSpeed(r, job, cluster, gpu, &other_models);
+      if (!own_model) continue;
+      const double compute = PredictedCompute(r, *own_model, cluster, gpu);
       if (!(compute > 0) || !(r.step_s - comm > 0)) continue;
       const double residual = std::log((r.step_s - comm) / compute);
       if (!std::isfinite(residual)) continue;

@@ -87,6 +87,9 @@ ThreadScaling CpuScaling(const Calibration& cal, const std::vector<double>& coef
   ThreadScaling t;
   t.gflops = ProbeByThreads(cal, "sgemm_gflops_by_threads");
   t.gbs = ProbeByThreads(cal, "memory_gbs_by_threads");
+  if (cal.thread_scaling.is_object())  // checked when the file was read (time_model.cpp)
+    for (const auto& r : cal.thread_scaling["step_time_ratio"])
+      t.step_time.push_back(r.get<double>());
   const std::vector<double> t0 = TimeTerms(f, 0, true), t1 = TimeTerms(f, 1, true);
   double compute = 0, memory = 0;
   for (int i = 0; i < kTimeTerms && size_t(i) < coef.size(); ++i) {
@@ -149,6 +152,13 @@ DeviceSpeed RooflineSpeed(const ModelFeatures& f, double layers, const GpuType& 
 }
 
 std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& cluster) {
+  std::map<std::string, DeviceSpeed> out = CalibratedDeviceSpeeds(job, cluster);
+  // What earlier jobs measured corrects the speeds and says so (estimator/observe/).
+  ApplyObservations(job, cluster, &out);
+  return out;
+}
+
+std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const Cluster& cluster) {
   std::map<std::string, DeviceSpeed> out;
   std::map<std::string, Calibration> loaded;  // by GPU type: a reference may serve several
   auto calibration_of = [&](const GpuType& g) -> const Calibration& {
@@ -214,8 +224,6 @@ std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& c
       s.energy_source = "datasheet (active_watts " + Printf("%.0f", g->active_watts) + " W)";
     out[g->name] = s;
   }
-  // What earlier jobs measured corrects the speeds and says so (estimator/observe/).
-  ApplyObservations(job, cluster, &out);
   return out;
 }
 

@@ -132,6 +132,9 @@ double MeasuredWatts(const Calibration& cal, int* count = nullptr);
 //     name), any type of the cluster, allowed or not;
 //  3. RooflineSpeed, when no type of the cluster has a calibration.
 std::map<std::string, DeviceSpeed> DeviceSpeeds(const Job& job, const Cluster& cluster);
+// The same from the calibrations (or profile, or roofline) alone, before the observations
+// correct them: what the observation store's records are judged against.
+std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const Cluster& cluster);
 
 // The bare roofline of a model with `layers` layers on `gpu` (source left empty):
 //   per_sample = max(flops_train / (0.4 * peak), 12 * activation_elements / (0.6 * bandwidth))

@@ -327,14 +327,35 @@ TEST(ObservationCorrectionTest, ASecondRunIsPredictedAtTheFirstOnesStep) {
 
 TEST(ObservationCorrectionTest, OtherModelsGetTheTypesShrunkCorrection) {
   const Job job = TinyJob();
+  // Another model (a wider dense layer), each of its 5 jobs 2x slower than ITS OWN model's
+  // prediction (here the roofline: OneType has no calibration): the type's correction is
+  // half of that, and it is judged against the other model, not against this job's.
+  const std::string wider = R"({"name": "wider", "input": {"channels": 1, "height": 8,
+    "width": 8}, "classes": 4, "layers": [{"type": "conv2d", "filters": 4, "kernel": 3},
+    {"type": "relu"}, {"type": "flatten"}, {"type": "dense", "units": 64}, {"type": "relu"},
+    {"type": "dense", "units": 4}], "optimizer": {"type": "sgd", "lr": 0.1},
+    "batch_size": 16, "epochs": 1, "dataset": "x.h5"})";
+  Job other = TinyJob();
+  other.spec = ParseSpec(wider, "wider.json", "");
+  other.features = ComputeFeatures(other.spec);
+  const double other_predicted = CalibratedDeviceSpeeds(other, OneType()).at("alpha").seconds(10);
   StoreContents store;
-  for (int i = 0; i < 5; ++i)  // another model, 2x slower than predicted, 5 jobs: half of it
-    store.records.push_back(Stored(Record("00000000000000aa", 0.004), getuid()));
+  for (int i = 0; i < 5; ++i) {
+    Observation r = Record("00000000000000aa", 2 * other_predicted);
+    r.spec = nlohmann::json::parse(wider);
+    store.records.push_back(Stored(r, getuid()));
+  }
   auto speeds = Speeds();
   ApplyObservationsFrom(store, getuid(), job, OneType(), &speeds);
   const DeviceSpeed& s = speeds.at("alpha");
-  EXPECT_NEAR(s.seconds(10), 0.002 * std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(s.seconds(10), 0.002 * std::sqrt(2.0), 1e-9);
   EXPECT_EQ(s.provenance, "calibration alpha (cpu.json), corrected by 5 jobs (+41%)");
+  // A record of another model without a spec (a program) cannot be judged: left out.
+  StoreContents programs;
+  programs.records.push_back(Stored(Record("00000000000000bb", 1.0), getuid()));
+  auto unchanged = Speeds();
+  ApplyObservationsFrom(programs, getuid(), job, OneType(), &unchanged);
+  EXPECT_NEAR(unchanged.at("alpha").seconds(10), 0.002, 1e-12);
 }
 
 TEST(ObservationCorrectionTest, WithoutRecordsOnlyTheProvenanceIsSet) {
