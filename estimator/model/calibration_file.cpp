@@ -1,0 +1,446 @@
+// DLH estimator — calibration files: reading, checking and writing them (the model they
+// hold is fitted in time_model.cpp).
+//
+// Calibration file format (format_version 1), one JSON object; every field is required and
+// unknown fields are rejected:
+//
+//   {
+//     "format_version": 1,
+//     "device": "cpu",                         non-empty string
+//     "host": "Intel(R) Xeon(R) ..., 2 cores", string
+//     "threads": 2,                            non-negative integer (0: unknown)
+//     "created": "2026-11-21T12:00:00Z",       string, ISO 8601 UTC
+//     "engine": {"fingerprint": "d42dc4ae35ac", optional: what was timed (12 hex digits,
+//                "compiler": "gcc 12.2.0",      engine_fingerprint.hpp), strings
+//                "blas": "OpenBLAS 0.3.21 ..."},
+//     "probe": {"kind": "cpu", ...},           optional: the device probe taken when the
+//                                              calibration was made (an object; its fields
+//                                              are launcher/probe/probe_record.hpp's, checked
+//                                              where it is compared)
+//     "thread_scaling": {"threads": [1, 2],   optional (CPU): the step time at each thread
+//        "step_time_ratio": [1.4, 1],         count over the calibration's, measured (an
+//        "models": 10},                       object; positive ratios, one per count)
+//     "transferred_from": "cpu.json, AMD ...", optional pair: the calibration this one was
+//     "transfer_log_sigma": 0.08,              carried from by the probes' ratios (string),
+//                                              and the added uncertainty (non-negative
+//                                              number, a standard deviation of ln(t))
+//     "samples": [                             array (may be empty)
+//       {"model": "base",                      string, the sweep model's name
+//        "batch": 64,                          positive integer, one rank's batch
+//        "seconds": 0.0123,                    positive number, median per step
+//        "joules": null,                       null (not measured) or non-negative number
+//        "features": {                         per sample, see estimator/model/features.hpp
+//          "conv_flops_fwd": 7714560, "conv_flops_bwd": 14939904,
+//          "dense_flops_fwd": 805514, "dense_flops_bwd": 1610890,
+//          "other_flops_fwd": 379742, "other_flops_bwd": 351508,
+//          "activation_elements": 129754, "params": 421834,
+//          "conv_workspace_elements": 119952,  non-negative numbers
+//          "cpu_fused_flops_fwd": 125440,      optional pair, non-negative numbers
+//          "cpu_fused_flops_bwd": 50176,       (0 when absent: older files)
+//          "conv_layers": 2, "total_filters": 96, "dense_layers": 2, "dense_nodes": 138,
+//          "input_elements": 784}}             non-negative integers
+//     ],
+//     "model": {
+//       "terms": ["overhead_s", "conv_s_per_flop", "dense_s_per_flop",
+//                 "elementwise_s_per_flop", "update_s_per_param", "im2col_s_per_value",
+//                 "conv_out_s_per_value", "conv_layer_s", "dense_layer_s"],
+//                                              exactly these (TimeTermNames), or the first
+//                                              7 (a file from before the per-layer terms)
+//       "coef": [1e-3, 2e-11, ...],            one non-negative number per term
+//       "quality": {"samples": 60, "folds": 5,  non-negative integers
+//                   "r2": 0.998,                number
+//                   "mape": 3.1, "cv_mape": 4.2,  non-negative numbers, in %
+//                   "cv_log_sigma": 0.06}}      optional, non-negative (0 when absent:
+//                                               older files): FitQuality::cv_log_sigma
+//   }
+//
+// The model's device is the file's "device"; a CPU device's element-wise term leaves out the
+// layers its engine runs inside a convolution (CpuEngineDevice). Features read back have no
+// per-layer costs
+// (`layers` is empty). Errors name the origin and the field:
+//   cal.json: samples[3].seconds: must be a positive number, got -1
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/atomic_file.hpp"
+#include "common/file_text.hpp"
+#include "common/json_parse.hpp"
+#include "estimator/model/engine_fingerprint.hpp"
+#include "estimator/model/time_model.hpp"
+
+namespace dlh {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------- calibration files
+
+namespace {
+
+// Integral values of a double are written as JSON integers (7714560, not 7714560.0).
+json NumberJson(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0)
+    return json(int64_t(v));
+  return json(v);
+}
+
+json FeaturesJson(const ModelFeatures& f) {
+  return json{{"conv_flops_fwd", NumberJson(f.conv_flops_fwd)},
+              {"conv_flops_bwd", NumberJson(f.conv_flops_bwd)},
+              {"dense_flops_fwd", NumberJson(f.dense_flops_fwd)},
+              {"dense_flops_bwd", NumberJson(f.dense_flops_bwd)},
+              {"other_flops_fwd", NumberJson(f.other_flops_fwd)},
+              {"other_flops_bwd", NumberJson(f.other_flops_bwd)},
+              {"activation_elements", NumberJson(f.activation_elements)},
+              {"params", NumberJson(f.params)},
+              {"conv_workspace_elements", NumberJson(f.conv_workspace_elements)},
+              {"conv_output_elements", NumberJson(f.conv_output_elements)},
+              {"cpu_fused_flops_fwd", NumberJson(f.cpu_fused_flops_fwd)},
+              {"cpu_fused_flops_bwd", NumberJson(f.cpu_fused_flops_bwd)},
+              {"conv_layers", f.conv_layers},
+              {"total_filters", f.total_filters},
+              {"dense_layers", f.dense_layers},
+              {"dense_nodes", f.dense_nodes},
+              {"input_elements", f.input_elements}};
+}
+
+// One JSON object of the file being read; messages are "<origin>: <path>.<key>: <problem>".
+class Reader {
+ public:
+  Reader(const json& j, const std::string& origin, std::string path)
+      : j_(j), origin_(origin), path_(std::move(path)) {}
+
+  std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  [[noreturn]] void Fail(const std::string& where, const std::string& problem) const {
+    std::string msg = (origin_.empty() ? std::string("calibration") : origin_) + ": ";
+    if (!where.empty()) msg += where + ": ";
+    msg += problem;
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    std::replace(msg.begin(), msg.end(), '\r', ' ');
+    throw EstimateError(msg);
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    Fail(at(key), problem);
+  }
+
+  // The object itself: must be one, with no key outside `allowed`.
+  void object(std::initializer_list<const char*> allowed) const {
+    if (!j_.is_object()) Fail(path_, "must be a JSON object, got " + ShownJsonValue(j_));
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || it.key() == a;
+      if (!ok) Fail(path_, "unknown key " + json(it.key()).dump());
+    }
+  }
+
+  bool has(const char* key) const { return j_.contains(key); }
+  const json& required(const char* key) const {
+    if (!j_.contains(key)) fail(key, "required");
+    return j_.at(key);
+  }
+
+  std::string string(const char* key, bool nonempty) const {
+    const json& v = required(key);
+    if (!v.is_string())
+      fail(key, std::string(nonempty ? "must be a non-empty string" : "must be a string") +
+                    ", got " + ShownJsonValue(v));
+    std::string s = v.get<std::string>();
+    if (nonempty && s.empty()) fail(key, "must be a non-empty string, got \"\"");
+    return s;
+  }
+
+  // An integer in [min, max]; 3.0 is not an integer.
+  int64_t integer(const char* key, int64_t min, int64_t max) const {
+    const json& v = required(key);
+    const std::string want = min == 1   ? "must be a positive integer"
+                             : min == 0 ? "must be a non-negative integer"
+                                        : "must be an integer";
+    if (!v.is_number_integer()) fail(key, want + ", got " + ShownJsonValue(v));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max))
+      fail(key, "must be at most " + std::to_string(max) + ", got " + ShownJsonValue(v));
+    const int64_t x = v.get<int64_t>();
+    if (x < min) fail(key, want + ", got " + ShownJsonValue(v));
+    if (x > max) fail(key, "must be at most " + std::to_string(max) + ", got " + ShownJsonValue(v));
+    return x;
+  }
+
+  enum class Sign { Any, NonNegative, Positive };
+  double number(const char* key, Sign sign) const { return Number(required(key), at(key), sign); }
+  double Number(const json& v, const std::string& where, Sign sign) const {
+    const char* want = sign == Sign::Positive      ? "must be a positive number"
+                       : sign == Sign::NonNegative ? "must be a non-negative number"
+                                                   : "must be a number";
+    if (!v.is_number()) Fail(where, std::string(want) + ", got " + ShownJsonValue(v));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || (sign == Sign::Positive && !(x > 0)) ||
+        (sign == Sign::NonNegative && !(x >= 0)))
+      Fail(where, std::string(want) + ", got " + ShownJsonValue(v));
+    return x;
+  }
+
+  const json& j() const { return j_; }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  const json& j_;
+  const std::string& origin_;
+  std::string path_;
+};
+
+ModelFeatures ReadFeatures(const Reader& r) {
+  using S = Reader::Sign;
+  r.object({"conv_flops_fwd", "conv_flops_bwd", "dense_flops_fwd", "dense_flops_bwd",
+            "other_flops_fwd", "other_flops_bwd", "activation_elements", "params",
+            "conv_workspace_elements", "conv_output_elements", "conv_layers", "total_filters",
+            "dense_layers", "dense_nodes", "input_elements", "cpu_fused_flops_fwd",
+            "cpu_fused_flops_bwd"});
+  ModelFeatures f;
+  f.conv_flops_fwd = r.number("conv_flops_fwd", S::NonNegative);
+  f.conv_flops_bwd = r.number("conv_flops_bwd", S::NonNegative);
+  f.dense_flops_fwd = r.number("dense_flops_fwd", S::NonNegative);
+  f.dense_flops_bwd = r.number("dense_flops_bwd", S::NonNegative);
+  f.other_flops_fwd = r.number("other_flops_fwd", S::NonNegative);
+  f.other_flops_bwd = r.number("other_flops_bwd", S::NonNegative);
+  f.activation_elements = r.number("activation_elements", S::NonNegative);
+  f.params = r.number("params", S::NonNegative);
+  f.conv_workspace_elements = r.number("conv_workspace_elements", S::NonNegative);
+  f.conv_output_elements = r.number("conv_output_elements", S::NonNegative);
+  f.conv_layers = int(r.integer("conv_layers", 0, INT_MAX));
+  f.total_filters = r.integer("total_filters", 0, std::numeric_limits<int64_t>::max());
+  f.dense_layers = int(r.integer("dense_layers", 0, INT_MAX));
+  f.dense_nodes = r.integer("dense_nodes", 0, std::numeric_limits<int64_t>::max());
+  f.input_elements = r.integer("input_elements", 0, std::numeric_limits<int64_t>::max());
+  // Files from before the CPU engine fused layers have neither: nothing was fused.
+  if (r.has("cpu_fused_flops_fwd") || r.has("cpu_fused_flops_bwd")) {
+    f.cpu_fused_flops_fwd = r.number("cpu_fused_flops_fwd", S::NonNegative);
+    f.cpu_fused_flops_bwd = r.number("cpu_fused_flops_bwd", S::NonNegative);
+  }
+  return f;
+}
+
+}  // namespace
+
+json CalibrationToJson(const Calibration& c) {
+  if (c.model.coef.size() != size_t(kTimeTerms))
+    throw EstimateError("calibration for " + c.device + ": the time model has " +
+                        std::to_string(c.model.coef.size()) + " coefficients, need " +
+                        std::to_string(kTimeTerms));
+  json samples = json::array();
+  for (const TimingSample& s : c.samples) {
+    samples.push_back(json{{"model", s.model},
+                           {"batch", s.batch},
+                           {"seconds", s.seconds},
+                           {"joules", s.joules >= 0 ? json(s.joules) : json(nullptr)},
+                           {"features", FeaturesJson(s.features)}});
+  }
+  const FitQuality& q = c.model.quality;
+  json out = json{{"format_version", 1},
+                  {"device", c.device},
+                  {"host", c.host},
+                  {"threads", c.threads},
+                  {"created", c.created},
+                  {"samples", samples},
+                  {"model",
+                   {{"terms", TimeTermNames()},
+                    {"coef", c.model.coef},
+                    {"quality",
+                     {{"samples", q.samples},
+                      {"folds", q.folds},
+                      {"r2", q.r2},
+                      {"mape", q.mape},
+                      {"cv_mape", q.cv_mape},
+                      {"cv_log_sigma", q.cv_log_sigma}}}}}};
+  if (!c.engine.empty())
+    out["engine"] = {{"fingerprint", c.engine}, {"compiler", c.compiler}, {"blas", c.blas}};
+  if (!c.device_info.is_null()) out["device_info"] = c.device_info;
+  if (!c.probe.is_null()) out["probe"] = c.probe;
+  if (!c.thread_scaling.is_null()) out["thread_scaling"] = c.thread_scaling;
+  if (!c.transferred_from.empty()) {
+    out["transferred_from"] = c.transferred_from;
+    out["transfer_log_sigma"] = c.transfer_log_sigma;
+  }
+  return out;
+}
+
+Calibration CalibrationFromJson(const json& j, const std::string& origin) {
+  using S = Reader::Sign;
+  const Reader top(j, origin, "");
+  top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
+              "probe", "thread_scaling", "transferred_from", "transfer_log_sigma", "samples",
+              "model"});
+  {
+    const json& v = top.required("format_version");
+    if (!v.is_number_integer())
+      top.fail("format_version", "must be an integer, got " + ShownJsonValue(v));
+    if (v != 1)
+      top.fail("format_version",
+               "unsupported version " + ShownJsonValue(v) + " (this build reads 1)");
+  }
+  Calibration c;
+  c.device = top.string("device", true);
+  c.host = top.string("host", false);
+  c.threads = int(top.integer("threads", 0, INT_MAX));
+  c.created = top.string("created", true);
+  if (j.contains("engine")) {
+    const Reader e(top.required("engine"), origin, "engine");
+    e.object({"fingerprint", "compiler", "blas"});
+    c.engine = e.string("fingerprint", true);
+    c.compiler = e.string("compiler", false);
+    c.blas = e.string("blas", false);
+  }
+  if (j.contains("device_info")) {
+    c.device_info = top.required("device_info");
+    if (!c.device_info.is_object())
+      top.fail("device_info", "must be an object, got " + ShownJsonValue(c.device_info));
+  }
+  if (j.contains("probe")) {
+    c.probe = top.required("probe");
+    if (!c.probe.is_object())
+      top.fail("probe", "must be an object, got " + ShownJsonValue(c.probe));
+  }
+  if (j.contains("thread_scaling")) {
+    c.thread_scaling = top.required("thread_scaling");
+    const nlohmann::json& t = c.thread_scaling;
+    bool ok = t.is_object() && t.contains("threads") && t.contains("step_time_ratio") &&
+              t["threads"].is_array() && t["step_time_ratio"].is_array() &&
+              t["threads"].size() == t["step_time_ratio"].size() && !t["threads"].empty();
+    for (size_t i = 0; ok && i < t["threads"].size(); ++i)
+      ok = t["threads"][i].is_number_integer() && t["threads"][i].get<int>() == int(i) + 1 &&
+           t["step_time_ratio"][i].is_number() && t["step_time_ratio"][i].get<double>() > 0;
+    if (!ok)
+      top.fail("thread_scaling",
+               "must be {\"threads\": [1, 2, ...], \"step_time_ratio\": [positive, one per "
+               "count]}, got " +
+                   ShownJsonValue(t));
+  }
+  if (j.contains("transferred_from") || j.contains("transfer_log_sigma")) {
+    c.transferred_from = top.string("transferred_from", true);
+    c.transfer_log_sigma = top.number("transfer_log_sigma", S::NonNegative);
+  }
+
+  const json& samples = top.required("samples");
+  if (!samples.is_array()) top.fail("samples", "must be an array, got " + ShownJsonValue(samples));
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Reader r(samples[i], origin, "samples[" + std::to_string(i) + "]");
+    r.object({"model", "batch", "seconds", "joules", "features"});
+    TimingSample s;
+    s.model = r.string("model", false);
+    s.batch = r.integer("batch", 1, std::numeric_limits<int64_t>::max());
+    s.seconds = r.number("seconds", S::Positive);
+    const json& joules = r.required("joules");
+    if (!joules.is_null() &&
+        !(joules.is_number() && joules.get<double>() >= 0 && std::isfinite(joules.get<double>())))
+      r.fail("joules", "must be null or a non-negative number, got " + ShownJsonValue(joules));
+    s.joules = joules.is_null() ? -1 : joules.get<double>();
+    s.features = ReadFeatures(Reader(r.required("features"), origin, r.at("features")));
+    c.samples.push_back(std::move(s));
+  }
+
+  const Reader m(top.required("model"), origin, "model");
+  m.object({"terms", "coef", "quality"});
+  {
+    const json& terms = m.required("terms");
+    // The count comes from the names rather than from expected.size(): GCC 12 with
+    // -fsanitize=thread warns (-Warray-bounds, a false positive) about json::size() here.
+    const std::vector<std::string>& names = TimeTermNames();
+    const json expected(names);
+    const json legacy(std::vector<std::string>(names.begin(), names.begin() + kLegacyTimeTerms));
+    const bool is_legacy = terms == legacy;
+    if (terms != expected && !is_legacy) {
+      // Name the first wrong term: the whole list would be long, and values are shown by
+      // kind only (ShownJsonValue).
+      if (terms.is_array() && terms.size() == names.size())
+        for (size_t i = 0; i < names.size(); ++i)
+          if (terms[i] != expected[i])
+            m.fail("terms[" + std::to_string(i) + "]",
+                   "must be " + expected[i].dump() + ", got " + ShownJsonValue(terms[i]));
+      m.fail("terms", "must be " + expected.dump() + ", got " + ShownJsonValue(terms));
+    }
+    const json& coef = m.required("coef");
+    const int count = is_legacy ? kLegacyTimeTerms : kTimeTerms;
+    if (!coef.is_array() || coef.size() != size_t(count))
+      m.fail("coef", "must be an array of " + std::to_string(count) +
+                         " non-negative numbers (one per term), got " + ShownJsonValue(coef));
+    for (size_t k = 0; k < coef.size(); ++k)
+      c.model.coef.push_back(
+          m.Number(coef[k], m.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
+    c.model.coef.resize(size_t(kTimeTerms), 0.0);  // a legacy file: no per-layer cost
+  }
+  const Reader q(m.required("quality"), origin, m.at("quality"));
+  q.object({"samples", "folds", "r2", "mape", "cv_mape", "cv_log_sigma"});
+  c.model.quality.samples = int(q.integer("samples", 0, INT_MAX));
+  c.model.quality.folds = int(q.integer("folds", 0, INT_MAX));
+  c.model.quality.r2 = q.number("r2", S::Any);
+  c.model.quality.mape = q.number("mape", S::NonNegative);
+  c.model.quality.cv_mape = q.number("cv_mape", S::NonNegative);
+  // Files from before the prediction band have none: 0, and the band falls back to cv_mape.
+  if (q.has("cv_log_sigma"))
+    c.model.quality.cv_log_sigma = q.number("cv_log_sigma", S::NonNegative);
+  c.model.device = c.device;
+  return c;
+}
+
+namespace {
+
+constexpr size_t kMaxCalibrationBytes = size_t(64) << 20;
+
+[[noreturn]] void FileFail(const std::string& path, const std::string& problem) {
+  std::string msg = path + ": " + problem;
+  std::replace(msg.begin(), msg.end(), '\n', ' ');
+  throw EstimateError(msg);
+}
+
+}  // namespace
+
+Calibration LoadCalibration(const std::string& path) {
+  std::string text, why;
+  if (!ReadFileText(path, kMaxCalibrationBytes, &text, &why)) {
+    if (why.rfind("larger than", 0) == 0) why += ", not a calibration file";
+    FileFail(path, "cannot read: " + why);
+  }
+  json j;
+  JsonProblem problem;
+  if (!ParseJsonStrict(text, &j, &problem))
+    FileFail(path, (problem.path.empty() ? "" : problem.path + ": ") + problem.message);
+  return CalibrationFromJson(j, path);
+}
+
+std::string CalibrationStaleness(const Calibration& c) {
+  const std::string now = EngineFingerprint(c.device);
+  if (c.engine == now) return "";
+  return (c.engine.empty() ? std::string("records no engine (made before fingerprints)")
+                           : "measured with engine " + c.engine) +
+         ", this build's engine is " + now + ": recalibrate (dlh-estimate calibrate)";
+}
+
+void SaveCalibration(const std::string& path, const Calibration& c) {
+  try {
+    WriteFileAtomically(path, CalibrationToJson(c).dump(2) + "\n");
+  } catch (const IoError& e) {
+    // IoError says "<path>: cannot write: <reason>"; the estimator's file errors are
+    // EstimateError (dlh-estimate exit code 2), one line like every other FileFail.
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    throw EstimateError(msg);
+  }
+}
+
+int CalibrationThreads(const Calibration& c) {
+  if (c.threads > 0) return c.threads;
+  // CpuDescription() ends with ", N cores" (N from the affinity mask at calibration time).
+  const std::string suffix = " cores";
+  const size_t end = c.host.rfind(suffix);
+  if (end == std::string::npos || end + suffix.size() != c.host.size()) return 1;
+  size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(c.host[begin - 1]))) --begin;
+  if (begin == end || end - begin > 4) return 1;
+  return std::max(1, std::stoi(c.host.substr(begin, end - begin)));
+}
+
+}  // namespace dlh
