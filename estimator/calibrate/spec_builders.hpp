@@ -49,7 +49,8 @@ inline LayerSpec Dropout(double rate) {
   return l;
 }
 
-inline TrainSpec BaseSpec(const std::string& name, Shape3 input, int batch, const std::string& origin) {
+inline TrainSpec BaseSpec(const std::string& name, Shape3 input, int batch,
+                          const std::string& origin) {
   TrainSpec s;
   s.name = name;
   s.input = input;

@@ -279,7 +279,8 @@ int CalibrateCommand(const std::vector<std::string>& args) {
     c.device_info = description;
   }
   c.probe = CalibrationProbe(device.text, timing.threads, quick);
-  if (!device.launch) c.thread_scaling = MeasureThreadScaling(sweep, CalibrationThreads(c), quick);
+  if (!device.launch && !quick)  // recorded for the next model of shared cores (time_model.hpp)
+    c.thread_scaling = MeasureThreadScaling(sweep, CalibrationThreads(c), quick);
   c.model = FitTimeModel(device.kind, c.samples, vm["folds"].as<int>());
   SaveCalibration(out, c);
   PrintQuality(c.model);

@@ -94,13 +94,6 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
 struct ThreadScaling {
   std::vector<double> gflops, gbs;
   double compute_fraction = 1;
-  // Measured whole training steps (Calibration::thread_scaling): the step time at t threads
-  // over that at the calibration's threads, index t - 1. Where it covers both counts it is
-  // used as it is: sgemm alone scales near-linearly on the test VM (the probe read 2.56x from
-  // 1 to 2 threads, above linear: a noisy single-thread reading), while the example CNN's
-  // whole job ran 2 ranks x 1 thread in 112 ms per step of 64 each against 152 ms for 1 rank x
-  // 2 threads at 128 (share/bench/whole_jobs.sh, 2026-11-28).
-  std::vector<double> step_time;
 };
 
 // Without a probe: per-sample time at t threads goes as t^-kThreadScalingExponent. Measured

@@ -104,10 +104,13 @@ struct Calibration {
   // engine's shapes, memory bandwidth, and on a GPU a convolution, a GEMM and the clocks);
   // null: none (older files). check-calibration compares it with the host's own probe.
   nlohmann::json probe;
-  // A CPU calibration's measured thread scaling of whole training steps (issue 40: ranks
-  // sharing a node's cores): {"threads": [1, 2], "step_time_ratio": [1.4, 1], "models": 10},
-  // the median over some sweep models of the step time at each thread count over that at the
-  // calibration's, each pair timed side by side. null: not measured (older files, GPUs).
+  // A CPU calibration's measured thread scaling of whole training steps, one process at a
+  // time: {"threads": [1, 2], "step_time_ratio": [1.4, 1], "models": 10}, the median over some
+  // sweep models of the step time at each thread count over that at the calibration's, each
+  // pair timed side by side. null: not measured (older files, GPUs). Recorded, not planned
+  // with: on the CI host a step took 1.0-1.02x as long at 1 thread as at 2 with the other core
+  // idle, while two concurrent 1-thread ranks ran 1.77x (whole jobs, BENCHMARKS.md): ranks that
+  // share a node must be timed running together, which the calibration does not do yet.
   nlohmann::json thread_scaling;
   // Set when the calibration was carried to another machine by the probes' measured ratios
   // rather than measured there: the calibration it came from ("cpu.json, AMD EPYC, 2

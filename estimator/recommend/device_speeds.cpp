@@ -87,9 +87,6 @@ ThreadScaling CpuScaling(const Calibration& cal, const std::vector<double>& coef
   ThreadScaling t;
   t.gflops = ProbeByThreads(cal, "sgemm_gflops_by_threads");
   t.gbs = ProbeByThreads(cal, "memory_gbs_by_threads");
-  if (cal.thread_scaling.is_object())  // checked when the file was read (time_model.cpp)
-    for (const auto& r : cal.thread_scaling["step_time_ratio"])
-      t.step_time.push_back(r.get<double>());
   const std::vector<double> t0 = TimeTerms(f, 0, true), t1 = TimeTerms(f, 1, true);
   double compute = 0, memory = 0;
   for (int i = 0; i < kTimeTerms && size_t(i) < coef.size(); ++i) {

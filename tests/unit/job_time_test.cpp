@@ -170,6 +170,11 @@ TEST(JobTime, RanksSharingCoresByTheProbe) {
   flops_only.gflops = {100, 190};
   flops_only.compute_fraction = 0.3;
   EXPECT_DOUBLE_EQ(ThreadTimeRatio(flops_only, 2, 1), 1.9);
+  // A reading above linear scaling is a noisy probe: clamped to linear, both ways.
+  ThreadScaling noisy;
+  noisy.gflops = {16.6, 42.4};
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(noisy, 2, 1), 2.0);
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(noisy, 1, 2), 0.5);
   // A damaged curve (a zero) is no measurement: the default.
   ThreadScaling bad;
   bad.gflops = {100, 0};
