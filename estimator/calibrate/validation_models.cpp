@@ -18,16 +18,24 @@ using spec_builders::kClasses;
 using spec_builders::Pool;
 using spec_builders::Simple;
 
+namespace {
+
+// A validation model as the sweep's entries are: its layers' shapes filled in, its batch the
+// spec's.
+SweepEntry EntryOf(TrainSpec s) {
+  LayerShapes(s);
+  SweepEntry e;
+  e.batch = s.batch_size;
+  e.spec = std::move(s);
+  return e;
+}
+
+}  // namespace
+
 std::vector<SweepEntry> ValidationModels() {
   const std::string origin = "validation models";
   std::vector<SweepEntry> out;
-  auto add = [&](TrainSpec s) {
-    LayerShapes(s);
-    SweepEntry e;
-    e.batch = s.batch_size;
-    e.spec = std::move(s);
-    out.push_back(std::move(e));
-  };
+  auto add = [&](TrainSpec s) { out.push_back(EntryOf(std::move(s))); };
   const LayerSpec relu = Simple(LayerKind::Relu), flatten = Simple(LayerKind::Flatten),
                   bn = Simple(LayerKind::BatchNorm);
 
@@ -103,13 +111,7 @@ std::vector<SweepEntry> ValidationModels() {
 std::vector<SweepEntry> JudgedValidationModels() {
   const std::string origin = "judged validation models";
   std::vector<SweepEntry> out;
-  auto add = [&](TrainSpec s) {
-    LayerShapes(s);
-    SweepEntry e;
-    e.batch = s.batch_size;
-    e.spec = std::move(s);
-    out.push_back(std::move(e));
-  };
+  auto add = [&](TrainSpec s) { out.push_back(EntryOf(std::move(s))); };
   const LayerSpec relu = Simple(LayerKind::Relu), flatten = Simple(LayerKind::Flatten),
                   bn = Simple(LayerKind::BatchNorm);
   {  // Strided: three stride-2 3x3 convolutions on a 64 px colour input, no pooling.
@@ -239,22 +241,14 @@ std::vector<SweepEntry> GpuValidationModels() {
     }
     s.layers.insert(s.layers.end(),
                     {flatten, Dense(1024), relu, Dropout(0.5), Dense(1024), relu, Dense(10)});
-    LayerShapes(s);
-    SweepEntry e;
-    e.batch = batch;
-    e.spec = std::move(s);
-    out.push_back(std::move(e));
+    out.push_back(EntryOf(std::move(s)));  // BaseSpec made the spec's batch `batch`
   };
   vgg("val-gpu-vgg-in224c3-b32", 224, 32, {64, 128, 256, 512, 512});
   vgg("val-gpu-vgg-in32c3-b256", 32, 256, {64, 128, 256, 512});
   {  // A wide MLP at a large batch: dense GEMMs alone.
     TrainSpec s = BaseSpec("val-gpu-mlp-3072-4096x3-b1024", Shape3{3, 32, 32}, 1024, origin);
     s.layers = {flatten, Dense(4096), relu, Dense(4096), relu, Dense(4096), relu, Dense(10)};
-    LayerShapes(s);
-    SweepEntry e;
-    e.batch = 1024;
-    e.spec = std::move(s);
-    out.push_back(std::move(e));
+    out.push_back(EntryOf(std::move(s)));
   }
   // The judged models, last (ValidationSet relies on it): all small enough for any GPU.
   std::vector<SweepEntry> judged = JudgedValidationModels();

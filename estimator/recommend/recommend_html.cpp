@@ -337,6 +337,22 @@ std::string FitQualityText(const PageCalibration& c) {
   return text + ".";
 }
 
+// What every type's line says after its source: how ranks sharing cores change it and its
+// uncertainty (both functions below end with it).
+std::string SpeedNotes(const DeviceSpeed& speed) {
+  std::string text;
+  if (speed.cpu_threads > 0)
+    text += " Timed as a CPU process with " + std::to_string(speed.cpu_threads) +
+            " threads: ranks that share a node's cores run slower than this line (by the "
+            "measured ratio of the threads they get, not in proportion), and the candidates' "
+            "predictions include that.";
+  if (speed.log_sigma > 0)
+    text += " Its uncertainty: a step runs at most " +
+            Number(100 * std::expm1(kBandZ * speed.log_sigma)) +
+            "% over the line with 90% confidence (sigma of ln(measured / predicted) " +
+            Number(speed.log_sigma) + "), which makes the prediction band and the time limit.";
+  return text;
+}
 // Where the line of `gpu` comes from, in one paragraph.
 std::string SourceText(const std::string& gpu, const DeviceSpeed& speed, const Cluster& cluster,
                        const PageCalibration* cal, size_t measured) {
@@ -365,17 +381,7 @@ std::string SourceText(const std::string& gpu, const DeviceSpeed& speed, const C
            ", plus kernel launches and optimizer passes per step. Nothing was measured; "
            "dlh-estimate calibrate measures a GPU type.";
   }
-  if (speed.cpu_threads > 0)
-    text += " Timed as a CPU process with " + std::to_string(speed.cpu_threads) +
-            " threads: ranks that share a node's cores run slower than this line (by the "
-            "measured ratio of the threads they get, not in proportion), and the candidates' "
-            "predictions include that.";
-  if (speed.log_sigma > 0)
-    text += " Its uncertainty: a step runs at most " +
-            Number(100 * std::expm1(kBandZ * speed.log_sigma)) +
-            "% over the line with 90% confidence (sigma of ln(measured / predicted) " +
-            Number(speed.log_sigma) + "), which makes the prediction band and the time limit.";
-  return text;
+  return text + SpeedNotes(speed);
 }
 
 // Where the line of `gpu` comes from when the job was planned from a profile.
@@ -397,17 +403,7 @@ std::string ProfileSourceText(const ProgramProfile& p, const std::string& gpu,
            " by the ratio of peak FLOP/s (the fixed part per step kept): " + speed.source +
            ". Nothing was measured on " + gpu + ".";
   }
-  if (speed.cpu_threads > 0)
-    text += " Timed as a CPU process with " + std::to_string(speed.cpu_threads) +
-            " threads: ranks that share a node's cores run slower than this line (by the "
-            "measured ratio of the threads they get, not in proportion), and the candidates' "
-            "predictions include that.";
-  if (speed.log_sigma > 0)
-    text += " Its uncertainty: a step runs at most " +
-            Number(100 * std::expm1(kBandZ * speed.log_sigma)) +
-            "% over the line with 90% confidence (sigma of ln(measured / predicted) " +
-            Number(speed.log_sigma) + "), which makes the prediction band and the time limit.";
-  return text;
+  return text + SpeedNotes(speed);
 }
 
 void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation& rec,
