@@ -126,6 +126,15 @@ CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const Threa
   s.per_sample = ThreadTimeRatio(scaling, calibration_threads, threads, running) * oversubscribed *
                  oversubscribed;
   s.fixed = oversubscribed * oversubscribed;
+  // The count itself where measured, else the largest measured count of 2 or more below it:
+  // more ranks contend at least as much (4 ranks on 2 cores also run 2 at once).
+  const std::map<int, double>& learned = scaling.learned_log_by_ranks;
+  auto at = learned.upper_bound(ranks);
+  if (at != learned.begin() && (--at)->first >= std::min(ranks, 2)) {
+    const double f = std::exp(at->second);
+    s.per_sample *= f;
+    s.fixed *= f;
+  }
   return s;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,11 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
 struct ThreadScaling {
   std::vector<double> gflops, gbs;
   double compute_fraction = 1;
+  // By the count of ranks that share a node's cores (CpuRankShare's `ranks`): ln of the
+  // step time factor the observation store measured on top of the curves
+  // (estimator/observe/correction.hpp). Side by side, ranks contend for more than GEMM
+  // throughput and bandwidth (caches, a host's siblings); a measurement says how much.
+  std::map<int, double> learned_log_by_ranks;
 };
 
 // Without a probe: per-sample time at t threads goes as t^-kThreadScalingExponent. Measured
@@ -125,7 +131,9 @@ double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int shari
 // turns on the cores, and the ones already waiting in the allreduce poll (Open MPI spins
 // unless it knows the node is oversubscribed, which under srun it does not) and so take
 // their turns from the ones still computing. Measured: 4 ranks of the example CNN on 2
-// cores took 2.2x the time of 2 ranks (BENCHMARKS.md, Whole jobs).
+// cores took 2.2x the time of 2 ranks (BENCHMARKS.md, Whole jobs). Where the observation
+// store measured `ranks` side by side (scaling.learned_log_by_ranks), both parts carry it;
+// a count it did not measure carries the largest measured count of 2 or more below it.
 struct CpuShare {
   double per_sample = 1, fixed = 1;
 };

@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
 
+#include "common/median.hpp"
 #include "common/spec.hpp"
 #include "estimator/model/features.hpp"
 #include "estimator/model/job_time.hpp"
@@ -34,12 +36,13 @@ double PredictedCompute(const Observation& r, const DeviceSpeed& s, const Cluste
   CpuShare share;
   if (s.cpu_threads > 0) {
     if (cluster.runtime.shared_host_cores > 0) {
-      share = CpuRankShare(s.cpu_threads, cluster.runtime.shared_host_cores, r.ranks);
+      share =
+          CpuRankShare(s.cpu_threads, cluster.runtime.shared_host_cores, r.ranks, s.cpu_scaling);
     } else {
       int cores = s.cpu_threads;
       for (const NodeType& n : cluster.node_types)
         if (n.gpu == gpu && n.cpu_cores > 0) cores = n.cpu_cores;
-      share = CpuRankShare(s.cpu_threads, cores, r.ranks_per_node);
+      share = CpuRankShare(s.cpu_threads, cores, r.ranks_per_node, s.cpu_scaling);
     }
   }
   return s.fixed_s * share.fixed + s.per_sample_s * share.per_sample * double(r.per_rank_batch);
@@ -85,6 +88,61 @@ const DeviceSpeed* RecordModelSpeed(const Observation& r, const Job& job, const 
 
 }  // namespace
 
+namespace {
+
+// How many ranks shared the cores of the record's node, as the recommender counts them
+// (candidates.cpp, Share): every rank of the job on a cluster whose nodes are one machine,
+// else a node's ranks. 0 on a GPU type: its ranks do not share a device.
+int SharingCount(const Observation& r, const DeviceSpeed& s, const Cluster& cluster) {
+  if (s.cpu_threads <= 0) return 0;
+  return cluster.runtime.shared_host_cores > 0 ? r.ranks : r.ranks_per_node;
+}
+
+struct Residual {
+  std::string model;  // the record's model key
+  int sharing = 0;    // SharingCount
+  double value = 0;   // ln(measured / predicted) of the compute
+  bool own = false;   // the caller's record
+};
+
+// ln(step factor) of n ranks side by side over one alone, beyond what the thread curves
+// predict, from models run both ways: per model, its median at n less its median alone; per
+// n, the median over models. The caller's records when they hold such a pair, else the
+// others', capped at kOthersCapLog.
+std::map<int, double> SharingOffsets(const std::vector<Residual>& all) {
+  auto offsets = [&all](bool own) {
+    std::map<std::string, std::map<int, std::vector<double>>> by_model;
+    for (const Residual& r : all)
+      if (r.sharing > 0 && r.own == own) by_model[r.model][r.sharing].push_back(r.value);
+    std::map<int, std::vector<double>> differences;
+    for (const auto& [model, counts] : by_model) {
+      const auto alone = counts.find(1);
+      if (alone == counts.end()) continue;
+      const double base = Median(alone->second);
+      for (const auto& [n, values] : counts)
+        if (n != 1) differences[n].push_back(Median(values) - base);
+    }
+    std::map<int, double> out;
+    for (const auto& [n, d] : differences) out[n] = Median(d);
+    return out;
+  };
+  std::map<int, double> out = offsets(true);
+  for (const auto& [n, d] : offsets(false))
+    out.emplace(n, std::clamp(d, -kOthersCapLog, kOthersCapLog));
+  return out;
+}
+
+std::string SharingText(const std::map<int, double>& learned) {
+  std::string text;
+  for (const auto& [n, log_factor] : learned) {
+    if (n == 1 && std::fabs(log_factor) < 0.005) continue;
+    text += (text.empty() ? "" : ", ") + Runs(n, "rank", "ranks") + " " + PercentText(log_factor);
+  }
+  return text.empty() ? "" : "; side by side: " + text;
+}
+
+}  // namespace
+
 void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& job,
                            const Cluster& cluster, std::map<std::string, DeviceSpeed>* speeds) {
   const std::string key = JobModelKey(job);
@@ -92,7 +150,8 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
   for (auto& [gpu, s] : *speeds) {
     const std::string base = BaseProvenance(gpu, s);
     s.provenance = base;
-    Residuals model, type;
+    s.cpu_scaling.learned_log_by_ranks.clear();  // residuals are of the curves alone
+    std::vector<Residual> residuals;
     std::map<std::string, std::optional<DeviceSpeed>> other_models;
     for (const StoredObservation& so : store.records) {
       const Observation& r = so.record;
@@ -103,12 +162,28 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
           r.model_key == key ? &s : RecordModelSpeed(r, job, cluster, gpu, &other_models);
       if (!own_model) continue;
       const double compute = PredictedCompute(r, *own_model, cluster, gpu);
-      if (!(compute > 0) || !(r.step_s - comm > 0)) continue;
-      const double residual = std::log((r.step_s - comm) / compute);
+      const double step = r.mean_step_s() - comm;
+      if (!(compute > 0) || !(step > 0)) continue;
+      const double residual = std::log(step / compute);
       if (!std::isfinite(residual)) continue;
-      const bool own = so.owner == caller;
-      (own ? type.own : type.others).push_back(residual);
-      if (r.model_key == key) (own ? model.own : model.others).push_back(residual);
+      residuals.push_back({r.model_key, SharingCount(r, s, cluster), residual, so.owner == caller});
+    }
+    // Ranks side by side, learned from models run both ways; every residual is then judged
+    // as if its ranks had run alone, so that the model's (or the type's) factor is one of
+    // the model, not of the shapes it happened to run at.
+    const std::map<int, double> offsets = SharingOffsets(residuals);
+    auto alone = [&offsets](const Residual& r) {
+      const auto o = offsets.find(r.sharing);
+      return r.value - (o == offsets.end() ? 0 : o->second);
+    };
+    Residuals model, type;
+    std::map<int, Residuals> model_at;  // this model's own residuals, by ranks side by side
+    for (const Residual& r : residuals) {
+      (r.own ? type.own : type.others).push_back(alone(r));
+      if (r.model != key) continue;
+      (r.own ? model.own : model.others).push_back(alone(r));
+      if (r.sharing > 0)
+        (r.own ? model_at[r.sharing].own : model_at[r.sharing].others).push_back(r.value);
     }
     Combined c;
     std::string provenance;
@@ -123,12 +198,17 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
                    PercentText(c.log_factor) + ")";
     }
     if (c.runs == 0) continue;
+    // A shape this model ran at is predicted from those runs themselves (a repeat is its
+    // own best predictor); another count of ranks side by side gets the learned offset.
+    std::map<int, double> learned = offsets;
+    for (const auto& [n, at] : model_at) learned[n] = ModelHistory(at).log_factor - c.log_factor;
     const double f = std::exp(c.log_factor);
     s.fixed_s *= f;
     s.per_sample_s *= f;
+    s.cpu_scaling.learned_log_by_ranks = learned;
     s.observed_runs = c.runs;
     s.log_sigma = std::hypot(s.log_sigma, c.log_sigma);
-    s.provenance = provenance;
+    s.provenance = provenance + SharingText(learned);
   }
 }
 

@@ -48,7 +48,7 @@ LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Jo
     const bool own = so.owner == caller;
     // All of a whole job but its steps, evaluations and checkpoints: start-up, data loading,
     // the first steps' extra cost and the end (final checkpoint wait, summary).
-    const double rest = r.total_s - double(r.steps) * r.step_s - r.eval_s - r.checkpoint_s;
+    const double rest = r.total_s - double(r.steps) * r.mean_step_s() - r.eval_s - r.checkpoint_s;
     if (r.whole_job && r.steps > 0 && rest >= 0) {
       type_startup.add(own, rest);
       if (r.model_key == key) model_startup.add(own, rest);

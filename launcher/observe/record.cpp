@@ -129,6 +129,7 @@ json ObservationToJson(const Observation& o) {
   j["batch"] = {{"global", o.global_batch}, {"per_rank", o.per_rank_batch}};
   j["measured"] = {{"step_s", o.step_s},
                    {"steps", o.steps},
+                   {"steps_s", OrNull(o.steps_s)},
                    {"startup_s", OrNull(o.startup_s)},
                    {"eval_s", o.eval_s},
                    {"evaluations", o.evaluations},
@@ -200,6 +201,7 @@ Observation ObservationFromJson(const json& j, const std::string& origin) {
   const Fields m = top.object("measured");
   o.step_s = m.number("step_s", true, true);
   o.steps = m.integer("steps", 0, INT64_MAX, false);
+  o.steps_s = m.number("steps_s", false, false, -1);
   o.startup_s = m.number("startup_s", false, false, -1);
   o.eval_s = m.number("eval_s", false, false);
   o.evaluations = m.integer("evaluations", 0, INT64_MAX, false);

@@ -43,6 +43,7 @@ void WriteRunObservation(const RunObservationInputs& in) {
     for (size_t i = 1; i < t.size(); ++i) gaps.push_back(t[i] - t[i - 1]);
     r.step_s = Median(gaps);
     r.steps = int64_t(gaps.size());
+    if (!gaps.empty()) r.steps_s = t.back() - t.front();  // whatever the program did between
     std::vector<double> samples;
     for (int64_t s : log.step_samples())
       if (s > 0) samples.push_back(double(s));

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "common/median.hpp"
@@ -60,6 +61,7 @@ void Trainer::write_observation(const nlohmann::json& summary, double wall_s, do
                            : *std::max_element(rank_batches_.begin(), rank_batches_.end());
     r.step_s = Median(step_seconds_);
     r.steps = int64_t(step_seconds_.size());
+    r.steps_s = std::accumulate(step_seconds_.begin(), step_seconds_.end(), 0.0);
     r.startup_s = first_step_ == 0 ? startup_s : -1;
     r.eval_s = eval_seconds_;
     r.evaluations = evaluations_;

@@ -137,6 +137,15 @@ TEST(JobTime, RanksSharingCores) {
   // Not a CPU calibration, or nothing known: no change.
   EXPECT_DOUBLE_EQ(CpuRankShare(0, 2, 4).per_sample, 1);
   EXPECT_DOUBLE_EQ(CpuRankShare(2, 0, 4).fixed, 1);
+  // Measured side by side (the observation store): that count, and any larger count
+  // carries the largest measured one of 2 or more; 1 rank alone carries only its own.
+  ThreadScaling learned;
+  learned.learned_log_by_ranks = {{1, std::log(1.1)}, {2, std::log(1.5)}};
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 2, learned).per_sample, two.per_sample * 1.5);
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 4, learned).fixed, four.fixed * 1.5);
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 1, learned).per_sample, one.per_sample * 1.1);
+  learned.learned_log_by_ranks = {{1, std::log(1.1)}};
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 2, learned).per_sample, two.per_sample);
 }
 
 TEST(JobTime, RanksSharingCoresByTheProbe) {

@@ -116,7 +116,10 @@ TEST(ObservationRecordTest, JsonRoundTripKeepsEveryField) {
   o.predicted_comm_s = 0.002;
   o.predicted_total_s = 11;
   o.features = {{"params", 620}};
+  o.steps_s = 0.85;
   const Observation back = ObservationFromJson(ObservationToJson(o), "r.json");
+  EXPECT_DOUBLE_EQ(back.steps_s, 0.85);
+  EXPECT_DOUBLE_EQ(back.mean_step_s(), 0.85 / 40);
   EXPECT_EQ(ObservationToJson(back), ObservationToJson(o));
   EXPECT_EQ(back.model_key, "0123456789abcdef");
   EXPECT_DOUBLE_EQ(back.energy_j, 120.5);
@@ -130,6 +133,8 @@ TEST(ObservationRecordTest, UnknownEnergyAndStartUpAreNull) {
   const nlohmann::json j = ObservationToJson(o);
   EXPECT_TRUE(j["measured"]["energy_j"].is_null());
   EXPECT_TRUE(j["measured"]["startup_s"].is_null());
+  EXPECT_TRUE(j["measured"]["steps_s"].is_null());  // a record of an older writer: the median
+  EXPECT_DOUBLE_EQ(ObservationFromJson(j, "r.json").mean_step_s(), 0.02);
   EXPECT_TRUE(j["predicted"].is_null());
   EXPECT_LT(ObservationFromJson(j, "r.json").startup_s, 0);
 }
@@ -411,6 +416,100 @@ TEST(ObservationCorrectionTest, APoisonedStoreOnDiskIsCappedByFileOwner) {
   EXPECT_NEAR(speeds.at("alpha").seconds(10), 0.003, 1e-12);
 }
 
+// A file of the source tree, found from the working folder or the test binary upwards.
+std::string RepoFile(const std::string& relative) {
+  std::error_code ec;
+  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
+    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
+      if (fs::exists(p / relative)) return (p / relative).string();
+  return relative;
+}
+
+// A CPU type whose nodes are one 2-core machine (a test cluster, runtime.shared_host_cores),
+// alpha timed by a CPU calibration (the tests' fixture, 2 threads): ranks of a job share
+// those cores, and every model's prediction comes from the same calibration.
+Cluster SharedCores() {
+  Cluster c = OneType();
+  c.runtime.shared_host_cores = 2;
+  c.node_types[0].gpus_per_node = 2;
+  c.node_types[0].nodes = 2;
+  c.gpu_types[0].calibration = RepoFile("tests/fixtures/cpu-calibration.json");
+  return c;
+}
+
+std::map<std::string, DeviceSpeed> CpuSpeeds(const Job& job = TinyJob()) {
+  auto speeds = CalibratedDeviceSpeeds(job, SharedCores());
+  EXPECT_GT(speeds.at("alpha").cpu_threads, 0);
+  return speeds;
+}
+
+Observation AtRanks(Observation o, int ranks, double factor, const DeviceSpeed& predicted,
+                    const Cluster& c) {
+  o.ranks = o.ranks_per_node = ranks;
+  o.step_s = 1;  // PredictedCompute does not read it
+  o.step_s = factor * PredictedCompute(o, predicted, c, "alpha");
+  return o;
+}
+
+// Ranks side by side on shared cores ran 1.9x their prediction, one rank alone 1.2x: a run
+// at either shape again is predicted at what that shape measured, not at a median of both.
+TEST(ObservationCorrectionTest, ARepeatIsPredictedAtItsOwnShape) {
+  const Job job = TinyJob();
+  const Cluster c = SharedCores();
+  const DeviceSpeed before = CpuSpeeds().at("alpha");
+  const Observation one = AtRanks(Record(JobModelKey(job), 0), 1, 1.2, before, c);
+  const Observation two = AtRanks(Record(JobModelKey(job), 0), 2, 1.9, before, c);
+  StoreContents store;
+  store.records.push_back(Stored(one, getuid()));
+  store.records.push_back(Stored(two, getuid()));
+  auto speeds = CpuSpeeds();
+  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
+  const DeviceSpeed& s = speeds.at("alpha");
+  EXPECT_NEAR(PredictedCompute(one, s, c, "alpha"), one.step_s, 1e-12);
+  EXPECT_NEAR(PredictedCompute(two, s, c, "alpha"), two.step_s, 1e-12);
+  EXPECT_EQ(s.provenance, "from 2 earlier runs of this spec on alpha; side by side: 2 ranks +58%");
+  // The record's mean step is what a job takes: with all its steps' sum, that is the one used.
+  Observation slow_tail = one;
+  slow_tail.steps_s = double(one.steps) * one.step_s * 1.1;
+  store.records = {Stored(slow_tail, getuid())};
+  speeds = CpuSpeeds();
+  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
+  EXPECT_NEAR(PredictedCompute(one, speeds.at("alpha"), c, "alpha"), one.step_s * 1.1, 1e-12);
+}
+
+// What running side by side costs is learned from a model that ran both ways and carried to
+// another that ran alone only: the other model's 2-rank job is predicted 1.9 / 1.2 times its
+// own run alone, scaled by the curves.
+TEST(ObservationCorrectionTest, SideBySideIsLearnedFromAnotherModel) {
+  const Job job = TinyJob();
+  const Cluster c = SharedCores();
+  const std::string wider = R"({"name": "wider", "input": {"channels": 1, "height": 8,
+    "width": 8}, "classes": 4, "layers": [{"type": "conv2d", "filters": 4, "kernel": 3},
+    {"type": "relu"}, {"type": "flatten"}, {"type": "dense", "units": 64}, {"type": "relu"},
+    {"type": "dense", "units": 4}], "optimizer": {"type": "sgd", "lr": 0.1},
+    "batch_size": 16, "epochs": 1, "dataset": "x.h5"})";
+  Job other = TinyJob();
+  other.spec = ParseSpec(wider, "wider.json", "");
+  other.features = ComputeFeatures(other.spec);
+  const DeviceSpeed other_predicted = CpuSpeeds(other).at("alpha");
+  StoreContents store;
+  for (auto [ranks, factor] : {std::pair{1, 1.2}, std::pair{2, 1.9}}) {
+    Observation r = AtRanks(Record("00000000000000aa", 0), ranks, factor, other_predicted, c);
+    r.spec = nlohmann::json::parse(wider);
+    store.records.push_back(Stored(r, getuid()));
+  }
+  const DeviceSpeed before = CpuSpeeds().at("alpha");
+  const Observation mine = AtRanks(Record(JobModelKey(job), 0), 1, 1.0, before, c);
+  store.records.push_back(Stored(mine, getuid()));
+  auto speeds = CpuSpeeds();
+  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
+  Observation two = mine;
+  two.ranks = two.ranks_per_node = 2;
+  EXPECT_NEAR(PredictedCompute(two, speeds.at("alpha"), c, "alpha"),
+              PredictedCompute(two, before, c, "alpha") * 1.9 / 1.2, 1e-9);
+  EXPECT_NEAR(PredictedCompute(mine, speeds.at("alpha"), c, "alpha"), mine.step_s, 1e-12);
+}
+
 TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   const Job job = TinyJob();
   StoreContents store;
@@ -429,6 +528,14 @@ TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   EXPECT_DOUBLE_EQ(p.data_s, 0);
   EXPECT_DOUBLE_EQ(p.eval_s, 4 * 0.2);
   EXPECT_DOUBLE_EQ(p.checkpoint_s, 4 * 0.1);
+  // With the sum of its steps, the slow steps' excess is the steps', not the start-up's.
+  Observation summed = Record(JobModelKey(job), 0.005);
+  summed.steps_s = 40 * 0.006;
+  StoreContents with_sum;
+  with_sum.records.push_back(Stored(summed, getuid()));
+  JobPhases q;
+  ApplyLearnedPhases(LearnPhasesFrom(with_sum, getuid(), job, "alpha"), 1, &q);
+  EXPECT_NEAR(q.startup_s, 12 - 0.24 - 0.4 - 0.3, 1e-12);
   JobPhases two = p;
   two.eval_s = 1;
   ApplyLearnedPhases(l, 2, &two);  // evaluations at another rank count: not learned
