@@ -123,9 +123,9 @@ CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const Threa
   const double oversubscribed = std::max(1.0, double(ranks) * threads / double(cores));
   // The ranks running at once: all of them, or as many as the cores hold when they take turns.
   const int running = std::max(1, std::min(ranks, cores / threads));
-  s.per_sample = ThreadTimeRatio(scaling, calibration_threads, threads, running) * oversubscribed *
-                 oversubscribed;
-  s.fixed = oversubscribed * oversubscribed;
+  s.per_sample = ThreadTimeRatio(scaling, calibration_threads, threads, running) * oversubscribed;
+  s.fixed = oversubscribed;
+  s.wait_s = (oversubscribed - 1) * kOversubscribedWaitS;
   // The count itself where measured, else the largest measured count of 2 or more below it:
   // more ranks contend at least as much (4 ranks on 2 cores also run 2 at once).
   const std::map<int, double>& learned = scaling.learned_log_by_ranks;

@@ -126,17 +126,26 @@ double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int shari
 // calibration timed one process with `calibration_threads`. Work per sample changes by the
 // measured ThreadTimeRatio (not in proportion to the threads: GEMMs scale almost
 // perfectly, memory passes do not, and the ranks running at once share the node's memory
-// bandwidth). A node with more ranks than cores
-// (o = ranks / cores > 1) costs o twice, the fixed per-step part included: the ranks take
-// turns on the cores, and the ones already waiting in the allreduce poll (Open MPI spins
-// unless it knows the node is oversubscribed, which under srun it does not) and so take
-// their turns from the ones still computing. Measured: 4 ranks of the example CNN on 2
-// cores took 2.2x the time of 2 ranks (BENCHMARKS.md, Whole jobs). Where the observation
-// store measured `ranks` side by side (scaling.learned_log_by_ranks), both parts carry it;
-// a count it did not measure carries the largest measured count of 2 or more below it.
+// bandwidth). A node with more ranks than cores (o = ranks / cores > 1): the ranks take
+// turns on the cores, so the compute costs o times, the fixed per-step part included; and
+// every step waits in its allreduce for peers the scheduler is not running (Open MPI polls
+// unless it knows the node is oversubscribed, which under srun it does not, so a waiting
+// rank spends its turn spinning), wait_s = (o - 1) x kOversubscribedWaitS, which the plan
+// counts with the allreduce. Where the observation store measured `ranks` side by side
+// (scaling.learned_log_by_ranks), the compute carries it; a count it did not measure
+// carries the largest measured count of 2 or more below it.
 struct CpuShare {
   double per_sample = 1, fixed = 1;
+  double wait_s = 0;  // seconds per step, added to the allreduce
 };
+
+// The wait per step of 2 ranks per core, from the AMD EPYC host of BENCHMARKS.md (2 cores):
+// 4 ranks of the example CNN took 2.2x the step of 2 ranks. 2 ranks: about 28 ms (64 samples
+// each at one thread; 128 took 53.5 ms); 4 ranks: 2.2 x 28 = 62 ms, of which their compute,
+// two turns of 32 samples, is 27 ms: 34 ms waiting. Before 2026-11-28 the model charged o^2
+// for the compute instead, which over-predicted a compute-heavy step (the CNN, +39% on the
+// CI host) and under-predicted a light one (an MLP, whose 4-rank job ran out of its limit).
+constexpr double kOversubscribedWaitS = 0.034;
 CpuShare CpuRankShare(int calibration_threads, int cores, int ranks,
                       const ThreadScaling& scaling = {});
 

@@ -109,7 +109,7 @@ class Enumerator {
         const double t_lo = fixed + per * double(lo);
         const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
         c.compute_s = t_hi;
-        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gpn, n, ti.intra, inter_);
+        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gpn, n, ti.intra, inter_) + share.wait_s;
         const double watts_active = ti.active_watts, watts_idle = ti.gpu->idle_watts;
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
                ti.node->node_base_watts * n, hi <= ti.max_batch);
@@ -163,7 +163,8 @@ class Enumerator {
         const int slow = per[0] >= per[1] ? 0 : 1;
         c.eval_fixed = fixed[slow];
         c.eval_per = per[slow];
-        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, intra, inter_);
+        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, intra, inter_) +
+                   std::max(sa.wait_s, sb.wait_s);
         const double busy_energy = (ta.active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
                                    (tb.active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
         const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);

@@ -127,10 +127,14 @@ TEST(JobTime, RanksSharingCores) {
   EXPECT_DOUBLE_EQ(two.per_sample, doubling);
   EXPECT_LT(two.per_sample, 2);
   EXPECT_DOUBLE_EQ(two.fixed, 1);
-  // Four ranks on two cores: one thread each and oversubscribed twice, which costs twice.
+  // Four ranks on two cores: one thread each, taking turns (twice the compute), and a wait
+  // in every step's allreduce for the peers not running.
   CpuShare four = CpuRankShare(2, 2, 4);
-  EXPECT_DOUBLE_EQ(four.per_sample, doubling * 2 * 2);
-  EXPECT_DOUBLE_EQ(four.fixed, 4);
+  EXPECT_DOUBLE_EQ(four.per_sample, doubling * 2);
+  EXPECT_DOUBLE_EQ(four.fixed, 2);
+  EXPECT_DOUBLE_EQ(four.wait_s, kOversubscribedWaitS);
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 8).wait_s, 3 * kOversubscribedWaitS);
+  EXPECT_DOUBLE_EQ(two.wait_s, 0);
   // A 16-core node with 4 ranks: 4 threads each, faster per sample than a 2-thread
   // calibration, by less than the threads' ratio.
   EXPECT_DOUBLE_EQ(CpuRankShare(2, 16, 4).per_sample, 1 / doubling);
@@ -171,9 +175,8 @@ TEST(JobTime, RanksSharingCoresByTheProbe) {
   // Beyond the probe's counts: sgemm grown in proportion (8 threads: 2 x 4's), bandwidth
   // saturated at its last.
   EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 8, 4), 0.5 * 2 + 0.5 * 1);
-  // Oversubscribed (8 ranks on 4 cores, a thread each): 4 run at once, and the turns cost
-  // twice, twice.
-  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 8, probe).per_sample, (0.5 * 3.4 + 0.5 * 4) * 4);
+  // Oversubscribed (8 ranks on 4 cores, a thread each): 4 run at once, taking turns.
+  EXPECT_DOUBLE_EQ(CpuRankShare(4, 4, 8, probe).per_sample, (0.5 * 3.4 + 0.5 * 4) * 2);
   // Only sgemm measured: all of it at that rate, whatever the fraction.
   ThreadScaling flops_only;
   flops_only.gflops = {100, 190};
