@@ -14,6 +14,7 @@
 #include "estimator/model/comm_fit.hpp"
 #include "estimator/model/comm_model.hpp"
 #include "estimator/model/time_model.hpp"
+#include "tests/util/repo_file.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {
@@ -22,14 +23,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// A file of the source tree, found from the working folder or the test binary upwards.
-std::string RepoFile(const std::string& relative) {
-  std::error_code ec;
-  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
-    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
-      if (fs::exists(p / relative)) return (p / relative).string();
-  return relative;
-}
+using dlh::test::RepoFile;
 
 // Two GPU types, two node types: every field given.
 json Valid() {

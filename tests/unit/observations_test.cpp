@@ -18,6 +18,7 @@
 #include "estimator/observe/store_reader.hpp"
 #include "launcher/observe/record.hpp"
 #include "launcher/observe/store.hpp"
+#include "tests/util/repo_file.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {
@@ -41,6 +42,22 @@ Job TinyJob() {
   job.features = ComputeFeatures(job.spec);
   job.samples = 640;
   job.epochs = 1;
+  return job;
+}
+
+// Another model than Tiny(): a wider dense layer after the same convolution.
+std::string WiderSpecText() {
+  return R"({"name": "wider", "input": {"channels": 1, "height": 8, "width": 8}, "classes": 4,
+    "layers": [{"type": "conv2d", "filters": 4, "kernel": 3}, {"type": "relu"},
+    {"type": "flatten"}, {"type": "dense", "units": 64}, {"type": "relu"},
+    {"type": "dense", "units": 4}], "optimizer": {"type": "sgd", "lr": 0.1},
+    "batch_size": 16, "epochs": 1, "dataset": "x.h5"})";
+}
+
+Job WiderJob() {
+  Job job = TinyJob();
+  job.spec = ParseSpec(WiderSpecText(), "wider.json", "");
+  job.features = ComputeFeatures(job.spec);
   return job;
 }
 
@@ -335,14 +352,8 @@ TEST(ObservationCorrectionTest, OtherModelsGetTheTypesShrunkCorrection) {
   // Another model (a wider dense layer), each of its 5 jobs 2x slower than ITS OWN model's
   // prediction (here the roofline: OneType has no calibration): the type's correction is
   // half of that, and it is judged against the other model, not against this job's.
-  const std::string wider = R"({"name": "wider", "input": {"channels": 1, "height": 8,
-    "width": 8}, "classes": 4, "layers": [{"type": "conv2d", "filters": 4, "kernel": 3},
-    {"type": "relu"}, {"type": "flatten"}, {"type": "dense", "units": 64}, {"type": "relu"},
-    {"type": "dense", "units": 4}], "optimizer": {"type": "sgd", "lr": 0.1},
-    "batch_size": 16, "epochs": 1, "dataset": "x.h5"})";
-  Job other = TinyJob();
-  other.spec = ParseSpec(wider, "wider.json", "");
-  other.features = ComputeFeatures(other.spec);
+  const std::string wider = WiderSpecText();
+  const Job other = WiderJob();
   const double other_predicted = CalibratedDeviceSpeeds(other, OneType()).at("alpha").seconds(10);
   StoreContents store;
   for (int i = 0; i < 5; ++i) {
@@ -416,14 +427,7 @@ TEST(ObservationCorrectionTest, APoisonedStoreOnDiskIsCappedByFileOwner) {
   EXPECT_NEAR(speeds.at("alpha").seconds(10), 0.003, 1e-12);
 }
 
-// A file of the source tree, found from the working folder or the test binary upwards.
-std::string RepoFile(const std::string& relative) {
-  std::error_code ec;
-  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
-    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
-      if (fs::exists(p / relative)) return (p / relative).string();
-  return relative;
-}
+using dlh::test::RepoFile;
 
 // A CPU type whose nodes are one 2-core machine (a test cluster, runtime.shared_host_cores),
 // alpha timed by a CPU calibration (the tests' fixture, 2 threads): ranks of a job share
@@ -483,14 +487,8 @@ TEST(ObservationCorrectionTest, ARepeatIsPredictedAtItsOwnShape) {
 TEST(ObservationCorrectionTest, SideBySideIsLearnedFromAnotherModel) {
   const Job job = TinyJob();
   const Cluster c = SharedCores();
-  const std::string wider = R"({"name": "wider", "input": {"channels": 1, "height": 8,
-    "width": 8}, "classes": 4, "layers": [{"type": "conv2d", "filters": 4, "kernel": 3},
-    {"type": "relu"}, {"type": "flatten"}, {"type": "dense", "units": 64}, {"type": "relu"},
-    {"type": "dense", "units": 4}], "optimizer": {"type": "sgd", "lr": 0.1},
-    "batch_size": 16, "epochs": 1, "dataset": "x.h5"})";
-  Job other = TinyJob();
-  other.spec = ParseSpec(wider, "wider.json", "");
-  other.features = ComputeFeatures(other.spec);
+  const std::string wider = WiderSpecText();
+  const Job other = WiderJob();
   const DeviceSpeed other_predicted = CpuSpeeds(other).at("alpha");
   StoreContents store;
   for (auto [ranks, factor] : {std::pair{1, 1.2}, std::pair{2, 1.9}}) {

@@ -19,6 +19,7 @@
 #include "estimator/recommend/recommender.hpp"
 #include "plugin/dlh_spank.h"
 #include "plugin/slurm_nodes.hpp"
+#include "tests/util/repo_file.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh::plan {
@@ -26,14 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A file of the source tree, found from the working folder or the test binary upwards.
-std::string RepoFile(const std::string& relative) {
-  std::error_code ec;
-  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
-    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
-      if (fs::exists(p / relative)) return (p / relative).string();
-  return relative;
-}
+using dlh::test::RepoFile;
 
 template <typename F>
 std::string ErrorOf(F f) {

@@ -14,6 +14,7 @@
 
 #include "common/duration.hpp"
 #include "common/svg_chart.hpp"
+#include "tests/util/repo_file.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {
@@ -21,14 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A file of the source tree, found from the working folder or the test binary upwards.
-std::string RepoFile(const std::string& relative) {
-  std::error_code ec;
-  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
-    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
-      if (fs::exists(p / relative)) return (p / relative).string();
-  return relative;
-}
+using dlh::test::RepoFile;
 
 // The Fashion-MNIST example for 8 epochs by 3 hours, as estimate_cli.sh asks the CLI.
 Job FashionJob() {

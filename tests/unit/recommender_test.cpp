@@ -16,6 +16,7 @@
 
 #include "common/error.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
+#include "tests/util/repo_file.hpp"
 
 namespace dlh {
 namespace {
@@ -24,14 +25,7 @@ namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------- fixtures
 
-// A file of the source tree, found from the working folder or the test binary upwards.
-std::string RepoFile(const std::string& relative) {
-  std::error_code ec;
-  for (fs::path p : {fs::current_path(ec), fs::read_symlink("/proc/self/exe", ec)})
-    for (; !p.empty() && p != p.parent_path(); p = p.parent_path())
-      if (fs::exists(p / relative)) return (p / relative).string();
-  return relative;
-}
+using dlh::test::RepoFile;
 
 TrainSpec SmallCnn() {
   return ParseSpec(R"({
