@@ -73,7 +73,9 @@ recommend --json >"$WORK/plan2.json"
 python3 - "$WORK/plan2.json" "${records[0]}" <<'PY' || fail "the second prediction is off"
 import json, sys
 plan, rec = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-step, measured = plan["predicted"]["step_s"], rec["measured"]["step_s"]
+# The mean step, which a job takes (the record's steps_s over its steps), not its median.
+m = rec["measured"]
+step, measured = plan["predicted"]["step_s"], m["steps_s"] / m["steps"]
 total, took = plan["predicted"]["total_s"], rec["measured"]["total_s"]
 print("  step %.3f ms predicted, %.3f ms measured; job %.3f s predicted, %.3f s measured"
       % (step * 1e3, measured * 1e3, total, took))
