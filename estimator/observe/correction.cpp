@@ -86,10 +86,6 @@ const DeviceSpeed* RecordModelSpeed(const Observation& r, const Job& job, const 
   return it->second ? &*it->second : nullptr;
 }
 
-}  // namespace
-
-namespace {
-
 // How many ranks shared the cores of the record's node, as the recommender counts them
 // (candidates.cpp, Share): every rank of the job on a cluster whose nodes are one machine,
 // else a node's ranks. 0 on a GPU type: its ranks do not share a device.

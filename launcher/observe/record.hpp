@@ -62,6 +62,8 @@ struct Observation {
   // the slow steps' excess grows with the steps, and a reader that charged it to the
   // start-up would predict a longer job's start-up too long and its steps too short.
   double steps_s = -1;
+  // The mean step where the record knows it, else the median.
+  double mean_step_s() const { return steps_s > 0 && steps > 0 ? steps_s / double(steps) : step_s; }
   double startup_s = -1;
   double eval_s = 0;
   int64_t evaluations = 0;
@@ -72,8 +74,6 @@ struct Observation {
   double energy_j = -1;
   // The plan's prediction (has_prediction false: the job had no plan). compute_s and comm_s
   // split the step; the estimator recomputes compute and keeps comm from here.
-  // The mean step where the record knows it, else the median.
-  double mean_step_s() const { return steps_s > 0 && steps > 0 ? steps_s / double(steps) : step_s; }
   bool has_prediction = false;
   double predicted_step_s = 0, predicted_compute_s = 0, predicted_comm_s = 0, predicted_total_s = 0;
 };
