@@ -68,8 +68,9 @@ void CommitAtomically(const std::string& path,
 
 void WriteFileAtomically(const std::string& path, std::string_view text) {
   CommitAtomically(path, [&](const std::string& tmp) {
-    // O_EXCL: the name is ours alone; a leftover of another process is never reused.
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    // O_EXCL: the name is ours alone; a leftover of another process, or a link planted
+    // under it, is never reused or followed (O_NOFOLLOW says so twice).
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) Fail(path, errno);
     int err = WriteAll(fd, text);
     if (err == 0 && ::fsync(fd) != 0) err = errno;

@@ -131,7 +131,8 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("run-dir", po::value(&o->run_dir), "run folder: checkpoints/, metrics.jsonl, summary.json "
                                         "(default: runs/<spec name>)")
     ("data", po::value(&o->data_path), "HDF5 data set, overrides the spec's \"dataset\" (%n: "
-        "this rank's node name, for a copy staged per node)")
+        "this rank's node name, %u: the user's, %j: the job's id, as dlh-data stage --to names "
+        "a copy staged per node)")
     ("data-mode", po::value(&o->data_mode)->default_value("auto"), "memory: every rank loads "
         "the data set; stream: samples are read from the file as steps need them (memory per "
         "rank bounded whatever the data size); auto: stream when this node's ranks would "

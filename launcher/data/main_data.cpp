@@ -222,9 +222,10 @@ int StageCommand(const std::vector<std::string>& args) {
   options.add_options()  //
       ("file", po::value(&path)->required()->value_name("FILE"),
        "the data set to stage (also accepted as the only positional argument)")  //
-      ("to", po::value(&dir)->required()->value_name("DIR"),
-       "the node-local folder (created when missing); %n: this node's name (SLURMD_NODENAME, "
-       "else the host name)")                                               //
+      ("to", po::value(&dir)->value_name("DIR"),
+       "the node-local folder, yours alone (created, mode 0700, when missing); %n: this "
+       "node's name (SLURMD_NODENAME, else the host name), %u: your user name, %j: the job's "
+       "id; default /tmp/dlh-%u/job-%j (outside a job /tmp/dlh-%u/stage)")  //
       ("verify", "re-read a copy already staged and compare its checksum")  //
       ("force", "copy even when the copy is current");
   SubcommandSyntax syntax;
@@ -233,7 +234,7 @@ int StageCommand(const std::vector<std::string>& args) {
     if (!vm.count("file")) throw UsageError("missing FILE, the data set to stage");
   };
   po::variables_map vm;
-  if (!ParseArgs("stage", "FILE --to DIR [--verify] [--force]", args, options, syntax, vm))
+  if (!ParseArgs("stage", "FILE [--to DIR] [--verify] [--force]", args, options, syntax, vm))
     return kExitOk;
   std::string node;
   if (const char* n = std::getenv("SLURMD_NODENAME"); n && *n) {
@@ -243,6 +244,7 @@ int StageCommand(const std::vector<std::string>& args) {
     gethostname(host, sizeof host - 1);
     node = host;
   }
+  const StageNames names = CurrentStageNames(node);
   StageOptions o;
   o.verify = vm.count("verify") > 0;
   o.force = vm.count("force") > 0;
@@ -251,7 +253,10 @@ int StageCommand(const std::vector<std::string>& args) {
                  double(done) / 1e6, double(total) / 1e6,
                  total ? 100.0 * double(done) / double(total) : 100.0);
   };
-  const StageResult r = StageFile(path, ExpandStageDir(dir, node), o);
+  const std::string to =
+      vm.count("to") ? ExpandStageDir(dir, names, "--to") : DefaultStageDir(names);
+  const StageResult r = StageFile(path, to, o);
+  if (!r.note.empty()) std::fprintf(stderr, "dlh-data: stage: %s\n", r.note.c_str());
   if (r.copied)
     std::printf(
         "staged %s on %s: %s, %.1f MB in %.2f s (%.0f MB/s, read back and checked), "

@@ -8,15 +8,16 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <vector>
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/json_parse.hpp"
+#include "launcher/data/owned_folder.hpp"
 
 namespace fs = std::filesystem;
 
@@ -50,15 +51,48 @@ FileState StateOf(const struct stat& st) {
 
 std::string Why(int error) { return std::strerror(error); }
 
-// The record of a staged copy, or an empty object when there is none or it is unreadable
-// (then the file is staged again: the record is a cache, not an input).
-nlohmann::json ReadRecord(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return nlohmann::json::object();
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-  return j.is_object() ? j : nlohmann::json::object();
+// The record of a staged copy, or an empty object where there is none or it cannot be
+// trusted (then the file is staged again: the record is a cache, not an input). Read without
+// following a link or blocking on a FIFO, at most kMaxRecordBytes, strictly parsed (depth
+// bounded), and only when it is a regular file of the user's own. *note says why a record
+// that is there was not taken.
+constexpr size_t kMaxRecordBytes = 64 << 10;
+nlohmann::json ReadRecord(const std::string& path, std::string* note) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) *note = path + ": not read (" + Why(errno) + "): staged again";
+    return nlohmann::json::object();
+  }
+  Fd owner(fd);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *note = path + ": not a regular file: staged again";
+    return nlohmann::json::object();
+  }
+  if (st.st_uid != geteuid()) {
+    *note = path + ": owned by user '" + UserName(st.st_uid) + "', not by you: staged again";
+    return nlohmann::json::object();
+  }
+  if (size_t(st.st_size) > kMaxRecordBytes) {
+    *note = path + ": larger than " + std::to_string(kMaxRecordBytes >> 10) + " KiB: staged again";
+    return nlohmann::json::object();
+  }
+  std::string text(size_t(st.st_size) + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = read(fd, &text[got], text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += size_t(n);
+  }
+  text.resize(got);
+  nlohmann::json j;
+  JsonProblem problem;
+  if (got > kMaxRecordBytes || !ParseJsonStrict(text, &j, &problem) || !j.is_object()) {
+    *note = path + ": not a stage record: staged again";
+    return nlohmann::json::object();
+  }
+  return j;
 }
 
 // Reads `fd` to its end in chunks, summing; `copy_to` >= 0 also receives every byte.
@@ -99,23 +133,37 @@ uint32_t SumAndCopy(int fd, const std::string& what, int copy_to, const std::str
 
 }  // namespace
 
-std::string ExpandStageDir(const std::string& dir, const std::string& node) {
+StageNames CurrentStageNames(const std::string& node) {
+  StageNames n;
+  n.node = node;
+  n.user = UserName(geteuid());
+  if (const char* j = std::getenv("SLURM_JOB_ID"); j && *j) n.job = j;
+  return n;
+}
+
+std::string ExpandStageDir(const std::string& dir, const StageNames& names,
+                           const std::string& origin) {
   std::string out;
   for (size_t i = 0; i < dir.size(); ++i) {
-    if (dir[i] == '%' && i + 1 < dir.size() && dir[i + 1] == 'n') {
-      out += node;
-      ++i;
-    } else if (dir[i] == '%' && i + 1 < dir.size() && dir[i + 1] == '%') {
-      out += '%';
-      ++i;
-    } else {
+    const char next = i + 1 < dir.size() ? dir[i + 1] : '\0';
+    if (dir[i] != '%' || (next != 'n' && next != 'u' && next != 'j' && next != '%')) {
       out += dir[i];
+      continue;
     }
+    ++i;
+    if (next == 'j' && names.job.empty())
+      throw UsageError(origin + ": " + dir + ": %j is the Slurm job's id, and SLURM_JOB_ID is " +
+                       "not set (not inside a job)");
+    out += next == 'n' ? names.node : next == 'u' ? names.user : next == 'j' ? names.job : "%";
   }
   return out;
 }
 
-StageResult StageFile(const std::string& source, const std::string& dir,
+std::string DefaultStageDir(const StageNames& names) {
+  return ExpandStageDir(names.job.empty() ? "/tmp/dlh-%u/stage" : "/tmp/dlh-%u/job-%j", names);
+}
+
+StageResult StageFile(const std::string& source, const std::string& dir_given,
                       const StageOptions& options) {
   const std::string from = fs::absolute(source).lexically_normal().string();
   struct stat st {};
@@ -123,26 +171,29 @@ StageResult StageFile(const std::string& source, const std::string& dir,
   if (!S_ISREG(st.st_mode)) throw DataError(source + ": cannot stage: not a regular file");
   const FileState before = StateOf(st);
 
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw DataError(dir + ": cannot create the staging folder: " + ec.message());
+  // Nothing is read from or written to a folder that is not the user's alone.
+  const std::string dir = OwnedFolder(dir_given, "staging folder");
   const std::string name = fs::path(from).filename().string();
   StageResult r;
   r.path = (fs::path(dir) / name).string();
   const std::string record_path = (fs::path(dir) / ("." + name + ".stage.json")).string();
   r.bytes = before.size;
 
-  // Already staged, and unchanged since?
-  const nlohmann::json record = ReadRecord(record_path);
+  // Already staged, and unchanged since? The copy counts only as a regular file of the
+  // user's (lstat: a link is not followed).
+  const nlohmann::json record = ReadRecord(record_path, &r.note);
   struct stat copy_st {};
-  const bool copy_there = stat(r.path.c_str(), &copy_st) == 0 && S_ISREG(copy_st.st_mode) &&
-                          int64_t(copy_st.st_size) == before.size;
+  const bool copy_there = lstat(r.path.c_str(), &copy_st) == 0 && S_ISREG(copy_st.st_mode) &&
+                          copy_st.st_uid == geteuid() && int64_t(copy_st.st_size) == before.size;
+  if (lstat(r.path.c_str(), &copy_st) == 0 && copy_st.st_uid != geteuid() && r.note.empty())
+    r.note =
+        r.path + ": owned by user '" + UserName(copy_st.st_uid) + "', not by you: staged again";
   if (!options.force && copy_there && record.value("source", "") == from &&
       record.value("size", int64_t(-1)) == before.size &&
       record.value("mtime_ns", int64_t(-1)) == before.mtime_ns && record.contains("crc32")) {
     r.crc32 = record.value("crc32", uint32_t(0));
     if (!options.verify) return r;
-    Fd copy(open(r.path.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd copy(open(r.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (copy.get() < 0) throw DataError(r.path + ": cannot read: " + Why(errno));
     int64_t done = 0;
     const uint32_t crc = SumAndCopy(copy.get(), r.path, -1, "", before.size, {}, &done);
@@ -151,21 +202,21 @@ StageResult StageFile(const std::string& source, const std::string& dir,
   }
 
   const auto start = std::chrono::steady_clock::now();
-  const std::string temporary = TemporaryPathFor((fs::path(dir) / ("." + name)).string());
+  // mkostemp: a name no one can guess, created with O_EXCL (never an existing file or
+  // link), mode 0600 while it is incomplete.
+  std::string temporary = (fs::path(dir) / ("." + name + ".XXXXXX")).string();
+  Fd out(mkostemp(temporary.data(), O_CLOEXEC));
+  if (out.get() < 0) throw DataError(dir + ": cannot create a file to copy into: " + Why(errno));
   try {
     Fd in(open(from.c_str(), O_RDONLY | O_CLOEXEC));
     if (in.get() < 0) throw DataError(source + ": cannot read: " + Why(errno));
     posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
     int64_t done = 0;
-    {
-      Fd out(open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-      if (out.get() < 0) throw DataError(temporary + ": cannot create: " + Why(errno));
-      r.crc32 = SumAndCopy(in.get(), source, out.get(), r.path, before.size, options, &done);
-      if (fsync(out.get()) != 0) {
-        const int e = errno;
-        throw DataError(r.path + ": " + (e == ENOSPC ? "the disk is full" : Why(e)) +
-                        " while flushing the copy");
-      }
+    r.crc32 = SumAndCopy(in.get(), source, out.get(), r.path, before.size, options, &done);
+    if (fsync(out.get()) != 0) {
+      const int e = errno;
+      throw DataError(r.path + ": " + (e == ENOSPC ? "the disk is full" : Why(e)) +
+                      " while flushing the copy");
     }
     // The source must not have changed under the copy: a file being rewritten while a job
     // starts would give each node another data set.
@@ -175,13 +226,16 @@ StageResult StageFile(const std::string& source, const std::string& dir,
       throw DataError(source + ": changed while it was copied (" + std::to_string(done) + " of " +
                       std::to_string(before.size) + " bytes read): nothing staged");
     // Read the copy back: what the disk returns is what training will read.
-    Fd back(open(temporary.c_str(), O_RDONLY | O_CLOEXEC));
-    if (back.get() < 0) throw DataError(temporary + ": cannot read back: " + Why(errno));
+    if (lseek(out.get(), 0, SEEK_SET) != 0)
+      throw DataError(temporary + ": cannot read back: " + Why(errno));
     int64_t back_done = 0;
-    const uint32_t back_crc = SumAndCopy(back.get(), r.path, -1, "", before.size, {}, &back_done);
+    const uint32_t back_crc = SumAndCopy(out.get(), r.path, -1, "", before.size, {}, &back_done);
     if (back_crc != r.crc32 || back_done != before.size)
       throw DataError(r.path + ": the copy read back differs from " + source +
                       " (checksum or size): nothing staged");
+    // The source's mode: a data set only its owner may read stays so.
+    if (fchmod(out.get(), st.st_mode & 0777) != 0)
+      throw DataError(r.path + ": cannot set the copy's mode: " + Why(errno));
     if (rename(temporary.c_str(), r.path.c_str()) != 0)
       throw DataError(r.path + ": cannot rename the copy into place: " + Why(errno));
   } catch (...) {

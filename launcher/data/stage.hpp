@@ -3,14 +3,23 @@
 // disk instead of the shared file system, which thousands of ranks reading one file at start
 // would saturate.
 //
-// The copy is written to a hidden temporary name in DIR, its bytes summed (CRC-32) as they
-// are read from the source, flushed to the disk (fsync), read back and summed again, and only
+// The copy is written to a temporary file of unpredictable name in DIR (mkostemp: O_EXCL,
+// mode 0600 until it is whole), its bytes summed (CRC-32) as they are read from the source,
+// flushed to the disk (fsync), read back and summed again, given the source's mode, and only
 // then renamed into place, followed by a record of what was staged (DIR/.NAME.stage.json:
 // the source's absolute path, size, modification time and checksum). A later call finds that
 // record and skips the copy when the source is unchanged and the copy is still there with
 // its size; --verify re-reads the copy then. Whatever fails (the source unreadable or
 // changing under the copy, the disk full, the read-back differing) leaves no file under
 // NAME, a previous good copy untouched, and one line naming the file.
+//
+// Node-local folders such as /tmp are shared by every user of a node (issue 41). So the
+// staging folder must belong to the user: owned by them, writable by nobody else, and every
+// folder above it owned by them or root and, where others may write it, sticky (as /tmp is),
+// with no symbolic link on the way that someone else owns. Anything else is refused before a
+// byte is read or written. Within it, the record and the copy are trusted only when they are
+// regular files of the user's own; a record that is not (or is damaged, deep or huge) is
+// ignored and the data set copied again.
 #pragma once
 
 #include <cstdint>
@@ -32,14 +41,31 @@ struct StageResult {
   int64_t bytes = 0;
   uint32_t crc32 = 0;
   double seconds = 0;  // the copy, read-back included (0 when skipped)
+  std::string note;    // why a record found there was not trusted ("" when none was, or it was)
 };
 
-// "%n" in `dir` becomes `node` (SLURMD_NODENAME: several `slurmd -N` on one host each get a
-// folder of their own); "%%" is a percent sign.
-std::string ExpandStageDir(const std::string& dir, const std::string& node);
+// What a staging folder's name may refer to.
+struct StageNames {
+  std::string node;  // %n: SLURMD_NODENAME (several `slurmd -N` on one host each get their own)
+  std::string user;  // %u: the user's name (their uid where it has none)
+  std::string job;   // %j: SLURM_JOB_ID; empty outside a job
+};
 
-// Stages `source` (a regular file) into `dir` (created when missing). Throws DataError
-// naming the file for anything that fails, after removing what it wrote.
+// This process's names: `node` as given, the effective user's name, SLURM_JOB_ID.
+StageNames CurrentStageNames(const std::string& node);
+
+// "%n", "%u" and "%j" in `dir` become the names; "%%" is a percent sign; any other "%" stays.
+// Throws UsageError (naming `origin`) for "%j" outside a job.
+std::string ExpandStageDir(const std::string& dir, const StageNames& names,
+                           const std::string& origin = "--to");
+
+// Where `dlh-data stage` copies without --to: a folder of the user's and, inside a job, of
+// the job's on the node's /tmp, "/tmp/dlh-%u/job-%j" (outside a job "/tmp/dlh-%u/stage").
+std::string DefaultStageDir(const StageNames& names);
+
+// Stages `source` (a regular file) into `dir` (created, mode 0700, when missing). Throws
+// DataError naming the file for anything that fails, after removing what it wrote, and for
+// a folder that does not belong to the user (above).
 StageResult StageFile(const std::string& source, const std::string& dir,
                       const StageOptions& options);
 

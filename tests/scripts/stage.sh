@@ -38,10 +38,15 @@ check "a changed source: staged again"
 expect_fail 1 "^dlh-data: $WORK/none.h5: cannot read: No such file or directory$" dlh-data stage "$WORK/none.h5" --to "$WORK/x"
 expect_fail 1 "^dlh-data: $WORK: cannot stage: not a regular file$" dlh-data stage "$WORK" --to "$WORK/x"
 expect_fail 2 "^dlh-data: stage: missing FILE, the data set to stage (see 'dlh-data stage --help')$" dlh-data stage --to "$WORK/x"
-expect_fail 2 "^dlh-data: stage: " dlh-data stage "$WORK/d.h5"
+expect_fail 2 "^dlh-data: stage: --to: $WORK/x-%j: %j is the Slurm job's id, and SLURM_JOB_ID is not set (not inside a job)" \
+  env -u SLURM_JOB_ID dlh-data stage "$WORK/d.h5" --to "$WORK/x-%j"
+# %u and %j name the user's and the job's folder.
+SLURM_JOB_ID=4711 dlh-data stage "$WORK/d.h5" --to "$WORK/local/%u-%j" >"$WORK/out.txt"
+[[ -f "$WORK/local/$(id -un)-4711/d.h5" ]] || { cat "$WORK/out.txt"; fail "%u-%j was not expanded"; }
+check "--to DIR/%u-%j: $WORK/local/$(id -un)-4711"
 
 # A disk that fills: a 1 MiB tmpfs (needs root to mount); the good copy from before stays.
-if [[ $(id -u) -eq 0 ]] && mkdir -p "$WORK/small" && mount -t tmpfs -o size=1m tmpfs "$WORK/small" 2>/dev/null; then
+if [[ $(id -u) -eq 0 ]] && mkdir -p "$WORK/small" && mount -t tmpfs -o size=1m,mode=0700 tmpfs "$WORK/small" 2>/dev/null; then
   trap 'umount "$WORK/small" 2>/dev/null; rm -rf "$WORK"' EXIT
   expect_fail 1 "^dlh-data: $WORK/small/d.h5: the disk is full after [0-9]* of [0-9]* bytes$" \
     dlh-data stage "$WORK/d.h5" --to "$WORK/small"
