@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/count_limits.hpp"
 #include "common/file_text.hpp"
 #include "common/json_parse.hpp"
 
@@ -85,10 +86,14 @@ class Fields {
     return d;
   }
 
-  int positive_integer(const char* key) const {
+  int positive_integer(const char* key, int64_t max = INT_MAX) const {
     const json& v = required(key);
-    bool ok = v.is_number_unsigned() && v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= INT_MAX;
-    if (!ok) fail(key, "must be a positive integer, got " + ShownJsonValue(v));
+    bool ok =
+        v.is_number_unsigned() && v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= uint64_t(max);
+    if (!ok)
+      fail(key, "must be a positive integer" +
+                    (max < INT_MAX ? " up to " + std::to_string(max) : std::string()) + ", got " +
+                    ShownJsonValue(v));
     return int(v.get<uint64_t>());
   }
 
@@ -207,8 +212,8 @@ NodeType ParseNodeType(const json& j, const std::string& origin, const std::stri
   n.name = f.name("name");
   f.optional_string("description");
   n.gpu = f.text("gpu");
-  n.gpus_per_node = f.positive_integer("gpus_per_node");
-  n.nodes = f.positive_integer("nodes");
+  n.gpus_per_node = f.positive_integer("gpus_per_node", kMaxGpusPerNode);
+  n.nodes = f.positive_integer("nodes", kMaxNodesPerType);
   n.node_base_watts = f.number("node_base_watts", false);
   // A node with one GPU has no GPU-to-GPU link: intra_node may be left out.
   if (n.gpus_per_node > 1 || f.has("intra_node"))
@@ -281,6 +286,7 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
   }
 
   const json& nodes = top.array("node_types");
+  int64_t gpus_in_all = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::string path = "node_types[" + std::to_string(i) + "]";
     NodeType n = ParseNodeType(nodes[i], origin, path);
@@ -288,6 +294,12 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
       if (other.name == n.name)
         Throw(origin, path + ".name", "duplicate node type " + Quote(n.name));
     if (!c.gpu(n.gpu)) Throw(origin, path + ".gpu", "unknown GPU type " + Quote(n.gpu));
+    // Every GPU count of a plan (a job's, a mix's, the recommender's bound) is at most this.
+    gpus_in_all += int64_t(n.nodes) * n.gpus_per_node;  // each factor bounded: no overflow
+    if (gpus_in_all > kMaxGpus)
+      Throw(origin, path + ".nodes",
+            std::to_string(gpus_in_all) + " GPUs in all is more than DLH plans for (at most " +
+                std::to_string(kMaxGpus) + ")");
     c.node_types.push_back(std::move(n));
   }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/count_limits.hpp"
 #include "common/duration.hpp"
 
 namespace dlh {
@@ -15,7 +16,7 @@ JobWork WorkOf(const ModelFeatures& f, int64_t samples, int64_t eval_samples, in
   w.samples = samples;
   w.eval_samples = std::max<int64_t>(0, eval_samples);
   w.epochs = epochs;
-  w.data_bytes = double(samples + w.eval_samples) * (f.input_elements + 1);
+  w.data_bytes = (double(samples) + double(w.eval_samples)) * (f.input_elements + 1);
   w.checkpoint_bytes = 4 * f.params * (1 + optimizer_slots);
   const double train = f.flops_train();
   w.forward_fraction = train > 0 ? f.flops_fwd() / train : 1.0 / 3;
@@ -38,8 +39,8 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
   p.steps_s = double(step.steps) * step.step_s;
   if (work.eval_samples > 0 && step.gpus > 0) {
     // Each rank evaluates a contiguous slice in chunks; the slowest rank's slice decides.
-    const int64_t slice = (work.eval_samples + step.gpus - 1) / step.gpus;
-    const int64_t chunks = (slice + kEvalChunk - 1) / kEvalChunk;
+    const int64_t slice = CeilDiv(work.eval_samples, step.gpus);
+    const int64_t chunks = CeilDiv(slice, kEvalChunk);
     const double pass =
         work.forward_fraction * (double(slice) * step.per_sample_s + double(chunks) * step.fixed_s);
     p.evaluations = work.epochs;

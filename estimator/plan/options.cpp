@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/count_limits.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
 
@@ -114,7 +115,7 @@ PluginConfig ParsePluginArgs(const std::vector<std::string>& args) {
       c.margin = Number(at, value);
       if (!(c.margin >= 0 && c.margin < 10)) Bad(at, "must be in [0, 10), got '" + value + "'");
     } else if (key == "max-gpus") {
-      c.max_gpus = int(PositiveInt(at, value, 1 << 24));
+      c.max_gpus = int(PositiveInt(at, value, kMaxGpus));
     } else if (key == "default-deadline") {
       c.default_deadline_s = ParseDuration(value, at);
       c.default_deadline = value;
@@ -163,19 +164,19 @@ AutoOptions ParseAutoValue(const char* value) {
     } else if (key == "profile") {
       o.profile = need("profile=FILE");
     } else if (key == "samples") {
-      o.samples = PositiveInt(at, need("samples=N"), INT64_MAX);
+      o.samples = PositiveInt(at, need("samples=N"), kMaxSamplesPerEpoch);
     } else if (key == "eval-samples") {
       const std::string& v = need("eval-samples=N");
-      o.eval_samples = v == "0" ? 0 : PositiveInt(at, v, INT64_MAX);
+      o.eval_samples = v == "0" ? 0 : PositiveInt(at, v, kMaxSamplesPerEpoch);
     } else if (key == "epochs") {
-      o.epochs = int(PositiveInt(at, need("epochs=N"), 1000000));
+      o.epochs = int(PositiveInt(at, need("epochs=N"), kMaxEpochs));
     } else if (key == "objective") {
       const std::string& v = need("objective=energy|time|gpu-hours");
       if (v != "energy" && v != "time" && v != "gpu-hours")
         Bad(at, "must be energy, time or gpu-hours, got '" + v + "'");
       o.objective = v;
     } else if (key == "max-gpus") {
-      o.max_gpus = int(PositiveInt(at, need("max-gpus=N"), 1 << 24));
+      o.max_gpus = int(PositiveInt(at, need("max-gpus=N"), kMaxGpus));
     } else if (key == "types") {
       const std::string& v = need("types=a100:h100");
       std::vector<std::string> types;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/count_limits.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
 #include "common/program_profile.hpp"
@@ -104,15 +105,21 @@ bool Matches(const Allocation& a, const UserRequest& u) {
 }
 
 // The tasks the job will run: the user's --ntasks, else nodes x their --ntasks-per-node,
-// else one task per GPU.
+// else one task per GPU. Counted in checked 64 bits: --nodes and --ntasks-per-node may each be
+// up to 999999999, and their product is refused above kMaxTasks rather than wrapped.
 int TasksOf(const Allocation& a, const UserRequest& u) {
   if (u.ntasks_set && u.ntasks > 0) return u.ntasks;
-  int tasks = 0;
+  int64_t tasks = 0;
   for (const Part& part : a.parts) {
     const int nodes = u.nodes_set && u.nodes > 0 && a.parts.size() == 1 ? u.nodes : part.nodes;
-    tasks += nodes * (u.ntasks_per_node > 0 ? u.ntasks_per_node : part.gpus_per_node);
+    const int per_node = u.ntasks_per_node > 0 ? u.ntasks_per_node : part.gpus_per_node;
+    tasks = CheckedAdd(tasks, CheckedMul(nodes, per_node, "tasks"), "tasks");
   }
-  return tasks;
+  if (tasks > kMaxTasks)
+    throw UsageError("--ntasks-per-node: " + std::to_string(tasks) +
+                     " tasks in all is more than DLH plans for (at most " +
+                     std::to_string(kMaxTasks) + ")");
+  return int(tasks);
 }
 
 std::string UserConstraintText(const UserRequest& u) {
@@ -256,8 +263,9 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
     errno = 0;
     char* end = nullptr;
     const long long v = std::strtoll(in.env_samples.c_str(), &end, 10);
-    if (!Digits(in.env_samples) || errno == ERANGE || v <= 0)
-      throw UsageError("DLH_SAMPLES: must be a positive integer, got '" + in.env_samples + "'");
+    if (!Digits(in.env_samples) || errno == ERANGE || v <= 0 || v > kMaxSamplesPerEpoch)
+      throw UsageError("DLH_SAMPLES: must be a positive integer up to " +
+                       std::to_string(kMaxSamplesPerEpoch) + ", got '" + in.env_samples + "'");
     job.samples = v;
   } else if (job.samples <= 0) {
     throw UsageError("--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment" +
@@ -431,7 +439,8 @@ std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& 
   };
   if (!constraint.empty()) s.push_back({"constraint", constraint, !user.constraint_set});
   if (!user.nodes_set && !user.ntasks_set && user.ntasks_per_node > 0)
-    s.push_back({"ntasks", std::to_string(int64_t(a.nodes) * user.ntasks_per_node), true});
+    s.push_back(
+        {"ntasks", std::to_string(CheckedMul(a.nodes, user.ntasks_per_node, "ntasks")), true});
   if (user.signal_set && !user.time_set && signal_lead_s > 0 && !user.signal.empty())
     s.push_back({"signal", SignalWithLead(user.signal, signal_lead_s), true});
   return s;

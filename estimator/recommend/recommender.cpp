@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/count_limits.hpp"
 #include "common/error.hpp"
 #include "estimator/recommend/recommend_detail.hpp"
 
@@ -39,17 +40,27 @@ bool Allowed(const Job& job, const std::string& gpu) {
 
 namespace {
 
-constexpr double kMaxTotalSamples = 1e15;  // samples x epochs; see CheckJob
-
 void CheckJob(const Job& job) {
   auto fail = [](const std::string& m) { throw EstimateError("recommend: " + m); };
   if (job.samples <= 0)
     fail("samples per epoch must be positive, got " + std::to_string(job.samples));
+  if (job.samples > kMaxSamplesPerEpoch)
+    fail("samples per epoch must be at most " + std::to_string(kMaxSamplesPerEpoch) + ", got " +
+         std::to_string(job.samples));
+  if (job.eval_samples > kMaxSamplesPerEpoch)
+    fail("eval-samples must be at most " + std::to_string(kMaxSamplesPerEpoch) + ", got " +
+         std::to_string(job.eval_samples));
   if (job.epochs <= 0) fail("epochs must be positive, got " + std::to_string(job.epochs));
+  if (job.epochs > kMaxEpochs)
+    fail("epochs must be at most " + std::to_string(kMaxEpochs) + ", got " +
+         std::to_string(job.epochs));
   // Steps are counted in int64 and times in double seconds: beyond 1e15 samples in all (a
   // million years of training on any GPU) the counts would overflow into negative times.
-  if (double(job.samples) * double(job.epochs) > kMaxTotalSamples)
-    fail("samples x epochs = " + Printf("%.3g", double(job.samples) * double(job.epochs)) +
+  const double evaluated = double(std::max<int64_t>(0, job.eval_samples));
+  if ((double(job.samples) + evaluated) * double(job.epochs) > kMaxTotalSamples)
+    fail("samples x epochs = " +
+         Printf("%.3g", (double(job.samples) + evaluated) * double(job.epochs)) +
+         (evaluated > 0 ? " (eval-samples included)" : "") +
          " is more than DLH plans for (at most " + Printf("%.0e", kMaxTotalSamples) +
          " samples in all)");
   if (job.per_gpu_batch < 0)
@@ -61,7 +72,9 @@ void CheckJob(const Job& job) {
     fail("the spec's batch_size must be positive, got " + std::to_string(job.spec.batch_size));
   if (!(job.deadline_s >= 0) || !(job.margin >= 0) || std::isnan(job.startup_s))
     fail("deadline and margin must not be negative");
-  if (job.max_gpus < 0) fail("max_gpus must not be negative");
+  if (job.max_gpus < 0 || job.max_gpus > kMaxGpus)
+    fail("max_gpus must be 0 to " + std::to_string(kMaxGpus) + ", got " +
+         std::to_string(job.max_gpus));
   if (job.top < 0) fail("top must not be negative");
   if (job.rejected < 0) fail("rejected must not be negative");
 }

@@ -63,10 +63,10 @@ void CheckTaken(const std::string& p, const struct stat& st, const std::string& 
   const uid_t me = geteuid();
   if (!S_ISDIR(st.st_mode)) Refuse(p, "the " + what, "not a folder");
   if (st.st_uid != me)
-    Refuse(p, "the " + what, "owned by " + Owner(st.st_uid) + ", not by you (" + UserName(me) + ")");
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
     Refuse(p, "the " + what,
-           "writable by others (mode " + Mode(st.st_mode) + "): chmod go-w " + p);
+           "owned by " + Owner(st.st_uid) + ", not by you (" + UserName(me) + ")");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    Refuse(p, "the " + what, "writable by others (mode " + Mode(st.st_mode) + "): chmod go-w " + p);
 }
 
 }  // namespace
@@ -75,8 +75,8 @@ std::string UserName(unsigned uid) {
   struct passwd pw {};
   struct passwd* found = nullptr;
   std::vector<char> buf(16384);
-  if (getpwuid_r(uid_t(uid), &pw, buf.data(), buf.size(), &found) == 0 && found &&
-      found->pw_name && *found->pw_name)
+  if (getpwuid_r(uid_t(uid), &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_name &&
+      *found->pw_name)
     return found->pw_name;
   return std::to_string(uid);
 }

@@ -198,7 +198,7 @@ check "$(grep -o -- '--signal=[^ ]*' signal.err), time $(field "$js" TimeLimit)"
 scancel "$js"
 
 echo "refused with one line, nothing queued"
-expect_fail 255 "dlh: --dlh-auto: samples: must be a positive integer, got 'abc'" \
+expect_fail 255 "dlh: --dlh-auto: samples: must be a positive integer up to 1000000000000, got 'abc'" \
   sbatch -J dlhbad --dlh-auto="spec=$SPEC,samples=abc" --wrap true
 expect_fail 255 "dlh: --dlh-auto: unknown key 'colour'" sbatch -J dlhbad --dlh-auto="$AUTO,colour=red" --wrap true
 expect_fail 255 "dlh: --dlh-auto: deadline: expected a duration" sbatch -J dlhbad --dlh-auto="$AUTO,deadline=soon" --wrap true
@@ -222,7 +222,7 @@ cat >bad.sh <<EOF
 #SBATCH --dlh-auto=spec=$SPEC,samples=-1
 true
 EOF
-expect_fail 255 "samples: must be a positive integer, got '-1'" sbatch bad.sh
+expect_fail 255 "samples: must be a positive integer up to 1000000000000, got '-1'" sbatch bad.sh
 expect_fail 1 "dlh: no allocation meets the 1m30s deadline; the fastest, 1 x 2 alpha, needs 1m55s with the 10% margin" \
   sbatch -J dlhbad --dlh-auto="$AUTO,deadline=1m30s" --wrap true
 

@@ -150,9 +150,9 @@ TEST(Cluster, BadInputsNameFileAndField) {
             "c.json: node_types[0]: unknown key \"available\"");
   EXPECT_EQ(ErrorOf([](json& j) { j["colour"] = "blue"; }), "c.json: unknown key \"colour\"");
   EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][0]["gpus_per_node"] = 2.5; }),
-            "c.json: node_types[0].gpus_per_node: must be a positive integer, got 2.5");
+            "c.json: node_types[0].gpus_per_node: must be a positive integer up to 1024, got 2.5");
   EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][1]["nodes"] = 0; }),
-            "c.json: node_types[1].nodes: must be a positive integer, got 0");
+            "c.json: node_types[1].nodes: must be a positive integer up to 1048576, got 0");
   EXPECT_EQ(ErrorOf([](json& j) { j["inter_node"]["bandwidth_gbs"] = "25"; }),
             "c.json: inter_node.bandwidth_gbs: must be a positive number, got \"25\"");
   EXPECT_EQ(ErrorOf([](json& j) { j["inter_node"]["latency_us"] = -1; }),

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/count_limits.hpp"
 #include "common/error.hpp"
 #include "estimator/cluster/cluster.hpp"
 #include "estimator/observe/plan_block.hpp"
@@ -88,11 +89,15 @@ TEST(PluginAutoOptionTest, ExactMessages) {
       err("bogus=1"),
       "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, profile, samples, eval-samples, "
       "epochs, objective, max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
-  EXPECT_EQ(err("samples=abc"), "--dlh-auto: samples: must be a positive integer, got 'abc'");
-  EXPECT_EQ(err("samples=0"), "--dlh-auto: samples: must be a positive integer, got '0'");
-  EXPECT_EQ(err("samples=-5"), "--dlh-auto: samples: must be a positive integer, got '-5'");
+  EXPECT_EQ(err("samples=abc"),
+            "--dlh-auto: samples: must be a positive integer up to 1000000000000, got 'abc'");
+  EXPECT_EQ(err("samples=0"),
+            "--dlh-auto: samples: must be a positive integer up to 1000000000000, got '0'");
+  EXPECT_EQ(err("samples=-5"),
+            "--dlh-auto: samples: must be a positive integer up to 1000000000000, got '-5'");
   EXPECT_EQ(err("samples=99999999999999999999"),
-            "--dlh-auto: samples: must be a positive integer, got '99999999999999999999'");
+            "--dlh-auto: samples: must be a positive integer up to 1000000000000, got "
+            "'99999999999999999999'");
   EXPECT_EQ(err("samples"), "--dlh-auto: samples: needs a value (samples=N)");
   EXPECT_EQ(err("spec="), "--dlh-auto: spec: needs a value (spec=FILE)");
   EXPECT_EQ(err("epochs=2x"),
@@ -431,7 +436,7 @@ TEST(PluginPlanTest, RefusesBadInputWithOneLine) {
   EXPECT_EQ(err("spec=fashion-mnist.json"),
             "--dlh-auto: samples: required (samples=N, or DLH_SAMPLES in the environment)");
   EXPECT_EQ(err("spec=fashion-mnist.json", "many"),
-            "DLH_SAMPLES: must be a positive integer, got 'many'");
+            "DLH_SAMPLES: must be a positive integer up to 1000000000000, got 'many'");
   const std::string missing = err("spec=nope.json,samples=5");
   EXPECT_NE(missing.find("nope.json: cannot read: No such file or directory"), std::string::npos)
       << missing;
@@ -670,12 +675,77 @@ TEST(PluginPlanTest, UsersTasksPerNodeGivesTheTaskCount) {
 // Issue 11, finding 5: huge sample counts no longer overflow into negative times.
 TEST(PluginPlanTest, RefusesMoreSamplesThanItCanCount) {
   PlanInputs in = LocalInputs(
-      "spec=fashion-mnist.json,samples=9223372036854775807,epochs=1000000,"
+      "spec=fashion-mnist.json,samples=1000000000000,epochs=1000000,"
       "per-gpu-batch=1");
   EXPECT_NE(ErrorOf([&] {
               MakePlan(in, LocalCluster(), AllIdle(), "");
-            }).find("samples x epochs = 9.22e+24 is more than DLH plans for"),
+            }).find("samples x epochs = 1e+18 is more than DLH plans for"),
             std::string::npos);
+}
+
+// Issue 41: every count of a plan is checked before arithmetic, with one line naming it.
+TEST(PluginPlanTest, CountsAreCheckedBeforeArithmetic) {
+  // eval-samples up to INT64_MAX used to be summed with the samples (undefined behaviour):
+  // with 2 or more GPUs the evaluation's time went negative and met any deadline.
+  EXPECT_EQ(ErrorOf([] { ParseAutoValue("eval-samples=9223372036854775807"); }),
+            "--dlh-auto: eval-samples: must be a positive integer up to 1000000000000, got "
+            "'9223372036854775807'");
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h");
+  Job job = BuildJob(in, LocalCluster());
+  job.eval_samples = INT64_MAX;  // as dlh-estimate recommend --eval-samples passes it
+  EXPECT_EQ(ErrorOf([&] { Recommend(job, LocalCluster()); }),
+            "recommend: eval-samples must be at most 1000000000000, got 9223372036854775807");
+  job.eval_samples = kMaxSamplesPerEpoch;
+  job.epochs = 1000;
+  EXPECT_NE(ErrorOf([&] {
+              Recommend(job, LocalCluster());
+            }).find("(eval-samples included) is more than DLH plans for"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] {
+              PlanInputs env = LocalInputs("spec=fashion-mnist.json");
+              env.env_samples = "9223372036854775807";
+              BuildJob(env, LocalCluster());
+            }).find("DLH_SAMPLES: must be a positive integer up to 1000000000000"),
+            std::string::npos);
+
+  // Tasks: --nodes x --ntasks-per-node (each up to 999999999 as Slurm's options are read)
+  // in checked 64 bits, not an int that wraps.
+  Cluster four = LocalCluster();
+  four.node_types[0].nodes = 4;
+  PlanInputs t = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h,types=alpha");
+  NoteUserOption(t.user, "nodes", "4");
+  NoteUserOption(t.user, "ntasks-per-node", "999999999");
+  EXPECT_EQ(ErrorOf([&] { MakePlan(t, four, {}, "no live state in this test"); }),
+            "--ntasks-per-node: 3999999996 tasks in all is more than DLH plans for (at most "
+            "16777216)");
+
+  // The cluster description's counts: nodes and GPUs per node, and GPUs in all.
+  auto cluster_error = [](int64_t nodes, int64_t gpus_per_node) {
+    nlohmann::json c = nlohmann::json::parse(R"({"name": "big", "gpu_types": [{"name": "g",
+      "memory_gb": 80, "peak_tflops": 60, "memory_bandwidth_gbs": 3000, "active_watts": 700,
+      "idle_watts": 70}], "inter_node": {"latency_us": 5, "bandwidth_gbs": 50}})");
+    nlohmann::json n = {{"name", "n"},
+                        {"gpu", "g"},
+                        {"gpus_per_node", gpus_per_node},
+                        {"nodes", nodes},
+                        {"node_base_watts", 500},
+                        {"intra_node", {{"latency_us", 2}, {"bandwidth_gbs", 400}}}};
+    c["node_types"] = {n, n};
+    c["node_types"][1]["name"] = "m";
+    return ErrorOf([&] { ParseCluster(c.dump(), "big.json", ""); });
+  };
+  EXPECT_EQ(cluster_error(2147483647, 8),
+            "big.json: node_types[0].nodes: must be a positive integer up to 1048576, got "
+            "2147483647");
+  EXPECT_EQ(cluster_error(4, 2048),
+            "big.json: node_types[0].gpus_per_node: must be a positive integer up to 1024, got "
+            "2048");
+  EXPECT_EQ(cluster_error(1 << 20, 1024),
+            "big.json: node_types[0].nodes: 1073741824 GPUs in all is more than DLH plans for "
+            "(at most 16777216)");
+  EXPECT_EQ(cluster_error(8193, 1024),
+            "big.json: node_types[1].nodes: 16779264 GPUs in all is more than DLH plans for "
+            "(at most 16777216)");
 }
 
 // A profile of the local cluster's alpha (dlh-launch run --profile) in a submit folder.
@@ -921,7 +991,9 @@ TEST(PluginFacadeTest, BadValuesAreRefusedWithOneLine) {
   g_logged.clear();
   EXPECT_EQ(dlh_option("samples=x", Collect), DLH_FAIL);
   ASSERT_EQ(g_logged.size(), 1u);
-  EXPECT_EQ(g_logged[0], "error: dlh: --dlh-auto: samples: must be a positive integer, got 'x'");
+  EXPECT_EQ(
+      g_logged[0],
+      "error: dlh: --dlh-auto: samples: must be a positive integer up to 1000000000000, got 'x'");
   EXPECT_EQ(dlh_option("(null)", Collect), DLH_OK);
   EXPECT_EQ(dlh_requested(), 1);
   dlh_finish();
