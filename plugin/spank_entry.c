@@ -15,7 +15,13 @@
  * the option it was submitted with (SLURM_SPANK__SLURM_SPANK_OPTION_dlh_dlh_auto), and
  * sbatch/salloc apply such variables as if given; a plain sbatch inside a --dlh-auto job
  * would be planned too. slurm_spank_init runs before sbatch reads the environment, so the
- * planning contexts drop the variable there. */
+ * planning contexts drop the variable there.
+ *
+ * A plan belongs to the job it was made for. A job submitted from inside a --dlh-auto job
+ * (sbatch or salloc in its script) would otherwise inherit the parent's plan, as DLH_PLAN in
+ * the environment sbatch copies and as SLURM_SPANK_DLH_PLAN, which passes even
+ * --export=NONE, and train with the parent's batch and rate. So the planning contexts drop
+ * both too: a nested job gets a plan of its own only from its own --dlh-auto. */
 #define _POSIX_C_SOURCE 200809L /* strdup, unsetenv under -std=c11 */
 #include <slurm/spank.h>
 #include <stdio.h>
@@ -95,7 +101,11 @@ static int dlh_auto_cb(int val, const char* optarg, int remote) {
 int slurm_spank_init(spank_t sp, int ac, char** av) {
   spank_context_t ctx = spank_context();
   if (ctx != S_CTX_ALLOCATOR && ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE) return 0;
-  if (planning_context()) unsetenv(INHERITED_OPTION);
+  if (planning_context()) {
+    unsetenv(INHERITED_OPTION);
+    unsetenv("DLH_PLAN");
+    unsetenv("SLURM_SPANK_DLH_PLAN");
+  }
   if (srun_inside_job() && getenv(INHERITED_OPTION) != NULL)
     inherited_value = strdup(getenv(INHERITED_OPTION));
   /* A failure here must not stop every job on the cluster: only --dlh-auto is lost. */

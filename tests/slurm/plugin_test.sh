@@ -5,7 +5,7 @@
 # Checks: the .so exports only the SPANK symbols and links no MPI/HDF5/BLAS/CUDA/NCCL/Slurm
 # library; `sbatch --dlh-auto` (command line and #SBATCH) sets gres, nodes, ntasks-per-node
 # and time exactly as `dlh-estimate recommend --json` plans them; DLH_PLAN reaches the job
-# and srun steps inside it do not plan again; explicit user values (command line and
+# and srun steps inside it do not plan again, nor do jobs it submits inherit it; explicit user values (command line and
 # #SBATCH) are kept; salloc; live availability (alpha busy -> beta); bad values, unreadable
 # specs and impossible deadlines are refused with one line and nothing queued; `mixed` with
 # -N 2 runs one job on alpha1 + beta1 (--constraint=[alpha*1&beta*1]) whose ranks train the
@@ -120,6 +120,25 @@ grep -q "^tpn=$TPN gpus=$DEVICES$" job1.out || { cat job1.out; fail "job environ
 [[ $(grep -c ": $DEVICES$" job1.out) -eq $TPN ]] || { cat job1.out; fail "srun in the job: expected $TPN tasks"; }
 ! grep -q 'dlh:' job1.out || { cat job1.out; fail "srun inside the job planned again"; }
 check "job sees SLURM_NTASKS_PER_NODE=$TPN, GPUs $DEVICES; its srun runs $TPN tasks and plans nothing"
+
+echo "a job submitted from inside a --dlh-auto job has no plan of the parent's (issue 41)"
+# The parent submits two plain children, one with --export=NONE, and ends; each child prints
+# what it got. Both must have neither DLH_PLAN nor SLURM_SPANK_DLH_PLAN.
+child='echo "plan=[${DLH_PLAN:-}] spank=[${SLURM_SPANK_DLH_PLAN:-}]"'
+jn=$(sbatch --parsable -o nested.out --dlh-auto="$AUTO,deadline=30m" --wrap "
+  echo \"parent plan=[\${DLH_PLAN:+yes}]\"
+  sbatch --parsable -o nested-all.out --wrap '$child'
+  sbatch --parsable --export=NONE -o nested-none.out --wrap '$child'" 2>sbatchn.err) ||
+  { cat sbatchn.err; fail "sbatch --dlh-auto (the parent)"; }
+wait_gone "$jn"
+grep -q '^parent plan=\[yes\]$' nested.out || { cat nested.out; fail "the parent had no plan"; }
+mapfile -t children < <(grep -E '^[0-9]+$' nested.out)
+[[ ${#children[@]} -eq 2 ]] || { cat nested.out; fail "the parent did not submit its two children"; }
+wait_gone "${children[@]}"
+for out in nested-all.out nested-none.out; do
+  grep -q '^plan=\[\] spank=\[\]$' "$out" || { cat "$out"; fail "$out: a nested job inherited the parent's plan"; }
+done
+check "children ${children[*]} of job $jn (--export=ALL and NONE): no DLH_PLAN, no SLURM_SPANK_DLH_PLAN"
 
 echo "#SBATCH --dlh-auto, and DLH_SPEC/DLH_SAMPLES"
 cat >job2.sh <<EOF
