@@ -88,8 +88,12 @@ int Main(int argc, char** argv) {
   if (follow) return Follow(live);
   if (serve_port >= 0) {
     try {
+      ServeOptions so;
+      so.address = bind;
+      so.port = serve_port;
+      so.token = NewServeToken();
       Serve(
-          bind, serve_port,
+          so,
           [&] {
             ReportOptions ro;
             ro.now = Now();
@@ -97,10 +101,14 @@ int Main(int argc, char** argv) {
             return ReportHtml(LoadRun(live.run_dir), ro);
           },
           [&](int port) {
+            // The token goes to this terminal only (never argv): whoever has the URL reads
+            // the report.
+            const std::string query = "/?token=" + so.token;
             std::cout << "dlh-report: serving the report of " << live.run_dir << " at http://"
-                      << bind << ":" << port << "/ (from a laptop: ssh -L " << port
-                      << ":localhost:" << port << " THIS_HOST, then open http://localhost:" << port
-                      << "/)" << std::endl;
+                      << bind << ":" << port << query << " (private: the token is needed; "
+                      << "from a laptop: ssh -L " << port << ":localhost:" << port
+                      << " THIS_HOST, then open http://localhost:" << port << query << ")"
+                      << std::endl;
           });
     } catch (const UsageError&) {
       throw;

@@ -123,23 +123,68 @@ for _ in $(seq 600); do
 done
 [[ -n $running_page ]] || fail "--watch: no reloading page while the run went on"
 grep -q "This run is still going" "$WORK/watch.html" || fail "--watch: the page does not say the run is going"
-port=$(grep -o 'at http://127.0.0.1:[0-9]*/' "$WORK/serve.txt" | grep -o '[0-9]*/$' | tr -d /)
-[[ -n $port ]] || { cat "$WORK/serve.txt"; fail "--serve: no port announced"; }
-python3 - "$port" <<'PY' || fail "--serve: see above"
-import sys, urllib.request, urllib.error
-base = f"http://127.0.0.1:{sys.argv[1]}"
-page = urllib.request.urlopen(base + "/", timeout=30).read().decode()
-if "DLH run report: " not in page:
-    sys.exit(f"--serve: GET / is not the report: {page[:300]!r}")
+url=$(grep -o 'at http://127.0.0.1:[0-9]*/?token=[0-9a-f]*' "$WORK/serve.txt" | head -1 | cut -c4-)
+[[ -n $url ]] || { cat "$WORK/serve.txt"; fail "--serve: no private URL announced"; }
+python3 - "$url" <<'PY' || fail "--serve: see above"
+import socket, sys, time, urllib.request, urllib.error
+url = sys.argv[1]
+base, token = url.split("/?token=")
+port = int(base.rsplit(":", 1)[1])
+def get(path, host=None):
+    req = urllib.request.Request(base + path)
+    if host: req.add_header("Host", host)
+    try:
+        r = urllib.request.urlopen(req, timeout=30)
+        return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+# Idle clients first: one that sends nothing, one that stops inside its request. Each holds
+# only its own connection; the report answers beside them (it used to wait on the first).
+idle = socket.create_connection(("127.0.0.1", port))
+half = socket.create_connection(("127.0.0.1", port))
+half.sendall(b"GET /?token=" + token.encode() + b" HTTP/1.1\r\nHost: localhost\r\n")
+t0 = time.monotonic()
+code, page = get("/?token=" + token)
+waited = time.monotonic() - t0
+if code != 200 or "DLH run report: " not in page:
+    sys.exit(f"--serve: GET with the token: {code} {page[:300]!r}")
 if 'class="dlh-chart"' not in page:
     sys.exit(f"--serve: the report of the running job has no chart: {page[:300]!r}")
-try:
-    urllib.request.urlopen(base + "/etc/passwd", timeout=30)
-    sys.exit("--serve: GET /etc/passwd answered")
-except urllib.error.HTTPError as e:
-    if e.code != 404: sys.exit(f"--serve: GET /etc/passwd: {e.code}, expected 404")
-print("  ok: --serve: GET / is the report of the running job; anything else 404")
+if waited > 8:
+    sys.exit(f"--serve: the page took {waited:.1f} s beside two idle connections")
+print(f"  ok: --serve: two idle connections open, GET with the token answered in {waited:.2f} s")
+for path, host, want in [("/", None, 403), ("/?token=" + "0" * len(token), None, 403),
+                         ("/?token=" + token, "evil.example:8080", 403),
+                         ("/etc/passwd?token=" + token, None, 404)]:
+    code, body = get(path, host)
+    if code != want or "DLH run report" in body:
+        sys.exit(f"--serve: GET {path} (Host {host}): {code}, expected {want} and no report")
+print("  ok: --serve: no token, a wrong one or a foreign Host (DNS rebinding): 403 and not a "
+      "byte of the report; another path: 404")
+# The idle connections are closed by the server's deadline (10 s), not kept forever.
+idle.settimeout(30)
+t0 = time.monotonic()
+closed = idle.recv(1) == b""
+if not closed or time.monotonic() - t0 > 25:
+    sys.exit("--serve: an idle connection was not closed by its deadline")
+print("  ok: --serve: an idle connection closed after its deadline")
 PY
+# Another local user reaches the port but not the token (it is in this user's terminal only).
+if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null; then
+  other=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=30); print("200")
+except urllib.error.HTTPError as e:
+    print(e.code, "report" if "DLH run report" in e.read().decode() else "")' "${url%%\?*}" 2>&1 || true)
+  [[ $other == "403 " ]] || fail "--serve: user nobody without the token got '$other'"
+  ! setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$WORK/serve.txt" >/dev/null 2>&1 ||
+    fail "--serve: user nobody can read the printed URL"
+  check "--serve: user nobody gets 403 and cannot read the URL"
+else
+  [[ ${REQUIRE_SLURM:-0} == 0 ]] || fail "--serve: the second-user check needs root and setpriv"
+  echo "  skip: the second-user check needs root and setpriv"
+fi
 wait $job || { cat "$WORK/long.log"; fail "the long run failed"; }
 for pid in $follow $watch; do
   for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
