@@ -35,20 +35,6 @@ std::vector<std::string> Words(const std::string& text) {
   return words;
 }
 
-// The options the user set, from Slurm's json_cli_options ({"gres":"gres:gpu:a100:2",...}).
-plan::UserRequest UserRequestFrom(const std::string& json_text) {
-  plan::UserRequest user;
-  nlohmann::json j;
-  JsonProblem problem;
-  if (!ParseJsonStrict(json_text, &j, &problem) || !j.is_object())
-    throw UsageError("slurm-plan: --options: not a JSON object from slurm.json_cli_options");
-  for (const char* name : plan::kUserOptionNames) {
-    auto it = j.find(name);
-    if (it != j.end() && it->is_string()) plan::NoteUserOption(user, name, it->get<std::string>());
-  }
-  return user;
-}
-
 std::string ReadLiveNodes(const std::string& path) {
   if (path == "-") {
     std::string text;
@@ -121,7 +107,7 @@ int Plan(const std::vector<std::string>& args) {
   if (in.config.cluster.empty())
     throw UsageError("plugstack.conf: cluster=FILE is required for cli_filter.lua");
   in.options = plan::ParseAutoValue(vm["dlh-auto"].as<std::string>().c_str());
-  in.user = UserRequestFrom(vm["options"].as<std::string>());
+  in.user = plan::UserRequestFromJson(vm["options"].as<std::string>());
   if (const char* v = std::getenv("DLH_SPEC")) in.env_spec = v;
   if (const char* v = std::getenv("DLH_SAMPLES")) in.env_samples = v;
   if (char* cwd = getcwd(nullptr, 0)) {

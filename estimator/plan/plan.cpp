@@ -13,6 +13,7 @@
 #include "common/count_limits.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
+#include "common/json_parse.hpp"
 #include "common/program_profile.hpp"
 #include "common/spec.hpp"
 #include "estimator/model/features.hpp"
@@ -545,6 +546,19 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
        (kept.empty() ? std::string() : " (yours kept: " + kept + ")") + "\n";
   if (!p.time_note.empty()) s += p.time_note + "\n";
   return s;
+}
+
+UserRequest UserRequestFromJson(const std::string& json_text) {
+  UserRequest user;
+  nlohmann::json j;
+  JsonProblem problem;
+  if (!ParseJsonStrict(json_text, &j, &problem) || !j.is_object())
+    throw UsageError("slurm-plan: --options: not a JSON object from slurm.json_cli_options");
+  for (const char* name : kUserOptionNames) {
+    auto it = j.find(name);
+    if (it != j.end() && it->is_string()) NoteUserOption(user, name, it->get<std::string>());
+  }
+  return user;
 }
 
 }  // namespace dlh::plan

@@ -60,6 +60,12 @@ struct UserRequest {
 // mark the option as set.
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value);
 
+// The options the user set, from Slurm's json_cli_options ({"gres":"gres:gpu:a100:2",...}),
+// as cli_filter.lua hands them to `dlh-estimate slurm-plan --options`: each of
+// kUserOptionNames that is a string goes through NoteUserOption, anything else is ignored.
+// Throws UsageError for text that is not a JSON object.
+UserRequest UserRequestFromJson(const std::string& json_text);
+
 // The Slurm options NoteUserOption understands: the facade and `dlh-estimate slurm-plan`
 // note each one the user set.
 extern const char* const kUserOptionNames[11];

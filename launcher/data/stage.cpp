@@ -8,10 +8,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "common/atomic_file.hpp"
@@ -51,31 +53,30 @@ FileState StateOf(const struct stat& st) {
 
 std::string Why(int error) { return std::strerror(error); }
 
-// The record of a staged copy, or an empty object where there is none or it cannot be
-// trusted (then the file is staged again: the record is a cache, not an input). Read without
-// following a link or blocking on a FIFO, at most kMaxRecordBytes, strictly parsed (depth
-// bounded), and only when it is a regular file of the user's own. *note says why a record
-// that is there was not taken.
+// The record of a staged copy, or none where there is none or it cannot be trusted (then
+// the file is staged again: the record is a cache, not an input). Read without following a
+// link or blocking on a FIFO, at most kMaxRecordBytes, strictly parsed, and only when it is
+// a regular file of the user's own. *note says why a record that is there was not taken.
 constexpr size_t kMaxRecordBytes = 64 << 10;
-nlohmann::json ReadRecord(const std::string& path, std::string* note) {
+std::optional<StageRecord> ReadRecord(const std::string& path, std::string* note) {
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     if (errno != ENOENT) *note = path + ": not read (" + Why(errno) + "): staged again";
-    return nlohmann::json::object();
+    return std::nullopt;
   }
   Fd owner(fd);
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     *note = path + ": not a regular file: staged again";
-    return nlohmann::json::object();
+    return std::nullopt;
   }
   if (st.st_uid != geteuid()) {
     *note = path + ": owned by user '" + UserName(st.st_uid) + "', not by you: staged again";
-    return nlohmann::json::object();
+    return std::nullopt;
   }
   if (size_t(st.st_size) > kMaxRecordBytes) {
     *note = path + ": larger than " + std::to_string(kMaxRecordBytes >> 10) + " KiB: staged again";
-    return nlohmann::json::object();
+    return std::nullopt;
   }
   std::string text(size_t(st.st_size) + 1, '\0');
   size_t got = 0;
@@ -86,13 +87,12 @@ nlohmann::json ReadRecord(const std::string& path, std::string* note) {
     got += size_t(n);
   }
   text.resize(got);
-  nlohmann::json j;
-  JsonProblem problem;
-  if (got > kMaxRecordBytes || !ParseJsonStrict(text, &j, &problem) || !j.is_object()) {
+  StageRecord record;
+  if (got > kMaxRecordBytes || !ParseStageRecord(text, &record)) {
     *note = path + ": not a stage record: staged again";
-    return nlohmann::json::object();
+    return std::nullopt;
   }
-  return j;
+  return record;
 }
 
 // Reads `fd` to its end in chunks, summing; `copy_to` >= 0 also receives every byte.
@@ -133,6 +133,29 @@ uint32_t SumAndCopy(int fd, const std::string& what, int copy_to, const std::str
 
 }  // namespace
 
+bool ParseStageRecord(const std::string& text, StageRecord* out) {
+  nlohmann::json j;
+  JsonProblem problem;
+  if (!ParseJsonStrict(text, &j, &problem) || !j.is_object()) return false;
+  const auto source = j.find("source"), size = j.find("size"), mtime = j.find("mtime_ns"),
+             crc = j.find("crc32");
+  if (source == j.end() || !source->is_string() || size == j.end() || !size->is_number_integer() ||
+      mtime == j.end() || !mtime->is_number_integer() || crc == j.end() ||
+      !crc->is_number_unsigned())
+    return false;
+  // Integers only: a value beyond int64 arrives as unsigned, which is_number_integer admits.
+  if (size->is_number_unsigned() && size->get<uint64_t>() > uint64_t(INT64_MAX)) return false;
+  if (mtime->is_number_unsigned() && mtime->get<uint64_t>() > uint64_t(INT64_MAX)) return false;
+  StageRecord r;
+  r.source = source->get<std::string>();
+  r.size = size->get<int64_t>();
+  r.mtime_ns = mtime->get<int64_t>();
+  if (r.size < 0 || r.mtime_ns < 0 || crc->get<uint64_t>() > UINT32_MAX) return false;
+  r.crc32 = uint32_t(crc->get<uint64_t>());
+  *out = r;
+  return true;
+}
+
 StageNames CurrentStageNames(const std::string& node) {
   StageNames n;
   n.node = node;
@@ -159,6 +182,10 @@ std::string ExpandStageDir(const std::string& dir, const StageNames& names,
   return out;
 }
 
+std::string ExpandStageDir(const std::string& dir, const std::string& node) {
+  return ExpandStageDir(dir, CurrentStageNames(node), "--data");
+}
+
 std::string DefaultStageDir(const StageNames& names) {
   return ExpandStageDir(names.job.empty() ? "/tmp/dlh-%u/stage" : "/tmp/dlh-%u/job-%j", names);
 }
@@ -181,17 +208,16 @@ StageResult StageFile(const std::string& source, const std::string& dir_given,
 
   // Already staged, and unchanged since? The copy counts only as a regular file of the
   // user's (lstat: a link is not followed).
-  const nlohmann::json record = ReadRecord(record_path, &r.note);
+  const std::optional<StageRecord> record = ReadRecord(record_path, &r.note);
   struct stat copy_st {};
   const bool copy_there = lstat(r.path.c_str(), &copy_st) == 0 && S_ISREG(copy_st.st_mode) &&
                           copy_st.st_uid == geteuid() && int64_t(copy_st.st_size) == before.size;
   if (lstat(r.path.c_str(), &copy_st) == 0 && copy_st.st_uid != geteuid() && r.note.empty())
     r.note =
         r.path + ": owned by user '" + UserName(copy_st.st_uid) + "', not by you: staged again";
-  if (!options.force && copy_there && record.value("source", "") == from &&
-      record.value("size", int64_t(-1)) == before.size &&
-      record.value("mtime_ns", int64_t(-1)) == before.mtime_ns && record.contains("crc32")) {
-    r.crc32 = record.value("crc32", uint32_t(0));
+  if (!options.force && copy_there && record && record->source == from &&
+      record->size == before.size && record->mtime_ns == before.mtime_ns) {
+    r.crc32 = record->crc32;
     if (!options.verify) return r;
     Fd copy(open(r.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (copy.get() < 0) throw DataError(r.path + ": cannot read: " + Why(errno));

@@ -44,6 +44,18 @@ struct StageResult {
   std::string note;    // why a record found there was not trusted ("" when none was, or it was)
 };
 
+// What a record (DIR/.NAME.stage.json) says was staged.
+struct StageRecord {
+  std::string source;  // the source's absolute path
+  int64_t size = -1, mtime_ns = -1;
+  uint32_t crc32 = 0;
+};
+
+// Parses a record's text: strict JSON (no duplicate keys, nesting bounded), an object whose
+// "source" is a string, "size" and "mtime_ns" integers >= 0, "crc32" an integer that fits 32
+// bits. False for anything else: the record is then not trusted and the file staged again.
+bool ParseStageRecord(const std::string& text, StageRecord* out);
+
 // What a staging folder's name may refer to.
 struct StageNames {
   std::string node;  // %n: SLURMD_NODENAME (several `slurmd -N` on one host each get their own)
@@ -58,6 +70,10 @@ StageNames CurrentStageNames(const std::string& node);
 // Throws UsageError (naming `origin`) for "%j" outside a job.
 std::string ExpandStageDir(const std::string& dir, const StageNames& names,
                            const std::string& origin = "--to");
+
+// The same with this process's names and `node` for %n, as dlh-launch train --data expands
+// its path on each rank (errors name --data).
+std::string ExpandStageDir(const std::string& dir, const std::string& node);
 
 // Where `dlh-data stage` copies without --to: a folder of the user's and, inside a job, of
 // the job's on the node's /tmp, "/tmp/dlh-%u/job-%j" (outside a job "/tmp/dlh-%u/stage").

@@ -58,10 +58,9 @@ void Trainer::load_inputs() {
     if (o_.gpu_type_given && o_.gpu_type.empty())
       throw UsageError(o_.gpu_type_origin + ": must not be empty (rank " + std::to_string(rank_) +
                        ")");
-    // "%n" is this rank's node, "%u" its user and "%j" its job, as dlh-data stage --to
-    // expands them: a data set staged to each node's own folder is read from there.
-    if (!o_.data_path.empty())
-      spec_.dataset = ExpandStageDir(o_.data_path, CurrentStageNames(mpi::Hostname()), "--data");
+    // "%n" is this rank's node: a data set staged to each node's own folder
+    // (dlh-data stage --to DIR/%n) is read from there.
+    if (!o_.data_path.empty()) spec_.dataset = ExpandStageDir(o_.data_path, mpi::Hostname());
     if (spec_.batch_size < size_)
       throw UsageError(o_.spec_path + ": batch_size: " + std::to_string(spec_.batch_size) +
                        " is smaller than the number of ranks (" + std::to_string(size_) + ")");

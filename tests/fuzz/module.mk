@@ -7,7 +7,9 @@
 #   make fuzz FUZZ_TARGETS=spec       only some targets (names as in tests/fuzz/*_fuzz.cpp)
 #   make fuzz-build                   builds them only
 #
-# Not part of `make check`: a run takes FUZZ_SECONDS per target (default 60).
+# A fuzzing run takes FUZZ_SECONDS per target (default 60) and is not part of `make check`;
+# .ci/run fuzzes every target for a bounded time. make check replays every corpus instead
+# (check-fuzz-replay, below), with the project's compiler: seconds, no clang.
 FUZZ_CXX ?= clang++-14
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILDDIR)/fuzz
@@ -33,8 +35,19 @@ FUZZ_LIB_SRCS := common/spec.cpp common/json_parse.cpp common/file_text.cpp \
   common/thread_cpu.cpp \
   common/svg_chart.cpp common/html_page.cpp \
   launcher/report/run_data.cpp launcher/report/headline.cpp launcher/report/report_html.cpp \
-  launcher/data/numpy_file.cpp launcher/data/csv_file.cpp
+  launcher/data/numpy_file.cpp launcher/data/csv_file.cpp \
+  launcher/data/stage.cpp launcher/data/owned_folder.cpp
+# The planning core (plan_core, sinfo): the plugin's planning and everything it calls.
+FUZZ_LIB_SRCS += $(filter-out $(FUZZ_LIB_SRCS),$(sort $(PLAN_SRCS) $(ESTIMATOR_SRCS) \
+  $(CALIBRATE_SRCS) $(wildcard launcher/observe/*.cpp common/*.cpp)))
 FUZZ_LIB := $(FUZZ_DIR)/libdlh_fuzz.a
+# The engines' fingerprints as the build's (estimator/module.mk), so that the shipped
+# calibrations read as they do in dlh-estimate.
+$(FUZZ_OBJDIR)/estimator/model/engine_fingerprint.o: $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) \
+    $(CPU_FLAGS_STAMP) estimator/module.mk
+$(FUZZ_OBJDIR)/estimator/model/engine_fingerprint.o: override CPPFLAGS += \
+    -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS) $(CPU_FLAGS_STAMP))\" \
+    -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"
 # HDF5 (openmpi variant, as the launcher), zlib (checkpoint checksums), OpenBLAS (Eigen in
 # the time model), libzip (.npz); --as-needed drops them from the targets that do not use them.
 FUZZ_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs hdf5-openmpi ompi-c openblas libzip) -lz
@@ -65,3 +78,29 @@ fuzz: fuzz-build
 .PRECIOUS: $(FUZZ_OBJDIR)/%.o
 
 -include $(shell find $(FUZZ_OBJDIR) -name '*.d' 2>/dev/null)
+
+# ---- the corpora replayed in make check (tests/fuzz/replay_main.cpp) -----------------------
+# Each target's LLVMFuzzerTestOneInput under a name of its own, all in one program linked as
+# the unit tests are: the project's compiler, flags and libraries (a sanitized build's too).
+FUZZ_REPLAY_BIN := $(BINDIR)/fuzz_replay
+FUZZ_REPLAY_OBJS := $(FUZZ_ALL:%=$(OBJDIR)/tests/fuzz/replay/%_fuzz.o) \
+    $(OBJDIR)/tests/fuzz/replay/replay_main.o
+$(OBJDIR)/tests/fuzz/replay/%_fuzz.o: tests/fuzz/%_fuzz.cpp
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  CXX   %s\n' $<
+	$(Q)$(CXX) $(CPPFLAGS) $(DEP_CFLAGS) $(CXXFLAGS) -Og -DLLVMFuzzerTestOneInput=DlhFuzz_$* \
+	  -MMD -MP -c $< -o $@
+# Rebuilt when a target is added (a newer prerequisite).
+$(OBJDIR)/tests/fuzz/replay/replay_main.o: tests/fuzz/replay_main.cpp $(wildcard tests/fuzz/*_fuzz.cpp)
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  CXX   %s\n' $<
+	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -Og '-DDLH_FUZZ_TARGETS=$(foreach t,$(FUZZ_ALL),X($(t)))' \
+	  -MMD -MP -c $< -o $@
+$(FUZZ_REPLAY_BIN): $(FUZZ_REPLAY_OBJS) $(PLAN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) \
+    $(LAUNCH_LIB) $(REPORT_LIB) $(NN_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
+	$(Q)$(CXX) $(LDFLAGS) $^ $(DEP_LIBS) -o $@
+check-fuzz-replay: $(FUZZ_REPLAY_BIN)
+	$(Q)bash tests/run_test.sh "fuzz corpora, replayed" $(FUZZ_REPLAY_BIN) tests/fuzz/corpus
+.PHONY: check-fuzz-replay

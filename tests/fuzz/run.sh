@@ -9,7 +9,8 @@
 # A crash, sanitizer report, timeout, out-of-memory or leak is saved under
 # FUZZ_DIR/artifacts/<target>/ and the full log is FUZZ_DIR/logs/<target>.log.
 # Prints one line per target (runs, seconds, exec/s, coverage, crashed or not) and exits 1
-# if any target crashed.
+# if any target crashed. FUZZ_SEED (a positive integer) fixes libFuzzer's seed, so that a run
+# (.ci/run's) can be repeated; unset or 0, a new seed each run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -22,7 +23,7 @@ shift 2
 # run slower without reaching new code).
 max_len_of() {
   case $1 in
-    plugin_options) echo 1024 ;;
+    plugin_options | stage_record) echo 1024 ;;
     plan | spec) echo 4096 ;;
     cluster) echo 8192 ;;
     calibration) echo 16384 ;;
@@ -51,7 +52,7 @@ asan_options_of() {
 # Dictionaries: JSON tokens and edge numbers for the JSON inputs, the keys for the plugin's.
 dict_of() {
   case $1 in
-    spec | cluster | plan | calibration) echo tests/fuzz/json.dict ;;
+    spec | cluster | plan | calibration | stage_record | plan_core) echo tests/fuzz/json.dict ;;
     plugin_options) echo tests/fuzz/plugin_options.dict ;;
     *) echo "" ;;
   esac
@@ -83,7 +84,7 @@ for target in "$@"; do
   asan=$(asan_options_of "$target")
   dict=$(dict_of "$target")
   TMPDIR=$scratch/tmp ASAN_OPTIONS=$asan${ASAN_OPTIONS:+${asan:+:}$ASAN_OPTIONS} "$bin" "$corpus" -max_total_time="$seconds" -max_len="$(max_len_of "$target")" -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" ${dict:+-dict="$dict"} >"$log" 2>&1 || rc=$?
+    -rss_limit_mb=2048 -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -artifact_prefix="$artifacts" ${dict:+-dict="$dict"} >"$log" 2>&1 || rc=$?
   took=$(($(date +%s) - start))
 
   # libFuzzer's last status line "#N DONE cov: C ft: F corp: ..." (or the last "#N ..." line
