@@ -16,6 +16,8 @@
 // this plugin opened, and post_opt exports it like a plan of its own.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,14 +43,19 @@ using dlh::plan::PluginConfig;
 constexpr const char* kSiteVariable = "DLH_SITE";
 constexpr const char* kHandoffVariable = "DLH_PLAN_HANDOFF";
 constexpr const char* kEstimateVariable = "DLH_ESTIMATE";
-constexpr size_t kMaxPlanBytes = 32 * 1024;  // a plan is about 1 KiB; a pipe holds 64 KiB
+// A plan reaches the job as environment variables (DLH_PLAN, SLURM_SPANK_DLH_PLAN), and Linux
+// passes at most 128 KiB in one ("NAME=value", MAX_ARG_STRLEN): a larger plan would stop the
+// job from starting, so it is refused with one line instead (issue 41; it used to be cut at
+// 32 KiB without a word, and exported as invalid JSON). A plan is about 1 KiB; a mix lists
+// its nodes.
+constexpr size_t kMaxPlanBytes = 128 * 1024 - 64;
 
 struct State {
   PluginConfig config;
   std::string config_error;  // reported when --dlh-auto is used
   AutoOptions options;
-  bool planned = false;       // post_opt ran (hetjob components and repeated calls plan once)
-  int handoff[2] = {-1, -1};  // register-only: the pipe cli_filter.lua writes the plan into
+  bool planned = false;  // post_opt ran (hetjob components and repeated calls plan once)
+  int handoff = -1;      // register-only: the memory file cli_filter.lua writes the plan into
 };
 State* g_state = nullptr;
 
@@ -121,18 +128,18 @@ std::string EstimateNextToPlugin() {
   return "";
 }
 
-// register-only: the pipe and the variables cli_filter.lua reads. Nothing is inherited
-// by children (O_CLOEXEC): cli_filter.lua opens /dev/fd/N of this process itself.
+// register-only: the memory file and the variables cli_filter.lua reads. A memory file
+// (memfd), not a pipe: cli_filter.lua writes the plan from this same sbatch process, before
+// post_opt reads it, so a pipe's 64 KiB would block that write forever on a larger plan.
+// Nothing is inherited by children (MFD_CLOEXEC): cli_filter.lua opens /dev/fd/N of this
+// process itself, which opens the memory file anew.
 void OpenHandoff(State& st, const std::vector<std::string>& args) {
-  if (pipe2(st.handoff, O_CLOEXEC) != 0) {
-    st.handoff[0] = st.handoff[1] = -1;
-    return;
-  }
-  fcntl(st.handoff[0], F_SETFL, O_NONBLOCK);
+  st.handoff = memfd_create("dlh-plan", MFD_CLOEXEC);
+  if (st.handoff < 0) return;
   std::string site;
   for (const std::string& a : args) site += (site.empty() ? "" : " ") + a;
   setenv(kSiteVariable, site.c_str(), 1);
-  setenv(kHandoffVariable, ("/dev/fd/" + std::to_string(st.handoff[1])).c_str(), 1);
+  setenv(kHandoffVariable, ("/dev/fd/" + std::to_string(st.handoff)).c_str(), 1);
   const std::string estimate = EstimateNextToPlugin();
   if (!estimate.empty())
     setenv(kEstimateVariable, estimate.c_str(), 1);
@@ -140,31 +147,42 @@ void OpenHandoff(State& st, const std::vector<std::string>& args) {
     unsetenv(kEstimateVariable);  // cli_filter.lua then looks on PATH
 }
 
-// Reads what cli_filter.lua handed over (at most kMaxPlanBytes), then closes the pipe and
-// removes the variables, so that they never reach a job.
-std::string CloseHandoff(State& st) {
-  std::string text;
-  if (st.handoff[0] >= 0) {
-    char buf[4096];
-    for (;;) {
-      const ssize_t n = read(st.handoff[0], buf, sizeof buf);
-      if (n > 0 && text.size() + size_t(n) <= kMaxPlanBytes) {
-        text.append(buf, size_t(n));
-        continue;
+struct Handoff {
+  std::string text;  // the plan, whole, when it fits kMaxPlanBytes
+  size_t bytes = 0;  // what cli_filter.lua wrote
+};
+
+// Reads what cli_filter.lua handed over, then closes the file and removes the variables, so
+// that they never reach a job.
+Handoff CloseHandoff(State& st) {
+  Handoff h;
+  struct stat sb {};
+  if (st.handoff >= 0 && fstat(st.handoff, &sb) == 0 && sb.st_size > 0) {
+    h.bytes = size_t(sb.st_size);
+    if (h.bytes <= kMaxPlanBytes) {
+      h.text.resize(h.bytes);
+      size_t got = 0;
+      while (got < h.bytes) {
+        const ssize_t n = pread(st.handoff, &h.text[got], h.bytes - got, off_t(got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += size_t(n);
       }
-      if (n < 0 && errno == EINTR) continue;
-      break;
+      h.text.resize(got);
     }
   }
-  for (int& fd : st.handoff) {
-    if (fd >= 0) close(fd);
-    fd = -1;
-  }
+  if (st.handoff >= 0) close(st.handoff);
+  st.handoff = -1;
   unsetenv(kSiteVariable);
   unsetenv(kHandoffVariable);
   unsetenv(kEstimateVariable);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
+  while (!h.text.empty() && (h.text.back() == '\n' || h.text.back() == ' ')) h.text.pop_back();
+  return h;
+}
+
+std::string PlanTooLarge(size_t bytes) {
+  return "dlh: the plan is " + std::to_string(bytes) + " bytes, more than a job's environment " +
+         "variable holds (" + std::to_string(kMaxPlanBytes) + "); nothing submitted";
 }
 
 // DLH_PLAN for the job: in the environment sbatch copies (--export=ALL, the default) and in
@@ -180,7 +198,7 @@ void ExportPlan(const std::string& plan, dlh_log_fn log, dlh_export_fn export_jo
 
 int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
   State& st = GetState();
-  const std::string handed_over = CloseHandoff(st);
+  const Handoff handed_over = CloseHandoff(st);
   if (!st.options.requested || st.planned) return DLH_OK;
   st.planned = true;
   if (!st.config_error.empty()) {
@@ -189,14 +207,18 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
   }
   // cli_filter.lua planned and set the options; the plan still has to reach the job.
   if (st.config.register_only) {
-    if (handed_over.empty()) {
+    if (handed_over.bytes > kMaxPlanBytes) {
+      Log(log, DLH_LOG_ERROR, PlanTooLarge(handed_over.bytes));
+      return DLH_FAIL;
+    }
+    if (handed_over.text.empty()) {
       Log(log, DLH_LOG_ERROR,
           "dlh: --dlh-auto was not planned: spank_dlh.so is loaded with register-only, but "
           "share/slurm/cli_filter.lua (CliFilterPlugins=cli_filter/lua) handed over no plan; "
           "ask your administrator; nothing submitted");
       return DLH_FAIL;
     }
-    ExportPlan(handed_over, log, export_job_env);
+    ExportPlan(handed_over.text, log, export_job_env);
     return DLH_OK;
   }
   const bool dry_run = st.options.dry_run.value_or(false);
@@ -246,6 +268,12 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
     Log(log, DLH_LOG_ERROR, dlh::plan::InfeasibleMessage(plan) + "; nothing submitted");
     return DLH_FAIL;
   }
+  // Before any option is set: a plan the job could not receive submits nothing.
+  const std::string plan_text = plan.plan.dump();
+  if (plan_text.size() > kMaxPlanBytes) {
+    Log(log, DLH_LOG_ERROR, PlanTooLarge(plan_text.size()));
+    return DLH_FAIL;
+  }
   for (const auto& s : plan.settings) {
     if (!s.apply) continue;
     if (api.set(api.opt, s.name.c_str(), s.value.c_str(), false) != 0) {
@@ -256,7 +284,7 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
     // sbatch derived SLURM_NTASKS_PER_NODE before this hook; keep the job's env consistent.
     if (s.name == "ntasks-per-node") setenv("SLURM_NTASKS_PER_NODE", s.value.c_str(), 1);
   }
-  ExportPlan(plan.plan.dump(), log, export_job_env);
+  ExportPlan(plan_text, log, export_job_env);
   Log(log, DLH_LOG_INFO, dlh::plan::SummaryLine(plan));
   return DLH_OK;
 }

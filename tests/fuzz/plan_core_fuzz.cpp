@@ -23,7 +23,8 @@ namespace {
 
 std::string Line(const std::string& text, size_t* at) {
   const size_t end = text.find('\n', *at);
-  const std::string line = text.substr(*at, end == std::string::npos ? std::string::npos : end - *at);
+  const std::string line =
+      text.substr(*at, end == std::string::npos ? std::string::npos : end - *at);
   *at = end == std::string::npos ? text.size() : end + 1;
   return line;
 }

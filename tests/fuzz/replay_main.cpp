@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
     for (const fs::path& f : files) {
       std::snprintf(g_current, sizeof g_current, "%s", f.c_str());
       std::ifstream in(f, std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string bytes((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
       t.run(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     }
     std::printf("  ok: %s: %zu inputs replayed\n", t.name, files.size());

@@ -1050,6 +1050,38 @@ TEST(PluginFacadeTest, RegisterOnlyTakesThePlanFromCliFilter) {
   unsetenv("DLH_PLAN");
   dlh_finish();
 
+  // Issue 41: a plan of 100 KiB is handed over whole (it used to be cut at 32 KiB into
+  // invalid JSON, and beyond a pipe's 64 KiB cli_filter.lua's write blocked sbatch for ever);
+  // one beyond what a job's environment variable holds is refused with one line.
+  for (const size_t bytes : {size_t(100) << 10, size_t(200) << 10}) {
+    dlh_configure(3, const_cast<char**>(args));
+    const std::string big = "{\"why\":\"" + std::string(bytes, 'x') + "\"}";
+    FILE* f = std::fopen(std::getenv("DLH_PLAN_HANDOFF"), "w");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(big.data(), 1, big.size(), f), big.size());  // no pipe to fill
+    std::fputs("\n", f);
+    std::fclose(f);
+    ASSERT_EQ(dlh_option(nullptr, Collect), DLH_OK);
+    g_logged.clear();
+    g_exported.clear();
+    unsetenv("DLH_PLAN");
+    if (bytes < (size_t(128) << 10)) {
+      EXPECT_EQ(dlh_allocator_post_opt(Collect, CollectExport), DLH_OK);
+      ASSERT_EQ(g_exported.size(), 1u);
+      EXPECT_EQ(g_exported[0].second, big);  // whole
+    } else {
+      EXPECT_EQ(dlh_allocator_post_opt(Collect, CollectExport), DLH_FAIL);
+      ASSERT_EQ(g_logged.size(), 1u);
+      EXPECT_EQ(g_logged[0], "error: dlh: the plan is " + std::to_string(big.size() + 1) +
+                                 " bytes, more than a job's environment variable holds "
+                                 "(131008); nothing submitted");
+      EXPECT_TRUE(g_exported.empty());
+      EXPECT_EQ(std::getenv("DLH_PLAN"), nullptr);
+    }
+    unsetenv("DLH_PLAN");
+    dlh_finish();
+  }
+
   // Nothing handed over (cli_filter.lua not installed): the job is refused.
   dlh_configure(3, const_cast<char**>(args));
   ASSERT_EQ(dlh_option(nullptr, Collect), DLH_OK);
