@@ -13,6 +13,7 @@
 #include "common/count_limits.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
+#include "common/hostlist.hpp"
 #include "common/json_parse.hpp"
 #include "common/program_profile.hpp"
 #include "common/spec.hpp"
@@ -163,7 +164,9 @@ void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<Li
   for (size_t i = 0; i < out.chosen.parts.size() && i < parts.size(); ++i) {
     const NodeType* nt = cluster.node_type(out.chosen.parts[i].node_type);
     if (!nt) continue;
-    parts[i]["node_names"] = NodeNamesOfType(cluster, *nt, live);
+    // As Slurm hostlists ("alpha[0001-2500]"): 10,000 names one by one would be more than a
+    // job's environment variable carries (issue 41).
+    parts[i]["node_names"] = CompressHostlist(NodeNamesOfType(cluster, *nt, live));
   }
   // The two types' speeds come from the estimator (one may be a roofline or another type's
   // calibration scaled): the job starts with the planned split and corrects it from what it

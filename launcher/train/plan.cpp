@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "common/file_text.hpp"
+#include "common/hostlist.hpp"
 #include "common/json_parse.hpp"
 
 namespace dlh {
@@ -56,10 +57,19 @@ void ParseParts(const nlohmann::json& allocation, const Fail& fail, std::vector<
       const auto& names = part["node_names"];
       if (!names.is_array()) throw fail(names_at, "must be an array of node names");
       for (size_t k = 0; k < names.size(); ++k) {
+        const std::string name_at = names_at + "[" + std::to_string(k) + "]";
         if (!names[k].is_string() || names[k].get<std::string>().empty())
-          throw fail(names_at + "[" + std::to_string(k) + "]",
-                     "must be a non-empty string, got " + names[k].dump());
-        pp.node_names.push_back(names[k].get<std::string>());
+          throw fail(name_at, "must be a non-empty string, got " + ShownJsonValue(names[k]));
+        // Each a Slurm hostlist ("alpha[0001-2500]"), as the estimator writes a part's nodes.
+        std::vector<std::string> expanded;
+        try {
+          expanded = ExpandHostlist(names[k].get<std::string>(), "");
+        } catch (const UsageError& e) {
+          throw fail(name_at, e.what());
+        }
+        if (pp.node_names.size() + expanded.size() > kMaxHostlistNames)
+          throw fail(names_at, "more than " + std::to_string(kMaxHostlistNames) + " names");
+        pp.node_names.insert(pp.node_names.end(), expanded.begin(), expanded.end());
       }
     }
     out->push_back(pp);
