@@ -51,9 +51,12 @@ estimator: $(BINDIR)/dlh-estimate
 # the gradient allreduce and its transports (launcher/comm/) and the trainer's step loop
 # (launcher/train/). Issue 40: the hash of launcher/nn/ alone stayed the same while the code
 # around the step changed.
-CPU_ENGINE_SRCS := $(sort $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launcher/nn/layers/*.cpp \
+# Not the reading of DLH_PLAN (launcher/train/plan.cpp, plan.hpp): it runs once before the
+# first step and sets no step's work (issue 41 changed it, for node lists as hostlists).
+CPU_ENGINE_SRCS := $(sort $(filter-out launcher/train/plan.cpp launcher/train/plan.hpp, \
+    $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launcher/nn/layers/*.cpp \
     launcher/nn/layers/*.hpp launcher/engine/cpu_engine.cpp launcher/engine/engine.hpp \
-    launcher/comm/*.cpp launcher/comm/*.hpp launcher/train/*.cpp launcher/train/*.hpp))
+    launcher/comm/*.cpp launcher/comm/*.hpp launcher/train/*.cpp launcher/train/*.hpp)))
 # The same sources run at another speed when compiled otherwise: the CPU fingerprint also
 # hashes the compiler flags as make sees them (CXXFLAGS: -march, -ffast-math, another -O
 # given by hand all change a step's time) and the compiler's version line. The flags live in
