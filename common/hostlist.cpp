@@ -37,8 +37,7 @@ std::vector<std::string> Items(const std::string& text, const std::string& origi
   for (char c : text) {
     if (c == '[') ++depth;
     if (c == ']') --depth;
-    if (depth < 0 || depth > 1)
-      Bad(origin, text + ": unbalanced or nested brackets");
+    if (depth < 0 || depth > 1) Bad(origin, text + ": unbalanced or nested brackets");
     if (c == ',' && depth == 0) {
       items.push_back(item);
       item.clear();
@@ -59,8 +58,7 @@ std::vector<std::string> ExpandHostlist(const std::string& text, const std::stri
     if (item.empty()) Bad(origin, text + ": an empty name");
     const size_t open = item.find('[');
     if (open == std::string::npos) {
-      if (item.find(']') != std::string::npos)
-        Bad(origin, item + ": unbalanced brackets");
+      if (item.find(']') != std::string::npos) Bad(origin, item + ": unbalanced brackets");
       names.push_back(item);
     } else {
       const size_t close = item.find(']', open);
@@ -71,18 +69,17 @@ std::vector<std::string> ExpandHostlist(const std::string& text, const std::stri
       size_t at = 0;
       for (;;) {
         const size_t comma = inside.find(',', at);
-        const std::string range = inside.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        const std::string range =
+            inside.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
         const size_t dash = range.find('-');
         const std::string lo = range.substr(0, dash);
         const std::string hi = dash == std::string::npos ? lo : range.substr(dash + 1);
         if (!AllDigits(lo) || !AllDigits(hi))
-          Bad(origin, item + ": '" + range +
-                           "' is not a number or a range of numbers");
+          Bad(origin, item + ": '" + range + "' is not a number or a range of numbers");
         const int64_t a = std::stoll(lo), b = std::stoll(hi);
         if (b < a) Bad(origin, item + ": a range must not run backwards");
         if (uint64_t(b - a) >= kMaxHostlistNames - names.size())
-          Bad(origin, item + ": more than " +
-                           std::to_string(kMaxHostlistNames) + " names");
+          Bad(origin, item + ": more than " + std::to_string(kMaxHostlistNames) + " names");
         for (int64_t v = a; v <= b; ++v) names.push_back(prefix + Padded(v, lo.size()) + suffix);
         if (comma == std::string::npos) break;
         at = comma + 1;
@@ -112,8 +109,10 @@ std::vector<std::string> CompressHostlist(const std::vector<std::string>& names)
     const std::pair<std::string, size_t> key =
         bracketable ? std::make_pair(prefix, digits) : std::make_pair(name, size_t(0));
     if (!numbers.count(key)) order.push_back(key);
-    if (bracketable) numbers[key].insert(std::stoll(name.substr(prefix.size())));
-    else numbers[key];
+    if (bracketable)
+      numbers[key].insert(std::stoll(name.substr(prefix.size())));
+    else
+      numbers[key];
   }
   std::vector<std::string> out;
   for (const auto& key : order) {

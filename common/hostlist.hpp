@@ -18,8 +18,8 @@ namespace dlh {
 constexpr size_t kMaxHostlistNames = size_t(1) << 20;
 
 // The names of a hostlist expression, in its order. Throws UsageError naming `origin` (when
-// not empty) and the fault ("alpha[3-1]: a range must not run backwards") for text that is not one, and
-// for more than kMaxHostlistNames names.
+// not empty) and the fault ("alpha[3-1]: a range must not run backwards") for text that is not one,
+// and for more than kMaxHostlistNames names.
 std::vector<std::string> ExpandHostlist(const std::string& text, const std::string& origin);
 
 // The names as few hostlist expressions: names that differ only in a trailing number of the

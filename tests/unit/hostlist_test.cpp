@@ -35,7 +35,8 @@ TEST(HostlistTest, ExpandsAsSlurmDoes) {
 TEST(HostlistTest, RefusesWhatIsNotOneWithOneLine) {
   EXPECT_EQ(ErrorOf("a[3-1]"), "node_names[0]: a[3-1]: a range must not run backwards");
   EXPECT_EQ(ErrorOf("a[1-2"), "node_names[0]: a[1-2: a bracket is not closed");
-  EXPECT_EQ(ErrorOf("a[1-x]"), "node_names[0]: a[1-x]: '1-x' is not a number or a range of numbers");
+  EXPECT_EQ(ErrorOf("a[1-x]"),
+            "node_names[0]: a[1-x]: '1-x' is not a number or a range of numbers");
   EXPECT_EQ(ErrorOf("a[[1]]"), "node_names[0]: a[[1]]: unbalanced or nested brackets");
   EXPECT_EQ(ErrorOf("a[1]b[2]"), "node_names[0]: a[1]b[2]: one bracket per name");
   EXPECT_EQ(ErrorOf("a,,b"), "node_names[0]: a,,b: an empty name");
