@@ -210,9 +210,10 @@ StageResult StageFile(const std::string& source, const std::string& dir_given,
   // user's (lstat: a link is not followed).
   const std::optional<StageRecord> record = ReadRecord(record_path, &r.note);
   struct stat copy_st {};
-  const bool copy_there = lstat(r.path.c_str(), &copy_st) == 0 && S_ISREG(copy_st.st_mode) &&
-                          copy_st.st_uid == geteuid() && int64_t(copy_st.st_size) == before.size;
-  if (lstat(r.path.c_str(), &copy_st) == 0 && copy_st.st_uid != geteuid() && r.note.empty())
+  const bool copy_exists = lstat(r.path.c_str(), &copy_st) == 0;
+  const bool copy_there = copy_exists && S_ISREG(copy_st.st_mode) && copy_st.st_uid == geteuid() &&
+                          int64_t(copy_st.st_size) == before.size;
+  if (copy_exists && copy_st.st_uid != geteuid() && r.note.empty())
     r.note =
         r.path + ": owned by user '" + UserName(copy_st.st_uid) + "', not by you: staged again";
   if (!options.force && copy_there && record && record->source == from &&
