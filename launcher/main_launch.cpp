@@ -22,7 +22,6 @@
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
-#include "launcher/comm/rank_guard.hpp"
 #include "launcher/engine/device.hpp"
 #include "launcher/probe/probe_cli.hpp"
 #include "launcher/run/run_command.hpp"
@@ -31,6 +30,8 @@
 #include "launcher/train/lr_source.hpp"
 #include "launcher/train/plan.hpp"
 #include "launcher/train/trainer.hpp"
+#include "launcher/watch/peer_watch.hpp"
+#include "launcher/watch/rank_guard.hpp"
 
 namespace po = boost::program_options;
 
@@ -162,9 +163,11 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
         "node, after backward), auto (hierarchical on several nodes with several ranks, else flat)")
     ("device", po::value(&o->device)->default_value("auto"),
         "auto (a GPU when every rank has one, else the CPU), cpu, or cuda (fail without a GPU)")
-    ("comm-timeout", po::value(&o->comm_timeout)->default_value(300),
+    ("comm-timeout", po::value(&o->comm_timeout)->default_value(dlh::kDefaultCommTimeoutS),
         "seconds a rank may wait in one collective for a peer that stopped answering before "
-        "every live rank says which one and the job is aborted (exit code 4)")
+        "every live rank says which one and the job is aborted (exit code 4); also how long a "
+        "rank may do nothing (no CPU time, no I/O) outside MPI before it says it hangs, and how "
+        "long MPI_Init may wait for the other ranks")
     ("plan", po::value(&o->plan_json), "plan file (JSON, as from dlh-estimate recommend --json); "
         "default: the DLH_PLAN environment variable the SPANK plugin sets")
     ("no-plan", "ignore DLH_PLAN")
@@ -301,7 +304,12 @@ int main(int argc, char** argv) {
   // A training rank runs under a guard process that reports it if it is killed or crashes.
   // Not `run`'s ranks: their program is the process that may die, and the rank reports it.
   if (command == "train") dlh::GuardRank();
+  // MPI_Init waits for every rank of the job: one that never comes would hold the others
+  // there for good. Training goes on under the same watch, which the trainer then gives its
+  // heartbeats; the other commands were never watched (`run`'s ranks wait for their program).
+  dlh::StartPeerWatchBeforeMpi(dlh::CommTimeoutFromArguments(argc, argv));
   dlh::mpi::Env env(&argc, &argv);
+  if (command != "train") dlh::StopPeerWatch();
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

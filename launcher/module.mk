@@ -12,7 +12,7 @@
 LAUNCH_MAINS := launcher/main_launch.cpp launcher/data/main_data.cpp
 NN_SRCS := $(wildcard launcher/nn/*.cpp launcher/nn/layers/*.cpp launcher/probe/*.cpp)
 LAUNCH_SRCS := $(filter-out $(LAUNCH_MAINS),$(wildcard $(addprefix launcher/, \
-  $(addsuffix /*.cpp,comm engine train storage data bench run observe))))
+  $(addsuffix /*.cpp,comm watch engine train storage data bench run observe))))
 NN_LIB := $(LIBDIR)/libdlh_nn.a
 LAUNCH_LIB := $(LIBDIR)/libdlh_launch.a
 $(NN_LIB): $(NN_SRCS:%.cpp=$(OBJDIR)/%.o)

@@ -21,6 +21,7 @@ void Check(int code, const char* call, const char* file, int line) {
 Env::Env(int* argc, char*** argv) {
   int provided = 0;
   MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  SetPeerWatchMpiReady();
 }
 
 Env::~Env() {

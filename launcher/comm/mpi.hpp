@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "launcher/comm/peer_watch.hpp"
+#include "launcher/watch/peer_watch.hpp"
 
 namespace dlh {
 

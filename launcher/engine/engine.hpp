@@ -19,10 +19,10 @@
 
 #include "common/spec.hpp"
 #include "launcher/comm/grad_sync.hpp"
-#include "launcher/comm/peer_watch.hpp"
 #include "launcher/data/loader.hpp"
 #include "launcher/nn/layer.hpp"
 #include "launcher/storage/checkpoint.hpp"
+#include "launcher/watch/peer_watch.hpp"
 
 namespace dlh {
 
@@ -32,11 +32,12 @@ struct EngineConfig {
   std::vector<std::string> node_of_rank;  // host of every rank, the same on every rank
   std::string allreduce = "auto";         // auto, flat or hierarchical
   GradSyncOptions sync;
-  int local_rank = 0;           // rank within the node
-  int device = -1;              // GPU index among the visible ones (-1: local_rank modulo count)
-  double comm_timeout_s = 300;  // GPU: a collective stalled this long aborts the job
-  PeerWaitHooks peer_wait;      // the launcher's peer watch, for a backend's MPI calls
-  int max_batch = 0;            // largest local batch any call will pass (training or evaluation)
+  int local_rank = 0;  // rank within the node
+  int device = -1;     // GPU index among the visible ones (-1: local_rank modulo count)
+  double comm_timeout_s =
+      kDefaultCommTimeoutS;  // GPU: a collective stalled this long aborts the job
+  PeerWaitHooks peer_wait;   // the launcher's peer watch, for a backend's MPI calls
+  int max_batch = 0;         // largest local batch any call will pass (training or evaluation)
   // When set, forward_backward() calls it between the loss and backward, so that a timeline
   // (dlh-launch train --trace) can show the two apart. The GPU engine then waits for the
   // forward kernels first, so the time is the device's, not that of queueing them.

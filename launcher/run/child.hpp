@@ -9,7 +9,7 @@
 // when exec fails, and a successful exec closes the pipe empty.
 //
 // From the start on, the rank forwards SIGTERM, SIGINT, SIGUSR1, SIGUSR2 and SIGHUP to the
-// program, as the rank guard forwards them to a training rank (launcher/comm/rank_guard.cpp).
+// program, as the rank guard forwards them to a training rank (launcher/watch/rank_guard.cpp).
 // Note that mpirun (which signals a rank's process group) and Slurm (which signals every
 // process of the step) may also deliver the same signal to the program directly.
 #pragma once

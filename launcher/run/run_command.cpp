@@ -40,6 +40,7 @@
 #include "launcher/run/run_observation.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/plan.hpp"
+#include "launcher/watch/activity.hpp"
 
 extern char** environ;
 
@@ -106,7 +107,9 @@ po::options_description RunOptionsDescription(RunOptions* o) {
         "program picks cuda:LOCAL_RANK")
     ("stall-timeout", po::value<std::string>()->default_value("10m"),
         "a program that reported a step (DLH_PROGRESS_FD) and then none for this long is "
-        "stalled: every rank ends with exit code 4 (off: not watched)")
+        "stalled, as is one that did nothing (no CPU time, I/O or wake-ups) for this long "
+        "before its first step or without steps: every rank ends with exit code 4 (off: not "
+        "watched)")
     ("profile", po::value(&o->profile_steps), "time STEPS steps of the program on one rank "
         "(after --profile-warmup steps), stop it and write a profile for --dlh-auto=profile=FILE")
     ("profile-warmup", po::value(&o->profile_warmup)->default_value(5),
@@ -256,7 +259,7 @@ void WaitForEveryRank(MPI_Comm comm) {
 
 // MPI_Abort asks the launcher to kill every rank and blocks until it does; when the launcher
 // cannot be reached it blocks for good, so the rank ends itself 10 s later (as the stall
-// watchdog does, launcher/comm/peer_watch.cpp).
+// watchdog does, launcher/watch/peer_watch.cpp).
 [[noreturn]] void AbortEveryRank(int code) {
   std::fflush(nullptr);
   std::thread([code] {
@@ -310,17 +313,24 @@ std::string UtcNow() {
 struct Followed {
   int status = 0;        // the program's wait status once it ended
   double stalled_s = 0;  // > 0: no step line for this long, and the program still runs
+  bool idle = false;     // stalled before any step: no CPU time, I/O or wake-ups either
   ProgressLog log;
 };
 
 // Follows the program until it ends, reading its progress: returns early, the program still
-// running, when it stalls (no step for stall_timeout_s after a first one; 0: not watched).
+// running, when it stalls (0: not watched). Once it has reported a step, a stall is no step
+// for stall_timeout_s. From its start until then (and all along for a program that reports
+// none), a stall is a process that did nothing for as long: no CPU time, no I/O, no
+// wake-ups (issue 41: a program hung in its start-up, waiting for a peer that never came, or
+// stopped, was never judged). Loading data and compiling use the CPU and are never judged.
 // With profile_end > 0 the program is asked to stop (SIGTERM, SIGKILL 30 s later) once it
 // has reported that many steps.
 Followed FollowProgram(pid_t pid, ProgressPipe* progress, double stall_timeout_s,
                        int64_t profile_end, const std::string& who) {
   Followed f;
   double stop_asked_at = -1;
+  IdleClock idle;
+  double next_look = 0;
   char buffer[4096];
   for (;;) {
     if (progress->read_fd() >= 0) {
@@ -352,10 +362,16 @@ Followed FollowProgram(pid_t pid, ProgressPipe* progress, double stall_timeout_s
       }
       continue;
     }
-    if (stall_timeout_s > 0 && f.log.steps() > 0) {
-      const double since = now - f.log.step_times().back();
+    if (stall_timeout_s > 0 && f.log.steps() == 0 && now >= next_look) {
+      idle.Observe(now, ReadProcessTreeActivity(pid), 0);
+      next_look = now + 1;
+    }
+    if (stall_timeout_s > 0) {
+      const bool stepped = f.log.steps() > 0;
+      const double since = stepped ? now - f.log.step_times().back() : idle.idle_s(now);
       if (since >= stall_timeout_s) {
         f.stalled_s = since;
+        f.idle = !stepped;
         return f;
       }
     }
@@ -490,6 +506,17 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
 
   const int64_t profile_end = o.profile_steps > 0 ? o.profile_warmup + o.profile_steps : 0;
   const Followed f = FollowProgram(child.pid, &progress, o.stall_timeout_s, profile_end, who);
+  if (f.stalled_s > 0 && f.idle) {
+    std::fprintf(stderr,
+                 "%s: error: the program (pid %ld) reported no step and used no CPU time or I/O "
+                 "for %s (from %s after its start; --stall-timeout %s): stalled, ending every "
+                 "rank\n",
+                 who.c_str(), long(child.pid), HumanDuration(f.stalled_s).c_str(),
+                 HumanDuration(SteadySeconds() - started_s - f.stalled_s).c_str(),
+                 HumanDuration(o.stall_timeout_s).c_str());
+    KillChild(child.pid);
+    AbortEveryRank(kExitStalled);
+  }
   if (f.stalled_s > 0) {
     std::fprintf(stderr,
                  "%s: error: the program (pid %ld) reported no step for %s (its last, step %lld, "

@@ -57,7 +57,7 @@ struct TrainOptions {
   GradSyncOptions sync;
   std::string allreduce = "auto";  // auto, flat or hierarchical (see allreduce.hpp)
   std::string device = "auto";     // auto, cpu or cuda (see device.hpp)
-  double comm_timeout = 300;       // seconds a collective may wait for a stopped peer
+  double comm_timeout = 60;        // seconds a collective may wait for a stopped peer
   // --device was on the command line; --verbose: also the lines that report what is as
   // expected. Either makes --device auto say that it trains on the CPU (device.hpp,
   // DeviceNoteWanted).

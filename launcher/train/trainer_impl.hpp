@@ -20,7 +20,6 @@
 #include "common/thread_cpu.hpp"
 #include "launcher/comm/binding.hpp"
 #include "launcher/comm/mpi.hpp"
-#include "launcher/comm/peer_watch.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/loader.hpp"
 #include "launcher/data/sample_source.hpp"
@@ -34,6 +33,7 @@
 #include "launcher/train/split_history.hpp"
 #include "launcher/train/trace.hpp"
 #include "launcher/train/trainer.hpp"
+#include "launcher/watch/peer_watch.hpp"
 
 namespace dlh {
 namespace trainer_detail {

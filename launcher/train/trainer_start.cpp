@@ -17,6 +17,7 @@
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/signals.hpp"
 #include "launcher/train/trainer_impl.hpp"
+#include "launcher/watch/rank_guard.hpp"
 
 namespace dlh {
 namespace trainer_detail {
@@ -113,7 +114,13 @@ void Trainer::start_peer_watch() {
   w.rank = rank_;
   w.size = size_;
   w.host = host_;
+  const char* node = std::getenv("SLURMD_NODENAME");
+  w.node = node && *node ? node : host_;
   StartPeerWatch(w);
+  // A rank killed outright cannot write its verdict; its guard does, where the job script
+  // looks for the nodes to leave out of a requeued job.
+  SetGuardedReport(
+      w.heartbeat_dir + "/died-" + w.run_id + "-rank-" + std::to_string(rank_) + ".json", w.node);
 }
 
 // Memory mode loads every image on every rank; stream mode only labels, and reads samples

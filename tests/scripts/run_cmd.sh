@@ -109,6 +109,21 @@ sleep 1
 [[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
 check "nothing lingers"
 
+# 4b. Watched from its start (issue 41): a program that reports no step and does nothing (it
+# waits for a peer that never comes, or hangs in its start-up) is stalled too; before issue
+# 41 only a program that had reported a step was watched, and this one ran its 60 s.
+cat >"$WORK/idle.sh" <<'SH'
+#!/bin/bash
+[[ $RANK == 1 ]] && exec -a "sleep-$1" sleep 60
+for ((i = 0; i < 600; ++i)); do sleep 0.1; done
+SH
+chmod +x "$WORK/idle.sh"
+expect_fail 4 "^dlh-launch \[rank 1/2 [^]]*\]: error: the program (pid [0-9]*) reported no step and used no CPU time or I/O for [0-9]s (from [0-9.]*m\{0,1\}s after its start; --stall-timeout 3s): stalled, ending every rank$" \
+  timeout 60 mpirun -np 2 dlh-launch run --run-dir "$WORK/r8b" --stall-timeout 3s -- "$WORK/idle.sh" "$marker"
+sleep 1
+[[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
+check "nothing lingers"
+
 # 5. Rank 1's program killed by SIGKILL while rank 0's sleeps: the whole job ends.
 cat >"$WORK/sleeper.py" <<'PY'
 import os, signal, sys, time

@@ -1,8 +1,8 @@
-// peer_watch_test — launcher/comm/peer_watch.hpp: the heartbeat format and the verdict a rank
+// peer_watch_test — launcher/watch/peer_watch.hpp: the heartbeat format and the verdict a rank
 // gives after waiting too long: a frozen or missing peer, one that ended, one alive and busy
 // (more patience), all waiting (the network). The end-to-end case (a SIGSTOPped rank under
 // mpirun) is tests/scripts/stall.sh.
-#include "launcher/comm/peer_watch.hpp"
+#include "launcher/watch/peer_watch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -26,6 +26,7 @@ Heartbeat Beat(int rank, double age, const std::string& waiting_in = "", int64_t
   h.waiting_s = waiting_in.empty() ? 0 : 6;
   h.time = kNow - age;
   h.run_id = "run";
+  h.node = "n" + std::to_string(rank);
   return h;
 }
 
@@ -42,7 +43,17 @@ TEST(Heartbeat, RoundTrips) {
   EXPECT_DOUBLE_EQ(back.time, kNow);
   EXPECT_EQ(back.run_id, "run");
   EXPECT_TRUE(back.finished);
+  EXPECT_EQ(back.node, "n3");
   EXPECT_TRUE(ParseHeartbeat(HeartbeatJson(Beat(0, 0))).waiting_in.empty());
+  h.idle_s = 12.5;
+  EXPECT_DOUBLE_EQ(ParseHeartbeat(HeartbeatJson(h)).idle_s, 12.5);
+}
+
+TEST(Heartbeat, OneWithoutNodeOrIdleTimeStillReads) {
+  const Heartbeat h = ParseHeartbeat(
+      R"({"rank":1,"host":"a","pid":5,"step":2,"run_id":"r","time":1.0,"finished":false})");
+  EXPECT_EQ(h.node, "");
+  EXPECT_DOUBLE_EQ(h.idle_s, 0);
 }
 
 TEST(Heartbeat, RefusesWhatIsNotOne) {
@@ -63,6 +74,38 @@ TEST(JudgeStall, NamesTheFrozenRank) {
   const StallVerdict v = JudgeStall(beats, 0, 6, 5, kNow, 2);
   EXPECT_TRUE(v.abort);
   EXPECT_EQ(v.culprit, "stopped answering: rank 2 (node-2), pid 102, silent for 9 s");
+  EXPECT_EQ(v.culprit_nodes, std::vector<std::string>{"n2"});
+}
+
+TEST(JudgeStall, APeerAliveButIdleHangs) {
+  // Rank 1 writes heartbeats but has used no CPU and moved no bytes for longer than the
+  // timeout: not busy, hung; its node is named for the requeue to leave out.
+  Heartbeat hung = Beat(1, 0.2, "", 12);
+  hung.idle_s = 5.5;
+  const StallVerdict v = JudgeStall({Beat(0, 0, "MPI_Allreduce"), hung}, 0, 6, 5, kNow, 2);
+  EXPECT_TRUE(v.abort);
+  EXPECT_EQ(v.culprit, "hangs outside MPI: rank 1 (node-1) at step 12, no CPU time or I/O for 6 s");
+  EXPECT_EQ(v.culprit_nodes, std::vector<std::string>{"n1"});
+  hung.idle_s = 4;  // idle for less than the timeout: busy, as before
+  EXPECT_FALSE(JudgeStall({Beat(0, 0, "MPI_Allreduce"), hung}, 0, 6, 5, kNow, 2).abort);
+}
+
+TEST(CommTimeoutFromArguments, ReadsTheOptionBeforeItIsParsed) {
+  auto of = [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    return CommTimeoutFromArguments(int(argv.size()), argv.data());
+  };
+  EXPECT_DOUBLE_EQ(of({"dlh-launch", "train", "s.json"}), kDefaultCommTimeoutS);
+  EXPECT_DOUBLE_EQ(of({"dlh-launch", "train", "--comm-timeout", "5", "s.json"}), 5);
+  EXPECT_DOUBLE_EQ(of({"dlh-launch", "train", "--comm-timeout=2.5"}), 2.5);
+  // Not a positive number: the default here, the option parser says what is wrong.
+  EXPECT_DOUBLE_EQ(of({"dlh-launch", "train", "--comm-timeout", "x"}), kDefaultCommTimeoutS);
+  EXPECT_DOUBLE_EQ(of({"dlh-launch", "train", "--comm-timeout", "-1"}), kDefaultCommTimeoutS);
+  EXPECT_DOUBLE_EQ(of({"dlh-launch", "train", "--comm-timeout"}), kDefaultCommTimeoutS);
+  // A program's own option after `--` is not this one.
+  EXPECT_DOUBLE_EQ(of({"dlh-launch", "run", "--", "prog", "--comm-timeout", "5"}),
+                   kDefaultCommTimeoutS);
 }
 
 TEST(JudgeStall, ARankWithoutHeartbeatStoppedAnswering) {

@@ -1,6 +1,6 @@
-// The guard's line for a rank that died (launcher/comm/rank_guard.hpp); the guard itself runs
+// The guard's line for a rank that died (launcher/watch/rank_guard.hpp); the guard itself runs
 // in tests/scripts/stall.sh (mpirun) and tests/slurm/faults_test.sh (srun).
-#include "launcher/comm/rank_guard.hpp"
+#include "launcher/watch/rank_guard.hpp"
 
 #include <gtest/gtest.h>
 

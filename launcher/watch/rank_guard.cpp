@@ -1,5 +1,5 @@
 // DLH — the guard process of an MPI rank (see rank_guard.hpp).
-#include "launcher/comm/rank_guard.hpp"
+#include "launcher/watch/rank_guard.hpp"
 
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <nlohmann/json.hpp>
 
+#include "common/atomic_file.hpp"
 #include "common/exit_codes.hpp"
 
 namespace dlh {
@@ -26,6 +28,9 @@ struct Shared {
   std::atomic<int64_t> step{-1};
   std::atomic<int> writing{0};
   char checkpoint[4096] = {0};
+  std::atomic<int> report_set{0};  // report_path and node are written once, before this
+  char report_path[4096] = {0};
+  char node[256] = {0};
 };
 
 Shared* g_shared = nullptr;
@@ -111,6 +116,21 @@ const char* SignalName(int signal) {
                       WCOREDUMP(status), step, checkpoint);
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
+    if (g_shared->report_set.load()) {
+      const std::string node(g_shared->node, strnlen(g_shared->node, sizeof g_shared->node));
+      const char* name = SignalName(signal);
+      const nlohmann::json report = {{"rank", EnvInt(kRank, 0)},
+                                     {"signal", name ? name : std::to_string(signal)},
+                                     {"culprit_nodes", {node}}};
+      try {
+        WriteFileAtomically(
+            std::string(g_shared->report_path,
+                        strnlen(g_shared->report_path, sizeof g_shared->report_path)),
+            report.dump() + "\n");
+      } catch (const std::exception&) {
+        // the line above said it; a requeue then keeps the node
+      }
+    }
   }
   std::_Exit(kExitSignalBase + signal);
 }
@@ -163,6 +183,16 @@ void SetGuardedCheckpoint(const std::string& path) {
   std::memcpy(g_shared->checkpoint, path.data(), n);
   g_shared->checkpoint[n] = '\0';
   g_shared->writing.store(0);
+}
+
+void SetGuardedReport(const std::string& path, const std::string& node) {
+  if (!g_shared || g_shared->report_set.load() || path.size() >= sizeof g_shared->report_path)
+    return;
+  std::memcpy(g_shared->report_path, path.c_str(), path.size() + 1);
+  const size_t n = std::min(node.size(), sizeof g_shared->node - 1);
+  std::memcpy(g_shared->node, node.data(), n);
+  g_shared->node[n] = '\0';
+  g_shared->report_set.store(1);
 }
 
 }  // namespace dlh

@@ -1,15 +1,18 @@
 // DLH — the stall watchdog and its heartbeats (see peer_watch.hpp).
-#include "launcher/comm/peer_watch.hpp"
+#include "launcher/watch/peer_watch.hpp"
 
 #include <fcntl.h>
 #include <mpi.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,7 +21,8 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
-#include "launcher/comm/rank_guard.hpp"
+#include "launcher/watch/activity.hpp"
+#include "launcher/watch/rank_guard.hpp"
 
 namespace dlh {
 namespace peer_watch_detail {
@@ -55,14 +59,21 @@ std::string Who(const Heartbeat& h) {
   return "rank " + std::to_string(h.rank) + " (" + h.host + ")";
 }
 
+std::string NodeOf(const Heartbeat& h) { return h.node.empty() ? h.host : h.node; }
+
+pid_t ThisThread() { return pid_t(syscall(SYS_gettid)); }
+
 // The watchdog's state, one per process: MPI_CHECK reaches it from every module.
 struct Watch {
-  PeerWatchOptions options;
+  PeerWatchOptions options;  // guarded by mutex: StartPeerWatch may replace it
   std::atomic<const char*> call{nullptr};
   std::atomic<int64_t> wait_start_ns{0};
   std::atomic<int64_t> step{0};
-  std::atomic<bool> finished{false};  // training is over; MPI_Finalize may still wait
-  std::mutex mutex;                   // guards checkpoint, stop
+  std::atomic<int64_t> calls{0};       // MPI calls entered: progress, for the idle clock
+  std::atomic<bool> finished{false};   // training is over; MPI_Finalize may still wait
+  std::atomic<bool> mpi_ready{false};  // MPI_Init returned: MPI_Abort may be called
+  pid_t main_tid = 0;                  // the thread whose hang the idle clock judges
+  std::mutex mutex;                    // guards options, checkpoint, stop
   std::condition_variable wake;
   std::string checkpoint;
   bool stop = false;
@@ -70,11 +81,11 @@ struct Watch {
 };
 Watch* g_watch = nullptr;
 
-std::string BeatPath(const Watch& w, int rank) {
-  return w.options.heartbeat_dir + "/rank-" + std::to_string(rank) + ".json";
+std::string BeatPath(const PeerWatchOptions& o, int rank) {
+  return o.heartbeat_dir + "/rank-" + std::to_string(rank) + ".json";
 }
-std::string MarkerPath(const Watch& w) {
-  return w.options.heartbeat_dir + "/stalled-" + w.options.run_id + ".json";
+std::string MarkerPath(const PeerWatchOptions& o) {
+  return o.heartbeat_dir + "/stalled-" + o.run_id + ".json";
 }
 
 std::string ReadAll(const std::string& path) {
@@ -106,13 +117,14 @@ bool CreateExclusively(const std::string& path, const std::string& text) {
   return created;
 }
 
-Heartbeat Mine(Watch& w, bool finished) {
+Heartbeat Mine(Watch& w, const PeerWatchOptions& o, bool finished) {
   Heartbeat h;
-  h.rank = w.options.rank;
-  h.host = w.options.host;
+  h.rank = o.rank;
+  h.host = o.host;
+  h.node = o.node;
   h.pid = long(getpid());
   h.step = w.step.load();
-  h.run_id = w.options.run_id;
+  h.run_id = o.run_id;
   h.time = UnixNow();
   h.finished = finished;
   if (const char* call = w.call.load(std::memory_order_acquire)) {
@@ -122,12 +134,12 @@ Heartbeat Mine(Watch& w, bool finished) {
   return h;
 }
 
-std::vector<Heartbeat> ReadBeats(const Watch& w) {
-  std::vector<Heartbeat> beats(size_t(w.options.size));
-  for (int r = 0; r < w.options.size; ++r) {
+std::vector<Heartbeat> ReadBeats(const PeerWatchOptions& o) {
+  std::vector<Heartbeat> beats(size_t(o.size));
+  for (int r = 0; r < o.size; ++r) {
     try {
-      Heartbeat h = ParseHeartbeat(ReadAll(BeatPath(w, r)));
-      if (h.rank == r && h.run_id == w.options.run_id) beats[size_t(r)] = h;
+      Heartbeat h = ParseHeartbeat(ReadAll(BeatPath(o, r)));
+      if (h.rank == r && h.run_id == o.run_id) beats[size_t(r)] = h;
     } catch (const std::exception&) {
       // none yet, or being replaced: counts as no heartbeat
     }
@@ -135,9 +147,9 @@ std::vector<Heartbeat> ReadBeats(const Watch& w) {
   return beats;
 }
 
-std::string Prefix(const Watch& w) {
-  return "dlh-launch [rank " + std::to_string(w.options.rank) + "/" +
-         std::to_string(w.options.size) + " " + w.options.host + "]: error: ";
+std::string Prefix(const PeerWatchOptions& o) {
+  return "dlh-launch [rank " + std::to_string(o.rank) + "/" + std::to_string(o.size) + " " +
+         o.host + "]: error: ";
 }
 
 std::string CheckpointNote(Watch& w) {
@@ -149,67 +161,104 @@ std::string CheckpointNote(Watch& w) {
 // job, and blocks until it does. When the launcher cannot be reached, a link down between
 // this host and the one srun runs on, it blocks for good: then this rank ends itself after a
 // grace, so that nothing lingers on a host cut off from the rest.
-[[noreturn]] void AbortWorld() {
+// Before MPI_Init has returned, MPI_Abort may not be called: the rank ends itself, and the
+// launcher (mpirun) or each other rank's own watch (srun) ends the rest.
+[[noreturn]] void AbortWorld(const Watch& w) {
   std::thread([] {
     std::this_thread::sleep_for(std::chrono::seconds(10));
     std::_Exit(kExitStalled);
   }).detach();
   // Past MPI_Finalize (a peer froze while this rank was in it) MPI_Abort may not be called.
   int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Abort(MPI_COMM_WORLD, kExitStalled);
+  if (w.mpi_ready.load()) MPI_Finalized(&finalized);
+  if (w.mpi_ready.load() && !finalized) MPI_Abort(MPI_COMM_WORLD, kExitStalled);
   std::_Exit(kExitStalled);  // MPI_Abort does not return; if it did, nothing may linger
 }
 
-[[noreturn]] void AbortJob(const std::string& line) {
+[[noreturn]] void AbortJob(const Watch& w, const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
-  AbortWorld();
+  AbortWorld(w);
+}
+
+// The verdict of this rank: printed, written as the marker the others read (the first of
+// several ranks to write it gives the verdict), then, after two heartbeats in which the other
+// live ranks print their own line, the job ends.
+void GiveVerdict(Watch& w, const PeerWatchOptions& o, const Heartbeat& me, const std::string& line,
+                 const std::string& culprit, const std::vector<std::string>& culprit_nodes,
+                 bool self, double tick) {
+  const bool beats = !o.heartbeat_dir.empty();
+  const json m = {{"rank", me.rank},        {"host", me.host},    {"node", NodeOf(me)},
+                  {"step", me.step},        {"culprit", culprit}, {"culprit_nodes", culprit_nodes},
+                  {"this_rank_hangs", self}};
+  if (beats && !CreateExclusively(MarkerPath(o), m.dump() + "\n")) return;  // another rank did
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+  if (beats) std::this_thread::sleep_for(std::chrono::duration<double>(2 * tick + 0.5));
+  AbortWorld(w);
 }
 
 void Loop(Watch& w) {
-  const double timeout = w.options.timeout_s;
-  const double tick = std::clamp(timeout / 10, 0.2, 30.0);
-  const double stale = std::max(3 * tick, 2.0);
-  const bool beats = !w.options.heartbeat_dir.empty();
+  const pid_t self_tid = ThisThread();
+  IdleClock idle;
   std::unique_lock<std::mutex> lock(w.mutex);
-  while (!w.wake.wait_for(lock, std::chrono::duration<double>(tick), [&] { return w.stop; })) {
+  for (;;) {
+    const PeerWatchOptions o = w.options;
+    const double timeout = o.timeout_s;
+    const double tick = std::clamp(timeout / 10, 0.2, 30.0);
+    const double stale = std::max(3 * tick, 2.0);
+    if (w.wake.wait_for(lock, std::chrono::duration<double>(tick), [&] { return w.stop; })) break;
     lock.unlock();
-    const Heartbeat me = Mine(w, w.finished.load());
+    const bool beats = !o.heartbeat_dir.empty();
+    const double steady_now = double(SteadyNs()) * 1e-9;
+    idle.Observe(steady_now, ReadProcessActivity(self_tid), w.step.load() + w.calls.load());
+    Heartbeat me = Mine(w, o, w.finished.load());
+    me.idle_s = idle.idle_s(steady_now);
     if (beats) {
-      WriteBeat(BeatPath(w, me.rank), HeartbeatJson(me));
-      const std::string marker = ReadAll(MarkerPath(w));
+      WriteBeat(BeatPath(o, me.rank), HeartbeatJson(me));
+      const std::string marker = ReadAll(MarkerPath(o));
       if (!marker.empty()) {
         // Another rank gave the verdict: say so here too, then end with it.
         std::string by = "another rank", culprit = "a peer stopped answering";
+        bool by_itself = false;
         try {
           const json m = json::parse(marker);
           by = "rank " + std::to_string(m.at("rank").get<int>()) + " (" +
                m.at("host").get<std::string>() + ")";
           culprit = m.at("culprit").get<std::string>();
+          by_itself = m.value("this_rank_hangs", false);
         } catch (const std::exception&) {
         }
-        AbortJob(Prefix(w) + "stopping at step " + std::to_string(me.step) + ": " + by +
-                 " timed out waiting for its peers: " + culprit + "; " + CheckpointNote(w));
+        AbortJob(w,
+                 Prefix(o) + "stopping at step " + std::to_string(me.step) + ": " +
+                     (by_itself ? culprit : by + " timed out waiting for its peers: " + culprit) +
+                     "; " + CheckpointNote(w));
       }
     }
-    if (!me.waiting_in.empty() && me.waiting_s > timeout) {
-      const StallVerdict v = JudgeStall(beats ? ReadBeats(w) : std::vector<Heartbeat>{}, me.rank,
-                                        me.waiting_s, timeout, UnixNow(), stale);
+    if (me.waiting_in.empty() && !me.finished && me.idle_s > timeout) {
+      // Alive, in no MPI call, and doing nothing: this rank hangs, and its peers, waiting
+      // for it in their next collective, cannot tell it from a busy one.
+      const std::string where = DescribeThreadState(w.main_tid);
+      const std::string what = "no progress for " + Seconds(me.idle_s) + " s outside MPI at step " +
+                               std::to_string(me.step) + " (no CPU time or I/O in this process" +
+                               (where.empty() ? "" : "; its main thread is " + where) + ")";
+      GiveVerdict(w, o, me,
+                  Prefix(o) + what + ": this rank hangs; " + CheckpointNote(w) +
+                      "; aborting the job (--comm-timeout " + Seconds(timeout) + ")",
+                  Who(me) + " hangs: " + what, {NodeOf(me)}, /*self=*/true, tick);
+    } else if (!me.waiting_in.empty() && me.waiting_s > timeout) {
+      StallVerdict v = JudgeStall(beats ? ReadBeats(o) : std::vector<Heartbeat>{}, me.rank,
+                                  me.waiting_s, timeout, UnixNow(), stale);
       if (v.abort) {
-        const json m = {
-            {"rank", me.rank}, {"host", me.host}, {"step", me.step}, {"culprit", v.culprit}};
-        if (!beats || CreateExclusively(MarkerPath(w), m.dump())) {
-          const std::string line = Prefix(w) + "waited " + Seconds(me.waiting_s) + " s in " +
-                                   me.waiting_in + " at step " + std::to_string(me.step) + ": " +
-                                   v.culprit + "; " + CheckpointNote(w) +
-                                   "; aborting the job (--comm-timeout " + Seconds(timeout) + ")";
-          std::fprintf(stderr, "%s\n", line.c_str());
-          std::fflush(stderr);
-          // The other live ranks read the marker within a heartbeat and print their line.
-          if (beats) std::this_thread::sleep_for(std::chrono::duration<double>(2 * tick + 0.5));
-          AbortWorld();
-        }
+        if (!w.mpi_ready.load())
+          v.culprit = "not every rank of the job reached " + me.waiting_in +
+                      " (a rank that did not start, or one that hangs before it)";
+        GiveVerdict(w, o, me,
+                    Prefix(o) + "waited " + Seconds(me.waiting_s) + " s in " + me.waiting_in +
+                        (w.mpi_ready.load() ? " at step " + std::to_string(me.step) : "") + ": " +
+                        v.culprit + "; " + CheckpointNote(w) +
+                        "; aborting the job (--comm-timeout " + Seconds(timeout) + ")",
+                    v.culprit, v.culprit_nodes, /*self=*/false, tick);
       }
     }
     lock.lock();
@@ -219,8 +268,9 @@ void Loop(Watch& w) {
 }  // namespace
 
 std::string HeartbeatJson(const Heartbeat& h) {
-  json j = {{"rank", h.rank},     {"host", h.host}, {"pid", h.pid},          {"step", h.step},
-            {"run_id", h.run_id}, {"time", h.time}, {"finished", h.finished}};
+  json j = {{"rank", h.rank}, {"host", h.host},     {"node", h.node},
+            {"pid", h.pid},   {"step", h.step},     {"run_id", h.run_id},
+            {"time", h.time}, {"idle_s", h.idle_s}, {"finished", h.finished}};
   if (!h.waiting_in.empty()) j["waiting"] = {{"in", h.waiting_in}, {"seconds", h.waiting_s}};
   return j.dump() + "\n";
 }
@@ -231,6 +281,8 @@ Heartbeat ParseHeartbeat(const std::string& text) {
     Heartbeat h;
     h.rank = j.at("rank").get<int>();
     h.host = j.at("host").get<std::string>();
+    h.node = j.value("node", std::string());
+    h.idle_s = j.value("idle_s", 0.0);
     h.pid = j.at("pid").get<long>();
     h.step = j.at("step").get<int64_t>();
     h.run_id = j.at("run_id").get<std::string>();
@@ -255,7 +307,8 @@ StallVerdict JudgeStall(const std::vector<Heartbeat>& beats, int self, double wa
     v.culprit = "a peer stopped answering (no heartbeats say which)";
     return v;
   }
-  std::vector<std::string> frozen, busy, done, waiting;
+  std::vector<std::string> frozen, hung, busy, done, waiting;
+  std::vector<std::string> frozen_nodes, hung_nodes;
   for (size_t r = 0; r < beats.size(); ++r) {
     if (int(r) == self) continue;
     const Heartbeat& h = beats[r];
@@ -268,6 +321,12 @@ StallVerdict JudgeStall(const std::vector<Heartbeat>& beats, int self, double wa
       // can be well behind the one the rank froze in (the waiting rank's line has that).
       frozen.push_back(Who(h) + ", pid " + std::to_string(h.pid) + ", silent for " +
                        Seconds(now - h.time) + " s");
+      frozen_nodes.push_back(NodeOf(h));
+    } else if (h.waiting_in.empty() && h.idle_s > timeout_s) {
+      // Its own watch ends the job too (it sees the same idle time); whichever is first.
+      hung.push_back(Who(h) + " at step " + std::to_string(h.step) + ", no CPU time or I/O for " +
+                     Seconds(h.idle_s) + " s");
+      hung_nodes.push_back(NodeOf(h));
     } else if (h.waiting_in.empty()) {
       busy.push_back(Who(h) + " at step " + std::to_string(h.step));
     } else {
@@ -282,6 +341,11 @@ StallVerdict JudgeStall(const std::vector<Heartbeat>& beats, int self, double wa
   if (!frozen.empty()) {
     v.abort = true;
     v.culprit = "stopped answering: " + join(frozen);
+    v.culprit_nodes = frozen_nodes;
+  } else if (!hung.empty()) {
+    v.abort = true;
+    v.culprit = "hangs outside MPI: " + join(hung);
+    v.culprit_nodes = hung_nodes;
   } else if (!done.empty()) {
     v.abort = true;
     v.culprit = "a peer ended its run while this one waits: " + join(done);
@@ -299,15 +363,69 @@ StallVerdict JudgeStall(const std::vector<Heartbeat>& beats, int self, double wa
 }
 
 void StartPeerWatch(const PeerWatchOptions& options) {
-  if (g_watch) return;
+  if (g_watch) {
+    {
+      std::lock_guard<std::mutex> lock(g_watch->mutex);
+      g_watch->options = options;
+    }
+    if (!options.heartbeat_dir.empty())
+      WriteBeat(BeatPath(options, options.rank), HeartbeatJson(Mine(*g_watch, options, false)));
+    return;
+  }
   g_watch = new Watch;  // lives until StopPeerWatch; never freed while the thread may run
   g_watch->options = options;
+  g_watch->main_tid = ThisThread();
   if (!options.heartbeat_dir.empty()) {
     // Written first by this thread, so peers reading it do not see "no heartbeat".
-    WriteBeat(BeatPath(*g_watch, options.rank), HeartbeatJson(Mine(*g_watch, false)));
+    WriteBeat(BeatPath(options, options.rank), HeartbeatJson(Mine(*g_watch, options, false)));
   }
   g_watch->thread = std::thread(Loop, std::ref(*g_watch));
   peer_watch_detail::active.store(true);
+}
+
+namespace {
+int LauncherVariable(std::initializer_list<const char*> names, int fallback) {
+  for (const char* name : names)
+    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+  return fallback;
+}
+}  // namespace
+
+void StartPeerWatchBeforeMpi(double timeout_s) {
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK")) return;
+  PeerWatchOptions o;
+  o.timeout_s = timeout_s;
+  o.rank = LauncherVariable({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"}, 0);
+  o.size = LauncherVariable({"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, 1);
+  char name[256] = {0};
+  gethostname(name, sizeof name - 1);
+  o.host = name;
+  const char* node = std::getenv("SLURMD_NODENAME");
+  o.node = node && *node ? node : o.host;
+  StartPeerWatch(o);
+}
+
+void SetPeerWatchMpiReady() {
+  if (g_watch) g_watch->mpi_ready.store(true);
+}
+
+double CommTimeoutFromArguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    std::string value;
+    if (a == "--comm-timeout" && i + 1 < argc)
+      value = argv[i + 1];
+    else if (a.rfind("--comm-timeout=", 0) == 0)
+      value = a.substr(15);
+    else
+      continue;
+    char* end = nullptr;
+    const double s = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() && *end == '\0' && s > 0 && s < 1e9) return s;
+    return kDefaultCommTimeoutS;
+  }
+  return kDefaultCommTimeoutS;
 }
 
 void FinishPeerWatch() {
@@ -323,8 +441,9 @@ void StopPeerWatch() {
   }
   g_watch->wake.notify_all();
   g_watch->thread.join();
-  if (!g_watch->options.heartbeat_dir.empty())
-    WriteBeat(BeatPath(*g_watch, g_watch->options.rank), HeartbeatJson(Mine(*g_watch, true)));
+  const PeerWatchOptions& o = g_watch->options;  // the thread is gone: no one replaces it
+  if (!o.heartbeat_dir.empty())
+    WriteBeat(BeatPath(o, o.rank), HeartbeatJson(Mine(*g_watch, o, true)));
   delete g_watch;
   g_watch = nullptr;
 }
@@ -363,6 +482,7 @@ namespace peer_watch_detail {
 void Enter(const char* call) {
   if (g_forward.enter) return g_forward.enter(call);
   if (!g_watch) return;
+  g_watch->calls.fetch_add(1, std::memory_order_relaxed);
   g_watch->wait_start_ns.store(SteadyNs());
   g_watch->call.store(call, std::memory_order_release);
 }

@@ -19,6 +19,13 @@
 //
 // A peer that is alive and busy (a long checkpoint write on rank 0 while the others wait)
 // is not a stall: the waiting ranks give it up to four timeouts before aborting.
+//
+// A rank that hangs outside MPI (issue 41: a deadlock, a read that never returns, a stopped
+// thread) still writes heartbeats, so its peers see it alive; its own watchdog sees that the
+// process has used no CPU and moved no bytes for --comm-timeout (activity.hpp), says so and
+// ends the job. The watch starts before MPI_Init, so that a rank that never reaches it (one
+// that did not start, or hangs on the way) does not leave the others in MPI_Init for good;
+// before MPI is up a rank can only end itself, and each does.
 #pragma once
 
 #include <atomic>
@@ -28,23 +35,30 @@
 
 namespace dlh {
 
+// --comm-timeout's default: a frozen or hung rank ends the job within two minutes (about 75 s:
+// the timeout, then two heartbeats for the other ranks to say so).
+constexpr double kDefaultCommTimeoutS = 60;
+
 struct PeerWatchOptions {
-  double timeout_s = 300;     // seconds a rank may wait in one MPI call for a stopped peer
+  double timeout_s = kDefaultCommTimeoutS;  // seconds a rank may wait in one MPI call
   std::string heartbeat_dir;  // shared by all ranks; empty: no heartbeats, the timeout alone
   std::string run_id;         // the same on every rank (rank 0's), tells this run's files apart
   int rank = 0;
   int size = 1;
   std::string host;
+  std::string node;  // the Slurm node (SLURMD_NODENAME), what a requeue excludes; else host
 };
 
 // One rank's heartbeat as written to and read from its file.
 struct Heartbeat {
   int rank = -1;
   std::string host;
+  std::string node;  // absent in older heartbeats: then the host
   long pid = 0;
   int64_t step = 0;
   std::string waiting_in;  // the MPI function it is blocked in; empty when not waiting
   double waiting_s = 0;    // for how long, when it wrote this
+  double idle_s = 0;       // seconds the process has used no CPU and moved no bytes
   double time = 0;         // Unix time it wrote this
   std::string run_id;
   bool finished = false;
@@ -60,12 +74,24 @@ Heartbeat ParseHeartbeat(const std::string& text);
 struct StallVerdict {
   bool abort = false;   // false: keep waiting (a peer is alive and busy, within 4 timeouts)
   std::string culprit;  // "rank 2 (node-b) stopped answering: its heartbeat is 7 s old, ..."
+  std::vector<std::string> culprit_nodes;  // where the ranks that stalled ran; empty: unknown
 };
 StallVerdict JudgeStall(const std::vector<Heartbeat>& beats, int self, double waited_s,
                         double timeout_s, double now, double stale_s);
 
-// Starts this rank's watchdog (once per process; a second Start replaces nothing).
+// Starts this rank's watchdog; once it runs, a second call replaces its options (the trainer
+// adds the heartbeats and the --comm-timeout it parsed to the watch main() started).
 void StartPeerWatch(const PeerWatchOptions& options);
+// Called before MPI_Init by the main thread: the watch, without heartbeats, with the rank,
+// size and host the launcher's variables give (OMPI_COMM_WORLD_*, PMIX_RANK, SLURM_*).
+// Does nothing outside an MPI launcher (a single process cannot wait for a peer).
+void StartPeerWatchBeforeMpi(double timeout_s);
+// MPI_Init returned: from now on a verdict ends the job with MPI_Abort, not this rank alone.
+void SetPeerWatchMpiReady();
+// --comm-timeout as given on a command line (seconds; "--comm-timeout S" or "=S"), or the
+// default: the watch needs it before MPI_Init, options are parsed after. A value that is not
+// a positive number gives the default here; the option parser then reports it.
+double CommTimeoutFromArguments(int argc, char** argv);
 // Training is over: heartbeats say the rank finished, and the watch goes on timing the calls
 // that end MPI. MPI_Finalize waits for every rank, so a peer frozen after the last step's
 // collective would otherwise hang the job for good.

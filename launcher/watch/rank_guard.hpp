@@ -30,6 +30,10 @@ void GuardRank();
 // Cheap; no-ops without a guard.
 void SetGuardedStep(int64_t step);
 void SetGuardedCheckpoint(const std::string& path);
+// Where the guard writes what it saw when the rank died of a signal ({"rank", "signal",
+// "culprit_nodes": [node]}, as a stall's verdict file has), for the job script to leave the
+// node out of the requeued job. Set once the run folder exists; before that, nothing.
+void SetGuardedReport(const std::string& path, const std::string& node);
 
 // The guard's line for a rank that died of `signal`, e.g. "dlh-launch [rank 2/4 host2]:
 // error: rank 2 (pid 4711) was killed by SIGKILL at step 1800; last good checkpoint ...;
