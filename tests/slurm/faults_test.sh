@@ -161,6 +161,10 @@ check "SIGKILL: the attempt ended ${TOOK} s later; ${line#dlh: }"
 line=$(since_fault | grep -E "^dlh-launch \[rank 2/4 host2\]: error: rank 2 \(pid $PID2\) was killed by SIGKILL at step [0-9]+ .*; last good checkpoint $run/checkpoints/ckpt-[0-9]+\.h5; its peers cannot go on without it: the job ends$" || true)
 [[ -n $line ]] || { show "$out"; fail "no line from rank 2's guard"; }
 check "rank 2's guard: ${line#*error: }"
+# The guard wrote where the rank died; with 2 nodes for a 2-node job, the requeue keeps it.
+line=$(since_fault | grep "^dlh: the requeued job keeps host2, where a rank stalled or died: the partition has 1 usable node(s) besides, the job needs 2$" || true)
+[[ -n $line ]] || { show "$out"; fail "the job script did not say why it keeps host2"; }
+check "${line#dlh: }"
 
 echo "3. host2's link down"
 wait_attempt 2
