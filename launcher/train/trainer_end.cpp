@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "common/atomic_file.hpp"
 #include "common/duration.hpp"
@@ -91,6 +92,8 @@ void Trainer::write_trace() {
                                    {"origin_unix_s", trace_origin_unix_},
                                    {"max_events_per_rank", Tracer::kMaxEvents}};
   const uint64_t dropped = WriteTrace(*tracer_, comm_.get(), rank_, host_, o_.trace_path, metadata);
+  std::error_code ignored;  // the parts' folder, once empty (another host's may not be yet)
+  std::filesystem::remove(run_dir_ + "/trace", ignored);
   say("trace: " + o_.trace_path + " (open it in https://ui.perfetto.dev)" +
       (dropped ? "; " + std::to_string(dropped) + " events dropped past " +
                      std::to_string(Tracer::kMaxEvents) + " per rank"

@@ -95,6 +95,14 @@ void Trainer::load_inputs() {
       std::filesystem::create_directories(run_dir_ + "/heartbeat");
     }
   });
+  // --trace: from here on each rank's events go to its own part, in the run folder (made on
+  // every rank: a folder local to each host serves as well), memory bounded (trace.hpp).
+  if (tracer_) {
+    RunCollectively(comm_.get(), [&] {
+      std::filesystem::create_directories(run_dir_ + "/trace");
+      tracer_->spill_to(run_dir_ + "/trace/rank-" + std::to_string(rank_) + ".part", rank_);
+    });
+  }
   start_peer_watch();
 }
 

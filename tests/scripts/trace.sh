@@ -142,6 +142,26 @@ train "$WORK/b" --trace "$WORK/b.json" --no-overlap --max-steps 25 2>"$WORK/b.lo
 summary=$(check_trace "$WORK/b.json" 25 none) || fail "$WORK/b.json: see above"
 check "--max-steps 25 wrote it; with --no-overlap: $summary"
 
+echo "a long run streams its events (issue 41)"
+# About 10 events a step per rank: 8,000 steps pass the 65,536 a rank holds in memory, so each
+# rank writes its part in the run folder while it trains ("trace write" slices); rank 0 then
+# joins the parts into the file and the parts go.
+train "$WORK/l" --trace "$WORK/l.json" --epochs 300 --max-steps 8000 2>"$WORK/l.log" || { cat "$WORK/l.log"; fail "run l failed"; }
+summary=$(python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+ev, meta = t["traceEvents"], t["metadata"]
+assert meta["steps"] == 8000 and meta["dropped_events"] == 0, meta
+for r in (0, 1):
+    steps = sorted(e["args"]["step"] for e in ev if e["pid"] == r and e["name"] == "step")
+    assert steps == list(range(1, 8001)), f"rank {r}: {len(steps)} step slices"
+    writes = sum(1 for e in ev if e["pid"] == r and e["name"] == "trace write")
+    assert writes >= 1, f"rank {r} wrote no part while training"
+print(f"{len(ev)} events, every step of both ranks, " + " and ".join(
+    str(sum(1 for e in ev if e["pid"] == r and e["name"] == "trace write")) for r in (0, 1)) +
+    " writes of the parts while training")' "$WORK/l.json") || fail "$WORK/l.json: see above"
+[[ ! -e $WORK/l/trace ]] || fail "the parts are left in $WORK/l/trace: $(ls "$WORK/l/trace")"
+check "8,000 steps: $summary; the parts are gone"
+
 echo "bad input"
 expect_fail 2 "--trace: $WORK/missing/t.json: folder $WORK/missing does not exist" \
   train "$WORK/c" --trace "$WORK/missing/t.json"

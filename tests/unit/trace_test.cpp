@@ -3,8 +3,13 @@
 #include "launcher/train/trace.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "common/error.hpp"
@@ -87,6 +92,77 @@ TEST(TracerTest, EventsPastTheCapAreCountedNotKept) {
   for (int i = 0; i < 5; ++i) t.slice(TraceLane::Step, "step", o, o, i);
   EXPECT_EQ(t.size(), 2u);
   EXPECT_EQ(t.dropped(), 3u);
+}
+
+// A part as the file's events: its text between brackets.
+nlohmann::json Part(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return nlohmann::json::parse("[" + text.str() + "]");
+}
+
+TEST(TracerTest, ASpillingTracerKeepsOnlyItsBufferInMemory) {
+  const std::string path = testing::TempDir() + "trace-spill-" + std::to_string(getpid());
+  const Clock::time_point o = Clock::now();
+  Tracer t(o, Tracer::kMaxEvents, 4);
+  t.slice(TraceLane::Step, "step", o, o, 0);  // before spill_to: kept, then written with it
+  t.spill_to(path, 3);
+  size_t most = 0;
+  for (int i = 1; i <= 100; ++i) {
+    t.slice(TraceLane::Step, "step", o, o + std::chrono::microseconds(i), i);
+    most = std::max(most, t.buffered());
+  }
+  t.instant("signal", o, 100, "signal", "SIGUSR1");
+  EXPECT_LE(most, 5u);  // the buffer, and the slice of its own write
+  EXPECT_GT(t.finish_spill("node7"), 0);
+  const nlohmann::json events = Part(path);
+  size_t steps = 0, writes = 0, meta = 0, signals = 0;
+  for (const nlohmann::json& e : events) {
+    EXPECT_EQ(e["pid"], 3);
+    const std::string name = e["name"];
+    steps += name == "step";
+    writes += name == "trace write";
+    signals += name == "signal" && e["args"]["signal"] == "SIGUSR1";
+    meta += e["ph"] == "M";
+  }
+  EXPECT_EQ(steps, 101u);
+  EXPECT_GE(writes, 20u);  // every 4 events
+  EXPECT_EQ(signals, 1u);
+  EXPECT_EQ(meta, 2u + 2u * 2u);  // the rank's name and order, each lane's (step, compute)
+  EXPECT_EQ(t.size(), steps + writes + signals);
+  std::remove(path.c_str());
+}
+
+TEST(TracerTest, AMillionStepsStayInTheBuffer) {
+  const std::string path = testing::TempDir() + "trace-million-" + std::to_string(getpid());
+  const Clock::time_point o = Clock::now();
+  Tracer t(o);
+  t.spill_to(path, 0);
+  size_t most = 0;
+  for (int i = 0; i < 1000000; ++i) {
+    t.slice(TraceLane::Step, "step", o, o, i);
+    most = std::max(most, t.buffered());
+  }
+  EXPECT_LE(most, Tracer::kBufferEvents + 1);
+  EXPECT_EQ(t.dropped(), 0u);
+  const int64_t bytes = t.finish_spill("node7");
+  std::ifstream in(path);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  EXPECT_GE(lines, 1000000u);
+  EXPECT_GT(bytes, int64_t(1000000) * 40);
+  std::remove(path.c_str());
+}
+
+TEST(TracerTest, AFullDiskDropsEventsNotTheRun) {
+  const Clock::time_point o = Clock::now();
+  Tracer t(o, Tracer::kMaxEvents, 4);
+  t.spill_to("/dev/full", 0);
+  for (int i = 0; i < 20; ++i) t.slice(TraceLane::Step, "step", o, o, i);
+  EXPECT_NE(t.spill_error(), "");
+  EXPECT_GE(t.dropped(), 16u);
+  EXPECT_EQ(t.finish_spill("node7"), 0);
 }
 
 TEST(TraceSpanTest, ANullTracerRecordsNothing) {
