@@ -117,62 +117,164 @@ class Enumerator {
     }
   }
 
+  // What every allocation of a pair of types shares.
+  struct Pair {
+    int a = 0, b = 0;
+    int ga = 0, gb = 0, gmin = 0;
+    AlphaBeta intra;
+  };
+  enum class Next { Go, Skip, Stop };  // Stop: more nodes of b only worse (see EvaluateMixed)
+
   void Mixed(int a, int b) {
     const TypeInfo& ta = types_[size_t(a)];
     const TypeInfo& tb = types_[size_t(b)];
-    const int gmin = std::min(ta.node->gpus_per_node, tb.node->gpus_per_node);
-    const int ga = job_.mixed_same_gpus_per_node ? gmin : ta.node->gpus_per_node;
-    const int gb = job_.mixed_same_gpus_per_node ? gmin : tb.node->gpus_per_node;
+    Pair p;
+    p.a = a;
+    p.b = b;
+    p.gmin = std::min(ta.node->gpus_per_node, tb.node->gpus_per_node);
+    p.ga = job_.mixed_same_gpus_per_node ? p.gmin : ta.node->gpus_per_node;
+    p.gb = job_.mixed_same_gpus_per_node ? p.gmin : tb.node->gpus_per_node;
     // Allreduce over the smaller node size (its shard crossing nodes is the larger) and the
     // slower of the two intra-node links at that size (the cross-node stage is the same).
-    const AlphaBeta& intra =
-        RingAllreduceSeconds(bytes_, gmin, ta.intra) >= RingAllreduceSeconds(bytes_, gmin, tb.intra)
-            ? ta.intra
-            : tb.intra;
-    for (int na = 1; na <= ta.available; ++na) {
-      for (int nb = 1; nb <= tb.available; ++nb) {
-        const int64_t ca = int64_t(ga) * na, cb = int64_t(gb) * nb, g = ca + cb;
-        if (job_.max_gpus > 0 && g > job_.max_gpus) break;
-        if (g > std::numeric_limits<int>::max()) break;
-        const int64_t want = weak_ ? job_.per_gpu_batch * g : int64_t(job_.spec.batch_size);
-        if (want < g) break;  // some GPU would get no sample
-        int count[2] = {int(ca), int(cb)};
-        const CpuShare sa = Share(ta, ga, g), sb = Share(tb, gb, g);
-        double fixed[2] = {ta.fixed * sa.fixed, tb.fixed * sb.fixed};
-        double per[2] = {ta.per * sa.per_sample, tb.per * sb.per_sample};
-        int64_t batch[2];
-        BalanceCore(fixed, per, count, 2, want, batch);
-        if (batch[0] < 1 || batch[1] < 1) continue;
-        Cand c;
-        c.parts = 2;
-        c.type[0] = a;
-        c.type[1] = b;
-        c.nodes[0] = na;
-        c.nodes[1] = nb;
-        c.gpn[0] = ga;
-        c.gpn[1] = gb;
-        c.gpus = int(g);
-        c.node_count = na + nb;
-        c.batch[0] = batch[0];
-        c.batch[1] = batch[1];
-        c.global = ca * batch[0] + cb * batch[1];
-        const double t_a = fixed[0] + per[0] * double(batch[0]);
-        const double t_b = fixed[1] + per[1] * double(batch[1]);
-        c.compute_s = std::max(t_a, t_b);
-        // Evaluation slices are even, not balanced: the slower type per sample decides.
-        const int slow = per[0] >= per[1] ? 0 : 1;
-        c.eval_fixed = fixed[slow];
-        c.eval_per = per[slow];
-        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gmin, na + nb, intra, inter_) +
-                   std::max(sa.wait_s, sb.wait_s);
-        const double busy_energy = (ta.active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
-                                   (tb.active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
-        const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
-        const double base_watts = ta.node->node_base_watts * na + tb.node->node_base_watts * nb;
-        Finish(c, busy_energy, idle_watts, base_watts,
-               batch[0] <= ta.max_batch && batch[1] <= tb.max_batch);
+    p.intra = RingAllreduceSeconds(bytes_, p.gmin, ta.intra) >=
+                      RingAllreduceSeconds(bytes_, p.gmin, tb.intra)
+                  ? ta.intra
+                  : tb.intra;
+    const std::vector<int> counts_a = NodeCounts(ta.available);
+    const std::vector<int> counts_b = NodeCounts(tb.available);
+    Cand c;
+    if (job_.exhaustive_mix ||
+        (int(counts_a.size()) == ta.available && int(counts_b.size()) == tb.available)) {
+      for (int na = 1; na <= ta.available; ++na)
+        for (int nb = 1; nb <= tb.available; ++nb)
+          if (EvaluateMixed(p, na, nb, &c) == Next::Stop) break;
+      return;
+    }
+    // Issue 41: at 2,500 nodes a type, every pair of counts is 6 million allocations a pair of
+    // types (seconds). So: every count up to kExactNodes, then steps of kNodeStep; then the
+    // pair's best (and its fastest, for when none meets the deadline) are refined one count
+    // at a time between the grid's neighbours, first of a, then of b. The best allocation's
+    // node counts are then exact along each axis.
+    // The grid's points, then the few the refinement adds: none is evaluated twice, so none
+    // is listed twice.
+    bool refining = false;
+    std::vector<std::pair<int, int>> refined;
+    auto evaluate = [&](int na, int nb, Cand* out) {
+      if (refining) {
+        const bool on_grid = std::binary_search(counts_a.begin(), counts_a.end(), na) &&
+                             std::binary_search(counts_b.begin(), counts_b.end(), nb);
+        if (on_grid ||
+            std::find(refined.begin(), refined.end(), std::make_pair(na, nb)) != refined.end())
+          return Next::Skip;
+        refined.emplace_back(na, nb);
+      }
+      return EvaluateMixed(p, na, nb, out);
+    };
+    bool have_best = false, have_fast = false;
+    Cand pair_best, pair_fast;
+    auto consider = [&](const Cand& x) {
+      if (x.fits && x.meets && (!have_best || Better(x, pair_best))) {
+        pair_best = x;
+        have_best = true;
+      }
+      if (x.fits && (!have_fast || Faster(x, pair_fast))) {
+        pair_fast = x;
+        have_fast = true;
+      }
+    };
+    for (int na : counts_a) {
+      for (int nb : counts_b) {
+        const Next next = evaluate(na, nb, &c);
+        if (next == Next::Stop) break;
+        if (next == Next::Go) consider(c);
       }
     }
+    refining = true;
+    for (int round = 0; round < 2; ++round) {
+      for (const bool target_best : {true, false}) {
+        if (!(target_best ? have_best : have_fast)) continue;
+        // Along a, b's count fixed; then along b with a's count as it now is.
+        const Cand& now = target_best ? pair_best : pair_fast;
+        for (int axis = 0; axis < 2; ++axis) {
+          const std::vector<int>& grid = axis == 0 ? counts_a : counts_b;
+          const int at = axis == 0 ? now.nodes[0] : now.nodes[1];
+          const auto it = std::lower_bound(grid.begin(), grid.end(), at);
+          const int lo = it == grid.begin() ? 1 : *std::prev(it);
+          const int hi =
+              (it == grid.end() || std::next(it) == grid.end()) ? grid.back() : *std::next(it);
+          const int other = axis == 0 ? now.nodes[1] : now.nodes[0];
+          for (int n = lo; n <= hi; ++n) {
+            const Next next = axis == 0 ? evaluate(n, other, &c) : evaluate(other, n, &c);
+            if (next == Next::Stop && axis == 1) break;
+            if (next == Next::Go) consider(c);
+          }
+        }
+      }
+    }
+  }
+
+  // Every node count of a type with at most kExactNodes available; above, every count up to
+  // it and then steps of kNodeStep (5%), and the count available itself.
+  static constexpr int kExactNodes = 32;
+  static constexpr double kNodeStep = 1.05;
+  static std::vector<int> NodeCounts(int available) {
+    std::vector<int> counts;
+    for (int n = 1; n <= std::min(available, kExactNodes); ++n) counts.push_back(n);
+    for (int n = kExactNodes; n < available;) {
+      n = std::min(available, std::max(n + 1, int(double(n) * kNodeStep)));
+      counts.push_back(n);
+    }
+    return counts;
+  }
+
+  // One allocation of na nodes of a and nb of b, predicted and kept when among the best
+  // (Finish). Stop: this count of b is over the GPU cap or leaves a GPU without a sample, and
+  // so is every larger one.
+  Next EvaluateMixed(const Pair& p, int na, int nb, Cand* out) {
+    const TypeInfo& ta = types_[size_t(p.a)];
+    const TypeInfo& tb = types_[size_t(p.b)];
+    const int64_t ca = int64_t(p.ga) * na, cb = int64_t(p.gb) * nb, g = ca + cb;
+    if (job_.max_gpus > 0 && g > job_.max_gpus) return Next::Stop;
+    if (g > std::numeric_limits<int>::max()) return Next::Stop;
+    const int64_t want = weak_ ? job_.per_gpu_batch * g : int64_t(job_.spec.batch_size);
+    if (want < g) return Next::Stop;  // some GPU would get no sample
+    int count[2] = {int(ca), int(cb)};
+    const CpuShare sa = Share(ta, p.ga, g), sb = Share(tb, p.gb, g);
+    double fixed[2] = {ta.fixed * sa.fixed, tb.fixed * sb.fixed};
+    double per[2] = {ta.per * sa.per_sample, tb.per * sb.per_sample};
+    int64_t batch[2];
+    BalanceCore(fixed, per, count, 2, want, batch);
+    if (batch[0] < 1 || batch[1] < 1) return Next::Skip;
+    Cand& c = *out;
+    c = Cand{};
+    c.parts = 2;
+    c.type[0] = p.a;
+    c.type[1] = p.b;
+    c.nodes[0] = na;
+    c.nodes[1] = nb;
+    c.gpn[0] = p.ga;
+    c.gpn[1] = p.gb;
+    c.gpus = int(g);
+    c.node_count = na + nb;
+    c.batch[0] = batch[0];
+    c.batch[1] = batch[1];
+    c.global = ca * batch[0] + cb * batch[1];
+    const double t_a = fixed[0] + per[0] * double(batch[0]);
+    const double t_b = fixed[1] + per[1] * double(batch[1]);
+    c.compute_s = std::max(t_a, t_b);
+    // Evaluation slices are even, not balanced: the slower type per sample decides.
+    const int slow = per[0] >= per[1] ? 0 : 1;
+    c.eval_fixed = fixed[slow];
+    c.eval_per = per[slow];
+    c.comm_s = HierarchicalAllreduceSeconds(bytes_, p.gmin, na + nb, p.intra, inter_) +
+               std::max(sa.wait_s, sb.wait_s);
+    const double busy_energy = (ta.active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
+                               (tb.active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
+    const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
+    const double base_watts = ta.node->node_base_watts * na + tb.node->node_base_watts * nb;
+    Finish(c, busy_energy, idle_watts, base_watts,
+           batch[0] <= ta.max_batch && batch[1] <= tb.max_batch);
+    return Next::Go;
   }
 
   // Completes a candidate whose parts, batches, compute_s and comm_s are set.

@@ -51,10 +51,13 @@ struct Job {
   bool allow_mixed = false;
   bool stage = false;  // the job stages its data set onto its nodes first (dlh-data stage)
   bool mixed_same_gpus_per_node = false;  // a mix uses the smaller gpus_per_node of its two
-                                          // node types on every node: one Slurm job asks for
-                                          // one GPU count per node (the SPANK plugin)
-  int64_t per_gpu_batch = 0;              // 0: keep the spec's global batch; > 0: weak scaling, the
-                                          // global batch grows with the GPUs and lr scales linearly
+  // Every pair of node counts of a mix, however many nodes (the check of the grid below;
+  // seconds at thousands of nodes a type).
+  bool exhaustive_mix = false;
+  // node types on every node: one Slurm job asks for
+  // one GPU count per node (the SPANK plugin)
+  int64_t per_gpu_batch = 0;  // 0: keep the spec's global batch; > 0: weak scaling, the
+                              // global batch grows with the GPUs and lr scales linearly
   double margin = 0.10;       // safety margin on predicted time for the deadline (the time
                               // limit comes from the prediction band instead)
   double startup_s = -1;      // job start to first step (srun, MPI/NCCL, CUDA); < 0: the
@@ -192,7 +195,10 @@ struct Recommendation {
 // (available, or nodes when -1), gpus_per_node in 1, 2, 4, ... below the node's count and
 // the count itself, times 1..available nodes; with allow_mixed, every pair of different
 // node types with full nodes (1..available of each; with mixed_same_gpus_per_node, the
-// smaller gpus_per_node of the two on every node). Total GPUs <= max_gpus when set.
+// smaller gpus_per_node of the two on every node). Total GPUs <= max_gpus when set. A type
+// with more than 32 nodes available takes part in mixes on a grid of counts (every count up
+// to 32, then steps of 5%), and each pair's best and fastest mix is then refined one count at
+// a time between the grid's neighbours (exhaustive_mix: every pair of counts).
 // Global batch: the spec's batch_size (per_gpu_batch 0), split evenly over one type's GPUs
 // (the remainder goes one sample each to the first GPUs; per_gpu_batch of the part is the
 // largest) or by BalanceBatch over a mix; else per_gpu_batch * GPUs (balanced for a mix).

@@ -101,6 +101,13 @@ GOALS = [
     ("recommender", "recommender",
      "Recommender on 1,000 nodes of 4 GPU types well under 100 ms",
      "the median of 5 runs is 100 ms or more"),
+    ("recommender-10000", "recommender",
+     "Recommender on 10,000 nodes of 4 GPU types at most 50 ms",
+     "the median of 5 runs is over 50 ms (issue 41)"),
+    ("plan-10000", "recommender",
+     "Planning at 10,000 live nodes adds at most 0.2 s to sbatch",
+     "the median of 5 runs of dlh-estimate slurm-plan (the plugin's planning core, whole command) "
+     "with 10,000 live nodes of 4 types is over 0.2 s (issue 41)"),
     ("lrfind-time", "lrfind",
      "lr-find range test (100 rates, batch 64, 2 ranks x 1 thread), whole command (no target)",
      None),

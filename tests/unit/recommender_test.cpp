@@ -645,6 +645,57 @@ TEST(Recommend, DefaultKeepsTheTopTen) {
   for (const Allocation& a : rec.ranked) EXPECT_FALSE(a.why.empty());
 }
 
+// Issue 41: above 32 nodes a type, mixes are enumerated on a grid of counts and refined around
+// each pair's best. The best allocation must be that of every pair of counts (exhaustive_mix),
+// and the best mix within 0.5% of it, at a fraction of the candidates.
+TEST(Recommend, AMixOfHundredsOfNodesOnTheGridIsTheExhaustiveBest) {
+  Cluster c = TwoTypes();
+  c.node_types[0].nodes = 400;
+  c.node_types[1].nodes = 300;
+  auto speeds = TwoSpeeds();
+  for (double deadline : {0.0, 40.0, 90.0, 400.0}) {
+    for (Objective objective : {Objective::Energy, Objective::Time}) {
+      Job job = SmallJob();
+      job.samples = 6000000;
+      job.per_gpu_batch = 64;
+      job.allow_mixed = true;
+      job.top = 500;  // the best mix is among them
+      job.deadline_s = deadline;
+      job.objective = objective;
+      Recommendation grid = Recommend(job, c, speeds);
+      job.exhaustive_mix = true;
+      Recommendation all = Recommend(job, c, speeds);
+      ASSERT_EQ(grid.feasible, all.feasible) << deadline;
+      EXPECT_LT(grid.candidates * 4, all.candidates) << deadline;
+      auto best_mix = [](const Recommendation& r) -> const Allocation* {
+        for (const Allocation& a : r.ranked)
+          if (a.parts.size() == 2) return &a;
+        return nullptr;
+      };
+      const std::string what = "deadline " + std::to_string(deadline) + " s, objective " +
+                               std::to_string(int(objective));
+      if (!all.feasible) continue;
+      const Allocation& g = grid.ranked.front();
+      const Allocation& e = all.ranked.front();
+      EXPECT_EQ(g.gpus, e.gpus) << what << ": " << g.why << " / " << e.why;
+      EXPECT_DOUBLE_EQ(g.energy_j, e.energy_j) << what;
+      EXPECT_DOUBLE_EQ(g.total_s, e.total_s) << what;
+      const Allocation* gm = best_mix(grid);
+      const Allocation* em = best_mix(all);
+      ASSERT_EQ(gm == nullptr, em == nullptr) << what;
+      if (!em) continue;
+      // Near a flat optimum the refinement may stop a few nodes off: the objective, not the
+      // counts, is held to within 0.5%.
+      const double gk = objective == Objective::Energy ? gm->energy_j : gm->total_s;
+      const double ek = objective == Objective::Energy ? em->energy_j : em->total_s;
+      EXPECT_LE(gk, ek * 1.005) << what << ": grid " << gm->parts[0].nodes << " + "
+                                << gm->parts[1].nodes << " nodes, every pair "
+                                << em->parts[0].nodes << " + " << em->parts[1].nodes;
+      EXPECT_GE(gk, ek) << what;  // the grid's pairs are among every pair's
+    }
+  }
+}
+
 // The plugin asks Slurm for one GPU count per node: its mixes use the smaller node's count
 // (2 of the fast type's 4) on every node, and nothing else about them changes.
 TEST(Recommend, MixedWithOneGpuCountPerNode) {
