@@ -689,8 +689,8 @@ TEST(Recommend, AMixOfHundredsOfNodesOnTheGridIsTheExhaustiveBest) {
       const double gk = objective == Objective::Energy ? gm->energy_j : gm->total_s;
       const double ek = objective == Objective::Energy ? em->energy_j : em->total_s;
       EXPECT_LE(gk, ek * 1.005) << what << ": grid " << gm->parts[0].nodes << " + "
-                                << gm->parts[1].nodes << " nodes, every pair "
-                                << em->parts[0].nodes << " + " << em->parts[1].nodes;
+                                << gm->parts[1].nodes << " nodes, every pair " << em->parts[0].nodes
+                                << " + " << em->parts[1].nodes;
       EXPECT_GE(gk, ek) << what;  // the grid's pairs are among every pair's
     }
   }
