@@ -25,6 +25,18 @@ cat >"$WORK/spec.json" <<'JSON'
   "batch_size": 48, "epochs": 100000, "seed": 2, "dataset": "data.h5"
 }
 JSON
+# Whatever happens, nothing started here outlives the test: each job's session, the tracer
+# (whose exit lets the stopped thread go), the frozen rank.
+cleanup() {
+  local rc=$? v
+  for v in JOB_frozen JOB_hung JOB_init; do
+    [[ -z ${!v:-} ]] || kill -9 -- -"${!v}" 2>/dev/null || true
+  done
+  [[ -z ${tracer:-} ]] || kill -9 "$tracer" 2>/dev/null || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
 can_trace=1
 if [[ $(id -u) -ne 0 && $(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0) -ne 0 ]]; then can_trace=; fi
 
