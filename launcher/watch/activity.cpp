@@ -100,14 +100,14 @@ ProcessActivity ReadProcessTreeActivity(pid_t pid) {
     closedir(proc);
   }
   ProcessActivity total;
-  std::vector<long> todo = {long(pid)};
-  for (size_t i = 0; i < todo.size() && i < 100000; ++i) {
-    const ProcessActivity a = ReadTasks("/proc/" + std::to_string(todo[i]), 0);
+  std::vector<long> tree = {long(pid)};  // the program, then each process found below it
+  for (size_t i = 0; i < tree.size() && i < 100000; ++i) {
+    const ProcessActivity a = ReadTasks("/proc/" + std::to_string(tree[i]), 0);
     total.cpu_s += a.cpu_s;
     total.io_bytes += a.io_bytes;
     total.wakeups += a.wakeups;
-    const auto c = children.find(todo[i]);
-    if (c != children.end()) todo.insert(todo.end(), c->second.begin(), c->second.end());
+    const auto c = children.find(tree[i]);
+    if (c != children.end()) tree.insert(tree.end(), c->second.begin(), c->second.end());
   }
   return total;
 }
