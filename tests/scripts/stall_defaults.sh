@@ -172,7 +172,7 @@ if [[ -n $can_trace ]]; then
   line=$(grep -E "^dlh-launch \[rank 1/3 $hung_host\]: error: no progress for [0-9]+ s outside MPI at step [0-9]+ \(no CPU time or I/O in this process; its main thread is stopped \(traced\)[^)]*\): this rank hangs; .*aborting the job \(--comm-timeout 60\)$" "$WORK/hung.err" || true)
   [[ -n $line ]] || line=$(grep -E "^dlh-launch \[rank [02]/3 [^]]*\]: error: waited [0-9]+ s in MPI_[A-Za-z_]+ at step [0-9]+: hangs outside MPI: rank 1 \($hung_host\) at step [0-9]+, no CPU time or I/O for [0-9]+ s; .*aborting the job" "$WORK/hung.err" || true)
   [[ -n $line ]] || { cat "$WORK/hung.err" >&2; fail "2. no line saying rank 1 hangs"; }
-  others=$(grep -cE "^dlh-launch \[rank [0-2]/3 [^]]*\]: error: stopping at step [0-9]+: .*rank 1 \($hung_host\).* hangs" "$WORK/hung.err" || true)
+  others=$(grep -cE "^dlh-launch \[rank [0-2]/3 [^]]*\]: error: stopping at step [0-9]+: .*(rank 1 \($hung_host\).* hangs|hangs outside MPI: rank 1 \($hung_host\))" "$WORK/hung.err" || true)
   ((others >= 1)) || { cat "$WORK/hung.err" >&2; fail "2. the other ranks said nothing"; }
   gone "$hung_pid" || { kill -9 "$hung_pid"; fail "2. the hung rank lingers"; }
   check "2. ended ${TOOK_hung} s after the stop: ${line#*error: } (and $others line(s) from its peers)"
