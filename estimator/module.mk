@@ -92,3 +92,11 @@ $(ENGINE_FINGERPRINT_OBJS): $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) $(CPU_FLAGS_S
 $(ENGINE_FINGERPRINT_OBJS): override CPPFLAGS += \
     -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS) $(CPU_FLAGS_STAMP))\" \
     -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"
+# The CUDA backend's targets ("sm_80 sm_90 compute_90", from CUDA_ARCH_FLAGS), so that the
+# planner leaves out GPU types the engine this build makes cannot run (cuda_targets.hpp).
+CUDA_TARGETS_DEFINE = -DDLH_CUDA_TARGETS="\"$(strip $(patsubst code=%,%,\
+    $(filter code=%,$(subst $(comma), ,$(CUDA_ARCH_FLAGS)))))\""
+CUDA_TARGETS_OBJS := $(OBJDIR)/estimator/model/cuda_targets.o \
+    $(OBJDIR)/plugin-so/estimator/model/cuda_targets.o
+$(CUDA_TARGETS_OBJS): launcher/engine/cuda/module.mk
+$(CUDA_TARGETS_OBJS): override CPPFLAGS += $(CUDA_TARGETS_DEFINE)

@@ -171,6 +171,8 @@ int RecommendCommand(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     for (const std::string& w : warnings)
       std::fprintf(stderr, "dlh-estimate: warning: %s\n", w.c_str());
+    for (const std::string& t : rec.unrunnable_types)
+      std::fprintf(stderr, "dlh-estimate: left out %s\n", t.c_str());
     WriteJson(plan);
     return rec.feasible ? kExitOk : kExitInfeasible;
   }
@@ -186,6 +188,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
                 speed.source.c_str(), speed.fixed_s * 1e3, speed.per_sample_s * 1e3,
                 SpreadText(speed.log_sigma).c_str());
   for (const std::string& w : warnings) std::printf("  warning: %s\n", w.c_str());
+  for (const std::string& t : rec.unrunnable_types) std::printf("  left out %s\n", t.c_str());
   std::printf("%d allocations considered in %.1f ms\n\n", rec.candidates, took * 1e3);
   auto row = [](int rank, const Allocation& a) {
     std::string what;

@@ -18,6 +18,7 @@
 #include "common/count_limits.hpp"
 #include "common/file_text.hpp"
 #include "common/json_parse.hpp"
+#include "estimator/model/cuda_targets.hpp"
 
 namespace dlh {
 
@@ -184,7 +185,7 @@ GpuType ParseGpuType(const json& j, const std::string& origin, const std::string
                      const std::string& base_dir) {
   Fields f(j, origin, path);
   f.only({"name", "description", "memory_gb", "peak_tflops", "memory_bandwidth_gbs", "active_watts",
-          "idle_watts", "calibration"});
+          "idle_watts", "calibration", "compute_capability"});
   GpuType g;
   g.name = f.name("name");
   f.optional_string("description");
@@ -200,6 +201,15 @@ GpuType ParseGpuType(const json& j, const std::string& origin, const std::string
     std::filesystem::path p(f.text("calibration"));
     if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
     g.calibration = p.lexically_normal().string();
+  }
+  if (f.has("compute_capability")) {
+    g.compute_capability = f.text("compute_capability");
+    try {
+      ParseComputeCapability(g.compute_capability, "compute_capability");
+    } catch (const EstimateError&) {
+      f.fail("compute_capability", "must be MAJOR.MINOR such as \"8.0\" or \"9.0\", got \"" +
+                                       g.compute_capability + "\"");
+    }
   }
   return g;
 }

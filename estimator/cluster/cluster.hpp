@@ -38,6 +38,9 @@ struct GpuType {
   double active_watts = 0;          // board power while training
   double idle_watts = 0;            // allocated but waiting (communication, stragglers)
   std::string calibration;          // calibration file (resolved path), empty: roofline
+  // "8.0", "9.0" (optional; empty: unknown, as for the local cluster's CPU-rank types). A
+  // type this build's GPU engine cannot run is left out of every plan (cuda_targets.hpp).
+  std::string compute_capability;
 };
 
 struct NodeType {

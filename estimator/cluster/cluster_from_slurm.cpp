@@ -11,6 +11,8 @@
 #include <sstream>
 #include <utility>
 
+#include "estimator/model/cuda_targets.hpp"
+
 namespace dlh {
 
 using json = nlohmann::ordered_json;  // fields in cluster-description.md's order
@@ -45,85 +47,85 @@ const Variant kVariants[] = {
      40,
      true,
      true,
-     {"NVIDIA A100 SXM4 40 GB", 40, 19.5, 1555, 400, 55, "NVLink 3", kNvlink3}},
+     {"NVIDIA A100 SXM4 40 GB", 40, 19.5, 1555, 400, 55, "NVLink 3", kNvlink3, "8.0"}},
     {"a100",
      "sxm",
      80,
      false,
      true,
-     {"NVIDIA A100 SXM4 80 GB", 80, 19.5, 2039, 400, 60, "NVLink 3", kNvlink3}},
+     {"NVIDIA A100 SXM4 80 GB", 80, 19.5, 2039, 400, 60, "NVLink 3", kNvlink3, "8.0"}},
     {"a100",
      "pcie",
      40,
      true,
      false,
-     {"NVIDIA A100 PCIe 40 GB", 40, 19.5, 1555, 250, 35, "PCIe 4.0 x16", kPcie4}},
+     {"NVIDIA A100 PCIe 40 GB", 40, 19.5, 1555, 250, 35, "PCIe 4.0 x16", kPcie4, "8.0"}},
     {"a100",
      "pcie",
      80,
      false,
      false,
-     {"NVIDIA A100 PCIe 80 GB", 80, 19.5, 1935, 300, 40, "PCIe 4.0 x16", kPcie4}},
+     {"NVIDIA A100 PCIe 80 GB", 80, 19.5, 1935, 300, 40, "PCIe 4.0 x16", kPcie4, "8.0"}},
     {"h100",
      "sxm",
      80,
      true,
      true,
-     {"NVIDIA H100 SXM5 80 GB", 80, 67, 3350, 700, 70, "NVLink 4", kNvlink4}},
+     {"NVIDIA H100 SXM5 80 GB", 80, 67, 3350, 700, 70, "NVLink 4", kNvlink4, "9.0"}},
     {"h100",
      "pcie",
      80,
      true,
      false,
-     {"NVIDIA H100 PCIe 80 GB", 80, 51.2, 2000, 350, 50, "PCIe 5.0 x16", kPcie5}},
+     {"NVIDIA H100 PCIe 80 GB", 80, 51.2, 2000, 350, 50, "PCIe 5.0 x16", kPcie5, "9.0"}},
     {"h200",
      "sxm",
      141,
      true,
      true,
-     {"NVIDIA H200 SXM 141 GB", 141, 67, 4800, 700, 75, "NVLink 4", kNvlink4}},
+     {"NVIDIA H200 SXM 141 GB", 141, 67, 4800, 700, 75, "NVLink 4", kNvlink4, "9.0"}},
     {"v100",
      "sxm",
      32,
      true,
      true,
-     {"NVIDIA V100 SXM2 32 GB", 32, 15.7, 900, 300, 40, "NVLink 2", kNvlink2}},
+     {"NVIDIA V100 SXM2 32 GB", 32, 15.7, 900, 300, 40, "NVLink 2", kNvlink2, "7.0"}},
     {"v100",
      "sxm",
      16,
      false,
      true,
-     {"NVIDIA V100 SXM2 16 GB", 16, 15.7, 900, 300, 40, "NVLink 2", kNvlink2}},
+     {"NVIDIA V100 SXM2 16 GB", 16, 15.7, 900, 300, 40, "NVLink 2", kNvlink2, "7.0"}},
     {"v100",
      "pcie",
      32,
      true,
      false,
-     {"NVIDIA V100 PCIe 32 GB", 32, 14, 900, 250, 35, "PCIe 3.0 x16", kPcie3}},
+     {"NVIDIA V100 PCIe 32 GB", 32, 14, 900, 250, 35, "PCIe 3.0 x16", kPcie3, "7.0"}},
     {"v100",
      "pcie",
      16,
      false,
      false,
-     {"NVIDIA V100 PCIe 16 GB", 16, 14, 900, 250, 35, "PCIe 3.0 x16", kPcie3}},
+     {"NVIDIA V100 PCIe 16 GB", 16, 14, 900, 250, 35, "PCIe 3.0 x16", kPcie3, "7.0"}},
     {"l40s",
      "pcie",
      48,
      true,
      true,
-     {"NVIDIA L40S 48 GB", 48, 91.6, 864, 350, 35, "PCIe 4.0 x16", kPcie4}},
+     {"NVIDIA L40S 48 GB", 48, 91.6, 864, 350, 35, "PCIe 4.0 x16", kPcie4, "8.9"}},
     {"a40",
      "pcie",
      48,
      true,
      true,
-     {"NVIDIA A40 48 GB", 48, 37.4, 696, 300, 30, "PCIe 4.0 x16", kPcie4}},
+     {"NVIDIA A40 48 GB", 48, 37.4, 696, 300, 30, "PCIe 4.0 x16", kPcie4, "8.6"}},
     {"a10",
      "pcie",
      24,
      true,
      true,
-     {"NVIDIA A10 24 GB", 24, 31.2, 600, 150, 20, "PCIe 4.0 x16", kPcie4}},
+     {"NVIDIA A10 24 GB", 24, 31.2, 600, 150, 20, "PCIe 4.0 x16", kPcie4, "8.6"}},
 };
 
 // Placeholders for a GPU type without datasheet figures (--allow-placeholders): modest
@@ -438,13 +440,20 @@ ClusterDraft DraftClusterFromNodes(const std::vector<SinfoNode>& nodes,
       continue;
     }
     sheets[type] = sheet;
-    gpu_types.push_back({{"name", type},
-                         {"description", description},
-                         {"memory_gb", Num(sheet->memory_gb)},
-                         {"peak_tflops", Num(sheet->peak_tflops)},
-                         {"memory_bandwidth_gbs", Num(sheet->memory_bandwidth_gbs)},
-                         {"active_watts", Num(sheet->active_watts)},
-                         {"idle_watts", Num(sheet->idle_watts)}});
+    json gpu = {{"name", type},
+                {"description", description},
+                {"memory_gb", Num(sheet->memory_gb)},
+                {"peak_tflops", Num(sheet->peak_tflops)},
+                {"memory_bandwidth_gbs", Num(sheet->memory_bandwidth_gbs)},
+                {"active_watts", Num(sheet->active_watts)},
+                {"idle_watts", Num(sheet->idle_watts)}};
+    if (sheet->compute_capability) {
+      gpu["compute_capability"] = sheet->compute_capability;
+      // Described all the same (the nodes exist), but no plan will use them.
+      if (const std::string why = WhyEngineCannotRun(sheet->compute_capability); !why.empty())
+        draft.notes.push_back(where + ": " + why + "; plans leave it out");
+    }
+    gpu_types.push_back(gpu);
   }
 
   // Node types, by GPU type then GPUs per node.

@@ -25,6 +25,7 @@ struct GpuDatasheet {
   double idle_watts;    // typical draw while allocated and idle
   const char* link;     // the GPU-to-GPU link inside a node: "NVLink 3", "PCIe 4.0 x16"
   Link intra_node;      // its figures, per GPU, per direction
+  const char* compute_capability = nullptr;  // "8.0" (nullptr: unknown)
 };
 
 // The datasheet entry for a Slurm GRES type, matched case-insensitively on its words

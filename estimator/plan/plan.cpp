@@ -485,6 +485,7 @@ std::string SummaryLine(const PlanOutcome& p) {
     for (const std::string& w : ProfileWarnings(*p.job.profile)) s += "; warning: " + w;
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
   if (!p.fallback_note.empty()) s += "; " + p.fallback_note;
+  for (const std::string& t : p.rec.unrunnable_types) s += "; left out " + t;
   return s;
 }
 
@@ -511,6 +512,7 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   for (const std::string& w : StaleCalibrationWarnings(rec.speeds)) s += "  warning: " + w + "\n";
   if (job.profile)
     for (const std::string& w : ProfileWarnings(*job.profile)) s += "  warning: " + w + "\n";
+  for (const std::string& t : rec.unrunnable_types) s += "  left out " + t + "\n";
   if (p.fallback_note.rfind(p.live_note, 0) == 0)  // "live node state unknown (...): ..."
     s += p.fallback_note + "\n";
   else

@@ -19,6 +19,7 @@
 
 #include "common/count_limits.hpp"
 #include "common/error.hpp"
+#include "estimator/model/cuda_targets.hpp"
 #include "estimator/recommend/recommend_detail.hpp"
 
 namespace dlh {
@@ -93,7 +94,7 @@ std::string Names(const Cluster& c) {
 // of all these types, the largest job any candidate can be.
 std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
                                   const std::map<std::string, DeviceSpeed>& speeds,
-                                  int64_t* all_gpus) {
+                                  int64_t* all_gpus, std::vector<std::string>* left_out) {
   for (const std::string& t : job.allowed_types)
     if (!cluster.gpu(t))
       throw EstimateError("recommend: allowed GPU type \"" + t + "\" is not in cluster \"" +
@@ -103,6 +104,15 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
   for (size_t i = 0; i < cluster.node_types.size(); ++i) {
     const NodeType& n = cluster.node_types[i];
     if (!Allowed(job, n.gpu)) continue;
+    if (const GpuType* g = cluster.gpu(n.gpu)) {
+      // Planned there, the job would find no GPU it can use (issue 42): never offered.
+      if (const std::string why = WhyEngineCannotRun(g->compute_capability); !why.empty()) {
+        const std::string line = n.gpu + " (" + why + ")";
+        if (std::find(left_out->begin(), left_out->end(), line) == left_out->end())
+          left_out->push_back(line);
+        continue;
+      }
+    }
     const int available = n.available < 0 ? n.nodes : n.available;
     if (available <= 0 || n.gpus_per_node <= 0) continue;
     TypeInfo t;
@@ -128,6 +138,11 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     t.intra = AlphaBeta::from_link(n.intra_node);
     *all_gpus += int64_t(available) * n.gpus_per_node;
     types.push_back(t);
+  }
+  if (types.empty() && !left_out->empty()) {
+    std::string all;
+    for (const std::string& t : *left_out) all += (all.empty() ? "" : "; ") + t;
+    throw EstimateError("recommend: no GPU type this job may use can run DLH's GPU engine: " + all);
   }
   if (types.empty())
     throw EstimateError("recommend: no node type to use" +
@@ -276,13 +291,15 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
   CheckJob(job);
   const int slots = OptimizerSlots(job);
   int64_t all_gpus = 0;
-  std::vector<TypeInfo> types = UsableTypes(job, cluster, speeds, &all_gpus);
+  std::vector<std::string> left_out;
+  std::vector<TypeInfo> types = UsableTypes(job, cluster, speeds, &all_gpus, &left_out);
   SetMaxBatches(job, slots, all_gpus, &types);
 
   Enumeration e = Enumerate(job, cluster, std::move(types));
   CheckSomethingFits(job, e, slots);
 
   Recommendation rec;
+  rec.unrunnable_types = left_out;
   rec.candidates = e.evaluated;
   rec.speeds = speeds;
   rec.feasible = e.feasible > 0;

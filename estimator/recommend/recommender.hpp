@@ -186,6 +186,9 @@ struct Recommendation {
   // "misses the 3h deadline: 2h50m predicted, 3h07m with the 10% margin". Shows what the
   // choice gave up (dlh-estimate recommend --html).
   std::vector<Allocation> rejected;
+  // GPU types of the cluster that this build's GPU engine cannot run, never offered: "v100
+  // (compute capability 7.0: DLH's GPU engine is built for sm_80, sm_90 and PTX compute_90)".
+  std::vector<std::string> unrunnable_types;
 };
 
 // Throws EstimateError when nothing fits at all (e.g. the model exceeds every GPU's memory).

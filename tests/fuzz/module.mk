@@ -48,6 +48,9 @@ $(FUZZ_OBJDIR)/estimator/model/engine_fingerprint.o: $(CPU_ENGINE_SRCS) $(CUDA_E
 $(FUZZ_OBJDIR)/estimator/model/engine_fingerprint.o: override CPPFLAGS += \
     -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS) $(CPU_FLAGS_STAMP))\" \
     -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"
+# The CUDA backend's targets, as the build's: the planner leaves out the same GPU types.
+$(FUZZ_OBJDIR)/estimator/model/cuda_targets.o: launcher/engine/cuda/module.mk
+$(FUZZ_OBJDIR)/estimator/model/cuda_targets.o: override CPPFLAGS += $(CUDA_TARGETS_DEFINE)
 # HDF5 (openmpi variant, as the launcher), zlib (checkpoint checksums), OpenBLAS (Eigen in
 # the time model), libzip (.npz); --as-needed drops them from the targets that do not use them.
 FUZZ_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs hdf5-openmpi ompi-c openblas libzip) -lz

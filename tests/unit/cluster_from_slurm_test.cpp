@@ -135,6 +135,8 @@ TEST(ClusterFromSlurm, DraftWithUnknownTypes) {
   EXPECT_DOUBLE_EQ(c.gpu_types[0].peak_tflops, 67);
   EXPECT_EQ(c.gpu_types[1].name, "a100");
   EXPECT_DOUBLE_EQ(c.gpu_types[1].memory_gb, 40);
+  EXPECT_EQ(c.gpu_types[0].compute_capability, "9.0");  // from the datasheet
+  EXPECT_EQ(c.gpu_types[1].compute_capability, "8.0");
   ASSERT_EQ(c.node_types.size(), 3u);
   EXPECT_EQ(c.node_types[0].name, "gpu-H100");
   EXPECT_EQ(c.node_types[0].gpus_per_node, 8);
@@ -202,6 +204,26 @@ TEST(ClusterFromSlurm, PlaceholdersAreMarked) {
   EXPECT_NE(d.problems[0].find("gpu type 'alpha' on alpha1: no datasheet figures; wrote "
                                "PLACEHOLDER"),
             std::string::npos);
+}
+
+// A V100 (compute capability 7.0) is described, with its capability, and the draft says that
+// no plan will use it: CUDA 13 has no target for it (issue 42).
+TEST(ClusterFromSlurm, TypesTheEngineCannotRunAreMarked) {
+  ClusterDraftOptions o;
+  ClusterDraft d =
+      DraftClusterFromNodes(NodesFromSinfo("v1|gpu:tesla_v100-sxm2-32gb:4|gpu*|40|380000|\n"
+                                           "a1|gpu:a100:4|gpu*|64|1000000|\n"),
+                            o);
+  EXPECT_FALSE(d.incomplete);
+  Cluster c = ParseCluster(d.description.dump(), "draft", "");
+  ASSERT_EQ(c.gpu_types.size(), 2u);
+  EXPECT_EQ(c.gpu_types[1].name, "tesla_v100-sxm2-32gb");
+  EXPECT_EQ(c.gpu_types[1].compute_capability, "7.0");
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0],
+            "gpu type 'tesla_v100-sxm2-32gb' on v1: compute capability 7.0: DLH's "
+            "GPU engine is built for sm_80, sm_90 and PTX compute_90; plans leave it "
+            "out");
 }
 
 TEST(ClusterFromSlurm, NothingToDescribe) {

@@ -159,6 +159,9 @@ TEST(Cluster, BadInputsNameFileAndField) {
             "c.json: inter_node.latency_us: must be a non-negative number, got -1");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["idle_watts"] = 500; }),
             "c.json: gpu_types[0].idle_watts: must not exceed active_watts (400.0), got 500.0");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["compute_capability"] = "8"; }),
+            "c.json: gpu_types[0].compute_capability: must be MAJOR.MINOR such as \"8.0\" or "
+            "\"9.0\", got \"8\"");
   EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][0].erase("intra_node"); }),
             "c.json: node_types[0].intra_node: required");
   EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][0]["intra_node"] = 300; }),

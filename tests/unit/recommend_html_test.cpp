@@ -146,33 +146,34 @@ TEST(RecommendHtml, KeepingCandidatesForThePageKeepsTheChoice) {
 TEST(RecommendHtml, AllocationsOutOfMemoryAreKeptWithTheirReason) {
   Job job = FashionJob();
   job.deadline_s = 0;
-  // One sample more than a v100 (32 GB, 90% usable) holds: one v100 alone is out of memory.
+  // One sample more than an a100 (40 GB, 90% usable; the smallest type the engine runs) holds:
+  // one a100 alone is out of memory.
   const int slots = 1;  // sgd with momentum
   int64_t fits = 1;
-  while (TrainingMemoryBytes(job.features, fits * 2, slots) <= 0.9 * 32e9) fits *= 2;
+  while (TrainingMemoryBytes(job.features, fits * 2, slots) <= 0.9 * 40e9) fits *= 2;
   for (int64_t step = fits / 2; step > 0; step /= 2)
-    if (TrainingMemoryBytes(job.features, fits + step, slots) <= 0.9 * 32e9) fits += step;
+    if (TrainingMemoryBytes(job.features, fits + step, slots) <= 0.9 * 40e9) fits += step;
   job.spec.batch_size = int(fits + 1);
   job.samples = 10 * job.spec.batch_size;
   job.epochs = 1;
   KeepCandidatesForPage(&job);
   const Cluster cluster = LoadCluster(RepoFile("share/cluster/example.json"));
   const Recommendation rec = Recommend(job, cluster);
-  bool v100_alone = false;
+  bool a100_alone = false;
   for (const Allocation& r : rec.rejected) {
     EXPECT_FALSE(r.fits_memory);
     EXPECT_GT(r.total_s, 0);
     EXPECT_GT(r.energy_j, 0);
     EXPECT_EQ(r.why.rfind("out of memory: ", 0), 0u) << r.why;
-    if (AllocationName(r) == "1x1 v100 (b" + std::to_string(fits + 1) + ")") {
-      v100_alone = true;
-      EXPECT_NE(r.why.find("GB per GPU at batch " + std::to_string(fits + 1) +
-                           ", 28.8 GB usable on v100"),
-                std::string::npos)
+    if (AllocationName(r) == "1x1 a100 (b" + std::to_string(fits + 1) + ")") {
+      a100_alone = true;
+      EXPECT_NE(
+          r.why.find("GB per GPU at batch " + std::to_string(fits + 1) + ", 36 GB usable on a100"),
+          std::string::npos)
           << r.why;
     }
   }
-  EXPECT_TRUE(v100_alone);
+  EXPECT_TRUE(a100_alone);
   const std::string html =
       RecommendationHtml(job, cluster, rec, LoadSpeedCalibrations(cluster, rec));
   EXPECT_NE(ChartTitled(html, "candidates: time vs energy").find(">out of memory</text>"),

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "estimator/model/cuda_targets.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
 #include "tests/util/repo_file.hpp"
 
@@ -124,6 +125,8 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
     return TrainingMemoryBytes(job.features, b, slots) <= 0.9 * g.memory_gb * 1e9;
   };
   auto allowed = [&](const std::string& gpu) {
+    // A type this build's GPU engine cannot run is never a candidate (cuda_targets.hpp).
+    if (!WhyEngineCannotRun(c.gpu(gpu)->compute_capability).empty()) return false;
     return job.allowed_types.empty() ||
            std::count(job.allowed_types.begin(), job.allowed_types.end(), gpu) > 0;
   };
@@ -930,6 +933,69 @@ TEST(Recommend, ExampleClusterWithRooflineSpeeds) {
   EXPECT_EQ(rec.ranked.size(), 5u);
   EXPECT_EQ(rec.speeds.size(), 4u);
   CheckAgainstBruteForce(job, c, rec.speeds, rec);
+}
+
+// The example's v100 (compute capability 7.0) has no target in a CUDA 13 build (sm_80, sm_90,
+// compute_90): it is never offered, the recommendation says why, and a job that may use it
+// alone gets one line naming the type and its capability (issue 42).
+TEST(Recommend, TypesTheEngineCannotRunAreLeftOut) {
+  Job job = SmallJob();
+  job.top = 1000;
+  job.deadline_s = 3 * 3600;
+  job.allow_mixed = true;
+  const Cluster c = LoadCluster(RepoFile("share/cluster/example.json"));
+  ASSERT_EQ(c.gpu("v100")->compute_capability, "7.0");
+  const Recommendation rec = Recommend(job, c);
+  ASSERT_TRUE(rec.feasible);
+  ASSERT_EQ(rec.unrunnable_types.size(), 1u);
+  EXPECT_EQ(rec.unrunnable_types[0].rfind("v100 (compute capability 7.0: DLH's GPU engine is "
+                                          "built for sm_80, sm_90 and PTX compute_90)",
+                                          0),
+            0u)
+      << rec.unrunnable_types[0];
+  for (const Allocation& a : rec.ranked)
+    for (const Part& p : a.parts) EXPECT_NE(p.gpu, "v100") << a.why;
+  for (const Allocation& a : rec.rejected)
+    for (const Part& p : a.parts) EXPECT_NE(p.gpu, "v100");
+  job.allowed_types = {"v100"};
+  try {
+    Recommend(job, c);
+    ADD_FAILURE() << "a job on v100 alone was planned";
+  } catch (const EstimateError& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU type this job may use can run DLH's GPU "
+                                         "engine: v100 (compute capability 7.0"),
+              std::string::npos)
+        << e.what();
+  }
+  job.allowed_types = {"v100", "a100"};
+  const Recommendation a100 = Recommend(job, c);
+  ASSERT_TRUE(a100.feasible);
+  for (const Allocation& a : a100.ranked)
+    for (const Part& p : a.parts) EXPECT_EQ(p.gpu, "a100");
+}
+
+TEST(CudaTargets, WhichCapabilitiesABuildRuns) {
+  const std::vector<std::string> built = {"sm_80", "sm_90", "compute_90"};
+  auto runs = [&](const char* cc) {
+    return CudaTargetsRun(built, ParseComputeCapability(cc, "test"));
+  };
+  EXPECT_FALSE(runs("7.0"));  // V100: CUDA 13 has no Volta target
+  EXPECT_FALSE(runs("7.5"));  // T4: below sm_80, and no PTX below 9.0
+  EXPECT_TRUE(runs("8.0"));   // A100: sm_80
+  EXPECT_TRUE(runs("8.6"));   // A40, A10: sm_80 runs on later minors of 8
+  EXPECT_TRUE(runs("8.9"));   // L40S
+  EXPECT_TRUE(runs("9.0"));   // H100, H200: sm_90
+  EXPECT_TRUE(runs("10.0"));  // B200: the compute_90 PTX, compiled by the driver
+  EXPECT_TRUE(runs("12.0"));
+  EXPECT_FALSE(CudaTargetsRun({"sm_80", "sm_90"}, ParseComputeCapability("10.0", "t")));
+  EXPECT_FALSE(CudaTargetsRun({"sm_90a"}, ParseComputeCapability("10.0", "t")));
+  EXPECT_TRUE(CudaTargetsRun({"sm_90a"}, ParseComputeCapability("9.0", "t")));
+  EXPECT_FALSE(CudaTargetsRun({"sm_86"}, ParseComputeCapability("8.0", "t")));
+  EXPECT_EQ(BuiltCudaTargets(), built) << "CUDA_ARCH_FLAGS changed: update this test";
+  EXPECT_EQ(WhyEngineCannotRun(""), "");  // unknown (CPU-rank types): not refused
+  EXPECT_EQ(WhyEngineCannotRun("9.0"), "");
+  for (const char* bad : {"9", "9.", "v9.0", "9.0.1", "09.0", "9.10", " 9.0"})
+    EXPECT_THROW(ParseComputeCapability(bad, "t"), EstimateError) << bad;
 }
 
 // ---------------------------------------------------------------- plan, time limit
