@@ -78,6 +78,8 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
                      {"nodes", p.nodes},
                      {"gpus_per_node", p.gpus_per_node},
                      {"per_gpu_batch", p.per_gpu_batch}});
+    // A real GPU's: the launcher then never trains such a part on the CPU (issue 42).
+    if (!p.compute_capability.empty()) parts.back()["compute_capability"] = p.compute_capability;
     tasks_per_node = std::max(tasks_per_node, p.gpus_per_node);
     auto s = rec.speeds.find(p.gpu);
     if (s != rec.speeds.end()) sources[p.gpu] = s->second.source;

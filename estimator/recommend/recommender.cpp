@@ -216,6 +216,7 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
     part.nodes = c.nodes[p];
     part.gpus_per_node = c.gpn[p];
     part.per_gpu_batch = c.batch[p];
+    part.compute_capability = t.gpu->compute_capability;
     a.parts.push_back(part);
     memory = std::max(memory, TrainingMemoryBytes(job.features, c.batch[p], slots));
   }

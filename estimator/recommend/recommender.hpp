@@ -150,6 +150,7 @@ struct Part {
   std::string node_type, gpu;
   int nodes = 0, gpus_per_node = 0;
   int64_t per_gpu_batch = 0;
+  std::string compute_capability;  // the GPU type's (GpuType), empty when unknown
 };
 
 struct Allocation {

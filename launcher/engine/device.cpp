@@ -112,7 +112,8 @@ std::string CudaBackendPath() {
 }
 
 std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
-                                   std::string* note, bool* gpu_found) {
+                                   std::string* note, bool* gpu_found,
+                                   const std::string& gpu_required_by) {
   CheckDeviceKind(device);
   note->clear();
   if (gpu_found) *gpu_found = false;
@@ -123,8 +124,20 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   // facts), so --device auto can fall back everywhere at once.
   auto fallback = [&](const std::string& why, int code) -> std::unique_ptr<Engine> {
     if (device == "cuda") throw CollectiveError("--device cuda: " + why, code);
+    if (!gpu_required_by.empty())  // a job given GPUs that trained on the CPU would be slow, unseen
+      throw CollectiveError(gpu_required_by + ": " + why +
+                                "; not training on the CPU (--device cpu to train there anyway)",
+                            code);
     *note = why + "; training on the CPU";
     return MakeCpuEngine(config);
+  };
+  // Once every rank holds a GPU, auto does not fall back either: the job was meant for them.
+  auto refuse = [&](const std::string& why, int code) -> std::unique_ptr<Engine> {
+    if (device == "cuda" || !gpu_required_by.empty()) return fallback(why, code);
+    throw CollectiveError("--device auto: " + why +
+                              "; every rank has a GPU, so not training on the CPU (--device cpu "
+                              "to train there anyway)",
+                          code);
   };
   EngineConfig gpu_config = config;
   gpu_config.peer_wait = PeerWaitHooksOfThisModule();
@@ -139,23 +152,24 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
     return fallback(e.what(), e.exit_code);
   }
   const std::vector<RankGpu> gpus = GatherRankGpus(config.comm, mine);
-  // From here on every rank holds a GPU: a fallback below is news to whoever runs the job.
+  // From here on every rank holds a GPU.
   if (gpu_found) *gpu_found = true;
   const bool hierarchical =
       config.node_of_rank.empty()
           ? false
           : UseHierarchical(config.allreduce, MakeTopology(config.node_of_rank, rank));
   if (const std::string shared = FindSharedGpu(gpus, hierarchical); !shared.empty())
-    return fallback(shared +
-                        ", and NCCL needs one GPU per rank: start at most one rank per GPU "
-                        "(srun --ntasks-per-node, or mpirun -np)",
-                    kExitBadInput);
+    return refuse(shared +
+                      ", and NCCL needs one GPU per rank: start at most one rank per GPU "
+                      "(srun --ntasks-per-node, or mpirun -np)",
+                  kExitBadInput);
   std::unique_ptr<Engine> engine;
   try {
     RunCollectively(config.comm, [&] { engine.reset(LoadCudaBackend().make(&gpu_config)); });
   } catch (const CollectiveError& e) {
-    // Out of GPU memory, a broken GPU, a cuDNN that refuses the network: the CPU still works.
-    return fallback(std::string("cannot train on the GPU: ") + e.what(), e.exit_code);
+    // Out of GPU memory, a broken GPU, a cuDNN that refuses the network: one error, not a
+    // run on the CPU that nobody asked for.
+    return refuse(std::string("cannot train on the GPU: ") + e.what(), e.exit_code);
   }
   return engine;
 }

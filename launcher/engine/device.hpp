@@ -2,7 +2,9 @@
 //
 //   cpu   the CPU engine, the CUDA backend is not even loaded.
 //   cuda  the CUDA backend on every rank, or an error naming the rank that has no GPU.
-//   auto  cuda when every rank has a usable GPU, else the CPU, with one line saying why.
+//   auto  cuda when every rank has a usable GPU, else the CPU, with one line saying why;
+//         but never the CPU once every rank holds a GPU (two ranks sharing one, out of GPU
+//         memory: one error), nor under a plan for real GPUs (PlanGpuRequirement).
 // Ranks always agree: a GPU run in which one rank trained on its CPU would neither be fast
 // nor bit-identical across ranks.
 #pragma once
@@ -22,11 +24,13 @@ void CheckDeviceKind(const std::string& kind);
 std::string CudaBackendPath();
 
 // Collective over config.comm. `note` receives the fallback line for auto (empty when the
-// requested device is used); `gpu_found`, when given, whether the ranks found GPUs that they
-// then could not train on (shared by two ranks, out of memory, a failing backend): news
-// whoever asked. Throws CollectiveError on every rank alike.
+// requested device is used); `gpu_found`, when given, whether every rank found a GPU.
+// `gpu_required_by`: why this run must not train on the CPU ("the plan (DLH_PLAN) put this
+// job on a100 (compute capability 8.0) GPUs"; the same on every rank), which turns auto's
+// fallback into an error that says so. Throws CollectiveError on every rank alike.
 std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
-                                   std::string* note, bool* gpu_found = nullptr);
+                                   std::string* note, bool* gpu_found = nullptr,
+                                   const std::string& gpu_required_by = "");
 
 // Whether MakeEngine's note (--device auto training on the CPU, and why) is worth a line.
 // Quiet where nothing is wrong: a run that nobody asked a GPU of, on a machine without one,

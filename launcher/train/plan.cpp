@@ -49,6 +49,7 @@ void ParseParts(const nlohmann::json& allocation, const Fail& fail, std::vector<
     };
     pp.gpu = text("gpu", true);
     pp.node_type = text("node_type", false);
+    pp.compute_capability = text("compute_capability", false);
     pp.nodes = count("nodes", kMaxNodes);
     pp.gpus_per_node = count("gpus_per_node", kMaxGpus);
     pp.per_gpu_batch = count("per_gpu_batch", kMaxBatch);
@@ -204,6 +205,18 @@ bool PlanHasGpus(const LaunchPlan& plan) {
   for (const PlanPart& part : plan.parts)
     if (part.gpus() > 0) return true;
   return false;
+}
+
+std::string PlanGpuRequirement(const LaunchPlan& plan, const std::string& origin) {
+  if (!plan.present || plan.parts.empty()) return "";
+  std::string types;
+  for (const PlanPart& part : plan.parts) {
+    if (part.compute_capability.empty()) return "";
+    types += (types.empty() ? "" : " and ") + part.gpu + " (compute capability " +
+             part.compute_capability + ")";
+  }
+  return "the plan (" + (origin.empty() ? std::string("DLH_PLAN") : origin) + ") put this job on " +
+         types + " GPUs";
 }
 
 void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec) {

@@ -17,6 +17,9 @@ namespace dlh {
 struct PlanPart {
   std::string node_type;  // may be empty
   std::string gpu;        // the Slurm GRES type, e.g. "a100"
+  // "8.0": the type is a real GPU, as the cluster description says; empty: unknown, or a
+  // local cluster's CPU-rank type.
+  std::string compute_capability;
   int64_t nodes = 0, gpus_per_node = 0, per_gpu_batch = 0;
   // The names of the part's nodes (the plugin lists every node of the type): a rank on one
   // of them belongs to the part, whatever its position. Empty when the plan has none.
@@ -81,6 +84,12 @@ void ResolveGpuType(bool option_given, std::string* type, std::string* origin, b
 // The plan was made for GPUs: allocation.gpus or a part with GPUs (a plan of global batch and
 // rate alone names none).
 bool PlanHasGpus(const LaunchPlan& plan);
+
+// Why the plan forbids training on the CPU, "" when it does not: every part is a GPU type
+// with a compute capability (real GPUs, as the cluster description says), e.g. "the plan
+// (DLH_PLAN) put this job on a100 GPUs (compute capability 8.0)". A local cluster's CPU-rank
+// types have none. --device auto then never falls back to the CPU (MakeEngine).
+std::string PlanGpuRequirement(const LaunchPlan& plan, const std::string& origin);
 
 // Applies the plan to the spec: global batch, learning rate, warm-up.
 void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec);

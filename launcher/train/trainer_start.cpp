@@ -196,7 +196,8 @@ void Trainer::start_engine() {
   }
   std::string device_note;
   bool gpu_found = false;
-  engine_ = MakeEngine(o_.device, ec, &device_note, &gpu_found);
+  engine_ = MakeEngine(o_.device, ec, &device_note, &gpu_found,
+                       PlanGpuRequirement(plan_, o_.plan_origin));
   steps_per_epoch_ = data_.train.count / spec_.batch_size;
   total_steps_ = steps_per_epoch_ * spec_.epochs;
 

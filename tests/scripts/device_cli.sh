@@ -57,6 +57,29 @@ expect_line says plan-with-gpus DLH_PLAN="$(cat "$WORK/plan.json")" --
 expect_line says cuda-visible-devices CUDA_VISIBLE_DEVICES=0 --
 expect_line says slurm-job-gpus SLURM_JOB_GPUS=0 --
 
+echo "a plan for real GPUs (a part with a compute capability) never trains on the CPU (issue 42)"
+cat >"$WORK/plan-a100.json" <<'JSON'
+{"format_version": 1, "global_batch": 16, "lr": 0.1, "allocation": {"gpus": 2, "nodes": 1,
+ "parts": [{"node_type": "gpu-a100", "gpu": "a100", "nodes": 1, "gpus_per_node": 2,
+            "per_gpu_batch": 8, "compute_capability": "8.0"}]}}
+JSON
+plain env DLH_PLAN="$(cat "$WORK/plan-a100.json")" mpirun -np 2 "$BINDIR/dlh-launch" train "$WORK/spec.json" \
+  --data "$WORK/s.h5" --run-dir "$WORK/run-a100" --no-resume --progress none >"$WORK/a100.txt" 2>&1 &&
+  { cat "$WORK/a100.txt"; fail "a plan for a100 GPUs trained on a machine without one"; }
+line=$(grep -E "^dlh-launch: error: the plan \(DLH_PLAN\) put this job on a100 \(compute capability 8\.0\) GPUs: no usable GPU on rank 0 \([^)]*\): .*; not training on the CPU \(--device cpu to train there anyway\)$" "$WORK/a100.txt" || true)
+[[ -n $line ]] || { cat "$WORK/a100.txt"; fail "no line saying the plan's GPUs are missing"; }
+[[ $(grep -c "error" "$WORK/a100.txt") -eq 1 ]] || { cat "$WORK/a100.txt"; fail "more than one error line"; }
+[[ ! -e $WORK/run-a100/summary.json ]] || fail "the refused run wrote summary.json"
+check "${line#dlh-launch: error: }"
+plain env DLH_PLAN="$(cat "$WORK/plan-a100.json")" mpirun -np 2 "$BINDIR/dlh-launch" train "$WORK/spec.json" \
+  --data "$WORK/s.h5" --run-dir "$WORK/run-a100-cpu" --no-resume --progress none --device cpu \
+  >"$WORK/a100-cpu.txt" 2>&1 || { cat "$WORK/a100-cpu.txt"; fail "--device cpu under the a100 plan failed"; }
+[[ $(json_field "$WORK/run-a100-cpu/summary.json" device) == cpu ]] || fail "--device cpu: summary.json device is not cpu"
+check "--device cpu under that plan trains on the CPU, as asked"
+# The local cluster's CPU-rank types have no compute capability: their plans train on the CPU.
+sed 's/, "compute_capability": "8.0"//' "$WORK/plan-a100.json" >"$WORK/plan-fake.json"
+expect_line says plan-fake-gpus DLH_PLAN="$(cat "$WORK/plan-fake.json")" --
+
 echo "lr-find likewise"
 lr_find() { plain mpirun -np 2 "$BINDIR/dlh-launch" lr-find "$WORK/spec.json" --data "$WORK/s.h5" --batch 4 \
   --steps 10 --out "$WORK/lr.json" "$@" >"$WORK/lr.txt" 2>&1 || { cat "$WORK/lr.txt"; fail "lr-find $* failed"; }; }

@@ -60,6 +60,31 @@ TEST(BatchSplitTest, ParsesThePartsInOrder) {
   EXPECT_FALSE(PlanSplitsBatch(LaunchPlan(), false));
 }
 
+// Parts with a compute capability are real GPUs: train must not fall back to the CPU there.
+// A plan with any part without one (a local cluster's CPU-rank type) or without parts
+// requires nothing.
+TEST(BatchSplitTest, PlanForRealGpusRequiresThem) {
+  const std::string a100 =
+      R"({"gpu":"a100","nodes":1,"gpus_per_node":2,"per_gpu_batch":8,"compute_capability":"8.0"})";
+  const std::string h100 =
+      R"({"gpu":"h100","nodes":1,"gpus_per_node":2,"per_gpu_batch":8,"compute_capability":"9.0"})";
+  const std::string alpha = R"({"gpu":"alpha","nodes":1,"gpus_per_node":2,"per_gpu_batch":8})";
+  auto plan = [](const std::string& parts) {
+    return ParsePlan(
+        R"({"format_version":1,"global_batch":32,"lr":0.1,"allocation":{"parts":[)" + parts + "]}}",
+        "DLH_PLAN");
+  };
+  EXPECT_EQ(plan(a100).parts[0].compute_capability, "8.0");
+  EXPECT_EQ(PlanGpuRequirement(plan(a100), "DLH_PLAN"),
+            "the plan (DLH_PLAN) put this job on a100 (compute capability 8.0) GPUs");
+  EXPECT_EQ(PlanGpuRequirement(plan(a100 + "," + h100), "--plan p.json"),
+            "the plan (--plan p.json) put this job on a100 (compute capability 8.0) and h100 "
+            "(compute capability 9.0) GPUs");
+  EXPECT_EQ(PlanGpuRequirement(plan(alpha), "DLH_PLAN"), "");
+  EXPECT_EQ(PlanGpuRequirement(plan(a100 + "," + alpha), "DLH_PLAN"), "");
+  EXPECT_EQ(PlanGpuRequirement(LaunchPlan(), "DLH_PLAN"), "");
+}
+
 TEST(BatchSplitTest, BadPartsNameTheField) {
   auto plan = [](const std::string& part) {
     return ErrorOf([&] {
@@ -86,6 +111,9 @@ TEST(BatchSplitTest, BadPartsNameTheField) {
   EXPECT_EQ(plan(R"({"gpu":"","nodes":1,"gpus_per_node":2,"per_gpu_batch":8})"),
             "DLH_PLAN: allocation.parts[0].gpu: must be a non-empty string, got \"\"");
   EXPECT_EQ(plan("3"), "DLH_PLAN: allocation.parts[0]: must be an object");
+  EXPECT_EQ(
+      plan("{" + ok + R"(,"per_gpu_batch":8,"compute_capability":8.0})"),
+      "DLH_PLAN: allocation.parts[0].compute_capability: must be a non-empty string, got 8.0");
   EXPECT_EQ(ErrorOf([] {
               ParsePlan(R"({"format_version":1,"global_batch":1,"lr":1,"allocation":{"parts":{}}})",
                         "p.json");

@@ -957,7 +957,7 @@ TEST(PluginPlanTest, TenThousandNodesOfFourTypes) {
 
 TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
   Allocation a;
-  a.parts = {{"gpu-a100", "a100", 4, 8, 32}};
+  a.parts = {{"gpu-a100", "a100", 4, 8, 32, ""}};
   a.nodes = 4;
   a.gpus = 32;
   UserRequest none;
@@ -993,7 +993,7 @@ TEST(PluginSlurmSettingsTest, MapsAnAllocation) {
   // A mix is one job: an untyped GPU count per node, all nodes, and the nodes of each type
   // by their feature (the GPU type unless the node type names one).
   Allocation mix = a;
-  mix.parts.push_back({"gpu-v100", "v100", 2, 8, 16});
+  mix.parts.push_back({"gpu-v100", "v100", 2, 8, 16, ""});
   mix.nodes = 6;
   s = SlurmSettings(mix, "00:10:00", none, c);
   ASSERT_EQ(s.size(), 5u);

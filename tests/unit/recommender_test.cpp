@@ -195,7 +195,7 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
           hi = (r.global + gpus - 1) / gpus;
           n_hi = r.global % gpus == 0 ? gpus : r.global % gpus;
         }
-        r.parts = {Part{n.name, n.gpu, nodes, gpn, hi}};
+        r.parts = {Part{n.name, n.gpu, nodes, gpn, hi, g.compute_capability}};
         r.fits = fits(g, hi);
         r.compute = s.seconds(double(hi));
         r.comm = HierarchicalAllreduceSeconds(bytes, gpn, nodes, AlphaBeta::from_link(n.intra_node),
@@ -225,8 +225,8 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
           if (want < r.gpus) continue;
           std::vector<int64_t> b = BalanceBatch({sa, sb}, {ca, cb}, want);
           r.global = ca * b[0] + cb * b[1];
-          r.parts = {Part{na.name, na.gpu, xa, na.gpus_per_node, b[0]},
-                     Part{nb.name, nb.gpu, xb, nb.gpus_per_node, b[1]}};
+          r.parts = {Part{na.name, na.gpu, xa, na.gpus_per_node, b[0], ga.compute_capability},
+                     Part{nb.name, nb.gpu, xb, nb.gpus_per_node, b[1], gb.compute_capability}};
           r.fits = fits(ga, b[0]) && fits(gb, b[1]);
           const double ta = sa.seconds(double(b[0])), tb = sb.seconds(double(b[1]));
           r.compute = std::max(ta, tb);
@@ -972,6 +972,9 @@ TEST(Recommend, TypesTheEngineCannotRunAreLeftOut) {
   ASSERT_TRUE(a100.feasible);
   for (const Allocation& a : a100.ranked)
     for (const Part& p : a.parts) EXPECT_EQ(p.gpu, "a100");
+  // The plan's part carries the capability: the launcher then never trains it on the CPU.
+  EXPECT_EQ(PlanJson(job, a100, a100.ranked[0])["allocation"]["parts"][0]["compute_capability"],
+            "8.0");
 }
 
 TEST(CudaTargets, WhichCapabilitiesABuildRuns) {
