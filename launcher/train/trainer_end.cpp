@@ -237,8 +237,10 @@ void Trainer::write_summary(uint32_t crc) {
   write_observation(summary, wall_s,
                     std::chrono::duration<double>(train_start_ - launch_start_).count());
   if (result_.finished) {
-    char accuracy[64];
-    std::snprintf(accuracy, sizeof accuracy, "%.2f%%", 100 * result_.test_accuracy);
+    // A run without evaluations (--no-eval) has no accuracy to give (test_accuracy < 0).
+    char accuracy[64] = "not measured (no evaluation)";
+    if (result_.test_accuracy >= 0)
+      std::snprintf(accuracy, sizeof accuracy, "%.2f%%", 100 * result_.test_accuracy);
     const nlohmann::json& energy = summary["energy"];
     const std::string joules = energy["measured"].get<bool>()
                                    ? ", energy " +

@@ -3,6 +3,7 @@
 
   parity CPU_METRICS GPU_METRICS        CPU and GPU losses over the same steps
   hierarchical ONE_RANK TWO_RANKS       2 nodes x 1 GPU against one rank
+  calibration VALIDATE_TXT GOAL         the validation's MAPE against its goal
   energy SUMMARY                        NVML's joules in summary.json
   rates METRICS BATCH                   "DLH_RATE/COMPUTE_ONLY_RATE" medians after warm-up
   throughput-row NAME BATCH DLH TORCH   the table row of the PyTorch comparison
@@ -17,22 +18,49 @@ def losses(path):
     return [json.loads(line)["loss"] for line in open(path) if '"loss"' in line]
 
 
-def parity(cpu_path, gpu_path):
-    c, g = losses(cpu_path), losses(gpu_path)
-    first = abs(c[0] - g[0]) / abs(c[0])
-    mean = sum(abs(a - b) / abs(a) for a, b in zip(c, g)) / len(c)
-    ok = first < 1e-4 and mean < 0.02
-    return (f"{'passed' if ok else '**FAILED**'}: step 1 loss {c[0]:.6f} vs {g[0]:.6f} "
-            f"({first:.1e}), mean relative loss difference over {len(c)} steps {mean:.2%} "
-            "(limit 2%)")
+# The parity rows run share/gpu/parity-cnn.json, which has no batch norm (statistics per rank)
+# and no dropout: two runs compute the same function of the same batches, and differ only by
+# the order of floating-point sums. On the CPU engine, 1 rank against 2 ranks differ by at
+# most 2e-9 over 15 steps; the limit leaves the GPU's algorithms room, not the model's.
+PARITY_LIMIT = 1e-5
 
 
-def hierarchical(one_path, two_path):
-    one, two = losses(one_path), losses(two_path)
-    mean = sum(abs(a - b) / abs(a) for a, b in zip(one, two)) / len(one)
-    return (f"{'passed' if mean < 0.05 else '**FAILED**'}: ranks identical; mean relative loss "
-            f"difference to 1 rank {mean:.2%} over {len(one)} steps (limit 5%: batchnorm "
-            "statistics are per rank)")
+def compare(a, b, steps):
+    n = min(len(a), len(b), steps)
+    if n == 0:
+        return None, 0
+    return max(abs(x - y) / abs(x) for x, y in zip(a[:n], b[:n])), n
+
+
+def parity(cpu_path, gpu_path, steps="10"):
+    worst, n = compare(losses(cpu_path), losses(gpu_path), int(steps))
+    if worst is None:
+        return "**FAILED**: no losses to compare"
+    ok = worst < PARITY_LIMIT
+    return (f"{'passed' if ok else '**FAILED**'}: largest relative loss difference over the "
+            f"first {n} steps {worst:.1e} (limit {PARITY_LIMIT:.0e}; TF32 off, no batch norm "
+            "or dropout)")
+
+
+def hierarchical(one_path, two_path, steps="20"):
+    worst, n = compare(losses(one_path), losses(two_path), int(steps))
+    if worst is None:
+        return "**FAILED**: no losses to compare"
+    ok = worst < PARITY_LIMIT
+    return (f"{'passed' if ok else '**FAILED**'}: ranks identical; largest relative loss "
+            f"difference to 1 rank over the first {n} steps {worst:.1e} (limit "
+            f"{PARITY_LIMIT:.0e}, no batch norm or dropout)")
+
+
+def calibration(validate_txt, goal):
+    # "MAPE over 10 models: 25.7%": fails above the goal, which is set before the visit.
+    import re
+    m = re.search(r"MAPE over (\d+) models: ([0-9.]+)%", open(validate_txt).read())
+    if not m:
+        return "**FAILED**: the validation printed no MAPE"
+    mape, limit = float(m.group(2)), float(goal)
+    return (f"{'passed' if mape <= limit else '**FAILED**'}: validation MAPE {mape:.1f}% over "
+            f"{m.group(1)} models outside the sweep (goal <= {limit:g}%)")
 
 
 def energy(summary_path):
@@ -75,7 +103,8 @@ def cluster(src, dst, slug):
 
 
 def main():
-    commands = {"parity": parity, "hierarchical": hierarchical, "energy": energy, "rates": rates,
+    commands = {"parity": parity, "hierarchical": hierarchical, "calibration": calibration,
+                "energy": energy, "rates": rates,
                 "throughput-row": throughput_row, "cluster": cluster}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         raise SystemExit(__doc__)
