@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/cuda/backend_api.hpp"
 #include "launcher/engine/gpu_assignment.hpp"
+#include "launcher/engine/gpu_placement.hpp"
 
 namespace dlh {
 namespace {
@@ -96,6 +98,29 @@ std::vector<RankGpu> GatherRankGpus(MPI_Comm comm, const RankGpu& mine) {
   return all;
 }
 
+// Each rank on the CPUs near its GPU (gpu_placement.hpp), before the engine starts the threads
+// that inherit the binding. Rank 0 says what changed or looks wrong, one line per such rank
+// (at most 16, then a count): a rank already near its GPU, or on a machine without NUMA
+// information, is not news. Collective.
+void PlaceRanksNearGpus(MPI_Comm comm, int rank, const RankGpu& mine) {
+  const std::string note = ApplyGpuPlacement(mine.gpu);
+  const bool news = note.rfind("bound to", 0) == 0 || note.find("all far from") != std::string::npos;
+  const std::vector<std::string> all =
+      mpi::AllGatherStrings(comm, news ? "rank " + std::to_string(rank) + " (" + mine.host + "): " + note : "");
+  if (rank != 0) return;
+  int shown = 0, more = 0;
+  for (const std::string& line : all) {
+    if (line.empty()) continue;
+    if (shown < 16) {
+      std::fprintf(stderr, "dlh-launch: CPU placement: %s\n", line.c_str());
+      ++shown;
+    } else {
+      ++more;
+    }
+  }
+  if (more > 0) std::fprintf(stderr, "dlh-launch: CPU placement: %d more ranks likewise\n", more);
+}
+
 }  // namespace
 
 void CheckDeviceKind(const std::string& kind) {
@@ -163,6 +188,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
                       ", and NCCL needs one GPU per rank: start at most one rank per GPU "
                       "(srun --ntasks-per-node, or mpirun -np)",
                   kExitBadInput);
+  PlaceRanksNearGpus(config.comm, rank, mine);
   std::unique_ptr<Engine> engine;
   try {
     RunCollectively(config.comm, [&] { engine.reset(LoadCudaBackend().make(&gpu_config)); });
