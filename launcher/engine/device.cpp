@@ -104,9 +104,10 @@ std::vector<RankGpu> GatherRankGpus(MPI_Comm comm, const RankGpu& mine) {
 // information, is not news. Collective.
 void PlaceRanksNearGpus(MPI_Comm comm, int rank, const RankGpu& mine) {
   const std::string note = ApplyGpuPlacement(mine.gpu);
-  const bool news = note.rfind("bound to", 0) == 0 || note.find("all far from") != std::string::npos;
-  const std::vector<std::string> all =
-      mpi::AllGatherStrings(comm, news ? "rank " + std::to_string(rank) + " (" + mine.host + "): " + note : "");
+  const bool news =
+      note.rfind("bound to", 0) == 0 || note.find("all far from") != std::string::npos;
+  const std::vector<std::string> all = mpi::AllGatherStrings(
+      comm, news ? "rank " + std::to_string(rank) + " (" + mine.host + "): " + note : "");
   if (rank != 0) return;
   int shown = 0, more = 0;
   for (const std::string& line : all) {

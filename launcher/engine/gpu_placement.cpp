@@ -61,8 +61,7 @@ std::string FormatCpuList(const std::vector<int>& cpus) {
 }
 
 std::string SysfsPciAddress(const std::string& bus_id) {
-  static const std::regex form(
-      R"(([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7]))");
+  static const std::regex form(R"(([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7]))");
   std::smatch m;
   if (!std::regex_match(bus_id, m, form)) return "";
   char out[32];
@@ -96,7 +95,8 @@ GpuPlacement PlaceNearGpu(const std::string& bus_id, const std::vector<int>& all
     return p;
   }
   const std::string node = FirstLine(dir + "/numa_node");
-  if (!node.empty() && std::regex_match(node, std::regex(R"(-?\d{1,4})"))) p.numa_node = std::stoi(node);
+  if (!node.empty() && std::regex_match(node, std::regex(R"(-?\d{1,4})")))
+    p.numa_node = std::stoi(node);
   std::vector<int> both;
   std::set_intersection(allowed.begin(), allowed.end(), near.begin(), near.end(),
                         std::back_inserter(both));
@@ -105,9 +105,10 @@ GpuPlacement PlaceNearGpu(const std::string& bus_id, const std::vector<int>& all
   if (both.size() == allowed.size()) {
     p.note = "CPUs " + FormatCpuList(allowed) + " all near GPU " + bus_id + where;
   } else if (both.empty()) {
-    p.note = "CPUs " + FormatCpuList(allowed) + " are all far from GPU " + bus_id + where +
-             ", whose near CPUs are " + FormatCpuList(near) +
-             ": left as the launcher bound them (srun --gpu-bind=closest places ranks near their GPUs)";
+    p.note =
+        "CPUs " + FormatCpuList(allowed) + " are all far from GPU " + bus_id + where +
+        ", whose near CPUs are " + FormatCpuList(near) +
+        ": left as the launcher bound them (srun --gpu-bind=closest places ranks near their GPUs)";
   } else {
     p.bind = true;
     p.cpus = both;
