@@ -129,7 +129,14 @@ for target in "$@"; do
         echo "  ours: $(basename "$input"): in $site"
       fi
     done < <(find "$artifacts" -maxdepth 1 -type f -name 'crash-*' -newer "$stamp" -print0)
-    ((ours == 0)) || rc=1
+    # The triage decides: libFuzzer's fork mode exits 1 when any job crashed, even with
+    # -ignore_crashes (seen in a clean-clone CI: 4 crashes, all inside HDF5, exit 1), so
+    # its status counts only where the run did not end as fork mode ends ("INFO: exiting:").
+    if ((ours > 0)); then
+      rc=1
+    elif ((rc != 0)) && grep -q '^INFO: exiting: ' "$log"; then
+      rc=0
+    fi
     ((theirs == 0)) || echo "  $target: $theirs crash(es) inside HDF5 (its own bugs, README.md): not failures"
   fi
 
