@@ -32,24 +32,22 @@ def compare(a, b, steps):
     return max(abs(x - y) / abs(x) for x, y in zip(a[:n], b[:n])), n
 
 
-def parity(cpu_path, gpu_path, steps="10"):
-    worst, n = compare(losses(cpu_path), losses(gpu_path), int(steps))
+def loss_row(first_path, second_path, steps, what):
+    worst, n = compare(losses(first_path), losses(second_path), int(steps))
     if worst is None:
         return "**FAILED**: no losses to compare"
-    ok = worst < PARITY_LIMIT
-    return (f"{'passed' if ok else '**FAILED**'}: largest relative loss difference over the "
-            f"first {n} steps {worst:.1e} (limit {PARITY_LIMIT:.0e}; TF32 off, no batch norm "
-            "or dropout)")
+    verdict = "passed" if worst < PARITY_LIMIT else "**FAILED**"
+    return (f"{verdict}: {what} over the first {n} steps {worst:.1e} (limit "
+            f"{PARITY_LIMIT:.0e}; TF32 off, no batch norm or dropout)")
+
+
+def parity(cpu_path, gpu_path, steps="10"):
+    return loss_row(cpu_path, gpu_path, steps, "largest relative loss difference")
 
 
 def hierarchical(one_path, two_path, steps="20"):
-    worst, n = compare(losses(one_path), losses(two_path), int(steps))
-    if worst is None:
-        return "**FAILED**: no losses to compare"
-    ok = worst < PARITY_LIMIT
-    return (f"{'passed' if ok else '**FAILED**'}: ranks identical; largest relative loss "
-            f"difference to 1 rank over the first {n} steps {worst:.1e} (limit "
-            f"{PARITY_LIMIT:.0e}, no batch norm or dropout)")
+    return loss_row(one_path, two_path, steps,
+                    "ranks identical; largest relative loss difference to 1 rank")
 
 
 def calibration(validate_txt, goal):
