@@ -204,12 +204,9 @@ GpuType ParseGpuType(const json& j, const std::string& origin, const std::string
   }
   if (f.has("compute_capability")) {
     g.compute_capability = f.text("compute_capability");
-    try {
-      ParseComputeCapability(g.compute_capability, "compute_capability");
-    } catch (const EstimateError&) {
-      f.fail("compute_capability", "must be MAJOR.MINOR such as \"8.0\" or \"9.0\", got \"" +
-                                       g.compute_capability + "\"");
-    }
+    if (const std::string problem = ComputeCapabilityProblem(g.compute_capability);
+        !problem.empty())
+      f.fail("compute_capability", problem);
   }
   return g;
 }

@@ -51,12 +51,22 @@ std::string TargetsText(const std::vector<std::string>& targets) {
 
 }  // namespace
 
-ComputeCapability ParseComputeCapability(const std::string& text, const std::string& what) {
+namespace {
+const std::regex& CapabilityForm() {
   static const std::regex form(R"(([1-9]\d?)\.(\d))");
+  return form;
+}
+}  // namespace
+
+std::string ComputeCapabilityProblem(const std::string& text) {
+  if (std::regex_match(text, CapabilityForm())) return "";
+  return "must be MAJOR.MINOR such as \"8.0\" or \"9.0\", got \"" + text + "\"";
+}
+
+ComputeCapability ParseComputeCapability(const std::string& text, const std::string& what) {
   std::smatch m;
-  if (!std::regex_match(text, m, form))
-    throw EstimateError(what + ": must be MAJOR.MINOR such as \"8.0\" or \"9.0\", got \"" + text +
-                        "\"");
+  if (!std::regex_match(text, m, CapabilityForm()))
+    throw EstimateError(what + ": " + ComputeCapabilityProblem(text));
   return ComputeCapability{std::stoi(m[1]), std::stoi(m[2])};
 }
 

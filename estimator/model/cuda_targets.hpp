@@ -18,7 +18,11 @@ struct ComputeCapability {
   int major = 0, minor = 0;
 };
 
-// "8.0", "9.0", "12.0": throws EstimateError(what + ...) for anything else.
+// What is wrong with `text` as a compute capability ("must be MAJOR.MINOR such as ..."), ""
+// when it is one ("8.0", "9.0", "12.0").
+std::string ComputeCapabilityProblem(const std::string& text);
+
+// "8.0" -> {8, 0}: throws EstimateError(what + ": " + the problem) for anything else.
 ComputeCapability ParseComputeCapability(const std::string& text, const std::string& what);
 
 // The build's targets, "sm_80 sm_90 compute_90" (space-separated, as make passes them).

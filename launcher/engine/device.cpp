@@ -103,11 +103,10 @@ std::vector<RankGpu> GatherRankGpus(MPI_Comm comm, const RankGpu& mine) {
 // (at most 16, then a count): a rank already near its GPU, or on a machine without NUMA
 // information, is not news. Collective.
 void PlaceRanksNearGpus(MPI_Comm comm, int rank, const RankGpu& mine) {
-  const std::string note = ApplyGpuPlacement(mine.gpu);
-  const bool news =
-      note.rfind("bound to", 0) == 0 || note.find("all far from") != std::string::npos;
+  const GpuPlacement p = ApplyGpuPlacement(mine.gpu);
+  const bool news = p.bind || p.far;
   const std::vector<std::string> all = mpi::AllGatherStrings(
-      comm, news ? "rank " + std::to_string(rank) + " (" + mine.host + "): " + note : "");
+      comm, news ? "rank " + std::to_string(rank) + " (" + mine.host + "): " + p.note : "");
   if (rank != 0) return;
   int shown = 0, more = 0;
   for (const std::string& line : all) {

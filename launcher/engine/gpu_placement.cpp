@@ -105,6 +105,7 @@ GpuPlacement PlaceNearGpu(const std::string& bus_id, const std::vector<int>& all
   if (both.size() == allowed.size()) {
     p.note = "CPUs " + FormatCpuList(allowed) + " all near GPU " + bus_id + where;
   } else if (both.empty()) {
+    p.far = true;
     p.note =
         "CPUs " + FormatCpuList(allowed) + " are all far from GPU " + bus_id + where +
         ", whose near CPUs are " + FormatCpuList(near) +
@@ -128,20 +129,22 @@ std::vector<int> AllowedCpus() {
   return cpus;
 }
 
-std::string ApplyGpuPlacement(const std::string& bus_id) {
-  if (const char* env = std::getenv("DLH_GPU_BIND"); env && std::string(env) == "none") return "";
+GpuPlacement ApplyGpuPlacement(const std::string& bus_id) {
+  if (const char* env = std::getenv("DLH_GPU_BIND"); env && std::string(env) == "none") return {};
   const std::vector<int> allowed = AllowedCpus();
-  if (allowed.empty()) return "";
-  const GpuPlacement p = PlaceNearGpu(bus_id, allowed);
-  if (!p.bind) return p.note;
+  if (allowed.empty()) return {};
+  GpuPlacement p = PlaceNearGpu(bus_id, allowed);
+  if (!p.bind) return p;
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : p.cpus)
     if (c < CPU_SETSIZE) CPU_SET(c, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0)
-    return "GPU " + bus_id + ": cannot bind to CPUs " + FormatCpuList(p.cpus) + " (" +
-           std::strerror(errno) + "), left as they are";
-  return p.note;
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    p.note = "GPU " + bus_id + ": cannot bind to CPUs " + FormatCpuList(p.cpus) + " (" +
+             std::strerror(errno) + "), left as they are";
+    p.bind = false;
+  }
+  return p;
 }
 
 }  // namespace dlh

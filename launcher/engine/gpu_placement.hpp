@@ -31,6 +31,7 @@ struct GpuPlacement {
   bool bind = false;      // narrow the rank to `cpus`
   std::vector<int> cpus;  // the CPUs to keep (bind), sorted
   int numa_node = -1;     // the GPU's, -1 unknown
+  bool far = false;       // every allowed CPU is far from the GPU (left alone: worth saying)
   std::string note;       // why nothing changes, or what did: for --verbose and the log
 };
 
@@ -43,8 +44,9 @@ GpuPlacement PlaceNearGpu(const std::string& bus_id, const std::vector<int>& all
 // The calling thread's allowed CPUs (sched_getaffinity).
 std::vector<int> AllowedCpus();
 
-// Binds the calling thread (threads it starts later inherit it) to `p.cpus` when p.bind, and
-// returns the note to report; DLH_GPU_BIND=none: nothing, "".
-std::string ApplyGpuPlacement(const std::string& bus_id);
+// Binds the calling thread (threads it starts later inherit it) as PlaceNearGpu says, and
+// returns what it did (bind false where binding failed, with the note saying why);
+// DLH_GPU_BIND=none: nothing, an empty placement.
+GpuPlacement ApplyGpuPlacement(const std::string& bus_id);
 
 }  // namespace dlh

@@ -112,7 +112,7 @@ TEST(GpuPlacement, OffByEnvironment) {
   const std::vector<int> before = AllowedCpus();
   ASSERT_FALSE(before.empty());
   setenv("DLH_GPU_BIND", "none", 1);
-  EXPECT_EQ(ApplyGpuPlacement("0000:00:00.0"), "");
+  EXPECT_EQ(ApplyGpuPlacement("0000:00:00.0").note, "");
   unsetenv("DLH_GPU_BIND");
   EXPECT_EQ(AllowedCpus(), before);
 }
