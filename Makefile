@@ -97,6 +97,7 @@ include launcher/report/module.mk
 include launcher/engine/cuda/module.mk
 include estimator/module.mk
 include plugin/module.mk
+include tests/nccl_standin/module.mk
 include tests/module.mk
 include tests/fuzz/module.mk
 

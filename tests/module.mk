@@ -142,8 +142,8 @@ endif
 # In make's order: the longest test, then the unit, MPI and GPU tests (their binaries compile
 # while it waits on its faults), then the other tests, longest first.
 CHECK_TARGETS := $(addprefix test-script/,$(firstword $(CHECK_TESTS))) $(UNIT_SHARD_TARGETS) \
-    $(addprefix test-mpi/,$(MPI_RANK_COUNTS)) check-gpu $(if $(SANITIZE),,check-abi) \
-    check-fuzz-replay \
+    $(addprefix test-mpi/,$(MPI_RANK_COUNTS)) check-gpu $(NCCL_STANDIN_CHECKS) \
+    $(if $(SANITIZE),,check-abi) check-fuzz-replay \
     $(addprefix test-script/,$(wordlist 2,$(words $(CHECK_TESTS)),$(CHECK_TESTS)))
 check-parallel: $(CHECK_TARGETS)
 

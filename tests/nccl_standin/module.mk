@@ -1,0 +1,40 @@
+# tests/nccl_standin/: libdlh_nccl_standin.so, the NCCL calls DLH makes on shared memory, so
+# that several ranks run the GPU engine on one GPU and faults can be injected (see
+# nccl_standin.cpp), and its tests. Built with the CUDA backend (it links the CUDA runtime for
+# device memory); make check runs the tests on host memory with 1 to 4 ranks. Never installed.
+# Included before tests/module.mk, whose CHECK_TARGETS takes NCCL_STANDIN_CHECKS.
+ifeq ($(WITH_CUDA),1)
+NCCL_STANDIN_LIB_SRCS := $(addprefix tests/nccl_standin/,nccl_standin.cpp collectives.cpp \
+    shm_group.cpp fault.cpp)
+NCCL_STANDIN := $(LIBDIR)/libdlh_nccl_standin.so
+NCCL_STANDIN_TEST_BIN := $(BINDIR)/nccl_standin_tests
+
+$(OBJDIR)/tests/nccl_standin/%.o: tests/nccl_standin/%.cpp
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  CXX   %s\n' $<
+	$(Q)$(CXX) $(CPPFLAGS) -isystem $(CUDA_HOME)/include $(DEP_CFLAGS) $(CXXFLAGS) \
+	  -fvisibility=hidden -MMD -MP -c $< -o $@
+
+# Only NCCL's names (and the stand-in's test hook) are exported: with LD_PRELOAD they take
+# the place of libnccl's.
+$(NCCL_STANDIN): $(NCCL_STANDIN_LIB_SRCS:%.cpp=$(OBJDIR)/%.o)
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
+	$(Q)$(CXX) -shared $(LDFLAGS) $^ -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart \
+	  -lrt -o $@
+
+$(NCCL_STANDIN_TEST_BIN): $(OBJDIR)/tests/nccl_standin/standin_mpitest.o \
+    $(OBJDIR)/tests/mpi/mpi_main.o $(NCCL_STANDIN)
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
+	$(Q)$(CXX) $(LDFLAGS) $(filter %.o,$^) -L$(LIBDIR) -ldlh_nccl_standin \
+	  -Wl,-rpath,'$$ORIGIN/../lib' $(GTEST_LIBS) $(DEP_LIBS) -o $@
+
+tests: $(NCCL_STANDIN_TEST_BIN)
+test-nccl-standin/%: $(NCCL_STANDIN_TEST_BIN) FORCE
+	$(Q)bash tests/run_test.sh "NCCL stand-in, $* ranks" env $(MPIRUN_ENV) $(MPIRUN) -np $* \
+	  $(NCCL_STANDIN_TEST_BIN) --gtest_color=no --gtest_brief=1
+NCCL_STANDIN_CHECKS := $(addprefix test-nccl-standin/,1 2 3 4)
+else
+NCCL_STANDIN_CHECKS :=
+endif

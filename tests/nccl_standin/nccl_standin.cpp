@@ -1,0 +1,484 @@
+// DLH NCCL stand-in — libdlh_nccl_standin.so: the NCCL calls DLH makes, with NCCL's ABI, for
+// running several ranks on one machine and one GPU (NCCL itself refuses two ranks on one GPU)
+// and for injecting faults (fault.hpp). Loaded in NCCL's place with LD_PRELOAD, it is used by
+// share/gpu/gpu-check.sh's multi-rank rows and tested on host memory in make check
+// (tests/nccl_standin/standin_mpitest.cpp). Never shipped: it is slow (every byte goes through
+// shared memory) and single-host.
+//
+// Device memory: a collective enqueued on a stream runs when the stream reaches it. A host
+// function on the stream tells this communicator's worker thread that the inputs are ready
+// and blocks the stream until the worker has copied them to host memory, summed or gathered
+// them with the peers (collectives.hpp) and copied the result back. Host memory (no GPU, or
+// host pointers): the collective runs in the calling thread before the call returns.
+//
+// Non-blocking communicators (ncclConfig_t::blocking = 0) initialise on the worker: the init
+// returns ncclInProgress and ncclCommGetAsyncError says ncclInProgress until every rank has
+// joined, as NCCL's do. ncclCommAbort ends every wait of the communicator at once.
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <sys/random.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "tests/nccl_standin/collectives.hpp"
+#include "tests/nccl_standin/fault.hpp"
+#include "tests/nccl_standin/shm_group.hpp"
+
+#define STANDIN_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+using namespace dlh::nccl_standin;
+
+constexpr char kIdMagic[] = "dlh-nccl-standin";
+
+// One collective on device memory, between its enqueueing and its end.
+struct DeviceOp {
+  Collective c;
+  int device = 0;
+  bool hang = false;  // an injected fault: never runs, ends only with an abort
+  std::mutex m;
+  std::condition_variable cv;
+  bool reached = false;  // the stream got here: the inputs are written
+  bool done = false;     // the outputs are written (or the communicator was aborted)
+};
+
+void Report(const std::string& what) {
+  std::fprintf(stderr, "nccl-standin: %s\n", what.c_str());
+  std::fflush(stderr);
+}
+
+// The process's injected fault: DLH_NCCL_STANDIN_FAULT, read at the first collective, or
+// what dlhNcclStandinSetFault set.
+struct FaultState {
+  std::once_flag once;
+  Fault fault;
+  std::string text, problem;
+  std::atomic<long> calls{0};
+  void set(const std::string& spec) {
+    text = spec;
+    problem.clear();
+    calls = 0;
+    try {
+      fault = ParseFault(spec);
+    } catch (const std::exception& e) {
+      fault = Fault{};
+      problem = e.what();
+    }
+  }
+};
+FaultState& Faults() {
+  static FaultState s;
+  std::call_once(s.once, [] {
+    const char* text = std::getenv("DLH_NCCL_STANDIN_FAULT");
+    s.set(text ? text : "");
+  });
+  return s;
+}
+
+bool AnyGpu() {
+  static const bool any = [] {
+    int n = 0;
+    const bool ok = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+    cudaGetLastError();  // a machine without a GPU leaves an error behind
+    return ok;
+  }();
+  return any;
+}
+
+// The device `p` lives on, or -1 for host memory (any pointer when there is no GPU).
+int DeviceOf(const void* p) {
+  if (p == nullptr || !AnyGpu()) return -1;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+}
+
+}  // namespace
+
+// The opaque type behind ncclComm_t.
+struct ncclComm {
+  int rank = 0, nranks = 1;
+  std::string shm_name;
+  std::unique_ptr<ShmGroup> group;
+  std::atomic<bool> stop{false};
+  std::atomic<int> async{ncclSuccess};
+  std::atomic<int> host_calls{0};  // collectives on host memory now running (abort waits)
+
+  // The worker: non-blocking initialisation and collectives on device memory, in order.
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> tasks;
+  bool quit = false;
+  std::thread worker;
+
+  // Host staging of device collectives, grown as needed (the worker's alone).
+  void* send_host = nullptr;
+  void* recv_host = nullptr;
+  size_t send_cap = 0, recv_cap = 0;
+  cudaStream_t copy = nullptr;
+
+  void start_worker() {
+    worker = std::thread([this] {
+      for (;;) {
+        std::function<void()> task;
+        {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return quit || !tasks.empty() || stop.load(); });
+          if (tasks.empty() || stop.load()) return;
+          task = std::move(tasks.front());
+          tasks.pop_front();
+        }
+        task();
+      }
+    });
+  }
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      tasks.push_back(std::move(task));
+    }
+    cv.notify_all();
+  }
+  // Ends the worker: after what is queued (destroy), or at once (abort).
+  void end_worker(bool at_once) {
+    if (at_once) stop.store(true);
+    {
+      std::lock_guard<std::mutex> lock(m);
+      quit = true;
+    }
+    cv.notify_all();
+    if (worker.joinable()) worker.join();
+    // Tasks an abort left behind: run now, with `stop` raised, each only marks its operation
+    // done, which releases the stream holding for it.
+    for (auto& task : tasks) task();
+    tasks.clear();
+  }
+  ~ncclComm() {
+    end_worker(true);
+    if (copy) cudaStreamDestroy(copy);
+    if (send_host) cudaFreeHost(send_host);
+    if (recv_host) cudaFreeHost(recv_host);
+  }
+};
+
+namespace {
+
+bool Join(ncclComm* comm) {
+  try {
+    comm->group = std::make_unique<ShmGroup>(comm->shm_name, comm->nranks, comm->rank);
+  } catch (const std::exception& e) {
+    Report(e.what());
+    return false;
+  }
+  return comm->group->barrier(comm->stop);
+}
+
+void Grow(void** p, size_t* cap, size_t bytes) {
+  if (bytes <= *cap) return;
+  if (*p) cudaFreeHost(*p);
+  *p = nullptr;
+  *cap = 0;
+  if (cudaMallocHost(p, bytes) != cudaSuccess) throw std::runtime_error("cudaMallocHost failed");
+  *cap = bytes;
+}
+
+// On the worker: the stream has reached the op; stage, run, copy back.
+void RunDeviceOp(ncclComm* comm, DeviceOp* op) {
+  {
+    std::unique_lock<std::mutex> lock(op->m);
+    while (!op->reached && !comm->stop.load())
+      op->cv.wait_for(lock, std::chrono::milliseconds(5));
+  }
+  bool ok = false;
+  if (!op->hang && !comm->stop.load()) {
+    try {
+      const size_t sb = SendBytes(op->c, comm->nranks), rb = RecvBytes(op->c, comm->nranks);
+      if (cudaSetDevice(op->device) != cudaSuccess) throw std::runtime_error("cudaSetDevice failed");
+      if (!comm->copy && cudaStreamCreateWithFlags(&comm->copy, cudaStreamNonBlocking) != cudaSuccess)
+        throw std::runtime_error("cudaStreamCreate failed");
+      Grow(&comm->send_host, &comm->send_cap, sb);
+      Grow(&comm->recv_host, &comm->recv_cap, rb);
+      // Only the root's send buffer matters to a broadcast; every rank's to the others.
+      if (sb > 0 && (op->c.kind != Collective::Broadcast || comm->rank == op->c.root) &&
+          cudaMemcpyAsync(comm->send_host, op->c.send, sb, cudaMemcpyDeviceToHost, comm->copy) !=
+              cudaSuccess)
+        throw std::runtime_error("cudaMemcpyAsync to the host failed");
+      // In place, NCCL's outputs keep what the collective does not write (a reduce's
+      // non-roots, nothing else here): start from the device's contents.
+      if (rb > 0 && op->c.kind == Collective::Reduce && comm->rank != op->c.root &&
+          cudaMemcpyAsync(comm->recv_host, op->c.recv, rb, cudaMemcpyDeviceToHost, comm->copy) !=
+              cudaSuccess)
+        throw std::runtime_error("cudaMemcpyAsync to the host failed");
+      if (cudaStreamSynchronize(comm->copy) != cudaSuccess)
+        throw std::runtime_error("cudaStreamSynchronize failed");
+      Collective host = op->c;
+      host.send = comm->send_host;
+      host.recv = comm->recv_host;
+      ok = RunCollective(*comm->group, host, comm->stop);
+      if (ok && rb > 0 &&
+          (cudaMemcpyAsync(op->c.recv, comm->recv_host, rb, cudaMemcpyHostToDevice, comm->copy) !=
+               cudaSuccess ||
+           cudaStreamSynchronize(comm->copy) != cudaSuccess))
+        throw std::runtime_error("cudaMemcpyAsync to the device failed");
+    } catch (const std::exception& e) {
+      Report(e.what());
+      ok = false;
+    }
+  }
+  if (!ok) comm->async.store(ncclSystemError);
+  {
+    std::lock_guard<std::mutex> lock(op->m);
+    op->done = true;
+  }
+  op->cv.notify_all();
+}
+
+// On the stream (CUDA's host-function thread): say the inputs are ready, then hold the stream
+// until the worker has written the outputs. Makes no CUDA call, as a host function must not.
+void CUDART_CB HoldStream(void* arg) {
+  std::unique_ptr<std::shared_ptr<DeviceOp>> holder(static_cast<std::shared_ptr<DeviceOp>*>(arg));
+  DeviceOp& op = **holder;
+  std::unique_lock<std::mutex> lock(op.m);
+  op.reached = true;
+  op.cv.notify_all();
+  op.cv.wait(lock, [&] { return op.done; });
+}
+
+bool ToElement(ncclDataType_t t, Element* e) {
+  switch (t) {
+    case ncclFloat32: *e = Element::Float32; return true;
+    case ncclFloat64: *e = Element::Float64; return true;
+    case ncclInt32: *e = Element::Int32; return true;
+    case ncclInt8:
+    case ncclUint8: *e = Element::Bytes; return true;
+    default: return false;
+  }
+}
+
+ncclResult_t Launch(Collective c, ncclDataType_t type, ncclRedOp_t op, bool reduces,
+                    ncclComm_t comm, cudaStream_t stream) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  if (comm->async.load() == ncclInProgress) {
+    Report("a collective on a communicator still initialising");
+    return ncclInvalidUsage;
+  }
+  if (!ToElement(type, &c.element) || (reduces && (op != ncclSum || c.element == Element::Bytes))) {
+    Report("only sums of float, double and int32 (and copies of bytes) are stood in for");
+    return ncclInvalidArgument;
+  }
+  FaultState& faults = Faults();
+  if (!faults.problem.empty()) {
+    Report(faults.problem);
+    return ncclInvalidUsage;
+  }
+  const long call = ++faults.calls;
+  const Fault& f = faults.fault;
+  const bool faulty = f.kind != Fault::None && f.call == call && f.rank == ProcessRank();
+  if (faulty) Report("rank " + std::to_string(f.rank) + ": injecting " + faults.text);
+  if (faulty && f.kind == Fault::Stop) std::raise(SIGSTOP);
+  if (faulty && f.kind == Fault::Error) {
+    comm->async.store(ncclSystemError);
+    return DeviceOf(c.recv) < 0 ? ncclSystemError : ncclSuccess;
+  }
+  const bool hang = faulty && f.kind == Fault::Hang;
+  const int device = DeviceOf(c.recv);
+  if (device < 0) {
+    // Host memory: here and now.
+    ++comm->host_calls;
+    bool ok = false;
+    if (hang) {
+      while (!comm->stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } else {
+      ok = RunCollective(*comm->group, c, comm->stop);
+    }
+    if (!ok) comm->async.store(ncclSystemError);
+    --comm->host_calls;  // last: an abort waiting for it may free the communicator
+    return ok ? ncclSuccess : ncclSystemError;
+  }
+  auto dop = std::make_shared<DeviceOp>();
+  dop->c = c;
+  dop->device = device;
+  dop->hang = hang;
+  comm->post([comm, dop] { RunDeviceOp(comm, dop.get()); });
+  auto* holder = new std::shared_ptr<DeviceOp>(dop);
+  if (cudaLaunchHostFunc(stream, HoldStream, holder) != cudaSuccess) {
+    delete holder;
+    {
+      std::lock_guard<std::mutex> lock(dop->m);
+      dop->reached = true;  // the worker must not wait for a stream that never comes
+    }
+    dop->cv.notify_all();
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, bool blocking) {
+  if (out == nullptr || nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks ||
+      std::memcmp(id.internal, kIdMagic, sizeof kIdMagic - 1) != 0)
+    return ncclInvalidArgument;
+  auto comm = std::make_unique<ncclComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  char hex[2 * 16 + 1];
+  for (int i = 0; i < 16; ++i)
+    std::snprintf(hex + 2 * i, 3, "%02x", unsigned(static_cast<unsigned char>(id.internal[64 + i])));
+  comm->shm_name = std::string("/dlh-nccl-") + hex;
+  comm->start_worker();
+  if (blocking) {
+    if (!Join(comm.get())) return ncclSystemError;
+    *out = comm.release();
+    return ncclSuccess;
+  }
+  comm->async.store(ncclInProgress);
+  ncclComm* c = comm.get();
+  c->post([c] { c->async.store(Join(c) ? ncclSuccess : ncclSystemError); });
+  *out = comm.release();
+  return ncclInProgress;
+}
+
+void Free(ncclComm_t comm, bool at_once) {
+  comm->end_worker(at_once);
+  while (comm->host_calls.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  delete comm;
+}
+
+}  // namespace
+
+// The stand-in's own: replaces DLH_NCCL_STANDIN_FAULT (empty: no fault) and counts calls from
+// 0 again. Returns 0, or -1 with the reason on stderr when `spec` is not a fault.
+STANDIN_API int dlhNcclStandinSetFault(const char* spec) {
+  FaultState& faults = Faults();
+  faults.set(spec ? spec : "");
+  if (faults.problem.empty()) return 0;
+  Report(faults.problem);
+  return -1;
+}
+
+STANDIN_API ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return ncclInvalidArgument;
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+STANDIN_API ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  if (id == nullptr) return ncclInvalidArgument;
+  std::memset(id, 0, sizeof *id);
+  std::memcpy(id->internal, kIdMagic, sizeof kIdMagic - 1);
+  if (getrandom(id->internal + 64, 16, 0) != 16) return ncclSystemError;
+  return ncclSuccess;
+}
+
+STANDIN_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id,
+                                          int rank) {
+  return Init(comm, nranks, id, rank, true);
+}
+
+STANDIN_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id,
+                                                int rank, ncclConfig_t* config) {
+  return Init(comm, nranks, id, rank, config == nullptr || config->blocking != 0);
+}
+
+STANDIN_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
+  if (comm == nullptr || error == nullptr) return ncclInvalidArgument;
+  *error = ncclResult_t(comm->async.load());
+  return ncclSuccess;
+}
+
+STANDIN_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+}
+
+STANDIN_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm != nullptr) Free(comm, false);
+  return ncclSuccess;
+}
+
+STANDIN_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm != nullptr) Free(comm, true);
+  return ncclSuccess;
+}
+
+STANDIN_API ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (comm == nullptr || count == nullptr) return ncclInvalidArgument;
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+
+STANDIN_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (comm == nullptr || rank == nullptr) return ncclInvalidArgument;
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+STANDIN_API const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (stand-in)";
+    case ncclSystemError: return "unhandled system error (stand-in: aborted, or a fault injected)";
+    case ncclInternalError: return "internal error (stand-in)";
+    case ncclInvalidArgument: return "invalid argument (stand-in)";
+    case ncclInvalidUsage: return "invalid usage (stand-in)";
+    case ncclRemoteError: return "remote process exited or there was a network error (stand-in)";
+    case ncclInProgress: return "NCCL operation in progress (stand-in)";
+    default: return "unknown result code (stand-in)";
+  }
+}
+
+STANDIN_API const char* ncclGetLastError(ncclComm_t) { return ""; }
+
+STANDIN_API ncclResult_t ncclGroupStart() { return ncclSuccess; }
+STANDIN_API ncclResult_t ncclGroupEnd() { return ncclSuccess; }
+
+STANDIN_API ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count,
+                                       ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  return Launch({Collective::AllReduce, send, recv, count}, type, op, true, comm, stream);
+}
+
+STANDIN_API ncclResult_t ncclReduce(const void* send, void* recv, size_t count,
+                                    ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  Collective c{Collective::Reduce, send, recv, count};
+  c.root = root;
+  return Launch(c, type, op, true, comm, stream);
+}
+
+STANDIN_API ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count,
+                                       ncclDataType_t type, int root, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  Collective c{Collective::Broadcast, send, recv, count};
+  c.root = root;
+  return Launch(c, type, ncclSum, false, comm, stream);
+}
+
+STANDIN_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t type, int root,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  return ncclBroadcast(buff, buff, count, type, root, comm, stream);
+}
+
+STANDIN_API ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recv_count,
+                                           ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  return Launch({Collective::ReduceScatter, send, recv, recv_count}, type, op, true, comm, stream);
+}
+
+STANDIN_API ncclResult_t ncclAllGather(const void* send, void* recv, size_t send_count,
+                                       ncclDataType_t type, ncclComm_t comm, cudaStream_t stream) {
+  return Launch({Collective::AllGather, send, recv, send_count}, type, ncclSum, false, comm,
+                stream);
+}
