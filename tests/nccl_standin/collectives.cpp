@@ -22,10 +22,14 @@ void SumSlots(const ShmGroup& g, size_t from, size_t n, void* out) {
 // out[0, n) = the sum over ranks of their slots' elements [from, from + n), in rank order.
 void SumSlots(const ShmGroup& g, Element e, size_t from, size_t n, void* out) {
   switch (e) {
-    case Element::Float32: return SumSlots<float>(g, from, n, out);
-    case Element::Float64: return SumSlots<double>(g, from, n, out);
-    case Element::Int32: return SumSlots<int32_t>(g, from, n, out);
-    case Element::Bytes: break;  // not reducible: the ABI refuses it before
+    case Element::Float32:
+      return SumSlots<float>(g, from, n, out);
+    case Element::Float64:
+      return SumSlots<double>(g, from, n, out);
+    case Element::Int32:
+      return SumSlots<int32_t>(g, from, n, out);
+    case Element::Bytes:
+      break;  // not reducible: the ABI refuses it before
   }
 }
 
@@ -36,10 +40,14 @@ unsigned char* Bytes(void* p) { return static_cast<unsigned char*>(p); }
 
 size_t ElementSize(Element e) {
   switch (e) {
-    case Element::Float32: return 4;
-    case Element::Float64: return 8;
-    case Element::Int32: return 4;
-    case Element::Bytes: return 1;
+    case Element::Float32:
+      return 4;
+    case Element::Float64:
+      return 8;
+    case Element::Int32:
+      return 4;
+    case Element::Bytes:
+      return 1;
   }
   return 1;
 }

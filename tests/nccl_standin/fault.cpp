@@ -29,8 +29,8 @@ Fault ParseFault(const std::string& text) {
   if (text.empty()) return f;
   std::istringstream in(text);
   std::string kind, rank, call, extra;
-  if (!std::getline(in, kind, ':') || !std::getline(in, rank, ':') || !std::getline(in, call, ':') ||
-      std::getline(in, extra))
+  if (!std::getline(in, kind, ':') || !std::getline(in, rank, ':') ||
+      !std::getline(in, call, ':') || std::getline(in, extra))
     throw std::runtime_error("DLH_NCCL_STANDIN_FAULT=" + text +
                              ": expected KIND:RANK:CALL, such as stop:1:5");
   if (kind == "stop")
@@ -40,8 +40,8 @@ Fault ParseFault(const std::string& text) {
   else if (kind == "error")
     f.kind = Fault::Error;
   else
-    throw std::runtime_error("DLH_NCCL_STANDIN_FAULT=" + text + ": KIND must be stop, hang or error, got \"" +
-                             kind + "\"");
+    throw std::runtime_error("DLH_NCCL_STANDIN_FAULT=" + text +
+                             ": KIND must be stop, hang or error, got \"" + kind + "\"");
   f.rank = int(ParseNumber(rank, "RANK", text));
   f.call = ParseNumber(call, "CALL", text);
   if (f.call < 1)

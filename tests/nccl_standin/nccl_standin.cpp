@@ -200,15 +200,16 @@ void Grow(void** p, size_t* cap, size_t bytes) {
 void RunDeviceOp(ncclComm* comm, DeviceOp* op) {
   {
     std::unique_lock<std::mutex> lock(op->m);
-    while (!op->reached && !comm->stop.load())
-      op->cv.wait_for(lock, std::chrono::milliseconds(5));
+    while (!op->reached && !comm->stop.load()) op->cv.wait_for(lock, std::chrono::milliseconds(5));
   }
   bool ok = false;
   if (!op->hang && !comm->stop.load()) {
     try {
       const size_t sb = SendBytes(op->c, comm->nranks), rb = RecvBytes(op->c, comm->nranks);
-      if (cudaSetDevice(op->device) != cudaSuccess) throw std::runtime_error("cudaSetDevice failed");
-      if (!comm->copy && cudaStreamCreateWithFlags(&comm->copy, cudaStreamNonBlocking) != cudaSuccess)
+      if (cudaSetDevice(op->device) != cudaSuccess)
+        throw std::runtime_error("cudaSetDevice failed");
+      if (!comm->copy &&
+          cudaStreamCreateWithFlags(&comm->copy, cudaStreamNonBlocking) != cudaSuccess)
         throw std::runtime_error("cudaStreamCreate failed");
       Grow(&comm->send_host, &comm->send_cap, sb);
       Grow(&comm->recv_host, &comm->recv_cap, rb);
@@ -260,12 +261,21 @@ void CUDART_CB HoldStream(void* arg) {
 
 bool ToElement(ncclDataType_t t, Element* e) {
   switch (t) {
-    case ncclFloat32: *e = Element::Float32; return true;
-    case ncclFloat64: *e = Element::Float64; return true;
-    case ncclInt32: *e = Element::Int32; return true;
+    case ncclFloat32:
+      *e = Element::Float32;
+      return true;
+    case ncclFloat64:
+      *e = Element::Float64;
+      return true;
+    case ncclInt32:
+      *e = Element::Int32;
+      return true;
     case ncclInt8:
-    case ncclUint8: *e = Element::Bytes; return true;
-    default: return false;
+    case ncclUint8:
+      *e = Element::Bytes;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -336,7 +346,8 @@ ncclResult_t Init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   comm->nranks = nranks;
   char hex[2 * 16 + 1];
   for (int i = 0; i < 16; ++i)
-    std::snprintf(hex + 2 * i, 3, "%02x", unsigned(static_cast<unsigned char>(id.internal[64 + i])));
+    std::snprintf(hex + 2 * i, 3, "%02x",
+                  unsigned(static_cast<unsigned char>(id.internal[64 + i])));
   comm->shm_name = std::string("/dlh-nccl-") + hex;
   comm->start_worker();
   if (blocking) {
@@ -383,8 +394,7 @@ STANDIN_API ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   return ncclSuccess;
 }
 
-STANDIN_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id,
-                                          int rank) {
+STANDIN_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
   return Init(comm, nranks, id, rank, true);
 }
 
@@ -427,15 +437,24 @@ STANDIN_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 
 STANDIN_API const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (stand-in)";
-    case ncclSystemError: return "unhandled system error (stand-in: aborted, or a fault injected)";
-    case ncclInternalError: return "internal error (stand-in)";
-    case ncclInvalidArgument: return "invalid argument (stand-in)";
-    case ncclInvalidUsage: return "invalid usage (stand-in)";
-    case ncclRemoteError: return "remote process exited or there was a network error (stand-in)";
-    case ncclInProgress: return "NCCL operation in progress (stand-in)";
-    default: return "unknown result code (stand-in)";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (stand-in)";
+    case ncclSystemError:
+      return "unhandled system error (stand-in: aborted, or a fault injected)";
+    case ncclInternalError:
+      return "internal error (stand-in)";
+    case ncclInvalidArgument:
+      return "invalid argument (stand-in)";
+    case ncclInvalidUsage:
+      return "invalid usage (stand-in)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error (stand-in)";
+    case ncclInProgress:
+      return "NCCL operation in progress (stand-in)";
+    default:
+      return "unknown result code (stand-in)";
   }
 }
 
@@ -450,8 +469,8 @@ STANDIN_API ncclResult_t ncclAllReduce(const void* send, void* recv, size_t coun
   return Launch({Collective::AllReduce, send, recv, count}, type, op, true, comm, stream);
 }
 
-STANDIN_API ncclResult_t ncclReduce(const void* send, void* recv, size_t count,
-                                    ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm,
+STANDIN_API ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
+                                    ncclRedOp_t op, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
   Collective c{Collective::Reduce, send, recv, count};
   c.root = root;

@@ -1,8 +1,8 @@
 // nccl_standin_tests — the NCCL stand-in (libdlh_nccl_standin.so) through NCCL's own API, on
 // host memory, under mpirun with 1 to 4 ranks (make check): the collectives DLH's GPU
 // gradient sync makes, in its layouts, against closed forms; non-blocking initialisation; and
-// the injected faults, ended by ncclCommAbort. Its main is the MPI tests' (tests/mpi/mpi_main.cpp). The same library runs the GPU engine's
-// multi-rank rows on one GPU (share/gpu/gpu-check.sh).
+// the injected faults, ended by ncclCommAbort. Its main is the MPI tests' (tests/mpi/mpi_main.cpp).
+// The same library runs the GPU engine's multi-rank rows on one GPU (share/gpu/gpu-check.sh).
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -119,8 +119,7 @@ TEST(NcclStandin, ReduceToTheRootThenBroadcast) {
   for (size_t i = 0; i < count; ++i) ASSERT_EQ(data[i], SumOfValues(Size(), i)) << i;
   // Doubles and ints sum too; half precision is refused, not summed wrongly.
   std::vector<double> d(3, Rank() + 0.5);
-  ASSERT_EQ(ncclAllReduce(d.data(), d.data(), 3, ncclFloat64, ncclSum, comm, nullptr),
-            ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(d.data(), d.data(), 3, ncclFloat64, ncclSum, comm, nullptr), ncclSuccess);
   EXPECT_EQ(d[2], Size() * Size() / 2.0);
   EXPECT_EQ(ncclAllReduce(d.data(), d.data(), 3, ncclFloat16, ncclSum, comm, nullptr),
             ncclInvalidArgument);
@@ -177,9 +176,7 @@ TEST(NcclStandin, AnInjectedErrorLeavesPeersWaitingUntilAborted) {
   ExpectFaultEndsWithAbort("error");
 }
 
-TEST(NcclStandin, AnInjectedHangEndsWithAbortOnEveryRank) {
-  ExpectFaultEndsWithAbort("hang");
-}
+TEST(NcclStandin, AnInjectedHangEndsWithAbortOnEveryRank) { ExpectFaultEndsWithAbort("hang"); }
 
 TEST(NcclStandin, BadFaultSpecsAreRefused) {
   for (const char* bad : {"stop", "stop:1", "freeze:1:2", "stop:x:2", "stop:1:0", "stop:1:2:3"})
