@@ -179,11 +179,13 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   const std::vector<RankGpu> gpus = GatherRankGpus(config.comm, mine);
   // From here on every rank holds a GPU.
   if (gpu_found) *gpu_found = true;
-  const bool hierarchical =
-      config.node_of_rank.empty()
-          ? false
-          : UseHierarchical(config.allreduce, MakeTopology(config.node_of_rank, rank));
-  if (const std::string shared = FindSharedGpu(gpus, hierarchical); !shared.empty())
+  const bool hierarchical = !config.node_of_rank.empty() && GpuUsesHierarchical(config.allreduce);
+  if (TestSharesGpus()) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "dlh-launch: DLH_TEST_SHARE_GPU=1: ranks may share a GPU (a test with the "
+                   "NCCL stand-in)\n");
+  } else if (const std::string shared = FindSharedGpu(gpus, hierarchical); !shared.empty())
     return refuse(shared +
                       ", and NCCL needs one GPU per rank: start at most one rank per GPU "
                       "(srun --ntasks-per-node, or mpirun -np)",

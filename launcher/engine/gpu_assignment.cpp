@@ -1,6 +1,7 @@
 // DLH — which physical GPU each rank trains on (see gpu_assignment.hpp).
 #include "launcher/engine/gpu_assignment.hpp"
 
+#include <cstdlib>
 #include <map>
 #include <tuple>
 
@@ -23,6 +24,11 @@ std::string FindSharedGpu(const std::vector<RankGpu>& ranks, bool hierarchical) 
              " both use GPU " + g.gpu;
   }
   return "";
+}
+
+bool TestSharesGpus() {
+  const char* v = std::getenv("DLH_TEST_SHARE_GPU");
+  return v != nullptr && std::string(v) == "1";
 }
 
 }  // namespace dlh

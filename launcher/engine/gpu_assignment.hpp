@@ -31,4 +31,15 @@ int GpuIndexFor(int bound, int local_rank, int visible_count);
 // two nodes on one GPU are fine (the cross-node step runs over MPI).
 std::string FindSharedGpu(const std::vector<RankGpu>& ranks, bool hierarchical);
 
+// Whether the GPU engine sums gradients hierarchically (NCCL in the node, MPI across nodes)
+// for --allreduce `kind`: only when asked. Flat NCCL is the default at any node count (issue
+// 42): NCCL's own rings and trees use NVLink inside a node and the network across nodes,
+// overlap backward bucket by bucket, and stage nothing through the host. (The CPU path's
+// auto is UseHierarchical, launcher/comm/allreduce.hpp.)
+inline bool GpuUsesHierarchical(const std::string& kind) { return kind == "hierarchical"; }
+
+// DLH_TEST_SHARE_GPU=1: ranks may share a GPU. For tests only, with the NCCL stand-in
+// (tests/nccl_standin/), which runs several ranks on one GPU; NCCL itself refuses them.
+bool TestSharesGpus();
+
 }  // namespace dlh

@@ -72,9 +72,9 @@ class CudaEngine : public Engine {
     // learn of it before anyone enters NCCL's collective initialisation.
     RunCollectively(c.comm, [&] { setup_device(); });
     RunCollectively(c.comm, [&] {
-      sync_ = std::make_unique<GpuGradientSync>(c.comm, c.node_of_rank, c.allreduce, grads_.get(),
-                                                param_total_, make_buckets(), c.sync.overlap,
-                                                compute_.get(), c.comm_timeout_s);
+      sync_ = std::make_unique<GpuGradientSync>(
+          c.comm, c.node_of_rank, c.allreduce, grads_.get(), param_total_, make_buckets(),
+          c.sync.overlap, compute_.get(), c.comm_timeout_s, c.peer_wait.enter != nullptr);
     });
   }
 
@@ -118,7 +118,7 @@ class CudaEngine : public Engine {
       if (const Batch* b = next()) stage_ahead(*b);
     // The host waits for backward here, so that the trainer's compute time is the GPU's.
     CUDA_CHECK(cudaEventRecord(backward_done_.get(), compute_.get()));
-    sync_->wait(backward_done_.get(), "backward");
+    sync_->wait(backward_done_.get(), "backward", false);
     return read_loss();
   }
 
@@ -450,7 +450,7 @@ class CudaEngine : public Engine {
   }
 
   StepSums read_loss() {
-    sync_->wait(loss_ready_.get(), "loss");
+    sync_->wait(loss_ready_.get(), "loss", false);
     if (host_bad_.get()[0] != 0)
       throw DataError("softmax cross-entropy: the label of sample " +
                       std::to_string(host_bad_.get()[0] - 1) + " of the batch is outside [0, " +

@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/comm/planner.hpp"
+#include "launcher/engine/gpu_assignment.hpp"
+#include "launcher/watch/peer_watch.hpp"
 
 namespace dlh {
 namespace cuda {
@@ -16,9 +19,16 @@ namespace {
 
 constexpr std::chrono::milliseconds kSpinWait(2);  // GpuGradientSync::wait's first phase
 
+// How long this rank waits for a collective before aborting it itself. Under the launcher's
+// peer watch, past its verdict: the watch gives a live but busy peer up to four timeouts and
+// then two heartbeats, and only it can name the rank that stopped.
+double WaitDeadline(double timeout_s, bool peer_watch) {
+  return peer_watch ? 5 * timeout_s + 30 : timeout_s;
+}
+
 }  // namespace
 
-NcclComm::NcclComm(MPI_Comm comm) {
+NcclComm::NcclComm(MPI_Comm comm, double deadline_s) : deadline_s_(deadline_s) {
   MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   MPI_CHECK(MPI_Comm_size(comm, &size_));
   ncclUniqueId id;
@@ -29,15 +39,51 @@ NcclComm::NcclComm(MPI_Comm comm) {
   // broadcast still completing on one rank while its peers sit in ncclCommInitRank's own
   // bootstrap is a known deadlock, and the barrier costs once per communicator.
   MPI_CHECK(MPI_Barrier(comm));
+  // Non-blocking: a peer that never joins (dead, stopped, unreachable) cannot hang this rank
+  // inside NCCL's bootstrap; settle() polls under the deadline and aborts.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
   ncclComm_t c = nullptr;
-  NCCL_CHECK(ncclCommInitRank(&c, size_, id, rank_));
+  const ncclResult_t started = ncclCommInitRankConfig(&c, size_, id, rank_, &config);
   comm_ = PeerComm<NcclOps>(c);
+  if (started != ncclInProgress) NCCL_CHECK(started);
+  settle("ncclCommInitRankConfig (joining the NCCL communicator)");
+}
+
+void NcclComm::settle(const char* what) {
+  using Clock = std::chrono::steady_clock;
+  PeerWait watched(what);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(deadline_s_);
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    NCCL_CHECK(ncclCommGetAsyncError(comm_.get(), &state));
+    if (state == ncclSuccess) return;
+    if (state != ncclInProgress) {
+      comm_.abort();
+      throw GpuCommError(std::string(what) + ": NCCL reports " + ncclGetErrorString(state) +
+                         " (a peer rank failed?); communicator aborted");
+    }
+    if (Clock::now() > deadline) {
+      comm_.abort();
+      throw GpuCommError(std::string(what) + " did not finish within " +
+                         std::to_string(int(deadline_s_)) +
+                         " s: a peer rank failed or stalled; communicator aborted");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void NcclComm::enqueued(ncclResult_t result, const char* call) {
+  if (result == ncclInProgress)
+    settle(call);
+  else
+    NCCL_CHECK(result);
 }
 
 GpuGradientSync::GpuGradientSync(MPI_Comm comm, const std::vector<std::string>& node_of_rank,
                                  const std::string& kind, float* grads, size_t grads_count,
                                  std::vector<GradBucket> buckets, bool overlap,
-                                 cudaStream_t compute, double timeout_s)
+                                 cudaStream_t compute, double timeout_s, bool peer_watch)
     : nodes_(BuildNodeComms(comm, node_of_rank)),
       grads_(grads),
       grads_count_(grads_count),
@@ -46,13 +92,15 @@ GpuGradientSync::GpuGradientSync(MPI_Comm comm, const std::vector<std::string>& 
       compute_(compute),
       comm_stream_(MakeStream()),
       done_(MakeEvent()),
-      timeout_s_(timeout_s) {
-  hierarchical_ = UseHierarchical(kind, nodes_.topo);
+      timeout_s_(timeout_s),
+      deadline_s_(WaitDeadline(timeout_s, peer_watch)) {
+  CheckAllreduceKind(kind);
+  hierarchical_ = GpuUsesHierarchical(kind);
   if (hierarchical_) {
-    local_ = std::make_unique<NcclComm>(nodes_.local.get());
+    local_ = std::make_unique<NcclComm>(nodes_.local.get(), deadline_s_);
     host_.resize(grads_count_);
   } else {
-    flat_ = std::make_unique<NcclComm>(comm);
+    flat_ = std::make_unique<NcclComm>(comm, deadline_s_);
   }
   for (size_t i = 0; i < buckets_.size(); ++i) ready_.push_back(MakeEvent());
 }
@@ -73,7 +121,8 @@ std::string GpuGradientSync::name() const {
   if (hierarchical_)
     return "hierarchical (" + DescribeTopology(nodes_.topo) +
            "; NCCL in the node, MPI across nodes)";
-  return "flat (NCCL over " + std::to_string(flat_->size()) + " ranks)";
+  return "flat (NCCL over " + std::to_string(flat_->size()) + " ranks" +
+         (nodes_.topo.num_nodes > 1 ? ", " + DescribeTopology(nodes_.topo) : std::string()) + ")";
 }
 
 void GpuGradientSync::fail(const std::string& why) {
@@ -82,10 +131,13 @@ void GpuGradientSync::fail(const std::string& why) {
   throw GpuCommError(why);
 }
 
-void GpuGradientSync::wait(cudaEvent_t event, const char* what) {
+void GpuGradientSync::wait(cudaEvent_t event, const char* what, bool on_peers) {
   using Clock = std::chrono::steady_clock;
+  if (cudaEventQuery(event) == cudaSuccess) return;  // done: no watch, no clock
+  std::optional<PeerWait> watched;
+  if (on_peers) watched.emplace(what);
   const auto started = Clock::now();
-  const auto deadline = started + std::chrono::duration<double>(timeout_s_);
+  const auto deadline = started + std::chrono::duration<double>(deadline_s_);
   std::chrono::microseconds poll(20);
   for (;;) {
     cudaError_t e = cudaEventQuery(event);
@@ -95,13 +147,14 @@ void GpuGradientSync::wait(cudaEvent_t event, const char* what) {
       if (c == nullptr || c->get() == nullptr) continue;
       ncclResult_t async = ncclSuccess;
       NCCL_CHECK(ncclCommGetAsyncError(c->get(), &async));
-      if (async != ncclSuccess)
+      if (async != ncclSuccess && async != ncclInProgress)
         fail(std::string(what) + ": NCCL reports " + ncclGetErrorString(async) +
              " (a peer rank failed?); communicators aborted");
     }
     if (Clock::now() > deadline)
-      fail(std::string(what) + " did not finish within " + std::to_string(int(timeout_s_)) +
-           " s (--comm-timeout): a peer rank failed or stalled; NCCL communicators aborted");
+      fail(std::string(what) + " did not finish within " + std::to_string(int(deadline_s_)) +
+           " s (--comm-timeout " + std::to_string(int(timeout_s_)) +
+           "): a peer rank failed or stalled; NCCL communicators aborted");
     // A step's own wait (backward, the gradients' tail) is caught as it ends: for its first
     // 2 ms the host only yields, since the shortest sleep Linux gives is about 60 us, a
     // twentieth of a small model's step. A longer wait (a slow peer) backs off, so that the
@@ -120,8 +173,9 @@ void GpuGradientSync::launch_flat(const GradBucket& b) {
   CUDA_CHECK(cudaEventRecord(ready_[index].get(), compute_));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream_.get(), ready_[index].get(), 0));
   float* data = grads_ + b.offset;
-  NCCL_CHECK(
-      ncclAllReduce(data, data, b.count, ncclFloat, ncclSum, flat_->get(), comm_stream_.get()));
+  flat_->enqueued(
+      ncclAllReduce(data, data, b.count, ncclFloat, ncclSum, flat_->get(), comm_stream_.get()),
+      "ncclAllReduce (gradient bucket)");
 }
 
 void GpuGradientSync::layer_done(size_t layer) {
@@ -152,14 +206,15 @@ void GpuGradientSync::cross_sum_on_host(float* data, size_t count, MPI_Comm cros
 
 void GpuGradientSync::hierarchical_sum(float* data, size_t count) {
   const Topology& t = nodes_.topo;
-  ncclComm_t local = local_->get();
+  NcclComm& node = *local_;
+  ncclComm_t local = node.get();
   cudaStream_t s = comm_stream_.get();
   if (!t.homogeneous) {
     // Root path: the node's sum at local rank 0, summed across the nodes' roots (the cross
     // communicator of local rank 0 holds exactly one root per node), then broadcast.
-    NCCL_CHECK(ncclReduce(data, data, count, ncclFloat, ncclSum, 0, local, s));
+    node.enqueued(ncclReduce(data, data, count, ncclFloat, ncclSum, 0, local, s), "ncclReduce");
     if (t.local_rank == 0) cross_sum_on_host(data, count, nodes_.cross.get());
-    NCCL_CHECK(ncclBroadcast(data, data, count, ncclFloat, 0, local, s));
+    node.enqueued(ncclBroadcast(data, data, count, ncclFloat, 0, local, s), "ncclBroadcast");
     return;
   }
   // The plan HierarchicalAllreducer::allreduce runs with MPI (planner.hpp): NCCL's
@@ -168,14 +223,17 @@ void GpuGradientSync::hierarchical_sum(float* data, size_t count) {
   if (plan.shard > 0) {
     // In place: NCCL writes local rank k's shard at data + k * shard, ShardOf's offset.
     float* mine = data + ShardOf(plan, t.local_rank).offset;
-    NCCL_CHECK(
-        ncclReduceScatter(data + plan.body.offset, mine, plan.shard, ncclFloat, ncclSum, local, s));
+    node.enqueued(
+        ncclReduceScatter(data + plan.body.offset, mine, plan.shard, ncclFloat, ncclSum, local, s),
+        "ncclReduceScatter");
     cross_sum_on_host(mine, plan.shard, nodes_.cross.get());
-    NCCL_CHECK(ncclAllGather(mine, data + plan.body.offset, plan.shard, ncclFloat, local, s));
+    node.enqueued(ncclAllGather(mine, data + plan.body.offset, plan.shard, ncclFloat, local, s),
+                  "ncclAllGather");
   }
   if (plan.tail.count > 0) {
     float* tail = data + plan.tail.offset;
-    NCCL_CHECK(ncclAllReduce(tail, tail, plan.tail.count, ncclFloat, ncclSum, local, s));
+    node.enqueued(ncclAllReduce(tail, tail, plan.tail.count, ncclFloat, ncclSum, local, s),
+                  "ncclAllReduce (tail)");
     cross_sum_on_host(tail, plan.tail.count, nodes_.cross.get());
   }
 }
