@@ -55,6 +55,8 @@ pack() {
   cp "$bin/dlh-launch" "$bin/dlh-data" "$bin/dlh-estimate" "$stage/bin/"
   [[ -f $bin/gpu_tests ]] && cp "$bin/gpu_tests" "$stage/bin/"
   [[ -f $builddir/lib/dlh/libdlh_cuda.so ]] && cp "$builddir/lib/dlh/libdlh_cuda.so" "$stage/lib/dlh/"
+  # The NCCL stand-in (tests/nccl_standin/): several ranks on one GPU, and injected faults.
+  [[ -f $builddir/lib/libdlh_nccl_standin.so ]] && cp "$builddir/lib/libdlh_nccl_standin.so" "$stage/lib/dlh/"
   # The Open MPI runtime at its own paths under ompi/ (relocated there by OPAL_PREFIX).
   local ompi_files
   ompi_files=$(dpkg -L openmpi-bin libopenmpi3 openmpi-common libpmix2 2>/dev/null |
@@ -203,6 +205,10 @@ run() {
   # Priority order: what only a GPU can show, the multi-rank paths first (issue 42); the
   # committed calibration is validated, not measured again.
   step "2 ranks on one GPU" 120 check_shared_gpu
+  step "NCCL stand-in: flat, 2 and 4 ranks on one GPU" 240 check_standin_flat
+  step "NCCL stand-in: hierarchical, 2 nodes x 2, 1 node x 3 (tail), 2 + 1 (unequal)" 300 check_standin_hierarchical
+  step "NCCL stand-in: a rank stopped at a collective ends the job, named" 120 check_standin_stall
+  step "real NCCL: non-blocking join and abort, one rank" 120 check_nccl_nonblocking
   step "hierarchical allreduce, 2 nodes x 1 GPU" 180 check_hierarchical
   step "hierarchical allreduce with its tail, 2 nodes x 3 GPUs" 180 check_hierarchical_tail
   step "gpu_tests (layers, loss, optimizers vs CPU)" 300 check_gpu_tests
@@ -288,6 +294,77 @@ check_shared_gpu() {
     row "2 ranks on one GPU" "passed: auto, cuda and a run that asked for nothing each exit 2 naming the shared GPU, none trains on the CPU ($msg)"
   else
     row "2 ranks on one GPU" "**FAILED**: auto exit $auto_rc, unasked exit $quiet_rc, cuda exit $cuda_rc, $named of 3 naming the shared GPU (expected 2, 2, 2 and 3, nothing trained; see log.txt)"
+  fi
+}
+
+# 4b. Multi-rank GPU runs on one GPU through the NCCL stand-in (LD_PRELOAD in the ranks only,
+# DLH_TEST_SHARE_GPU=1 to let them share it): the GPU engine's gradient sync as on a node of
+# several GPUs, its collectives through shared memory. Each run, on the parity model with TF32
+# off, must train like one rank with the whole batch on real NCCL: losses of 20 steps within
+# 1e-5 (dlh-launch itself checks that the ranks' parameters stay bit-identical).
+# node_script FILE EXPR: a wrapper that names each rank's node $(( EXPR )) from its rank r.
+node_script() {
+  printf '#!/bin/bash\nr=$OMPI_COMM_WORLD_RANK\nexport SLURMD_NODENAME=gpunode$((%s))\nexec "$@"\n' "$2" >"$1"
+  chmod +x "$1"
+}
+standin_train() {  # standin_train NP NODE_SCRIPT RUN_DIR [dlh-launch train options]
+  local np=$1 nodes=$2 dir=$3
+  shift 3
+  NVIDIA_TF32_OVERRIDE=0 mpirun -np "$np" -x PATH -x LD_LIBRARY_PATH -x NVIDIA_TF32_OVERRIDE \
+    -x LD_PRELOAD="$w/lib/dlh/libdlh_nccl_standin.so" -x DLH_TEST_SHARE_GPU=1 \
+    -x DLH_NCCL_STANDIN_FAULT="${DLH_NCCL_STANDIN_FAULT:-}" "$nodes" \
+    dlh-launch train "$parity_spec" --run-dir "$dir" --data "$w/fm.h5" --device cuda \
+    --max-steps 20 --no-eval --progress none --no-resume "$@"
+}
+check_standin_flat() {
+  node_script "$w/one-node.sh" 0
+  one_rank_reference
+  standin_train 2 "$w/one-node.sh" "$w/sf2" >>"$log" 2>&1
+  standin_train 4 "$w/one-node.sh" "$w/sf4" >>"$log" 2>&1
+  row "NCCL stand-in: flat, 2 and 4 ranks on one GPU" "$(py "$helpers" stand-in "$w/h1/metrics.jsonl" \
+    "2 ranks=$w/sf2/metrics.jsonl" "4 ranks=$w/sf4/metrics.jsonl")"
+}
+check_standin_hierarchical() {
+  node_script "$w/two-by-two.sh" 'r / 2'
+  node_script "$w/one-node.sh" 0
+  node_script "$w/two-plus-one.sh" 'r < 2 ? 0 : 1'
+  one_rank_reference
+  standin_train 4 "$w/two-by-two.sh" "$w/sh4" --allreduce hierarchical >>"$log" 2>&1 || true
+  standin_train 3 "$w/one-node.sh" "$w/sh3" --allreduce hierarchical >>"$log" 2>&1 || true
+  standin_train 3 "$w/two-plus-one.sh" "$w/su3" --allreduce hierarchical >>"$log" 2>&1 || true
+  row "NCCL stand-in: hierarchical, 2 nodes x 2, 1 node x 3 (tail), 2 + 1 (unequal)" \
+    "$(py "$helpers" stand-in "$w/h1/metrics.jsonl" "2x2=$w/sh4/metrics.jsonl" \
+      "1x3=$w/sh3/metrics.jsonl" "2+1=$w/su3/metrics.jsonl")"
+}
+# Rank 1 stops itself (SIGSTOP, as a frozen node) at its 40th collective: with --comm-timeout
+# 10 the peer watch must end the job, naming rank 1, in under 30 s from the stop.
+check_standin_stall() {
+  local name="NCCL stand-in: a rank stopped at a collective ends the job, named" rc=0
+  node_script "$w/one-node.sh" 0
+  DLH_NCCL_STANDIN_FAULT=stop:1:40 standin_train 2 "$w/one-node.sh" "$w/ss" --comm-timeout 10 \
+    --max-steps 200 2>&1 | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done \
+    >"$w/ss.txt" || rc=$?
+  local ended stopped took named
+  ended=$(date +%s.%N)
+  cat "$w/ss.txt" >>"$log"
+  stopped=$(grep -m1 'nccl-standin: rank 1: injecting stop' "$w/ss.txt" | cut -d' ' -f1)
+  named=$(grep -m1 -o 'rank 1 ([^)]*) [a-z ]*' "$w/ss.txt" | head -1 || true)
+  if [[ -z $stopped ]]; then
+    row "$name" "**FAILED**: the stop was never injected (see log.txt)"
+    return
+  fi
+  took=$(py -c "print(f'{$ended - $stopped:.1f}')")
+  if [[ -n $named ]] && py -c "import sys; sys.exit(0 if $took < 30 else 1)"; then
+    row "$name" "passed: ended ${took} s after the stop, naming \"$named\""
+  else
+    row "$name" "**FAILED**: ended ${took} s after the stop; rank 1 named: ${named:-no} (see log.txt)"
+  fi
+}
+check_nccl_nonblocking() {
+  if gpu_tests --gtest_filter='NcclNonBlocking.*' >>"$log" 2>&1; then
+    row "real NCCL: non-blocking join and abort, one rank" "passed: $(grep -m1 'ncclCommAbort ended' "$log" || echo 'see log.txt')"
+  else
+    row "real NCCL: non-blocking join and abort, one rank" "**FAILED** (see log.txt)"
   fi
 }
 

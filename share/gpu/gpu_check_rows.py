@@ -3,6 +3,7 @@
 
   parity CPU_METRICS GPU_METRICS        CPU and GPU losses over the same steps
   hierarchical ONE_RANK TWO_RANKS       2 nodes x 1 GPU against one rank
+  stand-in ONE_RANK LABEL=METRICS...    runs through the NCCL stand-in against one rank
   calibration VALIDATE_TXT GOAL         the validation's MAPE against its goal
   energy SUMMARY                        NVML's joules in summary.json
   rates METRICS BATCH                   "DLH_RATE/COMPUTE_ONLY_RATE" medians after warm-up
@@ -48,6 +49,29 @@ def parity(cpu_path, gpu_path, steps="10"):
 def hierarchical(one_path, two_path, steps="20"):
     return loss_row(one_path, two_path, steps,
                     "ranks identical; largest relative loss difference to 1 rank")
+
+
+def stand_in(one_path, *runs):
+    # Each run (several ranks on one GPU through the NCCL stand-in) against one rank with
+    # real NCCL: the worst relative loss difference of any, with every run named.
+    reference = losses(one_path)
+    parts, worst_all, failed = [], 0.0, False
+    for run in runs:
+        label, path = run.split("=", 1)
+        try:
+            worst, n = compare(reference, losses(path), 20)
+        except OSError:
+            worst, n = None, 0
+        if worst is None or n < 20:
+            parts.append(f"{label}: no 20 steps to compare")
+            failed = True
+            continue
+        parts.append(f"{label} {worst:.1e}")
+        worst_all = max(worst_all, worst)
+        failed = failed or worst >= PARITY_LIMIT
+    verdict = "**FAILED**" if failed else "passed"
+    return (f"{verdict}: largest relative loss difference to 1 rank (real NCCL) over 20 "
+            f"steps: {'; '.join(parts)} (limit {PARITY_LIMIT:.0e}; TF32 off)")
 
 
 def calibration(validate_txt, goal):
@@ -101,7 +125,8 @@ def cluster(src, dst, slug):
 
 
 def main():
-    commands = {"parity": parity, "hierarchical": hierarchical, "calibration": calibration,
+    commands = {"parity": parity, "hierarchical": hierarchical, "stand-in": stand_in,
+                "calibration": calibration,
                 "energy": energy, "rates": rates,
                 "throughput-row": throughput_row, "cluster": cluster}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:

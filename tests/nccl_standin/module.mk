@@ -23,11 +23,15 @@ $(NCCL_STANDIN): $(NCCL_STANDIN_LIB_SRCS:%.cpp=$(OBJDIR)/%.o)
 	$(Q)$(CXX) -shared $(LDFLAGS) $^ -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart \
 	  -lrt -o $@
 
+# With the stand-in's own tests, the GPU engine's gradient sync (grad_sync_logic.hpp) on a host
+# fake of the device: its NCCL communicator and checked calls come from the backend's objects.
 $(NCCL_STANDIN_TEST_BIN): $(OBJDIR)/tests/nccl_standin/standin_mpitest.o \
-    $(OBJDIR)/tests/mpi/mpi_main.o $(NCCL_STANDIN)
+    $(OBJDIR)/tests/nccl_standin/grad_sync_logic_mpitest.o $(OBJDIR)/tests/mpi/mpi_main.o \
+    $(OBJDIR)/launcher/engine/cuda/nccl_comm.o $(OBJDIR)/launcher/engine/cuda/check.o \
+    $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB) $(NCCL_STANDIN)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
-	$(Q)$(CXX) $(LDFLAGS) $(filter %.o,$^) -L$(LIBDIR) -ldlh_nccl_standin \
+	$(Q)$(CXX) $(LDFLAGS) $(filter %.o %.a,$^) -L$(LIBDIR) -ldlh_nccl_standin \
 	  -Wl,-rpath,'$$ORIGIN/../lib' $(GTEST_LIBS) $(DEP_LIBS) -o $@
 
 tests: $(NCCL_STANDIN_TEST_BIN)

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -116,7 +117,7 @@ struct ncclComm {
   std::unique_ptr<ShmGroup> group;
   std::atomic<bool> stop{false};
   std::atomic<int> async{ncclSuccess};
-  std::atomic<int> host_calls{0};  // collectives on host memory now running (abort waits)
+  std::atomic<int> active_calls{0};  // calls now inside Launch (an abort waits for them)
 
   // The worker: non-blocking initialisation and collectives on device memory, in order.
   std::mutex m;
@@ -279,9 +280,43 @@ bool ToElement(ncclDataType_t t, Element* e) {
   }
 }
 
+// The communicators not yet destroyed or aborted: a call on a gone one (a collective a test's
+// host stream runs after the abort, as CUDA would have killed it) is refused, not a crash.
+std::mutex g_live_mutex;
+std::set<ncclComm*> g_live;
+
+// A call in progress on a live communicator; the communicator is not freed until it ends.
+class ActiveCall {
+ public:
+  explicit ActiveCall(ncclComm* comm) {
+    std::lock_guard<std::mutex> lock(g_live_mutex);
+    if (comm == nullptr || g_live.count(comm) == 0) return;
+    comm_ = comm;
+    ++comm_->active_calls;
+  }
+  ~ActiveCall() {
+    if (comm_) --comm_->active_calls;  // last: an abort waiting for it may free the comm
+  }
+  explicit operator bool() const { return comm_ != nullptr; }
+
+ private:
+  ncclComm* comm_ = nullptr;
+};
+
+ncclResult_t LaunchOnLive(Collective c, ncclDataType_t type, ncclRedOp_t op, bool reduces,
+                          ncclComm_t comm, cudaStream_t stream);
+
 ncclResult_t Launch(Collective c, ncclDataType_t type, ncclRedOp_t op, bool reduces,
                     ncclComm_t comm, cudaStream_t stream) {
-  if (comm == nullptr) return ncclInvalidArgument;
+  ActiveCall active(comm);
+  if (!active) return ncclInvalidArgument;
+  return LaunchOnLive(c, type, op, reduces, comm, stream);
+}
+
+ncclResult_t LaunchOnLive(Collective c, ncclDataType_t type, ncclRedOp_t op, bool reduces,
+                          ncclComm_t comm, cudaStream_t stream) {
+  if (const int failed = comm->async.load(); failed != ncclSuccess && failed != ncclInProgress)
+    return ncclResult_t(failed);  // as NCCL: a communicator that failed takes no more work
   if (comm->async.load() == ncclInProgress) {
     Report("a collective on a communicator still initialising");
     return ncclInvalidUsage;
@@ -308,7 +343,6 @@ ncclResult_t Launch(Collective c, ncclDataType_t type, ncclRedOp_t op, bool redu
   const int device = DeviceOf(c.recv);
   if (device < 0) {
     // Host memory: here and now.
-    ++comm->host_calls;
     bool ok = false;
     if (hang) {
       while (!comm->stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -316,7 +350,6 @@ ncclResult_t Launch(Collective c, ncclDataType_t type, ncclRedOp_t op, bool redu
       ok = RunCollective(*comm->group, c, comm->stop);
     }
     if (!ok) comm->async.store(ncclSystemError);
-    --comm->host_calls;  // last: an abort waiting for it may free the communicator
     return ok ? ncclSuccess : ncclSystemError;
   }
   auto dop = std::make_shared<DeviceOp>();
@@ -350,8 +383,16 @@ ncclResult_t Init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
                   unsigned(static_cast<unsigned char>(id.internal[64 + i])));
   comm->shm_name = std::string("/dlh-nccl-") + hex;
   comm->start_worker();
+  {
+    std::lock_guard<std::mutex> lock(g_live_mutex);
+    g_live.insert(comm.get());
+  }
   if (blocking) {
-    if (!Join(comm.get())) return ncclSystemError;
+    if (!Join(comm.get())) {
+      std::lock_guard<std::mutex> lock(g_live_mutex);
+      g_live.erase(comm.get());
+      return ncclSystemError;
+    }
     *out = comm.release();
     return ncclSuccess;
   }
@@ -363,8 +404,12 @@ ncclResult_t Init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
 }
 
 void Free(ncclComm_t comm, bool at_once) {
+  {
+    std::lock_guard<std::mutex> lock(g_live_mutex);
+    if (g_live.erase(comm) == 0) return;  // destroyed or aborted before
+  }
   comm->end_worker(at_once);
-  while (comm->host_calls.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (comm->active_calls.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   delete comm;
 }
 

@@ -533,12 +533,6 @@ class CudaEngine : public Engine {
 
 }  // namespace
 
-[[noreturn]] void Fail(const char* library, const std::string& reason, const char* call,
-                       const char* file, int line) {
-  throw CudaError(std::string(library) + " error: " + reason + " (in " + call + ", " + file + ":" +
-                  std::to_string(line) + ")");
-}
-
 }  // namespace cuda
 }  // namespace dlh
 
