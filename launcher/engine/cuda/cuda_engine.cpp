@@ -333,6 +333,12 @@ class CudaEngine : public Engine {
           MakeGpuLayer(spec_.layers[i], shapes[i], shapes[i + 1], max_batch, &context_, name));
     }
     stack_ = std::make_unique<GpuStack>(std::move(layers), shapes, max_batch);
+    // Every workspace and algorithm of the full batch now, not in a step: the dense layers'
+    // cuBLASLt scratch, and each convolution's algorithms and their scratch. A batch of
+    // another size (an uneven split, a balancer's change, the last of an epoch) plans on
+    // first use; a growth then never synchronises (GrowWorkspace).
+    GrowWorkspace(&context_, DenseWorkspaceBytes(context_));
+    stack_->plan(max_batch);
     const size_t layer_count = stack_->size();
     std::vector<PointerMap> values(layer_count), grads(layer_count), buffers(layer_count);
     for (const Slot& s : param_slots_) {

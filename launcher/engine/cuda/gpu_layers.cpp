@@ -242,6 +242,8 @@ class GpuConv2d : public GpuLayer {
     size_t workspace = 0;
   };
 
+  void plan(int n) override { prepare(n); }
+
   // Describes batch n and sets each pass's descriptor to the math type of its algorithm:
   // every pass has its own descriptor because the three math types may differ, and the
   // setting is per batch size because the algorithms may.
@@ -296,11 +298,7 @@ class GpuConv2d : public GpuLayer {
     a.bwd_data_math = d.mathType;
     a.bwd_filter_math = w.mathType;
     a.workspace = std::max({f.memory, d.memory, w.memory});
-    if (c_->workspace->size() < a.workspace) {
-      // Growing frees the old scratch, which queued work may still use.
-      CUDA_CHECK(cudaStreamSynchronize(c_->stream));
-      c_->workspace->resize(a.workspace);
-    }
+    GrowWorkspace(c_, a.workspace);
     return a;
   }
 
@@ -380,6 +378,21 @@ struct LtGemm {
 // cuBLASLt's scratch: what NVIDIA suggests for Hopper, within the engine's limit.
 constexpr size_t kLtWorkspace = size_t(32) << 20;
 
+}  // namespace
+
+size_t DenseWorkspaceBytes(const GpuContext& c) {
+  return std::min(c.workspace_limit, kLtWorkspace);
+}
+
+void GrowWorkspace(GpuContext* c, size_t bytes) {
+  if (c->workspace->size() >= bytes) return;
+  DeviceArray<char> grown(bytes);
+  if (c->workspace->size() > 0) c->retired_workspaces.push_back(std::move(*c->workspace));
+  *c->workspace = std::move(grown);
+}
+
+namespace {
+
 LtGemm PlanLtGemm(GpuContext* c, const LtGemmShape& s, const void* bias, unsigned alignment) {
   LtGemm g;
   cublasLtMatmulDesc_t desc = nullptr;
@@ -399,7 +412,7 @@ LtGemm PlanLtGemm(GpuContext* c, const LtGemmShape& s, const void* bias, unsigne
   cublasLtMatmulPreference_t p = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p));
   MatmulPreference pref(p);
-  const uint64_t limit = std::min(c->workspace_limit, kLtWorkspace);
+  const uint64_t limit = DenseWorkspaceBytes(*c);
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &limit, sizeof limit));
   const uint32_t align = alignment;
@@ -422,11 +435,7 @@ LtGemm PlanLtGemm(GpuContext* c, const LtGemmShape& s, const void* bias, unsigne
       g.workspace = found[i].workspaceSize;
       g.usable = true;
     }
-  if (g.usable && c->workspace->size() < g.workspace) {
-    // Growing frees the old scratch, which queued work may still use.
-    CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    c->workspace->resize(g.workspace);
-  }
+  if (g.usable) GrowWorkspace(c, g.workspace);
   return g;
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/spec.hpp"
 #include "launcher/engine/cuda/resources.hpp"
@@ -26,8 +27,12 @@ struct GpuContext {
   cublasHandle_t cublas = nullptr;
   cublasLtHandle_t cublaslt = nullptr;  // dense layers (null: their unfused path)
   cudnnHandle_t cudnn = nullptr;
-  DeviceArray<char>* workspace = nullptr;  // cuDNN and cuBLASLt scratch, grown on demand
-  const float* ones = nullptr;             // max_batch ones (unfused dense bias gradient)
+  DeviceArray<char>* workspace = nullptr;  // cuDNN and cuBLASLt scratch (GrowWorkspace)
+  // Scratch that a growth replaced: kept until the context goes (after the engine's streams
+  // are synchronised), since work already queued may still use it. Freeing it at once would
+  // need a synchronisation in the middle of a step (issue 42).
+  std::vector<DeviceArray<char>> retired_workspaces;
+  const float* ones = nullptr;  // max_batch ones (unfused dense bias gradient)
   size_t workspace_limit = size_t(1) << 30;
   // Dense layers add the bias in the forward GEMM's epilogue and take the bias gradient
   // from the weight-gradient GEMM's (cuBLASLt). false: plain cuBLAS GEMMs plus AddBias and
@@ -39,6 +44,13 @@ struct GpuContext {
 };
 
 using PointerMap = std::map<std::string, float*>;
+
+// Makes c's workspace at least `bytes`, without a synchronisation: a larger array replaces
+// it and the old one is retired (see GpuContext::retired_workspaces).
+void GrowWorkspace(GpuContext* c, size_t bytes);
+// The workspace the dense layers' cuBLASLt GEMMs may ask for, within the context's limit:
+// reserved when the engine is built, so that their plans, made on first use, never grow it.
+size_t DenseWorkspaceBytes(const GpuContext& c);
 
 class GpuLayer {
  public:
@@ -60,6 +72,9 @@ class GpuLayer {
   virtual int batch_stats_len() const { return 0; }
   // Folds batch_stats() (by then the cross-rank average) into the running statistics.
   virtual void commit_batch_stats() {}
+  // Chooses what the layer needs for batch n (convolution algorithms and their workspace),
+  // so that it is made when the engine is built rather than in a step.
+  virtual void plan(int n) { (void)n; }
 };
 
 // `in` and `out` are per-sample shapes (from LayerShapes); `max_batch` bounds n. `name`

@@ -28,6 +28,10 @@ class GpuStack {
   size_t size() const { return layers_.size(); }
   GpuLayer& layer(size_t i) { return *layers_[i]; }
 
+  // Every layer's choices for batch n (GpuLayer::plan), made before the first step.
+  void plan(int n) {
+    for (auto& l : layers_) l->plan(n);
+  }
   // Runs every layer on the n samples at `input` (see above for how long it must live).
   void forward(const float* input, int n, ForwardContext ctx);
   // Layer i's output of the last forward(); output() is the network's.
