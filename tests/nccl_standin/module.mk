@@ -15,9 +15,16 @@ $(OBJDIR)/tests/nccl_standin/%.o: tests/nccl_standin/%.cpp
 	$(Q)$(CXX) $(CPPFLAGS) -isystem $(CUDA_HOME)/include $(DEP_CFLAGS) $(CXXFLAGS) \
 	  -fvisibility=hidden -MMD -MP -c $< -o $@
 
+# The gate kernel that holds a stream until the worker is done (stream_gate.cu).
+$(OBJDIR)/tests/nccl_standin/%.cu.o: tests/nccl_standin/%.cu
+	@mkdir -p $(dir $@)
+	@[[ "$(VERBOSE)" != 0 ]] || printf '  NVCC  %s\n' $<
+	$(Q)$(NVCC) -std=c++17 -O2 $(CUDA_ARCH_FLAGS) -Xcompiler -fPIC,-Wall,-Wextra -c $< -o $@
+
 # Only NCCL's names (and the stand-in's test hook) are exported: with LD_PRELOAD they take
 # the place of libnccl's.
-$(NCCL_STANDIN): $(NCCL_STANDIN_LIB_SRCS:%.cpp=$(OBJDIR)/%.o)
+$(NCCL_STANDIN): $(NCCL_STANDIN_LIB_SRCS:%.cpp=$(OBJDIR)/%.o) \
+    $(OBJDIR)/tests/nccl_standin/stream_gate.cu.o
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
 	$(Q)$(CXX) -shared $(LDFLAGS) $^ -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart \

@@ -5,11 +5,12 @@
 // (tests/nccl_standin/standin_mpitest.cpp). Never shipped: it is slow (every byte goes through
 // shared memory) and single-host.
 //
-// Device memory: a collective enqueued on a stream runs when the stream reaches it. A host
-// function on the stream tells this communicator's worker thread that the inputs are ready
-// and blocks the stream until the worker has copied them to host memory, summed or gathered
-// them with the peers (collectives.hpp) and copied the result back. Host memory (no GPU, or
-// host pointers): the collective runs in the calling thread before the call returns.
+// Device memory: a collective enqueued on a stream runs when the stream reaches it. An event
+// recorded on the stream tells this communicator's worker thread that the inputs are written;
+// a gate kernel after it (stream_gate.cu) holds the stream until the worker has copied them to
+// host memory, summed or gathered them with the peers (collectives.hpp), copied the result
+// back and written the collective's ticket into a flag in mapped host memory. Host memory (no
+// GPU, or host pointers): the collective runs in the calling thread before the call returns.
 //
 // Non-blocking communicators (ncclConfig_t::blocking = 0) initialise on the worker: the init
 // returns ncclInProgress and ncclCommGetAsyncError says ncclInProgress until every rank has
@@ -38,6 +39,8 @@
 
 #define STANDIN_API extern "C" __attribute__((visibility("default")))
 
+extern "C" cudaError_t dlhStandinGate(const unsigned* flag, unsigned ticket, cudaStream_t stream);
+
 namespace {
 using namespace dlh::nccl_standin;
 
@@ -47,11 +50,9 @@ constexpr char kIdMagic[] = "dlh-nccl-standin";
 struct DeviceOp {
   Collective c;
   int device = 0;
-  bool hang = false;  // an injected fault: never runs, ends only with an abort
-  std::mutex m;
-  std::condition_variable cv;
-  bool reached = false;  // the stream got here: the inputs are written
-  bool done = false;     // the outputs are written (or the communicator was aborted)
+  bool hang = false;            // an injected fault: never runs, ends only with an abort
+  cudaEvent_t ready = nullptr;  // recorded on the stream: the inputs are written
+  unsigned ticket = 0;          // written to the communicator's flag when done
 };
 
 void Report(const std::string& what) {
@@ -131,6 +132,10 @@ struct ncclComm {
   void* recv_host = nullptr;
   size_t send_cap = 0, recv_cap = 0;
   cudaStream_t copy = nullptr;
+  // The gates' flag (mapped host memory, read by the gate kernels) and the last ticket given.
+  unsigned* flag = nullptr;
+  unsigned tickets = 0;
+  void open_gates(unsigned upto) { __atomic_store_n(flag, upto, __ATOMIC_RELEASE); }
 
   void start_worker() {
     worker = std::thread([this] {
@@ -167,9 +172,11 @@ struct ncclComm {
     // done, which releases the stream holding for it.
     for (auto& task : tasks) task();
     tasks.clear();
+    if (at_once && flag) open_gates(~0u);  // every gate still on a stream opens
   }
   ~ncclComm() {
     end_worker(true);
+    if (flag) cudaFreeHost(flag);
     if (copy) cudaStreamDestroy(copy);
     if (send_host) cudaFreeHost(send_host);
     if (recv_host) cudaFreeHost(recv_host);
@@ -197,18 +204,20 @@ void Grow(void** p, size_t* cap, size_t bytes) {
   *cap = bytes;
 }
 
-// On the worker: the stream has reached the op; stage, run, copy back.
+// On the worker: once the stream has written the op's inputs, stage, run, copy back, and open
+// the op's gate.
 void RunDeviceOp(ncclComm* comm, DeviceOp* op) {
-  {
-    std::unique_lock<std::mutex> lock(op->m);
-    while (!op->reached && !comm->stop.load()) op->cv.wait_for(lock, std::chrono::milliseconds(5));
-  }
   bool ok = false;
-  if (!op->hang && !comm->stop.load()) {
+  if (cudaSetDevice(op->device) == cudaSuccess) {
+    cudaError_t state = cudaErrorNotReady;
+    while (!comm->stop.load() && (state = cudaEventQuery(op->ready)) == cudaErrorNotReady)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    ok = state == cudaSuccess;
+  }
+  if (ok && (op->hang || comm->stop.load())) ok = false;
+  if (ok) {
     try {
       const size_t sb = SendBytes(op->c, comm->nranks), rb = RecvBytes(op->c, comm->nranks);
-      if (cudaSetDevice(op->device) != cudaSuccess)
-        throw std::runtime_error("cudaSetDevice failed");
       if (!comm->copy &&
           cudaStreamCreateWithFlags(&comm->copy, cudaStreamNonBlocking) != cudaSuccess)
         throw std::runtime_error("cudaStreamCreate failed");
@@ -242,22 +251,11 @@ void RunDeviceOp(ncclComm* comm, DeviceOp* op) {
     }
   }
   if (!ok) comm->async.store(ncclSystemError);
-  {
-    std::lock_guard<std::mutex> lock(op->m);
-    op->done = true;
-  }
-  op->cv.notify_all();
-}
-
-// On the stream (CUDA's host-function thread): say the inputs are ready, then hold the stream
-// until the worker has written the outputs. Makes no CUDA call, as a host function must not.
-void CUDART_CB HoldStream(void* arg) {
-  std::unique_ptr<std::shared_ptr<DeviceOp>> holder(static_cast<std::shared_ptr<DeviceOp>*>(arg));
-  DeviceOp& op = **holder;
-  std::unique_lock<std::mutex> lock(op.m);
-  op.reached = true;
-  op.cv.notify_all();
-  op.cv.wait(lock, [&] { return op.done; });
+  if (op->ready) cudaEventDestroy(op->ready);
+  op->ready = nullptr;
+  // The gate opens whatever happened: a failed collective shows in the asynchronous error,
+  // and a stream held for good would hang the rank that owns it.
+  comm->open_gates(op->ticket);
 }
 
 bool ToElement(ncclDataType_t t, Element* e) {
@@ -356,17 +354,24 @@ ncclResult_t LaunchOnLive(Collective c, ncclDataType_t type, ncclRedOp_t op, boo
   dop->c = c;
   dop->device = device;
   dop->hang = hang;
-  comm->post([comm, dop] { RunDeviceOp(comm, dop.get()); });
-  auto* holder = new std::shared_ptr<DeviceOp>(dop);
-  if (cudaLaunchHostFunc(stream, HoldStream, holder) != cudaSuccess) {
-    delete holder;
-    {
-      std::lock_guard<std::mutex> lock(dop->m);
-      dop->reached = true;  // the worker must not wait for a stream that never comes
-    }
-    dop->cv.notify_all();
+  if (comm->flag == nullptr) {
+    // Mapped (and, with unified addressing, the same pointer on the device), so that the gate
+    // kernel sees the worker's writes.
+    if (cudaHostAlloc(reinterpret_cast<void**>(&comm->flag), sizeof(unsigned),
+                      cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
+      return ncclUnhandledCudaError;
+    *comm->flag = 0;
+  }
+  if (cudaEventCreateWithFlags(&dop->ready, cudaEventDisableTiming) != cudaSuccess)
+    return ncclUnhandledCudaError;
+  dop->ticket = ++comm->tickets;
+  if (cudaEventRecord(dop->ready, stream) != cudaSuccess ||
+      dlhStandinGate(comm->flag, dop->ticket, stream) != cudaSuccess) {
+    cudaEventDestroy(dop->ready);
+    --comm->tickets;
     return ncclUnhandledCudaError;
   }
+  comm->post([comm, dop] { RunDeviceOp(comm, dop.get()); });
   return ncclSuccess;
 }
 
