@@ -10,6 +10,7 @@
 //   dlh-estimate check-calibration F      does F describe this machine (probed) and build?
 //   dlh-estimate predict SPEC --calibration F [--batch B]
 //   dlh-estimate comm BENCH.json          fit the allreduce alpha-beta models to measurements
+//   dlh-estimate scaling SPEC             on paper: the GPU allreduce algorithms at 1-64 GPUs
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
 //   dlh-estimate recommend --profile FILE --deadline 3h [...]
 //   dlh-estimate observations list|summary|check|prune --store DIR
@@ -34,6 +35,7 @@
 #include "estimator/cli/gpu_layers_cmd.hpp"
 #include "estimator/cli/observations_cmd.hpp"
 #include "estimator/cli/recommend_cmd.hpp"
+#include "estimator/cli/scaling_cmd.hpp"
 #include "estimator/cli/slurm_plan_cmd.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
 #include "launcher/probe/probe_cli.hpp"
@@ -56,6 +58,8 @@ constexpr const char* kUsage =
     "  rates [--threads N]                         this machine's sgemm FLOP/s and copy GB/s\n"
     "  profile SPEC [--threads N]                  where a CPU step goes, layer by layer\n"
     "  comm BENCH.json [--json]                    fit the allreduce models to measurements\n"
+    "  scaling SPEC --node-type NAME               on paper: flat NCCL and the hybrid allreduce, "
+    "1-64 GPUs\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "  recommend --profile FILE --deadline T       the same for a program profiled by dlh-launch\n"
     "  cluster --from-slurm [--out FILE]           draft a cluster description from sinfo\n"
@@ -94,6 +98,7 @@ int Main(int argc, char** argv) {
   if (command == "rates") return RatesCommand(args);
   if (command == "profile") return ProfileCommand(args);
   if (command == "comm") return CommCommand(args);
+  if (command == "scaling") return ScalingCommand(args);
   if (command == "recommend") return RecommendCommand(args);
   if (command == "cluster") return ClusterCommand(args);
   if (command == "slurm-plan") return SlurmPlanCommand(args);

@@ -54,4 +54,27 @@ double HierarchicalAllreduceSeconds(double bytes, int gpus_per_node, int nodes,
          RingAllreduceSeconds(bytes / gpus_per_node, nodes, inter);
 }
 
+double FlatNcclAllreduceSeconds(double bytes, int gpus_per_node, int nodes, const AlphaBeta& intra,
+                                const AlphaBeta& inter) {
+  if (!(bytes > 0)) return 0;
+  if (nodes <= 1) return RingAllreduceSeconds(bytes, gpus_per_node, intra);
+  const int p = gpus_per_node * nodes;
+  const double message = bytes / p;
+  const double step = std::max(gpus_per_node > 1 ? intra.MessageSeconds(message) : 0.0,
+                               inter.MessageSeconds(message));
+  return 2.0 * (p - 1) * step;
+}
+
+double StagedHybridAllreduceSeconds(double bytes, int gpus_per_node, int nodes,
+                                    const AlphaBeta& intra, const AlphaBeta& inter,
+                                    const AlphaBeta& host_copy) {
+  if (!(bytes > 0)) return 0;
+  const double g = std::max(gpus_per_node, 1);
+  double t = RingAllreduceSeconds(bytes, gpus_per_node, intra);
+  if (nodes <= 1) return t;
+  t += 2 * host_copy.MessageSeconds(bytes / g);
+  t += 2.0 * (nodes - 1) * inter.MessageSeconds(bytes / nodes);
+  return t;
+}
+
 }  // namespace dlh

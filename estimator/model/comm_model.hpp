@@ -49,4 +49,26 @@ double RingAllreduceSeconds(double bytes, int ranks, const AlphaBeta& link);
 double HierarchicalAllreduceSeconds(double bytes, int gpus_per_node, int nodes,
                                     const AlphaBeta& intra, const AlphaBeta& inter);
 
+// The GPU engine's two algorithms on m nodes of g GPUs, with the network link per node (its
+// NICs together), as `dlh-estimate scaling` compares them (issue 42):
+//
+// NCCL's flat ring over all p = g m ranks. NCCL runs one ring per channel, each leaving the
+// node through its own NIC, so a ring step is as slow as the slower of the GPU link and the
+// node's network; each of the 2 (p-1) steps sends n/p bytes:
+//   t = 2 (p-1) max(a_in + (n/p) b_in, a_x + (n/p) b_x)            (one node: the intra ring)
+// NCCL's tree algorithm, which it may pick instead, is not modelled: across few nodes it can
+// move up to twice the ring's network bandwidth, so this is the flat path's upper bound.
+double FlatNcclAllreduceSeconds(double bytes, int gpus_per_node, int nodes, const AlphaBeta& intra,
+                                const AlphaBeta& inter);
+// DLH's hierarchical allreduce on GPUs: reduce-scatter and all-gather in the node (an intra
+// ring's bytes), each GPU's 1/g shard copied to pinned host memory and back (`host_copy`), and
+// the g shards' cross-node rings at once, sharing the node's network (g messages of n/(g m)
+// bytes go through the NICs as one of n/m):
+//   t = ring(n, g, intra) + 2 (a_c + (n/g) b_c) + 2 (m-1) (a_x + (n/m) b_x)
+// Summed: the pipeline over buckets overlaps the stages of different buckets, which this
+// upper bound leaves out, as the flat path's overlap with backward.
+double StagedHybridAllreduceSeconds(double bytes, int gpus_per_node, int nodes,
+                                    const AlphaBeta& intra, const AlphaBeta& inter,
+                                    const AlphaBeta& host_copy);
+
 }  // namespace dlh

@@ -90,8 +90,9 @@ def run_label(run):
 
 
 def provenance(run, part):
-    how = ("transcribed from BENCHMARKS.md, not measured again"
-           if run.get("transcribed") else "measured by " + run.get("how", "share/bench/bench.sh"))
+    how = ("transcribed from BENCHMARKS.md, not measured again" if run.get("transcribed")
+           else "computed, not measured, by " + run["how"] if run.get("computed")
+           else "measured by " + run.get("how", "share/bench/bench.sh"))
     note = run.get("part_notes", {}).get(part)
     text = (f"*Source: run {run_label(run)}, {run['date']}, host \"{run['host']['key']}\" "
             f"({host_line(run['host'])}); {how}.*")
@@ -195,7 +196,8 @@ def render(results=RESULTS, root=ROOT):
         out.append("| run | date (UTC) | host | how | sections |")
         out.append("|---|---|---|---|---|")
         for run, parts in sorted(used.values(), key=lambda x: (x[0]["date"], x[0]["run"])):
-            how = "transcribed (raw data not kept)" if run.get("transcribed") else "measured"
+            how = ("transcribed (raw data not kept)" if run.get("transcribed")
+                   else "computed (on paper)" if run.get("computed") else "measured")
             out.append(f"| {run_label(run)} | {run['date']} | {cell(run['host']['key'])}: "
                        f"{cell(host_line(run['host']))}; commit {run['host'].get('commit') or 'not recorded'} "
                        f"| {how} | {', '.join(parts)} |")

@@ -241,3 +241,23 @@ assert s["measured"]["whole_job"] and s["measured"]["total_s"] > 0 and s["measur
 assert "total_error_pct" in s["measured"] and "step_error_pct" in s["measured"]
 PY
 check "$(grep -o 'predicted [^;]*; step.*' "$WORK/planned.out")"
+
+echo "scaling: the GPU allreduce algorithms on paper (issue 42)"
+HGX=$ROOT/share/cluster/h100-hgx-ndr.json
+dlh-estimate scaling "$ROOT/share/gpu/cnn-large.json" --cluster "$HGX" --node-type hgx-h100 \
+  --gradient-mb 100 >"$WORK/scaling.txt" 2>&1 || { cat "$WORK/scaling.txt"; fail "scaling"; }
+# 1, 2 and 4 GPUs in a node, then 1 to 8 whole nodes; large gradients: flat NCCL ahead.
+[[ $(grep -c '^| [0-9]' "$WORK/scaling.txt") -eq 7 ]] || { cat "$WORK/scaling.txt"; fail "scaling rows"; }
+grep -q '^| 64 | 8 | .* | flat |$' "$WORK/scaling.txt" || { cat "$WORK/scaling.txt"; fail "scaling at 64 GPUs"; }
+check "$(grep '^| 64 ' "$WORK/scaling.txt")"
+expect_fail 2 "has no node type 'dgx'" dlh-estimate scaling "$ROOT/share/gpu/cnn-large.json" \
+  --cluster "$HGX" --node-type dgx
+expect_fail 2 "node-type: required" dlh-estimate scaling "$ROOT/share/gpu/cnn-large.json" --cluster "$HGX"
+expect_fail 2 "gradient-mb: must not be negative" dlh-estimate scaling "$ROOT/share/gpu/cnn-large.json" \
+  --cluster "$HGX" --node-type hgx-h100 --gradient-mb -1
+# BENCHMARKS.md's on-paper tables are this build's model on the committed files: rendered
+# again here, they must equal the committed section (share/gpu/paper.sh says how to remake it).
+bash "$ROOT/share/gpu/paper.sh" "$BINDIR" >"$WORK/paper.md"
+diff -u "$ROOT/share/gpu/paper/scaling-8gpu.md" "$WORK/paper.md" >"$WORK/paper.diff" ||
+  { cat "$WORK/paper.diff"; fail "share/gpu/paper/scaling-8gpu.md differs from what this build computes: run share/gpu/paper.sh > share/gpu/paper/scaling-8gpu.md, then python3 share/bench/report.py render"; }
+check "BENCHMARKS.md's on-paper tables are what this build computes"
