@@ -122,7 +122,9 @@ class GpuSyncTest : public ::testing::TestWithParam<std::tuple<size_t, bool>> {}
 
 TEST_P(GpuSyncTest, FlatSumsEveryBucket) {
   const auto [bucket, overlap] = GetParam();
-  TrainTwoSteps(Nodes("two"), "auto", bucket, overlap, "flat (NCCL over");
+  // auto across nodes says why it is flat.
+  TrainTwoSteps(Nodes("own"), "auto", bucket, overlap, Size() > 1 ? "auto: NCCL's" : "flat");
+  TrainTwoSteps(Nodes("two"), "flat", bucket, overlap, "flat (NCCL over");
 }
 
 TEST_P(GpuSyncTest, HierarchicalOnOneNodeSumsItsTailInTheNode) {

@@ -107,6 +107,7 @@ class GradSyncLogic {
         deadline_s_(WaitDeadline(timeout_s, peer_watch)) {
     CheckAllreduceKind(kind);
     hierarchical_ = GpuUsesHierarchical(kind);
+    chosen_by_auto_ = kind == "auto";
     streams_.push_back(dev_.make_stream());
     if (hierarchical_) {
       streams_.push_back(dev_.make_stream());  // the gather stream
@@ -137,8 +138,15 @@ class GradSyncLogic {
     if (hierarchical_)
       return "hierarchical (" + DescribeTopology(nodes_.topo) +
              "; NCCL in the node, MPI across nodes, pipelined per bucket)";
+    // Why auto is flat across nodes: BENCHMARKS.md, "On paper" (dlh-estimate scaling).
+    const bool across = nodes_.topo.num_nodes > 1;
     return "flat (NCCL over " + std::to_string(flat_->size()) + " ranks" +
-           (nodes_.topo.num_nodes > 1 ? ", " + DescribeTopology(nodes_.topo) : std::string()) + ")";
+           (across ? ", " + DescribeTopology(nodes_.topo) : std::string()) +
+           (across && chosen_by_auto_
+                ? "; auto: NCCL's rings and trees cross the nodes without staging through the "
+                  "host, ahead of the hybrid wherever bandwidth rules"
+                : std::string()) +
+           ")";
   }
 
   // Backward has written layer `layer`'s gradients (on the compute stream).
@@ -360,6 +368,7 @@ class GradSyncLogic {
   Device dev_;
   NodeComms nodes_;
   bool hierarchical_ = false;
+  bool chosen_by_auto_ = false;  // --allreduce auto (name() says why flat)
   int cross_size_ = 1;
   std::unique_ptr<NcclComm> flat_, scatter_, gather_;
   float* grads_;
