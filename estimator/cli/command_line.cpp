@@ -3,9 +3,11 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "common/cli.hpp"
+#include "common/error.hpp"
 
 namespace po = boost::program_options;
 
@@ -38,6 +40,13 @@ std::string Printf(const char* fmt, ...) {
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   return buf;
+}
+
+std::string ClusterPath(const boost::program_options::variables_map& vm, const char* command) {
+  if (vm.count("cluster")) return Str(vm, "cluster");
+  if (const char* env = std::getenv("DLH_CLUSTER"); env && *env) return env;
+  throw UsageError(std::string(command) +
+                   ": no cluster description: pass --cluster FILE or set DLH_CLUSTER");
 }
 
 }  // namespace dlh::cli

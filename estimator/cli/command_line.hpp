@@ -17,6 +17,10 @@ bool Parse(const std::string& command, const std::vector<std::string>& args,
 // The string value of option `name`.
 std::string Str(const boost::program_options::variables_map& vm, const char* name);
 
+// The cluster description: --cluster, else $DLH_CLUSTER; throws UsageError naming `command`
+// when neither is given.
+std::string ClusterPath(const boost::program_options::variables_map& vm, const char* command);
+
 // `j` on stdout, indented by 2.
 void WriteJson(const nlohmann::json& j);
 

@@ -140,13 +140,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
   if (job.per_gpu_batch < 0) throw UsageError("--per-gpu-batch: must not be negative");
   job.margin = vm["margin"].as<double>();
   if (!(job.margin >= 0 && job.margin < 10)) throw UsageError("--margin: must be in [0, 10)");
-  std::string cluster_path;
-  if (vm.count("cluster"))
-    cluster_path = Str(vm, "cluster");
-  else if (const char* env = std::getenv("DLH_CLUSTER"))
-    cluster_path = env;
-  else
-    throw UsageError("recommend: no cluster description: pass --cluster FILE or set DLH_CLUSTER");
+  const std::string cluster_path = cli::ClusterPath(vm, "recommend");
   Cluster cluster = LoadCluster(cluster_path);
   for (const auto& t : job.allowed_types)
     if (!cluster.gpu(t))

@@ -56,13 +56,7 @@ int ScalingCommand(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!cli::Parse("scaling", args, d, {"SPEC"}, vm)) return kExitOk;
-  std::string cluster_path;
-  if (vm.count("cluster"))
-    cluster_path = Str(vm, "cluster");
-  else if (const char* env = std::getenv("DLH_CLUSTER"))
-    cluster_path = env;
-  else
-    throw UsageError("scaling: no cluster description: pass --cluster FILE or set DLH_CLUSTER");
+  const std::string cluster_path = cli::ClusterPath(vm, "scaling");
   if (!vm.count("node-type")) throw UsageError("scaling: --node-type: required");
   const int max_gpus = vm["max-gpus"].as<int>();
   if (max_gpus < 1 || max_gpus > 100000) throw UsageError("--max-gpus: must be 1 to 100000");

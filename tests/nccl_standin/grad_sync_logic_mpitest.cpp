@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "launcher/engine/cuda/grad_sync_logic.hpp"
+#include "tests/mpi/mpi_test_util.hpp"
 #include "tests/nccl_standin/host_device.hpp"
 
 extern "C" int dlhNcclStandinSetFault(const char* spec);
@@ -20,16 +21,8 @@ namespace {
 
 using Sync = GradSyncLogic<test::HostDevice>;
 
-int Rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int Size() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using test::Rank;
+using test::Size;
 
 float Value(int rank, size_t i, int round) { return float(rank + 1 + int(i % 5) + round); }
 float SumOfValues(int n, size_t i, int round) {

@@ -13,20 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "tests/mpi/mpi_test_util.hpp"
+
 extern "C" int dlhNcclStandinSetFault(const char* spec);
 
 namespace {
 
-int Rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int Size() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using dlh::test::Rank;
+using dlh::test::Size;
 
 // A communicator over MPI_COMM_WORLD, rank 0's id broadcast as DLH's NcclComm does.
 ncclComm_t MakeComm(bool blocking = true) {
