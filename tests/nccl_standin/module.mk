@@ -21,6 +21,12 @@ $(OBJDIR)/tests/nccl_standin/%.cu.o: tests/nccl_standin/%.cu
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  NVCC  %s\n' $<
 	$(Q)$(NVCC) -std=c++17 -O2 $(CUDA_ARCH_FLAGS) -Xcompiler -fPIC,-Wall,-Wextra -c $< -o $@
 
+# The tests themselves at -Og, as tests/module.mk's (the code under test keeps the build's).
+ifneq ($(DEBUG),1)
+$(OBJDIR)/tests/nccl_standin/standin_mpitest.o \
+    $(OBJDIR)/tests/nccl_standin/grad_sync_logic_mpitest.o: override CXXFLAGS += -Og
+endif
+
 # Only NCCL's names (and the stand-in's test hook) are exported: with LD_PRELOAD they take
 # the place of libnccl's.
 $(NCCL_STANDIN): $(NCCL_STANDIN_LIB_SRCS:%.cpp=$(OBJDIR)/%.o) \
