@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "common/error.hpp"
-#include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/cuda/backend_api.hpp"

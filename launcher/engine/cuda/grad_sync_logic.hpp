@@ -116,6 +116,7 @@ class GradSyncLogic {
       MPI_CHECK(MPI_Comm_size(nodes_.cross.get(), &cross_size_));
       host_.resize(grads_count_);
       requests_.resize(buckets_.size());
+      for (size_t i = 0; i < buckets_.size(); ++i) cross_.push_back(cross_ranges(buckets_[i]));
     } else {
       flat_ = std::make_unique<NcclComm>(comm, deadline_s_);
     }
@@ -257,7 +258,6 @@ class GradSyncLogic {
       // Root path: the node's sum at local rank 0, summed across the nodes' roots (the cross
       // communicator of local rank 0 holds exactly one root per node), then broadcast.
       scatter_->enqueued(dev_.reduce(data, data, b.count, 0, scatter_->get(), s), "ncclReduce");
-      if (t.local_rank == 0) stage_to_host(b.offset, b.count, s);
     } else {
       const ShardPlan plan = PlanShards(b.count, t.local_size);
       if (plan.shard > 0) {
@@ -266,26 +266,23 @@ class GradSyncLogic {
         scatter_->enqueued(dev_.reduce_scatter(data + plan.body.offset, data + mine.offset,
                                                plan.shard, scatter_->get(), s),
                            "ncclReduceScatter");
-        stage_to_host(b.offset + mine.offset, plan.shard, s);
       }
       if (plan.tail.count > 0) {
         float* tail = data + plan.tail.offset;
         scatter_->enqueued(dev_.all_reduce(tail, tail, plan.tail.count, scatter_->get(), s),
                            "ncclAllReduce (tail)");
-        stage_to_host(b.offset + plan.tail.offset, plan.tail.count, s);
       }
     }
+    // What this rank sums across nodes, to pinned host memory.
+    for (const ElementRange& r : cross_[i])
+      dev_.to_host(host_.get() + r.offset, grads_ + r.offset, r.count, s);
     dev_.record(staged_[i].get(), s);
   }
 
-  void stage_to_host(size_t offset, size_t count, StreamRef s) {
-    if (cross_size_ > 1 && count > 0) dev_.to_host(host_.get() + offset, grads_ + offset, count, s);
-  }
-
-  // The ranges of bucket `i` this rank sums across nodes: its shard and the tail, or (root
-  // path) the whole bucket at local rank 0; none on one node.
-  std::vector<ElementRange> cross_ranges(size_t i) const {
-    const GradBucket& b = buckets_[i];
+  // The ranges of bucket `b` this rank sums across nodes: its shard and the tail, or (root
+  // path) the whole bucket at local rank 0; none on one node. Fixed per bucket, so they are
+  // planned once, when the sync is built (cross_).
+  std::vector<ElementRange> cross_ranges(const GradBucket& b) const {
     const Topology& t = nodes_.topo;
     std::vector<ElementRange> out;
     if (cross_size_ <= 1) return out;
@@ -311,7 +308,7 @@ class GradSyncLogic {
       reqs.clear();
       // MPI takes int counts: large ranges go in slices.
       constexpr size_t kSlice = size_t(1) << 30;
-      for (const ElementRange& r : cross_ranges(crossed_))
+      for (const ElementRange& r : cross_[crossed_])
         for (size_t at = 0; at < r.count; at += kSlice) {
           reqs.emplace_back();
           MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, host_.get() + r.offset + at,
@@ -340,7 +337,7 @@ class GradSyncLogic {
     const StreamRef s = gather_stream();
     // The gather stream writes what the reduce stream wrote: after it.
     dev_.wait_event(s, staged_[i].get());
-    for (const ElementRange& r : cross_ranges(i))
+    for (const ElementRange& r : cross_[i])
       dev_.to_device(grads_ + r.offset, host_.get() + r.offset, r.count, s);
     float* data = grads_ + b.offset;
     if (!t.homogeneous) {
@@ -383,6 +380,7 @@ class GradSyncLogic {
   typename Device::Event done_;
   typename Device::template HostArray<float> host_;  // cross-node staging, one place per element
   std::vector<std::vector<MPI_Request>> requests_;   // per bucket, stage 2
+  std::vector<std::vector<ElementRange>> cross_;     // per bucket: cross_ranges()
   double timeout_s_;                                 // --comm-timeout, what the messages quote
   double deadline_s_;  // how long a wait may last before this rank aborts
 };
