@@ -63,14 +63,20 @@ foreign_of() {
 }
 
 # crash_site BIN INPUT: the first frame of the sanitizer's report on INPUT that is neither
-# the C library's (memcpy's SIMD body) nor the sanitizer's (its interceptors), as "function
-# (module)" or "file:line"; "" when INPUT no longer crashes.
+# the C library's (memcpy's SIMD body) nor the sanitizer's, as "function (module)" or
+# "file:line"; "" when INPUT no longer crashes. The sanitizer's interceptors are named
+# __interceptor_strdup or plain strdup (clang 14, seen in a CI run: HDF5's H5MM_strdup read
+# past an unterminated name, and the report's first frame was "strdup (<target>+0x...)"):
+# any frame inside the target binary without a source line is the sanitizer's or libFuzzer's,
+# since the project's own code is built with -g and shows its file and line.
 crash_site() {
-  local out
+  local out binary
+  binary=$(basename "$1")
   out=$(ASAN_OPTIONS=$(asan_options_of "$target")${ASAN_OPTIONS:+:$ASAN_OPTIONS} "$1" "$2" 2>&1 || true)
   grep -E '^ *#[0-9]+ 0x[0-9a-f]+ ' <<<"$out" |
     sed -E 's/^ *#[0-9]+ 0x[0-9a-f]+ +(in )?//' |
     grep -vE '^(__interceptor_|__asan_|__ubsan_|__sanitizer_|__lsan_)|/sysdeps/|/libc\.so' |
+    grep -vE "\(([^()]*/)?${binary}\+0x[0-9a-f]+\)" |
     head -n 1
 }
 
@@ -117,7 +123,7 @@ for target in "$@"; do
   took=$(($(date +%s) - start))
   if [[ -n $foreign ]]; then
     # Fork mode: every crash it went on after is judged here, by where it happened.
-    ours=0 theirs=0
+    ours=0 theirs=0 ours_sites=()
     while IFS= read -r -d '' input; do
       site=$(crash_site "$bin" "$input")
       [[ -n $site ]] || continue  # no longer crashes alone (a timeout or memory limit)
@@ -127,6 +133,7 @@ for target in "$@"; do
       else
         ours=$((ours + 1))
         echo "  ours: $(basename "$input"): in $site"
+        ours_sites+=("$site")
       fi
     done < <(find "$artifacts" -maxdepth 1 -type f -name 'crash-*' -newer "$stamp" -print0)
     # The triage decides: libFuzzer's fork mode exits 1 when any job crashed, even with
@@ -154,6 +161,8 @@ for target in "$@"; do
     what=$(grep -m1 -oE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer): [^ ]+|runtime error: .*|threw .*' "$log" |
       cut -c1-120)
     echo "$target: CRASHED (exit $rc) after ${runs:-?} runs in ${took}s: ${what:-see $log}"
+    # The crash sites again, here at the end where a CI log's tail shows them.
+    [[ -z $foreign ]] || for site in "${ours_sites[@]}"; do echo "  ours: in $site"; done
     grep -E '^artifact_prefix|Test unit written to' "$log" | sed 's/^/  /'
     failed+=("$target")
   else
