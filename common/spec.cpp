@@ -208,16 +208,34 @@ void ParseParamInit(const Obj& o, WeightInit spec_default, LayerSpec* l) {
 }
 
 LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string& path,
-                     WeightInit init) {
+                     WeightInit init, int depth);
+
+// A non-empty array of layers at `path` (a residual block's "layers" or "shortcut").
+std::vector<LayerSpec> ParseLayerList(const Obj& o, const char* key, const std::string& origin,
+                                      WeightInit init, int depth) {
+  const json& list = o.get(key);
+  if (!list.is_array() || list.empty())
+    o.fail(key, "must be a non-empty array of layers, got " + ShownJsonValue(list));
+  std::vector<LayerSpec> out;
+  for (size_t i = 0; i < list.size(); ++i)
+    out.push_back(
+        ParseLayer(list[i], origin, o.at(key) + "[" + std::to_string(i) + "]", init, depth));
+  return out;
+}
+
+LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string& path,
+                     WeightInit init, int depth) {
   RequireObject(v, origin, path);
   Obj o(v, origin, path);
   LayerSpec l;
-  static const LayerKind kinds[] = {LayerKind::Conv2d,   LayerKind::MaxPool2d, LayerKind::Dense,
-                                    LayerKind::Relu,     LayerKind::Flatten,   LayerKind::Dropout,
-                                    LayerKind::BatchNorm};
-  l.kind = kinds[o.choice(
-      "type", {"conv2d", "maxpool2d", "dense", "relu", "flatten", "dropout", "batchnorm"}, true,
-      0)];
+  static const LayerKind kinds[] = {
+      LayerKind::Conv2d,          LayerKind::MaxPool2d, LayerKind::Dense,     LayerKind::Relu,
+      LayerKind::Flatten,         LayerKind::Dropout,   LayerKind::BatchNorm, LayerKind::AvgPool2d,
+      LayerKind::GlobalAvgPool2d, LayerKind::Gelu,      LayerKind::Silu,      LayerKind::Residual};
+  l.kind = kinds[o.choice("type",
+                          {"conv2d", "maxpool2d", "dense", "relu", "flatten", "dropout",
+                           "batchnorm", "avgpool2d", "globalavgpool2d", "gelu", "silu", "residual"},
+                          true, 0)];
   switch (l.kind) {
     case LayerKind::Conv2d:
       o.only({"type", "filters", "kernel", "stride", "padding", "init", "bias_init"});
@@ -258,8 +276,28 @@ LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string
       if (!(l.epsilon > 0))
         o.fail("epsilon", "must be a positive number, got " + o.shown("epsilon"));
       break;
+    case LayerKind::AvgPool2d:
+      o.only({"type", "kernel", "stride", "padding"});
+      l.kernel = o.integer("kernel", 1, true, 0);
+      l.stride = o.integer("stride", 1, false, l.kernel);
+      l.padding = o.integer("padding", 0, false, 0);
+      if (l.padding > l.kernel / 2)
+        o.fail("padding", "must be at most kernel/2 (" + std::to_string(l.kernel / 2) + "), got " +
+                              o.shown("padding"));
+      break;
+    case LayerKind::Residual:
+      o.only({"type", "layers", "shortcut"});
+      if (depth >= kMaxResidualDepth)
+        o.fail("", "residual blocks nest at most " + std::to_string(kMaxResidualDepth) + " deep");
+      o.required("layers");
+      l.layers = ParseLayerList(o, "layers", origin, init, depth + 1);
+      if (o.has("shortcut")) l.shortcut = ParseLayerList(o, "shortcut", origin, init, depth + 1);
+      break;
     case LayerKind::Relu:
     case LayerKind::Flatten:
+    case LayerKind::GlobalAvgPool2d:
+    case LayerKind::Gelu:
+    case LayerKind::Silu:
       o.only({"type"});
       break;
   }
@@ -378,6 +416,16 @@ const char* LayerKindName(LayerKind kind) {
       return "dropout";
     case LayerKind::BatchNorm:
       return "batchnorm";
+    case LayerKind::AvgPool2d:
+      return "avgpool2d";
+    case LayerKind::GlobalAvgPool2d:
+      return "globalavgpool2d";
+    case LayerKind::Gelu:
+      return "gelu";
+    case LayerKind::Silu:
+      return "silu";
+    case LayerKind::Residual:
+      return "residual";
   }
   return "unknown";
 }
@@ -394,7 +442,7 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
 
   Obj o(root, origin, "");
   o.only({"name", "input", "classes", "layers", "optimizer", "schedule", "batch_size", "epochs",
-          "seed", "init", "dataset"});
+          "seed", "init", "label_smoothing", "dataset"});
 
   TrainSpec spec;
   spec.origin = origin;
@@ -423,8 +471,11 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
     spec.init = ParseWeightInit(o, spec.init);
     for (size_t i = 0; i < layers.size(); ++i)
       spec.layers.push_back(
-          ParseLayer(layers[i], origin, "layers[" + std::to_string(i) + "]", spec.init));
+          ParseLayer(layers[i], origin, "layers[" + std::to_string(i) + "]", spec.init, 0));
   }
+  spec.label_smoothing = o.number("label_smoothing", false, 0);
+  if (!(spec.label_smoothing >= 0 && spec.label_smoothing < 1))
+    o.fail("label_smoothing", "must be in [0, 1), got " + o.shown("label_smoothing"));
 
   spec.optimizer = ParseOptimizer(o.required("optimizer"), origin);
   spec.batch_size = o.integer("batch_size", 1, true, 0);
@@ -454,45 +505,53 @@ TrainSpec LoadSpec(const std::string& path) {
   return ParseSpec(text, path, std::filesystem::path(path).parent_path().string());
 }
 
-std::vector<Shape3> LayerShapes(const TrainSpec& spec) {
-  const std::string& origin = spec.origin;
-  auto dims = [](const Shape3& s) {
-    return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
-           std::to_string(s.width);
-  };
-  if (spec.input.channels <= 0 || spec.input.height <= 0 || spec.input.width <= 0)
-    Fail(origin, "input", "dimensions must be positive, got " + dims(spec.input));
-  if (spec.layers.empty()) Fail(origin, "layers", "must not be empty");
+namespace {
 
-  // Values per sample must fit an int. Checked factor by factor, in int64: three values near
-  // INT_MAX overflow even the int64 product of Shape3::elements() (undefined behaviour), and
-  // a conv2d output side can exceed INT_MAX (both seen under tests/fuzz/spec_fuzz).
-  auto too_large = [&](const std::string& path, const std::string& what, int64_t c, int64_t h,
-                       int64_t w) {
-    if (h > INT_MAX || w > INT_MAX || h * w > INT_MAX || c * (h * w) > INT_MAX)
-      Fail(origin, path,
-           what + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) +
-               " is too large: more than " + std::to_string(INT_MAX) + " values per sample");
-  };
-  too_large("input", "", spec.input.channels, spec.input.height, spec.input.width);
+std::string Dims(const Shape3& s) {
+  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" +
+         std::to_string(s.width);
+}
 
-  std::vector<Shape3> shapes{spec.input};
-  Shape3 s = spec.input;
-  bool flat = false;   // after flatten or dense
-  int flat_from = -1;  // the layer that made it flat
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& l = spec.layers[i];
-    const std::string at = "layers[" + std::to_string(i) + "]";
+// Values per sample must fit an int. Checked factor by factor, in int64: three values near
+// INT_MAX overflow even the int64 product of Shape3::elements() (undefined behaviour), and
+// a conv2d output side can exceed INT_MAX (both seen under tests/fuzz/spec_fuzz).
+void CheckNotTooLarge(const std::string& origin, const std::string& path, const std::string& what,
+                      int64_t c, int64_t h, int64_t w) {
+  if (h > INT_MAX || w > INT_MAX || h * w > INT_MAX || c * (h * w) > INT_MAX)
+    Fail(origin, path,
+         what + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) +
+             " is too large: more than " + std::to_string(INT_MAX) + " values per sample");
+}
+
+// What made a path's values flat (a flatten or dense layer), for messages; empty while the
+// input is still spatial.
+struct Flatness {
+  std::string by;  // e.g. "dense at layers[4]"
+};
+
+// The shapes through `layers` from `in` (size layers.size() + 1). `flat` is updated as
+// flatten and dense layers make the values flat.
+std::vector<Shape3> WalkShapes(const std::vector<LayerSpec>& layers, const Shape3& in,
+                               const std::string& origin, const std::string& path, Flatness* flat) {
+  std::vector<Shape3> shapes{in};
+  Shape3 s = in;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& l = layers[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
     switch (l.kind) {
       case LayerKind::Conv2d:
-      case LayerKind::MaxPool2d: {
+      case LayerKind::MaxPool2d:
+      case LayerKind::AvgPool2d:
+      case LayerKind::GlobalAvgPool2d: {
         const char* name = LayerKindName(l.kind);
-        if (flat)
+        if (!flat->by.empty())
           Fail(origin, at,
                std::string(name) + " needs a spatial input, but its input is flat (" +
-                   std::to_string(s.elements()) + " values) after " +
-                   LayerKindName(spec.layers[flat_from].kind) + " at layers[" +
-                   std::to_string(flat_from) + "]");
+                   std::to_string(s.elements()) + " values) after " + flat->by);
+        if (l.kind == LayerKind::GlobalAvgPool2d) {
+          s = Shape3{s.channels, 1, 1};
+          break;
+        }
         if (l.kernel <= 0)
           Fail(origin, at + ".kernel",
                "must be a positive integer, got " + std::to_string(l.kernel));
@@ -513,37 +572,79 @@ std::vector<Shape3> LayerShapes(const TrainSpec& spec) {
                    std::to_string(s.width) + " input (padding " + std::to_string(l.padding) + ")");
         const int64_t oc = l.kind == LayerKind::Conv2d ? l.filters : s.channels;
         const int64_t oh = (ph - l.kernel) / l.stride + 1, ow = (pw - l.kernel) / l.stride + 1;
-        too_large(at, "output ", oc, oh, ow);
+        CheckNotTooLarge(origin, at, "output ", oc, oh, ow);
         s = Shape3{int(oc), int(oh), int(ow)};
         break;
       }
       case LayerKind::Dense:
         if (l.units <= 0)
           Fail(origin, at + ".units", "must be a positive integer, got " + std::to_string(l.units));
-        if (!flat && (s.height != 1 || s.width != 1))
+        if (flat->by.empty() && (s.height != 1 || s.width != 1))
           Fail(origin, at,
-               "dense needs a flat input: add a flatten layer before it (its input is " + dims(s) +
+               "dense needs a flat input: add a flatten layer before it (its input is " + Dims(s) +
                    ")");
         s = Shape3{l.units, 1, 1};
-        flat = true;
-        flat_from = int(i);
+        flat->by = "dense at " + at;
         break;
       case LayerKind::Flatten:
         s = Shape3{int(s.elements()), 1, 1};  // at most INT_MAX: every shape was checked
-        flat = true;
-        flat_from = int(i);
+        flat->by = "flatten at " + at;
         break;
       case LayerKind::Dropout:
         if (!(l.rate >= 0 && l.rate < 1))
           Fail(origin, at + ".rate", "must be in [0, 1), got " + Num(l.rate));
         break;
+      case LayerKind::Residual: {
+        if (l.layers.empty()) Fail(origin, at + ".layers", "must not be empty");
+        // Both paths start from the block's input, flat or not.
+        Flatness main_flat = *flat, short_flat = *flat;
+        const Shape3 main_out = WalkShapes(l.layers, s, origin, at + ".layers", &main_flat).back();
+        const Shape3 short_out =
+            l.shortcut.empty()
+                ? s
+                : WalkShapes(l.shortcut, s, origin, at + ".shortcut", &short_flat).back();
+        if (!(main_out == short_out))
+          Fail(origin, at,
+               "the main path (\"layers\") outputs " + Dims(main_out) + " but the " +
+                   (l.shortcut.empty() ? std::string("identity shortcut passes the input, ")
+                                       : std::string("shortcut outputs ")) +
+                   Dims(short_out) +
+                   (l.shortcut.empty()
+                        ? "; add a \"shortcut\" that projects it (a conv2d with kernel 1)"
+                        : ""));
+        if (!main_flat.by.empty() && flat->by.empty()) *flat = main_flat;
+        s = main_out;
+        break;
+      }
       case LayerKind::Relu:
       case LayerKind::BatchNorm:
+      case LayerKind::Gelu:
+      case LayerKind::Silu:
         break;
     }
     shapes.push_back(s);
   }
+  return shapes;
+}
 
+}  // namespace
+
+std::vector<Shape3> PathShapes(const std::vector<LayerSpec>& layers, const Shape3& in,
+                               const std::string& origin, const std::string& path) {
+  Flatness flat;
+  return WalkShapes(layers, in, origin, path, &flat);
+}
+
+std::vector<Shape3> LayerShapes(const TrainSpec& spec) {
+  const std::string& origin = spec.origin;
+  if (spec.input.channels <= 0 || spec.input.height <= 0 || spec.input.width <= 0)
+    Fail(origin, "input", "dimensions must be positive, got " + Dims(spec.input));
+  if (spec.layers.empty()) Fail(origin, "layers", "must not be empty");
+  CheckNotTooLarge(origin, "input", "", spec.input.channels, spec.input.height, spec.input.width);
+
+  Flatness flat;
+  std::vector<Shape3> shapes = WalkShapes(spec.layers, spec.input, origin, "layers", &flat);
+  const Shape3 s = shapes.back();
   const LayerSpec& last = spec.layers.back();
   if (last.kind != LayerKind::Dense)
     Fail(origin, "layers",

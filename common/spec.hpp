@@ -21,7 +21,22 @@ struct Shape3 {
   }
 };
 
-enum class LayerKind { Conv2d, MaxPool2d, Dense, Relu, Flatten, Dropout, BatchNorm };
+// Residual holds two lists of layers of its own (LayerSpec::layers, the main path, and
+// LayerSpec::shortcut, empty for the identity) whose outputs are added.
+enum class LayerKind {
+  Conv2d,
+  MaxPool2d,
+  Dense,
+  Relu,
+  Flatten,
+  Dropout,
+  BatchNorm,
+  AvgPool2d,
+  GlobalAvgPool2d,
+  Gelu,
+  Silu,
+  Residual
+};
 
 const char* LayerKindName(LayerKind kind);
 
@@ -41,9 +56,9 @@ const char* BiasInitName(BiasInit init);
 struct LayerSpec {
   LayerKind kind = LayerKind::Relu;
   int filters = 0;        // conv2d: output channels
-  int kernel = 0;         // conv2d, maxpool2d: square window side
-  int stride = 1;         // conv2d, maxpool2d (maxpool default: kernel)
-  int padding = 0;        // conv2d, maxpool2d: zero padding on each side
+  int kernel = 0;         // conv2d, maxpool2d, avgpool2d: square window side
+  int stride = 1;         // conv2d, maxpool2d, avgpool2d (the pools' default: kernel)
+  int padding = 0;        // conv2d, maxpool2d, avgpool2d: zero padding on each side
   int units = 0;          // dense: output features
   double rate = 0;        // dropout: probability of dropping an element, in [0, 1)
   double momentum = 0.1;  // batchnorm: running-statistics update weight
@@ -52,7 +67,15 @@ struct LayerSpec {
   // torch_default after a torch_default init, zeros after any other).
   WeightInit init = WeightInit::TorchDefault;
   BiasInit bias_init = BiasInit::TorchDefault;
+  // residual: the main path ("layers", at least one) and the shortcut ("shortcut"; empty:
+  // the block's input itself). Both take the block's input; their outputs must have the
+  // same shape, and the block outputs their sum.
+  std::vector<LayerSpec> layers;
+  std::vector<LayerSpec> shortcut;
 };
+
+// How deep residual blocks may nest (a block inside a block is depth 2).
+constexpr int kMaxResidualDepth = 4;
 
 struct OptimizerSpec {
   enum class Kind { Sgd, Adam };
@@ -86,6 +109,9 @@ struct TrainSpec {
   int epochs = 0;
   uint64_t seed = 0;
   WeightInit init = WeightInit::TorchDefault;  // the layers' default "init"
+  // Label smoothing of the cross-entropy, in [0, 1): the target puts 1 - s + s/classes on
+  // the label and s/classes on every other class (PyTorch's CrossEntropyLoss).
+  double label_smoothing = 0;
   std::string dataset;  // HDF5 data set; relative paths are resolved against the spec's folder
   std::string origin;   // file the spec came from, used in messages
   std::string json;     // the spec text as given, stored in checkpoints
@@ -102,6 +128,12 @@ TrainSpec LoadSpec(const std::string& path);
 // Per-sample output shape after each layer (size layers.size() + 1; [0] is the input).
 // Throws SpecError when a layer cannot take its input (e.g. kernel larger than the image).
 std::vector<Shape3> LayerShapes(const TrainSpec& spec);
+
+// Per-sample output shapes of a list of layers given its input (size layers.size() + 1),
+// for a residual block's paths; `path` names the list in messages ("layers[3].layers").
+// Throws SpecError as LayerShapes does.
+std::vector<Shape3> PathShapes(const std::vector<LayerSpec>& layers, const Shape3& in,
+                               const std::string& origin, const std::string& path);
 
 // Learning rate at a 0-based global step. With total = epochs * steps_per_epoch and
 // warmup = round(warmup_epochs * steps_per_epoch) steps:

@@ -18,6 +18,7 @@ ojson LayerJson(const LayerSpec& l) {
       j["bias_init"] = BiasInitName(l.bias_init);
       break;
     case LayerKind::MaxPool2d:
+    case LayerKind::AvgPool2d:
       j["kernel"] = l.kernel;
       j["stride"] = l.stride;
       j["padding"] = l.padding;
@@ -34,8 +35,19 @@ ojson LayerJson(const LayerSpec& l) {
       j["momentum"] = l.momentum;
       j["epsilon"] = l.epsilon;
       break;
+    case LayerKind::Residual: {
+      ojson main = ojson::array(), shortcut = ojson::array();
+      for (const LayerSpec& m : l.layers) main.push_back(LayerJson(m));
+      for (const LayerSpec& m : l.shortcut) shortcut.push_back(LayerJson(m));
+      j["layers"] = main;
+      if (!shortcut.empty()) j["shortcut"] = shortcut;
+      break;
+    }
     case LayerKind::Relu:
     case LayerKind::Flatten:
+    case LayerKind::GlobalAvgPool2d:
+    case LayerKind::Gelu:
+    case LayerKind::Silu:
       break;
   }
   return j;
@@ -75,20 +87,24 @@ ojson ScheduleJson(const ScheduleSpec& s) {
 nlohmann::ordered_json SpecToJson(const TrainSpec& spec, const std::string& dataset_if_empty) {
   ojson layers = ojson::array();
   for (const LayerSpec& l : spec.layers) layers.push_back(LayerJson(l));
-  return {{"name", spec.name},
-          {"input",
-           {{"channels", spec.input.channels},
-            {"height", spec.input.height},
-            {"width", spec.input.width}}},
-          {"classes", spec.classes},
-          {"init", WeightInitName(spec.init)},
-          {"layers", layers},
-          {"optimizer", OptimizerJson(spec.optimizer)},
-          {"schedule", ScheduleJson(spec.schedule)},
-          {"batch_size", spec.batch_size},
-          {"epochs", spec.epochs},
-          {"seed", spec.seed},
-          {"dataset", spec.dataset.empty() ? dataset_if_empty : spec.dataset}};
+  ojson j = {{"name", spec.name},
+             {"input",
+              {{"channels", spec.input.channels},
+               {"height", spec.input.height},
+               {"width", spec.input.width}}},
+             {"classes", spec.classes},
+             {"init", WeightInitName(spec.init)},
+             {"layers", layers},
+             {"optimizer", OptimizerJson(spec.optimizer)},
+             {"schedule", ScheduleJson(spec.schedule)},
+             {"batch_size", spec.batch_size},
+             {"epochs", spec.epochs},
+             {"seed", spec.seed},
+             {"dataset", spec.dataset.empty() ? dataset_if_empty : spec.dataset}};
+  // Written only when set: the calibration sweeps' spec texts (and the hashes that pin them,
+  // tests/unit/calibrate_gpu_test.cpp) stay those of the specs before the field existed.
+  if (spec.label_smoothing > 0) j["label_smoothing"] = spec.label_smoothing;
+  return j;
 }
 
 }  // namespace dlh

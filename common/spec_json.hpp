@@ -10,7 +10,8 @@
 
 namespace dlh {
 
-// Every field that ParseSpec reads, explicitly (also the defaults), so that
+// Every field that ParseSpec reads, explicitly (also the defaults; label_smoothing only when
+// set), so that
 // ParseSpec(SpecToJson(s).dump(), ...) gives back `s` (but origin and json). `dataset` is
 // written as given, or as `dataset_if_empty` when the spec has none (ParseSpec requires one;
 // step timing reads no data).

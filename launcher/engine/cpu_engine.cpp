@@ -18,6 +18,7 @@ class CpuEngine : public Engine {
   explicit CpuEngine(const EngineConfig& c)
       : comm_(c.comm),
         input_(c.spec->input),
+        label_smoothing_(c.spec->label_smoothing),
         net_(*c.spec),
         opt_(MakeOptimizer(c.spec->optimizer)),
         on_forward_done_(c.on_forward_done) {
@@ -58,8 +59,8 @@ class CpuEngine : public Engine {
                             const NextBatch& next) override {
     const Tensor& logits = net_.forward(batch.images, ctx);
     StepSums sums;
-    sums.loss =
-        SoftmaxCrossEntropy(logits, batch.labels.data(), loss_scale, &grad_logits_, &sums.correct);
+    sums.loss = SoftmaxCrossEntropy(logits, batch.labels.data(), loss_scale, &grad_logits_,
+                                    &sums.correct, label_smoothing_);
     if (on_forward_done_) on_forward_done_();
     net_.backward(grad_logits_, [&](size_t layer) { sync_->layer_done(layer); });
     if (next) next();
@@ -90,7 +91,8 @@ class CpuEngine : public Engine {
     std::copy(images, images + eval_x_.size(), eval_x_.data());
     const Tensor& logits = net_.forward(eval_x_, ctx);
     StepSums sums;
-    sums.loss = SoftmaxCrossEntropy(logits, labels, 1.0f, &eval_grad_, &sums.correct);
+    sums.loss =
+        SoftmaxCrossEntropy(logits, labels, 1.0f, &eval_grad_, &sums.correct, label_smoothing_);
     return sums;
   }
 
@@ -128,6 +130,7 @@ class CpuEngine : public Engine {
  private:
   MPI_Comm comm_;
   Shape3 input_;
+  double label_smoothing_;
   Network net_;
   std::unique_ptr<Optimizer> opt_;
   std::function<void()> on_forward_done_;

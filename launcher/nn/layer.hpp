@@ -68,9 +68,10 @@ class Layer {
 std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, const Shape3& in);
 
 // Softmax cross-entropy over logits (N x classes). Writes grad_logits = (softmax -
-// onehot) * scale, returns the SUM of per-sample losses (unscaled) and adds the number
-// of correct argmax predictions to *correct.
+// target) * scale, returns the SUM of per-sample losses (unscaled) and adds the number
+// of correct argmax predictions to *correct. The target is one-hot, or with
+// label_smoothing s, 1 - s + s/classes on the label and s/classes elsewhere.
 double SoftmaxCrossEntropy(const Tensor& logits, const int32_t* labels, float scale,
-                           Tensor* grad_logits, int64_t* correct);
+                           Tensor* grad_logits, int64_t* correct, double label_smoothing = 0.0);
 
 }  // namespace dlh

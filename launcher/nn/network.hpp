@@ -1,5 +1,5 @@
-// DLH — a network built from a spec: the layer stack, its activations, and named
-// parameters. Forward keeps every activation for backward (no recomputation).
+// DLH — a network built from a spec: the layer stack (layer_stack.hpp: its activations kept
+// for backward, no recomputation) and its parameters named for checkpoints.
 #pragma once
 
 #include <functional>
@@ -8,6 +8,7 @@
 
 #include "common/spec.hpp"
 #include "launcher/nn/layer.hpp"
+#include "launcher/nn/layer_stack.hpp"
 #include "launcher/nn/named_array.hpp"
 #include "launcher/nn/optimizer.hpp"
 
@@ -28,8 +29,8 @@ class Network {
   // gradients are written (layers run last to first), so their allreduce can start.
   void backward(const Tensor& grad_logits, const std::function<void(size_t)>& on_layer_done);
 
-  size_t num_layers() const { return layers_.size(); }
-  Layer& layer(size_t i) { return *layers_[i]; }
+  size_t num_layers() const { return stack_.size(); }
+  Layer& layer(size_t i) { return stack_.layer(i); }
 
   // Parameters and buffers named "<2-digit layer index>.<kind>/<name>", in layer order.
   const std::vector<NamedParam>& params() const { return params_; }
@@ -43,16 +44,7 @@ class Network {
   size_t num_param_values() const;
 
  private:
-  std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<Tensor> acts_;  // acts_[i] = output of layer i
-  const Tensor* input_ = nullptr;
-  // grads_[k] = dLoss/d(input of layer k). One tensor per layer instead of two reused
-  // ones: a tensor that changed size every step would be re-filled with zeros when it grows
-  // back (std::vector::resize), an extra pass over the largest gradients.
-  std::vector<Tensor> grads_;
-  // needs_grad_in_[k]: some layer before k has parameters, so dLoss/d(input of k) is used.
-  // Without it (the first dense layer after a flatten) backward skips that product.
-  std::vector<bool> needs_grad_in_;
+  LayerStack stack_;
   std::vector<NamedParam> params_;
   std::vector<size_t> param_layer_;
   struct NamedBuffer {

@@ -39,6 +39,15 @@ inline uint64_t DropoutKey(uint64_t seed, int rank, uint64_t step, int layer_ind
   return Mix64(key ^ (uint64_t(uint32_t(layer_index)) + kGoldenGamma));
 }
 
+// The layer_index of layer j of a residual block's path (branch 0: its main path, 1: its
+// shortcut) whose block has index `parent`: negative (the top bit set), so never a top-level
+// index, and a hash of the three, so blocks nested in blocks get indices of their own.
+DLH_HOST_DEVICE inline int NestedLayerIndex(int parent, int branch, uint64_t j) {
+  const uint64_t h =
+      Mix64((uint64_t(uint32_t(parent)) << 32 | uint64_t(branch) << 24 | j) + kGoldenGamma);
+  return int(uint32_t(h) | 0x80000000u);
+}
+
 // Element i of a mask keeps when its 53-bit uniform u in [0, 1) is >= the layer's
 // threshold (rate * 2^53), so P(keep) = 1 - rate.
 DLH_HOST_DEVICE inline bool DropoutKeeps(uint64_t key, uint64_t i, uint64_t threshold) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/error.hpp"
@@ -834,6 +835,274 @@ TEST(Layers, WrongInputShapeIsAnErrorNotACrash) {
   auto conv = Conv({2, 5, 5}, 3, 3, 1, 1);
   Tensor x({2, 3, 5, 5}), out;
   EXPECT_THROW(conv->forward(x, out, ForwardContext{}), Error);
+}
+
+// ---------------------------------------------------------------- avgpool2d, global
+
+std::unique_ptr<Layer> AvgPool(const Shape3& in, int kernel, int stride, int padding) {
+  LayerSpec spec;
+  spec.kind = LayerKind::AvgPool2d;
+  spec.kernel = kernel;
+  spec.stride = stride;
+  spec.padding = padding;
+  return MakeLayer(spec, in);
+}
+
+TEST(AvgPool2d, GradientsKernel3Stride2Padding1) {
+  std::mt19937_64 rng(31);
+  auto layer = AvgPool({2, 5, 6}, 3, 2, 1);
+  EXPECT_EQ(layer->output_shape(), (Shape3{2, 3, 3}));
+  CheckGradients(*layer, Uniform({3, 2, 5, 6}, rng), TrainingContext());
+}
+
+// PyTorch's default (count_include_pad): a window over the padding still divides by K*K.
+TEST(AvgPool2d, ForwardCountsThePaddingAsZeros) {
+  std::mt19937_64 rng(32);
+  for (const ConvCase c : {ConvCase{2, 2, 0}, ConvCase{3, 2, 1}, ConvCase{3, 1, 1}}) {
+    const int N = 2, C = 3, H = 7, W = 6, K = c.kernel, S = c.stride, P = c.padding;
+    auto layer = AvgPool({C, H, W}, K, S, P);
+    const Tensor x = Uniform({N, C, H, W}, rng);
+    Tensor out;
+    layer->forward(x, out, ForwardContext{});
+    const Shape3 o = layer->output_shape();
+    for (int n = 0; n < N; ++n)
+      for (int ch = 0; ch < C; ++ch)
+        for (int oh = 0; oh < o.height; ++oh)
+          for (int ow = 0; ow < o.width; ++ow) {
+            double sum = 0;
+            for (int i = 0; i < K; ++i)
+              for (int j = 0; j < K; ++j) {
+                const int h = oh * S - P + i, w = ow * S - P + j;
+                if (h >= 0 && h < H && w >= 0 && w < W) sum += x[((n * C + ch) * H + h) * W + w];
+              }
+            EXPECT_NEAR(out[((n * C + ch) * o.height + oh) * o.width + ow], sum / (K * K), 1e-6)
+                << "kernel " << K << " stride " << S << " padding " << P;
+          }
+  }
+}
+
+TEST(GlobalAvgPool2d, MeanOfEachPlaneAndItsGradients) {
+  std::mt19937_64 rng(33);
+  auto layer = Simple(LayerKind::GlobalAvgPool2d, {3, 4, 5});
+  EXPECT_EQ(layer->output_shape(), (Shape3{3, 1, 1}));
+  const Tensor x = Uniform({2, 3, 4, 5}, rng);
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  for (int p = 0; p < 6; ++p) {
+    double sum = 0;
+    for (int i = 0; i < 20; ++i) sum += x[p * 20 + i];
+    EXPECT_NEAR(out[p], sum / 20, 1e-6);
+  }
+  CheckGradients(*layer, x, TrainingContext());
+}
+
+// ---------------------------------------------------------------- gelu, silu
+
+TEST(Gelu, ValuesOfTheErfFormAndGradients) {
+  std::mt19937_64 rng(34);
+  auto layer = Simple(LayerKind::Gelu, {2, 3, 3});
+  Tensor x({1, 2, 3, 3});
+  x.zero();
+  x[0] = 1.0f;
+  x[1] = -1.0f;
+  x[2] = 3.0f;
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  // torch.nn.GELU()(torch.tensor([1., -1., 3.]))
+  EXPECT_NEAR(out[0], 0.8413447, 1e-6);
+  EXPECT_NEAR(out[1], -0.1586553, 1e-6);
+  EXPECT_NEAR(out[2], 2.9959502, 1e-6);
+  EXPECT_EQ(out[3], 0.0f);
+  CheckGradients(*layer, Uniform({2, 2, 3, 3}, rng, -3.0f, 3.0f), TrainingContext());
+}
+
+TEST(Silu, ValuesAndGradients) {
+  std::mt19937_64 rng(35);
+  auto layer = Simple(LayerKind::Silu, {4, 1, 1});
+  Tensor x({1, 4});
+  x[0] = 1.0f;
+  x[1] = -1.0f;
+  x[2] = 0.0f;
+  x[3] = -20.0f;
+  Tensor out;
+  layer->forward(x, out, ForwardContext{});
+  // torch.nn.SiLU()(torch.tensor([1., -1., 0., -20.]))
+  EXPECT_NEAR(out[0], 0.7310586, 1e-6);
+  EXPECT_NEAR(out[1], -0.2689414, 1e-6);
+  EXPECT_EQ(out[2], 0.0f);
+  EXPECT_NEAR(out[3], -4.122307e-08, 1e-12);
+  CheckGradients(*layer, Uniform({3, 4}, rng, -4.0f, 4.0f), TrainingContext());
+}
+
+// ---------------------------------------------------------------- residual
+
+LayerSpec ConvSpec(int filters, int kernel, int stride, int padding) {
+  LayerSpec l;
+  l.kind = LayerKind::Conv2d;
+  l.filters = filters;
+  l.kernel = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  return l;
+}
+
+LayerSpec KindSpec(LayerKind kind) {
+  LayerSpec l;
+  l.kind = kind;
+  return l;
+}
+
+// A ResNet basic block: conv-bn-relu-conv-bn, and an identity or a projection shortcut
+// (1x1 conv with the stride, and bn).
+LayerSpec BasicBlock(int filters, int stride, bool projection) {
+  LayerSpec b;
+  b.kind = LayerKind::Residual;
+  b.layers = {ConvSpec(filters, 3, stride, 1), KindSpec(LayerKind::BatchNorm),
+              KindSpec(LayerKind::Relu), ConvSpec(filters, 3, 1, 1),
+              KindSpec(LayerKind::BatchNorm)};
+  if (projection) b.shortcut = {ConvSpec(filters, 1, stride, 0), KindSpec(LayerKind::BatchNorm)};
+  return b;
+}
+
+// For the finite differences: a bias right before a batchnorm has no gradient at all (the
+// batchnorm takes the mean out), which a relative error cannot judge. So these blocks have
+// their batchnorm after a nonlinearity; BasicBlock's own wiring is checked against PyTorch
+// (tests/scripts/torch_spec.sh).
+LayerSpec CheckableBlock(int filters, int stride, bool projection) {
+  LayerSpec b;
+  b.kind = LayerKind::Residual;
+  b.layers = {ConvSpec(filters, 3, stride, 1), KindSpec(LayerKind::Gelu),
+              KindSpec(LayerKind::BatchNorm), ConvSpec(filters, 3, 1, 1)};
+  if (projection) b.shortcut = {KindSpec(LayerKind::BatchNorm), ConvSpec(filters, 1, stride, 0)};
+  return b;
+}
+
+TEST(Residual, IdentityShortcutGradients) {
+  std::mt19937_64 rng(36);
+  auto block = MakeLayer(CheckableBlock(3, 1, false), {3, 5, 4});
+  EXPECT_EQ(block->output_shape(), (Shape3{3, 5, 4}));
+  RandomizeParams(*block, rng);
+  CheckGradients(*block, Uniform({2, 3, 5, 4}, rng), TrainingContext());
+}
+
+TEST(Residual, ProjectionShortcutGradients) {
+  std::mt19937_64 rng(37);
+  auto block = MakeLayer(CheckableBlock(4, 2, true), {2, 6, 5});
+  EXPECT_EQ(block->output_shape(), (Shape3{4, 3, 3}));
+  RandomizeParams(*block, rng);
+  CheckGradients(*block, Uniform({3, 2, 6, 5}, rng), TrainingContext());
+}
+
+// Without parameters in a path, and a block inside a block.
+TEST(Residual, NestedBlocksAndParameterlessPathsGradients) {
+  std::mt19937_64 rng(38);
+  LayerSpec outer;
+  outer.kind = LayerKind::Residual;
+  LayerSpec inner;
+  inner.kind = LayerKind::Residual;
+  inner.layers = {KindSpec(LayerKind::Gelu), ConvSpec(2, 3, 1, 1)};
+  outer.layers = {inner, KindSpec(LayerKind::Silu)};
+  outer.shortcut = {KindSpec(LayerKind::Gelu)};
+  auto block = MakeLayer(outer, {2, 4, 4});
+  RandomizeParams(*block, rng);
+  CheckGradients(*block, Uniform({2, 2, 4, 4}, rng), TrainingContext());
+}
+
+TEST(Residual, OutputIsTheSumOfItsPaths) {
+  std::mt19937_64 rng(39);
+  const Shape3 in{2, 4, 4};
+  LayerSpec main_only = ConvSpec(2, 3, 1, 1);
+  LayerSpec block_spec;
+  block_spec.kind = LayerKind::Residual;
+  block_spec.layers = {main_only};
+  auto residual = MakeLayer(block_spec, in);
+  auto conv = MakeLayer(main_only, in);
+  RandomizeParams(*residual, rng);
+  for (size_t k = 0; k < conv->params().size(); ++k)
+    conv->params()[k].value->assign(residual->params()[k].value->to_vector());
+  const Tensor x = Uniform({2, 2, 4, 4}, rng);
+  Tensor a, b;
+  residual->forward(x, a, ForwardContext{});
+  conv->forward(x, b, ForwardContext{});
+  ASSERT_EQ(a.size(), x.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i] + x[i]);
+}
+
+TEST(Residual, NamesItsPathsParametersAndGathersTheirStatistics) {
+  std::mt19937_64 rng(40);
+  auto block = MakeLayer(BasicBlock(4, 2, true), {2, 6, 6});
+  std::vector<std::string> names;
+  for (const ParamRef& p : block->params()) names.push_back(p.name + (p.decay ? " decay" : ""));
+  const std::vector<std::string> want = {
+      "main.00.conv2d/weight decay",     "main.00.conv2d/bias",
+      "main.01.batchnorm/gamma",         "main.01.batchnorm/beta",
+      "main.03.conv2d/weight decay",     "main.03.conv2d/bias",
+      "main.04.batchnorm/gamma",         "main.04.batchnorm/beta",
+      "shortcut.00.conv2d/weight decay", "shortcut.00.conv2d/bias",
+      "shortcut.01.batchnorm/gamma",     "shortcut.01.batchnorm/beta"};
+  EXPECT_EQ(names, want);
+  ASSERT_EQ(block->buffers().size(), 6u);
+  EXPECT_EQ(block->buffers()[0].name, "main.01.batchnorm/running_mean");
+  EXPECT_EQ(block->buffers()[5].name, "shortcut.01.batchnorm/running_var");
+
+  // Three batchnorms of 4 channels: 3 x {mean[4], var[4]}, refreshed by each training forward.
+  RandomizeParams(*block, rng);
+  Tensor* stats = block->batch_stats();
+  ASSERT_NE(stats, nullptr);
+  ASSERT_EQ(stats->size(), 24u);
+  Tensor out;
+  block->forward(Uniform({3, 2, 6, 6}, rng), out, TrainingContext());
+  const std::vector<float> seen = stats->to_vector();
+  EXPECT_NE(seen[0], 0.0f);
+  // A committed average reaches every batchnorm's running statistics: all means 1, all
+  // variances 1, momentum 0.1 from (0, 1): running mean 0.1, running var 1.
+  for (size_t i = 0; i < stats->size(); ++i) (*stats)[i] = 1.0f;
+  block->commit_batch_stats();
+  for (const BufferRef& b : block->buffers())
+    for (float v : *b.value)
+      EXPECT_FLOAT_EQ(v, b.name.find("running_mean") != std::string::npos ? 0.1f : 1.0f) << b.name;
+}
+
+TEST(Residual, RefusesPathsOfDifferentShapes) {
+  LayerSpec b = BasicBlock(4, 2, false);  // stride 2 and 4 filters, but the identity shortcut
+  EXPECT_THROW(MakeLayer(b, {2, 6, 6}), SpecError);
+  b.layers.clear();
+  EXPECT_THROW(MakeLayer(b, {2, 6, 6}), SpecError);
+}
+
+// ---------------------------------------------------------------- label smoothing
+
+TEST(SoftmaxCrossEntropy, LabelSmoothingValuesAndGradient) {
+  std::mt19937_64 rng(41);
+  Tensor logits = Uniform({3, 4}, rng, -3.0f, 3.0f);
+  const int32_t labels[] = {0, 3, 1};
+  const double s = 0.1;
+  // -sum_k q_k log p_k by hand, q = s/4 + (1 - s) on the label.
+  double want = 0;
+  for (int b = 0; b < 3; ++b) {
+    double z_max = -1e30, sum = 0;
+    for (int k = 0; k < 4; ++k) z_max = std::max(z_max, double(logits[b * 4 + k]));
+    for (int k = 0; k < 4; ++k) sum += std::exp(logits[b * 4 + k] - z_max);
+    for (int k = 0; k < 4; ++k) {
+      const double log_p = logits[b * 4 + k] - z_max - std::log(sum);
+      want -= (s / 4 + (k == labels[b] ? 1 - s : 0)) * log_p;
+    }
+  }
+  Tensor grad;
+  int64_t correct = 0;
+  EXPECT_NEAR(SoftmaxCrossEntropy(logits, labels, 0.5f, &grad, &correct, s), want, 1e-9);
+  const std::vector<double> numeric = NumericGradient(logits, 1e-2f, [&] {
+    int64_t unused = 0;
+    Tensor g;
+    return 0.5 * SoftmaxCrossEntropy(logits, labels, 0.5f, &g, &unused, s);
+  });
+  EXPECT_LT(RelativeError(numeric, AsDouble(grad)), kTolerance);
+  // The gradient of each sample sums to 0 (softmax and target both sum to 1).
+  for (int b = 0; b < 3; ++b) {
+    double row = 0;
+    for (int k = 0; k < 4; ++k) row += grad[b * 4 + k];
+    EXPECT_NEAR(row, 0.0, 1e-6);
+  }
 }
 
 }  // namespace

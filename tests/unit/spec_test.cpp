@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/spec_json.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {
@@ -481,9 +482,10 @@ TEST(SpecErrorTest, BadChoices) {
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["schedule"]["decay"] = "linear"; })),
             "spec.json: schedule.decay: must be one of \"constant\", \"step\", \"cosine\", got "
             "\"linear\"");
-  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"][2]["type"] = "gelu"; })),
+  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"][2]["type"] = "mish"; })),
             "spec.json: layers[2].type: must be one of \"conv2d\", \"maxpool2d\", \"dense\", "
-            "\"relu\", \"flatten\", \"dropout\", \"batchnorm\", got \"gelu\"");
+            "\"relu\", \"flatten\", \"dropout\", \"batchnorm\", \"avgpool2d\", "
+            "\"globalavgpool2d\", \"gelu\", \"silu\", \"residual\", got \"mish\"");
 }
 
 TEST(SpecErrorTest, OptimizerRanges) {
@@ -799,6 +801,113 @@ TEST(LearningRateTest, WarmupAsLongAsTraining) {
   EXPECT_DOUBLE_EQ(LearningRate(s, 99, 10), 0.1);     // last step: end of warm-up
   EXPECT_DOUBLE_EQ(LearningRate(s, 100, 10), 0.1);    // t = 0
   EXPECT_NEAR(LearningRate(s, 101, 10), 0.0, 1e-15);  // t = T = 1
+}
+
+// ---------------------------------------------------------------- modern layers
+
+// A small ResNet: stem, a basic block with the identity, a block with a projection, pooling.
+json ResidualSpec() {
+  return json::parse(R"({
+    "input": {"channels": 3, "height": 16, "width": 16},
+    "classes": 5,
+    "label_smoothing": 0.1,
+    "layers": [
+      {"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1},
+      {"type": "residual", "layers": [
+        {"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1},
+        {"type": "batchnorm"}, {"type": "gelu"},
+        {"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1}]},
+      {"type": "silu"},
+      {"type": "residual", "layers": [
+        {"type": "conv2d", "filters": 16, "kernel": 3, "stride": 2, "padding": 1}],
+       "shortcut": [{"type": "avgpool2d", "kernel": 2},
+                    {"type": "conv2d", "filters": 16, "kernel": 1}]},
+      {"type": "avgpool2d", "kernel": 3, "stride": 1, "padding": 1},
+      {"type": "globalavgpool2d"},
+      {"type": "dense", "units": 5}
+    ],
+    "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
+    "batch_size": 16,
+    "epochs": 2,
+    "dataset": "data.h5"
+  })");
+}
+
+TEST(SpecModernLayers, ResidualBlocksPoolsAndActivationsParse) {
+  const TrainSpec s = Parse(ResidualSpec());
+  EXPECT_DOUBLE_EQ(s.label_smoothing, 0.1);
+  ASSERT_EQ(s.layers.size(), 7u);
+  EXPECT_EQ(s.layers[1].kind, LayerKind::Residual);
+  EXPECT_EQ(s.layers[1].layers.size(), 4u);
+  EXPECT_TRUE(s.layers[1].shortcut.empty());
+  EXPECT_EQ(s.layers[3].shortcut.size(), 2u);
+  EXPECT_EQ(s.layers[3].shortcut[0].stride, 2);  // a pool's stride defaults to its kernel
+  const std::vector<Shape3> shapes = LayerShapes(s);
+  EXPECT_EQ(shapes[2], (Shape3{8, 16, 16}));
+  EXPECT_EQ(shapes[4], (Shape3{16, 8, 8}));
+  EXPECT_EQ(shapes[5], (Shape3{16, 8, 8}));
+  EXPECT_EQ(shapes[6], (Shape3{16, 1, 1}));
+  EXPECT_EQ(shapes[7], (Shape3{5, 1, 1}));
+  // Written back and read again, it is the same spec (nested paths included).
+  const TrainSpec back = ParseSpec(SpecToJson(s, "").dump(), "back.json", "");
+  EXPECT_EQ(SpecToJson(back, "").dump(), SpecToJson(s, "").dump());
+  EXPECT_DOUBLE_EQ(back.label_smoothing, 0.1);
+}
+
+// The residual spec changed by `edit`.
+json EditedResidual(const std::function<void(json&)>& edit) {
+  json j = ResidualSpec();
+  edit(j);
+  return j;
+}
+
+TEST(SpecModernLayers, BadResidualBlocksNameTheField) {
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["layers"][3].erase("shortcut"); })),
+            "spec.json: layers[3]: the main path (\"layers\") outputs 16x8x8 but the identity "
+            "shortcut passes the input, 8x16x16; add a \"shortcut\" that projects it (a conv2d "
+            "with kernel 1)");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["layers"][3]["shortcut"][1]["filters"] = 12; })),
+            "spec.json: layers[3]: the main path (\"layers\") outputs 16x8x8 but the shortcut "
+            "outputs 12x8x8");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["layers"][1]["layers"] = json::array(); })),
+            "spec.json: layers[1].layers: must be a non-empty array of layers, got an empty array");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["layers"][1].erase("layers"); })),
+            "spec.json: layers[1].layers: required");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["layers"][1]["main"] = 1; })),
+            "spec.json: layers[1]: unknown key \"main\"");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["layers"][1]["layers"][2]["rate"] = 1; })),
+            "spec.json: layers[1].layers[2]: unknown key \"rate\"");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["layers"][3]["shortcut"][0]["kernel"] = 40; })),
+            "spec.json: layers[3].shortcut[0].kernel: 40 does not fit the 16x16 input (padding 0)");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["layers"][4]["padding"] = 2; })),
+            "spec.json: layers[4].padding: must be at most kernel/2 (1), got 2");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) { j["label_smoothing"] = 1; })),
+            "spec.json: label_smoothing: must be in [0, 1), got 1");
+  // A flat input has no planes to pool.
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) {
+              j["layers"][5] = {{"type", "flatten"}};
+              j["layers"][6] = {{"type", "globalavgpool2d"}};
+              j["layers"].push_back({{"type", "dense"}, {"units", 5}});
+            })),
+            "spec.json: layers[6]: globalavgpool2d needs a spatial input, but its input is flat "
+            "(1024 values) after flatten at layers[5]");
+  // Blocks nest, but not without end (the parser recurses).
+  json deep = {{"type", "relu"}};
+  for (int i = 0; i < kMaxResidualDepth + 1; ++i)
+    deep = {{"type", "residual"}, {"layers", json::array({deep})}};
+  const std::string error = ErrorOf(EditedResidual([&](json& j) { j["layers"][2] = deep; }));
+  EXPECT_NE(error.find("residual blocks nest at most 4 deep"), std::string::npos) << error;
+  json ok = {{"type", "relu"}};
+  for (int i = 0; i < kMaxResidualDepth; ++i)
+    ok = {{"type", "residual"}, {"layers", json::array({ok})}};
+  EXPECT_EQ(ErrorOf(EditedResidual([&](json& j) { j["layers"][2] = ok; })), "");
+}
+
+TEST(SpecModernLayers, ShippedResNetsParse) {
+  for (const char* name : {"resnet18-cifar.json", "resnet50-imagenet.json"}) {
+    const TrainSpec s = LoadSpec((ExamplesDir() / name).string());
+    EXPECT_EQ(LayerShapes(s).back(), (Shape3{s.classes, 1, 1})) << name;
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "launcher/nn/init.hpp"
 #include "launcher/nn/layer.hpp"
+#include "launcher/nn/layer_stack.hpp"
 
 namespace dlh {
 
@@ -165,6 +166,86 @@ class BatchNorm : public Layer {
   Tensor stats_;                // {mean[C], unbiased var[C]} of the last training forward
   std::vector<float> xhat_;     // normalised input of the last training forward
   std::vector<float> inv_std_;  // per channel 1/sqrt(var + eps) of that forward
+};
+
+class AvgPool2d : public Layer {
+ public:
+  AvgPool2d(const Shape3& in, int kernel, int stride, int padding);
+  LayerKind kind() const override { return LayerKind::AvgPool2d; }
+  Shape3 output_shape() const override { return out_; }
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+
+ private:
+  Shape3 in_, out_;
+  int kernel_, stride_, padding_;
+};
+
+class GlobalAvgPool2d : public Layer {
+ public:
+  explicit GlobalAvgPool2d(const Shape3& in) : in_(in) {}
+  LayerKind kind() const override { return LayerKind::GlobalAvgPool2d; }
+  Shape3 output_shape() const override { return Shape3{in_.channels, 1, 1}; }
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+
+ private:
+  Shape3 in_;
+};
+
+class Gelu : public Layer {
+ public:
+  explicit Gelu(const Shape3& in) : in_(in) {}
+  LayerKind kind() const override { return LayerKind::Gelu; }
+  Shape3 output_shape() const override { return in_; }
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+
+ private:
+  Shape3 in_;
+};
+
+class Silu : public Layer {
+ public:
+  explicit Silu(const Shape3& in) : in_(in) {}
+  LayerKind kind() const override { return LayerKind::Silu; }
+  Shape3 output_shape() const override { return in_; }
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+
+ private:
+  Shape3 in_;
+};
+
+// A residual block: its main path and its shortcut (none: the identity) both run on the
+// block's input, and the block outputs their sum. Each path is a LayerStack of its own; the
+// block names their parameters "main.<j>.<kind>/..." and "shortcut.<j>.<kind>/...", and
+// gathers their batch statistics into one array, main path first.
+class Residual : public Layer {
+ public:
+  Residual(const LayerSpec& spec, const Shape3& in);
+  LayerKind kind() const override { return LayerKind::Residual; }
+  Shape3 output_shape() const override { return out_; }
+  void init(std::mt19937_64& rng) override;
+  void forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) override;
+  void backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
+                Tensor* grad_in) override;
+  std::vector<ParamRef> params() override;
+  std::vector<BufferRef> buffers() override;
+  Tensor* batch_stats() override { return stats_.size() > 0 ? &stats_ : nullptr; }
+  void commit_batch_stats() override;
+
+ private:
+  Shape3 out_;
+  LayerStack main_;
+  std::unique_ptr<LayerStack> shortcut_;  // null: the identity
+  std::vector<Layer*> stat_layers_;       // the paths' layers with batch statistics, in order
+  Tensor stats_;                          // theirs, one after the other
+  Tensor grad_shortcut_;                  // the shortcut's input gradient
 };
 
 }  // namespace dlh

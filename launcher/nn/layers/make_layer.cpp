@@ -93,6 +93,22 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& spec, const Shape3& in) {
         Fail("batchnorm", "epsilon must be positive, got " + std::to_string(spec.epsilon));
       }
       return std::make_unique<BatchNorm>(in, spec.momentum, spec.epsilon);
+    case LayerKind::AvgPool2d:
+      CheckWindow("avgpool2d", spec, in);
+      if (spec.padding > spec.kernel / 2) {
+        Fail("avgpool2d", "padding " + std::to_string(spec.padding) +
+                              " must be at most half the kernel " + std::to_string(spec.kernel));
+      }
+      return std::make_unique<AvgPool2d>(in, spec.kernel, spec.stride, spec.padding);
+    case LayerKind::GlobalAvgPool2d:
+      return std::make_unique<GlobalAvgPool2d>(in);
+    case LayerKind::Gelu:
+      return std::make_unique<Gelu>(in);
+    case LayerKind::Silu:
+      return std::make_unique<Silu>(in);
+    case LayerKind::Residual:
+      if (spec.layers.empty()) Fail("residual", "the main path has no layers");
+      return std::make_unique<Residual>(spec, in);
   }
   throw SpecError("unknown layer kind " + std::to_string(int(spec.kind)));
 }
