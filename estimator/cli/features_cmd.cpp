@@ -4,6 +4,9 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/exit_codes.hpp"
 #include "common/spec.hpp"
@@ -24,6 +27,41 @@ std::string Si(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
   return buf;
+}
+
+// One layer's JSON; a residual block's carries its paths' layers ("layers", "shortcut").
+nlohmann::json LayerJson(const LayerCost& l) {
+  nlohmann::json j{{"kind", LayerKindName(l.kind)},
+                   {"flops_fwd", l.flops_fwd},
+                   {"flops_bwd", l.flops_bwd},
+                   {"params", l.params},
+                   {"out_elements", l.out_elements}};
+  if (l.kind == LayerKind::Residual) {
+    const std::pair<const char*, const std::vector<LayerCost>*> paths[] = {
+        {"layers", &l.layers}, {"shortcut", &l.shortcut}};
+    for (const auto& [key, path] : paths) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const LayerCost& n : *path) list.push_back(LayerJson(n));
+      j[key] = list;
+    }
+  }
+  return j;
+}
+
+// One table row per layer; a residual block's paths follow it, indented, numbered "3.0" (main
+// path) and "3.s0" (shortcut).
+void PrintLayers(const std::vector<LayerCost>& layers, const std::string& prefix, int depth) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerCost& l = layers[i];
+    char shape[48];
+    std::snprintf(shape, sizeof shape, "%dx%dx%d", l.out.channels, l.out.height, l.out.width);
+    const std::string index = prefix + std::to_string(i);
+    const std::string kind = std::string(size_t(2 * depth), ' ') + LayerKindName(l.kind);
+    std::printf("  %-7s %-17s %-12s %12s %12s %10.0f %10.0f\n", index.c_str(), kind.c_str(), shape,
+                Si(l.flops_fwd).c_str(), Si(l.flops_bwd).c_str(), l.params, l.out_elements);
+    PrintLayers(l.layers, index + ".", depth + 1);
+    PrintLayers(l.shortcut, index + ".s", depth + 1);
+  }
 }
 
 }  // namespace
@@ -49,12 +87,7 @@ int FeaturesCommand(const std::vector<std::string>& args) {
   double memory = TrainingMemoryBytes(f, batch, slots);
   if (vm.count("json")) {
     nlohmann::json layers = nlohmann::json::array();
-    for (const auto& l : f.layers)
-      layers.push_back({{"kind", LayerKindName(l.kind)},
-                        {"flops_fwd", l.flops_fwd},
-                        {"flops_bwd", l.flops_bwd},
-                        {"params", l.params},
-                        {"out_elements", l.out_elements}});
+    for (const auto& l : f.layers) layers.push_back(LayerJson(l));
     WriteJson({{"spec", spec.origin},
                {"layers", layers},
                {"flops_fwd", f.flops_fwd()},
@@ -71,15 +104,9 @@ int FeaturesCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   std::printf("%s: %s\n", spec.origin.c_str(), spec.name.c_str());
-  std::printf("  %-3s %-10s %-12s %12s %12s %10s %10s\n", "#", "layer", "output", "FLOP fwd",
+  std::printf("  %-7s %-17s %-12s %12s %12s %10s %10s\n", "#", "layer", "output", "FLOP fwd",
               "FLOP bwd", "params", "outputs");
-  for (size_t i = 0; i < f.layers.size(); ++i) {
-    const auto& l = f.layers[i];
-    char shape[48];
-    std::snprintf(shape, sizeof shape, "%dx%dx%d", l.out.channels, l.out.height, l.out.width);
-    std::printf("  %-3zu %-10s %-12s %12s %12s %10.0f %10.0f\n", i, LayerKindName(l.kind), shape,
-                Si(l.flops_fwd).c_str(), Si(l.flops_bwd).c_str(), l.params, l.out_elements);
-  }
+  PrintLayers(f.layers, "", 0);
   std::printf("  per sample: %sFLOP forward, %sFLOP forward+backward (conv %s, dense %s)\n",
               Si(f.flops_fwd()).c_str(), Si(f.flops_train()).c_str(),
               Si(f.conv_flops_fwd + f.conv_flops_bwd).c_str(),

@@ -4,30 +4,56 @@
 // FLOPs per sample, one multiply-add = 2 (X = K*K*C*F*Ho*Wo multiply-adds of a conv2d,
 // "first" = the layer at index 0, whose input gradient the engine never computes):
 //
-//   layer      forward               backward
-//   conv2d     2X + F*Ho*Wo (bias)   2X + F*Ho*Wo (weight and bias gradients, one GEMM
-//                                    over the im2col columns and row sums)
-//                                    + 2X (input gradient: W^T GEMM), except first
-//   dense      2*in*out + out        2*in*out + out (weight, bias) + 2*in*out (input),
-//                                    the last except first
-//   maxpool2d  K*K*out (comparisons) out (scatter of the winners), 0 if first
-//   relu       in                    in, 0 if first
-//   batchnorm  8*in                  8*in, 3*in if first (parameter gradients only)
-//   dropout    in                    in, 0 if first
-//   flatten    0                     0
-//   loss       3*classes             2*classes       (softmax cross-entropy; other_flops)
+//   layer            forward               backward
+//   conv2d           2X + F*Ho*Wo (bias)   2X + F*Ho*Wo (weight and bias gradients, one
+//                                          GEMM over the im2col columns and row sums)
+//                                          + 2X (input gradient: W^T GEMM), except first
+//   dense            2*in*out + out        2*in*out + out (weight, bias) + 2*in*out
+//                                          (input), the last except first
+//   maxpool2d        K*K*out (comparisons) out (scatter of the winners), 0 if first
+//   avgpool2d        K*K*out (window sums) K*K*out (each output's gradient / K*K added to
+//                                          its window), 0 if first
+//   globalavgpool2d  in (channel sums)     in (each channel's gradient / H*W, spread), 0 if
+//                                          first
+//   relu             in                    in, 0 if first
+//   gelu             10*in                 12*in, 0 if first
+//   silu             5*in                  6*in, 0 if first
+//   batchnorm        8*in                  8*in, 3*in if first (parameter gradients only)
+//   dropout          in                    in, 0 if first
+//   flatten          0                     0
+//   residual         its paths + out       its paths + in (the sum of the two paths' input
+//                    (the addition)        gradients; the identity's is the output
+//                                          gradient itself), 0 for the sum if first
+//   loss             3*classes             2*classes       (softmax cross-entropy; other_flops)
 //
 // Batchnorm, counted from launcher/nn/layers/batchnorm.cpp's training path: forward sums for
 // the mean (1), squared deviations (3), normalise (2) and scale-shift (2) = 8 per element;
 // backward accumulates dbeta (1) and dgamma (2), then the input gradient
 // k * (a*g - sum_g - xhat*sum_gx) (5) = 8 per element. The loss splits its ~5 FLOPs per
-// class as max + exp + sum forward, softmax - one-hot and scale backward.
+// class as max + exp + sum forward, softmax - one-hot and scale backward (label smoothing
+// adds a per-class constant to the one-hot, no work worth counting).
+//
+// The activations with a transcendental function count it as a few FLOPs, as a vectorised
+// libm spends them (a convention: their real cost is in the time model's element-wise rate,
+// which calibration fits). Exact GELU, x * Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2:
+// erf about 6, the scale, add, halve and multiply 4 = 10; backward g * (Phi(x) + x * phi(x))
+// needs erf again and exp(-x^2/2) for phi, about 12. SiLU, x * sigmoid(x): negate, exp, add
+// one, divide, multiply = 5; backward g * s * (1 + x * (1 - s)) with s recomputed from the
+// input or kept: 6.
+//
+// A residual block runs its main path and its shortcut as stacks of their own (with the same
+// fusion inside each as at the top level), so each nested layer is counted by the rows above
+// and adds to the sums of ModelFeatures exactly as a top-level layer would: conv2d and dense
+// to the GEMM sums, the rest to other_flops, every nested output to the activations, plus
+// the block's sum. A nested layer is "first" only when the block is the spec's first layer
+// and it is its path's first; the block's own row in ModelFeatures::layers sums its paths.
 //
 // Col2im's accumulation and the layout copies are memory traffic, not FLOPs; the time
 // model's element-wise term (activations) absorbs them.
 //
 // Parameters: conv2d F*C*K*K + F, dense in*out + out, batchnorm 2*C (gamma, beta; for a
-// flat input C is its feature count). Activations: the input plus every layer's output.
+// flat input C is its feature count), a residual block its paths'. Activations: the input
+// plus every layer's output, nested ones included.
 
 #include "estimator/model/features.hpp"
 
@@ -39,11 +65,11 @@ namespace dlh {
 
 namespace {
 
-// Which layers the CPU engine runs inside the convolution before them: the rule of
-// launcher/nn/layers/fuse.cpp (FuseFollowers), on the spec alone, since the estimator (and the
-// SPANK plugin with it) does not build layers. tests/unit/fuse_test.cpp checks they agree.
-std::vector<bool> CpuFusedLayers(const TrainSpec& spec) {
-  const std::vector<LayerSpec>& l = spec.layers;
+// Which layers of one list (the spec's, or a residual path's) the CPU engine runs inside the
+// convolution before them: the rule of launcher/nn/layers/fuse.cpp (FuseFollowers), on the
+// spec alone, since the estimator (and the SPANK plugin with it) does not build layers.
+// tests/unit/fuse_test.cpp checks they agree.
+std::vector<bool> CpuFusedLayers(const std::vector<LayerSpec>& l) {
   std::vector<bool> fused(l.size(), false);
   for (size_t i = 0; i < l.size(); ++i) {
     if (l[i].kind != LayerKind::Conv2d) continue;
@@ -56,83 +82,136 @@ std::vector<bool> CpuFusedLayers(const TrainSpec& spec) {
   return fused;
 }
 
+void AddPath(const std::vector<LayerSpec>& layers, const std::vector<Shape3>& shapes,
+             bool path_first, const std::string& origin, const std::string& path, ModelFeatures* f,
+             std::vector<LayerCost>* out);
+
+// One layer's cost; adds it (a residual block: its nested layers) to the sums of `f`.
+// `first`: the engine computes no input gradient for it. `at` names it ("layers[3]").
+LayerCost AddLayer(const LayerSpec& l, const Shape3& in_shape, const Shape3& out_shape, bool first,
+                   bool cpu_fused, const std::string& origin, const std::string& at,
+                   ModelFeatures* f) {
+  LayerCost c;
+  c.kind = l.kind;
+  c.in = in_shape;
+  c.out = out_shape;
+  const double in = double(c.in.elements());
+  const double out = double(c.out.elements());
+  c.out_elements = out;
+  double other_fwd = 0, other_bwd = 0;  // this layer's part of other_flops
+  switch (l.kind) {
+    case LayerKind::Conv2d: {
+      const double k2 = double(l.kernel) * l.kernel;
+      const double plane = double(c.out.height) * c.out.width;  // Ho*Wo
+      const double macs = k2 * c.in.channels * l.filters * plane;
+      c.flops_fwd = 2 * macs + out;                           // GEMM + bias
+      c.flops_bwd = 2 * macs + out + (first ? 0 : 2 * macs);  // dW, db, dX
+      c.params = double(l.filters) * c.in.channels * k2 + l.filters;
+      // im2col columns (C*K*K) x (Ho*Wo) per sample, and their gradient before col2im.
+      c.workspace_elements = k2 * c.in.channels * plane * (first ? 1 : 2);
+      f->conv_flops_fwd += c.flops_fwd;
+      f->conv_flops_bwd += c.flops_bwd;
+      f->conv_layers += 1;
+      f->total_filters += l.filters;
+      f->conv_workspace_elements += c.workspace_elements;
+      f->conv_output_elements += out;
+      break;
+    }
+    case LayerKind::Dense: {
+      const double macs = in * l.units;
+      c.flops_fwd = 2 * macs + l.units;
+      c.flops_bwd = 2 * macs + l.units + (first ? 0 : 2 * macs);
+      c.params = macs + l.units;
+      f->dense_flops_fwd += c.flops_fwd;
+      f->dense_flops_bwd += c.flops_bwd;
+      f->dense_layers += 1;
+      f->dense_nodes += l.units;
+      break;
+    }
+    case LayerKind::MaxPool2d:
+      other_fwd = double(l.kernel) * l.kernel * out;
+      other_bwd = first ? 0 : out;
+      break;
+    case LayerKind::AvgPool2d:
+      other_fwd = double(l.kernel) * l.kernel * out;
+      other_bwd = first ? 0 : double(l.kernel) * l.kernel * out;
+      break;
+    case LayerKind::GlobalAvgPool2d:
+    case LayerKind::Relu:
+    case LayerKind::Dropout:
+      other_fwd = in;
+      other_bwd = first ? 0 : in;
+      break;
+    case LayerKind::Gelu:
+      other_fwd = 10 * in;
+      other_bwd = first ? 0 : 12 * in;
+      break;
+    case LayerKind::Silu:
+      other_fwd = 5 * in;
+      other_bwd = first ? 0 : 6 * in;
+      break;
+    case LayerKind::BatchNorm:
+      other_fwd = 8 * in;
+      other_bwd = (first ? 3 : 8) * in;
+      c.params = 2.0 * c.in.channels;
+      break;
+    case LayerKind::Flatten:
+      break;
+    case LayerKind::Residual: {
+      // Both paths from the block's input; the shapes were checked with the spec's
+      // (LayerShapes), so PathShapes cannot throw here.
+      AddPath(l.layers, PathShapes(l.layers, c.in, origin, at + ".layers"), first, origin,
+              at + ".layers", f, &c.layers);
+      if (!l.shortcut.empty())
+        AddPath(l.shortcut, PathShapes(l.shortcut, c.in, origin, at + ".shortcut"), first, origin,
+                at + ".shortcut", f, &c.shortcut);
+      for (const std::vector<LayerCost>* p : {&c.layers, &c.shortcut})
+        for (const LayerCost& n : *p) {
+          c.flops_fwd += n.flops_fwd;
+          c.flops_bwd += n.flops_bwd;
+          c.params += n.params;
+          c.workspace_elements += n.workspace_elements;
+        }
+      // The addition of the two outputs; backward, the sum of the two input gradients.
+      other_fwd = out;
+      other_bwd = first ? 0 : in;
+      break;
+    }
+  }
+  c.flops_fwd += other_fwd;
+  c.flops_bwd += other_bwd;
+  f->other_flops_fwd += other_fwd;
+  f->other_flops_bwd += other_bwd;
+  c.cpu_fused = cpu_fused;
+  if (c.cpu_fused) {
+    f->cpu_fused_flops_fwd += c.flops_fwd;
+    f->cpu_fused_flops_bwd += c.flops_bwd;
+  }
+  // A residual's nested parameters were added with its layers; its output is the sum.
+  if (l.kind != LayerKind::Residual) f->params += c.params;
+  f->activation_elements += out;
+  return c;
+}
+
+// The layers of one list, `shapes` its shapes (size + 1), appended to `out`. `path_first`:
+// the list starts the network (the spec's own, or a path of a first residual block).
+void AddPath(const std::vector<LayerSpec>& layers, const std::vector<Shape3>& shapes,
+             bool path_first, const std::string& origin, const std::string& path, ModelFeatures* f,
+             std::vector<LayerCost>* out) {
+  const std::vector<bool> cpu_fused = CpuFusedLayers(layers);
+  for (size_t i = 0; i < layers.size(); ++i)
+    out->push_back(AddLayer(layers[i], shapes[i], shapes[i + 1], path_first && i == 0, cpu_fused[i],
+                            origin, path + "[" + std::to_string(i) + "]", f));
+}
+
 }  // namespace
 
 ModelFeatures ComputeFeatures(const TrainSpec& spec) {
   const std::vector<Shape3> shapes = LayerShapes(spec);  // throws SpecError
-  const std::vector<bool> cpu_fused = CpuFusedLayers(spec);
   ModelFeatures f;
   f.input_elements = spec.input.elements();
   f.activation_elements = double(f.input_elements);
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& l = spec.layers[i];
-    const bool first = i == 0;
-    LayerCost c;
-    c.kind = l.kind;
-    c.in = shapes[i];
-    c.out = shapes[i + 1];
-    const double in = double(c.in.elements());
-    const double out = double(c.out.elements());
-    c.out_elements = out;
-    switch (l.kind) {
-      case LayerKind::Conv2d: {
-        const double k2 = double(l.kernel) * l.kernel;
-        const double plane = double(c.out.height) * c.out.width;  // Ho*Wo
-        const double macs = k2 * c.in.channels * l.filters * plane;
-        c.flops_fwd = 2 * macs + out;                           // GEMM + bias
-        c.flops_bwd = 2 * macs + out + (first ? 0 : 2 * macs);  // dW, db, dX
-        c.params = double(l.filters) * c.in.channels * k2 + l.filters;
-        // im2col columns (C*K*K) x (Ho*Wo) per sample, and their gradient before col2im.
-        c.workspace_elements = k2 * c.in.channels * plane * (first ? 1 : 2);
-        f.conv_flops_fwd += c.flops_fwd;
-        f.conv_flops_bwd += c.flops_bwd;
-        f.conv_layers += 1;
-        f.total_filters += l.filters;
-        f.conv_workspace_elements += c.workspace_elements;
-        f.conv_output_elements += out;
-        break;
-      }
-      case LayerKind::Dense: {
-        const double macs = in * l.units;
-        c.flops_fwd = 2 * macs + l.units;
-        c.flops_bwd = 2 * macs + l.units + (first ? 0 : 2 * macs);
-        c.params = macs + l.units;
-        f.dense_flops_fwd += c.flops_fwd;
-        f.dense_flops_bwd += c.flops_bwd;
-        f.dense_layers += 1;
-        f.dense_nodes += l.units;
-        break;
-      }
-      case LayerKind::MaxPool2d:
-        c.flops_fwd = double(l.kernel) * l.kernel * out;
-        c.flops_bwd = first ? 0 : out;
-        break;
-      case LayerKind::Relu:
-      case LayerKind::Dropout:
-        c.flops_fwd = in;
-        c.flops_bwd = first ? 0 : in;
-        break;
-      case LayerKind::BatchNorm:
-        c.flops_fwd = 8 * in;
-        c.flops_bwd = (first ? 3 : 8) * in;
-        c.params = 2.0 * c.in.channels;
-        break;
-      case LayerKind::Flatten:
-        break;
-    }
-    if (l.kind != LayerKind::Conv2d && l.kind != LayerKind::Dense) {
-      f.other_flops_fwd += c.flops_fwd;
-      f.other_flops_bwd += c.flops_bwd;
-    }
-    c.cpu_fused = cpu_fused[i];
-    if (c.cpu_fused) {
-      f.cpu_fused_flops_fwd += c.flops_fwd;
-      f.cpu_fused_flops_bwd += c.flops_bwd;
-    }
-    f.params += c.params;
-    f.activation_elements += out;
-    f.layers.push_back(c);
-  }
+  AddPath(spec.layers, shapes, true, spec.origin, "layers", &f, &f.layers);
   // Softmax cross-entropy over the logits.
   f.other_flops_fwd += 3.0 * spec.classes;
   f.other_flops_bwd += 2.0 * spec.classes;

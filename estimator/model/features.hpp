@@ -24,6 +24,10 @@ struct LayerCost {
   double out_elements = 0;
   double workspace_elements = 0;  // per sample: conv2d im2col buffers the engine keeps
   bool cpu_fused = false;         // the CPU engine runs it inside the convolution before it
+  // A residual block: the costs of its main path and of its shortcut (empty: the identity),
+  // each layer as above. The block's own figures are their sums plus the addition, so that
+  // ModelFeatures::layers keeps one entry per layer of the spec's top-level list.
+  std::vector<LayerCost> layers, shortcut;
 };
 
 struct ModelFeatures {
@@ -31,9 +35,10 @@ struct ModelFeatures {
   // different rates: GEMM-bound convolution/dense vs memory-bound element-wise work).
   double conv_flops_fwd = 0, conv_flops_bwd = 0;
   double dense_flops_fwd = 0, dense_flops_bwd = 0;
-  double other_flops_fwd = 0, other_flops_bwd = 0;  // pool, relu, batchnorm, dropout, loss
-  double activation_elements = 0;                   // per sample, input included
-  double params = 0;                                // trained values
+  // pools, activations, batchnorm, dropout, residual additions, loss
+  double other_flops_fwd = 0, other_flops_bwd = 0;
+  double activation_elements = 0;  // per sample, input included
+  double params = 0;               // trained values
   // The sums are int64: each layer may have up to INT_MAX filters or units, and two such
   // layers overflowed an int (undefined behaviour, on any spec ParseSpec accepts).
   int conv_layers = 0;
@@ -54,6 +59,8 @@ struct ModelFeatures {
   // is in cache, with no pass over memory of their own. A CPU time model leaves them out of
   // its element-wise term; the GPU engine runs every layer, so a GPU model keeps them.
   double cpu_fused_flops_fwd = 0, cpu_fused_flops_bwd = 0;
+  // One per layer of the spec's top-level list (a residual block is one entry, its layers
+  // nested in it); the sums above count nested layers as if they were top-level.
   std::vector<LayerCost> layers;
 
   double param_bytes() const { return 4 * params; }

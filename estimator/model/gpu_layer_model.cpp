@@ -51,6 +51,13 @@ struct Builder {
   }
 };
 
+// Kernels of the kinds the CUDA engine does not run yet (launcher/engine/cuda/ refuses
+// avgpool2d, globalavgpool2d, gelu, silu and residual blocks: common/cuda_support.hpp): what a
+// plain element-wise implementation would move, one kernel per pass, unmeasured. The planner does
+// not put such specs on GPUs (estimator/recommend/recommender.cpp); this only keeps the model
+// whole for `dlh-estimate gpu-layers` and for when the engine gains them. A residual block's
+// kernels are its paths' (main, then shortcut) with the addition after them, under the
+// block's index, so GpuKernel::layer still names a layer of the spec's top-level list.
 void Forward(Builder& k, int i, const LayerCost& c) {
   const double b = k.b, ni = double(c.in.elements()), no = double(c.out.elements());
   switch (c.kind) {
@@ -68,8 +75,20 @@ void Forward(Builder& k, int i, const LayerCost& c) {
     case LayerKind::Relu:
       k.add(i, GpuPass::Forward, "relu fwd", 8 * b * ni);
       break;
+    case LayerKind::Gelu:
+      k.add(i, GpuPass::Forward, "gelu fwd", 8 * b * ni);
+      break;
+    case LayerKind::Silu:
+      k.add(i, GpuPass::Forward, "silu fwd", 8 * b * ni);
+      break;
     case LayerKind::MaxPool2d:
       k.add(i, GpuPass::Forward, "maxpool fwd", 4 * b * (ni + no));
+      break;
+    case LayerKind::AvgPool2d:
+      k.add(i, GpuPass::Forward, "avgpool fwd", 4 * b * (ni + no));
+      break;
+    case LayerKind::GlobalAvgPool2d:
+      k.add(i, GpuPass::Forward, "globalavgpool fwd", 4 * b * (ni + no));
       break;
     case LayerKind::BatchNorm:  // sums, squares, statistics, normalise (writes y and xhat)
       k.add(i, GpuPass::Forward, "batchnorm sums", 4 * b * ni);
@@ -82,12 +101,18 @@ void Forward(Builder& k, int i, const LayerCost& c) {
       break;
     case LayerKind::Flatten:
       break;
+    case LayerKind::Residual:  // both paths, then y = main + shortcut (two reads, one write)
+      for (const LayerCost& n : c.layers) Forward(k, i, n);
+      for (const LayerCost& n : c.shortcut) Forward(k, i, n);
+      k.add(i, GpuPass::Forward, "residual add", 12 * b * no);
+      break;
   }
 }
 
-void Backward(Builder& k, int i, const LayerCost& c) {
+// `first`: the layer starts the network (for a nested layer: the first of a path of the
+// first block), and gets no input gradient.
+void Backward(Builder& k, int i, const LayerCost& c, bool first) {
   const double b = k.b, ni = double(c.in.elements()), no = double(c.out.elements());
-  const bool first = i == 0;
   switch (c.kind) {
     case LayerKind::Conv2d: {
       const double plane = double(c.out.height) * c.out.width;
@@ -111,8 +136,20 @@ void Backward(Builder& k, int i, const LayerCost& c) {
     case LayerKind::Relu:
       if (!first) k.add(i, GpuPass::BackwardData, "relu bwd", 12 * b * ni);
       break;
+    case LayerKind::Gelu:
+      if (!first) k.add(i, GpuPass::BackwardData, "gelu bwd", 12 * b * ni);
+      break;
+    case LayerKind::Silu:
+      if (!first) k.add(i, GpuPass::BackwardData, "silu bwd", 12 * b * ni);
+      break;
     case LayerKind::MaxPool2d:
       if (!first) k.add(i, GpuPass::BackwardData, "maxpool bwd", 4 * b * (2 * ni + 2 * no));
+      break;
+    case LayerKind::AvgPool2d:  // zero the input gradient, add each window's share
+      if (!first) k.add(i, GpuPass::BackwardData, "avgpool bwd", 4 * b * (2 * ni + no));
+      break;
+    case LayerKind::GlobalAvgPool2d:
+      if (!first) k.add(i, GpuPass::BackwardData, "globalavgpool bwd", 4 * b * (ni + no));
       break;
     case LayerKind::BatchNorm:
       k.add(i, GpuPass::BackwardWeights, "batchnorm grad parts", 8 * b * ni);
@@ -124,7 +161,22 @@ void Backward(Builder& k, int i, const LayerCost& c) {
       break;
     case LayerKind::Flatten:
       break;
+    case LayerKind::Residual: {
+      // Each path backward from the output gradient, last layer first; then the input
+      // gradient is the sum of the two paths' (the identity's: the output gradient).
+      for (const std::vector<LayerCost>* path : {&c.shortcut, &c.layers})
+        for (size_t j = path->size(); j-- > 0;) Backward(k, i, (*path)[j], first && j == 0);
+      if (!first) k.add(i, GpuPass::BackwardData, "residual grad sum", 12 * b * ni);
+      break;
+    }
   }
+}
+
+// Batchnorm layers, nested ones included: each commits its batch statistics after the update.
+void AddCommits(Builder& k, int i, const LayerCost& c) {
+  if (c.kind == LayerKind::BatchNorm) k.add(i, GpuPass::Update, "batchnorm commit", 0);
+  for (const std::vector<LayerCost>* path : {&c.layers, &c.shortcut})
+    for (const LayerCost& n : *path) AddCommits(k, i, n);
 }
 
 void CheckRate(int sms, double flops_per_s) {
@@ -290,11 +342,9 @@ std::vector<GpuKernel> GpuStepKernels(const ModelFeatures& f, int64_t batch, boo
   for (int i = 0; i < n; ++i) Forward(k, i, f.layers[size_t(i)]);
   // Softmax cross-entropy and its gradient: one block (kernels.cu).
   k.add(-1, GpuPass::Forward, "loss", 12 * k.b * double(f.layers.back().out.elements()));
-  for (int i = n - 1; i >= 0; --i) Backward(k, i, f.layers[size_t(i)]);
+  for (int i = n - 1; i >= 0; --i) Backward(k, i, f.layers[size_t(i)], i == 0);
   k.add(-1, GpuPass::Update, "sgd update", 4 * f.params * (momentum ? 5 : 3));
-  for (int i = 0; i < n; ++i)
-    if (f.layers[size_t(i)].kind == LayerKind::BatchNorm)
-      k.add(i, GpuPass::Update, "batchnorm commit", 0);
+  for (int i = 0; i < n; ++i) AddCommits(k, i, f.layers[size_t(i)]);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/count_limits.hpp"
+#include "common/cuda_support.hpp"
 #include "common/error.hpp"
 #include "estimator/model/cuda_targets.hpp"
 #include "estimator/recommend/recommend_detail.hpp"
@@ -100,13 +101,21 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
       throw EstimateError("recommend: allowed GPU type \"" + t + "\" is not in cluster \"" +
                           cluster.name + "\" (it has " + Names(cluster) + ")");
   *all_gpus = 0;
+  // A spec the GPU engine cannot train yet (a layer kind it lacks: common/cuda_support.hpp)
+  // is not planned on real GPUs either: dlh-launch would refuse it there, since such a plan
+  // forbids the CPU (PlanGpuRequirement). Types of unknown compute capability (the CPU-rank
+  // types of a local cluster) still run it on the CPU engine. A profiled program is not
+  // trained by DLH's engines at all.
+  const std::string unsupported = job.profile ? std::string() : CudaEngineUnsupported(job.spec);
   std::vector<TypeInfo> types;
   for (size_t i = 0; i < cluster.node_types.size(); ++i) {
     const NodeType& n = cluster.node_types[i];
     if (!Allowed(job, n.gpu)) continue;
     if (const GpuType* g = cluster.gpu(n.gpu)) {
       // Planned there, the job would find no GPU it can use (issue 42): never offered.
-      if (const std::string why = WhyEngineCannotRun(g->compute_capability); !why.empty()) {
+      std::string why = WhyEngineCannotRun(g->compute_capability);
+      if (why.empty() && !g->compute_capability.empty()) why = unsupported;
+      if (!why.empty()) {
         const std::string line = n.gpu + " (" + why + ")";
         if (std::find(left_out->begin(), left_out->end(), line) == left_out->end())
           left_out->push_back(line);

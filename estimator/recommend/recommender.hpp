@@ -188,7 +188,9 @@ struct Recommendation {
   // choice gave up (dlh-estimate recommend --html).
   std::vector<Allocation> rejected;
   // GPU types of the cluster that this build's GPU engine cannot run, never offered: "v100
-  // (compute capability 7.0: DLH's GPU engine is built for sm_80, sm_90 and PTX compute_90)".
+  // (compute capability 7.0: DLH's GPU engine is built for sm_80, sm_90 and PTX compute_90)",
+  // or, for a spec that engine cannot train, every type of known compute capability: "a100
+  // (spec.json: layers[3]: residual is not supported by the CUDA engine yet)".
   std::vector<std::string> unrunnable_types;
 };
 

@@ -10,7 +10,9 @@
 #include <memory>
 #include <sstream>
 
+#include "common/cuda_support.hpp"
 #include "common/error.hpp"
+#include "common/exit_codes.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/cuda/backend_api.hpp"
@@ -163,6 +165,13 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
                               "to train there anyway)",
                           code);
   };
+  // A spec the CUDA engine cannot train (common/cuda_support.hpp) is the same on every rank,
+  // so each decides alone. --device cuda refuses it before looking for a GPU, so that the
+  // line names the spec's field even on a machine without one.
+  const std::string unsupported =
+      config.spec != nullptr ? CudaEngineUnsupported(*config.spec) : std::string();
+  if (device == "cuda" && !unsupported.empty())
+    return fallback(unsupported + "; train it with --device cpu", kExitBadInput);
   EngineConfig gpu_config = config;
   gpu_config.peer_wait = PeerWaitHooksOfThisModule();
   RankGpu mine;
@@ -178,6 +187,9 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   const std::vector<RankGpu> gpus = GatherRankGpus(config.comm, mine);
   // From here on every rank holds a GPU.
   if (gpu_found) *gpu_found = true;
+  // auto, with GPUs the engine cannot use for this spec: the CPU, saying why (not refuse():
+  // the GPUs are not at fault, and nothing else could train it), unless a plan wants GPUs.
+  if (!unsupported.empty()) return fallback(unsupported, kExitBadInput);
   const bool hierarchical = !config.node_of_rank.empty() && GpuUsesHierarchical(config.allreduce);
   if (TestSharesGpus()) {
     if (rank == 0)

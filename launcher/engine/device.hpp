@@ -5,6 +5,9 @@
 //   auto  cuda when every rank has a usable GPU, else the CPU, with one line saying why;
 //         but never the CPU once every rank holds a GPU (two ranks sharing one, out of GPU
 //         memory: one error), nor under a plan for real GPUs (PlanGpuRequirement).
+// A spec the CUDA engine cannot train yet (a layer kind or option it lacks:
+// common/cuda_support.hpp): cuda refuses it, naming the spec's field, before looking for a
+// GPU; auto trains on the CPU and says why (an error under a plan for GPUs).
 // Ranks always agree: a GPU run in which one rank trained on its CPU would neither be fast
 // nor bit-identical across ranks.
 #pragma once

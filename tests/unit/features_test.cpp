@@ -42,6 +42,22 @@ LayerSpec Of(LayerKind kind) {
   return l;
 }
 
+LayerSpec AvgPool(int kernel, int stride, int padding) {
+  LayerSpec l;
+  l.kind = LayerKind::AvgPool2d;
+  l.kernel = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  return l;
+}
+LayerSpec Residual(std::vector<LayerSpec> layers, std::vector<LayerSpec> shortcut = {}) {
+  LayerSpec l;
+  l.kind = LayerKind::Residual;
+  l.layers = std::move(layers);
+  l.shortcut = std::move(shortcut);
+  return l;
+}
+
 TrainSpec Net(Shape3 input, int classes, std::vector<LayerSpec> layers) {
   TrainSpec s;
   s.name = "test";
@@ -324,6 +340,226 @@ TEST(FeaturesTest, FilterAndUnitSumsBeyondIntMax) {
                                 "big.json", ""));
   EXPECT_EQ(f.total_filters, int64_t{3000000000});
   EXPECT_EQ(f.dense_nodes, int64_t{3000000000});
+}
+
+// avgpool2d, globalavgpool2d, gelu and silu after a conv2d (none of them first), by hand.
+TEST(FeaturesTest, PoolsAndActivations) {
+  const ModelFeatures f = ComputeFeatures(
+      Net({4, 8, 8}, 3,
+          {Conv(4, 3, 1, 1), AvgPool(3, 2, 1), Of(LayerKind::Gelu), Of(LayerKind::Silu),
+           Of(LayerKind::GlobalAvgPool2d), Of(LayerKind::Flatten), Dense(3)}));
+  ASSERT_EQ(f.layers.size(), 7u);
+  // avgpool k3 s2 p1 on 4x8x8: (8 + 2 - 3) / 2 + 1 = 4, out 4x4x4 = 64; 9 * 64 = 576 each way.
+  EXPECT_EQ(f.layers[1].out, (Shape3{4, 4, 4}));
+  EXPECT_DOUBLE_EQ(f.layers[1].flops_fwd, 576);
+  EXPECT_DOUBLE_EQ(f.layers[1].flops_bwd, 576);
+  // gelu on 64: 10 * 64 forward, 12 * 64 backward; silu 5 * 64 and 6 * 64.
+  EXPECT_DOUBLE_EQ(f.layers[2].flops_fwd, 640);
+  EXPECT_DOUBLE_EQ(f.layers[2].flops_bwd, 768);
+  EXPECT_DOUBLE_EQ(f.layers[3].flops_fwd, 320);
+  EXPECT_DOUBLE_EQ(f.layers[3].flops_bwd, 384);
+  // globalavgpool: 4x4x4 -> 4x1x1, one add per input element each way.
+  EXPECT_EQ(f.layers[4].out, (Shape3{4, 1, 1}));
+  EXPECT_DOUBLE_EQ(f.layers[4].flops_fwd, 64);
+  EXPECT_DOUBLE_EQ(f.layers[4].flops_bwd, 64);
+  for (size_t i = 1; i <= 4; ++i) EXPECT_DOUBLE_EQ(f.layers[i].params, 0) << i;
+  // Other: the four layers, plus the loss over 3 classes (9 forward, 6 backward).
+  EXPECT_DOUBLE_EQ(f.other_flops_fwd, 576 + 640 + 320 + 64 + 9);
+  EXPECT_DOUBLE_EQ(f.other_flops_bwd, 576 + 768 + 384 + 64 + 6);
+  // 256 input + conv 256 + 64 + 64 + 64 + 4 + flatten 4 + dense 3.
+  EXPECT_DOUBLE_EQ(f.activation_elements, 256 + 256 + 64 * 3 + 4 + 4 + 3);
+  EXPECT_DOUBLE_EQ(f.cpu_fused_flops_fwd, 0);  // none follows a conv2d as fusion needs
+
+  // First, each computes nothing backward (no input gradient to make).
+  for (LayerSpec first : {AvgPool(2, 2, 0), Of(LayerKind::GlobalAvgPool2d), Of(LayerKind::Gelu),
+                          Of(LayerKind::Silu)}) {
+    const ModelFeatures g =
+        ComputeFeatures(Net({2, 4, 4}, 3, {first, Of(LayerKind::Flatten), Dense(3)}));
+    EXPECT_DOUBLE_EQ(g.layers[0].flops_bwd, 0) << LayerKindName(first.kind);
+    EXPECT_GT(g.layers[0].flops_fwd, 0) << LayerKindName(first.kind);
+  }
+}
+
+// A residual block costs what its layers written flat cost, plus the addition (one FLOP per
+// output forward, one per input-gradient element backward) and its sum as an activation;
+// it stays one entry of ModelFeatures::layers, holding its layers' costs.
+TEST(FeaturesTest, ResidualIsItsLayersFlatPlusTheAddition) {
+  // conv, relu (fused into it on the CPU, inside the path as at the top level), conv,
+  // batchnorm; identity shortcut (8x8x8 in and out).
+  const std::vector<LayerSpec> path = {Conv(8, 3, 1, 1), Of(LayerKind::Relu), Conv(8, 3, 1, 1),
+                                       Of(LayerKind::BatchNorm)};
+  std::vector<LayerSpec> flat = {Conv(8, 3, 1, 1)};
+  flat.insert(flat.end(), path.begin(), path.end());
+  flat.insert(flat.end(), {Of(LayerKind::Relu), Of(LayerKind::Flatten), Dense(2)});
+  const ModelFeatures a = ComputeFeatures(Net({3, 8, 8}, 2, flat));
+  const ModelFeatures r = ComputeFeatures(Net(
+      {3, 8, 8}, 2,
+      {Conv(8, 3, 1, 1), Residual(path), Of(LayerKind::Relu), Of(LayerKind::Flatten), Dense(2)}));
+  const double add = 8 * 8 * 8;  // 512 elements out, and as many in
+
+  ASSERT_EQ(r.layers.size(), 5u);
+  const LayerCost& block = r.layers[1];
+  EXPECT_EQ(block.kind, LayerKind::Residual);
+  EXPECT_EQ(block.in, (Shape3{8, 8, 8}));
+  EXPECT_EQ(block.out, (Shape3{8, 8, 8}));
+  ASSERT_EQ(block.layers.size(), 4u);
+  EXPECT_TRUE(block.shortcut.empty());
+  EXPECT_TRUE(block.layers[1].cpu_fused);  // the relu after the path's first conv
+  EXPECT_FALSE(block.cpu_fused);
+  double fwd = 0, bwd = 0, params = 0, workspace = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE("nested layer " + std::to_string(i));
+    const LayerCost& n = block.layers[i];
+    const LayerCost& same = a.layers[i + 1];  // the flat spec's copy
+    EXPECT_EQ(n.kind, same.kind);
+    EXPECT_EQ(n.out, same.out);
+    EXPECT_DOUBLE_EQ(n.flops_fwd, same.flops_fwd);
+    EXPECT_DOUBLE_EQ(n.flops_bwd, same.flops_bwd);
+    EXPECT_DOUBLE_EQ(n.params, same.params);
+    EXPECT_DOUBLE_EQ(n.workspace_elements, same.workspace_elements);
+    EXPECT_EQ(n.cpu_fused, same.cpu_fused);
+    fwd += n.flops_fwd, bwd += n.flops_bwd, params += n.params;
+    workspace += n.workspace_elements;
+  }
+  EXPECT_DOUBLE_EQ(block.flops_fwd, fwd + add);
+  EXPECT_DOUBLE_EQ(block.flops_bwd, bwd + add);
+  EXPECT_DOUBLE_EQ(block.params, params);
+  EXPECT_DOUBLE_EQ(block.workspace_elements, workspace);
+  EXPECT_DOUBLE_EQ(block.out_elements, add);
+
+  // The sums: the nested GEMMs where top-level ones go, the addition with the rest.
+  EXPECT_DOUBLE_EQ(r.conv_flops_fwd, a.conv_flops_fwd);
+  EXPECT_DOUBLE_EQ(r.conv_flops_bwd, a.conv_flops_bwd);
+  EXPECT_DOUBLE_EQ(r.dense_flops_fwd, a.dense_flops_fwd);
+  EXPECT_DOUBLE_EQ(r.dense_flops_bwd, a.dense_flops_bwd);
+  EXPECT_DOUBLE_EQ(r.other_flops_fwd, a.other_flops_fwd + add);
+  EXPECT_DOUBLE_EQ(r.other_flops_bwd, a.other_flops_bwd + add);
+  EXPECT_DOUBLE_EQ(r.cpu_fused_flops_fwd, a.cpu_fused_flops_fwd);
+  EXPECT_DOUBLE_EQ(r.cpu_fused_flops_bwd, a.cpu_fused_flops_bwd);
+  EXPECT_GT(r.cpu_fused_flops_fwd, 0);
+  EXPECT_DOUBLE_EQ(r.activation_elements, a.activation_elements + add);  // the sum
+  EXPECT_DOUBLE_EQ(r.params, a.params);
+  EXPECT_DOUBLE_EQ(r.conv_workspace_elements, a.conv_workspace_elements);
+  EXPECT_DOUBLE_EQ(r.conv_output_elements, a.conv_output_elements);
+  EXPECT_EQ(r.conv_layers, 3);
+  EXPECT_EQ(r.conv_layers, a.conv_layers);
+  EXPECT_EQ(r.total_filters, a.total_filters);
+  EXPECT_EQ(r.dense_layers, a.dense_layers);
+  EXPECT_EQ(r.dense_nodes, a.dense_nodes);
+
+  // A block inside a block: its layers once more, and one more addition.
+  const ModelFeatures nested =
+      ComputeFeatures(Net({3, 8, 8}, 2,
+                          {Conv(8, 3, 1, 1), Residual({Residual(path), Of(LayerKind::Relu)}),
+                           Of(LayerKind::Flatten), Dense(2)}));
+  ASSERT_EQ(nested.layers.size(), 4u);
+  ASSERT_EQ(nested.layers[1].layers.size(), 2u);
+  EXPECT_EQ(nested.layers[1].layers[0].kind, LayerKind::Residual);
+  EXPECT_DOUBLE_EQ(nested.conv_flops_bwd, a.conv_flops_bwd);
+  EXPECT_DOUBLE_EQ(nested.other_flops_fwd, a.other_flops_fwd + 2 * add);
+  EXPECT_DOUBLE_EQ(nested.activation_elements, a.activation_elements + 2 * add);
+  EXPECT_DOUBLE_EQ(nested.params, a.params);
+}
+
+// A block at layer 0: the first layer of each path gets no input gradient, and neither does
+// the block (no sum of the paths' input gradients).
+TEST(FeaturesTest, FirstResidualBlock) {
+  // 2x6x6 in; main path conv 2 -> 4 k3 p1 and relu, shortcut conv 2 -> 4 k1.
+  const ModelFeatures f =
+      ComputeFeatures(Net({2, 6, 6}, 3,
+                          {Residual({Conv(4, 3, 1, 1), Of(LayerKind::Relu)}, {Conv(4, 1, 1, 0)}),
+                           Of(LayerKind::Flatten), Dense(3)}));
+  const LayerCost& block = f.layers[0];
+  ASSERT_EQ(block.layers.size(), 2u);
+  ASSERT_EQ(block.shortcut.size(), 1u);
+  // main conv: X = 9*2*4*36 = 2592; fwd 2X + 144 = 5328; bwd the same (first: no dX);
+  // columns 18 * 36 = 648, once.
+  EXPECT_DOUBLE_EQ(block.layers[0].flops_fwd, 5328);
+  EXPECT_DOUBLE_EQ(block.layers[0].flops_bwd, 5328);
+  EXPECT_DOUBLE_EQ(block.layers[0].workspace_elements, 648);
+  // relu on 144, second in its path: 144 each way, fused into the conv.
+  EXPECT_DOUBLE_EQ(block.layers[1].flops_bwd, 144);
+  EXPECT_TRUE(block.layers[1].cpu_fused);
+  // shortcut conv: X = 2*4*36 = 288; fwd = bwd = 576 + 144 = 720; columns 72, once.
+  EXPECT_DOUBLE_EQ(block.shortcut[0].flops_fwd, 720);
+  EXPECT_DOUBLE_EQ(block.shortcut[0].flops_bwd, 720);
+  EXPECT_DOUBLE_EQ(block.shortcut[0].workspace_elements, 72);
+  // The block: its paths, the addition forward (144), nothing more backward.
+  EXPECT_DOUBLE_EQ(block.flops_fwd, 5328 + 144 + 720 + 144);
+  EXPECT_DOUBLE_EQ(block.flops_bwd, 5328 + 144 + 720);
+  EXPECT_DOUBLE_EQ(f.conv_workspace_elements, 648 + 72);
+  EXPECT_DOUBLE_EQ(f.conv_flops_fwd, 5328 + 720);
+  EXPECT_DOUBLE_EQ(f.conv_flops_bwd, 5328 + 720);
+  EXPECT_EQ(f.conv_layers, 2);
+  EXPECT_EQ(f.total_filters, 8);
+  // 72 input + 144 conv + 144 relu + 144 shortcut conv + 144 sum + 144 flatten + 3 dense.
+  EXPECT_DOUBLE_EQ(f.activation_elements, 72 + 5 * 144 + 3);
+}
+
+// A ResNet basic block that halves the image and doubles the channels, with the projection
+// shortcut (conv 1x1 stride 2, batchnorm), after a stem; then global average pooling.
+TrainSpec ResNetBlock() {
+  return ParseSpec(R"({
+    "name": "resnet-block",
+    "input": {"channels": 3, "height": 8, "width": 8},
+    "classes": 10,
+    "layers": [
+      {"type": "conv2d", "filters": 16, "kernel": 3, "padding": 1},
+      {"type": "residual",
+       "layers": [
+         {"type": "conv2d", "filters": 32, "kernel": 3, "stride": 2, "padding": 1},
+         {"type": "batchnorm"}, {"type": "relu"},
+         {"type": "conv2d", "filters": 32, "kernel": 3, "padding": 1},
+         {"type": "batchnorm"}],
+       "shortcut": [
+         {"type": "conv2d", "filters": 32, "kernel": 1, "stride": 2},
+         {"type": "batchnorm"}]},
+      {"type": "relu"},
+      {"type": "globalavgpool2d"},
+      {"type": "flatten"},
+      {"type": "dense", "units": 10}
+    ],
+    "optimizer": {"type": "sgd", "lr": 0.1}, "batch_size": 8, "epochs": 1, "dataset": "d.h5"
+  })",
+                   "resnet.json", "");
+}
+
+TEST(FeaturesTest, ResNetBlockWithProjectionShortcut) {
+  const ModelFeatures f = ComputeFeatures(ResNetBlock());
+  ASSERT_EQ(f.layers.size(), 6u);
+  const LayerCost& block = f.layers[1];
+  EXPECT_EQ(block.in, (Shape3{16, 8, 8}));
+  EXPECT_EQ(block.out, (Shape3{32, 4, 4}));
+  // main: conv 16 -> 32 k3: 32*16*9 + 32 = 4640; batchnorm 64; conv 32 -> 32 k3:
+  // 32*32*9 + 32 = 9248; batchnorm 64. Shortcut: conv 16 -> 32 k1: 512 + 32 = 544;
+  // batchnorm 64.
+  EXPECT_DOUBLE_EQ(block.params, 4640 + 64 + 9248 + 64 + 544 + 64);  // 14624
+  EXPECT_DOUBLE_EQ(block.shortcut[0].params, 544);
+  // stem 16*3*9 + 16 = 448; dense 32 -> 10: 330.
+  EXPECT_DOUBLE_EQ(f.params, 448 + 14624 + 330);
+  EXPECT_EQ(f.conv_layers, 4);
+  EXPECT_EQ(f.total_filters, 16 + 32 + 32 + 32);
+  // globalavgpool: 32x4x4 -> 32x1x1.
+  EXPECT_EQ(f.layers[3].out, (Shape3{32, 1, 1}));
+  EXPECT_DOUBLE_EQ(f.layers[3].flops_fwd, 512);
+  // The addition: 512 out forward, 16x8x8 = 1024 input-gradient elements backward.
+  double fwd = 0, bwd = 0;
+  for (const std::vector<LayerCost>* p : {&block.layers, &block.shortcut})
+    for (const LayerCost& n : *p) fwd += n.flops_fwd, bwd += n.flops_bwd;
+  EXPECT_DOUBLE_EQ(block.flops_fwd - fwd, 512);
+  EXPECT_DOUBLE_EQ(block.flops_bwd - bwd, 1024);
+}
+
+// The CPU engine agrees: one layer per top-level entry (a block is one), the same output
+// shapes and parameter count.
+TEST(FeaturesTest, ResNetBlockMatchesEngine) {
+  const TrainSpec spec = ResNetBlock();
+  const ModelFeatures f = ComputeFeatures(spec);
+  Network net(spec);
+  EXPECT_EQ(double(net.num_param_values()), f.params);
+  ASSERT_EQ(net.num_layers(), f.layers.size());
+  for (size_t i = 0; i < net.num_layers(); ++i)
+    EXPECT_EQ(net.layer(i).output_shape(), f.layers[i].out) << "layer " << i;
 }
 
 }  // namespace

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/spec.hpp"
 #include "estimator/calibrate/calibrate.hpp"
 #include "estimator/model/features.hpp"
 
@@ -172,6 +175,64 @@ TEST(GpuLayerModel, TransferIsMonotonicInPeaks) {
   GpuPeaks bad = H100();
   bad.bandwidth_gbs = 0;
   EXPECT_THROW(CheckGpuPeaks(bad, "x"), EstimateError);
+}
+
+// The kinds the CUDA engine does not run yet are modelled, not refused: element-wise kernels,
+// and a residual block as its paths' kernels plus the addition, all under the block's
+// top-level index (the planner keeps such specs off GPUs: cuda_support_test.cpp).
+TEST(GpuLayerModel, NewKindsAndResidualBlocks) {
+  const TrainSpec spec = ParseSpec(R"({
+    "name": "resnet-ish",
+    "input": {"channels": 3, "height": 16, "width": 16},
+    "classes": 10,
+    "layers": [
+      {"type": "residual",
+       "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1},
+                  {"type": "batchnorm"}, {"type": "gelu"}],
+       "shortcut": [{"type": "conv2d", "filters": 8, "kernel": 1}]},
+      {"type": "avgpool2d", "kernel": 2},
+      {"type": "residual",
+       "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1},
+                  {"type": "batchnorm"}, {"type": "silu"}]},
+      {"type": "globalavgpool2d"},
+      {"type": "flatten"},
+      {"type": "dense", "units": 10}
+    ],
+    "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},
+    "batch_size": 32, "epochs": 1, "label_smoothing": 0.1, "dataset": "d.h5"
+  })",
+                                   "resnet-ish.json", "");
+  const ModelFeatures f = ComputeFeatures(spec);
+  ASSERT_EQ(f.layers.size(), 6u);
+  const std::vector<GpuKernel> k = GpuStepKernels(f, 32);
+  std::map<std::string, int> count;
+  for (const GpuKernel& g : k) {
+    ++count[g.what];
+    EXPECT_GE(g.layer, -1) << g.what;
+    EXPECT_LT(g.layer, int(f.layers.size())) << g.what;
+    EXPECT_TRUE(std::isfinite(g.bytes) && g.bytes >= 0) << g.what;
+    // The first block's paths both start the network: their convolutions compute no input
+    // gradient, nor does the block (its later layers do, for the convolutions' weights).
+    if (g.layer == 0) {
+      EXPECT_NE(g.what, "conv bwd-data");
+      EXPECT_NE(g.what, "residual grad sum");
+    }
+  }
+  EXPECT_EQ(count["residual add"], 2);
+  EXPECT_EQ(count["residual grad sum"], 1);  // the second block's; the first is layer 0
+  EXPECT_EQ(count["conv fwd"], 3);
+  EXPECT_EQ(count["conv bwd-filter"], 3);
+  EXPECT_EQ(count["conv bwd-data"], 1);  // the second block's conv
+  EXPECT_EQ(count["gelu fwd"], 1);
+  EXPECT_EQ(count["gelu bwd"], 1);  // second in its path
+  EXPECT_EQ(count["silu bwd"], 1);
+  EXPECT_EQ(count["avgpool fwd"], 1);
+  EXPECT_EQ(count["avgpool bwd"], 1);
+  EXPECT_EQ(count["globalavgpool fwd"], 1);
+  EXPECT_EQ(count["batchnorm commit"], 2);  // nested batchnorms commit their statistics too
+  const GpuStepTime t = PredictGpuStep(f, 32, H100(), GpuLayerParams{});
+  EXPECT_TRUE(std::isfinite(t.seconds) && t.seconds > 0);
+  EXPECT_EQ(t.kernels, int(k.size()));
 }
 
 }  // namespace

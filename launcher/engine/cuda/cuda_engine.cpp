@@ -20,7 +20,10 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
 
+#include "common/cuda_support.hpp"
+#include "common/error.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/comm/planner.hpp"
@@ -63,9 +66,18 @@ struct Slot {  // one array inside a flat device array
   std::vector<int> shape;
 };
 
+// `spec` when this engine can train it, else SpecError naming the field: before the host
+// network is built or any GPU work starts. dlh-launch refuses earlier (device.cpp, with or
+// without a GPU); this covers any other caller of the backend.
+const TrainSpec& Trainable(const TrainSpec& spec) {
+  if (const std::string why = CudaEngineUnsupported(spec); !why.empty())
+    throw SpecError(why + "; train it with --device cpu");
+  return spec;
+}
+
 class CudaEngine : public Engine {
  public:
-  explicit CudaEngine(const EngineConfig& c) : spec_(*c.spec), host_(spec_), config_(c) {
+  explicit CudaEngine(const EngineConfig& c) : spec_(Trainable(*c.spec)), host_(spec_), config_(c) {
     host_.init(spec_.seed);
     MPI_CHECK(MPI_Comm_rank(c.comm, &rank_));
     // Device setup can fail on one rank alone (no memory, a broken GPU); all ranks must

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
 #include "launcher/engine/cuda/kernels.hpp"
 #include "launcher/nn/random.hpp"
 
@@ -609,6 +610,15 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, 
       return std::make_unique<GpuDropout>(in, spec.rate, max_batch, context);
     case LayerKind::BatchNorm:
       return std::make_unique<GpuBatchNorm>(spec, in, max_batch, context);
+    case LayerKind::AvgPool2d:
+    case LayerKind::GlobalAvgPool2d:
+    case LayerKind::Gelu:
+    case LayerKind::Silu:
+    case LayerKind::Residual:
+      // The engine refuses such a spec before it gets here (CudaEngineUnsupported,
+      // common/cuda_support.hpp, which must list the same kinds); this is for other callers.
+      throw SpecError("layer " + name + ": " + LayerKindName(spec.kind) +
+                      " is not supported by the CUDA engine yet; train it with --device cpu");
   }
   throw Error("no GPU implementation of layer kind " + std::string(LayerKindName(spec.kind)));
 }

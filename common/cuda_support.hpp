@@ -1,0 +1,26 @@
+// DLH — what the CUDA engine (launcher/engine/cuda/) can train, decided from the spec alone.
+//
+// The CPU engine runs every layer kind of common/spec.hpp; the CUDA engine lags behind it
+// (no avgpool2d, globalavgpool2d, gelu, silu or residual blocks yet, and no label smoothing in
+// its loss). Three places must agree on that, so the list is kept here, in one switch that
+// names every kind (-Wswitch flags a kind added without deciding):
+//   - dlh-launch, before it picks an engine: --device cuda refuses, --device auto trains on
+//     the CPU and says why (launcher/engine/device.cpp), with or without a GPU;
+//   - the CUDA backend itself, before any GPU work (cuda_engine.cpp), for any other caller;
+//   - the recommender, which leaves GPU types out of the plan for such a spec
+//     (estimator/recommend/recommender.cpp), since the job would find no engine there.
+#pragma once
+
+#include <string>
+
+#include "common/spec.hpp"
+
+namespace dlh {
+
+// Empty when the CUDA engine can train `spec`, else one line naming the first field it
+// cannot: "spec.json: layers[3]: residual is not supported by the CUDA engine yet" or
+// "spec.json: label_smoothing: 0.1 is not supported by the CUDA engine yet (its loss has no
+// smoothing)". Callers add what to do ("train it with --device cpu").
+std::string CudaEngineUnsupported(const TrainSpec& spec);
+
+}  // namespace dlh

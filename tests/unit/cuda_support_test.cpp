@@ -1,0 +1,117 @@
+// Tests of what the CUDA engine can train (common/cuda_support.hpp), and that the recommender
+// then keeps such a spec off real GPUs (estimator/recommend/recommender.cpp).
+#include "common/cuda_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.hpp"
+#include "common/spec.hpp"
+#include "estimator/cluster/cluster.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/recommend/recommender.hpp"
+#include "tests/util/repo_file.hpp"
+
+namespace dlh {
+namespace {
+
+using dlh::test::RepoFile;
+
+// A small CNN; `layer` (JSON) goes after the first conv2d, `extra` among the top-level keys.
+TrainSpec Spec(const std::string& layer, const std::string& extra = "") {
+  return ParseSpec(R"({
+    "name": "small",
+    "input": {"channels": 1, "height": 28, "width": 28},
+    "classes": 10,
+    "layers": [
+      {"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1},
+      )" + layer + R"(
+      {"type": "maxpool2d", "kernel": 2},
+      {"type": "flatten"},
+      {"type": "dense", "units": 10}
+    ],
+    "optimizer": {"type": "sgd", "lr": 0.1, "momentum": 0.9},)" +
+                       extra + R"(
+    "batch_size": 256,
+    "epochs": 2,
+    "dataset": "x.h5"
+  })",
+                   "small.json", "");
+}
+
+TEST(CudaSupport, TheKindsTheEngineRuns) {
+  EXPECT_EQ(CudaEngineUnsupported(Spec(R"({"type": "relu"},)")), "");
+  EXPECT_EQ(
+      CudaEngineUnsupported(Spec(R"({"type": "batchnorm"}, {"type": "dropout", "rate": 0.1},)")),
+      "");
+  EXPECT_EQ(CudaEngineUnsupported(Spec(R"({"type": "relu"},)", R"("label_smoothing": 0,)")), "");
+}
+
+TEST(CudaSupport, EachNewKindIsNamedWithItsField) {
+  for (const char* layer : {R"({"type": "gelu"},)", R"({"type": "silu"},)",
+                            R"({"type": "avgpool2d", "kernel": 3, "stride": 1, "padding": 1},)",
+                            R"({"type": "residual", "layers": [{"type": "relu"}]},)"}) {
+    const TrainSpec spec = Spec(layer);
+    EXPECT_EQ(CudaEngineUnsupported(spec),
+              "small.json: layers[1]: " + std::string(LayerKindName(spec.layers[1].kind)) +
+                  " is not supported by the CUDA engine yet")
+        << layer;
+  }
+  // globalavgpool2d ends the spatial part: a spec of its own.
+  const TrainSpec gap = ParseSpec(R"({"input": {"channels": 2, "height": 4, "width": 4},
+    "classes": 3, "layers": [{"type": "globalavgpool2d"}, {"type": "flatten"},
+    {"type": "dense", "units": 3}], "optimizer": {"type": "sgd", "lr": 0.1},
+    "batch_size": 4, "epochs": 1, "dataset": "d.h5"})",
+                                  "gap.json", "");
+  EXPECT_EQ(CudaEngineUnsupported(gap),
+            "gap.json: layers[0]: globalavgpool2d is not supported by the CUDA engine yet");
+}
+
+TEST(CudaSupport, LabelSmoothingIsNamed) {
+  EXPECT_EQ(CudaEngineUnsupported(Spec(R"({"type": "relu"},)", R"("label_smoothing": 0.1,)")),
+            "small.json: label_smoothing: 0.1 is not supported by the CUDA engine yet (its loss "
+            "has no smoothing)");
+}
+
+Job JobOf(const TrainSpec& spec) {
+  Job job;
+  job.spec = spec;
+  job.features = ComputeFeatures(job.spec);
+  job.samples = 60000;
+  job.epochs = 2;
+  job.top = 0;
+  return job;
+}
+
+// Every type of the example cluster has a compute capability: a residual spec is planned on
+// none of them, and the error names each with the spec's field.
+TEST(CudaSupport, RecommenderKeepsUnsupportedSpecsOffGpus) {
+  const Cluster c = LoadCluster(RepoFile("share/cluster/example.json"));
+  const Job job = JobOf(Spec(R"({"type": "residual", "layers": [{"type": "relu"}]},)"));
+  try {
+    Recommend(job, c);
+    ADD_FAILURE() << "a residual spec was planned on GPUs";
+  } catch (const EstimateError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("a100 (small.json: layers[1]: residual is not supported by the CUDA "
+                        "engine yet)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("v100 (compute capability 7.0"), std::string::npos) << what;
+  }
+  // The same spec without the block is planned there as before.
+  EXPECT_TRUE(Recommend(JobOf(Spec(R"({"type": "relu"},)")), c).feasible);
+}
+
+// The local cluster's CPU-rank types (no compute capability) train it on the CPU engine.
+TEST(CudaSupport, RecommenderPlansUnsupportedSpecsOnCpuRankTypes) {
+  const Cluster c = LoadCluster(RepoFile("share/cluster/local.json"));
+  const Recommendation rec =
+      Recommend(JobOf(Spec(R"({"type": "gelu"},)", R"("label_smoothing": 0.1,)")), c);
+  EXPECT_TRUE(rec.unrunnable_types.empty());
+  EXPECT_FALSE(rec.ranked.empty());
+}
+
+}  // namespace
+}  // namespace dlh
