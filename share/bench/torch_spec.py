@@ -8,10 +8,15 @@ share/bench/quality.sh, "Training quality: DLH against PyTorch on Fashion-MNIST"
 The model, initialisation, optimizer, learning-rate schedule, batch and data follow the spec
 as dlh-launch train reads it (common/spec.cpp, launcher/nn, launcher/data):
 
-  * layers: conv2d, maxpool2d, dense (a flat view of any input), relu, flatten, dropout
-    (inverted), batchnorm (BatchNorm2d on a spatial input, BatchNorm1d on a flat one; the
-    running variance is the unbiased one and momentum the weight of the new batch, as in
-    DLH); softmax cross-entropy, the mean over the batch, after the last dense layer.
+  * layers: conv2d, maxpool2d, avgpool2d (padded cells count, as nn.AvgPool2d's default),
+    globalavgpool2d (nn.AdaptiveAvgPool2d(1)), dense (a flat view of any input), relu, gelu
+    (exact, erf), silu, flatten, dropout (inverted), batchnorm (BatchNorm2d on a spatial
+    input, BatchNorm1d on a flat one; the running variance is the unbiased one and momentum
+    the weight of the new batch, as in DLH), residual (the main path plus the shortcut, or
+    plus the input itself: class Residual); softmax cross-entropy with the spec's
+    label_smoothing, the mean over the batch, after the last dense layer (the test loss too).
+  * load_dlh_checkpoint() copies a DLH checkpoint's parameters and batch-norm buffers into
+    the model (tests/scripts/torch_spec.sh checks DLH's test loss and a training step with it).
   * init: the spec's "init" (default for every conv2d and dense layer) and each layer's
     "init" / "bias_init" (see INITS below); without any, PyTorch's own default.
   * optimizer: sgd (momentum, nesterov, L2 weight decay) or adam (decoupled weight decay,
@@ -78,36 +83,74 @@ def init_bias(b, kind, fan_in):
         raise SpecError(f"unknown bias_init {kind!r} (one of {', '.join(BIAS_INITS)})")
 
 
+class Residual(nn.Module):
+    """A DLH residual block: the main path and the shortcut (an empty nn.Sequential: the
+    identity) both take the block's input, and their outputs are added. A path that ends flat
+    (after a dense or flatten layer) and one that ends N x C x 1 x 1 hold the same values in
+    the same order, so the shortcut's output is viewed in the main path's shape."""
+
+    def __init__(self, main, shortcut):
+        super().__init__()
+        self.main, self.shortcut = main, shortcut
+
+    def forward(self, x):
+        m = self.main(x)
+        return m + self.shortcut(x).reshape(m.shape)
+
+
 def build_model(spec):
     """An nn.Sequential for a DLH spec (a dict). Returns (model, decayed, not_decayed): the
-    conv2d/dense weights, which take weight decay, and every other parameter."""
+    conv2d/dense weights, which take weight decay, and every other parameter. The model's
+    attribute dlh_params lists (DLH array name, tensor) for every parameter and batch-norm
+    buffer, named as DLH's checkpoints name them (see load_dlh_checkpoint)."""
     inp = spec["input"]
-    shape = (int(inp["channels"]), int(inp["height"]), int(inp["width"]))  # C, H, W
-    flat = False  # whether the tensor is N x features; the data come as N x C x H x W
     default_init = spec.get("init", DEFAULT_INIT)
     if default_init not in INITS:
         raise SpecError(f"init: unknown {default_init!r} (one of {', '.join(INITS)})")
-    mods, decayed, plain = [], [], []
+    decayed, plain, names = [], [], []
+    shape = (int(inp["channels"]), int(inp["height"]), int(inp["width"]))  # C, H, W
+    # flat: whether the tensor is N x features; the data come as N x C x H x W.
+    mods, shape, flat = build_path(spec["layers"], shape, False, default_init, "layers", "",
+                                   decayed, plain, names)
+    if not flat or shape[0] != int(spec["classes"]):
+        raise SpecError(f"the last layer must output {spec['classes']} values")
+    model = nn.Sequential(*mods)
+    model.dlh_params = names
+    return model, decayed, plain
+
+
+def build_path(layers, shape, flat, default_init, path, prefix, decayed, plain, names):
+    """The modules of a list of layers from a C x H x W `shape` (flat or not): (modules,
+    shape, flat) after the last. `path` names the list in messages ("layers",
+    "layers[3].layers"); `prefix` starts the DLH names of its arrays ("", "03.residual/main.")."""
+    mods = []
 
     def features():
         return shape[0] * shape[1] * shape[2]
 
-    for i, l in enumerate(spec["layers"]):
+    for i, l in enumerate(layers):
         kind = l["type"]
+        at = f"{path}[{i}]"
+        name = f"{prefix}{i:02d}.{kind}/"
+        if kind in ("conv2d", "maxpool2d", "avgpool2d", "globalavgpool2d") and flat:
+            raise SpecError(f"{at}: {kind} needs a spatial input")
         if kind == "conv2d":
-            if flat:
-                raise SpecError(f"layers[{i}]: conv2d needs a spatial input")
             k, s, p = int(l["kernel"]), int(l.get("stride", 1)), int(l.get("padding", 0))
             m = nn.Conv2d(shape[0], int(l["filters"]), k, stride=s, padding=p)
             fan_in = shape[0] * k * k
             shape = (int(l["filters"]), (shape[1] + 2 * p - k) // s + 1, (shape[2] + 2 * p - k) // s + 1)
-        elif kind == "maxpool2d":
-            if flat:
-                raise SpecError(f"layers[{i}]: maxpool2d needs a spatial input")
+        elif kind in ("maxpool2d", "avgpool2d"):
             k = int(l["kernel"])
             s, p = int(l.get("stride", k)), int(l.get("padding", 0))
-            mods.append(nn.MaxPool2d(k, stride=s, padding=p))  # padded cells never win, as in DLH
+            if kind == "maxpool2d":
+                mods.append(nn.MaxPool2d(k, stride=s, padding=p))  # padded cells never win, as in DLH
+            else:  # padded cells count as zeros in the mean, as in DLH (count_include_pad)
+                mods.append(nn.AvgPool2d(k, stride=s, padding=p))
             shape = (shape[0], (shape[1] + 2 * p - k) // s + 1, (shape[2] + 2 * p - k) // s + 1)
+            continue
+        elif kind == "globalavgpool2d":
+            mods.append(nn.AdaptiveAvgPool2d(1))
+            shape = (shape[0], 1, 1)
             continue
         elif kind == "dense":
             if not flat:
@@ -116,8 +159,9 @@ def build_model(spec):
             m = nn.Linear(features(), int(l["units"]))
             fan_in = features()
             shape = (int(l["units"]), 1, 1)
-        elif kind == "relu":
-            mods.append(nn.ReLU())
+        elif kind in ("relu", "gelu", "silu"):
+            # GELU: the exact one, x * Phi(x) with erf, as DLH computes it.
+            mods.append({"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU}[kind]())
             continue
         elif kind == "flatten":
             if not flat:
@@ -132,9 +176,25 @@ def build_model(spec):
             m = bn(shape[0], eps=float(l.get("epsilon", 1e-5)), momentum=float(l.get("momentum", 0.1)))
             mods.append(m)
             plain.extend(m.parameters())
+            names.extend([(name + "gamma", m.weight), (name + "beta", m.bias),
+                          (name + "running_mean", m.running_mean), (name + "running_var", m.running_var)])
+            continue
+        elif kind == "residual":
+            if not l.get("layers"):
+                raise SpecError(f"{at}.layers: must be a non-empty array of layers")
+            main, main_shape, main_flat = build_path(
+                l["layers"], shape, flat, default_init, at + ".layers", name + "main.",
+                decayed, plain, names)
+            short, short_shape, _ = build_path(
+                l.get("shortcut", []), shape, flat, default_init, at + ".shortcut",
+                name + "shortcut.", decayed, plain, names)
+            if main_shape != short_shape:
+                raise SpecError(f"{at}: the main path outputs {main_shape}, the shortcut {short_shape}")
+            mods.append(Residual(nn.Sequential(*main), nn.Sequential(*short)))
+            shape, flat = main_shape, flat or main_flat
             continue
         else:
-            raise SpecError(f"layers[{i}].type: unknown {kind!r}")
+            raise SpecError(f"{at}.type: unknown {kind!r}")
         # conv2d or dense: its initialisation.
         w_init = l.get("init", default_init)
         b_init = l.get("bias_init", "torch_default" if w_init == "torch_default" else "zeros")
@@ -143,9 +203,33 @@ def build_model(spec):
         mods.append(m)
         decayed.append(m.weight)
         plain.append(m.bias)
-    if not flat or features() != int(spec["classes"]):
-        raise SpecError(f"the last layer must output {spec['classes']} values")
-    return nn.Sequential(*mods), decayed, plain
+        names.extend([(name + "weight", m.weight), (name + "bias", m.bias)])
+    return mods, shape, flat
+
+
+def load_dlh_checkpoint(model, path):
+    """Copies a DLH checkpoint's parameters and batch-norm buffers (HDF5 /params and /buffers,
+    docs/reference/checkpoint.md) into a model of build_model() for the same spec; every array
+    of either side must have its counterpart with the same number of values. Returns the
+    checkpoint's root attributes (step, input_mean, ...)."""
+    import h5py
+    with h5py.File(path, "r") as f:
+        stored = {}
+        for group in ("params", "buffers"):
+            if group in f:
+                f[group].visititems(lambda n, o, g=group: stored.__setitem__(n, o[()])
+                                    if isinstance(o, h5py.Dataset) else None)
+        wanted = {n for n, _ in model.dlh_params}
+        if set(stored) != wanted:
+            raise SpecError(f"{path}: arrays {sorted(set(stored) - wanted)} have no place in the "
+                            f"model, {sorted(wanted - set(stored))} are missing")
+        with torch.no_grad():
+            for n, t in model.dlh_params:
+                a = torch.from_numpy(np.asarray(stored[n], dtype=np.float32))
+                if a.numel() != t.numel() or (a.dim() == t.dim() and a.shape != t.shape):
+                    raise SpecError(f"{path}: {n} is {tuple(a.shape)}, the model's {tuple(t.shape)}")
+                t.copy_(a.reshape(t.shape))
+        return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
 
 
 def make_optimizer(spec, decayed, plain):
@@ -230,13 +314,14 @@ def load_fashion_mnist(data_dir=DATA_DIR):
     return (*out, mean, std)
 
 
-def evaluate(model, x, y, batch=256):  # DLH evaluates in chunks of 256 too (kEvalChunk)
+def evaluate(model, x, y, batch=256, label_smoothing=0.0):  # DLH evaluates in chunks of 256 too (kEvalChunk)
     model.eval()
     loss_sum, correct = 0.0, 0
     with torch.no_grad():
         for i in range(0, len(x), batch):
             logits = model(x[i:i + batch])
-            loss_sum += float(nn.functional.cross_entropy(logits, y[i:i + batch], reduction="sum"))
+            loss_sum += float(nn.functional.cross_entropy(logits, y[i:i + batch], reduction="sum",
+                                                          label_smoothing=label_smoothing))
             correct += int((logits.argmax(1) == y[i:i + batch]).sum())
     model.train()
     return loss_sum / len(x), correct / len(x)
@@ -248,6 +333,7 @@ def train(spec, epochs, seed, train_x, train_y, test_x, test_y, log=None):
     model, decayed, plain = build_model(spec)
     opt = make_optimizer(spec, decayed, plain)
     batch = int(spec["batch_size"])
+    smoothing = float(spec.get("label_smoothing", 0))
     n = len(train_x)
     spe = n // batch  # the last partial batch is dropped, as DLH's loader does
     if spe < 1:
@@ -268,7 +354,7 @@ def train(spec, epochs, seed, train_x, train_y, test_x, test_y, log=None):
                 g["lr"] = lr
             opt.zero_grad(set_to_none=True)
             logits = model(xb)
-            loss = nn.functional.cross_entropy(logits, yb)
+            loss = nn.functional.cross_entropy(logits, yb, label_smoothing=smoothing)
             loss.backward()
             opt.step()
             lv = float(loss.detach())
@@ -278,7 +364,7 @@ def train(spec, epochs, seed, train_x, train_y, test_x, test_y, log=None):
             step += 1
         train_s += time.perf_counter() - t_epoch
         t_eval = time.perf_counter()
-        test_loss, test_acc = evaluate(model, test_x, test_y)
+        test_loss, test_acc = evaluate(model, test_x, test_y, label_smoothing=smoothing)
         eval_s = time.perf_counter() - t_eval
         eval_total += eval_s
         rec = {"epoch": epoch, "step": step, "train_loss": loss_sum / spe, "train_accuracy": acc_sum / spe,
