@@ -347,12 +347,14 @@ OptimizerSpec ParseOptimizer(const json& v, const std::string& origin) {
 ScheduleSpec ParseSchedule(const json& v, const std::string& origin, double lr, int epochs) {
   RequireObject(v, origin, "schedule");
   Obj o(v, origin, "schedule");
-  o.only({"warmup_epochs", "decay", "step_epochs", "gamma", "min_lr"});
+  o.only({"warmup_epochs", "decay", "step_epochs", "gamma", "min_lr", "pct_start", "div_factor",
+          "final_div_factor"});
   ScheduleSpec s;
   static const ScheduleSpec::Decay decays[] = {
-      ScheduleSpec::Decay::Constant, ScheduleSpec::Decay::Step, ScheduleSpec::Decay::Cosine};
-  static const char* const names[] = {"constant", "step", "cosine"};
-  size_t d = o.choice("decay", {"constant", "step", "cosine"}, false, 0);
+      ScheduleSpec::Decay::Constant, ScheduleSpec::Decay::Step, ScheduleSpec::Decay::Cosine,
+      ScheduleSpec::Decay::OneCycle};
+  static const char* const names[] = {"constant", "step", "cosine", "onecycle"};
+  size_t d = o.choice("decay", {"constant", "step", "cosine", "onecycle"}, false, 0);
   s.decay = decays[d];
 
   s.warmup_epochs = o.number("warmup_epochs", false, 0);
@@ -371,6 +373,9 @@ ScheduleSpec ParseSchedule(const json& v, const std::string& origin, double lr, 
   only_for("step_epochs", 1);
   only_for("gamma", 1);
   only_for("min_lr", 2);
+  only_for("pct_start", 3);
+  only_for("div_factor", 3);
+  only_for("final_div_factor", 3);
 
   if (s.decay == ScheduleSpec::Decay::Step) {
     if (!o.has("step_epochs")) o.fail("step_epochs", "required for \"step\" decay");
@@ -387,6 +392,20 @@ ScheduleSpec ParseSchedule(const json& v, const std::string& origin, double lr, 
     if (!(s.min_lr < lr))
       o.fail("min_lr",
              "must be less than optimizer.lr (" + Num(lr) + "), got " + o.shown("min_lr"));
+  } else if (s.decay == ScheduleSpec::Decay::OneCycle) {
+    if (o.has("warmup_epochs"))
+      o.fail("warmup_epochs",
+             "not used with \"decay\": \"onecycle\", which warms up itself "
+             "(pct_start)");
+    s.pct_start = o.number("pct_start", false, s.pct_start);
+    if (!(s.pct_start > 0 && s.pct_start < 1))
+      o.fail("pct_start", "must be in (0, 1), got " + o.shown("pct_start"));
+    s.div_factor = o.number("div_factor", false, s.div_factor);
+    if (!(s.div_factor >= 1))
+      o.fail("div_factor", "must be a number >= 1, got " + o.shown("div_factor"));
+    s.final_div_factor = o.number("final_div_factor", false, s.final_div_factor);
+    if (!(s.final_div_factor >= 1))
+      o.fail("final_div_factor", "must be a number >= 1, got " + o.shown("final_div_factor"));
   }
   return s;
 }
@@ -442,7 +461,7 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
 
   Obj o(root, origin, "");
   o.only({"name", "input", "classes", "layers", "optimizer", "schedule", "batch_size", "epochs",
-          "seed", "init", "label_smoothing", "dataset"});
+          "seed", "init", "label_smoothing", "augment", "dataset"});
 
   TrainSpec spec;
   spec.origin = origin;
@@ -483,6 +502,18 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
   if (o.has("schedule"))
     spec.schedule = ParseSchedule(o.get("schedule"), origin, spec.optimizer.lr, spec.epochs);
   spec.seed = o.unsigned64("seed", 0);
+  if (o.has("augment")) {
+    Obj a(RequireObject(o.get("augment"), origin, "augment"), origin, "augment");
+    a.only({"crop_padding", "flip"});
+    spec.augment.crop_padding = a.integer("crop_padding", 0, false, 0);
+    spec.augment.flip = a.boolean("flip", false);
+    if (spec.augment.crop_padding > 0 && (spec.augment.crop_padding >= spec.input.height ||
+                                          spec.augment.crop_padding >= spec.input.width))
+      a.fail("crop_padding", "must be less than the input's height and width (" +
+                                 std::to_string(spec.input.height) + "x" +
+                                 std::to_string(spec.input.width) + "), got " +
+                                 a.shown("crop_padding"));
+  }
 
   spec.dataset = o.string("dataset", true, "");
   if (spec.dataset.empty()) o.fail("dataset", "must not be empty");
@@ -673,6 +704,17 @@ double LearningRate(const TrainSpec& spec, int64_t step, int64_t steps_per_epoch
       const double period = sch.step_epochs * double(spe);
       if (!(period > 0)) return opt.lr;
       return opt.lr * std::pow(sch.gamma, std::floor(double(step) / period));
+    }
+    case ScheduleSpec::Decay::OneCycle: {
+      auto anneal = [](double from, double to, double x) {
+        return to + (from - to) * 0.5 * (1 + std::cos(kPi * x));
+      };
+      const double lo = opt.lr / sch.div_factor, end = lo / sch.final_div_factor;
+      const double up = sch.pct_start * double(total) - 1, last = double(total) - 1;
+      const double s = double(step);
+      if (s <= up) return anneal(lo, opt.lr, up > 0 ? s / up : 1.0);
+      if (!(last > up)) return end;
+      return anneal(opt.lr, end, std::min(1.0, (s - up) / (last - up)));
     }
     case ScheduleSpec::Decay::Cosine: {
       const int64_t t = step - warmup;

@@ -90,12 +90,28 @@ struct OptimizerSpec {
 };
 
 struct ScheduleSpec {
-  enum class Decay { Constant, Step, Cosine };
+  enum class Decay { Constant, Step, Cosine, OneCycle };
   Decay decay = Decay::Constant;
   double warmup_epochs = 0;  // linear ramp up to lr over this many epochs (may be fractional)
   double step_epochs = 0;    // step: multiply by gamma every step_epochs
   double gamma = 0.1;        // step
   double min_lr = 0;         // cosine: floor reached at the last step
+  // onecycle (PyTorch's OneCycleLR, cosine annealing, two phases): from lr / div_factor up to
+  // lr over the first pct_start of the steps, then down to lr / (div_factor *
+  // final_div_factor) at the last step. It is its own warm-up: no warmup_epochs with it.
+  double pct_start = 0.3;
+  double div_factor = 25;
+  double final_div_factor = 1e4;
+};
+
+// Data augmentation of the training batches, on the loader's thread (launcher/data/augment):
+// a random crop of the image padded by crop_padding on each side (the padding is 0, the data
+// set's mean after the loader's normalisation), then a horizontal flip with probability 1/2.
+// Each sample's draw is a function of (seed, epoch, sample), so a resume sees the same images.
+struct AugmentSpec {
+  int crop_padding = 0;
+  bool flip = false;
+  bool any() const { return crop_padding > 0 || flip; }
 };
 
 struct TrainSpec {
@@ -112,6 +128,7 @@ struct TrainSpec {
   // Label smoothing of the cross-entropy, in [0, 1): the target puts 1 - s + s/classes on
   // the label and s/classes on every other class (PyTorch's CrossEntropyLoss).
   double label_smoothing = 0;
+  AugmentSpec augment;
   std::string dataset;  // HDF5 data set; relative paths are resolved against the spec's folder
   std::string origin;   // file the spec came from, used in messages
   std::string json;     // the spec text as given, stored in checkpoints
@@ -144,6 +161,10 @@ std::vector<Shape3> PathShapes(const std::vector<LayerSpec>& layers, const Shape
 //               step 0 (not from the end of warm-up)
 //     cosine:   min_lr + (lr - min_lr) * (1 + cos(pi * min(t, T) / T)) / 2, which is lr
 //               right after warm-up and min_lr at step == total (one past the last step)
+//     onecycle: with up = pct_start * total - 1, last = total - 1, lo = lr / div_factor and
+//               end = lo / final_div_factor, and A(a, b, x) = b + (a - b) * (1 + cos(pi x)) / 2:
+//               A(lo, lr, step / up) up to step up, then A(lr, end, (step - up) / (last -
+//               up)), held at end after the last step (PyTorch's OneCycleLR)
 // steps_per_epoch < 1 counts as 1 and a negative step as 0.
 double LearningRate(const TrainSpec& spec, int64_t step, int64_t steps_per_epoch);
 

@@ -78,6 +78,13 @@ ojson ScheduleJson(const ScheduleSpec& s) {
       j["decay"] = "cosine";
       j["min_lr"] = s.min_lr;
       break;
+    case ScheduleSpec::Decay::OneCycle:
+      j.erase("warmup_epochs");  // the parser refuses it with onecycle
+      j["decay"] = "onecycle";
+      j["pct_start"] = s.pct_start;
+      j["div_factor"] = s.div_factor;
+      j["final_div_factor"] = s.final_div_factor;
+      break;
   }
   return j;
 }
@@ -101,9 +108,11 @@ nlohmann::ordered_json SpecToJson(const TrainSpec& spec, const std::string& data
              {"epochs", spec.epochs},
              {"seed", spec.seed},
              {"dataset", spec.dataset.empty() ? dataset_if_empty : spec.dataset}};
-  // Written only when set: the calibration sweeps' spec texts (and the hashes that pin them,
-  // tests/unit/calibrate_gpu_test.cpp) stay those of the specs before the field existed.
+  // Written only when set (these two): the calibration sweeps' spec texts (and the hashes that pin
+  // them, tests/unit/calibrate_gpu_test.cpp) stay those of the specs before the field existed.
   if (spec.label_smoothing > 0) j["label_smoothing"] = spec.label_smoothing;
+  if (spec.augment.any())
+    j["augment"] = {{"crop_padding", spec.augment.crop_padding}, {"flip", spec.augment.flip}};
   return j;
 }
 

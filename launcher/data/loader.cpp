@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "launcher/data/augment.hpp"
 #include "launcher/nn/random.hpp"
 
 namespace dlh {
@@ -33,6 +34,7 @@ struct Loader::Impl {
   int64_t step = 0;
   int64_t perm_epoch = -1;
   std::vector<int64_t> perm;
+  std::vector<float> augment_scratch;  // one image, for ApplyAugment
 
   std::mutex mu;
   std::condition_variable cv;  // signals both "queue has room / stop" and "batch ready"
@@ -64,6 +66,11 @@ struct Loader::Impl {
     const std::vector<int32_t>& labels = source.labels();
     for (int64_t i = 0; i < options.rank_batch; ++i)
       b.labels[size_t(i)] = labels[size_t(samples[i])];
+    if (options.augment.any())
+      for (int64_t i = 0; i < options.rank_batch; ++i)
+        ApplyAugment(DrawAugment(options.augment, options.seed, epoch, samples[i]),
+                     options.augment.crop_padding, s,
+                     b.images.data() + size_t(i) * size_t(s.elements()), augment_scratch);
     if (++step == steps) {
       step = 0;
       ++epoch;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/spec.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/sample_source.hpp"
 #include "launcher/nn/tensor.hpp"
@@ -23,7 +24,8 @@ struct LoaderOptions {
   int64_t rank_offset = 0;
   int64_t rank_batch = 0;
   uint64_t seed = 0;
-  int prefetch = 2;  // batches prepared ahead by the background thread (0: none)
+  int prefetch = 2;     // batches prepared ahead by the background thread (0: none)
+  AugmentSpec augment;  // applied to every sample of every batch (augment.hpp)
   // Test hook, empty in production: called with the cursor of each batch just before it
   // is prepared, on whichever thread prepares it; an exception it throws reaches next().
   std::function<void(int64_t epoch, int64_t step_in_epoch)> before_batch;

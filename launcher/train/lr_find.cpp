@@ -233,6 +233,7 @@ nlohmann::json RunLrFind(const LrFindOptions& options, MPI_Comm world) {
   lo.rank_offset = rank_offset;
   lo.rank_batch = rank_batch;
   lo.seed = spec.seed;
+  lo.augment = spec.augment;
   lo.prefetch = o.prefetch;
   Loader loader(data.train, lo, 0, 0);
   if (rank == 0)

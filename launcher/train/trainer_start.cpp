@@ -162,6 +162,7 @@ std::unique_ptr<Loader> Trainer::make_loader() const {
   lo.rank_offset = rank_offset_;
   lo.rank_batch = rank_batch_;
   lo.seed = spec_.seed;
+  lo.augment = spec_.augment;
   // Reading from the file, a batch now and then takes far longer than a step (the disk, or
   // the page cache recycled under a memory limit): a deeper queue (batches of a few hundred
   // KB) absorbs it, where 2 run dry (BENCHMARKS.md "Data larger than memory").

@@ -22,6 +22,7 @@ as dlh-launch train reads it (common/spec.cpp, launcher/nn, launcher/data):
   * optimizer: sgd (momentum, nesterov, L2 weight decay) or adam (decoupled weight decay,
     i.e. AdamW); weight decay on conv2d/dense weights only, never on biases or batchnorm.
   * schedule: LearningRate of common/spec.cpp, set on every step.
+  * augment: the spec's random crop and flip of each training batch (augment_batch).
   * data: the gzipped IDX files of Fashion-MNIST, scaled to [0, 1] and standardised with
     the training pixels' mean and population std, computed and applied exactly as
     `dlh-data import-fashion-mnist` + the loader do (float32 x * (1/255/std) - mean/std).
@@ -266,7 +267,39 @@ def learning_rate(spec, epochs, step, steps_per_epoch):
         min_lr = float(s.get("min_lr", 0))
         t, T = step - warmup, max(1, total - warmup)
         return min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * min(t, T) / T))
+    if decay == "onecycle":  # torch.optim.lr_scheduler.OneCycleLR, cosine, two phases
+        def anneal(a, b, x):
+            return b + (a - b) * 0.5 * (1 + math.cos(math.pi * x))
+        lo = lr / float(s.get("div_factor", 25))
+        end = lo / float(s.get("final_div_factor", 1e4))
+        up, last = float(s.get("pct_start", 0.3)) * total - 1, total - 1.0
+        if step <= up:
+            return anneal(lo, lr, step / up if up > 0 else 1.0)
+        if not last > up:
+            return end
+        return anneal(lr, end, min(1.0, (step - up) / (last - up)))
     return lr
+
+
+def augment_batch(xb, spec, rng):
+    """The spec's "augment" on a training batch (N x C x H x W): a random crop of the image
+    zero-padded by crop_padding on each side, then a random horizontal flip, per sample, as
+    torchvision's RandomCrop(padding) and RandomHorizontalFlip (DLH draws its own offsets:
+    the same distribution, not the same samples)."""
+    a = spec.get("augment", {})
+    pad, flip = int(a.get("crop_padding", 0)), bool(a.get("flip", False))
+    if pad == 0 and not flip:
+        return xb
+    n, _, h, w = xb.shape
+    if pad > 0:
+        padded = nn.functional.pad(xb, (pad, pad, pad, pad))
+        dy = torch.randint(0, 2 * pad + 1, (n,), generator=rng)
+        dx = torch.randint(0, 2 * pad + 1, (n,), generator=rng)
+        xb = torch.stack([padded[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(n)])
+    if flip:
+        mirror = torch.rand(n, generator=rng) < 0.5
+        xb = torch.where(mirror[:, None, None, None], xb.flip(3), xb)
+    return xb
 
 
 def read_idx(path):
@@ -348,7 +381,7 @@ def train(spec, epochs, seed, train_x, train_y, test_x, test_y, log=None):
         loss_sum = acc_sum = 0.0
         for s in range(spe):
             idx = perm[s * batch:(s + 1) * batch]
-            xb, yb = train_x[idx], train_y[idx]
+            xb, yb = augment_batch(train_x[idx], spec, order), train_y[idx]
             lr = learning_rate(spec, epochs, step, spe)
             for g in opt.param_groups:
                 g["lr"] = lr

@@ -72,7 +72,9 @@ foreign_of() {
 crash_site() {
   local out binary
   binary=$(basename "$1")
-  out=$(ASAN_OPTIONS=$(asan_options_of "$target")${ASAN_OPTIONS:+:$ASAN_OPTIONS} "$1" "$2" 2>&1 || true)
+  # TMPDIR: the checkpoint targets write a file per input, left behind by a crash.
+  out=$(TMPDIR=$scratch/tmp ASAN_OPTIONS=$(asan_options_of "$target")${ASAN_OPTIONS:+:$ASAN_OPTIONS} \
+    "$1" "$2" 2>&1 || true)
   grep -E '^ *#[0-9]+ 0x[0-9a-f]+ ' <<<"$out" |
     sed -E 's/^ *#[0-9]+ 0x[0-9a-f]+ +(in )?//' |
     grep -vE '^(__interceptor_|__asan_|__ubsan_|__sanitizer_|__lsan_)|/sysdeps/|/libc\.so' |

@@ -2,7 +2,8 @@
 # The shipped ResNet specs train on the CPU engine: ResNet-18 (CIFAR-sized, on 1 and 2 ranks)
 # and ResNet-50 (224x224) take a few steps on synthetic data of their input shape, and a run
 # stopped half-way and resumed ends with the same parameters, bit for bit, as one that never
-# stopped. The 2-rank runs average the residual blocks' batch statistics across ranks.
+# stopped: with their data augmentation (random crops and flips), the same images again. The
+# 2-rank runs average the residual blocks' batch statistics across ranks.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 

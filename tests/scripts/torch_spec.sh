@@ -238,4 +238,44 @@ print(f"  ok: step {last} from step {last - 1}'s checkpoint: all {len(before)} a
 PY
   check "$net: DLH and PyTorch agree"
 done
+echo "== the one-cycle schedule: DLH's rate at every step is PyTorch's OneCycleLR"
+# 128 training samples at batch 16: 8 steps an epoch, 3 epochs, so both phases have steps.
+$py - "$WORK/parity-plain.json" "$WORK/onecycle.json" <<'PY' || fail "writing the one-cycle spec"
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec.update(name="onecycle", batch_size=16, epochs=3,
+            schedule={"decay": "onecycle", "pct_start": 0.25, "div_factor": 10, "final_div_factor": 100})
+json.dump(spec, open(sys.argv[2], "w"))
+PY
+dlh-launch train "$WORK/onecycle.json" --data "$WORK/small.h5" --run-dir "$WORK/onecycle" --no-eval \
+  --progress none --no-resume --checkpoint-seconds 0 --no-epoch-checkpoints --threads 2 --device cpu \
+  >"$WORK/onecycle.log" 2>&1 || { cat "$WORK/onecycle.log"; fail "onecycle: dlh-launch train"; }
+$py - "$ROOT/share/bench" "$WORK/onecycle.json" "$WORK/onecycle/metrics.jsonl" <<'PY' ||
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch, torch_spec
+spec = json.load(open(sys.argv[2]))
+# DLH logs the rate each step trained with, under that step's number (counted from 1).
+dlh = {r["step"]: r["lr"] for r in map(json.loads, open(sys.argv[3])) if "lr" in r and "loss" in r}
+total = 3 * 8
+assert sorted(dlh) == list(range(1, total + 1)), sorted(dlh)
+max_lr = float(spec["optimizer"]["lr"])
+opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=max_lr)
+sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=max_lr, total_steps=total, pct_start=0.25,
+                                            div_factor=10, final_div_factor=100, anneal_strategy="cos",
+                                            three_phase=False, cycle_momentum=False)
+worst = 0.0
+for step in range(total):
+    torch_lr = opt.param_groups[0]["lr"]
+    twin = torch_spec.learning_rate(spec, 3, step, 8)
+    for name, lr in (("DLH", dlh[step + 1]), ("torch_spec.py", twin)):
+        assert abs(lr - torch_lr) <= 1e-12 + 1e-9 * torch_lr, f"step {step}: {name} {lr}, OneCycleLR {torch_lr}"
+    worst = max(worst, abs(dlh[step + 1] - torch_lr) / torch_lr)
+    opt.step()
+    sched.step()
+print(f"  ok: {total} steps from {dlh[1]:.4g} up to {max(dlh.values()):.4g} and down to {dlh[total]:.4g}: "
+      f"DLH, torch_spec.py and OneCycleLR agree (largest relative difference {worst:.1e})")
+PY
+  fail "onecycle: DLH's rates are not PyTorch's"
+
 echo "torch_spec.sh: all checks passed"

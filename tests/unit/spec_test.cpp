@@ -480,8 +480,8 @@ TEST(SpecErrorTest, BadChoices) {
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["optimizer"]["type"] = "rmsprop"; })),
             "spec.json: optimizer.type: must be one of \"sgd\", \"adam\", got \"rmsprop\"");
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["schedule"]["decay"] = "linear"; })),
-            "spec.json: schedule.decay: must be one of \"constant\", \"step\", \"cosine\", got "
-            "\"linear\"");
+            "spec.json: schedule.decay: must be one of \"constant\", \"step\", \"cosine\", "
+            "\"onecycle\", got \"linear\"");
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["layers"][2]["type"] = "mish"; })),
             "spec.json: layers[2].type: must be one of \"conv2d\", \"maxpool2d\", \"dense\", "
             "\"relu\", \"flatten\", \"dropout\", \"batchnorm\", \"avgpool2d\", "
@@ -908,6 +908,75 @@ TEST(SpecModernLayers, ShippedResNetsParse) {
     const TrainSpec s = LoadSpec((ExamplesDir() / name).string());
     EXPECT_EQ(LayerShapes(s).back(), (Shape3{s.classes, 1, 1})) << name;
   }
+}
+
+TEST(SpecModernLayers, AugmentationParsesAndNamesItsFields) {
+  const TrainSpec s = Parse(EditedResidual([](json& j) {
+    j["augment"] = {{"crop_padding", 2}, {"flip", true}};
+  }));
+  EXPECT_EQ(s.augment.crop_padding, 2);
+  EXPECT_TRUE(s.augment.flip);
+  const TrainSpec back = ParseSpec(SpecToJson(s, "").dump(), "back.json", "");
+  EXPECT_EQ(back.augment.crop_padding, 2);
+  EXPECT_TRUE(back.augment.flip);
+  EXPECT_FALSE(Parse(ResidualSpec()).augment.any());
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) {
+              j["augment"] = {{"crop_padding", 16}};
+            })),
+            "spec.json: augment.crop_padding: must be less than the input's height and width "
+            "(16x16), got 16");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) {
+              j["augment"] = {{"crop_padding", -1}};
+            })),
+            "spec.json: augment.crop_padding: must be a non-negative integer, got -1");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) {
+              j["augment"] = {{"rotate", 10}};
+            })),
+            "spec.json: augment: unknown key \"rotate\"");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) {
+              j["augment"] = {{"flip", 1}};
+            })),
+            "spec.json: augment.flip: must be true or false, got 1");
+}
+
+// PyTorch's OneCycleLR(max_lr=0.1, total_steps=20, pct_start=0.25, div_factor=10,
+// final_div_factor=100): up over steps 0..4, down over 4..19.
+TEST(SpecModernLayers, OneCycleFollowsPyTorch) {
+  const TrainSpec s = Parse(EditedResidual([](json& j) {
+    j["epochs"] = 2;
+    j["schedule"] = {
+        {"decay", "onecycle"}, {"pct_start", 0.25}, {"div_factor", 10}, {"final_div_factor", 100}};
+  }));
+  EXPECT_EQ(s.schedule.decay, ScheduleSpec::Decay::OneCycle);
+  const double lr = 0.1, lo = 0.01, end = 1e-4;
+  auto anneal = [](double a, double b, double x) {
+    return b + (a - b) * 0.5 * (1 + std::cos(M_PI * x));
+  };
+  for (int step = 0; step < 20; ++step) {
+    const double want = step <= 4 ? anneal(lo, lr, step / 4.0) : anneal(lr, end, (step - 4) / 15.0);
+    EXPECT_NEAR(LearningRate(s, step, 10), want, 1e-15) << "step " << step;
+  }
+  EXPECT_DOUBLE_EQ(LearningRate(s, 0, 10), lo);
+  EXPECT_DOUBLE_EQ(LearningRate(s, 4, 10), lr);
+  EXPECT_NEAR(LearningRate(s, 19, 10), end, 1e-18);
+  EXPECT_NEAR(LearningRate(s, 25, 10), end, 1e-18);  // held after the last step
+  const TrainSpec back = ParseSpec(SpecToJson(s, "").dump(), "back.json", "");
+  EXPECT_EQ(SpecToJson(back, "").dump(), SpecToJson(s, "").dump());
+
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) {
+              j["schedule"] = {{"decay", "onecycle"}, {"warmup_epochs", 1}};
+            })),
+            "spec.json: schedule.warmup_epochs: not used with \"decay\": \"onecycle\", which "
+            "warms up itself (pct_start)");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) {
+              j["schedule"] = {{"decay", "onecycle"}, {"pct_start", 1}};
+            })),
+            "spec.json: schedule.pct_start: must be in (0, 1), got 1");
+  EXPECT_EQ(ErrorOf(EditedResidual([](json& j) {
+              j["schedule"] = {{"decay", "cosine"}, {"div_factor", 10}};
+            })),
+            "spec.json: schedule.div_factor: only used with \"decay\": \"onecycle\", got decay "
+            "\"cosine\"");
 }
 
 }  // namespace
