@@ -2,9 +2,10 @@
 // are in validation_models.cpp). Pure spec construction: nothing here runs the engine.
 //
 // Every sweep model follows one pattern, so that the sweep varies a few factors cleanly:
-//   per conv layer: conv2d(filters, kernel 3 or 5, "same" padding) [+ batchnorm] + relu, then
-//                   maxpool2d(k2) while the image stays at least 4x4 after pooling (0 conv
-//                   layers: an MLP)
+//   per conv layer: conv2d(filters, kernel 3 or 5, "same" padding) [+ batchnorm] + relu
+//                   [+ a residual block: conv2d [+ batchnorm] + relu + conv2d [+ batchnorm],
+//                   the identity added, then relu], then maxpool2d(k2) while the image stays
+//                   at least 4x4 after pooling (0 conv layers: an MLP)
 //   flatten [+ dropout 0.25]; per FC layer: dense(nodes) + relu; dense(10)
 // The full sweep is one-factor-at-a-time around a base model (2 conv, 32 filters, 1 FC of
 // 256, 1x28x28, batch 64) plus a space-filling random set: candidates drawn with a fixed
@@ -48,6 +49,7 @@ struct Factors {
   int kernel = 3;
   int bn = 0;       // batchnorm after each conv
   int dropout = 0;  // dropout after flatten
+  int res = 0;      // a residual block after each conv
 };
 
 std::string SweepName(const Factors& f) {
@@ -58,8 +60,9 @@ std::string SweepName(const Factors& f) {
     std::snprintf(fc, sizeof fc, "fc0");
   char kernel[8] = "";
   if (f.kernel != 3) std::snprintf(kernel, sizeof kernel, "k%d", f.kernel);
-  std::snprintf(buf, sizeof buf, "conv%d%s-f%d-%s-in%dc%d-b%d%s%s", f.conv, kernel, f.filters, fc,
-                f.size, f.channels, f.batch, f.bn ? "-bn" : "", f.dropout ? "-do" : "");
+  std::snprintf(buf, sizeof buf, "conv%d%s-f%d-%s-in%dc%d-b%d%s%s%s", f.conv, kernel, f.filters,
+                fc, f.size, f.channels, f.batch, f.bn ? "-bn" : "", f.dropout ? "-do" : "",
+                f.res ? "-res" : "");
   return buf;
 }
 
@@ -71,6 +74,16 @@ std::vector<LayerSpec> SweepLayers(const Factors& f) {
     layers.push_back(Conv(f.filters, f.kernel, 1, f.kernel / 2));
     if (f.bn) layers.push_back(Simple(LayerKind::BatchNorm));
     layers.push_back(Simple(LayerKind::Relu));
+    if (f.res) {
+      LayerSpec block = Simple(LayerKind::Residual);
+      for (int k = 0; k < 2; ++k) {
+        block.layers.push_back(Conv(f.filters, f.kernel, 1, f.kernel / 2));
+        if (f.bn) block.layers.push_back(Simple(LayerKind::BatchNorm));
+        if (k == 0) block.layers.push_back(Simple(LayerKind::Relu));
+      }
+      layers.push_back(block);
+      layers.push_back(Simple(LayerKind::Relu));
+    }
     if (side / 2 >= 4) {
       layers.push_back(Pool(2));
       side /= 2;
@@ -117,6 +130,10 @@ Work SampleWork(const Factors& f) {
     flops += fwd * (i == 0 ? 2 : 3);  // the first layer computes no input gradient
     elements += (2.0 + 2 * f.bn) * f.filters * side * side;  // conv (+ bn) + relu outputs
     channels = f.filters;
+    if (f.res) {  // two convs, their relu and bn, the sum and its relu
+      flops += 2 * 3 * 2.0 * f.kernel * f.kernel * f.filters * f.filters * side * side;
+      elements += (5.0 + 2 * f.bn) * f.filters * side * side;
+    }
     if (side / 2 >= 4) {
       side /= 2;
       elements += double(channels) * side * side;
@@ -195,7 +212,8 @@ std::vector<double> Coordinates(const Factors& f, const Levels& l) {
           lg(f.batch, l.batches.front(), l.batches.back()),
           f.kernel == 5 ? 1.0 : 0.0,
           double(f.bn),
-          double(f.dropout)};
+          double(f.dropout),
+          double(f.res)};
 }
 
 // Adds `count` random models to `chosen` (see the top of this file). The greedy pick uses
@@ -280,6 +298,8 @@ std::vector<Factors> QuickFactors() {
   // A few mixed corners decorrelate the terms (dense-heavy small-batch, conv-heavy).
   fs.push_back(Factors{1, 8, 2, 1024, 16, 1, 16});
   fs.push_back(Factors{3, 32, 0, 0, 24, 3, 16});
+  // Residual blocks: their sums and the convolutions at one size, without a pool between.
+  fs.push_back(Factors{2, 16, 1, 128, 16, 1, 32, 3, 1, 0, 1});
   return fs;
 }
 
@@ -308,6 +328,12 @@ std::vector<Factors> FullFactors() {
   fs.push_back(Factors{2, 32, 1, 256, 28, 1, 64, 3, 1, 0});
   fs.push_back(Factors{2, 32, 1, 256, 28, 1, 64, 3, 0, 1});
   fs.push_back(Factors{3, 48, 1, 128, 32, 3, 32, 3, 1, 1});
+  // Residual blocks (ResNet's basic block at each conv): convolutions back to back at one
+  // size, the block's sum, and batchnorm inside the paths.
+  fs.push_back(Factors{2, 32, 1, 256, 28, 1, 64, 3, 0, 0, 1});
+  fs.push_back(Factors{2, 32, 1, 256, 28, 1, 64, 3, 1, 0, 1});
+  fs.push_back(Factors{1, 16, 1, 128, 32, 3, 64, 3, 1, 0, 1});
+  fs.push_back(Factors{3, 24, 0, 0, 32, 3, 32, 3, 1, 0, 1});
   for (Factors& f : fs)
     if (f.fc == 0) f.nodes = 0;
   AddSpaceFilling(&fs, 76 - int(fs.size()), 0x444c4843414c31ull, CpuLevels(), [](const Factors& f) {

@@ -84,7 +84,8 @@ TEST(CalibrationSweep, IsDeterministic) {
   }
 }
 
-// conv2d(k3 or k5, "same" padding) + relu [+ maxpool k2] per conv, flatten, (dense + relu) per
+// conv2d(k3 or k5, "same" padding) [+ bn] + relu [+ residual block + relu] [+ maxpool k2] per
+// conv, flatten, (dense + relu) per
 // FC, dense(10); models without convolution have at least one FC layer.
 TEST(CalibrationSweep, FollowsThePattern) {
   for (bool quick : {true, false}) {
@@ -102,6 +103,23 @@ TEST(CalibrationSweep, FollowsThePattern) {
         ASSERT_LT(i, ls.size());
         EXPECT_EQ(ls[i].kind, LayerKind::Relu);
         ++i;
+        if (i < ls.size() && ls[i].kind == LayerKind::Residual) {
+          // ResNet's basic block at the conv's size: conv [bn] relu conv [bn], then relu.
+          const std::vector<LayerSpec>& path = ls[i].layers;
+          EXPECT_TRUE(ls[i].shortcut.empty());
+          ASSERT_GE(path.size(), 3u);
+          EXPECT_EQ(path.front().kind, LayerKind::Conv2d);
+          EXPECT_EQ(path.back().kind, ls[i - 2].kind == LayerKind::BatchNorm
+                                          ? LayerKind::BatchNorm
+                                          : LayerKind::Conv2d);
+          EXPECT_EQ(path.front().filters, ls[i - 2].kind == LayerKind::BatchNorm
+                                              ? ls[i - 3].filters
+                                              : ls[i - 2].filters);
+          ++i;
+          ASSERT_LT(i, ls.size());
+          EXPECT_EQ(ls[i].kind, LayerKind::Relu);
+          ++i;
+        }
         if (i < ls.size() && ls[i].kind == LayerKind::MaxPool2d) {
           EXPECT_EQ(ls[i].kernel, 2);
           EXPECT_EQ(ls[i].stride, 2);
