@@ -1,8 +1,10 @@
 // DLH — what the CUDA engine (launcher/engine/cuda/) can train, decided from the spec alone.
 //
-// The CPU engine runs every layer kind of common/spec.hpp; the CUDA engine lags behind it
-// (no avgpool2d, globalavgpool2d, gelu, silu or residual blocks yet, and no label smoothing in
-// its loss). Three places must agree on that, so the list is kept here, in one switch that
+// The CPU engine runs every layer kind of common/spec.hpp; the CUDA engine lags behind it:
+// its avgpool2d, globalavgpool2d, gelu, silu, residual blocks and label smoothing are built
+// but have never run on a GPU, so they are refused until a GPU check has compared them with
+// the CPU engine (DLH_TEST_CUDA_UNVERIFIED=1 lets that check, share/gpu/gpu-check.sh, train
+// them). Three places must agree on that, so the list is kept here, in one switch that
 // names every kind (-Wswitch flags a kind added without deciding):
 //   - dlh-launch, before it picks an engine: --device cuda refuses, --device auto trains on
 //     the CPU and says why (launcher/engine/device.cpp), with or without a GPU;
@@ -19,8 +21,9 @@ namespace dlh {
 
 // Empty when the CUDA engine can train `spec`, else one line naming the first field it
 // cannot: "spec.json: layers[3]: residual is not supported by the CUDA engine yet" or
-// "spec.json: label_smoothing: 0.1 is not supported by the CUDA engine yet (its loss has no
-// smoothing)". Callers add what to do ("train it with --device cpu").
+// "spec.json: label_smoothing: 0.1 is not supported by the CUDA engine yet (its loss's
+// smoothing has not run on a GPU)"; a residual block's paths are looked into
+// ("layers[3].layers[1]: gelu ..."). Callers add what to do ("train it with --device cpu").
 std::string CudaEngineUnsupported(const TrainSpec& spec);
 
 }  // namespace dlh

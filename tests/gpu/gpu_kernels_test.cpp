@@ -49,6 +49,64 @@ TEST(GpuKernels, SoftmaxCrossEntropyMatchesCpu) {
   EXPECT_EQ(host_bad, 18);
 }
 
+// Label smoothing against the CPU loss: training (with the gradient) and evaluation
+// (without), at two strengths; s = 0 passed explicitly is the unsmoothed kernel bit for bit.
+TEST(GpuKernels, SoftmaxCrossEntropyWithLabelSmoothingMatchesCpu) {
+  DLH_REQUIRE_GPU();
+  const int n = 300, classes = 7;
+  Tensor logits({n, classes});
+  logits.assign(RandomNormal(size_t(n) * classes, 6));
+  for (float& z : logits) z *= 3;
+  std::vector<int32_t> labels(n);
+  for (int b = 0; b < n; ++b) labels[size_t(b)] = (b * 5) % classes;
+
+  TestGpu gpu(n);
+  DeviceArray<float> dz = Upload(logits.to_vector());
+  DeviceArray<int32_t> dl{size_t(n)};
+  CUDA_CHECK(cudaMemcpy(dl.get(), labels.data(), labels.size() * 4, cudaMemcpyHostToDevice));
+  DeviceArray<double> sums(2);
+  DeviceArray<int> bad(1);
+  // The GPU loss and hits for smoothing s; the gradient into `grad` unless it is null.
+  auto run = [&](double s, float* grad, bool pass_smoothing = true) {
+    CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(int)));
+    if (pass_smoothing)
+      SoftmaxCrossEntropy(dz.get(), dl.get(), n, classes, 0.25f, grad, sums.get(), bad.get(),
+                          gpu.stream.get(), s);
+    else
+      SoftmaxCrossEntropy(dz.get(), dl.get(), n, classes, 0.25f, grad, sums.get(), bad.get(),
+                          gpu.stream.get());
+    gpu.sync();
+    std::vector<double> host(2);
+    int host_bad = -1;
+    CUDA_CHECK(cudaMemcpy(host.data(), sums.get(), 2 * sizeof(double), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(&host_bad, bad.get(), sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(host_bad, 0);
+    return host;
+  };
+
+  for (double s : {0.1, 0.35}) {
+    SCOPED_TRACE("label_smoothing " + std::to_string(s));
+    Tensor grad;
+    int64_t correct = 0;
+    const double loss = SoftmaxCrossEntropy(logits, labels.data(), 0.25f, &grad, &correct, s);
+    DeviceArray<float> dg = Poisoned(logits.size());
+    std::vector<double> got = run(s, dg.get());
+    EXPECT_NEAR(got[0], loss, 1e-9 * std::abs(loss));
+    EXPECT_EQ(int64_t(got[1]), correct);
+    EXPECT_TRUE(Near(Download(dg.get(), grad.size()), grad.to_vector(), 1e-6));
+    got = run(s, nullptr);  // evaluation: the same sums without a gradient
+    EXPECT_NEAR(got[0], loss, 1e-9 * std::abs(loss));
+    EXPECT_EQ(int64_t(got[1]), correct);
+  }
+
+  DeviceArray<float> plain = Poisoned(logits.size()), zero = Poisoned(logits.size());
+  const std::vector<double> a = run(0.0, plain.get(), false), b = run(0.0, zero.get());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 2 * sizeof(double)));
+  const std::vector<float> ga = Download(plain.get(), logits.size()),
+                           gb = Download(zero.get(), logits.size());
+  EXPECT_EQ(0, std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)));
+}
+
 // Three steps of the CPU optimizer and of the kernels from the same start. The device
 // side is the engine's: a weight (decays) and a bias (does not) at kParamAlign-aligned
 // offsets of flat arrays with a gap between them, updated by one launch.

@@ -26,11 +26,14 @@ LayerSpec Conv(int filters, int kernel, int stride, int padding) {
   s.filters = filters, s.kernel = kernel, s.stride = stride, s.padding = padding;
   return s;
 }
-LayerSpec Pool(int kernel, int stride, int padding) {
+LayerSpec Pool(int kernel, int stride, int padding, LayerKind kind = LayerKind::MaxPool2d) {
   LayerSpec s;
-  s.kind = LayerKind::MaxPool2d;
+  s.kind = kind;
   s.kernel = kernel, s.stride = stride, s.padding = padding;
   return s;
+}
+LayerSpec AvgPool(int kernel, int stride, int padding) {
+  return Pool(kernel, stride, padding, LayerKind::AvgPool2d);
 }
 
 // Runs one layer on both engines; checks training forward and backward, then (for
@@ -49,7 +52,10 @@ void Compare(const Case& c) {
   // Batchnorm starts at gamma 1, beta 0: random values test the affine part too.
   uint64_t seed = 100;
   for (ParamRef p : cpu->params()) {
-    if (c.spec.kind == LayerKind::BatchNorm) p.value->assign(RandomNormal(p.value->size(), ++seed));
+    // (Also a batchnorm inside a residual block: "main.01.batchnorm/gamma".)
+    const bool norm =
+        p.name == "gamma" || p.name == "beta" || p.name.find("batchnorm/") != std::string::npos;
+    if (norm) p.value->assign(RandomNormal(p.value->size(), ++seed));
     keep.push_back(Upload(p.value->to_vector()));
     values[p.name] = keep.back().get();
     keep.push_back(Poisoned(p.grad->size()));
@@ -119,6 +125,37 @@ TEST(GpuLayers, MaxPoolMatchesCpu) {
   Compare({Pool(3, 2, 1), {2, 9, 7}, 3});
 }
 
+// Windows that overlap and reach into the padding (divided by kernel * kernel all the
+// same), windows that tile the plane, a last row and column no window covers (their
+// gradient is 0), and stride 1.
+TEST(GpuLayers, AvgPoolMatchesCpu) {
+  DLH_REQUIRE_GPU();
+  Compare({AvgPool(3, 2, 1), {3, 8, 8}, 4});
+  Compare({AvgPool(3, 2, 1), {2, 9, 7}, 3});
+  Compare({AvgPool(2, 2, 0), {3, 8, 8}, 4});
+  Compare({AvgPool(2, 2, 0), {2, 9, 7}, 3});
+  Compare({AvgPool(3, 1, 1), {2, 5, 6}, 2});
+}
+
+// Planes smaller than a warp, wider than one (each lane sums several values), and of one
+// value; more planes than a block has warps.
+TEST(GpuLayers, GlobalAvgPoolMatchesCpu) {
+  DLH_REQUIRE_GPU();
+  const LayerSpec gap = Kind(LayerKind::GlobalAvgPool2d);
+  Compare({gap, {5, 4, 4}, 3});
+  Compare({gap, {4, 20, 20}, 2});
+  Compare({gap, {16, 7, 7}, 9});
+  Compare({gap, {6, 1, 1}, 2});
+}
+
+TEST(GpuLayers, GeluAndSiluMatchCpu) {
+  DLH_REQUIRE_GPU();
+  Compare({Kind(LayerKind::Gelu), {4, 6, 6}, 3});
+  Compare({Kind(LayerKind::Silu), {4, 6, 6}, 3});
+  Compare({Kind(LayerKind::Gelu), {37, 1, 1}, 5});  // after a dense layer
+  Compare({Kind(LayerKind::Silu), {37, 1, 1}, 5});
+}
+
 TEST(GpuLayers, DenseMatchesCpu) {
   DLH_REQUIRE_GPU();
   Compare({Dense(10), {37, 1, 1}, 6});
@@ -148,6 +185,35 @@ TEST(GpuLayers, BatchNormMatchesCpu) {
   Compare({bn, {3, 20, 20}, 9});
   Compare({bn, {5, 3, 3}, 300});
   Compare({bn, {40, 1, 1}, 2000});
+}
+
+LayerSpec Block(std::vector<LayerSpec> main, std::vector<LayerSpec> shortcut = {}) {
+  LayerSpec b = Kind(LayerKind::Residual);
+  b.layers = std::move(main);
+  b.shortcut = std::move(shortcut);
+  return b;
+}
+
+// Residual blocks (gpu_residual.cpp): each path a stack of its own, their outputs added, the
+// input gradients summed, batch statistics gathered and committed, nested dropout drawing
+// the CPU's masks (nested layer indices).
+TEST(GpuLayers, ResidualMatchesCpu) {
+  DLH_REQUIRE_GPU();
+  const LayerSpec bn = Kind(LayerKind::BatchNorm), relu = Kind(LayerKind::Relu);
+  // ResNet's basic block with the identity, and with a stride-2 projection.
+  Compare({Block({Conv(4, 3, 1, 1), bn, relu, Conv(4, 3, 1, 1), bn}), {4, 8, 8}, 3});
+  Compare({Block({Conv(8, 3, 2, 1), bn, relu, Conv(8, 3, 1, 1), bn}, {Conv(8, 1, 2, 0), bn}),
+           {4, 9, 9},
+           2});
+  // A block in a block, new kinds inside, dropout in a path.
+  Compare(
+      {Block({Block({Kind(LayerKind::Gelu), Conv(3, 3, 1, 1)}), Kind(LayerKind::Silu), Drop(0.3)},
+             {AvgPool(3, 1, 1)}),
+       {3, 6, 6},
+       4});
+  // On flat values, with a shortcut whose output is its input (a flatten): the block's input
+  // gradient then gets a copy of the output gradient plus the main path's.
+  Compare({Block({Dense(20), relu, Dense(20)}, {Kind(LayerKind::Flatten)}), {20, 1, 1}, 5});
 }
 
 // The algorithm choice of the convolution (host logic, no GPU needed): deterministic

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "common/error.hpp"
@@ -70,8 +71,21 @@ TEST(CudaSupport, EachNewKindIsNamedWithItsField) {
 
 TEST(CudaSupport, LabelSmoothingIsNamed) {
   EXPECT_EQ(CudaEngineUnsupported(Spec(R"({"type": "relu"},)", R"("label_smoothing": 0.1,)")),
-            "small.json: label_smoothing: 0.1 is not supported by the CUDA engine yet (its loss "
-            "has no smoothing)");
+            "small.json: label_smoothing: 0.1 is not supported by the CUDA engine yet (its loss's "
+            "smoothing has not run on a GPU)");
+}
+
+// The GPU check trains what is built but unverified (DLH_TEST_CUDA_UNVERIFIED=1); only "1"
+// counts, and a block's paths are looked into.
+TEST(CudaSupport, TheGpuCheckMayTrainWhatIsUnverified) {
+  const TrainSpec spec =
+      Spec(R"({"type": "residual", "layers": [{"type": "gelu"}]},)", R"("label_smoothing": 0.1,)");
+  ASSERT_EQ(setenv("DLH_TEST_CUDA_UNVERIFIED", "yes", 1), 0);
+  EXPECT_EQ(CudaEngineUnsupported(spec),
+            "small.json: layers[1]: residual is not supported by the CUDA engine yet");
+  ASSERT_EQ(setenv("DLH_TEST_CUDA_UNVERIFIED", "1", 1), 0);
+  EXPECT_EQ(CudaEngineUnsupported(spec), "");
+  ASSERT_EQ(unsetenv("DLH_TEST_CUDA_UNVERIFIED"), 0);
 }
 
 Job JobOf(const TrainSpec& spec) {

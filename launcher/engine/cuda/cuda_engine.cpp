@@ -459,7 +459,7 @@ class CudaEngine : public Engine {
   void loss(InputSlot& in, int n, float scale, float* grad) {
     CUDA_CHECK(cudaMemsetAsync(bad_label_.get(), 0, sizeof(int), compute_.get()));
     SoftmaxCrossEntropy(stack_->output(), in.y.get(), n, spec_.classes, scale, grad, sums_.get(),
-                        bad_label_.get(), compute_.get());
+                        bad_label_.get(), compute_.get(), spec_.label_smoothing);
     CUDA_CHECK(cudaMemcpyAsync(host_sums_.get(), sums_.get(), 2 * sizeof(double),
                                cudaMemcpyDeviceToHost, compute_.get()));
     CUDA_CHECK(cudaMemcpyAsync(host_bad_.get(), bad_label_.get(), sizeof(int),

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "launcher/engine/cuda/gpu_kernel_layers.hpp"
+#include "launcher/engine/cuda/gpu_residual.hpp"
 #include "launcher/engine/cuda/kernels.hpp"
 #include "launcher/nn/random.hpp"
 
@@ -614,11 +616,9 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, 
     case LayerKind::GlobalAvgPool2d:
     case LayerKind::Gelu:
     case LayerKind::Silu:
+      return MakeGpuKernelLayer(spec, in, out, context);
     case LayerKind::Residual:
-      // The engine refuses such a spec before it gets here (CudaEngineUnsupported,
-      // common/cuda_support.hpp, which must list the same kinds); this is for other callers.
-      throw SpecError("layer " + name + ": " + LayerKindName(spec.kind) +
-                      " is not supported by the CUDA engine yet; train it with --device cpu");
+      return MakeGpuResidual(spec, in, max_batch, context, name);
   }
   throw Error("no GPU implementation of layer kind " + std::string(LayerKindName(spec.kind)));
 }

@@ -1,5 +1,5 @@
 // DLH — the GPU layers: the same layer kinds, shapes and arithmetic as launcher/nn/layers/,
-// on device memory. cuDNN runs convolution, pooling and ReLU; cuBLASLt the dense layers
+// on device memory. cuDNN runs convolution, max pooling and ReLU; cuBLASLt the dense layers
 // (their bias fused into the GEMMs); kernels.cu the rest. Every call enqueues on the engine's
 // compute stream and returns.
 //

@@ -247,10 +247,11 @@ __global__ void BatchNormCommitKernel(float* mean, float* var, const float* stat
   var[ch] = float((1.0 - momentum) * var[ch] + momentum * stats[c + ch]);
 }
 
-// One block: thread t takes samples t, t + 256, ...; sums combine in a fixed tree.
+// One block: thread t takes samples t, t + 256, ...; sums combine in a fixed tree. The
+// arithmetic is launcher/nn/layers/loss.cpp's, smoothing included.
 __global__ void SoftmaxCrossEntropyKernel(const float* logits, const int32_t* labels, int n,
                                           int classes, float scale, float* grad, double* sums,
-                                          int* bad_label) {
+                                          int* bad_label, double label_smoothing) {
   __shared__ double shared[kThreads];
   double loss = 0, hits = 0;
   for (int b = threadIdx.x; b < n; b += kThreads) {
@@ -266,14 +267,27 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, const int32_t* la
     const double zmax = z[best];
     double sum = 0;
     for (int k = 0; k < classes; ++k) sum += exp(double(z[k]) - zmax);
-    loss += log(sum) - (double(z[label]) - zmax);
+    const double nll = log(sum) - (double(z[label]) - zmax);  // -log softmax[label]
+    loss += nll;
     hits += best == label ? 1.0 : 0.0;
+    // Smoothed: loss = (1 - s) * nll + s * mean_k -log p_k.
+    const double smooth = label_smoothing / double(classes);
+    if (label_smoothing > 0) {
+      double mean_log_p = 0;
+      for (int k = 0; k < classes; ++k) mean_log_p += double(z[k]) - zmax;
+      mean_log_p = mean_log_p / double(classes) - log(sum);
+      loss = loss - label_smoothing * nll - label_smoothing * mean_log_p;
+    }
     if (grad != nullptr) {
       float* g = grad + size_t(b) * classes;
       const double inv = 1.0 / sum;
+      const double on_label = 1.0 - label_smoothing + smooth;
       for (int k = 0; k < classes; ++k) {
         const double p = exp(double(z[k]) - zmax) * inv;
-        g[k] = float((p - (k == label ? 1.0 : 0.0)) * scale);
+        // q_k: exactly one-hot unsmoothed, as on the CPU.
+        const double q =
+            label_smoothing > 0 ? (k == label ? on_label : smooth) : (k == label ? 1.0 : 0.0);
+        g[k] = float((p - q) * scale);
       }
     }
   }
@@ -283,6 +297,123 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, const int32_t* la
     sums[0] = loss;
     sums[1] = hits;
   }
+}
+
+// Average pooling, one thread per output value: the window's cells inside the plane, row by
+// row, in float, then times 1 / (kernel * kernel), as the CPU computes it (the padding's
+// zeros add nothing).
+template <typename Index>
+__global__ void AvgPoolForwardKernel(const float* x, float* y, PoolGeometry g, Index count,
+                                     float inv_area) {
+  const Index out_plane = Index(g.out_height) * Index(g.out_width);
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += Index(gridDim.x) * blockDim.x) {
+    const Index p = i / out_plane;
+    const int r = int(i - p * out_plane);
+    const int oh = r / g.out_width, ow = r % g.out_width;
+    const int h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
+    const int h_lo = max(0, h0), h_hi = min(g.height, h0 + g.kernel);
+    const int w_lo = max(0, w0), w_hi = min(g.width, w0 + g.kernel);
+    const float* src = x + size_t(p) * size_t(g.height) * size_t(g.width);
+    float sum = 0.0f;
+    for (int ih = h_lo; ih < h_hi; ++ih)
+      for (int iw = w_lo; iw < w_hi; ++iw) sum += src[ih * g.width + iw];
+    y[i] = sum * inv_area;
+  }
+}
+
+// The input gradient, one thread per input value (a gather, so no two threads write the
+// same value and no atomics run): the shares dy * (1 / (kernel * kernel)) of the windows
+// that hold the value, added in the order (oh, ow) in which the CPU scatters them, each
+// share rounded before the addition (no fused multiply-add), as the CPU's x86-64 code does.
+template <typename Index>
+__global__ void AvgPoolBackwardKernel(const float* dy, float* dx, PoolGeometry g, Index count,
+                                      float inv_area) {
+  const Index in_plane = Index(g.height) * Index(g.width);
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += Index(gridDim.x) * blockDim.x) {
+    const Index p = i / in_plane;
+    const int r = int(i - p * in_plane);
+    const int hp = r / g.width + g.padding, wp = r % g.width + g.padding;  // padded coordinates
+    // Window oh holds row hp when oh * stride <= hp < oh * stride + kernel.
+    const int oh_lo = hp < g.kernel ? 0 : (hp - g.kernel) / g.stride + 1;
+    const int oh_hi = min(g.out_height - 1, hp / g.stride);
+    const int ow_lo = wp < g.kernel ? 0 : (wp - g.kernel) / g.stride + 1;
+    const int ow_hi = min(g.out_width - 1, wp / g.stride);
+    const float* src = dy + size_t(p) * size_t(g.out_height) * size_t(g.out_width);
+    float sum = 0.0f;
+    for (int oh = oh_lo; oh <= oh_hi; ++oh)
+      for (int ow = ow_lo; ow <= ow_hi; ++ow)
+        sum = __fadd_rn(sum, __fmul_rn(src[oh * g.out_width + ow], inv_area));
+    dx[i] = sum;
+  }
+}
+
+// One warp per plane: lane l sums values l, l + 32, ... in double, then a fixed shuffle
+// tree adds the lanes. Which warp takes a plane does not change its order.
+constexpr int kWarp = 32;
+__global__ void GlobalAvgPoolForwardKernel(const float* x, float* y, size_t planes, size_t area) {
+  const unsigned lane = threadIdx.x % kWarp;
+  const size_t warps = size_t(gridDim.x) * (blockDim.x / kWarp);
+  // p is the same for every lane of a warp (blockDim.x is a multiple of 32), so the whole
+  // warp takes part in each shuffle.
+  for (size_t p = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; p < planes; p += warps) {
+    const float* src = x + p * area;
+    double sum = 0;
+    for (size_t j = lane; j < area; j += kWarp) sum += src[j];
+    for (int offset = kWarp / 2; offset > 0; offset /= 2)
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (lane == 0) y[p] = float(sum / double(area));
+  }
+}
+
+template <typename Index>
+__global__ void GlobalAvgPoolBackwardKernel(const float* dy, float* dx, Index count, Index area,
+                                            float inv_area) {
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += Index(gridDim.x) * blockDim.x)
+    dx[i] = dy[i / area] * inv_area;
+}
+
+// GELU and SiLU as launcher/nn/layers/smooth_activation.cpp writes them (erff and expf
+// agree with the host's to a few ulp).
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+__device__ float Sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+struct GeluFn {
+  __device__ float operator()(float x) const { return x * 0.5f * (1.0f + erff(x * kInvSqrt2)); }
+};
+struct GeluGradFn {
+  __device__ float operator()(float x) const {
+    return 0.5f * (1.0f + erff(x * kInvSqrt2)) + x * expf(-0.5f * x * x) * kInvSqrt2Pi;
+  }
+};
+struct SiluFn {
+  __device__ float operator()(float x) const { return x * Sigmoid(x); }
+};
+struct SiluGradFn {
+  __device__ float operator()(float x) const {
+    const float s = Sigmoid(x);
+    return s * (1.0f + x * (1.0f - s));
+  }
+};
+
+// y[i] = f(x[i]).
+template <typename F>
+__global__ void MapKernel(const float* x, float* y, size_t count, F f) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x)
+    y[i] = f(x[i]);
+}
+
+// dx[i] = dy[i] * df(x[i]).
+template <typename F>
+__global__ void MapGradKernel(const float* x, const float* dy, float* dx, size_t count, F df) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x)
+    dx[i] = dy[i] * df(x[i]);
 }
 
 // The decay of element i (see kernels.hpp: kParamAlign is a power of two, so the division
@@ -421,9 +552,76 @@ void BatchNormCommit(float* running_mean, float* running_var, const float* stats
 
 void SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int n, int classes,
                          float scale, float* grad, double* sums, int* bad_label,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, double label_smoothing) {
   SoftmaxCrossEntropyKernel<<<1, kThreads, 0, stream>>>(logits, labels, n, classes, scale, grad,
-                                                        sums, bad_label);
+                                                        sums, bad_label, label_smoothing);
+  Launched();
+}
+
+void AvgPool2dForward(const float* x, float* y, const PoolGeometry& g, cudaStream_t stream) {
+  const size_t count = g.planes * size_t(g.out_height) * size_t(g.out_width);
+  if (count == 0) return;
+  const float inv_area = 1.0f / float(g.kernel * g.kernel);
+  WithIndexType(count, [&](auto zero) {
+    using Index = decltype(zero);
+    AvgPoolForwardKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, g, Index(count), inv_area);
+  });
+  Launched();
+}
+
+void AvgPool2dBackward(const float* dy, float* dx, const PoolGeometry& g, cudaStream_t stream) {
+  const size_t count = g.planes * size_t(g.height) * size_t(g.width);
+  if (count == 0) return;
+  const float inv_area = 1.0f / float(g.kernel * g.kernel);
+  WithIndexType(count, [&](auto zero) {
+    using Index = decltype(zero);
+    AvgPoolBackwardKernel<<<Blocks(count), kThreads, 0, stream>>>(dy, dx, g, Index(count),
+                                                                  inv_area);
+  });
+  Launched();
+}
+
+void GlobalAvgPool2dForward(const float* x, float* y, size_t planes, size_t area,
+                            cudaStream_t stream) {
+  if (planes == 0) return;
+  GlobalAvgPoolForwardKernel<<<Blocks(planes * kWarp), kThreads, 0, stream>>>(x, y, planes, area);
+  Launched();
+}
+
+void GlobalAvgPool2dBackward(const float* dy, float* dx, size_t planes, size_t area,
+                             cudaStream_t stream) {
+  const size_t count = planes * area;
+  if (count == 0) return;
+  const float inv_area = 1.0f / float(area);
+  WithIndexType(count, [&](auto zero) {
+    using Index = decltype(zero);
+    GlobalAvgPoolBackwardKernel<<<Blocks(count), kThreads, 0, stream>>>(dy, dx, Index(count),
+                                                                        Index(area), inv_area);
+  });
+  Launched();
+}
+
+void GeluForward(const float* x, float* y, size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  MapKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, count, GeluFn());
+  Launched();
+}
+
+void GeluBackward(const float* x, const float* dy, float* dx, size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  MapGradKernel<<<Blocks(count), kThreads, 0, stream>>>(x, dy, dx, count, GeluGradFn());
+  Launched();
+}
+
+void SiluForward(const float* x, float* y, size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  MapKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, count, SiluFn());
+  Launched();
+}
+
+void SiluBackward(const float* x, const float* dy, float* dx, size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  MapGradKernel<<<Blocks(count), kThreads, 0, stream>>>(x, dy, dx, count, SiluGradFn());
   Launched();
 }
 

@@ -1,9 +1,10 @@
 // DLH — the engine's own CUDA kernels, for the steps no library call fits: bias and
 // dropout, batch normalisation with DLH's cross-rank statistics, softmax cross-entropy,
-// and the optimizer updates. Host functions that enqueue on `stream`; all arrays are on
-// the device. Every reduction has a fixed shape (a block count that depends on the tensor
-// shape alone, fixed thread count, fixed combine order), so results do not depend on
-// scheduling: a resumed run repeats the uninterrupted one bit for bit on the same GPU.
+// average pooling, GELU and SiLU, and the optimizer updates. Host functions that enqueue
+// on `stream`; all arrays are on the device. Every reduction has a fixed shape (a block
+// count that depends on the tensor shape alone, fixed thread count, fixed combine order),
+// so results do not depend on scheduling: a resumed run repeats the uninterrupted one bit
+// for bit on the same GPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,12 +42,42 @@ void BatchNormBackward(const float* dy, const float* xhat, const float* gamma, c
 void BatchNormCommit(float* running_mean, float* running_var, const float* stats, int c,
                      double momentum, cudaStream_t stream);
 
-// Softmax cross-entropy of n x classes logits. grad (may be null) = (softmax - onehot) *
-// scale. sums[0] = summed loss, sums[1] = argmax hits; *bad_label = 1 + the index of a
-// sample whose label is out of range (0: none).
+// Softmax cross-entropy of n x classes logits. grad (may be null) = (softmax - q) * scale,
+// q the target: one-hot, or with label_smoothing s, 1 - s + s/classes on the label and
+// s/classes elsewhere (loss (1 - s) * -log p_label + s * mean_k -log p_k; s = 0 is the
+// unsmoothed arithmetic exactly). sums[0] = summed loss, sums[1] = argmax hits;
+// *bad_label = 1 + the index of a sample whose label is out of range (0: none).
 void SoftmaxCrossEntropy(const float* logits, const int32_t* labels, int n, int classes,
                          float scale, float* grad, double* sums, int* bad_label,
-                         cudaStream_t stream);
+                         cudaStream_t stream, double label_smoothing = 0);
+
+// Average pooling of `planes` H x W planes (n * channels of NCHW) into Ho x Wo, square
+// window `kernel`, stride, zero padding; every window divides by kernel * kernel (PyTorch's
+// count_include_pad), as launcher/nn/layers/avgpool2d.cpp.
+struct PoolGeometry {
+  size_t planes;
+  int height, width, out_height, out_width;
+  int kernel, stride, padding;
+};
+// One thread per output value, its window summed row by row.
+void AvgPool2dForward(const float* x, float* y, const PoolGeometry& g, cudaStream_t stream);
+// One thread per input value, gathering the shares of the windows that hold it in the
+// order (oh, ow) the CPU scatters them: no atomics, the same bits for any launch.
+void AvgPool2dBackward(const float* dy, float* dx, const PoolGeometry& g, cudaStream_t stream);
+// y[p] = the mean of plane p (`area` values), summed in double by one warp per plane in a
+// fixed order (lane strides, then a fixed shuffle tree).
+void GlobalAvgPool2dForward(const float* x, float* y, size_t planes, size_t area,
+                            cudaStream_t stream);
+// dx = dy[plane] * (1 / area) over each plane (a float reciprocal, as the CPU).
+void GlobalAvgPool2dBackward(const float* dy, float* dx, size_t planes, size_t area,
+                             cudaStream_t stream);
+
+// Element-wise GELU (exact, erf) and SiLU (x * sigmoid(x)) and their input gradients
+// dx = dy * f'(x), in the forms of launcher/nn/layers/smooth_activation.cpp.
+void GeluForward(const float* x, float* y, size_t count, cudaStream_t stream);
+void GeluBackward(const float* x, const float* dy, float* dx, size_t count, cudaStream_t stream);
+void SiluForward(const float* x, float* y, size_t count, cudaStream_t stream);
+void SiluBackward(const float* x, const float* dy, float* dx, size_t count, cudaStream_t stream);
 
 // SGD with optional momentum buffer (null: plain), Nesterov, L2 decay; Adam with
 // decoupled decay (decay = lr * weight_decay) and bias corrections c1, c2.
