@@ -63,6 +63,9 @@ GOALS = [
     ("quality-e", "quality",
      "Fashion-MNIST, (e) MLP (share/bench/quality-mlp.json): DLH's final test accuracy after 5 "
      "epochs ≥ PyTorch's (within 0.3 points)", "as (a)"),
+    ("quality-f", "quality",
+     "Fashion-MNIST, (f) small ResNet (share/bench/quality-resnet.json): DLH's final test "
+     "accuracy after 5 epochs ≥ PyTorch's (within 0.3 points)", "as (a)"),
     ("loader-step", "loader",
      "Data larger than memory: at the measured step of the model it feeds, the step does not "
      "wait on the file",
@@ -210,7 +213,8 @@ PREFIXES = [
     ("GEMM-layer FLOP/s", "gemm-layer-flops"), ("Model FLOP/s", "model-flops"),
     ("Fashion-MNIST, (a)", "quality-a"), ("Fashion-MNIST, (b)", "quality-b"),
     ("Fashion-MNIST, (c)", "quality-c"), ("Fashion-MNIST, (d)", "quality-d"),
-    ("Fashion-MNIST, (e)", "quality-e"), ("Training quality", "quality-c"),
+    ("Fashion-MNIST, (e)", "quality-e"), ("Fashion-MNIST, (f)", "quality-f"),
+    ("Training quality", "quality-c"),
     ("Data larger than memory", "loader-step"), ("2-rank data-parallel", "ddp"),
     ("Fused small tensors", "fused-small"), ("Allreduce model MAPE", "comm-heldout"),
     ("Checkpoint write", "ckpt-write"), ("Checkpointing <", "ckpt-interval"),

@@ -4,15 +4,20 @@
 # (Debian's dataset-fashion-mnist, 60,000 training and 10,000 test images), side by side:
 # training-loss curves, test accuracy after every epoch, and the training time to a target
 # test accuracy.
-#   quality.sh BINDIR WORK   (5 networks x 2 frameworks x BENCH_QUALITY_EPOCHS epochs x
+#   quality.sh BINDIR WORK   (6 networks x 2 frameworks x BENCH_QUALITY_EPOCHS epochs x
 #                             BENCH_QUALITY_ROUNDS rounds: about 9 minutes per epoch and round
-#                             on 2 cores, so 45 to 50 minutes with the defaults)
+#                             for (a)-(e) and 1 more for (f) on 2 cores, so 50 to 55 minutes
+#                             with the defaults)
 # Writes WORK/quality/quality.json (every number), WORK/quality/quality.md (the section for
 # BENCHMARKS.md) and WORK/quality/goals.jsonl (one goal per network), or
 # WORK/quality/unavailable when the data set, torch or a run is missing; the section also goes
 # to stdout. Knobs:
 # BENCH_QUALITY_EPOCHS (5), BENCH_QUALITY_ROUNDS (1), BENCH_QUALITY_TARGET (test accuracy, 0.88),
-# BENCH_QUALITY_REUSE (0; 1: keep the runs already in WORK/quality, train the missing ones).
+# BENCH_QUALITY_REUSE (0; 1: keep the runs already in WORK/quality, train the missing ones),
+# BENCH_QUALITY_NETS (every network; a comma-separated list of the names below, e.g.
+# BENCH_QUALITY_NETS=resnet, trains, reports and writes goals for those alone: cnn wide example
+# deep mlp resnet; the section then holds those networks only, so bench.sh, which stores it as
+# the whole quality part, does not set it).
 #
 # The networks: (a) share/bench/quality-cnn.json (share/bench/cnn.json's layers, Adam lr 1e-3,
 # batch 64), (b) share/bench/quality-wide.json (5x5 convolutions of 32 and 64 filters, a
@@ -21,9 +26,13 @@
 # weight decay, warm-up + cosine), (d) share/bench/quality-deep.json (share/bench/cnn-deep.json's
 # layers: two convolutions before each pool) and (e) share/bench/quality-mlp.json
 # (share/bench/mlp.json's layers, batch 128), both with Adam lr 1e-3, so that every network of
-# the throughput tables is also trained to the end; each for BENCH_QUALITY_EPOCHS epochs (the
-# schedule spans them). Both sides read the same spec file: same model, initialisation (the spec's; none of
-# these files names one, so its default), optimizer, schedule, batch and epochs; both draw a
+# the throughput tables is also trained to the end, and (f) share/bench/quality-resnet.json, a
+# small ResNet (a 16-filter convolution, batch norm and pool, then two residual blocks of two
+# 3x3 convolutions with batch norm: an identity shortcut at 16 filters, then a 1x1 projection
+# shortcut where the block halves the size to 7x7 and doubles the filters to 32; Adam lr 1e-3,
+# batch 64); each for BENCH_QUALITY_EPOCHS epochs (the schedule spans them). Both sides read
+# the same spec file: same model, initialisation (the spec's; none of these files names one,
+# so its default), optimizer, schedule, batch and epochs; both draw a
 # new random order of the training set every epoch and drop its last partial batch. The
 # random streams differ (initial weights, order, dropout masks), so the curves agree
 # statistically, not step by step. Round r uses seed r on both sides. One process, 2 threads
@@ -59,7 +68,19 @@ $py -c 'import numpy, torch' 2>/dev/null || unavailable "$py has no torch or num
 
 nets=("cnn:$root/share/bench/quality-cnn.json" "wide:$root/share/bench/quality-wide.json"
       "example:$root/share/examples/fashion-mnist.json" "deep:$root/share/bench/quality-deep.json"
-      "mlp:$root/share/bench/quality-mlp.json")
+      "mlp:$root/share/bench/quality-mlp.json" "resnet:$root/share/bench/quality-resnet.json")
+# BENCH_QUALITY_NETS: some networks alone, in the order above; each keeps its place in the
+# list, so which side starts it is the same as in a run of them all.
+only=${BENCH_QUALITY_NETS:-}
+for n in ${only//,/ }; do
+  [[ " ${nets[*]%%:*} " == *" $n "* ]] ||
+    { echo "BENCH_QUALITY_NETS: no network '$n' (networks: ${nets[*]%%:*})" >&2; exit 2; }
+done
+chosen=()
+for entry in "${nets[@]}"; do
+  [[ -z $only || ",$only," == *",${entry%%:*},"* ]] && chosen+=("$entry")
+done
+((${#chosen[@]})) || { echo "BENCH_QUALITY_NETS: no network named in '$only'" >&2; exit 2; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}'; }
 load() { cut -d' ' -f1 /proc/loadavg; }  # the machine may be shared: say how busy it was
@@ -90,6 +111,7 @@ for ((round = 1; round <= rounds; round++)); do
   for i in "${!nets[@]}"; do
     entry=${nets[$i]}
     net=${entry%%:*} spec=${entry#*:}
+    [[ -z $only || ",$only," == *",$net,"* ]] || continue
     # The spec as both sides train it: this round's seed, the epochs, the imported data.
     variant=$out/$net-r$round.json
     $py - "$spec" "$variant" "$round" "$epochs" <<'PY'
@@ -111,7 +133,7 @@ PY
   done
 done
 
-$py - "$out" "$root" "$epochs" "$rounds" "$target" "$threads" "${nets[@]}" <<'PY'
+$py - "$out" "$root" "$epochs" "$rounds" "$target" "$threads" "${chosen[@]}" <<'PY'
 import json, os, sys
 out, root, epochs, rounds, target = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 threads = int(sys.argv[6])
@@ -210,13 +232,15 @@ json.dump(result, open(f"{out}/quality.json", "w"), indent=1)
 
 # ---- markdown and goals
 titles = {"cnn": "(a) small CNN", "wide": "(b) wide CNN", "example": "(c) the example spec",
-          "deep": "(d) deep CNN", "mlp": "(e) MLP"}
+          "deep": "(d) deep CNN", "mlp": "(e) MLP", "resnet": "(f) small ResNet"}
 
 
-def layers_text(spec):
-    """The layers in one line, from the spec: "conv 3x3x32 pad 1, relu, maxpool 2, ..."."""
+def layers_text(layers):
+    """The layers in one line, from the spec's list: "conv 3x3x32 pad 1, relu, maxpool 2, ...";
+    a residual block as "residual [main path | shortcut]", the shortcut "identity" where the
+    spec gives none."""
     out = []
-    for l in spec["layers"]:
+    for l in layers:
         t = l["type"]
         if t == "conv2d":
             out.append(f"conv {l['kernel']}x{l['kernel']}x{l['filters']}" +
@@ -229,6 +253,9 @@ def layers_text(spec):
             out.append(f"dense {l['units']}")
         elif t == "dropout":
             out.append(f"dropout {l['rate']:g}")
+        elif t == "residual":
+            shortcut = layers_text(l.get("shortcut") or []) or "identity"
+            out.append(f"residual [{layers_text(l['layers'])} | {shortcut}]")
         else:
             out.append(t)
     return ", ".join(out)
@@ -274,7 +301,7 @@ for net, _ in nets:
     n = result["networks"][net]
     d, p = n["summary"]["dlh"], n["summary"]["pytorch"]
     L += [f"### {titles.get(net, net)}: {n['spec']}", "",
-          f"{layers_text(json.load(open(os.path.join(root, n['spec']))))}; {opt_text(n['optimizer'], n['schedule'])}, "
+          f"{layers_text(json.load(open(os.path.join(root, n['spec'])))['layers'])}; {opt_text(n['optimizer'], n['schedule'])}, "
           f"batch {n['batch_size']}, initialisation: "
           + (n["init"] if n["init"] != "default" else f"the spec's default ({n['runs']['pytorch'][0]['init']})") + ".", "",
           "| epoch | DLH train loss | PyTorch train loss | DLH test acc | PyTorch test acc | DLH time | PyTorch time |",
