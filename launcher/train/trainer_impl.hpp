@@ -19,6 +19,7 @@
 #include "common/spec.hpp"
 #include "common/thread_cpu.hpp"
 #include "launcher/comm/binding.hpp"
+#include "launcher/comm/control_reduce.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/loader.hpp"
@@ -234,6 +235,9 @@ class Trainer {
   std::unique_ptr<RunEnergy> energy_;         // this rank's meter, from the loop's start
   int64_t samples_at_start_ = 0;              // samples_seen_ then: the meter's samples
   size_t stats_len_ = 0;  // batchnorm statistics carried in the control allreduce
+  // The control allreduce (sync_control): 2 + stats_len_ values summed, then the flags maxed.
+  static constexpr size_t kControlFlags = 4;
+  std::unique_ptr<SumMaxAllreduce> control_reduce_;
   std::vector<double> control_, control_sum_;
   std::vector<float> averaged_stats_;
   float loss_scale_ = 0;  // 1 / global batch: gradients are of the mean loss

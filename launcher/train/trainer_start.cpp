@@ -269,7 +269,8 @@ void Trainer::open_loop() {
 
   // Batchnorm statistics travel with the per-step control values in one small allreduce.
   stats_len_ = engine_->batch_stats().size();
-  control_.assign(2 + stats_len_, 0);
+  control_reduce_ = std::make_unique<SumMaxAllreduce>(2 + stats_len_, kControlFlags);
+  control_.assign(control_reduce_->size(), 0);
   control_sum_.assign(control_.size(), 0);
   averaged_stats_.assign(stats_len_, 0);
 

@@ -77,9 +77,10 @@ const Batch* Trainer::batch_ahead() {
 
 // Control values, summed: loss, correct, then batchnorm statistics weighted by this rank's
 // share of the batch. Flags, maxed: a pending signal (3 SIGINT or 2 SIGTERM: stop, 1 SIGUSR1:
-// checkpoint; kept apart so that metrics.jsonl and the exit code name the one that came) and
-// a time-based checkpoint request (rank 0's clock decides). A rank may have been signalled
-// alone (a user's kill); the allreduce tells everyone at the same step.
+// checkpoint; kept apart so that metrics.jsonl and the exit code name the one that came), a
+// time-based checkpoint request (rank 0's clock decides), rank 0's newest written checkpoint
+// and a failed write. A rank may have been signalled alone (a user's kill); the allreduce
+// tells everyone at the same step. One allreduce carries both (launcher/comm/control_reduce).
 StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
   TraceSpan span(tracer_.get(), TraceLane::Compute, "control allreduce", trace_step_);
   auto t_ctrl = Clock::now();
@@ -88,8 +89,6 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
   control_[1] = double(sums.correct);
   size_t k = 2;
   for (float s : engine_->batch_stats()) control_[k++] = weight_ * double(s);
-  MPI_CHECK(MPI_Allreduce(control_.data(), control_sum_.data(), int(control_.size()), MPI_DOUBLE,
-                          MPI_SUM, comm_.get()));
   // Rank 0's writer: the newest checkpoint that reached the disk since the last step, or
   // its failure, which fails every rank from here.
   int64_t written_step = -1, write_failed = 0;
@@ -103,15 +102,18 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
       write_failed = 1;
     }
   }
-  int64_t flags[4] = {
-      sig == SIGINT    ? 3
-      : sig == SIGTERM ? 2
-      : sig == SIGUSR1 ? 1
-                       : 0,
-      rank_ == 0 && o_.checkpoint_seconds > 0 && Since(last_ckpt_) >= o_.checkpoint_seconds,
-      written_step, write_failed};
-  int64_t flags_max[4];
-  MPI_CHECK(MPI_Allreduce(flags, flags_max, 4, MPI_INT64_T, MPI_MAX, comm_.get()));
+  const double flags[kControlFlags] = {
+      sig == SIGINT    ? 3.0
+      : sig == SIGTERM ? 2.0
+      : sig == SIGUSR1 ? 1.0
+                       : 0.0,
+      rank_ == 0 && o_.checkpoint_seconds > 0 && Since(last_ckpt_) >= o_.checkpoint_seconds ? 1.0
+                                                                                            : 0.0,
+      double(written_step), double(write_failed)};
+  std::copy(flags, flags + kControlFlags, control_.begin() + long(k));
+  control_reduce_->run(control_.data(), control_sum_.data(), comm_.get());
+  int64_t flags_max[kControlFlags];
+  for (size_t i = 0; i < kControlFlags; ++i) flags_max[i] = int64_t(control_sum_[k + i]);
   if (flags_max[3] > 0)  // rank 0's wait() throws the failure, RunCollectively on every rank
     RunCollectively(comm_.get(), [&] {
       if (writer_) writer_->wait();
