@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
-parts="estimator wave transfer cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance faults convergence"
+parts="estimator wave transfer cpu resnet_cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance faults convergence"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -316,6 +316,14 @@ done
   echo
 } >"$work/s2-cpu.md"
 store cpu "$work/s2-cpu.md"
+}
+
+# ---- ResNet-18 on the CPU: DLH against PyTorch at its best CPU settings ----------------------
+bench_resnet_cpu() {
+section "CPU training throughput: ResNet-18 at 32x32 against PyTorch at its best"
+measure resnet_cpu >"$work/resnet_cpu.txt"
+[[ -f $work/resnet_cpu/unavailable ]] ||
+  store resnet_cpu "$work/resnet_cpu/s2-resnet-cpu.md" "$work/resnet_cpu/results.json"
 }
 
 # ---- training quality: the same networks trained to the end in DLH and PyTorch --------------

@@ -4,6 +4,7 @@
     report.py SECTION WORK GOALS   prints SECTION's markdown; appends its goal rows to GOALS
     report.py goals GOALS          prints one run's goal records as a table
     report.py store RUN PART GOALS SECTION.md...   stores a part's results (results.py)
+    report.py run RUN_JSON HOW     a run record for this host (a script that stores on its own)
     report.py [render [OUT]]       renders BENCHMARKS.md (or OUT) from share/bench/results/
 
 Every number and every met/not-met verdict in the output is computed here from the files in
@@ -371,6 +372,57 @@ def cpu(work, goals):
               f"{100 * best[3] / sq['gflops']:.0f}% ({best[0]['model']}) of "
               f"{sq['gflops']:.0f} GFLOP/s",
               worst[3] >= 0.7 * sq["gflops"], limit)
+
+
+# ---- CPU training throughput: ResNet-18 at 32x32 (resnet_cpu.sh) ----------------------------
+
+RESNET_TORCH_CONFIGS = {
+    "passive": "`torch.set_num_threads(2)`, OMP_WAIT_POLICY=PASSIVE",
+    "passive-channels-last": "as passive, model and input in channels_last",
+    "blas-1-thread": "as passive, OPENBLAS_NUM_THREADS=1 beside OpenMP's 2 threads",
+    "blas-1-thread-channels-last": "as blas-1-thread, channels_last",
+    "blas-1-thread-channels-last-jit": "as blas-1-thread-channels-last, the model traced by "
+                                       "`torch.jit.trace` (1.13 has no torch.compile)",
+    "omp-default": "`torch.set_num_threads(2)`, OMP_NUM_THREADS=2, OpenMP's own wait policy",
+}
+
+
+def resnet_cpu(work, goals):
+    """ResNet-18 at 32x32: DLH against PyTorch's best configuration (resnet_cpu.sh). No goal
+    records: goals.py states no goal for it yet."""
+    r = json.load(open(os.path.join(work, "resnet_cpu", "results.json")))
+    fl = r["flops_train_per_sample"]
+    d, t = r["dlh"], r["torch"]
+    print(f"| side | rounds | samples/s min / median / max | GFLOP/s (median; "
+          f"{fl / 1e9:.2f} GFLOP per sample) |")
+    print("|---|---|---|---|")
+    print(f"| DLH | {len(d)} | {spread(d, 1)} | {med(d) * fl / 1e9:.0f} |")
+    print(f"| PyTorch {r['torch_version']}, {r['torch_config']} | {len(t)} | {spread(t, 1)} | "
+          f"{med(t) * fl / 1e9:.0f} |")
+    print()
+    print(f"DLH / PyTorch: **{max(d) / max(t):.2f}x** best round against best round, "
+          f"{med(d) / med(t):.2f}x median against median. FLOPs per sample: forward and "
+          "backward of every layer, from `dlh-estimate features SPEC --json` (flops_train).")
+    notes = [n for n in (mode_note("DLH", d), mode_note(f"PyTorch ({r['torch_config']})", t))
+             if n]
+    if notes:
+        print(" ".join(notes))
+    print()
+    names = [n for n in RESNET_TORCH_CONFIGS if n in r["probe"] or n in r["torch_configs"]]
+    failed = [n for n in RESNET_TORCH_CONFIGS if n not in r["probe"]]
+    print("PyTorch's configurations: " + "; ".join(
+        f"{n}: {RESNET_TORCH_CONFIGS[n]}" for n in names) + "." +
+        (f" Failed in the probe (left out): {', '.join(failed)}." if failed else ""))
+    print()
+    print("| configuration | probe samples/s | rounds min / median / max |")
+    print("|---|---|---|")
+    for n in names:
+        v = r["torch_configs"].get(n)
+        rounds = spread(v, 1) if v else "— (not among the probe's two best)"
+        if n == r["torch_config"]:
+            rounds = f"**{rounds}**"
+        p = r["probe"].get(n)
+        print(f"| {n} | {p:.1f} | {rounds} |" if p is not None else f"| {n} | failed | — |")
 
 
 # ---- allreduce ---------------------------------------------------------------------------
@@ -1378,6 +1430,10 @@ def main():
         # store RUN_JSON PART GOALS [SECTION.md...]: this part's results into share/bench/results/.
         results.store(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
         return
+    if len(sys.argv) == 4 and sys.argv[1] == "run":
+        # run RUN_JSON HOW: a run record of this host, now, for a script run outside bench.sh.
+        results.new_run(sys.argv[2], sys.argv[3])
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "goals":
         summary(sys.argv[2])
         return
@@ -1385,7 +1441,8 @@ def main():
                 "ckpt_overhead": ckpt_overhead, "ddp": ddp,
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
                 "wave": wave, "transfer": transfer, "jobs": jobs, "lrfind": lrfind, "lrvalidate": lrvalidate,
-                "balance": balance, "faults": faults, "convergence": convergence}
+                "balance": balance, "faults": faults, "convergence": convergence,
+                "resnet_cpu": resnet_cpu}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))

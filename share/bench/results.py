@@ -45,6 +45,47 @@ def store(run_json, part, goals_path, sections, results=RESULTS):
             f.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
 
 
+def new_run(out, how):
+    """Writes OUT, a run record of this host now (the fields bench.sh's run.json has), for a
+    script that measures and stores outside bench.sh (resnet_cpu.sh --store)."""
+    import platform
+    import subprocess
+    import time
+
+    def sh(*cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+    key = os.environ.get("BENCH_HOST") or (
+        f"{platform.node().split('.')[0]}-"
+        f"{(open('/etc/machine-id').read()[:8] if os.path.exists('/etc/machine-id') else 'unknown')}")
+    now = time.gmtime()
+    commit = sh("git", "-C", ROOT, "rev-parse", "--short=12", "HEAD") or "not a git checkout"
+    if sh("git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ".",
+          ":!share/bench/results", ":!BENCHMARKS.md"):
+        commit += " (with uncommitted changes)"
+    sgemm = None
+    try:
+        sgemm = round(json.loads(sh("dlh-estimate", "rates", "--threads", "2", "--blocks", "3",
+                                    "--json"))["sgemm_gflops"], 1)
+    except (ValueError, KeyError):
+        pass
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                if l.startswith("model name")), "")
+    mem = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal"))
+    with open(out, "w") as f:
+        json.dump({"run": time.strftime("%Y-%m-%dT%H%MZ", now) + "-" + key,
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", now), "transcribed": False,
+                   "how": how,
+                   "host": {"key": key, "cpu": cpu, "cores": os.cpu_count(),
+                            "memory_gib": round(mem / 2**20),
+                            "kernel": f"{platform.system()} {platform.release()}",
+                            "sgemm_gflops": sgemm, "commit": commit,
+                            "load_average": open("/proc/loadavg").read().split()[0]}},
+                  f, indent=1, sort_keys=True)
+
+
 def load_runs(results=RESULTS):
     runs = []
     for name in sorted(os.listdir(results)):

@@ -218,6 +218,7 @@ run() {
   step "energy (NVML)" 120 check_energy
   step "GPU calibration and validation" 480 check_calibration "$out"
   step "throughput against PyTorch" 420 check_throughput
+  step "PyTorch at its best (cudnn.benchmark, channels_last, TF32, bf16, CUDA graphs, torch.compile)" 600 check_torch_best "$out"
 }
 
 train() {  # train RUN_DIR SPEC [options]: dlh-launch train, output to the log
@@ -490,6 +491,28 @@ check_throughput() {
     done
     py "$helpers" throughput-row "$1" "$4" "${d[*]}" "${t[*]}" >>"$table"
   done
+}
+
+# 9. PyTorch at its best on this GPU (issue 43): share/gpu/torch_best.py times the Fashion-MNIST
+# CNN, cnn-large, ResNet-18 at 32x32 and ResNet-50 at 224x224 at batches that fill the GPU, in
+# FP32 (TF32 off), TF32 and bf16 autocast, eager, as a captured CUDA graph and through
+# torch.compile, with no syncs inside the timed steps; 3 interleaved rounds in its own budget
+# of 420 s (a compilation under way may overrun it by its own limit, 150 s). Every variant's
+# figures go to OUTDIR/torch-best.json; the table gets the best of each model and precision.
+# A variant that fails there is its own row in the JSON, not a failure of the check.
+check_torch_best() {
+  local out=$1 feats=() m
+  for m in "resnet50 share/examples/resnet50-imagenet.json" "resnet18 share/examples/resnet18-cifar.json" \
+    "cnn-large share/gpu/cnn-large.json" "fashion-mnist share/examples/fashion-mnist.json"; do
+    set -- $m
+    dlh-estimate features "$root/$2" --json >"$w/features-$1.json" 2>>"$log" && feats+=(--features "$1=$w/features-$1.json")
+  done
+  py "$root/share/gpu/torch_best.py" --out "$out/torch-best.json" --budget 420 "${feats[@]}" \
+    >"$w/torch-best.txt" 2>>"$log" || true
+  cat "$w/torch-best.txt" >>"$log"
+  row "PyTorch at its best (cudnn.benchmark, channels_last, TF32, bf16, CUDA graphs, torch.compile)" \
+    "$(py "$helpers" torch-best "$out/torch-best.json")"
+  if [[ -f $out/torch-best.json ]]; then py "$helpers" torch-best-table "$out/torch-best.json" >>"$table"; fi
 }
 
 # --- selftest: the bundle's launcher on this machine, GPU or not -------------------------

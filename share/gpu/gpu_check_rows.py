@@ -8,6 +8,8 @@
   energy SUMMARY                        NVML's joules in summary.json
   rates METRICS BATCH                   "DLH_RATE/COMPUTE_ONLY_RATE" medians after warm-up
   throughput-row NAME BATCH DLH TORCH   the table row of the PyTorch comparison
+  torch-best JSON                       share/gpu/torch_best.py's run: the row's verdict
+  torch-best-table JSON                 its best variant of each model and precision, a table
   cluster SRC DST SLUG                  the example cluster with its GPU type calibrated
 """
 import json
@@ -113,6 +115,50 @@ def throughput_row(name, batch, dlh, torch):
             f"| {tm:.0f} ({', '.join(f'{x:.0f}' for x in peer)}) | **{dm / tm:.2f}** |")
 
 
+def torch_best(path):
+    # PyTorch at its best (share/gpu/torch_best.py): a variant that fails or is not supported
+    # there (torch.compile, say) is its own row in the JSON, not a failure of the check; the
+    # check fails only where no variant of some model ran at all.
+    try:
+        r = json.load(open(path))
+    except (OSError, ValueError) as e:
+        return f"**FAILED**: no result ({e})"
+    rows = r["rows"]
+    ran = [x for x in rows if x.get("median")]
+    failed = [f"{x['model']} {x['variant']}" for x in rows if x["status"].startswith("failed")]
+    models = sorted({x["model"] for x in rows})
+    empty = [m for m in models if not any(x["model"] == m for x in ran)]
+    verdict = "**FAILED**" if empty or not ran else "passed"
+    text = f"{verdict}: {len(ran)} of {len(rows)} rows timed, {r['rounds']} rounds, {r['seconds']} s"
+    if empty:
+        text += f"; no variant ran for {', '.join(empty)}"
+    if failed:
+        text += f"; failed: {', '.join(failed)}"
+    best = r.get("best", {}).get("resnet50 bf16")
+    if best:
+        row = next(x for x in ran if x["model"] == "resnet50" and x["variant"] == best["variant"])
+        pk = f", {100 * row['peak_fraction']:.0f}% of the bf16 peak" if row.get("peak_fraction") else ""
+        text += f"; ResNet-50 bf16 best: {best['median']:.0f} images/s ({best['variant']}{pk})"
+    return text + " (torch-best.json)"
+
+
+def torch_best_table(path):
+    r = json.load(open(path))
+    lines = ["", f"PyTorch {r['torch']} at its best (share/gpu/torch_best.py; cuDNN {r['cudnn']}, "
+             "compute-only, no syncs inside the timed steps; min / median / max images/s over "
+             f"{r['rounds']} interleaved rounds; TFLOP/s and % of the dense peak at the median):", "",
+             "| model | batch | precision | best variant | images/s | TFLOP/s | % of peak |",
+             "|---|---|---|---|---|---|---|"]
+    for key, b in sorted(r.get("best", {}).items()):
+        x = next(x for x in r["rows"] if f"{x['model']} {x['precision']}" == key
+                 and x["variant"] == b["variant"])
+        tf = f"{x['tflops_median']:.1f}" if x.get("tflops_median") else "-"
+        pk = f"{100 * x['peak_fraction']:.0f}%" if x.get("peak_fraction") else "-"
+        lines.append(f"| {x['model']} | {x['batch']} | {x['precision']} | {x['variant']} | "
+                     f"{x['min']:.0f} / {x['median']:.0f} / {x['max']:.0f} | {tf} | {pk} |")
+    return "\n".join(lines)
+
+
 def cluster(src, dst, slug):
     c = json.load(open(src))
     for t in c["gpu_types"]:
@@ -128,7 +174,8 @@ def main():
     commands = {"parity": parity, "hierarchical": hierarchical, "stand-in": stand_in,
                 "calibration": calibration,
                 "energy": energy, "rates": rates,
-                "throughput-row": throughput_row, "cluster": cluster}
+                "throughput-row": throughput_row, "cluster": cluster,
+                "torch-best": torch_best, "torch-best-table": torch_best_table}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         raise SystemExit(__doc__)
     out = commands[sys.argv[1]](*sys.argv[2:])
