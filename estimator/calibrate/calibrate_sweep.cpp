@@ -60,8 +60,8 @@ std::string SweepName(const Factors& f) {
     std::snprintf(fc, sizeof fc, "fc0");
   char kernel[8] = "";
   if (f.kernel != 3) std::snprintf(kernel, sizeof kernel, "k%d", f.kernel);
-  std::snprintf(buf, sizeof buf, "conv%d%s-f%d-%s-in%dc%d-b%d%s%s%s", f.conv, kernel, f.filters,
-                fc, f.size, f.channels, f.batch, f.bn ? "-bn" : "", f.dropout ? "-do" : "",
+  std::snprintf(buf, sizeof buf, "conv%d%s-f%d-%s-in%dc%d-b%d%s%s%s", f.conv, kernel, f.filters, fc,
+                f.size, f.channels, f.batch, f.bn ? "-bn" : "", f.dropout ? "-do" : "",
                 f.res ? "-res" : "");
   return buf;
 }

@@ -109,12 +109,10 @@ TEST(CalibrationSweep, FollowsThePattern) {
           EXPECT_TRUE(ls[i].shortcut.empty());
           ASSERT_GE(path.size(), 3u);
           EXPECT_EQ(path.front().kind, LayerKind::Conv2d);
-          EXPECT_EQ(path.back().kind, ls[i - 2].kind == LayerKind::BatchNorm
-                                          ? LayerKind::BatchNorm
-                                          : LayerKind::Conv2d);
-          EXPECT_EQ(path.front().filters, ls[i - 2].kind == LayerKind::BatchNorm
-                                              ? ls[i - 3].filters
-                                              : ls[i - 2].filters);
+          EXPECT_EQ(path.back().kind, ls[i - 2].kind == LayerKind::BatchNorm ? LayerKind::BatchNorm
+                                                                             : LayerKind::Conv2d);
+          EXPECT_EQ(path.front().filters,
+                    ls[i - 2].kind == LayerKind::BatchNorm ? ls[i - 3].filters : ls[i - 2].filters);
           ++i;
           ASSERT_LT(i, ls.size());
           EXPECT_EQ(ls[i].kind, LayerKind::Relu);
