@@ -249,6 +249,7 @@ LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string
                               o.shown("padding"));
       break;
     case LayerKind::MaxPool2d:
+    case LayerKind::AvgPool2d:
       o.only({"type", "kernel", "stride", "padding"});
       l.kernel = o.integer("kernel", 1, true, 0);
       l.stride = o.integer("stride", 1, false, l.kernel);
@@ -275,15 +276,6 @@ LayerSpec ParseLayer(const json& v, const std::string& origin, const std::string
       l.epsilon = o.number("epsilon", false, l.epsilon);
       if (!(l.epsilon > 0))
         o.fail("epsilon", "must be a positive number, got " + o.shown("epsilon"));
-      break;
-    case LayerKind::AvgPool2d:
-      o.only({"type", "kernel", "stride", "padding"});
-      l.kernel = o.integer("kernel", 1, true, 0);
-      l.stride = o.integer("stride", 1, false, l.kernel);
-      l.padding = o.integer("padding", 0, false, 0);
-      if (l.padding > l.kernel / 2)
-        o.fail("padding", "must be at most kernel/2 (" + std::to_string(l.kernel / 2) + "), got " +
-                              o.shown("padding"));
       break;
     case LayerKind::Residual:
       o.only({"type", "layers", "shortcut"});
