@@ -240,6 +240,9 @@ class Residual : public Layer {
   void commit_batch_stats() override;
 
  private:
+  template <typename F>
+  void for_each_layer(F f);
+
   Shape3 out_;
   LayerStack main_;
   std::unique_ptr<LayerStack> shortcut_;  // null: the identity
