@@ -232,6 +232,8 @@ install: all
 	$(Q)for d in $(SHARE_DIRS); do [[ -d share/$$d ]] || continue; \
 	  install -d $(DESTDIR)$(PREFIX)/share/dlh/$$d && \
 	  install -m 644 $$(find share/$$d -maxdepth 1 -type f) $(DESTDIR)$(PREFIX)/share/dlh/$$d/ || exit 1; done
+	$(Q)install -d $(DESTDIR)$(PREFIX)/share/dlh/python/dlh && \
+	  install -m 644 share/python/dlh/*.py $(DESTDIR)$(PREFIX)/share/dlh/python/dlh/
 	$(Q)install -m 644 README.md BENCHMARKS.md $(DOCDIR)/
 	$(Q)for f in $(DOC_FILES); do install -D -m 644 $$f $(DOCDIR)/$$f || exit 1; done
 	$(Q)for p in $(wildcard $(MAN_PAGES)); do s=$${p##*.}; \

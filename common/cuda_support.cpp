@@ -64,12 +64,34 @@ std::string CudaEngineUnsupported(const TrainSpec& spec) {
   const std::string origin = spec.origin.empty() ? std::string("spec") : spec.origin;
   if (const std::string why = Unsupported(spec.layers, "layers"); !why.empty())
     return origin + ": " + why;
-  if (spec.label_smoothing != 0 && !UnverifiedAllowed()) {
+  if (UnverifiedAllowed()) return "";
+  if (spec.label_smoothing != 0) {
     char value[32];
     std::snprintf(value, sizeof value, "%g", spec.label_smoothing);
     return origin + ": label_smoothing: " + value +
            " is not supported by the CUDA engine yet (its loss's smoothing has not run on a GPU)";
   }
+  // Written without a GPU (issue 43): the bf16 casts around cuDNN and cuBLAS, and the
+  // switches of TF32 off the default.
+  if (spec.precision != Precision::Fp32)
+    return origin + ": precision: \"" + PrecisionName(spec.precision) +
+           "\" is not supported by the CUDA engine yet (its bf16 path has not run on a GPU)";
+  if (spec.tf32 != Tf32Use::Convolutions)
+    return origin + ": tf32: \"" + Tf32UseName(spec.tf32) +
+           "\" is not supported by the CUDA engine yet (it has not run on a GPU)";
+  return "";
+}
+
+std::string CpuEngineUnsupported(const TrainSpec& spec) {
+  const std::string origin = spec.origin.empty() ? std::string("spec") : spec.origin;
+  // OpenBLAS's sbgemm would compute bf16 GEMMs on the CPU, but only CPUs with AVX512-BF16 or
+  // AMX run it faster than fp32, and the CPU engine's convolutions are its own im2col
+  // GEMMs; mixed precision there would change results and rarely speed. TF32 is a GPU
+  // format: "tf32" only allows it, so the CPU's plain fp32 honours every setting.
+  if (spec.precision == Precision::Bf16)
+    return origin +
+           ": precision: \"bf16\" needs the CUDA engine; the CPU engine trains in fp32 only "
+           "(set \"precision\": \"fp32\" to train this spec on the CPU)";
   return "";
 }
 

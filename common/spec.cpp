@@ -190,6 +190,9 @@ const json& RequireObject(const json& v, const std::string& origin, const std::s
 const char* const kWeightInitNames[] = {"he_normal", "he_uniform", "glorot_normal",
                                         "glorot_uniform", "torch_default"};
 const char* const kBiasInitNames[] = {"zeros", "torch_default"};
+// In the order of Precision and Tf32Use.
+const char* const kPrecisionNames[] = {"fp32", "bf16"};
+const char* const kTf32Names[] = {"convolutions", "all", "none"};
 
 WeightInit ParseWeightInit(const Obj& o, WeightInit def) {
   return WeightInit(o.choice("init",
@@ -442,6 +445,8 @@ const char* LayerKindName(LayerKind kind) {
 }
 
 const char* WeightInitName(WeightInit init) { return kWeightInitNames[size_t(init)]; }
+const char* PrecisionName(Precision p) { return kPrecisionNames[size_t(p)]; }
+const char* Tf32UseName(Tf32Use t) { return kTf32Names[size_t(t)]; }
 const char* BiasInitName(BiasInit init) { return kBiasInitNames[size_t(init)]; }
 
 TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
@@ -453,7 +458,7 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
 
   Obj o(root, origin, "");
   o.only({"name", "input", "classes", "layers", "optimizer", "schedule", "batch_size", "epochs",
-          "seed", "init", "label_smoothing", "augment", "dataset"});
+          "seed", "init", "label_smoothing", "augment", "precision", "tf32", "dataset"});
 
   TrainSpec spec;
   spec.origin = origin;
@@ -506,6 +511,11 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
                                  std::to_string(spec.input.width) + "), got " +
                                  a.shown("crop_padding"));
   }
+
+  spec.precision = Precision(o.choice("precision", {kPrecisionNames[0], kPrecisionNames[1]}, false,
+                                      size_t(Precision::Fp32)));
+  spec.tf32 = Tf32Use(o.choice("tf32", {kTf32Names[0], kTf32Names[1], kTf32Names[2]}, false,
+                               size_t(Tf32Use::Convolutions)));
 
   spec.dataset = o.string("dataset", true, "");
   if (spec.dataset.empty()) o.fail("dataset", "must not be empty");

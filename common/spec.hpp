@@ -53,6 +53,17 @@ enum class BiasInit { Zeros, TorchDefault };
 const char* WeightInitName(WeightInit init);
 const char* BiasInitName(BiasInit init);
 
+// The arithmetic of the GPU engine (the CPU engine computes in fp32 only and refuses bf16:
+// common/cuda_support.hpp). bf16: convolutions and GEMMs take bf16 operands and accumulate
+// in fp32, everything else (activations between layers, normalisation, loss, master weights,
+// optimizer state, gradients, checkpoints) stays fp32, so a run resumes in either precision.
+enum class Precision { Fp32, Bf16 };
+// Where fp32 arithmetic may use TF32 tensor cores (PyTorch's allow_tf32 switches). The
+// default is PyTorch's: convolutions (cuDNN's default math) but not GEMMs.
+enum class Tf32Use { Convolutions, All, None };
+const char* PrecisionName(Precision p);
+const char* Tf32UseName(Tf32Use t);
+
 struct LayerSpec {
   LayerKind kind = LayerKind::Relu;
   int filters = 0;        // conv2d: output channels
@@ -129,6 +140,8 @@ struct TrainSpec {
   // the label and s/classes on every other class (PyTorch's CrossEntropyLoss).
   double label_smoothing = 0;
   AugmentSpec augment;
+  Precision precision = Precision::Fp32;
+  Tf32Use tf32 = Tf32Use::Convolutions;
   std::string dataset;  // HDF5 data set; relative paths are resolved against the spec's folder
   std::string origin;   // file the spec came from, used in messages
   std::string json;     // the spec text as given, stored in checkpoints

@@ -104,9 +104,11 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
   // A spec the GPU engine cannot train yet (a layer kind it lacks: common/cuda_support.hpp)
   // is not planned on real GPUs either: dlh-launch would refuse it there, since such a plan
   // forbids the CPU (PlanGpuRequirement). Types of unknown compute capability (the CPU-rank
-  // types of a local cluster) still run it on the CPU engine. A profiled program is not
+  // types of a local cluster) still run it on the CPU engine, unless it is one the CPU engine
+  // refuses (bf16), which is left out of those types likewise. A profiled program is not
   // trained by DLH's engines at all.
   const std::string unsupported = job.profile ? std::string() : CudaEngineUnsupported(job.spec);
+  const std::string cpu_unsupported = job.profile ? std::string() : CpuEngineUnsupported(job.spec);
   std::vector<TypeInfo> types;
   for (size_t i = 0; i < cluster.node_types.size(); ++i) {
     const NodeType& n = cluster.node_types[i];
@@ -114,7 +116,7 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     if (const GpuType* g = cluster.gpu(n.gpu)) {
       // Planned there, the job would find no GPU it can use (issue 42): never offered.
       std::string why = WhyEngineCannotRun(g->compute_capability);
-      if (why.empty() && !g->compute_capability.empty()) why = unsupported;
+      if (why.empty()) why = g->compute_capability.empty() ? cpu_unsupported : unsupported;
       if (!why.empty()) {
         const std::string line = n.gpu + " (" + why + ")";
         if (std::find(left_out->begin(), left_out->end(), line) == left_out->end())

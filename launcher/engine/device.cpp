@@ -143,7 +143,17 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   CheckDeviceKind(device);
   note->clear();
   if (gpu_found) *gpu_found = false;
-  if (device == "cpu") return MakeCpuEngine(config);
+  // A spec only the GPU can train (bf16): every rank decides alike, from the spec alone.
+  const std::string cpu_unsupported =
+      config.spec != nullptr ? CpuEngineUnsupported(*config.spec) : std::string();
+  auto cpu_engine = [&](const std::string& why_not_gpu) {
+    if (!cpu_unsupported.empty())
+      throw CollectiveError(
+          why_not_gpu.empty() ? cpu_unsupported : why_not_gpu + "; and " + cpu_unsupported,
+          kExitBadInput);
+    return MakeCpuEngine(config);
+  };
+  if (device == "cpu") return cpu_engine("");
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(config.comm, &rank));
   // Each failure below happens on every rank alike (RunCollectively, or a check of gathered
@@ -154,8 +164,9 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
       throw CollectiveError(gpu_required_by + ": " + why +
                                 "; not training on the CPU (--device cpu to train there anyway)",
                             code);
+    std::unique_ptr<Engine> engine = cpu_engine("--device auto: " + why);
     *note = why + "; training on the CPU";
-    return MakeCpuEngine(config);
+    return engine;
   };
   // Once every rank holds a GPU, auto does not fall back either: the job was meant for them.
   auto refuse = [&](const std::string& why, int code) -> std::unique_ptr<Engine> {
@@ -171,7 +182,8 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   const std::string unsupported =
       config.spec != nullptr ? CudaEngineUnsupported(*config.spec) : std::string();
   if (device == "cuda" && !unsupported.empty())
-    return fallback(unsupported + "; train it with --device cpu", kExitBadInput);
+    return fallback(unsupported + (cpu_unsupported.empty() ? "; train it with --device cpu" : ""),
+                    kExitBadInput);
   EngineConfig gpu_config = config;
   gpu_config.peer_wait = PeerWaitHooksOfThisModule();
   RankGpu mine;

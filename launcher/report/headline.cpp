@@ -113,9 +113,12 @@ std::vector<std::pair<std::string, std::string>> HeadlineRows(const Headline& h)
                                            Percent(double(h.step) / double(h.total_steps)) + ")"
                                      : "") +
                   ", epoch " + std::to_string(h.epoch));
+  // A program's steps may give a loss and no accuracy (dlh-launch run).
   if (std::isfinite(h.loss))
-    rows.emplace_back("training loss, accuracy",
-                      svg::Number(h.loss) + ", " + Percent(h.accuracy) + " (last step)");
+    rows.emplace_back(std::isfinite(h.accuracy) ? "training loss, accuracy" : "training loss",
+                      svg::Number(h.loss) +
+                          (std::isfinite(h.accuracy) ? ", " + Percent(h.accuracy) : "") +
+                          " (last step)");
   if (h.test_accuracy >= 0)
     rows.emplace_back("test accuracy",
                       Percent(h.test_accuracy) + " (epoch " + std::to_string(h.test_epoch) + ")");

@@ -26,6 +26,7 @@ constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP};
 std::atomic<pid_t> g_child{0};           // the program while it runs; 0 before and after
 std::atomic<int> g_stop{0};              // the first SIGTERM, SIGINT or SIGHUP received
 std::atomic<unsigned> g_pending{0};      // bit s: signal s arrived while no program ran
+std::atomic<unsigned> g_received{0};     // bit s: signal s arrived, not taken yet
 struct sigaction g_previous[NSIG] = {};  // the rank's dispositions before ours
 bool g_installed = false;
 
@@ -39,6 +40,7 @@ extern "C" void ForwardSignal(int signal) {
     int none = 0;
     g_stop.compare_exchange_strong(none, signal);
   }
+  g_received.fetch_or(1u << signal);
   const pid_t child = g_child.load();
   if (child > 0)
     kill(child, signal);
@@ -223,6 +225,14 @@ void KillChild(pid_t pid) {
 }
 
 int StopSignalReceived() { return g_stop.load(); }
+
+std::vector<int> TakeReceivedSignals() {
+  const unsigned received = g_received.exchange(0);
+  std::vector<int> out;
+  for (int s : kForwarded)
+    if (received & (1u << s)) out.push_back(s);
+  return out;
+}
 
 std::string SignalName(int signal) {
   const char* abbrev = sigabbrev_np(signal);

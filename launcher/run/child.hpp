@@ -50,6 +50,10 @@ void KillChild(pid_t pid);
 // asked for by the launcher or the user, which the program was told of.
 int StopSignalReceived();
 
+// The signals above the rank received (and passed on) since the last call, each once, in
+// the order of the list above: for the run's "signal" records (run_records.hpp).
+std::vector<int> TakeReceivedSignals();
+
 // "exited with code 3", "was killed by SIGKILL", "was killed by SIGSEGV (core dumped)".
 std::string DescribeEnd(int wait_status);
 

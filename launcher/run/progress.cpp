@@ -2,6 +2,7 @@
 #include "launcher/run/progress.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -29,17 +30,134 @@ bool ReadCount(const std::string& text, int64_t* out) {
   return true;
 }
 
-bool ReadPositiveNumber(const std::string& text, double* out) {
-  if (text.empty()) return false;
+// The whole of `text` as a finite number ("nan", "inf" and hexadecimal refused).
+bool ReadNumber(const std::string& text, double* out) {
+  if (text.empty() || text.find_first_of("xXnN") != std::string::npos) return false;
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (errno == ERANGE || *end != '\0' || !std::isfinite(v) || v <= 0) return false;
+  if (errno == ERANGE || *end != '\0' || !std::isfinite(v)) return false;
   *out = v;
   return true;
 }
 
+bool ReadPositiveNumber(const std::string& text, double* out) {
+  return ReadNumber(text, out) && *out > 0;
+}
+
+std::vector<std::string> Tokens(const std::string& line) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < line.size();) {
+    const size_t start = line.find_first_not_of(" \t", at);
+    if (start == std::string::npos) break;
+    const size_t end = std::min(line.find_first_of(" \t", start), line.size());
+    out.push_back(line.substr(start, end - start));
+    at = end;
+  }
+  return out;
+}
+
+// A metric's name: what a JSON key and a chart legend take without escaping.
+bool IsMetricName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || std::isdigit(static_cast<unsigned char>(name[0])))
+    return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return name != "event" && name != "t";
+}
+
+// The step line's fields and what each must be: (name, least value, greatest value, whether
+// the least is allowed).
+struct StepField {
+  const char* name;
+  double least, most;
+  bool least_allowed;
+  const char* need;
+};
+constexpr StepField kStepFields[] = {
+    {"loss", -1e300, 1e300, true, "a finite number"},
+    {"accuracy", 0, 1, true, "a fraction from 0 to 1"},
+    {"lr", 0, 1e300, true, "a non-negative number"},
+    {"samples_per_s", 0, 1e300, false, "a positive number"},
+    {"data", 0, 1e300, true, "non-negative seconds"},
+    {"compute", 0, 1e300, true, "non-negative seconds"},
+    {"allreduce", 0, 1e300, true, "non-negative seconds"},
+};
+
+void SetValue(ProgressEvent* e, const std::string& name, double v) {
+  for (auto& [n, old] : e->values)
+    if (n == name) {
+      old = v;
+      return;
+    }
+  e->values.emplace_back(name, v);
+}
+
 }  // namespace
+
+double ProgressEvent::value(const std::string& name, double fallback) const {
+  for (const auto& [n, v] : values)
+    if (n == name) return v;
+  return fallback;
+}
+
+std::vector<std::string> ProgressLog::Fields(const std::vector<std::string>& tokens, size_t first,
+                                             const std::string& quoted, ProgressEvent* e) {
+  const bool step = e->kind == ProgressEvent::Kind::kStep;
+  const std::string line_key = step ? "step" : "eval";
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& kind, const std::string& text) {
+    for (std::string& w : Warn(kind, text)) warnings.push_back(std::move(w));
+  };
+  for (size_t i = first; i < tokens.size(); ++i) {
+    const std::string& token = tokens[i];
+    const size_t eq = token.find('=');
+    const std::string name = token.substr(0, eq),
+                      text = eq == std::string::npos ? "" : token.substr(eq + 1);
+    const std::string shown = "'" + token.substr(0, 80) + "' in " + quoted;
+    if (eq == std::string::npos || name.empty()) {
+      warn(line_key + " not a field",
+           "a " + line_key + " line's fields are NAME=VALUE, got " + shown + ": the field ignored");
+      continue;
+    }
+    if (name == "epoch" || (!step && name == "step")) {
+      int64_t v = 0;
+      if (!ReadCount(text, &v) || v > kMaxCount)
+        warn(line_key + " " + name,
+             "'" + name + "' needs a non-negative integer, got " + shown + ": the field ignored");
+      else
+        (name == "epoch" ? e->epoch : e->step) = v;
+      continue;
+    }
+    double v = 0;
+    if (step) {
+      const StepField* field = nullptr;
+      for (const StepField& f : kStepFields)
+        if (name == f.name) field = &f;
+      if (!field) {
+        warn("step unknown field", "unknown step field " + shown +
+                                       " (known: loss, accuracy, lr, samples_per_s, epoch, data, "
+                                       "compute, allreduce): the field ignored");
+        continue;
+      }
+      if (!ReadNumber(text, &v) || v < field->least || v > field->most ||
+          (v == field->least && !field->least_allowed)) {
+        warn("step " + name,
+             "'" + name + "' needs " + field->need + ", got " + shown + ": the field ignored");
+        continue;
+      }
+    } else if (!IsMetricName(name)) {
+      warn("eval name", "an evaluation's metric is named with letters, digits and '_', got " +
+                            shown + ": the field ignored");
+      continue;
+    } else if (!ReadNumber(text, &v)) {
+      warn("eval value", "a metric needs a finite number, got " + shown + ": the field ignored");
+      continue;
+    }
+    SetValue(e, name, v);
+  }
+  return warnings;
+}
 
 std::vector<std::string> ProgressLog::Feed(std::string_view bytes, double now) {
   std::vector<std::string> warnings;
@@ -72,12 +190,51 @@ std::vector<std::string> ProgressLog::Line(std::string_view raw, double now) {
   if (key.empty()) return {};  // a blank line
 
   if (key == "step") {
-    int64_t samples = 0;
-    if (!value.empty() && (!ReadCount(value, &samples) || samples == 0 || samples > kMaxCount))
-      return Warn("step",
-                  "a step line needs a positive sample count or none, got " + quoted + ": ignored");
+    const std::vector<std::string> tokens = Tokens(line);
+    ProgressEvent e;
+    e.kind = ProgressEvent::Kind::kStep;
+    e.time = now;
+    size_t first_field = 1;
+    if (tokens.size() > 1 && tokens[1].find('=') == std::string::npos) {
+      if (!ReadCount(tokens[1], &e.samples) || e.samples == 0 || e.samples > kMaxCount)
+        return Warn("step", "a step line needs a positive sample count or none, got " + quoted +
+                                ": ignored");
+      first_field = 2;
+    }
+    // The step counts whatever its fields say: the stall watch and the profile need it.
+    std::vector<std::string> warnings = Fields(tokens, first_field, quoted, &e);
     step_times_.push_back(now);
-    step_samples_.push_back(samples);
+    step_samples_.push_back(e.samples);
+    events_.push_back(std::move(e));
+    return warnings;
+  }
+  if (key == "eval") {
+    const std::vector<std::string> tokens = Tokens(line);
+    ProgressEvent e;
+    e.kind = ProgressEvent::Kind::kEval;
+    e.time = now;
+    std::vector<std::string> warnings = Fields(tokens, 1, quoted, &e);
+    if (e.values.empty()) {
+      for (std::string& w : Warn("eval", "an eval line needs at least one metric NAME=VALUE, got " +
+                                             quoted + ": ignored"))
+        warnings.push_back(std::move(w));
+      return warnings;
+    }
+    events_.push_back(std::move(e));
+    return warnings;
+  }
+  if (key == "checkpoint" || key == "resume") {
+    ProgressEvent e;
+    e.kind = key == "checkpoint" ? ProgressEvent::Kind::kCheckpoint : ProgressEvent::Kind::kResume;
+    e.time = now;
+    // STEP, then the path: the rest of the line, spaces and all.
+    const size_t step_end = std::min(value.find(' '), value.size());
+    if (step_end < value.size()) e.path = value.substr(value.find_first_not_of(' ', step_end));
+    if (!ReadCount(value.substr(0, step_end), &e.step) || (key == "checkpoint" && e.path.empty()))
+      return Warn(key, "'" + key + "' needs " +
+                           (key == "checkpoint" ? "a step and a path" : "a step (and a path)") +
+                           ", got " + quoted + ": ignored");
+    events_.push_back(std::move(e));
     return {};
   }
   if (key == "device") {

@@ -15,10 +15,18 @@
 //   memory BYTES         peak device memory
 //   device TEXT          "cpu", "cuda:0 (NVIDIA H100 ...)"
 //   threads N            CPU threads it computes with
+// and, for the run's records (run_records.hpp: metrics.jsonl and summary.json):
+//   step [SAMPLES] [NAME=VALUE ...]   the step's loss, accuracy, lr, samples_per_s, epoch, and
+//                        this rank's seconds in data, compute and allreduce
+//   eval [epoch=N] [step=N] NAME=VALUE ...   an evaluation's metrics (test_loss=0.41 ...)
+//   checkpoint STEP PATH a checkpoint of step STEP is complete at PATH
+//   resume STEP [PATH]   the program resumed at step STEP (from PATH)
 // The rank uses the steps to notice a stalled program (run_command.cpp, --stall-timeout) and
-// to time them (--profile). A line it cannot read is skipped with one warning per kind: the
-// program keeps training, whatever it writes. share/python/dlh_progress.py writes these
-// lines for a Python program; a shell script can `echo "step 64" >&$DLH_PROGRESS_FD`.
+// to time them (--profile). A line it cannot read is skipped with one warning per kind, and
+// a field it cannot read (NAME=VALUE) is dropped with one warning per name, the rest of the
+// line counting: the program keeps training, whatever it writes.
+// share/python/dlh_progress.py writes these lines for a Python program; a shell script can
+// `echo "step 64 loss=0.5" >&$DLH_PROGRESS_FD`.
 //
 // Pure (no I/O, the time is passed in), so that it is unit-tested with plain strings.
 #pragma once
@@ -31,6 +39,22 @@
 #include "common/program_profile.hpp"
 
 namespace dlh {
+
+// A step, eval, checkpoint or resume line, as read (values not given: -1, empty).
+struct ProgressEvent {
+  enum class Kind { kStep, kEval, kCheckpoint, kResume };
+  Kind kind = Kind::kStep;
+  double time = 0;      // the `now` of the Feed that completed the line
+  int64_t samples = 0;  // step: SAMPLES (0: none given)
+  int64_t step = -1;    // checkpoint and resume: STEP; eval: step=
+  int64_t epoch = -1;   // step and eval: epoch=
+  std::string path;     // checkpoint: PATH; resume: PATH ("": none given)
+  // step: those of loss, accuracy, lr, samples_per_s, data, compute, allreduce given;
+  // eval: its metrics. In the line's order; a name given twice: the last value.
+  std::vector<std::pair<std::string, double>> values;
+  // The value named `name`, else `fallback`.
+  double value(const std::string& name, double fallback) const;
+};
 
 class ProgressLog {
  public:
@@ -46,16 +70,22 @@ class ProgressLog {
   // What the description lines said (points, origin, command, created, host, gpu_type left
   // empty: the rank knows those).
   const ProgramProfile& described() const { return described_; }
+  // The step, eval, checkpoint and resume lines read since the last call, in order.
+  std::vector<ProgressEvent> TakeEvents() { return std::move(events_); }
 
  private:
   std::vector<std::string> Line(std::string_view line, double now);
   std::vector<std::string> Warn(const std::string& kind, const std::string& text);
+  // step and eval: NAME=VALUE fields into `e`; a bad one is dropped with a warning.
+  std::vector<std::string> Fields(const std::vector<std::string>& tokens, size_t first,
+                                  const std::string& quoted, ProgressEvent* e);
 
   std::string partial_;  // the start of a line whose end has not come yet
   std::vector<double> step_times_;
   std::vector<int64_t> step_samples_;
   ProgramProfile described_;
-  std::vector<std::string> warned_;  // kinds warned about
+  std::vector<ProgressEvent> events_;  // not taken yet
+  std::vector<std::string> warned_;    // kinds warned about
 };
 
 // The timing of steps (first, first + count] of `log` for a profile: the seconds between

@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -38,6 +41,7 @@
 #include "launcher/run/run_dir.hpp"
 #include "launcher/run/run_env.hpp"
 #include "launcher/run/run_observation.hpp"
+#include "launcher/run/run_record_writer.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/plan.hpp"
 #include "launcher/watch/activity.hpp"
@@ -81,6 +85,8 @@ struct Agreement {
   int plan_part = -1;
   std::string master_addr, run_id, run_dir, checkpoint;
   int master_port = 0;
+  std::vector<int64_t> rank_batches;  // with a plan: every rank's DLH_BATCH
+  std::vector<int> rank_parts;        // with a plan on two or more types: every rank's part
 };
 
 po::options_description RunOptionsDescription(RunOptions* o) {
@@ -193,19 +199,20 @@ void AgreeOnRanks(const RunOptions& o, MPI_Comm comm, int rank, int size, Agreem
     }
     PlanRankBatch(a->plan, o.plan_origin, a->plan_part, rank, size);  // throws if it cannot
   });
-  if (!PlanSplitsBatch(a->plan, false)) return;
-  // A plan on several GPU types: the parts' batches must add up to the global batch.
-  int64_t mine[2] = {a->plan.parts[size_t(a->plan_part)].per_gpu_batch, a->plan_part};
+  if (!a->plan.present) return;
+  // Every rank's batch (DLH_RANK_BATCHES, the run's records) and part; on several GPU types
+  // the parts' batches must add up to the global batch.
+  int64_t mine[2] = {PlanRankBatch(a->plan, o.plan_origin, a->plan_part, rank, size), a->plan_part};
   std::vector<int64_t> all(2 * size_t(size), 0);
   MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm));
-  std::vector<int64_t> batches;
-  std::vector<int> parts;
   for (size_t r = 0; r < size_t(size); ++r) {
-    batches.push_back(all[2 * r]);
-    parts.push_back(int(all[2 * r + 1]));
+    a->rank_batches.push_back(all[2 * r]);
+    a->rank_parts.push_back(int(all[2 * r + 1]));
   }
-  RunCollectively(
-      comm, [&] { SplitOffsets(batches, parts, a->plan, o.plan_origin, a->plan.global_batch); });
+  if (!PlanSplitsBatch(a->plan, false)) return;
+  RunCollectively(comm, [&] {
+    SplitOffsets(a->rank_batches, a->rank_parts, a->plan, o.plan_origin, a->plan.global_batch);
+  });
 }
 
 // Rank 0 picks the rendezvous and run id, creates the run folder and finds the checkpoint;
@@ -326,32 +333,42 @@ struct Followed {
 // With profile_end > 0 the program is asked to stop (SIGTERM, SIGKILL 30 s later) once it
 // has reported that many steps.
 Followed FollowProgram(pid_t pid, ProgressPipe* progress, double stall_timeout_s,
-                       int64_t profile_end, const std::string& who) {
+                       int64_t profile_end, const std::string& who,
+                       const std::function<void(ProgressLog*)>& after_read) {
   Followed f;
   double stop_asked_at = -1;
   IdleClock idle;
   double next_look = 0;
   char buffer[4096];
-  for (;;) {
-    if (progress->read_fd() >= 0) {
-      pollfd p{progress->read_fd(), POLLIN, 0};
-      if (poll(&p, 1, 100) > 0) {
-        for (;;) {
-          const ssize_t got = read(progress->read_fd(), buffer, sizeof buffer);
-          if (got > 0) {
-            for (const std::string& w : f.log.Feed({buffer, size_t(got)}, SteadySeconds()))
-              std::fprintf(stderr, "%s: warning: %s\n", who.c_str(), w.c_str());
-            continue;
-          }
-          if (got == 0) progress->CloseReadEnd();  // every writer closed it
-          if (got < 0 && errno == EINTR) continue;
-          break;  // closed, or all there is read (EAGAIN)
-        }
-      }
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // What the pipe holds now, waiting up to `wait_ms` for it.
+  auto read_pipe = [&](int wait_ms) {
+    if (progress->read_fd() < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+      return;
     }
-    if (WaitChild(pid, 0, &f.status)) return f;
+    pollfd p{progress->read_fd(), POLLIN, 0};
+    if (poll(&p, 1, wait_ms) <= 0) return;
+    for (;;) {
+      const ssize_t got = read(progress->read_fd(), buffer, sizeof buffer);
+      if (got > 0) {
+        for (const std::string& w : f.log.Feed({buffer, size_t(got)}, SteadySeconds()))
+          std::fprintf(stderr, "%s: warning: %s\n", who.c_str(), w.c_str());
+        continue;
+      }
+      if (got == 0) progress->CloseReadEnd();  // every writer closed it
+      if (got < 0 && errno == EINTR) continue;
+      break;  // closed, or all there is read (EAGAIN)
+    }
+  };
+  for (;;) {
+    read_pipe(100);
+    after_read(&f.log);
+    if (WaitChild(pid, 0, &f.status)) {
+      // Its last lines (an evaluation, a checkpoint) may have come after the read above.
+      read_pipe(0);
+      after_read(&f.log);
+      return f;
+    }
     const double now = SteadySeconds();
     if (profile_end > 0 && f.log.steps() >= profile_end) {
       if (stop_asked_at < 0) {
@@ -412,6 +429,29 @@ void WriteProfile(const RunOptions& o, const Agreement& a, const ProgressLog& lo
                batches.c_str(), o.profile_out.c_str());
 }
 
+// What the run's records say of it (run_records.hpp).
+RunContext MakeRunContext(const RunOptions& o, const Agreement& a, int size, double launch_unix) {
+  RunContext c;
+  c.program = DefaultRunName(o.command);
+  c.command = o.command;
+  c.run_id = a.run_id;
+  c.world_size = size;
+  c.hosts = a.node_names;
+  std::sort(c.hosts.begin(), c.hosts.end());
+  c.hosts.erase(std::unique(c.hosts.begin(), c.hosts.end()), c.hosts.end());
+  c.rank_batches = a.rank_batches;
+  c.global_batch = a.plan.present ? a.plan.global_batch : 0;
+  c.total_steps = a.plan.predicted_steps;
+  c.checkpoint = a.checkpoint;
+  if (a.plan.present) c.plan = nlohmann::json::parse(o.plan_json, nullptr, false);
+  c.launch_unix = launch_unix;
+  c.file_bytes = [](const std::string& path) -> int64_t {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? int64_t(st.st_size) : -1;
+  };
+  return c;
+}
+
 }  // namespace
 
 void SplitRunArguments(const std::vector<std::string>& args, std::vector<std::string>* options,
@@ -425,6 +465,9 @@ void SplitRunArguments(const std::vector<std::string>& args, std::vector<std::st
 
 int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) {
   const double started_s = SteadySeconds();
+  const double unix_offset =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      started_s;
   bool help = false;
   RunOptions o = ParseRunOptions(args, &help, rank, size);
   if (help) return kExitOk;
@@ -451,7 +494,12 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
   AgreeOnRun(o, comm.get(), rank, &a);
   ProgressPipe progress;
   std::vector<std::string> env;
+  // The run's records; none for a profile, whose run folder is a temporary one.
+  std::optional<RunRecordWriter> records;
   RunCollectively(comm.get(), [&] {
+    if (o.profile_steps == 0)
+      records.emplace(MakeRunContext(o, a, size, started_s + unix_offset), rank, a.run_dir,
+                      unix_offset);
     RunEnvInputs in;
     for (char** e = environ; *e; ++e) in.parent.emplace_back(*e);
     in.rank = rank;
@@ -467,6 +515,7 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     in.checkpoint = a.checkpoint;
     in.plan = a.plan;
     in.plan_part = a.plan_part;
+    in.rank_batches = a.rank_batches;
     in.binding = a.binding;
     in.bind_gpu = o.narrow_gpus;
     in.progress_fd = progress.write_fd();
@@ -505,7 +554,10 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
   }
 
   const int64_t profile_end = o.profile_steps > 0 ? o.profile_warmup + o.profile_steps : 0;
-  const Followed f = FollowProgram(child.pid, &progress, o.stall_timeout_s, profile_end, who);
+  const Followed f = FollowProgram(child.pid, &progress, o.stall_timeout_s, profile_end, who,
+                                   [&](ProgressLog* log) {
+                                     if (records) records->Follow(log);
+                                   });
   if (f.stalled_s > 0 && f.idle) {
     std::fprintf(stderr,
                  "%s: error: the program (pid %ld) reported no step and used no CPU time or I/O "
@@ -568,6 +620,20 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     AbortEveryRank(ExitCodeOfEnd(status));
   }
   WaitForEveryRank(comm.get());
+  if (records) {
+    RunSummaryInputs in;
+    in.finished = success;
+    in.stop_signal = obeyed_stop ? stop : 0;
+    in.lr = a.plan.present ? a.plan.lr : 0;
+    for (size_t r = 0; PlanSplitsBatch(a.plan, false) && r < a.rank_parts.size(); ++r)
+      in.rank_types.push_back(a.plan.parts[size_t(a.rank_parts[r])].gpu);
+    in.plan_origin = o.plan_origin;
+    in.predicted_total_s = a.plan.predicted_total_s;
+    in.predicted_step_s = a.plan.predicted_step_s;
+    in.predicted_steps = a.plan.predicted_steps;
+    in.time_limit_s = a.plan.time_limit_s;
+    records->Finish(comm.get(), in, f.log);
+  }
   if (rank == 0 && success) {
     RunObservationInputs in;
     in.store = !o.observations.empty() ? o.observations : a.plan.observations_store;

@@ -34,6 +34,7 @@ const std::set<std::string>& OwnNames() {
                                               "DLH_BATCH",
                                               "DLH_LR",
                                               "DLH_WARMUP_EPOCHS",
+                                              "DLH_RANK_BATCHES",
                                               "DLH_PROGRESS_FD"};
   return names;
 }
@@ -123,6 +124,13 @@ std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& 
         std::to_string(PlanRankBatch(in.plan, plan_origin, in.plan_part, in.rank, in.world_size)));
     if (in.plan.lr > 0) set("DLH_LR", ShortestNumber(in.plan.lr));  // 0: a profile's, unknown
     set("DLH_WARMUP_EPOCHS", ShortestNumber(in.plan.warmup_epochs));
+    // The program's sampler splits by these (share/python/dlh): which part a rank is in
+    // takes the node names and GPU types only the launcher has.
+    if (!in.rank_batches.empty()) {
+      std::string all;
+      for (int64_t b : in.rank_batches) all += (all.empty() ? "" : ",") + std::to_string(b);
+      set("DLH_RANK_BATCHES", all);
+    }
   }
   if (in.progress_fd >= 0) set("DLH_PROGRESS_FD", std::to_string(in.progress_fd));
   if (!cuda_visible.empty()) set("CUDA_VISIBLE_DEVICES", cuda_visible);

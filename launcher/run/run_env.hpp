@@ -28,7 +28,9 @@ struct RunEnvInputs {
   std::string run_dir;                       // DLH_RUN_DIR
   std::string checkpoint;                    // newest file in run_dir/checkpoints; "": none
   LaunchPlan plan;                           // plan.present false: no plan
-  int plan_part = -1;     // with a plan on two or more GPU types: this rank's part (PartOfRank)
+  int plan_part = -1;  // with a plan on two or more GPU types: this rank's part (PartOfRank)
+  // With a plan: every rank's PlanRankBatch, in rank order (gathered), for DLH_RANK_BATCHES.
+  std::vector<int64_t> rank_batches;
   Binding binding;        // this rank's GPU (BindRank)
   bool bind_gpu = false;  // true (--narrow-gpus): CUDA_VISIBLE_DEVICES narrowed, see below
   int progress_fd = -1;   // >= 0: DLH_PROGRESS_FD, the progress pipe (progress.hpp)
@@ -49,7 +51,8 @@ int64_t PlanRankBatch(const LaunchPlan& plan, const std::string& plan_origin, in
 //   TORCHELASTIC_RESTART_COUNT (the parent's SLURM_RESTART_COUNT, else 0)
 //   TORCHELASTIC_MAX_RESTARTS (0) TORCHELASTIC_USE_AGENT_STORE (False: rank 0 serves the
 //   store) DLH_RUN_DIR, and when present DLH_CHECKPOINT; with a plan DLH_GLOBAL_BATCH
-//   DLH_BATCH DLH_LR DLH_WARMUP_EPOCHS (none of the four without one, nor DLH_CHECKPOINT
+//   DLH_BATCH DLH_LR DLH_WARMUP_EPOCHS and DLH_RANK_BATCHES (every rank's batch, "12,4",
+//   when rank_batches is given) (none of these without one, nor DLH_CHECKPOINT
 //   without a checkpoint, even if the parent had them: they would be another run's),
 //   DLH_PROGRESS_FD when progress_fd >= 0 (never the parent's: a nested launch's pipe).
 // With bind_gpu, CUDA_VISIBLE_DEVICES is narrowed to the rank's GPU when it lists several

@@ -219,6 +219,8 @@ run() {
   step "GPU calibration and validation" 480 check_calibration "$out"
   step "throughput against PyTorch" 420 check_throughput
   step "PyTorch at its best (cudnn.benchmark, channels_last, TF32, bf16, CUDA graphs, torch.compile)" 600 check_torch_best "$out"
+  step "bf16 against fp32: Fashion-MNIST CNN loss curves (unverified until this row)" 240 check_bf16_curve
+  step "DLH bf16 ResNet-50 at 224 against PyTorch's best bf16 (goal 1.0x)" 300 check_bf16_resnet50 "$out"
 }
 
 train() {  # train RUN_DIR SPEC [options]: dlh-launch train, output to the log
@@ -259,6 +261,51 @@ check_parity_resnet() {
   DLH_TEST_CUDA_UNVERIFIED=1 NVIDIA_TF32_OVERRIDE=0 train "$w/pr-gpu" "$spec" --data "$w/fm.h5" --device cuda --max-steps 10 --no-eval
   row "CPU/GPU parity, residual network (new layers, unverified until this row)" \
     "$(py "$helpers" parity "$w/pr-cpu/metrics.jsonl" "$w/pr-gpu/metrics.jsonl" 10)"
+}
+
+# 2c. bf16 mixed precision (issue 43; launcher/engine/cuda/bf16.hpp): the Fashion-MNIST CNN
+# 400 steps in fp32 and in bf16, same seed and batches; the curves must agree within the band
+# of gpu_check_rows.py (precision). Then a bf16 run resumes from its checkpoint in fp32 (and
+# the reverse): checkpoints are fp32 either way. dlh-launch refuses bf16 on a GPU until this
+# row has passed (common/cuda_support.cpp).
+with_field() {  # with_field SPEC KEY VALUE OUT: SPEC with "KEY": VALUE set
+  py -c 'import json,sys; s=json.load(open(sys.argv[1])); s[sys.argv[2]]=json.loads(sys.argv[3]); json.dump(s,open(sys.argv[4],"w"))' "$@"
+}
+check_bf16_curve() {
+  with_field "$fm" precision '"bf16"' "$w/fm-bf16.json"
+  with_field "$fm" dataset "\"$w/fm.h5\"" "$w/fm-fp32.json"
+  with_field "$w/fm-bf16.json" dataset "\"$w/fm.h5\"" "$w/fm-bf16.json"
+  train "$w/b-fp32" "$w/fm-fp32.json" --device cuda --max-steps 400 --no-eval
+  DLH_TEST_CUDA_UNVERIFIED=1 train "$w/b-bf16" "$w/fm-bf16.json" --device cuda --max-steps 400 --no-eval
+  local curve
+  curve=$(py "$helpers" precision "$w/b-fp32/metrics.jsonl" "$w/b-bf16/metrics.jsonl")
+  # Resume across precisions: 400 steps of bf16 on to 420 in fp32, and fp32's on in bf16.
+  dlh-launch train "$w/fm-fp32.json" --run-dir "$w/b-bf16" --device cuda --max-steps 420 --no-eval \
+    --progress none >>"$log" 2>&1
+  DLH_TEST_CUDA_UNVERIFIED=1 dlh-launch train "$w/fm-bf16.json" --run-dir "$w/b-fp32" --device cuda \
+    --max-steps 420 --no-eval --progress none >>"$log" 2>&1
+  local resumed
+  resumed=$(py -c 'import json,sys; print(" and ".join(str(json.load(open(p+"/summary.json"))["steps"]) for p in sys.argv[1:]))' \
+    "$w/b-bf16" "$w/b-fp32")
+  row "bf16 against fp32: Fashion-MNIST CNN loss curves (unverified until this row)" \
+    "$curve; resumed across precisions to steps $resumed"
+}
+
+# 2d. DLH's bf16 ResNet-50 at 224x224 against PyTorch's best bf16 variant (check_torch_best's
+# torch-best.json; run after it), on synthetic data (1,280 images, epochs of 10 steps at
+# batch 128, evaluation off): 40 steps a run, the rates of the last 20, 2 rounds.
+check_bf16_resnet50() {
+  local out=$1 r=()
+  dlh-data synthetic --out "$w/in224.h5" --shape 3x224x224 --classes 1000 --train 1280 --test 10 >>"$log" 2>&1
+  with_field "$root/share/examples/resnet50-imagenet.json" precision '"bf16"' "$w/r50-bf16.json"
+  for _ in 1 2; do
+    rm -rf "${w:?}/r50"
+    DLH_TEST_CUDA_UNVERIFIED=1 train "$w/r50" "$w/r50-bf16.json" --data "$w/in224.h5" --device cuda \
+      --max-steps 40 --no-eval --checkpoint-seconds 0 --no-epoch-checkpoints --batch-size 128
+    r+=("$(py "$helpers" rates "$w/r50/metrics.jsonl" 128)")
+  done
+  row "DLH bf16 ResNet-50 at 224 against PyTorch's best bf16 (goal 1.0x)" \
+    "$(py "$helpers" against-best resnet50 bf16 "${r[*]}" "$out/torch-best.json")"
 }
 
 # 3. Resume on the GPU: 60 steps in one go against 50 + 10 from a checkpoint, on a data set

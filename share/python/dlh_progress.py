@@ -7,6 +7,14 @@ Two lines in a training script are enough::
         optimizer.step()
         dlh_progress.step(len(batch))     # after every optimizer step
 
+what the step gave, and the evaluations and checkpoints, for the run's records (metrics.jsonl
+and summary.json in the run folder, which ``dlh-report`` shows)::
+
+    dlh_progress.step(len(batch), loss=loss.item(), epoch=epoch, compute=0.21, allreduce=0.03)
+    dlh_progress.evaluation(epoch=epoch, test_loss=0.41, test_accuracy=0.853)
+    dlh_progress.checkpoint(path, step)      # once the file is complete
+    dlh_progress.resumed(step, path)         # at start, after loading a checkpoint
+
 and, optionally, a description of the program for a profile (``dlh-launch run --profile``)::
 
     dlh_progress.describe_model(model)
@@ -20,7 +28,16 @@ the environment variable DLH_PROGRESS_FD. The program writes lines of ASCII to i
 with one write(2) call (a write of less than PIPE_BUF bytes to a pipe arrives whole, even
 when several threads or processes write at once)::
 
-    step SAMPLES        one training step ended; this rank trained SAMPLES samples in it
+    step SAMPLES [NAME=VALUE ...]
+                        one training step ended; this rank trained SAMPLES samples in it;
+                        NAME: loss, accuracy (0 to 1), lr, samples_per_s, epoch (counted
+                        from 1), data, compute, allreduce (this rank's seconds in them)
+    eval [epoch=N] [step=N] NAME=VALUE ...
+                        an evaluation's metrics (test_loss, test_accuracy, any other name
+                        of letters, digits and _)
+    checkpoint STEP PATH
+                        a checkpoint of step STEP is complete at PATH
+    resume STEP [PATH]  the program resumed at step STEP (from PATH)
     params N            trained parameter count of the model
     samples N           training samples per epoch (the whole data set, all ranks)
     epochs N            epochs the run trains
@@ -32,8 +49,10 @@ when several threads or processes write at once)::
     threads N           CPU threads the program computes with (on CPU)
 
 The launcher uses the step lines to notice a stalled program (no step for
---stall-timeout) and to time steps (--profile); the other lines describe the program, and
-when one is written again the last value counts. A shell script writes the same lines:
+--stall-timeout) and to time steps (--profile); rank 0 writes the step, eval, checkpoint and
+resume lines of its program into the run's records, and every rank's mean data, compute and
+allreduce seconds into summary.json. The description lines describe the program, and when
+one is written again the last value counts. A shell script writes the same lines:
 ``echo "step 64" >&$DLH_PROGRESS_FD``.
 
 Never in the way of the training
@@ -56,7 +75,8 @@ import math
 import os
 import sys
 
-__all__ = ["step", "describe", "describe_model", "enabled"]
+__all__ = ["step", "evaluation", "checkpoint", "resumed", "describe", "describe_model",
+           "enabled"]
 
 # The descriptor lines go to: None until the first call looks at DLH_PROGRESS_FD, then the
 # descriptor, or -1 when there is none or a write to it failed.
@@ -176,22 +196,132 @@ _FIELDS = {
 }
 
 
-def step(samples=None):
+# step()'s fields: (how the value is read, what a wrong one needs).
+_STEP_FIELDS = {
+    "loss": (lambda v: _finite(v), "a finite number"),
+    "accuracy": (lambda v: _finite(v, 0, 1), "a fraction from 0 to 1"),
+    "lr": (lambda v: _finite(v, 0), "a non-negative number"),
+    "samples_per_s": (_float_text, "a positive number"),
+    "epoch": (lambda v: _count(v, False), "a non-negative integer"),
+    "data": (lambda v: _finite(v, 0), "non-negative seconds"),
+    "compute": (lambda v: _finite(v, 0), "non-negative seconds"),
+    "allreduce": (lambda v: _finite(v, 0), "non-negative seconds"),
+}
+
+
+def _finite(value, least=None, most=None):
+    """`value` (a float, or a one-element tensor) as the text of a finite float in
+    [least, most], or None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if not math.isfinite(f) or (least is not None and f < least) or (
+            most is not None and f > most):
+        return None
+    return repr(f)
+
+
+def _fields(line, fields, table, kind):
+    """`line` with ` name=value` for each field `table` can read; a value it cannot read is
+    left out with one warning per field."""
+    for name, value in fields.items():
+        if value is None:
+            continue
+        read, need = table[name]
+        text = read(value)
+        if text is None:
+            _warn(f"{kind}.{name}", value, need)
+        else:
+            line += f" {name}={text}"
+    return line
+
+
+def step(samples=None, **fields):
     """Report that a training step ended, in which this rank trained `samples` samples
     (its batch; None: the count is unknown, the step still counts for stall detection).
 
+    Optional keywords go into the run's records: loss, accuracy (0 to 1), lr,
+    samples_per_s (the whole job's), epoch (the step's, counted from 1), and this rank's
+    seconds of the step in data, compute and allreduce. A tensor is read with float(), which
+    waits for the device: pass the loss every few steps if that costs.
+
     Call it after every optimizer step. It costs one write(2) of a few bytes."""
+    unknown = sorted(set(fields) - set(_STEP_FIELDS))
+    if unknown:
+        raise TypeError(f"dlh_progress.step(): unknown field(s) {', '.join(unknown)}; "
+                        f"known: {', '.join(_STEP_FIELDS)}")
     if _channel() < 0:
         return
-    if samples is None:
-        _write("step")
+    line = "step"
+    if samples is not None:
+        n = _count(samples, True)
+        if n is None:
+            _warn("step", samples, "a positive integer")
+        else:
+            line += f" {n}"
+    _write(_fields(line, fields, _STEP_FIELDS, "step"))
+
+
+def _metric_name(name):
+    return (0 < len(name) <= 64 and not name[0].isdigit() and name not in ("event", "t")
+            and all(c == "_" or (c.isascii() and c.isalnum()) for c in name))
+
+
+def evaluation(epoch=None, step=None, **metrics):
+    """Report an evaluation: its metrics by name (test_loss=..., test_accuracy=... are the
+    ones dlh-report draws and summary.json names; any name of letters, digits and _), after
+    `epoch` epochs (counted from 1) and at `step` (None: the last step reported)."""
+    if _channel() < 0:
         return
-    n = _count(samples, True)
+    line = "eval"
+    for name, value in (("epoch", epoch), ("step", step)):
+        if value is not None:
+            n = _count(value, False)
+            if n is None:
+                _warn(f"eval.{name}", value, "a non-negative integer")
+            else:
+                line += f" {name}={n}"
+    written = 0
+    for name, value in metrics.items():
+        text = _finite(value) if _metric_name(name) else None
+        if value is None:
+            continue
+        if text is None:
+            _warn(f"eval.{name}", value, "a name of letters, digits and _ and a finite number")
+        else:
+            line += f" {name}={text}"
+            written += 1
+    if written:
+        _write(line)
+
+
+def checkpoint(path, step):
+    """Report that the checkpoint of step `step` is complete at `path` (after the rename
+    that makes it whole): the run's records and summary.json name it."""
+    if _channel() < 0:
+        return
+    n = _count(step, False)
+    text = _text(os.fspath(path)) if path is not None else None
+    if n is None or text is None:
+        _warn("checkpoint", (path, step), "a path and a non-negative step")
+        return
+    _write(f"checkpoint {n} {text}")
+
+
+def resumed(step, path=None):
+    """Report that the program resumed at step `step` (from checkpoint `path`): the run's
+    step count goes on from there."""
+    if _channel() < 0:
+        return
+    n = _count(step, False)
     if n is None:
-        _warn("step", samples, "a positive integer")
-        _write("step")
-    else:
-        _write(f"step {n}")
+        _warn("resume", step, "a non-negative integer")
+        return
+    text = _text(os.fspath(path)) if path is not None else None
+    _write(f"resume {n}" + (f" {text}" if text else ""))
 
 
 def describe(**fields):

@@ -36,15 +36,30 @@ LayerSpec AvgPool(int kernel, int stride, int padding) {
   return Pool(kernel, stride, padding, LayerKind::AvgPool2d);
 }
 
+// The GPU's arithmetic for a comparison (GpuContext's switches) and what it must meet.
+struct Arithmetic {
+  bool bf16 = false;
+  Tf32Use tf32 = Tf32Use::Convolutions;
+  double tolerance = kTolerance;
+  // The forward output must differ from the fp32 CPU by at least this much: bf16 operands
+  // round every product's inputs, so a bf16 path that quietly ran in fp32 fails.
+  double min_forward_error = 0;
+};
+
 // Runs one layer on both engines; checks training forward and backward, then (for
 // batchnorm) the statistics commit and an inference forward.
-void Compare(const Case& c) {
-  SCOPED_TRACE(std::string(LayerKindName(c.spec.kind)) + " batch " + std::to_string(c.batch));
+void Compare(const Case& c, const Arithmetic& a = {}) {
+  SCOPED_TRACE(std::string(LayerKindName(c.spec.kind)) + " batch " + std::to_string(c.batch) +
+               (a.bf16 ? " bf16" : "") + " tf32 " + Tf32UseName(a.tf32));
   std::unique_ptr<Layer> cpu = MakeLayer(c.spec, c.in);
   std::mt19937_64 rng(11);
   cpu->init(rng);
   const Shape3 out = cpu->output_shape();
   TestGpu gpu(c.batch);
+  gpu.context.bf16 = a.bf16;
+  gpu.context.tf32_convolutions = a.tf32 != Tf32Use::None;
+  gpu.context.tf32_gemms = a.tf32 == Tf32Use::All;
+  const double tolerance = a.tolerance;  // every check below
   std::unique_ptr<GpuLayer> layer = MakeGpuLayer(c.spec, c.in, out, c.batch, &gpu.context);
 
   std::vector<DeviceArray<float>> keep;
@@ -82,7 +97,11 @@ void Compare(const Case& c) {
   const bool same = layer->output_is_input();
   float* y_dev = same ? dx_in.get() : dy_out.get();
   layer->forward(dx_in.get(), y_dev, c.batch, ctx);
-  EXPECT_TRUE(Near(Download(y_dev, out_count), y.to_vector(), kTolerance)) << "forward";
+  EXPECT_TRUE(Near(Download(y_dev, out_count), y.to_vector(), tolerance)) << "forward";
+  if (a.min_forward_error > 0) {
+    EXPECT_GT(RelativeL2(Download(y_dev, out_count), y.to_vector()), a.min_forward_error)
+        << "forward: as exact as fp32, so the bf16 path did not run";
+  }
 
   Tensor g({c.batch, out.channels, out.height, out.width}), grad_in;
   g.assign(RandomNormal(out_count, 2));
@@ -90,25 +109,23 @@ void Compare(const Case& c) {
   DeviceArray<float> dg = Upload(g.to_vector()), ddx = Poisoned(in_count);
   float* dx_dev = same ? dg.get() : ddx.get();
   layer->backward(dx_in.get(), y_dev, dg.get(), dx_dev, c.batch);
-  EXPECT_TRUE(Near(Download(dx_dev, in_count), grad_in.to_vector(), kTolerance))
-      << "input gradient";
+  EXPECT_TRUE(Near(Download(dx_dev, in_count), grad_in.to_vector(), tolerance)) << "input gradient";
   for (ParamRef p : cpu->params())
-    EXPECT_TRUE(Near(Download(grads[p.name], p.grad->size()), p.grad->to_vector(), kTolerance))
+    EXPECT_TRUE(Near(Download(grads[p.name], p.grad->size()), p.grad->to_vector(), tolerance))
         << p.name << " gradient";
 
   if (Tensor* stats = cpu->batch_stats()) {
-    EXPECT_TRUE(Near(Download(layer->batch_stats(), stats->size()), stats->to_vector(), kTolerance))
+    EXPECT_TRUE(Near(Download(layer->batch_stats(), stats->size()), stats->to_vector(), tolerance))
         << "batch statistics";
     cpu->commit_batch_stats();
     layer->commit_batch_stats();
     for (BufferRef b : cpu->buffers())
-      EXPECT_TRUE(
-          Near(Download(buffers[b.name], b.value->size()), b.value->to_vector(), kTolerance))
+      EXPECT_TRUE(Near(Download(buffers[b.name], b.value->size()), b.value->to_vector(), tolerance))
           << b.name;
     ctx.training = false;
     cpu->forward(x, y, ctx);
     layer->forward(dx_in.get(), dy_out.get(), c.batch, ctx);
-    EXPECT_TRUE(Near(Download(dy_out.get(), out_count), y.to_vector(), kTolerance)) << "inference";
+    EXPECT_TRUE(Near(Download(dy_out.get(), out_count), y.to_vector(), tolerance)) << "inference";
   }
 }
 
@@ -216,6 +233,42 @@ TEST(GpuLayers, ResidualMatchesCpu) {
   Compare({Block({Dense(20), relu, Dense(20)}, {Kind(LayerKind::Flatten)}), {20, 1, 1}, 5});
 }
 
+// bf16 mixed precision (bf16.hpp): convolutions and dense layers on bf16 operands with fp32
+// accumulation, alone and inside a residual block (whose paths share the transient arena).
+// bf16 keeps 8 bits of mantissa: each operand is off by up to 2^-9 relative, so results
+// are off by about 0.3% (relative L2); 2% bounds them, and fp32's exactness fails them.
+TEST(GpuLayers, Bf16MatchesCpuWithinItsRounding) {
+  DLH_REQUIRE_GPU();
+  Arithmetic bf16;
+  bf16.bf16 = true;
+  bf16.tolerance = 2e-2;
+  bf16.min_forward_error = 1e-4;
+  Compare({Conv(8, 3, 1, 1), {3, 12, 12}, 5}, bf16);
+  Compare({Conv(16, 3, 2, 1), {8, 9, 9}, 3}, bf16);
+  Compare({Dense(10), {37, 1, 1}, 6}, bf16);
+  Compare({Dense(64), {32, 4, 4}, 16}, bf16);
+  const LayerSpec bn = Kind(LayerKind::BatchNorm), relu = Kind(LayerKind::Relu);
+  Compare({Block({Conv(8, 3, 2, 1), bn, relu, Conv(8, 3, 1, 1), bn}, {Conv(8, 1, 2, 0), bn}),
+           {4, 9, 9},
+           2},
+          bf16);
+}
+
+// The TF32 switches: "none" keeps convolutions in FMA math, as exact as the CPU; "all" lets
+// the GEMMs use TF32 too (10 bits of mantissa: about 0.05%).
+TEST(GpuLayers, Tf32SwitchesMatchCpu) {
+  DLH_REQUIRE_GPU();
+  Arithmetic none;
+  none.tf32 = Tf32Use::None;
+  Compare({Conv(32, 3, 1, 1), {16, 16, 16}, 8}, none);
+  Compare({Dense(64), {32, 4, 4}, 16}, none);
+  Arithmetic all;
+  all.tf32 = Tf32Use::All;
+  all.tolerance = 5e-3;
+  Compare({Conv(32, 3, 1, 1), {16, 16, 16}, 8}, all);
+  Compare({Dense(64), {32, 4, 4}, 16}, all);
+}
+
 // The algorithm choice of the convolution (host logic, no GPU needed): deterministic
 // first, a non-deterministic one only when nothing else fits, and it says so.
 TEST(GpuLayers, ConvAlgorithmPrefersDeterministic) {
@@ -246,6 +299,17 @@ TEST(GpuLayers, ConvAlgorithmPrefersDeterministic) {
   perf[0].mathType = CUDNN_DEFAULT_MATH;
   perf[0].status = CUDNN_STATUS_NOT_SUPPORTED;
   EXPECT_THROW(PickAlgo(perf, 3, 999, "backward-filter", &deterministic), CudaError);
+  // TF32 off ("tf32": "none"): a tensor-op result never qualifies, an FMA one does.
+  perf[0].status = CUDNN_STATUS_SUCCESS;
+  perf[0].mathType = CUDNN_TENSOR_OP_MATH;
+  perf[1].mathType = CUDNN_TENSOR_OP_MATH;
+  EXPECT_EQ(PickAlgo(perf, 3, 1000, "backward-filter", &deterministic).algo,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  EXPECT_THROW(PickAlgo(perf, 3, 1000, "backward-filter", &deterministic, false), CudaError);
+  perf[0].mathType = CUDNN_FMA_MATH;
+  EXPECT_EQ(PickAlgo(perf, 3, 1000, "backward-filter", &deterministic, false).algo,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
+  EXPECT_FALSE(deterministic);
 }
 
 }  // namespace

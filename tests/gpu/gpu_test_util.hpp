@@ -61,6 +61,7 @@ struct TestGpu {
     context.cublaslt = l;
     context.cudnn = d;
     context.workspace = &workspace;
+    context.transient = &transient;
     context.ones = ones.get();
   }
   void sync() { CUDA_CHECK(cudaStreamSynchronize(stream.get())); }
@@ -68,7 +69,7 @@ struct TestGpu {
   Cublas blas;
   CublasLt blas_lt;
   Cudnn dnn;
-  DeviceArray<char> workspace;
+  DeviceArray<char> workspace, transient;
   DeviceArray<float> ones;
   GpuContext context;
 };
@@ -100,18 +101,26 @@ inline std::vector<float> RandomNormal(size_t count, uint64_t seed) {
   return v;
 }
 
-// ||got - want|| / ||want||; any NaN fails.
+// ||got - want|| / ||want|| (||got - want|| when want is 0); NaN when any value of got is
+// NaN or the sizes differ.
+inline double RelativeL2(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return std::nan("");
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) return std::nan("");
+    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    norm += double(want[i]) * want[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+// RelativeL2(got, want) <= tolerance; any NaN fails.
 inline ::testing::AssertionResult Near(const std::vector<float>& got,
                                        const std::vector<float>& want, double tolerance) {
   if (got.size() != want.size())
     return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(got[i])) return ::testing::AssertionFailure() << "NaN at " << i;
-    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    norm += double(want[i]) * want[i];
-  }
-  const double rel = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  const double rel = RelativeL2(got, want);
+  if (std::isnan(rel)) return ::testing::AssertionFailure() << "NaN in the result";
   if (rel <= tolerance) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "relative L2 error " << rel << " > " << tolerance;
 }

@@ -110,6 +110,22 @@ expect_fail 2 "^dlh-launch: error: --device cuda: no usable GPU on rank 0" \
 [[ $(grep -c "error" "$WORK/err.txt") -eq 1 ]] || fail "more than one error line"
 [[ ! -e $WORK/run2/checkpoints ]] || [[ -z $(ls "$WORK/run2/checkpoints") ]] || fail "a checkpoint was written"
 
+echo "a bf16 spec: the CPU engine refuses it on every --device, naming the field (issue 43)"
+sed 's/"seed": 1,/"seed": 1, "precision": "bf16",/' "$WORK/spec.json" >"$WORK/bf16.json"
+bf16_line='bf16.json: precision: "bf16" needs the CUDA engine; the CPU engine trains in fp32 only (set "precision": "fp32" to train this spec on the CPU)$'
+for device in cpu auto; do
+  expect_fail 2 "^dlh-launch: error: .*$bf16_line" plain mpirun -np 2 "$BINDIR/dlh-launch" train "$WORK/bf16.json" \
+    --data "$WORK/s.h5" --run-dir "$WORK/run-bf16-$device" --no-resume --progress none --device $device
+  [[ $(grep -c "error" "$WORK/err.txt") -eq 1 ]] || { cat "$WORK/err.txt"; fail "--device $device: more than one error line"; }
+  [[ ! -e $WORK/run-bf16-$device/summary.json ]] || fail "--device $device: the refused run wrote summary.json"
+  check "--device $device: $(grep -o "error: .*" "$WORK/err.txt" | cut -c1-150)..."
+done
+# The CUDA engine's bf16 has not run on a GPU yet: refused too, without sending the user to
+# the CPU, which cannot train it either.
+expect_fail 2 'precision: "bf16" is not supported by the CUDA engine yet (its bf16 path has not run on a GPU)$' \
+  dlh-launch train "$WORK/bf16.json" --data "$WORK/s.h5" --run-dir "$WORK/run-bf16-cuda" --no-resume \
+  --progress none --device cuda
+
 echo "bad values and a missing backend"
 expect_fail 2 "--device: must be auto, cpu or cuda, got 'gpu'" train --device gpu
 expect_fail 2 "--comm-timeout: must be positive" train --comm-timeout 0

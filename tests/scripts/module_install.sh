@@ -9,7 +9,7 @@ echo "make install"
 make -s -C "$ROOT" BUILDDIR="$BUILD" install PREFIX=/opt/dlh-test DESTDIR="$WORK/stage" >"$WORK/install.txt"
 for f in bin/dlh-launch bin/dlh-estimate bin/dlh-data lib/dlh/spank_dlh.so \
          share/dlh/examples/fashion-mnist.json share/dlh/examples/ddp_fashion.py \
-         share/dlh/python/dlh_progress.py share/dlh/slurm/cli_filter.lua \
+         share/dlh/python/dlh_progress.py share/dlh/python/dlh/__init__.py share/dlh/slurm/cli_filter.lua \
          share/dlh/cluster/example.json share/dlh/calibration/cpu.json share/doc/dlh/README.md \
          share/doc/dlh/BENCHMARKS.md share/doc/dlh/docs/researcher-guide.md \
          share/doc/dlh/docs/admin-guide.md share/doc/dlh/docs/reference/README.md \
@@ -33,6 +33,7 @@ module use "$WORK/prefix/share/modulefiles"
 module load dlh
 echo "DLH_HOME=\$DLH_HOME"
 python3 -c 'import dlh_progress; print("dlh_progress from", dlh_progress.__file__)'
+python3 -c 'import dlh; print("dlh from", dlh.__file__, dlh.in_dlh())'
 command -v dlh-launch
 dlh-estimate --version
 echo "MANPATH=\$MANPATH"
@@ -49,7 +50,9 @@ grep -q "^$WORK/prefix/bin/dlh-launch" "$WORK/module.txt" || { cat "$WORK/module
 grep -q "^dlh-estimate " "$WORK/module.txt" || fail "dlh-estimate does not run"
 grep -q "^dlh_progress from $WORK/prefix/share/dlh/python/dlh_progress.py" "$WORK/module.txt" ||
   { cat "$WORK/module.txt"; fail "dlh_progress is not on PYTHONPATH"; }
-check "module load dlh: $(grep '^dlh-estimate' "$WORK/module.txt"), DLH_HOME, PATH and PYTHONPATH (dlh_progress) set"
+grep -q "^dlh from $WORK/prefix/share/dlh/python/dlh/__init__.py False" "$WORK/module.txt" ||
+  { cat "$WORK/module.txt"; fail "the dlh module is not on PYTHONPATH"; }
+check "module load dlh: $(grep '^dlh-estimate' "$WORK/module.txt"), DLH_HOME, PATH and PYTHONPATH (dlh_progress, dlh) set"
 
 echo "man pages after module load dlh"
 # man finds DLH's pages in the install prefix through the MANPATH the module set, and still

@@ -145,7 +145,8 @@ TEST(CalibrateSpecJson, RoundTripsOptimizerScheduleAndInits) {
                 "init": "glorot_uniform"}],
     "optimizer": {"type": "adam", "lr": 0.003, "beta1": 0.8, "weight_decay": 0.01},
     "schedule": {"warmup_epochs": 0.5, "decay": "cosine", "min_lr": 0.0001},
-    "batch_size": 12, "epochs": 3, "seed": 18446744073709551615, "dataset": "d.h5"})";
+    "batch_size": 12, "epochs": 3, "seed": 18446744073709551615, "dataset": "d.h5",
+    "precision": "bf16", "tf32": "all"})";
   const TrainSpec a = ParseSpec(text, "a", "");
   const TrainSpec b = ParseSpec(SpecToJson(a, "unused").dump(), "b", "");
   EXPECT_EQ(SpecToJson(a, "").dump(), SpecToJson(b, "").dump());
@@ -154,6 +155,18 @@ TEST(CalibrateSpecJson, RoundTripsOptimizerScheduleAndInits) {
   EXPECT_EQ(b.schedule.decay, ScheduleSpec::Decay::Cosine);
   EXPECT_EQ(b.layers[0].init, WeightInit::HeNormal);
   EXPECT_EQ(b.layers[5].init, WeightInit::GlorotUniform);
+  EXPECT_EQ(b.precision, Precision::Bf16);
+  EXPECT_EQ(b.tf32, Tf32Use::All);
+  // The defaults are not written (the sweep's spec texts predate the fields).
+  const nlohmann::ordered_json plain = SpecToJson(ParseSpec(R"({"name": "p",
+    "input": {"channels": 1, "height": 4, "width": 4}, "classes": 2,
+    "layers": [{"type": "flatten"}, {"type": "dense", "units": 2}],
+    "optimizer": {"type": "sgd", "lr": 0.1}, "batch_size": 2, "epochs": 1, "dataset": "d.h5",
+    "precision": "fp32", "tf32": "convolutions"})",
+                                                            "p", ""),
+                                                  "");
+  EXPECT_FALSE(plain.contains("precision"));
+  EXPECT_FALSE(plain.contains("tf32"));
 }
 
 TEST(CalibrateTimeStepsFile, RequestRoundTrips) {

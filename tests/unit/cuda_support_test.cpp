@@ -127,5 +127,46 @@ TEST(CudaSupport, RecommenderPlansUnsupportedSpecsOnCpuRankTypes) {
   EXPECT_FALSE(rec.ranked.empty());
 }
 
+// bf16 and the TF32 switches: the CUDA engine's are built without a GPU (refused, as the
+// new kinds), and the CPU engine refuses bf16 for good, naming the field; TF32 only allows
+// a GPU format, so the CPU's fp32 honours every setting.
+TEST(CudaSupport, PrecisionIsNamed) {
+  const TrainSpec bf16 = Spec(R"({"type": "relu"},)", R"("precision": "bf16",)");
+  EXPECT_EQ(CudaEngineUnsupported(bf16),
+            "small.json: precision: \"bf16\" is not supported by the CUDA engine yet (its bf16 "
+            "path has not run on a GPU)");
+  EXPECT_EQ(CpuEngineUnsupported(bf16),
+            "small.json: precision: \"bf16\" needs the CUDA engine; the CPU engine trains in fp32 "
+            "only (set \"precision\": \"fp32\" to train this spec on the CPU)");
+  const TrainSpec strict = Spec(R"({"type": "relu"},)", R"("tf32": "none",)");
+  EXPECT_EQ(CudaEngineUnsupported(strict),
+            "small.json: tf32: \"none\" is not supported by the CUDA engine yet (it has not run on "
+            "a GPU)");
+  EXPECT_EQ(CpuEngineUnsupported(strict), "");
+  const TrainSpec plain =
+      Spec(R"({"type": "relu"},)", R"("precision": "fp32", "tf32": "convolutions",)");
+  EXPECT_EQ(CudaEngineUnsupported(plain), "");
+  EXPECT_EQ(CpuEngineUnsupported(plain), "");
+  ASSERT_EQ(setenv("DLH_TEST_CUDA_UNVERIFIED", "1", 1), 0);
+  EXPECT_EQ(CudaEngineUnsupported(bf16), "");
+  EXPECT_NE(CpuEngineUnsupported(bf16), "");  // not a matter of checking
+  ASSERT_EQ(unsetenv("DLH_TEST_CUDA_UNVERIFIED"), 0);
+}
+
+// A bf16 spec on the local cluster: its CPU-rank types cannot train it, so nothing is
+// planned, and the error says why for each.
+TEST(CudaSupport, RecommenderKeepsBf16OffCpuRankTypes) {
+  const Cluster c = LoadCluster(RepoFile("share/cluster/local.json"));
+  try {
+    Recommend(JobOf(Spec(R"({"type": "relu"},)", R"("precision": "bf16",)")), c);
+    ADD_FAILURE() << "a bf16 spec was planned on CPU ranks";
+  } catch (const EstimateError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("alpha (small.json: precision: \"bf16\" needs the CUDA engine"),
+              std::string::npos)
+        << what;
+  }
+}
+
 }  // namespace
 }  // namespace dlh

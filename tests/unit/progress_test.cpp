@@ -90,5 +90,99 @@ TEST(ProgressLogTest, StepsWithoutCountsGiveNoBatch) {
   EXPECT_EQ(TimeSteps(log, 1, 3).batch, 0);
 }
 
+TEST(ProgressLogTest, StepFieldsCarryTheLossAndTheRanksSplit) {
+  ProgressLog log;
+  EXPECT_TRUE(log.Feed("step 64 loss=0.5 accuracy=0.75 epoch=2 data=0.01 compute=0.2 "
+                       "allreduce=0.03 lr=0.1 samples_per_s=640 loss=0.25\nstep loss=-1e-3\n",
+                       5)
+                  .empty());
+  EXPECT_EQ(log.steps(), 2);
+  const std::vector<ProgressEvent> e = log.TakeEvents();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].kind, ProgressEvent::Kind::kStep);
+  EXPECT_EQ(e[0].samples, 64);
+  EXPECT_EQ(e[0].epoch, 2);
+  EXPECT_DOUBLE_EQ(e[0].time, 5);
+  EXPECT_DOUBLE_EQ(e[0].value("loss", 0), 0.25);  // given twice: the last
+  EXPECT_DOUBLE_EQ(e[0].value("accuracy", 0), 0.75);
+  EXPECT_DOUBLE_EQ(e[0].value("compute", 0), 0.2);
+  EXPECT_DOUBLE_EQ(e[0].value("allreduce", 0), 0.03);
+  EXPECT_DOUBLE_EQ(e[0].value("samples_per_s", 0), 640);
+  EXPECT_EQ(e[0].values.size(), 7u);
+  EXPECT_EQ(e[1].samples, 0);
+  EXPECT_DOUBLE_EQ(e[1].value("loss", 0), -1e-3);
+  EXPECT_TRUE(log.TakeEvents().empty());  // taken once
+}
+
+TEST(ProgressLogTest, BadStepFieldsAreDroppedAndTheStepStillCounts) {
+  ProgressLog log;
+  std::vector<std::string> w = log.Feed(
+      "step 8 loss=nan accuracy=75 speed=3 compute=-1 epoch=1.5 loss\n"
+      "step 8 loss=inf accuracy=2 colour=red\n",
+      0);
+  ASSERT_EQ(w.size(), 6u);  // loss, accuracy, unknown field, compute, epoch, not a field
+  EXPECT_EQ(w[0],
+            "progress: 'loss' needs a finite number, got 'loss=nan' in 'step 8 loss=nan "
+            "accuracy=75 speed=3 compute=-1 epoch=1.5 loss': the field ignored (further lines "
+            "like it are ignored silently)");
+  EXPECT_NE(w[1].find("'accuracy' needs a fraction from 0 to 1"), std::string::npos);
+  EXPECT_NE(w[2].find("unknown step field 'speed=3'"), std::string::npos);
+  EXPECT_NE(w[3].find("'compute' needs non-negative seconds"), std::string::npos);
+  EXPECT_NE(w[4].find("'epoch' needs a non-negative integer"), std::string::npos);
+  EXPECT_NE(w[5].find("fields are NAME=VALUE, got 'loss'"), std::string::npos);
+  EXPECT_EQ(log.steps(), 2);
+  for (const ProgressEvent& e : log.TakeEvents()) {
+    EXPECT_EQ(e.samples, 8);
+    EXPECT_TRUE(e.values.empty());
+    EXPECT_EQ(e.epoch, -1);
+  }
+}
+
+TEST(ProgressLogTest, EvalCheckpointAndResumeLines) {
+  ProgressLog log;
+  EXPECT_TRUE(log.Feed("resume 300 /runs/a/checkpoints/step-300.pt\n"
+                       "eval epoch=3 test_loss=0.41 test_accuracy=0.85\n"
+                       "checkpoint 400 /runs/a/check points/step 400.pt\nresume 0\n",
+                       1)
+                  .empty());
+  const std::vector<ProgressEvent> e = log.TakeEvents();
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(e[0].kind, ProgressEvent::Kind::kResume);
+  EXPECT_EQ(e[0].step, 300);
+  EXPECT_EQ(e[0].path, "/runs/a/checkpoints/step-300.pt");
+  EXPECT_EQ(e[1].kind, ProgressEvent::Kind::kEval);
+  EXPECT_EQ(e[1].epoch, 3);
+  EXPECT_EQ(e[1].step, -1);
+  ASSERT_EQ(e[1].values.size(), 2u);
+  EXPECT_EQ(e[1].values[0].first, "test_loss");
+  EXPECT_DOUBLE_EQ(e[1].values[1].second, 0.85);
+  EXPECT_EQ(e[2].kind, ProgressEvent::Kind::kCheckpoint);
+  EXPECT_EQ(e[2].step, 400);
+  EXPECT_EQ(e[2].path, "/runs/a/check points/step 400.pt");  // spaces and all
+  EXPECT_EQ(e[3].step, 0);
+  EXPECT_EQ(e[3].path, "");
+  EXPECT_EQ(log.steps(), 0);  // none of them is a step
+}
+
+TEST(ProgressLogTest, BadEvalCheckpointAndResumeLinesAreWarnedAboutOnce) {
+  ProgressLog log;
+  std::vector<std::string> w = log.Feed(
+      "eval epoch=1\neval\ncheckpoint 5\ncheckpoint five /x\nresume\nresume -1\n"
+      "eval test-loss=1 9lives=2 t=3 acc=high acc2=0.5\n",
+      0);
+  ASSERT_EQ(w.size(), 5u);  // eval, checkpoint, resume, eval name, eval value
+  EXPECT_NE(w[0].find("an eval line needs at least one metric NAME=VALUE, got 'eval epoch=1'"),
+            std::string::npos);
+  EXPECT_NE(w[1].find("'checkpoint' needs a step and a path, got 'checkpoint 5'"),
+            std::string::npos);
+  EXPECT_NE(w[2].find("'resume' needs a step (and a path), got 'resume'"), std::string::npos);
+  EXPECT_NE(w[3].find("named with letters, digits and '_', got 'test-loss=1'"), std::string::npos);
+  EXPECT_NE(w[4].find("a metric needs a finite number, got 'acc=high'"), std::string::npos);
+  const std::vector<ProgressEvent> e = log.TakeEvents();
+  ASSERT_EQ(e.size(), 1u);  // the last eval, with the one metric it could read
+  ASSERT_EQ(e[0].values.size(), 1u);
+  EXPECT_EQ(e[0].values[0].first, "acc2");
+}
+
 }  // namespace
 }  // namespace dlh

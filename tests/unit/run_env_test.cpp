@@ -105,8 +105,8 @@ TEST(RunEnvTest, NoCheckpointNoPlanMeansNoSuchVariablesEvenFromTheParent) {
   in.parent.push_back("RANK=5");
   in.parent.push_back("TORCHELASTIC_USE_AGENT_STORE=True");
   const Vars v = AsMap(BuildRunEnv(in, "DLH_PLAN"));
-  for (const char* name :
-       {"DLH_CHECKPOINT", "DLH_BATCH", "DLH_GLOBAL_BATCH", "DLH_LR", "DLH_WARMUP_EPOCHS"})
+  for (const char* name : {"DLH_CHECKPOINT", "DLH_BATCH", "DLH_GLOBAL_BATCH", "DLH_LR",
+                           "DLH_WARMUP_EPOCHS", "DLH_RANK_BATCHES"})
     EXPECT_EQ(v.count(name), 0u) << name;
   EXPECT_EQ(v.at("RANK"), "1");
   EXPECT_EQ(v.at("TORCHELASTIC_USE_AGENT_STORE"), "False");
@@ -158,6 +158,16 @@ TEST(RunEnvTest, PlanOnTwoGpuTypesGivesThePartsBatch) {
   in.rank = 0;
   in.plan_part = 0;
   EXPECT_EQ(AsMap(BuildRunEnv(in, "plan.json")).at("DLH_BATCH"), "64");
+}
+
+TEST(RunEnvTest, RankBatchesListEveryRanksBatchWithAPlanOnly) {
+  RunEnvInputs in = Inputs();
+  in.rank_batches = {64, 32};
+  in.parent.push_back("DLH_RANK_BATCHES=1,1");  // an outer run's
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "plan.json")).count("DLH_RANK_BATCHES"), 0u);
+  in.plan = ParsePlan(R"({"format_version":1,"global_batch":96,"lr":0.05})", "plan.json");
+  in.world_size = 2;
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "plan.json")).at("DLH_RANK_BATCHES"), "64,32");
 }
 
 TEST(RunEnvTest, GlobalBatchSmallerThanTheRanksIsBadInput) {

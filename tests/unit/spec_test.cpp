@@ -488,6 +488,15 @@ TEST(SpecErrorTest, BadChoices) {
             "\"globalavgpool2d\", \"gelu\", \"silu\", \"residual\", got \"mish\"");
 }
 
+// The arithmetic: fp32 with TF32 convolutions unless said (PyTorch's defaults); written
+// back by SpecToJson only when set, so older specs' texts (and hashes) stay as they were.
+TEST(SpecErrorTest, Precision) {
+  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["precision"] = "fp16"; })),
+            "spec.json: precision: must be one of \"fp32\", \"bf16\", got \"fp16\"");
+  EXPECT_EQ(ErrorOf(Edited([](json& j) { j["tf32"] = true; })),
+            "spec.json: tf32: must be one of \"convolutions\", \"all\", \"none\", got true");
+}
+
 TEST(SpecErrorTest, OptimizerRanges) {
   EXPECT_EQ(ErrorOf(Edited([](json& j) { j["optimizer"]["momentum"] = 0; })),
             "spec.json: optimizer.nesterov: requires momentum > 0, got momentum 0");

@@ -71,7 +71,8 @@ struct Slot {  // one array inside a flat device array
 // without a GPU); this covers any other caller of the backend.
 const TrainSpec& Trainable(const TrainSpec& spec) {
   if (const std::string why = CudaEngineUnsupported(spec); !why.empty())
-    throw SpecError(why + "; train it with --device cpu");
+    throw SpecError(why +
+                    (CpuEngineUnsupported(spec).empty() ? "; train it with --device cpu" : ""));
   return spec;
 }
 
@@ -326,6 +327,12 @@ class CudaEngine : public Engine {
     context_.cudnn = dnn;
     context_.workspace = &workspace_;
     context_.workspace_limit = ConvWorkspaceLimit(prop.totalGlobalMem);
+    // The spec's arithmetic, before any layer is made: a convolution describes its tensors
+    // in the type it computes in. Master weights, optimizer state and gradients stay fp32.
+    context_.bf16 = spec_.precision == Precision::Bf16;
+    context_.tf32_convolutions = spec_.tf32 != Tf32Use::None;
+    context_.tf32_gemms = spec_.tf32 == Tf32Use::All;
+    context_.transient = &transient_;
     ones_.resize(size_t(max_batch));
     Fill(ones_.get(), 1.0f, ones_.size(), compute_.get());
     context_.ones = ones_.get();
@@ -528,6 +535,7 @@ class CudaEngine : public Engine {
   Cudnn cudnn_;
   GpuContext context_;
   DeviceArray<char> workspace_;
+  DeviceArray<char> transient_;  // bf16 operands (bf16.hpp)
   std::vector<Slot> param_slots_, buffer_slots_;
   size_t param_total_ = 0, buffer_total_ = 0;
   DeviceArray<float> params_, grads_, slot_a_, slot_b_, buffers_, ones_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "launcher/engine/cuda/gpu_dense.hpp"
 #include "launcher/engine/cuda/gpu_kernel_layers.hpp"
 #include "launcher/engine/cuda/gpu_residual.hpp"
 #include "launcher/engine/cuda/kernels.hpp"
@@ -187,8 +188,10 @@ class GpuConv2d : public GpuLayer {
         kernel_(s.kernel),
         name_(name.empty() ? "conv2d" : name),
         c_(c),
+        dtype_(c->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT),
         x_(MakeTensorDesc()),
         y_(MakeTensorDesc()),
+        y32_(MakeTensorDesc()),
         bias_desc_(MakeTensorDesc()),
         fwd_conv_(MakeConvDesc(s)),
         data_conv_(MakeConvDesc(s)),
@@ -196,8 +199,8 @@ class GpuConv2d : public GpuLayer {
     cudnnFilterDescriptor_t f = nullptr;
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&f));
     filter_ = FilterDesc(f);
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, out.channels,
-                                           in.channels, s.kernel, s.kernel));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(f, dtype_, CUDNN_TENSOR_NCHW, out.channels, in.channels,
+                                           s.kernel, s.kernel));
     SetTensor4d(bias_desc_, 1, out.channels, 1, 1);
   }
   void bind(const PointerMap& values, const PointerMap& grads, const PointerMap&) override {
@@ -206,25 +209,56 @@ class GpuConv2d : public GpuLayer {
     dw_ = Lookup(grads, "weight", "conv2d");
     db_ = Lookup(grads, "bias", "conv2d");
   }
+  // In bf16 (bf16.hpp) the cuDNN calls take bf16 copies of x, the weights and dy, carved
+  // from the context's transient arena, and their bf16 results are widened into y, dw and
+  // dx; the bias and its gradient stay fp32 (y32_ describes the fp32 output).
   void forward(const float* x, float* y, int n, const ForwardContext&) override {
     if (n == 0) return;
     const Algos& a = prepare(n);
     const float one = 1, zero = 0;
-    CUDNN_CHECK(cudnnConvolutionForward(c_->cudnn, &one, x_.get(), x, filter_.get(), w_,
-                                        fwd_conv_.get(), a.fwd, c_->workspace->get(), a.workspace,
-                                        &zero, y_.get(), y));
-    CUDNN_CHECK(cudnnAddTensor(c_->cudnn, &one, bias_desc_.get(), b_, &one, y_.get(), y));
+    if (c_->bf16) {
+      const std::vector<bf16*> t = CarveTransient(c_, {in_count(n), weights(), out_count(n)});
+      ToBf16(x, t[0], in_count(n), c_->stream);
+      ToBf16(w_, t[1], weights(), c_->stream);
+      CUDNN_CHECK(cudnnConvolutionForward(c_->cudnn, &one, x_.get(), t[0], filter_.get(), t[1],
+                                          fwd_conv_.get(), a.fwd, c_->workspace->get(), a.workspace,
+                                          &zero, y_.get(), t[2]));
+      FromBf16(t[2], y, out_count(n), c_->stream);
+    } else {
+      CUDNN_CHECK(cudnnConvolutionForward(c_->cudnn, &one, x_.get(), x, filter_.get(), w_,
+                                          fwd_conv_.get(), a.fwd, c_->workspace->get(), a.workspace,
+                                          &zero, y_.get(), y));
+    }
+    CUDNN_CHECK(cudnnAddTensor(c_->cudnn, &one, bias_desc_.get(), b_, &one, y32_.get(), y));
   }
   void backward(const float* x, const float*, const float* dy, float* dx, int n) override {
     const float one = 1, zero = 0;
     if (n == 0) {
-      Fill(dw_, 0, size_t(out_.channels) * in_.channels * kernel_ * kernel_, c_->stream);
+      Fill(dw_, 0, weights(), c_->stream);
       Fill(db_, 0, size_t(out_.channels), c_->stream);
       return;
     }
     const Algos& a = prepare(n);
-    CUDNN_CHECK(
-        cudnnConvolutionBackwardBias(c_->cudnn, &one, y_.get(), dy, &zero, bias_desc_.get(), db_));
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(c_->cudnn, &one, y32_.get(), dy, &zero,
+                                             bias_desc_.get(), db_));
+    if (c_->bf16) {
+      const std::vector<bf16*> t =
+          CarveTransient(c_, {in_count(n), out_count(n), weights(), in_count(n), weights()});
+      ToBf16(x, t[0], in_count(n), c_->stream);
+      ToBf16(dy, t[1], out_count(n), c_->stream);
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+          c_->cudnn, &one, x_.get(), t[0], y_.get(), t[1], filter_conv_.get(), a.bwd_filter,
+          c_->workspace->get(), a.workspace, &zero, filter_.get(), t[4]));
+      FromBf16(t[4], dw_, weights(), c_->stream);
+      if (dx != nullptr) {
+        ToBf16(w_, t[2], weights(), c_->stream);
+        CUDNN_CHECK(cudnnConvolutionBackwardData(
+            c_->cudnn, &one, filter_.get(), t[2], y_.get(), t[1], data_conv_.get(), a.bwd_data,
+            c_->workspace->get(), a.workspace, &zero, x_.get(), t[3]));
+        FromBf16(t[3], dx, in_count(n), c_->stream);
+      }
+      return;
+    }
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         c_->cudnn, &one, x_.get(), x, y_.get(), dy, filter_conv_.get(), a.bwd_filter,
         c_->workspace->get(), a.workspace, &zero, filter_.get(), dw_));
@@ -247,12 +281,19 @@ class GpuConv2d : public GpuLayer {
 
   void plan(int n) override { prepare(n); }
 
+  size_t weights() const { return size_t(out_.channels) * in_.channels * kernel_ * kernel_; }
+  size_t in_count(int n) const { return size_t(n) * size_t(in_.elements()); }
+  size_t out_count(int n) const { return size_t(n) * size_t(out_.elements()); }
+  // fp32 with "tf32": "none": FMA math only (PickAlgo's tensor_ops).
+  bool tensor_ops() const { return c_->bf16 || c_->tf32_convolutions; }
+
   // Describes batch n and sets each pass's descriptor to the math type of its algorithm:
   // every pass has its own descriptor because the three math types may differ, and the
   // setting is per batch size because the algorithms may.
   const Algos& prepare(int n) {
-    SetTensor4d(x_, n, in_.channels, in_.height, in_.width);
-    SetTensor4d(y_, n, out_.channels, out_.height, out_.width);
+    SetTensor4d(x_, n, in_.channels, in_.height, in_.width, dtype_);
+    SetTensor4d(y_, n, out_.channels, out_.height, out_.width, dtype_);
+    SetTensor4d(y32_, n, out_.channels, out_.height, out_.width);
     auto it = algos_.find(n);
     if (it == algos_.end()) it = algos_.emplace(n, choose(n)).first;
     const Algos& a = it->second;
@@ -265,9 +306,11 @@ class GpuConv2d : public GpuLayer {
   // The algorithms for batch n (x_ and y_ describe it), from cuDNN's heuristics.
   Algos choose(int n) {
     // The heuristics see the descriptor's math type: start each query from cuDNN's
-    // default, so that the choice does not depend on which batch size came first.
+    // default (FMA where TF32 is off), so that the choice does not depend on which batch
+    // size came first.
+    const cudnnMathType_t start = tensor_ops() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     for (const ConvDesc* d : {&fwd_conv_, &data_conv_, &filter_conv_})
-      CUDNN_CHECK(cudnnSetConvolutionMathType(d->get(), CUDNN_DEFAULT_MATH));
+      CUDNN_CHECK(cudnnSetConvolutionMathType(d->get(), start));
     int on = 0, oc = 0, oh = 0, ow = 0;
     CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(fwd_conv_.get(), x_.get(), filter_.get(), &on,
                                                       &oc, &oh, &ow));
@@ -280,28 +323,34 @@ class GpuConv2d : public GpuLayer {
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         c_->cudnn, x_.get(), filter_.get(), fwd_conv_.get(), y_.get(),
         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
-    const auto f = PickAlgo(fwd, got, limit, "forward", &fwd_det);
+    const auto f = PickAlgo(fwd, got, limit, "forward", &fwd_det, tensor_ops());
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         c_->cudnn, filter_.get(), y_.get(), data_conv_.get(), x_.get(),
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
-    const auto d = PickAlgo(bd, got, limit, "backward-data", &data_det);
+    const auto d = PickAlgo(bd, got, limit, "backward-data", &data_det, tensor_ops());
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         c_->cudnn, x_.get(), y_.get(), filter_conv_.get(), filter_.get(),
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
-    const auto w = PickAlgo(bf, got, limit, "backward-filter", &filter_det);
+    const auto w = PickAlgo(bf, got, limit, "backward-filter", &filter_det, tensor_ops());
     if (!(fwd_det && data_det && filter_det))
       warn_nondeterministic(n, fwd_det, data_det, filter_det);
     Algos a;
     a.fwd = f.algo;
     a.bwd_data = d.algo;
     a.bwd_filter = w.algo;
-    a.fwd_math = f.mathType;
-    a.bwd_data_math = d.mathType;
-    a.bwd_filter_math = w.mathType;
+    // Where TF32 is off, a result cuDNN rated in its default math (which allows TF32 on
+    // Ampere and newer) runs in FMA math.
+    auto math = [this](cudnnMathType_t m) { return tensor_ops() ? m : CUDNN_FMA_MATH; };
+    a.fwd_math = math(f.mathType);
+    a.bwd_data_math = math(d.mathType);
+    a.bwd_filter_math = math(w.mathType);
     a.workspace = std::max({f.memory, d.memory, w.memory});
     GrowWorkspace(c_, a.workspace);
+    if (c_->bf16)
+      GrowTransient(c_,
+                    TransientBytes({in_count(n), out_count(n), weights(), in_count(n), weights()}));
     return a;
   }
 
@@ -327,220 +376,12 @@ class GpuConv2d : public GpuLayer {
   int kernel_;
   std::string name_;
   GpuContext* c_;
-  TensorDesc x_, y_, bias_desc_;
+  cudnnDataType_t dtype_;  // of x_, y_ and filter_: what the cuDNN calls compute on
+  TensorDesc x_, y_, y32_, bias_desc_;
   FilterDesc filter_;
   ConvDesc fwd_conv_, data_conv_, filter_conv_;  // one per pass: their math types differ
   std::map<int, Algos> algos_;  // by batch size: training and evaluation batches differ
   bool warned_ = false;
-  float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
-};
-
-// The largest power of two, at most 256, that divides every address: the alignment
-// cuBLASLt's heuristic must be told (it assumes 256), since an algorithm chosen for a wider
-// one may use vector loads that fault on a narrower.
-unsigned CommonAlignment(std::initializer_list<const void*> pointers) {
-  uintptr_t bits = 256;
-  for (const void* p : pointers) bits |= reinterpret_cast<uintptr_t>(p);
-  return unsigned(bits & (~bits + 1));  // the lowest set bit
-}
-
-template <typename T>
-void SetMatmulAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what,
-                        const T& value) {
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, what, &value, sizeof value));
-}
-
-// A column-major fp32 rows x cols matrix with leading dimension ld.
-MatrixLayout MakeLayout(int rows, int cols, int ld) {
-  cublasLtMatrixLayout_t l = nullptr;
-  CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, uint64_t(rows), uint64_t(cols), int64_t(ld)));
-  return MatrixLayout(l);
-}
-
-// One GEMM in cuBLASLt's column-major terms, D (m x n) = op(A) (m x k) * op(B) (k x n),
-// with a bias epilogue: BIAS adds bias[m] to every column of D; BGRADB writes to bias[n]
-// the sums of op(B)'s columns over k.
-struct LtGemmShape {
-  cublasOperation_t trans_a, trans_b;
-  int m, n, k, lda, ldb, ldd;
-  cublasLtEpilogue_t epilogue;
-};
-
-// A GEMM's descriptors and the one algorithm cuBLASLt's heuristic gave for them. Chosen
-// once and kept: the same algorithm every step keeps the bits the same run to run (a
-// BGRADB reduction's order is fixed per algorithm), as PickAlgo does for cuDNN.
-struct LtGemm {
-  MatmulDesc desc;
-  MatrixLayout a, b, d;
-  cublasLtMatmulAlgo_t algo{};
-  size_t workspace = 0;
-  bool usable = false;  // false: no algorithm for this shape and epilogue
-};
-
-// cuBLASLt's scratch: what NVIDIA suggests for Hopper, within the engine's limit.
-constexpr size_t kLtWorkspace = size_t(32) << 20;
-
-}  // namespace
-
-size_t DenseWorkspaceBytes(const GpuContext& c) {
-  return std::min(c.workspace_limit, kLtWorkspace);
-}
-
-void GrowWorkspace(GpuContext* c, size_t bytes) {
-  if (c->workspace->size() >= bytes) return;
-  DeviceArray<char> grown(bytes);
-  if (c->workspace->size() > 0) c->retired_workspaces.push_back(std::move(*c->workspace));
-  *c->workspace = std::move(grown);
-}
-
-namespace {
-
-LtGemm PlanLtGemm(GpuContext* c, const LtGemmShape& s, const void* bias, unsigned alignment) {
-  LtGemm g;
-  cublasLtMatmulDesc_t desc = nullptr;
-  // Plain fp32 arithmetic, as cublasSgemm's default math and the CPU engine (the TF32
-  // variant would be CUBLAS_COMPUTE_32F_FAST_TF32). The bias has D's type, fp32, by default.
-  CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  g.desc = MatmulDesc(desc);
-  SetMatmulAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, int32_t(s.trans_a));
-  SetMatmulAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, int32_t(s.trans_b));
-  SetMatmulAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(s.epilogue));
-  // The heuristic reads the bias pointer's value for its alignment.
-  SetMatmulAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  g.a = s.trans_a == CUBLAS_OP_N ? MakeLayout(s.m, s.k, s.lda) : MakeLayout(s.k, s.m, s.lda);
-  g.b = s.trans_b == CUBLAS_OP_N ? MakeLayout(s.k, s.n, s.ldb) : MakeLayout(s.n, s.k, s.ldb);
-  g.d = MakeLayout(s.m, s.n, s.ldd);
-
-  cublasLtMatmulPreference_t p = nullptr;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p));
-  MatmulPreference pref(p);
-  const uint64_t limit = DenseWorkspaceBytes(*c);
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &limit, sizeof limit));
-  const uint32_t align = alignment;
-  for (auto what :
-       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, what, &align, sizeof align));
-
-  constexpr int kAsk = 8;
-  cublasLtMatmulHeuristicResult_t found[kAsk] = {};
-  int got = 0;
-  // C is D (beta is 0). NOT_SUPPORTED: no algorithm has this epilogue for this shape.
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      c->cublaslt, desc, g.a.get(), g.b.get(), g.d.get(), g.d.get(), p, kAsk, found, &got);
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED) return g;
-  CUBLAS_CHECK(status);
-  for (int i = 0; i < got && !g.usable; ++i)
-    if (found[i].state == CUBLAS_STATUS_SUCCESS && found[i].workspaceSize <= limit) {
-      g.algo = found[i].algo;  // the fastest by the heuristic's estimate
-      g.workspace = found[i].workspaceSize;
-      g.usable = true;
-    }
-  if (g.usable) GrowWorkspace(c, g.workspace);
-  return g;
-}
-
-void RunLtGemm(GpuContext* c, const LtGemm& g, const float* a, const float* b, float* d,
-               const void* bias) {
-  // Set on every call, so that a layer bound again to other arrays cannot use a stale
-  // pointer (the plan's alignment was checked by the caller).
-  SetMatmulAttribute(g.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  const float one = 1, zero = 0;
-  CUBLAS_CHECK(cublasLtMatmul(c->cublaslt, g.desc.get(), &one, a, g.a.get(), b, g.b.get(), &zero, d,
-                              g.d.get(), d, g.d.get(), &g.algo, c->workspace->get(), g.workspace,
-                              c->stream));
-}
-
-// y (n x units) = x (n x in) W^T + b with W row-major units x in. cuBLAS is column-major,
-// where the same memory holds W^T (in x units) and x^T (in x n): y^T = op_T(W^T) x^T.
-//
-// The bias rides on cuBLASLt epilogues: forward adds it in the GEMM (BIAS), backward takes
-// its gradient from the weight-gradient GEMM (BGRADB: there dy is operand B and the bias
-// gradient its sums over the batch, GEMM dimension k). Where cuBLASLt has no such
-// algorithm for a shape, or the context turns fusion off, the plain cuBLAS GEMMs run with
-// a separate bias kernel and a GEMV against ones; results agree to fp32 rounding.
-class GpuDense : public GpuLayer {
- public:
-  GpuDense(const Shape3& in, const Shape3& out, GpuContext* c)
-      : in_features_(int(in.elements())), units_(out.channels), c_(c) {}
-  void bind(const PointerMap& values, const PointerMap& grads, const PointerMap&) override {
-    w_ = Lookup(values, "weight", "dense");
-    b_ = Lookup(values, "bias", "dense");
-    dw_ = Lookup(grads, "weight", "dense");
-    db_ = Lookup(grads, "bias", "dense");
-  }
-  void forward(const float* x, float* y, int n, const ForwardContext&) override {
-    if (n == 0) return;
-    const LtGemmShape shape{CUBLAS_OP_T,           CUBLAS_OP_N,  units_,       n,
-                            in_features_,          in_features_, in_features_, units_,
-                            CUBLASLT_EPILOGUE_BIAS};
-    if (const LtGemm* g = plan(&forward_, n, shape, {w_, x, y, b_}, b_)) {
-      RunLtGemm(c_, *g, w_, x, y, b_);
-      ++c_->dense_bias_fused;
-      return;
-    }
-    const float one = 1, zero = 0;
-    CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_T, CUBLAS_OP_N, units_, n, in_features_, &one,
-                             w_, in_features_, x, in_features_, &zero, y, units_));
-    AddBias(y, b_, n, units_, c_->stream);
-    ++c_->dense_bias_unfused;
-  }
-  void backward(const float* x, const float*, const float* dy, float* dx, int n) override {
-    const float one = 1, zero = 0;
-    if (n == 0) {
-      Fill(dw_, 0, size_t(units_) * in_features_, c_->stream);
-      Fill(db_, 0, size_t(units_), c_->stream);
-      return;
-    }
-    // dW^T (in x units) = x^T (in x n) * dy (n x units); db = the column sums of dy (n x
-    // units), fused (BGRADB) or as dy^T * ones.
-    const LtGemmShape shape{CUBLAS_OP_N,
-                            CUBLAS_OP_T,
-                            in_features_,
-                            units_,
-                            n,
-                            in_features_,
-                            units_,
-                            in_features_,
-                            CUBLASLT_EPILOGUE_BGRADB};
-    if (const LtGemm* g = plan(&backward_, n, shape, {x, dy, dw_, db_}, db_)) {
-      RunLtGemm(c_, *g, x, dy, dw_, db_);
-      ++c_->dense_bias_fused;
-    } else {
-      CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_features_, units_, n, &one,
-                               x, in_features_, dy, units_, &zero, dw_, in_features_));
-      CUBLAS_CHECK(cublasSgemv(c_->cublas, CUBLAS_OP_N, units_, n, &one, dy, units_, c_->ones, 1,
-                               &zero, db_, 1));
-      ++c_->dense_bias_unfused;
-    }
-    // dx^T (in x n) = W^T (in x units) * dy^T (units x n).
-    if (dx != nullptr)
-      CUBLAS_CHECK(cublasSgemm(c_->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in_features_, n, units_, &one,
-                               w_, in_features_, dy, units_, &zero, dx, in_features_));
-  }
-
- private:
-  // Plans by batch size (training and evaluation batches differ) and by the alignment of
-  // the arrays (each plan holds for the alignment it was chosen for).
-  using Plans = std::map<std::pair<int, unsigned>, LtGemm>;
-
-  // The plan for batch n, made on first use; null when fusion is off or cuBLASLt has no
-  // algorithm for it (the caller runs the unfused path).
-  const LtGemm* plan(Plans* plans, int n, const LtGemmShape& shape,
-                     std::initializer_list<const void*> arrays, const void* bias) {
-    if (!c_->fuse_dense_bias || c_->cublaslt == nullptr) return nullptr;
-    const unsigned alignment = CommonAlignment(arrays);
-    const auto key = std::make_pair(n, alignment);
-    auto it = plans->find(key);
-    if (it == plans->end()) it = plans->emplace(key, PlanLtGemm(c_, shape, bias, alignment)).first;
-    return it->second.usable ? &it->second : nullptr;
-  }
-
-  int in_features_, units_;
-  GpuContext* c_;
-  Plans forward_, backward_;
   float *w_ = nullptr, *b_ = nullptr, *dw_ = nullptr, *db_ = nullptr;
 };
 
@@ -594,6 +435,13 @@ class GpuBatchNorm : public GpuLayer {
 
 }  // namespace
 
+void GrowWorkspace(GpuContext* c, size_t bytes) {
+  if (c->workspace->size() >= bytes) return;
+  DeviceArray<char> grown(bytes);
+  if (c->workspace->size() > 0) c->retired_workspaces.push_back(std::move(*c->workspace));
+  *c->workspace = std::move(grown);
+}
+
 std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, const Shape3& out,
                                        int max_batch, GpuContext* context,
                                        const std::string& name) {
@@ -603,7 +451,7 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, 
     case LayerKind::MaxPool2d:
       return std::make_unique<GpuMaxPool>(spec, in, out, context);
     case LayerKind::Dense:
-      return std::make_unique<GpuDense>(in, out, context);
+      return MakeGpuDense(in, out, context);
     case LayerKind::Relu:
       return std::make_unique<GpuRelu>(in, context);
     case LayerKind::Flatten:

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/spec.hpp"
+#include "launcher/engine/cuda/bf16.hpp"
 #include "launcher/engine/cuda/resources.hpp"
 #include "launcher/nn/layer.hpp"
 
@@ -38,6 +39,14 @@ struct GpuContext {
   // from the weight-gradient GEMM's (cuBLASLt). false: plain cuBLAS GEMMs plus AddBias and
   // a GEMV, the path a layer also takes for a shape cuBLASLt has no epilogue algorithm for.
   bool fuse_dense_bias = true;
+  // The spec's arithmetic (common/spec.hpp: Precision, Tf32Use). bf16: convolutions and
+  // dense layers compute on bf16 copies of their operands (bf16.hpp), which live in
+  // `transient`; tf32_*: fp32 convolutions / GEMMs may use TF32 tensor cores.
+  bool bf16 = false;
+  bool tf32_convolutions = true;
+  bool tf32_gemms = false;
+  DeviceArray<char>* transient = nullptr;
+  std::vector<DeviceArray<char>> retired_transients;  // as retired_workspaces
   // Dense bias steps (forward add, backward gradient) that ran fused and unfused: the
   // tests check that the fused path really runs, which the values alone cannot tell.
   int64_t dense_bias_fused = 0, dense_bias_unfused = 0;
@@ -90,11 +99,16 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerSpec& spec, const Shape3& in, 
 // caller warns); when none fits it throws. A result whose math type lets cuDNN convert
 // fp32 tensors down to fp16 never qualifies: the caller runs each algorithm in the math
 // type of its result. Perf: cudnnConvolution*AlgoPerf_t.
+//
+// tensor_ops false (fp32 with "tf32": "none"): a result rated with tensor-op math (TF32 for
+// fp32) does not qualify either; the caller then runs the chosen one in FMA math.
 template <typename Perf>
-Perf PickAlgo(const Perf* perf, int count, size_t limit, const char* what, bool* deterministic) {
+Perf PickAlgo(const Perf* perf, int count, size_t limit, const char* what, bool* deterministic,
+              bool tensor_ops = true) {
   auto usable = [&](const Perf& p) {
     return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit &&
-           p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+           p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+           (tensor_ops || p.mathType != CUDNN_TENSOR_OP_MATH);
   };
   *deterministic = true;
   for (int i = 0; i < count; ++i)

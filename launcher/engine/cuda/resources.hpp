@@ -109,9 +109,11 @@ inline TensorDesc MakeTensorDesc() {
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
   return TensorDesc(d);
 }
-// An N x C x H x W fp32 tensor in NCHW order.
-inline void SetTensor4d(const TensorDesc& d, int n, int c, int h, int w) {
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+// An N x C x H x W tensor in NCHW order, fp32 unless said (bf16: a convolution's operands
+// in bf16 precision).
+inline void SetTensor4d(const TensorDesc& d, int n, int c, int h, int w,
+                        cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, type, n, c, h, w));
 }
 
 // Where a CudaArray's memory lives: the device, or page-locked host memory (so that
