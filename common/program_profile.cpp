@@ -19,7 +19,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxProfileBytes = 1u << 20;  // a profile is a few hundred bytes
+constexpr size_t kMaxProfileBytes =
+    1u << 20;  // a profile is a few hundred bytes (with a probe, a set of them a few KB)
 // As dlh-launch run reads the program's lines (launcher/run/progress.cpp) and the plugin
 // its epochs=: larger counts are mistakes.
 constexpr int64_t kMaxCount = 1000000;
@@ -141,26 +142,31 @@ json ProgramProfileToJson(const ProgramProfile& p) {
                       {"step_s_min", q.step_s_min},
                       {"step_s_max", q.step_s_max},
                       {"steps", q.steps}});
-  return {{"dlh_profile", kProgramProfileVersion},
-          {"program", p.program},
-          {"command", p.command},
-          {"created", p.created},
-          {"host", p.host},
-          {"gpu_type", p.gpu_type},
-          {"device", p.device},
-          {"cpu_threads", p.cpu_threads},
-          {"params", p.params},
-          {"samples", p.samples},
-          {"epochs", p.epochs},
-          {"global_batch", p.global_batch},
-          {"lr", p.lr},
-          {"optimizer_slots", p.optimizer_slots},
-          {"memory_bytes", p.memory_bytes},
-          {"points", points}};
+  json j = {{"dlh_profile", kProgramProfileVersion},
+            {"program", p.program},
+            {"command", p.command},
+            {"created", p.created},
+            {"host", p.host},
+            {"gpu_type", p.gpu_type},
+            {"device", p.device},
+            {"cpu_threads", p.cpu_threads},
+            {"params", p.params},
+            {"samples", p.samples},
+            {"epochs", p.epochs},
+            {"global_batch", p.global_batch},
+            {"lr", p.lr},
+            {"optimizer_slots", p.optimizer_slots},
+            {"memory_bytes", p.memory_bytes},
+            {"points", points}};
+  if (!p.probe.is_null()) j["probe"] = p.probe;
+  return j;
 }
 
-ProgramProfile ProgramProfileFromJson(const json& j, const std::string& origin) {
-  Fields f(j, origin, "");
+namespace {
+
+// A profile at `prefix` ("" for a file of its own, "profiles[1]" in a set).
+ProgramProfile ProfileAt(const json& j, const std::string& origin, const std::string& prefix) {
+  Fields f(j, origin, prefix);
   if (!f.has("dlh_profile"))
     f.fail("dlh_profile", "required (dlh-launch run --profile writes it: is this a profile?)");
   const json& version = f.get("dlh_profile");
@@ -170,7 +176,7 @@ ProgramProfile ProgramProfileFromJson(const json& j, const std::string& origin) 
   // After the version: a file of another kind (a spec) is named as such, not by its keys.
   f.only({"dlh_profile", "program", "command", "created", "host", "gpu_type", "device",
           "cpu_threads", "params", "samples", "epochs", "global_batch", "lr", "optimizer_slots",
-          "memory_bytes", "points"});
+          "memory_bytes", "probe", "points"});
   ProgramProfile p;
   p.origin = origin;
   p.program = f.text("program");
@@ -180,7 +186,7 @@ ProgramProfile ProgramProfileFromJson(const json& j, const std::string& origin) 
       f.fail("command", "must be an array of strings, got " + ShownJsonValue(cmd));
     for (size_t i = 0; i < cmd.size(); ++i) {
       if (!cmd[i].is_string())
-        Throw(origin, "command[" + std::to_string(i) + "]",
+        Throw(origin, f.at("command") + "[" + std::to_string(i) + "]",
               "must be a string, got " + ShownJsonValue(cmd[i]));
       p.command.push_back(cmd[i].get<std::string>());
     }
@@ -202,6 +208,13 @@ ProgramProfile ProgramProfileFromJson(const json& j, const std::string& origin) 
   p.lr = f.number("lr", false, false);
   p.optimizer_slots = int(f.integer("optimizer_slots", 0, kMaxCount, false, 1));
   p.memory_bytes = f.number("memory_bytes", false, false);
+  if (f.has("probe")) {
+    const json& probe = f.get("probe");
+    if (!probe.is_object() && !probe.is_null())
+      f.fail("probe",
+             "must be a JSON object (a device probe) or null, got " + ShownJsonValue(probe));
+    p.probe = probe;
+  }
 
   if (!f.has("points")) f.fail("points", "required (the timed batches)");
   const json& list = f.get("points");
@@ -209,7 +222,7 @@ ProgramProfile ProgramProfileFromJson(const json& j, const std::string& origin) 
     f.fail("points", "must be a non-empty array, got " + ShownJsonValue(list));
   std::map<int64_t, size_t> seen;  // batch -> index in the file
   for (size_t i = 0; i < list.size(); ++i) {
-    const std::string path = "points[" + std::to_string(i) + "]";
+    const std::string path = f.at("points") + "[" + std::to_string(i) + "]";
     const ProfilePoint q = ParsePoint(list[i], origin, path);
     auto [it, fresh] = seen.emplace(q.batch, i);
     if (!fresh)
@@ -221,6 +234,83 @@ ProgramProfile ProgramProfileFromJson(const json& j, const std::string& origin) 
   std::sort(p.points.begin(), p.points.end(),
             [](const ProfilePoint& a, const ProfilePoint& b) { return a.batch < b.batch; });
   return p;
+}
+
+}  // namespace
+
+ProgramProfile ProgramProfileFromJson(const json& j, const std::string& origin) {
+  return ProfileAt(j, origin, "");
+}
+
+json ProfileSetToJson(const std::vector<ProgramProfile>& set) {
+  json profiles = json::array();
+  for (const ProgramProfile& p : set) profiles.push_back(ProgramProfileToJson(p));
+  return {{"dlh_profile_set", kProfileSetVersion}, {"profiles", profiles}};
+}
+
+void CheckProfileSet(const std::vector<ProgramProfile>& set, const std::string& origin,
+                     const std::vector<std::string>& where) {
+  auto at = [&](size_t i) {
+    return i < where.size() ? where[i] : "profiles[" + std::to_string(i) + "]";
+  };
+  if (set.empty()) Throw(origin, "profiles", "must be a non-empty array");
+  if (set.size() == 1) return;
+  std::map<std::string, size_t> types;
+  for (size_t i = 0; i < set.size(); ++i) {
+    const ProgramProfile& p = set[i];
+    // Several profiles are one per type: each must say its own.
+    if (p.gpu_type.empty())
+      Throw(origin, at(i) + ".gpu_type",
+            "required when profiles of several GPU types are combined (dlh-launch run "
+            "--gpu-type TYPE)");
+    auto [it, fresh] = types.emplace(p.gpu_type, i);
+    if (!fresh)
+      Throw(origin, at(i) + ".gpu_type",
+            "\"" + p.gpu_type + "\" is measured twice (" + at(it->second) +
+                " has it too): one profile per GPU type");
+    // One program: its size and name, where both profiles know them.
+    const ProgramProfile& first = set[0];
+    if (first.params > 0 && p.params > 0 && first.params != p.params)
+      Throw(origin, at(i) + ".params",
+            std::to_string(p.params) + ", " + at(0) + " has " + std::to_string(first.params) +
+                ": profiles of one program only");
+    if (!first.program.empty() && !p.program.empty() && first.program != p.program)
+      Throw(origin, at(i) + ".program",
+            Quote(p.program) + ", " + at(0) + " has " + Quote(first.program) +
+                ": profiles of one program only");
+  }
+}
+
+std::vector<ProgramProfile> ProfileSetFromJson(const json& j, const std::string& origin) {
+  Fields f(j, origin, "");
+  if (!f.has("dlh_profile_set")) f.fail("dlh_profile_set", "required (is this a profile set?)");
+  const json& version = f.get("dlh_profile_set");
+  if (!version.is_number_integer() || version.get<int64_t>() != kProfileSetVersion)
+    f.fail("dlh_profile_set", "unknown format version " + ShownJsonValue(version) +
+                                  " (this build reads " + std::to_string(kProfileSetVersion) + ")");
+  f.only({"dlh_profile_set", "profiles"});
+  if (!f.has("profiles")) f.fail("profiles", "required (one profile per GPU type)");
+  const json& list = f.get("profiles");
+  if (!list.is_array() || list.empty())
+    f.fail("profiles", "must be a non-empty array, got " + ShownJsonValue(list));
+  std::vector<ProgramProfile> set;
+  for (size_t i = 0; i < list.size(); ++i)
+    set.push_back(ProfileAt(list[i], origin, "profiles[" + std::to_string(i) + "]"));
+  CheckProfileSet(set, origin);
+  return set;
+}
+
+std::vector<ProgramProfile> LoadProfiles(const std::string& path) {
+  std::string text, why;
+  if (!ReadFileText(path, kMaxProfileBytes, &text, &why)) {
+    if (why.rfind("larger than", 0) == 0) why += ", not a profile";
+    Throw(path, "", "cannot read: " + why);
+  }
+  json j;
+  JsonProblem problem;
+  if (!ParseJsonStrict(text, &j, &problem)) Throw(path, problem.path, problem.message);
+  if (j.is_object() && j.contains("dlh_profile_set")) return ProfileSetFromJson(j, path);
+  return {ProgramProfileFromJson(j, path)};
 }
 
 ProgramProfile LoadProgramProfile(const std::string& path) {
@@ -263,6 +353,7 @@ ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& u
   if (update.lr > 0) m.lr = update.lr;
   // 1 is both the default and SGD with momentum: only another count says something new.
   if (update.optimizer_slots != 1) m.optimizer_slots = update.optimizer_slots;
+  if (!update.probe.is_null()) m.probe = update.probe;
   for (const ProfilePoint& q : update.points) {
     auto same = std::find_if(m.points.begin(), m.points.end(),
                              [&](const ProfilePoint& o) { return o.batch == q.batch; });

@@ -39,6 +39,9 @@ struct ProgramProfile {
   double lr = 0;             // learning rate at global_batch (0: unknown)
   int optimizer_slots = 1;   // state arrays per weight: SGD 0, SGD+momentum 1, Adam 2
   double memory_bytes = 0;   // peak device memory at the largest point's batch (0: unknown)
+  // The node's device probe (launcher/probe/host_probe.hpp, what calibrations record), taken
+  // after the run by `dlh-estimate profile --slurm`; null: not recorded. Kept as read.
+  nlohmann::json probe;
   std::vector<ProfilePoint> points;  // distinct batches, sorted by batch, at least one
 };
 
@@ -64,5 +67,26 @@ ProgramProfile LoadProgramProfile(const std::string& path);
 // and they differ ("<base.origin>: profiled on alpha, this run is on beta: use another
 // --profile-out").
 ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& update);
+
+// ---- profile sets: one profile per GPU type of one program (dlh-estimate profile --slurm)
+//   {"dlh_profile_set": 1, "profiles": [PROFILE, ...]}
+
+constexpr int kProfileSetVersion = 1;
+
+nlohmann::json ProfileSetToJson(const std::vector<ProgramProfile>& set);
+
+// Throws UsageError "<origin>: profiles[1].gpu_type: ...": each profile as
+// ProgramProfileFromJson reads one (their origin is `origin`), then CheckProfileSet.
+std::vector<ProgramProfile> ProfileSetFromJson(const nlohmann::json& j, const std::string& origin);
+
+// What a set must be (also of profiles from several files; `where` names each, default
+// "profiles[i]"): at least one profile; with several, each names its gpu_type, no type
+// twice, and all are of one program (params and program equal where both give them).
+void CheckProfileSet(const std::vector<ProgramProfile>& set, const std::string& origin,
+                     const std::vector<std::string>& where = {});
+
+// The profiles in `path`: a profile set, or one profile (a set of one). Throws UsageError
+// naming the file and the field.
+std::vector<ProgramProfile> LoadProfiles(const std::string& path);
 
 }  // namespace dlh

@@ -93,10 +93,7 @@ std::string ShellQuote(const std::string& word) {
   return out + "'";
 }
 
-std::vector<std::string> CalibrationSbatchArgs(const CalibrationJob& job) {
-  std::string command = ShellQuote(job.estimate) + " calibrate --device " + ShellQuote(job.device) +
-                        " --out " + ShellQuote(job.out);
-  if (job.quick) command += " --quick";
+std::vector<std::string> TypeJobSbatchArgs(const TypeJobRequest& job, const std::string& command) {
   // sbatch expands %j, %N, ... in --output; "%%" is a literal '%'.
   std::string log;
   for (char c : job.log) log += c == '%' ? std::string("%%") : std::string(1, c);
@@ -108,12 +105,20 @@ std::vector<std::string> CalibrationSbatchArgs(const CalibrationJob& job) {
                                    "1",
                                    "-n",
                                    "1",
-                                   "--job-name=dlh-calibrate-" + job.type,
+                                   "--job-name=" + job.job_name,
                                    "--time=" + job.time_limit};
   if (!job.partition.empty()) args.push_back("--partition=" + job.partition);
   args.push_back("--output=" + log);
   args.push_back("--wrap=" + command);
   return args;
+}
+
+std::vector<std::string> CalibrationSbatchArgs(const CalibrationJob& job) {
+  std::string command = ShellQuote(job.estimate) + " calibrate --device " + ShellQuote(job.device) +
+                        " --out " + ShellQuote(job.out);
+  if (job.quick) command += " --quick";
+  return TypeJobSbatchArgs(
+      {job.type, "dlh-calibrate-" + job.type, job.log, job.time_limit, job.partition}, command);
 }
 
 SlurmJobState ParseScontrolJob(const std::string& text) {

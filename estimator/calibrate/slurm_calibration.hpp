@@ -54,6 +54,20 @@ struct CalibrationJob {
 // for /bin/sh, and LOG has Slurm's '%' patterns escaped.
 std::vector<std::string> CalibrationSbatchArgs(const CalibrationJob& job);
 
+// What every per-type job asks of sbatch (calibrate --slurm, profile --slurm).
+struct TypeJobRequest {
+  std::string type;        // GRES GPU type
+  std::string job_name;    // "dlh-calibrate-alpha"
+  std::string log;         // absolute path of the job's stdout and stderr
+  std::string time_limit;  // Slurm's format, "01:00:00"
+  std::string partition;   // empty: the default partition
+};
+
+// sbatch --parsable --gres=gpu:TYPE:1 --exclusive -N 1 -n 1 --job-name=NAME --time=...
+// [--partition=...] --output=LOG --wrap=COMMAND (COMMAND already quoted for /bin/sh; LOG
+// with Slurm's '%' patterns escaped).
+std::vector<std::string> TypeJobSbatchArgs(const TypeJobRequest& job, const std::string& command);
+
 // `word` quoted for /bin/sh: 'it'\''s' (any byte is safe inside single quotes but the quote).
 std::string ShellQuote(const std::string& word);
 

@@ -34,6 +34,7 @@
 #include "estimator/cli/features_cmd.hpp"
 #include "estimator/cli/gpu_layers_cmd.hpp"
 #include "estimator/cli/observations_cmd.hpp"
+#include "estimator/cli/profile_slurm_cmd.hpp"
 #include "estimator/cli/recommend_cmd.hpp"
 #include "estimator/cli/scaling_cmd.hpp"
 #include "estimator/cli/slurm_plan_cmd.hpp"
@@ -57,6 +58,8 @@ constexpr const char* kUsage =
     "  probe [--device D] [--threads N]            this machine's device, measured, as JSON\n"
     "  rates [--threads N]                         this machine's sgemm FLOP/s and copy GB/s\n"
     "  profile SPEC [--threads N]                  where a CPU step goes, layer by layer\n"
+    "  profile --slurm [--out FILE] -- CMD ARGS    a program profiled on every GPU type, in "
+    "Slurm jobs\n"
     "  comm BENCH.json [--json]                    fit the allreduce models to measurements\n"
     "  scaling SPEC --node-type NAME               on paper: flat NCCL and the hybrid allreduce, "
     "1-64 GPUs\n"
@@ -96,7 +99,8 @@ int Main(int argc, char** argv) {
   if (command == "gpu-layers") return GpuLayersCommand(args);
   if (command == "probe") return ProbeCommand(args, "dlh-estimate");
   if (command == "rates") return RatesCommand(args);
-  if (command == "profile") return ProfileCommand(args);
+  if (command == "profile")
+    return IsSlurmProfile(args) ? ProfileSlurmCommand(args) : ProfileCommand(args);
   if (command == "comm") return CommCommand(args);
   if (command == "scaling") return ScalingCommand(args);
   if (command == "recommend") return RecommendCommand(args);

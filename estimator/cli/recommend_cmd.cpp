@@ -100,7 +100,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
   if (vm.count("html")) CheckOutputFolder(html, "--html");
   Job job;
   if (profiled) {
-    job = JobFromProfile(LoadProgramProfile(Str(vm, "profile")));
+    job = JobFromProfiles(LoadProfiles(Str(vm, "profile")));
   } else {
     job.spec = LoadSpec(Str(vm, "SPEC"));
     job.features = ComputeFeatures(job.spec);
@@ -181,6 +181,8 @@ int RecommendCommand(const std::vector<std::string>& args) {
     std::printf("  %s: %s, %.3f ms + %.4f ms/sample per step%s\n", gpu.c_str(),
                 speed.source.c_str(), speed.fixed_s * 1e3, speed.per_sample_s * 1e3,
                 SpreadText(speed.log_sigma).c_str());
+  if (job.profile)
+    std::printf("  profiles: %s\n", ProfileSourcesText(ProfileSourcesOfSpeeds(rec.speeds)).c_str());
   for (const std::string& w : warnings) std::printf("  warning: %s\n", w.c_str());
   for (const std::string& t : rec.unrunnable_types) std::printf("  left out %s\n", t.c_str());
   std::printf("%d allocations considered in %.1f ms\n\n", rec.candidates, took * 1e3);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "common/error.hpp"
 
@@ -41,11 +42,12 @@ std::vector<double> ScaleCoefficients(const std::vector<double>& coef, SpeedRati
   return out;
 }
 
-const GpuType* ClosestCalibrated(const Cluster& cluster, const GpuType& target) {
+const GpuType* ClosestType(const Cluster& cluster, const GpuType& target,
+                           const std::function<bool(const GpuType&)>& candidate) {
   const GpuType* best = nullptr;
   double best_distance = 0;
   for (const GpuType& g : cluster.gpu_types) {
-    if (g.calibration.empty() || g.name == target.name) continue;
+    if (g.name == target.name || !candidate(g)) continue;
     const SpeedRatio r = PeakRatio(g, target);
     const double distance = std::pow(std::log(r.flops), 2) + std::pow(std::log(r.bandwidth), 2);
     // Exact comparison on purpose: two references with identical peaks tie, and the name
@@ -56,6 +58,10 @@ const GpuType* ClosestCalibrated(const Cluster& cluster, const GpuType& target) 
     }
   }
   return best;
+}
+
+const GpuType* ClosestCalibrated(const Cluster& cluster, const GpuType& target) {
+  return ClosestType(cluster, target, [](const GpuType& g) { return !g.calibration.empty(); });
 }
 
 std::string RatioText(SpeedRatio ratio) {

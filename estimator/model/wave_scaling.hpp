@@ -16,6 +16,7 @@
 // terms instead of from kernel profiles.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ std::vector<double> ScaleCoefficients(const std::vector<double>& coef, SpeedRati
 // name first in byte order, so the choice never depends on the file's order. nullptr when
 // no other type has a calibration.
 const GpuType* ClosestCalibrated(const Cluster& cluster, const GpuType& target);
+
+// The same choice among the types `candidate` accepts (ClosestCalibrated: those with a
+// calibration; a profile set: the measured types).
+const GpuType* ClosestType(const Cluster& cluster, const GpuType& target,
+                           const std::function<bool(const GpuType&)>& candidate);
 
 // "FLOP/s x0.40, bandwidth x0.50"
 std::string RatioText(SpeedRatio ratio);

@@ -248,7 +248,7 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   Job job;
   std::string unknown;  // what the profile does not say, for the messages below
   if (o.profile) {
-    job = JobFromProfile(LoadProgramProfile(resolve(*o.profile)));
+    job = JobFromProfiles(LoadProfiles(resolve(*o.profile)));
     unknown = "; the profile " + job.spec.origin + " does not say";
   } else {
     const std::string spec = o.spec ? *o.spec : in.env_spec;
@@ -510,6 +510,8 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
         Printf("  %s: %s, %.3f ms + %.4f ms/sample per step%s\n", gpu.c_str(), speed.source.c_str(),
                speed.fixed_s * 1e3, speed.per_sample_s * 1e3, SpreadText(speed.log_sigma).c_str());
   for (const std::string& w : StaleCalibrationWarnings(rec.speeds)) s += "  warning: " + w + "\n";
+  if (job.profile)
+    s += "  profiles: " + ProfileSourcesText(ProfileSourcesOfSpeeds(rec.speeds)) + "\n";
   if (job.profile)
     for (const std::string& w : ProfileWarnings(*job.profile)) s += "  warning: " + w + "\n";
   for (const std::string& t : rec.unrunnable_types) s += "  left out " + t + "\n";

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -166,16 +167,23 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
   const ModelFeatures& f = job.features;
   const double layers = double(f.layers.empty() ? job.spec.layers.size() : f.layers.size());
   // A profile is this very program measured: it beats any calibration of other models.
-  const GpuType* profiled = job.profile ? &ProfiledGpuType(*job.profile, cluster) : nullptr;
+  std::optional<ProfileSources> profiled;
+  if (job.profile) profiled = ProfileSourcesOf(job, cluster);
   for (const NodeType& n : cluster.node_types) {
     if (out.count(n.gpu) || !Allowed(job, n.gpu)) continue;
     const GpuType* g = cluster.gpu(n.gpu);
     if (!g) throw EstimateError("node type \"" + n.name + "\": unknown GPU type \"" + n.gpu + "\"");
     DeviceSpeed s;
     if (profiled) {
-      s = ProfileSpeed(*job.profile, *profiled, *g);
-      s.log_sigma = ProfileLogSigma(*job.profile);
-      if (g->name != profiled->name) s.log_sigma = Quadrature(s.log_sigma, kWaveTransferLogSigma);
+      // Its own profile, or the closest measured type's scaled by the peaks, with the
+      // uncertainty of a transfer between types.
+      auto own = profiled->measured.find(g->name);
+      const std::string ref =
+          own != profiled->measured.end() ? g->name : profiled->transferred.at(g->name);
+      const ProgramProfile& p = *profiled->measured.at(ref);
+      s = ProfileSpeed(p, *cluster.gpu(ref), *g);
+      s.log_sigma = ProfileLogSigma(p);
+      if (g->name != ref) s.log_sigma = Quadrature(s.log_sigma, kWaveTransferLogSigma);
     } else if (!g->calibration.empty()) {
       const Calibration& cal = calibration_of(*g);
       const std::string file = std::filesystem::path(g->calibration).filename().string();

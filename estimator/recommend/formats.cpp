@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "estimator/recommend/profile_speeds.hpp"
 #include "estimator/recommend/recommend_detail.hpp"
 #include "estimator/recommend/recommender.hpp"
 
@@ -91,7 +92,14 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   json j;
   j["format_version"] = 1;
   j["spec"] = job.spec.origin;
-  if (job.profile) j["profile"] = job.profile->origin;
+  if (job.profile) {
+    j["profile"] = job.profile->origin;
+    // Which types were timed, and which were scaled from which (profile_speeds.hpp).
+    const ProfileSources from = ProfileSourcesOfSpeeds(rec.speeds);
+    json measured = json::array();
+    for (const auto& [gpu, p] : from.measured) measured.push_back(gpu);
+    j["profiled"] = {{"measured", measured}, {"transferred", from.transferred}};
+  }
   j["objective"] = ObjectiveName(job.objective);
   j["deadline_s"] = job.deadline_s;
   j["feasible"] = chosen.fits_memory && chosen.meets_deadline;

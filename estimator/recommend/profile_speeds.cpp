@@ -73,6 +73,52 @@ Job JobFromProfile(const ProgramProfile& p) {
   return job;
 }
 
+Job JobFromProfiles(const std::vector<ProgramProfile>& set) {
+  const std::string origin = set.empty() || set[0].origin.empty() ? "profile" : set[0].origin;
+  CheckProfileSet(set, origin);
+  Job job = JobFromProfile(set[0]);
+  if (set.size() > 1) job.profiles = set;
+  return job;
+}
+
+ProfileSources ProfileSourcesOf(const Job& job, const Cluster& cluster) {
+  ProfileSources out;
+  std::vector<const ProgramProfile*> all;
+  if (job.profiles.empty() && job.profile) all.push_back(&*job.profile);
+  for (const ProgramProfile& p : job.profiles) all.push_back(&p);
+  for (const ProgramProfile* p : all) {
+    const GpuType& g = ProfiledGpuType(*p, cluster);
+    if (!out.measured.emplace(g.name, p).second)
+      throw UsageError(Where(*p) + ": gpu_type: " + g.name + " is measured by two profiles");
+  }
+  for (const GpuType& g : cluster.gpu_types) {
+    if (out.measured.count(g.name)) continue;
+    const GpuType* ref =
+        ClosestType(cluster, g, [&](const GpuType& m) { return out.measured.count(m.name) > 0; });
+    if (ref) out.transferred[g.name] = ref->name;
+  }
+  return out;
+}
+
+ProfileSources ProfileSourcesOfSpeeds(const std::map<std::string, DeviceSpeed>& speeds) {
+  ProfileSources out;
+  for (const auto& [gpu, s] : speeds) {
+    if (s.reference.empty())
+      out.measured[gpu] = nullptr;
+    else
+      out.transferred[gpu] = s.reference;
+  }
+  return out;
+}
+
+std::string ProfileSourcesText(const ProfileSources& sources) {
+  std::string measured, transferred;
+  for (const auto& [type, p] : sources.measured) measured += (measured.empty() ? "" : ", ") + type;
+  for (const auto& [type, from] : sources.transferred)
+    transferred += (transferred.empty() ? "" : ", ") + type + " (from " + from + ")";
+  return "measured on " + measured + (transferred.empty() ? "" : "; transferred to " + transferred);
+}
+
 ProfileLine FitProfileLine(const std::vector<ProfilePoint>& points) {
   if (points.empty()) throw EstimateError("profile: no points to fit");
   ProfileLine line;

@@ -7,8 +7,12 @@
 //   every other type    per_sample / (peak FLOP/s ratio), fixed kept: a user's program is
 //                       dominated by GEMMs, whose time moves with the peak, while the
 //                       per-step overhead is set by the host (wave_scaling.hpp)
+// A profile set (dlh-estimate profile --slurm: one profile per GPU type) plans each measured
+// type from its own profile, and scales to a type no profile measured from the measured type
+// closest in peaks (ClosestType, as a calibration is carried to an uncalibrated type).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,28 @@ namespace dlh {
 // from it (see the source for each field), samples and epochs the profile's (0 when it does
 // not know them: the caller asks for them). The rest keeps Job's defaults.
 Job JobFromProfile(const ProgramProfile& profile);
+
+// The Job of a profile set (LoadProfiles): JobFromProfile of the first profile (its program's
+// size, samples, batch and rate), `profiles` all of them. CheckProfileSet first (UsageError).
+Job JobFromProfiles(const std::vector<ProgramProfile>& set);
+
+// Where each GPU type's speed comes from when the job has a profile.
+struct ProfileSources {
+  std::map<std::string, const ProgramProfile*> measured;  // type -> the profile timed on it
+  std::map<std::string, std::string> transferred;         // unmeasured type -> measured type scaled
+};
+
+// Every profile of the job (job.profiles, else job.profile) on its type (ProfiledGpuType:
+// UsageError naming the profile for a type the cluster lacks), and every other GPU type of
+// the cluster from the measured one closest in peaks. Pointers into `job`.
+ProfileSources ProfileSourcesOf(const Job& job, const Cluster& cluster);
+
+// The same read back from the speeds a plan used (only its allowed types; a speed with no
+// reference was measured; `measured` maps to nullptr).
+ProfileSources ProfileSourcesOfSpeeds(const std::map<std::string, DeviceSpeed>& speeds);
+
+// "measured on alpha, beta; transferred to gamma (from beta)": for the plan's text.
+std::string ProfileSourcesText(const ProfileSources& sources);
 
 // The step-time line through a profile's points, with how it was made for the speed's
 // source text ("1 batch, 64: proportional", "2 batches, 64-256").

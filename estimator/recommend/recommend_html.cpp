@@ -102,6 +102,10 @@ void Asked(const Job& job, const Cluster& cluster, const Recommendation& rec, Ht
                   std::to_string(rec.candidates) + " allocations considered.");
   for (const std::string& w : StaleCalibrationWarnings(rec.speeds)) page->note("warning: " + w);
   if (job.profile)
+    page->paragraph("Profiles: " + ProfileSourcesText(ProfileSourcesOfSpeeds(rec.speeds)) +
+                    " (a type no profile measured is scaled from the measured type closest "
+                    "in peaks).");
+  if (job.profile)
     for (const std::string& w : ProfileWarnings(*job.profile)) page->note("warning: " + w);
   if (!rec.feasible)
     page->note("No allocation meets the " + HumanDuration(job.deadline_s) +
@@ -384,6 +388,13 @@ std::string SourceText(const std::string& gpu, const DeviceSpeed& speed, const C
   return text + SpeedNotes(speed);
 }
 
+// The profile timed on `type`: the set's, else the job's only one.
+const ProgramProfile& ProfileOn(const Job& job, const std::string& type) {
+  for (const ProgramProfile& p : job.profiles)
+    if (p.gpu_type == type) return p;
+  return *job.profile;
+}
+
 // Where the line of `gpu` comes from when the job was planned from a profile.
 std::string ProfileSourceText(const ProgramProfile& p, const std::string& gpu,
                               const DeviceSpeed& speed) {
@@ -417,7 +428,7 @@ void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation&
   // Or the profile's points, on the type it was timed on.
   std::vector<const ProfilePoint*> profiled;
   if (job.profile && speed.reference.empty())
-    for (const ProfilePoint& q : job.profile->points) profiled.push_back(&q);
+    for (const ProfilePoint& q : ProfileOn(job, gpu).points) profiled.push_back(&q);
 
   // The batch range the candidates (and the measurements) ask of this type.
   double most = 0;
@@ -468,7 +479,7 @@ void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation&
   if (!profiled.empty()) {
     svg::Series points;
     points.name =
-        "profiled (" + std::filesystem::path(job.profile->origin).filename().string() + ")";
+        "profiled (" + std::filesystem::path(ProfileOn(job, gpu).origin).filename().string() + ")";
     points.style = svg::Style::Points;
     for (const ProfilePoint* q : profiled) {
       points.x.push_back(double(q->batch));
@@ -494,8 +505,10 @@ void StepTimeChart(const Job& job, const Cluster& cluster, const Recommendation&
   }
   if (!mark.x.empty()) chart.series.push_back(std::move(mark));
   page->raw(svg::Render(chart));
-  page->paragraph(job.profile ? ProfileSourceText(*job.profile, gpu, speed)
-                              : SourceText(gpu, speed, cluster, cal, measured.size()));
+  page->paragraph(
+      job.profile ? ProfileSourceText(
+                        ProfileOn(job, speed.reference.empty() ? gpu : speed.reference), gpu, speed)
+                  : SourceText(gpu, speed, cluster, cal, measured.size()));
   if (!speed.stale.empty()) page->note("warning: " + speed.stale);
 }
 

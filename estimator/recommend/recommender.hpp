@@ -42,6 +42,9 @@ struct Job {
   // JobFromProfile): spec and features are then made from it, the speeds come from its
   // timed steps and the optimizer slots are its own.
   std::optional<ProgramProfile> profile;
+  // A profile set (dlh-estimate profile --slurm): every profile, one per measured GPU type;
+  // `profile` is the first of them. Empty: `profile` alone (JobFromProfiles).
+  std::vector<ProgramProfile> profiles;
   int64_t samples = 0;  // training samples per epoch
   int epochs = 0;
   double deadline_s = 0;  // 0: none

@@ -1,8 +1,6 @@
 // DLH — `dlh-launch run` (see run_command.hpp).
 #include "launcher/run/run_command.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -35,7 +33,10 @@
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/comm/topology.hpp"
+#include "launcher/data/stage.hpp"
 #include "launcher/run/child.hpp"
+#include "launcher/run/follow.hpp"
+#include "launcher/run/program_energy.hpp"
 #include "launcher/run/progress.hpp"
 #include "launcher/run/rendezvous.hpp"
 #include "launcher/run/run_dir.hpp"
@@ -44,7 +45,6 @@
 #include "launcher/run/run_record_writer.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/plan.hpp"
-#include "launcher/watch/activity.hpp"
 
 extern char** environ;
 
@@ -70,6 +70,8 @@ struct RunOptions {
   bool gpu_type_given = false;
   bool narrow_gpus = false;
   double stall_timeout_s = 600;  // 0: not watched
+  double stall_startup_s = 600;  // what the first step may take beyond stall_timeout_s
+  bool expect_steps = false;     // --expect-steps
   int64_t profile_steps = 0;     // > 0: --profile
   int64_t profile_warmup = 5;
   std::string profile_out;
@@ -116,6 +118,12 @@ po::options_description RunOptionsDescription(RunOptions* o) {
         "stalled, as is one that did nothing (no CPU time, I/O or wake-ups) for this long "
         "before its first step or without steps: every rank ends with exit code 4 (off: not "
         "watched)")
+    ("stall-startup", po::value<std::string>()->default_value("10m"),
+        "a program that reports its steps (it wrote on DLH_PROGRESS_FD, its plan is from its "
+        "profile, or --expect-steps) and has not reported its first step --stall-timeout plus "
+        "this long after its launch is stalled, busy or not")
+    ("expect-steps", "the program reports its steps: judge its first step by "
+        "--stall-startup even before it has written anything on DLH_PROGRESS_FD")
     ("profile", po::value(&o->profile_steps), "time STEPS steps of the program on one rank "
         "(after --profile-warmup steps), stop it and write a profile for --dlh-auto=profile=FILE")
     ("profile-warmup", po::value(&o->profile_warmup)->default_value(5),
@@ -155,6 +163,9 @@ RunOptions ParseRunOptions(const std::vector<std::string>& args, bool* help, int
   o.narrow_gpus = vm.count("narrow-gpus") > 0;
   const std::string stall = vm["stall-timeout"].as<std::string>();
   o.stall_timeout_s = stall == "off" ? 0 : ParseDuration(stall, "--stall-timeout");
+  const std::string startup = vm["stall-startup"].as<std::string>();
+  o.stall_startup_s = startup == "0" ? 0 : ParseDuration(startup, "--stall-startup");
+  o.expect_steps = vm.count("expect-steps") > 0;
   if (vm.count("profile")) {
     if (o.profile_steps < 1 || o.profile_steps > 1000000)
       throw UsageError("--profile: must be 1 to 1000000 steps, got " +
@@ -277,39 +288,6 @@ void WaitForEveryRank(MPI_Comm comm) {
   std::_Exit(code);
 }
 
-// The progress channel (progress.hpp): the program writes, the rank reads without blocking.
-class ProgressPipe {
- public:
-  ProgressPipe() {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("run: pipe: ") + std::strerror(errno));
-    read_fd_ = fds[0];
-    write_fd_ = fds[1];
-    fcntl(read_fd_, F_SETFL, fcntl(read_fd_, F_GETFL) | O_NONBLOCK);
-  }
-  ~ProgressPipe() {
-    CloseWriteEnd();
-    CloseReadEnd();
-  }
-  ProgressPipe(const ProgressPipe&) = delete;
-  ProgressPipe& operator=(const ProgressPipe&) = delete;
-  int read_fd() const { return read_fd_; }
-  int write_fd() const { return write_fd_; }
-  void CloseWriteEnd() { CloseFd(&write_fd_); }
-  void CloseReadEnd() { CloseFd(&read_fd_); }
-
- private:
-  static void CloseFd(int* fd) {
-    if (*fd >= 0) close(*fd);
-    *fd = -1;
-  }
-  int read_fd_ = -1, write_fd_ = -1;
-};
-
-double SteadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 std::string UtcNow() {
   const std::time_t t = std::time(nullptr);
   char when[32];
@@ -317,81 +295,41 @@ std::string UtcNow() {
   return when;
 }
 
-struct Followed {
-  int status = 0;        // the program's wait status once it ended
-  double stalled_s = 0;  // > 0: no step line for this long, and the program still runs
-  bool idle = false;     // stalled before any step: no CPU time, I/O or wake-ups either
-  ProgressLog log;
-};
+// Whether the plan was made from the program's profile, which only step lines give.
+bool PlanIsFromProfile(const std::string& plan_json) {
+  const nlohmann::json j = nlohmann::json::parse(plan_json, nullptr, false);
+  return j.is_object() && j.contains("profile") && j["profile"].is_string() &&
+         !j["profile"].get<std::string>().empty();
+}
 
-// Follows the program until it ends, reading its progress: returns early, the program still
-// running, when it stalls (0: not watched). Once it has reported a step, a stall is no step
-// for stall_timeout_s. From its start until then (and all along for a program that reports
-// none), a stall is a process that did nothing for as long: no CPU time, no I/O, no
-// wake-ups (issue 41: a program hung in its start-up, waiting for a peer that never came, or
-// stopped, was never judged). Loading data and compiling use the CPU and are never judged.
-// With profile_end > 0 the program is asked to stop (SIGTERM, SIGKILL 30 s later) once it
-// has reported that many steps.
-Followed FollowProgram(pid_t pid, ProgressPipe* progress, double stall_timeout_s,
-                       int64_t profile_end, const std::string& who,
-                       const std::function<void(ProgressLog*)>& after_read) {
-  Followed f;
-  double stop_asked_at = -1;
-  IdleClock idle;
-  double next_look = 0;
-  char buffer[4096];
-  // What the pipe holds now, waiting up to `wait_ms` for it.
-  auto read_pipe = [&](int wait_ms) {
-    if (progress->read_fd() < 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
-      return;
-    }
-    pollfd p{progress->read_fd(), POLLIN, 0};
-    if (poll(&p, 1, wait_ms) <= 0) return;
-    for (;;) {
-      const ssize_t got = read(progress->read_fd(), buffer, sizeof buffer);
-      if (got > 0) {
-        for (const std::string& w : f.log.Feed({buffer, size_t(got)}, SteadySeconds()))
-          std::fprintf(stderr, "%s: warning: %s\n", who.c_str(), w.c_str());
-        continue;
-      }
-      if (got == 0) progress->CloseReadEnd();  // every writer closed it
-      if (got < 0 && errno == EINTR) continue;
-      break;  // closed, or all there is read (EAGAIN)
-    }
-  };
-  for (;;) {
-    read_pipe(100);
-    after_read(&f.log);
-    if (WaitChild(pid, 0, &f.status)) {
-      // Its last lines (an evaluation, a checkpoint) may have come after the read above.
-      read_pipe(0);
-      after_read(&f.log);
-      return f;
-    }
-    const double now = SteadySeconds();
-    if (profile_end > 0 && f.log.steps() >= profile_end) {
-      if (stop_asked_at < 0) {
-        kill(pid, SIGTERM);
-        stop_asked_at = now;
-      } else if (now - stop_asked_at > 30) {
-        kill(pid, SIGKILL);
-      }
-      continue;
-    }
-    if (stall_timeout_s > 0 && f.log.steps() == 0 && now >= next_look) {
-      idle.Observe(now, ReadProcessTreeActivity(pid), 0);
-      next_look = now + 1;
-    }
-    if (stall_timeout_s > 0) {
-      const bool stepped = f.log.steps() > 0;
-      const double since = stepped ? now - f.log.step_times().back() : idle.idle_s(now);
-      if (since >= stall_timeout_s) {
-        f.stalled_s = since;
-        f.idle = !stepped;
-        return f;
-      }
-    }
+// The line of a stalled program (JudgeProgramStall), on stderr.
+void SayStalled(const Followed& f, const ProgramStallRule& rule, const std::string& who, pid_t pid,
+                double started_s) {
+  const std::string timeout = HumanDuration(rule.timeout_s);
+  const double silent_s = f.stall.silent_s;
+  if (f.stall.kind == ProgramStall::kIdle) {
+    std::fprintf(stderr,
+                 "%s: error: the program (pid %ld) reported no step and used no CPU time or I/O "
+                 "for %s (from %s after its start; --stall-timeout %s): stalled, ending every "
+                 "rank\n",
+                 who.c_str(), long(pid), HumanDuration(silent_s).c_str(),
+                 HumanDuration(SteadySeconds() - started_s - silent_s).c_str(), timeout.c_str());
+  } else if (f.stall.kind == ProgramStall::kNoFirstStep) {
+    const char* why = f.heard                                   ? "it wrote on DLH_PROGRESS_FD"
+                      : rule.expected == StepsExpected::kOption ? "--expect-steps"
+                                                                : "its plan is from its profile";
+    std::fprintf(stderr,
+                 "%s: error: the program (pid %ld) reported no step in the %s since its launch "
+                 "(--stall-timeout %s + --stall-startup %s; it reports steps: %s): stalled, "
+                 "ending every rank\n",
+                 who.c_str(), long(pid), HumanDuration(silent_s).c_str(), timeout.c_str(),
+                 HumanDuration(rule.startup_s).c_str(), why);
+  } else {
+    std::fprintf(stderr,
+                 "%s: error: the program (pid %ld) reported no step for %s (its last, step %lld, "
+                 "ended %s ago; --stall-timeout %s): stalled, ending every rank\n",
+                 who.c_str(), long(pid), timeout.c_str(), static_cast<long long>(f.log.steps()),
+                 HumanDuration(silent_s).c_str(), timeout.c_str());
   }
 }
 
@@ -494,12 +432,17 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
   AgreeOnRun(o, comm.get(), rank, &a);
   ProgressPipe progress;
   std::vector<std::string> env;
-  // The run's records; none for a profile, whose run folder is a temporary one.
+  // The run's records and energy; none for a profile, whose run folder is a temporary one.
+  std::optional<ProgramEnergy> energy;
   std::optional<RunRecordWriter> records;
   RunCollectively(comm.get(), [&] {
-    if (o.profile_steps == 0)
+    if (o.profile_steps == 0) {
+      std::string gpu_why;
+      const std::string gpu = ProgramGpuBusId(a.binding.device, a.topo.local_rank, &gpu_why);
+      energy.emplace(gpu, gpu_why, a.topo.local_rank == 0);
       records.emplace(MakeRunContext(o, a, size, started_s + unix_offset), rank, a.run_dir,
-                      unix_offset);
+                      unix_offset, &*energy);
+    }
     RunEnvInputs in;
     for (char** e = environ; *e; ++e) in.parent.emplace_back(*e);
     in.rank = rank;
@@ -519,10 +462,14 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     in.binding = a.binding;
     in.bind_gpu = o.narrow_gpus;
     in.progress_fd = progress.write_fd();
+    // A data set staged to each node's own folder (DLH_STAGE_DIR/%n, train.sbatch).
+    if (const char* data = std::getenv("DLH_DATA"); data && *data)
+      in.data = ExpandStageDir(data, CurrentStageNames(mpi::Hostname()), "DLH_DATA");
     env = BuildRunEnv(in, o.plan_origin);
   });
 
   const Spawned child = SpawnChild(o.command, env, progress.write_fd());
+  const double launched_s = SteadySeconds();
   progress.CloseWriteEnd();  // the program's now: end of file once it (and its children) close it
   try {
     RunCollectively(comm.get(), [&] {
@@ -554,28 +501,19 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
   }
 
   const int64_t profile_end = o.profile_steps > 0 ? o.profile_warmup + o.profile_steps : 0;
-  const Followed f = FollowProgram(child.pid, &progress, o.stall_timeout_s, profile_end, who,
+  ProgramStallRule rule;
+  rule.timeout_s = o.stall_timeout_s;
+  rule.startup_s = o.stall_startup_s;
+  rule.expected = o.expect_steps                   ? StepsExpected::kOption
+                  : PlanIsFromProfile(o.plan_json) ? StepsExpected::kProfile
+                                                   : StepsExpected::kNo;
+  const Followed f = FollowProgram(child.pid, &progress, rule, launched_s, profile_end, who,
                                    [&](ProgressLog* log) {
+                                     if (energy) energy->Poll();
                                      if (records) records->Follow(log);
                                    });
-  if (f.stalled_s > 0 && f.idle) {
-    std::fprintf(stderr,
-                 "%s: error: the program (pid %ld) reported no step and used no CPU time or I/O "
-                 "for %s (from %s after its start; --stall-timeout %s): stalled, ending every "
-                 "rank\n",
-                 who.c_str(), long(child.pid), HumanDuration(f.stalled_s).c_str(),
-                 HumanDuration(SteadySeconds() - started_s - f.stalled_s).c_str(),
-                 HumanDuration(o.stall_timeout_s).c_str());
-    KillChild(child.pid);
-    AbortEveryRank(kExitStalled);
-  }
-  if (f.stalled_s > 0) {
-    std::fprintf(stderr,
-                 "%s: error: the program (pid %ld) reported no step for %s (its last, step %lld, "
-                 "ended %s ago; --stall-timeout %s): stalled, ending every rank\n",
-                 who.c_str(), long(child.pid), HumanDuration(o.stall_timeout_s).c_str(),
-                 static_cast<long long>(f.log.steps()), HumanDuration(f.stalled_s).c_str(),
-                 HumanDuration(o.stall_timeout_s).c_str());
+  if (f.stall.kind != ProgramStall::kNone) {
+    SayStalled(f, rule, who, child.pid, started_s);
     KillChild(child.pid);
     AbortEveryRank(kExitStalled);
   }
@@ -620,6 +558,7 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     AbortEveryRank(ExitCodeOfEnd(status));
   }
   WaitForEveryRank(comm.get());
+  double energy_j = -1;  // rank 0: the run's, when measured
   if (records) {
     RunSummaryInputs in;
     in.finished = success;
@@ -632,7 +571,9 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     in.predicted_step_s = a.plan.predicted_step_s;
     in.predicted_steps = a.plan.predicted_steps;
     in.time_limit_s = a.plan.time_limit_s;
-    records->Finish(comm.get(), in, f.log);
+    const nlohmann::json measured = records->Finish(comm.get(), in, f.log);
+    if (measured.is_object() && measured.value("measured", false))
+      energy_j = measured.value("joules_total", -1.0);
   }
   if (rank == 0 && success) {
     RunObservationInputs in;
@@ -643,6 +584,7 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     in.log = &f.log;
     in.started_s = started_s;
     in.ended_s = SteadySeconds();
+    in.energy_j = energy_j;
     in.ranks = size;
     in.ranks_per_node = a.topo.local_size;
     in.hosts = a.node_names;

@@ -92,6 +92,7 @@ std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& 
     const std::string name = NameOf(entry);
     if (IsLauncherVariable(name) || OwnNames().count(name)) continue;
     if (!cuda_visible.empty() && name == "CUDA_VISIBLE_DEVICES") continue;
+    if (!in.data.empty() && name == "DLH_DATA") continue;
     env.push_back(entry);
   }
   auto set = [&](const std::string& name, const std::string& value) {
@@ -133,6 +134,7 @@ std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& 
     }
   }
   if (in.progress_fd >= 0) set("DLH_PROGRESS_FD", std::to_string(in.progress_fd));
+  if (!in.data.empty()) set("DLH_DATA", in.data);
   if (!cuda_visible.empty()) set("CUDA_VISIBLE_DEVICES", cuda_visible);
   return env;
 }

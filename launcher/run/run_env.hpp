@@ -34,6 +34,9 @@ struct RunEnvInputs {
   Binding binding;        // this rank's GPU (BindRank)
   bool bind_gpu = false;  // true (--narrow-gpus): CUDA_VISIBLE_DEVICES narrowed, see below
   int progress_fd = -1;   // >= 0: DLH_PROGRESS_FD, the progress pipe (progress.hpp)
+  // DLH_DATA as this rank's program gets it: the parent's with %n, %u and %j expanded
+  // (ExpandStageDir: a data set staged to each node's own folder); "": the parent's as is.
+  std::string data;
 };
 
 // This rank's share of the plan's global batch: with two or more parts its part's
@@ -54,7 +57,8 @@ int64_t PlanRankBatch(const LaunchPlan& plan, const std::string& plan_origin, in
 //   DLH_BATCH DLH_LR DLH_WARMUP_EPOCHS and DLH_RANK_BATCHES (every rank's batch, "12,4",
 //   when rank_batches is given) (none of these without one, nor DLH_CHECKPOINT
 //   without a checkpoint, even if the parent had them: they would be another run's),
-//   DLH_PROGRESS_FD when progress_fd >= 0 (never the parent's: a nested launch's pipe).
+//   DLH_PROGRESS_FD when progress_fd >= 0 (never the parent's: a nested launch's pipe),
+//   DLH_DATA when `data` is given (in place of the parent's).
 // With bind_gpu, CUDA_VISIBLE_DEVICES is narrowed to the rank's GPU when it lists several
 // and the binding gave this rank one of them; else it is left as the parent had it, as
 // torchrun leaves it: the usual DDP script picks cuda:LOCAL_RANK itself.

@@ -53,6 +53,7 @@ void WriteRunObservation(const RunObservationInputs& in) {
     r.global_batch = plan.present ? plan.global_batch : r.per_rank_batch * in.ranks;
     r.startup_s = t.front() - in.started_s;
     r.total_s = in.ended_s - in.started_s;
+    r.energy_j = in.energy_j;
     if (r.per_rank_batch <= 0 || !(r.step_s > 0)) {
       std::fprintf(stderr,
                    "dlh-launch: run: warning: no observation record: the program's step lines "

@@ -20,6 +20,7 @@ struct RunObservationInputs {
   double started_s = 0, ended_s = 0;  // the launcher's clock (progress.hpp's `now`)
   int ranks = 1, ranks_per_node = 1;
   std::vector<std::string> hosts;
+  double energy_j = -1;  // summary.json's energy.joules_total; < 0: not measured
 };
 
 // Rank 0, once the program ended well. Writes nothing when no store is named or the program

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "launcher/run/program_energy.hpp"
 #include "launcher/run/progress.hpp"
 #include "launcher/run/run_records.hpp"
 #include "launcher/train/metrics.hpp"
@@ -20,16 +21,20 @@ class RunRecordWriter {
  public:
   // Rank 0 opens RUN_DIR/metrics.jsonl for appending (a resumed run adds to it); throws
   // Error when it cannot. `unix_offset`: Unix seconds minus the progress log's clock.
-  RunRecordWriter(RunContext context, int rank, const std::string& run_dir, double unix_offset);
+  // `energy`: this rank's meters (program_energy.hpp), read into rank 0's step records and
+  // at the end; it must outlive the writer.
+  RunRecordWriter(RunContext context, int rank, const std::string& run_dir, double unix_offset,
+                  ProgramEnergy* energy);
 
   // After each read of the progress pipe: its new lines and the signals passed on since.
   void Follow(ProgressLog* log);
 
   // Collective, once every rank's program ended well or obeyed a stop: every rank's figures
   // to rank 0, which appends the end record and writes summary.json atomically. `in`: the
-  // summary's inputs but context, rank0, ranks and ended_unix, filled here. A stop the
-  // program obeyed (`in.stop_signal`, else a SIGUSR1 it was sent) is not finished.
-  void Finish(MPI_Comm comm, RunSummaryInputs in, const ProgressLog& log);
+  // summary's inputs but context, rank0, ranks, energy and ended_unix, filled here. A stop
+  // the program obeyed (`in.stop_signal`, else a SIGUSR1 it was sent) is not finished.
+  // Returns the summary's "energy" on rank 0 (null on the others).
+  nlohmann::json Finish(MPI_Comm comm, RunSummaryInputs in, const ProgressLog& log);
 
  private:
   void Write(const std::vector<nlohmann::json>& records);
@@ -39,6 +44,7 @@ class RunRecordWriter {
   int rank_;
   std::string run_dir_;
   double unix_offset_;
+  ProgramEnergy* energy_;
   bool usr1_ = false;
   std::unique_ptr<MetricsLog> log_;  // rank 0
 };

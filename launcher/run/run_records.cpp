@@ -18,7 +18,8 @@ nlohmann::json NumberOrNull(double v) {
 }  // namespace
 
 void RankFigures::ToArray(double* out) const {
-  const double v[kFigures] = {batch, data_s, compute_s, allreduce_s, cpu_cores_busy, peak_rss_mib};
+  const double v[kFigures] = {batch,          data_s,       compute_s, allreduce_s,
+                              cpu_cores_busy, peak_rss_mib, samples};
   for (int i = 0; i < kFigures; ++i) out[i] = v[i];
 }
 
@@ -30,6 +31,7 @@ RankFigures RankFigures::FromArray(const double* in) {
   f.allreduce_s = in[3];
   f.cpu_cores_busy = in[4];
   f.peak_rss_mib = in[5];
+  f.samples = in[6];
   return f;
 }
 
@@ -166,6 +168,8 @@ std::vector<nlohmann::json> RunRecorder::End(bool finished, int stop_signal,
 RankFigures RunRecorder::Figures() const {
   RankFigures f;
   f.batch = samples_.empty() ? 0 : Median(samples_);
+  if (!samples_.empty() && int64_t(samples_.size()) == steps_run_)
+    for (double n : samples_) f.samples += n;
   double* split[3] = {&f.data_s, &f.compute_s, &f.allreduce_s};
   for (int i = 0; i < 3; ++i)
     if (counts_[i] > 0) *split[i] = sums_[i] / double(counts_[i]);
@@ -225,8 +229,9 @@ nlohmann::json RunSummary(const RunSummaryInputs& in) {
     rss.push_back(NumberOrNull(f.peak_rss_mib));
   }
   s["rank_process"] = {{"cpu_cores_busy", busy}, {"peak_rss_mib", rss}};
-  s["energy"] = {{"measured", false},
-                 {"why", "dlh-launch run does not measure a program's energy yet"}};
+  s["energy"] = in.energy.is_object()
+                    ? in.energy
+                    : nlohmann::json{{"measured", false}, {"why", "not measured"}};
   s["checkpoints"] = {{"mode", "program"}, {"written", r.checkpoints()}};
   if (r.last_eval().is_object()) {
     s["evaluation"] = r.last_eval();

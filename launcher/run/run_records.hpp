@@ -54,8 +54,9 @@ struct RunContext {
 
 // One rank's figures for summary.json, gathered by rank 0 (as doubles, kFigures each).
 struct RankFigures {
-  static constexpr int kFigures = 6;
-  double batch = 0;  // median SAMPLES of its step lines (0: none given)
+  static constexpr int kFigures = 7;
+  double batch = 0;    // median SAMPLES of its step lines (0: none given)
+  double samples = 0;  // their sum over this run (0: a step line gave none)
   // Mean seconds per step of the program's own split over the steps that gave it (NaN: none).
   double data_s = __builtin_nan(""), compute_s = __builtin_nan(""), allreduce_s = __builtin_nan("");
   double cpu_cores_busy = __builtin_nan(""), peak_rss_mib = __builtin_nan("");
@@ -117,6 +118,8 @@ struct RunSummaryInputs {
   bool finished = false;
   int stop_signal = 0;
   double ended_unix = 0;
+  // ProgramEnergySummary's (program_energy.hpp); null: not measured.
+  nlohmann::json energy;
   // With a plan that predicts: its figures (prediction.* of the trainer's summary).
   std::string plan_origin;
   double predicted_total_s = 0, predicted_step_s = 0, time_limit_s = 0;

@@ -112,10 +112,14 @@ check "nothing lingers"
 # 4b. Watched from its start (issue 41): a program that reports no step and does nothing (it
 # waits for a peer that never comes, or hangs in its start-up) is stalled too; before issue
 # 41 only a program that had reported a step was watched, and this one ran its 60 s.
+# Rank 0's program must look busy to the watch (activity.hpp): it wakes 200 times a second.
+# (A shell loop of `sleep 0.1` did not: 10 wakeups and a few ms of CPU a second are below
+# every threshold, so either rank could be judged first; a CI run saw rank 0.)
 cat >"$WORK/idle.sh" <<'SH'
 #!/bin/bash
 [[ $RANK == 1 ]] && exec -a "sleep-$1" sleep 60
-for ((i = 0; i < 600; ++i)); do sleep 0.1; done
+exec python3 -c 'import time
+for _ in range(12000): time.sleep(0.005)' "$1"
 SH
 chmod +x "$WORK/idle.sh"
 expect_fail 4 "^dlh-launch \[rank 1/2 [^]]*\]: error: the program (pid [0-9]*) reported no step and used no CPU time or I/O for [0-9]s (from [0-9.]*m\{0,1\}s after its start; --stall-timeout 3s): stalled, ending every rank$" \
@@ -123,6 +127,34 @@ expect_fail 4 "^dlh-launch \[rank 1/2 [^]]*\]: error: the program (pid [0-9]*) r
 sleep 1
 [[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
 check "nothing lingers"
+
+# 4c. The first step is watched from the launch (issue 44): a program that reports its steps
+# and has not reported one --stall-timeout + --stall-startup after its launch is stalled,
+# however busy (it wakes 200 times a second: the idle rule of 4b never judges it). It reports
+# when it wrote on its channel, with --expect-steps, or when its plan is from its profile;
+# one that never writes there (an unmodified torchrun program) is not judged by its steps.
+cat >"$WORK/busy.py" <<'PY'
+import os, sys, time
+if sys.argv[1] == "tell":
+    os.write(int(os.environ["DLH_PROGRESS_FD"]), b"device cpu\n")
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    time.sleep(0.005)
+PY
+B=(timeout 60 mpirun -np 1 dlh-launch run --run-dir "$WORK/r8c" --stall-timeout 1s --stall-startup 1s)
+first_step="^dlh-launch \[rank 0/1 [^]]*\]: error: the program (pid [0-9]*) reported no step in the [0-9]s since its launch (--stall-timeout 1s + --stall-startup 1s; it reports steps:"
+expect_fail 4 "$first_step it wrote on DLH_PROGRESS_FD): stalled, ending every rank$" \
+  "${B[@]}" -- python3 "$WORK/busy.py" tell 30 "$marker"
+check "$(grep error: "$WORK/err.txt")"
+expect_fail 4 "$first_step --expect-steps): stalled" "${B[@]}" --expect-steps -- python3 "$WORK/busy.py" quiet 30 "$marker"
+expect_fail 4 "$first_step its plan is from its profile): stalled" \
+  env DLH_PLAN='{"format_version": 1, "global_batch": 8, "lr": 0.05, "profile": "busy.profile.json"}' \
+  "${B[@]}" -- python3 "$WORK/busy.py" quiet 30 "$marker"
+"${B[@]}" -- python3 "$WORK/busy.py" quiet 3 "$marker" 2>"$WORK/err8c.txt" ||
+  { cat "$WORK/err8c.txt" >&2; fail "a program that never wrote on its channel was judged by its steps"; }
+sleep 0.5
+[[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
+check "--expect-steps and a plan from a profile likewise; a program that never wrote on its channel ran its 3 s"
 
 # 5. Rank 1's program killed by SIGKILL while rank 0's sleeps: the whole job ends.
 cat >"$WORK/sleeper.py" <<'PY'
@@ -227,6 +259,44 @@ expect_fail 4 "^dlh-launch \[rank 1/2 [^]]*\]: error: the program (pid [0-9]*) r
 sleep 1
 [[ -z $(lingering) ]] || { ps -o pid,args -p "$(lingering | paste -sd,)" >&2; fail "processes linger"; }
 check "nothing lingers"
+
+# 8b. Energy per rank around the program (issue 44), with the trainer's meter: RAPL on a fake
+# powercap tree, read by the node's first rank (rank 1's is covered by it). Rank 0's program
+# adds 0.5 J to the counter per step, 5 steps: summary.json's energy is exactly 2.5 J, rank 0's
+# step records carry energy_j, and the observation record the run's joules. DLH_DATA reaches
+# the programs with %n expanded to the node's name (a data set staged per node).
+mkdir -p "$WORK/rapl/intel-rapl:0" && mkdir -m 1777 "$WORK/obs"
+echo 1000000 >"$WORK/rapl/intel-rapl:0/energy_uj"
+echo 100000000000 >"$WORK/rapl/intel-rapl:0/max_energy_range_uj"
+cat >"$WORK/joules.sh" <<'SH'
+#!/bin/bash
+echo "device cpu" >&"$DLH_PROGRESS_FD"
+for ((i = 1; i <= 5; ++i)); do
+  sleep 0.25
+  [[ $RANK != 0 ]] || echo $((1000000 + i * 500000)) >"$1/rapl/intel-rapl:0/energy_uj"
+  echo "step 8 loss=0.5" >&"$DLH_PROGRESS_FD"
+done
+echo "$DLH_DATA" >"$1/data-$RANK"
+SH
+chmod +x "$WORK/joules.sh"
+DLH_POWERCAP_DIR=$WORK/rapl DLH_DATA="$WORK/stage/%n/d.h5" timeout 60 mpirun -np 2 dlh-launch run \
+  --run-dir "$WORK/r8e" --observations "$WORK/obs" -- "$WORK/joules.sh" "$WORK" "$marker" 2>"$WORK/err8e.txt" ||
+  { cat "$WORK/err8e.txt" >&2; fail "the energy run failed"; }
+python3 - "$WORK/r8e" "$WORK/obs" <<'PY' || { cat "$WORK/err8e.txt" >&2; fail "the program's energy is not in its records"; }
+import glob, json, sys
+e = json.load(open(sys.argv[1] + "/summary.json"))["energy"]
+assert e["measured"] and e["source"] == "rapl" and e["joules_per_rank"] == [2.5, None], e
+assert abs(e["joules_total"] - 2.5) < 1e-9 and abs(e["joules_per_sample"] - 2.5 / 80) < 1e-12, e
+steps = [r for r in map(json.loads, open(sys.argv[1] + "/metrics.jsonl")) if "event" not in r]
+assert len(steps) == 5 and all("energy_j" in r for r in steps), steps
+(record,) = glob.glob(sys.argv[2] + "/**/*.json", recursive=True)
+text = json.dumps(json.load(open(record)))
+assert '"energy_j": 2.5' in text, text
+PY
+for r in 0 1; do
+  [[ $(cat "$WORK/data-$r") == "$WORK/stage/$(hostname)/d.h5" ]] || fail "rank $r: DLH_DATA $(cat "$WORK/data-$r")"
+done
+check "energy: 2.5 J by RAPL (rank 0's node; rank 1 covered), energy_j in the step records and the observation record; DLH_DATA with %n expanded"
 
 # 9. --profile: a program reporting 'step 32' every 50 ms and describing itself; timed after
 # 2 warm-up steps for 10, stopped with SIGTERM, the profile written; a second run at another

@@ -13,8 +13,9 @@ $py -c 'import torch' 2>/dev/null || fail "$py has no torch: install python3-tor
 export PYTHONPATH="$ROOT/share/python"
 marker="dlh-run-python-$$-$RANDOM"
 
-# 1. The sampler's slices, pure Python: contiguous, in rank order, proportional, the same
-# steps on every rank, every sample each epoch, another order the next epoch.
+# 1. The sampler's slices, pure Python: each step the next global batch of the epoch's order
+# cut in rank order, proportional, the same steps on every rank, every sample each epoch,
+# another order the next epoch.
 $py - <<'PY' || fail "the sampler's slices"
 import dlh
 for size, batches, drop in ((100, [12, 4], False), (100, [12, 4], True), (7, [3, 1, 2], False),
@@ -24,17 +25,18 @@ for size, batches, drop in ((100, [12, 4], False), (100, [12, 4], True), (7, [3,
     parts = [dlh.share_slice(size, batches, r, epoch=3, seed=1, drop_last=drop)
              for r in range(len(batches))]
     assert [len(p) for p in parts] == [steps * b for b in batches], (size, batches, parts)
-    whole = [i for p in parts for i in p]
-    assert whole == dlh.share_slice(size, [g], 0, epoch=3, seed=1, drop_last=drop), "not contiguous"
+    whole = [i for k in range(steps) for p, b in zip(parts, batches) for i in p[k * b:(k + 1) * b]]
+    assert whole == dlh.share_slice(size, [g], 0, epoch=3, seed=1, drop_last=drop), "not step by step"
     if not drop:
         assert set(whole) == set(range(size)), "a sample left out"
     assert parts[0] == dlh.share_slice(size, batches, 0, epoch=3, seed=1, drop_last=drop)
 assert dlh.share_slice(100, [12, 4], 0, epoch=4, seed=1) != dlh.share_slice(100, [12, 4], 0, epoch=3, seed=1)
-assert dlh.share_slice(5, [2, 2], 1, shuffle=False) == [4, 0, 1, 2]  # padded from the start
+assert dlh.share_slice(5, [2, 2], 1, shuffle=False) == [2, 3, 1, 2]  # padded from the start
+assert dlh.share_slice(5, [2, 2], 0, shuffle=False) == [0, 1, 4, 0]
 s = dlh.ShareSampler(100, rank=1, rank_batches=[12, 4])
 assert (len(s), s.batch_size, s.steps) == (28, 4, 7) and list(s) == dlh.share_slice(100, [12, 4], 1)
 PY
-check "sampler: [12, 4] of 100 samples: 84 and 28 indices, 7 steps each, contiguous in rank order, reshuffled per epoch"
+check "sampler: [12, 4] of 100 samples: 84 and 28 indices, 7 steps each, each step the next 16 in rank order, reshuffled per epoch"
 
 # 2. Outside DLH: no handler, no channel, the plain defaults.
 env -u DLH_RUN_DIR -u DLH_PROGRESS_FD -u DLH_BATCH -u DLH_GLOBAL_BATCH -u DLH_RANK_BATCHES \
@@ -103,6 +105,7 @@ for epoch in range(epoch0, epoch0 + (2 if mode == "train" else 1000)):
         if dlh.should_stop(agree=True):
             info.update(stopped=dlh.stop_signal(), stop_step=step, saved=save(epoch))
             json.dump(info, open(os.path.join(out, f"rank-{rank}.json"), "w"))
+            dist.barrier(); dist.destroy_process_group()  # no rank's gloo left talking to a gone peer
             sys.exit(dlh.exit_code())
     with torch.no_grad():
         test_loss = torch.nn.functional.cross_entropy(model(x), y).item()
@@ -111,6 +114,7 @@ for epoch in range(epoch0, epoch0 + (2 if mode == "train" else 1000)):
     info["indices"] = seen
     info["saved"] = save(epoch)
 json.dump(info, open(os.path.join(out, f"rank-{rank}.json"), "w"))
+dist.barrier(); dist.destroy_process_group()
 PY
 # Global batch 16 split [12, 4] by position (the parts in order, as a heterogeneous job's).
 export DLH_PLAN='{"format_version": 1, "global_batch": 16, "lr": 0.2, "warmup_epochs": 0,

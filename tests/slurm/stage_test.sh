@@ -75,3 +75,24 @@ done
 grep -q "^already staged .* on alpha1: " "$WORK/second.out" && grep -q "^already staged .* on beta1: " "$WORK/second.out" ||
   { cat "$WORK/second.out" >&2; fail "the second job copied again"; }
 check "the second job found both copies current and trained from them (the shared file spoilt)"
+
+# A program given to the job script (issue 44) gets the same: its data set (DLH_DATA) staged to
+# each node, the copy's path in DLH_DATA ("%n" expanded by dlh-launch run on each rank), and
+# the run's report. The shared file is still spoilt: the program reads the copies or fails.
+cat >"$WORK/program.sh" <<'SH'
+#!/bin/bash
+echo "$DLH_DATA" >"$DLH_RUN_DIR/data-$RANK"
+dlh-data inspect "$DLH_DATA" >/dev/null || exit 1
+for step in 1 2 3; do echo "step 40 loss=0.$step" >&"$DLH_PROGRESS_FD"; done
+SH
+chmod +x "$WORK/program.sh"
+job=$(DLH_RUN_DIR=$WORK/run-program sbatch --parsable "${NODES[@]}" -o "$WORK/program.out" "$ROOT/share/examples/train.sbatch" "$WORK/program.sh")
+wait_end "$job" "$WORK/program.out"
+[[ $end == COMPLETED ]] || { cat "$WORK/program.out" >&2; fail "job $job (a program) ended $end"; }
+[[ $(grep -cE "^already staged $WORK/data.h5 on (alpha1|beta1): " "$WORK/program.out") -eq 2 ]] ||
+  { cat "$WORK/program.out" >&2; fail "the program's data set was not staged on both nodes"; }
+[[ $(cat "$WORK/run-program/data-0") == "$WORK/local/alpha1/data.h5" && $(cat "$WORK/run-program/data-1") == "$WORK/local/beta1/data.h5" ]] ||
+  fail "the programs' DLH_DATA: $(cat "$WORK"/run-program/data-*)"
+[[ $(json_field "$WORK/run-program/summary.json" steps) == 3 && -s $WORK/run-program/report.html ]] ||
+  { cat "$WORK/program.out" >&2; fail "the program's run has no summary or report"; }
+check "job $job: a program read its node's copy through DLH_DATA on each node (alpha1, beta1), and the script wrote its report (3 steps)"
