@@ -113,7 +113,7 @@ SLOW_TESTS := tests/slurm/faults_test.sh tests/scripts/estimate_cli.sh \
     tests/slurm/stall_requeue_test.sh tests/scripts/stall_defaults.sh \
     tests/scripts/kill_resume.sh tests/slurm/train_test.sh tests/scripts/torch_spec.sh \
     tests/scripts/balance.sh tests/scripts/resnet.sh tests/scripts/run_cmd.sh \
-    tests/slurm/run_torch_test.sh \
+    tests/slurm/run_torch_test.sh tests/slurm/mixed_shares_test.sh \
     tests/scripts/calibrate_cuda.sh tests/scripts/bad_input.sh
 UNIT_SHARDS ?= 2
 UNIT_SHARD_TARGETS := $(addprefix test-unit/,$(shell seq 0 $$(($(UNIT_SHARDS) - 1))))

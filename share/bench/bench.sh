@@ -12,7 +12,7 @@
 #   BENCH_ONLY=allreduce,checkpoint bench.sh BINDIR OUT.md   those parts alone; the others'
 #                                                      sections stay as committed
 # Parts: estimator wave cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch
-# recommender lrfind lrvalidate jobs balance faults convergence. BENCH_HOST names this host in
+# recommender lrfind lrvalidate jobs balance mixed_shares faults convergence. BENCH_HOST names this host in
 # the goals table (default: hostname and machine id); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
-parts="estimator wave transfer cpu resnet_cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance faults convergence"
+parts="estimator wave transfer cpu resnet_cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance mixed_shares faults convergence"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -806,6 +806,28 @@ measure balance
   echo
 } >"$work/s9-balance.md"
 store balance "$work/s9-balance.md"
+}
+
+# ---- a user's program with shares on a mixed allocation (issue 44) -------------------------
+bench_mixed_shares() {
+section "a program with shares on a mixed allocation: even / the plan's shares / shares + Balancer"
+measure mixed_shares
+{
+  echo "## A program with shares on a mixed allocation"
+  echo
+  echo "share/bench/mixed_shares.sh: a user's PyTorch program, share/examples/mixed_shares.py (DDP"
+  echo "over gloo, a small CNN on synthetic 1x28x28 images, \`dlh.ShareSampler\`), on 2 ranks set up"
+  echo "as in the balancing section: rank 0 an alpha, rank 1 a beta slowed by a cgroup CPU quota"
+  echo "to the speed the estimator gives it, 1 thread per rank, each rank bound to its own core."
+  echo "Even: a plan with an even split; the plan's shares: the split the estimator plans from"
+  echo "the program's profile (\`DLH_RANK_BATCHES\`); shares + Balancer: that split and"
+  echo "\`dlh.Balancer\` (docs/reference/run.md). Ideal: the sum of each rank's own rate at the"
+  echo "whole global batch, both 1-rank runs at once, each on its core, under the same throttle."
+  echo
+  $py "$bench/mixed_shares_report.py" "$work" "$goals"
+  echo
+} >"$work/s9-mixed-shares.md"
+store mixed_shares "$work/s9-mixed-shares.md"
 }
 
 # ---- faults: time to detect -----------------------------------------------------------------

@@ -153,6 +153,12 @@ GOALS = [
      "Adaptive balancing within 10% of the ideal rate (2 ranks of different speed)",
      "adaptive's median rate from the planned split is below 90% of the ideal rate measured "
      "side by side"),
+    ("mixed-shares", "mixed_shares",
+     "A program with shares on a mixed allocation: ≥ 85% of the ideal summed rate",
+     "the median over rounds of the program's rate with the plan's shares (dlh.ShareSampler "
+     "on DLH_RANK_BATCHES, 2 ranks: an alpha and a beta throttled to the estimator's speed "
+     "ratio, share/bench/mixed_shares.sh) over the same round's ideal (the two ranks' own "
+     "rates at the whole batch, measured side by side) is below 85%"),
     ("faults", "faults",
      "a frozen, killed or cut-off rank ends its job within 60 s (--comm-timeout 5)",
      "the slowest of the faults takes 60 s or more from the fault to the job's end"),
@@ -228,6 +234,7 @@ PREFIXES = [
     ("The prediction's 90% band", "jobs10-band"), ("A spec run again", "repeat-5"),
     ("The shipped calibration carried", "transfer-probe"),
     ("After `dlh-estimate calibrate` on that host", "transfer-recalibrated"), ("Adaptive balancing", "balance"),
+    ("A program with shares on a mixed allocation", "mixed-shares"),
     ("a frozen", "faults"), ("Same training on any rank count", "convergence"),
     ("Time to", "time-to-accuracy"),
 ]

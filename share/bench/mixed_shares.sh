@@ -1,0 +1,155 @@
+#!/bin/bash
+# make bench, "A program with shares on a mixed allocation" (issue 44): a user's PyTorch
+# program (share/examples/mixed_shares.py: DDP over gloo, dlh.ShareSampler, optionally
+# dlh.Balancer) on 2 ranks of truly different speed, set up as share/bench/balance.sh sets up
+# the built-in trainer's: rank 0 an alpha, rank 1 a beta of share/cluster/local.json, beta
+# slowed by a cgroup v1 CPU quota to the estimator's beta/alpha speed ratio, 1 thread per
+# rank, each rank bound to its own core, both cgroups 16x the default cpu.shares.
+#   mixed_shares.sh BINDIR WORK    (about 2 minutes on 2 cores; root and cgroup v1)
+# Writes WORK/mixed_shares/setup.json and runs.jsonl (one line per run), or
+# WORK/mixed_shares/unavailable with the reason.
+#
+# The plan: the program's profile on alpha (dlh-launch run --profile, one rank), then
+# `dlh-estimate recommend --profile P --mixed`, whose table ranks one alpha + one beta mix
+# with each type's per-GPU batch (beta's transferred from alpha's profile by the peaks); their
+# ratio is the estimator's speed ratio, the quota, and the planned split of the global batch.
+# Configurations, rotated each round: even (DLH_PLAN with an even split), planned (the plan's
+# split), balanced (the plan's split and dlh.Balancer, --balance-every 10), and side by side
+# (each rank's program alone at the whole global batch, 1 rank each, both at once on their
+# own cores and under the same throttle; the ideal is the sum of their rates).
+set -euo pipefail
+bindir=$(cd "$1" && pwd) work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH="$bindir:$PATH" LC_ALL=C
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=$root/share/python
+unset DLH_PLAN DLH_RUN_DIR DLH_CHECKPOINT
+py=/usr/bin/python3
+prog=$root/share/examples/mixed_shares.py
+out=$work/mixed_shares
+rm -rf "$out"
+mkdir -p "$out"
+steps=${MIXED_STEPS:-120}    # per run; the first `warm` are not timed
+warm=40
+rounds=${MIXED_ROUNDS:-3}
+every=10
+global=${MIXED_BATCH:-128}
+period_us=10000
+cgroot=/sys/fs/cgroup/cpu
+args=(--samples 20480 --epochs 3 --width 16 --log-every 100000 --warm-steps "$warm")
+
+unavailable() { echo "$*" >"$out/unavailable"; exit 0; }
+[[ $(id -u) -eq 0 ]] || unavailable "the CPU throttle needs root (a cgroup per rank)"
+$py -c 'import torch.distributed' 2>/dev/null || unavailable "$py cannot import torch.distributed (python3-torch)"
+[[ -w $cgroot/cpu.cfs_quota_us || -d $cgroot && -w $cgroot ]] ||
+  unavailable "no writable cgroup v1 cpu controller at $cgroot"
+cg=$cgroot/dlh-bench-mixed-beta-$$ cga=$cgroot/dlh-bench-mixed-alpha-$$
+cleanup() {
+  local g
+  for g in "$cg" "$cga"; do [[ -d $g ]] && rmdir "$g" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+# The program's profile on alpha at the global batch, then the estimator's mix.
+(cd "$out" && mpirun -np 1 --cpu-set 0 --bind-to core dlh-launch run --run-dir "$out/profile-run" \
+  --profile 12 --profile-warmup 3 --gpu-type alpha --profile-out "$out/profile.json" \
+  -- $py "$prog" "${args[@]}" --batch "$global") >"$out/profile.txt" 2>&1 ||
+  unavailable "the program's profile failed: $(tail -1 "$out/profile.txt")"
+dlh-estimate recommend --profile "$out/profile.json" --cluster "$root/share/cluster/local.json" \
+  --mixed --top 50 --deadline 30d >"$out/recommended.txt" 2>&1 || true
+$py - "$out/recommended.txt" "$global" "$period_us" "$out" "$steps" "$warm" "$rounds" "$every" <<'PY' ||
+import json, re, sys
+text, glob, period, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+mix = None
+for line in open(text):
+    m = re.search(r"\d+x\d+ (\w+) \(b(\d+)\) \+ \d+x\d+ (\w+) \(b(\d+)\)", line)
+    if m:
+        mix = {m[1]: int(m[2]), m[3]: int(m[4])}
+        row = " ".join(line.split()[:9])
+        break
+if not mix or set(mix) != {"alpha", "beta"}:
+    sys.exit("dlh-estimate recommend --profile --mixed ranked no mix of alpha and beta")
+a, b = mix["alpha"], mix["beta"]
+alpha = round(glob * a / (a + b))
+def plan(batches, why):
+    part = lambda gpu, batch: {"node_type": "node-" + gpu, "gpu": gpu, "nodes": 1,
+                               "gpus_per_node": 1, "per_gpu_batch": batch}
+    return {"format_version": 1, "global_batch": glob, "lr": 0.05, "warmup_epochs": 0,
+            "why": why, "allocation": {"parts": [part("alpha", batches[0]), part("beta", batches[1])],
+                                       "nodes": 2, "gpus": 2, "tasks_per_node": 1}}
+json.dump(plan([alpha, glob - alpha], "the estimator's mix"), open(out + "/plan-planned.json", "w"))
+json.dump(plan([glob // 2, glob - glob // 2], "even"), open(out + "/plan-even.json", "w"))
+json.dump({"recommended": {"alpha": a, "beta": b, "row": row}, "ratio": b / a,
+           "planned": [alpha, glob - alpha], "global_batch": glob,
+           "quota_us": round(b / a * period), "period_us": period, "steps": int(sys.argv[5]),
+           "warm": int(sys.argv[6]), "rounds": int(sys.argv[7]), "every": int(sys.argv[8]),
+           "load_before": open("/proc/loadavg").read().split()[:3]},
+          open(out + "/setup.json", "w"))
+PY
+  unavailable "no mixed plan: $(tail -1 "$out/recommended.txt")"
+quota=$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['quota_us'])" "$out/setup.json")
+mkdir "$cg" "$cga"
+echo "$period_us" >"$cg/cpu.cfs_period_us"
+echo "$quota" >"$cg/cpu.cfs_quota_us"
+echo 16384 >"$cg/cpu.shares"
+echo 16384 >"$cga/cpu.shares"
+
+# A rank's command: this shell joins its cgroup, then becomes dlh-launch run.
+throttled=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg")
+full=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cga")
+# The ranks' command lines: alpha's and beta's alone (side by side), a 2-rank job's.
+alpha=(dlh-launch run --run-dir "$out/run-alpha" -- "$py" "$prog" "${args[@]}" --result "$out/r-alpha")
+beta=(dlh-launch run --run-dir "$out/run-beta" -- "$py" "$prog" "${args[@]}" --result "$out/r-beta")
+job=(dlh-launch run --run-dir "$out/run-job" -- "$py" "$prog" "${args[@]}" --result "$out/r-job")
+
+run() {  # run CONFIG: one run, then its line(s) of runs.jsonl
+  local config=$1
+  rm -rf "$out"/run-* "$out"/r-*
+  case $config in
+    side-by-side)
+      { mpirun -np 1 --cpu-set 1 --bind-to core "${throttled[@]}" "${beta[@]}" --batch "$global" \
+          --max-steps "$steps" >"$out/log-beta.txt" 2>&1 & }
+      local pid=$!
+      mpirun -np 1 --cpu-set 0 --bind-to core "${full[@]}" "${alpha[@]}" --batch "$global" \
+        --max-steps $((3 * steps)) || { wait $pid || true; false; }
+      wait $pid || { cat "$out/log-beta.txt"; false; }
+      ;;
+    even | planned | balanced)
+      local p=$out/plan-$config.json extra=()
+      [[ $config == balanced ]] && { p=$out/plan-planned.json; extra=(--balance-every "$every"); }
+      DLH_PLAN=$(cat "$p") mpirun -np 1 -x DLH_PLAN "${full[@]}" \
+        "${job[@]}" --max-steps "$steps" "${extra[@]}" : \
+        -np 1 -x DLH_PLAN "${throttled[@]}" "${job[@]}" --max-steps "$steps" "${extra[@]}"
+      ;;
+  esac >"$out/log.txt" 2>&1 || { cat "$out/log.txt" >&2; echo "mixed_shares.sh: $config failed" >&2; exit 1; }
+  $py - "$out" "$config" "$warm" "$steps" >>"$out/runs.jsonl" <<'PY'
+import json, sys
+out, config, warm, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+def rate(r):  # the samples/s of steps warm+1 .. last, from the step ends
+    t = r["step_ends"]
+    return r["global_batch"] * (last - warm) / (t[last - 1] - t[warm - 1])
+if config == "side-by-side":
+    for name in ("alpha", "beta"):
+        r = json.load(open(f"{out}/r-{name}.rank0.json"))
+        print(json.dumps({"config": "pair-" + name, "rate": rate(r)}))
+else:
+    r = [json.load(open(f"{out}/r-job.rank{i}.json")) for i in (0, 1)]
+    assert all(a + b == r[0]["global_batch"] for a, b in zip(r[0]["batches"], r[1]["batches"]))
+    print(json.dumps({"config": config, "rate": rate(r[0]), "split": [r[0]["batches"][-1], r[1]["batches"][-1]],
+                      "planned": r[0]["planned"], "changes": len(r[0]["history"]) - 1,
+                      "history": r[0]["history"]}))
+PY
+}
+
+configs=(side-by-side even planned balanced)
+for ((round = 0; round < rounds; ++round)); do
+  for ((k = 0; k < ${#configs[@]}; ++k)); do
+    run "${configs[(k + round) % ${#configs[@]}]}"
+  done
+done
+$py - "$out/setup.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["load_after"] = open("/proc/loadavg").read().split()[:3]
+json.dump(s, open(sys.argv[1], "w"))
+PY

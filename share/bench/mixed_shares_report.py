@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""The "program with shares on a mixed allocation" section of make bench (issue 44), from
+share/bench/mixed_shares.sh's WORK/mixed_shares/: prints the section's tables and writes the
+goal record (report.py's Goals).
+    mixed_shares_report.py WORK GOALS.jsonl"""
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import Goals, group_by, measured, read_jsonl  # noqa: E402
+
+GOAL = "A program with shares on a mixed allocation: ≥ 85% of the ideal summed rate"
+
+
+def main():
+    work, goals = sys.argv[1], Goals(sys.argv[2])
+    d = os.path.join(work, "mixed_shares")
+    if not measured(d, GOAL, goals):
+        return
+    setup = json.load(open(os.path.join(d, "setup.json")))
+    by = group_by(read_jsonl(os.path.join(d, "runs.jsonl")), "config")
+    rounds = min(len(v) for v in by.values())
+    ideal = [by["pair-alpha"][i]["rate"] + by["pair-beta"][i]["rate"] for i in range(rounds)]
+    rec = setup["recommended"]
+    print(f"Plan: `dlh-estimate recommend --profile` (the program's profile on alpha) --mixed ranks "
+          f"`{rec['row']}`: beta/alpha {setup['ratio']:.3f}, so beta's quota is "
+          f"{setup['quota_us']} µs per {setup['period_us']} µs and the planned split of the global "
+          f"batch {setup['global_batch']} is {setup['planned']}. {rounds} rounds, configurations "
+          f"rotated; {setup['steps']} steps a run, the first {setup['warm']} not timed. Load "
+          f"average {' / '.join(setup['load_before'])} before, {' / '.join(setup['load_after'])} after.")
+    print()
+    print("| configuration | samples/s min / median / max | of the ideal (median of rounds) | split at the end |")
+    print("|---|---|---|---|")
+    rows = [("alpha alone, side by side", "pair-alpha"), ("beta alone (throttled), side by side", "pair-beta")]
+    for name, key in rows:
+        r = [x["rate"] for x in by[key]]
+        print(f"| {name} | {min(r):.0f} / {statistics.median(r):.0f} / {max(r):.0f} | | whole batch |")
+    print(f"| **ideal** (sum of the two) | {min(ideal):.0f} / {statistics.median(ideal):.0f} / "
+          f"{max(ideal):.0f} | 100% | |")
+    share = {}
+    for name, key in (("even split", "even"), ("the plan's shares (dlh.ShareSampler)", "planned"),
+                      ("shares + dlh.Balancer (every 10 steps)", "balanced")):
+        r = [x["rate"] for x in by[key][:rounds]]
+        share[key] = statistics.median(x / i for x, i in zip(r, ideal))
+        splits = sorted({tuple(x["split"]) for x in by[key]})
+        print(f"| {name} | {min(r):.0f} / {statistics.median(r):.0f} / {max(r):.0f} | "
+              f"{100 * share[key]:.1f}% | {', '.join(str(list(s)) for s in splits)} |")
+    print()
+    met = share["planned"] >= 0.85
+    goals.add(GOAL, f"{100 * share['planned']:.1f}% with the plan's shares ({100 * share['balanced']:.1f}% "
+              f"with dlh.Balancer, {100 * share['even']:.1f}% even)", met,
+              f"the plan's shares reach {100 * share['planned']:.1f}% of the ideal")
+
+
+if __name__ == "__main__":
+    main()
