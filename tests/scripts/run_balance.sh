@@ -64,10 +64,20 @@ for bad in (([64, 63], [1, 1], 128), ([128, 0], [1, 1], 128), ([64, 64], [1, 0],
     except ValueError:
         continue
     raise AssertionError(f"accepted {bad}")
+# The busy time: a rank's wait is its allreduce time beyond the step's shortest; the slowest
+# rank's own time in flight (here 1 s, e.g. throttled mid-transfer) stays busy.
+from dlh.balance import busy_times
+assert busy_times([[10, 10], [10, 10]], [[4, 5], [1, 1]]) == [[7, 6], [10, 10]]
+assert busy_times([[3], [5], [4]], [[0.5], [2.5], [0.5]]) == [[3], [3], [4]]
+try:
+    busy_times([[1, 2], [1]], [[0, 0], [0]])
+    raise AssertionError("busy_times took windows of different lengths")
+except ValueError:
+    pass
 print("  ok: [64,64] at 1 s / 2 s -> [75, 53]; 4:2:1 from [38,37,37] -> %s in %d changes" % (
     converge([0.001, 0.002, 0.004], [38, 37, 37], 30, most=74)[0], changes))
 PY
-check "rule: the C++ balancer's vectors (half way, 25% bound, dead band, nudge, max_batch), 3000 random splits keep sum/bounds/limit"
+check "rule: the C++ balancer's vectors (half way, 25% bound, dead band, nudge, max_batch), 3000 random splits keep sum/bounds/limit; busy times net of the wait"
 
 # 2. The split changing mid-epoch (set_batches from a later batch, as a DataLoader with
 # workers fetched ahead): each step still the next global batch, no sample lost or repeated.

@@ -17,6 +17,8 @@
 #      share/examples/plain_torchrun.py, a torchrun-style DDP loop that knows nothing of DLH
 #      (no dlh import, no progress lines): the job completes, is not ended as stalled, and its
 #      run folder has summary.json that `dlh-report RUN_DIR` reads (exit 0);
+#      its report page, and the DDP example's of part 2, pass tests/browser/check-page.sh
+#      (headless Chromium: no console error, every chart drawn with data);
 #      share/examples/fsdp_fashion.py, FSDP with the dlh module: the same checks plus its
 #      steps in summary.json. PyTorch 1.13 cannot run FSDP on the CPU (the example says why:
 #      under Python 3.11 torch.distributed.fsdp fails to import, a dataclass field with a
@@ -29,6 +31,7 @@
 source "$(dirname "$0")/slurm.bash"
 need_slurm munged slurmctld slurmd srun sbatch scontrol squeue scancel
 need_python_module torch.distributed python3-torch
+command -v chromium >/dev/null || skip_or_fail "no chromium (make check installs it)"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
 [[ -f $SO ]] || fail "no $SO (build it: make plugin)"
@@ -49,6 +52,18 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$WORK"
+# browser_check NAME PAGE: the page in headless Chromium (tests/browser/check-page.sh: no
+# console error, every chart drawn with data), its screenshot kept as report-NAME.png; what
+# the check saw in $page_seen.
+SHOTS=${SCREENSHOT_DIR:-$BINDIR/../screenshots}
+mkdir -p "$SHOTS"
+browser_check() {
+  local page
+  page=$(bash "$ROOT/tests/browser/check-page.sh" "$2" "$SHOTS/report-$1.png" 2>&1) ||
+    { echo "$page" >&2; fail "$1: the report page failed in the browser"; }
+  page_seen=${page#*: }
+}
+
 # share/cluster/local.json's alpha type on two nodes of one GPU each.
 "$PY" - "$ROOT/share/cluster/local.json" >"$WORK/cluster.json" <<'PY'
 import json, os, sys
@@ -133,6 +148,9 @@ grep -q "^done: step $steps," <<<"$out" || { echo "$out" >&2; fail "the resumed 
 run=$(ls -d "$WORK"/runs/*-"$job")
 [[ $(json_field "$run/result.json" world_size) == 2 ]] || fail "result.json: not 2 ranks"
 check "job $job: 2 ranks on alpha1 + alpha2, global batch $global from the plan; SIGUSR1, requeued, ${resumed#resumed from $WORK/}; done at step $steps, test accuracy $(json_field "$run/result.json" test_accuracy)"
+dlh-report "$run" >"$WORK/ddp.report.txt" 2>&1 || { cat "$WORK/ddp.report.txt" >&2; fail "ddp: dlh-report $run failed"; }
+browser_check ddp "$run/report.html"
+check "ddp: report.html: $page_seen"
 
 echo "3. a profile that cannot be read: one line, nothing queued"
 rc=0
@@ -175,6 +193,8 @@ run_program plain "$ROOT/share/examples/plain_torchrun.py" --steps 30 --sleep-pe
 grep -q "^plain_torchrun: done: 30 steps" "$WORK/plain.out" || { cat "$WORK/plain.out" >&2; fail "plain_torchrun did not finish"; }
 grep -q "^plain_torchrun: rank 1/2, master " "$WORK/plain.out" || { cat "$WORK/plain.out" >&2; fail "plain_torchrun: not 2 ranks"; }
 check "plain torchrun program (no dlh): job $jobid COMPLETED on 2 ranks, summary.json (finished $(json_field "$run/summary.json" finished)), dlh-report exit 0"
+browser_check plain "$run/report.html"
+check "plain: report.html: $page_seen"
 
 FSDP=$ROOT/share/examples/fsdp_fashion.py
 FDATA=(--max-samples 640 --max-test-samples 200 --epochs 1 --log-every 5)

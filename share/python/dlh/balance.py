@@ -152,6 +152,24 @@ def propose_split(batches, seconds, global_batch=None, max_batch=None, damping=0
     return Decision(out, changed, rates, imbalance)
 
 
+def busy_times(walls, allreduces):
+    """Each rank's busy seconds in each step of a window: walls[r][k] is rank r's time of
+    step k (from one Balancer.step() to the next), allreduces[r][k] the seconds its
+    allreduces of that step were in flight (0 without an AllreduceTimer). A step's
+    allreduces end together on every rank, so a rank's time in flight beyond the shortest
+    of the step's is its wait for the others, and only that is taken off. Taking off all of
+    it would also take off the slowest rank's own time in the transfer, and any time that
+    rank was held up (descheduled, throttled) while its allreduce was in flight, which makes
+    the slowest rank look faster than it is."""
+    steps = len(walls[0]) if walls else 0
+    if len(allreduces) != len(walls) or any(len(x) != steps for x in list(walls) + list(allreduces)):
+        raise ValueError("dlh.balance.busy_times: every rank needs one wall and one allreduce "
+                         "time per step")
+    shortest = [min(x[k] for x in allreduces) for k in range(steps)]
+    return [[max(0.0, w - (a - shortest[k])) for k, (w, a) in enumerate(zip(wall, allreduce))]
+            for wall, allreduce in zip(walls, allreduces)]
+
+
 def _dist(group):
     """torch.distributed when it is initialized, else None."""
     try:
@@ -174,18 +192,21 @@ class Balancer:
             dlh.step(len(x), loss=...)
             balancer.step()             # every rank, after every step
 
-    step() takes the time since its last call, less the step's allreduce seconds when an
-    AllreduceTimer is registered as the DDP communication hook (the time a fast rank waits
-    for the slow ones), as this rank's busy time. Every `every` steps (>= 3) the ranks
-    gather their medians, rank 0 decides with propose_split() and broadcasts the split and
-    the first batch it applies to: the first one no rank's DataLoader has fetched yet (a
-    DataLoader with workers fetches ahead). Collective: call it on every rank.
+    step() records the time since its last call and, when an AllreduceTimer is registered
+    as the DDP communication hook, the step's allreduce seconds. Every `every` steps (>= 3)
+    the ranks all_gather these windows (one collective) and every rank decides alike: a
+    rank's busy time in a step is its time less its wait for the others, the wait being its
+    allreduce seconds beyond the shortest of that step's (busy_times()); propose_split()
+    takes the ranks' medians, and the split applies from the first batch no rank's
+    DataLoader has fetched yet (a DataLoader with workers fetches ahead). Collective: call
+    it on every rank.
 
     Active only under DLH (or with force=True) with more than one rank and
     torch.distributed initialized; otherwise step() does nothing. Create it before the
     DataLoader fetches its first batch. `history`: the splits, [(steps of this process
-    before it, rank batches)], the first (0, the plan's); `decisions` (rank 0): [(step,
-    Decision)]; state_dict()/load_state_dict() carry the split through a checkpoint."""
+    before it, rank batches)], the first (0, the plan's); `decisions` (every rank alike):
+    [(step, Decision)]; state_dict()/load_state_dict() carry the split through a
+    checkpoint."""
 
     def __init__(self, sampler, every=20, timer=None, group=None, damping=0.5, max_move=0.25,
                  dead_band=0.05, force=False):
@@ -209,7 +230,10 @@ class Balancer:
         self.steps = 0
         self._consumed0 = sampler.yielded  # batches the loader had before the first step
         self._last = None
+        # The steps of the split in force, the last 4 windows' worth: while a split stands,
+        # each decision sees more of it, and the noise of a few steps moves it less.
         self._window = []
+        self._longest = 4 * self.every
         self._window_split = None
         self._timer_seen = None
         self.history = [(0, sampler.rank_batches)]
@@ -230,15 +254,16 @@ class Balancer:
         if not self.active:
             return self.sampler.rank_batches
         if self._last is not None:
-            busy = now - self._last
+            allreduce = 0.0
             timer = self._timer_now()
             if timer is not None and timer.generation != self._timer_seen:
                 self._timer_seen = timer.generation
-                busy -= timer.seconds()
+                allreduce = timer.seconds()
             split = self.sampler._split_at(self._consumed0 + self.steps - 1)
             if split != self._window_split:  # a window measures one split only
                 self._window, self._window_split = [], split
-            self._window.append(max(busy, 0.0))
+            self._window.append((now - self._last, allreduce))
+            del self._window[:-self._longest]
         if self.steps % self.every == 0 and len(self._window) >= (self.every + 1) // 2:
             self._decide()
         self._last = time.perf_counter()  # the decision's collectives are no step's
@@ -251,35 +276,38 @@ class Balancer:
         if dist.get_backend(self.group) == "nccl":
             device = torch.device("cuda", torch.cuda.current_device())
         ranks = dist.get_world_size(self.group)
-        mine = statistics.median(self._window)
-        self._window = []
+        # One message a rank: [steps in the window, batches fetched ahead, its steps' seconds,
+        # their allreduce seconds], padded to the longest a window can be.
         ahead = self.sampler.yielded - (self._consumed0 + self.steps)
-        gathered = [torch.zeros(2, dtype=torch.float64, device=device) for _ in range(ranks)]
-        dist.all_gather(gathered, torch.tensor([mine, float(ahead)], dtype=torch.float64,
-                                               device=device), group=self.group)
-        medians = [float(t[0]) for t in gathered]
-        first = self._consumed0 + self.steps + max(0, max(int(t[1]) for t in gathered))
+        window, most = self._window, self._longest
+        mine = torch.zeros(2 + 2 * most, dtype=torch.float64)
+        mine[0], mine[1] = float(len(window)), float(ahead)
+        for k, (wall, allreduce) in enumerate(window):
+            mine[2 + k], mine[2 + most + k] = wall, allreduce
+        gathered = [torch.zeros_like(mine, device=device) for _ in range(ranks)]
+        dist.all_gather(gathered, mine.to(device), group=self.group)
+        rows = [t.cpu().tolist() for t in gathered]
+        first = self._consumed0 + self.steps + max(0, max(int(r[1]) for r in rows))
         current = self._window_split
         if self.sampler._split_at(first) != current:
             return  # a change still to come (a DataLoader far ahead): decide after it
-        nxt = torch.tensor(current, dtype=torch.int64, device=device)
-        if dist.get_rank(self.group) == 0:
-            d = propose_split(current, [max(m, 1e-9) for m in medians],
-                              self.sampler.global_batch, self.max_batch, self.damping,
-                              self.max_move, self.dead_band)
-            self.decisions.append((self.steps, d))
-            nxt = torch.tensor(d.batches, dtype=torch.int64, device=device)
-        src = 0 if self.group is None else dist.get_global_rank(self.group, 0)
-        dist.broadcast(nxt, src=src, group=self.group)
-        batches = [int(b) for b in nxt.tolist()]
-        if batches != current:
-            self.sampler.set_batches(batches, from_batch=first)
+        # Every rank has the same numbers and decides alike: no second collective.
+        n = min(int(r[0]) for r in rows)
+        if n == 0:
+            return
+        walls = [r[2 + int(r[0]) - n:2 + int(r[0])] for r in rows]
+        allreduces = [r[2 + most + int(r[0]) - n:2 + most + int(r[0])] for r in rows]
+        medians = [statistics.median(b) for b in busy_times(walls, allreduces)]
+        d = propose_split(current, [max(m, 1e-9) for m in medians], self.sampler.global_batch,
+                          self.max_batch, self.damping, self.max_move, self.dead_band)
+        self.decisions.append((self.steps, d))
+        if d.batches != current:
+            self.sampler.set_batches(d.batches, from_batch=first)
             step = first - self._consumed0  # the steps before the new split
-            self.history.append((step, batches))
+            self.history.append((step, list(d.batches)))
             if dist.get_rank(self.group) == 0 and self._said < 10:
                 self._said += 1
-                d = self.decisions[-1][1]
-                print(f"dlh: balance: from step {step} rank batches {batches} (the slowest "
+                print(f"dlh: balance: from step {step} rank batches {d.batches} (the slowest "
                       f"rank was {100 * d.imbalance:.0f}% behind the ideal step)"
                       + ("; further changes only in Balancer.history" if self._said == 10
                          else ""), file=sys.stderr, flush=True)
