@@ -573,6 +573,16 @@ std::string ReportHtml(const RunData& run, const ReportOptions& o) {
                                                 std::to_string(o.refresh_s) + " s."
                                           : "."));
   for (const std::string& problem : run.problems) page.note(problem);
+  // A program that writes no progress lines (one that knows nothing of DLH) leaves every
+  // step chart empty: say why once rather than "nothing logged yet" as if it might come.
+  if (run.steps.empty() && h.state != RunState::Running && run.summary.is_object() &&
+      run.summary.contains("program"))
+    page.note(
+        "The program wrote no progress lines, so its steps, loss and rate are not known "
+        "here: a program reports them through the dlh module (import dlh; dlh.step(len(x), "
+        "loss=...)) or by writing the progress protocol to DLH_PROGRESS_FD "
+        "(docs/reference/run.md). What DLH measured itself follows: the job's time "
+        "against its plan, each rank's process and the energy.");
   page.facts(HeadlineRows(h));
   Training(run, o, &page);
   Speed(run, o, &page);

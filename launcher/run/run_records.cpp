@@ -258,6 +258,15 @@ nlohmann::json RunSummary(const RunSummaryInputs& in) {
                      {"step_error_pct", 100 * (in.predicted_step_s - step_s) / step_s}};
     if (whole_job && in.predicted_total_s > 0)
       s["measured"]["total_error_pct"] = 100 * (in.predicted_total_s - wall_s) / wall_s;
+  } else if (in.predicted_total_s > 0 && wall_s > 0) {
+    // A program without step lines: its whole time against the plan's, nothing finer.
+    s["prediction"] = {{"origin", in.plan_origin},
+                       {"total_s", in.predicted_total_s},
+                       {"time_limit_s", in.time_limit_s}};
+    const bool whole_job = in.finished && c.checkpoint.empty();
+    s["measured"] = {{"total_s", wall_s}, {"whole_job", whole_job}};
+    if (whole_job)
+      s["measured"]["total_error_pct"] = 100 * (in.predicted_total_s - wall_s) / wall_s;
   }
   return s;
 }

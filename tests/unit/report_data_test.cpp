@@ -104,6 +104,20 @@ TEST_F(RunDataTest, BinaryJunkIsCountedNotListedLineByLine) {
   EXPECT_NE(html.find("Training loss: nothing logged yet."), std::string::npos);
 }
 
+// A program that wrote no progress lines: the page says so once, and still sets the job's
+// time against the plan's.
+TEST_F(RunDataTest, ProgramWithoutProgressLinesIsExplained) {
+  Write("summary.json",
+        "{\"program\":\"plain\",\"finished\":true,\"steps\":0,"
+        "\"prediction\":{\"total_s\":8},\"measured\":{\"total_s\":10}}");
+  const RunData run = LoadRun(dir_);
+  ReportOptions o;
+  o.now = 1e9;
+  const std::string html = ReportHtml(run, o);
+  EXPECT_NE(html.find("The program wrote no progress lines"), std::string::npos);
+  EXPECT_NE(html.find("Predicted and measured time by phase"), std::string::npos);
+}
+
 TEST_F(RunDataTest, HeartbeatsAndAStallThatWasNotGotPast) {
   Write("metrics.jsonl", Step(1, 1) + Step(2, 2));
   Write("heartbeat/rank-0.json",

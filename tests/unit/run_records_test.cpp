@@ -189,5 +189,31 @@ TEST(RunSummaryTest, SummaryInTrainsSchemaFromEveryRanksFigures) {
   EXPECT_EQ(s["prediction"]["origin"], "DLH_PLAN");
 }
 
+// A program that writes no step lines still has its whole time set against the plan's.
+TEST(RunSummaryTest, ProgramWithoutStepLinesGetsItsWholeTimeAgainstThePlan) {
+  const RunContext c = Context();
+  RunRecorder r(c);
+  RunSummaryInputs in;
+  in.context = &c;
+  in.rank0 = &r;
+  in.ranks = {r.Figures()};
+  in.finished = true;
+  in.ended_unix = 1010;
+  in.predicted_step_s = 2;
+  in.predicted_total_s = 8;
+  in.time_limit_s = 60;
+  in.plan_origin = "DLH_PLAN";
+  const nlohmann::json s = RunSummary(in);
+  EXPECT_EQ(s["steps"], 0);
+  EXPECT_EQ(s["prediction"]["total_s"], 8);
+  EXPECT_FALSE(s["prediction"].contains("step_s"));
+  EXPECT_EQ(s["measured"]["total_s"], 10);
+  EXPECT_FALSE(s["measured"].contains("step_s"));
+  EXPECT_EQ(s["measured"]["whole_job"], true);
+  EXPECT_EQ(s["measured"]["total_error_pct"], -20);
+  in.predicted_total_s = 0;  // no plan's figure: nothing to set against
+  EXPECT_FALSE(RunSummary(in).contains("prediction"));
+}
+
 }  // namespace
 }  // namespace dlh
