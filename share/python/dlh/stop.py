@@ -9,6 +9,7 @@ _SEVERITY = {signal.SIGUSR1: 1, signal.SIGTERM: 2}
 _NAMES = {0: None, 1: "SIGUSR1", 2: "SIGTERM"}
 _requested = 0  # this process's, from the handler
 _agreed = 0     # the last should_stop(agree=True)'s, over every rank
+_pending = None  # should_stop(agree=True)'s allreduce in flight: (work, its flag)
 _installed = False
 
 
@@ -35,11 +36,15 @@ def catch_signals():
 
 
 def should_stop(agree=False):
-    """True once a stop signal came. With `agree` (call it at the same point on every rank),
-    the ranks decide together when torch.distributed is initialized: one all_reduce of one
-    number, so that every rank stops at the same step (a rank that stopped alone would leave
-    the others waiting in their next allreduce)."""
-    global _agreed
+    """True once a stop signal came. With `agree` (call it at the same point on every rank,
+    once a step), the ranks decide together when torch.distributed is initialized, so that
+    every rank stops at the same step (a rank that stopped alone would leave the others
+    waiting in their next allreduce). The agreement is one all_reduce (MAX) of one number,
+    started asynchronously and read at the next call: a call returns what every rank said
+    at the previous one, so the ranks stop together one step after the signal, and the step
+    never waits on the agreement (its allreduce ran during the step; a blocking one cost
+    1-2 ms a step on 2 CPU ranks over gloo, 7% of the step)."""
+    global _agreed, _pending
     level = _requested
     if agree:
         try:
@@ -48,12 +53,19 @@ def should_stop(agree=False):
             dist = None
         if dist is not None and dist.is_available() and dist.is_initialized():
             import torch
-            device = "cpu"
-            if dist.get_backend() == "nccl":
-                device = torch.device("cuda", torch.cuda.current_device())
-            flag = torch.tensor([level], dtype=torch.int32, device=device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            level = int(flag.item())
+            agreed = 0
+            if _pending is not None:
+                work, flag = _pending
+                work.wait()
+                agreed = int(flag.item())
+                _pending = None
+            if agreed == 0:  # not stopping yet: this call's flag for the next to read
+                device = "cpu"
+                if dist.get_backend() == "nccl":
+                    device = torch.device("cuda", torch.cuda.current_device())
+                flag = torch.tensor([level], dtype=torch.int32, device=device)
+                _pending = (dist.all_reduce(flag, op=dist.ReduceOp.MAX, async_op=True), flag)
+            level = agreed
         _agreed = max(_agreed, level)
     return level > 0
 
