@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "common/atomic_file.hpp"
@@ -415,6 +416,11 @@ void ImportFashionMnist(const std::string& source_dir, const std::string& out_pa
       std::vector<int32_t> labels(p->labels.data.begin(), p->labels.data.end());
       h5::WriteInts(f, "/" + split + "/labels", {hsize_t(labels.size())}, labels.data());
     }
+    // The classes' names as Fashion-MNIST's README gives them, for reports and predictions.
+    h5::WriteString(f, "/class_names",
+                    nlohmann::json({"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
+                                    "Shirt", "Sneaker", "Bag", "Ankle boot"})
+                        .dump());
   });
 }
 

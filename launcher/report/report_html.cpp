@@ -11,6 +11,7 @@
 #include "common/html_page.hpp"
 #include "common/svg_chart.hpp"
 #include "launcher/report/headline.hpp"
+#include "launcher/report/report_results.hpp"
 
 namespace dlh::report {
 namespace {
@@ -585,6 +586,7 @@ std::string ReportHtml(const RunData& run, const ReportOptions& o) {
         "against its plan, each rank's process and the energy.");
   page.facts(HeadlineRows(h));
   Training(run, o, &page);
+  Results(run, &page);
   Speed(run, o, &page);
   Ranks(run, &page);
   Timeline(run, o, &page);

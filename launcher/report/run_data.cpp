@@ -215,6 +215,8 @@ RunData LoadRun(const std::string& dir) {
     run.problems.push_back("metrics.jsonl: missing (the run has not logged a step yet)");
   }
   if (has_summary) run.summary = ReadObject(root / "summary.json", "summary.json", &run.problems);
+  if (fs::exists(root / "results.json", ec))
+    run.results = ReadObject(root / "results.json", "results.json", &run.problems);
   if (has_heartbeats) ReadHeartbeats(root / "heartbeat", &run);
   for (const fs::directory_entry& entry : fs::directory_iterator(root / "checkpoints", ec)) {
     const std::string name = entry.path().filename().string();

@@ -55,6 +55,9 @@ struct RunData {
   std::vector<EventRecord> events;
   int attempts = 0;        // starts seen (1 for a run never resumed; 0: no step yet)
   nlohmann::json summary;  // null: no summary.json (a run still going, or killed)
+  // results.json (launcher/predict/results.hpp): a classifier's results on the test split,
+  // written after training by `dlh-launch predict --results`; null: none.
+  nlohmann::json results;
   std::vector<Heartbeat> heartbeats;
   nlohmann::json stall;  // the verdict of a run that stalled (heartbeat/stalled-*.json)
   std::vector<std::string> checkpoints;  // checkpoints/ckpt-*.h5, oldest first

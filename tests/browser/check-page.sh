@@ -6,6 +6,7 @@
 #   - the page has at least one chart, and every chart (svg.dlh-chart) says it has data
 #     (data-points > 0) and draws some: one of its data marks (class "d") has a non-empty
 #     box in the laid-out page,
+#   - every image (<img>: a report's misclassified samples, inline) decoded,
 # and writes a screenshot of the page. A probe script is added to a copy of the page (the
 # page itself has none); it reports on the console with the prefix DLH-PAGE, which is
 # the one console line expected.
@@ -20,7 +21,9 @@ browser=$(command -v chromium || command -v chromium-browser || command -v googl
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlh-page-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 probe='<script>
-(function () {
+window.addEventListener("load", function () {
+  var images = document.querySelectorAll("img"), broken = 0;
+  images.forEach(function (img) { if (!img.complete || !(img.naturalWidth > 0)) broken++; });
   var charts = document.querySelectorAll("svg.dlh-chart"), empty = [];
   charts.forEach(function (svg) {
     var marks = svg.querySelectorAll(".d"), drawn = false;
@@ -28,8 +31,9 @@ probe='<script>
     if (!(+svg.getAttribute("data-points") > 0) || !drawn)
       empty.push(svg.querySelector("title") ? svg.querySelector("title").textContent : "?");
   });
-  console.log("DLH-PAGE charts=" + charts.length + " empty=" + JSON.stringify(empty));
-})();
+  console.log("DLH-PAGE images=" + images.length + " broken=" + broken + " charts=" +
+              charts.length + " empty=" + JSON.stringify(empty));
+});
 </script>'
 # The probe goes last in the body, where the whole page has been parsed.
 python3 - "$page" "$tmp/page.html" "$probe" <<'PY'
@@ -49,12 +53,17 @@ timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars -
   >"$tmp/out.txt" 2>"$tmp/err.txt" || { cat "$tmp/err.txt" >&2; echo "check-page.sh: chromium failed on $page" >&2; exit 1; }
 [[ -s $shot ]] || { echo "check-page.sh: no screenshot written to $shot" >&2; exit 1; }
 console=$(grep -F ':CONSOLE' "$tmp/err.txt" || true)
-probe_line=$(grep -o 'DLH-PAGE charts=[0-9]* empty=[^"]*' <<<"$console" || true)
+probe_line=$(grep -o 'DLH-PAGE images=[0-9]* broken=[0-9]* charts=[0-9]* empty=[^"]*' <<<"$console" || true)
 others=$(grep -vF 'DLH-PAGE' <<<"$console" || true)
 [[ -n $probe_line ]] || { cat "$tmp/err.txt" >&2; echo "check-page.sh: $page: the probe did not run" >&2; exit 1; }
 [[ -z $others ]] || { echo "$others" >&2; echo "check-page.sh: $page: console errors (above)" >&2; exit 1; }
 charts=$(sed -E 's/.*charts=([0-9]+).*/\1/' <<<"$probe_line")
+images=$(sed -E 's/.*images=([0-9]+).*/\1/' <<<"$probe_line")
+broken=$(sed -E 's/.*broken=([0-9]+).*/\1/' <<<"$probe_line")
 empty=$(sed -E 's/.*empty=//' <<<"$probe_line")
 ((charts > 0)) || { echo "check-page.sh: $page: no chart" >&2; exit 1; }
 [[ $empty == '[]' ]] || { echo "check-page.sh: $page: charts without data: $empty" >&2; exit 1; }
-echo "$page: $charts charts, each with data; no console error; screenshot $shot"
+((broken == 0)) || { echo "check-page.sh: $page: $broken of $images images did not decode" >&2; exit 1; }
+shown=
+((images > 0)) && shown="; $images images, each decoded"
+echo "$page: $charts charts, each with data$shown; no console error; screenshot $shot"

@@ -81,6 +81,10 @@ for _ in $(seq 1800); do [[ $(state "$ref") == COMPLETED ]] && break; sleep 0.1;
 grep -q "allreduce: hierarchical (2 nodes x 2 ranks)" "$WORK/ref.out" || { show "$WORK/ref.out"; fail "the allreduce was not hierarchical across the hosts"; }
 crc=$(json_field "$WORK/ref/summary.json" param_crc32)
 check "job $ref: 4 ranks on host1 + host2, hierarchical allreduce, param_crc32 $crc"
+# After a finished run the job script applies the model to the test split (dlh-launch predict).
+[[ -s $WORK/ref/results.json ]] && grep -q "^dlh: predict: " "$WORK/ref.out" ||
+  { show "$WORK/ref.out"; fail "train.sbatch wrote no results.json after the finished run"; }
+check "train.sbatch: $(grep -o 'dlh: predict: .*macro F1 [0-9.]*' "$WORK/ref.out" | sed "s|$WORK/||g")"
 
 run=$WORK/f out=$WORK/f.out
 job=$(submit "$run" "$out")

@@ -1,0 +1,230 @@
+// DLH — `dlh-launch predict` (see predict_command.hpp).
+#include "launcher/predict/predict_command.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "common/atomic_file.hpp"
+#include "common/cli.hpp"
+#include "common/error.hpp"
+#include "common/exit_codes.hpp"
+#include "common/spec.hpp"
+#include "launcher/data/dataset.hpp"
+#include "launcher/nn/network.hpp"
+#include "launcher/nn/thread_pool.hpp"
+#include "launcher/predict/results.hpp"
+#include "launcher/storage/checkpoint.hpp"
+#include "launcher/storage/h5.hpp"
+
+namespace dlh {
+namespace {
+
+namespace po = boost::program_options;
+
+// The trainer evaluates in chunks of this many samples (trainer_impl.hpp's kEvalChunk): the
+// same chunks give the same logits, so predict's accuracy is the run's to the last sample.
+constexpr int kChunk = 256;
+
+bool IsDirectory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A checkpoint file, or the newest valid one of a run folder (RUN/checkpoints) or of a
+// checkpoints folder.
+TrainState LoadModel(const std::string& where, std::string* path) {
+  if (!IsDirectory(where)) {
+    *path = where;
+    return LoadCheckpoint(where);
+  }
+  const std::string dir = IsDirectory(where + "/checkpoints") ? where + "/checkpoints" : where;
+  TrainState state;
+  auto warn = [](const std::string& m) {
+    std::fprintf(stderr, "dlh-launch: predict: %s\n", m.c_str());
+  };
+  if (!CheckpointDir(dir).load_newest_valid(&state, path, warn))
+    throw CheckpointError(dir + ": no valid checkpoint (ckpt-<step>.h5)");
+  return state;
+}
+
+std::vector<std::string> ClassNames(const std::string& data_path, int classes) {
+  h5::File file(data_path, h5::Mode::ReadOnly);
+  if (!h5::Exists(file.id(), "/class_names")) return {};
+  const nlohmann::json j =
+      nlohmann::json::parse(h5::ReadString(file.id(), "/class_names"), nullptr, false);
+  std::vector<std::string> names;
+  if (j.is_array())
+    for (const nlohmann::json& n : j) names.push_back(n.is_string() ? n.get<std::string>() : "");
+  if (names.size() != size_t(classes))
+    throw DataError(data_path + ": /class_names: " + std::to_string(names.size()) + " names for " +
+                    std::to_string(classes) + " classes");
+  return names;
+}
+
+// The loaded images, put on the scale the model was trained with when the data set
+// normalises differently from the checkpoint (a model applied to another file of the same
+// kind); values as loaded when the checkpoint recorded no normalisation (older files).
+void Renormalise(const Dataset& data, const TrainState& state, DataSplit* split) {
+  if (!(state.input_scale > 0)) return;
+  if (std::fabs(state.input_scale - data.input_scale) > 1e-12 * std::fabs(state.input_scale))
+    throw DataError("the checkpoint's inputs were stored values x " +
+                    std::to_string(state.input_scale) + ", the data set's are x " +
+                    std::to_string(data.input_scale) + " (uint8 against float images)");
+  if (state.input_mean == data.input_mean && state.input_std == data.input_std) return;
+  const double a = data.input_std / state.input_std,
+               b = (data.input_mean - state.input_mean) / state.input_std;
+  for (float& v : split->images) v = float(double(v) * a + b);
+}
+
+}  // namespace
+
+int RunPredictCommand(const std::vector<std::string>& args) {
+  std::string data_path, split_name = "test", out, results;
+  int threads = 0, misclassified = 24;
+  po::options_description d("dlh-launch predict CHECKPOINT --data FILE: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("data", po::value(&data_path), "DLH data set (HDF5, dlh-data) to apply the model to")
+    ("split", po::value(&split_name)->default_value(split_name), "test or train")
+    ("out", po::value(&out), "write each sample's class probabilities here (CSV: index, label, "
+        "predicted, confidence, p_0 ... p_K-1)")
+    ("results", po::value(&results), "write results.json here: accuracy, confusion matrix, "
+        "per-class precision/recall/F1, the pairs most confused, the surest mistakes")
+    ("misclassified", po::value(&misclassified)->default_value(misclassified),
+        "misclassified samples kept in results.json, with their images (0 to 1000)")
+    ("threads", po::value(&threads)->default_value(threads),
+        "CPU threads (0: OPENBLAS_NUM_THREADS or all cores)");
+  // clang-format on
+  SubcommandSyntax syntax;
+  syntax.prefix = "predict: ";
+  syntax.suffix = " (see dlh-launch predict --help)";
+  syntax.positional = {{"checkpoint", "missing CHECKPOINT (a checkpoint file or a run folder)"}};
+  po::variables_map vm;
+  if (ParseSubcommand(args, d, syntax, &vm) == ParseResult::kStop) {
+    std::cout << d << "\n";
+    return kExitOk;
+  }
+  const std::string where = vm["checkpoint"].as<std::string>();
+  if (data_path.empty()) throw UsageError("predict: --data is required");
+  if (split_name != "test" && split_name != "train")
+    throw UsageError("predict: --split: must be test or train, got '" + split_name + "'");
+  if (out.empty() && results.empty()) throw UsageError("predict: give --out, --results or both");
+  if (misclassified < 0 || misclassified > 1000)
+    throw UsageError("predict: --misclassified: must be 0 to 1000");
+  if (threads < 0) throw UsageError("predict: --threads: must not be negative");
+  if (threads > 0) SetCpuThreads(threads);
+
+  std::string checkpoint;
+  const TrainState state = LoadModel(where, &checkpoint);
+  const TrainSpec spec = ParseSpec(state.spec_json, checkpoint + ": its spec", "");
+  Dataset data = LoadDataset(data_path);
+  DataSplit& split = split_name == "test" ? data.test : data.train;
+  if (!(split.shape == spec.input))
+    throw DataError(
+        data_path + ": /" + split_name + "/images are " + std::to_string(split.shape.channels) +
+        "x" + std::to_string(split.shape.height) + "x" + std::to_string(split.shape.width) +
+        " but " + checkpoint + "'s network takes " + std::to_string(spec.input.channels) + "x" +
+        std::to_string(spec.input.height) + "x" + std::to_string(spec.input.width));
+  if (data.classes != spec.classes)
+    throw DataError(data_path + ": has " + std::to_string(data.classes) + " classes but " +
+                    checkpoint + "'s network has " + std::to_string(spec.classes));
+  if (split.count == 0) throw DataError(data_path + ": /" + split_name + " has no samples");
+  try {
+    Renormalise(data, state, &split);
+  } catch (const DataError& e) {
+    throw DataError(data_path + " and " + checkpoint + ": " + e.what());
+  }
+
+  Network net(spec);
+  try {
+    net.import_params(state.params);
+    net.import_buffers(state.buffers);
+  } catch (const std::exception& e) {
+    throw CheckpointError(checkpoint + ": does not fit its own spec: " + e.what());
+  }
+  const int k = spec.classes;
+  const int64_t per = split.shape.elements();
+  Predictions p;
+  p.classes = k;
+  p.labels = split.labels;
+  p.predicted.resize(size_t(split.count));
+  p.confidence.resize(size_t(split.count));
+  std::vector<float> probabilities(out.empty() ? 0 : size_t(split.count) * size_t(k));
+  Tensor x;
+  for (int64_t i = 0; i < split.count; i += kChunk) {
+    const int n = int(std::min<int64_t>(kChunk, split.count - i));
+    x.resize({n, spec.input.channels, spec.input.height, spec.input.width});
+    std::copy(split.images.data() + i * per, split.images.data() + (i + n) * per, x.data());
+    ForwardContext ctx;
+    ctx.training = false;
+    ctx.seed = spec.seed;
+    const Tensor& logits = net.forward(x, ctx);
+    for (int b = 0; b < n; ++b) {
+      const float* z = logits.data() + size_t(b) * size_t(k);
+      int best = 0;  // the first maximum, as the trainer's accuracy counts it
+      for (int c = 1; c < k; ++c)
+        if (z[c] > z[best]) best = c;
+      double sum = 0;
+      for (int c = 0; c < k; ++c) sum += std::exp(double(z[c]) - double(z[best]));
+      const size_t s = size_t(i + b);
+      p.predicted[s] = best;
+      p.confidence[s] = float(1 / sum);
+      if (!probabilities.empty())
+        for (int c = 0; c < k; ++c)
+          probabilities[s * size_t(k) + size_t(c)] =
+              float(std::exp(double(z[c]) - double(z[best])) / sum);
+    }
+  }
+
+  if (!out.empty()) {
+    std::string csv = "index,label,predicted,confidence";
+    for (int c = 0; c < k; ++c) csv += ",p_" + std::to_string(c);
+    csv += "\n";
+    char num[32];
+    for (int64_t s = 0; s < split.count; ++s) {
+      csv += std::to_string(s) + "," + std::to_string(p.labels[size_t(s)]) + "," +
+             std::to_string(p.predicted[size_t(s)]);
+      std::snprintf(num, sizeof num, ",%.7g", double(p.confidence[size_t(s)]));
+      csv += num;
+      for (int c = 0; c < k; ++c) {
+        std::snprintf(num, sizeof num, ",%.7g", double(probabilities[size_t(s * k + c)]));
+        csv += num;
+      }
+      csv += "\n";
+    }
+    WriteFileAtomically(out, csv);
+  }
+  ResultsOptions ro;
+  ro.class_names = ClassNames(data_path, k);
+  ro.misclassified = misclassified;
+  nlohmann::json r = AnalyseResults(p, ro);
+  if (!results.empty()) {
+    for (nlohmann::json& m : r["misclassified"]) {
+      const int64_t s = m["index"].get<int64_t>();
+      m["image_bmp_base64"] = GreyBmpBase64(split.images.data() + s * per, split.shape);
+    }
+    r["checkpoint"] = checkpoint;
+    r["step"] = state.step;
+    r["data"] = data_path;
+    r["split"] = split_name;
+    WriteFileAtomically(results, r.dump(1) + "\n");
+  }
+  std::printf(
+      "predict: %s (step %lld) on %s /%s: %lld samples, accuracy %.2f%% (%lld correct), "
+      "macro F1 %.4f%s%s\n",
+      checkpoint.c_str(), (long long)state.step, data_path.c_str(), split_name.c_str(),
+      (long long)split.count, 100 * r["accuracy"].get<double>(),
+      (long long)r["correct"].get<int64_t>(),
+      r["macro_f1"].is_number() ? r["macro_f1"].get<double>() : 0.0,
+      out.empty() ? "" : ("; probabilities in " + out).c_str(),
+      results.empty() ? "" : ("; results in " + results).c_str());
+  return kExitOk;
+}
+
+}  // namespace dlh
