@@ -15,6 +15,7 @@
 #include "common/exit_codes.hpp"
 #include "common/spec.hpp"
 #include "launcher/data/dataset.hpp"
+#include "launcher/data/dataset_write.hpp"
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/thread_pool.hpp"
 #include "launcher/predict/results.hpp"
@@ -29,6 +30,10 @@ namespace po = boost::program_options;
 // The trainer evaluates in chunks of this many samples (trainer_impl.hpp's kEvalChunk): the
 // same chunks give the same logits, so predict's accuracy is the run's to the last sample.
 constexpr int kChunk = 256;
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
 
 bool IsDirectory(const std::string& path) {
   struct stat st {};
@@ -92,8 +97,9 @@ int RunPredictCommand(const std::vector<std::string>& args) {
     ("help,h", "show this help")
     ("data", po::value(&data_path), "DLH data set (HDF5, dlh-data) to apply the model to")
     ("split", po::value(&split_name)->default_value(split_name), "test or train")
-    ("out", po::value(&out), "write each sample's class probabilities here (CSV: index, label, "
-        "predicted, confidence, p_0 ... p_K-1)")
+    ("out", po::value(&out), "write each sample's class probabilities here: CSV (index, label, "
+        "predicted, confidence, p_0 ... p_K-1), or HDF5 when it ends in .h5 or .hdf5 "
+        "(/probabilities N x K, /predicted, /labels, /confidence, /class_names)")
     ("results", po::value(&results), "write results.json here: accuracy, confusion matrix, "
         "per-class precision/recall/F1, the pairs most confused, the surest mistakes")
     ("misclassified", po::value(&misclassified)->default_value(misclassified),
@@ -182,7 +188,19 @@ int RunPredictCommand(const std::vector<std::string>& args) {
     }
   }
 
-  if (!out.empty()) {
+  const bool hdf5 = EndsWith(out, ".h5") || EndsWith(out, ".hdf5");
+  if (hdf5) {
+    // The same as the CSV, for a reader of arrays (h5py): N x K probabilities and N classes.
+    const std::vector<std::string> names = ClassNames(data_path, k);
+    WriteDatasetAtomically(out, [&](hid_t f) {
+      h5::WriteFloats(f, "/probabilities", {hsize_t(split.count), hsize_t(k)},
+                      probabilities.data());
+      h5::WriteInts(f, "/predicted", {hsize_t(split.count)}, p.predicted.data());
+      h5::WriteInts(f, "/labels", {hsize_t(split.count)}, p.labels.data());
+      h5::WriteFloats(f, "/confidence", {hsize_t(split.count)}, p.confidence.data());
+      if (!names.empty()) h5::WriteString(f, "/class_names", nlohmann::json(names).dump());
+    });
+  } else if (!out.empty()) {
     std::string csv = "index,label,predicted,confidence";
     for (int c = 0; c < k; ++c) csv += ",p_" + std::to_string(c);
     csv += "\n";

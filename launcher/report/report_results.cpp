@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "common/svg_chart.hpp"
@@ -101,6 +102,32 @@ bool Valid(const nlohmann::json& r) {
   return true;
 }
 
+// The best and the last of the run's evaluations (metrics.jsonl's eval events), and whether
+// the checkpoint of the best one's step is still in the run folder: the model to keep may
+// not be the last one.
+void BestAndFinal(const RunData& run, HtmlPage* page) {
+  const EventRecord *best = nullptr, *last = nullptr;
+  for (const EventRecord* e : run.events_named("eval")) {
+    const double a = NumberField(e->data, "test_accuracy", std::nan(""));
+    if (!std::isfinite(a)) continue;
+    if (!best || a > NumberField(best->data, "test_accuracy", 0)) best = e;
+    last = e;
+  }
+  if (!best) return;
+  char name[32];  // the checkpoint folder's names (launcher/storage/checkpoint_dir.cpp)
+  std::snprintf(name, sizeof name, "ckpt-%09lld.h5", (long long)best->step);
+  const bool kept =
+      std::find(run.checkpoints.begin(), run.checkpoints.end(), name) != run.checkpoints.end();
+  auto text = [](const EventRecord* e) {
+    return "epoch " + svg::Number(NumberField(e->data, "epoch", std::nan(""))) + ", step " +
+           std::to_string(e->step) + ": test accuracy " +
+           Percent(NumberField(e->data, "test_accuracy", std::nan("")));
+  };
+  page->table({{"evaluation", "when and how good", "its checkpoint"},
+               {"best", text(best), std::string(name) + (kept ? " (kept)" : " (no longer kept)")},
+               {"last", text(last), ""}});
+}
+
 }  // namespace
 
 void Results(const RunData& run, HtmlPage* page) {
@@ -120,6 +147,7 @@ void Results(const RunData& run, HtmlPage* page) {
        {"samples", r.contains("samples") ? r["samples"].dump() : "?"},
        {"accuracy", Percent(Num(r, "accuracy"))},
        {"macro F1", std::isfinite(Num(r, "macro_f1")) ? svg::Number(Num(r, "macro_f1")) : "—"}});
+  BestAndFinal(run, page);
   PerClassChart(r["per_class"], page);
   std::vector<std::vector<std::string>> rows = {{"class", "samples", "precision", "recall", "F1"}};
   for (const nlohmann::json& c : r["per_class"])

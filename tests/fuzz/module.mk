@@ -35,6 +35,7 @@ FUZZ_LIB_SRCS := common/spec.cpp common/json_parse.cpp common/file_text.cpp \
   common/thread_cpu.cpp \
   common/svg_chart.cpp common/html_page.cpp \
   launcher/report/run_data.cpp launcher/report/headline.cpp launcher/report/report_html.cpp \
+  launcher/report/report_results.cpp \
   launcher/data/numpy_file.cpp launcher/data/csv_file.cpp \
   launcher/data/stage.cpp launcher/data/owned_folder.cpp
 # The planning core (plan_core, sinfo): the plugin's planning and everything it calls.

@@ -54,6 +54,22 @@ assert correct == r["correct"], (correct, r["correct"])
 print(f"  ok: {correct} of 130 right, as the run's test accuracy {summary['test_accuracy']}")
 PY
 
+# The same probabilities as HDF5 (h5py reads them as a researcher would).
+dlh-launch predict "$WORK/run" --data "$WORK/data.h5" --out "$WORK/p.h5" --threads 1 >/dev/null ||
+  fail "dlh-launch predict --out p.h5"
+"$PY" - "$WORK/p.h5" "$WORK/p.csv" <<'PY' || fail "predictions as HDF5"
+import csv, sys
+import h5py
+rows = list(csv.DictReader(open(sys.argv[2])))
+with h5py.File(sys.argv[1], "r") as f:
+    probs, predicted, labels = f["/probabilities"][:], f["/predicted"][:], f["/labels"][:]
+assert probs.shape == (130, 4) and list(predicted) == [int(r["predicted"]) for r in rows]
+assert list(labels) == [int(r["label"]) for r in rows]
+assert all(abs(probs[i][k] - float(rows[i][f"p_{k}"])) < 1e-6 for i in range(130) for k in range(4))
+assert list(probs.argmax(1)) == list(predicted)
+PY
+check "the probabilities as HDF5 (/probabilities 130 x 4, /predicted, /labels): the CSV's"
+
 echo "2. results.json: confusion, per-class scores, most confused, the surest mistakes"
 "$PY" - "$WORK/run/results.json" "$WORK/p.csv" <<'PY' || fail "results.json"
 import base64, csv, json, sys
@@ -97,6 +113,8 @@ echo "3. the report's Results section in headless Chromium"
 dlh-report "$WORK/run" >/dev/null || fail "dlh-report"
 grep -q "Results on the test split" "$WORK/run/report.html" || fail "no Results section in the report"
 grep -q 'class="dlh-confusion"' "$WORK/run/report.html" || fail "no confusion matrix in the report"
+grep -q '<td>best</td><td>epoch 1, step 50: test accuracy ' "$WORK/run/report.html" ||
+  fail "the report does not name the best evaluation and its checkpoint"
 page=$(bash "$ROOT/tests/browser/check-page.sh" "$WORK/run/report.html" "$SHOTS/report-results.png" 2>&1) ||
   { echo "$page" >&2; fail "the report page failed in the browser"; }
 check "report.html: ${page#*: }"
