@@ -163,6 +163,7 @@ int RunPredictCommand(const std::vector<std::string>& args) {
   p.confidence.resize(size_t(split.count));
   std::vector<float> probabilities(out.empty() ? 0 : size_t(split.count) * size_t(k));
   Tensor x;
+  std::vector<double> e(size_t(k), 0.0);  // a sample's exp(logit - max), its softmax's terms
   for (int64_t i = 0; i < split.count; i += kChunk) {
     const int n = int(std::min<int64_t>(kChunk, split.count - i));
     x.resize({n, spec.input.channels, spec.input.height, spec.input.width});
@@ -177,21 +178,20 @@ int RunPredictCommand(const std::vector<std::string>& args) {
       for (int c = 1; c < k; ++c)
         if (z[c] > z[best]) best = c;
       double sum = 0;
-      for (int c = 0; c < k; ++c) sum += std::exp(double(z[c]) - double(z[best]));
+      for (int c = 0; c < k; ++c) sum += (e[size_t(c)] = std::exp(double(z[c]) - double(z[best])));
       const size_t s = size_t(i + b);
       p.predicted[s] = best;
       p.confidence[s] = float(1 / sum);
       if (!probabilities.empty())
         for (int c = 0; c < k; ++c)
-          probabilities[s * size_t(k) + size_t(c)] =
-              float(std::exp(double(z[c]) - double(z[best])) / sum);
+          probabilities[s * size_t(k) + size_t(c)] = float(e[size_t(c)] / sum);
     }
   }
 
+  const std::vector<std::string> names = ClassNames(data_path, k);
   const bool hdf5 = EndsWith(out, ".h5") || EndsWith(out, ".hdf5");
   if (hdf5) {
     // The same as the CSV, for a reader of arrays (h5py): N x K probabilities and N classes.
-    const std::vector<std::string> names = ClassNames(data_path, k);
     WriteDatasetAtomically(out, [&](hid_t f) {
       h5::WriteFloats(f, "/probabilities", {hsize_t(split.count), hsize_t(k)},
                       probabilities.data());
@@ -219,7 +219,7 @@ int RunPredictCommand(const std::vector<std::string>& args) {
     WriteFileAtomically(out, csv);
   }
   ResultsOptions ro;
-  ro.class_names = ClassNames(data_path, k);
+  ro.class_names = names;
   ro.misclassified = misclassified;
   nlohmann::json r = AnalyseResults(p, ro);
   if (!results.empty()) {

@@ -12,14 +12,10 @@
 namespace dlh::report {
 namespace {
 
-double Num(const nlohmann::json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>()
-                                                                : std::nan("");
-}
-
-std::string Text(const nlohmann::json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
+// The fields of a file another program may have written: run_data.hpp's readers, which
+// give the fallback for a missing or mistyped field.
+double Num(const nlohmann::json& j, const char* key) { return NumberField(j, key, std::nan("")); }
+std::string Text(const nlohmann::json& j, const char* key) { return TextField(j, key, ""); }
 
 std::string Percent(double v) { return std::isfinite(v) ? svg::Number(100 * v) + "%" : "—"; }
 
@@ -108,7 +104,7 @@ bool Valid(const nlohmann::json& r) {
 void BestAndFinal(const RunData& run, HtmlPage* page) {
   const EventRecord *best = nullptr, *last = nullptr;
   for (const EventRecord* e : run.events_named("eval")) {
-    const double a = NumberField(e->data, "test_accuracy", std::nan(""));
+    const double a = Num(e->data, "test_accuracy");
     if (!std::isfinite(a)) continue;
     if (!best || a > NumberField(best->data, "test_accuracy", 0)) best = e;
     last = e;
@@ -119,9 +115,8 @@ void BestAndFinal(const RunData& run, HtmlPage* page) {
   const bool kept =
       std::find(run.checkpoints.begin(), run.checkpoints.end(), name) != run.checkpoints.end();
   auto text = [](const EventRecord* e) {
-    return "epoch " + svg::Number(NumberField(e->data, "epoch", std::nan(""))) + ", step " +
-           std::to_string(e->step) + ": test accuracy " +
-           Percent(NumberField(e->data, "test_accuracy", std::nan("")));
+    return "epoch " + svg::Number(Num(e->data, "epoch")) + ", step " + std::to_string(e->step) +
+           ": test accuracy " + Percent(Num(e->data, "test_accuracy"));
   };
   page->table({{"evaluation", "when and how good", "its checkpoint"},
                {"best", text(best), std::string(name) + (kept ? " (kept)" : " (no longer kept)")},
