@@ -9,9 +9,12 @@
 #   2. `sbatch --dlh-auto=deadline=...,profile=SET,mixed -N 2 train.sbatch THROTTLE python3
 #      mixed_shares.py --balance-every 5`: rank 0 on alpha1, rank 1 on beta1. Beta's rank
 #      runs throttled as share/bench/balance.sh throttles it: THROTTLE puts the program, on
-#      beta1 only, in a cgroup v1 CPU controller with a quota of a quarter core (beta now 4x
-#      slower than its profile; without a writable cgroup v1 cpu controller the test says so
-#      and beta's rank sleeps per sample instead, --sleep-per-sample). Checks: each rank's
+#      beta1 only, in a cgroup v1 CPU controller with a quota of a quarter core (without a
+#      writable cgroup v1 cpu controller the test says so), and beta's rank also sleeps 3 ms
+#      per sample (--sleep-per-sample). The sleep keeps beta the slower rank however the
+#      machine's other work shares its cores: under make check's parallel load the quota
+#      alone left alpha's rank no faster than beta's, and the Balancer rightly moved samples
+#      to beta. Checks: each rank's
 #      batch (DLH_RANK_BATCHES, dlh.share()) is the plan's (dlh-estimate recommend --profile
 #      SET --mixed --json, the same plan); the Balancer moves samples to alpha's rank (its
 #      batch grows above the plan's), the global batch exact at every step;
@@ -109,15 +112,15 @@ echo "2. sbatch --dlh-auto=...,profile=SET,mixed -N 2: shares, throttled beta, B
 if [[ -w /sys/fs/cgroup/cpu/cgroup.procs ]] && mkdir "$CG" 2>/dev/null &&
   echo 10000 >"$CG/cpu.cfs_period_us" && echo 2500 >"$CG/cpu.cfs_quota_us"; then
   echo 16384 >"$CG/cpu.shares"
-  throttle="cgroup v1 CPU quota 2.5 ms / 10 ms on beta1"
+  throttle="cgroup v1 CPU quota 2.5 ms / 10 ms and 3 ms a sample on beta1"
   cat >"$WORK/throttle" <<SH
 #!/bin/bash
 echo "\$DLH_PLAN" >"$WORK/plan.\$SLURMD_NODENAME.json"
-[[ \$SLURMD_NODENAME == beta1 ]] && echo \$\$ >"$CG/cgroup.procs"
+[[ \$SLURMD_NODENAME == beta1 ]] && echo \$\$ >"$CG/cgroup.procs" && exec "\$@" --sleep-per-sample 0.003
 exec "\$@"
 SH
 else
-  throttle="no writable cgroup v1 cpu controller: beta1's rank sleeps 3 ms per sample instead"
+  throttle="no writable cgroup v1 cpu controller: beta1's rank only sleeps 3 ms a sample"
   cat >"$WORK/throttle" <<SH
 #!/bin/bash
 echo "\$DLH_PLAN" >"$WORK/plan.\$SLURMD_NODENAME.json"
