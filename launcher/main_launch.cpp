@@ -23,6 +23,7 @@
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/device.hpp"
+#include "launcher/export/export_command.hpp"
 #include "launcher/predict/predict_command.hpp"
 #include "launcher/probe/probe_cli.hpp"
 #include "launcher/run/run_command.hpp"
@@ -52,6 +53,9 @@ constexpr const char* kUsage =
     "                                        measured in a few seconds, as JSON)\n"
     "       dlh-launch predict CHECKPOINT --data FILE [--out P.csv] [--results R.json]\n"
     "                                        (a trained model applied to a data set; one process)\n"
+    "       dlh-launch export SOURCE --pytorch OUT.py | --torch OUT.pt | --onnx OUT.onnx\n"
+    "                                        (a spec as a PyTorch program; a checkpoint's model\n"
+    "                                        as a PyTorch state dict or ONNX)\n"
     "       dlh-launch --help | --version\n"
     "'dlh-launch COMMAND --help' documents each command's options.\n";
 
@@ -285,17 +289,19 @@ int main(int argc, char** argv) {
   }
   if (args[0] != "train" && args[0] != "lr-find" && args[0] != "run" &&
       args[0] != "bench-allreduce" && args[0] != "bench-checkpoint" && args[0] != "bench-loader" &&
-      args[0] != "time-steps" && args[0] != "probe" && args[0] != "predict") {
+      args[0] != "time-steps" && args[0] != "probe" && args[0] != "predict" &&
+      args[0] != "export") {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
   const std::string command = args[0];
   args.erase(args.begin());
   // One process, no MPI: the probe measures this node's device as a job records it; predict
-  // applies a trained model on this CPU.
-  if (command == "probe" || command == "predict") {
+  // applies a trained model on this CPU; export writes a spec or a model for PyTorch.
+  if (command == "probe" || command == "predict" || command == "export") {
     try {
       if (command == "predict") return dlh::RunPredictCommand(args);
+      if (command == "export") return dlh::RunExportCommand(args);
       return dlh::ProbeCommand(args, "dlh-launch");
     } catch (const dlh::UsageError& e) {
       std::fprintf(stderr, "dlh-launch: %s\n", e.what());

@@ -4,7 +4,7 @@
 #                    probe/: the device probe (sgemm and memory bandwidth at the engine's
 #                    shapes; a GPU's through the CUDA backend, dlopen'ed). No MPI, HDF5 or
 #                    CUDA: the calibration runner of dlh-estimate links it.
-#   libdlh_launch.a  comm/ engine/ train/ storage/ data/ bench/ predict/: everything that needs MPI
+#   libdlh_launch.a  comm/ engine/ train/ storage/ data/ bench/ predict/ export/: everything that needs MPI
 #                    or HDF5 (engine/cuda/ is the dlopen'ed backend: engine/cuda/module.mk).
 #   libdlh_observe.a observe/'s records and store (no MPI, HDF5 or CUDA): also in
 #                    libdlh_launch.a, and linked alone by dlh-estimate and the SPANK plugin,
@@ -12,7 +12,7 @@
 LAUNCH_MAINS := launcher/main_launch.cpp launcher/data/main_data.cpp
 NN_SRCS := $(wildcard launcher/nn/*.cpp launcher/nn/layers/*.cpp launcher/probe/*.cpp)
 LAUNCH_SRCS := $(filter-out $(LAUNCH_MAINS),$(wildcard $(addprefix launcher/, \
-  $(addsuffix /*.cpp,comm watch engine train storage data bench run observe predict))))
+  $(addsuffix /*.cpp,comm watch engine train storage data bench run observe predict export))))
 NN_LIB := $(LIBDIR)/libdlh_nn.a
 LAUNCH_LIB := $(LIBDIR)/libdlh_launch.a
 $(NN_LIB): $(NN_SRCS:%.cpp=$(OBJDIR)/%.o)

@@ -40,23 +40,6 @@ bool IsDirectory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// A checkpoint file, or the newest valid one of a run folder (RUN/checkpoints) or of a
-// checkpoints folder.
-TrainState LoadModel(const std::string& where, std::string* path) {
-  if (!IsDirectory(where)) {
-    *path = where;
-    return LoadCheckpoint(where);
-  }
-  const std::string dir = IsDirectory(where + "/checkpoints") ? where + "/checkpoints" : where;
-  TrainState state;
-  auto warn = [](const std::string& m) {
-    std::fprintf(stderr, "dlh-launch: predict: %s\n", m.c_str());
-  };
-  if (!CheckpointDir(dir).load_newest_valid(&state, path, warn))
-    throw CheckpointError(dir + ": no valid checkpoint (ckpt-<step>.h5)");
-  return state;
-}
-
 std::vector<std::string> ClassNames(const std::string& data_path, int classes) {
   h5::File file(data_path, h5::Mode::ReadOnly);
   if (!h5::Exists(file.id(), "/class_names")) return {};
@@ -87,6 +70,21 @@ void Renormalise(const Dataset& data, const TrainState& state, DataSplit* split)
 }
 
 }  // namespace
+
+TrainState LoadTrainedModel(const std::string& where, std::string* path, const char* command) {
+  if (!IsDirectory(where)) {
+    *path = where;
+    return LoadCheckpoint(where);
+  }
+  const std::string dir = IsDirectory(where + "/checkpoints") ? where + "/checkpoints" : where;
+  TrainState state;
+  auto warn = [command](const std::string& m) {
+    std::fprintf(stderr, "dlh-launch: %s: %s\n", command, m.c_str());
+  };
+  if (!CheckpointDir(dir).load_newest_valid(&state, path, warn))
+    throw CheckpointError(dir + ": no valid checkpoint (ckpt-<step>.h5)");
+  return state;
+}
 
 int RunPredictCommand(const std::vector<std::string>& args) {
   std::string data_path, split_name = "test", out, results;
@@ -127,7 +125,7 @@ int RunPredictCommand(const std::vector<std::string>& args) {
   if (threads > 0) SetCpuThreads(threads);
 
   std::string checkpoint;
-  const TrainState state = LoadModel(where, &checkpoint);
+  const TrainState state = LoadTrainedModel(where, &checkpoint, "predict");
   const TrainSpec spec = ParseSpec(state.spec_json, checkpoint + ": its spec", "");
   Dataset data = LoadDataset(data_path);
   DataSplit& split = split_name == "test" ? data.test : data.train;

@@ -9,7 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "launcher/storage/checkpoint.hpp"
+
 namespace dlh {
+
+// A checkpoint file, or the newest valid checkpoint of a run folder (RUN/checkpoints) or of
+// a checkpoints folder; `*path` is the file used. Damaged newer files are passed over with a
+// warning ("dlh-launch: COMMAND: ..."). Throws CheckpointError.
+TrainState LoadTrainedModel(const std::string& where, std::string* path, const char* command);
 
 // Returns an exit code; throws UsageError, DataError, CheckpointError, SpecError.
 int RunPredictCommand(const std::vector<std::string>& args);

@@ -24,10 +24,11 @@ build_pkgs=(
 )
 # iproute2 and util-linux (nsenter): the Slurm tests whose nodes are hosts of their own
 slurm_pkgs=(slurm-wlm slurmctld slurmd libslurm-dev munge environment-modules iproute2 util-linux)
-check_pkgs=(clang-format-14 clang-14 chromium python3-torch python3-h5py python3-pil man-db)  # make
+check_pkgs=(clang-format-14 clang-14 chromium python3-torch python3-h5py python3-pil python3-onnx man-db)  # make
 # check-format / make format (share/setup/format.sh); the report pages loaded in a headless
 # browser (tests/scripts/report_browser.sh); a user's PyTorch DDP program under dlh-launch run
-# (tests/slurm/run_torch_test.sh); real NumPy, h5py and image files written the way users
+# (tests/slurm/run_torch_test.sh); ONNX's checker for the exported models
+# (tests/scripts/export.sh); real NumPy, h5py and image files written the way users
 # write them (tests/scripts/data_import.sh); man, to read the installed man pages
 # (tests/scripts/module_install.sh); clang 14's libFuzzer for `make fuzz`, which .ci/run
 # runs after make check. pandoc (build_pkgs) writes them: docs/man/*.md.
