@@ -64,7 +64,8 @@ int RunPython(const std::string& python, const std::vector<std::string>& argv_te
                 " (give --python or DLH_PYTHON: a Python 3 with torch and h5py)");
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw Error("export: lost track of " + python + ": " + std::strerror(errno));
+    if (errno != EINTR)
+      throw Error("export: lost track of " + python + ": " + std::strerror(errno));
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -119,7 +120,8 @@ int RunExportCommand(const std::vector<std::string>& args) {
     options.file_name = BaseName(pytorch);
     WriteFileAtomically(pytorch, WritePyTorchProgram(spec, options));
     ::chmod(pytorch.c_str(), 0755);
-    std::fprintf(stderr, "dlh-launch: export: wrote %s: %s as a PyTorch program (python3 %s --help)\n",
+    std::fprintf(stderr,
+                 "dlh-launch: export: wrote %s: %s as a PyTorch program (python3 %s --help)\n",
                  pytorch.c_str(), spec.name.c_str(), pytorch.c_str());
   }
   if (torch_out.empty() && onnx_out.empty()) return kExitOk;

@@ -63,8 +63,8 @@ class Writer {
         case LayerKind::Conv2d: {
           const std::string attr = attr_prefix + "conv" + std::to_string(i);
           Attribute(attr, "nn.Conv2d(" + std::to_string(in.channels) + ", " +
-                              std::to_string(l.filters) + ", kernel_size=" + k +
-                              ", stride=" + s + ", padding=" + p + ")");
+                              std::to_string(l.filters) + ", kernel_size=" + k + ", stride=" + s +
+                              ", padding=" + p + ")");
           forward("self." + attr + "(" + var + ")", false);
           Init(attr, l);
           Names(dlh_name, attr, {{"weight", "weight"}, {"bias", "bias"}});
@@ -118,8 +118,7 @@ class Writer {
           const std::string attr = attr_prefix + "bn" + std::to_string(i);
           const int64_t features = *flat ? in.elements() : in.channels;
           Attribute(attr, std::string(*flat ? "nn.BatchNorm1d(" : "nn.BatchNorm2d(") +
-                              std::to_string(features) +
-                              ", eps=" + PythonFloat(l.epsilon) +
+                              std::to_string(features) + ", eps=" + PythonFloat(l.epsilon) +
                               ", momentum=" + PythonFloat(l.momentum) + ")");
           forward("self." + attr + "(" + var + ")", *flat);
           Names(dlh_name, attr,

@@ -35,26 +35,26 @@ std::pair<std::string, std::string> Schedule(const ScheduleSpec& s) {
                   "/ T))\n",
               "a cosine decay to " + PythonFloat(s.min_lr) + " at the last step"};
     case ScheduleSpec::Decay::OneCycle:
-      return {"    # PyTorch's OneCycleLR (cosine, two phases); it is its own warm-up.\n"
-              "    lo = peak / " +
-                  PythonFloat(s.div_factor) +
-                  "\n"
-                  "    end = lo / " +
-                  PythonFloat(s.final_div_factor) +
-                  "\n"
-                  "    up, last = " +
-                  PythonFloat(s.pct_start) +
-                  " * total - 1, total - 1.0\n\n"
-                  "    def anneal(a, b, x):\n"
-                  "        return b + (a - b) * 0.5 * (1 + math.cos(math.pi * x))\n\n"
-                  "    if step <= up:\n"
-                  "        return anneal(lo, peak, step / up if up > 0 else 1.0)\n"
-                  "    if not last > up:\n"
-                  "        return end\n"
-                  "    return anneal(peak, end, min(1.0, (step - up) / (last - up)))\n",
-              "one cycle (PyTorch's OneCycleLR: up from peak / " + PythonFloat(s.div_factor) +
-                  " over the first " + PythonFloat(100 * s.pct_start) +
-                  "% of the steps, then down)"};
+      return {
+          "    # PyTorch's OneCycleLR (cosine, two phases); it is its own warm-up.\n"
+          "    lo = peak / " +
+              PythonFloat(s.div_factor) +
+              "\n"
+              "    end = lo / " +
+              PythonFloat(s.final_div_factor) +
+              "\n"
+              "    up, last = " +
+              PythonFloat(s.pct_start) +
+              " * total - 1, total - 1.0\n\n"
+              "    def anneal(a, b, x):\n"
+              "        return b + (a - b) * 0.5 * (1 + math.cos(math.pi * x))\n\n"
+              "    if step <= up:\n"
+              "        return anneal(lo, peak, step / up if up > 0 else 1.0)\n"
+              "    if not last > up:\n"
+              "        return end\n"
+              "    return anneal(peak, end, min(1.0, (step - up) / (last - up)))\n",
+          "one cycle (PyTorch's OneCycleLR: up from peak / " + PythonFloat(s.div_factor) +
+              " over the first " + PythonFloat(100 * s.pct_start) + "% of the steps, then down)"};
   }
   throw std::logic_error("unknown decay");
 }
@@ -80,7 +80,8 @@ std::pair<std::string, std::string> Optimizer(const OptimizerSpec& o) {
 
 // The template with every @@FIELD@@ replaced, in one pass (a value is never read again, so
 // a spec whose text holds "@@NET@@" stays as it is).
-std::string FillTemplate(const std::string& text, const std::map<std::string, std::string>& fields) {
+std::string FillTemplate(const std::string& text,
+                         const std::map<std::string, std::string>& fields) {
   std::string out;
   size_t at = 0;
   for (size_t open; (open = text.find("@@", at)) != std::string::npos;) {
@@ -88,7 +89,8 @@ std::string FillTemplate(const std::string& text, const std::map<std::string, st
     if (close == std::string::npos) break;
     const auto field = fields.find(text.substr(open + 2, close - open - 2));
     if (field == fields.end())
-      throw std::logic_error("export template: no value for " + text.substr(open, close + 2 - open));
+      throw std::logic_error("export template: no value for " +
+                             text.substr(open, close + 2 - open));
     out += text.substr(at, open - at) + field->second;
     at = close + 2;
   }
@@ -100,8 +102,8 @@ std::string FillTemplate(const std::string& text, const std::map<std::string, st
 std::string SpecLiteral(const std::string& json) {
   std::string text = json;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (text.find("\"\"\"") != std::string::npos || (!text.empty() && (text.back() == '"' ||
-                                                                 text.back() == '\\')))
+  if (text.find("\"\"\"") != std::string::npos ||
+      (!text.empty() && (text.back() == '"' || text.back() == '\\')))
     return PythonString(json);
   return "r\"\"\"" + text + "\"\"\"";
 }
@@ -131,8 +133,8 @@ std::string WritePyTorchProgram(const TrainSpec& spec, const PyTorchProgramOptio
       {"CROP", std::to_string(spec.augment.crop_padding)},
       {"FLIP", PythonBool(spec.augment.flip)},
       {"BF16", PythonBool(spec.precision == Precision::Bf16)},
-      {"TF32", PythonBool(spec.tf32 != Tf32Use::None) + ", " +
-                   PythonBool(spec.tf32 == Tf32Use::All)},
+      {"TF32",
+       PythonBool(spec.tf32 != Tf32Use::None) + ", " + PythonBool(spec.tf32 == Tf32Use::All)},
       {"SPEC", SpecLiteral(spec.json)},
       {"NET", model.net_class},
       {"DLH_NAMES", model.dlh_names},

@@ -53,7 +53,8 @@ TrainSpec ResidualSpec() {
 TEST(PyTorchModelTest, AttributesForwardAndCheckpointNames) {
   const PyTorchModelCode code = WritePyTorchModel(ResidualSpec());
   // Named by the spec's index; inside a block by the block's index.
-  EXPECT_TRUE(Has(code.net_class, "self.conv0 = nn.Conv2d(3, 4, kernel_size=3, stride=1, padding=1)"));
+  EXPECT_TRUE(
+      Has(code.net_class, "self.conv0 = nn.Conv2d(3, 4, kernel_size=3, stride=1, padding=1)"));
   EXPECT_TRUE(Has(code.net_class, "self.res1_conv0 = nn.Conv2d(4, 4,"));
   EXPECT_TRUE(Has(code.net_class, "self.res1_bn1 = nn.BatchNorm2d(4, eps=1e-05, momentum=0.1)"));
   EXPECT_TRUE(Has(code.net_class, "self.res2_fc1 = nn.Linear(256, 4)"));
@@ -66,7 +67,8 @@ TEST(PyTorchModelTest, AttributesForwardAndCheckpointNames) {
   EXPECT_TRUE(Has(code.net_class, "nn.init.kaiming_normal_(self.conv0.weight, mode=\"fan_in\""));
   EXPECT_TRUE(Has(code.net_class, "nn.init.zeros_(self.res1_conv0.bias)"));
   EXPECT_FALSE(Has(code.net_class, "self.res2_short_conv0.weight"));
-  EXPECT_TRUE(Has(code.dlh_names, "\"02.residual/shortcut.00.conv2d/weight\": \"res2_short_conv0.weight\""));
+  EXPECT_TRUE(Has(code.dlh_names,
+                  "\"02.residual/shortcut.00.conv2d/weight\": \"res2_short_conv0.weight\""));
   EXPECT_TRUE(Has(code.dlh_names, "\"01.residual/main.01.batchnorm/gamma\": \"res1_bn1.weight\""));
   EXPECT_TRUE(Has(code.dlh_names, "\"03.batchnorm/running_var\": \"bn3.running_var\""));
   // 3*4*9+4 + 4*4*9+4 + 8 + 256*4+4 + 4*4*64+4 + 8 + 4*5+5
