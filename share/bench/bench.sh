@@ -11,7 +11,7 @@
 #   bench.sh BINDIR OUT.md                             (every part: about 1.5 hours on 2 cores)
 #   BENCH_ONLY=allreduce,checkpoint bench.sh BINDIR OUT.md   those parts alone; the others'
 #                                                      sections stay as committed
-# Parts: estimator wave cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch
+# Parts: estimator wave cpu quality exported loader ddp allreduce checkpoint ckpt_overhead sbatch
 # recommender lrfind lrvalidate jobs balance mixed_shares faults convergence. BENCH_HOST names this host in
 # the goals table (default: hostname and machine id); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
-parts="estimator wave transfer cpu resnet_cpu quality loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance mixed_shares faults convergence"
+parts="estimator wave transfer cpu resnet_cpu quality exported loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance mixed_shares faults convergence"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -806,6 +806,27 @@ measure balance
   echo
 } >"$work/s9-balance.md"
 store balance "$work/s9-balance.md"
+}
+
+# ---- the example spec as an exported PyTorch program (issue 45) ----------------------------
+bench_exported() {
+section "the example spec as an exported PyTorch program against dlh-launch train"
+measure exported
+{
+  echo "## The example spec as an exported PyTorch program"
+  echo
+  echo "share/bench/exported.sh: the example spec (share/examples/fashion-mnist.json) on the real"
+  echo "Fashion-MNIST, trained by \`dlh-launch train\` and by the program \`dlh-launch export SPEC"
+  echo "--pytorch\` writes from it (docs/man/dlh-launch.md, \"export\"), run as a user runs it under"
+  echo "DLH: \`mpirun -np 1 dlh-launch run -- python3 PROGRAM\`, with the dlh module. One process, 2"
+  echo "threads each, one after the other, alternating which goes first; round r uses seed r on"
+  echo "both sides. The random streams differ (initial weights, order, dropout), so the two agree"
+  echo "statistically. Seconds: the whole process, data loading and evaluations included."
+  echo
+  $py "$bench/exported_report.py" "$work" "$goals"
+  echo
+} >"$work/s2-quality2-exported.md"
+store exported "$work/s2-quality2-exported.md"
 }
 
 # ---- a user's program with shares on a mixed allocation (issue 44) -------------------------

@@ -153,6 +153,12 @@ GOALS = [
      "Adaptive balancing within 10% of the ideal rate (2 ranks of different speed)",
      "adaptive's median rate from the planned split is below 90% of the ideal rate measured "
      "side by side"),
+    ("exported", "exported",
+     "The example spec as an exported PyTorch program: final test accuracy within 0.5 points "
+     "of dlh-launch train's (5 epochs)",
+     "the mean over rounds of the exported program's final test accuracy (under dlh-launch "
+     "run, share/bench/exported.sh) is more than 0.5 points from the mean of dlh-launch "
+     "train's on the same spec, seeds and data, or a side did not finish"),
     ("mixed-shares", "mixed_shares",
      "A program with shares on a mixed allocation: ≥ 85% of the ideal summed rate",
      "the median over rounds of the program's rate with the plan's shares (dlh.ShareSampler "
@@ -235,6 +241,7 @@ PREFIXES = [
     ("The shipped calibration carried", "transfer-probe"),
     ("After `dlh-estimate calibrate` on that host", "transfer-recalibrated"), ("Adaptive balancing", "balance"),
     ("A program with shares on a mixed allocation", "mixed-shares"),
+    ("The example spec as an exported PyTorch program", "exported"),
     ("a frozen", "faults"), ("Same training on any rank count", "convergence"),
     ("Time to", "time-to-accuracy"),
 ]
