@@ -88,7 +88,7 @@ assert len(prog.DLH_NAMES) == len(set(prog.DLH_NAMES.values())) and \
     set(prog.DLH_NAMES.values()) <= set(net.state_dict()), prog.DLH_NAMES
 print(f"  ok: Net has the checkpoint's {params} parameters; {len(prog.DLH_NAMES)} DLH arrays mapped")
 PY
-(cd "$WORK" && "$PY" prog.py --from-dlh "$ckpt" --evaluate --result "$WORK/eval.json" --threads 1) \
+(cd "$WORK" && "$PY" prog.py --from-dlh "$WORK/run" --evaluate --result "$WORK/eval.json" --threads 1) \
   >"$WORK/eval.txt" 2>&1 || { cat "$WORK/eval.txt" >&2; fail "prog.py --from-dlh --evaluate"; }
 "$PY" - "$WORK/eval.json" "$WORK/run/summary.json" <<'PY' || fail "DLH's checkpoint in PyTorch"
 import json, sys

@@ -88,7 +88,7 @@ TEST(PyTorchProgramTest, SettingsScheduleAndOptimizerFromTheSpec) {
   EXPECT_TRUE(Has(p, "torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-08)"));
   EXPECT_TRUE(Has(p, "\"weight_decay\": 0.01}"));
   EXPECT_TRUE(Has(p, "lo = peak / 25.0"));  // onecycle's defaults
-  EXPECT_TRUE(Has(p, "python3 t.py --from-dlh CKPT.h5 --evaluate"));
+  EXPECT_TRUE(Has(p, "python3 t.py --from-dlh RUN --evaluate"));
   EXPECT_TRUE(Has(p, "SPEC = json.loads(r\"\"\"{"));
 }
 
