@@ -13,6 +13,7 @@
 //   dlh-estimate scaling SPEC             on paper: the GPU allreduce algorithms at 1-64 GPUs
 //   dlh-estimate recommend SPEC --samples N --deadline 3h [...]
 //   dlh-estimate recommend --profile FILE --deadline 3h [...]
+//   dlh-estimate suggest --data FILE --deadline 10m [--objective accuracy|energy]
 //   dlh-estimate observations list|summary|check|prune --store DIR
 //   dlh-estimate refit CALIBRATION --store DIR --out F
 // Each command group has its own file in estimator/cli/ (features_cmd, calibrate_cmd,
@@ -38,6 +39,7 @@
 #include "estimator/cli/recommend_cmd.hpp"
 #include "estimator/cli/scaling_cmd.hpp"
 #include "estimator/cli/slurm_plan_cmd.hpp"
+#include "estimator/cli/suggest_cmd.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
 #include "launcher/probe/probe_cli.hpp"
 
@@ -65,6 +67,7 @@ constexpr const char* kUsage =
     "1-64 GPUs\n"
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "  recommend --profile FILE --deadline T       the same for a program profiled by dlh-launch\n"
+    "  suggest --data FILE --deadline T            a spec for a data set, sized to the deadline\n"
     "  cluster --from-slurm [--out FILE]           draft a cluster description from sinfo\n"
     "  observations list|summary|check|prune --store DIR   what earlier jobs measured\n"
     "  refit CALIBRATION --store DIR --out F       refit a calibration with observed jobs\n"
@@ -104,6 +107,7 @@ int Main(int argc, char** argv) {
   if (command == "comm") return CommCommand(args);
   if (command == "scaling") return ScalingCommand(args);
   if (command == "recommend") return RecommendCommand(args);
+  if (command == "suggest") return SuggestCommand(args);
   if (command == "cluster") return ClusterCommand(args);
   if (command == "slurm-plan") return SlurmPlanCommand(args);
   if (command == "observations") return ObservationsCommand(args);

@@ -160,22 +160,37 @@ std::string ClassNamesText(const std::string& path, const std::string& json_text
   return out;
 }
 
+// inspect --json: what a program that plans for the data set needs (dlh-estimate suggest),
+// without reading the images.
+nlohmann::json SplitJson(const DataSplit& s, int classes) {
+  std::vector<int64_t> hist(size_t(classes), 0);
+  for (int32_t l : s.labels) ++hist[size_t(l)];
+  return {{"samples", s.count},
+          {"shape", {s.shape.channels, s.shape.height, s.shape.width}},
+          {"histogram", hist}};
+}
+
 int InspectCommand(const std::vector<std::string>& args) {
   po::options_description options("options");
   std::string path;
   options.add_options()  //
       ("file", po::value(&path)->required()->value_name("FILE"),
-       "data set file to check (also accepted as the only positional argument)");
+       "data set file to check (also accepted as the only positional argument)")  //
+      ("json",
+       "print one JSON object instead: classes, class_names, element (uint8 or "
+       "float32), and per split its samples, shape [C, H, W] and label histogram "
+       "(the images are checked for their shape and type, not read)");
   SubcommandSyntax syntax;
   syntax.positional = {{"file", ""}};  // --file is required: precheck says it better
   syntax.precheck = [](const po::variables_map& vm) {
     if (!vm.count("file")) throw UsageError("missing FILE, the data set to inspect");
   };
   po::variables_map vm;
-  if (!ParseArgs("inspect", "FILE", args, options, syntax, vm)) return kExitOk;
+  if (!ParseArgs("inspect", "FILE [--json]", args, options, syntax, vm)) return kExitOk;
 
   // LoadDataset is the trainer's own validation: a file that passes here loads there.
-  Dataset ds = LoadDataset(path);
+  const bool json = vm.count("json") > 0;
+  Dataset ds = LoadDataset(path, !json);
   std::string source = "(none)";
   std::string norm = "(none: images are used as stored)";
   std::string names = "(none stored)";
@@ -203,6 +218,27 @@ int InspectCommand(const std::vector<std::string>& args) {
       names = ClassNamesText(path, h5::ReadString(f, "/class_names"));
   } catch (const H5Error& e) {
     throw DataError(path + ": " + e.what());
+  }
+  if (json) {
+    nlohmann::json names_json = nullptr;
+    try {
+      h5::File file(path, h5::Mode::ReadOnly);
+      if (h5::Exists(file.id(), "/class_names"))
+        names_json =
+            nlohmann::json::parse(h5::ReadString(file.id(), "/class_names"), nullptr, false);
+    } catch (const H5Error& e) {
+      throw DataError(path + ": " + e.what());
+    }
+    if (!names_json.is_array()) names_json = nullptr;
+    const nlohmann::json out = {{"file", path},
+                                {"format_version", version},
+                                {"classes", ds.classes},
+                                {"class_names", names_json},
+                                {"element", ds.train.stored_bytes ? "uint8" : "float32"},
+                                {"train", SplitJson(ds.train, ds.classes)},
+                                {"test", SplitJson(ds.test, ds.classes)}};
+    std::printf("%s\n", out.dump().c_str());
+    return kExitOk;
   }
   std::printf("file      %s\n", path.c_str());
   std::printf("format    %s\n", version ? std::to_string(version).c_str() : "(not stored)");

@@ -1,0 +1,151 @@
+// DLH — `dlh-estimate suggest` (see suggest_cmd.hpp).
+#include "estimator/cli/suggest_cmd.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "common/atomic_file.hpp"
+#include "common/cli.hpp"
+#include "common/duration.hpp"
+#include "common/error.hpp"
+#include "common/exit_codes.hpp"
+#include "estimator/cli/command_line.hpp"
+#include "estimator/recommend/recommender.hpp"
+#include "estimator/recommend/suggest.hpp"
+
+extern char** environ;
+
+namespace dlh {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+// dlh-data beside this program (an installed or a build's bin folder), else on PATH.
+std::string DataTool() {
+  if (const char* env = std::getenv("DLH_DATA_TOOL"); env && *env) return env;
+  std::error_code ec;
+  const fs::path next = fs::read_symlink("/proc/self/exe", ec).parent_path() / "dlh-data";
+  return !ec && ::access(next.c_str(), X_OK) == 0 ? next.string() : "dlh-data";
+}
+
+// `dlh-data inspect FILE --json`, which validates the file as the trainer loads it; its
+// error line (naming the file and the field) reaches the user as it is.
+nlohmann::json InspectData(const std::string& path) {
+  const std::string tool = DataTool();
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) throw Error(std::string("suggest: pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  std::vector<std::string> argv_text = {tool, "inspect", path, "--json"};
+  std::vector<char*> argv;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int err = posix_spawnp(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (err != 0) {
+    ::close(out[0]);
+    throw Error("suggest: cannot run " + tool + ": " + std::strerror(err));
+  }
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(buf, size_t(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw UsageError("suggest: --data " + path + ": not a usable data set (dlh-data said why above)");
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw Error("suggest: " + tool + " inspect --json printed no JSON");
+  return j;
+}
+
+}  // namespace
+
+int SuggestCommand(const std::vector<std::string>& args) {
+  std::string data, deadline, objective = "accuracy", out, name;
+  int epochs = 10;
+  po::options_description d("dlh-estimate suggest --data FILE --deadline T: options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("data", po::value(&data), "the data set (HDF5, as dlh-data writes it)")
+    ("deadline", po::value(&deadline), "the time the training must fit in: 10m, 2h, 1-00:00:00")
+    ("objective", po::value(&objective)->default_value(objective),
+        "accuracy: the largest network that meets the deadline; energy: the family's base "
+        "size (or the largest below it that meets the deadline)")
+    ("epochs", po::value(&epochs)->default_value(epochs), "epochs the spec trains for")
+    ("name", po::value(&name), "the spec's name (default: the data set file's name)")
+    ("cluster", po::value<std::string>(), "cluster description (default: $DLH_CLUSTER)")
+    ("out", po::value(&out), "write the spec here (default: stdout)");
+  // clang-format on
+  SubcommandSyntax syntax;
+  syntax.prefix = "suggest: ";
+  syntax.suffix = " (see dlh-estimate suggest --help)";
+  po::variables_map vm;
+  if (ParseSubcommand(args, d, syntax, &vm) == ParseResult::kStop) {
+    std::cout << d << "\n";
+    return kExitOk;
+  }
+  if (data.empty()) throw UsageError("suggest: --data is required" + syntax.suffix);
+  if (deadline.empty()) throw UsageError("suggest: --deadline is required" + syntax.suffix);
+  SuggestOptions options;
+  options.deadline_s = ParseDuration(deadline, "--deadline");
+  if (!(options.deadline_s > 0)) throw UsageError("suggest: --deadline: must be positive");
+  if (objective == "energy")
+    options.objective = SuggestObjective::Energy;
+  else if (objective != "accuracy")
+    throw UsageError("suggest: --objective: accuracy or energy, got '" + objective + "'");
+  if (epochs < 1 || epochs > 10000) throw UsageError("suggest: --epochs: must be 1 to 10000");
+  options.epochs = epochs;
+  const fs::path data_path = fs::absolute(data).lexically_normal();
+  options.name = name.empty() ? data_path.stem().string() : name;
+  const Cluster cluster = LoadCluster(cli::ClusterPath(vm, "suggest"));
+
+  DataFacts facts = ParseDataFacts(InspectData(data), "dlh-data inspect " + data);
+  facts.path = data_path.string();
+  const Suggestion s = Suggest(facts, options, cluster);
+
+  std::fprintf(stderr, "| member | parameters | predicted | energy | on | meets %s |\n",
+               HumanDuration(options.deadline_s).c_str());
+  std::fprintf(stderr, "|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < s.members.size(); ++i) {
+    const SuggestedMember& m = s.members[i];
+    std::fprintf(stderr, "| %s%s%s | %lld | %s | %s | %s | %s |\n", int(i) == s.chosen ? "**" : "",
+                 m.label.c_str(), int(i) == s.chosen ? "**" : "", (long long)m.params,
+                 m.total_s > 0 ? HumanDuration(m.total_s).c_str() : "-",
+                 m.energy_j > 0 ? FormatEnergy(m.energy_j).c_str() : "-", m.allocation.c_str(),
+                 m.feasible ? "yes" : "no");
+  }
+  for (const std::string& line : s.why) std::fprintf(stderr, "suggest: %s\n", line.c_str());
+  if (s.chosen < 0) return kExitInfeasible;
+  const std::string text = s.members[size_t(s.chosen)].spec.dump(2) + "\n";
+  if (out.empty()) {
+    std::fputs(text.c_str(), stdout);
+  } else {
+    WriteFileAtomically(out, text);
+    std::fprintf(stderr, "suggest: wrote %s (dlh-launch train %s, or sbatch --dlh-auto ... "
+                 "train.sbatch %s)\n", out.c_str(), out.c_str(), out.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace dlh
