@@ -44,7 +44,8 @@ std::string DataTool() {
 nlohmann::json InspectData(const std::string& path) {
   const std::string tool = DataTool();
   int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw Error(std::string("suggest: pipe: ") + std::strerror(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0)
+    throw Error(std::string("suggest: pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
@@ -72,7 +73,8 @@ nlohmann::json InspectData(const std::string& path) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw UsageError("suggest: --data " + path + ": not a usable data set (dlh-data said why above)");
+    throw UsageError("suggest: --data " + path +
+                     ": not a usable data set (dlh-data said why above)");
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw Error("suggest: " + tool + " inspect --json printed no JSON");
   return j;
@@ -142,8 +144,10 @@ int SuggestCommand(const std::vector<std::string>& args) {
     std::fputs(text.c_str(), stdout);
   } else {
     WriteFileAtomically(out, text);
-    std::fprintf(stderr, "suggest: wrote %s (dlh-launch train %s, or sbatch --dlh-auto ... "
-                 "train.sbatch %s)\n", out.c_str(), out.c_str(), out.c_str());
+    std::fprintf(stderr,
+                 "suggest: wrote %s (dlh-launch train %s, or sbatch --dlh-auto ... "
+                 "train.sbatch %s)\n",
+                 out.c_str(), out.c_str(), out.c_str());
   }
   return kExitOk;
 }

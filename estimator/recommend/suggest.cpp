@@ -45,20 +45,25 @@ int Batch(int64_t train) {
 
 nlohmann::json Training(const DataFacts& data, const SuggestOptions& o, nlohmann::json layers) {
   const int batch = Batch(data.train);
-  nlohmann::json spec = {
-      {"name", o.name},
-      {"input", {{"channels", data.shape.channels}, {"height", data.shape.height},
-                 {"width", data.shape.width}}},
-      {"classes", data.classes},
-      {"init", "he_normal"},
-      {"layers", std::move(layers)},
-      {"optimizer", {{"type", "sgd"}, {"lr", kBaseLr * batch / kBaseBatch}, {"momentum", 0.9},
-                     {"nesterov", true}, {"weight_decay", 5e-4}}},
-      {"schedule", {{"warmup_epochs", 1}, {"decay", "cosine"}, {"min_lr", 0}}},
-      {"batch_size", batch},
-      {"epochs", o.epochs},
-      {"seed", 1},
-      {"dataset", data.path}};
+  nlohmann::json spec = {{"name", o.name},
+                         {"input",
+                          {{"channels", data.shape.channels},
+                           {"height", data.shape.height},
+                           {"width", data.shape.width}}},
+                         {"classes", data.classes},
+                         {"init", "he_normal"},
+                         {"layers", std::move(layers)},
+                         {"optimizer",
+                          {{"type", "sgd"},
+                           {"lr", kBaseLr * batch / kBaseBatch},
+                           {"momentum", 0.9},
+                           {"nesterov", true},
+                           {"weight_decay", 5e-4}}},
+                         {"schedule", {{"warmup_epochs", 1}, {"decay", "cosine"}, {"min_lr", 0}}},
+                         {"batch_size", batch},
+                         {"epochs", o.epochs},
+                         {"seed", 1},
+                         {"dataset", data.path}};
   if (data.shape.channels == 3 && data.shape.height >= 24 && data.shape.width >= 24)
     spec["augment"] = {{"crop_padding", std::max(1, data.shape.height / 8)}, {"flip", true}};
   return spec;
@@ -175,10 +180,10 @@ Suggestion Suggest(const DataFacts& data, const SuggestOptions& options, const C
       present += (present.empty() ? "" : ", ") + std::to_string(k);
     }
   if (classes_present < 2)
-    throw EstimateError(data.path + ": the training labels hold " + std::to_string(classes_present) +
-                " class" + (present.empty() ? "" : " (" + present + ")") + " of " +
-                std::to_string(data.classes) +
-                ": a classifier needs samples of at least 2 (dlh-data inspect " + data.path + ")");
+    throw EstimateError(
+        data.path + ": the training labels hold " + std::to_string(classes_present) + " class" +
+        (present.empty() ? "" : " (" + present + ")") + " of " + std::to_string(data.classes) +
+        ": a classifier needs samples of at least 2 (dlh-data inspect " + data.path + ")");
   Suggestion s;
   s.members = SuggestFamily(data, options);
   for (SuggestedMember& m : s.members) {
@@ -236,7 +241,8 @@ Suggestion Suggest(const DataFacts& data, const SuggestOptions& options, const C
   std::snprintf(line, sizeof line,
                 "training: %d epochs, batch %d, SGD with Nesterov momentum, lr %g (Goyal et al. "
                 "2017's linear scaling from 0.05 at 128), 1 epoch of warm-up and a cosine decay%s",
-                options.epochs, spec["batch_size"].get<int>(), spec["optimizer"]["lr"].get<double>(),
+                options.epochs, spec["batch_size"].get<int>(),
+                spec["optimizer"]["lr"].get<double>(),
                 spec.contains("augment") ? ", random crops and flips" : "");
   s.why.push_back(line);
   const std::string deadline = HumanDuration(options.deadline_s);
@@ -244,9 +250,9 @@ Suggestion Suggest(const DataFacts& data, const SuggestOptions& options, const C
     const SuggestedMember& smallest = s.members.front();
     s.why.push_back("none of the " + std::to_string(s.members.size()) + " members meets the " +
                     deadline + " deadline: the smallest, " + smallest.label + ", needs " +
-                    (smallest.total_s > 0 ? HumanDuration(smallest.total_s) + " on " +
-                                                smallest.allocation
-                                          : smallest.allocation) +
+                    (smallest.total_s > 0
+                         ? HumanDuration(smallest.total_s) + " on " + smallest.allocation
+                         : smallest.allocation) +
                     " (a longer deadline or fewer --epochs)");
     return s;
   }
@@ -258,10 +264,12 @@ Suggestion Suggest(const DataFacts& data, const SuggestOptions& options, const C
     rule = "objective energy: the family's base size, which meets it";
   else
     rule = "objective energy: the largest below the family's base size that meets it";
-  std::snprintf(line, sizeof line, "chosen: %s (%lld parameters), %s: predicted %s on %s, %s, "
+  std::snprintf(line, sizeof line,
+                "chosen: %s (%lld parameters), %s: predicted %s on %s, %s, "
                 "deadline %s",
-                c.label.c_str(), (long long)c.params, rule.c_str(), HumanDuration(c.total_s).c_str(),
-                c.allocation.c_str(), FormatEnergy(c.energy_j).c_str(), deadline.c_str());
+                c.label.c_str(), (long long)c.params, rule.c_str(),
+                HumanDuration(c.total_s).c_str(), c.allocation.c_str(),
+                FormatEnergy(c.energy_j).c_str(), deadline.c_str());
   s.why.push_back(line);
   return s;
 }

@@ -54,7 +54,7 @@ struct SuggestOptions {
 };
 
 struct SuggestedMember {
-  std::string label;   // "CNN 32 filters, 1 conv a stage"
+  std::string label;    // "CNN 32 filters, 1 conv a stage"
   nlohmann::json spec;  // the whole spec
   int64_t params = 0;
   bool feasible = false;  // meets the deadline on the cluster's free resources

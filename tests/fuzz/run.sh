@@ -29,7 +29,7 @@ max_len_of() {
     calibration) echo 16384 ;;
     checkpoint) echo 2048 ;;
     checkpoint_bytes) echo 24576 ;;
-    run_folder) echo 4096 ;;
+    run_folder) echo 8192 ;;
     *) echo 4096 ;;
   esac
 }
