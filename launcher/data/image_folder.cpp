@@ -410,6 +410,11 @@ void AppendImage(const ImageFile& file, const ImageFolderOptions& options, Impor
     case Format::kOther:
       throw DataError(file.path + ": not a PNG or JPEG image");
   }
+  if (options.exact_size && (image.height != options.height || image.width != options.width))
+    throw DataError(file.path + ": " + std::to_string(image.width) + "x" +
+                    std::to_string(image.height) + " pixels (width x height), the network takes " +
+                    std::to_string(options.width) + "x" + std::to_string(options.height) +
+                    (options.size_hint.empty() ? "" : " (" + options.size_hint + ")"));
   ConvertChannels(&image, options.channels);
   ResizeInto(image, options.height, options.width, &split->bytes);
   split->labels.push_back(file.label);
@@ -418,14 +423,43 @@ void AppendImage(const ImageFile& file, const ImageFolderOptions& options, Impor
 
 }  // namespace
 
-ImportedSplit ReadImageFolder(const std::string& root, const ImageFolderOptions& options,
-                              const std::vector<std::string>& class_names_in,
-                              std::vector<std::string>* class_names) {
+namespace {
+
+void CheckOptions(const ImageFolderOptions& options) {
   if (options.channels != 1 && options.channels != 3)
     throw UsageError("image channels must be 1 or 3, not " + std::to_string(options.channels));
   if (options.height <= 0 || options.width <= 0)
     throw UsageError("image size must be positive, not " + std::to_string(options.height) + "x" +
                      std::to_string(options.width));
+}
+
+}  // namespace
+
+ImportedSplit ReadImageFiles(const std::string& folder, const ImageFolderOptions& options) {
+  CheckOptions(options);
+  std::vector<ImageFile> files;
+  for (const Entry& e : VisibleEntries(folder)) {
+    const std::string path = Join(folder, e.name);
+    if (e.type == fs::file_type::directory)
+      throw DataError(path +
+                      ": a folder among the images (give one folder of images, or "
+                      "one folder per class)");
+    if (e.type == fs::file_type::not_found) throw DataError(path + ": broken symbolic link");
+    if (e.type != fs::file_type::regular) throw DataError(path + ": not a regular file");
+    files.push_back({path, e.name, 0});
+  }
+  if (files.empty()) throw DataError(folder + ": holds no image");
+  ImportedSplit split;
+  split.shape = {options.channels, options.height, options.width};
+  split.bytes.reserve(files.size() * size_t(split.shape.elements()));
+  for (const ImageFile& file : files) AppendImage(file, options, &split);
+  return split;
+}
+
+ImportedSplit ReadImageFolder(const std::string& root, const ImageFolderOptions& options,
+                              const std::vector<std::string>& class_names_in,
+                              std::vector<std::string>* class_names) {
+  CheckOptions(options);
 
   std::vector<std::string> folders;
   for (const Entry& e : VisibleEntries(root))

@@ -15,7 +15,15 @@ struct ImageFolderOptions {
   int channels = 3;  // 1: grey (ITU-R BT.601 luma), 3: RGB; other images are converted
   int height = 0;    // every image is resized to height x width (area-averaged when
   int width = 0;     // shrinking, bilinear when enlarging)
+  // Refuse an image of another size instead of resizing it ("a.png: 32x40 pixels (width x
+  // height), the network takes 28x28 (HINT)"): a model applied to images it was not made for.
+  bool exact_size = false;
+  std::string size_hint;
 };
+
+// Every image directly in `folder` (sorted by name; hidden files skipped; a sub-folder is an
+// error), as ReadImageFolder reads a class folder; labels all 0, origins the file names.
+ImportedSplit ReadImageFiles(const std::string& folder, const ImageFolderOptions& options);
 
 // Reads every image under root/CLASS/ (files sorted by name within a class; hidden files
 // skipped) into split.bytes (N x C x H x W, uint8), split.labels and split.origins (the path

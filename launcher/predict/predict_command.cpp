@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "common/atomic_file.hpp"
@@ -16,6 +17,7 @@
 #include "common/spec.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/dataset_write.hpp"
+#include "launcher/data/image_folder.hpp"
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/thread_pool.hpp"
 #include "launcher/predict/results.hpp"
@@ -69,6 +71,102 @@ void Renormalise(const Dataset& data, const TrainState& state, DataSplit* split)
   for (float& v : split->images) v = float(double(v) * a + b);
 }
 
+// What the model is applied to: a data set's split, or a folder of images.
+struct Input {
+  DataSplit split;  // images on the model's scale
+  bool labelled = true;
+  std::vector<std::string> origins;  // images: each sample's file, relative to the folder
+  std::vector<std::string> class_names;
+  std::string source;  // "data.h5 /test", "photos/"
+};
+
+Input ReadSplit(const std::string& data_path, const std::string& split_name,
+                const TrainState& state, const TrainSpec& spec, const std::string& checkpoint) {
+  Dataset data = LoadDataset(data_path);
+  Input in;
+  in.split = std::move(split_name == "test" ? data.test : data.train);
+  in.source = data_path + " /" + split_name;
+  DataSplit& split = in.split;
+  if (!(split.shape == spec.input))
+    throw DataError(
+        data_path + ": /" + split_name + "/images are " + std::to_string(split.shape.channels) +
+        "x" + std::to_string(split.shape.height) + "x" + std::to_string(split.shape.width) +
+        " but " + checkpoint + "'s network takes " + std::to_string(spec.input.channels) + "x" +
+        std::to_string(spec.input.height) + "x" + std::to_string(spec.input.width));
+  if (data.classes != spec.classes)
+    throw DataError(data_path + ": has " + std::to_string(data.classes) + " classes but " +
+                    checkpoint + "'s network has " + std::to_string(spec.classes));
+  if (split.count == 0) throw DataError(data_path + ": /" + split_name + " has no samples");
+  try {
+    Renormalise(data, state, &split);
+  } catch (const DataError& e) {
+    throw DataError(data_path + " and " + checkpoint + ": " + e.what());
+  }
+  in.class_names = ClassNames(data_path, spec.classes);
+  return in;
+}
+
+// PNG or JPEG files of the network's size, converted to its channels and put on the scale
+// its inputs had: x / 255, then (x - mean) / std as the checkpoint recorded (the loader's
+// float multiply-add). Only a model trained on uint8 images has that scale.
+Input ReadImages(const std::string& dir, const TrainState& state, const TrainSpec& spec,
+                 const std::string& checkpoint) {
+  if (std::fabs(state.input_scale - 1.0 / 255.0) > 1e-12 || !(state.input_std > 0))
+    throw DataError(checkpoint + ": trained on " +
+                    (state.input_scale > 0
+                         ? "float inputs (input_scale " + std::to_string(state.input_scale) + ")"
+                         : std::string("inputs of unrecorded scale")) +
+                    ", not 8-bit images: import the images with dlh-data import-images and use "
+                    "--data");
+  if (spec.input.channels != 1 && spec.input.channels != 3)
+    throw DataError(checkpoint + ": the network takes " + std::to_string(spec.input.channels) +
+                    " channels; images give 1 (grey) or 3 (RGB)");
+  ImageFolderOptions o;
+  o.channels = spec.input.channels;
+  o.height = spec.input.height;
+  o.width = spec.input.width;
+  o.exact_size = true;
+  o.size_hint = "dlh-data import-images --size resizes a folder";
+  if (!IsDirectory(dir))
+    throw DataError(dir + ": not a folder (--images takes a folder of images)");
+  bool class_folders = false;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    class_folders = class_folders || (e.path().filename().string()[0] != '.' && e.is_directory());
+  if (ec) throw DataError(dir + ": cannot read folder: " + ec.message());
+  Input in;
+  in.source = dir;
+  ImportedSplit images;
+  if (class_folders) {
+    images = ReadImageFolder(dir, o, {}, &in.class_names);
+    if (int(in.class_names.size()) != spec.classes)
+      throw DataError(dir + ": " + std::to_string(in.class_names.size()) +
+                      " class folders, the network has " + std::to_string(spec.classes) +
+                      " classes (the folders, in sorted order, number them)");
+    in.origins = images.origins;
+  } else {
+    images = ReadImageFiles(dir, o);
+    in.labelled = false;
+    in.origins = images.origins;
+  }
+  DataSplit& split = in.split;
+  split.count = images.count();
+  split.shape = spec.input;
+  split.labels.assign(images.labels.begin(), images.labels.end());
+  const float a = float(state.input_scale / state.input_std),
+              b = float(-state.input_mean / state.input_std);
+  split.images.resize(images.bytes.size());
+  for (size_t i = 0; i < images.bytes.size(); ++i) split.images[i] = float(images.bytes[i]) * a + b;
+  return in;
+}
+
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 }  // namespace
 
 TrainState LoadTrainedModel(const std::string& where, std::string* path, const char* command) {
@@ -87,13 +185,15 @@ TrainState LoadTrainedModel(const std::string& where, std::string* path, const c
 }
 
 int RunPredictCommand(const std::vector<std::string>& args) {
-  std::string data_path, split_name = "test", out, results;
+  std::string data_path, images_dir, split_name = "test", out, results;
   int threads = 0, misclassified = 24;
   po::options_description d("dlh-launch predict CHECKPOINT --data FILE: options");
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
     ("data", po::value(&data_path), "DLH data set (HDF5, dlh-data) to apply the model to")
+    ("images", po::value(&images_dir), "or a folder of PNG or JPEG images of the network's size "
+        "(one folder per class, named in the order of the classes' numbers, gives labels)")
     ("split", po::value(&split_name)->default_value(split_name), "test or train")
     ("out", po::value(&out), "write each sample's class probabilities here: CSV (index, label, "
         "predicted, confidence, p_0 ... p_K-1), or HDF5 when it ends in .h5 or .hdf5 "
@@ -115,7 +215,9 @@ int RunPredictCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const std::string where = vm["checkpoint"].as<std::string>();
-  if (data_path.empty()) throw UsageError("predict: --data is required");
+  if (data_path.empty() == images_dir.empty())
+    throw UsageError("predict: give --data FILE or --images DIR" +
+                     std::string(data_path.empty() ? "" : ", not both"));
   if (split_name != "test" && split_name != "train")
     throw UsageError("predict: --split: must be test or train, got '" + split_name + "'");
   if (out.empty() && results.empty()) throw UsageError("predict: give --out, --results or both");
@@ -127,23 +229,13 @@ int RunPredictCommand(const std::vector<std::string>& args) {
   std::string checkpoint;
   const TrainState state = LoadTrainedModel(where, &checkpoint, "predict");
   const TrainSpec spec = ParseSpec(state.spec_json, checkpoint + ": its spec", "");
-  Dataset data = LoadDataset(data_path);
-  DataSplit& split = split_name == "test" ? data.test : data.train;
-  if (!(split.shape == spec.input))
-    throw DataError(
-        data_path + ": /" + split_name + "/images are " + std::to_string(split.shape.channels) +
-        "x" + std::to_string(split.shape.height) + "x" + std::to_string(split.shape.width) +
-        " but " + checkpoint + "'s network takes " + std::to_string(spec.input.channels) + "x" +
-        std::to_string(spec.input.height) + "x" + std::to_string(spec.input.width));
-  if (data.classes != spec.classes)
-    throw DataError(data_path + ": has " + std::to_string(data.classes) + " classes but " +
-                    checkpoint + "'s network has " + std::to_string(spec.classes));
-  if (split.count == 0) throw DataError(data_path + ": /" + split_name + " has no samples");
-  try {
-    Renormalise(data, state, &split);
-  } catch (const DataError& e) {
-    throw DataError(data_path + " and " + checkpoint + ": " + e.what());
-  }
+  Input input = data_path.empty() ? ReadImages(images_dir, state, spec, checkpoint)
+                                  : ReadSplit(data_path, split_name, state, spec, checkpoint);
+  DataSplit& split = input.split;
+  if (!results.empty() && !input.labelled)
+    throw UsageError(
+        "predict: --results needs labels: give --data, or --images with one folder "
+        "per class");
 
   Network net(spec);
   try {
@@ -186,7 +278,7 @@ int RunPredictCommand(const std::vector<std::string>& args) {
     }
   }
 
-  const std::vector<std::string> names = ClassNames(data_path, k);
+  const std::vector<std::string>& names = input.class_names;
   const bool hdf5 = EndsWith(out, ".h5") || EndsWith(out, ".hdf5");
   if (hdf5) {
     // The same as the CSV, for a reader of arrays (h5py): N x K probabilities and N classes.
@@ -194,18 +286,22 @@ int RunPredictCommand(const std::vector<std::string>& args) {
       h5::WriteFloats(f, "/probabilities", {hsize_t(split.count), hsize_t(k)},
                       probabilities.data());
       h5::WriteInts(f, "/predicted", {hsize_t(split.count)}, p.predicted.data());
-      h5::WriteInts(f, "/labels", {hsize_t(split.count)}, p.labels.data());
+      if (input.labelled) h5::WriteInts(f, "/labels", {hsize_t(split.count)}, p.labels.data());
       h5::WriteFloats(f, "/confidence", {hsize_t(split.count)}, p.confidence.data());
       if (!names.empty()) h5::WriteString(f, "/class_names", nlohmann::json(names).dump());
     });
   } else if (!out.empty()) {
-    std::string csv = "index,label,predicted,confidence";
+    // Images: each row names its file (quoted as RFC 4180 asks); unlabelled: no label.
+    std::string csv = std::string("index") + (input.origins.empty() ? "" : ",file") +
+                      (input.labelled ? ",label" : "") + ",predicted,confidence";
     for (int c = 0; c < k; ++c) csv += ",p_" + std::to_string(c);
     csv += "\n";
     char num[32];
     for (int64_t s = 0; s < split.count; ++s) {
-      csv += std::to_string(s) + "," + std::to_string(p.labels[size_t(s)]) + "," +
-             std::to_string(p.predicted[size_t(s)]);
+      csv += std::to_string(s);
+      if (!input.origins.empty()) csv += "," + CsvField(input.origins[size_t(s)]);
+      if (input.labelled) csv += "," + std::to_string(p.labels[size_t(s)]);
+      csv += "," + std::to_string(p.predicted[size_t(s)]);
       std::snprintf(num, sizeof num, ",%.7g", double(p.confidence[size_t(s)]));
       csv += num;
       for (int c = 0; c < k; ++c) {
@@ -215,6 +311,12 @@ int RunPredictCommand(const std::vector<std::string>& args) {
       csv += "\n";
     }
     WriteFileAtomically(out, csv);
+  }
+  if (!input.labelled) {
+    std::printf("predict: %s (step %lld) on %s: %lld images%s\n", checkpoint.c_str(),
+                (long long)state.step, input.source.c_str(), (long long)split.count,
+                out.empty() ? "" : ("; probabilities in " + out).c_str());
+    return kExitOk;
   }
   ResultsOptions ro;
   ro.class_names = names;
@@ -227,16 +329,15 @@ int RunPredictCommand(const std::vector<std::string>& args) {
     }
     r["checkpoint"] = checkpoint;
     r["step"] = state.step;
-    r["data"] = data_path;
-    r["split"] = split_name;
+    r["data"] = input.source;
+    if (!data_path.empty()) r["split"] = split_name;
     WriteFileAtomically(results, r.dump(1) + "\n");
   }
   std::printf(
-      "predict: %s (step %lld) on %s /%s: %lld samples, accuracy %.2f%% (%lld correct), "
+      "predict: %s (step %lld) on %s: %lld samples, accuracy %.2f%% (%lld correct), "
       "macro F1 %.4f%s%s\n",
-      checkpoint.c_str(), (long long)state.step, data_path.c_str(), split_name.c_str(),
-      (long long)split.count, 100 * r["accuracy"].get<double>(),
-      (long long)r["correct"].get<int64_t>(),
+      checkpoint.c_str(), (long long)state.step, input.source.c_str(), (long long)split.count,
+      100 * r["accuracy"].get<double>(), (long long)r["correct"].get<int64_t>(),
       r["macro_f1"].is_number() ? r["macro_f1"].get<double>() : 0.0,
       out.empty() ? "" : ("; probabilities in " + out).c_str(),
       results.empty() ? "" : ("; results in " + results).c_str());

@@ -139,4 +139,4 @@ predict_fails "damaged.h5" "$WORK/damaged.h5" --data "$WORK/data.h5"
 mkdir -p "$WORK/empty"
 predict_fails "empty: no valid checkpoint" "$WORK/empty" --data "$WORK/data.h5"
 predict_fails "--split: must be test or train" "$ckpt" --data "$WORK/data.h5" --split valid
-predict_fails "--data is required" "$ckpt"
+predict_fails "give --data FILE or --images DIR" "$ckpt"
