@@ -27,11 +27,14 @@
 #include <string>
 #include <vector>
 
+#include "common/atomic_file.hpp"
+#include "common/capture_output.hpp"
 #include "common/error.hpp"
 #include "common/one_line.hpp"
 #include "estimator/cluster/cluster.hpp"
 #include "estimator/plan/options.hpp"
 #include "estimator/plan/plan.hpp"
+#include "estimator/recommend/suggest.hpp"
 #include "plugin/dlh_spank.h"
 #include "plugin/slurm_nodes.hpp"
 
@@ -128,6 +131,12 @@ std::string EstimateNextToPlugin() {
   return "";
 }
 
+// dlh-data for spec=suggest: beside dlh-estimate (EstimateNextToPlugin's folders), else PATH.
+std::string DataToolNextToPlugin() {
+  const std::string estimate = EstimateNextToPlugin();
+  return estimate.empty() ? "dlh-data" : dlh::ProgramBeside("dlh-data", estimate);
+}
+
 // register-only: the memory file and the variables cli_filter.lua reads. A memory file
 // (memfd), not a pipe: cli_filter.lua writes the plan from this same sbatch process, before
 // post_opt reads it, so a pipe's 64 KiB would block that write forever on a larger plan.
@@ -196,6 +205,23 @@ void ExportPlan(const std::string& plan, dlh_log_fn log, dlh_export_fn export_jo
         "the job will not see it");
 }
 
+// spec=suggest: the job trains the suggested spec (train.sbatch reads DLH_SPEC, and DLH_DATA
+// for --data when the user did not set it).
+void HandOverSuggested(const nlohmann::json& plan, dlh_log_fn log, dlh_export_fn export_job_env) {
+  const auto it = plan.find("suggested");
+  if (it == plan.end() || !it->is_object()) return;
+  for (const auto& [name, key] : {std::pair<const char*, const char*>{"DLH_SPEC", "spec"},
+                                  std::pair<const char*, const char*>{"DLH_DATA", "data"}}) {
+    const auto v = it->find(key);
+    if (v == it->end() || !v->is_string()) continue;
+    if (std::string(name) == "DLH_DATA" && std::getenv(name)) continue;  // the user's stands
+    setenv(name, v->get<std::string>().c_str(), 1);
+    if (export_job_env && export_job_env(name, v->get<std::string>().c_str()) != 0)
+      Log(log, DLH_LOG_INFO,
+          std::string("dlh: could not put ") + name + " into the job-control environment");
+  }
+}
+
 int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
   State& st = GetState();
   const Handoff handed_over = CloseHandoff(st);
@@ -219,6 +245,8 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
       return DLH_FAIL;
     }
     ExportPlan(handed_over.text, log, export_job_env);
+    const nlohmann::json handed = nlohmann::json::parse(handed_over.text, nullptr, false);
+    if (handed.is_object()) HandOverSuggested(handed, log, export_job_env);
     return DLH_OK;
   }
   const bool dry_run = st.options.dry_run.value_or(false);
@@ -236,6 +264,10 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
   in.options = st.options;
   in.config = st.config;
   if (const char* v = std::getenv("DLH_SPEC")) in.env_spec = v;
+  if (const char* v = std::getenv("DLH_DATA")) in.env_data = v;
+  in.inspect_data = [](const std::string& path) {
+    return dlh::InspectDataSet(DataToolNextToPlugin(), path, "--dlh-auto: data: ");
+  };
   if (const char* v = std::getenv("DLH_STAGE_DIR")) in.env_stage_dir = v;
   if (const char* v = std::getenv("DLH_SAMPLES")) in.env_samples = v;
   if (char* cwd = getcwd(nullptr, 0)) {
@@ -283,6 +315,11 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
     }
     // sbatch derived SLURM_NTASKS_PER_NODE before this hook; keep the job's env consistent.
     if (s.name == "ntasks-per-node") setenv("SLURM_NTASKS_PER_NODE", s.value.c_str(), 1);
+  }
+  if (plan.suggested) {
+    // This runs in sbatch, as the submitting user: the spec goes to their submit folder.
+    dlh::WriteFileAtomically(plan.suggested->path, plan.suggested->text);
+    HandOverSuggested(plan.plan, log, export_job_env);
   }
   ExportPlan(plan_text, log, export_job_env);
   Log(log, DLH_LOG_INFO, dlh::plan::SummaryLine(plan));

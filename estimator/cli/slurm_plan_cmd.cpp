@@ -9,6 +9,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/atomic_file.hpp"
+#include "common/capture_output.hpp"
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
@@ -19,6 +21,7 @@
 #include "estimator/plan/live_state.hpp"
 #include "estimator/plan/options.hpp"
 #include "estimator/plan/plan.hpp"
+#include "estimator/recommend/suggest.hpp"
 
 namespace dlh {
 namespace {
@@ -109,7 +112,11 @@ int Plan(const std::vector<std::string>& args) {
   in.options = plan::ParseAutoValue(vm["dlh-auto"].as<std::string>().c_str());
   in.user = plan::UserRequestFromJson(vm["options"].as<std::string>());
   if (const char* v = std::getenv("DLH_SPEC")) in.env_spec = v;
+  if (const char* v = std::getenv("DLH_DATA")) in.env_data = v;
   if (const char* v = std::getenv("DLH_SAMPLES")) in.env_samples = v;
+  in.inspect_data = [](const std::string& path) {
+    return InspectDataSet(ProgramBeside("dlh-data"), path, "--dlh-auto: data: ");
+  };
   if (char* cwd = getcwd(nullptr, 0)) {
     in.cwd = cwd;
     std::free(cwd);
@@ -138,6 +145,9 @@ int Plan(const std::vector<std::string>& args) {
                  OneLine(plan::InfeasibleMessage(outcome) + "; nothing submitted").c_str());
     return kExitInfeasible;
   }
+  // spec=suggest: the spec the job is to train, in the submit folder (this runs as the user,
+  // in sbatch); spank_dlh.so hands the job DLH_SPEC from the plan's "suggested".
+  if (outcome.suggested) WriteFileAtomically(outcome.suggested->path, outcome.suggested->text);
   for (const plan::SlurmSetting& s : outcome.settings)
     if (s.apply) std::printf("set %s %s\n", s.name.c_str(), OneLine(s.value).c_str());
   Say("plan", outcome.plan.dump());

@@ -1,20 +1,13 @@
 // DLH — `dlh-estimate suggest` (see suggest_cmd.hpp).
 #include "estimator/cli/suggest_cmd.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <boost/program_options.hpp>
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 
 #include "common/atomic_file.hpp"
+#include "common/capture_output.hpp"
 #include "common/cli.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
@@ -23,62 +16,11 @@
 #include "estimator/recommend/recommender.hpp"
 #include "estimator/recommend/suggest.hpp"
 
-extern char** environ;
-
 namespace dlh {
 namespace {
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
-
-// dlh-data beside this program (an installed or a build's bin folder), else on PATH.
-std::string DataTool() {
-  if (const char* env = std::getenv("DLH_DATA_TOOL"); env && *env) return env;
-  std::error_code ec;
-  const fs::path next = fs::read_symlink("/proc/self/exe", ec).parent_path() / "dlh-data";
-  return !ec && ::access(next.c_str(), X_OK) == 0 ? next.string() : "dlh-data";
-}
-
-// `dlh-data inspect FILE --json`, which validates the file as the trainer loads it; its
-// error line (naming the file and the field) reaches the user as it is.
-nlohmann::json InspectData(const std::string& path) {
-  const std::string tool = DataTool();
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0)
-    throw Error(std::string("suggest: pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  std::vector<std::string> argv_text = {tool, "inspect", path, "--json"};
-  std::vector<char*> argv;
-  for (std::string& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int err = posix_spawnp(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out[1]);
-  if (err != 0) {
-    ::close(out[0]);
-    throw Error("suggest: cannot run " + tool + ": " + std::strerror(err));
-  }
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    text.append(buf, size_t(n));
-  }
-  ::close(out[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw UsageError("suggest: --data " + path +
-                     ": not a usable data set (dlh-data said why above)");
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) throw Error("suggest: " + tool + " inspect --json printed no JSON");
-  return j;
-}
 
 }  // namespace
 
@@ -122,7 +64,7 @@ int SuggestCommand(const std::vector<std::string>& args) {
   options.name = name.empty() ? data_path.stem().string() : name;
   const Cluster cluster = LoadCluster(cli::ClusterPath(vm, "suggest"));
 
-  DataFacts facts = ParseDataFacts(InspectData(data), "dlh-data inspect " + data);
+  DataFacts facts = InspectDataSet(ProgramBeside("dlh-data"), data, "suggest: --data ");
   facts.path = data_path.string();
   const Suggestion s = Suggest(facts, options, cluster);
 

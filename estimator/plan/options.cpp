@@ -18,8 +18,8 @@ namespace dlh::plan {
 namespace {
 
 const char* const kAutoKeys =
-    "deadline, spec, profile, samples, eval-samples, epochs, objective, max-gpus, types, mixed, "
-    "per-gpu-batch, lr, dry-run";
+    "deadline, spec, profile, data, samples, eval-samples, epochs, objective, max-gpus, types, "
+    "mixed, per-gpu-batch, lr, dry-run";
 const char* const kPluginKeys = "cluster, margin, max-gpus, default-deadline, startup";
 
 [[noreturn]] void Bad(const std::string& where, const std::string& what) {
@@ -149,10 +149,10 @@ AutoOptions ParseAutoValue(const char* value) {
       if (!val || val->empty()) Bad(at, std::string("needs a value (") + form + ")");
       return *val;
     };
-    if (key != "deadline" && key != "spec" && key != "profile" && key != "samples" &&
-        key != "eval-samples" && key != "epochs" && key != "objective" && key != "max-gpus" &&
-        key != "types" && key != "mixed" && key != "per-gpu-batch" && key != "lr" &&
-        key != "dry-run")
+    if (key != "deadline" && key != "spec" && key != "profile" && key != "data" &&
+        key != "samples" && key != "eval-samples" && key != "epochs" && key != "objective" &&
+        key != "max-gpus" && key != "types" && key != "mixed" && key != "per-gpu-batch" &&
+        key != "lr" && key != "dry-run")
       Bad(where, "unknown key '" + key + "' (keys: " + kAutoKeys + ")");
     if (!seen.insert(key).second) Bad(at, "given twice");
     if (key == "deadline") {
@@ -163,6 +163,8 @@ AutoOptions ParseAutoValue(const char* value) {
       o.spec = need("spec=FILE");
     } else if (key == "profile") {
       o.profile = need("profile=FILE");
+    } else if (key == "data") {
+      o.data = need("data=FILE");
     } else if (key == "samples") {
       o.samples = PositiveInt(at, need("samples=N"), kMaxSamplesPerEpoch);
     } else if (key == "eval-samples") {
@@ -214,6 +216,7 @@ void MergeAutoOptions(AutoOptions& into, const AutoOptions& later) {
     into.spec = later.spec;
     into.profile = later.profile;
   }
+  if (later.data) into.data = later.data;
   if (later.samples) into.samples = later.samples;
   if (later.eval_samples) into.eval_samples = later.eval_samples;
   if (later.epochs) into.epochs = later.epochs;

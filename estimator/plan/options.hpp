@@ -46,7 +46,9 @@ struct AutoOptions {
   bool requested = false;                         // --dlh-auto was given (with or without a value)
   std::optional<std::string> deadline;            // as written ("3h"), validated
   double deadline_s = 0;                          // its seconds when `deadline` is set
-  std::optional<std::string> spec;                // training spec path as written
+  std::optional<std::string> spec;                // training spec path as written; "suggest":
+                                                  // dlh-estimate suggest's for `data`
+  std::optional<std::string> data;                // data set path as written (spec=suggest)
   std::optional<std::string> profile;             // program profile path as written
   std::optional<int64_t> samples;                 // > 0
   std::optional<int64_t> eval_samples;            // >= 0: test samples evaluated per epoch

@@ -233,6 +233,57 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
   }
 }
 
+namespace {
+
+// deadline= key, else the user's explicit --time, else the site's default (0: none).
+double DeadlineOf(const PlanInputs& in) {
+  if (in.options.deadline) return in.options.deadline_s;
+  if (in.user.time_set && in.user.time_s > 0) return in.user.time_s;
+  return in.config.default_deadline_s;
+}
+
+// spec=suggest: dlh-estimate suggest's spec for the data set and the deadline, on the
+// cluster's nodes; the data set's splits give samples and eval-samples unless set.
+SuggestedSpec SuggestForPlan(PlanInputs& in, const Cluster& cluster) {
+  AutoOptions& o = in.options;
+  const std::string data = o.data ? *o.data : in.env_data;
+  if (data.empty())
+    throw UsageError(
+        "--dlh-auto: spec=suggest: needs the data set (data=FILE, or DLH_DATA in "
+        "the environment)");
+  if (!in.inspect_data)
+    throw UsageError("--dlh-auto: spec=suggest: this front end cannot read data sets");
+  std::filesystem::path path(data);
+  if (path.is_relative() && !in.cwd.empty()) path = std::filesystem::path(in.cwd) / path;
+  path = path.lexically_normal();
+  DataFacts facts = in.inspect_data(path.string());
+  facts.path = path.string();
+  SuggestOptions so;
+  so.deadline_s = DeadlineOf(in);
+  if (!(so.deadline_s > 0))
+    throw UsageError(
+        "--dlh-auto: spec=suggest: needs a deadline (deadline=, or your --time) to "
+        "size the network to");
+  so.epochs = o.epochs ? *o.epochs : 10;
+  so.name = path.stem().string();
+  const Suggestion s = Suggest(facts, so, cluster);
+  if (s.chosen < 0) throw UsageError("--dlh-auto: spec=suggest: " + s.why.back());
+  SuggestedSpec out;
+  out.data = path.string();
+  out.path = (std::filesystem::path(in.cwd.empty() ? "." : in.cwd) /
+              ("dlh-suggested-" + so.name + ".json"))
+                 .lexically_normal()
+                 .string();
+  out.text = s.members[size_t(s.chosen)].spec.dump(2) + "\n";
+  out.label = s.members[size_t(s.chosen)].label;
+  out.why = s.why;
+  if (!o.samples) o.samples = facts.train;
+  if (!o.eval_samples) o.eval_samples = facts.test;
+  return out;
+}
+
+}  // namespace
+
 Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   const AutoOptions& o = in.options;
   if (o.spec && o.profile)
@@ -247,7 +298,11 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   };
   Job job;
   std::string unknown;  // what the profile does not say, for the messages below
-  if (o.profile) {
+  if (in.suggested) {
+    job.spec = ParseSpec(in.suggested->text, in.suggested->path, "");
+    job.features = ComputeFeatures(job.spec);
+    job.epochs = job.spec.epochs;
+  } else if (o.profile) {
     job = JobFromProfiles(LoadProfiles(resolve(*o.profile)));
     unknown = "; the profile " + job.spec.origin + " does not say";
   } else {
@@ -278,13 +333,7 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   if (o.epochs) job.epochs = *o.epochs;
   if (job.epochs <= 0) throw UsageError("--dlh-auto: epochs: required (epochs=N" + unknown + ")");
   job.eval_samples = o.eval_samples ? *o.eval_samples : -1;
-  if (o.deadline) {
-    job.deadline_s = o.deadline_s;
-  } else if (in.user.time_set && in.user.time_s > 0) {
-    job.deadline_s = in.user.time_s;
-  } else {
-    job.deadline_s = in.config.default_deadline_s;
-  }
+  job.deadline_s = DeadlineOf(in);
   job.objective = ParseObjective(o.objective ? *o.objective : "energy");
   job.max_gpus = o.max_gpus ? *o.max_gpus : 0;
   if (in.config.max_gpus > 0 && (job.max_gpus == 0 || in.config.max_gpus < job.max_gpus))
@@ -331,7 +380,14 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
                      const std::vector<LiveNode>& live, const std::string& live_error) {
   PlanOutcome out;
   out.user = in.user;
-  out.job = BuildJob(in, cluster);
+  if (in.options.spec && *in.options.spec == "suggest" && !in.options.profile) {
+    PlanInputs suggested = in;
+    suggested.suggested = SuggestForPlan(suggested, cluster);
+    out.suggested = suggested.suggested;
+    out.job = BuildJob(suggested, cluster);
+  } else {
+    out.job = BuildJob(in, cluster);
+  }
   const Job& job = out.job;
   if (in.options.deadline)
     out.deadline_text = *in.options.deadline;
@@ -379,6 +435,10 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
     }
   }
   out.plan = PlanJson(job, rec, out.chosen);
+  if (out.suggested)  // the front end writes it there and hands the job DLH_SPEC
+    out.plan["suggested"] = {{"spec", out.suggested->path},
+                             {"data", out.suggested->data},
+                             {"network", out.suggested->label}};
   AddObservationsToPlan(job, cluster, rec, out.chosen, &out.plan);
   // lr=find: the plugin cannot train, so the plan only says where the rate is to come from;
   // dlh-launch train finds it (or reuses a stored range test) at the planned batch. `lr`
@@ -470,6 +530,9 @@ std::string SummaryLine(const PlanOutcome& p) {
   s += ", " + Plural(p.tasks, "task", "tasks") + ", time " + p.time_limit + ": predicted " +
        BandText(a.total_s, a.total_upper_s) + ", " + FormatEnergy(a.energy_j) + ", deadline " +
        p.deadline_text + " (" + ShortWhy(p.rec.ranked.empty() ? a.why : p.rec.ranked[0].why) + ")";
+  if (p.suggested)
+    s += "; spec: suggested " + p.suggested->label + " for " + p.suggested->data + ", written to " +
+         p.suggested->path + " (DLH_SPEC)";
   if (const std::string from = ChosenProvenance(p.rec, a); !from.empty())
     s += "; step time " + from;
   const std::string kept = KeptText(p.user);
@@ -502,6 +565,11 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   const Job& job = p.job;
   const Recommendation& rec = p.rec;
   std::string s = "dlh: dry run, nothing submitted\n";
+  if (p.suggested) {
+    for (const std::string& line : p.suggested->why) s += "suggest: " + line + "\n";
+    s += "suggest: the spec (not written in a dry run; " + p.suggested->path + " otherwise):\n" +
+         p.suggested->text;
+  }
   s += Printf("%s: %lld samples x %d epochs, global batch %d, deadline %s, objective %s\n",
               job.spec.origin.c_str(), static_cast<long long>(job.samples), job.epochs,
               job.spec.batch_size, p.deadline_text.c_str(), ObjectiveName(job.objective));

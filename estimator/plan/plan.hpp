@@ -5,6 +5,9 @@
 //
 // Inputs and precedence:
 //   spec      spec= key, else $DLH_SPEC (relative paths against the submit folder); or
+//             spec=suggest with data= (else $DLH_DATA): the network dlh-estimate suggest
+//             sizes to the deadline for that data set (objective accuracy, epochs= or 10;
+//             samples and eval-samples default to the data set's splits); or
 //   profile   profile= key instead (a program's profile, estimator/recommend/profile_speeds.hpp;
 //             relative like spec=); both keys given is an error
 //   samples   samples= key, else $DLH_SAMPLES, else the profile's (required)
@@ -20,7 +23,9 @@
 // only change one job request, and the launcher's single MPI world is one srun step.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +34,7 @@
 #include "estimator/plan/live_state.hpp"
 #include "estimator/plan/options.hpp"
 #include "estimator/recommend/recommender.hpp"
+#include "estimator/recommend/suggest.hpp"
 
 namespace dlh::plan {
 
@@ -70,10 +76,27 @@ UserRequest UserRequestFromJson(const std::string& json_text);
 // note each one the user set.
 extern const char* const kUserOptionNames[11];
 
+// spec=suggest: the spec dlh-estimate suggest writes for the data set (estimator/recommend/
+// suggest.hpp), planned like any other; the front end writes it to `path` (the submit
+// folder) and hands the job DLH_SPEC, so the job trains what was planned.
+struct SuggestedSpec {
+  std::string path;              // absolute: SUBMIT_FOLDER/dlh-suggested-<data set's name>.json
+  std::string text;              // the spec (JSON, indented)
+  std::string data;              // the data set, absolute
+  std::string label;             // "CNN 32 filters, 1 conv a stage"
+  std::vector<std::string> why;  // suggest's reasons, one line each
+};
+
 struct PlanInputs {
   AutoOptions options;
   PluginConfig config;
-  std::string env_spec;       // $DLH_SPEC ("": unset)
+  std::string env_spec;  // $DLH_SPEC ("": unset)
+  std::string env_data;  // $DLH_DATA ("": unset): the data set of spec=suggest
+  // How the front end reads a data set's facts for spec=suggest (dlh-data inspect --json,
+  // estimator/recommend/suggest.hpp InspectDataSet); unset: spec=suggest is refused.
+  std::function<DataFacts(const std::string& path)> inspect_data;
+  // Set by MakePlan for spec=suggest; BuildJob then plans this spec.
+  std::optional<SuggestedSpec> suggested;
   std::string env_samples;    // $DLH_SAMPLES ("": unset)
   std::string env_stage_dir;  // $DLH_STAGE_DIR ("": unset): the job script stages its data
   std::string cwd;            // the submit folder, for a relative spec path
@@ -102,7 +125,8 @@ struct PlanOutcome {
   std::string choice_note;    // "" or why the choice is not the estimator's first
   std::string time_note;      // "" or a warning: the user's --time is shorter than predicted
   int tasks = 0;              // tasks the job will run (the user's --ntasks* when given)
-  UserRequest user;           // what the user fixed (kept as they gave it)
+  std::optional<SuggestedSpec> suggested;  // spec=suggest: the spec to write and hand over
+  UserRequest user;                        // what the user fixed (kept as they gave it)
 };
 
 // The estimator job (see the precedence above). The spec or profile path in it is

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/capture_output.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
 #include "estimator/model/features.hpp"
@@ -158,6 +159,18 @@ DataFacts ParseDataFacts(const nlohmann::json& j, const std::string& origin) {
   d.test = j["test"]["samples"].get<int64_t>();
   d.uint8 = j.value("element", "uint8") == "uint8";
   return d;
+}
+
+DataFacts InspectDataSet(const std::string& tool, const std::string& path,
+                         const std::string& prefix) {
+  std::string text;
+  if (RunCapturingOutput({tool, "inspect", path, "--json"}, &text) != 0)
+    throw UsageError(prefix + path + ": not a usable data set (dlh-data said why above)");
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw Error(tool + " inspect " + path + " --json printed no JSON");
+  DataFacts facts = ParseDataFacts(j, tool + " inspect " + path);
+  facts.path = path;
+  return facts;
 }
 
 std::vector<SuggestedMember> SuggestFamily(const DataFacts& data, const SuggestOptions& options) {

@@ -44,6 +44,12 @@ struct DataFacts {
 // Reads inspect --json's object; throws Error naming `origin` and the field.
 DataFacts ParseDataFacts(const nlohmann::json& j, const std::string& origin);
 
+// Runs `TOOL inspect PATH --json` (TOOL: dlh-data), which checks the file as the trainer
+// loads it and says what is wrong on its own standard error; the facts with `path` set.
+// Throws UsageError "PREFIX--data PATH: not a usable data set (dlh-data said why above)".
+DataFacts InspectDataSet(const std::string& tool, const std::string& path,
+                         const std::string& prefix);
+
 enum class SuggestObjective { Accuracy, Energy };
 
 struct SuggestOptions {

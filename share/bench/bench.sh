@@ -11,7 +11,7 @@
 #   bench.sh BINDIR OUT.md                             (every part: about 1.5 hours on 2 cores)
 #   BENCH_ONLY=allreduce,checkpoint bench.sh BINDIR OUT.md   those parts alone; the others'
 #                                                      sections stay as committed
-# Parts: estimator wave cpu quality exported loader ddp allreduce checkpoint ckpt_overhead sbatch
+# Parts: estimator wave cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch
 # recommender lrfind lrvalidate jobs balance mixed_shares faults convergence. BENCH_HOST names this host in
 # the goals table (default: hostname and machine id); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
-parts="estimator wave transfer cpu resnet_cpu quality exported loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance mixed_shares faults convergence"
+parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance mixed_shares faults convergence"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -827,6 +827,27 @@ measure exported
   echo
 } >"$work/s2-quality2-exported.md"
 store exported "$work/s2-quality2-exported.md"
+}
+
+# ---- a network suggested for a data set and a deadline (issue 45) --------------------------
+bench_suggested() {
+section "a suggested network to a deadline: Fashion-MNIST, 10 minutes, through sbatch --dlh-auto"
+calibrate_here  # the plan from this host's calibration, as the whole jobs are planned
+BENCH_CALIBRATION=$here_cal measure suggested
+{
+  echo "## A suggested network to a deadline"
+  echo
+  echo "share/bench/suggested.sh: \`dlh-estimate suggest\` (docs/man/dlh-estimate.md, \"suggest\")"
+  echo "on the real Fashion-MNIST with a 10-minute deadline and the local cluster description"
+  echo "(two alpha nodes, this machine), then the spec it wrote submitted as a user would,"
+  echo "\`sbatch --dlh-auto=spec=suggested.json,deadline=10m,...\`, to a local Slurm cluster:"
+  echo "the job's wall time around \`srun dlh-launch train\`, its time limit and its final test"
+  echo "accuracy. Goal: at least 90%, the job inside its time limit and the deadline."
+  echo
+  $py "$bench/suggested_report.py" "$work" "$goals"
+  echo
+} >"$work/s2-quality3-suggested.md"
+store suggested "$work/s2-quality3-suggested.md"
 }
 
 # ---- a user's program with shares on a mixed allocation (issue 44) -------------------------

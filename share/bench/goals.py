@@ -159,6 +159,12 @@ GOALS = [
      "the mean over rounds of the exported program's final test accuracy (under dlh-launch "
      "run, share/bench/exported.sh) is more than 0.5 points from the mean of dlh-launch "
      "train's on the same spec, seeds and data, or a side did not finish"),
+    ("suggested", "suggested",
+     "A suggested network to a deadline: Fashion-MNIST, 10 minutes, ≥ 90% test accuracy "
+     "inside its plan",
+     "the spec `dlh-estimate suggest --deadline 10m` writes for Fashion-MNIST, submitted with "
+     "`sbatch --dlh-auto` to the local cluster (share/bench/suggested.sh), ends below 90% "
+     "final test accuracy, or not COMPLETED, or after its time limit or the 10 minutes"),
     ("mixed-shares", "mixed_shares",
      "A program with shares on a mixed allocation: ≥ 85% of the ideal summed rate",
      "the median over rounds of the program's rate with the plan's shares (dlh.ShareSampler "
@@ -242,6 +248,7 @@ PREFIXES = [
     ("After `dlh-estimate calibrate` on that host", "transfer-recalibrated"), ("Adaptive balancing", "balance"),
     ("A program with shares on a mixed allocation", "mixed-shares"),
     ("The example spec as an exported PyTorch program", "exported"),
+    ("A suggested network to a deadline", "suggested"),
     ("a frozen", "faults"), ("Same training on any rank count", "convergence"),
     ("Time to", "time-to-accuracy"),
 ]

@@ -22,7 +22,7 @@ USER_NAME=dlh-test-user
 id "$USER_NAME" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash "$USER_NAME"
 chmod 755 "$WORK"
 mkdir -p "$WORK/dlh/bin" "$WORK/dlh/lib" "$WORK/share" "$WORK/calibration" "$WORK/u"
-cp "$BINDIR/dlh-estimate" "$WORK/dlh/bin/"
+cp "$BINDIR/dlh-estimate" "$BINDIR/dlh-data" "$WORK/dlh/bin/"
 cp "$BINDIR/../lib/spank_dlh.so" "$WORK/dlh/lib/"
 cp "$ROOT/share/examples/fashion-mnist.json" "$ROOT/share/cluster/local.json" "$WORK/share/"
 # local.json names ../calibration/cpu.json: the tests' fixed calibration, whose figures the
@@ -231,6 +231,23 @@ for c in A B; do
     { cat "$WORK/u/$c.none"; fail "$c: no SLURM_SPANK_DLH_PLAN in the job"; }
 done
 check "SLURM_SPANK_DLH_PLAN in the job both ways"
+
+echo "spec=suggest: the spec written to the submit folder, DLH_SPEC and DLH_DATA in the job"
+dlh-data synthetic --out "$WORK/u/bars.h5" --shape 1x12x12 --classes 4 --train 320 --test 32 >/dev/null
+chown "$USER_NAME" "$WORK/u/bars.h5"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  rm -f "$WORK/u/dlh-suggested-bars.json"
+  j=$(submit "$d" "$WORK/u/$c.suggest" --dlh-auto="deadline=1h,spec=suggest,data=bars.h5,epochs=1" \
+    --wrap 'echo "$DLH_SPEC $DLH_DATA"') || { cat "$WORK/u/submit.err"; fail "$c: spec=suggest refused"; }
+  wait_done "$d" "$j"
+  [[ $(cat "$WORK/u/$c.suggest") == "$WORK/u/dlh-suggested-bars.json $WORK/u/bars.h5" ]] ||
+    { cat "$WORK/u/$c.suggest" "$WORK/u/submit.err"; fail "$c: the job got no DLH_SPEC/DLH_DATA"; }
+  python3 -c "import json, sys; assert json.load(open(sys.argv[1]))['name'] == 'bars'" \
+    "$WORK/u/dlh-suggested-bars.json" || fail "$c: no suggested spec in the submit folder"
+  [[ $(stat -c %U "$WORK/u/dlh-suggested-bars.json") == "$USER_NAME" ]] || fail "$c: the spec is not the user's"
+done
+check "both: $(grep -o 'spec: suggested [^;]*' "$WORK/u/submit.err" | cut -c1-120)"
 
 echo "a calibration measured with another engine is named in sbatch's output (issue 13)"
 python3 - "$WORK/calibration/cpu.json" <<'PY'

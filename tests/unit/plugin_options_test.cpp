@@ -87,10 +87,9 @@ TEST(PluginAutoOptionTest, FlagsTakeYesNoAndSlurmDeadlines) {
 
 TEST(PluginAutoOptionTest, ExactMessages) {
   auto err = [](const char* v) { return ErrorOf([&] { ParseAutoValue(v); }); };
-  EXPECT_EQ(
-      err("bogus=1"),
-      "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, profile, samples, eval-samples, "
-      "epochs, objective, max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
+  EXPECT_EQ(err("bogus=1"),
+            "--dlh-auto: unknown key 'bogus' (keys: deadline, spec, profile, data, samples, "
+            "eval-samples, epochs, objective, max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
   EXPECT_EQ(err("samples=abc"),
             "--dlh-auto: samples: must be a positive integer up to 1000000000000, got 'abc'");
   EXPECT_EQ(err("samples=0"),
@@ -129,8 +128,9 @@ TEST(PluginAutoOptionTest, ExactMessages) {
   EXPECT_EQ(err("lr="), "--dlh-auto: lr: needs a value (lr=find|linear)");
   EXPECT_EQ(err("lr=0.1"), "--dlh-auto: lr: must be find or linear, got '0.1'");
   EXPECT_EQ(err("=3"),
-            "--dlh-auto: unknown key '' (keys: deadline, spec, profile, samples, eval-samples, "
-            "epochs, objective, max-gpus, types, mixed, per-gpu-batch, lr, dry-run)");
+            "--dlh-auto: unknown key '' (keys: deadline, spec, profile, data, samples, "
+            "eval-samples, epochs, objective, max-gpus, types, mixed, per-gpu-batch, lr, "
+            "dry-run)");
 }
 
 TEST(PluginAutoOptionTest, MergingIsIdempotentAndLaterKeysWin) {

@@ -1,0 +1,22 @@
+// DLH — running a helper program and reading what it prints: `dlh-data inspect --json` for
+// dlh-estimate suggest and for the plugin's spec=suggest. No shell: the arguments are passed
+// as they are (a path with spaces or quotes stays one argument).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dlh {
+
+// Runs argv[0] (looked up on PATH when it has no '/') with argv and this process's
+// environment; its standard output goes to *out, its standard error to ours (so its own
+// one-line error reaches the user). Returns its exit code (128 + N when killed by signal N).
+// Throws Error when it cannot be started.
+int RunCapturingOutput(const std::vector<std::string>& argv, std::string* out);
+
+// `program` beside this process's executable (an installed or a build's bin folder) when it
+// is there and executable, else `program` alone (PATH). `beside`: a file in that folder
+// (empty: /proc/self/exe).
+std::string ProgramBeside(const std::string& program, const std::string& beside = "");
+
+}  // namespace dlh

@@ -1,0 +1,96 @@
+#!/bin/bash
+# make bench, "A suggested network to a deadline" (issue 45): `dlh-estimate suggest --data
+# fashion-mnist.h5 --deadline 10m` on the local cluster description, then that spec trained
+# as a user would submit it, `sbatch --dlh-auto=spec=suggested.json,deadline=10m,...`, on a
+# local Slurm cluster of two fake-GPU alpha nodes (this machine; share/cluster/local.json,
+# alpha timed by BENCH_CALIBRATION when set, else share/calibration/cpu.json).
+#   suggested.sh BINDIR WORK   (3-8 minutes on 2 cores; root, Slurm, munge)
+# Writes WORK/suggested/result.json (the suggestion's table, the plan, the job's time, limit
+# and final test accuracy) or WORK/suggested/unavailable with the reason.
+set -euo pipefail
+bindir=$(cd "$1" && pwd) work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH="$bindir:$PATH" LC_ALL=C
+so=$bindir/../lib/spank_dlh.so
+calibration=${BENCH_CALIBRATION:-}
+[[ -z $calibration ]] || calibration=$(realpath "$calibration")
+out=$work/suggested
+rm -rf "$out"
+mkdir -p "$out"
+cd "$out"
+unavailable() { echo "$*" >"$out/unavailable"; echo "unavailable: $*" >&2; exit 0; }
+for b in munged slurmctld slurmd sbatch scontrol; do
+  PATH="$PATH:/usr/sbin" command -v "$b" >/dev/null || unavailable "'$b' is not installed"
+done
+[[ $(id -u) -eq 0 ]] || unavailable "the local Slurm cluster needs root"
+[[ -f $so ]] || unavailable "no $so in this build"
+dlh-data import-fashion-mnist --out fashion-mnist.h5 >import.txt 2>&1 ||
+  unavailable "dlh-data import-fashion-mnist: $(tail -1 import.txt)"
+python3 - "$root" "$calibration" <<'PY'
+import json, sys
+root, calibration = sys.argv[1], sys.argv[2]
+c = json.load(open(f"{root}/share/cluster/local.json"))
+for g in c["gpu_types"]:
+    if "calibration" in g:
+        g["calibration"] = calibration or f"{root}/share/calibration/{g['calibration'].split('/')[-1]}"
+c["node_types"] = [n for n in c["node_types"] if n["gpu"] == "alpha"]
+for n in c["node_types"]:
+    n["nodes"] = 2
+json.dump(c, open("cluster.json", "w"), indent=1)
+PY
+dlh-estimate suggest --data fashion-mnist.h5 --deadline 10m --cluster cluster.json \
+  --out suggested.json 2>suggest.txt || unavailable "dlh-estimate suggest: $(tail -1 suggest.txt)"
+
+cluster=$(mktemp -d /tmp/dlhs-XXXX)
+stop() { bash "$root/share/slurm/stop-cluster.sh" "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"; }
+trap stop EXIT
+SLURM_TEST_NODES="alpha1:alpha:2:2 alpha2:alpha:2:2" \
+  SLURM_TEST_PLUGSTACK="required $so cluster=$out/cluster.json" \
+  bash "$root/share/slurm/start-cluster.sh" "$cluster" >start.txt 2>&1 ||
+  unavailable "share/slurm/start-cluster.sh failed: $(tail -1 start.txt)"
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN|DLH)_' || true)
+# shellcheck source=/dev/null
+source "$cluster/env.sh"
+
+cat >job.sh <<'EOF'
+#!/bin/bash
+t0=$EPOCHREALTIME
+{ printenv DLH_PLAN || printenv SLURM_SPANK_DLH_PLAN || echo null; } >"plan-$SLURM_JOB_ID.json"
+srun --mpi=pmix dlh-launch train suggested.json --run-dir "run-$SLURM_JOB_ID" --progress plain
+rc=$?
+echo "job-seconds $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {print b - a}') rc $rc"
+exit $rc
+EOF
+id=$(sbatch --parsable -o job.out -e job.err --export=ALL \
+  --dlh-auto="spec=suggested.json,samples=60000,eval-samples=10000,deadline=10m" job.sh \
+  2>sbatch.err) || unavailable "sbatch failed: $(tail -1 sbatch.err)"
+for _ in $(seq 1800); do
+  state=$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+  [[ $state == PENDING || $state == RUNNING || $state == CONFIGURING || $state == COMPLETING ]] || break
+  sleep 1
+done
+limit=$(scontrol show job "$id" | grep -o 'TimeLimit=[^ ]*' | cut -d= -f2)
+python3 - "$id" "$state" "$limit" <<'PY' >result.json
+import glob, json, re, sys
+job, state, limit = sys.argv[1:]
+out = open("job.out").read()
+m = re.search(r"job-seconds ([0-9.]+) rc (\d+)", out)
+runs = glob.glob(f"run-{job}/summary.json")
+summary = json.load(open(runs[0])) if runs else {}
+try:
+    plan = json.load(open(f"plan-{job}.json"))
+except (OSError, ValueError):
+    plan = None
+def seconds(t):
+    d, _, hms = t.rpartition("-")
+    h, m_, s = (int(x) for x in hms.split(":"))
+    return (int(d) if d else 0) * 86400 + h * 3600 + m_ * 60 + s
+rows = [l.strip() for l in open("suggest.txt") if l.startswith("|") or l.startswith("suggest:")]
+spec = json.load(open("suggested.json"))
+print(json.dumps({"job": job, "state": state, "time_limit": limit,
+                  "time_limit_s": seconds(limit) if ":" in limit else 0,
+                  "job_seconds": float(m.group(1)) if m else None, "rc": int(m.group(2)) if m else None,
+                  "test_accuracy": summary.get("test_accuracy"), "plan": plan, "suggest": rows,
+                  "spec_layers": len(spec["layers"]), "epochs": spec["epochs"],
+                  "sbatch": [l.strip() for l in open("sbatch.err") if "dlh:" in l][:1]}))
+PY

@@ -1,0 +1,93 @@
+#!/bin/bash
+# A network suggested and trained in one line (issue 45): `sbatch --dlh-auto=deadline=T,
+# spec=suggest,data=FILE train.sbatch` on a local cluster of alpha1 and beta1 (spank_dlh.so
+# planning from share/cluster/local.json's types):
+#   1. dry-run: the plugin prints suggest's reasons and the spec, writes nothing, submits
+#      nothing;
+#   2. the job: the plugin writes the spec to the submit folder (dlh-suggested-NAME.json), its
+#      line says so, the job gets DLH_SPEC and DLH_DATA, and train.sbatch trains that spec to
+#      its last step (the run's spec is the suggested one);
+#   3. bad input, one line, nothing submitted: spec=suggest without a data set, a data set
+#      whose training labels hold one class, a file that is not a data set.
+# About 30 s here. Needs root, Slurm and munge.
+# shellcheck source=tests/slurm/slurm.bash
+source "$(dirname "$0")/slurm.bash"
+need_slurm munged slurmctld slurmd srun sbatch scontrol squeue
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+SO=$(cd "$BINDIR/../lib" && pwd)/spank_dlh.so
+[[ -f $SO ]] || fail "no $SO (build it: make plugin)"
+PY=/usr/bin/python3
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN|SINFO)_' || true)
+unset DLH_SPEC DLH_DATA DLH_SAMPLES DLH_PLAN DLH_GPU_TYPE DLH_RUN_DIR DLH_CHECKPOINT DLH_STAGE_DIR
+export OPENBLAS_NUM_THREADS=1
+
+C=$WORK/c
+cleanup() {
+  local rc=$?
+  "$ROOT/share/slurm/stop-cluster.sh" "$C" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cd "$WORK"
+SLURM_TEST_NODES="alpha1:alpha:1:2 beta1:beta:1:2" \
+  SLURM_TEST_PLUGSTACK="required $SO cluster=$ROOT/share/cluster/local.json" \
+  "$ROOT/share/slurm/start-cluster.sh" "$C" >"$WORK/start.txt" || { cat "$WORK/start.txt" >&2; fail "cluster did not start"; }
+# shellcheck disable=SC1091
+source "$C/env.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,tcp
+check "$(cat "$WORK/start.txt")"
+dlh-data synthetic --out "$WORK/bars.h5" --shape 1x12x12 --classes 4 --train 640 --test 64 --seed 2 >/dev/null
+
+echo "1. dry-run: suggest's reasons and the spec, nothing written or submitted"
+rc=0
+sbatch --dlh-auto=deadline=3m,spec=suggest,data=bars.h5,epochs=2,dry-run "$ROOT/share/examples/train.sbatch" \
+  >"$WORK/dry.out" 2>"$WORK/dry.err" || rc=$?
+grep -q "^suggest: chosen: CNN .* the largest of the 8 members that meets it" "$WORK/dry.out" ||
+  { cat "$WORK/dry.out" "$WORK/dry.err" >&2; fail "no suggestion in the dry run (exit $rc)"; }
+grep -q '"name": "bars"' "$WORK/dry.out" || { cat "$WORK/dry.out" >&2; fail "no spec in the dry run"; }
+[[ ! -e $WORK/dlh-suggested-bars.json ]] || fail "a dry run wrote the spec"
+[[ -z $(squeue -h -o %i) ]] || fail "a dry run submitted a job"
+check "$(grep '^suggest: chosen' "$WORK/dry.out" | cut -c1-150)"
+
+echo "2. the job trains the suggested spec"
+job=$(sbatch --parsable --dlh-auto=deadline=3m,spec=suggest,data=bars.h5,epochs=2 -o "$WORK/job.out" \
+  "$ROOT/share/examples/train.sbatch" 2>"$WORK/sbatch.err") || { cat "$WORK/sbatch.err" >&2; fail "sbatch refused"; }
+grep -q "spec: suggested CNN .* for $WORK/bars.h5, written to $WORK/dlh-suggested-bars.json (DLH_SPEC)" "$WORK/sbatch.err" ||
+  { cat "$WORK/sbatch.err" >&2; fail "the plugin's line does not name the suggested spec"; }
+check "$(grep -o 'dlh: .*' "$WORK/sbatch.err" | cut -c1-200)"
+for _ in $(seq 1200); do
+  s=$(state "$job")
+  [[ $s == PENDING || $s == RUNNING || $s == CONFIGURING || $s == COMPLETING || -z $s ]] || break
+  sleep 0.1
+done
+[[ $s == COMPLETED ]] || { cat "$WORK/job.out" >&2; fail "job $job ended $s"; }
+"$PY" - "$WORK/dlh-suggested-bars.json" "$(ls -d "$WORK"/runs/*-"$job")" <<'PY' || { cat "$WORK/job.out" >&2; fail "the job's run"; }
+import json, sys
+spec = json.load(open(sys.argv[1]))
+s = json.load(open(sys.argv[2] + "/summary.json"))
+assert s["name"] == spec["name"] == "bars", (s["name"], spec["name"])
+assert s["steps"] == s["total_steps"] and s["finished"], (s["steps"], s["total_steps"])
+print(f"  ok: job trained {sys.argv[1].split('/')[-1]} to its last step ({s['steps']}), "
+      f"test accuracy {s['test_accuracy']:.3f}")
+PY
+
+echo "3. bad input: one line, nothing submitted"
+sbatch_refused() {  # PATTERN DLH-AUTO: sbatch refuses with PATTERN on stderr and no job
+  local rc=0
+  sbatch --dlh-auto="$2" "$ROOT/share/examples/train.sbatch" >/dev/null 2>"$WORK/bad.err" || rc=$?
+  [[ $rc != 0 ]] || fail "sbatch --dlh-auto=$2 was accepted"
+  grep -q -- "$1" "$WORK/bad.err" || { cat "$WORK/bad.err" >&2; fail "no '$1' for --dlh-auto=$2"; }
+  check "$(grep -o -- "$1.*" "$WORK/bad.err" | head -1 | cut -c1-160)"
+}
+sbatch_refused "spec=suggest: needs the data set (data=FILE, or DLH_DATA in the environment)" "deadline=3m,spec=suggest"
+"$PY" -c "
+import numpy as np
+np.savez('$WORK/one.npz', x_train=np.random.rand(40, 8, 8).astype('float32'), y_train=np.zeros(40, dtype='int64'),
+         x_test=np.random.rand(8, 8, 8).astype('float32'), y_test=np.zeros(8, dtype='int64'))"
+dlh-data import-numpy --npz "$WORK/one.npz" --out "$WORK/one.h5" >/dev/null
+sbatch_refused "one.h5: the training labels hold 1 class (0) of 2" "deadline=3m,spec=suggest,data=one.h5"
+sbatch_refused "not an HDF5 file" "deadline=3m,spec=suggest,data=$ROOT/share/cluster/local.json"
+[[ $(squeue -h -o %i | wc -l) == 0 ]] || fail "a refused sbatch left a job"
+[[ ! -e $WORK/dlh-suggested-one.json ]] || fail "a refused suggestion wrote its spec"
