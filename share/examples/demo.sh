@@ -105,4 +105,18 @@ PY
 
 echo "== 7. the report: every chart of the run in one page (dlh-report)"
 dlh-report "$work/run" | sed 's/^/   /'
+# train.sbatch applied the model to the test split after the run (dlh-launch predict):
+# the page's Results section draws what results.json holds.
+python3 - "$work/run/results.json" "$work/run/report.html" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+page = open(sys.argv[2]).read()
+pair = r["most_confused"][0] if r.get("most_confused") else None
+print(f"   results: test accuracy {100 * r['accuracy']:.2f}%, macro F1 {r['macro_f1']:.3f}"
+      + (f", most confused: {pair['true_name'] or pair['true']} taken for "
+         f"{pair['predicted_name'] or pair['predicted']} {pair['count']} times" if pair else ""))
+shown = ["confusion matrix" if "dlh-confusion" in page else None,
+         f"{len(r['misclassified'])} misclassified images" if "data:image/bmp;base64" in page else None]
+print(f"   the report's Results section shows: {', '.join(s for s in shown if s) or 'nothing (see results.json)'}")
+PY
 echo "   open it in a browser; on a cluster: dlh-report RUN --serve 8080 and ssh -L 8080:localhost:8080"
