@@ -31,10 +31,10 @@ def main():
     plan = r.get("plan") or {}
     predicted = (plan.get("predicted") or {}).get("total_s")
     acc, secs, limit = r.get("test_accuracy"), r.get("job_seconds"), r.get("time_limit_s") or 0
-    print(f"Job {r['job']}: {r['state']}, {secs if secs is not None else '?'} s "
-          f"(predicted {predicted if predicted is not None else '?'} s), time limit {r['time_limit']}, "
-          f"final test accuracy {100 * acc:.2f}%." if acc is not None else
-          f"Job {r['job']}: {r['state']}, no test accuracy.")
+    took = f"{secs:.0f} s" if secs is not None else "no time"
+    guess = f"predicted {predicted:.0f} s" if predicted is not None else "no prediction"
+    print(f"Job {r['job']}: {r['state']}, {took} ({guess}), time limit {r['time_limit']}, "
+          + (f"final test accuracy {100 * acc:.2f}%." if acc is not None else "no test accuracy."))
     met = (r["state"] == "COMPLETED" and acc is not None and acc >= 0.90 and secs is not None
            and secs <= 600 and (not limit or secs <= limit))
     goals.add(GOAL, (f"{100 * acc:.2f}% in {secs:.0f} s (limit {r['time_limit']}, deadline 10m)"
