@@ -41,16 +41,9 @@ PY
 dlh-estimate suggest --data fashion-mnist.h5 --deadline 10m --cluster cluster.json \
   --out suggested.json 2>suggest.txt || unavailable "dlh-estimate suggest: $(tail -1 suggest.txt)"
 
-cluster=$(mktemp -d /tmp/dlhs-XXXX)
-stop() { bash "$root/share/slurm/stop-cluster.sh" "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"; }
-trap stop EXIT
-SLURM_TEST_NODES="alpha1:alpha:2:2 alpha2:alpha:2:2" \
-  SLURM_TEST_PLUGSTACK="required $so cluster=$out/cluster.json" \
-  bash "$root/share/slurm/start-cluster.sh" "$cluster" >start.txt 2>&1 ||
-  unavailable "share/slurm/start-cluster.sh failed: $(tail -1 start.txt)"
-while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN|DLH)_' || true)
-# shellcheck source=/dev/null
-source "$cluster/env.sh"
+# shellcheck source=share/bench/local_cluster.bash
+source "$root/share/bench/local_cluster.bash"
+bench_cluster_start "alpha1:alpha:2:2 alpha2:alpha:2:2" "$out/cluster.json"
 
 cat >job.sh <<'EOF'
 #!/bin/bash
@@ -64,11 +57,7 @@ EOF
 id=$(sbatch --parsable -o job.out -e job.err --export=ALL \
   --dlh-auto="spec=suggested.json,samples=60000,eval-samples=10000,deadline=10m" job.sh \
   2>sbatch.err) || unavailable "sbatch failed: $(tail -1 sbatch.err)"
-for _ in $(seq 1800); do
-  state=$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
-  [[ $state == PENDING || $state == RUNNING || $state == CONFIGURING || $state == COMPLETING ]] || break
-  sleep 1
-done
+bench_wait_job "$id" 1800
 limit=$(scontrol show job "$id" | grep -o 'TimeLimit=[^ ]*' | cut -d= -f2)
 python3 - "$id" "$state" "$limit" <<'PY' >result.json
 import glob, json, re, sys

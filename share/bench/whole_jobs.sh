@@ -71,16 +71,9 @@ PY
 rm -rf observations
 mkdir -m 1777 observations
 
-cluster=$(mktemp -d /tmp/dlhj-XXXX)
-stop() { bash "$root/share/slurm/stop-cluster.sh" "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"; }
-trap stop EXIT
-SLURM_TEST_NODES="alpha1:alpha:2:2 alpha2:alpha:2:2" \
-  SLURM_TEST_PLUGSTACK="required $so cluster=$work/jobs/cluster.json" \
-  bash "$root/share/slurm/start-cluster.sh" "$cluster" >start.txt 2>&1 ||
-  unavailable "share/slurm/start-cluster.sh failed: $(tail -1 start.txt)"
-while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN|DLH)_' || true)
-# shellcheck source=/dev/null
-source "$cluster/env.sh"
+# shellcheck source=share/bench/local_cluster.bash
+source "$root/share/bench/local_cluster.bash"
+bench_cluster_start "alpha1:alpha:2:2 alpha2:alpha:2:2" "$work/jobs/cluster.json"
 
 # The job: the batch script's own clock around srun is what the time limit must cover.
 cat >job.sh <<'EOF'
@@ -102,11 +95,7 @@ submit() {
     --export=ALL --dlh-auto="spec=$spec,samples=60000,eval-samples=10000,epochs=$epochs,deadline=30m" \
     "${extra[@]}" job.sh) ||
     { echo "unavailable: sbatch for $name failed: $(tail -1 "$name.err" 2>/dev/null)"; return 1; }
-  for _ in $(seq 900); do
-    state=$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
-    [[ $state == PENDING || $state == RUNNING || $state == CONFIGURING || $state == COMPLETING ]] || break
-    sleep 1
-  done
+  bench_wait_job "$id" 900
   limit=$(scontrol show job "$id" | grep -o 'TimeLimit=[^ ]*' | cut -d= -f2)
   python3 - "$name" "$spec" "$id" "$state" "$limit" "${extra[*]}" <<'PY' >>jobs.jsonl
 import glob, json, re, sys
