@@ -16,14 +16,17 @@ extern char** environ;
 
 namespace dlh {
 
-int RunCapturingOutput(const std::vector<std::string>& argv, std::string* out) {
-  if (argv.empty()) throw Error("RunCapturingOutput: no program");
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+namespace {
+
+// Both entry points: `out` null leaves the program's standard output as ours.
+int Run(const std::vector<std::string>& argv, std::string* out) {
+  if (argv.empty()) throw Error("RunProgram: no program");
+  int pipe_fds[2] = {-1, -1};
+  if (out && ::pipe2(pipe_fds, O_CLOEXEC) != 0)
     throw Error("cannot run " + argv[0] + ": pipe: " + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  if (out) posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
   std::vector<std::string> copy = argv;
   std::vector<char*> args;
   for (std::string& a : copy) args.push_back(a.data());
@@ -31,27 +34,37 @@ int RunCapturingOutput(const std::vector<std::string>& argv, std::string* out) {
   pid_t pid = -1;
   const int err = posix_spawnp(&pid, copy[0].c_str(), &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
+  if (out) ::close(pipe_fds[1]);
   if (err != 0) {
-    ::close(pipe_fds[0]);
+    if (out) ::close(pipe_fds[0]);
     throw Error("cannot run " + argv[0] + ": " + std::strerror(err));
   }
-  out->clear();
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
-    if (n > 0) {
-      out->append(buf, size_t(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
+  if (out) {
+    out->clear();
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+      if (n > 0) {
+        out->append(buf, size_t(n));
+      } else if (n == 0 || errno != EINTR) {
+        break;
+      }
     }
+    ::close(pipe_fds[0]);
   }
-  ::close(pipe_fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw Error("lost track of " + argv[0] + ": " + std::strerror(errno));
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+}  // namespace
+
+int RunCapturingOutput(const std::vector<std::string>& argv, std::string* out) {
+  return Run(argv, out);
+}
+
+int RunProgram(const std::vector<std::string>& argv) { return Run(argv, nullptr); }
 
 std::string ProgramBeside(const std::string& program, const std::string& beside) {
   namespace fs = std::filesystem;

@@ -1,6 +1,6 @@
-// DLH — running a helper program and reading what it prints: `dlh-data inspect --json` for
-// dlh-estimate suggest and for the plugin's spec=suggest. No shell: the arguments are passed
-// as they are (a path with spaces or quotes stays one argument).
+// DLH — running a helper program, reading what it prints: `dlh-data inspect --json` for
+// dlh-estimate suggest and the plugin's spec=suggest, the exported program for export --onnx. No
+// shell: the arguments are passed as they are (a path with spaces or quotes stays one argument).
 #pragma once
 
 #include <string>
@@ -13,6 +13,9 @@ namespace dlh {
 // one-line error reaches the user). Returns its exit code (128 + N when killed by signal N).
 // Throws Error when it cannot be started.
 int RunCapturingOutput(const std::vector<std::string>& argv, std::string* out);
+
+// The same without reading the output: the program writes to our standard output.
+int RunProgram(const std::vector<std::string>& argv);
 
 // `program` beside this process's executable (an installed or a build's bin folder) when it
 // is there and executable, else `program` alone (PATH). `beside`: a file in that folder

@@ -2,19 +2,18 @@
 #include "launcher/export/export_command.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "common/atomic_file.hpp"
+#include "common/capture_output.hpp"
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
@@ -24,16 +23,14 @@
 #include "launcher/export/pytorch_program.hpp"
 #include "launcher/predict/predict_command.hpp"
 
-extern char** environ;
-
 namespace dlh {
 namespace {
 
 namespace po = boost::program_options;
 
 bool IsDirectory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
 }
 
 // HDF5's signature at the start of the file: a checkpoint rather than a spec (JSON).
@@ -48,25 +45,7 @@ bool IsHdf5(const std::string& path) {
 }
 
 std::string BaseName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// Runs PYTHON PROGRAM ARGS... with this environment; its exit code (128 + N for signal N).
-int RunPython(const std::string& python, const std::vector<std::string>& argv_text) {
-  std::vector<char*> argv;
-  for (const std::string& a : argv_text) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int err = posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ);
-  if (err != 0)
-    throw Error("export: cannot run " + python + ": " + std::strerror(err) +
-                " (give --python or DLH_PYTHON: a Python 3 with torch and h5py)");
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
-      throw Error("export: lost track of " + python + ": " + std::strerror(errno));
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return std::filesystem::path(path).filename().string();
 }
 
 }  // namespace
@@ -147,7 +126,13 @@ int RunExportCommand(const std::vector<std::string>& args) {
     outputs.emplace_back(folder.path() + "/model.onnx", onnx_out);
     argv.insert(argv.end(), {"--export-onnx", outputs.back().first});
   }
-  const int code = RunPython(python, argv);
+  int code = 0;
+  try {
+    code = RunProgram(argv);
+  } catch (const Error& e) {
+    throw Error(std::string("export: ") + e.what() +
+                " (give --python or DLH_PYTHON: a Python 3 with torch and h5py)");
+  }
   if (code != 0) {
     std::fprintf(stderr, "dlh-launch: export: %s failed (exit %d) on %s; nothing written\n",
                  python.c_str(), code, checkpoint.c_str());

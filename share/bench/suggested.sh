@@ -59,27 +59,16 @@ id=$(sbatch --parsable -o job.out -e job.err --export=ALL \
   2>sbatch.err) || unavailable "sbatch failed: $(tail -1 sbatch.err)"
 bench_wait_job "$id" 1800
 limit=$(scontrol show job "$id" | grep -o 'TimeLimit=[^ ]*' | cut -d= -f2)
-python3 - "$id" "$state" "$limit" <<'PY' >result.json
-import glob, json, re, sys
+PYTHONPATH="$root/share/bench" python3 - "$id" "$state" "$limit" <<'PY' >result.json
+import json, sys
+from slurm_job import job_record
 job, state, limit = sys.argv[1:]
-out = open("job.out").read()
-m = re.search(r"job-seconds ([0-9.]+) rc (\d+)", out)
-runs = glob.glob(f"run-{job}/summary.json")
-summary = json.load(open(runs[0])) if runs else {}
-try:
-    plan = json.load(open(f"plan-{job}.json"))
-except (OSError, ValueError):
-    plan = None
-def seconds(t):
-    d, _, hms = t.rpartition("-")
-    h, m_, s = (int(x) for x in hms.split(":"))
-    return (int(d) if d else 0) * 86400 + h * 3600 + m_ * 60 + s
+r = job_record(job, "job.out", limit)
 rows = [l.strip() for l in open("suggest.txt") if l.startswith("|") or l.startswith("suggest:")]
 spec = json.load(open("suggested.json"))
-print(json.dumps({"job": job, "state": state, "time_limit": limit,
-                  "time_limit_s": seconds(limit) if ":" in limit else 0,
-                  "job_seconds": float(m.group(1)) if m else None, "rc": int(m.group(2)) if m else None,
-                  "test_accuracy": summary.get("test_accuracy"), "plan": plan, "suggest": rows,
-                  "spec_layers": len(spec["layers"]), "epochs": spec["epochs"],
+print(json.dumps({"job": job, "state": state, "time_limit": limit, "time_limit_s": r["time_limit_s"],
+                  "job_seconds": r["job_seconds"], "rc": r["rc"],
+                  "test_accuracy": r["summary"].get("test_accuracy"), "plan": r["plan"],
+                  "suggest": rows, "spec_layers": len(spec["layers"]), "epochs": spec["epochs"],
                   "sbatch": [l.strip() for l in open("sbatch.err") if "dlh:" in l][:1]}))
 PY

@@ -97,27 +97,13 @@ submit() {
     { echo "unavailable: sbatch for $name failed: $(tail -1 "$name.err" 2>/dev/null)"; return 1; }
   bench_wait_job "$id" 900
   limit=$(scontrol show job "$id" | grep -o 'TimeLimit=[^ ]*' | cut -d= -f2)
-  python3 - "$name" "$spec" "$id" "$state" "$limit" "${extra[*]}" <<'PY' >>jobs.jsonl
-import glob, json, re, sys
+  PYTHONPATH="$root/share/bench" python3 - "$name" "$spec" "$id" "$state" "$limit" "${extra[*]}" <<'PY' >>jobs.jsonl
+import glob, json, sys
+from slurm_job import job_record
 name, spec, job, state, limit, options = sys.argv[1:]
-out = open(f"{name}.out").read()
-m = re.search(r"job-seconds ([0-9.]+) rc (\d+)", out)
-runs = glob.glob(f"run-{job}/summary.json")
-summary = json.load(open(runs[0])) if runs else {}
-try:
-    plan = json.load(open(f"plan-{job}.json"))
-except (OSError, ValueError):
-    plan = None
-def seconds(t):
-    d, _, hms = t.rpartition("-")
-    h, m_, s = (int(x) for x in hms.split(":"))
-    return (int(d) if d else 0) * 86400 + h * 3600 + m_ * 60 + s
 print(json.dumps({"name": name, "spec": spec, "job": job, "state": state, "options": options,
                   "order": sum(1 for _ in open("jobs.jsonl")) if glob.glob("jobs.jsonl") else 0,
-                  "time_limit": limit, "time_limit_s": seconds(limit) if ":" in limit else 0,
-                  "job_seconds": float(m.group(1)) if m else None,
-                  "rc": int(m.group(2)) if m else None, "summary": summary,
-                  "plan": plan}))
+                  **job_record(job, f"{name}.out", limit)}))
 PY
   echo "$name: job $id $state, limit $limit, $(grep -o 'job-seconds [0-9.]*' "$name.out" || echo 'no time')" >&2
 }
