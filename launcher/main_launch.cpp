@@ -266,6 +266,13 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   o.progress = dlh::ParseProgressMode(progress);
   dlh::ResolvePlanSource(vm.count("no-plan") > 0, vm.count("plan") > 0, &o.plan_json,
                          &o.plan_origin);
+  if (o.threads <= 0) {  // a plan on CPU nodes says how many; say so where the run logs
+    dlh::ApplyPlannedThreads(o.plan_json, o.plan_origin, &o.threads);
+    if (o.threads > 0 && rank == 0)
+      std::printf(
+          "dlh-launch: %d CPU engine threads per rank, as the plan (%s) asked on CPU nodes\n",
+          o.threads, o.plan_origin.c_str());
+  }
   dlh::ResolveGpuType(vm.count("gpu-type") > 0, &o.gpu_type, &o.gpu_type_origin, &o.gpu_type_given);
   // slurmd sets it in every task: a plan with node_names finds the rank's part by it.
   if (const char* node = std::getenv("SLURMD_NODENAME")) o.node_name = node;

@@ -87,7 +87,8 @@ bool LoadLiveNodes(std::vector<LiveNode>* nodes, std::string* error) {
   for (uint32_t i = 0; i < msg->record_count; ++i) {
     const node_info_t& n = msg->node_array[i];
     if (!n.name) continue;  // hidden or future nodes have no record
-    nodes->push_back({n.name, StateOf(n, select_info), Str(n.gres), Str(n.gres_used)});
+    nodes->push_back(
+        {n.name, StateOf(n, select_info), Str(n.gres), Str(n.gres_used), Str(n.features)});
   }
   release(msg);
   return true;

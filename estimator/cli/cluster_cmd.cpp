@@ -77,6 +77,9 @@ int ClusterCommand(const std::vector<std::string>& args) {
     ("name", po::value<std::string>()->default_value("slurm"), "the cluster's name")
     ("allow-placeholders", "write GPU types without datasheet figures with PLACEHOLDER figures "
         "(default: leave them out, name them, exit 3)")
+    ("cpu-calibration", po::value<std::string>(), "describe the nodes without GPUs as CPU node "
+        "types timed by this calibration (dlh-estimate calibrate on one of them), written as "
+        "given")
     ("sinfo", po::value<std::string>(), sinfo_help.c_str());
   // clang-format on
   po::variables_map vm;
@@ -93,6 +96,11 @@ int ClusterCommand(const std::vector<std::string>& args) {
   options.name = vm["name"].as<std::string>();
   if (options.name.empty()) throw UsageError("cluster: --name: must not be empty");
   options.allow_placeholders = vm.count("allow-placeholders") > 0;
+  if (vm.count("cpu-calibration")) {
+    options.cpu_calibration = vm["cpu-calibration"].as<std::string>();
+    if (options.cpu_calibration.empty())
+      throw UsageError("cluster: --cpu-calibration: needs a calibration file");
+  }
 
   std::string text;
   const std::string sinfo_file = vm.count("sinfo") ? vm["sinfo"].as<std::string>() : "";
@@ -115,8 +123,8 @@ int ClusterCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "dlh-estimate: note: %s\n", line.c_str());
   if (draft.description.is_null()) {
     std::fprintf(stderr,
-                 "dlh-estimate: no GPU node could be described from %zu nodes; nothing "
-                 "written\n",
+                 "dlh-estimate: no GPU node (nor, without --cpu-calibration, CPU node) could "
+                 "be described from %zu nodes; nothing written\n",
                  nodes.size());
     return kExitIncomplete;
   }
@@ -128,9 +136,14 @@ int ClusterCommand(const std::vector<std::string>& args) {
     std::fputs(json_text.c_str(), stdout);
   else
     WriteFileAtomically(out, json_text);
-  std::fprintf(stderr, "dlh-estimate: %s: %d node types, %d GPU types, %d nodes%s\n",
+  std::fprintf(stderr, "dlh-estimate: %s: %d node types, %d GPU types, %d nodes%s%s\n",
                out.empty() ? "(stdout)" : out.c_str(), draft.node_types, draft.gpu_types,
                draft.nodes,
+               draft.cpu_node_types == 0
+                   ? ""
+                   : (", " + std::to_string(draft.cpu_node_types) + " CPU node types of " +
+                      std::to_string(draft.cpu_nodes) + " nodes")
+                         .c_str(),
                draft.incomplete ? " (incomplete: see above)"
                                 : "; confirm the figures marked in "
                                   "the descriptions");

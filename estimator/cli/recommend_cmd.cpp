@@ -74,7 +74,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
     ("objective", po::value<std::string>()->default_value("energy"), "energy, time or gpu-hours")
     ("cluster", po::value<std::string>(), "cluster description (default: $DLH_CLUSTER)")
     ("max-gpus", po::value<int>()->default_value(0), "at most this many GPUs (0: no limit)")
-    ("types", po::value<std::string>(), "allowed GPU types, comma-separated (default: all)")
+    ("types", po::value<std::string>(), "allowed GPU types and CPU node types, comma-separated; cpu: every CPU node type, gpu: every GPU type (default: all)")
     ("mixed", "allow mixing two GPU types in one job (batches balanced by speed; one GPU count per node, as the plugin submits it)")
     ("per-gpu-batch", po::value<int64_t>()->default_value(0),
         "weak scaling: this batch per GPU, global batch and lr grow with the GPUs (0: keep the spec's global batch)")
@@ -142,9 +142,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
   if (!(job.margin >= 0 && job.margin < 10)) throw UsageError("--margin: must be in [0, 10)");
   const std::string cluster_path = cli::ClusterPath(vm, "recommend");
   Cluster cluster = LoadCluster(cluster_path);
-  for (const auto& t : job.allowed_types)
-    if (!cluster.gpu(t))
-      throw UsageError("--types: " + cluster_path + " has no GPU type '" + t + "'");
+  job.allowed_types = ResolveTypeNames(job.allowed_types, cluster, "--types");
 
   if (!html.empty()) KeepCandidatesForPage(&job);
 
@@ -190,8 +188,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
     std::string what;
     for (const auto& p : a.parts) {
       if (!what.empty()) what += " + ";
-      what += std::to_string(p.nodes) + "x" + std::to_string(p.gpus_per_node) + " " + p.gpu +
-              " (b" + std::to_string(p.per_gpu_batch) + ")";
+      what += PartCellText(p);
     }
     std::printf("%3d  %-34s %5d %9s %10.3f %9.1f %8.2f  %s\n", rank, what.c_str(), a.gpus,
                 HumanDuration(a.total_s).c_str(), a.energy_j / 3.6e6, a.gpu_hours, a.step_s * 1e3,

@@ -88,7 +88,7 @@ int Plan(const std::vector<std::string>& args) {
     ("options", po::value<std::string>()->default_value("{}"),
         "the options the user set, as slurm.json_cli_options(options) gives them")
     ("live-nodes", po::value<std::string>(),
-        "sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|' output (a file, or - for stdin)");
+        "sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|,Features:|' output (a file, or - for stdin)");
   // clang-format on
   po::variables_map vm;
   SubcommandSyntax syntax;

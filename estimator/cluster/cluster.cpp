@@ -28,6 +28,12 @@ namespace {
 
 constexpr size_t kMaxClusterBytes = 16u << 20;
 
+// A CPU node type's intra_node link when the file gives none: shared-memory MPI_Allreduce
+// between ranks of one node, as measured on the test host (share/cluster/local.json, the
+// regime of messages from 11 KB to 11 MB).
+constexpr double kDefaultSharedMemoryGbs = 5.364;
+constexpr double kDefaultSharedMemoryLatencyUs = 6.352;
+
 // ---------------------------------------------------------------- messages
 
 // A JSON value for "got ...": compact, ASCII, one line, at most about 60 characters.
@@ -239,6 +245,52 @@ NodeType ParseNodeType(const json& j, const std::string& origin, const std::stri
   return n;
 }
 
+// cpu_node_types[i]: nodes whose processors train (the CPU engine). One entry becomes a device
+// type (GpuType, cpu) and a node type of the same name, so that the recommender plans it as it
+// plans a GPU type: a "GPU" is one MPI rank, and a node runs 1, 2, 4, ... up to `cores` of
+// them, each with cores / ranks threads. The figures are the whole node's.
+void ParseCpuNodeType(const json& j, const std::string& origin, const std::string& path,
+                      const std::string& base_dir, GpuType* g, NodeType* n) {
+  Fields f(j, origin, path);
+  // No peaks: they serve to move a calibration to another type, and a CPU node type is timed
+  // by its own (below).
+  f.only({"name", "description", "nodes", "cores", "memory_gb", "active_watts", "idle_watts",
+          "node_base_watts", "calibration", "intra_node", "partitions", "feature"});
+  f.optional_string("description");
+  g->cpu = n->cpu = true;
+  g->name = n->name = n->gpu = f.name("name");
+  n->nodes = f.positive_integer("nodes", kMaxNodesPerType);
+  n->cpu_cores = n->gpus_per_node = f.positive_integer("cores", kMaxGpusPerNode);
+  g->memory_gb = f.number("memory_gb", true);
+  g->active_watts = f.number("active_watts", true);
+  g->idle_watts = f.number("idle_watts", false);
+  if (g->idle_watts > g->active_watts)
+    f.fail("idle_watts", "must not exceed active_watts (" + json(g->active_watts).dump() +
+                             "), got " + json(g->idle_watts).dump());
+  n->node_base_watts = f.has("node_base_watts") ? f.number("node_base_watts", false) : 0;
+  // Required: a CPU's speed depends on its cores, caches and memory far more than its peak
+  // says, and no GPU calibration transfers to it (dlh-estimate calibrate on one such node).
+  std::filesystem::path p(f.text("calibration"));
+  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  g->calibration = p.lexically_normal().string();
+  // Ranks of one node reduce through shared memory: the test host's measured MPI_Allreduce
+  // (share/cluster/local.json's regimes, middle regime) unless the file says otherwise.
+  if (f.has("intra_node"))
+    n->intra_node = ParseLink(f.required("intra_node"), origin, f.at("intra_node"));
+  else
+    n->intra_node = Link(kDefaultSharedMemoryGbs, kDefaultSharedMemoryLatencyUs);
+  if (f.has("partitions")) {
+    const json& parts = f.array("partitions");
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::string at = f.at("partitions") + "[" + std::to_string(i) + "]";
+      if (!parts[i].is_string() || parts[i].get<std::string>().empty())
+        Throw(origin, at, "must be a non-empty string, got " + ShownJsonValue(parts[i]));
+      n->partitions.push_back(parts[i].get<std::string>());
+    }
+  }
+  if (f.has("feature")) n->feature = f.name("feature");
+}
+
 Runtime ParseRuntime(const json& j, const std::string& origin) {
   Fields f(j, origin, "runtime");
   f.only({"description", "startup_s", "read_gbs", "write_gbs", "stage_gbs", "local_read_gbs",
@@ -277,14 +329,18 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
   if (!root.is_object()) Throw(origin, "", "must be a JSON object, got " + ShownJsonValue(root));
 
   Fields top(root, origin, "");
-  top.only({"name", "description", "gpu_types", "node_types", "inter_node", "runtime",
-            "observations", "observations_limit"});
+  top.only({"name", "description", "gpu_types", "node_types", "cpu_node_types", "inter_node",
+            "runtime", "observations", "observations_limit"});
   Cluster c;
   c.name = top.text("name");
   c.origin = origin;
   top.optional_string("description");
 
-  const json& gpus = top.array("gpu_types");
+  // A cluster of CPU nodes alone needs no GPU types.
+  static const json kNone = json::array();
+  const bool cpus_only =
+      top.has("cpu_node_types") && !top.has("gpu_types") && !top.has("node_types");
+  const json& gpus = cpus_only ? kNone : top.array("gpu_types");
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string path = "gpu_types[" + std::to_string(i) + "]";
     GpuType g = ParseGpuType(gpus[i], origin, path, base_dir);
@@ -292,7 +348,7 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
     c.gpu_types.push_back(std::move(g));
   }
 
-  const json& nodes = top.array("node_types");
+  const json& nodes = cpus_only ? kNone : top.array("node_types");
   int64_t gpus_in_all = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::string path = "node_types[" + std::to_string(i) + "]";
@@ -308,6 +364,27 @@ Cluster ParseCluster(const std::string& json_text, const std::string& origin,
             std::to_string(gpus_in_all) + " GPUs in all is more than DLH plans for (at most " +
                 std::to_string(kMaxGpus) + ")");
     c.node_types.push_back(std::move(n));
+  }
+
+  if (top.has("cpu_node_types")) {
+    const json& cpus = top.array("cpu_node_types");
+    for (size_t i = 0; i < cpus.size(); ++i) {
+      std::string path = "cpu_node_types[" + std::to_string(i) + "]";
+      GpuType g;
+      NodeType n;
+      ParseCpuNodeType(cpus[i], origin, path, base_dir, &g, &n);
+      // One name space: types= and the plan name a CPU node type as they name a GPU type.
+      if (c.gpu(n.name) || c.node_type(n.name))
+        Throw(origin, path + ".name",
+              "duplicate name " + Quote(n.name) + " (already a GPU type or node type)");
+      gpus_in_all += int64_t(n.nodes) * n.gpus_per_node;
+      if (gpus_in_all > kMaxGpus)
+        Throw(origin, path + ".nodes",
+              std::to_string(gpus_in_all) + " ranks in all is more than DLH plans for (at most " +
+                  std::to_string(kMaxGpus) + ")");
+      c.gpu_types.push_back(std::move(g));
+      c.node_types.push_back(std::move(n));
+    }
   }
 
   c.inter_node = ParseLink(top.required("inter_node"), origin, "inter_node");
@@ -330,6 +407,32 @@ Cluster LoadCluster(const std::string& path) {
     Throw(path, "", "cannot read: " + why);
   }
   return ParseCluster(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+std::vector<std::string> ResolveTypeNames(const std::vector<std::string>& given,
+                                          const Cluster& cluster, const std::string& prefix) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& name) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  };
+  const std::string file = cluster.origin.empty() ? cluster.name : cluster.origin;
+  for (const std::string& t : given) {
+    if (cluster.gpu(t)) {
+      add(t);
+      continue;
+    }
+    if (t != "cpu" && t != "gpu")
+      throw UsageError(prefix + ": " + file + " has no GPU type or CPU node type '" + t + "'");
+    const bool want_cpu = t == "cpu";
+    const size_t before = out.size();
+    for (const GpuType& g : cluster.gpu_types)
+      if (g.cpu == want_cpu) add(g.name);
+    if (out.size() == before && std::none_of(cluster.gpu_types.begin(), cluster.gpu_types.end(),
+                                             [&](const GpuType& g) { return g.cpu == want_cpu; }))
+      throw UsageError(prefix + ": " + file + " has no " +
+                       (want_cpu ? "CPU node type" : "GPU type") + " for '" + t + "'");
+  }
+  return out;
 }
 
 }  // namespace dlh

@@ -41,6 +41,11 @@ struct GpuType {
   // "8.0", "9.0" (optional; empty: unknown, as for the local cluster's CPU-rank types). A
   // type this build's GPU engine cannot run is left out of every plan (cuda_targets.hpp).
   std::string compute_capability;
+  // A CPU node type's processors (cpu_node_types[] in the file, issue 46): the job's "GPUs"
+  // are then MPI ranks of the CPU engine, each with cores / ranks-per-node threads, and
+  // memory_gb, the peaks and the watts are the whole node's, shared by its ranks. The name is
+  // the node type's; it has a CPU calibration (required) and no compute capability.
+  bool cpu = false;
 };
 
 struct NodeType {
@@ -57,6 +62,10 @@ struct NodeType {
   std::string feature;  // the Slurm node feature of these nodes (optional, default: the GPU
                         // type): a job on two types asks for --constraint=[f1*n1&f2*n2]
   const std::string& slurm_feature() const { return feature.empty() ? gpu : feature; }
+  // A CPU node type (cpu_node_types[]): no GPUs; gpus_per_node is the most ranks a node runs
+  // (its cores), cpu_cores its cores, and a job asks for it by its feature
+  // (--constraint=FEATURE, --cpus-per-task, no --gres).
+  bool cpu = false;
 };
 
 // What a job costs besides its training steps (the optional "runtime" object; these
@@ -77,9 +86,11 @@ struct Runtime {
 
 struct Cluster {
   std::string name;
+  // GPU types, then one entry per CPU node type (GpuType::cpu): every part of the estimator
+  // plans a "device type" the same way, and the few that differ ask `cpu`.
   std::vector<GpuType> gpu_types;
-  std::vector<NodeType> node_types;
-  Link inter_node;  // between nodes (per node NIC)
+  std::vector<NodeType> node_types;  // likewise: GPU node types, then CPU node types
+  Link inter_node;                   // between nodes (per node NIC)
   Runtime runtime;
   // The site's observation store (issue 40): a folder on shared storage where every job
   // writes one record of what it measured; resolved against the file's folder. "": none.
@@ -97,5 +108,12 @@ struct Cluster {
 Cluster ParseCluster(const std::string& json_text, const std::string& origin,
                      const std::string& base_dir);
 Cluster LoadCluster(const std::string& path);
+
+// Type names as a user writes them (--dlh-auto types=, recommend --types): each a GPU type or
+// a CPU node type of `cluster`, and two words for groups unless a type has that very name:
+// `cpu` every CPU node type, `gpu` every GPU type. In the cluster's order, no duplicates.
+// Throws UsageError "<prefix>: <cluster's file> has no GPU type or CPU node type 'x'".
+std::vector<std::string> ResolveTypeNames(const std::vector<std::string>& given,
+                                          const Cluster& cluster, const std::string& prefix);
 
 }  // namespace dlh

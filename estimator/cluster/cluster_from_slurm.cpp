@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -230,6 +231,86 @@ json LinkJson(const Link& l) {
 
 constexpr const char* kBy = "(dlh-estimate cluster --from-slurm)";
 
+// A CPU node's power when its cores train and when it waits, per core: a 64-core server CPU
+// of 280 W TDP (AMD EPYC 7763) is 4.4 W a core, about 0.4 of it drawn idle; defaults for an
+// admin to confirm, like kDefaultNodeBaseWatts for the rest of the node.
+constexpr double kDefaultCpuWattsPerCore = 4.4;
+constexpr double kDefaultCpuIdleShare = 0.4;
+// The rest of a CPU node (memory, NICs, fans): its CPUs are in active_watts and idle_watts.
+constexpr double kDefaultCpuNodeBaseWatts = 100;
+
+double Tenths(double v) { return std::round(v * 10) / 10; }
+
+// The nodes without GPUs, grouped by (CPUs, memory), as cpu_node_types[] entries.
+json DraftCpuNodeTypes(const std::vector<SinfoNode>& nodes, const std::string& calibration,
+                       ClusterDraft* draft) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<const SinfoNode*>> groups;
+  std::map<int64_t, int> groups_of_cpus;
+  for (const SinfoNode& n : nodes)
+    if (GpusOfGres(n.gres).empty() && n.cpus > 0) {
+      auto& g = groups[{n.cpus, n.memory_mb}];
+      if (g.empty()) ++groups_of_cpus[n.cpus];
+      g.push_back(&n);
+    }
+  json out = json::array();
+  for (const auto& [key, members] : groups) {
+    const auto& [cpus, memory_mb] = key;
+    const double memory_gb = Tenths(double(memory_mb) * 1048576 / 1e9);  // sinfo's MB are MiB
+    std::string name = "cpu-" + std::to_string(cpus) + "c";
+    if (groups_of_cpus[cpus] > 1) name += "-" + Fmt(std::round(memory_gb)) + "g";
+    std::vector<std::string> names, partitions;
+    for (const SinfoNode* n : members) {
+      names.push_back(n->name);
+      for (const std::string& p : n->partitions)
+        if (std::find(partitions.begin(), partitions.end(), p) == partitions.end())
+          partitions.push_back(p);
+    }
+    // A feature that picks exactly these nodes: --constraint=FEATURE then lands on them.
+    std::string feature;
+    for (const std::string& f : members[0]->features) {
+      bool exact = true;
+      for (const SinfoNode& n : nodes) {
+        const bool member = std::find(members.begin(), members.end(), &n) != members.end();
+        const bool has = std::find(n.features.begin(), n.features.end(), f) != n.features.end();
+        exact = exact && member == has;
+      }
+      if (exact && ValidName(f)) {
+        feature = f;
+        break;
+      }
+    }
+    const double watts = Tenths(kDefaultCpuWattsPerCore * double(cpus));
+    const double idle = Tenths(watts * kDefaultCpuIdleShare);
+    std::string description =
+        Plural(members.size(), "node", "nodes") + " (" + NodeNames(names) + ") without GPUs, " +
+        std::to_string(cpus) + " CPUs (sinfo; hardware threads where SMT is on: confirm cores), " +
+        Fmt(memory_gb) + " GB memory; active_watts " + Fmt(watts) + " and idle_watts " + Fmt(idle) +
+        " are defaults (" + Fmt(kDefaultCpuWattsPerCore) + " W a core), node_base_watts " +
+        Fmt(kDefaultCpuNodeBaseWatts) + " (memory, NICs, fans)" +
+        " likewise: confirm; the calibration must be measured on one of these nodes " + kBy;
+    if (feature.empty()) {
+      description += "; no Slurm feature picks exactly these nodes: add Features=" + name +
+                     " to them in slurm.conf (a plan asks for them with --constraint=" + name + ")";
+      draft->notes.push_back("CPU node type " + name + ": add Features=" + name + " to " +
+                             NodeNames(names) + " in slurm.conf");
+    }
+    json t = {{"name", name},
+              {"description", description},
+              {"nodes", members.size()},
+              {"cores", cpus},
+              {"memory_gb", Num(memory_gb)},
+              {"active_watts", Num(watts)},
+              {"idle_watts", Num(idle)},
+              {"node_base_watts", Num(kDefaultCpuNodeBaseWatts)},
+              {"calibration", calibration}};
+    if (!feature.empty()) t["feature"] = feature;
+    if (!partitions.empty()) t["partitions"] = partitions;
+    out.push_back(std::move(t));
+    draft->cpu_nodes += int(members.size());
+  }
+  return out;
+}
+
 }  // namespace
 
 const GpuDatasheet* LookUpGpuDatasheet(const std::string& gres_type, std::string* assumed) {
@@ -286,8 +367,9 @@ std::vector<SinfoNode> NodesFromSinfo(const std::string& text) {
   std::stringstream in(text);
   for (std::string line; std::getline(in, line);) {
     std::vector<std::string> f = SplitBars(line);
-    // name|gres|partition|cpus|memory| (the last '|' leaves an empty sixth field)
-    if (f.size() < 5 || f.size() > 6 || (f.size() == 6 && !Trim(f[5]).empty())) continue;
+    // name|gres|partition|cpus|memory|features| (the last '|' leaves an empty field after
+    // it; an older draft asked for no features)
+    if (f.size() < 5 || f.size() > 7 || (f.size() == 7 && !Trim(f[6]).empty())) continue;
     for (auto& s : f) s = Trim(s);
     if (f[0].empty()) continue;
     auto [it, fresh] = index.emplace(f[0], nodes.size());
@@ -297,6 +379,11 @@ std::vector<SinfoNode> NodesFromSinfo(const std::string& text) {
       n.gres = f[1];
       ParseCount(f[3], &n.cpus);
       ParseCount(f[4], &n.memory_mb);
+      if (f.size() >= 6 && f[5] != "(null)") {
+        std::stringstream features(f[5]);
+        for (std::string ft; std::getline(features, ft, ',');)
+          if (!Trim(ft).empty()) n.features.push_back(Trim(ft));
+      }
       nodes.push_back(std::move(n));
     }
     SinfoNode& n = nodes[it->second];
@@ -396,9 +483,14 @@ ClusterDraft DraftClusterFromNodes(const std::vector<SinfoNode>& nodes,
                              "be told apart nor requested as gpu:TYPE:N; left out");
     draft.incomplete = true;
   }
-  if (!without_gpus.empty())
+  json cpu_node_types = json::array();
+  if (!without_gpus.empty() && options.cpu_calibration.empty())
     draft.notes.push_back(Plural(without_gpus.size(), "node", "nodes") + " without GPUs (" +
-                          NodeNames(without_gpus) + ") left out");
+                          NodeNames(without_gpus) +
+                          ") left out: --cpu-calibration FILE describes them as CPU node types "
+                          "(FILE: dlh-estimate calibrate on one of them)");
+  else if (!without_gpus.empty())
+    cpu_node_types = DraftCpuNodeTypes(nodes, options.cpu_calibration, &draft);
 
   // GPU types, sorted by name.
   std::map<std::string, const GpuDatasheet*> sheets;
@@ -502,7 +594,9 @@ ClusterDraft DraftClusterFromNodes(const std::vector<SinfoNode>& nodes,
   }
   draft.gpu_types = int(gpu_types.size());
   draft.node_types = int(node_types.size());
-  if (node_types.empty()) return draft;  // nothing to describe: description stays null
+  draft.cpu_node_types = int(cpu_node_types.size());
+  // nothing to describe: description stays null
+  if (node_types.empty() && cpu_node_types.empty()) return draft;
 
   std::string top = "Drafted by dlh-estimate cluster --from-slurm" +
                     (options.source.empty() ? std::string() : " from " + options.source) +
@@ -517,11 +611,13 @@ ClusterDraft DraftClusterFromNodes(const std::vector<SinfoNode>& nodes,
     for (const auto& p : placeholders) list += (list.empty() ? "" : ", ") + p;
     top += " Contains PLACEHOLDER figures for GPU types without a datasheet: " + list + ".";
   }
-  draft.description = {{"name", options.name},
-                       {"description", top},
-                       {"gpu_types", gpu_types},
-                       {"node_types", node_types},
-                       {"inter_node", LinkJson(kDefaultInterNode)}};
+  draft.description = {{"name", options.name}, {"description", top}};
+  if (!node_types.empty()) {
+    draft.description["gpu_types"] = gpu_types;
+    draft.description["node_types"] = node_types;
+  }
+  if (!cpu_node_types.empty()) draft.description["cpu_node_types"] = cpu_node_types;
+  draft.description["inter_node"] = LinkJson(kDefaultInterNode);
   return draft;
 }
 

@@ -47,6 +47,7 @@ struct SinfoNode {
   std::vector<std::string> partitions;  // without the default partition's '*'
   int64_t cpus = 0;
   int64_t memory_mb = 0;
+  std::vector<std::string> features;  // available features ("(null)": none)
 };
 
 // The GPUs of one node's GRES (SinfoNode::gres): (type, count) of each "gpu" item, counts of
@@ -55,10 +56,11 @@ struct SinfoNode {
 std::vector<std::pair<std::string, int64_t>> GpusOfGres(const std::string& gres);
 
 // The columns `dlh-estimate cluster --from-slurm` asks sinfo for, in this order.
-constexpr const char* kSinfoNodeFormat = "NodeList:|,Gres:|,Partition:|,CPUs:|,Memory:|";
+constexpr const char* kSinfoNodeFormat = "NodeList:|,Gres:|,Partition:|,CPUs:|,Memory:|,Features:|";
 
-// Nodes from `sinfo -h -N -O 'NodeList:|,Gres:|,Partition:|,CPUs:|,Memory:|'`: each line is
-// name|gres|partition|cpus|memory|. Lines of one node are merged (their partitions
+// Nodes from `sinfo -h -N -O 'NodeList:|,Gres:|,Partition:|,CPUs:|,Memory:|,Features:|'`:
+// each line is name|gres|partition|cpus|memory|features| (the features may be missing, as in
+// the five columns of an older draft). Lines of one node are merged (their partitions
 // collected, in the order seen); lines without five fields are skipped.
 std::vector<SinfoNode> NodesFromSinfo(const std::string& text);
 
@@ -66,6 +68,9 @@ struct ClusterDraftOptions {
   std::string name = "slurm";       // the description's "name"
   std::string source;               // where the nodes came from, for the top description
   bool allow_placeholders = false;  // write marked placeholders for unknown GPU types
+  // Nodes without GPUs become CPU node types (cpu_node_types[], issue 46) timed by this
+  // calibration (as written into the file); "": they are left out, with a note saying how.
+  std::string cpu_calibration;
 };
 
 struct ClusterDraft {
@@ -79,12 +84,17 @@ struct ClusterDraft {
   bool incomplete = false;
   std::vector<std::string> notes;  // informational: nodes without GPUs
   int node_types = 0, gpu_types = 0, nodes = 0;
+  int cpu_node_types = 0, cpu_nodes = 0;
 };
 
 // Groups the GPU nodes into node types by (GRES GPU type, GPUs per node), counts them and
 // collects their partitions; each GPU type gets its datasheet figures (or, for an unknown
 // type with allow_placeholders, placeholders marked PLACEHOLDER); inter_node and
-// node_base_watts get conservative defaults marked "confirm".
+// node_base_watts get conservative defaults marked "confirm". With cpu_calibration, the nodes
+// without GPUs are grouped by (CPUs, memory) into CPU node types "cpu-<CPUs>c" (and
+// "-<GB>g" where two share a CPU count): cores from sinfo's CPUs, power defaults marked
+// "confirm", and as feature one every node of the group carries and no other node does
+// (else the type's name, and a note to add it in slurm.conf: a plan asks for the nodes by it).
 ClusterDraft DraftClusterFromNodes(const std::vector<SinfoNode>& nodes,
                                    const ClusterDraftOptions& options);
 

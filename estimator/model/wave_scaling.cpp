@@ -47,7 +47,9 @@ const GpuType* ClosestType(const Cluster& cluster, const GpuType& target,
   const GpuType* best = nullptr;
   double best_distance = 0;
   for (const GpuType& g : cluster.gpu_types) {
-    if (g.name == target.name || !candidate(g)) continue;
+    // A CPU node's figures are a whole node's, timed by the CPU engine: no GPU type's
+    // reference, nor the other way round.
+    if (g.name == target.name || g.cpu != target.cpu || !candidate(g)) continue;
     const SpeedRatio r = PeakRatio(g, target);
     const double distance = std::pow(std::log(r.flops), 2) + std::pow(std::log(r.bandwidth), 2);
     // Exact comparison on purpose: two references with identical peaks tie, and the name

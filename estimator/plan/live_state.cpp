@@ -69,7 +69,30 @@ std::vector<GresItem> ParseGres(const std::string& text) {
   return out;
 }
 
+namespace {
+
+bool HasFeature(const std::string& features, const std::string& feature) {
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = features.find(',', start);
+    if (features.compare(start, comma == std::string::npos ? std::string::npos : comma - start,
+                         feature) == 0)
+      return true;
+    if (comma == std::string::npos) return false;
+    start = comma + 1;
+  }
+}
+
+bool HasGpus(const LiveNode& node) {
+  for (const GresItem& g : ParseGres(node.gres))
+    if (g.name == "gpu" && g.count > 0) return true;
+  return false;
+}
+
+}  // namespace
+
 bool IsNodeOfType(const Cluster& cluster, const NodeType& nt, const LiveNode& node) {
+  if (nt.cpu) return !HasGpus(node) && HasFeature(node.features, nt.slurm_feature());
   const int64_t total = Count(ParseGres(node.gres), nt.gpu);
   if (total <= 0) return false;
   int types_using_gpu = 0;
@@ -91,7 +114,7 @@ std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& n
     int free = 0;
     for (const LiveNode& n : nodes) {
       if (!IsNodeOfType(cluster, nt, n)) continue;
-      if (n.state != "idle" && n.state != "mixed") continue;
+      if (n.state != "idle" && (nt.cpu || n.state != "mixed")) continue;
       if (Count(ParseGres(n.gres_used), nt.gpu) > 0) continue;
       ++free;
     }
@@ -136,7 +159,8 @@ std::vector<LiveNode> LiveNodesFromSinfo(const std::string& text) {
       fields.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
     }
     if (fields.size() < 4 || fields[0].empty()) continue;
-    nodes.push_back({fields[0], StateFromSinfo(fields[1]), fields[2], fields[3]});
+    nodes.push_back({fields[0], StateFromSinfo(fields[1]), fields[2], fields[3],
+                     fields.size() > 4 ? fields[4] : std::string()});
   }
   return nodes;
 }

@@ -5,6 +5,8 @@
 // type, none of them is in use (gres_used), and it is idle or mixed (some CPUs free);
 // down, drained, failing, powered-down, reserved and fully allocated nodes are not free.
 // When several node types share a GPU type, a node also needs their gpus_per_node.
+// A CPU node type's nodes (NodeType::cpu) carry its Slurm feature and no GPU; one is free
+// only when idle: a CPU plan uses every core of its nodes.
 //
 // Pure parsing and counting (unit-tested), no Slurm headers. The nodes come from sinfo's
 // text (`dlh-estimate slurm-plan`) or, in the SPANK plugin, from slurmctld
@@ -21,9 +23,10 @@ namespace dlh::plan {
 
 struct LiveNode {
   std::string name;
-  std::string state;      // idle, mixed, alloc, down, drain, reserved, unknown
-  std::string gres;       // e.g. "gpu:a100:4(S:0-1)"
-  std::string gres_used;  // e.g. "gpu:a100:2(IDX:0,2)"
+  std::string state;          // idle, mixed, alloc, down, drain, reserved, unknown
+  std::string gres;           // e.g. "gpu:a100:4(S:0-1)"
+  std::string gres_used;      // e.g. "gpu:a100:2(IDX:0,2)"
+  std::string features = "";  // available features, "cpu-epyc,ib" ("" or "(null)": none)
 };
 
 struct GresItem {
@@ -38,7 +41,8 @@ struct GresItem {
 std::vector<GresItem> ParseGres(const std::string& text);
 
 // Whether `node` is one of node type `nt`'s nodes: it carries GPUs of nt's GPU type and,
-// when several node types share that GPU type, exactly nt's gpus_per_node of them.
+// when several node types share that GPU type, exactly nt's gpus_per_node of them; for a
+// CPU node type, it carries nt's feature and no GPU.
 bool IsNodeOfType(const Cluster& cluster, const NodeType& nt, const LiveNode& node);
 
 // The names of node type `nt`'s nodes among `nodes`, whatever their state: a job on two
@@ -50,8 +54,9 @@ std::vector<std::string> NodeNamesOfType(const Cluster& cluster, const NodeType&
 // a note such as "free now: node-alpha 1/1, node-beta 0/1".
 std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes);
 
-// Nodes from `sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|'` (the stable
-// command-line interface; share/slurm/cli_filter.lua). Each line is name|state|gres|used|;
+// Nodes from `sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|,Features:|'` (the
+// stable command-line interface; share/slurm/cli_filter.lua). Each line is
+// name|state|gres|used|features| (features may be missing: then none);
 // sinfo's state flags count as not free ("idle*" not responding, "idle~" powered down,
 // "mixed$" in maintenance). Lines that do not have four fields are skipped.
 std::vector<LiveNode> LiveNodesFromSinfo(const std::string& text);

@@ -19,6 +19,7 @@
 #include "common/spec.hpp"
 #include "estimator/model/features.hpp"
 #include "estimator/observe/plan_block.hpp"
+#include "estimator/plan/cpu_nodes.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 
 namespace dlh::plan {
@@ -176,10 +177,10 @@ void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<Li
 
 }  // namespace
 
-const char* const kUserOptionNames[11] = {
-    "gres",  "gpus",   "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
-    "nodes", "ntasks", "ntasks-per-node", "time",          "constraint",
-    "signal"};
+const char* const kUserOptionNames[12] = {
+    "gres",   "gpus",         "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
+    "nodes",  "ntasks",       "ntasks-per-node", "time",          "constraint",
+    "signal", "cpus-per-task"};
 
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value) {
   auto same = [&](const std::pair<std::string, std::string>& g) { return g.first == name; };
@@ -215,6 +216,8 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
     r.ntasks_per_node = SmallInt(value);
   } else if (name == "constraint") {
     r.constraint_set = true;
+  } else if (name == "cpus-per-task") {
+    r.cpus_per_task_set = true;
   } else if (name == "signal") {
     r.signal_set = true;
     r.signal = value;
@@ -354,19 +357,21 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   job.signal = in.user.signal_set && !in.user.time_set;
   job.top = 5;
 
-  if (o.types) {
-    for (const std::string& t : *o.types)
-      if (!cluster.gpu(t))
-        throw UsageError("--dlh-auto: types: the cluster description " + in.config.cluster +
-                         " has no GPU type '" + t + "'");
-    job.allowed_types = *o.types;
+  if (o.types) job.allowed_types = ResolveTypeNames(*o.types, cluster, "--dlh-auto: types");
+  // GPUs asked for are GPUs: CPU node types are left out.
+  if (in.user.gpus_set) {
+    job.allowed_types = GpuTypesOnly(job.allowed_types, cluster);
+    if (job.allowed_types.empty())
+      throw UsageError(
+          "--dlh-auto: types: allows no GPU type, and your --gres/--gpus asks for GPUs");
   }
   if (!in.user.gpu_type.empty()) {
     const std::string& t = in.user.gpu_type;
-    if (!cluster.gpu(t))
+    if (!cluster.gpu(t) || cluster.gpu(t)->cpu)
       throw UsageError("--gres: GPU type '" + t + "' is not in the cluster description " +
                        in.config.cluster);
-    if (o.types && std::find(o.types->begin(), o.types->end(), t) == o.types->end())
+    if (o.types &&
+        std::find(job.allowed_types.begin(), job.allowed_types.end(), t) == job.allowed_types.end())
       throw UsageError("--dlh-auto: types: does not include " + t +
                        ", the GPU type your --gres/--gpus asks for");
     job.allowed_types = {t};
@@ -415,6 +420,8 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
     out.fallback_note = out.live_note + ": planned on all nodes";
   }
   if (!have_rec) out.rec = Recommend(job, cluster);
+  Cluster planned_on = cluster;  // what the plan saw: live availability when it used it
+  if (have_rec) OverlayAvailability(planned_on, live);
 
   const Recommendation& rec = out.rec;
   if (!rec.feasible) {
@@ -434,6 +441,8 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
                         " (against the overall best: " + it->why + ")";
     }
   }
+  if (out.feasible && IsCpuPlan(out.chosen))
+    out.cpu_note = CpuChoiceNote(job, planned_on, out.chosen);
   out.plan = PlanJson(job, rec, out.chosen);
   if (out.suggested)  // the front end writes it there and hands the job DLH_SPEC
     out.plan["suggested"] = {{"spec", out.suggested->path},
@@ -467,6 +476,7 @@ std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& 
                                         const UserRequest& user, const Cluster& cluster,
                                         int signal_lead_s) {
   if (a.parts.empty()) throw Error("SlurmSettings: an allocation without parts (internal error)");
+  if (IsCpuPlan(a)) return CpuSlurmSettings(a, time_limit, user, cluster);
   const Part& p = a.parts[0];
   std::string gres = "gpu:" + p.gpu + ":" + std::to_string(p.gpus_per_node);
   std::string constraint;
@@ -512,21 +522,14 @@ std::vector<SlurmSetting> SlurmSettings(const Allocation& a, const std::string& 
 
 std::string AllocationText(const Allocation& a) {
   std::string s;
-  for (const Part& p : a.parts)
-    s += (s.empty() ? "" : " + ") + std::to_string(p.nodes) + " x " +
-         std::to_string(p.gpus_per_node) + " " + p.gpu;
+  for (const Part& p : a.parts) s += (s.empty() ? "" : " + ") + PartShortText(p);
   return s;
 }
 
 std::string SummaryLine(const PlanOutcome& p) {
   const Allocation& a = p.chosen;
   std::string s = "dlh: ";
-  for (size_t i = 0; i < a.parts.size(); ++i) {
-    const Part& part = a.parts[i];
-    s += (i ? " + " : "") + Plural(part.nodes, "node", "nodes") + " x " +
-         std::to_string(part.gpus_per_node) + " " + part.gpu + " GPU" +
-         (part.gpus_per_node == 1 ? "" : "s");
-  }
+  for (size_t i = 0; i < a.parts.size(); ++i) s += (i ? " + " : "") + PartText(a.parts[i]);
   s += ", " + Plural(p.tasks, "task", "tasks") + ", time " + p.time_limit + ": predicted " +
        BandText(a.total_s, a.total_upper_s) + ", " + FormatEnergy(a.energy_j) + ", deadline " +
        p.deadline_text + " (" + ShortWhy(p.rec.ranked.empty() ? a.why : p.rec.ranked[0].why) + ")";
@@ -547,6 +550,7 @@ std::string SummaryLine(const PlanOutcome& p) {
   if (p.job.profile)
     for (const std::string& w : ProfileWarnings(*p.job.profile)) s += "; warning: " + w;
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
+  if (!p.cpu_note.empty()) s += "; " + p.cpu_note;
   if (!p.fallback_note.empty()) s += "; " + p.fallback_note;
   for (const std::string& t : p.rec.unrunnable_types) s += "; left out " + t;
   return s;
@@ -590,10 +594,7 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   s += Printf("%d allocations considered\n\n", rec.candidates);
   auto row = [&](int rank, const Allocation& a) {
     std::string what;
-    for (const Part& part : a.parts)
-      what += (what.empty() ? "" : " + ") + std::to_string(part.nodes) + "x" +
-              std::to_string(part.gpus_per_node) + " " + part.gpu + " (b" +
-              std::to_string(part.per_gpu_batch) + ")";
+    for (const Part& part : a.parts) what += (what.empty() ? "" : " + ") + PartCellText(part);
     s += Printf("%3d  %-34s %5d %9s %10.3f %9.1f %8.2f  ", rank, what.c_str(), a.gpus,
                 HumanDuration(a.total_s).c_str(), a.energy_j / 3.6e6, a.gpu_hours, a.step_s * 1e3) +
          a.why + "\n";
@@ -613,6 +614,7 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   if (const std::string from = ChosenProvenance(rec, p.chosen); !from.empty())
     s += "step time: " + from + "\n";
   if (!p.choice_note.empty()) s += "note: " + p.choice_note + "\n";
+  if (!p.cpu_note.empty()) s += "note: " + p.cpu_note + "\n";
   std::string opts;
   for (const SlurmSetting& st : p.settings)
     if (st.apply) opts += " --" + st.name + "=" + st.value;

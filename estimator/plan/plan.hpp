@@ -15,7 +15,9 @@
 //   deadline  deadline= key, else the user's explicit --time (the job must fit in it), else
 //             plugstack default-deadline=, else none
 //   max GPUs  the smaller of max-gpus= and plugstack max-gpus=
-//   types     types= key; a GPU type named by the user's --gres/--gpus* replaces it
+//   types     types= key (GPU types and CPU node types; `cpu` and `gpu` stand for each group,
+//             estimator/plan/cpu_nodes.hpp); a GPU type named by the user's --gres/--gpus*
+//             replaces it, and any GPU option of the user's leaves CPU node types out
 // Mixed plans (two GPU types, with `mixed`) are one job: an untyped GPU count per node (the
 // smaller of the two types'), all nodes, and --constraint=[F1*N1&F2*N2] with each node
 // type's Slurm feature; the plan lists each part's node names so that every rank finds its
@@ -47,15 +49,16 @@ struct UserRequest {
   bool ntasks_per_node_set = false;
   int ntasks_per_node = 0;  // its value when a plain number (0: not given or unreadable)
   bool time_set = false;
-  bool constraint_set = false;  // --constraint (a mix needs its own)
-  bool signal_set = false;      // --signal: the job script wants a signal before the limit
-  std::string signal;           // its value as Slurm gives it, "B:USR1@120"
-  std::string gpu_type;         // the GPU type the user's GPU options name ("": none)
-  int gpus_per_node = 0;        // from --gres / --gpus-per-node (0: not given)
-  int gpus_total = 0;           // from --gpus
-  int nodes = 0;                // --nodes when a single number (0: not given or a range)
-  double time_s = 0;            // --time in seconds (0: not given or UNLIMITED)
-  std::string time_text;        // --time as Slurm prints it
+  bool constraint_set = false;     // --constraint (a mix needs its own)
+  bool cpus_per_task_set = false;  // --cpus-per-task (a CPU plan's threads per rank)
+  bool signal_set = false;         // --signal: the job script wants a signal before the limit
+  std::string signal;              // its value as Slurm gives it, "B:USR1@120"
+  std::string gpu_type;            // the GPU type the user's GPU options name ("": none)
+  int gpus_per_node = 0;           // from --gres / --gpus-per-node (0: not given)
+  int gpus_total = 0;              // from --gpus
+  int nodes = 0;                   // --nodes when a single number (0: not given or a range)
+  double time_s = 0;               // --time in seconds (0: not given or UNLIMITED)
+  std::string time_text;           // --time as Slurm prints it
   std::vector<std::pair<std::string, std::string>> given;  // every option noted: name, value
 };
 
@@ -74,7 +77,7 @@ UserRequest UserRequestFromJson(const std::string& json_text);
 
 // The Slurm options NoteUserOption understands: the facade and `dlh-estimate slurm-plan`
 // note each one the user set.
-extern const char* const kUserOptionNames[11];
+extern const char* const kUserOptionNames[12];
 
 // spec=suggest: the spec dlh-estimate suggest writes for the data set (estimator/recommend/
 // suggest.hpp), planned like any other; the front end writes it to `path` (the submit
@@ -123,6 +126,7 @@ struct PlanOutcome {
   std::string live_note;      // "free now: node-a100 3/16, ..." or "live node state unknown (...)"
   std::string fallback_note;  // "" or why the plan ignores the live state
   std::string choice_note;    // "" or why the choice is not the estimator's first
+  std::string cpu_note;       // "" or why the job goes to CPU nodes (cpu_nodes.hpp)
   std::string time_note;      // "" or a warning: the user's --time is shorter than predicted
   int tasks = 0;              // tasks the job will run (the user's --ntasks* when given)
   std::optional<SuggestedSpec> suggested;  // spec=suggest: the spec to write and hand over

@@ -46,6 +46,7 @@ class Enumerator {
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;
     keep_rejected_ = job.rejected > 0 ? size_t(job.rejected) : 0;
+    slots_ = recommend_detail::OptimizerSlots(job);
     min_batch_.assign(types_.size(), std::numeric_limits<int64_t>::max());
     for (const TypeInfo& t : types_) learned_.push_back(LearnPhases(job, cluster, t.gpu->name));
   }
@@ -101,6 +102,16 @@ class Enumerator {
           if (n_hi == 0) n_hi = g;
         }
         c.batch[0] = hi;
+        // A CPU node's ranks split its cores (cores / gpn threads each), its memory and its
+        // power: the figures of the file are the whole node's.
+        bool fits = hi <= ti.max_batch;
+        double watts_active = ti.active_watts, watts_idle = ti.gpu->idle_watts;
+        if (ti.cpu) {
+          fits = TrainingMemoryBytes(job_.features, hi, slots_) <=
+                 kUsableMemory * ti.gpu->memory_gb * 1e9 / gpn;
+          watts_active /= gpn;
+          watts_idle /= gpn;
+        }
         const CpuShare share = Share(ti, gpn, g);
         const double fixed = ti.fixed * share.fixed, per = ti.per * share.per_sample;
         c.eval_fixed = fixed;
@@ -110,9 +121,8 @@ class Enumerator {
         const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
         c.compute_s = t_hi;
         c.comm_s = HierarchicalAllreduceSeconds(bytes_, gpn, n, ti.intra, inter_) + share.wait_s;
-        const double watts_active = ti.active_watts, watts_idle = ti.gpu->idle_watts;
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
-               ti.node->node_base_watts * n, hi <= ti.max_batch);
+               ti.node->node_base_watts * n, fits);
       }
     }
   }
@@ -128,6 +138,9 @@ class Enumerator {
   void Mixed(int a, int b) {
     const TypeInfo& ta = types_[size_t(a)];
     const TypeInfo& tb = types_[size_t(b)];
+    // One job's ranks are all GPU ranks or all CPU ranks: a CPU node in a mix would hold the
+    // GPUs to its pace, and Slurm's request (--gres on every node) could not name it.
+    if (ta.cpu || tb.cpu) return;
     Pair p;
     p.a = a;
     p.b = b;
@@ -378,6 +391,7 @@ class Enumerator {
   bool weak_ = false;
   size_t keep_ = 0;
   size_t keep_rejected_ = 0;
+  int slots_ = 0;  // optimizer state per parameter
   uint32_t index_ = 0;
   std::vector<LearnedPhases> learned_;  // by type: what the observation store taught
 };

@@ -171,6 +171,7 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
   if (job.profile) profiled = ProfileSourcesOf(job, cluster);
   for (const NodeType& n : cluster.node_types) {
     if (out.count(n.gpu) || !Allowed(job, n.gpu)) continue;
+    if (n.cpu && job.profile) continue;  // not planned there (recommender.cpp, UsableTypes)
     const GpuType* g = cluster.gpu(n.gpu);
     if (!g) throw EstimateError("node type \"" + n.name + "\": unknown GPU type \"" + n.gpu + "\"");
     DeviceSpeed s;
@@ -187,6 +188,10 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
     } else if (!g->calibration.empty()) {
       const Calibration& cal = calibration_of(*g);
       const std::string file = std::filesystem::path(g->calibration).filename().string();
+      if (g->cpu && cal.device != "cpu")
+        throw EstimateError("CPU node type \"" + g->name + "\": calibration " + g->calibration +
+                            " was measured on device " + cal.device +
+                            ", not the CPU engine (dlh-estimate calibrate on one such node)");
       s = AffineSpeed(cal.model.coef, f, CpuEngineDevice(cal.device));
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())

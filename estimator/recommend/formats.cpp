@@ -81,6 +81,12 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
                      {"per_gpu_batch", p.per_gpu_batch}});
     // A real GPU's: the launcher then never trains such a part on the CPU (issue 42).
     if (!p.compute_capability.empty()) parts.back()["compute_capability"] = p.compute_capability;
+    // A CPU node's part: its ranks are CPU engine processes with this many threads each
+    // (dlh-launch sets them; the plugin asks Slurm for them with --cpus-per-task).
+    if (p.cpu) {
+      parts.back()["device"] = "cpu";
+      parts.back()["threads_per_rank"] = p.threads_per_rank;
+    }
     tasks_per_node = std::max(tasks_per_node, p.gpus_per_node);
     auto s = rec.speeds.find(p.gpu);
     if (s != rec.speeds.end()) sources[p.gpu] = s->second.source;
@@ -107,6 +113,8 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
                      {"nodes", chosen.nodes},
                      {"gpus", chosen.gpus},
                      {"tasks_per_node", tasks_per_node}};
+  if (chosen.parts.size() == 1 && chosen.parts[0].cpu)
+    j["allocation"]["threads_per_rank"] = chosen.parts[0].threads_per_rank;
   j["global_batch"] = chosen.global_batch;
   j["lr"] = chosen.lr;
   j["warmup_epochs"] = chosen.warmup_epochs;
@@ -131,6 +139,36 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   j["energy_source"] = energy_sources;
   j["why"] = chosen.why;
   return j;
+}
+
+namespace {
+
+std::string Plural(long n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+std::string PartText(const Part& p) {
+  if (!p.cpu)
+    return Plural(p.nodes, "node", "nodes") + " x " + std::to_string(p.gpus_per_node) + " " +
+           p.gpu + " GPU" + (p.gpus_per_node == 1 ? "" : "s");
+  return Plural(p.nodes, "CPU node", "CPU nodes") + " " + p.gpu + " x " +
+         Plural(p.gpus_per_node, "rank", "ranks") + " x " +
+         Plural(p.threads_per_rank, "thread", "threads");
+}
+
+std::string PartShortText(const Part& p) {
+  if (!p.cpu)
+    return std::to_string(p.nodes) + " x " + std::to_string(p.gpus_per_node) + " " + p.gpu;
+  return std::to_string(p.nodes) + " x " + Plural(p.gpus_per_node, "rank", "ranks") + " x " +
+         Plural(p.threads_per_rank, "thread", "threads") + " " + p.gpu;
+}
+
+std::string PartCellText(const Part& p) {
+  return std::to_string(p.nodes) + "x" + std::to_string(p.gpus_per_node) + " " + p.gpu +
+         (p.cpu ? " x" + std::to_string(p.threads_per_rank) + "t" : std::string()) + " (b" +
+         std::to_string(p.per_gpu_batch) + ")";
 }
 
 std::string FormatEnergy(double j) {

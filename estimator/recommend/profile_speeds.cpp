@@ -92,7 +92,7 @@ ProfileSources ProfileSourcesOf(const Job& job, const Cluster& cluster) {
       throw UsageError(Where(*p) + ": gpu_type: " + g.name + " is measured by two profiles");
   }
   for (const GpuType& g : cluster.gpu_types) {
-    if (out.measured.count(g.name)) continue;
+    if (out.measured.count(g.name) || g.cpu) continue;  // never planned on CPU nodes
     const GpuType* ref =
         ClosestType(cluster, g, [&](const GpuType& m) { return out.measured.count(m.name) > 0; });
     if (ref) out.transferred[g.name] = ref->name;
@@ -162,14 +162,16 @@ ProfileLine FitProfileLine(const std::vector<ProfilePoint>& points) {
 
 const GpuType& ProfiledGpuType(const ProgramProfile& p, const Cluster& cluster) {
   std::string names;
-  for (const GpuType& g : cluster.gpu_types) names += (names.empty() ? "" : ", ") + g.name;
+  std::vector<const GpuType*> gpus;  // a profile is a program timed on a GPU type
+  for (const GpuType& g : cluster.gpu_types)
+    if (!g.cpu) gpus.push_back(&g), names += (names.empty() ? "" : ", ") + g.name;
   const std::string types = "cluster \"" + cluster.name + "\" has " + names;
   if (p.gpu_type.empty()) {
-    if (cluster.gpu_types.size() == 1) return cluster.gpu_types[0];
+    if (gpus.size() == 1) return *gpus[0];
     throw UsageError(Where(p) + ": gpu_type: not given, and " + types +
                      ": profile with dlh-launch run --gpu-type TYPE");
   }
-  if (const GpuType* g = cluster.gpu(p.gpu_type)) return *g;
+  if (const GpuType* g = cluster.gpu(p.gpu_type); g && !g->cpu) return *g;
   throw UsageError(Where(p) + ": gpu_type: \"" + p.gpu_type + "\" is not in the cluster (" + types +
                    ")");
 }

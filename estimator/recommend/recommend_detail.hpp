@@ -54,6 +54,8 @@ struct TypeInfo {
   int available = 0;
   AlphaBeta intra;
   int64_t max_batch = 0;  // largest per-GPU batch that fits in memory
+  bool cpu = false;       // a CPU node type (GpuType::cpu): ranks share the node's cores,
+                          // memory and power
 };
 
 struct Cand {

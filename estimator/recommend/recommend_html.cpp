@@ -537,10 +537,7 @@ std::map<std::string, PageCalibration> LoadSpeedCalibrations(const Cluster& clus
 
 std::string AllocationName(const Allocation& a) {
   std::string out;
-  for (const Part& p : a.parts)
-    out += (out.empty() ? "" : " + ") + std::to_string(p.nodes) + "x" +
-           std::to_string(p.gpus_per_node) + " " + p.gpu + " (b" + std::to_string(p.per_gpu_batch) +
-           ")";
+  for (const Part& p : a.parts) out += (out.empty() ? "" : " + ") + PartCellText(p);
   return out;
 }
 

@@ -113,6 +113,9 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
   for (size_t i = 0; i < cluster.node_types.size(); ++i) {
     const NodeType& n = cluster.node_types[i];
     if (!Allowed(job, n.gpu)) continue;
+    // A profiled program was timed on a GPU and runs as its own code: nothing says how it
+    // would use a CPU node's cores.
+    if (n.cpu && job.profile) continue;
     if (const GpuType* g = cluster.gpu(n.gpu)) {
       // Planned there, the job would find no GPU it can use (issue 42): never offered.
       std::string why = WhyEngineCannotRun(g->compute_capability);
@@ -145,6 +148,10 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
                          ? std::max(s->second.measured_watts, t.gpu->idle_watts)
                          : t.gpu->active_watts;
     t.cores = n.cpu_cores > 0 ? n.cpu_cores : t.cpu_threads;
+    t.cpu = n.cpu;
+    // A CPU calibration's joules are the calibrating process's threads, not a node's: the
+    // node's own figure (active_watts of cpu_node_types[]) stands.
+    if (n.cpu) t.active_watts = t.gpu->active_watts;
     t.available = available;
     t.intra = AlphaBeta::from_link(n.intra_node);
     *all_gpus += int64_t(available) * n.gpus_per_node;
@@ -228,6 +235,10 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
     part.gpus_per_node = c.gpn[p];
     part.per_gpu_batch = c.batch[p];
     part.compute_capability = t.gpu->compute_capability;
+    if (t.cpu) {
+      part.cpu = true;
+      part.threads_per_rank = std::max(1, t.cores / std::max(1, c.gpn[p]));
+    }
     a.parts.push_back(part);
     memory = std::max(memory, TrainingMemoryBytes(job.features, c.batch[p], slots));
   }

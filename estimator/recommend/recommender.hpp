@@ -154,6 +154,10 @@ struct Part {
   int nodes = 0, gpus_per_node = 0;
   int64_t per_gpu_batch = 0;
   std::string compute_capability;  // the GPU type's (GpuType), empty when unknown
+  // A CPU node type's part (GpuType::cpu): gpus_per_node counts ranks, each running the CPU
+  // engine with threads_per_rank threads (the node's cores over its ranks).
+  bool cpu = false;
+  int threads_per_rank = 0;
 };
 
 struct Allocation {
@@ -251,6 +255,13 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
 // {"startup_s", "data_s", "warmup_s", "steps_s", "eval_s", "evaluations", "checkpoint_s",
 // "checkpoints"}: the plan's predicted.phases.
 nlohmann::json PhasesJson(const JobPhases& phases);
+
+// How people read a part: "1 node x 2 alpha GPUs" or "1 CPU node cpu-local x 2 ranks x 1
+// thread" (PartText); "1 x 2 alpha" or "1 x 2 ranks x 1 thread cpu-local" (PartShortText);
+// in a table's cell with its batch, "1x2 alpha (b64)" or "1x2 cpu-local x1t (b64)".
+std::string PartText(const Part& p);
+std::string PartShortText(const Part& p);
+std::string PartCellText(const Part& p);
 
 // "850 J", "14.7 kJ", "2.1 MJ", "1.25 GJ".
 std::string FormatEnergy(double joules);

@@ -116,9 +116,7 @@ SuggestedMember Mlp(const DataFacts& data, const SuggestOptions& o, const Size& 
 
 std::string AllocationText(const Allocation& a) {
   std::string text;
-  for (const Part& p : a.parts)
-    text += (text.empty() ? "" : " + ") + std::to_string(p.nodes) + " node" +
-            (p.nodes > 1 ? "s" : "") + " x " + std::to_string(p.gpus_per_node) + " " + p.gpu;
+  for (const Part& p : a.parts) text += (text.empty() ? "" : " + ") + PartText(p);
   return text;
 }
 

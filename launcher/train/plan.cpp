@@ -53,6 +53,13 @@ void ParseParts(const nlohmann::json& allocation, const Fail& fail, std::vector<
     pp.nodes = count("nodes", kMaxNodes);
     pp.gpus_per_node = count("gpus_per_node", kMaxGpus);
     pp.per_gpu_batch = count("per_gpu_batch", kMaxBatch);
+    if (part.contains("device")) {
+      const std::string device = text("device", false);
+      if (device != "cpu")
+        throw fail(at + ".device", "must be \"cpu\", got " + part["device"].dump());
+      pp.cpu = true;
+      pp.threads_per_rank = int(count("threads_per_rank", kMaxGpus));
+    }
     if (part.contains("node_names")) {
       const std::string names_at = at + ".node_names";
       const auto& names = part["node_names"];
@@ -201,10 +208,26 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
 }
 
 bool PlanHasGpus(const LaunchPlan& plan) {
+  for (const PlanPart& part : plan.parts)
+    if (part.cpu) return false;  // allocation.gpus counts a CPU plan's ranks
   if (plan.gpus > 0) return true;
   for (const PlanPart& part : plan.parts)
     if (part.gpus() > 0) return true;
   return false;
+}
+
+void ApplyPlannedThreads(const std::string& plan_json, const std::string& origin, int* threads) {
+  if (*threads > 0) return;
+  if (const char* env = std::getenv("OPENBLAS_NUM_THREADS"); env && std::atoi(env) > 0) return;
+  if (plan_json.empty()) return;
+  LaunchPlan plan;
+  try {
+    plan = ParsePlan(plan_json, origin);
+  } catch (const UsageError&) {
+    return;
+  }
+  for (const PlanPart& part : plan.parts)
+    if (part.cpu && part.threads_per_rank > 0) *threads = part.threads_per_rank;
 }
 
 std::string PlanGpuRequirement(const LaunchPlan& plan, const std::string& origin) {

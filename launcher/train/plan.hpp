@@ -24,6 +24,10 @@ struct PlanPart {
   // The names of the part's nodes (the plugin lists every node of the type): a rank on one
   // of them belongs to the part, whatever its position. Empty when the plan has none.
   std::vector<std::string> node_names;
+  // A CPU node type's part ("device": "cpu"): gpus_per_node counts CPU engine ranks, each
+  // with threads_per_rank threads (0: not said).
+  bool cpu = false;
+  int threads_per_rank = 0;
   int64_t gpus() const { return nodes * gpus_per_node; }
 };
 
@@ -82,8 +86,15 @@ void ResolvePlanSource(bool no_plan, bool plan_given, std::string* json, std::st
 void ResolveGpuType(bool option_given, std::string* type, std::string* origin, bool* given);
 
 // The plan was made for GPUs: allocation.gpus or a part with GPUs (a plan of global batch and
-// rate alone names none).
+// rate alone names none; a plan on CPU nodes has none either).
 bool PlanHasGpus(const LaunchPlan& plan);
+
+// The CPU engine's threads per rank for `train` and `lr-find`: --threads (`*threads` > 0 on
+// entry) wins, then OPENBLAS_NUM_THREADS, then a plan on CPU nodes (its parts'
+// threads_per_rank: the plugin asked Slurm for that many CPUs per task); otherwise
+// `*threads` stays 0 and the trainer shares the node's cores among its ranks. A plan that
+// does not parse is left to the trainer, which reports it on every rank's behalf.
+void ApplyPlannedThreads(const std::string& plan_json, const std::string& origin, int* threads);
 
 // Why the plan forbids training on the CPU, "" when it does not: every part is a GPU type
 // with a compute capability (real GPUs, as the cluster description says), e.g. "the plan

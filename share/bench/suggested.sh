@@ -30,6 +30,7 @@ python3 - "$root" "$calibration" <<'PY'
 import json, sys
 root, calibration = sys.argv[1], sys.argv[2]
 c = json.load(open(f"{root}/share/cluster/local.json"))
+c.pop("cpu_node_types", None)  # alpha's and beta's nodes only: no CPU node in this part
 for g in c["gpu_types"]:
     if "calibration" in g:
         g["calibration"] = calibration or f"{root}/share/calibration/{g['calibration'].split('/')[-1]}"

@@ -59,6 +59,7 @@ strided = {"name": "fashion-strided", "input": {"channels": 1, "height": 28, "wi
            "seed": 1, "dataset": "fashion-mnist.h5"}
 json.dump(strided, open("strided.json", "w"), indent=1)
 c = json.load(open(f"{root}/share/cluster/local.json"))
+c.pop("cpu_node_types", None)  # alpha's and beta's nodes only: no CPU node in this part
 for g in c["gpu_types"]:
     if "calibration" in g:
         g["calibration"] = calibration or f"{root}/share/calibration/{g['calibration'].split('/')[-1]}"

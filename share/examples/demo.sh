@@ -57,7 +57,7 @@ python3 - "$root/share/cluster/local.json" "$mine" "$description" "$work/observa
 import json, os, sys
 source, mine, out, store = sys.argv[1:]
 c = json.load(open(source))
-for g in c["gpu_types"]:
+for g in c["gpu_types"] + c.get("cpu_node_types", []):
     if g.get("calibration"):
         g["calibration"] = mine or os.path.join(os.path.dirname(source), g["calibration"])
 c["observations"] = store

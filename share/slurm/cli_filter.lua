@@ -17,7 +17,7 @@ plugin, which exports it to the job in post_opt (Lua cannot set environment vari
 Any failure refuses the job: a --dlh-auto job never goes through unplanned.
 --]]
 
-local SINFO = "timeout 20 sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|' 2>/dev/null"
+local SINFO = "timeout 20 sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|,Features:|' 2>/dev/null"
 
 local function shell_quote(s)
   return "'" .. (tostring(s):gsub("'", "'\\''")) .. "'"

@@ -9,7 +9,8 @@
 # If anything fails to start, it prints the log tail, stops what it started and exits 1.
 #
 # Environment knobs:
-#   SLURM_TEST_NODES      "name:gputype:gpus:cpus ..." (default "alpha1:alpha:2:8 beta1:beta:2:8")
+#   SLURM_TEST_NODES      "name:gputype:gpus:cpus ..." (default "alpha1:alpha:2:8 beta1:beta:2:8");
+#                         a node of 0 GPUs is a CPU node, its type its Slurm feature
 #   SLURM_TEST_PLUGSTACK  content of DIR/etc/plugstack.conf (default: empty)
 #   SLURM_TEST_EXTRA_CONF lines appended to slurm.conf (e.g. JobSubmitPlugins=lua)
 #   SLURM_TEST_PORT_BASE  slurmctld port; slurmd ports follow it (default: random free ports)
@@ -227,6 +228,9 @@ EOF
       # nodes with --constraint=[alpha*1&beta*1] (docs/researcher-guide.md, "Mixed GPU types
       # in one job").
       ((COUNTS[i] > 0)) && printf ' Gres=gpu:%s:%d Features=%s' "${TYPES[i]}" "${COUNTS[i]}" "${TYPES[i]}"
+      # A CPU node ("cpu1:cpu-local:0:2"): its type is its feature, by which a plan on a CPU
+      # node type asks for it (--constraint=cpu-local; no GPUs to ask for).
+      ((COUNTS[i] == 0)) && [[ ${TYPES[i]} != gpu ]] && printf ' Features=%s' "${TYPES[i]}"
       printf ' State=UNKNOWN\n'
     done
     echo "PartitionName=gpu Nodes=$NODELIST Default=YES MaxTime=INFINITE State=UP"

@@ -143,7 +143,7 @@ python3 - "$CLUSTER" "$(tail -1 "$WORK/comm.txt")" "$WORK/pasted.json" <<'PY'
 import json, os, sys
 c = json.load(open(sys.argv[1]))
 c["node_types"][0]["intra_node"] = json.loads(sys.argv[2])
-for g in c["gpu_types"]:  # a calibration path is relative to the cluster file's folder
+for g in c["gpu_types"] + c.get("cpu_node_types", []):  # a calibration path is relative to the cluster file's folder
     if "calibration" in g:
         g["calibration"] = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), g["calibration"])
 json.dump(c, open(sys.argv[3], "w"))
@@ -209,7 +209,7 @@ expect_fail 2 "deadline: expected a duration" dlh-estimate recommend "$SPEC" --s
 expect_fail 2 "objective: must be one of" dlh-estimate recommend "$SPEC" --samples 100 --objective cheap --cluster "$CLUSTER"
 expect_fail 2 "samples" dlh-estimate recommend "$SPEC" --cluster "$CLUSTER"
 expect_fail 2 "no cluster description" env -u DLH_CLUSTER "$BINDIR/dlh-estimate" recommend "$SPEC" --samples 100
-expect_fail 2 "types: .* has no GPU type 'tpu'" dlh-estimate recommend "$SPEC" --samples 100 --types tpu --cluster "$CLUSTER"
+expect_fail 2 "types: .* has no GPU type or CPU node type 'tpu'" dlh-estimate recommend "$SPEC" --samples 100 --types tpu --cluster "$CLUSTER"
 expect_fail 2 "nope.json: cannot read" dlh-estimate fit "$WORK/nope.json"
 expect_fail 2 "device: must be cpu, cuda or cuda:N, got 'tpu:7'" dlh-estimate calibrate --device tpu:7
 expect_fail 2 "dlh-estimate: --rounds: must be in" dlh-estimate validate --calibration "$ROOT/share/calibration/cpu.json" --rounds 0

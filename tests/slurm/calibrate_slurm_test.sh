@@ -37,6 +37,7 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 c["gpu_types"][0]["calibration"] = sys.argv[3]
 c["gpu_types"][1].pop("calibration", None)
+c.pop("cpu_node_types", None)  # GPU types only: this cluster has no CPU node
 json.dump(c, open(sys.argv[2], "w"), indent=2)
 PY
 CL=$WORK/site/copy.json

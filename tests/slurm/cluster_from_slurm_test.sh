@@ -1,6 +1,7 @@
 #!/bin/bash
 # `dlh-estimate cluster --from-slurm` on a live local cluster (issue 13, part 4): two A100
-# nodes in two partitions, a node of the unknown fake type alpha and a node without GPUs.
+# nodes in two partitions, a node of the unknown fake type alpha and a node without GPUs
+# (feature cpu-local), which --cpu-calibration describes as a CPU node type (issue 46).
 # Without --allow-placeholders the description holds the A100 node type (datasheet figures,
 # marked "confirm"), names alpha on stderr and exits 3; with it, alpha is written with
 # figures marked PLACEHOLDER. Both files work with `dlh-estimate recommend`. Needs root and
@@ -23,7 +24,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 cd "$WORK"
 
-SLURM_TEST_NODES="gpua1:a100:4:4 gpua2:a100:4:4 alpha1:alpha:2:4 cpu1:gpu:0:2" \
+SLURM_TEST_NODES="gpua1:a100:4:4 gpua2:a100:4:4 alpha1:alpha:2:4 cpu1:cpu-local:0:2" \
   SLURM_TEST_EXTRA_CONF="PartitionName=big Nodes=gpua1,gpua2 State=UP" \
   "$ROOT/share/slurm/start-cluster.sh" "$C" >"$WORK/start.txt" || { cat "$WORK/start.txt"; fail "start-cluster.sh"; }
 export SLURM_CONF=$C/etc/slurm.conf
@@ -81,8 +82,25 @@ timeout 120 dlh-estimate recommend "$SPEC" --samples 60000 --deadline 1h --clust
 grep -q "alpha: roofline" "$WORK/rec.txt" || { cat "$WORK/rec.txt" >&2; fail "recommend did not use alpha"; }
 check "recommend --cluster all.json --types alpha: $(grep '^chosen: ' "$WORK/rec.txt" | cut -c1-80)"
 
+# ---- --cpu-calibration: the node without GPUs is a CPU node type, found by its feature --------
+timeout 60 dlh-estimate cluster --from-slurm --cpu-calibration "$ROOT/share/calibration/cpu.json" \
+  --out "$WORK/cpu.json" 2>"$WORK/err.txt" || rc=$?
+grep -q "1 CPU node types of 1 nodes" "$WORK/err.txt" || { cat "$WORK/err.txt" >&2; fail "no CPU node type drafted"; }
+python3 - "$WORK/cpu.json" <<'PY' || fail "cpu.json: wrong content"
+import json, sys
+c = json.load(open(sys.argv[1]))
+[t] = c["cpu_node_types"]
+assert (t["name"], t["nodes"], t["cores"], t["feature"]) == ("cpu-2c", 1, 2, "cpu-local"), t
+assert t["calibration"].endswith("share/calibration/cpu.json"), t["calibration"]
+assert "confirm" in t["description"], t["description"]
+PY
+timeout 120 dlh-estimate recommend "$SPEC" --samples 60000 --deadline 1h --cluster "$WORK/cpu.json" --types cpu >"$WORK/rec.txt" 2>&1 ||
+  { cat "$WORK/rec.txt" >&2; fail "recommend --cluster cpu.json --types cpu"; }
+grep -qE "^  1  1x[12] cpu-2c x[12]t " "$WORK/rec.txt" || { cat "$WORK/rec.txt" >&2; fail "recommend did not plan the CPU node"; }
+check "--cpu-calibration: cpu-2c (feature cpu-local); recommend --types cpu: $(grep -E '^  1  ' "$WORK/rec.txt" | cut -c1-60)"
+
 # ---- nothing describable; sinfo failing -------------------------------------------------------
-sinfo -h -N -O 'NodeList:|,Gres:|,Partition:|,CPUs:|,Memory:|' | grep -v '|gpu:a100' >"$WORK/sinfo.txt"
+sinfo -h -N -O 'NodeList:|,Gres:|,Partition:|,CPUs:|,Memory:|,Features:|' | grep -v '|gpu:a100' >"$WORK/sinfo.txt"
 rc=0
 dlh-estimate cluster --from-slurm --sinfo "$WORK/sinfo.txt" --out "$WORK/none.json" 2>"$WORK/err.txt" || rc=$?
 [[ $rc -eq 3 && ! -e $WORK/none.json ]] || { cat "$WORK/err.txt" >&2; fail "only unknown types: exit $rc, or a file was written"; }

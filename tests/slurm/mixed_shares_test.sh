@@ -57,7 +57,7 @@ cd "$WORK"
 "$PY" - "$ROOT/share/cluster/local.json" >"$WORK/cluster.json" <<'PY'
 import json, os, sys
 c = json.load(open(sys.argv[1]))
-for g in c["gpu_types"]:
+for g in c["gpu_types"] + c.get("cpu_node_types", []):
     if "calibration" in g:
         g["calibration"] = os.path.join(os.path.dirname(sys.argv[1]), g["calibration"])
 for n in c["node_types"]:

@@ -70,6 +70,7 @@ import json, os, sys
 c = json.load(open(sys.argv[1]))
 alpha = next(g for g in c["gpu_types"] if g["name"] == "alpha")
 alpha["calibration"] = os.path.join(os.path.dirname(sys.argv[1]), alpha["calibration"])
+c.pop("cpu_node_types", None)  # a program's plan is for GPU types (profile or not)
 node = next(n for n in c["node_types"] if n["gpu"] == "alpha")
 node.update(gpus_per_node=1, nodes=2)
 c.update(name="two-alpha", gpu_types=[alpha], node_types=[node])

@@ -180,7 +180,8 @@ TEST(ClusterFromSlurm, DraftWithUnknownTypes) {
             0u)
       << d.problems[1];
   ASSERT_EQ(d.notes.size(), 1u);
-  EXPECT_EQ(d.notes[0], "2 nodes without GPUs (cpu001, cpu002) left out");
+  EXPECT_EQ(
+      d.notes[0].rfind("2 nodes without GPUs (cpu001, cpu002) left out: --cpu-calibration", 0), 0u);
 }
 
 TEST(ClusterFromSlurm, PlaceholdersAreMarked) {
@@ -244,6 +245,55 @@ TEST(ClusterFromSlurm, NothingToDescribe) {
   EXPECT_NE(mixed.problems[0].find("node m1 has GPUs of several types (a100:2, v100:2)"),
             std::string::npos);
   EXPECT_EQ(ParseCluster(mixed.description.dump(), "d", "").node_types.size(), 1u);
+}
+
+// Issue 46: with --cpu-calibration the nodes without GPUs become CPU node types, grouped by
+// CPUs and memory, each found by a feature that picks exactly its nodes.
+TEST(ClusterFromSlurm, CpuNodesBecomeCpuNodeTypes) {
+  const std::string sinfo =
+      "gpu001|gpu:a100:4(S:0-1)|gpu*|64|1000000|a100,ib|\n"
+      "cpu001|(null)|cpu|128|515000|epyc,ib|\n"
+      "cpu002|(null)|cpu|128|515000|epyc,ib|\n"
+      "cpu002|(null)|long|128|515000|epyc,ib|\n"
+      "big01|(null)|cpu|128|2060000|(null)|\n";
+  const auto nodes = NodesFromSinfo(sinfo);
+  ASSERT_EQ(nodes.size(), 4u);
+  EXPECT_EQ(nodes[1].features, (std::vector<std::string>{"epyc", "ib"}));
+  EXPECT_TRUE(nodes[3].features.empty());
+  ClusterDraftOptions o;
+  ClusterDraft left_out = DraftClusterFromNodes(nodes, o);
+  EXPECT_FALSE(left_out.description.contains("cpu_node_types"));
+  ASSERT_EQ(left_out.notes.size(), 1u);
+  EXPECT_NE(left_out.notes[0].find("--cpu-calibration FILE describes them as CPU node types"),
+            std::string::npos);
+  o.cpu_calibration = "epyc.json";
+  ClusterDraft d = DraftClusterFromNodes(nodes, o);
+  EXPECT_EQ(d.cpu_node_types, 2);
+  EXPECT_EQ(d.cpu_nodes, 3);
+  const json& types = d.description.at("cpu_node_types");
+  ASSERT_EQ(types.size(), 2u);
+  // Two groups share a CPU count: their names say the memory too.
+  EXPECT_EQ(types[0]["name"], "cpu-128c-540g");
+  EXPECT_EQ(types[0]["nodes"], 2);
+  EXPECT_EQ(types[0]["cores"], 128);
+  EXPECT_EQ(types[0]["feature"], "epyc");  // "ib" is on the GPU node too
+  EXPECT_EQ(types[0]["partitions"], json({"cpu", "long"}));
+  EXPECT_EQ(types[0]["calibration"], "epyc.json");
+  EXPECT_EQ(types[1]["name"], "cpu-128c-2160g");
+  EXPECT_FALSE(types[1].contains("feature"));
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0],
+            "CPU node type cpu-128c-2160g: add Features=cpu-128c-2160g to big01 in "
+            "slurm.conf");
+  const Cluster c = ParseCluster(d.description.dump(), "d", "/site");
+  ASSERT_NE(c.node_type("cpu-128c-540g"), nullptr);
+  EXPECT_TRUE(c.node_type("cpu-128c-540g")->cpu);
+  EXPECT_EQ(c.node_type("cpu-128c-2160g")->slurm_feature(), "cpu-128c-2160g");
+  // CPU nodes alone make a description too.
+  ClusterDraft cpus = DraftClusterFromNodes(NodesFromSinfo("c1|(null)|cpu*|8|16000|\n"), o);
+  ASSERT_FALSE(cpus.description.is_null());
+  EXPECT_FALSE(cpus.description.contains("gpu_types"));
+  EXPECT_EQ(ParseCluster(cpus.description.dump(), "d", "").gpu_types.size(), 1u);
 }
 
 }  // namespace

@@ -118,17 +118,111 @@ TEST(Cluster, ExampleFileParses) {
 TEST(Cluster, LocalFileParses) {
   const std::string path = RepoFile("share/cluster/local.json");
   Cluster c = LoadCluster(path);
-  ASSERT_EQ(c.gpu_types.size(), 2u);
+  ASSERT_EQ(c.gpu_types.size(), 3u);
   EXPECT_EQ(c.gpu_types[0].name, "alpha");
   EXPECT_EQ(c.gpu_types[1].name, "beta");
+  // The CPU node type: a device type and a node type of one name, timed by cpu.json.
+  EXPECT_EQ(c.gpu_types[2].name, "cpu-local");
+  EXPECT_TRUE(c.gpu_types[2].cpu);
+  EXPECT_EQ(c.gpu_types[2].calibration, c.gpu_types[0].calibration);
   // ../calibration/cpu.json next to share/cluster/, whether or not the file exists yet.
   EXPECT_EQ(fs::path(c.gpu_types[0].calibration),
             (fs::path(path).parent_path() / "../calibration/cpu.json").lexically_normal());
   EXPECT_EQ(c.gpu_types[1].calibration, "");
-  ASSERT_EQ(c.node_types.size(), 2u);
+  ASSERT_EQ(c.node_types.size(), 3u);  // and cpu-local: 2 cores, 2 ranks at most
   for (const NodeType& n : c.node_types) {
     EXPECT_EQ(n.nodes, 1);
     EXPECT_EQ(n.gpus_per_node, 2);
+  }
+}
+
+// Issue 46: CPU node types, each one device type and one node type of the same name.
+json CpuNode() {
+  return json::parse(R"({"name": "cpu-epyc", "nodes": 1000, "cores": 64, "memory_gb": 256,
+      "active_watts": 450, "idle_watts": 150,
+      "node_base_watts": 60, "calibration": "epyc.json", "feature": "epyc",
+      "partitions": ["cpu"]})");
+}
+
+TEST(Cluster, CpuNodeTypesParse) {
+  json j = Valid();
+  j["cpu_node_types"] = json::array({CpuNode()});
+  Cluster c = ParseCluster(j.dump(), "c.json", "/etc/dlh");
+  ASSERT_EQ(c.gpu_types.size(), 3u);
+  const GpuType& g = c.gpu_types[2];
+  EXPECT_TRUE(g.cpu);
+  EXPECT_FALSE(c.gpu_types[0].cpu);
+  EXPECT_EQ(g.name, "cpu-epyc");
+  EXPECT_DOUBLE_EQ(g.memory_gb, 256);
+  EXPECT_DOUBLE_EQ(g.active_watts, 450);
+  EXPECT_EQ(g.calibration, "/etc/dlh/epyc.json");
+  EXPECT_EQ(g.compute_capability, "");
+  const NodeType* n = c.node_type("cpu-epyc");
+  ASSERT_NE(n, nullptr);
+  EXPECT_TRUE(n->cpu);
+  EXPECT_EQ(n->gpu, "cpu-epyc");
+  EXPECT_EQ(n->gpus_per_node, 64);  // at most one rank a core
+  EXPECT_EQ(n->cpu_cores, 64);
+  EXPECT_EQ(n->nodes, 1000);
+  EXPECT_EQ(n->slurm_feature(), "epyc");
+  EXPECT_DOUBLE_EQ(n->node_base_watts, 60);
+  // Ranks of a node reduce through shared memory unless the file says otherwise.
+  EXPECT_GT(n->intra_node.bandwidth_gbs, 0);
+  // A cluster of CPU nodes alone needs no GPU types.
+  json cpus = {{"name", "cpus"},
+               {"cpu_node_types", json::array({CpuNode()})},
+               {"inter_node", {{"bandwidth_gbs", 25}, {"latency_us", 2}}}};
+  Cluster only = ParseCluster(cpus.dump(), "c.json", "/etc/dlh");
+  ASSERT_EQ(only.node_types.size(), 1u);
+  EXPECT_EQ(only.node_types[0].slurm_feature(), "epyc");
+}
+
+TEST(Cluster, BadCpuNodeTypesNameFileAndField) {
+  auto with = [](const std::function<void(json&)>& edit) {
+    return ErrorOf([&](json& j) {
+      json n = CpuNode();
+      edit(n);
+      j["cpu_node_types"] = json::array({n});
+    });
+  };
+  EXPECT_EQ(with([](json& n) { n.erase("calibration"); }),
+            "c.json: cpu_node_types[0].calibration: required");
+  EXPECT_EQ(with([](json& n) { n["cores"] = 0; }),
+            "c.json: cpu_node_types[0].cores: must be a positive integer up to 1024, got 0");
+  EXPECT_EQ(with([](json& n) { n["gpu"] = "a100"; }),
+            "c.json: cpu_node_types[0]: unknown key \"gpu\"");
+  EXPECT_EQ(with([](json& n) { n["peak_tflops"] = 2.5; }),
+            "c.json: cpu_node_types[0]: unknown key \"peak_tflops\"");
+  EXPECT_EQ(with([](json& n) { n["name"] = "a100"; }),
+            "c.json: cpu_node_types[0].name: duplicate name \"a100\" (already a GPU type or "
+            "node type)");
+  EXPECT_EQ(
+      with([](json& n) { n["idle_watts"] = 500; }),
+      "c.json: cpu_node_types[0].idle_watts: must not exceed active_watts (450.0), got 500.0");
+}
+
+// types=/--types: names of either kind, and `cpu` / `gpu` for each group.
+TEST(Cluster, TypeNamesResolveGroups) {
+  json j = Valid();
+  j["cpu_node_types"] = json::array({CpuNode()});
+  Cluster c = ParseCluster(j.dump(), "c.json", "/etc/dlh");
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ResolveTypeNames({"cpu"}, c, "--types"), V({"cpu-epyc"}));
+  EXPECT_EQ(ResolveTypeNames({"gpu"}, c, "--types"), V({"a100", "v100"}));
+  EXPECT_EQ(ResolveTypeNames({"v100", "gpu", "cpu-epyc"}, c, "--types"),
+            V({"v100", "a100", "cpu-epyc"}));
+  try {
+    ResolveTypeNames({"h100"}, c, "--types");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--types: c.json has no GPU type or CPU node type 'h100'");
+  }
+  Cluster gpus = ParseCluster(Valid().dump(), "c.json", "/etc/dlh");
+  try {
+    ResolveTypeNames({"cpu"}, gpus, "--types");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--types: c.json has no CPU node type for 'cpu'");
   }
 }
 

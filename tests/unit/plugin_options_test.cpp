@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "estimator/cluster/cluster.hpp"
 #include "estimator/observe/plan_block.hpp"
+#include "estimator/plan/cpu_nodes.hpp"
 #include "estimator/plan/live_state.hpp"
 #include "estimator/plan/options.hpp"
 #include "estimator/plan/plan.hpp"
@@ -345,7 +346,7 @@ TEST(PluginLiveStateTest, OverlaysFreeNodesByGpuType) {
                               {"beta1", "idle", "gpu:beta:2(S:0)", "gpu:beta:0(IDX:N/A)"}});
   EXPECT_EQ(c.node_types[0].available, 0);
   EXPECT_EQ(c.node_types[1].available, 1);
-  EXPECT_EQ(note, "free now: node-alpha 0/1, node-beta 1/1");
+  EXPECT_EQ(note, "free now: node-alpha 0/1, node-beta 1/1, cpu-local 0/1");
 
   for (const char* state : {"down", "drain", "alloc", "reserved", "unknown"}) {
     Cluster d = LocalCluster();
@@ -392,7 +393,8 @@ PlanInputs LocalInputs(const std::string& auto_value) {
 
 std::vector<LiveNode> AllIdle() {
   return {{"alpha1", "idle", "gpu:alpha:2", "gpu:alpha:0(IDX:N/A)"},
-          {"beta1", "idle", "gpu:beta:2", "gpu:beta:0(IDX:N/A)"}};
+          {"beta1", "idle", "gpu:beta:2", "gpu:beta:0(IDX:N/A)"},
+          {"cpu1", "idle", "(null)", "(null)", "cpu-local"}};
 }
 
 TEST(PluginPlanTest, BuildsTheEstimatorJob) {
@@ -448,8 +450,8 @@ TEST(PluginPlanTest, RefusesBadInputWithOneLine) {
             "--dlh-auto: mixed: a mix asks Slurm for its nodes with "
             "--constraint=[TYPE1*N1&TYPE2*N2], and your --constraint is set; drop one of the two");
   EXPECT_EQ(err("spec=fashion-mnist.json,samples=5,types=gamma"),
-            "--dlh-auto: types: the cluster description " + RepoFile("share/cluster/local.json") +
-                " has no GPU type 'gamma'");
+            "--dlh-auto: types: " + RepoFile("share/cluster/local.json") +
+                " has no GPU type or CPU node type 'gamma'");
   PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=5,types=alpha");
   NoteUserOption(in.user, "gres", "gres:gpu:beta:1");
   EXPECT_EQ(ErrorOf([&] { BuildJob(in, c); }),
@@ -469,7 +471,7 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   EXPECT_EQ(p.plan["time_limit"], "00:03:00");
   EXPECT_NEAR(p.plan["predicted"]["upper_s"].get<double>(), 133, 1);
   EXPECT_EQ(p.plan["allocation"]["tasks_per_node"], 1);
-  EXPECT_EQ(p.live_note, "free now: node-alpha 1/1, node-beta 1/1");
+  EXPECT_EQ(p.live_note, "free now: node-alpha 1/1, node-beta 1/1, cpu-local 1/1");
   EXPECT_EQ(p.fallback_note, "");
   // The same plan as Recommend on the file alone (all nodes idle = the whole cluster).
   Recommendation direct = Recommend(p.job, c);
@@ -478,7 +480,7 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   EXPECT_EQ(plan.dump(), p.plan.dump());
   EXPECT_EQ(SummaryLine(p),
             "dlh: 1 node x 1 alpha GPU, 1 task, time 00:03:00: predicted 1m52s (90% <= 2m13s), "
-            "5.4 kJ, deadline 30m (least energy of 4 allocations meeting the 30m deadline); step "
+            "5.4 kJ, deadline 30m (least energy of 6 allocations meeting the 30m deadline); step "
             "time alpha: calibration alpha (cpu.json)");
   const std::string report = DryRunReport(p, 5);
   EXPECT_NE(report.find("dlh: dry run, nothing submitted\n"), std::string::npos);
@@ -584,10 +586,11 @@ TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
   const Cluster c = LocalCluster();
   std::vector<LiveNode> alpha_busy = AllIdle();
   alpha_busy[0].gres_used = "gpu:alpha:1(IDX:0)";
+  alpha_busy[2].state = "mixed";  // the CPU node: some cores taken, so not free for a CPU plan
   PlanOutcome p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c,
                            alpha_busy, "");
   EXPECT_EQ(AllocationText(p.chosen), "1 x 1 beta");
-  EXPECT_EQ(p.live_note, "free now: node-alpha 0/1, node-beta 1/1");
+  EXPECT_EQ(p.live_note, "free now: node-alpha 0/1, node-beta 1/1, cpu-local 0/1");
   // Beta alone is too slow for 3 minutes (4m16s predicted, scaled from alpha's calibration):
   // plan on all nodes, the job waits for alpha (1m52s, 2m03s with the margin).
   p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m"), c, alpha_busy, "");
@@ -609,6 +612,92 @@ TEST(PluginPlanTest, UsesWhatIsFreeNowAndFallsBackToAllNodes) {
                                 "slurm controller): planned on all nodes"),
             std::string::npos)
       << SummaryLine(p);
+}
+
+// Issue 46: CPU node types in the pool (local.json's cpu-local: the 2-core host as a node).
+TEST(PluginPlanTest, PlansCpuNodesWhenTheGpusAreBusyAndSaysWhy) {
+  const Cluster c = LocalCluster();
+  std::vector<LiveNode> alpha_busy = AllIdle();
+  alpha_busy[0].gres_used = "gpu:alpha:1(IDX:0)";
+  // 3 minutes: beta alone is too slow and alpha is busy; the idle CPU node meets it.
+  PlanOutcome p =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m"), c, alpha_busy, "");
+  ASSERT_TRUE(p.feasible);
+  ASSERT_EQ(p.chosen.parts.size(), 1u);
+  EXPECT_TRUE(p.chosen.parts[0].cpu);
+  // On one 2-core host two ranks of one thread each beat one of two (job_time.hpp).
+  EXPECT_EQ(AllocationText(p.chosen), "1 x 2 ranks x 1 thread cpu-local");
+  EXPECT_EQ(p.fallback_note, "");
+  EXPECT_EQ(p.cpu_note,
+            "on CPU nodes: no GPU allocation free now meets the deadline (the fastest, 1 x 2 "
+            "beta, needs 3m58s)");
+  EXPECT_NE(SummaryLine(p).find("dlh: 1 CPU node cpu-local x 2 ranks x 1 thread, 2 tasks"),
+            std::string::npos)
+      << SummaryLine(p);
+  EXPECT_NE(SummaryLine(p).find("; on CPU nodes: no GPU allocation free now"), std::string::npos);
+  // No --gres: ranks, threads and the node type's feature (Slurm's only way to these nodes).
+  std::string opts;
+  for (const SlurmSetting& st : p.settings)
+    opts += " --" + st.name + "=" + st.value + (st.apply ? "" : "(kept)");
+  EXPECT_EQ(opts,
+            " --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --constraint=cpu-local "
+            "--time=00:03:00");
+  const nlohmann::json& part = p.plan["allocation"]["parts"][0];
+  EXPECT_EQ(part["device"], "cpu");
+  EXPECT_EQ(part["threads_per_rank"], 1);
+  EXPECT_EQ(p.plan["allocation"]["threads_per_rank"], 1);
+
+  // types= keeps the job off CPU nodes (a GPU type's name, or `gpu` for all of them): the
+  // plan waits for alpha instead.
+  for (const char* types : {"types=alpha:beta", "types=gpu"}) {
+    p = MakePlan(
+        LocalInputs(std::string("spec=fashion-mnist.json,samples=60000,deadline=3m,") + types), c,
+        alpha_busy, "");
+    EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha") << types;
+    EXPECT_EQ(p.fallback_note,
+              "nothing free now meets the deadline: planned on all nodes (may wait)");
+    EXPECT_EQ(p.cpu_note, "");
+  }
+  // `cpu` names every CPU node type; with all GPUs idle the CPU node is then the only choice.
+  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,types=cpu"), c,
+               AllIdle(), "");
+  EXPECT_TRUE(IsCpuPlan(p.chosen));
+  EXPECT_EQ(p.cpu_note, "on CPU nodes: types= allows no GPU type");
+  // GPUs asked for are GPUs: a --gres of the user's leaves CPU node types out.
+  PlanInputs gres = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m");
+  NoteUserOption(gres.user, "gres", "gres:gpu:1");
+  p = MakePlan(gres, c, alpha_busy, "");
+  EXPECT_FALSE(IsCpuPlan(p.chosen));
+  PlanInputs gres_cpu = LocalInputs("spec=fashion-mnist.json,samples=60000,types=cpu");
+  NoteUserOption(gres_cpu.user, "gres", "gres:gpu:1");
+  EXPECT_EQ(ErrorOf([&] { BuildJob(gres_cpu, c); }),
+            "--dlh-auto: types: allows no GPU type, and your --gres/--gpus asks for GPUs");
+  // The user's own --cpus-per-task stays theirs.
+  PlanInputs cpt = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m,types=cpu");
+  NoteUserOption(cpt.user, "cpus-per-task", "1");
+  p = MakePlan(cpt, c, AllIdle(), "");
+  bool kept = false;
+  for (const SlurmSetting& st : p.settings)
+    kept = kept || (st.name == "cpus-per-task" && !st.apply);
+  EXPECT_TRUE(kept);
+}
+
+// A CPU node that trains at less energy than the GPUs is chosen with every GPU idle, and the
+// plan says against which GPU plan.
+TEST(PluginPlanTest, PlansCpuNodesAtLessEnergy) {
+  Cluster c = LocalCluster();
+  for (GpuType& g : c.gpu_types)
+    if (g.cpu) g.active_watts = 25, g.idle_watts = 5;
+  for (NodeType& n : c.node_types)
+    if (n.cpu) n.node_base_watts = 5;
+  PlanOutcome p =
+      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m"), c, AllIdle(), "");
+  ASSERT_TRUE(IsCpuPlan(p.chosen)) << SummaryLine(p);
+  EXPECT_EQ(p.cpu_note.rfind("on CPU nodes: less energy than the best GPU plan free now, 1 x 1 "
+                             "alpha (",
+                             0),
+            0u)
+      << p.cpu_note;
 }
 
 TEST(PluginPlanTest, RespectsWhatTheUserFixed) {
@@ -864,6 +953,31 @@ TEST(PluginLiveStateTest, ReadsSinfoLines) {
   EXPECT_EQ(nodes[4].state, "reserved");
 }
 
+// Issue 46: a CPU node type's nodes are found by their feature (sinfo's fifth field), carry no
+// GPU, and are free only when idle (a CPU plan takes every core).
+TEST(PluginLiveStateTest, FindsCpuNodesByFeature) {
+  const Cluster c = LocalCluster();
+  const auto nodes = LiveNodesFromSinfo(
+      "alpha1|idle|gpu:alpha:2|gpu:alpha:0(IDX:N/A)|alpha|\n"
+      "cpu1|idle|(null)|(null)|big,cpu-local|\n"
+      "cpu2|mixed|(null)|(null)|cpu-local|\n"
+      "cpu3|idle|(null)|(null)|cpu-other|\n"
+      "gpu9|idle|gpu:beta:2|gpu:beta:0|cpu-local|\n");
+  ASSERT_EQ(nodes.size(), 5u);
+  EXPECT_EQ(nodes[1].features, "big,cpu-local");
+  const NodeType* cpu = c.node_type("cpu-local");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(NodeNamesOfType(c, *cpu, nodes), (std::vector<std::string>{"cpu1", "cpu2"}));
+  Cluster now = c;
+  for (NodeType& n : now.node_types) n.nodes = 3;
+  EXPECT_EQ(OverlayAvailability(now, nodes),
+            "free now: node-alpha 1/3, node-beta 1/3, cpu-local 1/3");
+  // Four fields (an older cli_filter.lua): no features, so no CPU node.
+  const auto old = LiveNodesFromSinfo("cpu1|idle|(null)|(null)|\n");
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(NodeNamesOfType(c, *cpu, old).size(), 0u);
+}
+
 TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
   // As if alpha1 and beta1 were two machines (on the local cluster they share one's cores,
   // which makes a mix of four ranks slower than one rank).
@@ -920,6 +1034,7 @@ TEST(PluginPlanTest, TenThousandNodesOfFourTypes) {
   }
   std::vector<LiveNode> live;
   for (NodeType& nt : c.node_types) {
+    if (nt.cpu) continue;  // local.json's CPU node type: no node of it is in this state
     nt.nodes = 2500;
     for (int i = 1; i <= 2500; ++i) {
       char name[32];
