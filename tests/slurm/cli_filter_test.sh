@@ -43,6 +43,8 @@ cleanup() {
 trap cleanup EXIT
 cd "$WORK/u"
 
+# Both clusters: alpha1, beta1 and cpu1, a node of local.json's CPU node type cpu-local.
+export SLURM_TEST_NODES="alpha1:alpha:2:8 beta1:beta:2:8 cpu1:cpu-local:0:2"
 SLURM_TEST_PLUGSTACK="required $SO $SITE" \
   "$ROOT/share/slurm/start-cluster.sh" "$A" >"$WORK/a.txt" || { cat "$WORK/a.txt"; fail "cluster A"; }
 mkdir -p "$B/etc"
@@ -133,6 +135,27 @@ assert a == b, f"plans differ:\n{a}\n{b}"
 assert [p["node_names"] for p in a["allocation"]["parts"]] == [["alpha1"], ["beta1"]], a
 PY
 check "both: $mA, the same DLH_PLAN with node_names"
+
+echo "a CPU node (types=cpu): the same request both ways, CPUs and a feature, no GPUs (issue 46)"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(submit "$d" "$WORK/u/$c.cpu" --dlh-auto="$AUTO,types=cpu" --wrap 'echo "$DLH_PLAN"') ||
+    { cat "$WORK/u/submit.err"; fail "$c: CPU submission refused"; }
+  grep -q "dlh: 1 CPU node cpu-local x .*; on CPU nodes: types= allows no GPU type" "$WORK/u/submit.err" ||
+    { cat "$WORK/u/submit.err"; fail "$c: the summary does not say CPU node"; }
+  declare "c$c=$(fields "$d" "$j") $(SLURM_CONF=$d/etc/slurm.conf scontrol show job "$j" | grep -oE '(Features|CPUs/Task)=[^ ]+' | paste -sd' ')"
+  wait_done "$d" "$j"
+done
+[[ "$cA" == "$cB" ]] || fail "CPU: plugin gives '$cA', cli_filter.lua gives '$cB'"
+[[ "$cA" == *"Features=cpu-local"* && "$cA" == *"CPUs/Task="* && "$cA" != *"gpu"* ]] || fail "unexpected CPU request: $cA"
+python3 - "$WORK/u/A.cpu" "$WORK/u/B.cpu" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a == b, f"plans differ:\n{a}\n{b}"
+[part] = a["allocation"]["parts"]
+assert part["device"] == "cpu" and part["gpu"] == "cpu-local", part
+PY
+check "both: $cA"
 
 echo "explicit values kept, the same way; DLH_SPEC from the user's environment"
 for c in A B; do

@@ -234,7 +234,7 @@ expect_fail 1 "dlh: $WORK/fifo.json: cannot read: not a regular file" \
 python3 -c 'print("[" * 100000 + "]" * 100000)' >"$WORK/deep.json"
 expect_fail 1 "dlh: $WORK/deep.json: not valid JSON: arrays and objects nested deeper than 64 levels" \
   timeout 30 sbatch -J dlhbad --dlh-auto=spec=deep.json,samples=5 --wrap true
-expect_fail 1 "dlh: --dlh-auto: types: the cluster description $CLUSTER has no GPU type 'gamma'" \
+expect_fail 1 "dlh: --dlh-auto: types: $CLUSTER has no GPU type or CPU node type 'gamma'" \
   sbatch -J dlhbad --dlh-auto="$AUTO,types=gamma" --wrap true
 expect_fail 1 "dlh: --dlh-auto: mixed: a mix asks Slurm for its nodes with --constraint=.*, and your --constraint is set; drop one" \
   sbatch -J dlhbad --constraint=alpha --dlh-auto="$AUTO,mixed" --wrap true
