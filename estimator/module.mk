@@ -13,26 +13,32 @@
 #   calibrate/  the calibration runner: times real steps with the launcher's neural-network
 #               library (libdlh_nn.a: no MPI, HDF5 or CUDA), or through dlh-launch, or in Slurm
 #               jobs (slurm_calibration: the pure part of `calibrate --slurm`)
+#   replay/     `dlh-estimate replay`: a job trace through the recommender on a simulated
+#               cluster (its own FIFO + EASY-backfill scheduler), one run per policy
 #   cli/        dlh-estimate: one file per command group, and main
 # Libraries: libdlh_estimator.a (model, cluster, recommend: pure; linked by the SPANK plugin),
 # libdlh_plan.a (plan: pure, no Slurm library, linked by the plugin and dlh-estimate),
-# libdlh_calibrate.a (calibrate).
+# libdlh_calibrate.a (calibrate), libdlh_replay.a (replay: dlh-estimate and the unit tests only,
+# never the SPANK plugin).
 ESTIMATOR_SRCS := $(wildcard estimator/model/*.cpp estimator/cluster/*.cpp \
     estimator/recommend/*.cpp estimator/observe/*.cpp)
 PLAN_SRCS := $(wildcard estimator/plan/*.cpp)
 CALIBRATE_SRCS := $(wildcard estimator/calibrate/*.cpp)
+REPLAY_SRCS := $(wildcard estimator/replay/*.cpp)
 ESTIMATE_CLI_SRCS := $(wildcard estimator/cli/*.cpp)
 ESTIMATOR_LIB := $(LIBDIR)/libdlh_estimator.a
 PLAN_LIB := $(LIBDIR)/libdlh_plan.a
 CALIBRATE_LIB := $(LIBDIR)/libdlh_calibrate.a
+REPLAY_LIB := $(LIBDIR)/libdlh_replay.a
 $(ESTIMATOR_LIB): $(ESTIMATOR_SRCS:%.cpp=$(OBJDIR)/%.o)
 $(PLAN_LIB): $(PLAN_SRCS:%.cpp=$(OBJDIR)/%.o)
 $(CALIBRATE_LIB): $(CALIBRATE_SRCS:%.cpp=$(OBJDIR)/%.o)
+$(REPLAY_LIB): $(REPLAY_SRCS:%.cpp=$(OBJDIR)/%.o)
 
 # Only OpenBLAS and Boost: the estimator needs no MPI or HDF5.
 ESTIMATE_LIBS = $(shell $(PKG_CONFIG) --libs openblas) -lboost_program_options
 
-$(BINDIR)/dlh-estimate: $(ESTIMATE_CLI_SRCS:%.cpp=$(OBJDIR)/%.o) $(CALIBRATE_LIB) $(PLAN_LIB) \
+$(BINDIR)/dlh-estimate: $(ESTIMATE_CLI_SRCS:%.cpp=$(OBJDIR)/%.o) $(REPLAY_LIB) $(CALIBRATE_LIB) $(PLAN_LIB) \
     $(ESTIMATOR_LIB) $(OBSERVE_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@

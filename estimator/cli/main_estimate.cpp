@@ -37,6 +37,7 @@
 #include "estimator/cli/observations_cmd.hpp"
 #include "estimator/cli/profile_slurm_cmd.hpp"
 #include "estimator/cli/recommend_cmd.hpp"
+#include "estimator/cli/replay_cmd.hpp"
 #include "estimator/cli/scaling_cmd.hpp"
 #include "estimator/cli/slurm_plan_cmd.hpp"
 #include "estimator/cli/suggest_cmd.hpp"
@@ -68,6 +69,7 @@ constexpr const char* kUsage =
     "  recommend SPEC --samples N --deadline T     choose the allocation for a deadline\n"
     "  recommend --profile FILE --deadline T       the same for a program profiled by dlh-launch\n"
     "  suggest --data FILE --deadline T            a spec for a data set, sized to the deadline\n"
+    "  replay --trace F.csv | --generate N         a job trace through DLH's planning, per policy\n"
     "  cluster --from-slurm [--out FILE]           draft a cluster description from sinfo\n"
     "  observations list|summary|check|prune --store DIR   what earlier jobs measured\n"
     "  refit CALIBRATION --store DIR --out F       refit a calibration with observed jobs\n"
@@ -108,6 +110,7 @@ int Main(int argc, char** argv) {
   if (command == "scaling") return ScalingCommand(args);
   if (command == "recommend") return RecommendCommand(args);
   if (command == "suggest") return SuggestCommand(args);
+  if (command == "replay") return ReplayCommand(args);
   if (command == "cluster") return ClusterCommand(args);
   if (command == "slurm-plan") return SlurmPlanCommand(args);
   if (command == "observations") return ObservationsCommand(args);

@@ -12,7 +12,7 @@
 #   BENCH_ONLY=allreduce,checkpoint bench.sh BINDIR OUT.md   those parts alone; the others'
 #                                                      sections stay as committed
 # Parts: estimator wave cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch
-# recommender lrfind lrvalidate jobs balance mixed_shares faults convergence. BENCH_HOST names this host in
+# recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence. BENCH_HOST names this host in
 # the goals table (default: hostname and machine id); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
-parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender lrfind lrvalidate jobs balance mixed_shares faults convergence"
+parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -682,6 +682,30 @@ echo "${plans[*]}" >"$work/plan-10000.txt"
   echo
 } >"$work/s7-recommender.md"
 store recommender "$work/s7-recommender.md"
+}
+
+# ---- a cluster replay (issue 46) -----------------------------------------------------------
+bench_replay() {
+section "a cluster replay: 100,000 generated jobs on 4,000 GPUs, five policies; sensitivity"
+measure replay
+{
+  echo "## A cluster replay: least energy to a deadline, for a whole cluster"
+  echo
+  echo "share/bench/replay.sh: \`dlh-estimate replay\` (docs/reference/replay.md) runs a generated"
+  echo "trace of 100,000 jobs through the recommender on share/cluster/replay.json (125 nodes of 8"
+  echo "GPUs of each of a100, h100, l40s and a40), once per policy: the users' own requests (their"
+  echo "GPU count and type, their time limit), DLH's least energy meeting the deadline and its"
+  echo "shortest time (both planned at submission on the free nodes, as \`sbatch --dlh-auto\`"
+  echo "plans), the most GPUs the model can use, and one GPU. The replay's own FIFO + EASY-backfill"
+  echo "scheduler runs the jobs; each job's real time is its prediction times a log-normal noise"
+  echo "factor shared by every policy. The generator's sizes, durations and arrivals follow the"
+  echo "Philly, Helios and PAI studies (docs/reference/replay.md, \"The generator\"). Goal: the whole"
+  echo "replay in under 10 minutes on this host."
+  echo
+  $py "$bench/replay_report.py" "$work" "$goals"
+  echo
+} >"$work/s7-replay.md"
+store replay "$work/s7-replay.md"
 }
 
 # ---- lr-find -------------------------------------------------------------------------------

@@ -111,6 +111,11 @@ GOALS = [
      "Planning at 10,000 live nodes adds at most 0.2 s to sbatch",
      "the median of 5 runs of dlh-estimate slurm-plan (the plugin's planning core, whole command) "
      "with 10,000 live nodes of 4 types is over 0.2 s (issue 41)"),
+    ("replay-time", "replay",
+     "A replay of 100,000 jobs on 4,000 GPUs, all five policies, in under 10 minutes",
+     "`dlh-estimate replay --generate 100000` on share/cluster/replay.json with every policy "
+     "(share/bench/replay.sh) takes 10 minutes or more of wall time on the bench's host, "
+     "generating the trace included, or replays fewer jobs or policies"),
     ("lrfind-time", "lrfind",
      "lr-find range test (100 rates, batch 64, 2 ranks x 1 thread), whole command (no target)",
      None),
@@ -238,7 +243,8 @@ PREFIXES = [
     ("Checkpoint write", "ckpt-write"), ("Checkpointing <", "ckpt-interval"),
     ("Checkpoint overhead at frequent", "ckpt-frequent"), ("`sbatch --dlh-auto`", "sbatch-added"),
     ("Recommender on 10,000 nodes", "recommender-10000"), ("Recommender", "recommender"),
-    ("Planning at 10,000 live nodes", "plan-10000"), ("lr-find range test", "lrfind-time"),
+    ("Planning at 10,000 live nodes", "plan-10000"),
+    ("A replay of 100,000 jobs", "replay-time"), ("lr-find range test", "lrfind-time"),
     ("lr-find's suggestion", "lr-suggestion"),
     ("Whole-job predictions within 10% MAPE", "jobs10-mape"),
     ("Whole-job predictions", "jobs-mape"), ("Every planned job ends", "jobs10-inside"),
