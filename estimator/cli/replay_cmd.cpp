@@ -141,8 +141,10 @@ int ReplayCommand(const std::vector<std::string>& args) {
   info.cluster = cluster.name + " (" + cluster_path + ")";
   for (const NodeType& nt : cluster.node_types) {
     info.node_types.push_back(nt.name + ": " + std::to_string(nt.nodes) + " x " +
-                              std::to_string(nt.gpus_per_node) + " " + nt.gpu);
+                              (nt.cpu ? std::to_string(nt.cpu_cores) + " cores (CPU nodes)"
+                                      : std::to_string(nt.gpus_per_node) + " " + nt.gpu));
     info.capacity_units += nt.nodes * nt.gpus_per_node;
+    (nt.cpu ? info.cpu_nodes : info.gpus) += nt.nodes * (nt.cpu ? 1 : nt.gpus_per_node);
   }
   info.trace = generate > 0 ? "generated" : trace_path;
   info.jobs = int(jobs.size());
@@ -154,10 +156,11 @@ int ReplayCommand(const std::vector<std::string>& args) {
   info.assumptions = replay::ReplayAssumptions();
   info.prepare_s = Seconds(t0);
   std::printf(
-      "replay: %s, %d devices; %s, %d jobs, seed %llu (trace and networks ready in "
+      "replay: %s, %d GPUs%s; %s, %d jobs, seed %llu (trace and networks ready in "
       "%.1f s)\n",
-      info.cluster.c_str(), info.capacity_units, info.trace.c_str(), info.jobs,
-      (unsigned long long)seed, info.prepare_s);
+      info.cluster.c_str(), info.gpus,
+      info.cpu_nodes ? (" and " + std::to_string(info.cpu_nodes) + " CPU nodes").c_str() : "",
+      info.trace.c_str(), info.jobs, (unsigned long long)seed, info.prepare_s);
   for (const std::string& n : trace.notes)
     std::fprintf(stderr, "replay: left out of %s: %s\n", trace_path.c_str(), n.c_str());
   std::fflush(stdout);

@@ -16,8 +16,14 @@ constexpr Policy kAll[] = {Policy::User, Policy::DlhEnergy, Policy::DlhTime, Pol
 // How a plan's allocation runs: its parts as the scheduler's, the job's noise applied.
 Shape ShapeOf(const Allocation& a, const ReplayJob& job, Workload& workload) {
   Shape s;
-  for (const Part& part : a.parts)
-    s.parts.push_back({workload.PoolOf(part.node_type), part.nodes, part.gpus_per_node});
+  for (const Part& part : a.parts) {
+    const int pool = workload.PoolOf(part.node_type);
+    // A CPU plan's ranks share every core of their nodes (threads = cores / ranks): it holds
+    // its nodes whole, as its Slurm request (--cpus-per-task x --ntasks-per-node) does.
+    const int per_node =
+        part.cpu ? workload.cluster().node_types[size_t(pool)].gpus_per_node : part.gpus_per_node;
+    s.parts.push_back({pool, part.nodes, per_node});
+  }
   const double factor = std::exp(workload.LogSigma(job.training.model, a) * job.noise_z);
   s.run_s = a.total_s * factor;
   s.limit_s = a.total_upper_s > 0 ? a.total_upper_s : a.total_s;

@@ -41,7 +41,9 @@ std::string ReplayHtml(const ReplayInfo& info, const std::vector<PolicyMetrics>&
   page.heading("What was replayed");
   std::vector<std::pair<std::string, std::string>> facts = {
       {"cluster", info.cluster},
-      {"capacity", std::to_string(info.capacity_units) + " devices"},
+      {"capacity", std::to_string(info.gpus) + " GPUs" +
+                       (info.cpu_nodes ? " and " + std::to_string(info.cpu_nodes) + " CPU nodes"
+                                       : std::string())},
   };
   for (const std::string& nt : info.node_types) facts.emplace_back("node type", nt);
   facts.emplace_back(

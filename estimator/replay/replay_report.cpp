@@ -77,7 +77,9 @@ nlohmann::json ReplayJson(const ReplayInfo& info, const std::vector<PolicyMetric
   nlohmann::json j;
   j["cluster"] = {{"name", info.cluster},
                   {"node_types", info.node_types},
-                  {"capacity_units", info.capacity_units}};
+                  {"capacity_units", info.capacity_units},
+                  {"gpus", info.gpus},
+                  {"cpu_nodes", info.cpu_nodes}};
   j["trace"] = {
       {"source", info.trace}, {"jobs", info.jobs}, {"skipped", info.skipped}, {"seed", info.seed}};
   if (info.generated)

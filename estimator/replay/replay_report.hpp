@@ -15,8 +15,9 @@ namespace dlh::replay {
 struct ReplayInfo {
   std::string cluster;                  // its name and file
   std::vector<std::string> node_types;  // "gpu-a100: 125 x 8 a100", in the cluster's order
-  int capacity_units = 0;
-  std::string trace;  // "generated" or the file
+  int capacity_units = 0;               // devices: GPUs, and a CPU node's cores
+  int gpus = 0, cpu_nodes = 0;          // of which GPUs; CPU nodes (cpu_node_types)
+  std::string trace;                    // "generated" or the file
   int jobs = 0, skipped = 0;
   uint64_t seed = 0;
   bool generated = false;

@@ -41,7 +41,10 @@ def main():
     user = pol.get("user")
     gen = run["trace"]["generator"]
     nt = ", ".join(run["cluster"]["node_types"])
-    print(f"Cluster: {run['cluster']['name']}, {run['cluster']['capacity_units']:,} GPUs ({nt}). "
+    cpus = run["cluster"].get("cpu_nodes", 0)
+    gpus = run["cluster"].get("gpus", run["cluster"]["capacity_units"])
+    pool = f"{gpus:,} GPUs" + (f" and {cpus:,} CPU nodes" if cpus else "")
+    print(f"Cluster: {run['cluster']['name']}, {pool} ({nt}). "
           f"Trace: generated, {run['trace']['jobs']:,} jobs, seed {run['trace']['seed']}, offered "
           f"load {gen['load']}, {100 * gen['deadline_share']:.0f}% of jobs with a deadline of a "
           f"log-uniform {gen['deadline_multiple']['lo']}-{gen['deadline_multiple']['hi']} times "
@@ -73,6 +76,19 @@ def main():
           f"recommender).{per} Not one figure is shared between policies but the trace: each "
           f"policy plans and simulates every job itself.")
     print()
+    if cpus:
+        # The CPU nodes are the pool's and only DLH's plans use them: users ask for GPUs (and
+        # the offered load is counted on the GPUs alone).
+        kinds = [t.split(":")[1].strip().endswith("(CPU nodes)") for t in run["cluster"]["node_types"]]
+        busy = []
+        for p in run["policies"]:
+            u = p.get("utilisation_by_node_type", [])
+            share = [x for x, cpu in zip(u, kinds) if cpu]
+            busy.append(f"{p['policy']} {100 * sum(share) / max(1, len(share)):.2f}%")
+        print("The CPU nodes, busy share of their capacity over the makespan: " + ", ".join(busy) +
+              ". Users' own requests, max-gpus and one-gpu ask for GPUs and never land there; "
+              "the offered load is counted on the GPUs.")
+        print()
     rows = [("defaults: deadlines 1.25-10, load 0.8, seed 1", run)]
     for line in open(os.path.join(d, "settings.txt")):
         name, what, value = line.split()
