@@ -284,9 +284,6 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
   std::string live_error;
   if (!dlh::plugin::LoadLiveNodes(&live, &live_error) && live_error.empty())
     live_error = "unknown error";
-  // When busy nodes free up (squeue, as the user): a plan that must wait picks what can start
-  // soon enough (estimator/plan/expected_start.hpp).
-  if (live_error.empty()) dlh::plan::LoadRunningJobs(&live);
   const dlh::plan::PlanOutcome plan = dlh::plan::MakePlan(in, cluster, live, live_error);
 
   if (dry_run) {

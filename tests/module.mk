@@ -24,7 +24,7 @@ ifneq ($(DEBUG),1)
 $(TEST_OBJS): override CXXFLAGS += -Og
 endif
 
-$(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(REPLAY_LIB) $(PLAN_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
+$(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(PLAN_LIB) $(REPLAY_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
     $(REPORT_LIB) $(NN_LIB) $(COMMON_LIB) | $(FAKE_NVML)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@

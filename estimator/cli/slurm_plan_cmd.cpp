@@ -126,8 +126,6 @@ int Plan(const std::vector<std::string>& args) {
   if (vm.count("live-nodes")) {
     live = plan::LiveNodesFromSinfo(ReadLiveNodes(vm["live-nodes"].as<std::string>()));
     live_error = live.empty() ? "sinfo listed no nodes" : "";
-    // When busy nodes free up: a plan that must wait picks what can start soon enough.
-    if (live_error.empty()) plan::LoadRunningJobs(&live);
   }
 
   const Cluster cluster = LoadCluster(in.config.cluster);

@@ -4,14 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <limits>
 #include <map>
 #include <sstream>
-
-#include "common/capture_output.hpp"
-#include "common/duration.hpp"
-#include "common/error.hpp"
-#include "common/hostlist.hpp"
 
 namespace dlh::plan {
 
@@ -114,17 +108,16 @@ std::vector<std::string> NodeNamesOfType(const Cluster& cluster, const NodeType&
   return names;
 }
 
-bool IsFreeForType(const Cluster& cluster, const NodeType& nt, const LiveNode& n) {
-  if (!IsNodeOfType(cluster, nt, n)) return false;
-  if (n.state != "idle" && (nt.cpu || n.state != "mixed")) return false;
-  return Count(ParseGres(n.gres_used), nt.gpu) == 0;
-}
-
 std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes) {
   std::string note;
   for (NodeType& nt : cluster.node_types) {
     int free = 0;
-    for (const LiveNode& n : nodes) free += IsFreeForType(cluster, nt, n);
+    for (const LiveNode& n : nodes) {
+      if (!IsNodeOfType(cluster, nt, n)) continue;
+      if (n.state != "idle" && (nt.cpu || n.state != "mixed")) continue;
+      if (Count(ParseGres(n.gres_used), nt.gpu) > 0) continue;
+      ++free;
+    }
     nt.available = std::min(free, nt.nodes);
     note += (note.empty() ? "free now: " : ", ") + nt.name + " " + std::to_string(nt.available) +
             "/" + std::to_string(nt.nodes);
@@ -170,58 +163,6 @@ std::vector<LiveNode> LiveNodesFromSinfo(const std::string& text) {
                      fields.size() > 4 ? fields[4] : std::string()});
   }
   return nodes;
-}
-
-const char* const kSqueueRunningArgs[6] = {"squeue", "-h",   "-t", "RUNNING,COMPLETING",
-                                           "-o",     "%N|%L"};
-
-bool ApplyRunningJobs(const std::string& text, std::vector<LiveNode>* nodes) {
-  std::map<std::string, double> left;  // node -> the longest time left of its jobs
-  std::stringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    const size_t bar = line.rfind('|');
-    if (line.empty()) continue;
-    if (bar == std::string::npos) return false;
-    const std::string hosts = line.substr(0, bar), when = line.substr(bar + 1);
-    double seconds = 0;
-    if (when == "UNLIMITED") {
-      seconds = std::numeric_limits<double>::infinity();
-    } else {
-      try {
-        seconds = ParseDuration(when, "time left");
-      } catch (const Error&) {
-        // "0:00": at its limit now (ParseDuration takes no zero); NOT_SET, INVALID or not a
-        // time: unknown.
-        if (when.empty() || when.find_first_not_of("0:-") != std::string::npos) return false;
-        seconds = 0;
-      }
-    }
-    if (hosts.empty() || hosts == "(null)") continue;  // a job between its nodes' release
-    std::vector<std::string> names;
-    try {
-      names = ExpandHostlist(hosts, "squeue");
-    } catch (const Error&) {
-      return false;
-    }
-    for (const std::string& n : names) left[n] = std::max(left[n], seconds);
-  }
-  for (LiveNode& n : *nodes) {
-    const auto it = left.find(n.name);
-    n.free_in_s = it == left.end() ? 0 : it->second;
-  }
-  return true;
-}
-
-bool LoadRunningJobs(std::vector<LiveNode>* nodes) {
-  std::vector<std::string> argv = {"timeout", "20"};
-  argv.insert(argv.end(), std::begin(kSqueueRunningArgs), std::end(kSqueueRunningArgs));
-  std::string out;
-  try {
-    if (RunCapturingOutput(argv, &out) != 0) return false;
-  } catch (const Error&) {
-    return false;
-  }
-  return ApplyRunningJobs(out, nodes);
 }
 
 }  // namespace dlh::plan

@@ -27,10 +27,6 @@ struct LiveNode {
   std::string gres;           // e.g. "gpu:a100:4(S:0-1)"
   std::string gres_used;      // e.g. "gpu:a100:2(IDX:0,2)"
   std::string features = "";  // available features, "cpu-epyc,ib" ("" or "(null)": none)
-  // Seconds until the jobs running on it reach their time limits (0: none runs there; -1:
-  // unknown). From Slurm's running jobs (squeue, or slurmctld in the plugin); it tells the
-  // plan how long a busy node keeps a waiting job (expected_start.hpp).
-  double free_in_s = -1;
 };
 
 struct GresItem {
@@ -54,9 +50,6 @@ bool IsNodeOfType(const Cluster& cluster, const NodeType& nt, const LiveNode& no
 std::vector<std::string> NodeNamesOfType(const Cluster& cluster, const NodeType& nt,
                                          const std::vector<LiveNode>& nodes);
 
-// Whether `node` counts as free now for node type `nt` (the rule at the top).
-bool IsFreeForType(const Cluster& cluster, const NodeType& nt, const LiveNode& node);
-
 // Sets node_types[i].available from the nodes (never above node_types[i].nodes) and returns
 // a note such as "free now: node-alpha 1/1, node-beta 0/1".
 std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes);
@@ -67,23 +60,5 @@ std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& n
 // sinfo's state flags count as not free ("idle*" not responding, "idle~" powered down,
 // "mixed$" in maintenance). Lines that do not have four fields are skipped.
 std::vector<LiveNode> LiveNodesFromSinfo(const std::string& text);
-
-// The running jobs, as `squeue -h -t RUNNING,COMPLETING -o '%N|%L'` lists them: per job its
-// nodes (a Slurm hostlist) and its time left ("D-HH:MM:SS", "HH:MM:SS", "MM:SS";
-// "UNLIMITED" or "NOT_SET"). The command both front ends run (squeue is Slurm's stable
-// interface; plugin/slurm_nodes.cpp, estimator/cli/slurm_plan_cmd.cpp).
-extern const char* const kSqueueRunningArgs[6];
-
-// Sets each node's free_in_s from the running jobs (`text`, the output above): the longest
-// time left of the jobs on it, 0 where none runs; a job with no limit makes its nodes never
-// free (infinity). A line it cannot read leaves the nodes of unknown free time (-1) only if
-// they are not covered otherwise: returns false when any line could not be read, and the
-// nodes keep -1 then (the plan does not guess).
-bool ApplyRunningJobs(const std::string& text, std::vector<LiveNode>* nodes);
-
-// Runs that squeue (as the submitting user, under `timeout 20`, no shell) and applies its
-// output; false when it fails or cannot be read (then every free_in_s stays -1, and a plan
-// that must wait takes the best allocation of the whole cluster, as before).
-bool LoadRunningJobs(std::vector<LiveNode>* nodes);
 
 }  // namespace dlh::plan

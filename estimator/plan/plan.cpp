@@ -20,7 +20,6 @@
 #include "estimator/model/features.hpp"
 #include "estimator/observe/plan_block.hpp"
 #include "estimator/plan/cpu_nodes.hpp"
-#include "estimator/plan/expected_start.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 
 namespace dlh::plan {
@@ -406,14 +405,12 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
 
   // Live availability first; when nothing free now meets the deadline, plan on all nodes.
   bool have_rec = false;
-  std::optional<Allocation> fastest_free;  // nothing free meets the deadline: the fastest there
   if (live_error.empty()) {
     Cluster now = cluster;
     out.live_note = OverlayAvailability(now, live);
     try {
       out.rec = Recommend(job, now);
       have_rec = out.rec.feasible;
-      if (!have_rec) fastest_free = out.rec.fastest;
     } catch (const EstimateError&) {  // no free node at all: plan on all nodes below
     }
     if (!have_rec)
@@ -422,23 +419,7 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
     out.live_note = "live node state unknown (" + live_error + ")";
     out.fallback_note = out.live_note + ": planned on all nodes";
   }
-  // Waiting for nodes: with the running jobs' time limits, the allocation that can start soon
-  // enough, not the best one whose nodes stay busy (expected_start.hpp). Not when the user
-  // fixed GPUs or nodes: then their shape decides.
-  std::optional<BusyPlan> busy;
-  std::optional<FreeTimes> free;
-  if (!have_rec) {
-    if (live_error.empty()) free = FreeTimesOf(cluster, live);
-    const bool fixed = in.user.gpus_per_node || in.user.gpus_total || in.user.nodes;
-    Job all = job;
-    if (free && !fixed && all.top > 0) all.top = std::max(all.top, kWaitCandidates);
-    out.rec = Recommend(all, cluster);
-    if (free && !fixed && out.rec.feasible) {
-      busy = PlanWhileBusy(job, cluster, *free, out.rec, fastest_free ? &*fastest_free : nullptr);
-      out.fallback_note =
-          "nothing free now meets the deadline: planned on all nodes, " + busy->note;
-    }
-  }
+  if (!have_rec) out.rec = Recommend(job, cluster);
   Cluster planned_on = cluster;  // what the plan saw: live availability when it used it
   if (have_rec) OverlayAvailability(planned_on, live);
 
@@ -446,19 +427,6 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
   if (!rec.feasible) {
     out.chosen = rec.fastest;
     out.feasible = false;
-  } else if (busy) {
-    out.feasible = true;
-    out.chosen = busy->chosen;
-    if (!busy->free_now && busy->index > 0) {
-      const Allocation& best = rec.ranked.front();
-      const double best_start = ExpectedStart(cluster, *free, best);
-      out.choice_note =
-          "waits for " + AllocationText(out.chosen) + " rather than the best on all nodes, " +
-          AllocationText(best) + ", " +
-          (std::isfinite(best_start) ? "expected to start in " + HumanDuration(best_start)
-                                     : std::string("whose nodes are not all up")) +
-          " (" + out.chosen.why + ")";
-    }
   } else {
     out.feasible = true;
     out.chosen = rec.ranked.front();

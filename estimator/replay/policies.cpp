@@ -3,11 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <random>
 
 #include "common/error.hpp"
-#include "estimator/plan/expected_start.hpp"
 
 namespace dlh::replay {
 namespace {
@@ -61,31 +59,20 @@ Request User(const ReplayJob& job, Workload& workload) {
   return r;
 }
 
-// As estimator/plan/plan.cpp's MakePlan: the best on the free nodes when it meets the
-// deadline; otherwise the allocations of the whole cluster, the first (by the objective)
-// expected to start soon enough to meet it (plan/expected_start.hpp), else the one expected to
-// end first.
 Request Dlh(const ReplayJob& job, Workload& workload, Objective objective,
-            const Scheduler& scheduler, double now_s) {
+            const std::vector<int>& free_nodes) {
   const Job plan_job = workload.MakeJob(job.training, job.deadline_s, objective);
-  const std::vector<int> free_nodes = scheduler.FreeNodes();
-  std::optional<Allocation> fastest_free;
+  Recommendation rec;
+  bool have = false;
   if (std::any_of(free_nodes.begin(), free_nodes.end(), [](int n) { return n > 0; })) {
     try {
-      const Recommendation now = workload.Plan(job.training.model, plan_job, &free_nodes);
-      if (now.feasible) return {{ShapeOf(now.ranked.front(), job, workload)}};
-      fastest_free = now.fastest;
+      rec = workload.Plan(job.training.model, plan_job, &free_nodes);
+      have = rec.feasible;
     } catch (const EstimateError&) {  // nothing free fits: all nodes below
     }
   }
-  Job all = plan_job;
-  all.top = plan::kWaitCandidates;
-  const Recommendation rec = workload.Plan(job.training.model, all, nullptr);
-  if (!rec.feasible) return {{ShapeOf(rec.fastest, job, workload)}};
-  const plan::BusyPlan busy =
-      plan::PlanWhileBusy(plan_job, workload.cluster(), scheduler.NodeFreeTimes(now_s), rec,
-                          fastest_free ? &*fastest_free : nullptr);
-  return {{ShapeOf(busy.chosen, job, workload)}};
+  if (!have) rec = workload.Plan(job.training.model, plan_job, nullptr);
+  return {{ShapeOf(rec.feasible ? rec.ranked.front() : rec.fastest, job, workload)}};
 }
 
 Request MaxGpus(const ReplayJob& job, Workload& workload) {
@@ -236,14 +223,14 @@ std::vector<ReplayJob> PrepareJobs(const Trace& trace, Workload& workload, uint6
 }
 
 Request PlanRequest(Policy policy, const ReplayJob& job, Workload& workload,
-                    const Scheduler& scheduler, double now_s) {
+                    const std::vector<int>& free_nodes) {
   switch (policy) {
     case Policy::User:
       return User(job, workload);
     case Policy::DlhEnergy:
-      return Dlh(job, workload, Objective::Energy, scheduler, now_s);
+      return Dlh(job, workload, Objective::Energy, free_nodes);
     case Policy::DlhTime:
-      return Dlh(job, workload, Objective::Time, scheduler, now_s);
+      return Dlh(job, workload, Objective::Time, free_nodes);
     case Policy::MaxGpus:
       return MaxGpus(job, workload);
     case Policy::OneGpu:

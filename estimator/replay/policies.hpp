@@ -60,13 +60,10 @@ constexpr double kNoLimitSeconds = 7 * 86400;
 // line for a GPU type no node type has or a spec that cannot be planned.
 std::vector<ReplayJob> PrepareJobs(const Trace& trace, Workload& workload, uint64_t seed);
 
-// The job's request under `policy`, planned at submission (`now_s`) on the scheduler's state:
-// its whole free nodes per node type, and, for a DLH plan that waits because nothing free
-// meets the deadline, when each busy node is expected free (estimator/plan/expected_start.hpp,
-// as `sbatch --dlh-auto` plans with the running jobs' time limits). An empty request: the
-// job cannot run under this policy (none of the shapes it would ask for fits the devices'
-// memory). Throws EstimateError as Recommend does.
+// The job's request under `policy`, planned at submission with `free_nodes` whole nodes
+// free per node type. An empty request: the job cannot run under this policy (none of the
+// shapes it would ask for fits the devices' memory). Throws EstimateError as Recommend does.
 Request PlanRequest(Policy policy, const ReplayJob& job, Workload& workload,
-                    const Scheduler& scheduler, double now_s);
+                    const std::vector<int>& free_nodes);
 
 }  // namespace dlh::replay

@@ -109,8 +109,8 @@ std::vector<PolicyMetrics> RunReplay(const std::vector<ReplayJob>& jobs, Workloa
   for (Policy policy : options.policies) {
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t calls0 = workload.recommend_calls;
-    const Planner plan = [&](int job, double now, const Scheduler& scheduler) {
-      return PlanRequest(policy, jobs[size_t(job)], workload, scheduler, now);
+    const Planner plan = [&](int job, double, const std::vector<int>& free_nodes) {
+      return PlanRequest(policy, jobs[size_t(job)], workload, free_nodes);
     };
     const Simulation sim = Simulate(pools, submit, plan, options.scheduler);
     PolicyMetrics m = Measure(PolicyName(policy), jobs, sim, pools);

@@ -256,17 +256,6 @@ void Scheduler::Finish(int job) {
   --running_count_;
 }
 
-std::vector<std::vector<double>> Scheduler::NodeFreeTimes(double now) const {
-  std::vector<std::vector<double>> out(pools_.size());
-  for (size_t p = 0; p < pools_.size(); ++p) {
-    out[p].reserve(size_t(pools_[p].nodes));
-    for (int n = 0; n < pools_[p].nodes; ++n)
-      out[p].push_back(FreeAt(int(p), n, pools_[p].units_per_node, now) - now);
-    std::sort(out[p].begin(), out[p].end());
-  }
-  return out;
-}
-
 std::vector<int> Scheduler::FreeNodes() const {
   std::vector<int> out(pools_.size());
   for (size_t p = 0; p < pools_.size(); ++p)

@@ -83,11 +83,6 @@ class Scheduler {
   // Whole nodes with no unit in use, per pool (what Slurm's node state shows as free,
   // estimator/plan/live_state.hpp).
   std::vector<int> FreeNodes() const;
-  // Per pool, seconds from `now` until each node has no unit in use if the running jobs end
-  // at their time limits (0: free now), ascending: when a plan waiting for nodes may expect
-  // them (estimator/plan/expected_start.hpp, FreeTimes). Jobs waiting in the queue are not
-  // counted, as the plan does not count them.
-  std::vector<std::vector<double>> NodeFreeTimes(double now) const;
   int FreeUnits(int pool) const;
   int BusyUnits() const { return busy_units_; }  // units running jobs, all pools
   int BusyUnits(int pool) const { return busy_per_pool_[size_t(pool)]; }

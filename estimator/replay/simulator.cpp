@@ -64,7 +64,7 @@ Simulation Simulate(const std::vector<Pool>& pools, const std::vector<double>& s
       const int job = int(order[next]);
       Request request;
       try {
-        request = plan(job, t, scheduler);
+        request = plan(job, t, scheduler.FreeNodes());
         if (!request.shapes.empty()) {
           scheduler.Submit(job, std::move(request));
           continue;

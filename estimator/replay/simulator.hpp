@@ -24,11 +24,10 @@ struct JobRun {
   Shape shape;  // the shape it ran as
 };
 
-// Makes a job's request when it arrives, from the scheduler's state at `now_s` (its whole free
-// nodes, Scheduler::FreeNodes, and when busy nodes are expected free,
-// Scheduler::NodeFreeTimes). A request without shapes (or an exception derived from
+// Makes a job's request when it arrives: `free_nodes` holds the whole nodes free now, per
+// pool (Scheduler::FreeNodes). A request without shapes (or an exception derived from
 // std::exception) means the job cannot run at all under this policy.
-using Planner = std::function<Request(int job, double now_s, const Scheduler& scheduler)>;
+using Planner = std::function<Request(int job, double now_s, const std::vector<int>& free_nodes)>;
 
 // The pools whose units utilisation and GPU-hours count: the GPU node types (a CPU node
 // type's ranks are another resource); every pool when none is a GPU pool.

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -681,76 +680,6 @@ TEST(PluginPlanTest, PlansCpuNodesWhenTheGpusAreBusyAndSaysWhy) {
   for (const SlurmSetting& st : p.settings)
     kept = kept || (st.name == "cpus-per-task" && !st.apply);
   EXPECT_TRUE(kept);
-}
-
-// squeue's running jobs: each node is free after the longest time left of its jobs.
-TEST(PluginLiveStateTest, ReadsRunningJobsFromSqueue) {
-  std::vector<LiveNode> nodes = AllIdle();
-  nodes.push_back({"gamma1", "idle", "gpu:gamma:2", "gpu:gamma:0"});
-  ASSERT_TRUE(
-      ApplyRunningJobs("alpha1|10:00\nalpha1|1:00:00\n(null)|5:00\nbeta[1-1],cpu1|1-00:00:00\n"
-                       "cpu1|UNLIMITED\n",
-                       &nodes));
-  EXPECT_DOUBLE_EQ(nodes[0].free_in_s, 3600);  // the longer of its two jobs
-  EXPECT_DOUBLE_EQ(nodes[1].free_in_s, 86400);
-  EXPECT_TRUE(std::isinf(nodes[2].free_in_s));  // a job without a limit
-  EXPECT_DOUBLE_EQ(nodes[3].free_in_s, 0);      // nothing runs there
-  ASSERT_TRUE(ApplyRunningJobs("alpha1|0:00\n", &nodes));
-  EXPECT_DOUBLE_EQ(nodes[0].free_in_s, 0);
-  // A time squeue could not give makes the answer unknown rather than wrong.
-  std::vector<LiveNode> unknown = AllIdle();
-  EXPECT_FALSE(ApplyRunningJobs("alpha1|NOT_SET\n", &unknown));
-  EXPECT_FALSE(ApplyRunningJobs("alpha1 10:00\n", &unknown));
-  for (const LiveNode& n : unknown) EXPECT_DOUBLE_EQ(n.free_in_s, -1);
-}
-
-// Issue 46 (found by dlh-estimate replay): when nothing free now meets the deadline, the plan
-// waits for what is expected to start soon enough, not for the best allocation whose nodes stay
-// busy; when nothing would meet it either way, the soonest to end, which may be what is free.
-TEST(PluginPlanTest, WaitsForWhatCanStartSoonEnough) {
-  const Cluster c = LocalCluster();
-  std::vector<LiveNode> busy = AllIdle();
-  busy[0].gres_used = "gpu:alpha:2(IDX:0-1)", busy[0].free_in_s = 600;
-  busy[1].gres_used = "gpu:beta:2(IDX:0-1)", busy[1].free_in_s = 60;
-  busy[2].state = "allocated", busy[2].free_in_s = 3600;
-  // Without the free times: the best on all nodes, alpha, which is busy for 10 minutes.
-  std::vector<LiveNode> unknown = busy;
-  for (LiveNode& n : unknown) n.free_in_s = -1;
-  PlanOutcome p =
-      MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=10m"), c, unknown, "");
-  EXPECT_EQ(AllocationText(p.chosen), "1 x 1 alpha");
-  EXPECT_EQ(p.fallback_note,
-            "nothing free now meets the deadline: planned on all nodes (may wait)");
-  // With them: alpha would end after 10m + 2m03s; beta, free in a minute, ends in time.
-  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=10m"), c, busy, "");
-  ASSERT_TRUE(p.feasible);
-  ASSERT_EQ(p.chosen.parts.size(), 1u);
-  EXPECT_EQ(p.chosen.parts[0].gpu, "beta");
-  EXPECT_EQ(p.fallback_note,
-            "nothing free now meets the deadline: planned on all nodes, expected to start in "
-            "1m00s (the running jobs' time limits) and to end within the deadline");
-  EXPECT_NE(p.choice_note.find("rather than the best on all nodes, 1 x 1 alpha, expected to "
-                               "start in 10m"),
-            std::string::npos)
-      << p.choice_note;
-  // 3 minutes: nothing ends in time, waiting or not; alpha, the soonest to end if nothing is
-  // free, would end 10m + 2m03s from now.
-  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=3m"), c, busy, "");
-  EXPECT_NE(p.fallback_note.find("after the deadline: the soonest to end"), std::string::npos)
-      << p.fallback_note;
-  // A free CPU node too slow for the deadline (one core here), but sooner to end than any wait,
-  // is taken at once.
-  Cluster one_core = c;
-  for (NodeType& n : one_core.node_types)
-    if (n.cpu) n.cpu_cores = n.gpus_per_node = 1;
-  one_core.runtime.shared_host_cores = 0;  // its own core, not the host's two
-  busy[2].state = "idle", busy[2].free_in_s = 0;
-  p = MakePlan(LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=130s"), one_core, busy,
-               "");
-  EXPECT_TRUE(IsCpuPlan(p.chosen)) << SummaryLine(p);
-  EXPECT_NE(p.fallback_note.find("none meets it, waiting or not: the fastest free now, "),
-            std::string::npos)
-      << p.fallback_note;
 }
 
 // A CPU node that trains at less energy than the GPUs is chosen with every GPU idle, and the

@@ -39,7 +39,8 @@ Simulation Replay(const std::vector<Pool>& pools, const std::vector<double>& sub
   SchedulerOptions o;
   o.backfill_depth = depth;
   return Simulate(
-      pools, submit, [&](int job, double, const Scheduler&) { return requests[size_t(job)]; }, o);
+      pools, submit,
+      [&](int job, double, const std::vector<int>&) { return requests[size_t(job)]; }, o);
 }
 
 TEST(ReplaySchedulerTest, JobsThatAllWaitStartInSubmissionOrder) {
