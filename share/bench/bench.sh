@@ -686,14 +686,15 @@ store recommender "$work/s7-recommender.md"
 
 # ---- a cluster replay (issue 46) -----------------------------------------------------------
 bench_replay() {
-section "a cluster replay: 100,000 generated jobs on 4,000 GPUs, five policies; sensitivity"
+section "a cluster replay: 100,000 generated jobs on 4,000 GPUs and 1,000 CPU nodes, five policies; sensitivity"
 measure replay
 {
   echo "## A cluster replay: least energy to a deadline, for a whole cluster"
   echo
   echo "share/bench/replay.sh: \`dlh-estimate replay\` (docs/reference/replay.md) runs a generated"
   echo "trace of 100,000 jobs through the recommender on share/cluster/replay.json (125 nodes of 8"
-  echo "GPUs of each of a100, h100, l40s and a40), once per policy: the users' own requests (their"
+  echo "GPUs of each of a100, h100, l40s and a40, and 1,000 CPU-only nodes of 64 cores that only"
+  echo "DLH's plans use), once per policy: the users' own requests (their"
   echo "GPU count and type, their time limit), DLH's least energy meeting the deadline and its"
   echo "shortest time (both planned at submission on the free nodes, as \`sbatch --dlh-auto\`"
   echo "plans), the most GPUs the model can use, and one GPU. The replay's own FIFO + EASY-backfill"

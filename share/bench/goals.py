@@ -112,7 +112,7 @@ GOALS = [
      "the median of 5 runs of dlh-estimate slurm-plan (the plugin's planning core, whole command) "
      "with 10,000 live nodes of 4 types is over 0.2 s (issue 41)"),
     ("replay-time", "replay",
-     "A replay of 100,000 jobs on 4,000 GPUs, all five policies, in under 10 minutes",
+     "A replay of 100,000 jobs on 4,000 GPUs of 4 types and 1,000 CPU nodes, all five policies, in under 10 minutes",
      "`dlh-estimate replay --generate 100000` on share/cluster/replay.json with every policy "
      "(share/bench/replay.sh) takes 10 minutes or more of wall time on the bench's host, "
      "generating the trace included, or replays fewer jobs or policies"),

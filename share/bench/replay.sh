@@ -1,6 +1,6 @@
 #!/bin/bash
 # make bench, "A cluster replay" (issue 46): `dlh-estimate replay` of a generated trace of
-# 100,000 jobs on share/cluster/replay.json (4,000 GPUs of 4 types), every policy; then the
+# 100,000 jobs on share/cluster/replay.json (4,000 GPUs of 4 types and 1,000 CPU-only nodes), every policy; then the
 # sensitivity of the DLH-against-users figures to what they depend on most: the deadline
 # multiple's distribution, the offered load, and the seed (user and dlh-energy only).
 #   replay.sh BINDIR WORK   (2-4 minutes on 2 cores; BENCH_REPLAY_JOBS=N for fewer jobs)
