@@ -85,9 +85,15 @@ PolicyMetrics Measure(const std::string& policy, const std::vector<ReplayJob>& j
                             : m.makespan_s;
       const double level = sim.busy_steps[k].second;
       for (double t = from; t < to;) {
-        const int bin = std::min(kSeriesBins - 1, int(t / width));
-        double bin_end = bin == kSeriesBins - 1 ? to : std::min(to, (bin + 1) * width);
-        if (bin_end <= t) bin_end = to;  // rounding at a bin's edge
+        int bin = std::min(kSeriesBins - 1, int(t / width));
+        auto end_of = [&](int b) {
+          return b == kSeriesBins - 1 ? to : std::min(to, (b + 1) * width);
+        };
+        // t on a bin's edge may round into the bin before: step on, never lump the rest of
+        // the interval into one bin (which once drew 800% busy).
+        while (end_of(bin) <= t && bin < kSeriesBins - 1) ++bin;
+        const double bin_end = end_of(bin);
+        if (bin_end <= t) break;
         area[size_t(bin)] += level * (bin_end - t);
         t = bin_end;
       }

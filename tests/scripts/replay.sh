@@ -33,6 +33,10 @@ for x, y, z in zip(a["policies"], b["policies"], c["policies"]):
         assert x[k] == y[k], (x["policy"], k, "the same seed differs")
         assert x[k] == z[k], (x["policy"], k, "the written trace replays differently")
 assert a["trace"]["seed"] == 5 and a["trace"]["generator"]["deadline_multiple"]["lo"] == 1.25
+# Busy never above capacity, bin by bin (a rounding at a bin's edge once drew 800%).
+for p in a["policies"]:
+    busy = p["utilisation_over_time"]["busy_fraction"]
+    assert busy and max(busy) <= 1 + 1e-9, (p["policy"], max(busy))
 one = next(p for p in a["policies"] if p["policy"] == "one-gpu")
 assert one["mean_units_per_job"] == 1, one
 print(f"  ok: 5 policies; seed 5 twice and its written trace give the same figures")
@@ -47,6 +51,12 @@ for title in ("Deadlines met", "Energy of the jobs", "GPU-hours", "Queueing dela
     assert title in html, title
 print(f"  ok: one page, {len(charts)} charts with data, nothing fetched")
 PY
+# As a reader sees it: headless Chromium, every chart drawn, nothing on the console.
+SHOTS=${SCREENSHOT_DIR:-$BINDIR/../screenshots}
+mkdir -p "$SHOTS"
+page=$(bash "$ROOT/tests/browser/check-page.sh" "$WORK/a.html" "$SHOTS/replay.png" 2>&1) ||
+  { echo "$page" >&2; fail "the replay page failed in the browser"; }
+check "replay.html in headless Chromium: ${page#*: }"
 
 echo "2. the sacct-style fixture"
 dlh-estimate replay --cluster "$CLUSTER" --trace "$FIXTURE" --policies user,dlh-energy \
