@@ -217,6 +217,19 @@ GpuType ParseGpuType(const json& j, const std::string& origin, const std::string
   return g;
 }
 
+// "partitions": a non-empty array of non-empty strings (Slurm partition names).
+std::vector<std::string> ParsePartitions(const Fields& f) {
+  const json& parts = f.array("partitions");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::string at = f.at("partitions") + "[" + std::to_string(i) + "]";
+    if (!parts[i].is_string() || parts[i].get<std::string>().empty())
+      Throw(f.origin(), at, "must be a non-empty string, got " + ShownJsonValue(parts[i]));
+    out.push_back(parts[i].get<std::string>());
+  }
+  return out;
+}
+
 NodeType ParseNodeType(const json& j, const std::string& origin, const std::string& path) {
   Fields f(j, origin, path);
   f.only({"name", "description", "gpu", "gpus_per_node", "nodes", "node_base_watts", "intra_node",
@@ -231,15 +244,7 @@ NodeType ParseNodeType(const json& j, const std::string& origin, const std::stri
   // A node with one GPU has no GPU-to-GPU link: intra_node may be left out.
   if (n.gpus_per_node > 1 || f.has("intra_node"))
     n.intra_node = ParseLink(f.required("intra_node"), origin, f.at("intra_node"));
-  if (f.has("partitions")) {
-    const json& parts = f.array("partitions");
-    for (size_t i = 0; i < parts.size(); ++i) {
-      std::string at = f.at("partitions") + "[" + std::to_string(i) + "]";
-      if (!parts[i].is_string() || parts[i].get<std::string>().empty())
-        Throw(origin, at, "must be a non-empty string, got " + ShownJsonValue(parts[i]));
-      n.partitions.push_back(parts[i].get<std::string>());
-    }
-  }
+  if (f.has("partitions")) n.partitions = ParsePartitions(f);
   if (f.has("cpu_cores")) n.cpu_cores = f.positive_integer("cpu_cores");
   if (f.has("feature")) n.feature = f.name("feature");
   return n;
@@ -279,15 +284,7 @@ void ParseCpuNodeType(const json& j, const std::string& origin, const std::strin
     n->intra_node = ParseLink(f.required("intra_node"), origin, f.at("intra_node"));
   else
     n->intra_node = Link(kDefaultSharedMemoryGbs, kDefaultSharedMemoryLatencyUs);
-  if (f.has("partitions")) {
-    const json& parts = f.array("partitions");
-    for (size_t i = 0; i < parts.size(); ++i) {
-      std::string at = f.at("partitions") + "[" + std::to_string(i) + "]";
-      if (!parts[i].is_string() || parts[i].get<std::string>().empty())
-        Throw(origin, at, "must be a non-empty string, got " + ShownJsonValue(parts[i]));
-      n->partitions.push_back(parts[i].get<std::string>());
-    }
-  }
+  if (f.has("partitions")) n->partitions = ParsePartitions(f);
   if (f.has("feature")) n->feature = f.name("feature");
 }
 

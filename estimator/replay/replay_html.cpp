@@ -11,12 +11,6 @@
 namespace dlh::replay {
 namespace {
 
-std::string Format(const char* fmt, double v) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 // One bar per policy.
 std::string Bars(const std::vector<PolicyMetrics>& metrics, const std::string& title,
                  const std::string& y_label, double (*value)(const PolicyMetrics&),

@@ -6,13 +6,14 @@
 #include "common/duration.hpp"
 
 namespace dlh::replay {
-namespace {
 
 std::string Format(const char* fmt, double v) {
   char buf[160];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
 }
+
+namespace {
 
 std::string Hours(double seconds) {
   if (seconds < 1) return "0 s";

@@ -11,6 +11,9 @@
 
 namespace dlh::replay {
 
+// printf of one number, for the report's and the page's cells ("%.1f%%").
+std::string Format(const char* fmt, double v);
+
 // What was replayed, for the report's heading.
 struct ReplayInfo {
   std::string cluster;                  // its name and file
