@@ -706,7 +706,10 @@ measure replay
   $py "$bench/replay_report.py" "$work" "$goals"
   echo
 } >"$work/s7-replay.md"
-store replay "$work/s7-replay.md"
+# The page of charts (replay --html) is kept beside the section, which links it.
+page=()
+[[ -f $work/replay/replay.html ]] && page=("$work/replay/replay.html")
+store replay "$work/s7-replay.md" "${page[@]}"
 }
 
 # ---- lr-find -------------------------------------------------------------------------------

@@ -49,6 +49,11 @@ def main():
           f"load {gen['load']}, {100 * gen['deadline_share']:.0f}% of jobs with a deadline of a "
           f"log-uniform {gen['deadline_multiple']['lo']}-{gen['deadline_multiple']['hi']} times "
           f"their best-case time. Energy: the jobs' own (idle nodes not counted).")
+    if os.path.exists(os.path.join(d, "replay.html")):
+        # Stored with the section (bench.sh): share/bench/results/RUN/replay/replay.html.
+        run_id = json.load(open(os.path.join(work, "run.json")))["run"]
+        print(f"Charts of every policy (deadlines met, energy, GPU-hours, queueing delay, "
+              f"utilisation over time): [replay.html](share/bench/results/{run_id}/replay/replay.html).")
     print()
     print("| policy | deadlines met | vs user | energy (MWh) | vs user | GPU-hours | devices/job | "
           "wait mean | median | p95 | utilisation | makespan | replay time |")
