@@ -70,10 +70,18 @@ pause_ranks() {  # pause_ranks RUN_DIR LOG STEP: sets ranks to the pids of the s
   for _ in $(seq 1200); do
     # Each rank runs under its guard process (docs/reference/dlh-launch.md, "A rank that
     # dies"), also a dlh-launch: the ranks are the dlh-launch processes whose parent is one.
-    mapfile -t ranks < <(for p in $(pgrep -s "$pid" -x dlh-launch); do
+    # Telling them apart takes a few ps calls, which under make check's load once took the
+    # whole run (it reached step 575 first): every dlh-launch of the session is held still
+    # meanwhile, and the guards are let go once the ranks are known.
+    local all=() p
+    mapfile -t all < <(pgrep -s "$pid" -x dlh-launch)
+    ((${#all[@]} >= 4)) && kill -STOP "${all[@]}" 2>/dev/null
+    mapfile -t ranks < <(for p in "${all[@]}"; do
       [[ $(ps -o comm= -p "$(ps -o ppid= -p "$p" | tr -d ' ')" 2>/dev/null) == dlh-launch ]] && echo "$p"
     done)
+    for p in "${all[@]}"; do [[ " ${ranks[*]} " == *" $p "* ]] || kill -CONT "$p" 2>/dev/null || true; done
     ((${#ranks[@]} == 2)) && break
+    ((${#all[@]} == 0)) || kill -CONT "${all[@]}" 2>/dev/null || true
     kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "the run ended before it trained"; }
     sleep 0.05
   done
