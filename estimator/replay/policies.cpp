@@ -41,16 +41,24 @@ Shape ShapeOf(const PartShape& part, const Predicted& p, double limit_s, double 
   return s;
 }
 
+// Where a user's request (`units` GPUs of `device_type`, "": any; on `nodes_asked` nodes, 0:
+// as few as hold them) lands on node type `nt`: its nodes and GPUs per node. False when the
+// type is not the one named or cannot hold the request.
+bool RequestOn(const NodeType& nt, const std::string& device_type, int units, int nodes_asked,
+               int* nodes, int* per_node) {
+  if (!device_type.empty() && nt.gpu != device_type) return false;
+  *nodes = nodes_asked > 0 ? nodes_asked : (units + nt.gpus_per_node - 1) / nt.gpus_per_node;
+  *per_node = (units + *nodes - 1) / *nodes;
+  return *per_node <= nt.gpus_per_node && *nodes <= nt.nodes;
+}
+
 Request User(const ReplayJob& job, Workload& workload) {
   Request r;
   const std::vector<NodeType>& types = workload.cluster().node_types;
   for (int p : workload.RequestPools()) {
-    const NodeType& nt = types[size_t(p)];
-    if (!job.device_type.empty() && nt.gpu != job.device_type) continue;
-    const int nodes =
-        job.nodes > 0 ? job.nodes : (job.units + nt.gpus_per_node - 1) / nt.gpus_per_node;
-    const int per_node = (job.units + nodes - 1) / nodes;
-    if (per_node > nt.gpus_per_node || nodes > nt.nodes) continue;
+    int nodes = 0, per_node = 0;
+    if (!RequestOn(types[size_t(p)], job.device_type, job.units, job.nodes, &nodes, &per_node))
+      continue;
     const Predicted pred = workload.PredictShape(job.training, p, nodes, per_node);
     if (!pred.ok) continue;
     r.shapes.push_back(ShapeOf({p, nodes, per_node}, pred,
@@ -187,12 +195,11 @@ std::vector<ReplayJob> PrepareJobs(const Trace& trace, Workload& workload, uint6
     // Node types that could hold the request (of its GPU type, when named).
     int holder = -1;
     for (int p : workload.RequestPools()) {
-      if (holder >= 0) break;
-      const NodeType& nt = types[size_t(p)];
-      if (!t.device_type.empty() && nt.gpu != t.device_type) continue;
-      const int64_t nodes =
-          t.nodes > 0 ? t.nodes : (t.units + nt.gpus_per_node - 1) / nt.gpus_per_node;
-      if (nodes <= nt.nodes && (t.units + nodes - 1) / nodes <= nt.gpus_per_node) holder = p;
+      int nodes = 0, per_node = 0;
+      if (RequestOn(types[size_t(p)], t.device_type, t.units, t.nodes, &nodes, &per_node)) {
+        holder = p;
+        break;
+      }
     }
     if (holder < 0)
       throw UsageError(where(trace.tres_column, trace.tres_name) + ": no node type of " +
