@@ -88,15 +88,20 @@ std::vector<nlohmann::json> RunRecorder::Take(const ProgressEvent& e, const std:
     if (e.samples > 0) samples_.push_back(double(e.samples));
     nlohmann::json time = nlohmann::json::object();
     // The first step line's gap would be the program's start-up, not a step.
-    const double total = steps_run_ > 1 ? t - previous_step_t_ : std::nan("");
-    if (std::isfinite(total)) time["total"] = total;
+    double total = steps_run_ > 1 ? t - previous_step_t_ : std::nan("");
+    double parts = 0;
     for (int i = 0; i < 3; ++i) {
       const double v = e.value(kSplit[i], std::nan(""));
       if (!std::isfinite(v)) continue;
       time[kSplit[i]] = v;
+      parts += v;
       sums_[i] += v;
       ++counts_[i];
     }
+    // Lines the launcher read in one go (a busy node) share one arrival time: their gap says
+    // nothing, so the step's own timed parts stand for it, or it has no total at all.
+    if (std::isfinite(total) && !(total > 0)) total = parts > 0 ? parts : std::nan("");
+    if (std::isfinite(total)) time["total"] = total;
     nlohmann::json rec = {
         {"step", step_}, {"t", t}, {"loss", NumberOrNull(e.value("loss", std::nan("")))}};
     if (epoch_ >= 0) rec["epoch"] = epoch_;

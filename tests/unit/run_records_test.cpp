@@ -77,6 +77,22 @@ TEST(RunRecorderTest, StepLinesBecomeTrainsStepRecordsAfterAStart) {
   EXPECT_DOUBLE_EQ(f.allreduce_s, 0.25);
 }
 
+TEST(RunRecorderTest, StepLinesReadTogetherTakeTheirTimedPartsNotAZeroGap) {
+  RunRecorder r(Context());
+  ProgressLog log;
+  // A busy launcher reads three lines in one go: one arrival time for all of them.
+  EXPECT_TRUE(
+      log.Feed("step 12 compute=0.5\nstep 12 compute=0.25 data=0.25\nstep 12\n", 5).empty());
+  std::vector<nlohmann::json> recs;
+  for (const ProgressEvent& e : log.TakeEvents())
+    for (nlohmann::json& rec : r.Take(e, "cpu", 1000 + e.time)) recs.push_back(std::move(rec));
+  ASSERT_EQ(recs.size(), 4u);
+  EXPECT_EQ(recs[2]["time"]["total"], 0.5);         // compute + data, the program's own figures
+  EXPECT_EQ(recs[2]["samples_per_s"], 32);          // 16 samples in 0.5 s
+  EXPECT_FALSE(recs[3]["time"].contains("total"));  // nothing timed: no total, no rate
+  EXPECT_FALSE(recs[3].contains("samples_per_s"));
+}
+
 TEST(RunRecorderTest, AResumeSetsTheStartsStepAndTheStepsCountOnFromIt) {
   RunContext c = Context();
   c.checkpoint = "/c/s-300.pt";
