@@ -125,6 +125,21 @@ struct AugmentSpec {
   bool any() const { return crop_padding > 0 || flip; }
 };
 
+// How the ranks keep one model. Synchronous data parallelism sums every step's gradients
+// across ranks. Local SGD (Stich, "Local SGD converges fast and communicates little", ICLR
+// 2019; Lin et al., "Don't use large mini-batches, use local SGD", ICLR 2020) lets every rank
+// take up to `period` steps on its own batch and then averages the models (parameters and
+// optimizer state, weighted by each rank's share of the global batch); a period also ends at
+// every epoch's end and at the run's last step, so that evaluations, checkpoints and the end
+// see one model. warmup_steps synchronous steps come first (Lin et al.'s post-local SGD).
+struct SyncSpec {
+  enum class Mode { Sync, LocalSgd };
+  Mode mode = Mode::Sync;
+  int period = 1;        // local_sgd: the most steps between two averages
+  int warmup_steps = 0;  // local_sgd: synchronous steps before the first local one
+  bool local_sgd() const { return mode == Mode::LocalSgd; }
+};
+
 struct TrainSpec {
   std::string name;
   Shape3 input;
@@ -140,6 +155,7 @@ struct TrainSpec {
   // the label and s/classes on every other class (PyTorch's CrossEntropyLoss).
   double label_smoothing = 0;
   AugmentSpec augment;
+  SyncSpec sync;
   Precision precision = Precision::Fp32;
   Tf32Use tf32 = Tf32Use::Convolutions;
   std::string dataset;  // HDF5 data set; relative paths are resolved against the spec's folder

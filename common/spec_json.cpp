@@ -108,11 +108,15 @@ nlohmann::ordered_json SpecToJson(const TrainSpec& spec, const std::string& data
              {"epochs", spec.epochs},
              {"seed", spec.seed},
              {"dataset", spec.dataset.empty() ? dataset_if_empty : spec.dataset}};
-  // Written only when set (these four): the calibration sweeps' spec texts (and the hashes that pin
+  // Written only when set (these five): the calibration sweeps' spec texts (and the hashes that pin
   // them, tests/unit/calibrate_gpu_test.cpp) stay those of the specs before the field existed.
   if (spec.label_smoothing > 0) j["label_smoothing"] = spec.label_smoothing;
   if (spec.augment.any())
     j["augment"] = {{"crop_padding", spec.augment.crop_padding}, {"flip", spec.augment.flip}};
+  if (spec.sync.local_sgd())
+    j["sync"] = {{"mode", "local_sgd"},
+                 {"period", spec.sync.period},
+                 {"warmup_steps", spec.sync.warmup_steps}};
   if (spec.precision != Precision::Fp32) j["precision"] = PrecisionName(spec.precision);
   if (spec.tf32 != Tf32Use::Convolutions) j["tf32"] = Tf32UseName(spec.tf32);
   return j;

@@ -43,6 +43,10 @@ class Enumerator {
         WorkOf(job.features, job.samples, eval, job.epochs, recommend_detail::OptimizerSlots(job));
     work_.staged = job.stage;
     bytes_ = job.features.param_bytes();
+    if (!job.profile && job.spec.sync.local_sgd()) {
+      local_period_ = job.spec.sync.period;
+      average_bytes_ = bytes_ * double(1 + OptimizerSlots(job.spec.optimizer));
+    }
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;
     keep_rejected_ = job.rejected > 0 ? size_t(job.rejected) : 0;
@@ -67,6 +71,16 @@ class Enumerator {
   std::vector<int64_t> min_batch_;  // smallest per-GPU batch asked of each type
 
  private:
+  // Gradient communication per step. Local SGD sums no gradient: every `period` steps it
+  // averages the parameters and the optimizer's state, one allreduce of (1 + state arrays) x
+  // the parameter bytes, spread over the period (its synchronous warm-up left out).
+  double CommSeconds(int gpus_per_node, int nodes, const AlphaBeta& intra) const {
+    if (local_period_ == 0)
+      return HierarchicalAllreduceSeconds(bytes_, gpus_per_node, nodes, intra, inter_);
+    return HierarchicalAllreduceSeconds(average_bytes_, gpus_per_node, nodes, intra, inter_) /
+           double(local_period_);
+  }
+
   void Homogeneous(int t) {
     const TypeInfo& ti = types_[size_t(t)];
     // GPUs per node: 1, 2, 4, ... below the node's count, then the node's count itself.
@@ -120,7 +134,7 @@ class Enumerator {
         const double t_lo = fixed + per * double(lo);
         const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
         c.compute_s = t_hi;
-        c.comm_s = HierarchicalAllreduceSeconds(bytes_, gpn, n, ti.intra, inter_) + share.wait_s;
+        c.comm_s = CommSeconds(gpn, n, ti.intra) + share.wait_s;
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
                ti.node->node_base_watts * n, fits);
       }
@@ -279,8 +293,7 @@ class Enumerator {
     const int slow = per[0] >= per[1] ? 0 : 1;
     c.eval_fixed = fixed[slow];
     c.eval_per = per[slow];
-    c.comm_s = HierarchicalAllreduceSeconds(bytes_, p.gmin, na + nb, p.intra, inter_) +
-               std::max(sa.wait_s, sb.wait_s);
+    c.comm_s = CommSeconds(p.gmin, na + nb, p.intra) + std::max(sa.wait_s, sb.wait_s);
     const double busy_energy = (ta.active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
                                (tb.active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
     const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
@@ -388,6 +401,8 @@ class Enumerator {
   JobWork work_;
   AlphaBeta inter_;
   double bytes_ = 0;
+  int local_period_ = 0;  // local SGD's period (0: synchronous)
+  double average_bytes_ = 0;
   bool weak_ = false;
   size_t keep_ = 0;
   size_t keep_rejected_ = 0;

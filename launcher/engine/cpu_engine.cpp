@@ -62,12 +62,15 @@ class CpuEngine : public Engine {
     sums.loss = SoftmaxCrossEntropy(logits, batch.labels.data(), loss_scale, &grad_logits_,
                                     &sums.correct, label_smoothing_);
     if (on_forward_done_) on_forward_done_();
-    net_.backward(grad_logits_, [&](size_t layer) { sync_->layer_done(layer); });
+    net_.backward(grad_logits_, [&](size_t layer) {
+      if (sync_gradients_) sync_->layer_done(layer);
+    });
     if (next) next();
     return sums;
   }
 
-  double finish_gradients() override { return sync_->finish(); }
+  double finish_gradients() override { return sync_gradients_ ? sync_->finish() : 0; }
+  void set_gradient_sync(bool on) override { sync_gradients_ = on; }
 
   std::vector<float> batch_stats() override {
     std::vector<float> out;
@@ -137,6 +140,7 @@ class CpuEngine : public Engine {
   std::unique_ptr<Allreducer> reducer_;
   std::unique_ptr<GradientSync> sync_;
   std::string allreduce_name_;
+  bool sync_gradients_ = true;
   std::vector<Layer*> stat_layers_;
   std::vector<Tensor*> stats_;
   Tensor grad_logits_, eval_x_, eval_grad_;

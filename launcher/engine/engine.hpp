@@ -79,6 +79,9 @@ class Engine {
                                     const NextBatch& next = {}) = 0;
   // Returns the seconds spent waiting for communication that backward did not hide.
   virtual double finish_gradients() = 0;
+  // Off: forward_backward() leaves every gradient this rank's own and finish_gradients()
+  // sums nothing (local SGD's steps between two model averages). On by default.
+  virtual void set_gradient_sync(bool on) = 0;
 
   // Batchnorm statistics of the last training forward, every such layer's {mean[C],
   // var[C]} in layer order; the trainer averages them over ranks and hands them back.

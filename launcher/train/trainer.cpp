@@ -9,11 +9,12 @@
 // and a checkpoint is taken only between steps.
 //
 // A run is a Trainer going through its phases in order: inputs, engine, resume, announce,
-// then per step: compute, control sync, advance, rebalance, checkpoint, record, evaluate; at
+// then per step: compute, control sync, advance, model average (local SGD), rebalance,
+// checkpoint, record, evaluate; at
 // the end finish, agreement and summary. Each phase is one member function; the state that
 // crosses phases (spec, engine, the loader cursor, the result) is a member. The class is
 // declared in trainer_impl.hpp; this file holds the run in order, the phases live in
-// trainer_start, _resume, _balance, _step, _checkpoint, _eval and _end.cpp.
+// trainer_start, _resume, _balance, _step, _local_sgd, _checkpoint, _eval and _end.cpp.
 #include "launcher/train/trainer.hpp"
 
 #include <algorithm>
@@ -89,10 +90,11 @@ TrainResult Trainer::run() {
     times.start = Clock::now();
     trace_step_ = step_ + 1;
     const StepSums sums = compute_step(&times);
-    const StepControl control = sync_control(sums, &times);
+    StepControl control = sync_control(sums, &times);
     const double lr = advance();
+    times.allreduce += end_step_sync();
     rebalance(times);
-    times.checkpoint = maybe_checkpoint(control);
+    times.checkpoint = maybe_checkpoint(&control);
     handle_signal(control.signal);
     record(control, lr, times);
     evaluate_epoch();

@@ -173,6 +173,7 @@ void Trainer::write_summary(uint32_t crc) {
                             {"blocked_s", checkpoint_seconds_},
                             {"write_s", checkpoint_write_seconds_},
                             {"write_cpu_s", checkpoint_write_cpu_.total()}};
+  if (spec_.sync.local_sgd()) summary["sync"] = local_sgd_summary();
   if (balance_ != BalanceMode::Off || !history_.empty()) {
     summary["balance"] = {{"mode", BalanceModeName(balance_)},
                           {"history", SplitHistoryJson(history_)}};

@@ -115,13 +115,19 @@ class Trainer {
   StepControl sync_control(const StepSums& sums, StepTimes* times);
   double advance();
   void rebalance(const StepTimes& times);
-  double maybe_checkpoint(const StepControl& control);
+  double maybe_checkpoint(StepControl* control);
   double write_checkpoint(Durability durability);
   void snapshot(TrainState* st) const;
   void note_written(const WrittenCheckpoint& written);
   void collect_written();
   void handle_signal(int signal);
   void record(const StepControl& control, double lr, const StepTimes& times);
+  // Local SGD (trainer_local_sgd.cpp): the step's loss scale, the period's model average, the
+  // signals and checkpoints held until the ranks hold one model, and the summary's part.
+  float begin_step_sync();
+  double end_step_sync();
+  bool release_held(StepControl* control, bool due);
+  nlohmann::json local_sgd_summary() const;
   void evaluate_epoch();
 
   // After the last step, in order.
@@ -241,7 +247,16 @@ class Trainer {
   std::vector<double> control_, control_sum_;
   std::vector<float> averaged_stats_;
   float loss_scale_ = 0;  // 1 / global batch: gradients are of the mean loss
-  double weight_ = 0;     // this rank's share of the global batch
+  // Local SGD: whether this step keeps its gradients, whether every rank holds the same model
+  // (false between two averages), what waits for the period's end, the average's arrays (kept
+  // between averages: no fresh pages each time) and what it cost.
+  bool step_is_local_ = false, models_agree_ = true, held_due_ = false;
+  int held_signal_ = 0;
+  std::vector<NamedArray> average_params_, average_buffers_, average_state_;
+  std::vector<float> average_flat_;
+  int64_t model_averages_ = 0;
+  double model_average_seconds_ = 0;
+  double weight_ = 0;                              // this rank's share of the global batch
   Clock::time_point launch_start_ = Clock::now();  // this process's run, start-up included
   Clock::time_point train_start_, last_ckpt_;
   double cpu_at_start_ = 0;  // the process's CPU seconds when train_start_ was taken

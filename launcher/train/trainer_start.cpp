@@ -266,6 +266,12 @@ void Trainer::open_loop() {
   loader_ = make_loader();
 
   say("allreduce: " + engine_->allreduce_name());
+  if (spec_.sync.local_sgd())
+    say("local SGD: every rank steps on its own batch; the models are averaged every " +
+        std::to_string(spec_.sync.period) + " step(s), at each epoch's end and at the last step" +
+        (spec_.sync.warmup_steps > 0
+             ? ", after " + std::to_string(spec_.sync.warmup_steps) + " synchronous step(s)"
+             : std::string()));
 
   // Batchnorm statistics travel with the per-step control values in one small allreduce.
   stats_len_ = engine_->batch_stats().size();

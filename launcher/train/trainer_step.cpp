@@ -34,8 +34,9 @@ StepSums Trainer::compute_step(StepTimes* times) {
   ctx.seed = spec_.seed;
   ctx.step = uint64_t(step_);
   ctx.rank = rank_;
+  const float loss_scale = begin_step_sync();
   const StepSums sums =
-      engine_->forward_backward(batch, ctx, loss_scale_, [this] { return batch_ahead(); });
+      engine_->forward_backward(batch, ctx, loss_scale, [this] { return batch_ahead(); });
   const auto t_backward = Clock::now();
   times->compute = Seconds(t_backward - t_compute) - ahead_wait_;
   times->allreduce = engine_->finish_gradients();

@@ -132,7 +132,10 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
   };
   auto avail = [](const NodeType& n) { return n.available < 0 ? n.nodes : n.available; };
   const AlphaBeta inter = AlphaBeta::from_link(c.inter_node);
-  const double bytes = job.features.param_bytes();
+  // Local SGD: the parameters and momenta (SmallCnn's SGD has momentum) averaged once a period.
+  const bool local = job.spec.sync.local_sgd();
+  const double bytes = job.features.param_bytes() * (local ? 2 : 1);
+  const double per_step = local ? 1.0 / job.spec.sync.period : 1.0;
   std::vector<Ref> out;
   // The whole job, the plain way (estimator/model/job_time.hpp): start-up, reading the data,
   // three warm-up steps, the steps, one evaluation per epoch (forward only, the slowest
@@ -198,8 +201,8 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
         r.parts = {Part{n.name, n.gpu, nodes, gpn, hi, g.compute_capability}};
         r.fits = fits(g, hi);
         r.compute = s.seconds(double(hi));
-        r.comm = HierarchicalAllreduceSeconds(bytes, gpn, nodes, AlphaBeta::from_link(n.intra_node),
-                                              inter);
+        r.comm = per_step * HierarchicalAllreduceSeconds(bytes, gpn, nodes,
+                                                         AlphaBeta::from_link(n.intra_node), inter);
         const double own =
             double(n_hi) * s.seconds(double(hi)) + double(gpus - n_hi) * s.seconds(double(lo));
         finish(r, g.idle_watts * gpus, (g.active_watts - g.idle_watts) * own,
@@ -231,7 +234,8 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
           const double ta = sa.seconds(double(b[0])), tb = sb.seconds(double(b[1]));
           r.compute = std::max(ta, tb);
           const int g = std::min(na.gpus_per_node, nb.gpus_per_node);
-          r.comm = std::max(HierarchicalAllreduceSeconds(
+          r.comm = per_step *
+                   std::max(HierarchicalAllreduceSeconds(
                                 bytes, g, r.nodes, AlphaBeta::from_link(na.intra_node), inter),
                             HierarchicalAllreduceSeconds(
                                 bytes, g, r.nodes, AlphaBeta::from_link(nb.intra_node), inter));
@@ -635,6 +639,38 @@ TEST(Recommend, DeadlineMetWithLeastEnergy) {
   Recommendation all = Recommend(job, c, speeds);
   EXPECT_GT(all.ranked.size(), rec.ranked.size());
   CheckAgainstBruteForce(job, c, speeds, all);
+}
+
+// Issue 47: local SGD sums no gradient; its model average (parameters and momenta) once a
+// period is the step's communication, spread over the period.
+TEST(Recommend, LocalSgdPaysOneAverageOfParametersAndMomentaAPeriod) {
+  Job job = SmallJob();
+  job.allow_mixed = true;
+  ASSERT_GT(job.spec.optimizer.momentum, 0);
+  Cluster c = TwoTypes();
+  const Recommendation sync = Recommend(job, c, TwoSpeeds());
+  job.spec.sync.mode = SyncSpec::Mode::LocalSgd;
+  job.spec.sync.period = 8;
+  const Recommendation local = Recommend(job, c, TwoSpeeds());
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), local);
+  ASSERT_EQ(local.ranked.size(), sync.ranked.size());
+  auto key = [](const Allocation& a) {
+    std::string k;
+    for (const Part& p : a.parts)
+      k += p.node_type + " " + std::to_string(p.nodes) + "x" + std::to_string(p.gpus_per_node) +
+           " b" + std::to_string(p.per_gpu_batch) + "; ";
+    return k;
+  };
+  int cheaper = 0, matched = 0;
+  for (const Allocation& a : local.ranked)
+    for (const Allocation& b : sync.ranked)
+      if (key(a) == key(b)) {
+        ++matched;
+        EXPECT_LE(a.comm_s, b.comm_s) << key(a);
+        cheaper += a.comm_s < b.comm_s;
+      }
+  EXPECT_EQ(matched, int(local.ranked.size()));
+  EXPECT_GT(cheaper, 10);
 }
 
 TEST(Recommend, DefaultKeepsTheTopTen) {

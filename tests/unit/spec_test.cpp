@@ -214,6 +214,26 @@ TEST(SpecTest, Defaults) {
   EXPECT_EQ(ParseSpec(MinimalSpec().dump(), "", "").name, "spec");
 }
 
+TEST(SpecTest, SyncDefaultsToSynchronousAndLocalSgdRoundTrips) {
+  EXPECT_FALSE(Parse(MinimalSpec()).sync.local_sgd());
+  json j = MinimalSpec();
+  j["sync"] = json::parse(R"({"mode": "local_sgd", "period": 8})");
+  TrainSpec s = Parse(j);
+  EXPECT_TRUE(s.sync.local_sgd());
+  EXPECT_EQ(s.sync.period, 8);
+  EXPECT_EQ(s.sync.warmup_steps, 0);
+  j["sync"]["warmup_steps"] = 100;
+  s = Parse(j);
+  EXPECT_EQ(s.sync.warmup_steps, 100);
+  const TrainSpec back = ParseSpec(SpecToJson(s, "d.h5").dump(), "back", "");
+  EXPECT_TRUE(back.sync.local_sgd());
+  EXPECT_EQ(back.sync.period, 8);
+  EXPECT_EQ(back.sync.warmup_steps, 100);
+  j["sync"] = json::parse(R"({"mode": "sync"})");
+  EXPECT_FALSE(Parse(j).sync.local_sgd());
+  EXPECT_FALSE(SpecToJson(Parse(j), "d.h5").contains("sync"));  // the default is not written
+}
+
 TEST(SpecTest, LargeSeed) {
   json j = MinimalSpec();
   j["seed"] = 18446744073709551615ull;

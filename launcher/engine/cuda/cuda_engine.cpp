@@ -124,7 +124,9 @@ class CudaEngine : public Engine {
       CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
       config_.on_forward_done();
     }
-    stack_->backward(n, [&](size_t k) { sync_->layer_done(k); });
+    stack_->backward(n, [&](size_t k) {
+      if (sync_gradients_) sync_->layer_done(k);
+    });
     CUDA_CHECK(cudaEventRecord(in.released.get(), compute_.get()));
     // While backward runs: the next step's batch into the other slot.
     if (next)
@@ -135,7 +137,9 @@ class CudaEngine : public Engine {
     return read_loss();
   }
 
-  double finish_gradients() override { return sync_->finish(); }
+  // Without the sums the compute stream already holds this rank's gradients in order.
+  double finish_gradients() override { return sync_gradients_ ? sync_->finish() : 0; }
+  void set_gradient_sync(bool on) override { sync_gradients_ = on; }
 
   // The statistics travel through pinned staging (stats_host_): the copies are DMA, and
   // commit_batch_stats() returns without waiting for its upload.
@@ -555,6 +559,7 @@ class CudaEngine : public Engine {
   PinnedArray<double> host_sums_;
   PinnedArray<int> host_bad_;
   std::unique_ptr<GpuGradientSync> sync_;
+  bool sync_gradients_ = true;
 };
 
 }  // namespace
