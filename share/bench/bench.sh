@@ -12,7 +12,7 @@
 #   BENCH_ONLY=allreduce,checkpoint bench.sh BINDIR OUT.md   those parts alone; the others'
 #                                                      sections stay as committed
 # Parts: estimator wave cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch
-# recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence. BENCH_HOST names this host in
+# recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd. BENCH_HOST names this host in
 # the goals table (default: hostname and machine id); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
-parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence"
+parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -945,6 +945,27 @@ measure convergence >"$work/convergence.txt"
   echo
 } >"$work/s9-convergence.md"
 store convergence "$work/s9-convergence.md"
+}
+
+# ---- local SGD against synchronous training, fast and slow link ----------------------------
+bench_local_sgd() {
+section "local SGD (period 4, 16) against synchronous training on two hosts, fast and 100 Mbit/s link"
+measure local_sgd
+{
+  echo "## Local SGD: the allreduce it saves on a slow link, the accuracy it costs"
+  echo
+  echo "share/bench/local_sgd.sh: the example spec (share/examples/fashion-mnist.json) on the real"
+  echo "Fashion-MNIST at the spec's global batch, by 1 rank on one host and by 2 ranks (one per"
+  echo "host) synchronously and with local SGD (\"sync\": {\"mode\": \"local_sgd\", \"period\": 4 or"
+  echo "16}: docs/reference/training-spec.md, \"Local SGD\"), each a whole \`srun dlh-launch train\`"
+  echo "on a local Slurm cluster whose two nodes are network namespaces (\`SLURM_TEST_NETNS=1\`, MPI"
+  echo "over TCP between them): first on the hosts' own link, then with host2's link shaped by"
+  echo "\`tc\` (a token bucket on both ends of its veth pair), as a job on a slow inter-node link."
+  echo
+  $py "$bench/local_sgd_report.py" "$work" "$goals"
+  echo
+} >"$work/s9-local-sgd.md"
+store local_sgd "$work/s9-local-sgd.md"
 }
 
 # ---- run the parts, render BENCHMARKS.md ---------------------------------------------------

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The "local SGD" section of make bench (issue 47), from share/bench/local_sgd.sh's
+WORK/local_sgd/local_sgd.json: 1 rank, then 2 ranks on two hosts synchronously and with local
+SGD (period 4 and 16), on the hosts' own link and on a shaped slow one. Prints the section's
+table and the trade-off, and writes the goal record (report.py's Goals).
+    local_sgd_report.py WORK GOALS.jsonl"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import Goals, measured  # noqa: E402
+
+# Set before the first measurement: on the slow link, period 16 must at least double the
+# synchronous rate and lose at most one point of final test accuracy after the same epochs.
+GOAL = ("Local SGD, period 16, on a 100 Mbit/s link: at least 2x the synchronous samples/s, "
+        "final test accuracy within 1 point of synchronous after the same epochs")
+
+LABEL = {"sync": "synchronous", "local4": "local SGD, period 4", "local16": "local SGD, period 16"}
+
+
+def main():
+    work, goals = sys.argv[1], Goals(sys.argv[2])
+    d = os.path.join(work, "local_sgd")
+    if not measured(d, GOAL, goals):
+        return
+    res = json.load(open(os.path.join(d, "local_sgd.json")))
+    runs = res["runs"]
+    print(f"Fashion-MNIST (60,000 training, 10,000 test samples), {res['spec']}, "
+          f"{res['epochs']} epochs at global batch {res['global_batch']}, "
+          f"{res['threads_per_rank']} OpenBLAS thread per rank; the slow link: host2's veth shaped "
+          f"to {res['slow_link']} each way.")
+    print()
+    print("| link | ranks | training | samples/s | speed-up vs 1 rank | allreduce + average per step |"
+          " test accuracy per epoch (s since srun) | final test accuracy | averages | whole job |"
+          " load average before–after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, r in runs.items():
+        link, mode = ("—", "sync") if name == "np1" else tuple(name.split("-"))
+        ranks = 1 if name == "np1" else 2
+        evals = ", ".join(f"{e['test_accuracy']:.2%} ({e.get('seconds', 0):.0f} s)" for e in r["evals"])
+        load = "–".join(f"{x:.1f}" for x in r["load_average_before_after"])
+        print(f"| {link} | {ranks} | {LABEL[mode]} | {r['samples_per_s']:.0f} | "
+              f"x{r['speedup_vs_1_rank']:.2f} | {1000 * r['allreduce_s_per_step']:.1f} ms | {evals} | "
+              f"{r['final_test_accuracy']:.2%} | {r['averages'] or '—'} | {r['job_seconds']:.0f} s | {load} |")
+    print()
+    print("Samples/s: the global batch over each step's wall time, steps after the 32nd (whole "
+          "periods: an average lands on one step of 4 or 16); allreduce + average: the step's "
+          "control allreduce, its gradient allreduce (synchronous) or its share of the model "
+          "averages (local SGD). Times from `srun` to the line each epoch's evaluation prints.")
+    print()
+    slow, fast = {m: runs[f"slow-{m}"] for m in LABEL}, {m: runs[f"fast-{m}"] for m in LABEL}
+    gain = slow["local16"]["samples_per_s"] / slow["sync"]["samples_per_s"]
+    loss = 100 * (slow["sync"]["final_test_accuracy"] - slow["local16"]["final_test_accuracy"])
+    fast_gain = fast["local16"]["samples_per_s"] / fast["sync"]["samples_per_s"]
+    diff4 = 100 * (slow["local4"]["final_test_accuracy"] - slow["sync"]["final_test_accuracy"])
+    print(f"The trade-off: on the slow link period 16 trains x{gain:.2f} the synchronous rate "
+          f"(period 4: x{slow['local4']['samples_per_s'] / slow['sync']['samples_per_s']:.2f}), and "
+          f"its final test accuracy after the same {res['epochs']} epochs is {-loss:+.2f} points "
+          f"against the synchronous run's (period 4: {diff4:+.2f}); "
+          f"on the hosts' own link, where the allreduce costs little, period 16 gives x{fast_gain:.2f}. "
+          f"The two hosts share this machine's 2 cores, so the speed-ups against 1 rank say more "
+          f"about the machine than about the method; the ratios between the 2-rank rows do not.")
+    goals.add(GOAL, f"x{gain:.2f} the synchronous rate, {-loss:+.2f} points of test accuracy",
+              gain >= 2 and loss <= 1, f"x{gain:.2f}, {-loss:+.2f} points")
+
+
+if __name__ == "__main__":
+    main()
