@@ -205,6 +205,8 @@ int RecommendCommand(const std::vector<std::string>& args) {
                 PhasesText(chosen.phases, chosen.steps).c_str());
     if (const std::string from = ChosenProvenance(rec, chosen); !from.empty())
       std::printf("step time: %s\n", from.c_str());
+    if (const std::string note = SyncNote(job, chosen); !note.empty())
+      std::printf("training: %s\n", note.c_str());
     if (!html.empty()) std::printf("wrote %s\n", html.c_str());
     return kExitOk;
   }

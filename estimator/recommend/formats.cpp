@@ -138,6 +138,10 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   j["speed_source"] = sources;
   j["energy_source"] = energy_sources;
   j["why"] = chosen.why;
+  // The training mode the plan was timed for (the spec's); its note, when it has one.
+  j["sync"] = {{"mode", job.spec.sync.local_sgd() ? "local_sgd" : "sync"}};
+  if (job.spec.sync.local_sgd()) j["sync"]["period"] = job.spec.sync.period;
+  if (const std::string note = SyncNote(job, chosen); !note.empty()) j["sync"]["note"] = note;
   return j;
 }
 

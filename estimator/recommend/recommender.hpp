@@ -263,6 +263,12 @@ std::string PartText(const Part& p);
 std::string PartShortText(const Part& p);
 std::string PartCellText(const Part& p);
 
+// How allocation `a` keeps its ranks' models together, in one line (sync_note.cpp): with a spec
+// that asks for local SGD, its period and the communication it saves; for a synchronous job
+// whose gradient allreduce is a quarter of the step or more, what local SGD would make of it;
+// otherwise (one GPU, a profiled program, little communication) nothing.
+std::string SyncNote(const Job& job, const Allocation& a);
+
 // "850 J", "14.7 kJ", "2.1 MJ", "1.25 GJ".
 std::string FormatEnergy(double joules);
 

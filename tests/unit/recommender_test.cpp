@@ -673,6 +673,48 @@ TEST(Recommend, LocalSgdPaysOneAverageOfParametersAndMomentaAPeriod) {
   EXPECT_GT(cheaper, 10);
 }
 
+// The plan and the lines say the mode: local SGD's period and what it saves; for a synchronous
+// job whose allreduce weighs on the step, what local SGD would make of it; else nothing.
+TEST(Recommend, SyncNoteSaysTheModeAndOffersLocalSgdWhereTheAllreduceWeighs) {
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.inter_node = Link{0.001, 100};  // 8 Mbit/s between nodes: the allreduce weighs
+  job.max_gpus = 0;
+  Recommendation rec = Recommend(job, c, TwoSpeeds());
+  const Allocation* multi = nullptr;
+  for (const Allocation& a : rec.ranked)
+    if (a.nodes > 1 && a.comm_s >= 0.25 * a.step_s) multi = &a;
+  ASSERT_NE(multi, nullptr);
+  const std::string offer = SyncNote(job, *multi);
+  EXPECT_EQ(offer.rfind("communication is ", 0), 0u) << offer;
+  EXPECT_NE(
+      offer.find("local SGD (\"sync\": {\"mode\": \"local_sgd\", \"period\": 16} in the spec)"),
+      std::string::npos)
+      << offer;
+  nlohmann::json plan = PlanJson(job, rec, *multi);
+  EXPECT_EQ(plan["sync"]["mode"], "sync");
+  EXPECT_EQ(plan["sync"]["note"], offer);
+  for (const Allocation& a : rec.ranked)
+    if (a.gpus == 1) {
+      EXPECT_EQ(SyncNote(job, a), "") << "one GPU has nothing to average";
+    }
+
+  job.spec.sync.mode = SyncSpec::Mode::LocalSgd;
+  job.spec.sync.period = 8;
+  rec = Recommend(job, c, TwoSpeeds());
+  for (const Allocation& a : rec.ranked) {
+    if (a.gpus == 1) continue;
+    const std::string note = SyncNote(job, a);
+    EXPECT_EQ(note.rfind("local SGD from the spec, period 8: one model average every 8 steps, ", 0),
+              0u)
+        << note;
+    plan = PlanJson(job, rec, a);
+    EXPECT_EQ(plan["sync"]["mode"], "local_sgd");
+    EXPECT_EQ(plan["sync"]["period"], 8);
+    break;
+  }
+}
+
 TEST(Recommend, DefaultKeepsTheTopTen) {
   Job job = SmallJob();
   job.top = 10;

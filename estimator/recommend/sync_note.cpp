@@ -1,0 +1,46 @@
+// DLH estimator — how the chosen allocation keeps its ranks' models together, and what local
+// SGD would change (see SyncNote in recommender.hpp).
+#include <cstdio>
+#include <string>
+
+#include "estimator/recommend/recommend_detail.hpp"
+#include "estimator/recommend/recommender.hpp"
+
+namespace dlh {
+namespace {
+
+// Communication share of the step from which local SGD is worth a line: below it the
+// allreduce is a small part of the time, and local SGD's accuracy cost buys little.
+constexpr double kCommBoundShare = 0.25;
+constexpr int kSuggestedPeriod = 16;
+
+std::string Ms(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, s < 0.01 ? "%.2f ms" : "%.1f ms", s * 1e3);
+  return text;
+}
+
+}  // namespace
+
+std::string SyncNote(const Job& job, const Allocation& a) {
+  if (job.profile || a.gpus <= 1 || !(a.step_s > 0)) return {};
+  // The average moves the parameters and the optimizer's state: (1 + slots) x the gradient's
+  // bytes, once a period. Scaled from the allocation's own figure, linear in the bytes: "about".
+  const double average_bytes = double(1 + recommend_detail::OptimizerSlots(job));
+  if (job.spec.sync.local_sgd()) {
+    const int period = job.spec.sync.period;
+    return "local SGD from the spec, period " + std::to_string(period) +
+           ": one model average every " + std::to_string(period) + " steps, " + Ms(a.comm_s) +
+           " of communication a step against about " + Ms(a.comm_s * period / average_bytes) +
+           " synchronously";
+  }
+  const double share = a.comm_s / a.step_s;
+  if (share < kCommBoundShare) return {};
+  return "communication is " + std::to_string(int(share * 100 + 0.5)) +
+         "% of the step: local SGD (\"sync\": {\"mode\": \"local_sgd\", \"period\": " +
+         std::to_string(kSuggestedPeriod) + "} in the spec) would make it about " +
+         Ms(a.comm_s * average_bytes / kSuggestedPeriod) +
+         " a step; its accuracy cost: BENCHMARKS.md, \"Local SGD\"";
+}
+
+}  // namespace dlh
