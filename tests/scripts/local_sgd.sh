@@ -65,6 +65,14 @@ grep -q "local SGD: every rank steps on its own batch; the models are averaged e
 d=$(max_diff "$(final_ckpt "$WORK/s")" "$(final_ckpt "$WORK/l1")")
 within "$d" 1e-5 || fail "period 1: parameters differ by $d from the synchronous run's, more than 1e-5"
 check "period 1: final /params within $d of the synchronous run's (tolerance 1e-5)"
+# On 3 ranks the batch of 20 splits 7, 7, 6: the average's weights are the shares.
+run3() { mpirun -np 3 dlh-launch train "$1" --run-dir "$2" --progress none --threads 1 2>"$2.log" ||
+  { cat "$2.log" >&2; fail "run $2 failed"; }; }
+run3 "$WORK/sync.json" "$WORK/s3"
+run3 "$WORK/p1.json" "$WORK/l3"
+d=$(max_diff "$(final_ckpt "$WORK/s3")" "$(final_ckpt "$WORK/l3")")
+within "$d" 1e-5 || fail "period 1 on 3 ranks (7, 7, 6): $d from the synchronous run, more than 1e-5"
+check "period 1 on 3 ranks (batches 7, 7, 6: weights 0.35, 0.35, 0.3): within $d of the synchronous run's"
 
 echo "period 4 after 8 synchronous steps"
 run "$WORK/p4.json" "$WORK/u" "$WORK/u.log"
@@ -100,7 +108,7 @@ check "a synchronous run resumed from the local SGD checkpoint of step 100 and f
 
 echo "a signal inside a period"
 # Period 7: averages where the epoch's step count (of 60) is a multiple of 7, and at its end.
-# SIGUSR1 to one rank (as Slurm's warning before the time limit) in epoch 2: the checkpoint
+# SIGUSR1 to one rank (as Slurm's warning before the time limit) early in the run: the checkpoint
 # waits for the period's end, and the run goes on to the uninterrupted run's parameters, bit for
 # bit. Only a rank gets the signal: a rank is a dlh-launch whose parent is its guard, also one.
 EPOCHS=60 spec "$WORK/p7.json" '"sync": {"mode": "local_sgd", "period": 7},'
@@ -108,12 +116,22 @@ run "$WORK/p7.json" "$WORK/p7" "$WORK/p7.log"
 setsid mpirun -np 2 dlh-launch train "$WORK/p7.json" --run-dir "$WORK/t" --progress plain --threads 1 --keep 1000 \
   2>"$WORK/t.log" &
 pid=$!
-for _ in $(seq 1200); do grep -q "^epoch 2/" "$WORK/t.log" && break; sleep 0.01; done
-rank=$(for p in $(pgrep -s "$pid" -x dlh-launch); do
+# Once the ranks train (metrics.jsonl's start record comes after their signal handlers), every
+# dlh-launch of the run is held still at once (the run takes about a second), the ranks are
+# told from their guards, one rank is signalled, and all go on.
+all=()
+for _ in $(seq 3000); do
+  [[ -s $WORK/t/metrics.jsonl ]] && mapfile -t all < <(pgrep -s "$pid" -x dlh-launch) && ((${#all[@]} == 4)) && break
+  sleep 0.01
+done
+((${#all[@]} == 4)) || { cat "$WORK/t.log"; fail "did not find the 2 ranks and their guards"; }
+kill -STOP "${all[@]}"
+mapfile -t ranks < <(for p in "${all[@]}"; do
   [[ $(ps -o comm= -p "$(ps -o ppid= -p "$p" | tr -d ' ')" 2>/dev/null) == dlh-launch ]] && echo "$p"
-done | tail -1)
-[[ -n $rank ]] || { cat "$WORK/t.log"; fail "no rank found to signal"; }
-kill -USR1 "$rank"
+done)
+((${#ranks[@]} == 2)) || { kill -CONT "${all[@]}"; fail "expected 2 ranks among ${all[*]}, found ${ranks[*]:-none}"; }
+kill -USR1 "${ranks[1]}"
+kill -CONT "${all[@]}"
 wait $pid || { cat "$WORK/t.log"; fail "the signalled run failed"; }
 at=$(sed -n "s/.*SIGUSR1 at step \([0-9]*\): checkpoint written.*/\1/p" "$WORK/t.log" | head -1)
 [[ -n $at ]] || { cat "$WORK/t.log"; fail "no SIGUSR1 checkpoint (the run ended first?)"; }

@@ -16,18 +16,23 @@ $py -c 'import h5py' 2>/dev/null || fail "$py has no h5py: install python3-h5py 
 export OMP_WAIT_POLICY=PASSIVE PYTHONDONTWRITEBYTECODE=1  # nothing written into the source tree
 
 echo "== the same network: parameters counted by PyTorch and by dlh-estimate features"
-for spec in share/examples/fashion-mnist.json share/bench/quality-cnn.json share/bench/quality-wide.json \
-  share/bench/quality-deep.json share/bench/quality-mlp.json share/bench/quality-resnet.json \
-  share/bench/cnn.json share/bench/mlp.json share/examples/resnet18-cifar.json share/examples/resnet50-imagenet.json; do
-  dlh=$(dlh-estimate features "$ROOT/$spec" --json | $py -c "import json, sys; print(int(json.load(sys.stdin)['params']))")
-  torch=$($py - "$ROOT/share/bench" "$ROOT/$spec" <<'PY'
+specs=(share/examples/fashion-mnist.json share/bench/quality-cnn.json share/bench/quality-wide.json
+  share/bench/quality-deep.json share/bench/quality-mlp.json share/bench/quality-resnet.json
+  share/bench/cnn.json share/bench/mlp.json share/examples/resnet18-cifar.json share/examples/resnet50-imagenet.json)
+# PyTorch's counts in one process: importing torch takes seconds, ten times over under load.
+mapfile -t torch_counts < <($py - "$ROOT/share/bench" "${specs[@]/#/$ROOT/}" <<'PY'
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import torch_spec
-model = torch_spec.build_model(json.load(open(sys.argv[2])))[0]
-print(sum(p.numel() for p in model.parameters()))
+for path in sys.argv[2:]:
+    model = torch_spec.build_model(json.load(open(path)))[0]
+    print(sum(p.numel() for p in model.parameters()))
 PY
-  )
+)
+((${#torch_counts[@]} == ${#specs[@]})) || fail "PyTorch counted ${#torch_counts[@]} of ${#specs[@]} networks"
+for i in "${!specs[@]}"; do
+  spec=${specs[i]} torch=${torch_counts[i]}
+  dlh=$(dlh-estimate features "$ROOT/$spec" --json | $py -c "import json, sys; print(int(json.load(sys.stdin)['params']))")
   [[ $dlh == "$torch" ]] || fail "$spec: DLH counts $dlh parameters, the PyTorch model $torch"
   check "$spec: $dlh parameters on both sides"
 done
