@@ -27,6 +27,9 @@ struct Headline {
   int attempts = 0;
   int world_size = 0;
   std::string device;
+  // How the ranks keep one model, when not synchronously: "local SGD, period 4 (28 model
+  // averages)" (the start record's "sync"; the averages from summary.json). Empty: synchronous.
+  std::string training;
   std::string last_checkpoint;
   std::string stop;  // how the last attempt ended, in words (empty: running)
 };

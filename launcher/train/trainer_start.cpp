@@ -309,6 +309,10 @@ void Trainer::record_start() {
                         {"spec_name", spec_.name},
                         {"total_steps", total_steps_}};
   if (!resume_path_.empty()) rec["resumed_from"] = resume_path_;
+  if (spec_.sync.local_sgd())
+    rec["sync"] = {{"mode", "local_sgd"},
+                   {"period", spec_.sync.period},
+                   {"warmup_steps", spec_.sync.warmup_steps}};
   // The plan was parsed (and checked) by load_inputs; here it is kept as given.
   if (plan_.present) rec["plan"] = nlohmann::json::parse(o_.plan_json, nullptr, false);
   append_metrics(rec);

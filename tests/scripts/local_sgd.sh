@@ -88,6 +88,10 @@ assert sync["averages"] == want, (sync["averages"], want)
 assert s["finished"] and s["steps"] == 120, s
 print(f"  ok: {want} model averages (every 4 steps of each epoch from step 9), {sync['average_s']:.3f} s in all")
 PY
+dlh-report "$WORK/u" >/dev/null 2>&1 || fail "dlh-report of the local SGD run"
+grep -q "local SGD, period 4 (28 model averages)" "$WORK/u/report.html" ||
+  fail "the report does not say 'local SGD, period 4 (28 model averages)'"
+check "dlh-report: training: local SGD, period 4 (28 model averages)"
 d=$(max_diff "$(final_ckpt "$WORK/s")" "$(final_ckpt "$WORK/u")")
 within "$d" 1e-4 && fail "period 4 ends within $d of the synchronous run: the ranks did not step on their own"
 check "period 4: another model than the synchronous run's (up to $d apart)"
