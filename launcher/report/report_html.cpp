@@ -80,8 +80,11 @@ TimeUnit TimeUnitOf(const RunData& run, double t0) {
   return {3600, "hours since the run started"};
 }
 
+// A damaged record's "t" may be any number: one past the year 9999 (or NaN) is no clock time,
+// and converting it to time_t would overflow.
 std::string Clock(double unix_s) {
-  if (!(unix_s > 0)) return "n/a";
+  constexpr double kYear10000 = 253402300800.0;
+  if (!(unix_s > 0 && unix_s < kYear10000)) return "n/a";
   const std::time_t t = std::time_t(unix_s);
   std::tm tm{};
   localtime_r(&t, &tm);
