@@ -45,7 +45,7 @@ class Enumerator {
     bytes_ = job.features.param_bytes();
     if (!job.profile && job.spec.sync.local_sgd()) {
       local_period_ = job.spec.sync.period;
-      average_bytes_ = bytes_ * double(1 + OptimizerSlots(job.spec.optimizer));
+      average_bytes_ = bytes_ * recommend_detail::ModelAverageToGradientBytes(job);
     }
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;

@@ -91,6 +91,9 @@ inline bool Faster(const Cand& a, const Cand& b) {
 // Optimizer state per parameter (Adam 2, momentum 1, plain SGD 0). A profiled program says
 // its own count, which may be one no spec optimizer has.
 int OptimizerSlots(const Job& job);
+// Local SGD's model average against a gradient allreduce: the parameters and the optimizer's
+// state arrays, 1 + OptimizerSlots(job) times the bytes.
+inline double ModelAverageToGradientBytes(const Job& job) { return 1.0 + OptimizerSlots(job); }
 
 // What the enumeration of `types` found (candidates.cpp): one type, and with
 // Job::allow_mixed every pair, each candidate predicted; the best Job::top that fit and meet

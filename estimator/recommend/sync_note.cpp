@@ -24,14 +24,13 @@ std::string Ms(double s) {
 
 std::string SyncNote(const Job& job, const Allocation& a) {
   if (job.profile || a.gpus <= 1 || !(a.step_s > 0)) return {};
-  // The average moves the parameters and the optimizer's state: (1 + slots) x the gradient's
-  // bytes, once a period. Scaled from the allocation's own figure, linear in the bytes: "about".
-  const double average_bytes = double(1 + recommend_detail::OptimizerSlots(job));
+  // Scaled from the allocation's own figure, linear in the bytes: "about".
+  const double average_ratio = recommend_detail::ModelAverageToGradientBytes(job);
   if (job.spec.sync.local_sgd()) {
     const int period = job.spec.sync.period;
     return "local SGD from the spec, period " + std::to_string(period) +
            ": one model average every " + std::to_string(period) + " steps, " + Ms(a.comm_s) +
-           " of communication a step against about " + Ms(a.comm_s * period / average_bytes) +
+           " of communication a step against about " + Ms(a.comm_s * period / average_ratio) +
            " synchronously";
   }
   const double share = a.comm_s / a.step_s;
@@ -39,7 +38,7 @@ std::string SyncNote(const Job& job, const Allocation& a) {
   return "communication is " + std::to_string(int(share * 100 + 0.5)) +
          "% of the step: local SGD (\"sync\": {\"mode\": \"local_sgd\", \"period\": " +
          std::to_string(kSuggestedPeriod) + "} in the spec) would make it about " +
-         Ms(a.comm_s * average_bytes / kSuggestedPeriod) +
+         Ms(a.comm_s * average_ratio / kSuggestedPeriod) +
          " a step; its accuracy cost: BENCHMARKS.md, \"Local SGD\"";
 }
 

@@ -10,11 +10,10 @@
 //
 // A run is a Trainer going through its phases in order: inputs, engine, resume, announce,
 // then per step: compute, control sync, advance, model average (local SGD), rebalance,
-// checkpoint, record, evaluate; at
-// the end finish, agreement and summary. Each phase is one member function; the state that
-// crosses phases (spec, engine, the loader cursor, the result) is a member. The class is
-// declared in trainer_impl.hpp; this file holds the run in order, the phases live in
-// trainer_start, _resume, _balance, _step, _local_sgd, _checkpoint, _eval and _end.cpp.
+// checkpoint, record, evaluate; at the end finish, agreement and summary. Each phase is one member
+// function; the state that crosses phases (spec, engine, the loader cursor, the result) is a
+// member. The class is declared in trainer_impl.hpp; this file holds the run in order, the phases
+// live in trainer_start, _resume, _balance, _step, _local_sgd, _checkpoint, _eval and _end.cpp.
 #include "launcher/train/trainer.hpp"
 
 #include <algorithm>

@@ -7,17 +7,14 @@ namespace dlh {
 namespace trainer_detail {
 
 // Checkpoints come every N steps, every T seconds, at epoch ends, on a signal and at the
-// last step of the run; the decision uses only values every rank shares. Returns the
-// seconds the loop was held up (0 when none was due).
-// With local SGD both wait for the period's end (release_held).
+// last step of the run; the decision uses only values every rank shares. With local SGD a
+// signal or a due checkpoint waits for the period's end (release_held). Returns the seconds
+// the loop was held up (0 when none was due).
 double Trainer::maybe_checkpoint(StepControl* control) {
   const bool last = step_ == total_steps_ || (o_.max_steps > 0 && step_ == o_.max_steps);
   bool due = (o_.checkpoint_steps > 0 && step_ % o_.checkpoint_steps == 0) || control->time_due ||
              (o_.checkpoint_epochs && step_in_epoch_ == 0);
-  if (spec_.sync.local_sgd()) {
-    if (!release_held(control, due)) return 0;
-    due = due || control->time_due;
-  }
+  if (spec_.sync.local_sgd() && !release_held(control, &due)) return 0;
   if (control->signal != 0 || last) return write_checkpoint(Durability::Wait);
   return due ? write_checkpoint(Durability::Background) : 0;
 }

@@ -55,6 +55,16 @@ inline const char* SignalName(int signal) {
   return signal == SIGUSR1 ? "SIGUSR1" : signal == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
+// How strongly a signal stops the run: SIGINT 3 and SIGTERM 2 stop it, SIGUSR1 1 only
+// checkpoints, 0 none. Where two come together the stronger one is answered (the control
+// allreduce's max, local SGD's held signal); SignalOfStrength is the inverse.
+inline int SignalStrength(int signal) {
+  return signal == SIGINT ? 3 : signal == SIGTERM ? 2 : signal == SIGUSR1 ? 1 : 0;
+}
+inline int SignalOfStrength(int64_t strength) {
+  return strength == 3 ? SIGINT : strength == 2 ? SIGTERM : strength == 1 ? SIGUSR1 : 0;
+}
+
 // snprintf into a std::string, for messages (up to 255 characters).
 std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -126,7 +136,7 @@ class Trainer {
   // signals and checkpoints held until the ranks hold one model, and the summary's part.
   float begin_step_sync();
   double end_step_sync();
-  bool release_held(StepControl* control, bool due);
+  bool release_held(StepControl* control, bool* due);
   nlohmann::json local_sgd_summary() const;
   void evaluate_epoch();
 

@@ -61,18 +61,18 @@ double Trainer::end_step_sync() {
 
 // Between two averages each rank holds its own model, and a checkpoint holds one: a signal or a
 // due checkpoint waits for the period's end (at most period - 1 steps), where the run averages
-// anyway. The strongest signal held wins (SIGINT, SIGTERM, then SIGUSR1). Returns whether the
-// step may checkpoint and answer signals now; `control` then carries what was held.
-bool Trainer::release_held(StepControl* control, bool due) {
-  auto strength = [](int s) { return s == SIGINT ? 3 : s == SIGTERM ? 2 : s == SIGUSR1 ? 1 : 0; };
-  if (strength(control->signal) > strength(held_signal_)) held_signal_ = control->signal;
-  held_due_ = held_due_ || due;
+// anyway. The strongest signal held wins (SignalStrength). Returns whether the step may
+// checkpoint and answer signals now; `control->signal` and `*due` then carry what was held.
+bool Trainer::release_held(StepControl* control, bool* due) {
+  if (SignalStrength(control->signal) > SignalStrength(held_signal_))
+    held_signal_ = control->signal;
+  held_due_ = held_due_ || *due;
   if (!models_agree_) {
     control->signal = 0;
     return false;
   }
   control->signal = held_signal_;
-  control->time_due = held_due_;
+  *due = held_due_;
   held_signal_ = 0;
   held_due_ = false;
   return true;

@@ -104,10 +104,7 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
     }
   }
   const double flags[kControlFlags] = {
-      sig == SIGINT    ? 3.0
-      : sig == SIGTERM ? 2.0
-      : sig == SIGUSR1 ? 1.0
-                       : 0.0,
+      double(SignalStrength(sig)),
       rank_ == 0 && o_.checkpoint_seconds > 0 && Since(last_ckpt_) >= o_.checkpoint_seconds ? 1.0
                                                                                             : 0.0,
       double(written_step), double(write_failed)};
@@ -133,10 +130,7 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
   StepControl control;
   control.loss_sum = control_sum_[0];
   control.correct_sum = control_sum_[1];
-  control.signal = flags_max[0] == 3   ? SIGINT
-                   : flags_max[0] == 2 ? SIGTERM
-                   : flags_max[0] == 1 ? SIGUSR1
-                                       : 0;
+  control.signal = SignalOfStrength(flags_max[0]);
   control.time_due = flags_max[1] > 0;
   return control;
 }
