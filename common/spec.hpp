@@ -132,12 +132,21 @@ struct AugmentSpec {
 // optimizer state, weighted by each rank's share of the global batch); a period also ends at
 // every epoch's end and at the run's last step, so that evaluations, checkpoints and the end
 // see one model. warmup_steps synchronous steps come first (Lin et al.'s post-local SGD).
+// Stale-synchronous training (Ho et al., "More effective distributed ML via a stale
+// synchronous parallel parameter server", NIPS 2013, for the bound; Li et al., "Pipe-SGD: a
+// decentralized pipelined SGD framework", NeurIPS 2018, for the scheme) sums every step's
+// gradient with a non-blocking allreduce and applies it `staleness` steps later: a rank runs up
+// to that many steps ahead of the slowest, and the update order is a function of the step
+// counter (launcher/train/trainer_stale.cpp says why this and not a parameter server).
 struct SyncSpec {
-  enum class Mode { Sync, LocalSgd };
+  enum class Mode { Sync, LocalSgd, StaleSync };
   Mode mode = Mode::Sync;
   int period = 1;        // local_sgd: the most steps between two averages
   int warmup_steps = 0;  // local_sgd: synchronous steps before the first local one
+  int staleness = 0;     // stale_sync: steps between a gradient's step and its update
+  static constexpr int kMaxStaleness = 64;
   bool local_sgd() const { return mode == Mode::LocalSgd; }
+  bool stale_sync() const { return mode == Mode::StaleSync; }
 };
 
 struct TrainSpec {

@@ -117,6 +117,8 @@ nlohmann::ordered_json SpecToJson(const TrainSpec& spec, const std::string& data
     j["sync"] = {{"mode", "local_sgd"},
                  {"period", spec.sync.period},
                  {"warmup_steps", spec.sync.warmup_steps}};
+  if (spec.sync.stale_sync())
+    j["sync"] = {{"mode", "stale_sync"}, {"staleness", spec.sync.staleness}};
   if (spec.precision != Precision::Fp32) j["precision"] = PrecisionName(spec.precision);
   if (spec.tf32 != Tf32Use::Convolutions) j["tf32"] = Tf32UseName(spec.tf32);
   return j;

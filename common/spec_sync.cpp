@@ -6,17 +6,26 @@ namespace spec_reader {
 
 SyncSpec ParseSync(const json& value, const std::string& origin) {
   Obj o(RequireObject(value, origin, "sync"), origin, "sync");
-  o.only({"mode", "period", "warmup_steps"});
+  o.only({"mode", "period", "warmup_steps", "staleness"});
   SyncSpec sync;
-  sync.mode = SyncSpec::Mode(o.choice("mode", {"sync", "local_sgd"}, true, 0));
-  if (!sync.local_sgd()) {
-    // A period on synchronous training would be ignored silently: say so instead.
-    if (o.has("period") || o.has("warmup_steps"))
-      o.fail(o.has("period") ? "period" : "warmup_steps", "only with \"mode\": \"local_sgd\"");
-    return sync;
+  sync.mode = SyncSpec::Mode(o.choice("mode", {"sync", "local_sgd", "stale_sync"}, true, 0));
+  // A field of another mode would be ignored silently: say so instead.
+  for (const char* key : {"period", "warmup_steps"})
+    if (o.has(key) && !sync.local_sgd()) o.fail(key, "only with \"mode\": \"local_sgd\"");
+  if (o.has("staleness") && !sync.stale_sync())
+    o.fail("staleness", "only with \"mode\": \"stale_sync\"");
+  if (sync.local_sgd()) {
+    sync.period = o.integer("period", 1, true, 0);
+    sync.warmup_steps = o.integer("warmup_steps", 0, false, 0);
   }
-  sync.period = o.integer("period", 1, true, 0);
-  sync.warmup_steps = o.integer("warmup_steps", 0, false, 0);
+  // 0 is synchronous training through the stale path (its tests compare the two); the bound
+  // keeps the gradients in flight, one model's worth each, within reason.
+  if (sync.stale_sync()) {
+    sync.staleness = o.integer("staleness", 0, true, 0);
+    if (sync.staleness > SyncSpec::kMaxStaleness)
+      o.fail("staleness", "must be at most " + std::to_string(SyncSpec::kMaxStaleness) + ", got " +
+                              std::to_string(sync.staleness));
+  }
   return sync;
 }
 

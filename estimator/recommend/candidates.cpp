@@ -47,6 +47,7 @@ class Enumerator {
       local_period_ = job.spec.sync.period;
       average_bytes_ = bytes_ * recommend_detail::ModelAverageToGradientBytes(job);
     }
+    if (!job.profile && job.spec.sync.stale_sync()) staleness_ = job.spec.sync.staleness;
     weak_ = job.per_gpu_batch > 0;
     keep_ = job.top > 0 ? size_t(job.top) : 0;
     keep_rejected_ = job.rejected > 0 ? size_t(job.rejected) : 0;
@@ -79,6 +80,13 @@ class Enumerator {
       return HierarchicalAllreduceSeconds(bytes_, gpus_per_node, nodes, intra, inter_);
     return HierarchicalAllreduceSeconds(average_bytes_, gpus_per_node, nodes, intra, inter_) /
            double(local_period_);
+  }
+
+  // The part of a step's communication the step waits for. Stale-synchronous training
+  // (staleness >= 1) sums each step's gradients while the next steps compute: the link carries
+  // one allreduce per step, so a step takes the longer of its compute and its allreduce.
+  double ExposedComm(double comm_s, double compute_s) const {
+    return staleness_ == 0 ? comm_s : std::max(0.0, comm_s - compute_s);
   }
 
   void Homogeneous(int t) {
@@ -134,7 +142,7 @@ class Enumerator {
         const double t_lo = fixed + per * double(lo);
         const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
         c.compute_s = t_hi;
-        c.comm_s = CommSeconds(gpn, n, ti.intra) + share.wait_s;
+        c.comm_s = ExposedComm(CommSeconds(gpn, n, ti.intra), c.compute_s) + share.wait_s;
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
                ti.node->node_base_watts * n, fits);
       }
@@ -293,7 +301,8 @@ class Enumerator {
     const int slow = per[0] >= per[1] ? 0 : 1;
     c.eval_fixed = fixed[slow];
     c.eval_per = per[slow];
-    c.comm_s = CommSeconds(p.gmin, na + nb, p.intra) + std::max(sa.wait_s, sb.wait_s);
+    c.comm_s = ExposedComm(CommSeconds(p.gmin, na + nb, p.intra), c.compute_s) +
+               std::max(sa.wait_s, sb.wait_s);
     const double busy_energy = (ta.active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
                                (tb.active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
     const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);
@@ -402,6 +411,7 @@ class Enumerator {
   AlphaBeta inter_;
   double bytes_ = 0;
   int local_period_ = 0;  // local SGD's period (0: synchronous)
+  int staleness_ = 0;     // stale-synchronous training's (0: the step waits for its sums)
   double average_bytes_ = 0;
   bool weak_ = false;
   size_t keep_ = 0;

@@ -139,8 +139,12 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   j["energy_source"] = energy_sources;
   j["why"] = chosen.why;
   // The training mode the plan was timed for (the spec's); its note, when it has one.
-  j["sync"] = {{"mode", job.spec.sync.local_sgd() ? "local_sgd" : "sync"}};
-  if (job.spec.sync.local_sgd()) j["sync"]["period"] = job.spec.sync.period;
+  const SyncSpec& sync = job.spec.sync;
+  j["sync"] = {{"mode", sync.local_sgd()    ? "local_sgd"
+                        : sync.stale_sync() ? "stale_sync"
+                                            : "sync"}};
+  if (sync.local_sgd()) j["sync"]["period"] = sync.period;
+  if (sync.stale_sync()) j["sync"]["staleness"] = sync.staleness;
   if (const std::string note = SyncNote(job, chosen); !note.empty()) j["sync"]["note"] = note;
   return j;
 }

@@ -33,6 +33,14 @@ std::string SyncNote(const Job& job, const Allocation& a) {
            " of communication a step against about " + Ms(a.comm_s * period / average_ratio) +
            " synchronously";
   }
+  if (job.spec.sync.stale_sync()) {
+    const int s = job.spec.sync.staleness;
+    if (s == 0)
+      return "stale-synchronous from the spec with staleness 0: each step waits for its sums";
+    return "stale-synchronous from the spec, staleness " + std::to_string(s) +
+           ": each step's allreduce runs beside the next steps' compute; " + Ms(a.comm_s) +
+           " of it a step left to wait for (a step takes the longer of the two)";
+  }
   const double share = a.comm_s / a.step_s;
   if (share < kCommBoundShare) return {};
   return "communication is " + std::to_string(int(share * 100 + 0.5)) +

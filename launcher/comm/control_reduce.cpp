@@ -56,4 +56,9 @@ void SumMaxAllreduce::run(const double* in, double* out, MPI_Comm comm) const {
   MPI_CHECK(MPI_Allreduce(in, out, 1, type_, op_, comm));
 }
 
+void SumMaxAllreduce::start(const double* in, double* out, MPI_Comm comm,
+                            MPI_Request* request) const {
+  MPI_CHECK(MPI_Iallreduce(in, out, 1, type_, op_, comm, request));
+}
+
 }  // namespace dlh

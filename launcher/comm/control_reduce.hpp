@@ -27,6 +27,9 @@ class SumMaxAllreduce {
   // out[0, sums) = sum over ranks of in[0, sums); out[sums, size()) = max over ranks.
   // Collective over `comm`; in and out hold size() values each.
   void run(const double* in, double* out, MPI_Comm comm) const;
+  // The same, non-blocking (stale-synchronous training, delayed_allreduce.hpp): `out` holds
+  // the result once `*request` completes; neither buffer may be touched before.
+  void start(const double* in, double* out, MPI_Comm comm, MPI_Request* request) const;
 
  private:
   size_t sums_, maxes_;

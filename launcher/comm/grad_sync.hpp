@@ -68,6 +68,8 @@ class GradientSync {
   double finish();
 
   size_t num_buckets() const { return buckets_.size(); }
+  // Every gradient, forward order, packed tight: for a caller that sums them itself.
+  std::vector<float>& values() { return *flat_; }
 
  private:
   struct Bucket {

@@ -71,6 +71,7 @@ class CpuEngine : public Engine {
 
   double finish_gradients() override { return sync_gradients_ ? sync_->finish() : 0; }
   void set_gradient_sync(bool on) override { sync_gradients_ = on; }
+  std::vector<float>* gradient_values() override { return &sync_->values(); }
 
   std::vector<float> batch_stats() override {
     std::vector<float> out;

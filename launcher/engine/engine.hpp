@@ -82,6 +82,11 @@ class Engine {
   // Off: forward_backward() leaves every gradient this rank's own and finish_gradients()
   // sums nothing (local SGD's steps between two model averages). On by default.
   virtual void set_gradient_sync(bool on) = 0;
+  // This rank's gradients as one array (forward order, packed tight) for a trainer that sums
+  // them itself (stale-synchronous training, gradient sync off): read after forward_backward(),
+  // overwritten before update(). Null where they live elsewhere (the GPU engine's device
+  // memory): the trainer refuses the mode there.
+  virtual std::vector<float>* gradient_values() { return nullptr; }
 
   // Batchnorm statistics of the last training forward, every such layer's {mean[C],
   // var[C]} in layer order; the trainer averages them over ranks and hands them back.

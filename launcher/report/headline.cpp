@@ -46,9 +46,14 @@ Headline HeadlineOf(const RunData& run, double now) {
     h.world_size =
         int(std::clamp<int64_t>(IntField(e->data, "world_size", h.world_size), 0, 1 << 30));
     h.device = TextField(e->data, "device", h.device);
-    if (e->data.contains("sync") && e->data["sync"].is_object() &&
-        TextField(e->data["sync"], "mode", "") == "local_sgd")
-      h.training = "local SGD, period " + std::to_string(IntField(e->data["sync"], "period", 0));
+    if (e->data.contains("sync") && e->data["sync"].is_object()) {
+      const std::string mode = TextField(e->data["sync"], "mode", "");
+      if (mode == "local_sgd")
+        h.training = "local SGD, period " + std::to_string(IntField(e->data["sync"], "period", 0));
+      else if (mode == "stale_sync")
+        h.training = "stale-synchronous, staleness " +
+                     std::to_string(IntField(e->data["sync"], "staleness", 0));
+    }
   }
   if (const StepRecord* last = run.last_step()) {
     h.step = last->step;
@@ -81,8 +86,13 @@ Headline HeadlineOf(const RunData& run, double now) {
     if (h.world_size == 0 && s.contains("rank_batches") && s["rank_batches"].is_array())
       h.world_size = int(s["rank_batches"].size());
     if (h.device.empty()) h.device = TextField(s, "device", "");
-    if (!h.training.empty() && s.contains("sync") && s["sync"].is_object())
-      h.training += " (" + std::to_string(IntField(s["sync"], "averages", 0)) + " model averages)";
+    if (!h.training.empty() && s.contains("sync") && s["sync"].is_object()) {
+      const nlohmann::json& sync = s["sync"];
+      if (TextField(sync, "mode", "") == "stale_sync")
+        h.training += " (" + std::to_string(IntField(sync, "applied", 0)) + " gradients applied)";
+      else
+        h.training += " (" + std::to_string(IntField(sync, "averages", 0)) + " model averages)";
+    }
   }
   if (h.total_steps > 0 && h.step_s > 0 && h.state == RunState::Running)
     h.eta_s = double(std::max<int64_t>(0, h.total_steps - h.step)) * h.step_s;

@@ -28,7 +28,8 @@ struct Headline {
   int world_size = 0;
   std::string device;
   // How the ranks keep one model, when not synchronously: "local SGD, period 4 (28 model
-  // averages)" (the start record's "sync"; the averages from summary.json). Empty: synchronous.
+  // averages)", "stale-synchronous, staleness 2 (120 gradients applied)" (the start record's
+  // "sync"; the counts from summary.json). Empty: synchronous.
   std::string training;
   std::string last_checkpoint;
   std::string stop;  // how the last attempt ended, in words (empty: running)

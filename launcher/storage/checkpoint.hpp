@@ -57,6 +57,11 @@ struct TrainState {
   std::vector<NamedArray> params;           // trained parameters, by layer
   std::vector<NamedArray> buffers;          // batchnorm running statistics
   std::vector<NamedArray> optimizer_state;  // momentum / adam moments, named like params + "/slot"
+  // Stale-synchronous training's sums not yet applied, oldest first: "<step>/gradients" (the
+  // summed gradients, forward order) and "<step>/sums" (loss, correct count, batch-norm
+  // statistics) per step, <step> its cursor step (9 digits, from 0). `step` counts the steps
+  // taken, so step - (their count) updates are in params. Empty otherwise.
+  std::vector<NamedArray> in_flight;
 };
 
 // Writes `state` to `path` atomically: a temporary file beside it, fsync, rename, fsync

@@ -115,6 +115,8 @@ uint32_t Checksum(const TrainState& s) {
   }
   for (const Section& sec : kSections) {
     const std::vector<NamedArray>& arrays = s.*sec.arrays;
+    if (sec.optional && arrays.empty()) continue;
+    if (sec.optional) c.Text(sec.group);
     c.U64(arrays.size());
     for (const NamedArray& a : arrays) {
       c.Text(a.name);

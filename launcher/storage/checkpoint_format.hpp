@@ -10,7 +10,7 @@
 // Root attributes (all scalar):
 //   format_version   int64    1 (kCheckpointFormatVersion); other values are refused
 //   producer         string   "dlh"; other values are refused
-//   step             int64    global optimizer steps completed
+//   step             int64    global steps completed (with in_flight, its updates are to come)
 //   epoch            int64    loader cursor: epoch of the next batch
 //   step_in_epoch    int64    loader cursor: step within that epoch of the next batch
 //   seed             string   the uint64 seed in decimal ("18446744073709551615"): a
@@ -58,6 +58,13 @@
 //                         and its step is at most `step`. Written only by runs that balance
 //                         or replay a split (absent: files as before); a dataset, since a
 //                         long run's history may outgrow an attribute.
+//   /in_flight/<step>/gradients  optional (stale-synchronous training, SyncSpec): the summed
+//   /in_flight/<step>/sums       gradients of the steps whose updates were still to come, and
+//   /order/in_flight             their summed loss, correct count and batch-norm statistics,
+//                                <step> the zero-padded 9-digit cursor step (from 0) each came
+//                                from, oldest first; written only when there are any (absent:
+//                                none, files as before). Builds before it refuse such a file
+//                                (the checksum covers it).
 //   /params, /buffers and /optimizer always exist, even when empty.
 //
 // Array names: non-empty, '/'-separated components that are neither empty, "." nor "..",
@@ -83,6 +90,7 @@
 //     uint64 number of arrays, then for each array in order:
 //       uint64 byte length of the name, the name bytes, int32 rank, int32 dims[rank],
 //       the float32 values (little-endian) in C order
+//   only when in_flight is present: "in_flight" as text, then its arrays as above
 // LoadCheckpoint recomputes it from what it read and refuses the file on a mismatch.
 //
 // Writing (through CommitAtomically, common/atomic_file.hpp): the file is written as
@@ -105,16 +113,20 @@ namespace checkpoint_format {
 
 inline constexpr char kProducer[] = "dlh";
 
-// The three array groups, in checksum order.
+// The array groups, in checksum order.
 struct Section {
   const char* group;  // "params"
   const char* what;   // for messages: "params[3]"
   std::vector<NamedArray> TrainState::*arrays;
+  // Written (and checksummed) only when it holds an array, so that files without it stay as
+  // they were; a reader takes it as empty when absent.
+  bool optional = false;
 };
 inline constexpr Section kSections[] = {
     {"params", "params", &TrainState::params},
     {"buffers", "buffers", &TrainState::buffers},
     {"optimizer", "optimizer_state", &TrainState::optimizer_state},
+    {"in_flight", "in_flight", &TrainState::in_flight, true},
 };
 
 std::string Errno();                      // strerror(errno)

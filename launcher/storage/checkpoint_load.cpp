@@ -173,6 +173,7 @@ TrainState LoadOpened(const std::string& path, uint64_t file_size) {
   }
   for (const Section& sec : kSections) {
     std::string order = std::string("order/") + sec.group;
+    if (sec.optional && !h5::Exists(r.f, order)) continue;
     r.RequireDataset(order);
     std::vector<NamedArray>& arrays = s.*sec.arrays;
     for (const std::string& name : SplitNames(h5::ReadString(r.f, order)))

@@ -199,6 +199,7 @@ void WriteContents(hid_t f, const TrainState& s, CpuSeconds* checksum_cpu) {
   CreateGroup(f, "order");
   for (const Section& sec : kSections) {
     const std::vector<NamedArray>& arrays = s.*sec.arrays;
+    if (sec.optional && arrays.empty()) continue;
     h5::WriteString(f, std::string("order/") + sec.group, JoinNames(arrays));
     CreateGroup(f, sec.group);
     for (const NamedArray& a : arrays) {

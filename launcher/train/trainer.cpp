@@ -9,11 +9,13 @@
 // and a checkpoint is taken only between steps.
 //
 // A run is a Trainer going through its phases in order: inputs, engine, resume, announce,
-// then per step: compute, control sync, advance, model average (local SGD), rebalance,
-// checkpoint, record, evaluate; at the end finish, agreement and summary. Each phase is one member
+// then per step: compute, control sync (stale-synchronous: the exchange of delayed sums),
+// advance, model average (local SGD), rebalance, checkpoint, record, evaluate; at the end
+// finish, agreement and summary. Each phase is one member
 // function; the state that crosses phases (spec, engine, the loader cursor, the result) is a
 // member. The class is declared in trainer_impl.hpp; this file holds the run in order, the phases
-// live in trainer_start, _resume, _balance, _step, _local_sgd, _checkpoint, _eval and _end.cpp.
+// live in trainer_start, _resume, _balance, _step, _local_sgd, _stale, _checkpoint, _eval and
+// _end.cpp.
 #include "launcher/train/trainer.hpp"
 
 #include <algorithm>
@@ -89,7 +91,8 @@ TrainResult Trainer::run() {
     times.start = Clock::now();
     trace_step_ = step_ + 1;
     const StepSums sums = compute_step(&times);
-    StepControl control = sync_control(sums, &times);
+    StepControl control =
+        spec_.sync.stale_sync() ? stale_exchange(sums, &times) : sync_control(sums, &times);
     const double lr = advance();
     times.allreduce += end_step_sync();
     rebalance(times);
@@ -99,6 +102,7 @@ TrainResult Trainer::run() {
     evaluate_epoch();
     if (tracer_) tracer_->slice(TraceLane::Step, "step", times.start, Clock::now(), trace_step_);
   }
+  finish_stale();
   finish();
   const uint32_t crc = check_ranks_agree();
   record_end();

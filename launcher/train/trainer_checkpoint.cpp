@@ -28,6 +28,8 @@ double Trainer::write_checkpoint(Durability durability) {
   auto t = Clock::now();
   const bool wait = durability == Durability::Wait || o_.checkpoint_sync;
   if (wait) waited_step_ = step_;
+  // Stale-synchronous training's sums in flight go into the file: every rank waits for them.
+  if (delayed_) delayed_->complete_all();
   RunCollectively(comm_.get(), [&] {
     if (rank_ != 0) return;
     writer_->submit([&](TrainState* st) {
@@ -67,6 +69,7 @@ void Trainer::snapshot(TrainState* st) const {
   st->elapsed_seconds = elapsed_before_ + Since(train_start_);
   st->optimizer = engine_->optimizer_name();
   engine_->export_state(&st->params, &st->buffers, &st->optimizer_state);
+  snapshot_in_flight(st);
 }
 
 // Rank 0: a checkpoint reached the disk. metrics.jsonl says when and how long it took.

@@ -174,6 +174,7 @@ void Trainer::write_summary(uint32_t crc) {
                             {"write_s", checkpoint_write_seconds_},
                             {"write_cpu_s", checkpoint_write_cpu_.total()}};
   if (spec_.sync.local_sgd()) summary["sync"] = local_sgd_summary();
+  if (spec_.sync.stale_sync()) summary["sync"] = stale_summary();
   if (balance_ != BalanceMode::Off || !history_.empty()) {
     summary["balance"] = {{"mode", BalanceModeName(balance_)},
                           {"history", SplitHistoryJson(history_)}};

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "common/thread_cpu.hpp"
 #include "launcher/comm/binding.hpp"
 #include "launcher/comm/control_reduce.hpp"
+#include "launcher/comm/delayed_allreduce.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/loader.hpp"
@@ -81,6 +83,16 @@ struct StepTimes {
   double data = 0, compute = 0, allreduce = 0, checkpoint = 0;
 };
 
+// A step's metrics.jsonl record: its place, its times and (once known) its global sums.
+struct StepRecord {
+  int64_t step = 0, epoch = 0;                    // as metrics.jsonl counts them (from 1)
+  int64_t progress_step = 0, progress_epoch = 0;  // for the progress line
+  double lr = 0, total = 0;
+  StepTimes times;
+  double loss_sum = 0, correct_sum = 0;
+  bool timed = false, summed = false;  // its times and its sums are in
+};
+
 // What every rank agreed on in a step's control allreduce.
 struct StepControl {
   double loss_sum = 0;     // over the global batch
@@ -123,6 +135,8 @@ class Trainer {
   Batch take_batch();
   const Batch* batch_ahead();
   StepControl sync_control(const StepSums& sums, StepTimes* times);
+  void fill_control(const StepSums& sums);
+  StepControl apply_control(const double* sum, bool flags);
   double advance();
   void rebalance(const StepTimes& times);
   double maybe_checkpoint(StepControl* control);
@@ -132,12 +146,25 @@ class Trainer {
   void collect_written();
   void handle_signal(int signal);
   void record(const StepControl& control, double lr, const StepTimes& times);
+  void write_record(const StepRecord& r);
   // Local SGD (trainer_local_sgd.cpp): the step's loss scale, the period's model average, the
   // signals and checkpoints held until the ranks hold one model, and the summary's part.
   float begin_step_sync();
   double end_step_sync();
   bool release_held(StepControl* control, bool* due);
   nlohmann::json local_sgd_summary() const;
+  // Stale-synchronous training (trainer_stale.cpp): the sums' start, the step's exchange in
+  // place of sync_control(), one gradient applied, what a checkpoint and a resume carry, the
+  // records waiting for their sums, the end and the summary's part.
+  void start_stale();
+  StepControl stale_exchange(const StepSums& sums, StepTimes* times);
+  void apply_oldest(StepControl* control);
+  void snapshot_in_flight(TrainState* st) const;
+  void restore_in_flight();
+  void stale_sums_arrived(int64_t step, double loss_sum, double correct_sum);
+  void flush_records();
+  void finish_stale();
+  nlohmann::json stale_summary() const;
   void evaluate_epoch();
 
   // After the last step, in order.
@@ -266,6 +293,14 @@ class Trainer {
   std::vector<float> average_flat_;
   int64_t model_averages_ = 0;
   double model_average_seconds_ = 0;
+  // Stale-synchronous training: the sums in flight, what a resume brought of them (until the
+  // loop starts), rank 0's records waiting for their sums (by step), the seconds spent
+  // waiting for sums and the gradients applied.
+  std::unique_ptr<DelayedAllreduce> delayed_;
+  std::vector<NamedArray> restored_in_flight_;
+  std::map<int64_t, StepRecord> pending_records_;
+  double stale_wait_seconds_ = 0;
+  int64_t stale_applied_ = 0, stale_drains_ = 0;
   double weight_ = 0;                              // this rank's share of the global batch
   Clock::time_point launch_start_ = Clock::now();  // this process's run, start-up included
   Clock::time_point train_start_, last_ckpt_;

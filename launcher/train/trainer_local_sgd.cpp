@@ -16,7 +16,8 @@ namespace trainer_detail {
 // and takes the mean over this rank's own samples instead of its share of the global mean.
 float Trainer::begin_step_sync() {
   step_is_local_ = spec_.sync.local_sgd() && step_ >= spec_.sync.warmup_steps;
-  engine_->set_gradient_sync(!step_is_local_);
+  // Stale-synchronous training sums the gradients itself (stale_exchange).
+  engine_->set_gradient_sync(!step_is_local_ && !spec_.sync.stale_sync());
   return step_is_local_ && rank_batch_ > 0 ? 1.0f / float(rank_batch_) : loss_scale_;
 }
 

@@ -44,6 +44,7 @@ void Trainer::resume() {
       throw CheckpointError(resume_path_ + ": does not match " + o_.spec_path + ": " + e.what());
     }
     step_ = st.step;
+    restored_in_flight_ = std::move(st.in_flight);  // checked and applied by start_stale()
     SetPeerWatchStep(step_);
     SetPeerWatchCheckpoint(resume_path_);
     epoch_ = st.epoch;

@@ -189,8 +189,13 @@ void Trainer::start_engine() {
       std::max<int64_t>(balance_ == BalanceMode::Off ? rank_batch_ : max_rank_batch_, kEvalChunk));
   // --trace: forward apart from backward, and each bucket's allreduce (the CPU engine's; the
   // GPU engine reports no buckets).
+  // Stale-synchronous training's sums move on only inside MPI calls: one after forward.
+  if (tracer_ || spec_.sync.stale_sync())
+    ec.on_forward_done = [this] {
+      forward_done_ = Clock::now();
+      if (delayed_) delayed_->poke();
+    };
   if (tracer_) {
-    ec.on_forward_done = [this] { forward_done_ = Clock::now(); };
     ec.sync.on_bucket = [this](const BucketTiming& b) {
       tracer_->allreduce(b.launched, b.completed, trace_step_, b.bucket, b.bytes, b.overlapped);
     };
@@ -279,6 +284,7 @@ void Trainer::open_loop() {
   control_.assign(control_reduce_->size(), 0);
   control_sum_.assign(control_.size(), 0);
   averaged_stats_.assign(stats_len_, 0);
+  start_stale();
 
   InstallSignalHandlers();
   loss_scale_ = 1.0f / float(spec_.batch_size);
@@ -313,6 +319,8 @@ void Trainer::record_start() {
     rec["sync"] = {{"mode", "local_sgd"},
                    {"period", spec_.sync.period},
                    {"warmup_steps", spec_.sync.warmup_steps}};
+  if (spec_.sync.stale_sync())
+    rec["sync"] = {{"mode", "stale_sync"}, {"staleness", spec_.sync.staleness}};
   // The plan was parsed (and checked) by load_inputs; here it is kept as given.
   if (plan_.present) rec["plan"] = nlohmann::json::parse(o_.plan_json, nullptr, false);
   append_metrics(rec);

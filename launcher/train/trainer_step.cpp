@@ -64,6 +64,7 @@ Batch Trainer::take_batch() {
 // the loader keeps its failure, and the next step's take_batch() raises it where it always
 // did, after this step's update and checkpoint.
 const Batch* Trainer::batch_ahead() {
+  if (delayed_) delayed_->poke();  // stale-synchronous training's sums: after backward
   if (!ahead_) {
     const auto started = Clock::now();
     try {
@@ -85,6 +86,16 @@ const Batch* Trainer::batch_ahead() {
 StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
   TraceSpan span(tracer_.get(), TraceLane::Compute, "control allreduce", trace_step_);
   auto t_ctrl = Clock::now();
+  fill_control(sums);
+  control_reduce_->run(control_.data(), control_sum_.data(), comm_.get());
+  const StepControl control = apply_control(control_sum_.data(), true);
+  times->allreduce += Since(t_ctrl);
+  allreduce_seconds_ += times->allreduce;
+  return control;
+}
+
+// This rank's control message for the step, into control_.
+void Trainer::fill_control(const StepSums& sums) {
   const int sig = TakePendingSignal();
   control_[0] = sums.loss;
   control_[1] = double(sums.correct);
@@ -109,9 +120,17 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
                                                                                             : 0.0,
       double(written_step), double(write_failed)};
   std::copy(flags, flags + kControlFlags, control_.begin() + long(k));
-  control_reduce_->run(control_.data(), control_sum_.data(), comm_.get());
-  int64_t flags_max[kControlFlags];
-  for (size_t i = 0; i < kControlFlags; ++i) flags_max[i] = int64_t(control_sum_[k + i]);
+}
+
+// What every rank agreed on, from a summed control message: the batch-norm statistics are
+// committed, a failed write fails every rank, the newest checkpoint on disk becomes the one a
+// failure report names. Without `flags` (a message restored from a checkpoint: its flags were
+// the run's that wrote it) only the sums count.
+StepControl Trainer::apply_control(const double* sum, bool flags) {
+  const size_t k = 2 + stats_len_;
+  int64_t flags_max[kControlFlags] = {0, 0, -1, 0};
+  if (flags)
+    for (size_t i = 0; i < kControlFlags; ++i) flags_max[i] = int64_t(sum[k + i]);
   if (flags_max[3] > 0)  // rank 0's wait() throws the failure, RunCollectively on every rank
     RunCollectively(comm_.get(), [&] {
       if (writer_) writer_->wait();
@@ -121,15 +140,12 @@ StepControl Trainer::sync_control(const StepSums& sums, StepTimes* times) {
     SetPeerWatchCheckpoint(result_.last_checkpoint);
   }
   if (stats_len_ > 0) {
-    for (size_t i = 0; i < stats_len_; ++i) averaged_stats_[i] = float(control_sum_[2 + i]);
+    for (size_t i = 0; i < stats_len_; ++i) averaged_stats_[i] = float(sum[2 + i]);
     engine_->commit_batch_stats(averaged_stats_);
   }
-  times->allreduce += Since(t_ctrl);
-  allreduce_seconds_ += times->allreduce;
-
   StepControl control;
-  control.loss_sum = control_sum_[0];
-  control.correct_sum = control_sum_[1];
+  control.loss_sum = sum[0];
+  control.correct_sum = sum[1];
   control.signal = SignalOfStrength(flags_max[0]);
   control.time_due = flags_max[1] > 0;
   return control;
@@ -141,7 +157,8 @@ double Trainer::advance() {
   const double lr = LearningRate(spec_, step_ - step_base_, steps_per_epoch_);
   {
     TraceSpan span(tracer_.get(), TraceLane::Compute, "optimizer", trace_step_);
-    engine_->update(lr, step_);
+    // Stale-synchronous training applies its gradients as they come due (stale_exchange).
+    if (!spec_.sync.stale_sync()) engine_->update(lr, step_);
   }
   ++step_;
   SetPeerWatchStep(step_);
@@ -155,33 +172,58 @@ double Trainer::advance() {
 }
 
 // One metrics.jsonl record per step and the progress line, on rank 0; the values are the
-// global batch's, so the other ranks have nothing to add.
+// global batch's, so the other ranks have nothing to add. Stale-synchronous training learns a
+// step's loss only when its sums come due: the record waits for them (stale_sums_arrived).
 void Trainer::record(const StepControl& control, double lr, const StepTimes& times) {
   const double t_total = Since(times.start);
   ema_step_ = ema_step_ == 0 ? t_total : 0.9 * ema_step_ + 0.1 * t_total;
   energy_->poll();  // every rank: a RAPL counter must be read before it wraps
   if (rank_ != 0) return;
   step_seconds_.push_back(std::max(0.0, t_total - times.checkpoint));
-  const double loss = control.loss_sum / double(spec_.batch_size);
-  const double acc = control.correct_sum / double(spec_.batch_size);
-  nlohmann::json rec = {{"step", step_},
-                        {"epoch", epoch_ + (step_in_epoch_ == 0 ? 0 : 1)},
+  StepRecord r;
+  r.step = step_;
+  r.epoch = epoch_ + (step_in_epoch_ == 0 ? 0 : 1);
+  r.progress_step = step_ - step_base_;
+  r.progress_epoch = step_in_epoch_ == 0 ? epoch_ - 1 : epoch_;
+  r.lr = lr;
+  r.total = t_total;
+  r.times = times;
+  r.timed = true;
+  if (!spec_.sync.stale_sync()) {
+    r.loss_sum = control.loss_sum;
+    r.correct_sum = control.correct_sum;
+    write_record(r);
+    return;
+  }
+  StepRecord& pending = pending_records_[r.step];
+  r.loss_sum = pending.loss_sum;
+  r.correct_sum = pending.correct_sum;
+  r.summed = pending.summed;
+  pending = r;
+  flush_records();
+}
+
+void Trainer::write_record(const StepRecord& r) {
+  const double loss = r.loss_sum / double(spec_.batch_size);
+  const double acc = r.correct_sum / double(spec_.batch_size);
+  nlohmann::json rec = {{"step", r.step},
+                        {"epoch", r.epoch},
                         {"loss", loss},
                         {"accuracy", acc},
-                        {"lr", lr},
-                        {"samples_per_s", double(spec_.batch_size) / t_total},
+                        {"lr", r.lr},
+                        {"samples_per_s", double(spec_.batch_size) / r.total},
                         {"time",
-                         {{"total", t_total},
-                          {"compute", times.compute},
-                          {"allreduce", times.allreduce},
-                          {"data", times.data},
-                          {"checkpoint", times.checkpoint}}}};
+                         {{"total", r.total},
+                          {"compute", r.times.compute},
+                          {"allreduce", r.times.allreduce},
+                          {"data", r.times.data},
+                          {"checkpoint", r.times.checkpoint}}}};
   // The split the run started (or resumed) with; later changes have "balance" records.
-  if (step_ == first_step_ + 1)
-    rec["rank_batches"] = history_.empty() ? rank_batches_ : SplitAt(history_, step_ - 1);
+  if (r.step == first_step_ + 1)
+    rec["rank_batches"] = history_.empty() ? rank_batches_ : SplitAt(history_, r.step - 1);
   energy_->add_to(&rec);
   append_metrics(rec);
-  progress_->step(step_ - step_base_, step_in_epoch_ == 0 ? epoch_ - 1 : epoch_, loss, acc,
+  progress_->step(r.progress_step, r.progress_epoch, loss, acc,
                   double(spec_.batch_size) / ema_step_, ema_step_);
 }
 }  // namespace trainer_detail

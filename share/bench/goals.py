@@ -194,6 +194,12 @@ GOALS = [
      "the example spec, 2 epochs) the period-16 run's samples/s is below 2 x the synchronous "
      "run's, or its final test accuracy is more than 1 point below the synchronous run's "
      "(issue 47)"),
+    ("stale-sync-slow-link", "local_sgd",
+     "Stale-synchronous, staleness 2, on a 100 Mbit/s link: at least 1.15x the synchronous "
+     "samples/s, final test accuracy within 1 point of synchronous after the same epochs",
+     "on share/bench/local_sgd.sh's shaped link the staleness-2 run's samples/s is below 1.15 x "
+     "the synchronous run's (its allreduce no longer runs beside the next steps' compute), or "
+     "its final test accuracy is more than 1 point below the synchronous run's (issue 47)"),
 ]
 
 RETIRED = [
@@ -265,6 +271,7 @@ PREFIXES = [
     ("a frozen", "faults"), ("Same training on any rank count", "convergence"),
     ("Time to", "time-to-accuracy"),
     ("Local SGD, period 16", "local-sgd-slow-link"),
+    ("Stale-synchronous, staleness 2", "stale-sync-slow-link"),
 ]
 
 

@@ -1,13 +1,14 @@
 #!/bin/bash
 # make bench, "Local SGD against synchronous training on a fast and a slow link" (issue 47):
 # the example Fashion-MNIST spec at one global batch, trained by 1 rank (one host) and by 2
-# ranks (one per host) synchronously and with local SGD (period 4 and 16, "sync" in the spec),
+# ranks (one per host) synchronously, with local SGD (period 4 and 16) and stale-synchronously
+# (staleness 1 and 2; "sync" in the spec),
 # first on the hosts' own link, then with host2's link shaped to 100 Mbit/s each way (tc tbf on
 # both ends of its veth pair). The hosts are network namespaces of this machine on a local
 # Slurm cluster (start-cluster.sh SLURM_TEST_NETNS=1), so MPI goes over TCP between them.
 # For each run: samples/s, the speed-up against 1 rank, time to a target test accuracy and the
 # final test accuracy after the same epochs.
-#   local_sgd.sh BINDIR WORK   (about 8 minutes on 2 cores)
+#   local_sgd.sh BINDIR WORK   (about 14 minutes on 2 cores)
 # Writes WORK/local_sgd/local_sgd.json, or WORK/local_sgd/unavailable when Slurm, root, tc or
 # the data set are missing. Knobs: BENCH_LOCAL_EPOCHS (2), BENCH_LOCAL_RATE (100mbit).
 set -euo pipefail
@@ -26,12 +27,15 @@ done
 [[ $(id -u) -eq 0 ]] || unavailable "the local Slurm cluster needs root"
 dlh-data import-fashion-mnist --out "$out/fashion-mnist.h5" >"$out/import.txt" 2>&1 ||
   unavailable "dlh-data import-fashion-mnist: $(tail -1 "$out/import.txt")"
-for mode in sync local4 local16; do
+modes=(sync local4 local16 stale1 stale2)
+for mode in "${modes[@]}"; do
   $py - "$root/share/examples/fashion-mnist.json" "$mode" >"$out/$mode.json" <<'PY'
 import json, sys
-spec = json.load(open(sys.argv[1]))
-if sys.argv[2] != "sync":
-    spec["sync"] = {"mode": "local_sgd", "period": int(sys.argv[2][len("local"):])}
+spec, mode = json.load(open(sys.argv[1])), sys.argv[2]
+if mode.startswith("local"):
+    spec["sync"] = {"mode": "local_sgd", "period": int(mode[len("local"):])}
+elif mode.startswith("stale"):
+    spec["sync"] = {"mode": "stale_sync", "staleness": int(mode[len("stale"):])}
 print(json.dumps(spec, indent=1))
 PY
 done
@@ -71,11 +75,11 @@ train() {
 }
 two=(-N2 --ntasks-per-node=1)
 train np1 sync -N1 -n1
-for mode in sync local4 local16; do train "fast-$mode" "$mode" "${two[@]}"; done
+for mode in "${modes[@]}"; do train "fast-$mode" "$mode" "${two[@]}"; done
 # host2's link, shaped each way: towards host2 on the bridge's side, from host2 in its namespace.
 tc qdisc add dev "$link2" root tbf rate "$rate" burst 64kb latency 200ms
 nsenter "--net=/run/netns/$ns2" tc qdisc add dev eth0 root tbf rate "$rate" burst 64kb latency 200ms
-for mode in sync local4 local16; do train "slow-$mode" "$mode" "${two[@]}"; done
+for mode in "${modes[@]}"; do train "slow-$mode" "$mode" "${two[@]}"; done
 tc qdisc del dev "$link2" root 2>/dev/null || true
 
 $py - "$out" "$epochs" "$rate" <<'PY'
@@ -102,9 +106,11 @@ def run(name):
             "job_seconds": float(log.splitlines()[-1].split()[0]),
             "allreduce_s_per_step": statistics.mean(s["time"]["allreduce"] for s in later),
             "averages": summary.get("sync", {}).get("averages", 0),
+            "stale_wait_s": summary.get("sync", {}).get("wait_s"),
             "load_average_before_after": [float(x) for x in open(f"{out}/{name}.load").read().split()]}
 
-names = ["np1"] + [f"{link}-{m}" for link in ("fast", "slow") for m in ("sync", "local4", "local16")]
+modes = ("sync", "local4", "local16", "stale1", "stale2")
+names = ["np1"] + [f"{link}-{m}" for link in ("fast", "slow") for m in modes]
 runs = {n: run(n) for n in names}
 for r in runs.values():
     r["speedup_vs_1_rank"] = r["samples_per_s"] / runs["np1"]["samples_per_s"]

@@ -136,6 +136,8 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
   const bool local = job.spec.sync.local_sgd();
   const double bytes = job.features.param_bytes() * (local ? 2 : 1);
   const double per_step = local ? 1.0 / job.spec.sync.period : 1.0;
+  // Stale-synchronous: the allreduce runs beside the next steps; the step waits for the rest.
+  const bool stale = job.spec.sync.stale_sync() && job.spec.sync.staleness > 0;
   std::vector<Ref> out;
   // The whole job, the plain way (estimator/model/job_time.hpp): start-up, reading the data,
   // three warm-up steps, the steps, one evaluation per epoch (forward only, the slowest
@@ -146,6 +148,7 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
   const double ckpt_bytes = 4 * job.features.params * (1 + slots);
   // GPU-seconds of compute and energy per step, by part; `eval` the slowest rank's speed.
   auto finish = [&](Ref& r, double idle_w, double busy_j, double base_w, const DeviceSpeed& eval) {
+    if (stale) r.comm = std::max(0.0, r.comm - r.compute);
     r.step = r.compute + r.comm;
     r.steps = job.epochs * (job.samples / r.global);
     const double steps_s = double(r.steps) * r.step;
@@ -671,6 +674,38 @@ TEST(Recommend, LocalSgdPaysOneAverageOfParametersAndMomentaAPeriod) {
       }
   EXPECT_EQ(matched, int(local.ranked.size()));
   EXPECT_GT(cheaper, 10);
+}
+
+// Stale-synchronous training sums a step's gradients while the next steps compute: a step takes
+// the longer of its compute and its allreduce; with staleness 0 it is the synchronous step.
+TEST(Recommend, StaleSyncStepTakesTheLongerOfComputeAndAllreduce) {
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.inter_node = Link{0.001, 100};  // 8 Mbit/s between nodes: the allreduce weighs
+  job.max_gpus = 0;
+  const Recommendation sync = Recommend(job, c, TwoSpeeds());
+  job.spec.sync.mode = SyncSpec::Mode::StaleSync;
+  job.spec.sync.staleness = 0;
+  const Recommendation zero = Recommend(job, c, TwoSpeeds());
+  ASSERT_EQ(zero.ranked.size(), sync.ranked.size());
+  for (size_t i = 0; i < zero.ranked.size(); ++i)
+    EXPECT_EQ(zero.ranked[i].step_s, sync.ranked[i].step_s);
+  job.spec.sync.staleness = 2;
+  const Recommendation stale = Recommend(job, c, TwoSpeeds());
+  CheckAgainstBruteForce(job, c, TwoSpeeds(), stale);
+  int hidden = 0;
+  for (const Allocation& a : stale.ranked) {
+    EXPECT_LE(a.step_s, a.compute_s + a.comm_s + 1e-12);
+    hidden += a.nodes > 1 && a.comm_s < a.step_s;
+    if (a.gpus > 1) {
+      const std::string note = SyncNote(job, a);
+      EXPECT_EQ(note.rfind("stale-synchronous from the spec, staleness 2: ", 0), 0u) << note;
+      const nlohmann::json plan = PlanJson(job, stale, a);
+      EXPECT_EQ(plan["sync"]["mode"], "stale_sync");
+      EXPECT_EQ(plan["sync"]["staleness"], 2);
+    }
+  }
+  EXPECT_GT(hidden, 0);
 }
 
 // The plan and the lines say the mode: local SGD's period and what it saves; for a synchronous

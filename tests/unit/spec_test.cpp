@@ -234,6 +234,20 @@ TEST(SpecTest, SyncDefaultsToSynchronousAndLocalSgdRoundTrips) {
   EXPECT_FALSE(SpecToJson(Parse(j), "d.h5").contains("sync"));  // the default is not written
 }
 
+TEST(SpecTest, StaleSyncTakesItsStalenessAndRoundTrips) {
+  json j = MinimalSpec();
+  j["sync"] = json::parse(R"({"mode": "stale_sync", "staleness": 2})");
+  TrainSpec s = Parse(j);
+  EXPECT_TRUE(s.sync.stale_sync());
+  EXPECT_FALSE(s.sync.local_sgd());
+  EXPECT_EQ(s.sync.staleness, 2);
+  const TrainSpec back = ParseSpec(SpecToJson(s, "d.h5").dump(), "back", "");
+  EXPECT_TRUE(back.sync.stale_sync());
+  EXPECT_EQ(back.sync.staleness, 2);
+  j["sync"]["staleness"] = 0;  // synchronous training through the stale path
+  EXPECT_EQ(Parse(j).sync.staleness, 0);
+}
+
 TEST(SpecTest, LargeSeed) {
   json j = MinimalSpec();
   j["seed"] = 18446744073709551615ull;
