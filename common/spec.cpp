@@ -303,7 +303,8 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
 
   Obj o(root, origin, "");
   o.only({"name", "input", "classes", "layers", "optimizer", "schedule", "batch_size", "epochs",
-          "seed", "init", "label_smoothing", "augment", "sync", "precision", "tf32", "dataset"});
+          "seed", "init", "label_smoothing", "augment", "sync", "parallel", "precision", "tf32",
+          "dataset"});
 
   TrainSpec spec;
   spec.origin = origin;
@@ -358,6 +359,7 @@ TrainSpec ParseSpec(const std::string& json_text, const std::string& origin,
   }
 
   if (o.has("sync")) spec.sync = ParseSync(o.get("sync"), origin);
+  if (o.has("parallel")) spec.parallel = ParseParallel(o.get("parallel"), origin, spec);
 
   spec.precision = Precision(o.choice("precision", {kPrecisionNames[0], kPrecisionNames[1]}, false,
                                       size_t(Precision::Fp32)));

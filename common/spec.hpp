@@ -149,6 +149,17 @@ struct SyncSpec {
   bool stale_sync() const { return mode == Mode::StaleSync; }
 };
 
+// How the network is laid over the ranks. Pipeline model parallelism (GPipe: Huang et al.,
+// "GPipe: efficient training of giant neural networks using pipeline parallelism", NeurIPS
+// 2019) splits the layers into `pipeline_stages` consecutive stages, one rank each, and each
+// replica's batch into `micro_batches` that flow through them; the world's ranks are replicas
+// of the pipeline, trained data-parallel (launcher/engine/pipeline_engine.cpp).
+struct ParallelSpec {
+  int pipeline_stages = 1;  // 1: every rank holds the whole network
+  int micro_batches = 1;    // per replica and step
+  bool pipelined() const { return pipeline_stages > 1; }
+};
+
 struct TrainSpec {
   std::string name;
   Shape3 input;
@@ -165,6 +176,7 @@ struct TrainSpec {
   double label_smoothing = 0;
   AugmentSpec augment;
   SyncSpec sync;
+  ParallelSpec parallel;
   Precision precision = Precision::Fp32;
   Tf32Use tf32 = Tf32Use::Convolutions;
   std::string dataset;  // HDF5 data set; relative paths are resolved against the spec's folder

@@ -119,6 +119,9 @@ nlohmann::ordered_json SpecToJson(const TrainSpec& spec, const std::string& data
                  {"warmup_steps", spec.sync.warmup_steps}};
   if (spec.sync.stale_sync())
     j["sync"] = {{"mode", "stale_sync"}, {"staleness", spec.sync.staleness}};
+  if (spec.parallel.pipelined())
+    j["parallel"] = {{"pipeline_stages", spec.parallel.pipeline_stages},
+                     {"micro_batches", spec.parallel.micro_batches}};
   if (spec.precision != Precision::Fp32) j["precision"] = PrecisionName(spec.precision);
   if (spec.tf32 != Tf32Use::Convolutions) j["tf32"] = Tf32UseName(spec.tf32);
   return j;

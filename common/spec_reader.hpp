@@ -181,6 +181,8 @@ inline const json& RequireObject(const json& v, const std::string& origin,
 
 // The spec's "sync" object (spec_sync.cpp).
 SyncSpec ParseSync(const json& value, const std::string& origin);
+// The spec's "parallel", checked against its layers and its sync (spec_sync.cpp).
+ParallelSpec ParseParallel(const json& value, const std::string& origin, const TrainSpec& spec);
 
 }  // namespace spec_reader
 }  // namespace dlh

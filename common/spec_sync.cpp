@@ -1,4 +1,5 @@
-// DLH — the spec's "sync": how the ranks keep one model (SyncSpec in spec.hpp).
+// DLH — the spec's "sync" and "parallel": how the ranks keep one model and how the network is
+// laid over them (SyncSpec and ParallelSpec in spec.hpp).
 #include "common/spec_reader.hpp"
 
 namespace dlh {
@@ -27,6 +28,26 @@ SyncSpec ParseSync(const json& value, const std::string& origin) {
                               std::to_string(sync.staleness));
   }
   return sync;
+}
+
+ParallelSpec ParseParallel(const json& value, const std::string& origin, const TrainSpec& spec) {
+  Obj o(RequireObject(value, origin, "parallel"), origin, "parallel");
+  o.only({"pipeline_stages", "micro_batches"});
+  ParallelSpec parallel;
+  parallel.pipeline_stages = o.integer("pipeline_stages", 1, true, 1);
+  // GPipe's bubble is (stages - 1) / (micro_batches + stages - 1) of a step: four micro-batches
+  // a stage keep it under a fifth.
+  parallel.micro_batches = o.integer("micro_batches", 1, false, 4 * parallel.pipeline_stages);
+  if (parallel.pipeline_stages > int(spec.layers.size()))
+    o.fail("pipeline_stages", "must be at most the number of layers (" +
+                                  std::to_string(spec.layers.size()) + "), got " +
+                                  std::to_string(parallel.pipeline_stages));
+  if (parallel.micro_batches > spec.batch_size)
+    o.fail("micro_batches", "must be at most batch_size (" + std::to_string(spec.batch_size) +
+                                "), got " + std::to_string(parallel.micro_batches));
+  if (parallel.pipelined() && spec.sync.mode != SyncSpec::Mode::Sync)
+    o.fail("pipeline_stages", "only with synchronous training (\"sync\": {\"mode\": \"sync\"})");
+  return parallel;
 }
 
 }  // namespace spec_reader

@@ -326,7 +326,7 @@ int main(int argc, char** argv) {
   // there for good. Training goes on under the same watch, which the trainer then gives its
   // heartbeats; the other commands were never watched (`run`'s ranks wait for their program).
   dlh::StartPeerWatchBeforeMpi(dlh::CommTimeoutFromArguments(argc, argv));
-  dlh::mpi::Env env(&argc, &argv);
+  dlh::mpi::Env env(&argc, &argv, command == "train" ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED);
   if (command != "train") dlh::StopPeerWatch();
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -10,8 +10,9 @@ namespace dlh {
 namespace {
 
 // The layout of each live datatype, for the operation: it must not call MPI itself (the
-// standard leaves MPI calls inside a user-defined operation undefined). Only the main thread
-// calls MPI (mpi::Env: FUNNELED), so the map needs no lock.
+// standard leaves MPI calls inside a user-defined operation undefined). It is written only by
+// the constructor and destructor, on the main thread, while no operation runs (stale-synchronous
+// training's thread, delayed_allreduce.hpp, ends before its SumMaxAllreduce): no lock.
 struct Layout {
   size_t sums, maxes;
 };

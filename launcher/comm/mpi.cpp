@@ -18,11 +18,16 @@ void Check(int code, const char* call, const char* file, int line) {
                  std::to_string(line) + "): " + std::string(text, size_t(len)));
 }
 
-Env::Env(int* argc, char*** argv) {
-  int provided = 0;
-  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+namespace {
+int g_provided = MPI_THREAD_SINGLE;
+}  // namespace
+
+Env::Env(int* argc, char*** argv, int required) {
+  MPI_CHECK(MPI_Init_thread(argc, argv, required, &g_provided));
   SetPeerWatchMpiReady();
 }
+
+bool ThreadMultiple() { return g_provided >= MPI_THREAD_MULTIPLE; }
 
 Env::~Env() {
   int finalized = 0;

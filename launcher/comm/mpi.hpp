@@ -24,15 +24,19 @@ namespace mpi {
 
 void Check(int code, const char* call, const char* file, int line);
 
-// MPI_Init_thread / MPI_Finalize. Only the main thread calls MPI (FUNNELED): the data
-// loader's prefetch thread never does.
+// MPI_Init_thread / MPI_Finalize. The main thread calls MPI (FUNNELED: the data loader's
+// prefetch thread never does); training asks for MPI_THREAD_MULTIPLE, so that stale-synchronous
+// training's sums can run on a thread of their own (delayed_allreduce.hpp) beside it.
 class Env {
  public:
-  Env(int* argc, char*** argv);
+  Env(int* argc, char*** argv, int required = MPI_THREAD_FUNNELED);
   ~Env();
   Env(const Env&) = delete;
   Env& operator=(const Env&) = delete;
 };
+
+// Whether MPI_Init_thread granted MPI_THREAD_MULTIPLE (Env).
+bool ThreadMultiple();
 
 // A duplicated communicator, freed on destruction.
 class Comm {

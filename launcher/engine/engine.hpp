@@ -51,6 +51,15 @@ struct StepSums {       // over this rank's samples
   int64_t correct = 0;  // argmax hits
 };
 
+// Which part of the model a rank holds: the whole (the default) or one of `parts` pipeline
+// stages. `peers` are the ranks that hold the same part and must agree bit for bit
+// (MPI_COMM_NULL: every rank); `lead` says this rank's copy speaks for its part (replica 0).
+struct ModelPart {
+  int index = 0, parts = 1;
+  bool lead = true;
+  MPI_Comm peers = MPI_COMM_NULL;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -110,6 +119,14 @@ class Engine {
     *buffers = export_buffers();
     *optimizer_state = export_optimizer_state();
   }
+  // Collective, before rank 0's export_state() for a checkpoint: an engine whose ranks hold
+  // parts of the model (a pipeline) brings the others' arrays to rank 0, so that its
+  // export_state() is the whole model. export_params() and export_buffers() stay this rank's.
+  virtual void gather_state() {}
+  virtual ModelPart model_part() const { return {}; }
+  // A pipeline stage's seconds, over the training steps so far, spent passing activations and
+  // gradients to its neighbours and waiting for them: the bubble, measured. 0 otherwise.
+  virtual double pipeline_wait_seconds() const { return 0; }
   // Throws CheckpointError naming the first missing or misshapen array.
   virtual void import_state(const std::vector<NamedArray>& params,
                             const std::vector<NamedArray>& buffers,
@@ -117,5 +134,7 @@ class Engine {
 };
 
 std::unique_ptr<Engine> MakeCpuEngine(const EngineConfig& config);
+// Pipeline model parallelism on the CPU (spec.parallel, pipeline_engine.cpp). Collective.
+std::unique_ptr<Engine> MakePipelineEngine(const EngineConfig& config);
 
 }  // namespace dlh

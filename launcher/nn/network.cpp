@@ -30,9 +30,19 @@ void Import(const std::string& name, Tensor* into,
 
 }  // namespace
 
-Network::Network(const TrainSpec& spec) : stack_(spec.layers, LayerShapes(spec)) {
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const std::string prefix = LayerPrefix(i, spec.layers[i].kind);
+Network::Network(const TrainSpec& spec) : Network(spec, 0, spec.layers.size()) {}
+
+Network::Network(const TrainSpec& spec, size_t first, size_t last)
+    : Network(spec, first, last, LayerShapes(spec)) {}
+
+Network::Network(const TrainSpec& spec, size_t first, size_t last,
+                 const std::vector<Shape3>& shapes)
+    : first_(first),
+      stack_(std::vector<LayerSpec>(spec.layers.begin() + long(first),
+                                    spec.layers.begin() + long(last)),
+             std::vector<Shape3>(shapes.begin() + long(first), shapes.begin() + long(last) + 1)) {
+  for (size_t i = 0; i < stack_.size(); ++i) {
+    const std::string prefix = LayerPrefix(first + i, spec.layers[first + i].kind);
     for (ParamRef p : stack_.layer(i).params()) {
       params_.push_back(NamedParam{prefix + p.name, p});
       param_layer_.push_back(i);
@@ -45,20 +55,25 @@ void Network::init(uint64_t seed) {
   // One generator per layer, seeded from (seed, layer): adding a layer does not shift
   // the initial values of the others.
   for (size_t i = 0; i < stack_.size(); ++i) {
-    std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(i), 0x444c48u};
+    std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(first_ + i), 0x444c48u};
     std::mt19937_64 rng(seq);
     stack_.layer(i).init(rng);
   }
 }
 
 const Tensor& Network::forward(const Tensor& input, ForwardContext ctx) {
-  return stack_.forward(input, ctx, [](size_t i) { return int(i); });
+  return stack_.forward(input, ctx, [this](size_t i) { return int(first_ + i); });
 }
 
 void Network::backward(const Tensor& grad_logits,
                        const std::function<void(size_t)>& on_layer_done) {
   // Nobody wants the gradient of the input images.
   stack_.backward(grad_logits, nullptr, on_layer_done);
+}
+
+void Network::backward(const Tensor& grad_out, Tensor* grad_in,
+                       const std::function<void(size_t)>& on_layer_done) {
+  stack_.backward(grad_out, grad_in, on_layer_done);
 }
 
 std::vector<NamedArray> Network::export_params() const {

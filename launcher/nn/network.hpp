@@ -17,6 +17,10 @@ namespace dlh {
 class Network {
  public:
   explicit Network(const TrainSpec& spec);
+  // The spec's layers [first, last) only: a pipeline stage (launcher/engine/pipeline_engine).
+  // Names, initial values and dropout masks keep the whole network's layer indices, so the
+  // stages' arrays together are the whole network's, as a checkpoint holds them.
+  Network(const TrainSpec& spec, size_t first, size_t last);
 
   // Deterministic initialization from `seed` (every rank gets the same values; the
   // trainer still broadcasts rank 0's so that nothing depends on that).
@@ -28,6 +32,10 @@ class Network {
   // Backward from dLoss/dLogits. `on_layer_done(i)` runs right after layer i's parameter
   // gradients are written (layers run last to first), so their allreduce can start.
   void backward(const Tensor& grad_logits, const std::function<void(size_t)>& on_layer_done);
+  // The same from dLoss/d(output), also writing dLoss/d(input) into *grad_in (a pipeline
+  // stage after the first sends it back).
+  void backward(const Tensor& grad_out, Tensor* grad_in,
+                const std::function<void(size_t)>& on_layer_done);
 
   size_t num_layers() const { return stack_.size(); }
   Layer& layer(size_t i) { return stack_.layer(i); }
@@ -44,6 +52,9 @@ class Network {
   size_t num_param_values() const;
 
  private:
+  Network(const TrainSpec& spec, size_t first, size_t last, const std::vector<Shape3>& shapes);
+
+  size_t first_ = 0;  // the spec's index of stack_'s first layer
   LayerStack stack_;
   std::vector<NamedParam> params_;
   std::vector<size_t> param_layer_;

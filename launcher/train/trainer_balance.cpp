@@ -17,10 +17,18 @@ void Trainer::choose_split() {
   plan_split_ = PlanSplitsBatch(plan_, o_.batch_size > 0);
   rank_batches_.assign(size_t(size_), 0);
   rank_parts_.assign(size_t(size_), -1);
+  if (plan_split_ && spec_.parallel.pipelined())
+    RunCollectively(comm_.get(), [&] {
+      throw UsageError(o_.plan_origin + ": a plan on several GPU types splits the batch by rank; " +
+                       o_.spec_path + " asks for a pipeline (parallel), which it cannot split");
+    });
   if (!plan_split_) {
+    // The stages of a pipeline replica take the same slice: the first its images, the last
+    // its labels (ParallelSpec).
+    const int stages = spec_.parallel.pipeline_stages;
     for (int r = 0; r < size_; ++r)
-      rank_batches_[size_t(r)] = EvenShare(spec_.batch_size, r, size_).batch;
-    const RankShare mine = EvenShare(spec_.batch_size, rank_, size_);
+      rank_batches_[size_t(r)] = EvenShare(spec_.batch_size, r / stages, size_ / stages).batch;
+    const RankShare mine = EvenShare(spec_.batch_size, dp_rank_, dp_size_);
     rank_offset_ = mine.offset;
     rank_batch_ = mine.batch;
     return;
@@ -56,6 +64,10 @@ void Trainer::choose_balance() {
                                 : from_plan         ? plan_.balance
                                                     : "off",
                                 from_plan ? o_.plan_origin + ": balance" : o_.balance_origin);
+    if (balance_ != BalanceMode::Off && spec_.parallel.pipelined())
+      throw UsageError((from_plan ? o_.plan_origin : o_.balance_origin) +
+                       ": balancing moves samples between ranks, not between pipeline replicas; " +
+                       "not with parallel.pipeline_stages in " + o_.spec_path);
     max_rank_batch_ = BalanceMaxBatch(spec_.batch_size, size_, rank_batches_);
     if (balance_ != BalanceMode::Replay) return;
     std::string origin;

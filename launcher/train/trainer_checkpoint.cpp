@@ -30,6 +30,7 @@ double Trainer::write_checkpoint(Durability durability) {
   if (wait) waited_step_ = step_;
   // Stale-synchronous training's sums in flight go into the file: every rank waits for them.
   if (delayed_) delayed_->complete_all();
+  engine_->gather_state();  // a pipeline's stages to rank 0: the file holds the whole model
   RunCollectively(comm_.get(), [&] {
     if (rank_ != 0) return;
     writer_->submit([&](TrainState* st) {

@@ -48,18 +48,51 @@ void Trainer::finish() {
   }
 }
 
-// Every rank must hold the same bits; a mismatch is a bug we want to hear about.
+// Every rank must hold the same bits of its part of the model (the whole, or a pipeline stage
+// that its replicas share); a mismatch is a bug we want to hear about. Returns the whole
+// model's crc32 (parameters, then buffers), a pipeline's combined from its stages' in order.
 uint32_t Trainer::check_ranks_agree() {
-  uint32_t crc =
-      Crc(Crc(uint32_t(crc32(0, nullptr, 0)), engine_->export_params()), engine_->export_buffers());
-  std::vector<uint32_t> all(size_t(size_), 0);
-  MPI_CHECK(MPI_Allgather(&crc, 1, MPI_UINT32_T, all.data(), 1, MPI_UINT32_T, comm_.get()));
-  for (int r = 1; r < size_; ++r)
+  const std::vector<NamedArray> params = engine_->export_params(),
+                                buffers = engine_->export_buffers();
+  const uint32_t zero = uint32_t(crc32(0, nullptr, 0));
+  const uint32_t crc_params = Crc(zero, params), crc_buffers = Crc(zero, buffers);
+  const uint32_t crc = Crc(Crc(zero, params), buffers);
+  const ModelPart part = engine_->model_part();
+  MPI_Comm peers = part.peers == MPI_COMM_NULL ? comm_.get() : part.peers;
+  int peer_count = 0;
+  MPI_CHECK(MPI_Comm_size(peers, &peer_count));
+  std::vector<uint32_t> all(size_t(peer_count), 0);
+  MPI_CHECK(MPI_Allgather(&crc, 1, MPI_UINT32_T, all.data(), 1, MPI_UINT32_T, peers));
+  for (int r = 1; r < peer_count; ++r)
     if (all[size_t(r)] != all[0])
-      throw CollectiveError("ranks diverged: parameter checksum of rank " + std::to_string(r) +
-                                " differs from rank 0's",
-                            kExitFailure);
-  return crc;
+      throw CollectiveError(
+          "ranks diverged: parameter checksum of rank " + std::to_string(r) +
+              (part.parts > 1 ? " of pipeline stage " + std::to_string(part.index + 1)
+                              : std::string()) +
+              " differs from rank 0's",
+          kExitFailure);
+  if (part.parts == 1) return crc;
+  // Each stage's lead: its two checksums and byte counts, combined in stage order as if one
+  // rank had run over all parameters, then all buffers.
+  auto bytes = [](const std::vector<NamedArray>& arrays) {
+    uint64_t n = 0;
+    for (const NamedArray& a : arrays) n += a.data.size() * sizeof(float);
+    return n;
+  };
+  const uint64_t mine[5] = {uint64_t(part.lead ? part.index : -1), crc_params, bytes(params),
+                            crc_buffers, bytes(buffers)};
+  std::vector<uint64_t> every(5 * size_t(size_), 0);
+  MPI_CHECK(MPI_Allgather(mine, 5, MPI_UINT64_T, every.data(), 5, MPI_UINT64_T, comm_.get()));
+  std::vector<const uint64_t*> stage(size_t(part.parts), nullptr);
+  for (int r = 0; r < size_; ++r) {
+    const uint64_t* m = &every[5 * size_t(r)];
+    if (m[0] < uint64_t(part.parts)) stage[size_t(m[0])] = m;
+  }
+  uLong total = zero;
+  for (int field : {1, 3})
+    for (const uint64_t* m : stage)
+      total = crc32_combine(total, uLong(m[field]), z_off_t(m[field + 1]));
+  return uint32_t(total);
 }
 
 // metrics.jsonl's last record of a run that ends (not one that fails): how far it came and
@@ -130,6 +163,22 @@ void Trainer::write_summary(uint32_t crc) {
       MPI_Gather(&my_joules, 1, MPI_DOUBLE, rank_joules.data(), 1, MPI_DOUBLE, 0, comm_.get()));
   MPI_CHECK(MPI_Gather(my_why, sizeof my_why, MPI_CHAR, rank_why.data(), sizeof my_why, MPI_CHAR, 0,
                        comm_.get()));
+  // A pipeline's bubble: the stages' mean seconds passing and waiting for activations and
+  // gradients over their mean compute (forward_backward) seconds, against GPipe's
+  // (P - 1) / (M + P - 1).
+  nlohmann::json pipeline_summary;
+  if (spec_.parallel.pipelined()) {
+    const double local[2] = {engine_->pipeline_wait_seconds(), compute_seconds_};
+    double sum[2] = {0, 0};
+    MPI_CHECK(MPI_Allreduce(local, sum, 2, MPI_DOUBLE, MPI_SUM, comm_.get()));
+    const int p = spec_.parallel.pipeline_stages, m = spec_.parallel.micro_batches;
+    pipeline_summary = {{"pipeline_stages", p},
+                        {"micro_batches", m},
+                        {"replicas", dp_size_},
+                        {"wait_s_per_step", sum[0] / size_ / steps_here},
+                        {"bubble_measured", sum[1] > 0 ? sum[0] / sum[1] : 0.0},
+                        {"bubble_predicted", double(p - 1) / double(m + p - 1)}};
+  }
   if (rank_ != 0) return;
   char hex[16];
   std::snprintf(hex, sizeof hex, "%08x", crc);
@@ -175,6 +224,7 @@ void Trainer::write_summary(uint32_t crc) {
                             {"write_cpu_s", checkpoint_write_cpu_.total()}};
   if (spec_.sync.local_sgd()) summary["sync"] = local_sgd_summary();
   if (spec_.sync.stale_sync()) summary["sync"] = stale_summary();
+  if (spec_.parallel.pipelined()) summary["parallel"] = pipeline_summary;
   if (balance_ != BalanceMode::Off || !history_.empty()) {
     summary["balance"] = {{"mode", BalanceModeName(balance_)},
                           {"history", SplitHistoryJson(history_)}};

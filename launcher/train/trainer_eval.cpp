@@ -27,12 +27,13 @@ void Trainer::evaluate_epoch() {
   progress_->line(text);
 }
 
-// Each rank evaluates a contiguous slice of the test set; the sums are combined.
-// Collective.
+// Each rank evaluates a contiguous slice of the test set (a pipeline replica's stages the
+// same slice, which passes through them); the sums are combined. Collective.
 EvalResult Trainer::evaluate() {
   TraceSpan span(tracer_.get(), TraceLane::Compute, "evaluation", trace_step_);
   const DataSplit& test = data_.test;
-  const int64_t first = test.count * rank_ / size_, last = test.count * (rank_ + 1) / size_;
+  const int64_t first = test.count * dp_rank_ / dp_size_,
+                last = test.count * (dp_rank_ + 1) / dp_size_;
   const int64_t per = test.shape.elements();
   const auto started = Clock::now();
   double sums[2] = {0, 0};  // loss, correct

@@ -239,6 +239,9 @@ class Trainer {
   int hosts_ = 0;       // distinct hosts of the ranks
 
   // Engine and the shape of the run.
+  // Data-parallel place: this rank's replica and the replica count (a pipeline's stages share
+  // one; without a pipeline, the rank and the world size).
+  int dp_rank_ = 0, dp_size_ = 1;
   int64_t rank_offset_ = 0, rank_batch_ = 0;  // this rank's slice of the global batch
   std::vector<int64_t> rank_batches_;         // every rank's batch, in rank order
   std::vector<int> rank_parts_;               // every rank's plan part (plan split only)

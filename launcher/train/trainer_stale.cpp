@@ -68,8 +68,11 @@ void Trainer::start_stale() {
   if (spec_.sync.stale_sync()) {
     say("stale-synchronous: each step's gradients are summed in the background and applied " +
         std::to_string(spec_.sync.staleness) +
-        " step(s) later (a rank runs at most that far ahead of the slowest); every gradient is "
-        "applied at each epoch's end and at the last step");
+        " step(s) later (a rank runs at most that far ahead of the slowest; the sums " +
+        (delayed_->threaded()
+             ? "run on a thread of their own"
+             : "move on after each forward and backward (no MPI_THREAD_MULTIPLE)") +
+        "); every gradient is applied at each epoch's end and at the last step");
     return;
   }
   const size_t n = delayed_->in_flight();

@@ -62,9 +62,25 @@ void Trainer::load_inputs() {
     // "%n" is this rank's node: a data set staged to each node's own folder
     // (dlh-data stage --to DIR/%n) is read from there.
     if (!o_.data_path.empty()) spec_.dataset = ExpandStageDir(o_.data_path, mpi::Hostname());
-    if (spec_.batch_size < size_)
+    // A pipeline's ranks are replicas of P stages; each replica cuts its batch into
+    // micro-batches (ParallelSpec).
+    const ParallelSpec& par = spec_.parallel;
+    if (size_ % par.pipeline_stages != 0)
+      throw UsageError(o_.spec_path +
+                       ": parallel.pipeline_stages: " + std::to_string(par.pipeline_stages) +
+                       " does not divide the " + std::to_string(size_) + " ranks");
+    dp_size_ = size_ / par.pipeline_stages;
+    dp_rank_ = rank_ / par.pipeline_stages;
+    if (spec_.batch_size < int64_t(dp_size_) * par.micro_batches)
       throw UsageError(o_.spec_path + ": batch_size: " + std::to_string(spec_.batch_size) +
-                       " is smaller than the number of ranks (" + std::to_string(size_) + ")");
+                       " is smaller than the number of " +
+                       (par.pipelined() ? std::to_string(dp_size_) + " pipeline replica(s) x " +
+                                              std::to_string(par.micro_batches) + " micro-batches"
+                                        : "ranks (" + std::to_string(size_) + ")"));
+    if (par.pipelined() && o_.device != "auto" && o_.device != "cpu")
+      throw UsageError("--device " + o_.device + ": " + o_.spec_path +
+                       " asks for a pipeline (parallel.pipeline_stages), which runs on the CPU "
+                       "engine only for now");
   });
   // Before anything is written: a plan whose batches do not fit the ranks leaves no run folder,
   // nor does a bad history to replay.
@@ -202,8 +218,11 @@ void Trainer::start_engine() {
   }
   std::string device_note;
   bool gpu_found = false;
-  engine_ = MakeEngine(o_.device, ec, &device_note, &gpu_found,
-                       PlanGpuRequirement(plan_, o_.plan_origin));
+  if (spec_.parallel.pipelined())
+    engine_ = MakePipelineEngine(ec);
+  else
+    engine_ = MakeEngine(o_.device, ec, &device_note, &gpu_found,
+                         PlanGpuRequirement(plan_, o_.plan_origin));
   steps_per_epoch_ = data_.train.count / spec_.batch_size;
   total_steps_ = steps_per_epoch_ * spec_.epochs;
 
@@ -271,6 +290,10 @@ void Trainer::open_loop() {
   loader_ = make_loader();
 
   say("allreduce: " + engine_->allreduce_name());
+  if (spec_.parallel.pipelined())
+    say("pipeline: " + std::to_string(spec_.parallel.pipeline_stages) + " stages x " +
+        std::to_string(dp_size_) + " replica(s), " + std::to_string(spec_.parallel.micro_batches) +
+        " micro-batches a step (GPipe: all forward, then all backward, activations recomputed)");
   if (spec_.sync.local_sgd())
     say("local SGD: every rank steps on its own batch; the models are averaged every " +
         std::to_string(spec_.sync.period) + " step(s), at each epoch's end and at the last step" +
@@ -321,6 +344,10 @@ void Trainer::record_start() {
                    {"warmup_steps", spec_.sync.warmup_steps}};
   if (spec_.sync.stale_sync())
     rec["sync"] = {{"mode", "stale_sync"}, {"staleness", spec_.sync.staleness}};
+  if (spec_.parallel.pipelined())
+    rec["parallel"] = {{"pipeline_stages", spec_.parallel.pipeline_stages},
+                       {"micro_batches", spec_.parallel.micro_batches},
+                       {"replicas", dp_size_}};
   // The plan was parsed (and checked) by load_inputs; here it is kept as given.
   if (plan_.present) rec["plan"] = nlohmann::json::parse(o_.plan_json, nullptr, false);
   append_metrics(rec);
