@@ -13,21 +13,12 @@
 #include "estimator/cli/command_line.hpp"
 #include "estimator/model/features.hpp"
 #include "estimator/model/time_model.hpp"
+#include "estimator/recommend/recommender.hpp"
 
 namespace po = boost::program_options;
 
 namespace dlh {
 namespace {
-
-// Engineering notation: 1.23 G, 456 M.
-std::string Si(double v) {
-  const char* units[] = {"", "k", "M", "G", "T", "P"};
-  int u = 0;
-  while (std::fabs(v) >= 1000 && u < 5) v /= 1000, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
-  return buf;
-}
 
 // One layer's JSON; a residual block's carries its paths' layers ("layers", "shortcut").
 nlohmann::json LayerJson(const LayerCost& l) {

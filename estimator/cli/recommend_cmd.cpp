@@ -74,6 +74,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
     ("objective", po::value<std::string>()->default_value("energy"), "energy, time or gpu-hours")
     ("cluster", po::value<std::string>(), "cluster description (default: $DLH_CLUSTER)")
     ("max-gpus", po::value<int>()->default_value(0), "at most this many GPUs (0: no limit)")
+    ("memory-cap", po::value<double>()->default_value(0), "GB of memory a GPU (a CPU node) offers at most, below its type's (0: the types' own)")
     ("types", po::value<std::string>(), "allowed GPU types and CPU node types, comma-separated; cpu: every CPU node type, gpu: every GPU type (default: all)")
     ("mixed", "allow mixing two GPU types in one job (batches balanced by speed; one GPU count per node, as the plugin submits it)")
     ("per-gpu-batch", po::value<int64_t>()->default_value(0),
@@ -143,6 +144,13 @@ int RecommendCommand(const std::vector<std::string>& args) {
   const std::string cluster_path = cli::ClusterPath(vm, "recommend");
   Cluster cluster = LoadCluster(cluster_path);
   job.allowed_types = ResolveTypeNames(job.allowed_types, cluster, "--types");
+  // A smaller device than the cluster's, for what-if plans: a network over the cap is planned
+  // as a pipeline of stages that fit it.
+  const double memory_cap = vm["memory-cap"].as<double>();
+  if (!(memory_cap >= 0 && memory_cap < 1e6))
+    throw UsageError("--memory-cap: must be GB in [0, 1e6)");
+  if (memory_cap > 0)
+    for (GpuType& g : cluster.gpu_types) g.memory_gb = std::min(g.memory_gb, memory_cap);
 
   if (!html.empty()) KeepCandidatesForPage(&job);
 
@@ -190,6 +198,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
       if (!what.empty()) what += " + ";
       what += PartCellText(p);
     }
+    if (a.pipeline_stages > 1) what += " " + std::to_string(a.pipeline_stages) + " stages";
     std::printf("%3d  %-34s %5d %9s %10.3f %9.1f %8.2f  %s\n", rank, what.c_str(), a.gpus,
                 HumanDuration(a.total_s).c_str(), a.energy_j / 3.6e6, a.gpu_hours, a.step_s * 1e3,
                 a.why.c_str());
@@ -207,6 +216,12 @@ int RecommendCommand(const std::vector<std::string>& args) {
       std::printf("step time: %s\n", from.c_str());
     if (const std::string note = SyncNote(job, chosen); !note.empty())
       std::printf("training: %s\n", note.c_str());
+    if (chosen.pipeline_stages > 1)
+      std::printf(
+          "pipeline: %d stages of %d micro-batches (bubble %.0f%% of a step), %sB a GPU%s%s\n",
+          chosen.pipeline_stages, chosen.micro_batches,
+          100.0 * plan["parallel"]["bubble"].get<double>(), Si(chosen.memory_bytes).c_str(),
+          rec.pipeline_why.empty() ? "" : ": ", rec.pipeline_why.c_str());
     if (!html.empty()) std::printf("wrote %s\n", html.c_str());
     return kExitOk;
   }

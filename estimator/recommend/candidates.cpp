@@ -33,8 +33,9 @@ namespace {
 
 class Enumerator {
  public:
-  Enumerator(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types)
-      : job_(job), types_(std::move(types)) {
+  Enumerator(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types,
+             const PipelineShape& pipe)
+      : job_(job), types_(std::move(types)), pipe_(pipe) {
     inter_ = AlphaBeta::from_link(cluster.inter_node);
     runtime_ = cluster.runtime;
     startup_s_ = job.startup_s >= 0 ? job.startup_s : runtime_.startup_s;
@@ -57,6 +58,10 @@ class Enumerator {
   }
 
   void Run() {
+    if (pipe_.pipelined()) {
+      for (int t = 0; t < int(types_.size()); ++t) Pipelined(t);
+      return;
+    }
     for (int t = 0; t < int(types_.size()); ++t) Homogeneous(t);
     if (job_.allow_mixed)
       for (int a = 0; a < int(types_.size()); ++a)
@@ -143,6 +148,70 @@ class Enumerator {
         const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
         c.compute_s = t_hi;
         c.comm_s = ExposedComm(CommSeconds(gpn, n, ti.intra), c.compute_s) + share.wait_s;
+        Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
+               ti.node->node_base_watts * n, fits);
+      }
+    }
+  }
+
+  // A pipeline on one node type: every P GPUs a replica of the stages, the replica's batch cut
+  // into micro-batches (pipeline_plan.cpp); a stage's memory must fit its GPU. Activations
+  // and their gradients cross each stage boundary once per micro-batch each way, on the
+  // critical path as often as the pipeline has slots; the ranks of one stage then sum its
+  // gradients (the largest stage's, the allreduce of replicas per node on the same links).
+  void Pipelined(int t) {
+    const TypeInfo& ti = types_[size_t(t)];
+    const int stages = pipe_.stages, micro = pipe_.micro_batches;
+    double stage_params = 0;
+    for (const PipelineShape::Stage& s : pipe_.parts)
+      stage_params = std::max(stage_params, s.params);
+    int options[32];
+    int num_options = 0;
+    const int full = ti.node->gpus_per_node;
+    for (int64_t g = 1; g < full; g *= 2) options[num_options++] = int(g);
+    options[num_options++] = full;
+    for (int o = 0; o < num_options; ++o) {
+      const int gpn = options[o];
+      for (int n = 1; n <= ti.available; ++n) {
+        const int64_t g = int64_t(gpn) * n;
+        if (job_.max_gpus > 0 && g > job_.max_gpus) break;
+        if (g > std::numeric_limits<int>::max()) break;
+        if (g % stages != 0) continue;
+        const int64_t replicas = g / stages;
+        Cand c;
+        c.parts = 1;
+        c.type[0] = t;
+        c.nodes[0] = n;
+        c.gpn[0] = gpn;
+        c.gpus = int(g);
+        c.node_count = n;
+        c.global = weak_ ? job_.per_gpu_batch * replicas : job_.spec.batch_size;
+        if (c.global < replicas * micro) break;  // a micro-batch without a sample
+        const int64_t hi = (c.global + replicas - 1) / replicas;
+        c.batch[0] = hi;  // every stage of a replica takes the replica's batch
+        double capacity = kUsableMemory * ti.gpu->memory_gb * 1e9;
+        double watts_active = ti.active_watts, watts_idle = ti.gpu->idle_watts;
+        if (ti.cpu) {
+          capacity /= gpn;
+          watts_active /= gpn;
+          watts_idle /= gpn;
+        }
+        const bool fits = StageMemoryBytes(pipe_, hi, slots_) <= capacity;
+        const CpuShare share = Share(ti, gpn, g);
+        const double fixed = ti.fixed * share.fixed, per = ti.per * share.per_sample;
+        c.eval_fixed = fixed;
+        c.eval_per = per;
+        double busy_one = 0;
+        c.compute_s = PipelineStepSeconds(pipe_, fixed, per, hi, &busy_one);
+        const AlphaBeta& link = stages <= gpn ? ti.intra : inter_;
+        const double transfer =
+            2.0 * double(micro + stages - 1) * link.MessageSeconds(BoundaryBytes(pipe_, hi));
+        const double allreduce =
+            replicas > 1 ? HierarchicalAllreduceSeconds(4 * stage_params, std::max(1, gpn / stages),
+                                                        n, ti.intra, inter_)
+                         : 0.0;
+        c.comm_s = transfer + allreduce + share.wait_s;
+        const double busy = double(g) * busy_one;
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
                ti.node->node_base_watts * n, fits);
       }
@@ -410,6 +479,7 @@ class Enumerator {
   JobWork work_;
   AlphaBeta inter_;
   double bytes_ = 0;
+  PipelineShape pipe_;    // a pipeline's stages (not pipelined: every rank the whole network)
   int local_period_ = 0;  // local SGD's period (0: synchronous)
   int staleness_ = 0;     // stale-synchronous training's (0: the step waits for its sums)
   double average_bytes_ = 0;
@@ -423,8 +493,9 @@ class Enumerator {
 
 }  // namespace
 
-Enumeration Enumerate(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types) {
-  Enumerator e(job, cluster, std::move(types));
+Enumeration Enumerate(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types,
+                      const PipelineShape& pipe) {
+  Enumerator e(job, cluster, std::move(types), pipe);
   e.Run();
   Enumeration out;
   out.types = e.types();

@@ -146,6 +146,17 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   if (sync.local_sgd()) j["sync"]["period"] = sync.period;
   if (sync.stale_sync()) j["sync"]["staleness"] = sync.staleness;
   if (const std::string note = SyncNote(job, chosen); !note.empty()) j["sync"]["note"] = note;
+  // A pipeline: the launcher trains it whatever the spec says (its own "parallel" aside).
+  if (chosen.pipeline_stages > 1) {
+    const int p = chosen.pipeline_stages, m = chosen.micro_batches;
+    j["parallel"] = {{"pipeline_stages", p},
+                     {"micro_batches", m},
+                     {"stage_first_layers", std::vector<size_t>(chosen.stage_bounds.begin(),
+                                                                chosen.stage_bounds.end() - 1)},
+                     {"memory_per_gpu_bytes", chosen.memory_bytes},
+                     {"bubble", double(p - 1) / double(m + p - 1)}};
+    if (!rec.pipeline_why.empty()) j["parallel"]["why"] = rec.pipeline_why;
+  }
   return j;
 }
 
@@ -177,6 +188,15 @@ std::string PartCellText(const Part& p) {
   return std::to_string(p.nodes) + "x" + std::to_string(p.gpus_per_node) + " " + p.gpu +
          (p.cpu ? " x" + std::to_string(p.threads_per_rank) + "t" : std::string()) + " (b" +
          std::to_string(p.per_gpu_batch) + ")";
+}
+
+std::string Si(double v) {
+  const char* units[] = {"", "k", "M", "G", "T", "P"};
+  int u = 0;
+  while (std::fabs(v) >= 1000 && u < 5) v /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", v, units[u]);
+  return buf;
 }
 
 std::string FormatEnergy(double j) {

@@ -6,6 +6,7 @@
 //   device_speeds.cpp  each GPU type's speed: calibrated, scaled, profiled or roofline
 //   explain.cpp        the `why` lines
 //   formats.cpp        times and energies as text, the plan as JSON
+//   pipeline_plan.cpp  a pipeline's stages: their memory and the step's time
 //   recommender.cpp    the checks and the steps of Recommend
 #pragma once
 
@@ -20,8 +21,9 @@
 
 namespace dlh::recommend_detail {
 
-constexpr double kUsableMemory = 0.9;  // of a GPU's memory_gb, the rest for the runtime
-constexpr int kMaxGroups = 16;         // GPU groups BalanceCore balances at most
+constexpr double kUsableMemory = 0.9;   // of a GPU's memory_gb, the rest for the runtime
+constexpr int kMaxGroups = 16;          // GPU groups BalanceCore balances at most
+constexpr int kMaxPipelineStages = 16;  // the longest pipeline a plan offers
 
 // ---------------------------------------------------------------- formats.cpp
 
@@ -95,6 +97,39 @@ int OptimizerSlots(const Job& job);
 // state arrays, 1 + OptimizerSlots(job) times the bytes.
 inline double ModelAverageToGradientBytes(const Job& job) { return 1.0 + OptimizerSlots(job); }
 
+// ---------------------------------------------------------------- pipeline_plan.cpp
+
+// A pipeline of the spec's layers (ParallelSpec; the launcher's PipelineEngine): the cut
+// (common/pipeline_stages.hpp, the one the launcher makes) and what each stage holds.
+struct PipelineShape {
+  int stages = 1, micro_batches = 1;
+  std::vector<size_t> bounds;  // stages + 1 layer indices
+  struct Stage {
+    double params = 0;               // trained values
+    double activation_elements = 0;  // per sample: its input and every layer's output
+    double input_elements = 0;       // per sample: what it receives (or reads)
+    double output_elements = 0;      // per sample: what it passes on
+    double workspace_elements = 0;   // per sample: conv2d im2col columns
+    double work_share = 0;           // of the network's work per sample (LayerWork)
+  };
+  std::vector<Stage> parts;
+  double forward_share = 0;  // forward FLOPs over training FLOPs: the recomputed share
+  bool pipelined() const { return stages > 1; }
+};
+PipelineShape PipelineOf(const Job& job, int stages, int micro_batches);
+// The largest stage's memory with `replica_batch` samples a step per replica: weights,
+// gradients and optimizer state of its layers; one micro-batch's activations and their
+// gradients and workspace (re-materialization keeps no more); every micro-batch's input.
+double StageMemoryBytes(const PipelineShape& p, int64_t replica_batch, int optimizer_slots);
+// Compute seconds of a pipelined step, from one rank's step time `fixed + per * batch` for the
+// whole network: the slowest stage's share of a micro-batch, (M + P - 1) times (GPipe: the
+// pipeline fills and drains), plus the forward run again for M - 1 micro-batches. `busy` gets
+// the seconds one stage computes (the rest of the step it waits).
+double PipelineStepSeconds(const PipelineShape& p, double fixed, double per, int64_t replica_batch,
+                           double* busy);
+// Bytes a stage boundary passes per micro-batch, each way, at most.
+double BoundaryBytes(const PipelineShape& p, int64_t replica_batch);
+
 // What the enumeration of `types` found (candidates.cpp): one type, and with
 // Job::allow_mixed every pair, each candidate predicted; the best Job::top that fit and meet
 // the deadline, the fastest that fits, and up to Job::rejected of the others.
@@ -107,7 +142,10 @@ struct Enumeration {
   std::vector<Cand> rejected;      // the same, of the ones left out (Job::rejected)
   std::vector<int64_t> min_batch;  // smallest per-GPU batch asked of each type
 };
-Enumeration Enumerate(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types);
+// With `pipe` pipelined, every candidate is a pipeline of its stages: GPU counts a multiple of
+// the stages, each P of them a replica (homogeneous allocations only).
+Enumeration Enumerate(const Job& job, const Cluster& cluster, std::vector<TypeInfo> types,
+                      const PipelineShape& pipe = {});
 
 // ---------------------------------------------------------------- explain.cpp
 

@@ -198,7 +198,8 @@ void SetMaxBatches(const Job& job, int slots, int64_t all_gpus, std::vector<Type
 // candidate at all (the batch and sample counts rule every one out), or none that fits in
 // memory, naming the GPU with the most memory and the smallest batch asked of it (the
 // closest the cluster comes).
-void CheckSomethingFits(const Job& job, const Enumeration& e, int slots) {
+void CheckSomethingFits(const Job& job, const Enumeration& e, int slots,
+                        const std::string& also = "") {
   const std::vector<TypeInfo>& ti = e.types;
   if (e.evaluated == 0)
     throw EstimateError(
@@ -216,12 +217,13 @@ void CheckSomethingFits(const Job& job, const Enumeration& e, int slots) {
   throw EstimateError("model needs " + Printf("%.1f", need / 1e9) + " GB per GPU at batch " +
                       std::to_string(b) + "; the largest GPU has " +
                       Printf("%g", ti[big].gpu->memory_gb) + " GB (" + ti[big].gpu->name + ", " +
-                      Printf("%.0f", kUsableMemory * 100) + "% usable)");
+                      Printf("%.0f", kUsableMemory * 100) + "% usable)" + also);
 }
 
 // A candidate as callers see it: named parts, memory per GPU, and the learning rate scaled
 // with the global batch. Done only for the kept few (the enumeration stays allocation-free).
-Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const Cand& c, int slots) {
+Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const Cand& c, int slots,
+                        const PipelineShape& pipe) {
   Allocation a;
   double memory = 0, log_sigma = 0;
   for (int p = 0; p < c.parts; ++p) {
@@ -240,7 +242,14 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
       part.threads_per_rank = std::max(1, t.cores / std::max(1, c.gpn[p]));
     }
     a.parts.push_back(part);
-    memory = std::max(memory, TrainingMemoryBytes(job.features, c.batch[p], slots));
+    memory =
+        std::max(memory, pipe.pipelined() ? StageMemoryBytes(pipe, c.batch[p], slots)
+                                          : TrainingMemoryBytes(job.features, c.batch[p], slots));
+  }
+  if (pipe.pipelined()) {
+    a.pipeline_stages = pipe.stages;
+    a.micro_batches = pipe.micro_batches;
+    a.stage_bounds = pipe.bounds;
   }
   a.gpus = c.gpus;
   a.nodes = c.node_count;
@@ -278,6 +287,8 @@ using recommend_detail::Enumeration;
 using recommend_detail::ExplainFastest;
 using recommend_detail::ExplainRanked;
 using recommend_detail::OptimizerSlots;
+using recommend_detail::PipelineOf;
+using recommend_detail::PipelineShape;
 using recommend_detail::SetMaxBatches;
 using recommend_detail::ToAllocation;
 using recommend_detail::TypeInfo;
@@ -318,27 +329,62 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
   std::vector<TypeInfo> types = UsableTypes(job, cluster, speeds, &all_gpus, &left_out);
   SetMaxBatches(job, slots, all_gpus, &types);
 
-  Enumeration e = Enumerate(job, cluster, std::move(types));
-  CheckSomethingFits(job, e, slots);
+  // A spec that asks for a pipeline is planned as one; a network that fits no GPU whole is
+  // planned as the shortest pipeline whose stages fit (the launcher trains the plan's
+  // "parallel", pipeline_engine.cpp), with four micro-batches a stage (GPipe's bubble under a
+  // fifth), instead of refused.
+  PipelineShape pipe;
+  const ParallelSpec& asked = job.spec.parallel;
+  if (asked.pipelined()) pipe = PipelineOf(job, asked.pipeline_stages, asked.micro_batches);
+  Enumeration e = Enumerate(job, cluster, types, pipe);
+  std::string pipeline_why;
+  int pipe_tried = 0;  // the longest pipeline tried, when none fit
+  if (e.fitting == 0 && !pipe.pipelined() && !job.profile &&
+      job.spec.sync.mode == SyncSpec::Mode::Sync) {
+    const int most =
+        std::min<int>(int(job.spec.layers.size()), recommend_detail::kMaxPipelineStages);
+    for (int p = 2; p <= most; ++p) {
+      const int micro = int(std::min<int64_t>(4 * p, job.spec.batch_size));
+      PipelineShape trial = PipelineOf(job, p, micro);
+      Enumeration pe = Enumerate(job, cluster, types, trial);
+      pipe_tried = p;
+      if (pe.fitting == 0) continue;
+      pipe_tried = 0;
+      int64_t smallest = job.spec.batch_size;
+      for (int64_t b : e.min_batch) smallest = std::min(smallest, b);
+      pipeline_why = "no GPU holds the whole network with its batch (" +
+                     Si(TrainingMemoryBytes(job.features, smallest, slots)) + "B at batch " +
+                     std::to_string(smallest) + "): " + std::to_string(p) + " pipeline stages of " +
+                     std::to_string(micro) + " micro-batches fit";
+      pipe = std::move(trial);
+      e = std::move(pe);
+      break;
+    }
+  }
+  CheckSomethingFits(job, e, slots,
+                     pipe_tried > 0 ? "; no pipeline of up to " + std::to_string(pipe_tried) +
+                                          " stages fits either"
+                                    : std::string());
 
   Recommendation rec;
   rec.unrunnable_types = left_out;
   rec.candidates = e.evaluated;
   rec.speeds = speeds;
   rec.feasible = e.feasible > 0;
-  rec.fastest = ToAllocation(job, e.types, e.fastest, slots);
+  rec.fastest = ToAllocation(job, e.types, e.fastest, slots, pipe);
   if (rec.feasible) {
     std::sort(e.best.begin(), e.best.end(), Better);
     rec.ranked.reserve(e.best.size());
-    for (const Cand& c : e.best) rec.ranked.push_back(ToAllocation(job, e.types, c, slots));
+    for (const Cand& c : e.best) rec.ranked.push_back(ToAllocation(job, e.types, c, slots, pipe));
     ExplainRanked(job, e.feasible, &rec.ranked);
   }
   std::sort(e.rejected.begin(), e.rejected.end(), Better);
   rec.rejected.reserve(e.rejected.size());
   for (const Cand& c : e.rejected) {
-    rec.rejected.push_back(ToAllocation(job, e.types, c, slots));
+    rec.rejected.push_back(ToAllocation(job, e.types, c, slots, pipe));
     rec.rejected.back().why = WhyRejected(job, e.types, c, slots);
   }
+  rec.pipeline_why = pipeline_why;
   ExplainFastest(job, e.fitting, &rec);
   return rec;
 }

@@ -172,7 +172,12 @@ struct Allocation {
   JobPhases phases;    // what total_s is made of (estimator/model/job_time.hpp)
   double energy_j = 0;
   double gpu_hours = 0;
-  double memory_bytes = 0;  // per GPU, the largest
+  double memory_bytes = 0;  // per GPU, the largest (a pipeline's: its largest stage's)
+  // A pipeline (ParallelSpec): its stages, micro-batches and the layer each stage begins with
+  // (stage_bounds: stages + 1 indices); 1: every GPU holds the whole network. per_gpu_batch
+  // is then each replica's batch, which every stage of it takes.
+  int pipeline_stages = 1, micro_batches = 1;
+  std::vector<size_t> stage_bounds;
   bool fits_memory = true;
   bool meets_deadline = true;
   std::string why;  // one line: why this one ranks where it does
@@ -199,6 +204,10 @@ struct Recommendation {
   // or, for a spec that engine cannot train, every type of known compute capability: "a100
   // (spec.json: layers[3]: residual is not supported by the CUDA engine yet)".
   std::vector<std::string> unrunnable_types;
+  // Set when the network fits no GPU whole and the plan is a pipeline instead: why, in one
+  // line ("the network fits no GPU whole (2.10 GB at batch 1): 2 pipeline stages of 8
+  // micro-batches fit").
+  std::string pipeline_why;
 };
 
 // Throws EstimateError when nothing fits at all (e.g. the model exceeds every GPU's memory).
@@ -271,6 +280,8 @@ std::string SyncNote(const Job& job, const Allocation& a);
 
 // "850 J", "14.7 kJ", "2.1 MJ", "1.25 GJ".
 std::string FormatEnergy(double joules);
+// Engineering notation, 3 digits: "1.23 G", "456 M", "12 " (append the unit: "B", "FLOP").
+std::string Si(double v);
 
 // The Slurm time limit of an allocation: from its band's upper end (total_upper_s, or
 // total_s when not computed), with room for the job script's signal when job.signal

@@ -1,7 +1,7 @@
 // DLH — pipeline model parallelism on the CPU (ParallelSpec in common/spec.hpp).
 //
 // The world's ranks are replicas of a pipeline of P stages: rank r is stage r % P of replica
-// r / P, and holds the layers of its stage only (pipeline_stages.hpp cuts them). A replica's
+// r / P, and holds the layers of its stage only (common/pipeline_stages.hpp cuts them). A replica's
 // batch (every stage of it takes the same slice from the loader: stage 0 its images, the last
 // its labels) is cut into M micro-batches. The schedule is GPipe's: every micro-batch forward
 // through the stages, the activations passed on by MPI, then every micro-batch backward, last
@@ -27,9 +27,9 @@
 #include <memory>
 
 #include "common/error.hpp"
+#include "common/pipeline_stages.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/engine.hpp"
-#include "launcher/engine/pipeline_stages.hpp"
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/optimizer.hpp"
 

@@ -54,6 +54,12 @@ Headline HeadlineOf(const RunData& run, double now) {
         h.training = "stale-synchronous, staleness " +
                      std::to_string(IntField(e->data["sync"], "staleness", 0));
     }
+    if (e->data.contains("parallel") && e->data["parallel"].is_object()) {
+      const nlohmann::json& par = e->data["parallel"];
+      h.training = "pipeline of " + std::to_string(IntField(par, "pipeline_stages", 0)) +
+                   " stages x " + std::to_string(IntField(par, "replicas", 0)) + " replica(s), " +
+                   std::to_string(IntField(par, "micro_batches", 0)) + " micro-batches";
+    }
   }
   if (const StepRecord* last = run.last_step()) {
     h.step = last->step;
@@ -86,7 +92,13 @@ Headline HeadlineOf(const RunData& run, double now) {
     if (h.world_size == 0 && s.contains("rank_batches") && s["rank_batches"].is_array())
       h.world_size = int(s["rank_batches"].size());
     if (h.device.empty()) h.device = TextField(s, "device", "");
-    if (!h.training.empty() && s.contains("sync") && s["sync"].is_object()) {
+    if (!h.training.empty() && s.contains("parallel") && s["parallel"].is_object()) {
+      char text[96];
+      std::snprintf(text, sizeof text, " (bubble %.0f%% measured, %.0f%% predicted)",
+                    100 * NumberField(s["parallel"], "bubble_measured", 0),
+                    100 * NumberField(s["parallel"], "bubble_predicted", 0));
+      h.training += text;
+    } else if (!h.training.empty() && s.contains("sync") && s["sync"].is_object()) {
       const nlohmann::json& sync = s["sync"];
       if (TextField(sync, "mode", "") == "stale_sync")
         h.training += " (" + std::to_string(IntField(sync, "applied", 0)) + " gradients applied)";

@@ -28,8 +28,9 @@ struct Headline {
   int world_size = 0;
   std::string device;
   // How the ranks keep one model, when not synchronously: "local SGD, period 4 (28 model
-  // averages)", "stale-synchronous, staleness 2 (120 gradients applied)" (the start record's
-  // "sync"; the counts from summary.json). Empty: synchronous.
+  // averages)", "stale-synchronous, staleness 2 (120 gradients applied)", "pipeline of 2
+  // stages x 1 replica(s), 4 micro-batches (bubble 36% measured, 20% predicted)" (the start
+  // record's "sync" or "parallel"; the counts from summary.json). Empty: synchronous.
   std::string training;
   std::string last_checkpoint;
   std::string stop;  // how the last attempt ended, in words (empty: running)

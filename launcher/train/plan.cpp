@@ -164,6 +164,18 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
       throw fail("balance", "must be \"off\" or \"adaptive\", got " + ShownJsonValue(b));
     p.balance = b.get<std::string>();
   }
+  // Optional: a pipeline (estimator/recommend: the network fits no GPU whole).
+  if (j.contains("parallel")) {
+    const auto& par = j["parallel"];
+    auto count = [&](const char* key) {
+      const auto& v = par.is_object() ? par.value(key, nlohmann::json()) : nlohmann::json();
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > INT_MAX)
+        throw fail(std::string("parallel.") + key, "must be a positive integer, got " + v.dump());
+      return int(v.get<int64_t>());
+    };
+    p.pipeline_stages = count("pipeline_stages");
+    p.micro_batches = count("micro_batches");
+  }
   const auto& why = j.value("why", nlohmann::json(""));
   if (!why.is_string()) throw fail("why", "must be a string, got " + why.dump());
   p.summary = why.get<std::string>();
@@ -248,6 +260,17 @@ void ApplyPlan(const LaunchPlan& plan, TrainSpec* spec) {
   spec->batch_size = int(plan.global_batch);
   spec->optimizer.lr = plan.lr;
   spec->schedule.warmup_epochs = std::min(plan.warmup_epochs, double(spec->epochs));
+  // The plan's pipeline, unless the spec lays out its own.
+  if (plan.pipeline_stages > 1 && !spec->parallel.pipelined()) {
+    if (plan.pipeline_stages > int(spec->layers.size()) || plan.micro_batches > spec->batch_size)
+      throw UsageError("DLH_PLAN: parallel: " + std::to_string(plan.pipeline_stages) +
+                       " stages of " + std::to_string(plan.micro_batches) +
+                       " micro-batches do not fit the spec's " +
+                       std::to_string(spec->layers.size()) + " layers and batch " +
+                       std::to_string(spec->batch_size));
+    spec->parallel.pipeline_stages = plan.pipeline_stages;
+    spec->parallel.micro_batches = plan.micro_batches;
+  }
 }
 
 void ResolvePlanSource(bool no_plan, bool plan_given, std::string* json, std::string* origin) {

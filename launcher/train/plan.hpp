@@ -44,6 +44,9 @@ struct LaunchPlan {
   // "balance": "off" or "adaptive" (empty: not in the plan), how the launcher balances the
   // per-rank batches unless --balance says otherwise (launcher/train/balancer.hpp).
   std::string balance;
+  // "parallel" (a pipeline the estimator planned because the network fits no GPU whole): its
+  // stages and micro-batches; 0: none. ApplyPlan gives them to a spec that asks for none.
+  int pipeline_stages = 0, micro_batches = 0;
   std::string summary;  // "1 x 2 alpha, time 00:04:00, predicted 3m23s"
   // What the estimator predicted for the whole job (0: not in the plan): the end of the run
   // reports them against what it measured.

@@ -108,6 +108,22 @@ d2=$(max_diff "$(final_ckpt "$WORK/one")" "$(final_ckpt "$WORK/w")")
 within "$d2" 1e-5 || fail "resumed unpipelined from the pipelined step 50: $d2 from the unpipelined run"
 check "unpipelined step 50 resumed as a pipeline ($d) and pipelined step 50 resumed on one rank ($d2): the unpipelined run's parameters"
 
+echo "a network over a memory cap is planned as a pipeline, and the plan trains"
+# The local cluster's GPUs capped at 300 kB (270 kB usable) and the job at 2 of them: the whole
+# network needs 421 kB at batch 10 a GPU (dlh-estimate features --batch 10); a stage of the
+# replica's 20 samples in 8 micro-batches fits.
+dlh-estimate recommend "$WORK/plain.json" --cluster share/cluster/local.json --samples 1200 \
+  --memory-cap 0.0003 --max-gpus 2 >"$WORK/rec.txt" 2>&1 || { cat "$WORK/rec.txt"; fail "recommend under the cap"; }
+grep -q "^pipeline: 2 stages of 8 micro-batches .*no GPU holds the whole network with its batch" "$WORK/rec.txt" ||
+  { cat "$WORK/rec.txt"; fail "recommend did not plan a pipeline under the memory cap"; }
+check "$(grep '^pipeline:' "$WORK/rec.txt")"
+dlh-estimate recommend "$WORK/plain.json" --cluster share/cluster/local.json --samples 1200 \
+  --memory-cap 0.0003 --max-gpus 2 --json >"$WORK/plan.json"
+run 2 "$WORK/plain.json" "$WORK/planned" --plan "$WORK/plan.json" --max-steps 20
+grep -q "pipeline: 2 stages x 1 replica(s), 8 micro-batches a step" "$WORK/planned.log" ||
+  { cat "$WORK/planned.log"; fail "the planned pipeline was not trained"; }
+check "the plan's pipeline trained: $(grep -o 'pipeline: 2 stages.*a step' "$WORK/planned.log")"
+
 echo "the example spec"
 dlh-data import-fashion-mnist --out "$WORK/fm.h5" >/dev/null
 /usr/bin/python3 - share/examples/fashion-mnist.json "$WORK/fm.h5" >"$WORK/fm.json" <<'PY'
@@ -130,6 +146,10 @@ assert last < first, (first, last)
 print(f"  ok: fashion-mnist.json in 2 stages: 30 steps, loss {first:.3f} -> {last:.3f}; "
       f"bubble {par['bubble_measured']:.2f} measured, {par['bubble_predicted']:.2f} predicted")
 PY
+dlh-report "$WORK/fm" >/dev/null 2>&1 || fail "dlh-report of the pipelined run"
+grep -q "pipeline of 2 stages x 1 replica(s), 4 micro-batches (bubble [0-9]*% measured, 20% predicted)" "$WORK/fm/report.html" ||
+  fail "the report does not say 'pipeline of 2 stages x 1 replica(s), 4 micro-batches (bubble ...)'"
+check "dlh-report: training: $(grep -o 'pipeline of 2 stages[^<]*predicted)' "$WORK/fm/report.html" | head -1)"
 
 echo "bad input"
 bad() {  # bad PARALLEL_JSON EXPECTED [RANKS]

@@ -1,8 +1,8 @@
-// DLH — unit tests of a pipeline's stages (launcher/engine/pipeline_stages.hpp, the stage
+// DLH — unit tests of a pipeline's stages (common/pipeline_stages.hpp, the stage
 // constructor of launcher/nn/network.hpp): where the cut falls, and that the stages' arrays
 // are the whole network's, with the same names and initial values, and that the stages run
 // one after the other compute what the whole network computes.
-#include "launcher/engine/pipeline_stages.hpp"
+#include "common/pipeline_stages.hpp"
 
 #include <gtest/gtest.h>
 

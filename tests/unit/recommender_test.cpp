@@ -750,6 +750,62 @@ TEST(Recommend, SyncNoteSaysTheModeAndOffersLocalSgdWhereTheAllreduceWeighs) {
   }
 }
 
+// Issue 47: a network that fits no GPU whole is planned as the shortest pipeline whose largest
+// stage fits (its memory per GPU under the usable 90%), with four micro-batches a stage, and the
+// plan says so; with room for the whole network, no pipeline.
+TEST(Recommend, NetworkOverTheMemoryCapIsPlannedAsAPipeline) {
+  Job job;
+  job.spec = ParseSpec(R"({"input": {"channels": 1, "height": 28, "width": 28}, "classes": 10,
+      "layers": [{"type": "flatten"}, {"type": "dense", "units": 4096}, {"type": "relu"},
+                 {"type": "dense", "units": 4096}, {"type": "relu"},
+                 {"type": "dense", "units": 4096}, {"type": "relu"}, {"type": "dense", "units": 10}],
+      "optimizer": {"type": "sgd", "lr": 0.01, "momentum": 0.9}, "batch_size": 64, "epochs": 1,
+      "dataset": "x.h5"})",
+                       "big.json", "");
+  job.features = ComputeFeatures(job.spec);
+  job.samples = 60000;
+  job.epochs = 1;
+  job.top = 0;
+  Cluster c = TwoTypes();
+  Recommendation whole = Recommend(job, c, TwoSpeeds());
+  EXPECT_EQ(whole.ranked.front().pipeline_stages, 1);
+  EXPECT_FALSE(PlanJson(job, whole, whole.ranked.front()).contains("parallel"));
+  // A cap under the whole network at batch 1: nothing fits whole, half of it does.
+  const double whole_bytes = TrainingMemoryBytes(job.features, 1, 1);
+  for (GpuType& g : c.gpu_types) g.memory_gb = 0.65 * whole_bytes / 0.9e9;
+  const Recommendation rec = Recommend(job, c, TwoSpeeds());
+  ASSERT_TRUE(rec.feasible);
+  ASSERT_FALSE(rec.pipeline_why.empty());
+  for (const Allocation& a : rec.ranked) {
+    EXPECT_EQ(a.pipeline_stages, 2) << a.why;
+    EXPECT_EQ(a.micro_batches, 8);
+    EXPECT_EQ(a.gpus % 2, 0);
+    EXPECT_LE(a.memory_bytes, 0.9 * c.gpu_types[0].memory_gb * 1e9);
+    EXPECT_LT(a.memory_bytes, whole_bytes);
+  }
+  const nlohmann::json plan = PlanJson(job, rec, rec.ranked.front());
+  ASSERT_TRUE(plan.contains("parallel"));
+  EXPECT_EQ(plan["parallel"]["pipeline_stages"], 2);
+  EXPECT_EQ(plan["parallel"]["micro_batches"], 8);
+  EXPECT_DOUBLE_EQ(plan["parallel"]["bubble"].get<double>(), 1.0 / 9.0);
+  EXPECT_EQ(plan["parallel"]["why"], rec.pipeline_why);
+  // Under 54% (the 2-stage cut's largest stage), three stages; under 46% (the largest layer's
+  // share of the weights) no cut fits, and the refusal says pipelines were tried.
+  for (GpuType& g : c.gpu_types) g.memory_gb = 0.52 * whole_bytes / 0.9e9;
+  const Recommendation more = Recommend(job, c, TwoSpeeds());
+  ASSERT_TRUE(more.feasible);
+  EXPECT_EQ(more.ranked.front().pipeline_stages, 3);
+  for (GpuType& g : c.gpu_types) g.memory_gb = 0.4 * whole_bytes / 0.9e9;
+  try {
+    Recommend(job, c, TwoSpeeds());
+    ADD_FAILURE() << "planned a network whose largest layer fits no GPU";
+  } catch (const EstimateError& e) {
+    EXPECT_NE(std::string(e.what()).find("no pipeline of up to 8 stages fits either"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Recommend, DefaultKeepsTheTopTen) {
   Job job = SmallJob();
   job.top = 10;
@@ -920,9 +976,10 @@ TEST(Recommend, MemoryFilterDropsSmallGpus) {
     FAIL() << "no error";
   } catch (const EstimateError& e) {
     // 256 samples over all 12 "fast" GPUs: 22 each at the least.
-    EXPECT_EQ(std::string(e.what()), "model needs " + need +
-                                         " GB per GPU at batch 22; the largest GPU has 1e-06 "
-                                         "GB (fast, 90% usable)");
+    EXPECT_EQ(std::string(e.what()),
+              "model needs " + need +
+                  " GB per GPU at batch 22; the largest GPU has 1e-06 "
+                  "GB (fast, 90% usable); no pipeline of up to 5 stages fits either");
   }
 }
 

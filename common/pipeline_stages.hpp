@@ -12,7 +12,7 @@ namespace dlh {
 // Per-sample work of each of the spec's top-level layers, for balancing: the multiply-adds of
 // conv2d and dense layers, the output elements of the others (element-wise passes), a residual
 // block's paths summed. The GEMMs dominate a step on every engine; the estimator's time model
-// weighs the kinds finer, and the plan may carry its own cut (a later step).
+// weighs the kinds finer; it plans a pipeline with this same cut (estimator/recommend).
 std::vector<double> LayerWork(const TrainSpec& spec);
 
 // `stages` + 1 layer indices: stage s holds layers [bounds[s], bounds[s + 1]), every stage at

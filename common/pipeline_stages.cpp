@@ -1,5 +1,5 @@
 // DLH — a pipeline's stage boundaries (pipeline_stages.hpp).
-#include "launcher/engine/pipeline_stages.hpp"
+#include "common/pipeline_stages.hpp"
 
 #include <algorithm>
 #include <limits>
