@@ -12,7 +12,7 @@
 #   BENCH_ONLY=allreduce,checkpoint bench.sh BINDIR OUT.md   those parts alone; the others'
 #                                                      sections stay as committed
 # Parts: estimator wave cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch
-# recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd. BENCH_HOST names this host in
+# recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd pipeline. BENCH_HOST names this host in
 # the goals table (default: hostname and machine id); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
-parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd"
+parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd pipeline"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -956,8 +956,9 @@ measure local_sgd
   echo
   echo "share/bench/local_sgd.sh: the example spec (share/examples/fashion-mnist.json) on the real"
   echo "Fashion-MNIST at the spec's global batch, by 1 rank on one host and by 2 ranks (one per"
-  echo "host) synchronously and with local SGD (\"sync\": {\"mode\": \"local_sgd\", \"period\": 4 or"
-  echo "16}: docs/reference/training-spec.md, \"Local SGD\"), each a whole \`srun dlh-launch train\`"
+  echo "host) synchronously, with local SGD (\"sync\": {\"mode\": \"local_sgd\", \"period\": 4 or"
+  echo "16}: docs/reference/training-spec.md, \"Local SGD\") and stale-synchronously (\"stale_sync\","
+  echo "staleness 1 or 2: \"Stale-synchronous training\"), each a whole \`srun dlh-launch train\`"
   echo "on a local Slurm cluster whose two nodes are network namespaces (\`SLURM_TEST_NETNS=1\`, MPI"
   echo "over TCP between them): first on the hosts' own link, then with host2's link shaped by"
   echo "\`tc\` (a token bucket on both ends of its veth pair), as a job on a slow inter-node link."
@@ -966,6 +967,26 @@ measure local_sgd
   echo
 } >"$work/s9-local-sgd.md"
 store local_sgd "$work/s9-local-sgd.md"
+}
+
+# ---- pipeline parallelism: the bubble, and the largest network under a memory cap ----------
+bench_pipeline() {
+section "pipeline: the bubble against GPipe's, the widest network under a memory cap"
+measure pipeline
+{
+  echo "## Pipeline parallelism: the bubble, and the largest network under a memory cap"
+  echo
+  echo "share/bench/pipeline.sh: the example spec (share/examples/fashion-mnist.json) on the real"
+  echo "Fashion-MNIST as 2 pipeline stages (\"parallel\": docs/reference/training-spec.md,"
+  echo "\"Pipeline parallelism\") with 2, 4 and 8 micro-batches next to 1 and 2 data-parallel ranks,"
+  echo "each \`mpirun dlh-launch train\` on this machine; then MLPs of growing width planned by"
+  echo "\`dlh-estimate recommend --memory-cap\` (docs/reference/dlh-estimate.md, \"A network too large"
+  echo "for one device\") and the widest pipelined one trained as planned."
+  echo
+  $py "$bench/pipeline_report.py" "$work" "$goals"
+  echo
+} >"$work/s9-pipeline.md"
+store pipeline "$work/s9-pipeline.md"
 }
 
 # ---- run the parts, render BENCHMARKS.md ---------------------------------------------------

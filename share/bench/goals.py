@@ -200,6 +200,17 @@ GOALS = [
      "on share/bench/local_sgd.sh's shaped link the staleness-2 run's samples/s is below 1.15 x "
      "the synchronous run's (its allreduce no longer runs beside the next steps' compute), or "
      "its final test accuracy is more than 1 point below the synchronous run's (issue 47)"),
+    ("pipeline-bubble", "pipeline",
+     "Pipeline, 2 stages of 8 micro-batches: the bubble the stages measure within 0.10 of "
+     "GPipe's (P - 1) / (M + P - 1)",
+     "share/bench/pipeline.sh's 2-stage run of the example spec with 8 micro-batches measures "
+     "a bubble more than 0.10 from (P - 1) / (M + P - 1), the model the estimator plans with "
+     "(issue 47)"),
+    ("pipeline-memory", "pipeline",
+     "Under a 0.5 GB device cap, the widest MLP planned as a pipeline has at least 2x the "
+     "parameters of the widest planned whole, and trains as planned",
+     "share/bench/pipeline.sh's widest pipelined MLP has less than twice the parameters of the "
+     "widest planned whole, or does not train its 20 steps as planned (issue 47)"),
 ]
 
 RETIRED = [
@@ -272,6 +283,8 @@ PREFIXES = [
     ("Time to", "time-to-accuracy"),
     ("Local SGD, period 16", "local-sgd-slow-link"),
     ("Stale-synchronous, staleness 2", "stale-sync-slow-link"),
+    ("Pipeline, 2 stages of 8", "pipeline-bubble"),
+    ("Under a 0.5 GB device cap", "pipeline-memory"),
 ]
 
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The "pipeline" section of make bench (issue 47), from share/bench/pipeline.sh's
+WORK/pipeline/pipeline.json: the example spec on 1 rank, 2 ranks data-parallel and 2 pipeline
+stages with 2, 4 and 8 micro-batches (the bubble measured against GPipe's, the estimator's step
+against the measured), and the widest MLP a capped device trains whole and as a pipeline.
+Prints the section's tables and writes the goal records (report.py's Goals).
+    pipeline_report.py WORK GOALS.jsonl"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import Goals, measured  # noqa: E402
+
+# Set before the first measurement: GPipe's bubble is the model the estimator plans with.
+BUBBLE_GOAL = ("Pipeline, 2 stages of 8 micro-batches: the bubble the stages measure within 0.10 "
+               "of GPipe's (P - 1) / (M + P - 1)")
+MEMORY_GOAL = ("Under a 0.5 GB device cap, the widest MLP planned as a pipeline has at least 2x "
+               "the parameters of the widest planned whole, and trains as planned")
+
+LABEL = {"np1": "1 rank", "dp2": "2 ranks, data-parallel", "pipe-m2": "2 stages, 2 micro-batches",
+         "pipe-m4": "2 stages, 4 micro-batches", "pipe-m8": "2 stages, 8 micro-batches"}
+
+
+def main():
+    work, goals = sys.argv[1], Goals(sys.argv[2])
+    d = os.path.join(work, "pipeline")
+    if not measured(d, BUBBLE_GOAL, goals):
+        goals.add(MEMORY_GOAL, "not measured", False, "the pipeline part could not run (above)")
+        return
+    res = json.load(open(os.path.join(d, "pipeline.json")))
+    runs = res["runs"]
+    print(f"Fashion-MNIST, {res['spec']}, {res['steps']} steps at global batch "
+          f"{res['global_batch']} on this machine (mpirun, 1 OpenBLAS thread a rank); medians of "
+          f"the steps after the 20th.")
+    print()
+    print("| run | samples/s | step | step predicted | bubble measured | bubble predicted (GPipe) |"
+          " peak RSS per rank |")
+    print("|---|---|---|---|---|---|---|")
+    for name, r in runs.items():
+        par = r.get("parallel") or {}
+        pred = r.get("predicted_step_s")
+        rss = ", ".join(f"{x:.0f} MiB" for x in (r.get("peak_rss_mib") or []))
+        cells = [LABEL[name], f"{r['samples_per_s']:.0f}", f"{1000 * r['step_s']:.1f} ms",
+                 f"{1000 * pred:.1f} ms" if pred else "—",
+                 f"{par['bubble_measured']:.2f}" if par else "—",
+                 f"{par['bubble_predicted']:.2f}" if par else "—", rss]
+        print("| " + " | ".join(cells) + " |")
+    print()
+    print("Bubble measured: the stages' seconds in MPI_Send and MPI_Recv of activations and "
+          "gradients (the pipeline's fill and drain, and a stage waiting for a slower neighbour) "
+          "over their forward-backward seconds; step predicted: `dlh-estimate recommend` on "
+          "share/cluster/local.json's alpha (cpu.json), 2 ranks.")
+    print()
+    print(f"The largest network under a {res['cap_gb']:g} GB device cap "
+          f"(`dlh-estimate recommend --memory-cap`, up to 4 ranks of local.json's alpha; an MLP "
+          f"of 3 hidden layers of the width, batch 128, SGD with momentum):")
+    print()
+    print("| width | parameters | planned | ranks | memory per rank (planned) |")
+    print("|---|---|---|---|---|")
+    for row in res["mlp"]:
+        mem = row.get("memory_per_rank_bytes")
+        how = {"whole": "whole on every rank", "refused": "refused: fits no pipeline either"}.get(
+            row["mode"], f"pipeline of {row.get('stages')} stages")
+        print(f"| {row['width']} | {row['params'] / 1e6:.1f} M | {how} | {row.get('gpus', '—')} | "
+              f"{f'{mem / 1e6:.0f} MB' if mem else '—'} |")
+    whole = [r for r in res["mlp"] if r["mode"] == "whole"]
+    piped = [r for r in res["mlp"] if r["mode"] == "pipeline"]
+    trained = res.get("trained")
+    print()
+    if trained:
+        rss = ", ".join(f"{x:.0f}" for x in trained["peak_rss_mib"])
+        print(f"The widest pipelined MLP ({trained['width']} wide) trained {trained['steps']} steps as "
+              f"planned ({trained['parallel']['pipeline_stages']} stages); its ranks' peak RSS: "
+              f"{rss} MiB (the process's own share included: MPI, the data set, the loader).")
+    m8 = runs["pipe-m8"]["parallel"]
+    gap = abs(m8["bubble_measured"] - m8["bubble_predicted"])
+    goals.add(BUBBLE_GOAL, f"{m8['bubble_measured']:.2f} measured, {m8['bubble_predicted']:.2f} "
+              f"predicted", gap <= 0.10, f"{gap:.2f} apart")
+    ratio = (max(r["params"] for r in piped) / max(r["params"] for r in whole)
+             if piped and whole else 0)
+    ok = ratio >= 2 and trained is not None and trained["steps"] == 20
+    goals.add(MEMORY_GOAL, f"x{ratio:.2f} the parameters"
+              + (", trained" if trained else ", not trained"), ok, f"x{ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
