@@ -216,12 +216,8 @@ int RecommendCommand(const std::vector<std::string>& args) {
       std::printf("step time: %s\n", from.c_str());
     if (const std::string note = SyncNote(job, chosen); !note.empty())
       std::printf("training: %s\n", note.c_str());
-    if (chosen.pipeline_stages > 1)
-      std::printf(
-          "pipeline: %d stages of %d micro-batches (bubble %.0f%% of a step), %sB a GPU%s%s\n",
-          chosen.pipeline_stages, chosen.micro_batches,
-          100.0 * plan["parallel"]["bubble"].get<double>(), Si(chosen.memory_bytes).c_str(),
-          rec.pipeline_why.empty() ? "" : ": ", rec.pipeline_why.c_str());
+    if (const std::string note = PipelineNote(rec, chosen); !note.empty())
+      std::printf("layout: %s\n", note.c_str());
     if (!html.empty()) std::printf("wrote %s\n", html.c_str());
     return kExitOk;
   }

@@ -552,6 +552,7 @@ std::string SummaryLine(const PlanOutcome& p) {
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
   if (!p.cpu_note.empty()) s += "; " + p.cpu_note;
   if (const std::string note = SyncNote(p.job, a); !note.empty()) s += "; " + note;
+  if (const std::string note = PipelineNote(p.rec, a); !note.empty()) s += "; " + note;
   if (!p.fallback_note.empty()) s += "; " + p.fallback_note;
   for (const std::string& t : p.rec.unrunnable_types) s += "; left out " + t;
   return s;
@@ -618,6 +619,8 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   if (!p.cpu_note.empty()) s += "note: " + p.cpu_note + "\n";
   if (const std::string note = SyncNote(p.job, p.chosen); !note.empty())
     s += "training: " + note + "\n";
+  if (const std::string note = PipelineNote(p.rec, p.chosen); !note.empty())
+    s += "layout: " + note + "\n";
   std::string opts;
   for (const SlurmSetting& st : p.settings)
     if (st.apply) opts += " --" + st.name + "=" + st.value;

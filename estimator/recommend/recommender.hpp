@@ -277,6 +277,10 @@ std::string PartCellText(const Part& p);
 // whose gradient allreduce is a quarter of the step or more, what local SGD would make of it;
 // otherwise (one GPU, a profiled program, little communication) nothing.
 std::string SyncNote(const Job& job, const Allocation& a);
+// For a pipelined allocation, one line: its stages, micro-batches, bubble, memory a GPU and
+// why (Recommendation::pipeline_why): "pipeline of 2 stages, 8 micro-batches (bubble 11% of a
+// step), 254 kB a GPU: no GPU holds the whole network with its batch (...)"; else "".
+std::string PipelineNote(const Recommendation& rec, const Allocation& a);
 
 // "850 J", "14.7 kJ", "2.1 MJ", "1.25 GJ".
 std::string FormatEnergy(double joules);

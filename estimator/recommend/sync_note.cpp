@@ -1,5 +1,6 @@
 // DLH estimator — how the chosen allocation keeps its ranks' models together, and what local
-// SGD would change (see SyncNote in recommender.hpp).
+// SGD would change; whether it is a pipeline, and why (SyncNote, PipelineNote in
+// recommender.hpp).
 #include <cstdio>
 #include <string>
 
@@ -48,6 +49,15 @@ std::string SyncNote(const Job& job, const Allocation& a) {
          std::to_string(kSuggestedPeriod) + "} in the spec) would make it about " +
          Ms(a.comm_s * average_ratio / kSuggestedPeriod) +
          " a step; its accuracy cost: BENCHMARKS.md, \"Local SGD\"";
+}
+
+std::string PipelineNote(const Recommendation& rec, const Allocation& a) {
+  if (a.pipeline_stages <= 1) return {};
+  const int p = a.pipeline_stages, m = a.micro_batches;
+  return "pipeline of " + std::to_string(p) + " stages, " + std::to_string(m) +
+         " micro-batches (bubble " + std::to_string(int(100.0 * (p - 1) / (m + p - 1) + 0.5)) +
+         "% of a step), " + Si(a.memory_bytes) + "B a GPU" +
+         (rec.pipeline_why.empty() ? std::string() : ": " + rec.pipeline_why);
 }
 
 }  // namespace dlh
