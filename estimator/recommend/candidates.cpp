@@ -94,14 +94,19 @@ class Enumerator {
     return staleness_ == 0 ? comm_s : std::max(0.0, comm_s - compute_s);
   }
 
+  // GPUs per node: 1, 2, 4, ... below the node's count, then the node's count itself, into
+  // `options`; returns how many.
+  static int GpusPerNodeOptions(int full, int options[32]) {
+    int n = 0;
+    for (int64_t g = 1; g < full; g *= 2) options[n++] = int(g);
+    options[n++] = full;
+    return n;
+  }
+
   void Homogeneous(int t) {
     const TypeInfo& ti = types_[size_t(t)];
-    // GPUs per node: 1, 2, 4, ... below the node's count, then the node's count itself.
     int options[32];
-    int num_options = 0;
-    const int full = ti.node->gpus_per_node;
-    for (int64_t g = 1; g < full; g *= 2) options[num_options++] = int(g);
-    options[num_options++] = full;
+    const int num_options = GpusPerNodeOptions(ti.node->gpus_per_node, options);
     for (int o = 0; o < num_options; ++o) {
       const int gpn = options[o];
       for (int n = 1; n <= ti.available; ++n) {
@@ -166,10 +171,7 @@ class Enumerator {
     for (const PipelineShape::Stage& s : pipe_.parts)
       stage_params = std::max(stage_params, s.params);
     int options[32];
-    int num_options = 0;
-    const int full = ti.node->gpus_per_node;
-    for (int64_t g = 1; g < full; g *= 2) options[num_options++] = int(g);
-    options[num_options++] = full;
+    const int num_options = GpusPerNodeOptions(ti.node->gpus_per_node, options);
     for (int o = 0; o < num_options; ++o) {
       const int gpn = options[o];
       for (int n = 1; n <= ti.available; ++n) {

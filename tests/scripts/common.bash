@@ -23,6 +23,17 @@ expect_fail() {
 
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
+# final_ckpt RUN_DIR: the checkpoint a finished run names in its summary.json.
+final_ckpt() { echo "$1/checkpoints/$(basename "$(json_field "$1/summary.json" last_checkpoint)")"; }
+# max_diff A B: the largest |a - b| over /params of two checkpoints (h5diff lists every
+# element that differs: position, a, b, difference).
+max_diff() {
+  { h5diff -v "$1" "$2" /params || true; } | awk '$1 == "[" { n = NF; d = $n; if (d < 0) d = -d; if (d > m) m = d }
+    END { printf "%.3g\n", m + 0 }'
+}
+# within D TOLERANCE: D <= TOLERANCE (floating point).
+within() { awk -v d="$1" -v t="$2" 'BEGIN { exit !(d <= t) }'; }
+
 # live_check_calibration CAL: `dlh-estimate check-calibration CAL` against this host's live
 # probe, for a calibration this test made a moment ago. It must exit 0 (matches) or 2 (the
 # host's load moved its rates since, and the calibration transfers), or 1 only where the load

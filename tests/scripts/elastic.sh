@@ -41,13 +41,7 @@ run() {  # run NP RUN_DIR LOG [extra options]
   mpirun -np "$np" dlh-launch train "$WORK/spec.json" --run-dir "$dir" --progress plain \
     --threads 1 --checkpoint-steps 10 --keep 20 "$@" 2>"$log" || { cat "$log" >&2; fail "run $dir failed"; }
 }
-final_ckpt() { echo "$1/checkpoints/$(basename "$(json_field "$1/summary.json" last_checkpoint)")"; }
-# max_diff A B: the largest |a - b| over /params of two checkpoints (h5diff lists every
-# element that differs: position, a, b, difference).
-max_diff() {
-  { h5diff -v "$1" "$2" /params || true; } | awk '$1 == "[" { n = NF; d = $n; if (d < 0) d = -d; if (d > m) m = d }
-    END { printf "%.3g\n", m + 0 }'
-}
+# final_ckpt, max_diff: common.bash.
 # The tolerance, from float32 summation order. Another rank count regroups the global batch's
 # per-sample gradients into other per-rank partial sums before the allreduce adds them, so a
 # step's gradient is a reordered sum of n = 20 float32 terms: it may differ by up to about

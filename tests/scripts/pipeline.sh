@@ -49,12 +49,6 @@ run() {  # run RANKS SPEC RUN_DIR [extra options]
   mpirun -np "$n" dlh-launch train "$spec" --run-dir "$dir" --progress plain --threads 1 \
     --checkpoint-steps 50 --keep 20 "$@" 2>"$dir.log" || { cat "$dir.log" >&2; fail "run $dir failed"; }
 }
-final_ckpt() { echo "$1/checkpoints/$(basename "$(json_field "$1/summary.json" last_checkpoint)")"; }
-max_diff() {  # the largest |a - b| over /params of two checkpoints
-  { h5diff -v "$1" "$2" /params || true; } | awk '$1 == "[" { n = NF; d = $n; if (d < 0) d = -d; if (d > m) m = d }
-    END { printf "%.3g\n", m + 0 }'
-}
-within() { awk -v d="$1" -v t="$2" 'BEGIN { exit !(d <= t) }'; }
 crc() { json_field "$1/summary.json" param_crc32; }
 
 echo "pipelined runs end with the unpipelined run's parameters"
