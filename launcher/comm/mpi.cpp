@@ -18,16 +18,18 @@ void Check(int code, const char* call, const char* file, int line) {
                  std::to_string(line) + "): " + std::string(text, size_t(len)));
 }
 
-namespace {
-int g_provided = MPI_THREAD_SINGLE;
-}  // namespace
-
 Env::Env(int* argc, char*** argv, int required) {
-  MPI_CHECK(MPI_Init_thread(argc, argv, required, &g_provided));
+  int provided = 0;
+  MPI_CHECK(MPI_Init_thread(argc, argv, required, &provided));
   SetPeerWatchMpiReady();
 }
 
-bool ThreadMultiple() { return g_provided >= MPI_THREAD_MULTIPLE; }
+// Asked of MPI, not remembered from Env: whoever initialized it (the MPI tests' own main).
+bool ThreadMultiple() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided >= MPI_THREAD_MULTIPLE;
+}
 
 Env::~Env() {
   int finalized = 0;
