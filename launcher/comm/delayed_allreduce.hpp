@@ -5,12 +5,13 @@
 // it runs at most `staleness` steps ahead of the slowest.
 //
 // Where MPI grants MPI_THREAD_MULTIPLE (training asks for it, mpi::Env), a thread of its own
-// runs each step's blocking allreduces, in posting order, on a communicator of its own, while
-// the main thread computes: the sums move on in the background. Open MPI moves a non-blocking
-// collective on only inside MPI calls, and a first version that started MPI_Iallreduce and
-// tested it a few times a step (after forward, after backward) measured slower than the
-// blocking allreduce on a 100 Mbit/s link (460 against 548 samples/s): the sums waited for the
-// next test. Without MPI_THREAD_MULTIPLE that is still the way (poke()).
+// starts each step's allreduces, in posting order, on a communicator of its own, and tests them
+// while the main thread computes. Without it, MPI_Iallreduce on the main thread, tested by
+// poke() after forward and after backward. On a 100 Mbit/s link neither overlapped the sums
+// with the compute in make bench: 457-469 samples/s with the tests on the main thread
+// (results 2026-11-30T0304Z), 464-465 with the thread (2026-11-30T0457Z), against 548-565
+// synchronously; the non-blocking allreduce took longer than the blocking one (BENCHMARKS.md,
+// "Local SGD"). Why (Open MPI's non-blocking collectives over TCP, the test interval) is open.
 #pragma once
 
 #include <mpi.h>
