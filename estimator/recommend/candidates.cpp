@@ -103,6 +103,18 @@ class Enumerator {
     return n;
   }
 
+  // A candidate of n nodes of type t, gpn GPUs each (g in all): its parts, the rest to fill.
+  static Cand OneType(int t, int n, int gpn, int64_t g) {
+    Cand c;
+    c.parts = 1;
+    c.type[0] = t;
+    c.nodes[0] = n;
+    c.gpn[0] = gpn;
+    c.gpus = int(g);
+    c.node_count = n;
+    return c;
+  }
+
   void Homogeneous(int t) {
     const TypeInfo& ti = types_[size_t(t)];
     int options[32];
@@ -113,13 +125,7 @@ class Enumerator {
         const int64_t g = int64_t(gpn) * n;
         if (job_.max_gpus > 0 && g > job_.max_gpus) break;
         if (g > std::numeric_limits<int>::max()) break;
-        Cand c;
-        c.parts = 1;
-        c.type[0] = t;
-        c.nodes[0] = n;
-        c.gpn[0] = gpn;
-        c.gpus = int(g);
-        c.node_count = n;
+        Cand c = OneType(t, n, gpn, g);
         int64_t lo, hi, n_hi;  // GPUs with batch hi (n_hi of them) and lo (the rest)
         if (weak_) {
           c.global = job_.per_gpu_batch * g;
@@ -180,13 +186,7 @@ class Enumerator {
         if (g > std::numeric_limits<int>::max()) break;
         if (g % stages != 0) continue;
         const int64_t replicas = g / stages;
-        Cand c;
-        c.parts = 1;
-        c.type[0] = t;
-        c.nodes[0] = n;
-        c.gpn[0] = gpn;
-        c.gpus = int(g);
-        c.node_count = n;
+        Cand c = OneType(t, n, gpn, g);
         c.global = weak_ ? job_.per_gpu_batch * replicas : job_.spec.batch_size;
         if (c.global < replicas * micro) break;  // a micro-batch without a sample
         const int64_t hi = (c.global + replicas - 1) / replicas;

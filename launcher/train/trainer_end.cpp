@@ -55,8 +55,15 @@ uint32_t Trainer::check_ranks_agree() {
   const std::vector<NamedArray> params = engine_->export_params(),
                                 buffers = engine_->export_buffers();
   const uint32_t zero = uint32_t(crc32(0, nullptr, 0));
+  auto bytes = [](const std::vector<NamedArray>& arrays) {
+    uint64_t n = 0;
+    for (const NamedArray& a : arrays) n += a.data.size() * sizeof(float);
+    return n;
+  };
   const uint32_t crc_params = Crc(zero, params), crc_buffers = Crc(zero, buffers);
-  const uint32_t crc = Crc(Crc(zero, params), buffers);
+  // The same as one pass over parameters then buffers, without a second pass over the model.
+  const uint32_t crc =
+      uint32_t(crc32_combine(uLong(crc_params), uLong(crc_buffers), z_off_t(bytes(buffers))));
   const ModelPart part = engine_->model_part();
   MPI_Comm peers = part.peers == MPI_COMM_NULL ? comm_.get() : part.peers;
   int peer_count = 0;
@@ -74,11 +81,6 @@ uint32_t Trainer::check_ranks_agree() {
   if (part.parts == 1) return crc;
   // Each stage's lead: its two checksums and byte counts, combined in stage order as if one
   // rank had run over all parameters, then all buffers.
-  auto bytes = [](const std::vector<NamedArray>& arrays) {
-    uint64_t n = 0;
-    for (const NamedArray& a : arrays) n += a.data.size() * sizeof(float);
-    return n;
-  };
   const uint64_t mine[5] = {uint64_t(part.lead ? part.index : -1), crc_params, bytes(params),
                             crc_buffers, bytes(buffers)};
   std::vector<uint64_t> every(5 * size_t(size_), 0);
