@@ -779,7 +779,10 @@ bash "$bench/transfer.sh" "$bindir" "$work/transfer" >"$work/transfer.txt" 2>"$w
   echo "matches, transfers by the probes' ratios or is refused; \`validate --set judged --rounds 3"
   echo "--repeats 3 --save\` times the judged validation models there (none shaped the time"
   echo "model's terms); \`calibrate\` calibrates that host. The three calibrations are then scored"
-  echo "offline against the same measurements (\`validate --measured\`)."
+  echo "offline against the same measurements (\`validate --measured\`). Where this host"
+  echo "refuses the shipped calibration (another OpenBLAS core type), the slower host is given"
+  echo "the calibration made on this host as it is: one made on a host of the same kind at"
+  echo "another speed."
   echo
   report transfer
   echo

@@ -147,7 +147,9 @@ GOALS = [
      "does not say it came from earlier runs of the spec"),
     ("transfer-probe", "transfer",
      "The shipped calibration carried to a slower host by the probes predicts the judged "
-     "models within 15% MAPE (the slower host simulated: a CFS CPU quota)",
+     "models within 15% MAPE (the slower host simulated: a CFS CPU quota; where this host "
+     "refuses the shipped calibration, another OpenBLAS core type, the one made on this host as "
+     "it is is carried instead)",
      "the transferred calibration's MAPE over the judged validation models, timed under the "
      "quota, is above 15%, or check-calibration does not transfer"),
     ("transfer-recalibrated", "transfer",

@@ -1041,16 +1041,17 @@ def transfer(work, goals):
             goals.add(goals_text(gid), "not run", False, text.strip())
         return
     rows = read_jsonl(os.path.join(work, "transfer", "results.jsonl"))
-    print("| host | probe: sgemm GFLOP/s, memory GB/s | check-calibration | shipped as is | "
-          "transferred | calibrated there |")
-    print("|---|---|---|---|---|---|")
+    print("| host | calibration carried | probe: sgemm GFLOP/s, memory GB/s | check-calibration "
+          "| carried as is | transferred | calibrated there |")
+    print("|---|---|---|---|---|---|---|")
     def pct(v):
         return "-" if v is None else f"{v:.1f}%"
     for r in rows:
         p = r["probe"]
         name = "this host" if r["host"] == "as-is" else f"this host, quota {r['quota']:.2f} of its cores"
         check = r["check"].splitlines()[-1] if r["check"] else ""
-        print(f"| {name} | {p.get('sgemm_gflops', 0):.1f}, {p.get('memory_gbs', 0):.1f} "
+        print(f"| {name} | {r.get('carried', 'shipped')} "
+              f"| {p.get('sgemm_gflops', 0):.1f}, {p.get('memory_gbs', 0):.1f} "
               f"| exit {r['check_exit']}: {check} | {pct(r['mape_shipped'])} "
               f"| {pct(r['mape_transferred'])} | {pct(r['mape_own'])} |")
     print()
@@ -1062,8 +1063,8 @@ def transfer(work, goals):
         return
     t = slow["mape_transferred"]
     goals.add(goals_text("transfer-probe"),
-              f"MAPE {pct(t)} (shipped as is: {pct(slow['mape_shipped'])}; check-calibration "
-              f"exit {slow['check_exit']})",
+              f"MAPE {pct(t)} (carried: {slow.get('carried', 'shipped')}; as is: "
+              f"{pct(slow['mape_shipped'])}; check-calibration exit {slow['check_exit']})",
               t is not None and slow["check_exit"] == 2 and t <= 15,
               "the transfer's ratios: see the probes in the table")
     goals.add(goals_text("transfer-recalibrated"), f"MAPE {pct(slow['mape_own'])}",

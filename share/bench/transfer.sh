@@ -9,6 +9,10 @@
 #   3. `dlh-estimate calibrate` calibrates that host;
 #   4. offline (`validate --measured M`): the shipped calibration as it is, the transferred
 #      one and the host's own, each against the same measurements M.
+# Where this host refuses the shipped calibration (another OpenBLAS core type: kernels whose
+# speeds no ratio relates, so no transfer is trustworthy), the slower host is given instead the
+# calibration step 3 made on this host as it is: a calibration made on a host of the same kind
+# at another speed, which is what the transfer is for. results.jsonl says which was carried.
 # The quota's period is 1 ms, so the throttling spreads evenly over steps of 1-50 ms instead
 # of stalling some of them whole. Writes WORK/results.json for share/bench/report.py; prints
 # "unavailable: ..." and exits 0 when the quota cannot be set. About 8 minutes on 2 cores.
@@ -37,15 +41,16 @@ as() {
   fi
 }
 : >results.jsonl
+carried=$shipped carried_name=shipped
 for host in as-is slow; do
   echo "== $host: probe and check-calibration" >&2
   as $host dlh-estimate probe >"$host-probe.json" 2>"$host-probe.err" ||
     unavailable "dlh-estimate probe failed: $(tail -1 "$host-probe.err")"
   rc=0
-  as $host dlh-estimate check-calibration "$shipped" --transfer-out "$host-transferred.json" \
+  as $host dlh-estimate check-calibration "$carried" --transfer-out "$host-transferred.json" \
     >"$host-check.txt" 2>&1 || rc=$?
   echo "== $host: timing the judged models" >&2
-  as $host dlh-estimate validate --calibration "$shipped" --set judged --rounds 3 --repeats 3 \
+  as $host dlh-estimate validate --calibration "$carried" --set judged --rounds 3 --repeats 3 \
     --save "$host-measured.json" >"$host-shipped.txt" 2>"$host-validate.err"
   echo "== $host: calibrating" >&2
   as $host dlh-estimate calibrate --repeats 3 --out "$host-own.json" >"$host-calibrate.txt" 2>&1
@@ -55,16 +60,20 @@ for host in as-is slow; do
   }
   transferred=null
   [[ -s $host-transferred.json ]] && transferred=$(mape "$host-transferred.json")
-  python3 - "$host" "$rc" "$(mape "$shipped")" "$transferred" "$(mape "$host-own.json")" \
-    "$host-check.txt" "$host-probe.json" "$quota" >>results.jsonl <<'PY'
+  python3 - "$host" "$rc" "$(mape "$carried")" "$transferred" "$(mape "$host-own.json")" \
+    "$host-check.txt" "$host-probe.json" "$quota" "$carried_name" >>results.jsonl <<'PY'
 import json, sys
-host, rc, shipped, transferred, own, check, probe, quota = sys.argv[1:]
+host, rc, shipped, transferred, own, check, probe, quota, carried = sys.argv[1:]
 print(json.dumps({"host": host, "quota": float(quota) if host == "slow" else None,
+                  "carried": carried,
                   "check_exit": int(rc), "check": open(check).read().strip(),
                   "probe": json.load(open(probe)),
                   "mape_shipped": float(shipped),
                   "mape_transferred": None if transferred == "null" else float(transferred),
                   "mape_own": float(own)}))
 PY
+  if [[ $host == as-is && $rc -eq 1 ]]; then
+    carried=$PWD/as-is-own.json carried_name="this host's own (the shipped one refused here)"
+  fi
 done
 echo ok
