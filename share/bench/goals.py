@@ -142,7 +142,7 @@ GOALS = [
      "a plan carries no band"),
     ("repeat-5", "jobs",
      "A spec run again in the same shape on the same type is predicted within 5% from its "
-     "observation (cnn-1x2-long, 3 epochs, after cnn-1x2, 2 epochs)",
+     "observation (cnn-1x2-long, its epochs sized to two minutes or more, after cnn-1x2, 2 epochs)",
      "cnn-1x2-long's whole-job prediction is more than 5% from its measured time, or its plan "
      "does not say it came from earlier runs of the spec"),
     ("transfer-probe", "transfer",

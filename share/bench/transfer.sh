@@ -15,7 +15,10 @@
 # at another speed, which is what the transfer is for. results.jsonl says which was carried.
 # The quota's period is 1 ms, so the throttling spreads evenly over steps of 1-50 ms instead
 # of stalling some of them whole. Writes WORK/results.json for share/bench/report.py; prints
-# "unavailable: ..." and exits 0 when the quota cannot be set. About 8 minutes on 2 cores.
+# "unavailable: ..." and exits 0 when the quota cannot be set. About 6 minutes on 2 cores.
+# Each model is timed in 5 rounds of 9 blocks, each calibration from 9: with 3 rounds of 3
+# (and calibrations of 3), two runs minutes apart on one host scored the same transfer at
+# 23.4% and 14.8% MAPE (2026-11-30).
 set -euo pipefail
 bindir=$(cd "$1" && pwd) work=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -50,10 +53,10 @@ for host in as-is slow; do
   as $host dlh-estimate check-calibration "$carried" --transfer-out "$host-transferred.json" \
     >"$host-check.txt" 2>&1 || rc=$?
   echo "== $host: timing the judged models" >&2
-  as $host dlh-estimate validate --calibration "$carried" --set judged --rounds 3 --repeats 3 \
+  as $host dlh-estimate validate --calibration "$carried" --set judged --rounds 5 --repeats 9 \
     --save "$host-measured.json" >"$host-shipped.txt" 2>"$host-validate.err"
   echo "== $host: calibrating" >&2
-  as $host dlh-estimate calibrate --repeats 3 --out "$host-own.json" >"$host-calibrate.txt" 2>&1
+  as $host dlh-estimate calibrate --repeats 9 --out "$host-own.json" >"$host-calibrate.txt" 2>&1
   mape() {  # CALIBRATION: its MAPE over this host's measured judged models
     dlh-estimate validate --calibration "$1" --measured "$host-measured.json" --set judged |
       sed -n 's/^MAPE over [0-9]* models: \([0-9.]*\)%.*/\1/p'
@@ -61,12 +64,14 @@ for host in as-is slow; do
   transferred=null
   [[ -s $host-transferred.json ]] && transferred=$(mape "$host-transferred.json")
   python3 - "$host" "$rc" "$(mape "$carried")" "$transferred" "$(mape "$host-own.json")" \
-    "$host-check.txt" "$host-probe.json" "$quota" "$carried_name" >>results.jsonl <<'PY'
+    "$host-check.txt" "$host-probe.json" "$quota" "$carried_name" "$root" >>results.jsonl <<'PY'
 import json, sys
-host, rc, shipped, transferred, own, check, probe, quota, carried = sys.argv[1:]
+host, rc, shipped, transferred, own, check, probe, quota, carried, root = sys.argv[1:]
 print(json.dumps({"host": host, "quota": float(quota) if host == "slow" else None,
                   "carried": carried,
-                  "check_exit": int(rc), "check": open(check).read().strip(),
+                  "check_exit": int(rc),
+                  # the checkout's own paths as the repository names them
+                  "check": open(check).read().strip().replace(root + "/", ""),
                   "probe": json.load(open(probe)),
                   "mape_shipped": float(shipped),
                   "mape_transferred": None if transferred == "null" else float(transferred),
