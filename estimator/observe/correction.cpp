@@ -99,17 +99,25 @@ struct Residual {
   int sharing = 0;    // SharingCount
   double value = 0;   // ln(measured / predicted) of the compute
   bool own = false;   // the caller's record
+  // The plan predicted less communication than compute. Of a record where the allreduce
+  // was most of the step, the residual is mostly the allreduce's error (ranks crowded on
+  // shared cores spin in MPI while they wait), not the compute's: it may correct its own
+  // model's later runs, never another model's compute. 2026-11-30: an MLP at 4 ranks on
+  // 2 cores ("communication is 95% of the step") taught "4 ranks +205%", and the CNN's
+  // 4-rank job was then predicted at 392 s; it took 205 s.
+  bool compute_bound = true;
 };
 
 // ln(step factor) of n ranks side by side over one alone, beyond what the thread curves
 // predict, from models run both ways: per model, its median at n less its median alone; per
 // n, the median over models. The caller's records when they hold such a pair, else the
-// others', capped at kOthersCapLog.
+// others', capped at kOthersCapLog. Compute-bound records only (Residual::compute_bound).
 std::map<int, double> SharingOffsets(const std::vector<Residual>& all) {
   auto offsets = [&all](bool own) {
     std::map<std::string, std::map<int, std::vector<double>>> by_model;
     for (const Residual& r : all)
-      if (r.sharing > 0 && r.own == own) by_model[r.model][r.sharing].push_back(r.value);
+      if (r.sharing > 0 && r.own == own && r.compute_bound)
+        by_model[r.model][r.sharing].push_back(r.value);
     std::map<int, std::vector<double>> differences;
     for (const auto& [model, counts] : by_model) {
       const auto alone = counts.find(1);
@@ -162,7 +170,8 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
       if (!(compute > 0) || !(step > 0)) continue;
       const double residual = std::log(step / compute);
       if (!std::isfinite(residual)) continue;
-      residuals.push_back({r.model_key, SharingCount(r, s, cluster), residual, so.owner == caller});
+      residuals.push_back(
+          {r.model_key, SharingCount(r, s, cluster), residual, so.owner == caller, comm < compute});
     }
     // Ranks side by side, learned from models run both ways; every residual is then judged
     // as if its ranks had run alone, so that the model's (or the type's) factor is one of
@@ -175,7 +184,7 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     Residuals model, type;
     std::map<int, Residuals> model_at;  // this model's own residuals, by ranks side by side
     for (const Residual& r : residuals) {
-      (r.own ? type.own : type.others).push_back(alone(r));
+      if (r.compute_bound) (r.own ? type.own : type.others).push_back(alone(r));
       if (r.model != key) continue;
       (r.own ? model.own : model.others).push_back(alone(r));
       if (r.sharing > 0)

@@ -508,6 +508,44 @@ TEST(ObservationCorrectionTest, SideBySideIsLearnedFromAnotherModel) {
   EXPECT_NEAR(PredictedCompute(mine, speeds.at("alpha"), c, "alpha"), mine.step_s, 1e-12);
 }
 
+// A model whose allreduce was most of its step (the plan predicted twice its compute) ran
+// 1.2x alone and 3x side by side: what crowded ranks cost it is its allreduce's error, not the
+// compute's. Another model's 2-rank job keeps the curves' prediction; the comm-bound model's
+// own 2-rank job is still predicted from its own run at that shape.
+TEST(ObservationCorrectionTest, ACommBoundModelTeachesNoOtherModelSideBySide) {
+  const Job job = TinyJob();
+  const Cluster c = SharedCores();
+  const std::string wider = WiderSpecText();
+  const Job other = WiderJob();
+  const DeviceSpeed other_predicted = CpuSpeeds(other).at("alpha");
+  StoreContents store;
+  for (auto [ranks, factor] : {std::pair{1, 1.2}, std::pair{2, 3.0}}) {
+    Observation r = AtRanks(Record(JobModelKey(other), 0), ranks, factor, other_predicted, c);
+    const double compute = r.step_s / factor;
+    r.has_prediction = true;
+    r.predicted_comm_s = 2 * compute;
+    r.step_s += r.predicted_comm_s;
+    r.spec = nlohmann::json::parse(wider);
+    store.records.push_back(Stored(r, getuid()));
+  }
+  const DeviceSpeed before = CpuSpeeds().at("alpha");
+  const Observation mine = AtRanks(Record(JobModelKey(job), 0), 1, 1.0, before, c);
+  store.records.push_back(Stored(mine, getuid()));
+  auto speeds = CpuSpeeds();
+  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
+  Observation two = mine;
+  two.ranks = two.ranks_per_node = 2;
+  EXPECT_NEAR(PredictedCompute(two, speeds.at("alpha"), c, "alpha"),
+              PredictedCompute(two, before, c, "alpha"), 1e-9);
+  EXPECT_EQ(speeds.at("alpha").provenance, "from 1 earlier run of this spec on alpha");
+  // The comm-bound model itself: its 2-rank run is its own best predictor.
+  auto its = CpuSpeeds(other);
+  ApplyObservationsFrom(store, getuid(), other, c, &its);
+  Observation its_two = store.records[1].record;
+  EXPECT_NEAR(PredictedCompute(its_two, its.at("alpha"), c, "alpha"),
+              PredictedCompute(its_two, other_predicted, c, "alpha") * 3.0, 1e-9);
+}
+
 TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   const Job job = TinyJob();
   StoreContents store;
