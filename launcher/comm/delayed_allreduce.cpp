@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/ring_sum.hpp"
 
 namespace dlh {
 namespace {
@@ -53,6 +54,7 @@ DelayedAllreduce::~DelayedAllreduce() {
 }
 
 void DelayedAllreduce::work() {
+  RingSum gradient_sum(thread_comm_);
   for (;;) {
     Entry* e = nullptr;
     {
@@ -66,19 +68,20 @@ void DelayedAllreduce::work() {
     try {
       // Started non-blocking and tested every kTestInterval: Open MPI's blocking calls spin on
       // a core while they wait, one the ranks' compute needs (the point of the thread is
-      // that the link works while the cores compute).
-      std::vector<MPI_Request> requests;
-      for (size_t at = 0; at < gradient_values_; at += kPiece) {
-        requests.push_back(MPI_REQUEST_NULL);
-        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, e->gradients.data() + at,
-                                 int(std::min(kPiece, gradient_values_ - at)), MPI_FLOAT, MPI_SUM,
-                                 thread_comm_, &requests.back()));
-      }
-      requests.push_back(MPI_REQUEST_NULL);
-      control_->start(e->control.data(), e->control_sum.data(), thread_comm_, &requests.back());
-      for (int done = 0;;) {
-        MPI_CHECK(MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE));
-        if (done) break;
+      // that the link works while the cores compute). The gradients go round a ring of
+      // point-to-point messages (ring_sum.hpp: MPI_Iallreduce's algorithm for few ranks sends
+      // them twice, one way at a time); the control values, a few doubles, by MPI_Iallreduce.
+      MPI_Request control = MPI_REQUEST_NULL;
+      control_->start(e->control.data(), e->control_sum.data(), thread_comm_, &control);
+      gradient_sum.start(e->gradients.data(), gradient_values_);
+      for (bool summed = false, controlled = false;;) {
+        summed = summed || gradient_sum.test();
+        if (!controlled) {
+          int done = 0;
+          MPI_CHECK(MPI_Test(&control, &done, MPI_STATUS_IGNORE));
+          controlled = done != 0;
+        }
+        if (summed && controlled) break;
         std::this_thread::sleep_for(kTestInterval);
       }
     } catch (...) {

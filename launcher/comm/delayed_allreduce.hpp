@@ -10,8 +10,9 @@
 // poke() after forward and after backward. On a 100 Mbit/s link neither overlapped the sums
 // with the compute in make bench: 457-469 samples/s with the tests on the main thread
 // (results 2026-11-30T0304Z), 464-465 with the thread (2026-11-30T0457Z), against 548-565
-// synchronously; the non-blocking allreduce took longer than the blocking one (BENCHMARKS.md,
-// "Local SGD"). Why (Open MPI's non-blocking collectives over TCP, the test interval) is open.
+// synchronously. MPI_Iallreduce took longer than the blocking allreduce: for fewer than 4
+// ranks, or in place, Open MPI's non-blocking collectives reduce to a root and broadcast back.
+// The thread now sums the gradients round a ring of its own (ring_sum.hpp).
 #pragma once
 
 #include <mpi.h>
