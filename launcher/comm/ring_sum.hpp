@@ -5,8 +5,10 @@
 // Why not MPI_Iallreduce: Open MPI's non-blocking collectives (coll/libnbc) choose a binomial
 // reduce-then-broadcast for fewer than 4 ranks or an in-place buffer, which moves the whole
 // buffer twice through the root's link, one direction at a time. On a 100 Mbit/s link it took
-// 232 ms a step where the blocking allreduce took 188 (make bench, 2026-11-30T0457Z), so the
-// stale-synchronous sums it was to hide ran slower than synchronous training.
+// 232 ms a step where the blocking allreduce took 188 (make bench, 2026-11-30T0457Z). The ring
+// halves what one link carries one way, yet measured no faster there (233 ms a step, 469
+// samples/s against 465; 2026-11-30T0707Z): the bytes were not the bound. The suspect left is
+// how often the thread gets to move the messages on, on cores busy with the compute.
 //
 // Every rank ends with the same bits: each segment is summed once, along the ring in a fixed
 // order (its owner's value first), and then copied around it.
