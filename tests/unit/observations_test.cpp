@@ -481,31 +481,49 @@ TEST(ObservationCorrectionTest, ARepeatIsPredictedAtItsOwnShape) {
   EXPECT_NEAR(PredictedCompute(one, speeds.at("alpha"), c, "alpha"), one.step_s * 1.1, 1e-12);
 }
 
+// A store holding the wider model's runs alone (1.2x its prediction) and 2 ranks side by side
+// (`two_ranks` x), each with a predicted allreduce of `comm_share` times its compute, and one
+// run of the tiny model alone, at its prediction; `two` is that run at 2 ranks.
+struct TwoModels {
+  Cluster cluster = SharedCores();
+  Job tiny = TinyJob(), wider = WiderJob();
+  DeviceSpeed tiny_before, wider_before;
+  StoreContents store;
+  Observation two;
+};
+
+TwoModels WiderRanBothWays(double two_ranks, double comm_share) {
+  TwoModels m;
+  m.wider_before = CpuSpeeds(m.wider).at("alpha");
+  for (auto [ranks, factor] : {std::pair{1, 1.2}, std::pair{2, two_ranks}}) {
+    Observation r =
+        AtRanks(Record(JobModelKey(m.wider), 0), ranks, factor, m.wider_before, m.cluster);
+    r.has_prediction = comm_share > 0;
+    r.predicted_comm_s = comm_share * r.step_s / factor;
+    r.step_s += r.predicted_comm_s;
+    r.spec = nlohmann::json::parse(WiderSpecText());
+    m.store.records.push_back(Stored(r, getuid()));
+  }
+  m.tiny_before = CpuSpeeds().at("alpha");
+  const Observation mine =
+      AtRanks(Record(JobModelKey(m.tiny), 0), 1, 1.0, m.tiny_before, m.cluster);
+  m.store.records.push_back(Stored(mine, getuid()));
+  m.two = mine;
+  m.two.ranks = m.two.ranks_per_node = 2;
+  return m;
+}
+
 // What running side by side costs is learned from a model that ran both ways and carried to
 // another that ran alone only: the other model's 2-rank job is predicted 1.9 / 1.2 times its
 // own run alone, scaled by the curves.
 TEST(ObservationCorrectionTest, SideBySideIsLearnedFromAnotherModel) {
-  const Job job = TinyJob();
-  const Cluster c = SharedCores();
-  const std::string wider = WiderSpecText();
-  const Job other = WiderJob();
-  const DeviceSpeed other_predicted = CpuSpeeds(other).at("alpha");
-  StoreContents store;
-  for (auto [ranks, factor] : {std::pair{1, 1.2}, std::pair{2, 1.9}}) {
-    Observation r = AtRanks(Record("00000000000000aa", 0), ranks, factor, other_predicted, c);
-    r.spec = nlohmann::json::parse(wider);
-    store.records.push_back(Stored(r, getuid()));
-  }
-  const DeviceSpeed before = CpuSpeeds().at("alpha");
-  const Observation mine = AtRanks(Record(JobModelKey(job), 0), 1, 1.0, before, c);
-  store.records.push_back(Stored(mine, getuid()));
+  const TwoModels m = WiderRanBothWays(1.9, 0);
   auto speeds = CpuSpeeds();
-  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
-  Observation two = mine;
-  two.ranks = two.ranks_per_node = 2;
-  EXPECT_NEAR(PredictedCompute(two, speeds.at("alpha"), c, "alpha"),
-              PredictedCompute(two, before, c, "alpha") * 1.9 / 1.2, 1e-9);
-  EXPECT_NEAR(PredictedCompute(mine, speeds.at("alpha"), c, "alpha"), mine.step_s, 1e-12);
+  ApplyObservationsFrom(m.store, getuid(), m.tiny, m.cluster, &speeds);
+  EXPECT_NEAR(PredictedCompute(m.two, speeds.at("alpha"), m.cluster, "alpha"),
+              PredictedCompute(m.two, m.tiny_before, m.cluster, "alpha") * 1.9 / 1.2, 1e-9);
+  const Observation& mine = m.store.records[2].record;
+  EXPECT_NEAR(PredictedCompute(mine, speeds.at("alpha"), m.cluster, "alpha"), mine.step_s, 1e-12);
 }
 
 // A model whose allreduce was most of its step (the plan predicted twice its compute) ran
@@ -513,37 +531,18 @@ TEST(ObservationCorrectionTest, SideBySideIsLearnedFromAnotherModel) {
 // compute's. Another model's 2-rank job keeps the curves' prediction; the comm-bound model's
 // own 2-rank job is still predicted from its own run at that shape.
 TEST(ObservationCorrectionTest, ACommBoundModelTeachesNoOtherModelSideBySide) {
-  const Job job = TinyJob();
-  const Cluster c = SharedCores();
-  const std::string wider = WiderSpecText();
-  const Job other = WiderJob();
-  const DeviceSpeed other_predicted = CpuSpeeds(other).at("alpha");
-  StoreContents store;
-  for (auto [ranks, factor] : {std::pair{1, 1.2}, std::pair{2, 3.0}}) {
-    Observation r = AtRanks(Record(JobModelKey(other), 0), ranks, factor, other_predicted, c);
-    const double compute = r.step_s / factor;
-    r.has_prediction = true;
-    r.predicted_comm_s = 2 * compute;
-    r.step_s += r.predicted_comm_s;
-    r.spec = nlohmann::json::parse(wider);
-    store.records.push_back(Stored(r, getuid()));
-  }
-  const DeviceSpeed before = CpuSpeeds().at("alpha");
-  const Observation mine = AtRanks(Record(JobModelKey(job), 0), 1, 1.0, before, c);
-  store.records.push_back(Stored(mine, getuid()));
+  const TwoModels m = WiderRanBothWays(3.0, 2.0);
   auto speeds = CpuSpeeds();
-  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
-  Observation two = mine;
-  two.ranks = two.ranks_per_node = 2;
-  EXPECT_NEAR(PredictedCompute(two, speeds.at("alpha"), c, "alpha"),
-              PredictedCompute(two, before, c, "alpha"), 1e-9);
+  ApplyObservationsFrom(m.store, getuid(), m.tiny, m.cluster, &speeds);
+  EXPECT_NEAR(PredictedCompute(m.two, speeds.at("alpha"), m.cluster, "alpha"),
+              PredictedCompute(m.two, m.tiny_before, m.cluster, "alpha"), 1e-9);
   EXPECT_EQ(speeds.at("alpha").provenance, "from 1 earlier run of this spec on alpha");
   // The comm-bound model itself: its 2-rank run is its own best predictor.
-  auto its = CpuSpeeds(other);
-  ApplyObservationsFrom(store, getuid(), other, c, &its);
-  Observation its_two = store.records[1].record;
-  EXPECT_NEAR(PredictedCompute(its_two, its.at("alpha"), c, "alpha"),
-              PredictedCompute(its_two, other_predicted, c, "alpha") * 3.0, 1e-9);
+  auto its = CpuSpeeds(m.wider);
+  ApplyObservationsFrom(m.store, getuid(), m.wider, m.cluster, &its);
+  const Observation& its_two = m.store.records[1].record;
+  EXPECT_NEAR(PredictedCompute(its_two, its.at("alpha"), m.cluster, "alpha"),
+              PredictedCompute(its_two, m.wider_before, m.cluster, "alpha") * 3.0, 1e-9);
 }
 
 TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
