@@ -12,8 +12,6 @@
 namespace dlh {
 namespace {
 
-// MPI counts are ints: a larger gradient goes in pieces of this many values.
-constexpr size_t kPiece = size_t(1) << 30;
 // How often the thread lets MPI move its sums on: each test advances a round of the
 // allreduce; the sleep between leaves the core to the compute. 100 us is a few percent of the
 // shortest steps measured here (2 ms) and far below a slow link's allreduce.
@@ -128,11 +126,11 @@ void DelayedAllreduce::post(int64_t step, const float* gradients, const double* 
     changed_.notify_all();
     return;
   }
-  for (size_t at = 0; at < gradient_values_; at += kPiece) {
+  for (size_t at = 0; at < gradient_values_; at += mpi::kMaxMessageValues) {
     e->requests.push_back(MPI_REQUEST_NULL);
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, e->gradients.data() + at,
-                             int(std::min(kPiece, gradient_values_ - at)), MPI_FLOAT, MPI_SUM,
-                             comm_, &e->requests.back()));
+                             int(std::min(mpi::kMaxMessageValues, gradient_values_ - at)),
+                             MPI_FLOAT, MPI_SUM, comm_, &e->requests.back()));
   }
   e->requests.push_back(MPI_REQUEST_NULL);
   control_->start(e->control.data(), e->control_sum.data(), comm_, &e->requests.back());

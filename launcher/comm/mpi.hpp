@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ namespace dlh {
 namespace mpi {
 
 void Check(int code, const char* call, const char* file, int line);
+
+// MPI counts are ints: a longer buffer goes in messages (or calls) of at most this many values.
+constexpr size_t kMaxMessageValues = size_t(1) << 30;
 
 // MPI_Init_thread / MPI_Finalize. The main thread calls MPI (FUNNELED: the data loader's
 // prefetch thread never does); training asks for MPI_THREAD_MULTIPLE, so that stale-synchronous

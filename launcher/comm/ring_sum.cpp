@@ -9,9 +9,6 @@
 namespace dlh {
 namespace {
 
-// MPI counts are ints: a larger segment goes in pieces of this many values, each its own tag.
-constexpr size_t kPiece = size_t(1) << 30;
-
 int Modulo(int a, int n) { return ((a % n) + n) % n; }
 
 }  // namespace
@@ -56,16 +53,17 @@ void RingSum::post_round() {
   const size_t in_count = segment_begin(in + 1) - segment_begin(in);
   const size_t out_count = segment_begin(out + 1) - segment_begin(out);
   requests_.clear();
-  for (size_t at = 0, piece = 0; at < in_count; at += kPiece, ++piece) {
+  // A segment beyond MPI's int count goes in pieces, each its own tag.
+  for (size_t at = 0, piece = 0; at < in_count; at += mpi::kMaxMessageValues, ++piece) {
     requests_.push_back(MPI_REQUEST_NULL);
-    MPI_CHECK(MPI_Irecv(into + at, int(std::min(kPiece, in_count - at)), MPI_FLOAT, left,
-                        int(piece), comm_, &requests_.back()));
+    MPI_CHECK(MPI_Irecv(into + at, int(std::min(mpi::kMaxMessageValues, in_count - at)), MPI_FLOAT,
+                        left, int(piece), comm_, &requests_.back()));
   }
   const float* from = data_ + segment_begin(out);
-  for (size_t at = 0, piece = 0; at < out_count; at += kPiece, ++piece) {
+  for (size_t at = 0, piece = 0; at < out_count; at += mpi::kMaxMessageValues, ++piece) {
     requests_.push_back(MPI_REQUEST_NULL);
-    MPI_CHECK(MPI_Isend(from + at, int(std::min(kPiece, out_count - at)), MPI_FLOAT, right,
-                        int(piece), comm_, &requests_.back()));
+    MPI_CHECK(MPI_Isend(from + at, int(std::min(mpi::kMaxMessageValues, out_count - at)), MPI_FLOAT,
+                        right, int(piece), comm_, &requests_.back()));
   }
 }
 

@@ -7,7 +7,7 @@
 #      it) says whether the calibration matches, transfers (and writes T) or is refused;
 #   2. `dlh-estimate validate --set judged --save M` times the judged validation models there;
 #   3. `dlh-estimate calibrate` calibrates that host;
-#   4. offline (`validate --measured M`): the shipped calibration as it is, the transferred
+#   4. offline (`validate --measured M`): the carried calibration as it is, the transferred
 #      one and the host's own, each against the same measurements M.
 # Where this host refuses the shipped calibration (another OpenBLAS core type: kernels whose
 # speeds no ratio relates, so no transfer is trustworthy), the slower host is given instead the
@@ -54,7 +54,7 @@ for host in as-is slow; do
     >"$host-check.txt" 2>&1 || rc=$?
   echo "== $host: timing the judged models" >&2
   as $host dlh-estimate validate --calibration "$carried" --set judged --rounds 5 --repeats 9 \
-    --save "$host-measured.json" >"$host-shipped.txt" 2>"$host-validate.err"
+    --save "$host-measured.json" >"$host-carried.txt" 2>"$host-validate.err"
   echo "== $host: calibrating" >&2
   as $host dlh-estimate calibrate --repeats 9 --out "$host-own.json" >"$host-calibrate.txt" 2>&1
   mape() {  # CALIBRATION: its MAPE over this host's measured judged models
@@ -66,14 +66,16 @@ for host in as-is slow; do
   python3 - "$host" "$rc" "$(mape "$carried")" "$transferred" "$(mape "$host-own.json")" \
     "$host-check.txt" "$host-probe.json" "$quota" "$carried_name" "$root" >>results.jsonl <<'PY'
 import json, sys
-host, rc, shipped, transferred, own, check, probe, quota, carried, root = sys.argv[1:]
+host, rc, as_is, transferred, own, check, probe, quota, carried, root = sys.argv[1:]
 print(json.dumps({"host": host, "quota": float(quota) if host == "slow" else None,
                   "carried": carried,
                   "check_exit": int(rc),
                   # the checkout's own paths as the repository names them
                   "check": open(check).read().strip().replace(root + "/", ""),
                   "probe": json.load(open(probe)),
-                  "mape_shipped": float(shipped),
+                  # the carried calibration as it is (the field's name from when it was always
+                  # the shipped one; report.py reads stored results of both)
+                  "mape_shipped": float(as_is),
                   "mape_transferred": None if transferred == "null" else float(transferred),
                   "mape_own": float(own)}))
 PY
