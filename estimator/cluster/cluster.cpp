@@ -290,12 +290,15 @@ void ParseCpuNodeType(const json& j, const std::string& origin, const std::strin
 
 Runtime ParseRuntime(const json& j, const std::string& origin) {
   Fields f(j, origin, "runtime");
-  f.only({"description", "startup_s", "read_gbs", "write_gbs", "stage_gbs", "local_read_gbs",
-          "shared_host_cores"});
+  f.only({"description", "startup_s", "launch_s", "read_gbs", "write_gbs", "stage_gbs",
+          "local_read_gbs", "shared_host_cores"});
   f.optional_string("description");
   Runtime r;
   if (f.has("startup_s")) r.startup_s = f.number("startup_s", false);
   if (r.startup_s > 86400) f.fail("startup_s", "must be at most 86400 seconds");
+  if (f.has("launch_s")) r.launch_s = f.number("launch_s", false);
+  if (r.launch_s > r.startup_s)
+    f.fail("launch_s", "must be at most startup_s (it is a part of it)");
   if (f.has("read_gbs")) r.read_gbs = f.number("read_gbs", true);
   if (f.has("write_gbs")) r.write_gbs = f.number("write_gbs", true);
   if (f.has("stage_gbs")) r.stage_gbs = f.number("stage_gbs", true);

@@ -71,7 +71,12 @@ struct NodeType {
 // What a job costs besides its training steps (the optional "runtime" object; these
 // defaults when absent). Used by the whole-job time model (estimator/model/job_time.hpp).
 struct Runtime {
-  double startup_s = 30;   // job start to the first step: srun, MPI/NCCL set-up, CUDA context
+  double startup_s = 30;  // job start to the first step: srun, MPI/NCCL set-up, CUDA context
+  // The part of startup_s outside the launcher's own clock (srun's step launch before the
+  // process starts, the step's end after its summary). An observation record cannot see it,
+  // so what records teach replaces the rest of the start-up and keeps this
+  // (estimator/observe/phases.hpp). 0: not measured.
+  double launch_s = 0;
   double read_gbs = 1;     // reading the data set, GB/s per rank (shared file system)
   double write_gbs = 0.5;  // writing a checkpoint (rank 0), GB/s
   // A job that stages its data set (dlh-data stage, one task per node) copies it from the

@@ -69,9 +69,11 @@ LearnedPhases LearnPhases(const Job& job, const Cluster& cluster, const std::str
   return LearnPhasesFrom(ReadStoreCached(cluster.observations), getuid(), job, gpu);
 }
 
-void ApplyLearnedPhases(const LearnedPhases& l, int gpus, JobPhases* p) {
+void ApplyLearnedPhases(const LearnedPhases& l, int gpus, double launch_s, JobPhases* p) {
   if (l.startup.any()) {
-    p->startup_s = Resolve(l.startup, p->startup_s + p->data_s + p->warmup_s);
+    // A site's startup= may be below the cluster's launch_s: never more outside than all.
+    const double outside = std::clamp(launch_s, 0.0, p->startup_s);
+    p->startup_s = outside + Resolve(l.startup, p->startup_s - outside + p->data_s + p->warmup_s);
     p->data_s = p->warmup_s = 0;
   }
   if (p->evaluations > 0) {

@@ -36,8 +36,9 @@ LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Jo
                               const std::string& gpu);
 
 // Replaces what `learned` knows in `p`, predicted for `gpus` ranks: start-up (data loading
-// and warm-up folded into it), evaluations and checkpoints (their counts kept). Cheap: no
-// allocation.
-void ApplyLearnedPhases(const LearnedPhases& learned, int gpus, JobPhases* p);
+// and warm-up folded into it) but `launch_s` of it, the part outside the launcher's clock
+// that no record measures (the cluster's runtime.launch_s); evaluations and checkpoints
+// (their counts kept). Cheap: no allocation.
+void ApplyLearnedPhases(const LearnedPhases& learned, int gpus, double launch_s, JobPhases* p);
 
 }  // namespace dlh

@@ -430,7 +430,8 @@ class Enumerator {
     shape.fixed_s = c.eval_fixed;
     c.phases = PredictJobPhases(work_, shape, runtime_, startup_s_);
     // A type's start-up, and this model's evaluations and checkpoints, as measured before.
-    if (c.parts == 1) ApplyLearnedPhases(learned_[size_t(c.type[0])], c.gpus, &c.phases);
+    if (c.parts == 1)
+      ApplyLearnedPhases(learned_[size_t(c.type[0])], c.gpus, runtime_.launch_s, &c.phases);
     c.total_s = c.phases.total_s();
     // Outside the steps the GPUs are allocated but (mostly) waiting: idle power.
     c.energy_j = steps * (idle_watts * c.step_s + busy_energy) + c.total_s * base_watts +

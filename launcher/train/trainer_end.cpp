@@ -182,6 +182,10 @@ void Trainer::write_summary(uint32_t crc) {
                         {"bubble_predicted", double(p - 1) / double(m + p - 1)}};
   }
   if (rank_ != 0) return;
+  // The run's loop (steps, evaluations, checkpoints) ends here; the record's probe after it
+  // belongs to the whole job's time, not to its steps.
+  const double loop_s = Since(train_start_);
+  const nlohmann::json node_probe = probe_for_observation();
   char hex[16];
   std::snprintf(hex, sizeof hex, "%08x", crc);
   nlohmann::json summary = {{"spec", o_.spec_path},
@@ -198,7 +202,7 @@ void Trainer::write_summary(uint32_t crc) {
                             {"batch_split", plan_split_ ? "plan" : "even"},
                             {"rank_batches", rank_batches_},
                             {"last_checkpoint", result_.last_checkpoint},
-                            {"train_seconds", elapsed_before_ + Since(train_start_)}};
+                            {"train_seconds", elapsed_before_ + loop_s}};
   if (plan_split_) {
     std::vector<std::string> types;
     for (int p : rank_parts_) types.push_back(plan_.parts[size_t(p)].gpu);
@@ -216,7 +220,7 @@ void Trainer::write_summary(uint32_t crc) {
   std::vector<std::string> whys;
   for (int r = 0; r < size_; ++r) whys.emplace_back(&rank_why[sizeof my_why * size_t(r)]);
   summary["energy"] = EnergySummary(rank_joules, whys, energy_->source(),
-                                    samples_seen_ - samples_at_start_, Since(train_start_));
+                                    samples_seen_ - samples_at_start_, loop_s);
   // The loop's time held up by checkpoints against the writer's time: what the background
   // saved.
   summary["checkpoints"] = {{"mode", o_.checkpoint_sync ? "sync" : "background"},
@@ -240,13 +244,13 @@ void Trainer::write_summary(uint32_t crc) {
   // Predicted against measured: the estimator's whole-job time (start-up included) and its
   // step time, against this run's wall time and mean step. Only a run that did every step
   // from the start compares whole jobs; a resumed or shortened one compares steps.
+  // This process's time from its start (the record's probe included) to this summary.
   const double wall_s = Since(launch_start_);
+  summary["wall_seconds"] = wall_s;
   const int64_t steps_run = step_ - first_step_;
   // Steps only: evaluations and checkpoints happen inside the loop but are phases of their own.
   const double step_s =
-      steps_run > 0
-          ? (Since(train_start_) - eval_seconds_ - checkpoint_seconds_) / double(steps_run)
-          : 0;
+      steps_run > 0 ? (loop_s - eval_seconds_ - checkpoint_seconds_) / double(steps_run) : 0;
   const bool whole_job = result_.finished && first_step_ == 0;
   std::string versus;
   if (plan_.present && plan_.predicted_step_s > 0 && steps_run > 0) {
@@ -257,12 +261,13 @@ void Trainer::write_summary(uint32_t crc) {
                              {"time_limit_s", plan_.time_limit_s}};
     if (plan_.predicted_upper_s > 0) summary["prediction"]["upper_s"] = plan_.predicted_upper_s;
     summary["measured"] = {{"total_s", wall_s}, {"step_s", step_s}, {"whole_job", whole_job}};
-    const double loop_s = Since(train_start_);
     summary["measured"]["phases"] = {
         {"startup_s", std::chrono::duration<double>(train_start_ - launch_start_).count()},
         {"steps_s", loop_s - eval_seconds_ - checkpoint_seconds_},
         {"eval_s", eval_seconds_},
-        {"checkpoint_s", checkpoint_seconds_}};
+        {"checkpoint_s", checkpoint_seconds_},
+        {"end_s",
+         wall_s - loop_s - std::chrono::duration<double>(train_start_ - launch_start_).count()}};
     if (plan_.predicted_steps_s > 0)
       summary["prediction"]["phases"] = {{"startup_s", plan_.predicted_startup_s},
                                          {"steps_s", plan_.predicted_steps_s},
@@ -289,7 +294,8 @@ void Trainer::write_summary(uint32_t crc) {
   }
   WriteFileAtomically(run_dir_ + "/summary.json", summary.dump(2) + "\n");
   write_observation(summary, wall_s,
-                    std::chrono::duration<double>(train_start_ - launch_start_).count());
+                    std::chrono::duration<double>(train_start_ - launch_start_).count(),
+                    node_probe);
   if (result_.finished) {
     // A run without evaluations (--no-eval) has no accuracy to give (test_accuracy < 0).
     char accuracy[64] = "not measured (no evaluation)";

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process_age.hpp"
 #include "common/spec.hpp"
 #include "common/thread_cpu.hpp"
 #include "launcher/comm/binding.hpp"
@@ -43,6 +44,10 @@ namespace trainer_detail {
 
 using Clock = std::chrono::steady_clock;
 
+inline Clock::time_point ProcessStart() {
+  return Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(ProcessAgeSeconds()));
+}
 inline double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -174,7 +179,11 @@ class Trainer {
   void write_summary(uint32_t crc);
   void write_trace();
   // trainer_observe.cpp: the run's observation record into its store (rank 0; never throws).
-  void write_observation(const nlohmann::json& summary, double wall_s, double startup_s);
+  void write_observation(const nlohmann::json& summary, double wall_s, double startup_s,
+                         const nlohmann::json& node_probe);
+  std::string observation_store() const;
+  bool observation_due() const;
+  nlohmann::json probe_for_observation() const;
 
   // Appends `record` to metrics.jsonl (rank 0) with "t", the Unix time now unless it has one.
   void append_metrics(nlohmann::json record);
@@ -304,8 +313,10 @@ class Trainer {
   std::map<int64_t, StepRecord> pending_records_;
   double stale_wait_seconds_ = 0;
   int64_t stale_applied_ = 0, stale_drains_ = 0;
-  double weight_ = 0;                              // this rank's share of the global batch
-  Clock::time_point launch_start_ = Clock::now();  // this process's run, start-up included
+  double weight_ = 0;  // this rank's share of the global batch
+  // This process's run from the process's start: the loader, MPI_Init and the options
+  // before the Trainer are part of what the job paid (common/process_age.hpp).
+  Clock::time_point launch_start_ = ProcessStart();
   Clock::time_point train_start_, last_ckpt_;
   double cpu_at_start_ = 0;  // the process's CPU seconds when train_start_ was taken
   // This run's seconds in evaluations and checkpoints (inside the loop's time): summary.json

@@ -26,13 +26,28 @@ std::string UserName() {
 
 }  // namespace
 
-// Rank 0, after summary.json. A run that trained fewer than 3 steps measured no step time
-// worth keeping. A store that is missing, unsafe or full is one warning: the run itself
-// succeeded, and its record is only a lesson for later plans.
-void Trainer::write_observation(const nlohmann::json& summary, double wall_s, double startup_s) {
-  if (rank_ != 0) return;
-  const std::string store = !o_.observations.empty() ? o_.observations : plan_.observations_store;
-  if (store.empty() || step_seconds_.size() < 3) return;
+std::string Trainer::observation_store() const {
+  return !o_.observations.empty() ? o_.observations : plan_.observations_store;
+}
+
+// A run that trained fewer than 3 steps measured no step time worth keeping.
+bool Trainer::observation_due() const {
+  return rank_ == 0 && !observation_store().empty() && step_seconds_.size() >= 3;
+}
+
+// The record's probe of this node (launcher/observe/record_probe.hpp) runs before the
+// summary takes the run's wall time: the job pays for it, so the whole-job time it records
+// and a later plan learns from must include it.
+nlohmann::json Trainer::probe_for_observation() const {
+  return observation_due() ? NodeProbeForRecord(engine_->device_name()) : nlohmann::json();
+}
+
+// Rank 0, after summary.json. A store that is missing, unsafe or full is one warning: the
+// run itself succeeded, and its record is only a lesson for later plans.
+void Trainer::write_observation(const nlohmann::json& summary, double wall_s, double startup_s,
+                                const nlohmann::json& node_probe) {
+  if (!observation_due()) return;
+  const std::string store = observation_store();
   try {
     Observation r;
     r.created = RecordTimeNow();
@@ -48,7 +63,7 @@ void Trainer::write_observation(const nlohmann::json& summary, double wall_s, do
     if (r.gpu_type.empty()) r.gpu_type = o_.gpu_type;
     if (r.gpu_type.empty() && plan_.parts.size() == 1) r.gpu_type = plan_.parts[0].gpu;
     r.device = engine_->device_name();
-    r.probe = NodeProbeForRecord(r.device);
+    r.probe = node_probe;
     r.ranks = size_;
     r.threads_per_rank = CpuThreads();
     r.ranks_per_node = local_.size();

@@ -1152,14 +1152,17 @@ def jobs(work, goals):
     probes = os.path.join(work, "jobs", "startup.txt")
     if os.path.exists(probes):
         runtime = json.load(open(os.path.join(work, "jobs", "cluster.json")))["runtime"]
-        p = [float(x) for x in open(probes)]
+        p = [tuple(map(float, x.split())) for x in open(probes)]
         print()
         print(f"The runtime's start-up (`runtime.startup_s`, a constant of the site) was measured "
-              f"on this host before the jobs, as a site would: srun of a one-step training "
-              f"(1 rank on 1 node, 2 ranks on 2 nodes, twice each), its wall time less the "
-              f"launcher's `train_seconds`: {', '.join(f'{x:.2f}' for x in p)} s, median "
-              f"**{runtime['startup_s']:.2f} s** (share/cluster/local.json says 2 s, measured "
-              f"on another host).")
+              f"on this host before the jobs, as a site would: srun of a three-step training "
+              f"that writes an observation record (1 rank on 1 node, 2 ranks on 2 nodes, twice "
+              f"each), its wall time less the launcher's `train_seconds`: "
+              f"{', '.join(f'{x[0]:.2f}' for x in p)} s, median "
+              f"**{runtime['startup_s']:.2f} s**; and what of it no record sees "
+              f"(`runtime.launch_s`: srun's step launch and end), its wall time less the "
+              f"launcher's `wall_seconds`: {', '.join(f'{x[1]:.2f}' for x in p)} s, median "
+              f"**{runtime['launch_s']:.2f} s** (share/cluster/local.json says 2 s and 0.2 s).")
     goals.add(goals_text("jobs10-mape"), f"MAPE {mape:.1f}%, largest {worst:.0f}%",
               len(errors) == JOBS and mape <= 10, "see the phases in the whole-jobs table")
     goals.add(goals_text("jobs10-inside"), f"{inside} of {len(rows)} inside their limit",

@@ -109,38 +109,47 @@ PY
   echo "$name: job $id $state, limit $limit, $(grep -o 'job-seconds [0-9.]*' "$name.out" || echo 'no time')" >&2
 }
 
-# The runtime's start-up (srun, MPI, reading the data, building the engine, exiting) is a
-# constant of the site, not of the model: local.json's runtime.startup_s was measured on one
-# host, and hosts of this kind differ. As a site would, measure it here before planning:
-# srun of a one-step training, 1 rank on 1 node and 2 ranks on 2 nodes, twice each; the
-# wall time less the launcher's own train_seconds (that one step). Their median goes into
-# the cluster file the plugin reads at every sbatch.
+# The runtime's start-up (srun, MPI, reading the data, building the engine, the observation
+# record's probe of the node, exiting) is a constant of the site, not of the model:
+# local.json's runtime was measured on one host, and hosts of this kind differ. As a site
+# would, measure it here before planning: srun of a three-step training that writes an
+# observation record (to a store of its own), 1 rank on 1 node and 2 ranks on 2 nodes,
+# twice each. startup_s: the wall time less the launcher's own train_seconds (those steps);
+# launch_s: the wall time less the launcher's wall_seconds (its process from start to
+# summary), what no record sees. Their medians go into the cluster file the plugin reads.
 probe() {
   local t0 t1
   t0=$EPOCHREALTIME
   srun --mpi=pmix "$@" dlh-launch train mlp.json --data fashion-mnist.h5 --run-dir probe \
-    --no-resume --max-steps 1 --no-eval --no-epoch-checkpoints --progress none >probe.log 2>&1 ||
-    return 1
+    --no-resume --max-steps 3 --no-eval --no-epoch-checkpoints --progress none \
+    --observations probe-store >probe.log 2>&1 || return 1
   t1=$EPOCHREALTIME
-  python3 -c 'import json, sys; print(float(sys.argv[2]) - float(sys.argv[1]) -
-    json.load(open("probe/summary.json"))["train_seconds"])' "$t0" "$t1" >>startup.txt
+  python3 -c 'import json, sys; s = json.load(open("probe/summary.json")); t = float(sys.argv[2]) - float(sys.argv[1])
+print(f"{t - s['"'"'train_seconds'"'"']:.3f} {t - s['"'"'wall_seconds'"'"']:.3f}")' "$t0" "$t1" >>startup.txt
 }
 : >startup.txt
+rm -rf probe-store && mkdir -m 700 probe-store
 for _ in 1 2; do
   probe -N1 -n1 && probe -N2 -n2 --ntasks-per-node=1 ||
-    unavailable "the start-up probe (srun dlh-launch train --max-steps 1) failed: $(tail -1 probe.log)"
+    unavailable "the start-up probe (srun dlh-launch train --max-steps 3) failed: $(tail -1 probe.log)"
 done
 python3 - <<'PY' >&2
 import json, statistics
-probes = [float(l) for l in open("startup.txt")]
+probes = [tuple(map(float, l.split())) for l in open("startup.txt")]
+startup = [p[0] for p in probes]
+launch = [p[1] for p in probes]
 c = json.load(open("cluster.json"))
-c["runtime"]["startup_s"] = round(statistics.median(probes), 2)
-c["runtime"]["description"] = ("startup_s measured by whole_jobs.sh on this host: srun of a "
-                               "one-step training, less its train_seconds, median of " +
-                               ", ".join(f"{p:.2f}" for p in probes) + " s")
+c["runtime"]["startup_s"] = round(statistics.median(startup), 2)
+c["runtime"]["launch_s"] = min(c["runtime"]["startup_s"], round(statistics.median(launch), 2))
+c["runtime"]["description"] = (
+    "measured by whole_jobs.sh on this host, srun of a three-step training with its "
+    "observation record: startup_s its wall time less its train_seconds, median of " +
+    ", ".join(f"{p:.2f}" for p in startup) + " s; launch_s its wall time less its "
+    "wall_seconds, median of " + ", ".join(f"{p:.2f}" for p in launch) + " s")
 json.dump(c, open("cluster.json", "w"), indent=1)
-print(f"start-up probes: {', '.join(f'{p:.2f}' for p in probes)} s; runtime.startup_s "
-      f"{c['runtime']['startup_s']} s (local.json: 2)")
+print(f"start-up probes: {', '.join(f'{p:.2f}' for p in startup)} s; runtime.startup_s "
+      f"{c['runtime']['startup_s']} s; launch {', '.join(f'{p:.2f}' for p in launch)} s, "
+      f"runtime.launch_s {c['runtime']['launch_s']} s (local.json: 2 and 0.2)")
 PY
 
 # epochs_for NAME EPOCHS FACTOR: the epochs that make a job run about LONG_S seconds, from

@@ -271,6 +271,14 @@ TEST(Cluster, BadInputsNameFileAndField) {
             "\"a 100\"");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["calibration"] = ""; }),
             "c.json: gpu_types[0].calibration: must not be empty");
+  EXPECT_EQ(ErrorOf([](json& j) {
+              j["runtime"] = {{"startup_s", 2}, {"launch_s", 3}};
+            }),
+            "c.json: runtime.launch_s: must be at most startup_s (it is a part of it)");
+  EXPECT_EQ(ErrorOf([](json& j) {
+              j["runtime"] = {{"launch_s", -1}};
+            }),
+            "c.json: runtime.launch_s: must be a non-negative number, got -1");
   EXPECT_EQ(ErrorOf([](json& j) { j["name"] = 7; }), "c.json: name: must be a string, got 7");
   EXPECT_EQ(ErrorOf("[1, 2]"), "c.json: must be a JSON object, got an array of 2 items");
   EXPECT_EQ(ErrorOf(R"({"name": "x", "name": "y"})"), "c.json: duplicate key \"name\"");

@@ -557,7 +557,7 @@ TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   p.evaluations = 4;
   p.checkpoint_s = 2;
   p.checkpoints = 4;
-  ApplyLearnedPhases(l, 1, &p);
+  ApplyLearnedPhases(l, 1, 0, &p);
   // The whole job but its steps, evaluations and checkpoints: 12 - 40 x 0.005 - 0.4 - 0.3.
   EXPECT_DOUBLE_EQ(p.startup_s, 11.1);
   EXPECT_DOUBLE_EQ(p.data_s, 0);
@@ -569,11 +569,11 @@ TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   StoreContents with_sum;
   with_sum.records.push_back(Stored(summed, getuid()));
   JobPhases q;
-  ApplyLearnedPhases(LearnPhasesFrom(with_sum, getuid(), job, "alpha"), 1, &q);
+  ApplyLearnedPhases(LearnPhasesFrom(with_sum, getuid(), job, "alpha"), 1, 0, &q);
   EXPECT_NEAR(q.startup_s, 12 - 0.24 - 0.4 - 0.3, 1e-12);
   JobPhases two = p;
   two.eval_s = 1;
-  ApplyLearnedPhases(l, 2, &two);  // evaluations at another rank count: not learned
+  ApplyLearnedPhases(l, 2, 0, &two);  // evaluations at another rank count: not learned
   EXPECT_DOUBLE_EQ(two.eval_s, 1);
 }
 
@@ -585,8 +585,25 @@ TEST(ObservationPhasesTest, OthersMovePhasesByAtMostTheCap) {
   for (int i = 0; i < 20; ++i) store.records.push_back(Stored(o, getuid() + 1));
   JobPhases p;
   p.startup_s = 30;
-  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, "alpha"), 1, &p);
+  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, "alpha"), 1, 0, &p);
   EXPECT_NEAR(p.startup_s, 30 * 1.15, 1e-9);
+}
+
+// What no record can see (srun's step launch and end, the cluster's runtime.launch_s) stays
+// in the start-up that a record replaces; a site's start-up below it keeps only itself.
+TEST(ObservationPhasesTest, TheLaunchOutsideTheRecordsIsKept) {
+  const Job job = TinyJob();
+  StoreContents store;
+  store.records.push_back(Stored(Record(JobModelKey(job), 0.005), getuid()));
+  const LearnedPhases l = LearnPhasesFrom(store, getuid(), job, "alpha");
+  JobPhases p;
+  p.startup_s = 30;
+  ApplyLearnedPhases(l, 1, 1.5, &p);
+  EXPECT_DOUBLE_EQ(p.startup_s, 1.5 + 11.1);
+  JobPhases small;
+  small.startup_s = 1;
+  ApplyLearnedPhases(l, 1, 1.5, &small);
+  EXPECT_DOUBLE_EQ(small.startup_s, 1 + 11.1);
 }
 
 }  // namespace
