@@ -6,12 +6,27 @@
 // checkpoint therefore draws bit-identical masks without saving any generator.
 
 #include <cstdint>
+#include <cstring>
 
 #include "common/error.hpp"
 #include "launcher/nn/layers/layers.hpp"
 #include "launcher/nn/random.hpp"
+#include "launcher/nn/thread_pool.hpp"
 
 namespace dlh {
+namespace {
+
+// Elements per block: the hash is a few nanoseconds an element, so a block is tens of
+// microseconds, as relu's are.
+constexpr size_t kGrain = 16384;
+
+}  // namespace
+
+// The mask and the product in one pass over the engine's threads, without a data-dependent
+// branch (the keep test is random: a branch on it mispredicts as often as the rate). On the
+// project's 2-core host one thread with a branch spent 3.8 ns an element, a third of a small
+// CNN's step (`dlh-estimate profile`). Each element's mask is the same pure function of its
+// index (DropoutKeeps), so the masks do not depend on the threads.
 void Dropout::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) {
   BatchSize(in, in_, "dropout");
   out.resize(in.shape());
@@ -21,15 +36,32 @@ void Dropout::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) 
   float* y = out.data();
   float* m = mask_.data();
   if (!ctx.training || rate_ <= 0.0) {
-    for (size_t i = 0; i < size; ++i) m[i] = 1.0f;
-    for (size_t i = 0; i < size; ++i) y[i] = x[i];
+    ParallelRange(size, kGrain, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) m[i] = 1.0f;
+      for (size_t i = lo; i < hi; ++i) y[i] = x[i];
+    });
     return;
   }
   const uint64_t key = DropoutKey(ctx.seed, ctx.rank, ctx.step, ctx.layer_index);
   const uint64_t threshold = DropoutThreshold(rate_);
   const float scale = float(1.0 / (1.0 - rate_));
-  for (size_t i = 0; i < size; ++i) m[i] = DropoutKeeps(key, i, threshold) ? scale : 0.0f;
-  for (size_t i = 0; i < size; ++i) y[i] = x[i] * m[i];
+  uint32_t scale_bits;
+  std::memcpy(&scale_bits, &scale, sizeof scale_bits);
+  ParallelRange(size, kGrain, [&](size_t lo, size_t hi) {
+    // DropoutKeeps(key, i, threshold), its counter key + (i + 1) gamma stepped by an
+    // addition rather than a multiplication per element. The kept value is the scale's bits
+    // under an all-ones or all-zeros mask: written as a select or a product of the test,
+    // GCC 12 turned it back into a branch (3.4 ns an element against 1.2 ns without).
+    uint64_t counter = key + (uint64_t(lo) + 1) * kGoldenGamma;
+    for (size_t i = lo; i < hi; ++i, counter += kGoldenGamma) {
+      const uint32_t all = uint32_t(0) - uint32_t((Mix64(counter) >> 11) >= threshold);
+      const uint32_t bits = all & scale_bits;
+      float keep;
+      std::memcpy(&keep, &bits, sizeof keep);
+      m[i] = keep;
+      y[i] = x[i] * keep;
+    }
+  });
 }
 
 void Dropout::backward(const Tensor& in, const Tensor& out, const Tensor& grad_out,
@@ -42,7 +74,9 @@ void Dropout::backward(const Tensor& in, const Tensor& out, const Tensor& grad_o
   const float* g = grad_out.data();
   const float* m = mask_.data();
   float* d = grad_in->data();
-  for (size_t i = 0; i < size; ++i) d[i] = g[i] * m[i];
+  ParallelRange(size, kGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) d[i] = g[i] * m[i];
+  });
 }
 
 }  // namespace dlh
