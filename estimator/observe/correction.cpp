@@ -156,6 +156,7 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     s.provenance = base;
     s.cpu_scaling.learned_log_by_ranks.clear();  // residuals are of the curves alone
     std::vector<Residual> residuals;
+    std::map<RunShape, std::vector<const Observation*>> repeats;  // the caller's, of this model
     std::map<std::string, std::optional<DeviceSpeed>> other_models;
     for (const StoredObservation& so : store.records) {
       const Observation& r = so.record;
@@ -172,6 +173,8 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
       if (!std::isfinite(residual)) continue;
       residuals.push_back(
           {r.model_key, SharingCount(r, s, cluster), residual, so.owner == caller, comm < compute});
+      if (r.model_key == key && so.owner == caller)
+        repeats[RunShape{r.ranks, r.ranks_per_node, r.per_rank_batch}].push_back(&r);
     }
     // Ranks side by side, learned from models run both ways; every residual is then judged
     // as if its ranks had run alone, so that the model's (or the type's) factor is one of
@@ -213,6 +216,19 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     s.cpu_scaling.learned_log_by_ranks = learned;
     s.observed_runs = c.runs;
     s.log_sigma = std::hypot(s.log_sigma, c.log_sigma);
+    // A shape the caller ran this model at: how far the learned prediction misses those
+    // runs (the median of their residuals now) and how much they scatter, in quadrature.
+    s.repeat_log_sigma.clear();
+    for (const auto& [shape, runs] : repeats) {
+      Residuals after;
+      for (const Observation* r : runs) {
+        const double comm = r->has_prediction ? r->predicted_comm_s : 0;
+        after.own.push_back(
+            std::log((r->mean_step_s() - comm) / PredictedCompute(*r, s, cluster, gpu)));
+      }
+      const Combined left = ModelHistory(after);
+      s.repeat_log_sigma[shape] = std::hypot(left.log_factor, left.log_sigma);
+    }
     s.provenance = provenance + SharingText(learned);
   }
 }

@@ -52,7 +52,8 @@ struct TypeInfo {
   int cpu_threads = 0;        // DeviceSpeed::cpu_threads
   ThreadScaling cpu_scaling;  // DeviceSpeed::cpu_scaling
   double log_sigma = 0;       // DeviceSpeed::log_sigma
-  int cores = 0;              // the node's CPU cores (NodeType::cpu_cores, else cpu_threads)
+  std::map<RunShape, double> repeat_log_sigma;  // DeviceSpeed::repeat_log_sigma
+  int cores = 0;  // the node's CPU cores (NodeType::cpu_cores, else cpu_threads)
   int available = 0;
   AlphaBeta intra;
   int64_t max_batch = 0;  // largest per-GPU batch that fits in memory

@@ -143,6 +143,7 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     t.cpu_threads = s->second.cpu_threads;
     t.cpu_scaling = s->second.cpu_scaling;
     t.log_sigma = s->second.log_sigma;
+    t.repeat_log_sigma = s->second.repeat_log_sigma;
     // Never below idle: the model charges (active - idle) W for the busy time.
     t.active_watts = s->second.measured_watts > 0
                          ? std::max(s->second.measured_watts, t.gpu->idle_watts)
@@ -229,7 +230,13 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
   for (int p = 0; p < c.parts; ++p) {
     const TypeInfo& t = ti[size_t(c.type[p])];
     // A mix runs at its slower part's pace, which may be either: the wider band of the two.
-    log_sigma = std::max(log_sigma, t.log_sigma);
+    // One type at a shape the caller ran this model at: the spread of those runs.
+    double sigma = t.log_sigma;
+    if (c.parts == 1) {
+      const auto repeat = t.repeat_log_sigma.find(RunShape{c.gpus, c.gpn[0], c.batch[0]});
+      if (repeat != t.repeat_log_sigma.end()) sigma = repeat->second;
+    }
+    log_sigma = std::max(log_sigma, sigma);
     Part part;
     part.node_type = t.node->name;
     part.gpu = t.gpu->name;

@@ -84,6 +84,16 @@ struct Job {
 // recalibrate (dlh-estimate calibrate)" for each GPU type whose calibration is stale, and
 // "beta's speed is scaled from alpha's calibration cpu.json: ..." for each scaled from one.
 struct DeviceSpeed;
+// A job's shape as the observation records give it: ranks, ranks per node, per-rank batch.
+struct RunShape {
+  int ranks = 0, ranks_per_node = 0;
+  int64_t per_rank_batch = 0;
+  bool operator<(const RunShape& o) const {
+    if (ranks != o.ranks) return ranks < o.ranks;
+    if (ranks_per_node != o.ranks_per_node) return ranks_per_node < o.ranks_per_node;
+    return per_rank_batch < o.per_rank_batch;
+  }
+};
 std::vector<std::string> StaleCalibrationWarnings(const std::map<std::string, DeviceSpeed>& speeds);
 
 struct DeviceSpeed {
@@ -117,6 +127,12 @@ struct DeviceSpeed {
   // calibration's cross-validated spread, a transfer's added error, the spread of the
   // observations used. 0: unknown. The prediction band comes from it.
   double log_sigma = 0;
+  // The caller's own earlier runs of this model on the type at one shape (ranks, ranks per
+  // node, per-rank batch): a job of that shape is predicted at those runs' measured step, so
+  // its uncertainty is their spread (a robust deviation; 5% below 3 runs), in place of
+  // log_sigma's calibration error, which the prediction no longer carries. Others' records
+  // never narrow a band (estimator/observe/correction.hpp). Empty: no such runs.
+  std::map<RunShape, double> repeat_log_sigma;
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 

@@ -347,6 +347,58 @@ TEST(ObservationCorrectionTest, ASecondRunIsPredictedAtTheFirstOnesStep) {
   EXPECT_NEAR(s.log_sigma, std::hypot(0.1, kDefaultRunLogSigma), 1e-12);
 }
 
+// At the shape the caller ran the model at, the band is that of the runs: how far the learned
+// prediction misses them and how much they scatter; at another shape, and from another
+// user's runs, it keeps the calibration's error.
+TEST(ObservationCorrectionTest, ARepeatsBandComesFromItsOwnRuns) {
+  const Job job = TinyJob();
+  StoreContents store;
+  store.records.push_back(Stored(Record(JobModelKey(job), 0.005), getuid()));
+  auto speeds = Speeds();
+  ApplyObservationsFrom(store, getuid(), job, OneType(), &speeds);
+  const DeviceSpeed& s = speeds.at("alpha");
+  ASSERT_EQ(s.repeat_log_sigma.size(), 1u);
+  // One run, predicted at its own step: the default spread of a few runs alone.
+  EXPECT_NEAR(s.repeat_log_sigma.at(RunShape{1, 1, 10}), kDefaultRunLogSigma, 1e-12);
+  EXPECT_NEAR(s.log_sigma, std::hypot(0.1, kDefaultRunLogSigma), 1e-12);
+  // Two runs 20% apart at one shape, one at another batch: the shape's band holds the
+  // prediction's miss of them (the median of all three sets it) and their spread.
+  StoreContents two = store;
+  two.records.push_back(Stored(Record(JobModelKey(job), 0.006), getuid()));
+  two.records.push_back(Stored(Record(JobModelKey(job), 0.004 * 2, 20), getuid()));
+  auto speeds2 = Speeds();
+  ApplyObservationsFrom(two, getuid(), job, OneType(), &speeds2);
+  const DeviceSpeed& s2 = speeds2.at("alpha");
+  ASSERT_EQ(s2.repeat_log_sigma.size(), 2u);
+  const double at10 = s2.repeat_log_sigma.at(RunShape{1, 1, 10});
+  EXPECT_GT(at10, kDefaultRunLogSigma);
+  EXPECT_LT(at10, 0.2);
+  // Another user's runs narrow nothing.
+  StoreContents theirs;
+  theirs.records.push_back(Stored(Record(JobModelKey(job), 0.005), getuid() + 1));
+  auto speeds3 = Speeds();
+  ApplyObservationsFrom(theirs, getuid(), job, OneType(), &speeds3);
+  EXPECT_TRUE(speeds3.at("alpha").repeat_log_sigma.empty());
+}
+
+// The plan's band (and so its time limit) takes the repeat's spread at that shape only.
+TEST(ObservationCorrectionTest, ThePlanAtARepeatShapeTakesItsBand) {
+  const Job job = TinyJob();
+  const auto speeds = Speeds();
+  const Allocation wide = Recommend(job, OneType(), speeds).fastest;
+  ASSERT_EQ(wide.parts.size(), 1u);
+  auto repeat = speeds;
+  repeat.at("alpha").repeat_log_sigma[RunShape{wide.gpus, wide.parts[0].gpus_per_node,
+                                               wide.parts[0].per_gpu_batch}] = 0.01;
+  const Allocation narrow = Recommend(job, OneType(), repeat).fastest;
+  EXPECT_DOUBLE_EQ(narrow.total_s, wide.total_s);
+  EXPECT_LT(narrow.total_upper_s, wide.total_upper_s);
+  auto elsewhere = speeds;
+  elsewhere.at("alpha").repeat_log_sigma[RunShape{wide.gpus, wide.parts[0].gpus_per_node,
+                                                  wide.parts[0].per_gpu_batch + 1}] = 0.01;
+  EXPECT_DOUBLE_EQ(Recommend(job, OneType(), elsewhere).fastest.total_upper_s, wide.total_upper_s);
+}
+
 TEST(ObservationCorrectionTest, OtherModelsGetTheTypesShrunkCorrection) {
   const Job job = TinyJob();
   // Another model (a wider dense layer), each of its 5 jobs 2x slower than ITS OWN model's
