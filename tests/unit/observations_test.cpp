@@ -597,11 +597,17 @@ TEST(ObservationCorrectionTest, ACommBoundModelTeachesNoOtherModelSideBySide) {
               PredictedCompute(its_two, m.wider_before, m.cluster, "alpha") * 3.0, 1e-9);
 }
 
-TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
+// The phases one run of the tiny model (its step 5 ms) teaches its caller.
+LearnedPhases LearnedFromOneRun() {
   const Job job = TinyJob();
   StoreContents store;
   store.records.push_back(Stored(Record(JobModelKey(job), 0.005), getuid()));
-  const LearnedPhases l = LearnPhasesFrom(store, getuid(), job, "alpha");
+  return LearnPhasesFrom(store, getuid(), job, "alpha");
+}
+
+TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
+  const Job job = TinyJob();
+  const LearnedPhases l = LearnedFromOneRun();
   JobPhases p;
   p.startup_s = 30;
   p.data_s = 0.5;
@@ -644,10 +650,7 @@ TEST(ObservationPhasesTest, OthersMovePhasesByAtMostTheCap) {
 // What no record can see (srun's step launch and end, the cluster's runtime.launch_s) stays
 // in the start-up that a record replaces; a site's start-up below it keeps only itself.
 TEST(ObservationPhasesTest, TheLaunchOutsideTheRecordsIsKept) {
-  const Job job = TinyJob();
-  StoreContents store;
-  store.records.push_back(Stored(Record(JobModelKey(job), 0.005), getuid()));
-  const LearnedPhases l = LearnPhasesFrom(store, getuid(), job, "alpha");
+  const LearnedPhases l = LearnedFromOneRun();
   JobPhases p;
   p.startup_s = 30;
   ApplyLearnedPhases(l, 1, 1.5, &p);
