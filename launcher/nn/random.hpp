@@ -49,9 +49,16 @@ DLH_HOST_DEVICE inline int NestedLayerIndex(int parent, int branch, uint64_t j) 
 }
 
 // Element i of a mask keeps when its 53-bit uniform u in [0, 1) is >= the layer's
-// threshold (rate * 2^53), so P(keep) = 1 - rate.
+// threshold (rate * 2^53), so P(keep) = 1 - rate. u comes from element i's counter,
+// key + (i + 1) gamma: a loop over elements may step the counter by gamma instead.
+DLH_HOST_DEVICE inline uint64_t DropoutCounter(uint64_t key, uint64_t i) {
+  return key + (i + 1) * kGoldenGamma;
+}
+DLH_HOST_DEVICE inline bool DropoutKeepsCounter(uint64_t counter, uint64_t threshold) {
+  return (Mix64(counter) >> 11) >= threshold;
+}
 DLH_HOST_DEVICE inline bool DropoutKeeps(uint64_t key, uint64_t i, uint64_t threshold) {
-  return (Mix64(key + (i + 1) * kGoldenGamma) >> 11) >= threshold;
+  return DropoutKeepsCounter(DropoutCounter(key, i), threshold);
 }
 inline uint64_t DropoutThreshold(double rate) { return uint64_t(rate * 9007199254740992.0); }
 

@@ -185,6 +185,7 @@ void Trainer::write_summary(uint32_t crc) {
   // The run's loop (steps, evaluations, checkpoints) ends here; the record's probe after it
   // belongs to the whole job's time, not to its steps.
   const double loop_s = Since(train_start_);
+  const double startup_s = std::chrono::duration<double>(train_start_ - launch_start_).count();
   const nlohmann::json node_probe = probe_for_observation();
   char hex[16];
   std::snprintf(hex, sizeof hex, "%08x", crc);
@@ -261,13 +262,11 @@ void Trainer::write_summary(uint32_t crc) {
                              {"time_limit_s", plan_.time_limit_s}};
     if (plan_.predicted_upper_s > 0) summary["prediction"]["upper_s"] = plan_.predicted_upper_s;
     summary["measured"] = {{"total_s", wall_s}, {"step_s", step_s}, {"whole_job", whole_job}};
-    summary["measured"]["phases"] = {
-        {"startup_s", std::chrono::duration<double>(train_start_ - launch_start_).count()},
-        {"steps_s", loop_s - eval_seconds_ - checkpoint_seconds_},
-        {"eval_s", eval_seconds_},
-        {"checkpoint_s", checkpoint_seconds_},
-        {"end_s",
-         wall_s - loop_s - std::chrono::duration<double>(train_start_ - launch_start_).count()}};
+    summary["measured"]["phases"] = {{"startup_s", startup_s},
+                                     {"steps_s", loop_s - eval_seconds_ - checkpoint_seconds_},
+                                     {"eval_s", eval_seconds_},
+                                     {"checkpoint_s", checkpoint_seconds_},
+                                     {"end_s", wall_s - loop_s - startup_s}};
     if (plan_.predicted_steps_s > 0)
       summary["prediction"]["phases"] = {{"startup_s", plan_.predicted_startup_s},
                                          {"steps_s", plan_.predicted_steps_s},
@@ -293,9 +292,7 @@ void Trainer::write_summary(uint32_t crc) {
     summary["measured"]["step_error_pct"] = step_error;
   }
   WriteFileAtomically(run_dir_ + "/summary.json", summary.dump(2) + "\n");
-  write_observation(summary, wall_s,
-                    std::chrono::duration<double>(train_start_ - launch_start_).count(),
-                    node_probe);
+  write_observation(summary, wall_s, startup_s, node_probe);
   if (result_.finished) {
     // A run without evaluations (--no-eval) has no accuracy to give (test_accuracy < 0).
     char accuracy[64] = "not measured (no evaluation)";

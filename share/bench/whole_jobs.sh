@@ -124,8 +124,10 @@ probe() {
     --no-resume --max-steps 3 --no-eval --no-epoch-checkpoints --progress none \
     --observations probe-store >probe.log 2>&1 || return 1
   t1=$EPOCHREALTIME
-  python3 -c 'import json, sys; s = json.load(open("probe/summary.json")); t = float(sys.argv[2]) - float(sys.argv[1])
-print(f"{t - s['"'"'train_seconds'"'"']:.3f} {t - s['"'"'wall_seconds'"'"']:.3f}")' "$t0" "$t1" >>startup.txt
+  python3 -c 'import json, sys
+s = json.load(open("probe/summary.json"))
+t = float(sys.argv[2]) - float(sys.argv[1])
+print("%.3f %.3f" % (t - s["train_seconds"], t - s["wall_seconds"]))' "$t0" "$t1" >>startup.txt
 }
 : >startup.txt
 rm -rf probe-store && mkdir -m 700 probe-store

@@ -48,13 +48,13 @@ void Dropout::forward(const Tensor& in, Tensor& out, const ForwardContext& ctx) 
   uint32_t scale_bits;
   std::memcpy(&scale_bits, &scale, sizeof scale_bits);
   ParallelRange(size, kGrain, [&](size_t lo, size_t hi) {
-    // DropoutKeeps(key, i, threshold), its counter key + (i + 1) gamma stepped by an
-    // addition rather than a multiplication per element. The kept value is the scale's bits
-    // under an all-ones or all-zeros mask: written as a select or a product of the test,
-    // GCC 12 turned it back into a branch (3.4 ns an element against 1.2 ns without).
-    uint64_t counter = key + (uint64_t(lo) + 1) * kGoldenGamma;
+    // DropoutKeeps(key, i, threshold), its counter stepped by an addition rather than a
+    // multiplication per element. The kept value is the scale's bits under an all-ones or
+    // all-zeros mask: written as a select or a product of the test, GCC 12 turned it back
+    // into a branch (3.4 ns an element against 1.2 ns without).
+    uint64_t counter = DropoutCounter(key, lo);
     for (size_t i = lo; i < hi; ++i, counter += kGoldenGamma) {
-      const uint32_t all = uint32_t(0) - uint32_t((Mix64(counter) >> 11) >= threshold);
+      const uint32_t all = uint32_t(0) - uint32_t(DropoutKeepsCounter(counter, threshold));
       const uint32_t bits = all & scale_bits;
       float keep;
       std::memcpy(&keep, &bits, sizeof keep);
