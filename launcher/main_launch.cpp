@@ -326,8 +326,10 @@ int main(int argc, char** argv) {
   // there for good. Training goes on under the same watch, which the trainer then gives its
   // heartbeats; the other commands were never watched (`run`'s ranks wait for their program).
   dlh::StartPeerWatchBeforeMpi(dlh::CommTimeoutFromArguments(argc, argv));
+  dlh::SetGuardedPhase("in MPI_Init");
   dlh::mpi::Env env(&argc, &argv, command == "train" ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED);
   if (command != "train") dlh::StopPeerWatch();
+  dlh::SetGuardedPhase("reading its options");
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

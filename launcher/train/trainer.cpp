@@ -27,6 +27,7 @@
 #include "launcher/comm/collective.hpp"
 #include "launcher/nn/thread_pool.hpp"
 #include "launcher/train/trainer_impl.hpp"
+#include "launcher/watch/rank_guard.hpp"
 
 namespace dlh {
 namespace trainer_detail {
@@ -74,18 +75,22 @@ TrainResult Trainer::run() {
   start_trace();
   {
     TraceSpan span(tracer_.get(), TraceLane::Compute, "load inputs", -1);
+    SetGuardedPhase("loading the data");
     load_inputs();
   }
   {
     TraceSpan span(tracer_.get(), TraceLane::Compute, "start engine", -1);
+    SetGuardedPhase("starting the engine");
     start_engine();
   }
   {
     TraceSpan span(tracer_.get(), TraceLane::Compute, "resume", -1);
+    SetGuardedPhase("resuming");
     resume();
   }
   announce();
   open_loop();
+  SetGuardedPhase("in its first step");
   while (keep_training()) {
     StepTimes times;
     times.start = Clock::now();

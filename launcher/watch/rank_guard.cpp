@@ -26,6 +26,9 @@ namespace {
 // there is no race but a rank dying mid-write: `writing` says the path may be torn).
 struct Shared {
   std::atomic<int64_t> step{-1};
+  // What the rank was doing before its first step: a string literal, whose address is the
+  // same in the guard (a fork of the same image).
+  std::atomic<const char*> phase{nullptr};
   std::atomic<int> writing{0};
   char checkpoint[4096] = {0};
   std::atomic<int> report_set{0};  // report_path and node are written once, before this
@@ -104,6 +107,7 @@ const char* SignalName(int signal) {
   // A stop the launcher or the user asked for is no news; a kill or a crash is.
   if (signal != SIGTERM && signal != SIGINT && signal != SIGHUP) {
     const int64_t step = g_shared->step.load();
+    const char* phase = g_shared->phase.load();
     std::string checkpoint;
     if (!g_shared->writing.load())
       checkpoint.assign(g_shared->checkpoint,
@@ -113,7 +117,7 @@ const char* SignalName(int signal) {
     static const char* const kSize[] = {"OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", nullptr};
     const std::string line =
         RankDeathLine(EnvInt(kRank, 0), EnvInt(kSize, 1), HostName(), long(rank_pid), signal,
-                      WCOREDUMP(status), step, checkpoint);
+                      WCOREDUMP(status), step, checkpoint, phase ? phase : "");
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
     if (g_shared->report_set.load()) {
@@ -138,7 +142,8 @@ const char* SignalName(int signal) {
 }  // namespace
 
 std::string RankDeathLine(int rank, int size, const std::string& host, long pid, int signal,
-                          bool core_dumped, int64_t step, const std::string& checkpoint) {
+                          bool core_dumped, int64_t step, const std::string& checkpoint,
+                          const std::string& phase) {
   const char* name = SignalName(signal);
   const std::string sig = name ? name : "signal " + std::to_string(signal);
   const bool crash = signal == SIGSEGV || signal == SIGBUS || signal == SIGFPE ||
@@ -147,7 +152,10 @@ std::string RankDeathLine(int rank, int size, const std::string& host, long pid,
                      host + "]: error: rank " + std::to_string(rank) + " (pid " +
                      std::to_string(pid) + ") " + (crash ? "crashed with " : "was killed by ") +
                      sig + (core_dumped ? " (core dumped)" : "");
-  line += step < 0 ? " before training started" : " at step " + std::to_string(step);
+  if (step >= 0)
+    line += " at step " + std::to_string(step);
+  else
+    line += " before training started" + (phase.empty() ? "" : " (" + phase + ")");
   if (signal == SIGKILL) line += " (by hand, or by the kernel's out-of-memory killer)";
   line += checkpoint.empty() ? "; no checkpoint yet" : "; last good checkpoint " + checkpoint;
   return line + "; its peers cannot go on without it: the job ends";
@@ -174,6 +182,10 @@ void GuardRank() {
 
 void SetGuardedStep(int64_t step) {
   if (g_shared) g_shared->step.store(step, std::memory_order_relaxed);
+}
+
+void SetGuardedPhase(const char* phase) {
+  if (g_shared) g_shared->phase.store(phase, std::memory_order_relaxed);
 }
 
 void SetGuardedCheckpoint(const std::string& path) {

@@ -29,6 +29,9 @@ void GuardRank();
 // What the guard names if the rank dies: the step it reached and its last good checkpoint.
 // Cheap; no-ops without a guard.
 void SetGuardedStep(int64_t step);
+// What the rank is doing before its first step ("in MPI_Init", "loading the data"), named
+// when it dies before one; `phase` must be a string literal (the guard reads the pointer).
+void SetGuardedPhase(const char* phase);
 void SetGuardedCheckpoint(const std::string& path);
 // Where the guard writes what it saw when the rank died of a signal ({"rank", "signal",
 // "culprit_nodes": [node]}, as a stall's verdict file has), for the job script to leave the
@@ -38,8 +41,9 @@ void SetGuardedReport(const std::string& path, const std::string& node);
 // The guard's line for a rank that died of `signal`, e.g. "dlh-launch [rank 2/4 host2]:
 // error: rank 2 (pid 4711) was killed by SIGKILL at step 1800; last good checkpoint ...;
 // its peers cannot go on without it: the job ends". `step` < 0: before training started;
-// `checkpoint` empty: none yet.
+// `checkpoint` empty: none yet; `phase`: what it was doing before its first step, if known.
 std::string RankDeathLine(int rank, int size, const std::string& host, long pid, int signal,
-                          bool core_dumped, int64_t step, const std::string& checkpoint);
+                          bool core_dumped, int64_t step, const std::string& checkpoint,
+                          const std::string& phase = "");
 
 }  // namespace dlh

@@ -24,6 +24,18 @@ TEST(RankDeathLine, CrashBeforeTrainingWithoutCheckpoint) {
             "job ends");
 }
 
+// Before its first step the line says where the rank was: MPI_Init's own crashes read
+// differently from the engine's.
+TEST(RankDeathLine, CrashBeforeTrainingNamesThePhase) {
+  EXPECT_NE(RankDeathLine(2, 4, "beta1", 9, SIGSEGV, false, -1, "", "in MPI_Init")
+                .find("crashed with SIGSEGV before training started (in MPI_Init); no checkpoint"),
+            std::string::npos);
+  // Once a step is done, the step says it.
+  EXPECT_NE(RankDeathLine(2, 4, "beta1", 9, SIGSEGV, false, 5, "", "in its first step")
+                .find("crashed with SIGSEGV at step 5; no checkpoint"),
+            std::string::npos);
+}
+
 TEST(RankDeathLine, UnnamedSignalByNumber) {
   EXPECT_NE(
       RankDeathLine(1, 2, "h", 9, 40, false, 3, "").find("was killed by signal 40 at step 3;"),
