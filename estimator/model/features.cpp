@@ -218,6 +218,16 @@ ModelFeatures ComputeFeatures(const TrainSpec& spec) {
   return f;
 }
 
+std::vector<ModelFeatures> TopLevelLayerFeatures(const TrainSpec& spec) {
+  const std::vector<Shape3> shapes = LayerShapes(spec);  // throws SpecError
+  const std::vector<bool> cpu_fused = CpuFusedLayers(spec.layers);
+  std::vector<ModelFeatures> out(spec.layers.size());
+  for (size_t i = 0; i < spec.layers.size(); ++i)
+    out[i].layers.push_back(AddLayer(spec.layers[i], shapes[i], shapes[i + 1], i == 0, cpu_fused[i],
+                                     spec.origin, "layers[" + std::to_string(i) + "]", &out[i]));
+  return out;
+}
+
 // Bytes one rank holds while training with `batch` samples per step (4-byte floats):
 //
 //   4 * params * (2 + optimizer_slots)           weights, gradients, optimizer state

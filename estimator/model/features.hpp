@@ -74,6 +74,12 @@ struct ModelFeatures {
 // Throws SpecError if the spec's shapes do not chain (same checks as LayerShapes).
 ModelFeatures ComputeFeatures(const TrainSpec& spec);
 
+// Each top-level layer of the spec on its own, counted as ComputeFeatures counts it inside
+// the whole (its fusion with the convolution before it, "first" for layer 0), the input and
+// the loss left out: a time model applied to entry i prices layer i, so a pipeline's stages
+// can be timed by the model rather than by their FLOPs (estimator/recommend/pipeline_plan.cpp).
+std::vector<ModelFeatures> TopLevelLayerFeatures(const TrainSpec& spec);
+
 // Device memory one rank needs to train with `batch` samples per step: weights, gradients,
 // `optimizer_slots` state arrays per weight (sgd+momentum 1, adam 2), forward activations
 // and their gradients, plus the engine's convolution workspace (im2col columns).

@@ -204,7 +204,8 @@ class Enumerator {
         c.eval_fixed = fixed;
         c.eval_per = per;
         double busy_one = 0;
-        c.compute_s = PipelineStepSeconds(pipe_, fixed, per, hi, &busy_one);
+        c.compute_s = PipelineStepSeconds(pipe_, ti, fixed, per, hi, &busy_one);
+        c.bubble = c.compute_s > 0 ? std::max(0.0, 1 - busy_one / c.compute_s) : 0;
         const AlphaBeta& link = stages <= gpn ? ti.intra : inter_;
         const double transfer =
             2.0 * double(micro + stages - 1) * link.MessageSeconds(BoundaryBytes(pipe_, hi));

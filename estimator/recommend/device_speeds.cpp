@@ -134,6 +134,28 @@ DeviceSpeed AffineSpeed(const std::vector<double>& coef, const ModelFeatures& f,
   return s;
 }
 
+// Each top-level layer's pass, update and per-sample seconds by the same model (DeviceSpeed).
+void SplitByLayer(const std::vector<double>& coef, const std::vector<ModelFeatures>& layers,
+                  bool cpu_engine, DeviceSpeed* s) {
+  const std::vector<std::string>& names = TimeTermNames();
+  auto term = [&](const char* name) {
+    return size_t(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  // The step's own overhead is no layer's: it stays with the whole (fixed_s).
+  const size_t update = term("update_s_per_param"), overhead = term("overhead_s");
+  const double step_overhead = overhead < coef.size() ? coef[overhead] : 0.0;
+  s->layer_pass_s.clear();
+  s->layer_update_s.clear();
+  s->layer_per_sample_s.clear();
+  for (const ModelFeatures& l : layers) {
+    const DeviceSpeed one = AffineSpeed(coef, l, cpu_engine);
+    const double update_s = update < coef.size() ? coef[update] * l.params : 0.0;
+    s->layer_pass_s.push_back(std::max(0.0, one.fixed_s - update_s - step_overhead));
+    s->layer_update_s.push_back(update_s);
+    s->layer_per_sample_s.push_back(one.per_sample_s);
+  }
+}
+
 }  // namespace
 
 using recommend_detail::Allowed;
@@ -166,6 +188,10 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
   };
   const ModelFeatures& f = job.features;
   const double layers = double(f.layers.empty() ? job.spec.layers.size() : f.layers.size());
+  // A profile has no spec layers to split by; a job made of features alone (tests) neither.
+  std::vector<ModelFeatures> by_layer;
+  if (!job.profile && !job.spec.layers.empty() && f.layers.size() == job.spec.layers.size())
+    by_layer = TopLevelLayerFeatures(job.spec);
   // A profile is this very program measured: it beats any calibration of other models.
   std::optional<ProfileSources> profiled;
   if (job.profile) profiled = ProfileSourcesOf(job, cluster);
@@ -193,6 +219,7 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
                             " was measured on device " + cal.device +
                             ", not the CPU engine (dlh-estimate calibrate on one such node)");
       s = AffineSpeed(cal.model.coef, f, CpuEngineDevice(cal.device));
+      SplitByLayer(cal.model.coef, by_layer, CpuEngineDevice(cal.device), &s);
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
         s.stale = file + ": " + stale;
@@ -214,6 +241,7 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
       const SpeedRatio ratio = PeakRatio(*ref, *g);
       const std::vector<double> coef = ScaleCoefficients(cal.model.coef, ratio);
       s = AffineSpeed(coef, f, CpuEngineDevice(cal.device));
+      SplitByLayer(coef, by_layer, CpuEngineDevice(cal.device), &s);
       s.source = "scaled from " + ref->name + "'s calibration (" + file + "): " + RatioText(ratio);
       s.reference = ref->name;
       // The reference's staleness carries over: the scaled model is no better than it.

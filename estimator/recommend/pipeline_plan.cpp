@@ -39,16 +39,18 @@ PipelineShape PipelineOf(const Job& job, int stages, int micro_batches) {
     st.input_elements = double(layers[a].in.elements());
     st.output_elements = layers[b - 1].out_elements;
     st.activation_elements = st.input_elements;
+    double forward = 0, train = 0;
     for (size_t i = a; i < b; ++i) {
+      forward += layers[i].flops_fwd;
+      train += layers[i].flops_fwd + layers[i].flops_bwd;
       st.params += layers[i].params;
       st.activation_elements += Activations(layers[i]);
       st.workspace_elements += layers[i].workspace_elements;
       st.work_share += total_work > 0 ? work[i] / total_work : 0;
     }
+    st.forward_share = train > 0 ? forward / train : 0;
     p.parts.push_back(st);
   }
-  const double train = job.features.flops_train();
-  p.forward_share = train > 0 ? job.features.flops_fwd() / train : 0;
   return p;
 }
 
@@ -62,14 +64,44 @@ double StageMemoryBytes(const PipelineShape& p, int64_t replica_batch, int optim
   return most;
 }
 
-double PipelineStepSeconds(const PipelineShape& p, double fixed, double per, int64_t replica_batch,
-                           double* busy) {
-  double share = 0;
-  for (const PipelineShape::Stage& s : p.parts) share = std::max(share, s.work_share);
-  const double stage = (fixed + per * double(MicroBatch(p, replica_batch))) * share;
-  const double m = p.micro_batches, recompute = (m - 1) * p.forward_share * stage;
-  if (busy) *busy = m * stage + recompute;
-  return (m + p.stages - 1) * stage + recompute;
+double PipelineStepSeconds(const PipelineShape& p, const TypeInfo& t, double fixed, double per,
+                           int64_t replica_batch, double* busy) {
+  // Each stage's part of the whole network's fixed and per-sample time.
+  const size_t layers = p.bounds.empty() ? 0 : p.bounds.back();
+  const bool by_model = t.layer_pass.size() == layers && t.layer_update.size() == layers &&
+                        t.layer_per.size() == layers;
+  double all_fixed = 0, all_per = 0;
+  if (by_model)
+    for (size_t i = 0; i < layers; ++i)
+      all_fixed += t.layer_pass[i] + t.layer_update[i], all_per += t.layer_per[i];
+  const double m = p.micro_batches, micro = double(MicroBatch(p, replica_batch));
+  double sum_fwd = 0, max_fwd = 0, sum_bwd = 0, max_bwd = 0, max_update = 0, computing = 0;
+  for (size_t s = 0; s < p.parts.size(); ++s) {
+    const PipelineShape::Stage& st = p.parts[s];
+    // Without a model, the whole fixed time is a pass's: an upper bound.
+    double pass = fixed * st.work_share, update = 0, per_sample = per * st.work_share;
+    if (by_model && all_per > 0) {
+      double a = 0, u = 0, q = 0;
+      for (size_t i = p.bounds[s]; i < p.bounds[s + 1]; ++i)
+        a += t.layer_pass[i], u += t.layer_update[i], q += t.layer_per[i];
+      pass = all_fixed > 0 ? fixed * a / all_fixed : 0;
+      update = all_fixed > 0 ? fixed * u / all_fixed : 0;
+      per_sample = per * q / all_per;
+    }
+    // One micro-batch through this stage, forward and backward; backward runs the forward
+    // again first for all but the last micro-batch (re-materialization).
+    const double one = pass + per_sample * micro;
+    const double fwd = one * st.forward_share, bwd = one - fwd;
+    const double bwd_avg = bwd + fwd * (m - 1) / m;
+    sum_fwd += fwd;
+    sum_bwd += bwd_avg;
+    max_fwd = std::max(max_fwd, fwd);
+    max_bwd = std::max(max_bwd, bwd_avg);
+    max_update = std::max(max_update, update);
+    computing += m * one + (m - 1) * fwd + update;
+  }
+  if (busy) *busy = p.parts.empty() ? 0 : computing / double(p.parts.size());
+  return sum_fwd + (m - 1) * max_fwd + sum_bwd + (m - 1) * max_bwd + max_update;
 }
 
 double BoundaryBytes(const PipelineShape& p, int64_t replica_batch) {

@@ -48,6 +48,8 @@ struct TypeInfo {
   const NodeType* node = nullptr;
   const GpuType* gpu = nullptr;
   double fixed = 0, per = 0;  // speed
+  // DeviceSpeed::layer_pass_s, layer_update_s, layer_per_sample_s (empty: unknown)
+  std::vector<double> layer_pass, layer_update, layer_per;
   double active_watts = 0;    // measured where the calibration has joules, else the datasheet's
   int cpu_threads = 0;        // DeviceSpeed::cpu_threads
   ThreadScaling cpu_scaling;  // DeviceSpeed::cpu_scaling
@@ -65,6 +67,7 @@ struct Cand {
   double key = 0;  // the objective's value
   double total_s = 0, energy_j = 0, gpu_hours = 0, compute_s = 0, comm_s = 0, step_s = 0;
   double eval_per = 0, eval_fixed = 0;  // the slowest rank's speed, for the evaluations
+  double bubble = 0;  // a pipeline's: the part of its compute time a stage waits, on average
   JobPhases phases;
   int64_t steps = 0, global = 0;
   int64_t batch[2] = {0, 0};  // largest per-GPU batch of each part
@@ -112,9 +115,9 @@ struct PipelineShape {
     double output_elements = 0;      // per sample: what it passes on
     double workspace_elements = 0;   // per sample: conv2d im2col columns
     double work_share = 0;           // of the network's work per sample (LayerWork)
+    double forward_share = 0;        // its forward FLOPs over its training FLOPs
   };
   std::vector<Stage> parts;
-  double forward_share = 0;  // forward FLOPs over training FLOPs: the recomputed share
   bool pipelined() const { return stages > 1; }
 };
 PipelineShape PipelineOf(const Job& job, int stages, int micro_batches);
@@ -122,12 +125,17 @@ PipelineShape PipelineOf(const Job& job, int stages, int micro_batches);
 // gradients and optimizer state of its layers; one micro-batch's activations and their
 // gradients and workspace (re-materialization keeps no more); every micro-batch's input.
 double StageMemoryBytes(const PipelineShape& p, int64_t replica_batch, int optimizer_slots);
-// Compute seconds of a pipelined step, from one rank's step time `fixed + per * batch` for the
-// whole network: the slowest stage's share of a micro-batch, (M + P - 1) times (GPipe: the
-// pipeline fills and drains), plus the forward run again for M - 1 micro-batches. `busy` gets
-// the seconds one stage computes (the rest of the step it waits).
-double PipelineStepSeconds(const PipelineShape& p, double fixed, double per, int64_t replica_batch,
-                           double* busy);
+// Compute seconds of a pipelined step on type `t`, from one rank's step time `t.fixed +
+// t.per * batch` for the whole network. Each stage takes its layers' part of it: by the
+// type's time model where it has one (TypeInfo::layer_pass, layer_update, layer_per), else
+// by the layers' work (LayerWork). GPipe's schedule, every forward and then every backward:
+// each phase lasts the stages' times of one micro-batch end to end (the fill and drain) plus
+// M - 1 times the slowest stage's (the steady state); the backward phase runs the forward
+// again for M - 1 micro-batches; every micro-batch pays a pass's fixed time, the optimizer
+// update is once a step (the slowest stage's ends it). `busy` gets the seconds a stage
+// computes, on average over the stages (the rest of the step it waits).
+double PipelineStepSeconds(const PipelineShape& p, const TypeInfo& t, double fixed, double per,
+                           int64_t replica_batch, double* busy);
 // Bytes a stage boundary passes per micro-batch, each way, at most.
 double BoundaryBytes(const PipelineShape& p, int64_t replica_batch);
 

@@ -140,6 +140,9 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     CheckSpeed(n.gpu, s->second);
     t.fixed = s->second.fixed_s;
     t.per = s->second.per_sample_s;
+    t.layer_pass = s->second.layer_pass_s;
+    t.layer_update = s->second.layer_update_s;
+    t.layer_per = s->second.layer_per_sample_s;
     t.cpu_threads = s->second.cpu_threads;
     t.cpu_scaling = s->second.cpu_scaling;
     t.log_sigma = s->second.log_sigma;
@@ -257,6 +260,7 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
     a.pipeline_stages = pipe.stages;
     a.micro_batches = pipe.micro_batches;
     a.stage_bounds = pipe.bounds;
+    a.bubble = c.bubble;
   }
   a.gpus = c.gpus;
   a.nodes = c.node_count;

@@ -99,6 +99,11 @@ std::vector<std::string> StaleCalibrationWarnings(const std::map<std::string, De
 struct DeviceSpeed {
   double fixed_s = 0;
   double per_sample_s = 0;
+  // What each top-level layer of the spec costs by the type's time model, for timing a
+  // pipeline's stages (pipeline_plan.cpp): seconds a pass whatever its batch (a micro-batch
+  // pays them each), seconds of its optimizer update (once a step), seconds a sample. Empty
+  // where the speed is no model's (a profile, the roofline): stages then go by their FLOPs.
+  std::vector<double> layer_pass_s, layer_update_s, layer_per_sample_s;
   // "calibrated (cpu.json)",
   // "scaled from alpha's calibration (cpu.json): FLOP/s x0.40, bandwidth x0.50", or
   // "roofline (no calibration for beta or any other type)"
@@ -194,6 +199,9 @@ struct Allocation {
   // is then each replica's batch, which every stage of it takes.
   int pipeline_stages = 1, micro_batches = 1;
   std::vector<size_t> stage_bounds;
+  // The part of the pipeline's compute time a stage waits, on average, by the stages' times:
+  // GPipe's (P - 1) / (M + P - 1) where they are even, more where one is slower.
+  double bubble = 0;
   bool fits_memory = true;
   bool meets_deadline = true;
   std::string why;  // one line: why this one ranks where it does

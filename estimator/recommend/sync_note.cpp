@@ -55,7 +55,7 @@ std::string PipelineNote(const Recommendation& rec, const Allocation& a) {
   if (a.pipeline_stages <= 1) return {};
   const int p = a.pipeline_stages, m = a.micro_batches;
   return "pipeline of " + std::to_string(p) + " stages, " + std::to_string(m) +
-         " micro-batches (bubble " + std::to_string(int(100.0 * (p - 1) / (m + p - 1) + 0.5)) +
+         " micro-batches (bubble " + std::to_string(int(100.0 * a.bubble + 0.5)) +
          "% of a step), " + Si(a.memory_bytes) + "B a GPU" +
          (rec.pipeline_why.empty() ? std::string() : ": " + rec.pipeline_why);
 }

