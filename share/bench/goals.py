@@ -208,6 +208,12 @@ GOALS = [
      "share/bench/pipeline.sh's 2-stage run of the example spec with 8 micro-batches measures "
      "a bubble more than 0.10 from (P - 1) / (M + P - 1), the model the estimator plans with "
      "(issue 47)"),
+    ("pipeline-step", "pipeline",
+     "Pipeline, the estimator's step: the example spec's 2-stage steps with 2, 4 and 8 "
+     "micro-batches each predicted within 15% of the measured step",
+     "share/bench/pipeline.sh's `dlh-estimate recommend` step of any of the three pipelined runs "
+     "is more than 15% from its measured median step (stages timed by the time model layer by "
+     "layer, GPipe's schedule with uneven stages; issue 47)"),
     ("pipeline-memory", "pipeline",
      "Under a 0.5 GB device cap, the widest MLP planned as a pipeline has at least 2x the "
      "parameters of the widest planned whole, and trains as planned",
@@ -286,6 +292,7 @@ PREFIXES = [
     ("Local SGD, period 16", "local-sgd-slow-link"),
     ("Stale-synchronous, staleness 2", "stale-sync-slow-link"),
     ("Pipeline, 2 stages of 8", "pipeline-bubble"),
+    ("Pipeline, the estimator's step", "pipeline-step"),
     ("Under a 0.5 GB device cap", "pipeline-memory"),
 ]
 

@@ -105,6 +105,7 @@ runs = {n: run(n) for n in ["np1", "dp2", "pipe-m2", "pipe-m4", "pipe-m8"]}
 for m in (2, 4, 8):
     plan = json.load(open(f"{out}/plan-m{m}.json"))
     runs[f"pipe-m{m}"]["predicted_step_s"] = plan["predicted"]["step_s"]
+    runs[f"pipe-m{m}"]["planned_bubble"] = plan.get("parallel", {}).get("bubble")
 mlp = []
 for w in widths:
     p = f"{out}/mlp-plan-{w}.json"

@@ -15,6 +15,9 @@ from report import Goals, measured  # noqa: E402
 # Set before the first measurement: GPipe's bubble is the model the estimator plans with.
 BUBBLE_GOAL = ("Pipeline, 2 stages of 8 micro-batches: the bubble the stages measure within 0.10 "
                "of GPipe's (P - 1) / (M + P - 1)")
+# Set when the stages came to be timed by the time model (2026-11-30), before this part ran.
+STEP_GOAL = ("Pipeline, the estimator's step: the example spec's 2-stage steps with 2, 4 and 8 "
+             "micro-batches each predicted within 15% of the measured step")
 MEMORY_GOAL = ("Under a 0.5 GB device cap, the widest MLP planned as a pipeline has at least 2x "
                "the parameters of the widest planned whole, and trains as planned")
 
@@ -26,6 +29,7 @@ def main():
     work, goals = sys.argv[1], Goals(sys.argv[2])
     d = os.path.join(work, "pipeline")
     if not measured(d, BUBBLE_GOAL, goals):
+        goals.add(STEP_GOAL, "not measured", False, "the pipeline part could not run (above)")
         goals.add(MEMORY_GOAL, "not measured", False, "the pipeline part could not run (above)")
         return
     res = json.load(open(os.path.join(d, "pipeline.json")))
@@ -35,8 +39,8 @@ def main():
           f"the steps after the 20th.")
     print()
     print("| run | samples/s | step | step predicted | bubble measured | bubble predicted (GPipe) |"
-          " peak RSS per rank |")
-    print("|---|---|---|---|---|---|---|")
+          " bubble planned (stage times) | peak RSS per rank |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in runs.items():
         par = r.get("parallel") or {}
         pred = r.get("predicted_step_s")
@@ -44,13 +48,16 @@ def main():
         cells = [LABEL[name], f"{r['samples_per_s']:.0f}", f"{1000 * r['step_s']:.1f} ms",
                  f"{1000 * pred:.1f} ms" if pred else "—",
                  f"{par['bubble_measured']:.2f}" if par else "—",
-                 f"{par['bubble_predicted']:.2f}" if par else "—", rss]
+                 f"{par['bubble_predicted']:.2f}" if par else "—",
+                 f"{r['planned_bubble']:.2f}" if r.get("planned_bubble") is not None else "—", rss]
         print("| " + " | ".join(cells) + " |")
     print()
     print("Bubble measured: the stages' seconds in MPI_Send and MPI_Recv of activations and "
           "gradients (the pipeline's fill and drain, and a stage waiting for a slower neighbour) "
-          "over their forward-backward seconds; step predicted: `dlh-estimate recommend` on "
-          "share/cluster/local.json's alpha (cpu.json), 2 ranks.")
+          "over their forward-backward seconds; step predicted and bubble planned: `dlh-estimate "
+          "recommend` on share/cluster/local.json's alpha (cpu.json), 2 ranks (each stage timed "
+          "by the time model layer by layer, GPipe's schedule with uneven stages; runs before "
+          "2026-11-30T14Z timed the stages by their FLOPs).")
     print()
     print(f"The largest network under a {res['cap_gb']:g} GB device cap "
           f"(`dlh-estimate recommend --memory-cap`, up to 4 ranks of local.json's alpha; an MLP "
@@ -77,6 +84,11 @@ def main():
     gap = abs(m8["bubble_measured"] - m8["bubble_predicted"])
     goals.add(BUBBLE_GOAL, f"{m8['bubble_measured']:.2f} measured, {m8['bubble_predicted']:.2f} "
               f"predicted", gap <= 0.10, f"{gap:.2f} apart")
+    errors = {m: runs[f"pipe-m{m}"]["predicted_step_s"] / runs[f"pipe-m{m}"]["step_s"] - 1
+              for m in (2, 4, 8)}
+    worst = max(abs(e) for e in errors.values())
+    goals.add(STEP_GOAL, ", ".join(f"M = {m}: {100 * e:+.1f}%" for m, e in errors.items()),
+              worst <= 0.15, f"largest {100 * worst:.1f}%")
     ratio = (max(r["params"] for r in piped) / max(r["params"] for r in whole)
              if piped and whole else 0)
     ok = ratio >= 2 and trained is not None and trained["steps"] == 20
