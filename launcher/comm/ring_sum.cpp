@@ -34,35 +34,9 @@ void RingSum::start(float* data, size_t count) {
   data_ = data;
   count_ = count;
   round_ = 0;
-  rounds_ = size_ == 2 ? 1 : size_ > 1 ? 2 * (size_ - 1) : 0;
-  incoming_.resize(size_ == 2 ? count_ : count_ / size_t(size_) + 1);
-  if (rounds_ == 0) return;
-  if (size_ == 2)
-    post_swap();
-  else
-    post_round();
-}
-
-// Receives `in_count` floats into `into` from `left`, sends `out_count` from `from` to
-// `right`: a buffer beyond MPI's int count goes in pieces, each its own tag.
-void RingSum::post_messages(float* into, size_t in_count, int left, const float* from,
-                            size_t out_count, int right) {
-  requests_.clear();
-  for (size_t at = 0, piece = 0; at < in_count; at += mpi::kMaxMessageValues, ++piece) {
-    requests_.push_back(MPI_REQUEST_NULL);
-    MPI_CHECK(MPI_Irecv(into + at, int(std::min(mpi::kMaxMessageValues, in_count - at)), MPI_FLOAT,
-                        left, int(piece), comm_, &requests_.back()));
-  }
-  for (size_t at = 0, piece = 0; at < out_count; at += mpi::kMaxMessageValues, ++piece) {
-    requests_.push_back(MPI_REQUEST_NULL);
-    MPI_CHECK(MPI_Isend(from + at, int(std::min(mpi::kMaxMessageValues, out_count - at)), MPI_FLOAT,
-                        right, int(piece), comm_, &requests_.back()));
-  }
-}
-
-void RingSum::post_swap() {
-  const int other = 1 - rank_;
-  post_messages(incoming_.data(), count_, other, data_, count_, other);
+  rounds_ = size_ > 1 ? 2 * (size_ - 1) : 0;
+  incoming_.resize(count_ / size_t(size_) + 1);
+  if (rounds_ > 0) post_round();
 }
 
 // Round k < P - 1 (reduce-scatter): send segment rank - k to the right, take segment
@@ -78,16 +52,22 @@ void RingSum::post_round() {
   float* const into = gather ? data_ + segment_begin(in) : incoming_.data();
   const size_t in_count = segment_begin(in + 1) - segment_begin(in);
   const size_t out_count = segment_begin(out + 1) - segment_begin(out);
-  post_messages(into, in_count, left, data_ + segment_begin(out), out_count, right);
+  requests_.clear();
+  // A segment beyond MPI's int count goes in pieces, each its own tag.
+  for (size_t at = 0, piece = 0; at < in_count; at += mpi::kMaxMessageValues, ++piece) {
+    requests_.push_back(MPI_REQUEST_NULL);
+    MPI_CHECK(MPI_Irecv(into + at, int(std::min(mpi::kMaxMessageValues, in_count - at)), MPI_FLOAT,
+                        left, int(piece), comm_, &requests_.back()));
+  }
+  const float* from = data_ + segment_begin(out);
+  for (size_t at = 0, piece = 0; at < out_count; at += mpi::kMaxMessageValues, ++piece) {
+    requests_.push_back(MPI_REQUEST_NULL);
+    MPI_CHECK(MPI_Isend(from + at, int(std::min(mpi::kMaxMessageValues, out_count - at)), MPI_FLOAT,
+                        right, int(piece), comm_, &requests_.back()));
+  }
 }
 
 void RingSum::finish_round() {
-  if (size_ == 2) {  // rank 0's value first on both ranks
-    float* const first = rank_ == 0 ? data_ : incoming_.data();
-    const float* const second = rank_ == 0 ? incoming_.data() : data_;
-    for (size_t i = 0; i < count_; ++i) data_[i] = first[i] + second[i];
-    return;
-  }
   if (round_ >= size_ - 1) return;  // all-gather: received in place
   const int in = Modulo(rank_ - round_ - 1, size_);
   float* segment = data_ + segment_begin(in);

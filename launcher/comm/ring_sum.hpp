@@ -10,14 +10,8 @@
 // samples/s against 465; 2026-11-30T0707Z): the bytes were not the bound. The suspect left is
 // how often the thread gets to move the messages on, on cores busy with the compute.
 //
-// Two ranks swap their whole buffers in one round instead: the same bytes each way as the
-// ring's two rounds, but one rendezvous instead of two. On a shaped link each handshake's
-// control message waits behind up to the queue's worth of the other direction's data (tc's
-// tbf holds 200 ms), and the second round starts only once the first is done both ways.
-//
 // Every rank ends with the same bits: each segment is summed once, along the ring in a fixed
-// order (its owner's value first), and then copied around it; two ranks both add rank 0's
-// value and rank 1's, in that order.
+// order (its owner's value first), and then copied around it.
 #pragma once
 
 #include <mpi.h>
@@ -43,18 +37,14 @@ class RingSum {
 
  private:
   size_t segment_begin(int segment) const;
-  void post_round();  // the messages of round_
-  void post_swap();   // two ranks: the whole buffer each way
-  void post_messages(float* into, size_t in_count, int left, const float* from, size_t out_count,
-                     int right);
+  void post_round();    // the messages of round_
   void finish_round();  // adds what came in (reduce-scatter rounds)
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   float* data_ = nullptr;
   size_t count_ = 0;
-  // 2 (P - 1) rounds: P - 1 reduce-scatter, P - 1 all-gather; two ranks: one swap
-  int round_ = 0, rounds_ = 0;
+  int round_ = 0, rounds_ = 0;  // 2 (P - 1) rounds: P - 1 reduce-scatter, P - 1 all-gather
   std::vector<float> incoming_;
   std::vector<MPI_Request> requests_;
 };
