@@ -7,8 +7,14 @@
 // buffer twice through the root's link, one direction at a time. On a 100 Mbit/s link it took
 // 232 ms a step where the blocking allreduce took 188 (make bench, 2026-11-30T0457Z). The ring
 // halves what one link carries one way, yet measured no faster there (233 ms a step, 469
-// samples/s against 465; 2026-11-30T0707Z): the bytes were not the bound. The suspect left is
-// how often the thread gets to move the messages on, on cores busy with the compute.
+// samples/s against 465; 2026-11-30T0707Z): the bytes were not the bound. Nor, measured
+// 2026-11-30 on the same shaped link, is the polling: tests every 0, 10, 100 or 1000 us, one
+// swap of the whole buffers for two ranks instead of the ring's two rounds, Open MPI's send
+// pipeline depth, fragment and socket buffer sizes, and a 20 ms queue instead of 200 all left
+// the trainer's sums at 240-275 ms a step, also at batch 8 (no compute to compete with). Outside
+// the trainer, the same exchange polled from a thread every 100 us runs at the link's rate
+// (1.7 MB each way in 153-166 ms, as MPI_Allreduce's 152-168), with a control MPI_Iallreduce
+// beside it too: what slows the sums is in how the trainer uses them, not in MPI or the link.
 //
 // Every rank ends with the same bits: each segment is summed once, along the ring in a fixed
 // order (its owner's value first), and then copied around it.
