@@ -11,10 +11,13 @@
 // 2026-11-30 on the same shaped link, is the polling: tests every 0, 10, 100 or 1000 us, one
 // swap of the whole buffers for two ranks instead of the ring's two rounds, Open MPI's send
 // pipeline depth, fragment and socket buffer sizes, and a 20 ms queue instead of 200 all left
-// the trainer's sums at 240-275 ms a step, also at batch 8 (no compute to compete with). Outside
-// the trainer, the same exchange polled from a thread every 100 us runs at the link's rate
-// (1.7 MB each way in 153-166 ms, as MPI_Allreduce's 152-168), with a control MPI_Iallreduce
-// beside it too: what slows the sums is in how the trainer uses them, not in MPI or the link.
+// the trainer's sums at 240-275 ms a step, also at batch 8 (no compute to compete with). A
+// test program on that link settles it: one exchange of 1.7 MB each way, polled from a thread
+// or by MPI_Allreduce, takes 145-168 ms after an idle link, but 262-275 ms when exchanges follow
+// each other back to back, MPI_Allreduce's too. Stale-synchronous training keeps the link busy
+// without a pause, synchronous training leaves it idle during each step's compute: on this
+// emulated link (tc tbf on both ends of a veth pair) traffic both ways at once runs at about
+// half the rate of traffic after a pause. The sums run as fast as the link lets them.
 //
 // Every rank ends with the same bits: each segment is summed once, along the ring in a fixed
 // order (its owner's value first), and then copied around it.
