@@ -41,7 +41,10 @@ cat >"$WORK/spec.json" <<'JSON'
 }
 JSON
 export DLH_SPEC=$WORK/spec.json DLH_DATA=$WORK/data.h5
-export DLH_TRAIN_ARGS="--threads 1 --no-eval --checkpoint-steps 200 --epochs 200"
+# 50,000 steps of about 0.45 ms: long enough that a loaded machine still finds rank 1 running
+# when it has a heartbeat and a checkpoint (20,000 once ended first: "cannot stop"), short
+# enough that the requeued attempt completes well inside the wait below.
+export DLH_TRAIN_ARGS="--threads 1 --no-eval --checkpoint-steps 200 --epochs 500"
 run=$WORK/run out=$WORK/job.out
 job=$(DLH_RUN_DIR=$run sbatch --parsable -N2 --ntasks-per-node=1 -o "$out" "$ROOT/share/examples/train.sbatch")
 show() { cat "$out" >&2; tail -n 20 "$C"/log/slurmctld.log >&2; }
