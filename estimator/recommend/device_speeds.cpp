@@ -135,23 +135,22 @@ DeviceSpeed AffineSpeed(const std::vector<double>& coef, const ModelFeatures& f,
 }
 
 // Each top-level layer's pass, update and per-sample seconds by the same model (DeviceSpeed).
+// The model is linear in the features: a layer without its parameters costs its pass (and
+// the step's overhead, which is no layer's and stays with the whole), its parameters the
+// update.
 void SplitByLayer(const std::vector<double>& coef, const std::vector<ModelFeatures>& layers,
                   bool cpu_engine, DeviceSpeed* s) {
-  const std::vector<std::string>& names = TimeTermNames();
-  auto term = [&](const char* name) {
-    return size_t(std::find(names.begin(), names.end(), name) - names.begin());
-  };
-  // The step's own overhead is no layer's: it stays with the whole (fixed_s).
-  const size_t update = term("update_s_per_param"), overhead = term("overhead_s");
-  const double step_overhead = overhead < coef.size() ? coef[overhead] : 0.0;
+  const double step_overhead = AffineSpeed(coef, ModelFeatures{}, cpu_engine).fixed_s;
   s->layer_pass_s.clear();
   s->layer_update_s.clear();
   s->layer_per_sample_s.clear();
   for (const ModelFeatures& l : layers) {
     const DeviceSpeed one = AffineSpeed(coef, l, cpu_engine);
-    const double update_s = update < coef.size() ? coef[update] * l.params : 0.0;
-    s->layer_pass_s.push_back(std::max(0.0, one.fixed_s - update_s - step_overhead));
-    s->layer_update_s.push_back(update_s);
+    ModelFeatures without_params = l;
+    without_params.params = 0;
+    const double pass = AffineSpeed(coef, without_params, cpu_engine).fixed_s - step_overhead;
+    s->layer_pass_s.push_back(std::max(0.0, pass));
+    s->layer_update_s.push_back(std::max(0.0, one.fixed_s - step_overhead - pass));
     s->layer_per_sample_s.push_back(one.per_sample_s);
   }
 }
