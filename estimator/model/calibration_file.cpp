@@ -37,6 +37,9 @@
 //          "conv_workspace_elements": 119952,  non-negative numbers
 //          "cpu_fused_flops_fwd": 125440,      optional pair, non-negative numbers
 //          "cpu_fused_flops_bwd": 50176,       (0 when absent: older files)
+//          "cpu_skipped_dense_flops_bwd": 0,   optional, non-negative numbers, 0 when
+//          ..._conv_flops_bwd, ..._other_flops_bwd, absent; also
+//          "cpu_skipped_workspace_elements"    (features.hpp)
 //          "conv_layers": 2, "total_filters": 96, "dense_layers": 2, "dense_nodes": 138,
 //          "input_elements": 784}}             non-negative integers
 //     ],
@@ -103,6 +106,10 @@ json FeaturesJson(const ModelFeatures& f) {
               {"conv_output_elements", NumberJson(f.conv_output_elements)},
               {"cpu_fused_flops_fwd", NumberJson(f.cpu_fused_flops_fwd)},
               {"cpu_fused_flops_bwd", NumberJson(f.cpu_fused_flops_bwd)},
+              {"cpu_skipped_conv_flops_bwd", NumberJson(f.cpu_skipped_conv_flops_bwd)},
+              {"cpu_skipped_dense_flops_bwd", NumberJson(f.cpu_skipped_dense_flops_bwd)},
+              {"cpu_skipped_other_flops_bwd", NumberJson(f.cpu_skipped_other_flops_bwd)},
+              {"cpu_skipped_workspace_elements", NumberJson(f.cpu_skipped_workspace_elements)},
               {"conv_layers", f.conv_layers},
               {"total_filters", f.total_filters},
               {"dense_layers", f.dense_layers},
@@ -195,11 +202,27 @@ class Reader {
 
 ModelFeatures ReadFeatures(const Reader& r) {
   using S = Reader::Sign;
-  r.object({"conv_flops_fwd", "conv_flops_bwd", "dense_flops_fwd", "dense_flops_bwd",
-            "other_flops_fwd", "other_flops_bwd", "activation_elements", "params",
-            "conv_workspace_elements", "conv_output_elements", "conv_layers", "total_filters",
-            "dense_layers", "dense_nodes", "input_elements", "cpu_fused_flops_fwd",
-            "cpu_fused_flops_bwd"});
+  r.object({"conv_flops_fwd",
+            "conv_flops_bwd",
+            "dense_flops_fwd",
+            "dense_flops_bwd",
+            "other_flops_fwd",
+            "other_flops_bwd",
+            "activation_elements",
+            "params",
+            "conv_workspace_elements",
+            "conv_output_elements",
+            "conv_layers",
+            "total_filters",
+            "dense_layers",
+            "dense_nodes",
+            "input_elements",
+            "cpu_fused_flops_fwd",
+            "cpu_fused_flops_bwd",
+            "cpu_skipped_conv_flops_bwd",
+            "cpu_skipped_dense_flops_bwd",
+            "cpu_skipped_other_flops_bwd",
+            "cpu_skipped_workspace_elements"});
   ModelFeatures f;
   f.conv_flops_fwd = r.number("conv_flops_fwd", S::NonNegative);
   f.conv_flops_bwd = r.number("conv_flops_bwd", S::NonNegative);
@@ -221,6 +244,14 @@ ModelFeatures ReadFeatures(const Reader& r) {
     f.cpu_fused_flops_fwd = r.number("cpu_fused_flops_fwd", S::NonNegative);
     f.cpu_fused_flops_bwd = r.number("cpu_fused_flops_bwd", S::NonNegative);
   }
+  // Files from before the CPU engine's skipped backward was counted: the sums were fitted
+  // as they are, so nothing is taken off them.
+  for (auto [key, field] :
+       {std::pair{"cpu_skipped_conv_flops_bwd", &f.cpu_skipped_conv_flops_bwd},
+        std::pair{"cpu_skipped_dense_flops_bwd", &f.cpu_skipped_dense_flops_bwd},
+        std::pair{"cpu_skipped_other_flops_bwd", &f.cpu_skipped_other_flops_bwd},
+        std::pair{"cpu_skipped_workspace_elements", &f.cpu_skipped_workspace_elements}})
+    if (r.has(key)) *field = r.number(key, S::NonNegative);
   return f;
 }
 

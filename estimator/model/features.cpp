@@ -2,7 +2,9 @@
 // (launcher/nn/layers/) executes each layer.
 //
 // FLOPs per sample, one multiply-add = 2 (X = K*K*C*F*Ho*Wo multiply-adds of a conv2d,
-// "first" = the layer at index 0, whose input gradient the engine never computes):
+// "first" = the layer at index 0, whose input gradient the engine never computes; the CPU
+// engine computes none below its lowest layer with parameters either, which the
+// cpu_skipped_* fields take off for a CPU model: features.hpp):
 //
 //   layer            forward               backward
 //   conv2d           2X + F*Ho*Wo (bias)   2X + F*Ho*Wo (weight and bias gradients, one
@@ -57,6 +59,7 @@
 
 #include "estimator/model/features.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "common/error.hpp"
@@ -82,14 +85,19 @@ std::vector<bool> CpuFusedLayers(const std::vector<LayerSpec>& l) {
   return fused;
 }
 
+// Which layers compute no input gradient. kFirstOnly: the first layer of the network (the
+// GPU engine's stack, and the sums of ModelFeatures). kBelowParameters: also every layer
+// below the lowest one with parameters, and that one's (the CPU engine's LayerStack).
+enum class FirstRule { kFirstOnly, kBelowParameters };
+
 void AddPath(const std::vector<LayerSpec>& layers, const std::vector<Shape3>& shapes,
-             bool path_first, const std::string& origin, const std::string& path, ModelFeatures* f,
-             std::vector<LayerCost>* out);
+             bool path_first, FirstRule rule, const std::string& origin, const std::string& path,
+             ModelFeatures* f, std::vector<LayerCost>* out);
 
 // One layer's cost; adds it (a residual block: its nested layers) to the sums of `f`.
 // `first`: the engine computes no input gradient for it. `at` names it ("layers[3]").
 LayerCost AddLayer(const LayerSpec& l, const Shape3& in_shape, const Shape3& out_shape, bool first,
-                   bool cpu_fused, const std::string& origin, const std::string& at,
+                   FirstRule rule, bool cpu_fused, const std::string& origin, const std::string& at,
                    ModelFeatures* f) {
   LayerCost c;
   c.kind = l.kind;
@@ -160,11 +168,11 @@ LayerCost AddLayer(const LayerSpec& l, const Shape3& in_shape, const Shape3& out
     case LayerKind::Residual: {
       // Both paths from the block's input; the shapes were checked with the spec's
       // (LayerShapes), so PathShapes cannot throw here.
-      AddPath(l.layers, PathShapes(l.layers, c.in, origin, at + ".layers"), first, origin,
+      AddPath(l.layers, PathShapes(l.layers, c.in, origin, at + ".layers"), first, rule, origin,
               at + ".layers", f, &c.layers);
       if (!l.shortcut.empty())
-        AddPath(l.shortcut, PathShapes(l.shortcut, c.in, origin, at + ".shortcut"), first, origin,
-                at + ".shortcut", f, &c.shortcut);
+        AddPath(l.shortcut, PathShapes(l.shortcut, c.in, origin, at + ".shortcut"), first, rule,
+                origin, at + ".shortcut", f, &c.shortcut);
       for (const std::vector<LayerCost>* p : {&c.layers, &c.shortcut})
         for (const LayerCost& n : *p) {
           c.flops_fwd += n.flops_fwd;
@@ -196,12 +204,28 @@ LayerCost AddLayer(const LayerSpec& l, const Shape3& in_shape, const Shape3& out
 // The layers of one list, `shapes` its shapes (size + 1), appended to `out`. `path_first`:
 // the list starts the network (the spec's own, or a path of a first residual block).
 void AddPath(const std::vector<LayerSpec>& layers, const std::vector<Shape3>& shapes,
-             bool path_first, const std::string& origin, const std::string& path, ModelFeatures* f,
-             std::vector<LayerCost>* out) {
+             bool path_first, FirstRule rule, const std::string& origin, const std::string& path,
+             ModelFeatures* f, std::vector<LayerCost>* out) {
   const std::vector<bool> cpu_fused = CpuFusedLayers(layers);
-  for (size_t i = 0; i < layers.size(); ++i)
-    out->push_back(AddLayer(layers[i], shapes[i], shapes[i + 1], path_first && i == 0, cpu_fused[i],
-                            origin, path + "[" + std::to_string(i) + "]", f));
+  bool params_below = false;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const bool first = path_first && (rule == FirstRule::kFirstOnly ? i == 0 : !params_below);
+    out->push_back(AddLayer(layers[i], shapes[i], shapes[i + 1], first, rule, cpu_fused[i], origin,
+                            path + "[" + std::to_string(i) + "]", f));
+    params_below = params_below || out->back().params > 0;
+  }
+}
+
+// What `all` counts (kFirstOnly) and the CPU engine does not run (`as_cpu_runs`, the same
+// layers counted kBelowParameters), into all's cpu_skipped_* fields.
+void SetCpuSkipped(const ModelFeatures& as_cpu_runs, ModelFeatures* all) {
+  all->cpu_skipped_conv_flops_bwd = std::max(0.0, all->conv_flops_bwd - as_cpu_runs.conv_flops_bwd);
+  all->cpu_skipped_dense_flops_bwd =
+      std::max(0.0, all->dense_flops_bwd - as_cpu_runs.dense_flops_bwd);
+  all->cpu_skipped_other_flops_bwd =
+      std::max(0.0, all->other_flops_bwd - as_cpu_runs.other_flops_bwd);
+  all->cpu_skipped_workspace_elements =
+      std::max(0.0, all->conv_workspace_elements - as_cpu_runs.conv_workspace_elements);
 }
 
 }  // namespace
@@ -211,7 +235,12 @@ ModelFeatures ComputeFeatures(const TrainSpec& spec) {
   ModelFeatures f;
   f.input_elements = spec.input.elements();
   f.activation_elements = double(f.input_elements);
-  AddPath(spec.layers, shapes, true, spec.origin, "layers", &f, &f.layers);
+  AddPath(spec.layers, shapes, true, FirstRule::kFirstOnly, spec.origin, "layers", &f, &f.layers);
+  ModelFeatures as_cpu_runs;
+  std::vector<LayerCost> unused;
+  AddPath(spec.layers, shapes, true, FirstRule::kBelowParameters, spec.origin, "layers",
+          &as_cpu_runs, &unused);
+  SetCpuSkipped(as_cpu_runs, &f);
   // Softmax cross-entropy over the logits.
   f.other_flops_fwd += 3.0 * spec.classes;
   f.other_flops_bwd += 2.0 * spec.classes;
@@ -222,9 +251,18 @@ std::vector<ModelFeatures> TopLevelLayerFeatures(const TrainSpec& spec) {
   const std::vector<Shape3> shapes = LayerShapes(spec);  // throws SpecError
   const std::vector<bool> cpu_fused = CpuFusedLayers(spec.layers);
   std::vector<ModelFeatures> out(spec.layers.size());
-  for (size_t i = 0; i < spec.layers.size(); ++i)
-    out[i].layers.push_back(AddLayer(spec.layers[i], shapes[i], shapes[i + 1], i == 0, cpu_fused[i],
-                                     spec.origin, "layers[" + std::to_string(i) + "]", &out[i]));
+  bool params_below = false;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const std::string at = "layers[" + std::to_string(i) + "]";
+    out[i].layers.push_back(AddLayer(spec.layers[i], shapes[i], shapes[i + 1], i == 0,
+                                     FirstRule::kFirstOnly, cpu_fused[i], spec.origin, at,
+                                     &out[i]));
+    ModelFeatures as_cpu_runs;
+    AddLayer(spec.layers[i], shapes[i], shapes[i + 1], !params_below, FirstRule::kBelowParameters,
+             cpu_fused[i], spec.origin, at, &as_cpu_runs);
+    SetCpuSkipped(as_cpu_runs, &out[i]);
+    params_below = params_below || out[i].layers.back().params > 0;
+  }
   return out;
 }
 

@@ -59,6 +59,15 @@ struct ModelFeatures {
   // is in cache, with no pass over memory of their own. A CPU time model leaves them out of
   // its element-wise term; the GPU engine runs every layer, so a GPU model keeps them.
   double cpu_fused_flops_fwd = 0, cpu_fused_flops_bwd = 0;
+  // The part of the backward sums above the CPU engine never runs. Both engines skip the
+  // input gradient of the spec's first layer; the CPU engine (launcher/nn/layer_stack.cpp)
+  // also skips every backward below the lowest layer with parameters, and that layer's
+  // input gradient: in an MLP, whose first layer is a flatten, the first dense layer's
+  // input-gradient GEMM (a third of its FLOPs) and the backward of a dropout before it.
+  // A CPU time model leaves these out; a GPU model keeps them (its stack skips only the
+  // first layer's).
+  double cpu_skipped_conv_flops_bwd = 0, cpu_skipped_dense_flops_bwd = 0;
+  double cpu_skipped_other_flops_bwd = 0, cpu_skipped_workspace_elements = 0;
   // One per layer of the spec's top-level list (a residual block is one entry, its layers
   // nested in it); the sums above count nested layers as if they were top-level.
   std::vector<LayerCost> layers;

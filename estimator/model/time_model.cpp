@@ -30,16 +30,22 @@ const std::vector<std::string>& TimeTermNames() {
 
 std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_engine) {
   const double b = double(batch);
-  const double fused = cpu_engine ? f.cpu_fused_flops_fwd + f.cpu_fused_flops_bwd : 0.0;
-  return {1.0,
-          b * (f.conv_flops_fwd + f.conv_flops_bwd),
-          b * (f.dense_flops_fwd + f.dense_flops_bwd),
-          b * std::max(0.0, f.other_flops_fwd + f.other_flops_bwd - fused),
-          f.params,
-          b * f.conv_workspace_elements,
-          b * f.conv_output_elements,
-          double(f.conv_layers),
-          double(f.dense_layers)};
+  // What the CPU engine runs inside a convolution or never runs (features.hpp) is no work
+  // of its own there; a GPU engine runs all of it.
+  const double cpu = cpu_engine ? 1.0 : 0.0;
+  const double other_not_run =
+      cpu * (f.cpu_fused_flops_fwd + f.cpu_fused_flops_bwd + f.cpu_skipped_other_flops_bwd);
+  return {
+      1.0,
+      b * std::max(0.0, f.conv_flops_fwd + f.conv_flops_bwd - cpu * f.cpu_skipped_conv_flops_bwd),
+      b * std::max(0.0,
+                   f.dense_flops_fwd + f.dense_flops_bwd - cpu * f.cpu_skipped_dense_flops_bwd),
+      b * std::max(0.0, f.other_flops_fwd + f.other_flops_bwd - other_not_run),
+      f.params,
+      b * std::max(0.0, f.conv_workspace_elements - cpu * f.cpu_skipped_workspace_elements),
+      b * f.conv_output_elements,
+      double(f.conv_layers),
+      double(f.dense_layers)};
 }
 
 double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {

@@ -18,8 +18,15 @@ nlohmann::json FeaturesRecordJson(const ModelFeatures& f) {
   return CalibrationToJson(c).at("samples").at(0).at("features");
 }
 
+std::string FeaturesJsonModelKey(nlohmann::json features) {
+  for (const char* derived : {"cpu_skipped_conv_flops_bwd", "cpu_skipped_dense_flops_bwd",
+                              "cpu_skipped_other_flops_bwd", "cpu_skipped_workspace_elements"})
+    features.erase(derived);
+  return ModelKey(features.dump());
+}
+
 std::string FeaturesModelKey(const ModelFeatures& f) {
-  return ModelKey(FeaturesRecordJson(f).dump());
+  return FeaturesJsonModelKey(FeaturesRecordJson(f));
 }
 
 std::string JobModelKey(const Job& job) {

@@ -13,9 +13,13 @@ namespace dlh {
 // `f` as a calibration file's samples[].features (estimator/model/time_model.cpp writes it).
 nlohmann::json FeaturesRecordJson(const ModelFeatures& f);
 
-// The key of a spec's features: ModelKey of FeaturesRecordJson(f).dump(). The batch is not
-// in it, so every run of the same model has the same key whatever its batch.
+// The key of a spec's features: ModelKey of FeaturesRecordJson(f).dump(), less the fields
+// derived for one engine from the same layers (cpu_skipped_*), so that records written
+// before those fields existed keep their model's key. The batch is not in it, so every run
+// of the same model has the same key whatever its batch.
 std::string FeaturesModelKey(const ModelFeatures& f);
+// The same key of features as a record holds them (FeaturesRecordJson's fields).
+std::string FeaturesJsonModelKey(nlohmann::json features);
 
 // The job's model key: its features' for a spec, "program NAME"'s for a profiled program
 // (dlh-launch run writes the same key for that program without a plan).

@@ -64,7 +64,7 @@ void CompleteModel(Observation* o, const std::string& origin) {
     }
     o->features = FeaturesRecordJson(ComputeFeatures(spec));
   }
-  if (o->features.is_object()) o->model_key = ModelKey(o->features.dump());
+  if (o->features.is_object()) o->model_key = FeaturesJsonModelKey(o->features);
 }
 
 }  // namespace

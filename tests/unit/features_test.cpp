@@ -297,6 +297,40 @@ TEST(FeaturesTest, FirstLayerHasNoInputGradient) {
   }
 }
 
+// The CPU engine runs no backward below the lowest layer with parameters, nor that layer's
+// input gradient (launcher/nn/layer_stack.cpp); the GPU engine skips only the first layer's.
+// The sums count what the GPU engine runs, cpu_skipped_* what the CPU engine leaves out.
+TEST(FeaturesTest, CpuEngineSkipsTheBackwardBelowTheLowestParameters) {
+  const TrainSpec mlp = Net(
+      {1, 28, 28}, 10,
+      {Of(LayerKind::Flatten), Of(LayerKind::Dropout), Dense(100), Of(LayerKind::Relu), Dense(10)});
+  ModelFeatures f = ComputeFeatures(mlp);
+  // dense 784 -> 100: the input gradient, 2 * 78400; dropout on 784: its backward, 784.
+  EXPECT_DOUBLE_EQ(f.cpu_skipped_dense_flops_bwd, 2 * 78400);
+  EXPECT_DOUBLE_EQ(f.cpu_skipped_other_flops_bwd, 784);
+  EXPECT_DOUBLE_EQ(f.cpu_skipped_conv_flops_bwd, 0);
+  EXPECT_DOUBLE_EQ(f.dense_flops_bwd, (4 * 78400 + 100) + (4 * 1000 + 10));
+  const std::vector<ModelFeatures> layers = TopLevelLayerFeatures(mlp);
+  ASSERT_EQ(layers.size(), 5u);
+  EXPECT_DOUBLE_EQ(layers[1].cpu_skipped_other_flops_bwd, 784);
+  EXPECT_DOUBLE_EQ(layers[2].cpu_skipped_dense_flops_bwd, 2 * 78400);
+  EXPECT_DOUBLE_EQ(layers[4].cpu_skipped_dense_flops_bwd, 0);
+
+  // A pool before the first convolution: the convolution's input gradient (X = 9*2*4*16 =
+  // 1152 multiply-adds on the pooled 2x4x4) and its column gradient (18 * 16 values).
+  f = ComputeFeatures(
+      Net({2, 8, 8}, 3, {Pool(2), Conv(4, 3, 1, 1), Of(LayerKind::Flatten), Dense(3)}));
+  EXPECT_DOUBLE_EQ(f.cpu_skipped_conv_flops_bwd, 2 * 1152);
+  EXPECT_DOUBLE_EQ(f.cpu_skipped_workspace_elements, 18 * 16);
+  EXPECT_DOUBLE_EQ(f.cpu_skipped_other_flops_bwd, 0);  // the pool is first for both engines
+
+  // A first layer with parameters: both engines run the same backward.
+  f = ComputeFeatures(Fashion());
+  EXPECT_DOUBLE_EQ(f.cpu_skipped_conv_flops_bwd + f.cpu_skipped_dense_flops_bwd +
+                       f.cpu_skipped_other_flops_bwd + f.cpu_skipped_workspace_elements,
+                   0);
+}
+
 TEST(FeaturesTest, BadSpecThrowsSpecError) {
   // Dense straight after a conv2d needs a flatten.
   TrainSpec bad = Net({1, 8, 8}, 2, {Conv(4, 3, 1, 0), Dense(2)});

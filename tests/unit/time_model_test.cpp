@@ -138,6 +138,16 @@ TEST(TimeModelTest, TermsAndSeconds) {
   fused.cpu_fused_flops_bwd = 2e3;
   EXPECT_EQ(TimeTerms(fused, 10, true)[3], 7e4);
   EXPECT_EQ(TimeTerms(fused, 10, false)[3], 1e5);
+  // Backward work the CPU engine never runs (below the lowest layer with parameters): out of
+  // a CPU model's terms, in a GPU model's.
+  ModelFeatures skipped = f;
+  skipped.cpu_skipped_conv_flops_bwd = 1e6;
+  skipped.cpu_skipped_dense_flops_bwd = 1e5;
+  skipped.cpu_skipped_other_flops_bwd = 4e3;
+  skipped.cpu_skipped_workspace_elements = 5e2;
+  EXPECT_EQ(TimeTerms(skipped, 10, true),
+            (std::vector<double>{1, 2e7, 2e6, 6e4, 5e4, 1.5e4, 3e4, 2, 3}));
+  EXPECT_EQ(TimeTerms(skipped, 10, false), TimeTerms(f, 10, false));
   EXPECT_TRUE(CpuEngineDevice("cpu"));
   EXPECT_FALSE(CpuEngineDevice("cuda:0 (NVIDIA H100 80GB HBM3)"));
   TimeModel m;
@@ -356,6 +366,10 @@ void ExpectSameFeatures(const ModelFeatures& a, const ModelFeatures& b) {
   EXPECT_EQ(a.conv_output_elements, b.conv_output_elements);
   EXPECT_EQ(a.cpu_fused_flops_fwd, b.cpu_fused_flops_fwd);
   EXPECT_EQ(a.cpu_fused_flops_bwd, b.cpu_fused_flops_bwd);
+  EXPECT_EQ(a.cpu_skipped_conv_flops_bwd, b.cpu_skipped_conv_flops_bwd);
+  EXPECT_EQ(a.cpu_skipped_dense_flops_bwd, b.cpu_skipped_dense_flops_bwd);
+  EXPECT_EQ(a.cpu_skipped_other_flops_bwd, b.cpu_skipped_other_flops_bwd);
+  EXPECT_EQ(a.cpu_skipped_workspace_elements, b.cpu_skipped_workspace_elements);
   EXPECT_EQ(a.conv_layers, b.conv_layers);
   EXPECT_EQ(a.total_filters, b.total_filters);
   EXPECT_EQ(a.dense_layers, b.dense_layers);
@@ -395,13 +409,16 @@ TEST(CalibrationTest, JsonRoundTrip) {
   EXPECT_EQ(j["model"]["terms"], json(TimeTermNames()));
   EXPECT_TRUE(j["samples"][0]["joules"].is_null());  // -1: not measured
   EXPECT_TRUE(j["samples"][1]["joules"].is_number());
-  EXPECT_EQ(j["samples"][0]["features"].size(), 17u);
+  EXPECT_EQ(j["samples"][0]["features"].size(), 21u);
   EXPECT_EQ(j["samples"][0]["features"]["conv_layers"], 0);
   // A file from before the CPU engine fused layers: nothing fused.
   json old = j;
   for (json& s : old["samples"]) {
     s["features"].erase("cpu_fused_flops_fwd");
     s["features"].erase("cpu_fused_flops_bwd");
+    for (const char* key : {"cpu_skipped_conv_flops_bwd", "cpu_skipped_dense_flops_bwd",
+                            "cpu_skipped_other_flops_bwd", "cpu_skipped_workspace_elements"})
+      s["features"].erase(key);
   }
   const Calibration before = CalibrationFromJson(old, "old.json");
   for (const TimingSample& s : before.samples)
