@@ -11,6 +11,8 @@
 //    "sgemm_gflops_by_threads": [98.1, 190.5],   at 1, 2, ... N threads
 //    "memory_gbs": 14.2,              triad bandwidth at N threads, arrays beyond the LLC
 //    "memory_gbs_by_threads": [11.0, 14.2],
+//    "cache_gbs": 180.3,              triad bandwidth at N threads, arrays a quarter of the
+//    "cache_gbs_by_threads": [95.0, 180.3],   LLC (optional: probes before 2026-11-30)
 //    "seconds": 3.1}                  how long the probe took
 // GPU probe ("cuda" or "cuda:N", through the CUDA backend, launcher/engine/cuda/probe.cpp):
 //   {"kind": "cuda", "taken", "name", "sm_count", "sm_clock_mhz", "memory_clock_mhz",

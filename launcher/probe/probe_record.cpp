@@ -76,6 +76,11 @@ double ProbeRecord::MemoryAt(int t) const {
   return memory_gbs_by_threads[size_t(std::clamp(t, 1, int(memory_gbs_by_threads.size())) - 1)];
 }
 
+double ProbeRecord::CacheAt(int t) const {
+  if (cache_gbs_by_threads.empty()) return cache_gbs;
+  return cache_gbs_by_threads[size_t(std::clamp(t, 1, int(cache_gbs_by_threads.size())) - 1)];
+}
+
 ProbeRecord ReadProbe(const nlohmann::json& j, const std::string& where) {
   const Fields f(j, where);
   if (!j.is_object()) f.Fail("", "must be a JSON object, got " + ShownJsonValue(j));
@@ -91,6 +96,10 @@ ProbeRecord ReadProbe(const nlohmann::json& j, const std::string& where) {
     p.memory_gbs = f.Positive("memory_gbs");
     p.sgemm_gflops_by_threads = f.Rates("sgemm_gflops_by_threads", p.threads);
     p.memory_gbs_by_threads = f.Rates("memory_gbs_by_threads", p.threads);
+    if (j.contains("cache_gbs") || j.contains("cache_gbs_by_threads")) {
+      p.cache_gbs = f.Positive("cache_gbs");
+      p.cache_gbs_by_threads = f.Rates("cache_gbs_by_threads", p.threads);
+    }
   } else if (p.kind == "cuda") {
     p.name = f.String("name");
     p.host = p.name;

@@ -26,6 +26,9 @@ struct ProbeRecord {
   int threads = 0;
   double sgemm_gflops = 0, memory_gbs = 0;
   std::vector<double> sgemm_gflops_by_threads, memory_gbs_by_threads;  // [t - 1], t = 1..threads
+  // The cache-resident triad (host_probe.hpp); 0 and empty in probes from before it.
+  double cache_gbs = 0;
+  std::vector<double> cache_gbs_by_threads;
   // cuda
   std::string name;
   int sm_count = 0;
@@ -34,6 +37,7 @@ struct ProbeRecord {
   // The CPU rates at `t` threads (the last measured count when t is more).
   double SgemmAt(int t) const;
   double MemoryAt(int t) const;
+  double CacheAt(int t) const;  // 0: not measured
 };
 
 // Reads and checks `j`. `where` prefixes every message: "cal.json: probe" (a field then reads

@@ -1041,7 +1041,7 @@ def transfer(work, goals):
             goals.add(goals_text(gid), "not run", False, text.strip())
         return
     rows = read_jsonl(os.path.join(work, "transfer", "results.jsonl"))
-    print("| host | calibration carried | probe: sgemm GFLOP/s, memory GB/s | check-calibration "
+    print("| host | calibration carried | probe: sgemm GFLOP/s, cache GB/s, memory GB/s | check-calibration "
           "| carried as is | transferred | calibrated there |")
     print("|---|---|---|---|---|---|---|")
     def pct(v):
@@ -1051,7 +1051,9 @@ def transfer(work, goals):
         name = "this host" if r["host"] == "as-is" else f"this host, quota {r['quota']:.2f} of its cores"
         check = r["check"].splitlines()[-1] if r["check"] else ""
         print(f"| {name} | {r.get('carried', 'shipped')} "
-              f"| {p.get('sgemm_gflops', 0):.1f}, {p.get('memory_gbs', 0):.1f} "
+              f"| {p.get('sgemm_gflops', 0):.1f}, "
+              f"{'-' if 'cache_gbs' not in p else format(p['cache_gbs'], '.1f')}, "
+              f"{p.get('memory_gbs', 0):.1f} "
               f"| exit {r['check_exit']}: {check} | {pct(r['mape_shipped'])} "
               f"| {pct(r['mape_transferred'])} | {pct(r['mape_own'])} |")
     print()

@@ -75,6 +75,23 @@ TEST(ProbeRecord, ReadsACpuProbe) {
   EXPECT_DOUBLE_EQ(p.MemoryAt(1), 16);
 }
 
+// A probe with the cache triad (host_probe.hpp); one without reads as not measured.
+json WithCache(json probe, double gbs) {
+  probe["cache_gbs"] = gbs;
+  probe["cache_gbs_by_threads"] = {gbs * 0.5, gbs};
+  return probe;
+}
+
+TEST(ProbeRecord, ReadsTheCacheTriadWhereThereIsOne) {
+  EXPECT_DOUBLE_EQ(ReadProbe(CpuProbe(200, 20), "p").CacheAt(2), 0);
+  const ProbeRecord p = ReadProbe(WithCache(CpuProbe(200, 20), 180), "p");
+  EXPECT_DOUBLE_EQ(p.CacheAt(1), 90);
+  EXPECT_DOUBLE_EQ(p.CacheAt(2), 180);
+  json j = WithCache(CpuProbe(200, 20), 180);
+  j.erase("cache_gbs_by_threads");
+  EXPECT_EQ(ProbeProblem(j), "cal.json: probe.cache_gbs_by_threads: required");
+}
+
 TEST(ProbeRecord, ReadsAGpuProbe) {
   const json g{{"kind", "cuda"},        {"taken", "2026-11-28T10:00:00Z"},
                {"name", "NVIDIA H100"}, {"sm_count", 132},
@@ -164,6 +181,25 @@ TEST(CalibrationCheck, SameProbeWithinToleranceMatches) {
   // 8% slower sgemm, 12% more bandwidth: within 10% and 15%.
   EXPECT_EQ(CheckCalibrationAgainst(c, "cal.json", CpuProbe(184, 22.4)).fit,
             CalibrationFit::kMatches);
+}
+
+// Where both probes have the cache triad, the memory terms go by it: the triad beyond the
+// cache may switch speeds on a host whose steps do not follow it.
+TEST(CalibrationCheck, TheCacheTriadDecidesWhereBothHaveOne) {
+  Calibration c = CpuCalibration();
+  c.probe = WithCache(CpuProbe(200, 20), 180);
+  // The memory triad 1.5x, the cache triad the same: matches.
+  CalibrationCheck k = CheckCalibrationAgainst(c, "cal.json", WithCache(CpuProbe(200, 30), 185));
+  EXPECT_EQ(k.fit, CalibrationFit::kMatches) << k.why;
+  EXPECT_NE(k.why.find("cache 185.0 GB/s here, 180.0 there"), std::string::npos) << k.why;
+  // The cache triad slower: transfers by its ratio.
+  k = CheckCalibrationAgainst(c, "cal.json", WithCache(CpuProbe(200, 20), 90));
+  ASSERT_EQ(k.fit, CalibrationFit::kTransfers) << k.why;
+  EXPECT_DOUBLE_EQ(k.ratio.bandwidth, 0.5);
+  // The host's probe without one: the memory triad, as before.
+  k = CheckCalibrationAgainst(c, "cal.json", CpuProbe(200, 30));
+  ASSERT_EQ(k.fit, CalibrationFit::kTransfers) << k.why;
+  EXPECT_DOUBLE_EQ(k.ratio.bandwidth, 1.5);
 }
 
 TEST(CalibrationCheck, AnotherSpeedTransfersByTheMeasuredRatios) {
