@@ -70,7 +70,8 @@ constexpr double kMinRoomSeconds = 15;
 constexpr double kSignalEarlySeconds = 60;
 // After the ranks stop: srun's teardown, the script's final report and `scontrol requeue`.
 constexpr double kStopSlackSeconds = 10;
-// The cap on the room: kMostOfPrediction x the prediction, for jobs over kSqueezeAboveSeconds.
+// The cap on the room: kMostOfPrediction x the band's lower end (the prediction divided by
+// the upper end's ratio to it), for jobs over kSqueezeAboveSeconds.
 constexpr double kMostOfPrediction = 1.5;
 constexpr double kSqueezeAboveSeconds = 120;
 // The largest lead sbatch --signal accepts.

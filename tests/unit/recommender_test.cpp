@@ -1274,9 +1274,10 @@ TEST(Plan, SlurmTimeLimitFromTheBand) {
   a.phases.steps_s = 300;
   // No band computed: the prediction itself, + 5% room (15 s): 5m15s -> 6 minutes.
   EXPECT_EQ(SlurmTimeLimit(job, a), "00:06:00");
-  // A band to 5m50s: + 17.5 s room -> 7 minutes would be 1.4x: kept.
+  // A band to 5m50s: + 17.5 s room would be 7 minutes, 1.63x the band's lower end (300^2 /
+  // 350 = 4m17s, where the job may end); 6 minutes still holds the upper end.
   a.total_upper_s = 350;
-  EXPECT_EQ(SlurmTimeLimit(job, a), "00:07:00");
+  EXPECT_EQ(SlurmTimeLimit(job, a), "00:06:00");
   // A 3 h job with a 10% band: 3h18m + 5%.
   a.total_s = a.phases.steps_s = 3 * 3600;
   a.total_upper_s = 3 * 3600 * 1.1;
