@@ -84,6 +84,12 @@ using nlohmann::json;
 
 // ---------------------------------------------------------------- calibration files
 
+const std::array<FeatureField, 4> kCpuSkippedFeatures{
+    {{"cpu_skipped_conv_flops_bwd", &ModelFeatures::cpu_skipped_conv_flops_bwd},
+     {"cpu_skipped_dense_flops_bwd", &ModelFeatures::cpu_skipped_dense_flops_bwd},
+     {"cpu_skipped_other_flops_bwd", &ModelFeatures::cpu_skipped_other_flops_bwd},
+     {"cpu_skipped_workspace_elements", &ModelFeatures::cpu_skipped_workspace_elements}}};
+
 namespace {
 
 // Integral values of a double are written as JSON integers (7714560, not 7714560.0).
@@ -94,27 +100,25 @@ json NumberJson(double v) {
 }
 
 json FeaturesJson(const ModelFeatures& f) {
-  return json{{"conv_flops_fwd", NumberJson(f.conv_flops_fwd)},
-              {"conv_flops_bwd", NumberJson(f.conv_flops_bwd)},
-              {"dense_flops_fwd", NumberJson(f.dense_flops_fwd)},
-              {"dense_flops_bwd", NumberJson(f.dense_flops_bwd)},
-              {"other_flops_fwd", NumberJson(f.other_flops_fwd)},
-              {"other_flops_bwd", NumberJson(f.other_flops_bwd)},
-              {"activation_elements", NumberJson(f.activation_elements)},
-              {"params", NumberJson(f.params)},
-              {"conv_workspace_elements", NumberJson(f.conv_workspace_elements)},
-              {"conv_output_elements", NumberJson(f.conv_output_elements)},
-              {"cpu_fused_flops_fwd", NumberJson(f.cpu_fused_flops_fwd)},
-              {"cpu_fused_flops_bwd", NumberJson(f.cpu_fused_flops_bwd)},
-              {"cpu_skipped_conv_flops_bwd", NumberJson(f.cpu_skipped_conv_flops_bwd)},
-              {"cpu_skipped_dense_flops_bwd", NumberJson(f.cpu_skipped_dense_flops_bwd)},
-              {"cpu_skipped_other_flops_bwd", NumberJson(f.cpu_skipped_other_flops_bwd)},
-              {"cpu_skipped_workspace_elements", NumberJson(f.cpu_skipped_workspace_elements)},
-              {"conv_layers", f.conv_layers},
-              {"total_filters", f.total_filters},
-              {"dense_layers", f.dense_layers},
-              {"dense_nodes", f.dense_nodes},
-              {"input_elements", f.input_elements}};
+  json j{{"conv_flops_fwd", NumberJson(f.conv_flops_fwd)},
+         {"conv_flops_bwd", NumberJson(f.conv_flops_bwd)},
+         {"dense_flops_fwd", NumberJson(f.dense_flops_fwd)},
+         {"dense_flops_bwd", NumberJson(f.dense_flops_bwd)},
+         {"other_flops_fwd", NumberJson(f.other_flops_fwd)},
+         {"other_flops_bwd", NumberJson(f.other_flops_bwd)},
+         {"activation_elements", NumberJson(f.activation_elements)},
+         {"params", NumberJson(f.params)},
+         {"conv_workspace_elements", NumberJson(f.conv_workspace_elements)},
+         {"conv_output_elements", NumberJson(f.conv_output_elements)},
+         {"cpu_fused_flops_fwd", NumberJson(f.cpu_fused_flops_fwd)},
+         {"cpu_fused_flops_bwd", NumberJson(f.cpu_fused_flops_bwd)},
+         {"conv_layers", f.conv_layers},
+         {"total_filters", f.total_filters},
+         {"dense_layers", f.dense_layers},
+         {"dense_nodes", f.dense_nodes},
+         {"input_elements", f.input_elements}};
+  for (const FeatureField& k : kCpuSkippedFeatures) j[k.name] = NumberJson(f.*k.value);
+  return j;
 }
 
 // One JSON object of the file being read; messages are "<origin>: <path>.<key>: <problem>".
@@ -137,7 +141,7 @@ class Reader {
   }
 
   // The object itself: must be one, with no key outside `allowed`.
-  void object(std::initializer_list<const char*> allowed) const {
+  void object(const std::vector<const char*>& allowed) const {
     if (!j_.is_object()) Fail(path_, "must be a JSON object, got " + ShownJsonValue(j_));
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       bool ok = false;
@@ -202,27 +206,25 @@ class Reader {
 
 ModelFeatures ReadFeatures(const Reader& r) {
   using S = Reader::Sign;
-  r.object({"conv_flops_fwd",
-            "conv_flops_bwd",
-            "dense_flops_fwd",
-            "dense_flops_bwd",
-            "other_flops_fwd",
-            "other_flops_bwd",
-            "activation_elements",
-            "params",
-            "conv_workspace_elements",
-            "conv_output_elements",
-            "conv_layers",
-            "total_filters",
-            "dense_layers",
-            "dense_nodes",
-            "input_elements",
-            "cpu_fused_flops_fwd",
-            "cpu_fused_flops_bwd",
-            "cpu_skipped_conv_flops_bwd",
-            "cpu_skipped_dense_flops_bwd",
-            "cpu_skipped_other_flops_bwd",
-            "cpu_skipped_workspace_elements"});
+  std::vector<const char*> keys{"conv_flops_fwd",
+                                "conv_flops_bwd",
+                                "dense_flops_fwd",
+                                "dense_flops_bwd",
+                                "other_flops_fwd",
+                                "other_flops_bwd",
+                                "activation_elements",
+                                "params",
+                                "conv_workspace_elements",
+                                "conv_output_elements",
+                                "conv_layers",
+                                "total_filters",
+                                "dense_layers",
+                                "dense_nodes",
+                                "input_elements",
+                                "cpu_fused_flops_fwd",
+                                "cpu_fused_flops_bwd"};
+  for (const FeatureField& k : kCpuSkippedFeatures) keys.push_back(k.name);
+  r.object(keys);
   ModelFeatures f;
   f.conv_flops_fwd = r.number("conv_flops_fwd", S::NonNegative);
   f.conv_flops_bwd = r.number("conv_flops_bwd", S::NonNegative);
@@ -246,12 +248,8 @@ ModelFeatures ReadFeatures(const Reader& r) {
   }
   // Files from before the CPU engine's skipped backward was counted: the sums were fitted
   // as they are, so nothing is taken off them.
-  for (auto [key, field] :
-       {std::pair{"cpu_skipped_conv_flops_bwd", &f.cpu_skipped_conv_flops_bwd},
-        std::pair{"cpu_skipped_dense_flops_bwd", &f.cpu_skipped_dense_flops_bwd},
-        std::pair{"cpu_skipped_other_flops_bwd", &f.cpu_skipped_other_flops_bwd},
-        std::pair{"cpu_skipped_workspace_elements", &f.cpu_skipped_workspace_elements}})
-    if (r.has(key)) *field = r.number(key, S::NonNegative);
+  for (const FeatureField& k : kCpuSkippedFeatures)
+    if (r.has(k.name)) f.*k.value = r.number(k.name, S::NonNegative);
   return f;
 }
 

@@ -29,6 +29,7 @@
 // (each row weighted by 1/t), because a 10 ms error matters on a 20 ms step, not on 2 s.
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -121,6 +122,15 @@ struct Calibration {
   std::vector<TimingSample> samples;
   TimeModel model;
 };
+// The features of what the CPU engine never runs (features.hpp, cpu_skipped_*) as calibration
+// files and records name them: optional when read (0 when absent), and left out of a model's
+// key in the observation store (estimator/observe/model_key.hpp).
+struct FeatureField {
+  const char* name;
+  double ModelFeatures::*value;
+};
+extern const std::array<FeatureField, 4> kCpuSkippedFeatures;
+
 nlohmann::json CalibrationToJson(const Calibration& c);
 // Throws EstimateError naming the file and field.
 Calibration CalibrationFromJson(const nlohmann::json& j, const std::string& origin);

@@ -19,9 +19,7 @@ nlohmann::json FeaturesRecordJson(const ModelFeatures& f) {
 }
 
 std::string FeaturesJsonModelKey(nlohmann::json features) {
-  for (const char* derived : {"cpu_skipped_conv_flops_bwd", "cpu_skipped_dense_flops_bwd",
-                              "cpu_skipped_other_flops_bwd", "cpu_skipped_workspace_elements"})
-    features.erase(derived);
+  for (const FeatureField& derived : kCpuSkippedFeatures) features.erase(derived.name);
   return ModelKey(features.dump());
 }
 

@@ -66,20 +66,22 @@ class Fields {
 
 }  // namespace
 
+namespace {
+
+// A rate at t threads: its curve's (the last measured count when t is more), or the one
+// figure where no curve was measured.
+double RateAt(const std::vector<double>& by_threads, double at_all, int t) {
+  if (by_threads.empty()) return at_all;
+  return by_threads[size_t(std::clamp(t, 1, int(by_threads.size())) - 1)];
+}
+
+}  // namespace
+
 double ProbeRecord::SgemmAt(int t) const {
-  if (sgemm_gflops_by_threads.empty()) return sgemm_gflops;
-  return sgemm_gflops_by_threads[size_t(std::clamp(t, 1, int(sgemm_gflops_by_threads.size())) - 1)];
+  return RateAt(sgemm_gflops_by_threads, sgemm_gflops, t);
 }
-
-double ProbeRecord::MemoryAt(int t) const {
-  if (memory_gbs_by_threads.empty()) return memory_gbs;
-  return memory_gbs_by_threads[size_t(std::clamp(t, 1, int(memory_gbs_by_threads.size())) - 1)];
-}
-
-double ProbeRecord::CacheAt(int t) const {
-  if (cache_gbs_by_threads.empty()) return cache_gbs;
-  return cache_gbs_by_threads[size_t(std::clamp(t, 1, int(cache_gbs_by_threads.size())) - 1)];
-}
+double ProbeRecord::MemoryAt(int t) const { return RateAt(memory_gbs_by_threads, memory_gbs, t); }
+double ProbeRecord::CacheAt(int t) const { return RateAt(cache_gbs_by_threads, cache_gbs, t); }
 
 ProbeRecord ReadProbe(const nlohmann::json& j, const std::string& where) {
   const Fields f(j, where);
