@@ -102,7 +102,8 @@ po::options_description RunOptionsDescription(RunOptions* o) {
     ("master-addr", po::value(&o->master_addr),
         "MASTER_ADDR (default: the host name of rank 0's machine)")
     ("master-port", po::value(&o->master_port),
-        "MASTER_PORT (default: a port free on rank 0's machine, found at start)")
+        "MASTER_PORT (default: a port free on rank 0's machine, found at start below the "
+        "ephemeral port range)")
     ("plan", po::value(&o->plan_json), "plan file (JSON, as from dlh-estimate recommend --json) "
         "giving DLH_GLOBAL_BATCH, DLH_BATCH, DLH_LR, DLH_WARMUP_EPOCHS; default: the DLH_PLAN "
         "environment variable the SPANK plugin sets")

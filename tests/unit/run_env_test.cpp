@@ -1,7 +1,7 @@
 // run_env_test - Unit tests for launcher/run/: the environment of the program `dlh-launch run`
 // starts (run_env.cpp, a pure function), the run folder (run_dir.cpp), the argument split
-// (run_command.cpp) and the pure helpers of child.cpp. The processes themselves run in
-// tests/scripts/run_cmd.sh (mpirun).
+// (run_command.cpp), the pure helpers of child.cpp and the rendezvous port (rendezvous.cpp). The
+// processes themselves run in tests/scripts/run_cmd.sh (mpirun).
 #include "launcher/run/run_env.hpp"
 
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "launcher/run/child.hpp"
+#include "launcher/run/rendezvous.hpp"
 #include "launcher/run/run_command.hpp"
 #include "launcher/run/run_dir.hpp"
 #include "tests/util/temp_dir.hpp"
@@ -282,6 +283,31 @@ TEST(ChildTest, EndsAreNamedAndCodedAsTheShellDoes) {
   EXPECT_EQ(DescribeEnd(W_EXITCODE(0, SIGSEGV) | WCOREFLAG), "was killed by SIGSEGV (core dumped)");
   EXPECT_EQ(ExitCodeOfEnd(W_EXITCODE(0, SIGTERM)), 143);
   EXPECT_EQ(SignalName(SIGUSR1), "SIGUSR1");
+}
+
+// The program's store port comes from just below the ephemeral range, where no bind(0) or
+// connect() of another process can take it between the pick and the program's bind.
+TEST(Rendezvous, TheMasterPortBandLiesBelowTheEphemeralRange) {
+  EXPECT_EQ(MasterPortBand(32768).first, 24576);
+  EXPECT_EQ(MasterPortBand(32768).last, 32767);
+  EXPECT_EQ(MasterPortBand(5000).first, 1024);  // never a privileged port
+  EXPECT_EQ(MasterPortBand(5000).last, 4999);
+  EXPECT_EQ(MasterPortBand(1100).first, 0);  // too few below: the kernel picks
+  EXPECT_EQ(MasterPortBand(1024).first, 0);
+}
+
+TEST(Rendezvous, AFreePortIsBelowThisHostsEphemeralRangeAndBindable) {
+  const int low = EphemeralPortLow();
+  const PortBand band = MasterPortBand(low);
+  for (int i = 0; i < 20; ++i) {
+    const int port = FreeTcpPort();
+    ASSERT_GT(port, 0);
+    ASSERT_LT(port, 65536);
+    if (band.first > 0) {
+      EXPECT_GE(port, band.first);
+      EXPECT_LT(port, low);
+    }
+  }
 }
 
 }  // namespace
