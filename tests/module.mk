@@ -112,6 +112,7 @@ SLURM_TESTS := $(sort $(wildcard tests/slurm/*.sh))
 SLOW_TESTS := tests/slurm/faults_test.sh tests/scripts/estimate_cli.sh \
     tests/slurm/stall_requeue_test.sh tests/scripts/stall_defaults.sh \
     tests/scripts/kill_resume.sh tests/slurm/train_test.sh tests/scripts/torch_spec.sh \
+    tests/slurm/suggest_sbatch_test.sh \
     tests/scripts/balance.sh tests/scripts/resnet.sh tests/scripts/run_cmd.sh \
     tests/slurm/run_torch_test.sh tests/slurm/mixed_shares_test.sh \
     tests/scripts/calibrate_cuda.sh tests/scripts/bad_input.sh
