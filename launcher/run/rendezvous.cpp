@@ -40,40 +40,56 @@ int EphemeralPortLow() {
 
 namespace {
 
-// Binds a TCP socket on every interface (IPv6 with IPv4 mapped where the host has IPv6) to
-// `port` (0: the kernel picks) and returns the port bound, or -1 with errno set.
-int BindAndClose(int port) {
-  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int bound = -1;
-  if (fd >= 0) {
-    const int off = 0;  // dual stack: the port must be free for IPv4 too
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
-    sockaddr_in6 addr{};
-    addr.sin6_family = AF_INET6;
-    addr.sin6_addr = in6addr_any;
-    addr.sin6_port = htons(static_cast<uint16_t>(port));
-    socklen_t len = sizeof addr;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-      bound = ntohs(addr.sin6_port);
-  } else if (errno == EAFNOSUPPORT) {
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    socklen_t len = sizeof addr;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-      bound = ntohs(addr.sin_port);
-  } else {
-    return -1;
+// One owner per socket; closing it leaves errno as it was (the caller reports the bind's).
+class Socket {
+ public:
+  explicit Socket(int family) : fd_(socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0)) {}
+  ~Socket() {
+    const int e = errno;
+    if (fd_ >= 0) close(fd_);
+    errno = e;
   }
-  const int e = errno;
-  close(fd);
-  errno = e;
-  return bound;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Binds `addr` (an IPv4 or IPv6 address, `size` bytes of it) on a new TCP socket and returns
+// the port bound, or -1 with errno set; the socket is closed on return.
+int BindPort(sockaddr_storage addr, socklen_t size) {
+  Socket s(addr.ss_family);
+  if (s.get() < 0) return -1;
+  if (addr.ss_family == AF_INET6) {
+    const int off = 0;  // dual stack: the port must be free for IPv4 too
+    setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+  }
+  auto* raw = reinterpret_cast<sockaddr*>(&addr);
+  socklen_t len = sizeof addr;
+  if (bind(s.get(), raw, size) != 0 || getsockname(s.get(), raw, &len) != 0) return -1;
+  return addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                    : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+// Binds a TCP socket on every interface to `port` (0: the kernel picks) and returns the port
+// bound, or -1 with errno set: IPv6 with IPv4 mapped (as torch's store listens), else IPv4
+// alone where the host cannot bind IPv6 (no IPv6, or switched off by sysctl).
+int BindAndClose(int port) {
+  sockaddr_storage any{};
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&any);
+  v6->sin6_family = AF_INET6;
+  v6->sin6_addr = in6addr_any;
+  v6->sin6_port = htons(static_cast<uint16_t>(port));
+  const int bound = BindPort(any, sizeof(sockaddr_in6));
+  if (bound >= 0 || errno == EADDRINUSE || errno == EACCES) return bound;
+  any = {};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&any);
+  v4->sin_family = AF_INET;
+  v4->sin_addr.s_addr = htonl(INADDR_ANY);
+  v4->sin_port = htons(static_cast<uint16_t>(port));
+  return BindPort(any, sizeof(sockaddr_in));
 }
 
 }  // namespace
