@@ -63,10 +63,11 @@ check-gpu:
 	@echo "gpu tests: not built (no nvcc at $(NVCC); WITH_CUDA=0)"
 endif
 
-# Open MPI refuses root and more ranks than cores without these.
+# Open MPI refuses root and more ranks than cores without these; a rank waiting in MPI yields
+# its core (tests/scripts/common.bash says why).
 MPIRUN ?= mpirun
 MPIRUN_ENV := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-  OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+  OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1
 
 tests: $(UNIT_BIN) $(MPI_TEST_BIN) $(BINDIR)/dlh-launch $(BINDIR)/dlh-data $(BINDIR)/dlh-estimate \
     $(BINDIR)/dlh-report $(PLUGIN_SO)

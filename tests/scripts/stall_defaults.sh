@@ -41,10 +41,10 @@ can_trace=1
 if [[ $(id -u) -ne 0 && $(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0) -ne 0 ]]; then can_trace=; fi
 
 # The ranks that wait for a stopped peer spin in Open MPI's progress loop for a minute, 4 to 6
-# of them on a 2-core machine: at the lowest priority, yielding, so that the tests beside this
-# one in make check keep their cores (a calibration probe beside it read the host 3 times
-# slow). The watchdog only needs a moment of CPU every few seconds.
-export OMPI_MCA_mpi_yield_when_idle=1
+# of them on a 2-core machine: at the lowest priority and yielding (common.bash sets
+# OMPI_MCA_mpi_yield_when_idle), so that the tests beside this one in make check keep their
+# cores (a calibration probe beside it read the host 3 times slow). The watchdog only needs a
+# moment of CPU every few seconds.
 # start NAME CMD...: the job in the background, in a session of its own (JOB_NAME: its id,
 # for the clean-up); when it ends, NAME.end gets its exit code and the time.
 start() {
