@@ -6,10 +6,12 @@
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <string>
 
 #include "common/atomic_file.hpp"
 #include "common/cli.hpp"
@@ -32,6 +34,7 @@
 #include "launcher/train/lr_source.hpp"
 #include "launcher/train/plan.hpp"
 #include "launcher/train/trainer.hpp"
+#include "launcher/watch/core_yield.hpp"
 #include "launcher/watch/peer_watch.hpp"
 #include "launcher/watch/rank_guard.hpp"
 
@@ -326,6 +329,13 @@ int main(int argc, char** argv) {
   // there for good. Training goes on under the same watch, which the trainer then gives its
   // heartbeats; the other commands were never watched (`run`'s ranks wait for their program).
   dlh::StartPeerWatchBeforeMpi(dlh::CommTimeoutFromArguments(argc, argv));
+  // Before MPI_Init, which reads Open MPI's settings from the environment; said once a node.
+  if (const std::string yield = dlh::YieldCoresWhenOversubscribed(argc, argv); !yield.empty()) {
+    const char* local = std::getenv("SLURM_LOCALID");
+    if (!local) local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (!local || std::string(local) == "0")
+      std::fprintf(stderr, "dlh-launch: %s\n", yield.c_str());
+  }
   dlh::SetGuardedPhase("in MPI_Init");
   dlh::mpi::Env env(&argc, &argv, command == "train" ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED);
   if (command != "train") dlh::StopPeerWatch();

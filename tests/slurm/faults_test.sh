@@ -48,18 +48,22 @@ state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut 
 restarts() { scontrol show job "$1" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
 show() { cat "$1" >&2; tail -n 20 "$C"/log/slurmctld.log >&2; }
 
-# 16 epochs of 100 steps (about a minute of training): the attempt that meets the last
-# fault must not reach its end before Slurm declares host2 down, 12 s or more after it.
-dlh-data synthetic --out "$WORK/data.h5" --shape 1x12x12 --classes 4 --train 1200 --test 60 --seed 5 >/dev/null
+# 40 epochs of 50 steps, 16 ms a step with 4 ranks on 2 cores (about half a minute of
+# training alone): the attempt that meets the last fault must not reach its end before Slurm
+# declares host2 down, 12 s or more after it. The steps do real work: a rank waiting in MPI
+# yields its core (common.bash), so a step of a network too small (the 1 ms of a single
+# 8-filter convolution) would end the job before the faults.
+dlh-data synthetic --out "$WORK/data.h5" --shape 1x28x28 --classes 4 --train 2400 --test 60 --seed 5 >/dev/null
 cat >"$WORK/spec.json" <<'JSON'
 {
   "name": "faults",
-  "input": {"channels": 1, "height": 12, "width": 12},
+  "input": {"channels": 1, "height": 28, "width": 28},
   "classes": 4,
-  "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1}, {"type": "relu"},
+  "layers": [{"type": "conv2d", "filters": 32, "kernel": 3, "padding": 1}, {"type": "relu"},
+             {"type": "conv2d", "filters": 32, "kernel": 3, "padding": 1}, {"type": "relu"},
              {"type": "flatten"}, {"type": "dense", "units": 4}],
   "optimizer": {"type": "sgd", "lr": 0.02, "momentum": 0.9},
-  "batch_size": 12, "epochs": 16, "seed": 2, "dataset": "data.h5"
+  "batch_size": 48, "epochs": 40, "seed": 2, "dataset": "data.h5"
 }
 JSON
 export DLH_SPEC=$WORK/spec.json DLH_DATA=$WORK/data.h5

@@ -1,0 +1,104 @@
+// DLH — a rank waiting in MPI yields its core on an oversubscribed node (see core_yield.hpp).
+#include "launcher/watch/core_yield.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+namespace dlh {
+namespace {
+
+// A whole positive count in `text` (nullptr, empty, trailing characters or <= 0: 0).
+int PositiveCount(const char* text) {
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  return (*end == '\0' && v > 0 && v < (1 << 20)) ? int(v) : 0;
+}
+
+int OnlineCpus() { return std::max(1, int(std::thread::hardware_concurrency())); }
+
+int AffinityCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return OnlineCpus();
+}
+
+}  // namespace
+
+int TasksOnNode(const std::string& tasks_per_node, int node) {
+  if (node < 0) return 0;
+  size_t at = 0;
+  while (at < tasks_per_node.size()) {
+    size_t end = tasks_per_node.find(',', at);
+    if (end == std::string::npos) end = tasks_per_node.size();
+    const std::string item = tasks_per_node.substr(at, end - at);
+    // COUNT or COUNT(xREPEAT)
+    const size_t paren = item.find("(x");
+    const int count = PositiveCount(item.substr(0, paren).c_str());
+    int repeat = 1;
+    if (paren != std::string::npos) {
+      if (item.back() != ')') return 0;
+      repeat = PositiveCount(item.substr(paren + 2, item.size() - paren - 3).c_str());
+    }
+    if (count == 0 || repeat == 0) return 0;
+    if (node < repeat) return count;
+    node -= repeat;
+    at = end + 1;
+  }
+  return 0;
+}
+
+int LocalRanksFromEnvironment() {
+  if (const int n = PositiveCount(std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))) return n;
+  const char* per_node = std::getenv("SLURM_STEP_TASKS_PER_NODE");
+  const char* node = std::getenv("SLURM_NODEID");
+  if (per_node && node) {
+    char* end = nullptr;
+    const long id = std::strtol(node, &end, 10);
+    if (*node && *end == '\0' && id >= 0 && id < (1 << 20))
+      if (const int n = TasksOnNode(per_node, int(id))) return n;
+  }
+  return 1;
+}
+
+NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online) {
+  NodeLoad load;
+  load.local_ranks = std::max(1, local_ranks);
+  load.cpus = std::max(1, cpus);
+  load.sharing_ranks = load.cpus < online ? 1 : load.local_ranks;
+  load.threads = threads > 0 ? threads : std::max(1, online / load.local_ranks);
+  return load;
+}
+
+NodeLoad NodeLoadFromArguments(int argc, char** argv) {
+  int threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;  // the user's program's own arguments (dlh-launch run)
+    if (a == "--threads" && i + 1 < argc) threads = PositiveCount(argv[i + 1]);
+    if (a.rfind("--threads=", 0) == 0) threads = PositiveCount(a.c_str() + 10);
+  }
+  if (threads == 0) threads = PositiveCount(std::getenv("OPENBLAS_NUM_THREADS"));
+  return NodeLoadOf(LocalRanksFromEnvironment(), threads, AffinityCpus(), OnlineCpus());
+}
+
+std::string YieldCoresWhenOversubscribed(int argc, char** argv) {
+  if (std::getenv("OMPI_MCA_mpi_yield_when_idle")) return "";  // the user's choice, either way
+  const NodeLoad load = NodeLoadFromArguments(argc, argv);
+  if (!load.oversubscribed()) return "";
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "%d rank(s) x %d thread(s) on %d CPU(s): a rank waiting in MPI yields its core "
+                "(OMPI_MCA_mpi_yield_when_idle=1)",
+                load.sharing_ranks, load.threads, load.cpus);
+  return line;
+}
+
+}  // namespace dlh

@@ -1,0 +1,135 @@
+// core_yield_test — launcher/watch/core_yield.hpp: this node's ranks from srun's and mpirun's
+// environment, the threads by train's rule, when the node counts as oversubscribed, and that
+// a user's own OMPI_MCA_mpi_yield_when_idle is left alone. The effect itself (a waiting rank
+// giving its core back) is Open MPI's; make check runs every MPI test with it.
+#include "launcher/watch/core_yield.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+#include <vector>
+
+namespace dlh {
+namespace {
+
+// Sets or unsets the variables for one test and puts them back after.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = getenv(name);
+      saved_.push_back({name, old ? old : "", old != nullptr});
+      if (value)
+        setenv(name, value, 1);
+      else
+        unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& s : saved_) {
+      if (s.was_set)
+        setenv(s.name.c_str(), s.value.c_str(), 1);
+      else
+        unsetenv(s.name.c_str());
+    }
+  }
+
+ private:
+  struct Saved {
+    std::string name, value;
+    bool was_set;
+  };
+  std::vector<Saved> saved_;
+};
+
+TEST(CoreYield, SrunsTasksPerNodeIsReadAtThisNode) {
+  EXPECT_EQ(TasksOnNode("4", 0), 4);
+  EXPECT_EQ(TasksOnNode("2(x3),1", 0), 2);
+  EXPECT_EQ(TasksOnNode("2(x3),1", 2), 2);
+  EXPECT_EQ(TasksOnNode("2(x3),1", 3), 1);
+  EXPECT_EQ(TasksOnNode("3,1,5(x2)", 3), 5);
+  EXPECT_EQ(TasksOnNode("3,1,5(x2)", 4), 0);
+  EXPECT_EQ(TasksOnNode("2(x3),1", 4), 0);  // no such node
+  EXPECT_EQ(TasksOnNode("2(x3", 0), 0);     // malformed
+  EXPECT_EQ(TasksOnNode("x,1", 0), 0);
+  EXPECT_EQ(TasksOnNode("", 0), 0);
+  EXPECT_EQ(TasksOnNode("2", -1), 0);
+}
+
+TEST(CoreYield, LocalRanksComeFromMpirunThenSrun) {
+  {
+    ScopedEnv env({{"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                   {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+                   {"SLURM_NODEID", "1"}});
+    EXPECT_EQ(LocalRanksFromEnvironment(), 3);
+  }
+  {
+    ScopedEnv env({{"OMPI_COMM_WORLD_LOCAL_SIZE", nullptr},
+                   {"SLURM_STEP_TASKS_PER_NODE", "4,2"},
+                   {"SLURM_NODEID", "1"}});
+    EXPECT_EQ(LocalRanksFromEnvironment(), 2);
+  }
+  {
+    ScopedEnv env({{"OMPI_COMM_WORLD_LOCAL_SIZE", nullptr},
+                   {"SLURM_STEP_TASKS_PER_NODE", "4,2"},
+                   {"SLURM_NODEID", "7"}});
+    EXPECT_EQ(LocalRanksFromEnvironment(), 1);  // not said: one
+  }
+}
+
+TEST(CoreYield, MoreBusyThreadsThanCpusIsOversubscribed) {
+  // 4 ranks of 1 thread on 2 CPUs (make check's mpirun -np 4 here): yes.
+  EXPECT_TRUE(NodeLoadOf(4, 1, 2, 2).oversubscribed());
+  // 2 ranks on 2 CPUs, the threads by train's rule (2 / 2 = 1 each): no.
+  NodeLoad two = NodeLoadOf(2, 0, 2, 2);
+  EXPECT_EQ(two.threads, 1);
+  EXPECT_FALSE(two.oversubscribed());
+  // 1 rank with 4 threads on 2 CPUs: yes; with 2: no.
+  EXPECT_TRUE(NodeLoadOf(1, 4, 2, 2).oversubscribed());
+  EXPECT_FALSE(NodeLoadOf(1, 2, 2, 2).oversubscribed());
+  // 8 ranks on 64 CPUs, threads by the rule: 8 each, 64 in all: no.
+  EXPECT_FALSE(NodeLoadOf(8, 0, 64, 64).oversubscribed());
+  // A rank bound to 1 of 2 CPUs (mpirun -np 2 binds to a core): that core is its own.
+  EXPECT_FALSE(NodeLoadOf(2, 1, 1, 2).oversubscribed());
+  // ...but not when it runs 2 threads there.
+  EXPECT_TRUE(NodeLoadOf(2, 2, 1, 2).oversubscribed());
+}
+
+TEST(CoreYield, ThreadsComeFromTheArgumentsThenOpenblasNumThreads) {
+  char prog[] = "dlh-launch", train[] = "train", threads[] = "--threads", three[] = "3",
+       spec[] = "spec.json", eq[] = "--threads=5", dashes[] = "--", other[] = "--threads=9";
+  ScopedEnv env({{"OPENBLAS_NUM_THREADS", "2"}});
+  char* a[] = {prog, train, threads, three, spec};
+  EXPECT_EQ(NodeLoadFromArguments(5, a).threads, 3);
+  char* b[] = {prog, train, eq};
+  EXPECT_EQ(NodeLoadFromArguments(3, b).threads, 5);
+  char* c[] = {prog, train, spec, dashes, other};  // a user program's own option
+  EXPECT_EQ(NodeLoadFromArguments(5, c).threads, 2);
+}
+
+TEST(CoreYield, SetOnlyWhenOversubscribedAndNotSetByTheUser) {
+  char prog[] = "dlh-launch", train[] = "train", threads[] = "--threads", many[] = "4096";
+  char* argv[] = {prog, train, threads, many};
+  {
+    ScopedEnv env({{"OMPI_MCA_mpi_yield_when_idle", "0"}});  // the user's, kept
+    EXPECT_EQ(YieldCoresWhenOversubscribed(4, argv), "");
+    EXPECT_STREQ(getenv("OMPI_MCA_mpi_yield_when_idle"), "0");
+  }
+  {
+    ScopedEnv env({{"OMPI_MCA_mpi_yield_when_idle", nullptr}});
+    const std::string line = YieldCoresWhenOversubscribed(4, argv);  // 4096 threads: over
+    EXPECT_NE(line.find("x 4096 thread(s)"), std::string::npos) << line;
+    EXPECT_STREQ(getenv("OMPI_MCA_mpi_yield_when_idle"), "1");
+  }
+  {
+    char one[] = "1";
+    char* single[] = {prog, train, threads, one};
+    ScopedEnv env({{"OMPI_MCA_mpi_yield_when_idle", nullptr}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}});
+    EXPECT_EQ(YieldCoresWhenOversubscribed(4, single), "");
+    EXPECT_EQ(getenv("OMPI_MCA_mpi_yield_when_idle"), nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace dlh
