@@ -159,6 +159,7 @@ int RecommendCommand(const std::vector<std::string>& args) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Allocation& chosen = rec.feasible ? rec.ranked.front() : rec.fastest;
   nlohmann::json plan = PlanJson(job, rec, chosen);
+  AddSharedHostToPlan(cluster, &plan);
   AddObservationsToPlan(job, cluster, rec, chosen, &plan);
   // A profile's speeds use no calibration file (profile_speeds.hpp).
   if (!html.empty())

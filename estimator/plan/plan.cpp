@@ -444,6 +444,7 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
   if (out.feasible && IsCpuPlan(out.chosen))
     out.cpu_note = CpuChoiceNote(job, planned_on, out.chosen);
   out.plan = PlanJson(job, rec, out.chosen);
+  AddSharedHostToPlan(planned_on, &out.plan);
   if (out.suggested)  // the front end writes it there and hands the job DLH_SPEC
     out.plan["suggested"] = {{"spec", out.suggested->path},
                              {"data", out.suggested->data},

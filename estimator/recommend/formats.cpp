@@ -160,6 +160,11 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
   return j;
 }
 
+void AddSharedHostToPlan(const Cluster& cluster, nlohmann::json* plan) {
+  if (cluster.runtime.shared_host_cores > 0)
+    (*plan)["allocation"]["shared_host_cores"] = cluster.runtime.shared_host_cores;
+}
+
 namespace {
 
 std::string Plural(long n, const char* one, const char* many) {

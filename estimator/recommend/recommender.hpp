@@ -285,6 +285,10 @@ std::vector<int64_t> BalanceBatch(const std::vector<DeviceSpeed>& speed,
 // "feasible" is the chosen allocation's (fits memory and meets the deadline); "profile" (the
 // profile's path) only for a job planned from one.
 nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocation& chosen);
+// Where the cluster's nodes are all one host (runtime.shared_host_cores: a demo or test
+// cluster), the plan's allocation says so ("shared_host_cores"): dlh-launch then knows that
+// every rank of the job shares those cores (launcher/watch/core_yield.hpp).
+void AddSharedHostToPlan(const Cluster& cluster, nlohmann::json* plan);
 // {"startup_s", "data_s", "warmup_s", "steps_s", "eval_s", "evaluations", "checkpoint_s",
 // "checkpoints"}: the plan's predicted.phases.
 nlohmann::json PhasesJson(const JobPhases& phases);

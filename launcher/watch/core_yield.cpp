@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -76,6 +77,34 @@ NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online) {
   return load;
 }
 
+int SharedHostCoresOfPlan(const std::string& plan_json) {
+  const nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, false);
+  if (!plan.is_object() || !plan.contains("allocation") || !plan["allocation"].is_object())
+    return 0;
+  const nlohmann::json cores = plan["allocation"].value("shared_host_cores", nlohmann::json());
+  return cores.is_number_integer() && cores.get<int64_t>() > 0 && cores.get<int64_t>() < (1 << 20)
+             ? int(cores.get<int64_t>())
+             : 0;
+}
+
+int SharedHostCoresFromArguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    // The trainer reads a plan given here after MPI_Init; a bad one is its to report.
+    if (a == "--no-plan" || a == "--plan" || a.rfind("--plan=", 0) == 0) return 0;
+  }
+  const char* plan = std::getenv("DLH_PLAN");
+  if (!plan) plan = std::getenv("SLURM_SPANK_DLH_PLAN");
+  return plan ? SharedHostCoresOfPlan(plan) : 0;
+}
+
+int JobRanksFromEnvironment(int fallback) {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"})
+    if (const int n = PositiveCount(std::getenv(name))) return n;
+  return fallback;
+}
+
 NodeLoad NodeLoadFromArguments(int argc, char** argv) {
   int threads = 0;
   for (int i = 1; i < argc; ++i) {
@@ -85,7 +114,15 @@ NodeLoad NodeLoadFromArguments(int argc, char** argv) {
     if (a.rfind("--threads=", 0) == 0) threads = PositiveCount(a.c_str() + 10);
   }
   if (threads == 0) threads = PositiveCount(std::getenv("OPENBLAS_NUM_THREADS"));
-  return NodeLoadOf(LocalRanksFromEnvironment(), threads, AffinityCpus(), OnlineCpus());
+  const int local_ranks = LocalRanksFromEnvironment();
+  NodeLoad load = NodeLoadOf(local_ranks, threads, AffinityCpus(), OnlineCpus());
+  if (const int shared = SharedHostCoresFromArguments(argc, argv)) {
+    load.sharing_ranks = std::max(load.local_ranks, JobRanksFromEnvironment(local_ranks));
+    // The host's cores, not this rank's mask: a rank bound to one core has the others'
+    // ranks on the rest.
+    load.cpus = std::min(OnlineCpus(), shared);
+  }
+  return load;
 }
 
 std::string YieldCoresWhenOversubscribed(int argc, char** argv) {

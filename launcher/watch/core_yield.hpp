@@ -34,9 +34,21 @@ int TasksOnNode(const std::string& tasks_per_node, int node);
 
 // This node's load as dlh-launch COMMAND ARGS will run it: threads from --threads N in argv,
 // else OPENBLAS_NUM_THREADS, else the node's cores shared among its ranks (trainer.cpp's rule).
+// Where the plan says the job's nodes are one host, all the job's ranks share its cores.
 NodeLoad NodeLoadFromArguments(int argc, char** argv);
 // The same from given parts: cpus of this process, online the node's, threads 0 for the rule.
 NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online);
+
+// A plan's allocation.shared_host_cores (docs/reference/plan.md): every rank of the job runs
+// on one machine of that many cores (a demo or test cluster whose nodes are one host); 0 when
+// the plan does not say so or is not JSON. The plan the trainer would read: DLH_PLAN, else
+// SLURM_SPANK_DLH_PLAN; none under --no-plan or --plan.
+int SharedHostCoresOfPlan(const std::string& plan_json);
+int SharedHostCoresFromArguments(int argc, char** argv);
+
+// The job's ranks from the launcher's environment (OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS,
+// SLURM_NTASKS), else `fallback`.
+int JobRanksFromEnvironment(int fallback);
 
 // Before MPI_Init: sets OMPI_MCA_mpi_yield_when_idle=1 when the node is oversubscribed and
 // the variable is not set; returns the line to say so (empty when nothing was set).

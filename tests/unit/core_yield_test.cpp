@@ -131,5 +131,39 @@ TEST(CoreYield, SetOnlyWhenOversubscribedAndNotSetByTheUser) {
   }
 }
 
+TEST(CoreYield, APlanOnOneHostCountsAllTheJobsRanks) {
+  EXPECT_EQ(SharedHostCoresOfPlan(R"({"allocation": {"shared_host_cores": 2}})"), 2);
+  EXPECT_EQ(SharedHostCoresOfPlan(R"({"allocation": {"tasks_per_node": 2}})"), 0);
+  EXPECT_EQ(SharedHostCoresOfPlan(R"({"allocation": {"shared_host_cores": "2"}})"), 0);
+  EXPECT_EQ(SharedHostCoresOfPlan(R"({"allocation": {"shared_host_cores": -1}})"), 0);
+  EXPECT_EQ(SharedHostCoresOfPlan(R"({"allocation": 3})"), 0);
+  EXPECT_EQ(SharedHostCoresOfPlan("not json"), 0);
+
+  // Two fake nodes of one 2-core machine, 1 rank each with 2 threads: on its node, a rank
+  // has its 2 cores; the plan says both ranks share them.
+  char prog[] = "dlh-launch", train[] = "train", threads[] = "--threads", two[] = "2",
+       no_plan[] = "--no-plan";
+  char* argv[] = {prog, train, threads, two};
+  {
+    ScopedEnv env({{"DLH_PLAN", R"({"allocation": {"shared_host_cores": 2}})"},
+                   {"SLURM_SPANK_DLH_PLAN", nullptr},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"},
+                   {"OMPI_COMM_WORLD_SIZE", "2"}});
+    const NodeLoad load = NodeLoadFromArguments(4, argv);
+    EXPECT_EQ(load.sharing_ranks, 2);
+    EXPECT_LE(load.cpus, 2);
+    EXPECT_TRUE(load.oversubscribed());
+    char* ignored[] = {prog, train, threads, two, no_plan};
+    EXPECT_EQ(SharedHostCoresFromArguments(5, ignored),
+              0);  // --no-plan: the plan is not this job's
+  }
+  {
+    ScopedEnv env({{"DLH_PLAN", R"({"allocation": {"tasks_per_node": 1}})"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"},
+                   {"OMPI_COMM_WORLD_SIZE", "2"}});
+    EXPECT_EQ(NodeLoadFromArguments(4, argv).sharing_ranks, 1);  // real nodes: its own
+  }
+}
+
 }  // namespace
 }  // namespace dlh

@@ -477,7 +477,9 @@ TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   Recommendation direct = Recommend(p.job, c);
   nlohmann::json plan = PlanJson(p.job, direct, direct.ranked.front());
   AddObservationsToPlan(p.job, c, direct, direct.ranked.front(), &plan);
+  AddSharedHostToPlan(c, &plan);
   EXPECT_EQ(plan.dump(), p.plan.dump());
+  EXPECT_EQ(p.plan["allocation"]["shared_host_cores"], 2);  // dlh-launch counts all the ranks
   EXPECT_EQ(SummaryLine(p),
             "dlh: 1 node x 1 alpha GPU, 1 task, time 00:03:00: predicted 1m52s (90% <= 2m13s), "
             "5.4 kJ, deadline 30m (least energy of 6 allocations meeting the 30m deadline); step "
