@@ -128,24 +128,25 @@ double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int shari
 // perfectly, memory passes do not, and the ranks running at once share the node's memory
 // bandwidth). A node with more ranks than cores (o = ranks / cores > 1): the ranks take
 // turns on the cores, so the compute costs o times, the fixed per-step part included; and
-// every step waits in its allreduce for peers the scheduler is not running (Open MPI polls
-// unless it knows the node is oversubscribed, which under srun it does not, so a waiting
-// rank spends its turn spinning), wait_s = (o - 1) x kOversubscribedWaitS, which the plan
-// counts with the allreduce. Where the observation store measured `ranks` side by side
-// (scaling.learned_log_by_ranks), the compute carries it; a count it did not measure
-// carries the largest measured count of 2 or more below it.
+// every step waits a little in its allreduce for peers the scheduler is not running,
+// wait_s = (o - 1) x kOversubscribedWaitS, which the plan counts with the allreduce. A
+// little because dlh-launch has its ranks yield their core while they wait there
+// (launcher/watch/core_yield.hpp; on a cluster whose nodes are one machine the plan tells it
+// so, allocation.shared_host_cores); Open MPI's default, polling, cost 15-20 times more. Where the
+// observation store measured `ranks` side by side (scaling.learned_log_by_ranks), the compute
+// carries it; a count it did not measure carries the largest measured count of 2 or more below it.
 struct CpuShare {
   double per_sample = 1, fixed = 1;
   double wait_s = 0;  // seconds per step, added to the allreduce
 };
 
-// The wait per step of 2 ranks per core, from the AMD EPYC host of BENCHMARKS.md (2 cores):
-// 4 ranks of the example CNN took 2.2x the step of 2 ranks. 2 ranks: about 28 ms (64 samples
-// each at one thread; 128 took 53.5 ms); 4 ranks: 2.2 x 28 = 62 ms, of which their compute,
-// two turns of 32 samples, is 27 ms: 34 ms waiting. Before 2026-11-28 the model charged o^2
-// for the compute instead, which over-predicted a compute-heavy step (the CNN, +39% on the
-// CI host) and under-predicted a light one (an MLP, whose 4-rank job ran out of its limit).
-constexpr double kOversubscribedWaitS = 0.034;
+// The wait per step of 2 ranks per core, measured on the local cluster (2026-11-30, AMD
+// EPYC, 2 cores; srun --mpi=pmix, 1 thread a rank, mean step over 180-380 steps): 4 ranks on
+// two fake nodes against 2 ranks on one, yielding: the example CNN 32.8 against 30.7 ms
+// (+2.1), the bench MLP 5.87 against 2.58 ms (+3.3, of which the model charges the 2-node
+// allreduce about 1 ms). Polling, as Open MPI does by default: 76.1 against 29.5 ms (+47)
+// and 43.3 against 2.57 ms (+41); this constant was 34 ms while the ranks polled.
+constexpr double kOversubscribedWaitS = 0.0022;
 CpuShare CpuRankShare(int calibration_threads, int cores, int ranks,
                       const ThreadScaling& scaling = {});
 
