@@ -1,8 +1,6 @@
 // DLH — a rank waiting in MPI yields its core on an oversubscribed node (see core_yield.hpp).
 #include "launcher/watch/core_yield.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -10,25 +8,24 @@
 #include <string>
 #include <thread>
 
+#include "launcher/probe/host_probe.hpp"
+
 namespace dlh {
 namespace {
 
-// A whole positive count in `text` (nullptr, empty, trailing characters or <= 0: 0).
-int PositiveCount(const char* text) {
-  if (!text || !*text) return 0;
+// A whole count in `text`, 0 or more; -1 for anything else (nullptr, empty, trailing
+// characters, negative, absurdly large).
+int CountIn(const char* text) {
+  if (!text || !*text) return -1;
   char* end = nullptr;
   const long v = std::strtol(text, &end, 10);
-  return (*end == '\0' && v > 0 && v < (1 << 20)) ? int(v) : 0;
+  return (*end == '\0' && v >= 0 && v < (1 << 20)) ? int(v) : -1;
 }
+
+// A whole positive count in `text`; 0 for anything else.
+int PositiveCount(const char* text) { return std::max(0, CountIn(text)); }
 
 int OnlineCpus() { return std::max(1, int(std::thread::hardware_concurrency())); }
-
-int AffinityCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return OnlineCpus();
-}
 
 }  // namespace
 
@@ -58,13 +55,9 @@ int TasksOnNode(const std::string& tasks_per_node, int node) {
 int LocalRanksFromEnvironment() {
   if (const int n = PositiveCount(std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))) return n;
   const char* per_node = std::getenv("SLURM_STEP_TASKS_PER_NODE");
-  const char* node = std::getenv("SLURM_NODEID");
-  if (per_node && node) {
-    char* end = nullptr;
-    const long id = std::strtol(node, &end, 10);
-    if (*node && *end == '\0' && id >= 0 && id < (1 << 20))
-      if (const int n = TasksOnNode(per_node, int(id))) return n;
-  }
+  const int node = CountIn(std::getenv("SLURM_NODEID"));
+  if (per_node && node >= 0)
+    if (const int n = TasksOnNode(per_node, node)) return n;
   return 1;
 }
 
@@ -115,7 +108,7 @@ NodeLoad NodeLoadFromArguments(int argc, char** argv) {
   }
   if (threads == 0) threads = PositiveCount(std::getenv("OPENBLAS_NUM_THREADS"));
   const int local_ranks = LocalRanksFromEnvironment();
-  NodeLoad load = NodeLoadOf(local_ranks, threads, AffinityCpus(), OnlineCpus());
+  NodeLoad load = NodeLoadOf(local_ranks, threads, AffinityCores(), OnlineCpus());
   if (const int shared = SharedHostCoresFromArguments(argc, argv)) {
     load.sharing_ranks = std::max(load.local_ranks, JobRanksFromEnvironment(local_ranks));
     // The host's cores, not this rank's mask: a rank bound to one core has the others'
