@@ -20,8 +20,8 @@ program's steps are often short next to the bursts in which a shared or throttle
 (a CPU quota's 10 ms period against a 15 ms step): the median then says the shorter of a
 rank's two kinds of step, and a window of a few steps calls a balanced split unbalanced. On
 make bench's mixed allocation (share/bench/mixed_shares.sh) the median rule moved the plan's
-[92, 36] 8-9 times a run, as far as [84, 44], and ran 16-20% below the plan's split left
-alone; with the mean and the noise it moved 0-2 times."""
+split 8-9 times a run and ran below it; the figures since: BENCHMARKS.md, "A program with
+shares on a mixed allocation"."""
 
 import math
 import statistics
