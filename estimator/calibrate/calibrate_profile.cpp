@@ -132,9 +132,11 @@ StepProfile ProfileStep(const TrainSpec& spec, const ProfileOptions& options) {
   out.steps = options.steps;
   out.warmup = options.warmup;
   const ModelFeatures features = ComputeFeatures(spec);  // also checks the shapes
-  const MachineRates rates = MeasureRates(options.threads, options.rate_blocks);
-  out.sgemm_gflops = rates.sgemm_gflops;
-  out.copy_gbs = rates.copy_gbs;
+  if (!options.layers_only) {
+    const MachineRates rates = MeasureRates(options.threads, options.rate_blocks);
+    out.sgemm_gflops = rates.sgemm_gflops;
+    out.copy_gbs = rates.copy_gbs;
+  }
   SetCpuThreads(options.threads);  // the engine's pool; OpenBLAS itself on one thread
   const char* core = openblas_get_corename();
   out.blas_core = core ? core : "unknown";
@@ -244,6 +246,10 @@ StepProfile ProfileStep(const TrainSpec& spec, const ProfileOptions& options) {
     l.bytes = 4.0 * (in_e + out_e) * batch + 4.0 * c.params;
     if (backward_runs)
       l.bytes += 4.0 * (out_e + in_e + (grad_in[i] ? in_e : 0)) * batch + 8.0 * c.params;
+    if (options.layers_only) {
+      out.layers.push_back(l);
+      continue;
+    }
     l.roofline_s = std::max(l.flops / (out.sgemm_gflops * 1e9), l.bytes / (out.copy_gbs * 1e9));
     if (l.gemm_layer()) {
       // A convolution runs its products once per sample, each sample on one thread; a dense
@@ -261,6 +267,31 @@ StepProfile ProfileStep(const TrainSpec& spec, const ProfileOptions& options) {
                     batch / options.threads;
     }
     out.layers.push_back(l);
+  }
+  return out;
+}
+
+std::vector<LayerTimingSample> LayerTimingSamples(const TrainSpec& spec, int batch, int threads,
+                                                  int steps, int warmup) {
+  ProfileOptions o;
+  o.batch = batch;
+  o.threads = threads;
+  o.steps = steps;
+  o.warmup = warmup;
+  o.layers_only = true;
+  const StepProfile p = ProfileStep(spec, o);
+  const std::vector<ModelFeatures> features = TopLevelLayerFeatures(spec);
+  std::vector<LayerTimingSample> out;
+  for (const LayerProfile& l : p.layers) {
+    const double seconds = l.forward_s + l.backward_s;
+    if (l.fused_into >= 0 || !(seconds > 0)) continue;  // inside the layer before
+    LayerTimingSample s;
+    s.model = spec.name;
+    s.layer = l.index;
+    s.batch = batch;
+    s.seconds = seconds;
+    s.features = features.at(size_t(l.index));
+    out.push_back(std::move(s));
   }
   return out;
 }

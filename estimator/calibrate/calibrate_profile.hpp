@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/spec.hpp"
+#include "estimator/model/layer_time_model.hpp"
 
 namespace dlh {
 
@@ -57,6 +58,9 @@ struct ProfileOptions {
   int steps = 20;   // timed steps
   int warmup = 3;
   int rate_blocks = 5;  // MeasureRates blocks
+  // Only each layer's forward and backward (the calibration's layer rows): no machine rates,
+  // no GEMMs or column copies timed alone, so roofline_s and the *_alone_* fields stay 0.
+  bool layers_only = false;
 };
 
 // The step this engine design could reach with this OpenBLAS: every GEMM layer at its GEMMs
@@ -67,6 +71,12 @@ double FloorSeconds(const StepProfile& profile);
 
 // Throws UsageError for options out of range, SpecError for a bad spec.
 StepProfile ProfileStep(const TrainSpec& spec, const ProfileOptions& options);
+
+// The layer rows of one model for the layer model (layer_time_model.hpp): ProfileStep with
+// layers_only at `batch`, one sample per top-level layer that runs on its own (forward +
+// backward seconds, TopLevelLayerFeatures' features).
+std::vector<LayerTimingSample> LayerTimingSamples(const TrainSpec& spec, int batch, int threads,
+                                                  int steps, int warmup);
 
 // `dlh-estimate profile SPEC [--batch B] [--threads N] [--steps S] [--warmup W] [--json]`.
 int ProfileCommand(const std::vector<std::string>& args);

@@ -126,16 +126,21 @@ Calibration TransferCalibration(const Calibration& c, const CalibrationCheck& ch
                                 const nlohmann::json& host_probe, const std::string& from,
                                 bool scale_fixed_terms) {
   Calibration t = c;
-  t.model.coef = ScaleCoefficients(c.model.coef, check.ratio);
-  if (scale_fixed_terms && CpuEngineDevice(c.device))  // a GPU's launches: the host's
-    for (int i = 0; i < kTimeTerms; ++i)
-      if (TimeTermRate(i) == TermRate::Fixed) t.model.coef[size_t(i)] /= check.ratio.flops;
+  auto transfer = [&](const std::vector<double>& coef) {
+    std::vector<double> out = ScaleCoefficients(coef, check.ratio);
+    if (scale_fixed_terms && CpuEngineDevice(c.device))  // a GPU's launches: the host's
+      for (int i = 0; i < kTimeTerms; ++i)
+        if (TimeTermRate(i) == TermRate::Fixed) out[size_t(i)] /= check.ratio.flops;
+    return out;
+  };
+  t.model.coef = transfer(c.model.coef);
   for (TimingSample& s : t.samples) {
     const double before = c.model.seconds(s.features, s.batch);
     const double after = t.model.seconds(s.features, s.batch);
     if (before > 0 && after > 0) s.seconds *= after / before;
     s.joules = -1;
   }
+  if (!c.layer_model.empty()) t.layer_model.coef = transfer(c.layer_model.coef);  // alike
   t.probe = host_probe;
   if (host_probe.contains("host") && host_probe["host"].is_string())
     t.host = host_probe["host"].get<std::string>();

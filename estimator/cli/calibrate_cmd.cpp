@@ -17,8 +17,10 @@
 #include "common/exit_codes.hpp"
 #include "estimator/calibrate/calibrate.hpp"
 #include "estimator/calibrate/calibrate_launch.hpp"
+#include "estimator/calibrate/calibrate_profile.hpp"
 #include "estimator/cli/calibrate_slurm_cmd.hpp"
 #include "estimator/cli/command_line.hpp"
+#include "estimator/cli/validate_layers.hpp"
 #include "estimator/cluster/cluster.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
 #include "estimator/model/features.hpp"
@@ -229,6 +231,28 @@ nlohmann::json MeasureThreadScaling(const std::vector<SweepEntry>& sweep, int th
   return {{"threads", counts}, {"step_time_ratio", ratios}, {"models", models.size()}};
 }
 
+// The layer rows and the layer model (layer_time_model.hpp): every sweep model's layers
+// timed one by one at its batch, on the calibration's threads (a few steps each: the median
+// of a layer is steadier than a whole step, and the fit has a row per layer). A failed fit
+// leaves the calibration without a layer model (the recommender then divides a step by the
+// step-time model) and says why.
+void MeasureLayerModel(const std::vector<SweepEntry>& sweep, int threads, bool quick,
+                       Calibration* c) {
+  std::fprintf(stderr, "dlh-estimate: layers: %zu models, each layer timed alone\n", sweep.size());
+  std::vector<LayerTimingSample> rows;
+  for (const SweepEntry& e : sweep) {
+    std::vector<LayerTimingSample> more =
+        LayerTimingSamples(e.spec, int(e.batch), threads, quick ? 2 : 5, 1);
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  try {
+    c->layer_model = FitLayerTimeModel(rows, true);
+  } catch (const EstimateError& e) {
+    std::fprintf(stderr, "dlh-estimate: warning: no layer model: %s\n", e.what());
+    c->layer_model = LayerTimeModel{};
+  }
+}
+
 }  // namespace
 
 int CalibrateCommand(const std::vector<std::string>& args) {
@@ -281,9 +305,13 @@ int CalibrateCommand(const std::vector<std::string>& args) {
   c.probe = CalibrationProbe(device.text, timing.threads, quick);
   if (!device.launch && !quick)  // recorded for the next model of shared cores (time_model.hpp)
     c.thread_scaling = MeasureThreadScaling(sweep, CalibrationThreads(c), quick);
+  if (!device.launch && !gpu) MeasureLayerModel(sweep, CalibrationThreads(c), quick, &c);
   c.model = FitTimeModel(device.kind, c.samples, vm["folds"].as<int>());
   SaveCalibration(out, c);
   PrintQuality(c.model);
+  if (!c.layer_model.empty())
+    std::printf("layer model: %d layers of the sweep, mean error %.1f%% of their step\n",
+                c.layer_model.samples, c.layer_model.step_error);
   std::printf("wrote %s\n", out.c_str());
   return kExitOk;
 }
@@ -330,7 +358,10 @@ int ValidateCommand(const std::vector<std::string>& args) {
     ("scale-bandwidth", po::value<double>()->default_value(1),
         "the same for memory bandwidth")
     ("roofline", po::value<std::string>(),
-        "TFLOPS,GBS: also report the roofline model's predictions for a device with these peaks");
+        "TFLOPS,GBS: also report the roofline model's predictions for a device with these peaks")
+    ("layers", "instead: how the calibration divides a step among its layers (a CPU calibration "
+        "with a layer model): each model's layers timed one by one, and the largest error over "
+        "its cuts by the step-time model and by the layer model");
   // clang-format on
   po::variables_map vm;
   if (!Parse("validate", args, d, {}, vm)) return kExitOk;
@@ -339,6 +370,17 @@ int ValidateCommand(const std::vector<std::string>& args) {
   const bool scaled = ratio.flops != 1 || ratio.bandwidth != 1;
   if (!(ratio.flops > 0) || !(ratio.bandwidth > 0))
     throw UsageError("--scale-flops, --scale-bandwidth: must be positive");
+  if (vm.count("layers")) {
+    if (scaled || vm.count("roofline") || vm.count("measured") || vm.count("save") ||
+        vm.count("via-launch") || Str(vm, "device") != "cpu")
+      throw UsageError(
+          "--layers: times the layers on this CPU; it takes no --scale-*, "
+          "--roofline, --measured, --save, --via-launch or --device");
+    const int threads =
+        vm["threads"].as<int>() > 0 ? vm["threads"].as<int>() : CalibrationThreads(c);
+    return ValidateLayers(c, ValidationSet(Str(vm, "set"), false), threads, vm["rounds"].as<int>(),
+                          vm.count("markdown") > 0);
+  }
   const TimeModel unscaled = c.model;
   c.model.coef = ScaleCoefficients(c.model.coef, ratio);
   const bool roofline = vm.count("roofline") > 0;

@@ -43,6 +43,11 @@
 //          "conv_layers": 2, "total_filters": 96, "dense_layers": 2, "dense_nodes": 138,
 //          "input_elements": 784}}             non-negative integers
 //     ],
+//     "layer_model": {"coef": [0, 2e-11, ...], optional (CPU): the layer model
+//        "samples": 660, "step_error": 1.4},   (layer_time_model.hpp), one non-negative
+//                                              number per term of "model" (overhead and
+//                                              update 0), the layers it was fitted to and
+//                                              its fit (non-negative numbers)
 //     "model": {
 //       "terms": ["overhead_s", "conv_s_per_flop", "dense_s_per_flop",
 //                 "elementwise_s_per_flop", "update_s_per_param", "im2col_s_per_value",
@@ -294,6 +299,11 @@ json CalibrationToJson(const Calibration& c) {
     out["transferred_from"] = c.transferred_from;
     out["transfer_log_sigma"] = c.transfer_log_sigma;
   }
+  if (!c.layer_model.empty()) {
+    out["layer_model"] = {{"coef", c.layer_model.coef},
+                          {"samples", c.layer_model.samples},
+                          {"step_error", c.layer_model.step_error}};
+  }
   return out;
 }
 
@@ -302,7 +312,7 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   const Reader top(j, origin, "");
   top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
               "probe", "thread_scaling", "transferred_from", "transfer_log_sigma", "samples",
-              "model"});
+              "layer_model", "model"});
   {
     const json& v = top.required("format_version");
     if (!v.is_number_integer())
@@ -369,6 +379,20 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     s.joules = joules.is_null() ? -1 : joules.get<double>();
     s.features = ReadFeatures(Reader(r.required("features"), origin, r.at("features")));
     c.samples.push_back(std::move(s));
+  }
+
+  if (j.contains("layer_model")) {
+    const Reader l(top.required("layer_model"), origin, "layer_model");
+    l.object({"coef", "samples", "step_error"});
+    const json& coef = l.required("coef");
+    if (!coef.is_array() || coef.size() != size_t(kTimeTerms))
+      l.fail("coef", "must be an array of " + std::to_string(kTimeTerms) +
+                         " non-negative numbers (one per term), got " + ShownJsonValue(coef));
+    for (size_t k = 0; k < coef.size(); ++k)
+      c.layer_model.coef.push_back(
+          l.Number(coef[k], l.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
+    c.layer_model.samples = int(l.integer("samples", 0, INT_MAX));
+    c.layer_model.step_error = l.number("step_error", S::NonNegative);
   }
 
   const Reader m(top.required("model"), origin, "model");

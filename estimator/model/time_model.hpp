@@ -37,6 +37,7 @@
 #include "common/error.hpp"
 #include "estimator/model/engine_fingerprint.hpp"  // CpuEngineDevice
 #include "estimator/model/features.hpp"
+#include "estimator/model/layer_time_model.hpp"
 
 namespace dlh {
 
@@ -121,6 +122,11 @@ struct Calibration {
   double transfer_log_sigma = 0;
   std::vector<TimingSample> samples;
   TimeModel model;
+  // The layer model, fitted to the sweep's layers timed one by one (layer_time_model.hpp:
+  // how a step divides among its layers). Its rows are not kept: ten times the whole steps'
+  // size in the file, which the plugin reads at every sbatch. Empty in older files and GPU
+  // calibrations: the recommender then divides a step by the step-time model.
+  LayerTimeModel layer_model;
 };
 // The features of what the CPU engine never runs (features.hpp, cpu_skipped_*) as calibration
 // files and records name them: optional when read (0 when absent), and left out of a model's

@@ -134,12 +134,14 @@ DeviceSpeed AffineSpeed(const std::vector<double>& coef, const ModelFeatures& f,
   return s;
 }
 
-// Each top-level layer's pass, update and per-sample seconds by the same model (DeviceSpeed).
-// The model is linear in the features: a layer without its parameters costs its pass (and
-// the step's overhead, which is no layer's and stays with the whole), its parameters the
-// update.
-void SplitByLayer(const std::vector<double>& coef, const std::vector<ModelFeatures>& layers,
-                  bool cpu_engine, DeviceSpeed* s) {
+// Each top-level layer's pass, update and per-sample seconds (DeviceSpeed). The step-time
+// model is linear in the features: a layer without its parameters costs its pass (and the
+// step's overhead, which is no layer's and stays with the whole), its parameters the update.
+// Where the calibration has a layer model (fitted to the sweep's layers timed one by one:
+// layer_time_model.hpp), the pass and the per-sample time are the layer model's; the update
+// stays the step-time model's (the layer rows leave the optimizer out).
+void SplitByLayer(const std::vector<double>& coef, const LayerTimeModel& layer_model,
+                  const std::vector<ModelFeatures>& layers, bool cpu_engine, DeviceSpeed* s) {
   const double step_overhead = AffineSpeed(coef, ModelFeatures{}, cpu_engine).fixed_s;
   s->layer_pass_s.clear();
   s->layer_update_s.clear();
@@ -148,11 +150,23 @@ void SplitByLayer(const std::vector<double>& coef, const std::vector<ModelFeatur
     const DeviceSpeed one = AffineSpeed(coef, l, cpu_engine);
     ModelFeatures without_params = l;
     without_params.params = 0;
-    const double pass = AffineSpeed(coef, without_params, cpu_engine).fixed_s - step_overhead;
-    s->layer_pass_s.push_back(std::max(0.0, pass));
+    double pass = AffineSpeed(coef, without_params, cpu_engine).fixed_s - step_overhead;
     s->layer_update_s.push_back(std::max(0.0, one.fixed_s - step_overhead - pass));
-    s->layer_per_sample_s.push_back(one.per_sample_s);
+    double per_sample = one.per_sample_s;
+    if (!layer_model.empty()) {
+      pass = LayerSeconds(layer_model, l, 0, cpu_engine);
+      per_sample = LayerSeconds(layer_model, l, 1, cpu_engine) - pass;
+    }
+    s->layer_pass_s.push_back(std::max(0.0, pass));
+    s->layer_per_sample_s.push_back(std::max(0.0, per_sample));
   }
+}
+
+// The layer model moved with the step-time model's coefficients (wave scaling), or none.
+LayerTimeModel ScaledLayerModel(const LayerTimeModel& m, const SpeedRatio& ratio) {
+  LayerTimeModel out = m;
+  if (!m.empty()) out.coef = ScaleCoefficients(m.coef, ratio);
+  return out;
 }
 
 }  // namespace
@@ -218,7 +232,7 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
                             " was measured on device " + cal.device +
                             ", not the CPU engine (dlh-estimate calibrate on one such node)");
       s = AffineSpeed(cal.model.coef, f, CpuEngineDevice(cal.device));
-      SplitByLayer(cal.model.coef, by_layer, CpuEngineDevice(cal.device), &s);
+      SplitByLayer(cal.model.coef, cal.layer_model, by_layer, CpuEngineDevice(cal.device), &s);
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
         s.stale = file + ": " + stale;
@@ -240,7 +254,8 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
       const SpeedRatio ratio = PeakRatio(*ref, *g);
       const std::vector<double> coef = ScaleCoefficients(cal.model.coef, ratio);
       s = AffineSpeed(coef, f, CpuEngineDevice(cal.device));
-      SplitByLayer(coef, by_layer, CpuEngineDevice(cal.device), &s);
+      SplitByLayer(coef, ScaledLayerModel(cal.layer_model, ratio), by_layer,
+                   CpuEngineDevice(cal.device), &s);
       s.source = "scaled from " + ref->name + "'s calibration (" + file + "): " + RatioText(ratio);
       s.reference = ref->name;
       // The reference's staleness carries over: the scaled model is no better than it.

@@ -653,6 +653,53 @@ TEST_F(ScaledSpeeds, APipelinesStagesAreTimedByTheModelLayerByLayer) {
   EXPECT_EQ(checked, 1);
 }
 
+// Where the calibration has a layer model, the step still takes the step-time model's time,
+// and only how it divides among the layers is the layer model's (the update stays the step
+// model's: the layer rows leave it out); a type scaled from it gets both moved by the peaks.
+TEST_F(ScaledSpeeds, ALayerModelDividesTheStepTheStepModelTimes) {
+  Save();
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path_;  // fast: 10 TFLOP/s, 500 GB/s
+  c.gpu_types[1].peak_tflops = 4;      // slow: scaled from fast by 0.4x and 0.5x
+  c.gpu_types[1].memory_bandwidth_gbs = 250;
+  const auto without = DeviceSpeeds(job, c);
+  // A layer model that prices only the dense layers' FLOPs and fixed costs.
+  cal_.layer_model.coef = {0, 0, 4e-11, 0, 0, 0, 0, 0, 2e-4};
+  cal_.layer_model.samples = 100;
+  Save();
+  const auto with = DeviceSpeeds(job, c);
+  const DeviceSpeed &a = without.at("fast"), &b = with.at("fast");
+  EXPECT_EQ(a.fixed_s, b.fixed_s);
+  EXPECT_EQ(a.per_sample_s, b.per_sample_s);
+  EXPECT_EQ(a.layer_update_s, b.layer_update_s);
+  const std::vector<ModelFeatures> layers = TopLevelLayerFeatures(job.spec);
+  ASSERT_EQ(b.layer_pass_s.size(), layers.size());
+  int dense = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const double pass = LayerSeconds(cal_.layer_model, layers[i], 0, true);
+    EXPECT_DOUBLE_EQ(b.layer_pass_s[i], pass) << i;
+    EXPECT_DOUBLE_EQ(b.layer_per_sample_s[i],
+                     LayerSeconds(cal_.layer_model, layers[i], 1, true) - pass)
+        << i;
+    if (job.spec.layers[i].kind == LayerKind::Dense) {
+      ++dense;
+      EXPECT_GT(b.layer_per_sample_s[i], 0) << i;
+    } else {
+      EXPECT_EQ(b.layer_pass_s[i] + b.layer_per_sample_s[i], 0) << i;
+    }
+  }
+  EXPECT_GT(dense, 0);
+  // The slow type is scaled from it: the layer model too, so its layers take longer.
+  const DeviceSpeed& slow = with.at("slow");
+  ASSERT_EQ(slow.layer_per_sample_s.size(), layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (b.layer_per_sample_s[i] > 0) {
+      EXPECT_GT(slow.layer_per_sample_s[i], b.layer_per_sample_s[i]) << i;
+    }
+  }
+}
+
 TEST(DeviceSpeeds, LocalClusterScalesBetaFromAlpha) {
   // share/cluster/local.json: alpha (0.05 TFLOP/s, 10 GB/s) calibrated, beta (0.02, 5) not.
   Job job = SmallJob();

@@ -1,0 +1,190 @@
+// Tests of the layer model (estimator/model/layer_time_model.cpp): its fit to layers timed one
+// by one, its bad input, and its place in a calibration file.
+#include "estimator/model/layer_time_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "common/error.hpp"
+#include "common/spec.hpp"
+#include "estimator/model/time_model.hpp"
+
+namespace dlh {
+namespace {
+
+using nlohmann::json;
+
+// Overhead and update 0: a layer's own time has neither.
+const std::vector<double> kLayerCoef{0, 2e-11, 5e-11, 3e-9, 0, 2e-9, 4e-9, 1e-4, 5e-5};
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const EstimateError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no EstimateError";
+  return "";
+}
+
+// A CNN of `convs` convolutions (each with a ReLU and a 2x2 pool) and `dense` hidden layers.
+TrainSpec Cnn(int size, int convs, int filters, int dense, int nodes) {
+  TrainSpec s;
+  s.origin = "cnn";
+  s.input = {1, size, size};
+  s.classes = 10;
+  auto add = [&](LayerKind kind) {
+    LayerSpec l;
+    l.kind = kind;
+    s.layers.push_back(l);
+    return &s.layers.back();
+  };
+  for (int i = 0; i < convs; ++i) {
+    LayerSpec* c = add(LayerKind::Conv2d);
+    c->filters = filters << i;
+    c->kernel = 3;
+    c->padding = 1;
+    add(LayerKind::BatchNorm);
+    add(LayerKind::Relu);
+    LayerSpec* p = add(LayerKind::MaxPool2d);
+    p->kernel = 2;
+    p->stride = 2;
+  }
+  add(LayerKind::Flatten);
+  for (int i = 0; i < dense; ++i) {
+    add(LayerKind::Dense)->units = nodes;
+    add(LayerKind::Relu);
+  }
+  add(LayerKind::Dense)->units = 10;
+  return s;
+}
+
+// Every layer of a few CNNs that takes time of its own on the CPU engine, timed as `coef`
+// says (times `noise(i)`).
+std::vector<LayerTimingSample> Rows(const std::vector<double>& coef,
+                                    const std::function<double(int)>& noise = nullptr) {
+  LayerTimeModel truth;
+  truth.coef = coef;
+  std::vector<LayerTimingSample> out;
+  for (int m = 0; m < 12; ++m) {
+    const TrainSpec spec = Cnn(16 << (m % 3), 1 + m % 3, 8 << (m % 2), m % 3, 64 << (m % 4));
+    const int64_t batch = 16 << (m % 4);
+    const std::vector<ModelFeatures> layers = TopLevelLayerFeatures(spec);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      LayerTimingSample s;
+      s.model = "cnn" + std::to_string(m);
+      s.layer = int(i);
+      s.batch = batch;
+      s.features = layers[i];
+      s.seconds = LayerSeconds(truth, layers[i], batch, true);
+      if (!(s.seconds > 0)) continue;  // runs inside the layer before (or has no work)
+      if (noise) s.seconds *= noise(int(out.size()));
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+TEST(LayerTimeModelTest, OnlyTheLayersOwnTermsCount) {
+  EXPECT_FALSE(IsLayerTerm(0));  // the step's overhead
+  EXPECT_FALSE(IsLayerTerm(4));  // the optimizer's update, timed apart
+  for (int j : {1, 2, 3, 5, 6, 7, 8}) EXPECT_TRUE(IsLayerTerm(j)) << j;
+  EXPECT_FALSE(IsLayerTerm(-1));
+  EXPECT_FALSE(IsLayerTerm(kTimeTerms));
+  EXPECT_EQ(LayerSeconds(LayerTimeModel{}, ModelFeatures{}, 64, true), 0);
+}
+
+TEST(LayerTimeModelTest, FitRecoversExactCoefficients) {
+  const std::vector<LayerTimingSample> rows = Rows(kLayerCoef);
+  ASSERT_GT(rows.size(), 50u);
+  const LayerTimeModel m = FitLayerTimeModel(rows, true);
+  ASSERT_EQ(m.coef.size(), size_t(kTimeTerms));
+  for (int j = 0; j < kTimeTerms; ++j)
+    EXPECT_NEAR(m.coef[size_t(j)], kLayerCoef[size_t(j)], 1e-6 * kLayerCoef[size_t(j)] + 1e-20)
+        << TimeTermNames()[size_t(j)];
+  EXPECT_EQ(m.samples, int(rows.size()));
+  EXPECT_LT(m.step_error, 1e-6);
+}
+
+// The error of a layer counts as a share of its model's step: a row 10x off costs the fit in
+// proportion to the layer's part of the step, so a tiny layer's noise barely moves the
+// coefficients that price the large ones.
+TEST(LayerTimeModelTest, ATinyLayersNoiseMovesTheFitLittle) {
+  std::vector<LayerTimingSample> rows = Rows(kLayerCoef);
+  size_t smallest = 0;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].seconds < rows[smallest].seconds) smallest = i;
+  rows[smallest].seconds *= 10;
+  const LayerTimeModel m = FitLayerTimeModel(rows, true);
+  EXPECT_NEAR(m.coef[1], kLayerCoef[1], 0.05 * kLayerCoef[1]);  // the convolutions' FLOPs
+  EXPECT_GT(m.step_error, 0);
+}
+
+TEST(LayerTimeModelTest, BadSamplesAreNamed) {
+  std::vector<LayerTimingSample> rows = Rows(kLayerCoef);
+  rows[1].seconds = -1;
+  EXPECT_EQ(ErrorOf([&] { FitLayerTimeModel(rows, true); }),
+            "layer_samples[1].seconds: must be a positive number, got -1.0");
+  rows = Rows(kLayerCoef);
+  rows[2].batch = 0;
+  EXPECT_EQ(ErrorOf([&] { FitLayerTimeModel(rows, true); }),
+            "layer_samples[2].batch: must be a positive integer, got 0");
+  rows = Rows(kLayerCoef);
+  rows.resize(3);
+  EXPECT_EQ(ErrorOf([&] { FitLayerTimeModel(rows, true); }).rfind("too few layer samples", 0), 0u);
+  EXPECT_EQ(ErrorOf([&] { FitLayerTimeModel({}, true); }).rfind("too few layer samples", 0), 0u);
+}
+
+Calibration WithLayerModel() {
+  Calibration c;
+  c.device = c.model.device = "cpu";
+  c.host = "test";
+  c.threads = 2;
+  c.created = "2026-12-01T00:00:00Z";
+  c.model.coef = {1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5};
+  c.layer_model.coef = kLayerCoef;
+  c.layer_model.samples = 660;
+  c.layer_model.step_error = 1.5;
+  return c;
+}
+
+TEST(LayerTimeModelTest, CalibrationFilesKeepIt) {
+  const json j = CalibrationToJson(WithLayerModel());
+  EXPECT_EQ(j["layer_model"]["coef"], json(kLayerCoef));
+  const Calibration back = CalibrationFromJson(json::parse(j.dump()), "cal.json");
+  EXPECT_EQ(back.layer_model.coef, kLayerCoef);
+  EXPECT_EQ(back.layer_model.samples, 660);
+  EXPECT_EQ(back.layer_model.step_error, 1.5);
+  // Older files and GPU calibrations have none.
+  json old = j;
+  old.erase("layer_model");
+  EXPECT_TRUE(CalibrationFromJson(old, "old.json").layer_model.empty());
+  Calibration none = WithLayerModel();
+  none.layer_model = LayerTimeModel{};
+  EXPECT_FALSE(CalibrationToJson(none).contains("layer_model"));
+
+  auto error = [&](const std::function<void(json&)>& edit) {
+    json bad = j;
+    edit(bad);
+    return ErrorOf([&] { CalibrationFromJson(bad, "cal.json"); });
+  };
+  EXPECT_EQ(error([](json& b) {
+              b["layer_model"]["coef"] = json::array({1, 2});
+            }),
+            "cal.json: layer_model.coef: must be an array of 9 non-negative numbers (one per "
+            "term), got an array of 2 items");
+  EXPECT_EQ(error([](json& b) { b["layer_model"]["coef"][3] = -1; }),
+            "cal.json: layer_model.coef[3]: must be a non-negative number, got -1");
+  EXPECT_EQ(error([](json& b) { b["layer_model"].erase("samples"); }),
+            "cal.json: layer_model.samples: required");
+  EXPECT_EQ(error([](json& b) { b["layer_model"]["rows"] = 1; }),
+            "cal.json: layer_model: unknown key \"rows\"");
+  EXPECT_EQ(error([](json& b) { b["layer_model"] = 3; }),
+            "cal.json: layer_model: must be a JSON object, got 3");
+}
+
+}  // namespace
+}  // namespace dlh
