@@ -270,6 +270,7 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
   };
   if (const char* v = std::getenv("DLH_STAGE_DIR")) in.env_stage_dir = v;
   if (const char* v = std::getenv("DLH_SAMPLES")) in.env_samples = v;
+  if (const char* v = std::getenv("OPENBLAS_NUM_THREADS")) in.env_openblas_threads = v;
   if (char* cwd = getcwd(nullptr, 0)) {
     in.cwd = cwd;
     std::free(cwd);

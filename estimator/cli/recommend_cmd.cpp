@@ -74,6 +74,10 @@ int RecommendCommand(const std::vector<std::string>& args) {
     ("objective", po::value<std::string>()->default_value("energy"), "energy, time or gpu-hours")
     ("cluster", po::value<std::string>(), "cluster description (default: $DLH_CLUSTER)")
     ("max-gpus", po::value<int>()->default_value(0), "at most this many GPUs (0: no limit)")
+    ("threads-per-rank", po::value<int>()->default_value(0),
+        "each CPU rank computes with this many threads, as OPENBLAS_NUM_THREADS in the job's "
+        "environment makes dlh-launch train do (the plugin plans with it; 0: the node's cores "
+        "over its ranks)")
     ("memory-cap", po::value<double>()->default_value(0), "GB of memory a GPU (a CPU node) offers at most, below its type's (0: the types' own)")
     ("types", po::value<std::string>(), "allowed GPU types and CPU node types, comma-separated; cpu: every CPU node type, gpu: every GPU type (default: all)")
     ("mixed", "allow mixing two GPU types in one job (batches balanced by speed; one GPU count per node, as the plugin submits it)")
@@ -130,6 +134,9 @@ int RecommendCommand(const std::vector<std::string>& args) {
   if (!(job.startup_s >= -1 && job.startup_s <= 86400))
     throw UsageError("--startup: must be seconds in [0, 86400] (or -1)");
   job.objective = ParseObjective(Str(vm, "objective"));
+  job.threads_per_rank = vm["threads-per-rank"].as<int>();
+  if (job.threads_per_rank < 0 || job.threads_per_rank > 4096)
+    throw UsageError("--threads-per-rank: must be 0 to 4096");
   job.max_gpus = vm["max-gpus"].as<int>();
   if (job.max_gpus < 0) throw UsageError("--max-gpus: must not be negative");
   if (vm.count("types")) job.allowed_types = SplitList(Str(vm, "types"));

@@ -114,6 +114,7 @@ int Plan(const std::vector<std::string>& args) {
   if (const char* v = std::getenv("DLH_SPEC")) in.env_spec = v;
   if (const char* v = std::getenv("DLH_DATA")) in.env_data = v;
   if (const char* v = std::getenv("DLH_SAMPLES")) in.env_samples = v;
+  if (const char* v = std::getenv("OPENBLAS_NUM_THREADS")) in.env_openblas_threads = v;
   in.inspect_data = [](const std::string& path) {
     return InspectDataSet(ProgramBeside("dlh-data"), path, "--dlh-auto: data: ");
   };

@@ -117,10 +117,11 @@ double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int shari
   return ratio;
 }
 
-CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const ThreadScaling& scaling) {
+CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const ThreadScaling& scaling,
+                      int threads_per_rank) {
   CpuShare s;
   if (calibration_threads <= 0 || cores <= 0 || ranks <= 0) return s;
-  const int threads = std::max(1, cores / ranks);
+  const int threads = threads_per_rank > 0 ? threads_per_rank : std::max(1, cores / ranks);
   const double oversubscribed = std::max(1.0, double(ranks) * threads / double(cores));
   // The ranks running at once: all of them, or as many as the cores hold when they take turns.
   const int running = std::max(1, std::min(ranks, cores / threads));

@@ -147,8 +147,12 @@ struct CpuShare {
 // allreduce about 1 ms). Polling, as Open MPI does by default: 76.1 against 29.5 ms (+47)
 // and 43.3 against 2.57 ms (+41); this constant was 34 ms while the ranks polled.
 constexpr double kOversubscribedWaitS = 0.0022;
+// threads_per_rank > 0: each rank computes with that many threads whatever the cores
+// (OPENBLAS_NUM_THREADS in the job's environment, which dlh-launch train takes before the
+// node's cores over its ranks, or an observed job's own count): fewer leave cores idle, more
+// oversubscribe them. 0: the node's cores over its ranks.
 CpuShare CpuRankShare(int calibration_threads, int cores, int ranks,
-                      const ThreadScaling& scaling = {});
+                      const ThreadScaling& scaling = {}, int threads_per_rank = 0);
 
 // "start-up 30s + data 0.2s + warm-up 0.4s + 936 steps 1m40s + 8 evaluations 5.1s + 8
 // checkpoints 0.5s" (parts that cost nothing left out).

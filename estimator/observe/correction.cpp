@@ -36,13 +36,14 @@ double PredictedCompute(const Observation& r, const DeviceSpeed& s, const Cluste
   CpuShare share;
   if (s.cpu_threads > 0) {
     if (cluster.runtime.shared_host_cores > 0) {
-      share =
-          CpuRankShare(s.cpu_threads, cluster.runtime.shared_host_cores, r.ranks, s.cpu_scaling);
+      share = CpuRankShare(s.cpu_threads, cluster.runtime.shared_host_cores, r.ranks, s.cpu_scaling,
+                           r.threads_per_rank);
     } else {
       int cores = s.cpu_threads;
       for (const NodeType& n : cluster.node_types)
         if (n.gpu == gpu && n.cpu_cores > 0) cores = n.cpu_cores;
-      share = CpuRankShare(s.cpu_threads, cores, r.ranks_per_node, s.cpu_scaling);
+      share =
+          CpuRankShare(s.cpu_threads, cores, r.ranks_per_node, s.cpu_scaling, r.threads_per_rank);
     }
   }
   return s.fixed_s * share.fixed + s.per_sample_s * share.per_sample * double(r.per_rank_batch);

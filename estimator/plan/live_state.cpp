@@ -125,6 +125,25 @@ std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& n
   return note;
 }
 
+std::string BoundGpusPerNode(Cluster& cluster, const std::vector<LiveNode>& nodes) {
+  std::string note;
+  for (NodeType& nt : cluster.node_types) {
+    if (nt.cpu) continue;
+    int64_t fewest = 0;  // the fewest GPUs of the type a node of it has (0: none says)
+    for (const LiveNode& n : nodes) {
+      if (!IsNodeOfType(cluster, nt, n)) continue;
+      const int64_t gpus = Count(ParseGres(n.gres), nt.gpu);
+      if (gpus > 0 && (fewest == 0 || gpus < fewest)) fewest = gpus;
+    }
+    if (fewest > 0 && fewest < nt.gpus_per_node) {
+      note += "; " + nt.name + ": " + std::to_string(fewest) + " GPU" + (fewest == 1 ? "" : "s") +
+              " a node, not " + std::to_string(nt.gpus_per_node) + " (the nodes' GRES)";
+      nt.gpus_per_node = int(fewest);
+    }
+  }
+  return note;
+}
+
 namespace {
 
 // sinfo's long state ("idle", "mixed*", "drained", "allocated+") as StateOf names it.

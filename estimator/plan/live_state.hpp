@@ -54,6 +54,12 @@ std::vector<std::string> NodeNamesOfType(const Cluster& cluster, const NodeType&
 // a note such as "free now: node-alpha 1/1, node-beta 0/1".
 std::string OverlayAvailability(Cluster& cluster, const std::vector<LiveNode>& nodes);
 
+// Where the nodes of a GPU type have fewer GPUs than its gpus_per_node (their configured
+// GRES, whatever their state), gpus_per_node becomes the fewest: Slurm refuses a request
+// for more ("Requested node configuration is not available"). Returns "" or
+// "; node-alpha: 1 GPU a node, not 2 (the nodes' GRES)" for each type it lowered.
+std::string BoundGpusPerNode(Cluster& cluster, const std::vector<LiveNode>& nodes);
+
 // Nodes from `sinfo -h -N -O 'NodeList:|,StateLong:|,Gres:|,GresUsed:|,Features:|'` (the
 // stable command-line interface; share/slurm/cli_filter.lua). Each line is
 // name|state|gres|used|features| (features may be missing: then none);

@@ -20,6 +20,7 @@
 #include "estimator/model/features.hpp"
 #include "estimator/observe/plan_block.hpp"
 #include "estimator/plan/cpu_nodes.hpp"
+#include "estimator/plan/environment_threads.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 
 namespace dlh::plan {
@@ -177,16 +178,17 @@ void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<Li
 
 }  // namespace
 
-const char* const kUserOptionNames[12] = {
-    "gres",   "gpus",         "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
-    "nodes",  "ntasks",       "ntasks-per-node", "time",          "constraint",
-    "signal", "cpus-per-task"};
+const char* const kUserOptionNames[13] = {
+    "gres",   "gpus",          "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
+    "nodes",  "ntasks",        "ntasks-per-node", "time",          "constraint",
+    "signal", "cpus-per-task", "export"};
 
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value) {
   auto same = [&](const std::pair<std::string, std::string>& g) { return g.first == name; };
   r.given.erase(std::remove_if(r.given.begin(), r.given.end(), same), r.given.end());
-  // A signal is no part of the allocation: the summary says what became of its lead.
-  if (name != "signal") r.given.emplace_back(name, value);
+  // A signal and the environment are no part of the allocation: the summary says what
+  // became of the signal's lead, and of OPENBLAS_NUM_THREADS (EnvironmentThreads).
+  if (name != "signal" && name != "export") r.given.emplace_back(name, value);
   if (name == "gres") {
     r.gpus_set = true;
     NoteGres(r, value);
@@ -221,6 +223,9 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
   } else if (name == "signal") {
     r.signal_set = true;
     r.signal = value;
+  } else if (name == "export") {
+    r.export_set = true;
+    r.export_value = value;
   } else if (name == "time") {
     r.time_set = true;
     r.time_text = value;
@@ -246,8 +251,9 @@ double DeadlineOf(const PlanInputs& in) {
 }
 
 // spec=suggest: dlh-estimate suggest's spec for the data set and the deadline, on the
-// cluster's nodes; the data set's splits give samples and eval-samples unless set.
-SuggestedSpec SuggestForPlan(PlanInputs& in, const Cluster& cluster) {
+// cluster's nodes free now (`free_now`, when the live state is known) or else all of them;
+// the data set's splits give samples and eval-samples unless set.
+SuggestedSpec SuggestForPlan(PlanInputs& in, const Cluster& cluster, const Cluster* free_now) {
   AutoOptions& o = in.options;
   const std::string data = o.data ? *o.data : in.env_data;
   if (data.empty())
@@ -269,7 +275,12 @@ SuggestedSpec SuggestForPlan(PlanInputs& in, const Cluster& cluster) {
         "size the network to");
   so.epochs = o.epochs ? *o.epochs : 10;
   so.name = path.stem().string();
-  const Suggestion s = Suggest(facts, so, cluster);
+  std::string threads_source;
+  so.threads_per_rank = EnvironmentThreads(in, &threads_source);  // as the job will plan
+  // Sized to what is free now, as the plan itself is; when nothing free meets the deadline,
+  // to all nodes (the job then waits for them, as MakePlan's plan does).
+  Suggestion s = Suggest(facts, so, free_now ? *free_now : cluster);
+  if (s.chosen < 0 && free_now) s = Suggest(facts, so, cluster);
   if (s.chosen < 0) throw UsageError("--dlh-auto: spec=suggest: " + s.why.back());
   SuggestedSpec out;
   out.data = path.string();
@@ -352,6 +363,8 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   job.margin = in.config.margin;
   job.startup_s = in.config.startup_s;
   job.stage = !in.env_stage_dir.empty();
+  std::string threads_source;
+  job.threads_per_rank = EnvironmentThreads(in, &threads_source);
   // The plan's limit and the signal's lead go together; with their own --time the user's
   // signal is theirs too.
   job.signal = in.user.signal_set && !in.user.time_set;
@@ -381,19 +394,32 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   return job;
 }
 
-PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
+PlanOutcome MakePlan(const PlanInputs& in, const Cluster& described_cluster,
                      const std::vector<LiveNode>& live, const std::string& live_error) {
   PlanOutcome out;
   out.user = in.user;
+  // The nodes as they are: a type's GPUs a node are what its nodes have, when fewer than the
+  // description says (Slurm refuses a request for more), busy or free.
+  Cluster cluster = described_cluster;
+  const std::string hardware_note = live_error.empty() ? BoundGpusPerNode(cluster, live) : "";
   if (in.options.spec && *in.options.spec == "suggest" && !in.options.profile) {
     PlanInputs suggested = in;
-    suggested.suggested = SuggestForPlan(suggested, cluster);
+    Cluster free_now = cluster;
+    if (live_error.empty()) OverlayAvailability(free_now, live);
+    suggested.suggested =
+        SuggestForPlan(suggested, cluster, live_error.empty() ? &free_now : nullptr);
     out.suggested = suggested.suggested;
     out.job = BuildJob(suggested, cluster);
   } else {
     out.job = BuildJob(in, cluster);
   }
   const Job& job = out.job;
+  if (job.threads_per_rank > 0) {
+    std::string source;
+    EnvironmentThreads(in, &source);
+    out.threads_note = "planned with " + Plural(job.threads_per_rank, "thread", "threads") +
+                       " a CPU rank (" + source + ")";
+  }
   if (in.options.deadline)
     out.deadline_text = *in.options.deadline;
   else if (job.deadline_s > 0 && in.user.time_set && in.user.time_s > 0)
@@ -407,7 +433,7 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& cluster,
   bool have_rec = false;
   if (live_error.empty()) {
     Cluster now = cluster;
-    out.live_note = OverlayAvailability(now, live);
+    out.live_note = OverlayAvailability(now, live) + hardware_note;
     try {
       out.rec = Recommend(job, now);
       have_rec = out.rec.feasible;
@@ -552,6 +578,7 @@ std::string SummaryLine(const PlanOutcome& p) {
     for (const std::string& w : ProfileWarnings(*p.job.profile)) s += "; warning: " + w;
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
   if (!p.cpu_note.empty()) s += "; " + p.cpu_note;
+  if (!p.threads_note.empty()) s += "; " + p.threads_note;
   if (const std::string note = SyncNote(p.job, a); !note.empty()) s += "; " + note;
   if (const std::string note = PipelineNote(p.rec, a); !note.empty()) s += "; " + note;
   if (!p.fallback_note.empty()) s += "; " + p.fallback_note;
@@ -618,6 +645,7 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
     s += "step time: " + from + "\n";
   if (!p.choice_note.empty()) s += "note: " + p.choice_note + "\n";
   if (!p.cpu_note.empty()) s += "note: " + p.cpu_note + "\n";
+  if (!p.threads_note.empty()) s += "note: " + p.threads_note + "\n";
   if (const std::string note = SyncNote(p.job, p.chosen); !note.empty())
     s += "training: " + note + "\n";
   if (const std::string note = PipelineNote(p.rec, p.chosen); !note.empty())

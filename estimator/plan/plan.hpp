@@ -59,6 +59,8 @@ struct UserRequest {
   int nodes = 0;                   // --nodes when a single number (0: not given or a range)
   double time_s = 0;               // --time in seconds (0: not given or UNLIMITED)
   std::string time_text;           // --time as Slurm prints it
+  bool export_set = false;         // --export: which of the submitting environment the job gets
+  std::string export_value;        // its value: "NONE", "ALL,VAR=1", "VAR1,VAR2"
   std::vector<std::pair<std::string, std::string>> given;  // every option noted: name, value
 };
 
@@ -77,7 +79,7 @@ UserRequest UserRequestFromJson(const std::string& json_text);
 
 // The Slurm options NoteUserOption understands: the facade and `dlh-estimate slurm-plan`
 // note each one the user set.
-extern const char* const kUserOptionNames[12];
+extern const char* const kUserOptionNames[13];
 
 // spec=suggest: the spec dlh-estimate suggest writes for the data set (estimator/recommend/
 // suggest.hpp), planned like any other; the front end writes it to `path` (the submit
@@ -102,7 +104,10 @@ struct PlanInputs {
   std::optional<SuggestedSpec> suggested;
   std::string env_samples;    // $DLH_SAMPLES ("": unset)
   std::string env_stage_dir;  // $DLH_STAGE_DIR ("": unset): the job script stages its data
-  std::string cwd;            // the submit folder, for a relative spec path
+  // $OPENBLAS_NUM_THREADS ("": unset): with sbatch's default --export=ALL the job inherits
+  // it, and dlh-launch train gives each rank that many threads (EnvironmentThreads).
+  std::string env_openblas_threads;
+  std::string cwd;  // the submit folder, for a relative spec path
   UserRequest user;
 };
 
@@ -128,6 +133,7 @@ struct PlanOutcome {
   std::string choice_note;    // "" or why the choice is not the estimator's first
   std::string cpu_note;       // "" or why the job goes to CPU nodes (cpu_nodes.hpp)
   std::string time_note;      // "" or a warning: the user's --time is shorter than predicted
+  std::string threads_note;   // "" or the threads a rank computes with, from the environment
   int tasks = 0;              // tasks the job will run (the user's --ntasks* when given)
   std::optional<SuggestedSpec> suggested;  // spec=suggest: the spec to write and hand over
   UserRequest user;                        // what the user fixed (kept as they gave it)

@@ -472,8 +472,9 @@ class Enumerator {
   CpuShare Share(const TypeInfo& t, int gpn, int64_t gpus) const {
     if (t.cpu_threads <= 0) return {};
     if (runtime_.shared_host_cores > 0)
-      return CpuRankShare(t.cpu_threads, runtime_.shared_host_cores, int(gpus), t.cpu_scaling);
-    return CpuRankShare(t.cpu_threads, t.cores, gpn, t.cpu_scaling);
+      return CpuRankShare(t.cpu_threads, runtime_.shared_host_cores, int(gpus), t.cpu_scaling,
+                          job_.threads_per_rank);
+    return CpuRankShare(t.cpu_threads, t.cores, gpn, t.cpu_scaling, job_.threads_per_rank);
   }
 
   const Job& job_;

@@ -250,6 +250,7 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
     if (t.cpu) {
       part.cpu = true;
       part.threads_per_rank = std::max(1, t.cores / std::max(1, c.gpn[p]));
+      if (job.threads_per_rank > 0) part.threads_per_rank = job.threads_per_rank;
     }
     a.parts.push_back(part);
     memory =

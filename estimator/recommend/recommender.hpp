@@ -53,6 +53,10 @@ struct Job {
   std::vector<std::string> allowed_types;  // empty: all
   bool allow_mixed = false;
   bool stage = false;  // the job stages its data set onto its nodes first (dlh-data stage)
+  // > 0: each CPU rank computes with this many threads (OPENBLAS_NUM_THREADS in the job's
+  // environment: estimator/plan/plan.cpp, EnvironmentThreads); 0: the node's cores over its
+  // ranks.
+  int threads_per_rank = 0;
   bool mixed_same_gpus_per_node = false;  // a mix uses the smaller gpus_per_node of its two
   // Every pair of node counts of a mix, however many nodes (the check of the grid below;
   // seconds at thousands of nodes a type).

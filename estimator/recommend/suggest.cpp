@@ -206,6 +206,7 @@ Suggestion Suggest(const DataFacts& data, const SuggestOptions& options, const C
     job.eval_samples = data.test;
     job.epochs = options.epochs;
     job.deadline_s = options.deadline_s;
+    job.threads_per_rank = options.threads_per_rank;
     job.objective = Objective::Energy;
     job.top = 1;
     try {

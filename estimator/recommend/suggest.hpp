@@ -56,7 +56,8 @@ struct SuggestOptions {
   double deadline_s = 0;  // > 0
   SuggestObjective objective = SuggestObjective::Accuracy;
   int epochs = 10;
-  std::string name;  // the spec's name (default: the data set file's stem)
+  std::string name;          // the spec's name (default: the data set file's stem)
+  int threads_per_rank = 0;  // Job::threads_per_rank of every member's plan (0: the cores')
 };
 
 struct SuggestedMember {

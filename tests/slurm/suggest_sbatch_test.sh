@@ -111,8 +111,8 @@ check "$(grep -o 'dlh: .*' "$WORK/fm.err" | head -1 | cut -c1-160)"
 # phases (the start record of metrics.jsonl) place inside the limit it set and the 10
 # minutes. The time it took here is said, never judged: no timed assertions in tests. On a
 # quiet machine, make bench's part "suggested" judges the whole run's wall time. (The job
-# also trains on 1 thread here, OPENBLAS_NUM_THREADS above, where the plan counted the
-# node's 2: alone, epoch 3 came 94 s after the start, 47 s by the plan.)
+# trains on 1 thread here, OPENBLAS_NUM_THREADS above, and the plan counts that 1 thread:
+# the plugin's line says "planned with 1 thread a CPU rank".)
 for _ in $(seq 600); do
   s=$(state "$job")
   [[ $s == PENDING || $s == CONFIGURING ]] || break

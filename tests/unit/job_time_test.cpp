@@ -135,6 +135,15 @@ TEST(JobTime, RanksSharingCores) {
   EXPECT_DOUBLE_EQ(four.wait_s, kOversubscribedWaitS);
   EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 8).wait_s, 3 * kOversubscribedWaitS);
   EXPECT_DOUBLE_EQ(two.wait_s, 0);
+  // The job's own thread count (OPENBLAS_NUM_THREADS): one rank of 1 thread on 2 cores runs
+  // as two ranks do, without their contention; one of 4 threads oversubscribes the 2 cores.
+  const CpuShare single = CpuRankShare(2, 2, 1, {}, 1);
+  EXPECT_DOUBLE_EQ(single.per_sample, doubling);
+  EXPECT_DOUBLE_EQ(single.fixed, 1);
+  const CpuShare crowded = CpuRankShare(2, 2, 1, {}, 4);
+  EXPECT_DOUBLE_EQ(crowded.fixed, 2);
+  EXPECT_DOUBLE_EQ(crowded.wait_s, kOversubscribedWaitS);
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 2, {}, 1).per_sample, two.per_sample);
   // A 16-core node with 4 ranks: 4 threads each, faster per sample than a 2-thread
   // calibration, by less than the threads' ratio.
   EXPECT_DOUBLE_EQ(CpuRankShare(2, 16, 4).per_sample, 1 / doubling);

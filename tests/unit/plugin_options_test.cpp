@@ -556,6 +556,77 @@ TEST(PluginPlanTest, StagingIsCountedWhenTheJobStages) {
   EXPECT_EQ(DryRunReport(shared, 5).find("staging"), std::string::npos);
 }
 
+// OPENBLAS_NUM_THREADS in the job's environment sets the threads dlh-launch train gives a
+// rank, so the plan counts them and says so: from the submitting environment (sbatch's
+// default --export=ALL), from --export=...,OPENBLAS_NUM_THREADS=N, and not where --export
+// leaves it out.
+TEST(PluginPlanTest, TheJobsOwnThreadCountIsPlannedWith) {
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  const PlanOutcome cores = MakePlan(in, c, AllIdle(), "");
+  EXPECT_EQ(cores.job.threads_per_rank, 0);
+  EXPECT_TRUE(cores.threads_note.empty());
+  in.env_openblas_threads = "1";
+  const PlanOutcome one = MakePlan(in, c, AllIdle(), "");
+  EXPECT_EQ(one.job.threads_per_rank, 1);
+  EXPECT_EQ(one.threads_note,
+            "planned with 1 thread a CPU rank (OPENBLAS_NUM_THREADS=1 in your environment)");
+  EXPECT_NE(SummaryLine(one).find("; " + one.threads_note), std::string::npos);
+  EXPECT_NE(DryRunReport(one, 5).find("note: " + one.threads_note), std::string::npos);
+  // alpha's ranks are CPU processes: on 1 thread instead of the node's 2 a step takes longer.
+  ASSERT_TRUE(cores.feasible && one.feasible);
+  if (AllocationText(one.chosen) == AllocationText(cores.chosen)) {
+    EXPECT_GT(one.chosen.compute_s, cores.chosen.compute_s);
+  }
+  auto with_export = [&](const std::string& value) {
+    PlanInputs e = in;
+    NoteUserOption(e.user, "export", value);
+    return MakePlan(e, c, AllIdle(), "");
+  };
+  EXPECT_EQ(with_export("NONE").job.threads_per_rank, 0);
+  EXPECT_EQ(with_export("PATH,HOME").job.threads_per_rank, 0);
+  EXPECT_EQ(with_export("ALL").job.threads_per_rank, 1);
+  EXPECT_EQ(with_export("PATH,OPENBLAS_NUM_THREADS").job.threads_per_rank, 1);
+  const PlanOutcome three = with_export("ALL,OPENBLAS_NUM_THREADS=3");
+  EXPECT_EQ(three.job.threads_per_rank, 3);
+  EXPECT_EQ(three.threads_note,
+            "planned with 3 threads a CPU rank (--export=...OPENBLAS_NUM_THREADS=3)");
+  // The environment is no part of the allocation: not among the options "yours kept".
+  EXPECT_EQ(SummaryLine(three).find("yours kept"), std::string::npos) << SummaryLine(three);
+  in.env_openblas_threads = "lots";  // dlh-launch train reads no count there either
+  EXPECT_EQ(MakePlan(in, c, AllIdle(), "").job.threads_per_rank, 0);
+}
+
+// Nodes with fewer GPUs than the cluster description says: the plan asks for what they have
+// (Slurm would refuse the description's count), and the live note says so.
+TEST(PluginPlanTest, FreeNodesWithFewerGpusThanDescribedBoundTheRequest) {
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  in.env_openblas_threads = "1";  // each rank a thread: two ranks a node would be best
+  ASSERT_EQ(MakePlan(in, c, AllIdle(), "").chosen.parts[0].gpus_per_node, 2);
+  std::vector<LiveNode> small = AllIdle();
+  small[0].gres = "gpu:alpha:1(S:0)";
+  small[1].gres = "gpu:beta:1";
+  const PlanOutcome p = MakePlan(in, c, small, "");
+  ASSERT_TRUE(p.feasible);
+  for (const Part& part : p.chosen.parts) {
+    if (!part.cpu) {
+      EXPECT_EQ(part.gpus_per_node, 1) << AllocationText(p.chosen);
+    }
+  }
+  EXPECT_EQ(p.live_note,
+            "free now: node-alpha 1/1, node-beta 1/1, cpu-local 1/1; node-alpha: 1 GPU a node, not "
+            "2 (the nodes' GRES); node-beta: 1 GPU a node, not 2 (the nodes' GRES)");
+  // Busy, the nodes still have 1 GPU: planned on all nodes, the request is still for 1.
+  small[0].state = small[1].state = "alloc";
+  const PlanOutcome waiting = MakePlan(in, c, small, "");
+  for (const Part& part : waiting.chosen.parts) {
+    if (!part.cpu) {
+      EXPECT_EQ(part.gpus_per_node, 1) << AllocationText(waiting.chosen);
+    }
+  }
+}
+
 TEST(PluginPlanTest, LrFindMarksThePlanAndKeepsLinearScalingAsTheFallback) {
   const Cluster c = LocalCluster();
   PlanOutcome linear =

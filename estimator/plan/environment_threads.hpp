@@ -1,0 +1,19 @@
+// DLH planning — the threads a CPU rank of the job will compute with, from the environment the
+// job inherits (the plugin and dlh-estimate slurm-plan plan with it).
+#pragma once
+
+#include <string>
+
+#include "estimator/plan/plan.hpp"
+
+namespace dlh::plan {
+
+// The threads each CPU rank of the job will compute with when its environment says so:
+// OPENBLAS_NUM_THREADS, which dlh-launch train takes before the node's cores over its ranks
+// (launcher/train/trainer.cpp, SetThreads: its leading digits; nothing positive: none). The
+// job has it from --export=...,OPENBLAS_NUM_THREADS=N, or from the submitting environment
+// unless --export leaves that out (NONE, or names without ALL or it). 0: none; `source`
+// says where it came from.
+int EnvironmentThreads(const PlanInputs& in, std::string* source);
+
+}  // namespace dlh::plan
