@@ -37,7 +37,12 @@ cat >"$WORK/cluster.json" <<JSON
  "inter_node": {"latency_us": 5, "bandwidth_gbs": 5}}
 JSON
 mkdir -m 1777 "$WORK/obs"
-recommend() { dlh-estimate recommend "$WORK/spec.json" --samples 960 --cluster "$WORK/cluster.json" "$@" 2>/dev/null; }
+# With the threads its job will have (common.bash exports OPENBLAS_NUM_THREADS=1, which the
+# training below and the plugin go by): the record says how many it ran with.
+recommend() {
+  dlh-estimate recommend "$WORK/spec.json" --samples 960 --cluster "$WORK/cluster.json" \
+    --threads-per-rank "${OPENBLAS_NUM_THREADS:-0}" "$@" 2>/dev/null
+}
 
 recommend --json >"$WORK/plan.json"
 python3 - "$WORK/plan.json" "$WORK/obs" <<'PY' || fail "the plan names no store, type or model"
