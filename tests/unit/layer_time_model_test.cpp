@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
+#include "estimator/calibrate/calibrate.hpp"
 #include "estimator/model/time_model.hpp"
 
 namespace dlh {
@@ -30,52 +31,19 @@ std::string ErrorOf(const std::function<void()>& f) {
   return "";
 }
 
-// A CNN of `convs` convolutions (each with a ReLU and a 2x2 pool) and `dense` hidden layers.
-TrainSpec Cnn(int size, int convs, int filters, int dense, int nodes) {
-  TrainSpec s;
-  s.origin = "cnn";
-  s.input = {1, size, size};
-  s.classes = 10;
-  auto add = [&](LayerKind kind) {
-    LayerSpec l;
-    l.kind = kind;
-    s.layers.push_back(l);
-    return &s.layers.back();
-  };
-  for (int i = 0; i < convs; ++i) {
-    LayerSpec* c = add(LayerKind::Conv2d);
-    c->filters = filters << i;
-    c->kernel = 3;
-    c->padding = 1;
-    add(LayerKind::BatchNorm);
-    add(LayerKind::Relu);
-    LayerSpec* p = add(LayerKind::MaxPool2d);
-    p->kernel = 2;
-    p->stride = 2;
-  }
-  add(LayerKind::Flatten);
-  for (int i = 0; i < dense; ++i) {
-    add(LayerKind::Dense)->units = nodes;
-    add(LayerKind::Relu);
-  }
-  add(LayerKind::Dense)->units = 10;
-  return s;
-}
-
-// Every layer of a few CNNs that takes time of its own on the CPU engine, timed as `coef`
-// says (times `noise(i)`).
+// Every layer of the quick calibration sweep's models that takes time of its own on the CPU
+// engine, timed as `coef` says (times `noise(i)`).
 std::vector<LayerTimingSample> Rows(const std::vector<double>& coef,
                                     const std::function<double(int)>& noise = nullptr) {
   LayerTimeModel truth;
   truth.coef = coef;
   std::vector<LayerTimingSample> out;
-  for (int m = 0; m < 12; ++m) {
-    const TrainSpec spec = Cnn(16 << (m % 3), 1 + m % 3, 8 << (m % 2), m % 3, 64 << (m % 4));
-    const int64_t batch = 16 << (m % 4);
-    const std::vector<ModelFeatures> layers = TopLevelLayerFeatures(spec);
+  for (const SweepEntry& e : CalibrationSweep(true)) {
+    const int64_t batch = e.batch;
+    const std::vector<ModelFeatures> layers = TopLevelLayerFeatures(e.spec);
     for (size_t i = 0; i < layers.size(); ++i) {
       LayerTimingSample s;
-      s.model = "cnn" + std::to_string(m);
+      s.model = e.spec.name;
       s.layer = int(i);
       s.batch = batch;
       s.features = layers[i];
