@@ -6,9 +6,9 @@
 
 namespace dlh::plan {
 
-int EnvironmentThreads(const PlanInputs& in, std::string* source) {
+EnvironmentThreadCount EnvironmentThreads(const PlanInputs& in) {
   const std::string name = "OPENBLAS_NUM_THREADS";
-  std::string value;
+  std::string value, source;
   bool inherits = !in.user.export_set;
   if (in.user.export_set) {
     std::stringstream items(in.user.export_value);
@@ -16,16 +16,17 @@ int EnvironmentThreads(const PlanInputs& in, std::string* source) {
       if (item == "ALL" || item == name) inherits = true;
       if (item.rfind(name + "=", 0) == 0) {
         value = item.substr(name.size() + 1);
-        *source = "--export=..." + item;
+        source = "--export=..." + item;
       }
     }
   }
   if (value.empty() && inherits && !in.env_openblas_threads.empty()) {
     value = in.env_openblas_threads;
-    *source = name + "=" + value + " in your environment";
+    source = name + "=" + value + " in your environment";
   }
   const int threads = std::atoi(value.c_str());
-  return threads > 0 && threads <= 4096 ? threads : 0;
+  if (!(threads > 0 && threads <= 4096)) return {};
+  return {threads, source};
 }
 
 }  // namespace dlh::plan

@@ -12,8 +12,11 @@ namespace dlh::plan {
 // OPENBLAS_NUM_THREADS, which dlh-launch train takes before the node's cores over its ranks
 // (launcher/train/trainer.cpp, SetThreads: its leading digits; nothing positive: none). The
 // job has it from --export=...,OPENBLAS_NUM_THREADS=N, or from the submitting environment
-// unless --export leaves that out (NONE, or names without ALL or it). 0: none; `source`
-// says where it came from.
-int EnvironmentThreads(const PlanInputs& in, std::string* source);
+// unless --export leaves that out (NONE, or names without ALL or it).
+struct EnvironmentThreadCount {
+  int threads = 0;     // 0: none
+  std::string source;  // where it came from: "OPENBLAS_NUM_THREADS=1 in your environment"
+};
+EnvironmentThreadCount EnvironmentThreads(const PlanInputs& in);
 
 }  // namespace dlh::plan

@@ -275,8 +275,7 @@ SuggestedSpec SuggestForPlan(PlanInputs& in, const Cluster& cluster, const Clust
         "size the network to");
   so.epochs = o.epochs ? *o.epochs : 10;
   so.name = path.stem().string();
-  std::string threads_source;
-  so.threads_per_rank = EnvironmentThreads(in, &threads_source);  // as the job will plan
+  so.threads_per_rank = EnvironmentThreads(in).threads;  // as the job will plan
   // Sized to what is free now, as the plan itself is; when nothing free meets the deadline,
   // to all nodes (the job then waits for them, as MakePlan's plan does).
   Suggestion s = Suggest(facts, so, free_now ? *free_now : cluster);
@@ -363,8 +362,7 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   job.margin = in.config.margin;
   job.startup_s = in.config.startup_s;
   job.stage = !in.env_stage_dir.empty();
-  std::string threads_source;
-  job.threads_per_rank = EnvironmentThreads(in, &threads_source);
+  job.threads_per_rank = EnvironmentThreads(in).threads;
   // The plan's limit and the signal's lead go together; with their own --time the user's
   // signal is theirs too.
   job.signal = in.user.signal_set && !in.user.time_set;
@@ -414,12 +412,9 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& described_cluster,
     out.job = BuildJob(in, cluster);
   }
   const Job& job = out.job;
-  if (job.threads_per_rank > 0) {
-    std::string source;
-    EnvironmentThreads(in, &source);
+  if (job.threads_per_rank > 0)
     out.threads_note = "planned with " + Plural(job.threads_per_rank, "thread", "threads") +
-                       " a CPU rank (" + source + ")";
-  }
+                       " a CPU rank (" + EnvironmentThreads(in).source + ")";
   if (in.options.deadline)
     out.deadline_text = *in.options.deadline;
   else if (job.deadline_s > 0 && in.user.time_set && in.user.time_s > 0)

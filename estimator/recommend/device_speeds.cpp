@@ -143,22 +143,21 @@ DeviceSpeed AffineSpeed(const std::vector<double>& coef, const ModelFeatures& f,
 void SplitByLayer(const std::vector<double>& coef, const LayerTimeModel& layer_model,
                   const std::vector<ModelFeatures>& layers, bool cpu_engine, DeviceSpeed* s) {
   const double step_overhead = AffineSpeed(coef, ModelFeatures{}, cpu_engine).fixed_s;
+  // The step-time model's layer terms (all but the overhead and the update) are a layer
+  // model too: the one to divide by where the calibration has none of its own.
+  LayerTimeModel whole;
+  whole.coef = coef;
+  const LayerTimeModel& divide = layer_model.empty() ? whole : layer_model;
   s->layer_pass_s.clear();
   s->layer_update_s.clear();
   s->layer_per_sample_s.clear();
   for (const ModelFeatures& l : layers) {
-    const DeviceSpeed one = AffineSpeed(coef, l, cpu_engine);
-    ModelFeatures without_params = l;
-    without_params.params = 0;
-    double pass = AffineSpeed(coef, without_params, cpu_engine).fixed_s - step_overhead;
-    s->layer_update_s.push_back(std::max(0.0, one.fixed_s - step_overhead - pass));
-    double per_sample = one.per_sample_s;
-    if (!layer_model.empty()) {
-      pass = LayerSeconds(layer_model, l, 0, cpu_engine);
-      per_sample = LayerSeconds(layer_model, l, 1, cpu_engine) - pass;
-    }
+    const double update = AffineSpeed(coef, l, cpu_engine).fixed_s - step_overhead -
+                          LayerSeconds(whole, l, 0, cpu_engine);
+    const double pass = LayerSeconds(divide, l, 0, cpu_engine);
+    s->layer_update_s.push_back(std::max(0.0, update));
     s->layer_pass_s.push_back(std::max(0.0, pass));
-    s->layer_per_sample_s.push_back(std::max(0.0, per_sample));
+    s->layer_per_sample_s.push_back(std::max(0.0, LayerSeconds(divide, l, 1, cpu_engine) - pass));
   }
 }
 

@@ -225,9 +225,9 @@ class Balancer:
     rank's busy time in a step is its time less its wait for the others, the wait being its
     allreduce seconds beyond the shortest of that step's (busy_times()); propose_split()
     takes each rank's mean over the window (window_seconds()), with the dead band widened by
-    two standard errors of the least certain mean, and the split applies from the first batch no rank's
-    DataLoader has fetched yet (a DataLoader with workers fetches ahead). Collective: call
-    it on every rank.
+    two standard errors of the least certain mean, and the split applies from the first
+    batch no rank's DataLoader has fetched yet (a DataLoader with workers fetches ahead).
+    Collective: call it on every rank.
 
     Active only under DLH (or with force=True) with more than one rank and
     torch.distributed initialized; otherwise step() does nothing. Create it before the
