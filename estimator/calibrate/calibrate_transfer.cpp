@@ -129,7 +129,7 @@ Calibration TransferCalibration(const Calibration& c, const CalibrationCheck& ch
   auto transfer = [&](const std::vector<double>& coef) {
     std::vector<double> out = ScaleCoefficients(coef, check.ratio);
     if (scale_fixed_terms && CpuEngineDevice(c.device))  // a GPU's launches: the host's
-      for (int i = 0; i < kTimeTerms; ++i)
+      for (int i = 0; i < int(out.size()); ++i)
         if (TimeTermRate(i) == TermRate::Fixed) out[size_t(i)] /= check.ratio.flops;
     return out;
   };

@@ -253,6 +253,34 @@ void MeasureLayerModel(const std::vector<SweepEntry>& sweep, int threads, bool q
   }
 }
 
+// calibrate --layers-only: the layer model of an existing CPU calibration of this build and
+// host, re-timed and refitted; its whole steps, probe and step-time model stay as they were
+// (a calibration made before the layer model or its element-wise terms gains them without a
+// new step-time model). Nothing is written unless the fit succeeds.
+int CalibrateLayersOnly(const po::variables_map& vm, const std::string& out, bool quick) {
+  if (vm.count("via-launch") || Str(vm, "device") != "cpu")
+    throw UsageError("--layers-only: the CPU engine's layers only (--device cpu)");
+  if (!vm.count("out")) throw UsageError("--layers-only: --out FILE: the calibration to update");
+  Calibration c = LoadCalibration(out);
+  if (c.device != "cpu")
+    throw EstimateError(out + ": device: --layers-only updates a CPU calibration, not " + c.device +
+                        "'s");
+  const std::string engine = EngineFingerprint("cpu");
+  if (c.engine != engine)
+    throw EstimateError(out + ": engine: made by another build of the CPU engine (" + c.engine +
+                        ", this build " + engine + "): calibrate it whole");
+  if (c.host != CpuDescription())
+    throw EstimateError(out + ": host: made on " + c.host + ", not on this machine (" +
+                        CpuDescription() + "): calibrate it whole");
+  const std::vector<SweepEntry> sweep = CalibrationSweep(quick);
+  MeasureLayerModel(sweep, CalibrationThreads(c), quick, &c);
+  if (c.layer_model.empty()) throw EstimateError(out + ": no layer model could be fitted");
+  SaveCalibration(out, c);
+  std::printf("layer model: %d layers of the sweep, mean error %.1f%% of their step\nwrote %s\n",
+              c.layer_model.samples, c.layer_model.step_error, out.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 int CalibrateCommand(const std::vector<std::string>& args) {
@@ -269,6 +297,9 @@ int CalibrateCommand(const std::vector<std::string>& args) {
     ("via-launch", "cpu: time through dlh-launch time-steps like a GPU (tests the GPU path)")
     ("out", po::value<std::string>(), "calibration file to write (default: calibration-<cpu|cuda>.json)")
     ("quick", "small sweep (seconds; for tests), not for real use")
+    ("layers-only", "instead: re-time the sweep's layers for the layer model of the CPU "
+        "calibration at --out (made by this build on this host); its whole steps and step-time "
+        "model are kept")
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (0: OPENBLAS_NUM_THREADS or all cores)")
     ("repeats", po::value<int>()->default_value(5), "timed blocks per configuration; median")
     ("folds", po::value<int>()->default_value(5), "cross-validation folds");
@@ -280,6 +311,7 @@ int CalibrateCommand(const std::vector<std::string>& args) {
   const std::string out = vm.count("out") ? Str(vm, "out") : "calibration-" + device.kind + ".json";
   TimingOptions timing = TimingFrom(vm);
   const bool quick = vm.count("quick") > 0;
+  if (vm.count("layers-only")) return CalibrateLayersOnly(vm, out, quick);
   std::vector<SweepEntry> sweep = gpu ? GpuCalibrationSweep(quick) : CalibrationSweep(quick);
   if (!device.launch)  // through dlh-launch, TimeEntries says it once the device is known
     std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations\n",

@@ -46,8 +46,9 @@
 //     "layer_model": {"coef": [0, 2e-11, ...], optional (CPU): the layer model
 //        "samples": 660, "step_error": 1.4},   (layer_time_model.hpp), one non-negative
 //                                              number per term of "model" (overhead and
-//                                              update 0), the layers it was fitted to and
-//                                              its fit (non-negative numbers)
+//                                              update 0) and 2 more (its element-wise
+//                                              layers and values; older files: none), the
+//                                              layers it was fitted to and its fit
 //     "model": {
 //       "terms": ["overhead_s", "conv_s_per_flop", "dense_s_per_flop",
 //                 "elementwise_s_per_flop", "update_s_per_param", "im2col_s_per_value",
@@ -385,8 +386,10 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     const Reader l(top.required("layer_model"), origin, "layer_model");
     l.object({"coef", "samples", "step_error"});
     const json& coef = l.required("coef");
-    if (!coef.is_array() || coef.size() != size_t(kTimeTerms))
-      l.fail("coef", "must be an array of " + std::to_string(kTimeTerms) +
+    // kTimeTerms in files made before the layer model's own two terms (layer_time_model.hpp).
+    if (!coef.is_array() ||
+        (coef.size() != size_t(kLayerTerms) && coef.size() != size_t(kTimeTerms)))
+      l.fail("coef", "must be an array of " + std::to_string(kLayerTerms) +
                          " non-negative numbers (one per term), got " + ShownJsonValue(coef));
     for (size_t k = 0; k < coef.size(); ++k)
       c.layer_model.coef.push_back(

@@ -17,16 +17,54 @@ namespace {
 constexpr int kOverheadTerm = 0;  // TimeTermNames(): "overhead_s"
 constexpr int kUpdateTerm = 4;    // "update_s_per_param"
 
+static_assert(kLayerTerms == kTimeTerms + 2, "the layer model's own two terms follow TimeTerms'");
+
 std::string Num(double d) { return nlohmann::json(d).dump(); }
+
+// An element-wise layer that runs on its own: one more such layer, and its values in and out
+// per sample. Convolutions and dense layers are priced by the step-time model's terms; a
+// layer the CPU engine runs inside the convolution before it costs nothing of its own.
+void AddElementWise(const LayerCost& c, bool cpu_engine, double* layers, double* values) {
+  if (c.kind == LayerKind::Residual) {
+    for (const std::vector<LayerCost>* path : {&c.layers, &c.shortcut})
+      for (const LayerCost& inner : *path) AddElementWise(inner, cpu_engine, layers, values);
+    *layers += 1;  // the sum of the two paths
+    *values += double(c.in.elements()) + 2 * c.out_elements;
+    return;
+  }
+  if (c.kind == LayerKind::Conv2d || c.kind == LayerKind::Dense) return;
+  if (cpu_engine && c.cpu_fused) return;
+  *layers += 1;
+  *values += double(c.in.elements()) + c.out_elements;
+}
 
 }  // namespace
 
+const std::vector<std::string>& LayerTermNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = TimeTermNames();
+    n.push_back("elementwise_layer_s");
+    n.push_back("elementwise_s_per_value");
+    return n;
+  }();
+  return names;
+}
+
+std::vector<double> LayerTerms(const ModelFeatures& layer, int64_t batch, bool cpu_engine) {
+  std::vector<double> terms = TimeTerms(layer, batch, cpu_engine);
+  double layers = 0, values = 0;
+  for (const LayerCost& c : layer.layers) AddElementWise(c, cpu_engine, &layers, &values);
+  terms.push_back(layers);
+  terms.push_back(double(batch) * values);
+  return terms;
+}
+
 bool IsLayerTerm(int term) {
-  return term >= 0 && term < kTimeTerms && term != kOverheadTerm && term != kUpdateTerm;
+  return term >= 0 && term < kLayerTerms && term != kOverheadTerm && term != kUpdateTerm;
 }
 
 LayerTimeModel FitLayerTimeModel(const std::vector<LayerTimingSample>& samples, bool cpu_engine) {
-  const auto& names = TimeTermNames();
+  const auto& names = LayerTermNames();
   const int n = int(samples.size());
   std::vector<std::vector<double>> rows(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -37,8 +75,8 @@ LayerTimeModel FitLayerTimeModel(const std::vector<LayerTimingSample>& samples, 
     if (s.batch <= 0)
       throw EstimateError(at + ".batch: must be a positive integer, got " +
                           std::to_string(s.batch));
-    rows[size_t(i)] = TimeTerms(s.features, s.batch, cpu_engine);
-    for (int j = 0; j < kTimeTerms; ++j)
+    rows[size_t(i)] = LayerTerms(s.features, s.batch, cpu_engine);
+    for (int j = 0; j < kLayerTerms; ++j)
       if (!(rows[size_t(i)][size_t(j)] >= 0) || !std::isfinite(rows[size_t(i)][size_t(j)]))
         throw EstimateError(at + ": term " + names[size_t(j)] +
                             " must be a non-negative number, got " +
@@ -56,7 +94,7 @@ LayerTimeModel FitLayerTimeModel(const std::vector<LayerTimingSample>& samples, 
     weight[size_t(i)] = 1 / step_of.at({samples[size_t(i)].model, samples[size_t(i)].batch});
   // The columns some sample exercises: weighted as above, unit norm.
   std::vector<int> cols;
-  for (int j = 0; j < kTimeTerms; ++j) {
+  for (int j = 0; j < kLayerTerms; ++j) {
     if (!IsLayerTerm(j)) continue;
     bool used = false;
     for (const auto& r : rows) used = used || r[size_t(j)] > 0;
@@ -87,7 +125,7 @@ LayerTimeModel FitLayerTimeModel(const std::vector<LayerTimingSample>& samples, 
   if (x.minCoeff() < 0) x = NonNegativeLeastSquares(A, y);
 
   LayerTimeModel m;
-  m.coef.assign(size_t(kTimeTerms), 0.0);
+  m.coef.assign(size_t(kLayerTerms), 0.0);
   for (size_t k = 0; k < cols.size(); ++k)
     m.coef[size_t(cols[k])] = std::max(0.0, x(Eigen::Index(k))) * scale(Eigen::Index(k));
   m.samples = n;
@@ -104,9 +142,9 @@ LayerTimeModel FitLayerTimeModel(const std::vector<LayerTimingSample>& samples, 
 double LayerSeconds(const LayerTimeModel& model, const ModelFeatures& layer, int64_t batch,
                     bool cpu_engine) {
   if (model.empty()) return 0;
-  const std::vector<double> terms = TimeTerms(layer, batch, cpu_engine);
+  const std::vector<double> terms = LayerTerms(layer, batch, cpu_engine);
   double s = 0;
-  for (int j = 0; j < kTimeTerms && size_t(j) < model.coef.size(); ++j)
+  for (int j = 0; j < kLayerTerms && size_t(j) < model.coef.size(); ++j)
     if (IsLayerTerm(j)) s += model.coef[size_t(j)] * terms[size_t(j)];
   return s;
 }

@@ -12,6 +12,15 @@
 // overhead and the optimizer's update, which the profile times apart, fitted to one row per
 // layer; the recommender takes from it only how a step divides (DeviceSpeed::layer_*), and
 // the whole step's time still from the step-time model.
+//
+// Two terms of its own. The step-time model prices an element-wise layer (pool, ReLU, batch
+// norm, dropout, flatten) by its FLOPs alone, and in the sweep's whole steps a ReLU and a
+// pool mostly run inside the convolution before them. Timed one by one, such a layer costs a
+// fixed time per pass (a parallel region, a buffer) and time per value it reads and writes,
+// whatever its FLOPs: on the example spec at a batch of 16, the layer model without these
+// priced its pools and ReLUs at a quarter of their measured time and put its first pipeline
+// stage at 85% of the step where the profile measured 80%. So the layer model adds, for
+// each such layer that runs on its own, one fixed cost and the values in and out per sample.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +42,18 @@ struct LayerTimingSample {
   ModelFeatures features;  // TopLevelLayerFeatures(spec)[layer]
 };
 
+// The layer model's terms: TimeTerms' (time_model.hpp, kTimeTerms of them), then its own two.
+constexpr int kLayerTerms = 11;
+const std::vector<std::string>& LayerTermNames();
+// TimeTerms of one layer, then: the element-wise layers that run on their own (not fused
+// into the convolution before them on the CPU engine), and the values they read and write
+// (input and output elements, x batch); a residual block counts its paths' layers and its sum.
+std::vector<double> LayerTerms(const ModelFeatures& layer, int64_t batch, bool cpu_engine);
+
 struct LayerTimeModel {
-  std::vector<double> coef;  // kTimeTerms; overhead_s and update_s_per_param are 0
+  // kLayerTerms, or kTimeTerms in files made before the element-wise terms (those two then 0);
+  // overhead_s and update_s_per_param are 0.
+  std::vector<double> coef;
   int samples = 0;
   // On the samples it was fitted to: the mean absolute error of a layer as a share of its
   // model's step (the sum of the model's layers), in %.
@@ -42,7 +61,7 @@ struct LayerTimeModel {
   bool empty() const { return coef.empty(); }
 };
 
-// Terms of TimeTerms that a layer's own time has (all but the step's overhead and the update).
+// Terms of LayerTerms that a layer's own time has (all but the step's overhead and the update).
 bool IsLayerTerm(int term);
 
 // Non-negative least squares (nnls.hpp), each layer's error weighted as a share of its

@@ -17,24 +17,26 @@ SpeedRatio PeakRatio(const GpuType& reference, const GpuType& target) {
 TermRate TimeTermRate(int term) {
   // The order of TimeTerms (time_model.cpp): overhead, conv, dense, element-wise,
   // parameters, im2col, conv output tiles, then the per-layer costs, which are launches and
-  // library calls like the overhead: kept as they are.
-  static constexpr TermRate kRates[kTimeTerms] = {
-      TermRate::Fixed,  TermRate::Compute, TermRate::Compute, TermRate::Memory, TermRate::Memory,
-      TermRate::Memory, TermRate::Compute, TermRate::Fixed,   TermRate::Fixed};
-  if (term < 0 || term >= kTimeTerms)
+  // library calls like the overhead: kept as they are. Then the layer model's element-wise
+  // layers (a fixed cost each) and the values they move (memory).
+  static constexpr TermRate kRates[kLayerTerms] = {
+      TermRate::Fixed,  TermRate::Compute, TermRate::Compute, TermRate::Memory,
+      TermRate::Memory, TermRate::Memory,  TermRate::Compute, TermRate::Fixed,
+      TermRate::Fixed,  TermRate::Fixed,   TermRate::Memory};
+  if (term < 0 || term >= kLayerTerms)
     throw EstimateError("time-model term " + std::to_string(term) + " does not exist");
   return kRates[term];
 }
 
 std::vector<double> ScaleCoefficients(const std::vector<double>& coef, SpeedRatio ratio) {
-  if (coef.size() != size_t(kTimeTerms))
+  if (coef.size() != size_t(kTimeTerms) && coef.size() != size_t(kLayerTerms))
     throw EstimateError("time model has " + std::to_string(coef.size()) +
                         " coefficients, expected " + std::to_string(kTimeTerms));
   auto usable = [](double r) { return std::isfinite(r) && r > 0; };
   if (!usable(ratio.flops) || !usable(ratio.bandwidth))
     throw EstimateError("speed ratios must be positive: " + RatioText(ratio));
   std::vector<double> out(coef);
-  for (int i = 0; i < kTimeTerms; ++i) {
+  for (int i = 0; i < int(coef.size()); ++i) {
     const TermRate rate = TimeTermRate(i);
     if (rate == TermRate::Compute) out[size_t(i)] /= ratio.flops;
     if (rate == TermRate::Memory) out[size_t(i)] /= ratio.bandwidth;

@@ -35,11 +35,13 @@ struct SpeedRatio {
 SpeedRatio PeakRatio(const GpuType& reference, const GpuType& target);
 
 enum class TermRate { Fixed, Compute, Memory };
-TermRate TimeTermRate(int term);  // term in [0, kTimeTerms)
+// term in [0, kLayerTerms): TimeTerms', then the layer model's own (layer_time_model.hpp).
+TermRate TimeTermRate(int term);
 
 // The coefficients for the target: compute terms / ratio.flops, memory terms /
-// ratio.bandwidth, the overhead unchanged. Throws EstimateError when `coef` does not have
-// kTimeTerms values or a ratio is not positive and finite.
+// ratio.bandwidth, the overhead unchanged. Throws EstimateError when `coef` has neither
+// kTimeTerms values (a step-time model) nor kLayerTerms (a layer model) or a ratio is not
+// positive and finite.
 std::vector<double> ScaleCoefficients(const std::vector<double>& coef, SpeedRatio ratio);
 
 // The calibrated GPU type of `cluster` (other than `target`) closest to `target` in

@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 
 // Overhead and update 0: a layer's own time has neither.
-const std::vector<double> kLayerCoef{0, 2e-11, 5e-11, 3e-9, 0, 2e-9, 4e-9, 1e-4, 5e-5};
+const std::vector<double> kLayerCoef{0, 2e-11, 5e-11, 3e-9, 0, 2e-9, 4e-9, 1e-4, 5e-5, 3e-5, 6e-10};
 
 std::string ErrorOf(const std::function<void()>& f) {
   try {
@@ -59,20 +59,51 @@ std::vector<LayerTimingSample> Rows(const std::vector<double>& coef,
 TEST(LayerTimeModelTest, OnlyTheLayersOwnTermsCount) {
   EXPECT_FALSE(IsLayerTerm(0));  // the step's overhead
   EXPECT_FALSE(IsLayerTerm(4));  // the optimizer's update, timed apart
-  for (int j : {1, 2, 3, 5, 6, 7, 8}) EXPECT_TRUE(IsLayerTerm(j)) << j;
+  for (int j : {1, 2, 3, 5, 6, 7, 8, 9, 10}) EXPECT_TRUE(IsLayerTerm(j)) << j;
   EXPECT_FALSE(IsLayerTerm(-1));
-  EXPECT_FALSE(IsLayerTerm(kTimeTerms));
+  EXPECT_FALSE(IsLayerTerm(kLayerTerms));
+  ASSERT_EQ(LayerTermNames().size(), size_t(kLayerTerms));
   EXPECT_EQ(LayerSeconds(LayerTimeModel{}, ModelFeatures{}, 64, true), 0);
+}
+
+// An element-wise layer that runs on its own costs a fixed time and time per value in and
+// out; one the CPU engine runs inside the convolution before it, and the GEMM layers, cost
+// neither (their terms are the step-time model's).
+TEST(LayerTimeModelTest, ElementWiseLayersCountTheirValues) {
+  TrainSpec spec = ParseSpec(R"({"name": "t", "input": {"channels": 1, "height": 8, "width": 8},
+    "classes": 10, "layers": [{"type": "conv2d", "filters": 4, "kernel": 3, "padding": 1},
+      {"type": "relu"}, {"type": "batchnorm"}, {"type": "relu"}, {"type": "maxpool2d", "kernel": 2},
+      {"type": "flatten"}, {"type": "dense", "units": 10}],
+    "optimizer": {"type": "sgd", "lr": 0.1}, "batch_size": 2, "epochs": 1, "dataset": "d.h5"})",
+                             "t.json", "");
+  const std::vector<ModelFeatures> layers = TopLevelLayerFeatures(spec);
+  ASSERT_EQ(layers.size(), 7u);
+  auto own = [&](size_t i, bool cpu) {
+    const std::vector<double> t = LayerTerms(layers[i], 2, cpu);
+    return std::make_pair(t[9], t[10]);
+  };
+  EXPECT_EQ(own(0, true), std::make_pair(0.0, 0.0));  // conv2d
+  EXPECT_EQ(own(1, true), std::make_pair(0.0, 0.0));  // relu fused into the conv (CPU)
+  EXPECT_EQ(own(1, false), std::make_pair(1.0, 2.0 * (256 + 256)));  // a GPU runs it
+  EXPECT_EQ(own(2, true), std::make_pair(1.0, 2.0 * (256 + 256)));   // batchnorm 4x8x8
+  EXPECT_EQ(own(3, true), std::make_pair(1.0, 2.0 * (256 + 256)));   // relu after it
+  EXPECT_EQ(own(4, true), std::make_pair(1.0, 2.0 * (256 + 64)));    // pool to 4x4x4
+  EXPECT_EQ(own(5, true), std::make_pair(1.0, 2.0 * (64 + 64)));     // flatten
+  EXPECT_EQ(own(6, true), std::make_pair(0.0, 0.0));                 // dense
+  // The first 9 terms are the step-time model's own.
+  const std::vector<double> t = LayerTerms(layers[4], 2, true);
+  const std::vector<double> whole = TimeTerms(layers[4], 2, true);
+  EXPECT_EQ(std::vector<double>(t.begin(), t.begin() + kTimeTerms), whole);
 }
 
 TEST(LayerTimeModelTest, FitRecoversExactCoefficients) {
   const std::vector<LayerTimingSample> rows = Rows(kLayerCoef);
   ASSERT_GT(rows.size(), 50u);
   const LayerTimeModel m = FitLayerTimeModel(rows, true);
-  ASSERT_EQ(m.coef.size(), size_t(kTimeTerms));
-  for (int j = 0; j < kTimeTerms; ++j)
+  ASSERT_EQ(m.coef.size(), size_t(kLayerTerms));
+  for (int j = 0; j < kLayerTerms; ++j)
     EXPECT_NEAR(m.coef[size_t(j)], kLayerCoef[size_t(j)], 1e-6 * kLayerCoef[size_t(j)] + 1e-20)
-        << TimeTermNames()[size_t(j)];
+        << LayerTermNames()[size_t(j)];
   EXPECT_EQ(m.samples, int(rows.size()));
   EXPECT_LT(m.step_error, 1e-6);
 }
@@ -130,6 +161,11 @@ TEST(LayerTimeModelTest, CalibrationFilesKeepIt) {
   json old = j;
   old.erase("layer_model");
   EXPECT_TRUE(CalibrationFromJson(old, "old.json").layer_model.empty());
+  // Files made before the element-wise terms: the step-time model's 9 terms only.
+  json nine = j;
+  nine["layer_model"]["coef"] =
+      json(std::vector<double>(kLayerCoef.begin(), kLayerCoef.begin() + 9));
+  EXPECT_EQ(CalibrationFromJson(nine, "nine.json").layer_model.coef.size(), 9u);
   Calibration none = WithLayerModel();
   none.layer_model = LayerTimeModel{};
   EXPECT_FALSE(CalibrationToJson(none).contains("layer_model"));
@@ -142,7 +178,7 @@ TEST(LayerTimeModelTest, CalibrationFilesKeepIt) {
   EXPECT_EQ(error([](json& b) {
               b["layer_model"]["coef"] = json::array({1, 2});
             }),
-            "cal.json: layer_model.coef: must be an array of 9 non-negative numbers (one per "
+            "cal.json: layer_model.coef: must be an array of 11 non-negative numbers (one per "
             "term), got an array of 2 items");
   EXPECT_EQ(error([](json& b) { b["layer_model"]["coef"][3] = -1; }),
             "cal.json: layer_model.coef[3]: must be a non-negative number, got -1");

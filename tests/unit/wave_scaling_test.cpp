@@ -37,7 +37,10 @@ TEST(WaveScaling, OverheadKeptComputeByFlopsMemoryByBandwidth) {
   EXPECT_EQ(TimeTermRate(6), TermRate::Compute);  // GEMM output tiles
   EXPECT_EQ(TimeTermRate(7), TermRate::Fixed);    // per conv layer
   EXPECT_EQ(TimeTermRate(8), TermRate::Fixed);    // per dense layer
-  EXPECT_THROW(TimeTermRate(kTimeTerms), EstimateError);
+  // The layer model's own (layer_time_model.hpp): element-wise layers and their values.
+  EXPECT_EQ(TimeTermRate(9), TermRate::Fixed);
+  EXPECT_EQ(TimeTermRate(10), TermRate::Memory);
+  EXPECT_THROW(TimeTermRate(kLayerTerms), EstimateError);
   EXPECT_THROW(TimeTermRate(-1), EstimateError);
 }
 
