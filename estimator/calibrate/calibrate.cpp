@@ -20,11 +20,13 @@
 #include "common/energy.hpp"
 #include "common/error.hpp"
 #include "common/median.hpp"
+#include "estimator/calibrate/spec_builders.hpp"
 #include "estimator/model/features.hpp"
 #include "launcher/nn/layer.hpp"
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/optimizer.hpp"
 #include "launcher/nn/tensor.hpp"
+#include "launcher/nn/thread_pool.hpp"
 #include "launcher/probe/host_probe.hpp"
 
 namespace dlh {
@@ -70,7 +72,9 @@ TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& opti
   if (batch <= 0 || batch > INT_MAX)
     throw EstimateError(spec.name + ": batch must be a positive integer, got " +
                         std::to_string(batch));
-  if (options.threads > 0) openblas_set_num_threads(options.threads);
+  // The engine's own pool (thread_pool.hpp): it adopts OpenBLAS's count only where that is
+  // above 1, so a timing at fewer threads than the one before must set the pool itself.
+  if (options.threads > 0) SetCpuThreads(options.threads);
 
   TimingSample sample;
   sample.model = spec.name;
@@ -135,6 +139,42 @@ TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& opti
   sample.joules =
       energy_ok && !block_joules.empty() ? Median(block_joules) / options.steps_per_repeat : -1;
   return sample;
+}
+
+OptimizerUpdateCost MeasureOptimizerUpdate(int threads, bool quick) {
+  if (threads > 0) SetCpuThreads(threads);
+  // One dense layer of about a million weights: the update is a pass over them (and their
+  // state), so its cost per weight is what matters; a million is past the caches of the
+  // project's hosts, as the parameters of the models that train long are.
+  TrainSpec spec =
+      spec_builders::BaseSpec("optimizer-update", Shape3{1, 32, 32}, 1, "optimizer timing");
+  spec.layers = {spec_builders::Simple(LayerKind::Flatten), spec_builders::Dense(1024),
+                 spec_builders::Dense(spec_builders::kClasses)};
+  Network net(spec);
+  net.init(spec.seed);
+  OptimizerUpdateCost cost;
+  for (const NamedParam& p : net.params()) cost.params += int64_t(p.ref.value->size());
+  auto time = [&](OptimizerSpec o) {
+    std::unique_ptr<Optimizer> opt = MakeOptimizer(o);
+    const int warmup = 2, repeats = quick ? 3 : 15;
+    std::vector<double> seconds;
+    for (int i = 0; i < warmup + repeats; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      opt->update(net.params(), 1e-9, i);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (i >= warmup) seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+    return Median(seconds) / double(cost.params);
+  };
+  OptimizerSpec sgd = spec.optimizer;  // the sweep's: SGD with momentum
+  sgd.momentum = 0;
+  cost.sgd_s = time(sgd);
+  cost.momentum_s = time(spec.optimizer);
+  OptimizerSpec adam = spec.optimizer;
+  adam.kind = OptimizerSpec::Kind::Adam;
+  adam.momentum = 0;
+  cost.adam_s = time(adam);
+  return cost;
 }
 
 std::vector<TimingSample> RunSweep(

@@ -68,6 +68,11 @@ struct TimingOptions {
 // CPU packages' RAPL counters are readable, common/energy.hpp, else -1).
 TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& options);
 
+// One update of each optimizer kind (plain SGD, SGD with momentum as the sweep trains, Adam)
+// by the engine on about a million parameters at `threads`, the median of a few, per
+// parameter (optimizer_cost.hpp).
+OptimizerUpdateCost MeasureOptimizerUpdate(int threads, bool quick);
+
 // Runs the sweep, calling `progress(done, total, entry)` after each entry.
 std::vector<TimingSample> RunSweep(
     const std::vector<SweepEntry>& entries, const TimingOptions& options,

@@ -253,17 +253,41 @@ void MeasureLayerModel(const std::vector<SweepEntry>& sweep, int threads, bool q
   }
 }
 
-// calibrate --layers-only: the layer model of an existing CPU calibration of this build and
-// host, re-timed and refitted; its whole steps, probe and step-time model stay as they were
-// (a calibration made before the layer model or its element-wise terms gains them without a
-// new step-time model). Nothing is written unless the fit succeeds.
-int CalibrateLayersOnly(const po::variables_map& vm, const std::string& out, bool quick) {
+void PrintParts(const Calibration& c) {
+  if (!c.layer_model.empty())
+    std::printf("layer model: %d layers of the sweep, mean error %.1f%% of their step\n",
+                c.layer_model.samples, c.layer_model.step_error);
+  if (!c.optimizer_update.empty())
+    std::printf("optimizer update per parameter: SGD %.3g ns, momentum %.3g ns, Adam %.3g ns\n",
+                1e9 * c.optimizer_update.sgd_s, 1e9 * c.optimizer_update.momentum_s,
+                1e9 * c.optimizer_update.adam_s);
+  const nlohmann::json& t = c.thread_scaling;
+  if (t.is_object() && t.contains("step_time_ratio") && !t["step_time_ratio"].empty())
+    std::printf("a step at 1 thread: %.2fx the time at %d\n", t["step_time_ratio"][0].get<double>(),
+                CalibrationThreads(c));
+}
+
+// The parts of a CPU calibration measured apart from its whole steps: the thread scaling,
+// the layer model and the optimizer updates.
+void MeasureParts(const std::vector<SweepEntry>& sweep, bool quick, Calibration* c) {
+  const int threads = CalibrationThreads(*c);
+  if (!quick)  // recorded for the next model of shared cores (time_model.hpp)
+    c->thread_scaling = MeasureThreadScaling(sweep, threads, quick);
+  MeasureLayerModel(sweep, threads, quick, c);
+  c->optimizer_update = MeasureOptimizerUpdate(threads, quick);
+}
+
+// calibrate --keep-steps: the parts of an existing CPU calibration of this build and host
+// measured again (MeasureParts); its whole steps, probe and step-time model stay as they
+// were (a calibration made before a part existed, or before a fix to it, gains it without a
+// new step-time model). Nothing is written unless every part is measured.
+int CalibrateKeepingSteps(const po::variables_map& vm, const std::string& out, bool quick) {
   if (vm.count("via-launch") || Str(vm, "device") != "cpu")
-    throw UsageError("--layers-only: the CPU engine's layers only (--device cpu)");
-  if (!vm.count("out")) throw UsageError("--layers-only: --out FILE: the calibration to update");
+    throw UsageError("--keep-steps: a CPU calibration only (--device cpu)");
+  if (!vm.count("out")) throw UsageError("--keep-steps: --out FILE: the calibration to update");
   Calibration c = LoadCalibration(out);
   if (c.device != "cpu")
-    throw EstimateError(out + ": device: --layers-only updates a CPU calibration, not " + c.device +
+    throw EstimateError(out + ": device: --keep-steps updates a CPU calibration, not " + c.device +
                         "'s");
   const std::string engine = EngineFingerprint("cpu");
   if (c.engine != engine)
@@ -272,12 +296,11 @@ int CalibrateLayersOnly(const po::variables_map& vm, const std::string& out, boo
   if (c.host != CpuDescription())
     throw EstimateError(out + ": host: made on " + c.host + ", not on this machine (" +
                         CpuDescription() + "): calibrate it whole");
-  const std::vector<SweepEntry> sweep = CalibrationSweep(quick);
-  MeasureLayerModel(sweep, CalibrationThreads(c), quick, &c);
+  MeasureParts(CalibrationSweep(quick), quick, &c);
   if (c.layer_model.empty()) throw EstimateError(out + ": no layer model could be fitted");
   SaveCalibration(out, c);
-  std::printf("layer model: %d layers of the sweep, mean error %.1f%% of their step\nwrote %s\n",
-              c.layer_model.samples, c.layer_model.step_error, out.c_str());
+  PrintParts(c);
+  std::printf("wrote %s\n", out.c_str());
   return kExitOk;
 }
 
@@ -297,9 +320,9 @@ int CalibrateCommand(const std::vector<std::string>& args) {
     ("via-launch", "cpu: time through dlh-launch time-steps like a GPU (tests the GPU path)")
     ("out", po::value<std::string>(), "calibration file to write (default: calibration-<cpu|cuda>.json)")
     ("quick", "small sweep (seconds; for tests), not for real use")
-    ("layers-only", "instead: re-time the sweep's layers for the layer model of the CPU "
-        "calibration at --out (made by this build on this host); its whole steps and step-time "
-        "model are kept")
+    ("keep-steps", "instead: measure again the parts of the CPU calibration at --out (made by "
+        "this build on this host) timed apart from its whole steps (thread scaling, layer model, "
+        "optimizer updates); its steps and step-time model are kept")
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (0: OPENBLAS_NUM_THREADS or all cores)")
     ("repeats", po::value<int>()->default_value(5), "timed blocks per configuration; median")
     ("folds", po::value<int>()->default_value(5), "cross-validation folds");
@@ -311,7 +334,7 @@ int CalibrateCommand(const std::vector<std::string>& args) {
   const std::string out = vm.count("out") ? Str(vm, "out") : "calibration-" + device.kind + ".json";
   TimingOptions timing = TimingFrom(vm);
   const bool quick = vm.count("quick") > 0;
-  if (vm.count("layers-only")) return CalibrateLayersOnly(vm, out, quick);
+  if (vm.count("keep-steps")) return CalibrateKeepingSteps(vm, out, quick);
   std::vector<SweepEntry> sweep = gpu ? GpuCalibrationSweep(quick) : CalibrationSweep(quick);
   if (!device.launch)  // through dlh-launch, TimeEntries says it once the device is known
     std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations\n",
@@ -335,15 +358,11 @@ int CalibrateCommand(const std::vector<std::string>& args) {
     c.device_info = description;
   }
   c.probe = CalibrationProbe(device.text, timing.threads, quick);
-  if (!device.launch && !quick)  // recorded for the next model of shared cores (time_model.hpp)
-    c.thread_scaling = MeasureThreadScaling(sweep, CalibrationThreads(c), quick);
-  if (!device.launch && !gpu) MeasureLayerModel(sweep, CalibrationThreads(c), quick, &c);
+  if (!device.launch && !gpu) MeasureParts(sweep, quick, &c);
   c.model = FitTimeModel(device.kind, c.samples, vm["folds"].as<int>());
   SaveCalibration(out, c);
   PrintQuality(c.model);
-  if (!c.layer_model.empty())
-    std::printf("layer model: %d layers of the sweep, mean error %.1f%% of their step\n",
-                c.layer_model.samples, c.layer_model.step_error);
+  PrintParts(c);
   std::printf("wrote %s\n", out.c_str());
   return kExitOk;
 }

@@ -1,6 +1,7 @@
 // DLH — `dlh-estimate features` and `predict` (see features_cmd.hpp).
 #include "estimator/cli/features_cmd.hpp"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -124,7 +125,11 @@ int PredictCommand(const std::vector<std::string>& args) {
                  stale.c_str());
   int64_t batch = vm["batch"].as<int64_t>();
   if (batch <= 0) batch = spec.batch_size;
-  double t = c.model.seconds(ComputeFeatures(spec), batch);
+  const ModelFeatures f = ComputeFeatures(spec);
+  // The spec's optimizer beyond the sweep's (optimizer_cost.hpp), as the recommender adds it.
+  const double t =
+      std::max(0.0, c.model.seconds(f, batch) +
+                        OptimizerExtraSeconds(c.optimizer_update, spec.optimizer, f.params));
   std::printf("%s at batch %lld on %s: %.2f ms per step, %.0f samples/s\n", spec.name.c_str(),
               (long long)batch, c.device.c_str(), t * 1e3, double(batch) / t);
   return kExitOk;

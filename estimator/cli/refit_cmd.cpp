@@ -12,8 +12,11 @@
 
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "common/spec.hpp"
 #include "estimator/cli/command_line.hpp"
 #include "estimator/cli/observations_cmd.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/model/optimizer_cost.hpp"
 #include "estimator/model/time_model.hpp"
 #include "estimator/observe/store_reader.hpp"
 
@@ -26,6 +29,21 @@ void PrintFit(const char* which, const TimeModel& m) {
   std::printf("%s fit: %d samples, R2 %.4f, MAPE %.1f%%, %d-fold cross-validated MAPE %.1f%%\n",
               which, m.quality.samples, m.quality.r2, m.quality.mape, m.quality.folds,
               m.quality.cv_mape);
+}
+
+}  // namespace
+
+namespace {
+
+double OptimizerExtraOfRecord(const Calibration& cal, const Observation& r) {
+  if (cal.optimizer_update.empty() || !r.spec.is_object()) return 0;
+  try {
+    const TrainSpec spec = ParseSpec(r.spec.dump(), "observation", "");
+    return OptimizerExtraSeconds(cal.optimizer_update, spec.optimizer,
+                                 ComputeFeatures(spec).params);
+  } catch (const std::exception&) {  // a spec this build cannot read: taken as it is
+    return 0;
+  }
 }
 
 }  // namespace
@@ -62,7 +80,10 @@ int RefitCommand(const std::vector<std::string>& args) {
     const bool cpu = cal.device == "cpu";
     const bool fits = all || (r.device == cal.device && (gpu.empty() || r.gpu_type == gpu) &&
                               (!cpu || (r.ranks_per_node == 1 && r.threads_per_rank == threads)));
-    const double seconds = r.step_s - (r.has_prediction ? r.predicted_comm_s : 0);
+    // A row is a step of the sweep's optimizer (optimizer_cost.hpp): another's update, less
+    // or more than that one's, is taken out where the record's spec says which it was.
+    const double seconds =
+        r.step_s - (r.has_prediction ? r.predicted_comm_s : 0) - OptimizerExtraOfRecord(cal, r);
     if (!r.features.is_object() || !fits || !(seconds > 0)) {
       ++skipped;
       continue;

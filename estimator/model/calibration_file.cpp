@@ -20,6 +20,10 @@
 //     "thread_scaling": {"threads": [1, 2],   optional (CPU): the step time at each thread
 //        "step_time_ratio": [1.4, 1],         count over the calibration's, measured (an
 //        "models": 10},                       object; positive ratios, one per count)
+//     "optimizer_update": {"params": 1049610, optional (CPU): one update of each optimizer
+//        "seconds_per_param": {"sgd": 5e-11, kind timed on that many parameters, seconds
+//        "momentum": 9e-11, "adam": 4e-10}},  per parameter (positive numbers;
+//                                              optimizer_cost.hpp)
 //     "transferred_from": "cpu.json, AMD ...", optional pair: the calibration this one was
 //     "transfer_log_sigma": 0.08,              carried from by the probes' ratios (string),
 //                                              and the added uncertainty (non-negative
@@ -300,6 +304,8 @@ json CalibrationToJson(const Calibration& c) {
     out["transferred_from"] = c.transferred_from;
     out["transfer_log_sigma"] = c.transfer_log_sigma;
   }
+  if (!c.optimizer_update.empty())
+    out["optimizer_update"] = OptimizerUpdateCostToJson(c.optimizer_update);
   if (!c.layer_model.empty()) {
     out["layer_model"] = {{"coef", c.layer_model.coef},
                           {"samples", c.layer_model.samples},
@@ -313,7 +319,7 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   const Reader top(j, origin, "");
   top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
               "probe", "thread_scaling", "transferred_from", "transfer_log_sigma", "samples",
-              "layer_model", "model"});
+              "layer_model", "optimizer_update", "model"});
   {
     const json& v = top.required("format_version");
     if (!v.is_number_integer())
@@ -359,6 +365,8 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
                "count]}, got " +
                    ShownJsonValue(t));
   }
+  if (j.contains("optimizer_update"))
+    c.optimizer_update = OptimizerUpdateCostFromJson(j["optimizer_update"], origin);
   if (j.contains("transferred_from") || j.contains("transfer_log_sigma")) {
     c.transferred_from = top.string("transferred_from", true);
     c.transfer_log_sigma = top.number("transfer_log_sigma", S::NonNegative);

@@ -38,6 +38,7 @@
 #include "estimator/model/engine_fingerprint.hpp"  // CpuEngineDevice
 #include "estimator/model/features.hpp"
 #include "estimator/model/layer_time_model.hpp"
+#include "estimator/model/optimizer_cost.hpp"
 
 namespace dlh {
 
@@ -107,13 +108,16 @@ struct Calibration {
   // null: none (older files). check-calibration compares it with the host's own probe.
   nlohmann::json probe;
   // A CPU calibration's measured thread scaling of whole training steps, one process at a
-  // time: {"threads": [1, 2], "step_time_ratio": [1.4, 1], "models": 10}, the median over some
+  // time: {"threads": [1, 2], "step_time_ratio": [1.9, 1], "models": 10}, the median over some
   // sweep models of the step time at each thread count over that at the calibration's, each
   // pair timed side by side. null: not measured (older files, GPUs). Recorded, not planned
-  // with: on the CI host a step took 1.0-1.02x as long at 1 thread as at 2 with the other core
-  // idle, while two concurrent 1-thread ranks ran 1.77x (whole jobs, BENCHMARKS.md): ranks that
-  // share a node must be timed running together, which the calibration does not do yet.
+  // with (ranks that share a node contend for more than their threads: job_time.hpp). Files
+  // made before 2026-12-01 hold ratios near 1: the fewer threads never reached the engine's
+  // pool then (TimeTrainingStep), and those ratios measured nothing.
   nlohmann::json thread_scaling;
+  // A CPU calibration's optimizer updates timed apart (optimizer_cost.hpp): what a job's
+  // optimizer adds to a step over the sweep's. Empty in older files and GPU calibrations.
+  OptimizerUpdateCost optimizer_update;
   // Set when the calibration was carried to another machine by the probes' measured ratios
   // rather than measured there: the calibration it came from ("cpu.json, AMD EPYC, 2
   // cores") and the added uncertainty of the transfer, as a standard deviation of

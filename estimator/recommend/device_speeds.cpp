@@ -161,6 +161,14 @@ void SplitByLayer(const std::vector<double>& coef, const LayerTimeModel& layer_m
   }
 }
 
+// The job's optimizer beyond the sweep's (optimizer_cost.hpp): a fixed cost of every step.
+void AddOptimizerUpdate(const Calibration& cal, const Job& job, double bandwidth_ratio,
+                        DeviceSpeed* s) {
+  s->fixed_s =
+      std::max(0.0, s->fixed_s + OptimizerExtraSeconds(cal.optimizer_update, job.spec.optimizer,
+                                                       job.features.params, bandwidth_ratio));
+}
+
 // The layer model moved with the step-time model's coefficients (wave scaling), or none.
 LayerTimeModel ScaledLayerModel(const LayerTimeModel& m, const SpeedRatio& ratio) {
   LayerTimeModel out = m;
@@ -231,6 +239,7 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
                             " was measured on device " + cal.device +
                             ", not the CPU engine (dlh-estimate calibrate on one such node)");
       s = AffineSpeed(cal.model.coef, f, CpuEngineDevice(cal.device));
+      AddOptimizerUpdate(cal, job, 1, &s);
       SplitByLayer(cal.model.coef, cal.layer_model, by_layer, CpuEngineDevice(cal.device), &s);
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
@@ -253,6 +262,7 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
       const SpeedRatio ratio = PeakRatio(*ref, *g);
       const std::vector<double> coef = ScaleCoefficients(cal.model.coef, ratio);
       s = AffineSpeed(coef, f, CpuEngineDevice(cal.device));
+      AddOptimizerUpdate(cal, job, ratio.bandwidth, &s);
       SplitByLayer(coef, ScaledLayerModel(cal.layer_model, ratio), by_layer,
                    CpuEngineDevice(cal.device), &s);
       s.source = "scaled from " + ref->name + "'s calibration (" + file + "): " + RatioText(ratio);

@@ -3,8 +3,8 @@
 # schema; a quick calibration records its probe; against that same probe it matches (exit 0),
 # against a recorded probe of half the sgemm rate it transfers (exit 2) with compute terms
 # halved, with another engine fingerprint it is refused (exit 1), and a damaged probe is one
-# line naming the file and the field; `calibrate --layers-only` refits a calibration's layer model
-# and keeps its steps. The host is compared through --probe where the answer
+# line naming the file and the field; `calibrate --keep-steps` measures a calibration's other
+# parts again (layer model, optimizer updates) and keeps its steps. The host is compared through --probe where the answer
 # must not depend on this machine's load.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -118,28 +118,32 @@ echo '{"kind": "cpu", "taken": "now"}' >"$WORK/bad-probe.json"
 expect_fail 1 "bad-probe.json: seconds: required" \
   dlh-estimate check-calibration "$WORK/cal.json" --probe "$WORK/bad-probe.json"
 
-echo "calibrate --layers-only"
+echo "calibrate --keep-steps"
 python3 - "$WORK/cal.json" "$WORK/nolayers.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 del c["layer_model"]  # as a calibration made before the layer model
+del c["optimizer_update"]  # and the optimizer's
 json.dump(c, open(sys.argv[2], "w"))
 PY
-dlh-estimate calibrate --layers-only --quick --out "$WORK/nolayers.json" >"$WORK/out.txt" 2>&1 ||
-  { cat "$WORK/out.txt"; fail "calibrate --layers-only failed"; }
+dlh-estimate calibrate --keep-steps --quick --out "$WORK/nolayers.json" >"$WORK/out.txt" 2>&1 ||
+  { cat "$WORK/out.txt"; fail "calibrate --keep-steps failed"; }
 python3 - "$WORK/cal.json" "$WORK/nolayers.json" <<'PY'
 import json, sys
 before, after = (json.load(open(p)) for p in sys.argv[1:])
 layer = after["layer_model"]
 assert len(layer["coef"]) == 11 and layer["samples"] > 0, layer
+update = after["optimizer_update"]
+assert update["params"] > 10**6 and set(update["seconds_per_param"]) == {"sgd", "momentum", "adam"}
 for key in ("model", "samples", "probe", "engine", "host", "created"):
     assert before[key] == after[key], key  # the steps and their model are kept
 PY
 check "$(grep "^layer model" "$WORK/out.txt")"
+check "$(grep "^optimizer update" "$WORK/out.txt")"
 cp "$WORK/stale.json" "$WORK/stale-before.json"
 expect_fail 2 "stale.json: engine: made by another build of the CPU engine (000000000000" \
-  dlh-estimate calibrate --layers-only --quick --out "$WORK/stale.json"
-cmp -s "$WORK/stale.json" "$WORK/stale-before.json" || fail "a refused --layers-only changed the file"
-expect_fail 2 "layers-only: --out FILE" dlh-estimate calibrate --layers-only --quick
-expect_fail 2 "layers-only: the CPU engine's layers only" \
-  dlh-estimate calibrate --layers-only --device cuda --out "$WORK/cal.json"
+  dlh-estimate calibrate --keep-steps --quick --out "$WORK/stale.json"
+cmp -s "$WORK/stale.json" "$WORK/stale-before.json" || fail "a refused --keep-steps changed the file"
+expect_fail 2 "keep-steps: --out FILE" dlh-estimate calibrate --keep-steps --quick
+expect_fail 2 "keep-steps: a CPU calibration only" \
+  dlh-estimate calibrate --keep-steps --device cuda --out "$WORK/cal.json"

@@ -540,6 +540,42 @@ TEST_F(ScaledSpeeds, UncalibratedTypeGetsTheReferenceModelScaledByThePeaks) {
   EXPECT_TRUE(StaleCalibrationWarnings(speeds).empty());
 }
 
+// A job's optimizer beyond the sweep's (optimizer_cost.hpp): Adam's update adds its measured
+// cost over momentum's for each parameter, plain SGD takes away, momentum changes nothing;
+// the type scaled from this calibration moves it by the bandwidth.
+TEST_F(ScaledSpeeds, TheJobsOptimizerUpdateIsAddedOverTheSweeps) {
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path_;
+  c.gpu_types[1].memory_bandwidth_gbs = 250;  // slow: half fast's bandwidth
+  Save();
+  job.spec.optimizer.kind = OptimizerSpec::Kind::Adam;
+  const double none = DeviceSpeeds(job, c)["fast"].seconds(8);  // no optimizer_update: as before
+  cal_.optimizer_update.params = 1000000;
+  cal_.optimizer_update.sgd_s = 0.05e-9;
+  cal_.optimizer_update.momentum_s = 0.1e-9;
+  cal_.optimizer_update.adam_s = 0.9e-9;
+  Save();
+  auto speeds = DeviceSpeeds(job, c);
+  const double params = job.features.params;
+  ASSERT_GT(params, 0);
+  EXPECT_NEAR(speeds["fast"].seconds(8) - none, params * 0.8e-9, 1e-9 * none);
+  const double slow_none = [&] {
+    Calibration without = cal_;
+    without.optimizer_update = OptimizerUpdateCost{};
+    SaveCalibration(path_, without);
+    const double t = DeviceSpeeds(job, c)["slow"].seconds(8);
+    Save();
+    return t;
+  }();
+  EXPECT_NEAR(speeds["slow"].seconds(8) - slow_none, params * 0.8e-9 * 2, 1e-9 * slow_none);
+  job.spec.optimizer.kind = OptimizerSpec::Kind::Sgd;
+  job.spec.optimizer.momentum = 0.9;
+  EXPECT_NEAR(DeviceSpeeds(job, c)["fast"].seconds(8), none, 1e-12);
+  job.spec.optimizer.momentum = 0;
+  EXPECT_NEAR(DeviceSpeeds(job, c)["fast"].seconds(8), none - params * 0.05e-9, 1e-9 * none);
+}
+
 TEST_F(ScaledSpeeds, MeasuredJoulesSetThePowerOfTheirOwnTypeOnly) {
   TimingSample a;
   a.model = "a";
