@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "common/cli.hpp"
@@ -20,6 +21,7 @@
 #include "common/median.hpp"
 #include "estimator/calibrate/calibrate_rates.hpp"
 #include "estimator/model/features.hpp"
+#include "estimator/model/time_model.hpp"
 #include "launcher/nn/layer.hpp"
 #include "launcher/nn/layers/columns.hpp"
 #include "launcher/nn/layers/conv_tiles.hpp"
@@ -298,7 +300,43 @@ std::vector<LayerTimingSample> LayerTimingSamples(const TrainSpec& spec, int bat
 
 namespace {
 
-nlohmann::json ToJson(const StepProfile& p) {
+// How a calibration divides the profiled step among its layers (profile --calibration): each
+// layer's predicted share of the layers' time, beside the measured one.
+struct Division {
+  std::string file, by;           // the calibration, and which of its models divides
+  std::vector<double> predicted;  // per LayerProfile, seconds (0: fused)
+  std::vector<double> measured;   // per LayerProfile, seconds
+  double largest_cut_error = 0;   // points of the layers' time (LargestCutError)
+  double share(size_t i) const {
+    double all = 0;
+    for (double v : predicted) all += v;
+    return all > 0 ? predicted[i] / all : 0;
+  }
+};
+
+Division DivisionOf(const std::string& file, const TrainSpec& spec, const StepProfile& p) {
+  const Calibration c = LoadCalibration(file);
+  if (c.device != "cpu")
+    throw UsageError("profile --calibration: a CPU calibration only (" + file + " is " + c.device +
+                     "'s)");
+  LayerTimeModel whole;  // the step-time model's layer terms, where the file has no layer model
+  whole.coef = c.model.coef;
+  const LayerTimeModel& divide = c.layer_model.empty() ? whole : c.layer_model;
+  const std::vector<ModelFeatures> features = TopLevelLayerFeatures(spec);
+  Division d;
+  d.file = file;
+  d.by = c.layer_model.empty() ? "its step-time model's layer terms" : "its layer model";
+  for (const LayerProfile& l : p.layers) {
+    const bool runs = l.fused_into < 0;
+    d.predicted.push_back(runs ? LayerSeconds(divide, features.at(size_t(l.index)), p.batch, true)
+                               : 0.0);
+    d.measured.push_back(runs ? l.forward_s + l.backward_s : 0.0);
+  }
+  d.largest_cut_error = LargestCutError(d.predicted, d.measured);
+  return d;
+}
+
+nlohmann::json ToJson(const StepProfile& p, const Division* division) {
   const double floor = FloorSeconds(p);
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerProfile& l : p.layers) {
@@ -316,26 +354,32 @@ nlohmann::json ToJson(const StepProfile& p) {
       j["gemm_alone_gflops"] = l.gemm_alone_gflops;
     }
     if (l.kind == LayerKind::Conv2d) j["columns_s"] = l.columns_s;
+    if (division) j["predicted_share"] = division->share(layers.size());
     layers.push_back(j);
   }
-  return {{"model", p.model},
-          {"batch", p.batch},
-          {"threads", p.threads},
-          {"blas_core", p.blas_core},
-          {"steps", p.steps},
-          {"warmup", p.warmup},
-          {"step_s", p.step_s},
-          {"samples_per_s", p.batch / p.step_s},
-          {"loss_s", p.loss_s},
-          {"update_s", p.update_s},
-          {"sgemm_gflops", p.sgemm_gflops},
-          {"copy_gbs", p.copy_gbs},
-          {"floor_s", floor},
-          {"floor_samples_per_s", p.batch / floor},
-          {"layers", layers}};
+  nlohmann::json out = {{"model", p.model},
+                        {"batch", p.batch},
+                        {"threads", p.threads},
+                        {"blas_core", p.blas_core},
+                        {"steps", p.steps},
+                        {"warmup", p.warmup},
+                        {"step_s", p.step_s},
+                        {"samples_per_s", p.batch / p.step_s},
+                        {"loss_s", p.loss_s},
+                        {"update_s", p.update_s},
+                        {"sgemm_gflops", p.sgemm_gflops},
+                        {"copy_gbs", p.copy_gbs},
+                        {"floor_s", floor},
+                        {"floor_samples_per_s", p.batch / floor},
+                        {"layers", layers}};
+  if (division) {
+    out["calibration"] = division->file;
+    out["largest_cut_error"] = division->largest_cut_error;
+  }
+  return out;
 }
 
-void PrintText(const std::string& path, const StepProfile& p) {
+void PrintText(const std::string& path, const StepProfile& p, const Division* division) {
   std::printf("%s: %s, batch %d, %d thread%s, OpenBLAS core %s\n", path.c_str(), p.model.c_str(),
               p.batch, p.threads, p.threads == 1 ? "" : "s", p.blas_core.c_str());
   std::printf(
@@ -344,9 +388,11 @@ void PrintText(const std::string& path, const StepProfile& p) {
       p.step_s * 1e3, p.batch / p.step_s, p.steps, p.steps == 1 ? "" : "s", p.warmup);
   std::printf("this machine at %d thread%s: sgemm %.1f GFLOP/s, memory copy %.1f GB/s\n\n",
               p.threads, p.threads == 1 ? "" : "s", p.sgemm_gflops, p.copy_gbs);
-  std::printf("  %-3s %-10s %-11s %8s %8s %6s %8s %7s %10s %9s %12s %9s\n", "#", "layer", "output",
-              "fwd ms", "bwd ms", "share", "GFLOP/s", "GB/s", "roofline", "of it", "GEMMs alone",
-              "copies");
+  std::printf("  %-3s %-10s %-11s %8s %8s %6s %8s %7s %10s %9s %12s %9s%s\n", "#", "layer",
+              "output", "fwd ms", "bwd ms", "share", "GFLOP/s", "GB/s", "roofline", "of it",
+              "GEMMs alone", "copies", division ? "  predicted" : "");
+  double layers_s = 0;  // the measured layers' time: the predicted shares are of it
+  for (const LayerProfile& l : p.layers) layers_s += l.forward_s + l.backward_s;
   double gemm_s = 0, gemm_flops = 0, gemm_roof = 0, gemm_alone = 0, columns = 0;
   double other_s = 0, other_bytes = 0, other_roof = 0;
   for (const LayerProfile& l : p.layers) {
@@ -368,11 +414,15 @@ void PrintText(const std::string& path, const StepProfile& p) {
     } else {
       other_s += s, other_bytes += l.bytes, other_roof += l.roofline_s;
     }
-    std::printf("  %-3d %-10s %-11s %8.3f %8.3f %5.1f%% %8.1f %7.1f %7.3f ms %8.0f%% %12s %9s\n",
+    char predicted[32] = "";
+    if (division)  // the same share of the step as the layers' measured time
+      std::snprintf(predicted, sizeof predicted, "%10.1f%%",
+                    100 * division->share(size_t(&l - p.layers.data())) * layers_s / p.step_s);
+    std::printf("  %-3d %-10s %-11s %8.3f %8.3f %5.1f%% %8.1f %7.1f %7.3f ms %8.0f%% %12s %9s%s\n",
                 l.index, LayerKindName(l.kind), shape, l.forward_s * 1e3, l.backward_s * 1e3,
                 100 * s / p.step_s, s > 0 ? l.flops / s / 1e9 : 0.0,
                 s > 0 ? l.bytes / s / 1e9 : 0.0, l.roofline_s * 1e3,
-                s > 0 ? 100 * l.roofline_s / s : 0.0, alone, copies);
+                s > 0 ? 100 * l.roofline_s / s : 0.0, alone, copies, predicted);
   }
   const double rest = p.step_s - gemm_s - other_s - p.loss_s - p.update_s;
   std::printf("      %-22s %8.3f %8s %5.1f%%\n", "loss", p.loss_s * 1e3, "",
@@ -402,6 +452,12 @@ void PrintText(const std::string& path, const StepProfile& p) {
       "layer at its GEMMs and column copies alone, the other layers as measured or at the "
       "roofline where that is faster, loss and update as measured\n",
       floor * 1e3, p.batch / floor);
+  if (division)
+    std::printf(
+        "predicted: how %s divides the layers' time (%s), in shares of the step as above; its "
+        "largest error over the cuts between layers (a pipeline's stage boundaries): %.1f "
+        "points of the layers' time\n",
+        division->file.c_str(), division->by.c_str(), division->largest_cut_error);
 }
 
 }  // namespace
@@ -416,6 +472,8 @@ int ProfileCommand(const std::vector<std::string>& args) {
     ("threads", po::value(&o.threads)->default_value(1), "engine threads (as dlh-launch --threads)")
     ("steps", po::value(&o.steps)->default_value(20), "timed steps; each figure is their median")
     ("warmup", po::value(&o.warmup)->default_value(3), "untimed steps first")
+    ("calibration", po::value<std::string>(), "also: how this CPU calibration divides the step "
+        "among the layers (its layer model), beside the measured division")
     ("json", "print one JSON object");
   // clang-format on
   po::variables_map vm;
@@ -428,13 +486,19 @@ int ProfileCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const std::string path = vm["SPEC"].as<std::string>();
-  const StepProfile p = ProfileStep(LoadSpec(path), o);
+  const TrainSpec spec = LoadSpec(path);
+  // The calibration is read before the minutes of timing, so that a bad file fails at once.
+  if (vm.count("calibration")) LoadCalibration(vm["calibration"].as<std::string>());
+  const StepProfile p = ProfileStep(spec, o);
+  std::optional<Division> division;
+  if (vm.count("calibration")) division = DivisionOf(vm["calibration"].as<std::string>(), spec, p);
+  const Division* divided = division ? &*division : nullptr;
   if (vm.count("json")) {
-    nlohmann::json j = ToJson(p);
+    nlohmann::json j = ToJson(p, divided);
     j["spec"] = path;
     std::cout << j.dump(2) << "\n";
   } else {
-    PrintText(path, p);
+    PrintText(path, p, divided);
   }
   return kExitOk;
 }

@@ -17,24 +17,6 @@ namespace dlh {
 
 using cli::Printf;
 
-namespace {
-
-// The largest error over a model's cuts: after each of its layers but the last, the share
-// of the step the layers so far take, predicted against measured (in points of the step).
-double LargestCutError(const std::vector<double>& predicted, const std::vector<double>& measured) {
-  double p_all = 0, m_all = 0;
-  for (size_t i = 0; i < measured.size(); ++i) p_all += predicted[i], m_all += measured[i];
-  if (!(p_all > 0) || !(m_all > 0)) return 0;
-  double p = 0, m = 0, worst = 0;
-  for (size_t i = 0; i + 1 < measured.size(); ++i) {
-    p += predicted[i], m += measured[i];
-    worst = std::max(worst, std::fabs(p / p_all - m / m_all));
-  }
-  return 100 * worst;
-}
-
-}  // namespace
-
 int ValidateLayers(const Calibration& c, const std::vector<SweepEntry>& models, int threads,
                    int rounds, bool markdown) {
   if (c.device != "cpu")

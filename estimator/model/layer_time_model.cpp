@@ -2,6 +2,7 @@
 #include "estimator/model/layer_time_model.hpp"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -137,6 +138,19 @@ LayerTimeModel FitLayerTimeModel(const std::vector<LayerTimingSample>& samples, 
   }
   m.step_error = 100 * error / n;
   return m;
+}
+
+double LargestCutError(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  double p_all = 0, m_all = 0;
+  for (size_t i = 0; i < measured.size() && i < predicted.size(); ++i)
+    p_all += predicted[i], m_all += measured[i];
+  if (!(p_all > 0) || !(m_all > 0)) return 0;
+  double p = 0, m = 0, worst = 0;
+  for (size_t i = 0; i + 1 < measured.size() && i + 1 < predicted.size(); ++i) {
+    p += predicted[i], m += measured[i];
+    worst = std::max(worst, std::fabs(p / p_all - m / m_all));
+  }
+  return 100 * worst;
 }
 
 double LayerSeconds(const LayerTimeModel& model, const ModelFeatures& layer, int64_t batch,

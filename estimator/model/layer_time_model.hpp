@@ -71,6 +71,11 @@ bool IsLayerTerm(int term);
 // samples per exercised term or the terms cannot be told apart.
 LayerTimeModel FitLayerTimeModel(const std::vector<LayerTimingSample>& samples, bool cpu_engine);
 
+// The largest error over a model's cuts: after each of its layers but the last, the share of
+// the step the layers so far take, `predicted` against `measured` (one entry per layer, in
+// order), in points of the step. 0 where either sums to nothing.
+double LargestCutError(const std::vector<double>& predicted, const std::vector<double>& measured);
+
 // The layer's forward and backward seconds at `batch` by the model (0 for an empty model).
 double LayerSeconds(const LayerTimeModel& model, const ModelFeatures& layer, int64_t batch,
                     bool cpu_engine);

@@ -2,7 +2,8 @@
 # dlh-estimate profile: a real CPU step of the bench networks, layer by layer. Checks what
 # must hold whatever the machine's speed: every layer timed once per direction where the
 # engine runs it, the GEMM FLOPs of the products the engine runs, the GEMM layers' own
-# ceiling and column copies, the floor and the text's summary lines; and bad input.
+# ceiling and column copies, the floor and the text's summary lines; how a calibration divides
+# the step (--calibration); and bad input.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -69,6 +70,28 @@ done
 [[ $(grep -c "^  [1245] .*runs inside layer [03] (fused" "$WORK/cnn.txt") -eq 4 ]] ||
   { cat "$WORK/cnn.txt"; fail "the fused ReLUs and pools are not shown as such"; }
 check "$(sed -n 2p "$WORK/cnn.txt")"
+
+echo "how a calibration divides the step (--calibration)"
+dlh-estimate profile "$ROOT/share/bench/cnn.json" --steps 1 --warmup 0 --json \
+  --calibration "$ROOT/share/calibration/cpu.json" >"$WORK/divided.json" ||
+  fail "profile --calibration failed"
+python3 - "$WORK/divided.json" <<'PY' || fail "profile --calibration: see above"
+import json, sys
+p = json.load(open(sys.argv[1]))
+shares = [l["predicted_share"] for l in p["layers"]]
+assert abs(sum(shares) - 1) < 1e-9 and all(s >= 0 for s in shares), shares
+# A fused layer has no time of its own, predicted or measured.
+assert all(l["predicted_share"] == 0 for l in p["layers"] if "fused_into" in l), p["layers"]
+assert p["calibration"].endswith("cpu.json") and 0 <= p["largest_cut_error"] <= 100, p
+PY
+dlh-estimate profile "$ROOT/share/bench/cnn.json" --steps 1 --warmup 0 \
+  --calibration "$ROOT/share/calibration/cpu.json" >"$WORK/divided.txt" || fail "profile text failed"
+grep -q "predicted: how .*cpu.json divides the layers' time (its layer model)" "$WORK/divided.txt" ||
+  { cat "$WORK/divided.txt"; fail "no 'predicted:' line"; }
+check "$(tail -1 "$WORK/divided.txt" | cut -c1-110)"
+echo '{"format_version": 1}' >"$WORK/bad-cal.json"
+expect_fail 2 "bad-cal.json: device: required" \
+  dlh-estimate profile "$ROOT/share/bench/cnn.json" --calibration "$WORK/bad-cal.json"
 
 echo "bad input"
 expect_fail 2 "$WORK/missing.json: cannot read" dlh-estimate profile "$WORK/missing.json"
