@@ -12,6 +12,7 @@
 #include "common/spec.hpp"
 #include "estimator/calibrate/calibrate.hpp"
 #include "estimator/model/time_model.hpp"
+#include "tests/util/estimate_error_of.hpp"
 
 namespace dlh {
 namespace {
@@ -20,16 +21,6 @@ using nlohmann::json;
 
 // Overhead and update 0: a layer's own time has neither.
 const std::vector<double> kLayerCoef{0, 2e-11, 5e-11, 3e-9, 0, 2e-9, 4e-9, 1e-4, 5e-5, 3e-5, 6e-10};
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EstimateError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no EstimateError";
-  return "";
-}
 
 // Every layer of the quick calibration sweep's models that takes time of its own on the CPU
 // engine, timed as `coef` says (times `noise(i)`).
@@ -125,16 +116,19 @@ TEST(LayerTimeModelTest, ATinyLayersNoiseMovesTheFitLittle) {
 TEST(LayerTimeModelTest, BadSamplesAreNamed) {
   std::vector<LayerTimingSample> rows = Rows(kLayerCoef);
   rows[1].seconds = -1;
-  EXPECT_EQ(ErrorOf([&] { FitLayerTimeModel(rows, true); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitLayerTimeModel(rows, true); }),
             "layer_samples[1].seconds: must be a positive number, got -1.0");
   rows = Rows(kLayerCoef);
   rows[2].batch = 0;
-  EXPECT_EQ(ErrorOf([&] { FitLayerTimeModel(rows, true); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitLayerTimeModel(rows, true); }),
             "layer_samples[2].batch: must be a positive integer, got 0");
   rows = Rows(kLayerCoef);
   rows.resize(3);
-  EXPECT_EQ(ErrorOf([&] { FitLayerTimeModel(rows, true); }).rfind("too few layer samples", 0), 0u);
-  EXPECT_EQ(ErrorOf([&] { FitLayerTimeModel({}, true); }).rfind("too few layer samples", 0), 0u);
+  EXPECT_EQ(
+      EstimateErrorOf([&] { FitLayerTimeModel(rows, true); }).rfind("too few layer samples", 0),
+      0u);
+  EXPECT_EQ(EstimateErrorOf([&] { FitLayerTimeModel({}, true); }).rfind("too few layer samples", 0),
+            0u);
 }
 
 Calibration WithLayerModel() {
@@ -171,9 +165,7 @@ TEST(LayerTimeModelTest, CalibrationFilesKeepIt) {
   EXPECT_FALSE(CalibrationToJson(none).contains("layer_model"));
 
   auto error = [&](const std::function<void(json&)>& edit) {
-    json bad = j;
-    edit(bad);
-    return ErrorOf([&] { CalibrationFromJson(bad, "cal.json"); });
+    return EditedCalibrationError(j, edit);
   };
   EXPECT_EQ(error([](json& b) {
               b["layer_model"]["coef"] = json::array({1, 2});

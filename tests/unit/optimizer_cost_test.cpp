@@ -11,21 +11,12 @@
 #include "estimator/calibrate/calibrate.hpp"
 #include "estimator/model/time_model.hpp"
 #include "launcher/nn/thread_pool.hpp"
+#include "tests/util/estimate_error_of.hpp"
 
 namespace dlh {
 namespace {
 
 using nlohmann::json;
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EstimateError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no EstimateError";
-  return "";
-}
 
 OptimizerUpdateCost Measured() {
   OptimizerUpdateCost c;
@@ -78,9 +69,7 @@ TEST(OptimizerCost, CalibrationFilesKeepItAndNameItsDamage) {
   EXPECT_FALSE(CalibrationToJson(c).contains("optimizer_update"));
 
   auto error = [&](const std::function<void(json&)>& edit) {
-    json bad = j;
-    edit(bad);
-    return ErrorOf([&] { CalibrationFromJson(bad, "cal.json"); });
+    return EditedCalibrationError(j, edit);
   };
   EXPECT_EQ(error([](json& b) { b["optimizer_update"] = 3; }),
             "cal.json: optimizer_update: must be a JSON object, got 3");

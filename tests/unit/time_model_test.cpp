@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/spec.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
+#include "tests/util/estimate_error_of.hpp"
 #include "tests/util/temp_dir.hpp"
 
 namespace dlh {
@@ -31,17 +32,6 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
 }
 bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
-}
-
-// Runs `f`, expecting an EstimateError, and returns its message.
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EstimateError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no EstimateError";
-  return "";
 }
 
 // A CNN or MLP of the kind the calibration sweep varies.
@@ -251,17 +241,17 @@ TEST(TimeModelTest, NonNegativeWhenDataPullsBelowZero) {
 TEST(TimeModelTest, TooFewSamples) {
   const std::vector<TimingSample> all = Synthetic(kCoef);
   const std::vector<TimingSample> nine(all.begin(), all.begin() + 9);
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", nine); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", nine); }),
             "too few samples to fit 9 terms: got 9, need at least 18");
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", {}); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", {}); }),
             "too few samples to fit 9 terms: got 0, need at least 18");
 }
 
 TEST(TimeModelTest, BadFolds) {
   const std::vector<TimingSample> s = Synthetic(kCoef, 0, 20);
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 1); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s, 1); }),
             "cross-validation folds must be between 2 and the number of samples (20), got 1");
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s, 21); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s, 21); }),
             "cross-validation folds must be between 2 and the number of samples (20), got 21");
 }
 
@@ -269,7 +259,7 @@ TEST(TimeModelTest, RankDeficient) {
   // Twelve timings of one configuration: every column is a multiple of the first.
   std::vector<TimingSample> same(20, Synthetic(kCoef)[5]);
   for (size_t i = 0; i < same.size(); ++i) same[i].seconds *= 1 + 0.01 * double(i);
-  std::string msg = ErrorOf([&] { FitTimeModel("cpu", same); });
+  std::string msg = EstimateErrorOf([&] { FitTimeModel("cpu", same); });
   EXPECT_TRUE(
       StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank 1 of 9): "))
       << msg;
@@ -283,7 +273,7 @@ TEST(TimeModelTest, RankDeficient) {
     s.seconds = Dot(kCoef, TimeTerms(s.features, s.batch, true));
     batches.push_back(s);
   }
-  msg = ErrorOf([&] { FitTimeModel("cpu", batches); });
+  msg = EstimateErrorOf([&] { FitTimeModel("cpu", batches); });
   EXPECT_TRUE(StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank"))
       << msg;
   EXPECT_TRUE(Contains(msg, "overhead_s") || Contains(msg, "update_s_per_param")) << msg;
@@ -294,7 +284,7 @@ TEST(TimeModelTest, RankDeficient) {
     if (s.features.conv_layers == 0) mlps.push_back(s);
   ASSERT_GE(mlps.size(), 4u);
   while (mlps.size() < 18) mlps.insert(mlps.end(), mlps.begin(), mlps.begin() + 1);
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", mlps); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", mlps); }),
             "cannot fit the time model: the design is rank-deficient: conv_s_per_flop, "
             "im2col_s_per_value, conv_out_s_per_value, conv_layer_s has no work in any sample; "
             "the sweep must exercise every term");
@@ -320,7 +310,7 @@ TEST(TimeModelTest, RankDeficientTrainingFold) {
     for (size_t first = 0; first + k <= cnns.size(); ++first) {
       std::vector<TimingSample> t = s;
       t.insert(t.end(), cnns.begin() + long(first), cnns.begin() + long(first + k));
-      msg = ErrorOf([&] { FitTimeModel("cpu", t, 2); });
+      msg = EstimateErrorOf([&] { FitTimeModel("cpu", t, 2); });
       if (StartsWith(msg, "cross-validation fold ")) break;
     }
   }
@@ -332,11 +322,11 @@ TEST(TimeModelTest, RankDeficientTrainingFold) {
 TEST(TimeModelTest, BadSamples) {
   std::vector<TimingSample> s = Synthetic(kCoef, 0, 20);
   s[2].seconds = 0;
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s); }),
             "samples[2].seconds: must be a positive number, got 0.0");
   s = Synthetic(kCoef, 0, 20);
   s[4].batch = 0;
-  EXPECT_EQ(ErrorOf([&] { FitTimeModel("cpu", s); }),
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s); }),
             "samples[4].batch: must be a positive integer, got 0");
 }
 
@@ -430,7 +420,7 @@ TEST(CalibrationTest, JsonRoundTrip) {
   EXPECT_EQ(CalibrationFromJson(unbanded, "old.json").model.quality.cv_log_sigma, 0);
   json negative = j;
   negative["model"]["quality"]["cv_log_sigma"] = -0.1;
-  EXPECT_EQ(ErrorOf([&] { CalibrationFromJson(negative, "bad.json"); }),
+  EXPECT_EQ(EstimateErrorOf([&] { CalibrationFromJson(negative, "bad.json"); }),
             "bad.json: model.quality.cv_log_sigma: must be a non-negative number, got -0.1");
   const Calibration back = CalibrationFromJson(json::parse(j.dump()), "cal.json");
   ExpectSame(c, back);
@@ -461,7 +451,7 @@ TEST(CalibrationTest, SevenTermFileLoadsWithoutPerLayerCosts) {
   EXPECT_EQ(CalibrationToJson(c)["model"]["terms"], json(names));
 
   j["model"]["coef"] = nine;  // 7 names, 9 coefficients
-  EXPECT_EQ(ErrorOf([&] { CalibrationFromJson(j, "old.json"); }),
+  EXPECT_EQ(EstimateErrorOf([&] { CalibrationFromJson(j, "old.json"); }),
             "old.json: model.coef: must be an array of 7 non-negative numbers (one per term), "
             "got an array of 9 items");
 }
@@ -547,7 +537,7 @@ TEST(CalibrationTest, BadInputs) {
   for (const Case& c : cases) {
     json j = good;
     c.edit(j);
-    EXPECT_EQ(ErrorOf([&] { CalibrationFromJson(j, "cal.json"); }), c.message);
+    EXPECT_EQ(EstimateErrorOf([&] { CalibrationFromJson(j, "cal.json"); }), c.message);
   }
 }
 
@@ -572,24 +562,25 @@ TEST_F(CalibrationFileTest, SaveAndLoad) {
 
 TEST_F(CalibrationFileTest, LoadErrors) {
   const std::string missing = dir_ + "/missing.json";
-  EXPECT_EQ(ErrorOf([&] { LoadCalibration(missing); }),
+  EXPECT_EQ(EstimateErrorOf([&] { LoadCalibration(missing); }),
             missing + ": cannot read: No such file or directory");
 
   const std::string bad = dir_ + "/bad.json";
   std::ofstream(bad) << "{\"format_version\": 1,";
-  const std::string msg = ErrorOf([&] { LoadCalibration(bad); });
+  const std::string msg = EstimateErrorOf([&] { LoadCalibration(bad); });
   EXPECT_TRUE(StartsWith(msg, bad + ": not valid JSON: parse error at line 1, column 22")) << msg;
 
   const std::string wrong = dir_ + "/wrong.json";
   std::ofstream(wrong) << "{\"format_version\": 1}\n";
-  EXPECT_EQ(ErrorOf([&] { LoadCalibration(wrong); }), wrong + ": device: required");
+  EXPECT_EQ(EstimateErrorOf([&] { LoadCalibration(wrong); }), wrong + ": device: required");
 
-  EXPECT_EQ(ErrorOf([&] { LoadCalibration(dir_); }), dir_ + ": cannot read: Is a directory");
+  EXPECT_EQ(EstimateErrorOf([&] { LoadCalibration(dir_); }),
+            dir_ + ": cannot read: Is a directory");
 }
 
 TEST_F(CalibrationFileTest, SaveErrors) {
   const std::string path = dir_ + "/no/such/folder/cpu.json";
-  EXPECT_EQ(ErrorOf([&] { SaveCalibration(path, Example()); }),
+  EXPECT_EQ(EstimateErrorOf([&] { SaveCalibration(path, Example()); }),
             path + ": cannot write: No such file or directory");
 }
 
