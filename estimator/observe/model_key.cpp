@@ -27,9 +27,20 @@ std::string FeaturesModelKey(const ModelFeatures& f) {
   return FeaturesJsonModelKey(FeaturesRecordJson(f));
 }
 
+std::string AdamModelKey(const std::string& features_key) {
+  return ModelKey(features_key + " adam");
+}
+
+bool SpecJsonTrainsWithAdam(const nlohmann::json& spec) {
+  if (!spec.is_object() || !spec.contains("optimizer")) return false;
+  const nlohmann::json& o = spec["optimizer"];
+  return o.is_object() && o.contains("type") && o["type"] == "adam";
+}
+
 std::string JobModelKey(const Job& job) {
   if (job.profile) return ModelKey("program " + job.profile->program);
-  return FeaturesModelKey(job.features);
+  const std::string key = FeaturesModelKey(job.features);
+  return job.spec.optimizer.kind == OptimizerSpec::Kind::Adam ? AdamModelKey(key) : key;
 }
 
 }  // namespace dlh

@@ -21,8 +21,18 @@ std::string FeaturesModelKey(const ModelFeatures& f);
 // The same key of features as a record holds them (FeaturesRecordJson's fields).
 std::string FeaturesJsonModelKey(nlohmann::json features);
 
-// The job's model key: its features' for a spec, "program NAME"'s for a profiled program
-// (dlh-launch run writes the same key for that program without a plan).
+// The key of a model trained with Adam: its features' key, marked. Adam's update costs about
+// 9x momentum's (estimator/model/optimizer_cost.hpp), so an Adam run is no history for a
+// momentum run of the same layers, nor the reverse; SGD with or without momentum keeps the
+// features' key (their updates differ by little, and records written before 2026-12-01 keep
+// theirs).
+std::string AdamModelKey(const std::string& features_key);
+
+// Whether a record's spec (JSON, as records hold it) trains with Adam; false for none.
+bool SpecJsonTrainsWithAdam(const nlohmann::json& spec);
+
+// The job's model key: its features' for a spec (AdamModelKey's for Adam), "program NAME"'s
+// for a profiled program (dlh-launch run writes the same key for that program without a plan).
 std::string JobModelKey(const Job& job);
 
 }  // namespace dlh

@@ -64,7 +64,10 @@ void CompleteModel(Observation* o, const std::string& origin) {
     }
     o->features = FeaturesRecordJson(ComputeFeatures(spec));
   }
-  if (o->features.is_object()) o->model_key = FeaturesJsonModelKey(o->features);
+  if (o->features.is_object()) {
+    o->model_key = FeaturesJsonModelKey(o->features);
+    if (SpecJsonTrainsWithAdam(o->spec)) o->model_key = AdamModelKey(o->model_key);
+  }
 }
 
 }  // namespace

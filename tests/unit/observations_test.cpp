@@ -317,6 +317,29 @@ TEST(ObservationStoreTest, ARecordWithoutFeaturesGetsThemFromItsSpec) {
   EXPECT_TRUE(s.records[0].record.features.is_object());
 }
 
+// An Adam run of the same layers is another model's history (model_key.hpp): its key is
+// marked, as the store reads it back from the record's spec; SGD with momentum keeps the
+// features' own key.
+TEST(ObservationStoreTest, AnAdamRunHasAKeyOfItsOwn) {
+  Job momentum = TinyJob(), adam = TinyJob();
+  momentum.spec.optimizer.momentum = 0.9;
+  adam.spec.optimizer.kind = OptimizerSpec::Kind::Adam;
+  const std::string features = FeaturesModelKey(momentum.features);
+  EXPECT_EQ(JobModelKey(momentum), features);
+  EXPECT_EQ(JobModelKey(adam), AdamModelKey(features));
+  EXPECT_NE(JobModelKey(adam), features);
+  TempDir dir("dlh-obs");
+  Observation o = Record("0000000000000000", 0.02);
+  o.spec = nlohmann::json::parse(Tiny().json);
+  o.spec["optimizer"] = {{"type", "adam"}, {"lr", 0.001}};
+  ASSERT_TRUE(WriteObservation(dir.path(), o).written);
+  const StoreContents s = ReadStore(dir.path());
+  ASSERT_EQ(s.records.size(), 1u) << (s.problems.empty() ? "" : s.problems[0]);
+  EXPECT_EQ(s.records[0].record.model_key, JobModelKey(adam));
+  EXPECT_FALSE(SpecJsonTrainsWithAdam(nlohmann::json()));
+  EXPECT_FALSE(SpecJsonTrainsWithAdam(nlohmann::json::parse(Tiny().json)));
+}
+
 // ---------------------------------------------------------------- robust statistics
 
 TEST(ObservationRobustTest, MadIgnoresOneWildValue) {
