@@ -141,6 +141,10 @@ Calibration TransferCalibration(const Calibration& c, const CalibrationCheck& ch
     s.joules = -1;
   }
   if (!c.layer_model.empty()) t.layer_model.coef = transfer(c.layer_model.coef);  // alike
+  // An optimizer's update is a pass over memory: it moves with the bandwidth.
+  for (double* per :
+       {&t.optimizer_update.sgd_s, &t.optimizer_update.momentum_s, &t.optimizer_update.adam_s})
+    *per /= check.ratio.bandwidth;
   t.probe = host_probe;
   if (host_probe.contains("host") && host_probe["host"].is_string())
     t.host = host_probe["host"].get<std::string>();

@@ -203,7 +203,11 @@ TEST(CalibrationCheck, TheCacheTriadDecidesWhereBothHaveOne) {
 }
 
 TEST(CalibrationCheck, AnotherSpeedTransfersByTheMeasuredRatios) {
-  const Calibration c = CpuCalibration();
+  Calibration c = CpuCalibration();
+  c.optimizer_update.params = 1000;
+  c.optimizer_update.sgd_s = 0.05e-9;
+  c.optimizer_update.momentum_s = 0.1e-9;
+  c.optimizer_update.adam_s = 0.9e-9;
   const json here = CpuProbe(100, 18);  // half the FLOP/s, 0.9 the bandwidth
   const CalibrationCheck k = CheckCalibrationAgainst(c, "cal.json", here);
   ASSERT_EQ(k.fit, CalibrationFit::kTransfers) << k.why;
@@ -221,6 +225,9 @@ TEST(CalibrationCheck, AnotherSpeedTransfersByTheMeasuredRatios) {
                 1e-12 * c.model.coef[size_t(i)])
         << i;
   }
+  // An optimizer's update moves with the bandwidth (optimizer_cost.hpp).
+  EXPECT_NEAR(t.optimizer_update.adam_s, 0.9e-9 / 0.9, 1e-21);
+  EXPECT_NEAR(t.optimizer_update.sgd_s, 0.05e-9 / 0.9, 1e-21);
   const Calibration kept = TransferCalibration(c, k, here, "cal.json", false);
   EXPECT_DOUBLE_EQ(kept.model.coef[0], c.model.coef[0]);  // the overhead as measured
   EXPECT_DOUBLE_EQ(kept.model.coef[1], c.model.coef[1] * 2);
