@@ -94,10 +94,15 @@ run=$WORK/f out=$WORK/f.out
 job=$(submit "$run" "$out")
 
 # wait_attempt N: an attempt after at least N restarts (0: the first) runs all four ranks
-# and has written a checkpoint of its own; sets PID2 (rank 2's pid, on host2) and LAST (that
+# and has written a checkpoint of its own, and the job has resumed from a checkpoint after
+# each of the FAULTS injected so far; sets PID2 (rank 2's pid, on host2) and LAST (that
 # checkpoint). At least: a fault that cuts host2 off long enough also makes Slurm declare the
 # node down and requeue the job itself, beside the job script's requeue (Slurm 22.05 counts
-# both when they do not overlap).
+# both when they do not overlap); and an attempt can fail on its own before it trains (seen
+# in CI: rank 0 crashed in MPI_Init, "Open MPI failed to TCP connect to a peer"), which the
+# job script requeues too. So each fault's requeue is counted from the restarts before it
+# (BEFORE), not from the faults injected.
+FAULTS=0
 wait_attempt() {
   local n=$1 since=${LAST:-} beat
   for _ in $(seq 1800); do
@@ -105,7 +110,7 @@ wait_attempt() {
       LAST=$(ls -1 "$run"/checkpoints/*.h5 2>/dev/null | tail -n 1 || true)
       beat=$run/heartbeat/rank-2.json
       if [[ -n $LAST && $LAST > $since && -f $beat && $beat -nt $LAST ]] &&
-        { ((n == 0)) || [[ $(grep -c "resumed from" "$out") -ge $n ]]; }; then
+        [[ $(grep -c "resumed from" "$out") -ge $FAULTS ]]; then
         PID2=$(json_field "$beat" pid)
         return 0
       fi
@@ -114,6 +119,13 @@ wait_attempt() {
   done
   show "$out"
   fail "attempt $n of job $job did not get going (state $(state "$job"), restarts $(restarts "$job"))"
+}
+
+# before_fault: the restarts so far (BEFORE) and the output's length (MARK), right before a
+# fault is injected; the fault's requeue is then restart BEFORE + 1.
+before_fault() {
+  BEFORE=$(restarts "$job") MARK=$(wc -l <"$out")
+  FAULTS=$((FAULTS + 1))
 }
 
 since_fault() { tail -n "+$((MARK + 1))" "$out"; }  # the job's output since the fault
@@ -141,15 +153,16 @@ requeued() {  # requeued N: Slurm holds the job for attempt N (pending, or alrea
 
 echo "1. SIGSTOP a rank on host2"
 wait_attempt 0
-STOPPED=$PID2 MARK=$(wc -l <"$out")
+before_fault
+STOPPED=$PID2
 kill -STOP "$PID2"
 ended_within SIGSTOP
 STOPPED=
 line=$(since_fault | grep -E "^dlh-launch \[rank [0-3]/4 host[12]\]: error: waited [0-9]+ s in MPI_[A-Za-z_]+ at step [0-9]+: stopped answering: rank 2 \(host2\), pid $PID2" || true)
 [[ -n $line ]] || { show "$out"; fail "no DLH line naming the stopped rank 2"; }
 check "SIGSTOP: the attempt ended ${TOOK} s later; ${line#*error: }"
-requeued 1
-since_fault | grep -q "dlh: the training step failed (exit code 4: a rank or its host was lost); requeueing job $job (restart 1 of" ||
+requeued $((BEFORE + 1))
+since_fault | grep -q "dlh: the training step failed (exit code 4: a rank or its host was lost); requeueing job $job (restart $((BEFORE + 1)) of" ||
   { show "$out"; fail "the job script did not requeue after exit code 4"; }
 # Gone, or a zombie: the rank's guard was killed with it and whoever inherits it reaps it.
 alive() { [[ -r /proc/$1/stat ]] && [[ $(cut -d' ' -f3 </proc/"$1"/stat 2>/dev/null) != Z ]]; }
@@ -158,12 +171,12 @@ for _ in $(seq 100); do alive "$PID2" || break; sleep 0.1; done
 check "requeued by the job script (exit code 4); the stopped rank is gone"
 
 echo "2. SIGKILL a rank on host2"
-wait_attempt 1
-MARK=$(wc -l <"$out")
+wait_attempt $((BEFORE + 1))
+before_fault
 kill -KILL "$PID2"
 ended_within SIGKILL
-requeued 2
-line=$(since_fault | grep "dlh: the training step failed (exit code 137: a rank or its host was lost); requeueing job $job (restart 2 of" || true)
+requeued $((BEFORE + 1))
+line=$(since_fault | grep "dlh: the training step failed (exit code 137: a rank or its host was lost); requeueing job $job (restart $((BEFORE + 1)) of" || true)
 [[ -n $line ]] || { show "$out"; fail "the job script did not requeue after the killed rank"; }
 check "SIGKILL: the attempt ended ${TOOK} s later; ${line#dlh: }"
 line=$(since_fault | grep -E "^dlh-launch \[rank 2/4 host2\]: error: rank 2 \(pid $PID2\) was killed by SIGKILL at step [0-9]+ .*; last good checkpoint $run/checkpoints/ckpt-[0-9]+\.h5; its peers cannot go on without it: the job ends$" || true)
@@ -175,24 +188,26 @@ line=$(since_fault | grep "^dlh: the requeued job keeps host2, where a rank stal
 check "${line#dlh: }"
 
 echo "3. host2's link down"
-wait_attempt 2
-LINK=$LINK2 MARK=$(wc -l <"$out")
+wait_attempt $((BEFORE + 1))
+before_fault
+LINK=$LINK2
 ip link set "$LINK2" down
 ended_within "link down"
 line=$(grep -E "^dlh-launch \[rank [0-3]/4 host[12]\]: error: (waited [0-9]+ s in MPI_[A-Za-z_]+ at step [0-9]+: every rank is alive and waiting|stopping at step [0-9]+: rank [0-3] \(host[12]\) timed out waiting for its peers: every rank is alive and waiting)" <(since_fault) | head -n 1 || true)
 [[ -n $line ]] || { show "$out"; fail "no DLH line saying the network failed"; }
 check "link down: the attempt ended ${TOOK} s later; ${line#*error: }"
-requeued 3
+requeued $((BEFORE + 1))
 ip link set "$LINK2" up
 LINK=
 check "requeued (restarts $(restarts "$job")); host2's link is up again"
 
 echo "4. host2's slurmd killed"
-wait_attempt 3
-SLURMD2=$(<"$C/run/slurmd-host2.pid") MARK=$(wc -l <"$out")
+wait_attempt $((BEFORE + 1))
+before_fault
+SLURMD2=$(<"$C/run/slurmd-host2.pid")
 kill -KILL "$SLURMD2"
 ended_within "slurmd lost"
-requeued 4
+requeued $((BEFORE + 1))
 # Slurm requeues the job when host2 goes down and stops it on host1 (SIGTERM, then SIGKILL):
 # the job script says so. The ranks on host2, whose slurmd is gone, time out waiting for
 # their peers, but their output has no way out any more (srun is gone).
