@@ -303,36 +303,40 @@ namespace {
 // How a calibration divides the profiled step among its layers (profile --calibration): each
 // layer's predicted share of the layers' time, beside the measured one.
 struct Division {
-  std::string file, by;           // the calibration, and which of its models divides
-  std::vector<double> predicted;  // per LayerProfile, seconds (0: fused)
-  std::vector<double> measured;   // per LayerProfile, seconds
-  double largest_cut_error = 0;   // points of the layers' time (LargestCutError)
-  double share(size_t i) const {
-    double all = 0;
-    for (double v : predicted) all += v;
-    return all > 0 ? predicted[i] / all : 0;
-  }
+  std::string file, by;          // the calibration, and which of its models divides
+  std::vector<double> shares;    // per LayerProfile, of the predicted layers' time (0: fused)
+  double largest_cut_error = 0;  // points of the layers' time (LargestCutError)
 };
 
-Division DivisionOf(const std::string& file, const TrainSpec& spec, const StepProfile& p) {
-  const Calibration c = LoadCalibration(file);
+// The CPU calibration at `file`, read and checked before the profile's minutes of timing.
+Calibration DividingCalibration(const std::string& file) {
+  Calibration c = LoadCalibration(file);
   if (c.device != "cpu")
     throw UsageError("profile --calibration: a CPU calibration only (" + file + " is " + c.device +
                      "'s)");
-  LayerTimeModel whole;  // the step-time model's layer terms, where the file has no layer model
-  whole.coef = c.model.coef;
-  const LayerTimeModel& divide = c.layer_model.empty() ? whole : c.layer_model;
+  return c;
+}
+
+Division DivisionOf(const Calibration& c, const std::string& file, const TrainSpec& spec,
+                    const StepProfile& p) {
+  // The step-time model's layer terms where the file has no layer model of its own.
+  LayerTimeModel divide = c.layer_model;
+  if (divide.empty()) divide.coef = c.model.coef;
   const std::vector<ModelFeatures> features = TopLevelLayerFeatures(spec);
   Division d;
   d.file = file;
   d.by = c.layer_model.empty() ? "its step-time model's layer terms" : "its layer model";
+  std::vector<double> predicted, measured;
+  double all = 0;
   for (const LayerProfile& l : p.layers) {
     const bool runs = l.fused_into < 0;
-    d.predicted.push_back(runs ? LayerSeconds(divide, features.at(size_t(l.index)), p.batch, true)
-                               : 0.0);
-    d.measured.push_back(runs ? l.forward_s + l.backward_s : 0.0);
+    predicted.push_back(runs ? LayerSeconds(divide, features.at(size_t(l.index)), p.batch, true)
+                             : 0.0);
+    measured.push_back(runs ? l.forward_s + l.backward_s : 0.0);
+    all += predicted.back();
   }
-  d.largest_cut_error = LargestCutError(d.predicted, d.measured);
+  for (double v : predicted) d.shares.push_back(all > 0 ? v / all : 0);
+  d.largest_cut_error = LargestCutError(predicted, measured);
   return d;
 }
 
@@ -354,7 +358,7 @@ nlohmann::json ToJson(const StepProfile& p, const Division* division) {
       j["gemm_alone_gflops"] = l.gemm_alone_gflops;
     }
     if (l.kind == LayerKind::Conv2d) j["columns_s"] = l.columns_s;
-    if (division) j["predicted_share"] = division->share(layers.size());
+    if (division) j["predicted_share"] = division->shares[layers.size()];
     layers.push_back(j);
   }
   nlohmann::json out = {{"model", p.model},
@@ -417,7 +421,7 @@ void PrintText(const std::string& path, const StepProfile& p, const Division* di
     char predicted[32] = "";
     if (division)  // the same share of the step as the layers' measured time
       std::snprintf(predicted, sizeof predicted, "%10.1f%%",
-                    100 * division->share(size_t(&l - p.layers.data())) * layers_s / p.step_s);
+                    100 * division->shares[size_t(&l - p.layers.data())] * layers_s / p.step_s);
     std::printf("  %-3d %-10s %-11s %8.3f %8.3f %5.1f%% %8.1f %7.1f %7.3f ms %8.0f%% %12s %9s%s\n",
                 l.index, LayerKindName(l.kind), shape, l.forward_s * 1e3, l.backward_s * 1e3,
                 100 * s / p.step_s, s > 0 ? l.flops / s / 1e9 : 0.0,
@@ -487,11 +491,13 @@ int ProfileCommand(const std::vector<std::string>& args) {
   }
   const std::string path = vm["SPEC"].as<std::string>();
   const TrainSpec spec = LoadSpec(path);
-  // The calibration is read before the minutes of timing, so that a bad file fails at once.
-  if (vm.count("calibration")) LoadCalibration(vm["calibration"].as<std::string>());
+  std::optional<Calibration> calibration;
+  if (vm.count("calibration"))
+    calibration = DividingCalibration(vm["calibration"].as<std::string>());
   const StepProfile p = ProfileStep(spec, o);
   std::optional<Division> division;
-  if (vm.count("calibration")) division = DivisionOf(vm["calibration"].as<std::string>(), spec, p);
+  if (calibration)
+    division = DivisionOf(*calibration, vm["calibration"].as<std::string>(), spec, p);
   const Division* divided = division ? &*division : nullptr;
   if (vm.count("json")) {
     nlohmann::json j = ToJson(p, divided);

@@ -31,10 +31,6 @@ void PrintFit(const char* which, const TimeModel& m) {
               m.quality.cv_mape);
 }
 
-}  // namespace
-
-namespace {
-
 double OptimizerExtraOfRecord(const Calibration& cal, const Observation& r) {
   if (cal.optimizer_update.empty() || !r.spec.is_object()) return 0;
   try {
