@@ -240,6 +240,29 @@ TEST(CalibrationCheck, AnotherSpeedTransfersByTheMeasuredRatios) {
   EXPECT_EQ(t.samples[0].joules, -1);
 }
 
+// OpenBLAS's Zen target runs Haswell's sgemm kernel with blocking of its own: carried by the
+// probes' ratios, never a match, even where the probes agree.
+TEST(CalibrationCheck, ZenAndHaswellKernelsTransferAndNeverMatch) {
+  const Calibration c = CpuCalibration();  // Haswell
+  CalibrationCheck k = CheckCalibrationAgainst(c, "cal.json", CpuProbe(100, 10, "Zen"));
+  ASSERT_EQ(k.fit, CalibrationFit::kTransfers) << k.why;
+  EXPECT_DOUBLE_EQ(k.ratio.flops, 0.5);
+  EXPECT_NE(k.why.find("OpenBLAS's Zen kernels here, its Haswell kernels there"), std::string::npos)
+      << k.why;
+  k = CheckCalibrationAgainst(c, "cal.json", CpuProbe(200, 20, "Zen"));
+  EXPECT_EQ(k.fit, CalibrationFit::kTransfers) << k.why;
+  EXPECT_DOUBLE_EQ(k.ratio.flops, 1.0);
+  EXPECT_EQ(CheckCalibrationAgainst(c, "cal.json", CpuProbe(200, 20)).fit,
+            CalibrationFit::kMatches);
+  // And back: a Zen calibration on a Haswell host.
+  Calibration zen = CpuCalibration();
+  zen.probe = CpuProbe(200, 20, "Zen");
+  EXPECT_EQ(CheckCalibrationAgainst(zen, "cal.json", CpuProbe(300, 20)).fit,
+            CalibrationFit::kTransfers);
+  EXPECT_EQ(CheckCalibrationAgainst(zen, "cal.json", CpuProbe(200, 20, "SkylakeX")).fit,
+            CalibrationFit::kRefused);
+}
+
 TEST(CalibrationCheck, ATransferOfATransferAddsItsUncertainty) {
   Calibration c = CpuCalibration();
   c.transferred_from = "first.json, X";
