@@ -13,7 +13,7 @@
 #                                                      sections stay as committed
 # Parts: estimator wave cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch
 # recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd pipeline. BENCH_HOST names this host in
-# the goals table (default: hostname and machine id); BENCH_ROUNDS the throughput rounds.
+# the goals table (default: host name, machine id and a hash of the kernel and CPU); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,7 +39,10 @@ done
 want() { [[ -z $only || ",$only," == *",$1,"* ]]; }
 # This run and its host, for every part's results folder.
 run_date=$(date -u '+%Y-%m-%d %H:%M UTC')
-host_key=${BENCH_HOST:-$(hostname -s)-$(head -c 8 /etc/machine-id 2>/dev/null || echo unknown)}
+# One key per kind of machine (results.py's host_key: the VMs here share a host name and
+# machine id across CPUs and kernels).
+host_key=$($py -c 'import sys; sys.path.insert(0, sys.argv[1]); import results; print(results.host_key())' \
+  "$root/share/bench")
 run_id=$(date -u '+%Y-%m-%dT%H%MZ')-$host_key
 run_json=$work/run.json
 sgemm=$(dlh-estimate rates --threads 2 --blocks 3 --json 2>/dev/null |

@@ -45,6 +45,24 @@ def store(run_json, part, goals_path, sections, results=RESULTS):
             f.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
 
 
+def host_key():
+    """This host's key in the results: BENCH_HOST, else host name, machine id and a short hash
+    of the kernel release and the CPU's model and flags. The VMs this project runs on share one
+    host name and machine id across machines of other CPUs and kernels (2026-12-01: an AMD EPYC
+    without AVX-512 at half the sgemm of the one before, both "vm-3d1219c7"): one key per kind
+    of machine. bench.sh asks this function, so both name a host alike."""
+    import hashlib
+    import platform
+    if os.environ.get("BENCH_HOST"):
+        return os.environ["BENCH_HOST"]
+    machine_id = open("/etc/machine-id").read()[:8] if os.path.exists("/etc/machine-id") else "unknown"
+    cpu = [l for l in open("/proc/cpuinfo") if l.startswith(("model name", "flags"))]
+    model = next((l for l in cpu if l.startswith("model name")), "")
+    flags = next((l for l in cpu if l.startswith("flags")), "")
+    kind = hashlib.sha256(f"{platform.release()}\n{model}{flags}".encode()).hexdigest()[:6]
+    return f"{platform.node().split('.')[0]}-{machine_id}-{kind}"
+
+
 def new_run(out, how):
     """Writes OUT, a run record of this host now (the fields bench.sh's run.json has), for a
     script that measures and stores outside bench.sh (resnet_cpu.sh --store)."""
@@ -57,9 +75,7 @@ def new_run(out, how):
             return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             return ""
-    key = os.environ.get("BENCH_HOST") or (
-        f"{platform.node().split('.')[0]}-"
-        f"{(open('/etc/machine-id').read()[:8] if os.path.exists('/etc/machine-id') else 'unknown')}")
+    key = host_key()
     now = time.gmtime()
     commit = sh("git", "-C", ROOT, "rev-parse", "--short=12", "HEAD") or "not a git checkout"
     if sh("git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ".",
