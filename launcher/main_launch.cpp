@@ -24,6 +24,7 @@
 #include "launcher/comm/allreduce.hpp"
 #include "launcher/comm/collective.hpp"
 #include "launcher/comm/mpi.hpp"
+#include "launcher/comm/tcp_eager.hpp"
 #include "launcher/engine/device.hpp"
 #include "launcher/export/export_command.hpp"
 #include "launcher/predict/predict_command.hpp"
@@ -336,6 +337,9 @@ int main(int argc, char** argv) {
     if (!local || std::string(local) == "0")
       std::fprintf(stderr, "dlh-launch: %s\n", yield.c_str());
   }
+  // Also before MPI_Init: gradient buckets between hosts without a rendezvous (tcp_eager.hpp).
+  if (command == "train" || command == "bench-allreduce")
+    dlh::RaiseTcpEagerLimit(dlh::BucketBytesFromArguments(argc, argv));
   dlh::SetGuardedPhase("in MPI_Init");
   dlh::mpi::Env env(&argc, &argv, command == "train" ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED);
   if (command != "train") dlh::StopPeerWatch();

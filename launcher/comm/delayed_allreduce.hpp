@@ -8,13 +8,11 @@
 // starts each step's allreduces, in posting order, on a communicator of its own, and tests them
 // while the main thread computes. Without it, MPI_Iallreduce on the main thread, tested by
 // poke() after forward and after backward. On a 100 Mbit/s link neither overlapped the sums
-// with the compute in make bench: 457-469 samples/s with the tests on the main thread
-// (results 2026-11-30T0304Z), 464-465 with the thread (2026-11-30T0457Z), against 548-565
-// synchronously. MPI_Iallreduce took longer than the blocking allreduce: for fewer than 4
-// ranks, or in place, Open MPI's non-blocking collectives reduce to a root and broadcast back.
-// The thread now sums the gradients round a ring of its own (ring_sum.hpp), which halves
-// the bytes one link carries one way, and measured no faster (469 samples/s, the sums 233 ms
-// a step; 2026-11-30T0707Z): what holds the sums back is open.
+// with the compute at first (make bench, 2026-11-30: 457-469 samples/s against 548-565
+// synchronously), also after the thread's sums moved to a ring of their own (ring_sum.hpp).
+// The cause, found 2026-12-01: each message above the TCP eager limit waited for a rendezvous
+// answer queued behind the other direction's data. In pieces under the limit the ring's sums
+// run at the link's rate (ring_sum.hpp has the figures).
 #pragma once
 
 #include <mpi.h>

@@ -53,17 +53,18 @@ void RingSum::post_round() {
   const size_t in_count = segment_begin(in + 1) - segment_begin(in);
   const size_t out_count = segment_begin(out + 1) - segment_begin(out);
   requests_.clear();
-  // A segment beyond MPI's int count goes in pieces, each its own tag.
-  for (size_t at = 0, piece = 0; at < in_count; at += mpi::kMaxMessageValues, ++piece) {
+  // Every receive first, then the sends, each in pieces of at most kPieceValues: one tag, so
+  // the pieces match in order (MPI's messages between two ranks on one tag do not overtake).
+  for (size_t at = 0; at < in_count; at += kPieceValues) {
     requests_.push_back(MPI_REQUEST_NULL);
-    MPI_CHECK(MPI_Irecv(into + at, int(std::min(mpi::kMaxMessageValues, in_count - at)), MPI_FLOAT,
-                        left, int(piece), comm_, &requests_.back()));
+    MPI_CHECK(MPI_Irecv(into + at, int(std::min(kPieceValues, in_count - at)), MPI_FLOAT, left, 0,
+                        comm_, &requests_.back()));
   }
   const float* from = data_ + segment_begin(out);
-  for (size_t at = 0, piece = 0; at < out_count; at += mpi::kMaxMessageValues, ++piece) {
+  for (size_t at = 0; at < out_count; at += kPieceValues) {
     requests_.push_back(MPI_REQUEST_NULL);
-    MPI_CHECK(MPI_Isend(from + at, int(std::min(mpi::kMaxMessageValues, out_count - at)), MPI_FLOAT,
-                        right, int(piece), comm_, &requests_.back()));
+    MPI_CHECK(MPI_Isend(from + at, int(std::min(kPieceValues, out_count - at)), MPI_FLOAT, right, 0,
+                        comm_, &requests_.back()));
   }
 }
 

@@ -5,19 +5,23 @@
 // Why not MPI_Iallreduce: Open MPI's non-blocking collectives (coll/libnbc) choose a binomial
 // reduce-then-broadcast for fewer than 4 ranks or an in-place buffer, which moves the whole
 // buffer twice through the root's link, one direction at a time. On a 100 Mbit/s link it took
-// 232 ms a step where the blocking allreduce took 188 (make bench, 2026-11-30T0457Z). The ring
-// halves what one link carries one way, yet measured no faster there (233 ms a step, 469
-// samples/s against 465; 2026-11-30T0707Z): the bytes were not the bound. Nor, measured
-// 2026-11-30 on the same shaped link, is the polling: tests every 0, 10, 100 or 1000 us, one
-// swap of the whole buffers for two ranks instead of the ring's two rounds, Open MPI's send
-// pipeline depth, fragment and socket buffer sizes, and a 20 ms queue instead of 200 all left
-// the trainer's sums at 240-275 ms a step, also at batch 8 (no compute to compete with). A
-// test program on that link settles it: one exchange of 1.7 MB each way, polled from a thread
-// or by MPI_Allreduce, takes 145-168 ms after an idle link, but 262-275 ms when exchanges follow
-// each other back to back, MPI_Allreduce's too. Stale-synchronous training keeps the link busy
-// without a pause, synchronous training leaves it idle during each step's compute: on this
-// emulated link (tc tbf on both ends of a veth pair) traffic both ways at once runs at about
-// half the rate of traffic after a pause. The sums run as fast as the link lets them.
+// 232 ms a step where the blocking allreduce took 188 (make bench, 2026-11-30T0457Z).
+//
+// Why every message goes in pieces of at most kPieceValues: a message above the transport's
+// eager limit (Open MPI's TCP: 64 KiB) waits for a rendezvous, the receiver's answer to its
+// first fragment. On TCP that answer rides the one stream between the two ranks, behind the
+// bulk data the receiver is itself sending the other way, so the two directions take turns
+// instead of running at once. On the 100 Mbit/s link of make bench's local_sgd part (tc tbf
+// on both ends of a veth pair), summing the 1.7 MB gradient of the example spec between two
+// hosts, back to back (a test program, 8 sums a run, 2026-12-01): the ring in messages of a
+// whole segment, polled every 100 us, took medians of 144-219 ms over four runs (up to 267),
+// in pieces of 60 KB medians of 143-155 ms over six (up to 167), where the link's rate alone
+// needs 135. Earlier sessions had measured the same halving, could not find its cause, and
+// read it as the link ("traffic both ways at once runs at about half the rate"). In training
+// (the example spec, staleness 2, steps after the 30th) the step went from 281 to 152-154 ms.
+// Pieces cost a few more matched messages a round. dlh-launch also raises Open MPI's TCP eager
+// limit to a bucket (tcp_eager.hpp), which alone gave the same; the pieces keep the ring
+// independent of that setting, which a site may pin lower.
 //
 // Every rank ends with the same bits: each segment is summed once, along the ring in a fixed
 // order (its owner's value first), and then copied around it.
@@ -32,6 +36,9 @@ namespace dlh {
 
 class RingSum {
  public:
+  // Floats per message: 60 KiB, under Open MPI's TCP eager limit with room for its header.
+  static constexpr size_t kPieceValues = size_t(15) * 1024;
+
   explicit RingSum(MPI_Comm comm);  // comm must outlive this object
   RingSum(const RingSum&) = delete;
   RingSum& operator=(const RingSum&) = delete;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "launcher/comm/collective.hpp"
+#include "launcher/comm/tcp_eager.hpp"
 #include "launcher/comm/topology.hpp"
 #include "launcher/data/file_source.hpp"
 #include "launcher/data/stage.hpp"
@@ -289,6 +290,15 @@ void Trainer::open_loop() {
 
   loader_ = make_loader();
 
+  if (hosts_ > 1 && TcpEagerLimitRaised() > 0) {
+    const size_t taken = TcpEagerLimitInEffect();  // what Open MPI read, where it can say
+    say(
+        Printf("Open MPI's TCP eager limit: %.2f MiB (OMPI_MCA_btl_tcp_eager_limit set by "
+               "dlh-launch to a bucket and its header; set it yourself to choose): a gradient "
+               "bucket between hosts goes without a rendezvous, whose answer would wait behind "
+               "the data coming the other way",
+               double(taken ? taken : TcpEagerLimitRaised()) / (1 << 20)));
+  }
   say("allreduce: " + engine_->allreduce_name());
   if (spec_.parallel.pipelined())
     say("pipeline: " + std::to_string(spec_.parallel.pipeline_stages) + " stages x " +

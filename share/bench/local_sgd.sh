@@ -114,9 +114,12 @@ names = ["np1"] + [f"{link}-{m}" for link in ("fast", "slow") for m in modes]
 runs = {n: run(n) for n in names}
 for r in runs.values():
     r["speedup_vs_1_rank"] = r["samples_per_s"] / runs["np1"]["samples_per_s"]
+# What dlh-launch said of Open MPI's TCP eager limit (launcher/comm/tcp_eager.hpp): None for a
+# build from before it raised the limit.
+eager = re.search(r"Open MPI's TCP eager limit: ([0-9.]+ MiB)", open(f"{out}/slow-sync.log").read())
 json.dump({"spec": "share/examples/fashion-mnist.json", "epochs": epochs, "global_batch": 128,
-           "threads_per_rank": 1, "slow_link": rate, "runs": runs}, open(f"{out}/local_sgd.json", "w"),
-          indent=1)
+           "threads_per_rank": 1, "slow_link": rate, "tcp_eager_limit": eager and eager[1],
+           "runs": runs}, open(f"{out}/local_sgd.json", "w"), indent=1)
 for n, r in runs.items():
     print(f"{n:<14} {r['samples_per_s']:7.0f} samples/s  x{r['speedup_vs_1_rank']:.2f}  "
           f"allreduce {1000 * r['allreduce_s_per_step']:6.1f} ms/step  final {r['final_test_accuracy']:.2%}  "

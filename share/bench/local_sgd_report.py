@@ -38,7 +38,12 @@ def main():
     print(f"Fashion-MNIST (60,000 training, 10,000 test samples), {res['spec']}, "
           f"{res['epochs']} epochs at global batch {res['global_batch']}, "
           f"{res['threads_per_rank']} OpenBLAS thread per rank; the slow link: host2's veth shaped "
-          f"to {res['slow_link']} each way.")
+          f"to {res['slow_link']} each way"
+          + (f"; Open MPI's TCP eager limit {res['tcp_eager_limit']}, as dlh-launch sets it "
+             f"(docs/reference/dlh-launch.md, \"Gradients between hosts over TCP\"), and the "
+             f"stale-synchronous sums in messages of at most 60 KiB"
+             if res.get("tcp_eager_limit") else
+             "; Open MPI's TCP eager limit its default of 64 KiB (runs before 2026-12-01)") + ".")
     print()
     print("| link | ranks | training | samples/s | speed-up vs 1 rank | allreduce + average per step |"
           " test accuracy per epoch (s since srun) | final test accuracy | averages | whole job |"

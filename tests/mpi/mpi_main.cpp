@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "launcher/comm/tcp_eager.hpp"
+
 namespace {
 // Ranks other than 0 report only their failures, each line tagged with the rank. The test's
 // name is kept from its start: gtest reports an exception thrown by a test body while it
@@ -30,6 +32,8 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   int provided = 0;
+  // As dlh-launch train does before MPI_Init (tcp_eager_mpitest.cpp reads it back).
+  dlh::RaiseTcpEagerLimit(dlh::BucketBytesFromArguments(argc, argv));
   // As dlh-launch train asks (mpi::Env): stale-synchronous training's sums run on a thread.
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ::testing::InitGoogleTest(&argc, argv);

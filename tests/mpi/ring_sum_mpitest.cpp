@@ -1,7 +1,7 @@
 // ring_sum_mpitest — the stale-synchronous thread's ring sum (launcher/comm/ring_sum) under
 // mpirun (2, 3 and 4 ranks): exact sums for every length around the rank count (segments of
-// unequal and of no length), the same bits on every rank, and several sums one after another
-// on one communicator.
+// unequal and of no length, and of one piece, two, or a value either side), the same bits on every
+// rank, and several sums one after another on one communicator.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -28,7 +28,10 @@ TEST(RingSum, ExactSumsForEveryLengthAroundTheRankCount) {
   const int r = Rank(), n = Size();
   RingSum ring(MPI_COMM_WORLD);
   for (size_t count : {size_t(0), size_t(1), size_t(n - 1), size_t(n), size_t(n + 1),
-                       size_t(3 * n + 2), size_t(100003)}) {
+                       size_t(3 * n + 2), size_t(100003),
+                       // segments of exactly 1 and 2 pieces, and a value either side
+                       n * RingSum::kPieceValues - 1, n * RingSum::kPieceValues,
+                       n * RingSum::kPieceValues + 1, 2 * n * RingSum::kPieceValues}) {
     // Small integers: every partial sum is exact in float, so any order gives these values.
     std::vector<float> v(count);
     for (size_t i = 0; i < count; ++i) v[i] = float((r + 1) * int(i % 7 + 1));
