@@ -44,11 +44,10 @@ source "$C/env.sh"
 read -r _ NS2 _ LINK2 < <(grep '^host2 ' "$C/hosts.txt")
 check "$(cat "$WORK/start.txt")"
 
-state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 restarts() { scontrol show job "$1" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
 show() { cat "$1" >&2; tail -n 20 "$C"/log/slurmctld.log >&2; }
 
-# 40 epochs of 50 steps, 16 ms a step with 4 ranks on 2 cores (about half a minute of
+# 40 epochs of 50 steps, 16-52 ms a step with 4 ranks on 2 cores (half a minute to two of
 # training alone): the attempt that meets the last fault must not reach its end before Slurm
 # declares host2 down, 12 s or more after it. The steps do real work: a rank waiting in MPI
 # yields its core (common.bash), so a step of a network too small (the 1 ms of a single
@@ -80,7 +79,7 @@ submit() {  # submit RUN OUT: the example job script on both hosts, two ranks ea
 
 echo "an uninterrupted job across the two hosts"
 ref=$(submit "$WORK/ref" "$WORK/ref.out")
-for _ in $(seq 1800); do [[ $(state "$ref") == COMPLETED ]] && break; sleep 0.1; done
+wait_completed "$ref"
 [[ $(state "$ref") == COMPLETED ]] || { show "$WORK/ref.out"; fail "job $ref ended $(state "$ref")"; }
 grep -q "allreduce: hierarchical (2 nodes x 2 ranks)" "$WORK/ref.out" || { show "$WORK/ref.out"; fail "the allreduce was not hierarchical across the hosts"; }
 crc=$(json_field "$WORK/ref/summary.json" param_crc32)
@@ -250,7 +249,7 @@ setsid nsenter "--net=/run/netns/$NS2" "$(PATH=$PATH:/usr/sbin command -v slurmd
   </dev/null >>"$C/log/slurmd-host2.out" 2>&1 &
 echo $! >"$C/run/slurmd-host2.pid"
 
-for _ in $(seq 3000); do [[ $(state "$job") == COMPLETED ]] && break; sleep 0.1; done
+wait_completed "$job"
 [[ $(state "$job") == COMPLETED ]] || { show "$out"; fail "job $job ended $(state "$job")"; }
 [[ $(grep -c "resumed from .*ckpt-" "$out") -ge 4 ]] || { show "$out"; fail "the job did not resume after each fault"; }
 [[ $(json_field "$run/summary.json" param_crc32) == "$crc" ]] || { show "$out"; fail "the job that met four faults differs from job $ref"; }

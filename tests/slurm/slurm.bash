@@ -34,6 +34,29 @@ skip_or_fail() {
 # state JOB: the job's state as scontrol shows it ("" once it has left).
 state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 
+# wait_completed JOB [GUARD_S]: until the job has ended for good (COMPLETED; or another end
+# that still holds 3 s later, so not a requeue's passing one; or it left the queue), or
+# GUARD_S seconds of wall time have passed (default 1200). A guard against a hang, not a
+# verdict on speed: make check runs six tests at a time, and on a 2-core host a job that
+# takes 2 minutes alone took over 3 (CI). The caller checks the state after.
+wait_completed() {
+  local guard=$((SECONDS + ${2:-1200}))
+  while ((SECONDS < guard)); do
+    case $(state "$1") in
+      COMPLETED | "") return 0 ;;
+      PENDING | RUNNING | REQUEUED | REQUEUE_HOLD | REQUEUE_FED | CONFIGURING | COMPLETING | RESIZING | SUSPENDED) ;;
+      *)
+        sleep 3
+        case $(state "$1") in
+          PENDING | RUNNING | REQUEUED | REQUEUE_HOLD | REQUEUE_FED | CONFIGURING | COMPLETING) ;;
+          *) return 0 ;;
+        esac
+        ;;
+    esac
+    sleep 0.2
+  done
+}
+
 # release_requeued JOB OUT: a requeued job may start again at once (Slurm makes it wait 2
 # minutes). Released only once its old run has left the nodes: a launch that races with the
 # old batch step's cleanup on the same slurmd fails the job for good.

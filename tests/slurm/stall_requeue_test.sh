@@ -77,7 +77,7 @@ grep -q "^dlh: the requeued job leaves out $lost, where a rank stalled or died (
   { show; fail "the job script did not say it leaves $lost out"; }
 check "the job script: $(grep '^dlh: the requeued job leaves out' "$out")"
 
-for _ in $(seq 1800); do [[ $(state "$job") == COMPLETED ]] && break; sleep 0.1; done
+wait_completed "$job"
 [[ $(state "$job") == COMPLETED ]] || { show; fail "job $job ended $(state "$job")"; }
 nodes=$(scontrol show job "$job" | grep -oE '^ *NodeList=[^ ]*' | cut -d= -f2)
 [[ -n $nodes && $(scontrol show hostnames "$nodes" | grep -cx "$lost") -eq 0 ]] ||
