@@ -144,6 +144,9 @@ struct SyncSpec {
   int period = 1;        // local_sgd: the most steps between two averages
   int warmup_steps = 0;  // local_sgd: synchronous steps before the first local one
   int staleness = 0;     // stale_sync: steps between a gradient's step and its update
+  // stale_sync: each rank steps with its own gradient at once and swaps in the ranks' sum when
+  // it arrives (Delayed Gradient Averaging: trainer_stale.cpp); false: only the sums, late.
+  bool own_gradient_first = true;
   static constexpr int kMaxStaleness = 64;
   bool local_sgd() const { return mode == Mode::LocalSgd; }
   bool stale_sync() const { return mode == Mode::StaleSync; }

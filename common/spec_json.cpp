@@ -117,8 +117,10 @@ nlohmann::ordered_json SpecToJson(const TrainSpec& spec, const std::string& data
     j["sync"] = {{"mode", "local_sgd"},
                  {"period", spec.sync.period},
                  {"warmup_steps", spec.sync.warmup_steps}};
-  if (spec.sync.stale_sync())
+  if (spec.sync.stale_sync()) {
     j["sync"] = {{"mode", "stale_sync"}, {"staleness", spec.sync.staleness}};
+    if (!spec.sync.own_gradient_first) j["sync"]["own_gradient_first"] = false;
+  }
   if (spec.parallel.pipelined())
     j["parallel"] = {{"pipeline_stages", spec.parallel.pipeline_stages},
                      {"micro_batches", spec.parallel.micro_batches}};

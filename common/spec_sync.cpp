@@ -7,14 +7,14 @@ namespace spec_reader {
 
 SyncSpec ParseSync(const json& value, const std::string& origin) {
   Obj o(RequireObject(value, origin, "sync"), origin, "sync");
-  o.only({"mode", "period", "warmup_steps", "staleness"});
+  o.only({"mode", "period", "warmup_steps", "staleness", "own_gradient_first"});
   SyncSpec sync;
   sync.mode = SyncSpec::Mode(o.choice("mode", {"sync", "local_sgd", "stale_sync"}, true, 0));
   // A field of another mode would be ignored silently: say so instead.
   for (const char* key : {"period", "warmup_steps"})
     if (o.has(key) && !sync.local_sgd()) o.fail(key, "only with \"mode\": \"local_sgd\"");
-  if (o.has("staleness") && !sync.stale_sync())
-    o.fail("staleness", "only with \"mode\": \"stale_sync\"");
+  for (const char* key : {"staleness", "own_gradient_first"})
+    if (o.has(key) && !sync.stale_sync()) o.fail(key, "only with \"mode\": \"stale_sync\"");
   if (sync.local_sgd()) {
     sync.period = o.integer("period", 1, true, 0);
     sync.warmup_steps = o.integer("warmup_steps", 0, false, 0);
@@ -26,6 +26,7 @@ SyncSpec ParseSync(const json& value, const std::string& origin) {
     if (sync.staleness > SyncSpec::kMaxStaleness)
       o.fail("staleness", "must be at most " + std::to_string(SyncSpec::kMaxStaleness) + ", got " +
                               std::to_string(sync.staleness));
+    sync.own_gradient_first = o.boolean("own_gradient_first", true);
   }
   return sync;
 }

@@ -3,16 +3,16 @@
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+
+#include "launcher/comm/grad_sync.hpp"
 
 namespace dlh {
 namespace {
 
 constexpr char kVariable[] = "OMPI_MCA_btl_tcp_eager_limit";
-constexpr size_t kDefaultBucketBytes = size_t(4) << 20;
 
 size_t raised = 0;
 
@@ -35,7 +35,7 @@ size_t BucketBytesFromArguments(int argc, char** argv) {
     if (a == "--bucket-mb" && i + 1 < argc) bytes = BytesOfMiB(argv[i + 1]);
     if (a.rfind("--bucket-mb=", 0) == 0) bytes = BytesOfMiB(a.c_str() + 12);
   }
-  return bytes ? bytes : kDefaultBucketBytes;
+  return bytes ? bytes : GradSyncOptions{}.bucket_bytes;  // --bucket-mb's default
 }
 
 size_t RaiseTcpEagerLimit(size_t bucket_bytes) {

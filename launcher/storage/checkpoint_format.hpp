@@ -60,7 +60,8 @@
 //                         long run's history may outgrow an attribute.
 //   /in_flight/<step>/gradients  optional (stale-synchronous training, SyncSpec): the summed
 //   /in_flight/<step>/sums       gradients of the steps whose updates were still to come, and
-//   /order/in_flight             their summed loss, correct count and batch-norm statistics,
+//   /in_flight/<step>/own/<rank> their summed loss, correct count and batch-norm statistics,
+//   /order/in_flight             and (own_gradient_first) every rank's own gradient of them,
 //                                <step> the zero-padded 9-digit cursor step (from 0) each came
 //                                from, oldest first; written only when there are any (absent:
 //                                none, files as before). Builds before it refuse such a file

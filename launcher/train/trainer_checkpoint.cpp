@@ -29,7 +29,11 @@ double Trainer::write_checkpoint(Durability durability) {
   const bool wait = durability == Durability::Wait || o_.checkpoint_sync;
   if (wait) waited_step_ = step_;
   // Stale-synchronous training's sums in flight go into the file: every rank waits for them.
-  if (delayed_) delayed_->complete_all();
+  // With them each rank's own gradients of those steps (trainer_stale.cpp).
+  if (delayed_) {
+    delayed_->complete_all();
+    gather_own_in_flight();
+  }
   engine_->gather_state();  // a pipeline's stages to rank 0: the file holds the whole model
   RunCollectively(comm_.get(), [&] {
     if (rank_ != 0) return;
@@ -69,7 +73,14 @@ void Trainer::snapshot(TrainState* st) const {
   st->input_std = data_.input_std;
   st->elapsed_seconds = elapsed_before_ + Since(train_start_);
   st->optimizer = engine_->optimizer_name();
-  engine_->export_state(&st->params, &st->buffers, &st->optimizer_state);
+  // The model every rank agrees on, not the one this rank's own steps put ahead of it.
+  if (engine_runs_ahead_) {
+    st->params = agreed_params_;
+    st->buffers = engine_->export_buffers();
+    st->optimizer_state = agreed_state_;
+  } else {
+    engine_->export_state(&st->params, &st->buffers, &st->optimizer_state);
+  }
   snapshot_in_flight(st);
 }
 

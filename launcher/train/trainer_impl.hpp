@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -164,12 +165,19 @@ class Trainer {
   void start_stale();
   StepControl stale_exchange(const StepSums& sums, StepTimes* times);
   void apply_oldest(StepControl* control);
+  void gather_own_in_flight();
   void snapshot_in_flight(TrainState* st) const;
   void restore_in_flight();
   void stale_sums_arrived(int64_t step, double loss_sum, double correct_sum);
   void flush_records();
   void finish_stale();
   nlohmann::json stale_summary() const;
+  // Delayed Gradient Averaging (trainer_stale.cpp): the model every rank agrees on back into
+  // the engine; this rank's own gradients in flight applied on top of it.
+  bool own_gradient_first() const;
+  void hold_agreed_model();
+  void step_with_own_gradients();
+  void step_with_sums_in_flight();
   void evaluate_epoch();
 
   // After the last step, in order.
@@ -313,6 +321,20 @@ class Trainer {
   std::map<int64_t, StepRecord> pending_records_;
   double stale_wait_seconds_ = 0;
   int64_t stale_applied_ = 0, stale_drains_ = 0;
+  // Delayed Gradient Averaging (spec sync.own_gradient_first): the model and optimizer state
+  // every rank agrees on (the sums applied so far), this rank's own gradients of the steps in
+  // flight (its estimate of each step's mean gradient, oldest first), and whether the engine
+  // holds the agreed model with those applied on top (the model the next forward runs).
+  struct OwnGradient {
+    int64_t step = 0;
+    std::vector<float> values;
+  };
+  std::deque<OwnGradient> own_in_flight_;
+  std::vector<std::vector<float>> own_spare_;  // arrays of applied ones, for the next steps
+  std::vector<float> own_gathered_;  // rank 0, at a checkpoint: every rank's, step by step
+  std::vector<NamedArray> agreed_params_, agreed_buffers_, agreed_state_;
+  bool engine_runs_ahead_ = false;
+  int64_t own_updates_ = 0;
   double weight_ = 0;  // this rank's share of the global batch
   // This process's run from the process's start: the loader, MPI_Init and the options
   // before the Trainer are part of what the job paid (common/process_age.hpp).

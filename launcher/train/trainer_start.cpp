@@ -317,11 +317,11 @@ void Trainer::open_loop() {
   control_.assign(control_reduce_->size(), 0);
   control_sum_.assign(control_.size(), 0);
   averaged_stats_.assign(stats_len_, 0);
-  start_stale();
-
-  InstallSignalHandlers();
   loss_scale_ = 1.0f / float(spec_.batch_size);
   weight_ = double(rank_batch_) / double(spec_.batch_size);
+  start_stale();  // with weight_ set: a resume's own steps scale by it
+
+  InstallSignalHandlers();
   // The meter starts with the loop: summary.json's energy is the training (evaluations and
   // checkpoints included), not the start-up; the node's packages are read by its first rank.
   energy_ = std::make_unique<RunEnergy>(engine_->gpu_pci_bus_id(), local_.rank() == 0);

@@ -5,10 +5,12 @@
 # checkpoint elsewhere stores them. Checked here:
 # - staleness 0 is synchronous training (the same sums; 2 and 3 ranks);
 # - staleness 2 applies every step's gradient once (summary.json), trains another model, and
-#   metrics.jsonl has every step's record in order with its loss;
+#   metrics.jsonl has every step's record in order with its loss; each rank steps with its own
+#   gradients meanwhile (Delayed Gradient Averaging), and without them it is another model;
 # - checkpoints do not change the run; a run stopped at step 50 (2 gradients in flight, in the
 #   file) or by SIGTERM at any step and resumed ends bit-identical to the uninterrupted one;
-#   a synchronous run and a 3-rank run resume from such a file;
+#   the file holds every rank's own gradients in flight; a synchronous run and a 3-rank run
+#   (stepping with the sums in flight) resume from such a file;
 # - the example spec (Fashion-MNIST, batch norm and dropout) trains with it;
 # - a bad "sync" gets one line naming the file and the field.
 source "$(dirname "$0")/common.bash"
@@ -79,6 +81,9 @@ sync = s["sync"]
 assert sync["mode"] == "stale_sync" and sync["staleness"] == 2, sync
 # Every step's gradient applied once; the pipeline emptied at both epochs' ends.
 assert sync["applied"] == 120 and sync["drains"] == 2 and sync["in_flight_at_end"] == 0, sync
+# Delayed Gradient Averaging, the default: each rank's own gradients of the 2 steps in flight
+# applied on the agreed model every step but the first, the drains and the steps after them.
+assert sync["own_gradient_first"] and 150 <= sync["own_updates"] <= 2 * 120, sync
 assert s["finished"] and s["steps"] == 120, s
 recs = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
 start = [r for r in recs if r.get("event") == "start"]
@@ -94,6 +99,13 @@ check "dlh-report: training: stale-synchronous, staleness 2 (120 gradients appli
 d=$(max_diff "$(final_ckpt "$WORK/s")" "$(final_ckpt "$WORK/u")")
 within "$d" 1e-4 && fail "staleness 2 ends within $d of the synchronous run: the gradients were not delayed"
 check "staleness 2: another model than the synchronous run's (up to $d apart)"
+spec "$WORK/s2p.json" '"sync": {"mode": "stale_sync", "staleness": 2, "own_gradient_first": false},'
+run "$WORK/s2p.json" "$WORK/p" "$WORK/p.log"
+[[ $(json_field "$WORK/p/summary.json" sync | tr -d ' ') == *"'own_updates':0"* ]] ||
+  fail "own_gradient_first false: the ranks stepped with their own gradients"
+d=$(max_diff "$(final_ckpt "$WORK/p")" "$(final_ckpt "$WORK/u")")
+within "$d" 1e-4 && fail "own_gradient_first false ends within $d of the default: the own steps changed nothing"
+check "own_gradient_first false: only the sums, late: another model (up to $d apart from the own steps' one)"
 CKPT_STEPS=7 run "$WORK/s2.json" "$WORK/k" "$WORK/k.log"
 [[ $(crc "$WORK/k") == $(crc "$WORK/u") ]] || fail "checkpoints every 7 steps changed the run's parameters"
 check "checkpoints every 7 steps instead of 20: the same final parameters"
@@ -105,6 +117,9 @@ ck50=$WORK/r/checkpoints/ckpt-000000050.h5
   h5ls -r "$ck50" | grep -q '^/in_flight/000000049/sums' ||
   { h5ls -r "$ck50"; fail "the checkpoint of step 50 does not hold the gradients of steps 48 and 49 in flight"; }
 check "the checkpoint of step 50 holds the 2 summed gradients in flight (/in_flight/000000048, 000000049)"
+[[ $(h5ls -r "$ck50" | grep -cE '^/in_flight/00000004[89]/own/[01] ') == 4 ]] ||
+  { h5ls -r "$ck50"; fail "the checkpoint of step 50 does not hold both ranks' own gradients of steps 48 and 49"; }
+check "and both ranks' own gradients of them (/in_flight/000000048/own/0 ... 000000049/own/1)"
 run "$WORK/s2.json" "$WORK/r" "$WORK/r2.log"
 [[ $(crc "$WORK/r") == $(crc "$WORK/u") ]] || fail "stopped at step 50 and resumed, the parameters differ"
 h5diff "$(final_ckpt "$WORK/u")" "$(final_ckpt "$WORK/r")" /optimizer >/dev/null ||
@@ -122,7 +137,9 @@ check "a synchronous run resumed from it: applied the 2 gradients in flight, fin
 run3 "$WORK/s2.json" "$WORK/e"
 grep -q "resumed from .*ckpt-000000050.h5 at step 50" "$WORK/e.log" &&
   [[ $(json_field "$WORK/e/summary.json" steps) == 120 ]] || { cat "$WORK/e.log"; fail "3 ranks did not resume from it"; }
-check "3 ranks resumed from it and finished"
+grep -q "the checkpoint holds no own gradients of these 3 ranks: they step with the 2 sum(s) in flight instead" "$WORK/e.log" ||
+  { cat "$WORK/e.log"; fail "3 ranks did not say they step with the sums in flight"; }
+check "3 ranks resumed from it and finished (stepping with the 2 sums in flight: the own gradients were 2 ranks')"
 
 echo "a signal at any step"
 # SIGTERM to one rank (Slurm's preemption) early in a longer run: the checkpoint holds the
@@ -187,3 +204,5 @@ bad '"sync": {"mode": "stale_sync", "staleness": -1},' "bad.json: sync.staleness
 bad '"sync": {"mode": "stale_sync", "staleness": 65},' "bad.json: sync.staleness: must be at most 64, got 65"
 bad '"sync": {"mode": "sync", "staleness": 2},' "bad.json: sync.staleness: only with \"mode\": \"stale_sync\""
 bad '"sync": {"mode": "stale_sync", "staleness": 2, "period": 4},' "bad.json: sync.period: only with \"mode\": \"local_sgd\""
+bad '"sync": {"mode": "stale_sync", "staleness": 2, "own_gradient_first": 1},' "bad.json: sync.own_gradient_first: must be true or false, got 1"
+bad '"sync": {"mode": "local_sgd", "period": 2, "own_gradient_first": true},' "bad.json: sync.own_gradient_first: only with \"mode\": \"stale_sync\""
