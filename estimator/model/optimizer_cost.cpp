@@ -22,6 +22,16 @@ double OptimizerExtraSeconds(const OptimizerUpdateCost& cost, const OptimizerSpe
   return params * (per - cost.momentum_s) / bandwidth_ratio;
 }
 
+double OwnStepsSeconds(const OptimizerUpdateCost& cost, const OptimizerSpec& o, int staleness,
+                       int slots, double params, double bandwidth_ratio) {
+  if (cost.empty() || staleness <= 0 || !(params > 0) || !(bandwidth_ratio > 0)) return 0;
+  const std::string kind = OptimizerUpdateKind(o);
+  const double per = kind == "adam" ? cost.adam_s : kind == "sgd" ? cost.sgd_s : cost.momentum_s;
+  constexpr double kCopyPerArray = 4.0 / 5.0;  // momentum updates a copy out and back costs
+  return params * (staleness * per + kCopyPerArray * (1 + slots) * cost.momentum_s) /
+         bandwidth_ratio;
+}
+
 nlohmann::json OptimizerUpdateCostToJson(const OptimizerUpdateCost& cost) {
   return {{"params", cost.params},
           {"seconds_per_param",

@@ -36,6 +36,16 @@ const char* OptimizerUpdateKind(const OptimizerSpec& o);
 double OptimizerExtraSeconds(const OptimizerUpdateCost& cost, const OptimizerSpec& o, double params,
                              double bandwidth_ratio = 1);
 
+// Seconds per step of stale-synchronous training's own steps (SyncSpec::own_gradient_first,
+// launcher/train/trainer_stale.cpp) for `params` weights: each step a rank applies `staleness`
+// updates of `o`'s kind on a copy of the agreed model and copies that model and its `slots`
+// optimizer state arrays out and back in. Priced from the same measurement: an update with
+// momentum passes over five arrays (weights and momentum read and written, the gradient read),
+// a copy out and back over four per array, so a copy of 1 + slots arrays costs
+// 0.8 (1 + slots) momentum updates. 0 without a measurement or staleness.
+double OwnStepsSeconds(const OptimizerUpdateCost& cost, const OptimizerSpec& o, int staleness,
+                       int slots, double params, double bandwidth_ratio = 1);
+
 // The calibration file's "optimizer_update" object and back. FromJson throws EstimateError
 // naming `origin` and the field (one line) for a damaged one.
 nlohmann::json OptimizerUpdateCostToJson(const OptimizerUpdateCost& cost);

@@ -161,12 +161,18 @@ void SplitByLayer(const std::vector<double>& coef, const LayerTimeModel& layer_m
   }
 }
 
-// The job's optimizer beyond the sweep's (optimizer_cost.hpp): a fixed cost of every step.
+// The job's optimizer beyond the sweep's, and stale-synchronous training's own steps
+// (optimizer_cost.hpp): fixed costs of every step.
 void AddOptimizerUpdate(const Calibration& cal, const Job& job, double bandwidth_ratio,
                         DeviceSpeed* s) {
   s->fixed_s =
       std::max(0.0, s->fixed_s + OptimizerExtraSeconds(cal.optimizer_update, job.spec.optimizer,
                                                        job.features.params, bandwidth_ratio));
+  const SyncSpec& sync = job.spec.sync;
+  if (!job.profile && sync.stale_sync() && sync.own_gradient_first)
+    s->fixed_s += OwnStepsSeconds(cal.optimizer_update, job.spec.optimizer, sync.staleness,
+                                  recommend_detail::OptimizerSlots(job), job.features.params,
+                                  bandwidth_ratio);
 }
 
 // The layer model moved with the step-time model's coefficients (wave scaling), or none.
