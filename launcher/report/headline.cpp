@@ -100,8 +100,11 @@ Headline HeadlineOf(const RunData& run, double now) {
       h.training += text;
     } else if (!h.training.empty() && s.contains("sync") && s["sync"].is_object()) {
       const nlohmann::json& sync = s["sync"];
+      const auto own = sync.find("own_gradient_first");  // absent in runs before 2026-12-01
+      const bool own_first = own != sync.end() && own->is_boolean() && own->get<bool>();
       if (TextField(sync, "mode", "") == "stale_sync")
-        h.training += " (" + std::to_string(IntField(sync, "applied", 0)) + " gradients applied)";
+        h.training += " (" + std::to_string(IntField(sync, "applied", 0)) + " gradients applied" +
+                      (own_first ? ", own gradients first" : "") + ")";
       else
         h.training += " (" + std::to_string(IntField(sync, "averages", 0)) + " model averages)";
     }

@@ -93,9 +93,9 @@ assert steps == list(range(1, 121)), steps
 print(f"  ok: 120 gradients applied, 2 drains, 120 step records in order; waited {sync['wait_s']:.4f} s for sums")
 PY
 dlh-report "$WORK/u" >/dev/null 2>&1 || fail "dlh-report of the stale-synchronous run"
-grep -q "stale-synchronous, staleness 2 (120 gradients applied)" "$WORK/u/report.html" ||
-  fail "the report does not say 'stale-synchronous, staleness 2 (120 gradients applied)'"
-check "dlh-report: training: stale-synchronous, staleness 2 (120 gradients applied)"
+grep -q "stale-synchronous, staleness 2 (120 gradients applied, own gradients first)" "$WORK/u/report.html" ||
+  fail "the report does not say 'stale-synchronous, staleness 2 (120 gradients applied, own gradients first)'"
+check "dlh-report: training: stale-synchronous, staleness 2 (120 gradients applied, own gradients first)"
 d=$(max_diff "$(final_ckpt "$WORK/s")" "$(final_ckpt "$WORK/u")")
 within "$d" 1e-4 && fail "staleness 2 ends within $d of the synchronous run: the gradients were not delayed"
 check "staleness 2: another model than the synchronous run's (up to $d apart)"
