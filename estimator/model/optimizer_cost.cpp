@@ -27,7 +27,7 @@ double OwnStepsSeconds(const OptimizerUpdateCost& cost, const OptimizerSpec& o, 
   if (cost.empty() || staleness <= 0 || !(params > 0) || !(bandwidth_ratio > 0)) return 0;
   const std::string kind = OptimizerUpdateKind(o);
   const double per = kind == "adam" ? cost.adam_s : kind == "sgd" ? cost.sgd_s : cost.momentum_s;
-  constexpr double kCopyPerArray = 4.0 / 5.0;  // momentum updates a copy out and back costs
+  constexpr double kCopyPerArray = 3.0;  // momentum updates a copy out and back costs (measured)
   return params * (staleness * per + kCopyPerArray * (1 + slots) * cost.momentum_s) /
          bandwidth_ratio;
 }
