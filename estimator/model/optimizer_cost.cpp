@@ -14,19 +14,26 @@ const char* OptimizerUpdateKind(const OptimizerSpec& o) {
   return o.momentum > 0 ? "momentum" : "sgd";
 }
 
+namespace {
+
+// Seconds per parameter of one update of `o`'s kind.
+double UpdateSecondsPerParam(const OptimizerUpdateCost& cost, const OptimizerSpec& o) {
+  const std::string kind = OptimizerUpdateKind(o);
+  return kind == "adam" ? cost.adam_s : kind == "sgd" ? cost.sgd_s : cost.momentum_s;
+}
+
+}  // namespace
+
 double OptimizerExtraSeconds(const OptimizerUpdateCost& cost, const OptimizerSpec& o, double params,
                              double bandwidth_ratio) {
   if (cost.empty() || !(params > 0) || !(bandwidth_ratio > 0)) return 0;
-  const std::string kind = OptimizerUpdateKind(o);
-  const double per = kind == "adam" ? cost.adam_s : kind == "sgd" ? cost.sgd_s : cost.momentum_s;
-  return params * (per - cost.momentum_s) / bandwidth_ratio;
+  return params * (UpdateSecondsPerParam(cost, o) - cost.momentum_s) / bandwidth_ratio;
 }
 
 double OwnStepsSeconds(const OptimizerUpdateCost& cost, const OptimizerSpec& o, int staleness,
                        int slots, double params, double bandwidth_ratio) {
   if (cost.empty() || staleness <= 0 || !(params > 0) || !(bandwidth_ratio > 0)) return 0;
-  const std::string kind = OptimizerUpdateKind(o);
-  const double per = kind == "adam" ? cost.adam_s : kind == "sgd" ? cost.sgd_s : cost.momentum_s;
+  const double per = UpdateSecondsPerParam(cost, o);
   constexpr double kCopyPerArray = 3.0;  // momentum updates a copy out and back costs (measured)
   return params * (staleness * per + kCopyPerArray * (1 + slots) * cost.momentum_s) /
          bandwidth_ratio;

@@ -40,19 +40,15 @@ state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut 
 # verdict on speed: make check runs six tests at a time, and on a 2-core host a job that
 # takes 2 minutes alone took over 3 (CI). The caller checks the state after.
 wait_completed() {
-  local guard=$((SECONDS + ${2:-1200}))
+  local guard=$((SECONDS + ${2:-1200})) s
+  going() { [[ $1 =~ ^(PENDING|RUNNING|REQUEUED|REQUEUE_HOLD|REQUEUE_FED|CONFIGURING|COMPLETING|RESIZING|SUSPENDED)$ ]]; }
   while ((SECONDS < guard)); do
-    case $(state "$1") in
-      COMPLETED | "") return 0 ;;
-      PENDING | RUNNING | REQUEUED | REQUEUE_HOLD | REQUEUE_FED | CONFIGURING | COMPLETING | RESIZING | SUSPENDED) ;;
-      *)
-        sleep 3
-        case $(state "$1") in
-          PENDING | RUNNING | REQUEUED | REQUEUE_HOLD | REQUEUE_FED | CONFIGURING | COMPLETING) ;;
-          *) return 0 ;;
-        esac
-        ;;
-    esac
+    s=$(state "$1")
+    [[ $s == COMPLETED || -z $s ]] && return 0
+    if ! going "$s"; then
+      sleep 3
+      going "$(state "$1")" || return 0
+    fi
     sleep 0.2
   done
 }
