@@ -896,7 +896,8 @@ measure mixed_shares
   echo "as in the balancing section: rank 0 an alpha, rank 1 a beta slowed by a cgroup CPU quota"
   echo "to the speed the estimator gives it, 1 thread per rank, each rank bound to its own core."
   echo "Even: a plan with an even split; the plan's shares: the split the estimator plans from"
-  echo "the program's profile (\`DLH_RANK_BATCHES\`); shares + Balancer: that split and"
+  echo "the program's profiles on both types (\`DLH_RANK_BATCHES\`; runs before 2026-12-01T16Z:"
+  echo "from alpha's profile alone, beta's scaled by the peaks); shares + Balancer: that split and"
   echo "\`dlh.Balancer\` (docs/reference/run.md). Ideal: the sum of each rank's own rate at the"
   echo "whole global batch, both 1-rank runs at once, each on its core, under the same throttle."
   echo

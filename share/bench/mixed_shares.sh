@@ -5,14 +5,20 @@
 # the built-in trainer's: rank 0 an alpha, rank 1 a beta of share/cluster/local.json, beta
 # slowed by a cgroup v1 CPU quota to the estimator's beta/alpha speed ratio, 1 thread per
 # rank, each rank bound to its own core, both cgroups 16x the default cpu.shares.
-#   mixed_shares.sh BINDIR WORK    (about 2 minutes on 2 cores; root and cgroup v1)
+#   mixed_shares.sh BINDIR WORK    (about 7 minutes on 2 cores; root and cgroup v1)
 # Writes WORK/mixed_shares/setup.json and runs.jsonl (one line per run), or
 # WORK/mixed_shares/unavailable with the reason.
 #
-# The plan: the program's profile on alpha (dlh-launch run --profile, one rank), then
-# `dlh-estimate recommend --profile P --mixed`, whose table ranks one alpha + one beta mix
-# with each type's per-GPU batch (beta's transferred from alpha's profile by the peaks); their
-# ratio is the estimator's speed ratio, the quota, and the planned split of the global batch.
+# The throttle, as the balancing section sets it: the program's profile on alpha (dlh-launch
+# run --profile, one rank), then `dlh-estimate recommend --profile P --mixed`, whose table
+# ranks one alpha + one beta mix with each type's per-GPU batch (beta's transferred from
+# alpha's profile by the peaks); their ratio is the estimator's speed ratio and beta's quota.
+# The plan, as `dlh-estimate profile --slurm` makes it on a cluster (runs from 2026-12-01T16Z
+# on; earlier runs planned the split from alpha's profile alone): the program profiled on
+# beta as well, under that quota, and the split of the global batch planned from the set of
+# both measured profiles. A quota of 39% of a core does not give 39% of the core's speed to
+# this program (2026-12-01: 27-30%; it needs more CPU time a sample after each throttled
+# gap), which the peaks cannot know and the measured profile does.
 # Configurations, rotated each round: even (DLH_PLAN with an even split), planned (the plan's
 # split), balanced (the plan's split and dlh.Balancer, --balance-every 10), and side by side
 # (each rank's program alone at the whole global batch, 1 rank each, both at once on their
@@ -31,7 +37,7 @@ rm -rf "$out"
 mkdir -p "$out"
 steps=${MIXED_STEPS:-120}    # per run; the first `warm` are not timed
 warm=40
-rounds=${MIXED_ROUNDS:-3}
+rounds=${MIXED_ROUNDS:-5}
 every=10
 global=${MIXED_BATCH:-128}
 period_us=10000
@@ -50,44 +56,48 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The program's profile on alpha at the global batch, then the estimator's mix.
+# mix TEXT: the per-GPU batches of recommend's first mix of one alpha and one beta, "A B ROW".
+mix() {
+  $py - "$1" <<'PY'
+import re, sys
+for line in open(sys.argv[1]):
+    m = re.search(r"\d+x\d+ (\w+) \(b(\d+)\) \+ \d+x\d+ (\w+) \(b(\d+)\)", line)
+    if m and {m[1], m[3]} == {"alpha", "beta"}:
+        b = {m[1]: m[2], m[3]: m[4]}
+        print(b["alpha"], b["beta"], " ".join(line.split()[:9]))
+        break
+else:
+    sys.exit("dlh-estimate recommend --profile --mixed ranked no mix of alpha and beta")
+PY
+}
+# plan NAME ALPHA_BATCH WHY: WORK/plan-NAME.json, a DLH_PLAN of one alpha and one beta rank.
+plan() {
+  $py - "$out/plan-$1.json" "$global" "$2" "$3" <<'PY'
+import json, sys
+glob, alpha = int(sys.argv[2]), int(sys.argv[3])
+part = lambda gpu, batch: {"node_type": "node-" + gpu, "gpu": gpu, "nodes": 1,
+                           "gpus_per_node": 1, "per_gpu_batch": batch}
+json.dump({"format_version": 1, "global_batch": glob, "lr": 0.05, "warmup_epochs": 0,
+           "why": sys.argv[4], "allocation": {"parts": [part("alpha", alpha),
+                                                        part("beta", glob - alpha)],
+                                              "nodes": 2, "gpus": 2, "tasks_per_node": 1}},
+          open(sys.argv[1], "w"))
+PY
+}
+recommend() {  # recommend PROFILE OUT
+  dlh-estimate recommend --profile "$1" --cluster "$root/share/cluster/local.json" \
+    --mixed --top 50 --deadline 30d >"$2" 2>&1 || true
+}
+
+# The throttle: the program's profile on alpha at the global batch, then the estimator's mix.
 (cd "$out" && mpirun -np 1 --cpu-set 0 --bind-to core dlh-launch run --run-dir "$out/profile-run" \
   --profile 12 --profile-warmup 3 --gpu-type alpha --profile-out "$out/profile.json" \
   -- $py "$prog" "${args[@]}" --batch "$global") >"$out/profile.txt" 2>&1 ||
   unavailable "the program's profile failed: $(tail -1 "$out/profile.txt")"
-dlh-estimate recommend --profile "$out/profile.json" --cluster "$root/share/cluster/local.json" \
-  --mixed --top 50 --deadline 30d >"$out/recommended.txt" 2>&1 || true
-$py - "$out/recommended.txt" "$global" "$period_us" "$out" "$steps" "$warm" "$rounds" "$every" <<'PY' ||
-import json, re, sys
-text, glob, period, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-mix = None
-for line in open(text):
-    m = re.search(r"\d+x\d+ (\w+) \(b(\d+)\) \+ \d+x\d+ (\w+) \(b(\d+)\)", line)
-    if m:
-        mix = {m[1]: int(m[2]), m[3]: int(m[4])}
-        row = " ".join(line.split()[:9])
-        break
-if not mix or set(mix) != {"alpha", "beta"}:
-    sys.exit("dlh-estimate recommend --profile --mixed ranked no mix of alpha and beta")
-a, b = mix["alpha"], mix["beta"]
-alpha = round(glob * a / (a + b))
-def plan(batches, why):
-    part = lambda gpu, batch: {"node_type": "node-" + gpu, "gpu": gpu, "nodes": 1,
-                               "gpus_per_node": 1, "per_gpu_batch": batch}
-    return {"format_version": 1, "global_batch": glob, "lr": 0.05, "warmup_epochs": 0,
-            "why": why, "allocation": {"parts": [part("alpha", batches[0]), part("beta", batches[1])],
-                                       "nodes": 2, "gpus": 2, "tasks_per_node": 1}}
-json.dump(plan([alpha, glob - alpha], "the estimator's mix"), open(out + "/plan-planned.json", "w"))
-json.dump(plan([glob // 2, glob - glob // 2], "even"), open(out + "/plan-even.json", "w"))
-json.dump({"recommended": {"alpha": a, "beta": b, "row": row}, "ratio": b / a,
-           "planned": [alpha, glob - alpha], "global_batch": glob,
-           "quota_us": round(b / a * period), "period_us": period, "steps": int(sys.argv[5]),
-           "warm": int(sys.argv[6]), "rounds": int(sys.argv[7]), "every": int(sys.argv[8]),
-           "load_before": open("/proc/loadavg").read().split()[:3]},
-          open(out + "/setup.json", "w"))
-PY
+recommend "$out/profile.json" "$out/recommended.txt"
+read -r peak_alpha peak_beta peak_row < <(mix "$out/recommended.txt") ||
   unavailable "no mixed plan: $(tail -1 "$out/recommended.txt")"
-quota=$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['quota_us'])" "$out/setup.json")
+quota=$(( (peak_beta * period_us + peak_alpha / 2) / peak_alpha ))
 mkdir "$cg" "$cga"
 echo "$period_us" >"$cg/cpu.cfs_period_us"
 echo "$quota" >"$cg/cpu.cfs_quota_us"
@@ -101,6 +111,51 @@ full=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cga")
 alpha=(dlh-launch run --run-dir "$out/run-alpha" -- "$py" "$prog" "${args[@]}" --result "$out/r-alpha")
 beta=(dlh-launch run --run-dir "$out/run-beta" -- "$py" "$prog" "${args[@]}" --result "$out/r-beta")
 job=(dlh-launch run --run-dir "$out/run-job" -- "$py" "$prog" "${args[@]}" --result "$out/r-job")
+
+# The plan: the program profiled on beta as well, on its core under its quota, and the split
+# planned from the set of both profiles (docs/reference/dlh-estimate.md, "Profiles measured
+# on every type").
+# Each type at two batches, a quarter of the global batch and the global batch (the range
+# the split's batches fall in), so that each profile has its fixed part a step as well as its part a
+# sample (run.md, "Planning from a profile"): under the quota the fixed part costs beta
+# 2.5x its time on alpha.
+profile() {  # profile TYPE CPU BATCH [THROTTLE...]: adds BATCH to WORK/profile-TYPE.json
+  local type=$1 cpu=$2 batch=$3
+  shift 3
+  (cd "$out" && mpirun -np 1 --cpu-set "$cpu" --bind-to core "$@" dlh-launch run \
+    --run-dir "$out/profile-run-$type" --profile 20 --profile-warmup 3 --gpu-type "$type" \
+    --profile-out "$out/profile-$type.json" -- $py "$prog" "${args[@]}" --batch "$batch") \
+    >"$out/profile-$type.txt" 2>&1 ||
+    unavailable "the program's profile on $type failed: $(tail -1 "$out/profile-$type.txt")"
+}
+for batch in $((global / 4)) "$global"; do  # the global batch last: the profile's global batch
+  profile alpha 0 "$batch" "${full[@]}"
+  profile beta 1 "$batch" "${throttled[@]}"
+done
+$py - "$out/profile-alpha.json" "$out/profile-beta.json" "$out/profiles.json" <<'PY'
+import json, sys
+json.dump({"dlh_profile_set": 1, "profiles": [json.load(open(p)) for p in sys.argv[1:3]]},
+          open(sys.argv[3], "w"))
+PY
+recommend "$out/profiles.json" "$out/recommended-set.txt"
+read -r set_alpha set_beta set_row < <(mix "$out/recommended-set.txt") ||
+  unavailable "no mixed plan from both profiles: $(tail -1 "$out/recommended-set.txt")"
+planned=$(( (global * set_alpha + (set_alpha + set_beta) / 2) / (set_alpha + set_beta) ))
+plan planned "$planned" "the estimator's mix, from both types' profiles"
+plan even $((global / 2)) "even"
+$py - "$out/setup.json" "$peak_alpha" "$peak_beta" "$peak_row" "$set_alpha" "$set_beta" \
+  "$set_row" "$global" "$planned" "$quota" "$period_us" "$steps" "$warm" "$rounds" "$every" <<'PY'
+import json, sys
+a = sys.argv[1:]
+pa, pb, sa, sb, glob, planned = int(a[1]), int(a[2]), int(a[4]), int(a[5]), int(a[7]), int(a[8])
+json.dump({"recommended": {"alpha": pa, "beta": pb, "row": a[3]}, "ratio": pb / pa,
+           "recommended_set": {"alpha": sa, "beta": sb, "row": a[6]}, "planned_ratio": sb / sa,
+           "planned": [planned, glob - planned], "global_batch": glob,
+           "quota_us": int(a[9]), "period_us": int(a[10]), "steps": int(a[11]),
+           "warm": int(a[12]), "rounds": int(a[13]), "every": int(a[14]),
+           "load_before": open("/proc/loadavg").read().split()[:3]},
+          open(a[0], "w"))
+PY
 
 run() {  # run CONFIG: one run, then its line(s) of runs.jsonl
   local config=$1

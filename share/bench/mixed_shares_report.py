@@ -24,12 +24,24 @@ def main():
     rounds = min(len(v) for v in by.values())
     ideal = [by["pair-alpha"][i]["rate"] + by["pair-beta"][i]["rate"] for i in range(rounds)]
     rec = setup["recommended"]
-    print(f"Plan: `dlh-estimate recommend --profile` (the program's profile on alpha) --mixed ranks "
-          f"`{rec['row']}`: beta/alpha {setup['ratio']:.3f}, so beta's quota is "
-          f"{setup['quota_us']} µs per {setup['period_us']} µs and the planned split of the global "
-          f"batch {setup['global_batch']} is {setup['planned']}. {rounds} rounds, configurations "
-          f"rotated; {setup['steps']} steps a run, the first {setup['warm']} not timed. Load "
-          f"average {' / '.join(setup['load_before'])} before, {' / '.join(setup['load_after'])} after.")
+    print(f"Throttle: `dlh-estimate recommend --profile` (the program's profile on alpha) --mixed "
+          f"ranks `{rec['row']}`: beta/alpha {setup['ratio']:.3f} by the peaks, so beta's quota is "
+          f"{setup['quota_us']} µs per {setup['period_us']} µs.")
+    print()
+    if "recommended_set" in setup:
+        rec = setup["recommended_set"]
+        print(f"Plan: the same from the set of the program's profiles on alpha and on beta (beta's "
+              f"on its core under that quota; each type at {setup['global_batch'] // 4} and "
+              f"{setup['global_batch']} samples a step) ranks `{rec['row']}`: beta/alpha "
+              f"{setup['planned_ratio']:.3f} measured, so the planned split of the global batch "
+              f"{setup['global_batch']} is {setup['planned']}.")
+    else:  # runs before 2026-12-01T16Z planned from alpha's profile alone
+        print(f"Plan: from alpha's profile alone, the planned split of the global batch "
+              f"{setup['global_batch']} is {setup['planned']}.")
+    print()
+    print(f"{rounds} rounds, configurations rotated; {setup['steps']} steps a run, the first "
+          f"{setup['warm']} not timed. Load average {' / '.join(setup['load_before'])} before, "
+          f"{' / '.join(setup['load_after'])} after.")
     print()
     print("| configuration | samples/s min / median / max | of the ideal (median of rounds) | split at the end |")
     print("|---|---|---|---|")
