@@ -54,6 +54,47 @@ assert len(dlh.ShareSampler(10, batch_size=4)) == 12  # one rank: 3 steps of 4, 
 PY
 check "outside DLH: no signal handler, no channel, plain defaults, reporting does nothing"
 
+# 2b. should_stop(agree=True)'s schedule: 2 ranks over gloo, steps of 10 ms, a stop asked for
+# on rank 1 alone at step 60. The ranks agree about every 0.25 s, not every step, at the
+# same calls, and both stop at the same step, within 0.25 s and a step or two of the ask.
+cat >"$WORK/agree.py" <<'PY'
+import json, os, sys, time
+import torch.distributed as dist
+import dlh, dlh.stop
+dist.init_process_group("gloo", init_method="env://")
+rank, started = dist.get_rank(), []
+real = dist.all_reduce
+def counting(tensor, *a, **k):
+    started.append(step)
+    return real(tensor, *a, **k)
+dist.all_reduce = counting
+step = 0
+while not dlh.should_stop(agree=True):
+    step += 1
+    time.sleep(0.01)
+    if rank == 1 and step == 60:
+        dlh.stop._requested = 1  # as SIGUSR1's handler does
+    assert step < 500, "no stop"
+json.dump({"stop": step, "agreements": started, "signal": dlh.stop_signal()},
+          open(f"{sys.argv[1]}/agree-{rank}.json", "w"))
+dist.barrier(); dist.destroy_process_group()
+PY
+env -u DLH_RUN_DIR -u DLH_PROGRESS_FD timeout 60 mpirun -np 2 -x MASTER_ADDR=127.0.0.1 \
+  -x MASTER_PORT=$((20000 + RANDOM % 20000)) bash -c \
+  'RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=2 exec "$0" "$@"' $py "$WORK/agree.py" "$WORK" \
+  >"$WORK/agree.txt" 2>&1 || { cat "$WORK/agree.txt" >&2; fail "should_stop(agree=True) on 2 ranks"; }
+$py - "$WORK" <<'PY' || fail "should_stop(agree=True)'s schedule"
+import json, sys
+r = [json.load(open(f"{sys.argv[1]}/agree-{i}.json")) for i in (0, 1)]
+assert r[0]["agreements"] == r[1]["agreements"], "the ranks agreed at different calls"
+assert r[0]["stop"] == r[1]["stop"] and r[0]["signal"] == r[1]["signal"] == "SIGUSR1", r
+n, stop = len(r[0]["agreements"]), r[0]["stop"]
+assert n <= 20, f"{n} agreements in {stop} steps of 10 ms: not about every 0.25 s"
+assert 60 < stop <= 60 + 40, f"asked at step 60, stopped at {stop}"
+print(f"  ok: {n} agreements in {stop} steps (at steps {r[0]['agreements']}), both stopped at {stop}")
+PY
+check "should_stop(agree=True): 2 ranks agree about every 0.25 s at the same calls; a stop asked on one rank stops both at the same step"
+
 # The program: a linear classifier on a synthetic, separable data set of 160 samples.
 cat >"$WORK/prog.py" <<'PY'
 import dlh
