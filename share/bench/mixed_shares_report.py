@@ -39,7 +39,9 @@ def main():
         print(f"Plan: from alpha's profile alone, the planned split of the global batch "
               f"{setup['global_batch']} is {setup['planned']}.")
     print()
-    print(f"{rounds} rounds, configurations rotated; {setup['steps']} steps a run, the first "
+    order = ("configurations rotated" if "order" not in setup else
+             f"configurations in the order {setup['order']}, reversed every other round")
+    print(f"{rounds} rounds, {order}; {setup['steps']} steps a run, the first "
           f"{setup['warm']} not timed. Load average {' / '.join(setup['load_before'])} before, "
           f"{' / '.join(setup['load_after'])} after.")
     print()
