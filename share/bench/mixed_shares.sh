@@ -20,9 +20,10 @@
 # this program (2026-12-01: 27-30%; it needs more CPU time a sample after each throttled
 # gap), which the peaks cannot know and the measured profile does.
 # Configurations, in an order reversed every other round: even (DLH_PLAN with an even
-# split), planned (the plan's split), balanced (the plan's split and dlh.Balancer, --balance-every 10), and side by side
-# (each rank's program alone at the whole global batch, 1 rank each, both at once on their
-# own cores and under the same throttle; the ideal is the sum of their rates).
+# split), planned (the plan's split), balanced (the plan's split and dlh.Balancer,
+# --balance-every 10), and side by side (each rank's program alone at the whole global
+# batch, 1 rank each, both at once on their own cores and under the same throttle; the
+# ideal is the sum of their rates).
 set -euo pipefail
 bindir=$(cd "$1" && pwd) work=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
