@@ -117,9 +117,10 @@ job=(dlh-launch run --run-dir "$out/run-job" -- "$py" "$prog" "${args[@]}" --res
 # planned from the set of both profiles (docs/reference/dlh-estimate.md, "Profiles measured
 # on every type").
 # Each type at two batches, a quarter of the global batch and the global batch (the range
-# the split's batches fall in), so that each profile has its fixed part a step as well as its part a
-# sample (run.md, "Planning from a profile"): under the quota the fixed part costs beta
-# 2.5x its time on alpha.
+# the split's batches fall in), so that each profile has its fixed part a step as well as
+# its part a sample (run.md, "Planning from a profile"): under the quota the fixed part
+# costs beta 2.5x its time on alpha. (The throttle's profile above stays apart: one batch,
+# as the balancing section's throttle is set.)
 profile() {  # profile TYPE CPU BATCH [THROTTLE...]: adds BATCH to WORK/profile-TYPE.json
   local type=$1 cpu=$2 batch=$3
   shift 3
@@ -144,8 +145,15 @@ read -r set_alpha set_beta set_row < <(mix "$out/recommended-set.txt") ||
 planned=$(( (global * set_alpha + (set_alpha + set_beta) / 2) / (set_alpha + set_beta) ))
 plan planned "$planned" "the estimator's mix, from both types' profiles"
 plan even $((global / 2)) "even"
+# The goal's ratio is the planned run's rate over its round's ideal, and this host's speed
+# drifts by 20% within minutes (2026-12-01: alpha alone 1921-3042 samples/s in one run): so
+# the planned run is always next to its round's side by side run, which goes first in every
+# other round (runs before 2026-12-01T17Z rotated all four, the two up to two runs apart).
+configs=(side-by-side planned balanced even)
+order=$(IFS=,; echo "${configs[*]}" | sed 's/-/ /g; s/,/, /g')
 $py - "$out/setup.json" "$peak_alpha" "$peak_beta" "$peak_row" "$set_alpha" "$set_beta" \
-  "$set_row" "$global" "$planned" "$quota" "$period_us" "$steps" "$warm" "$rounds" "$every" <<'PY'
+  "$set_row" "$global" "$planned" "$quota" "$period_us" "$steps" "$warm" "$rounds" "$every" \
+  "$order" <<'PY'
 import json, sys
 a = sys.argv[1:]
 pa, pb, sa, sb, glob, planned = int(a[1]), int(a[2]), int(a[4]), int(a[5]), int(a[7]), int(a[8])
@@ -154,7 +162,7 @@ json.dump({"recommended": {"alpha": pa, "beta": pb, "row": a[3]}, "ratio": pb / 
            "planned": [planned, glob - planned], "global_batch": glob,
            "quota_us": int(a[9]), "period_us": int(a[10]), "steps": int(a[11]),
            "warm": int(a[12]), "rounds": int(a[13]), "every": int(a[14]),
-           "order": "side by side, planned, balanced, even",
+           "order": a[15],
            "load_before": open("/proc/loadavg").read().split()[:3]},
           open(a[0], "w"))
 PY
@@ -198,11 +206,6 @@ else:
 PY
 }
 
-# The goal's ratio is the planned run's rate over its round's ideal, and this host's speed
-# drifts by 20% within minutes (2026-12-01: alpha alone 1921-3042 samples/s in one run): so
-# the planned run is always next to its round's side by side run, which goes first in every
-# other round (runs before 2026-12-01T17Z rotated all four, the two up to two runs apart).
-configs=(side-by-side planned balanced even)
 for ((round = 0; round < rounds; ++round)); do
   for ((k = 0; k < ${#configs[@]}; ++k)); do
     if ((round % 2 == 0)); then run "${configs[k]}"; else run "${configs[${#configs[@]} - 1 - k]}"; fi

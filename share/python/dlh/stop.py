@@ -11,13 +11,12 @@ _requested = 0  # this process's, from the handler
 _agreed = 0     # the last should_stop(agree=True)'s, over every rank
 _installed = False
 
-# should_stop(agree=True)'s schedule, alike on every rank: the ranks agree once every
-# `_every` calls, about every AGREE_SECONDS (rank 0 times its calls and proposes `_every`
-# with each agreement; every rank reads the agreement at the same call, so all take it).
+# should_stop(agree=True)'s schedule, alike on every rank: the ranks agree about every
+# AGREE_SECONDS (rank 0 times its calls and proposes, with each agreement, the calls to the
+# next; every rank reads the agreement at the same call, so all take it).
 AGREE_SECONDS = 0.25
 _calls = 0          # calls so far
 _next = 0           # the call at which the next agreement starts
-_every = 1          # calls from one agreement's start to the next's
 _pending = None     # the agreement in flight: (work, its tensor, the call it started at)
 _since = None       # rank 0: (perf_counter, calls) when the last agreement started
 
@@ -73,7 +72,7 @@ def should_stop(agree=False):
 def _agree(dist, level):
     """should_stop(agree=True)'s collective part: the stop level every rank agreed on at the
     last agreement read (0 until one says stop)."""
-    global _pending, _calls, _next, _every, _since
+    global _pending, _calls, _next, _since
     import time
     import torch
     call, _calls = _calls, _calls + 1
@@ -83,8 +82,7 @@ def _agree(dist, level):
         work.wait()
         agreed, proposed = (int(v) for v in flag.tolist())
         _pending = None
-        _every = max(1, proposed)
-        _next = started + _every
+        _next = started + max(1, proposed)
     if agreed == 0 and call >= _next:  # not stopping yet: this call's flag for the next
         device = "cpu"
         if dist.get_backend() == "nccl":
