@@ -309,7 +309,10 @@ assert first["step"] == 1 and first["rank_batches"] == planned, first
 assert plan["balance"] == "adaptive" and summary["balance"]["mode"] == "adaptive", summary["balance"]
 hist = summary["balance"]["history"]
 assert hist[0]["rank_batches"] == planned, hist
-assert len(hist) >= 2 and hist[-1]["rank_batches"][3] > planned[3], hist
+# Judged on beta's two ranks together, over the decisions: on a loaded 2-core host one rank's
+# batch swings step to step (CI once ended at [21, 14, 16, 9] after beta held 25-31 of 60).
+beta_totals = sorted(sum(h["rank_batches"][2:]) for h in hist[1:])
+assert len(hist) >= 2 and beta_totals[len(beta_totals) // 2] > sum(planned[2:]), hist
 assert all(sum(h["rank_batches"]) == 60 for h in hist), hist
 assert summary["rank_batches"] == hist[-1]["rank_batches"], summary["rank_batches"]
 print(" -> ".join(str(h["rank_batches"]) + "@" + str(h["step"]) for h in hist))
