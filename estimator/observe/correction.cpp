@@ -113,7 +113,11 @@ struct Residual {
 // predict, from models run both ways: per model, its median at n less its median alone; per
 // n, the median over models. The caller's records when they hold such a pair, else the
 // others', capped at kOthersCapLog. Compute-bound records only (Residual::compute_bound).
-std::map<int, double> SharingOffsets(const std::vector<Residual>& all) {
+struct SharingOffset {
+  double log = 0;  // the median over models
+  int models = 0;  // how many models ran both alone and at this count
+};
+std::map<int, SharingOffset> SharingOffsets(const std::vector<Residual>& all) {
   auto offsets = [&all](bool own) {
     std::map<std::string, std::map<int, std::vector<double>>> by_model;
     for (const Residual& r : all)
@@ -127,14 +131,29 @@ std::map<int, double> SharingOffsets(const std::vector<Residual>& all) {
       for (const auto& [n, values] : counts)
         if (n != 1) differences[n].push_back(Median(values) - base);
     }
-    std::map<int, double> out;
-    for (const auto& [n, d] : differences) out[n] = Median(d);
+    std::map<int, SharingOffset> out;
+    for (const auto& [n, d] : differences) out[n] = {Median(d), int(d.size())};
     return out;
   };
-  std::map<int, double> out = offsets(true);
-  for (const auto& [n, d] : offsets(false))
-    out.emplace(n, std::clamp(d, -kOthersCapLog, kOthersCapLog));
+  std::map<int, SharingOffset> out = offsets(true);
+  for (auto [n, d] : offsets(false)) {
+    d.log = std::clamp(d.log, -kOthersCapLog, kOthersCapLog);
+    out.emplace(n, d);
+  }
   return out;
+}
+
+// What a count's offset adds to the prediction of a model that never ran at that count: the
+// offset shrunk toward none as a type's correction is (robust.hpp), m / (m + kShrinkJobs) of
+// it from m models. How crowded cores slow a step depends on the model: measured 2026-12-01
+// on the project's 2-core host (bench part jobs), an MLP whose allreduce was about half its
+// compute taught "4 ranks +129%", while the example CNN's steps took 69.7, 71.4 and 75.9 ms
+// at 1, 2 and 4 ranks; carried unshrunk, the CNN's 4-rank job was planned at 2.2x its time.
+std::map<int, double> CarriedOffsets(const std::map<int, SharingOffset>& offsets) {
+  std::map<int, double> carried;
+  for (const auto& [n, o] : offsets)
+    carried[n] = o.log * double(o.models) / (double(o.models) + kShrinkJobs);
+  return carried;
 }
 
 std::string SharingText(const std::map<int, double>& learned) {
@@ -180,10 +199,10 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     // Ranks side by side, learned from models run both ways; every residual is then judged
     // as if its ranks had run alone, so that the model's (or the type's) factor is one of
     // the model, not of the shapes it happened to run at.
-    const std::map<int, double> offsets = SharingOffsets(residuals);
+    const std::map<int, SharingOffset> offsets = SharingOffsets(residuals);
     auto alone = [&offsets](const Residual& r) {
       const auto o = offsets.find(r.sharing);
-      return r.value - (o == offsets.end() ? 0 : o->second);
+      return r.value - (o == offsets.end() ? 0 : o->second.log);
     };
     Residuals model, type;
     std::map<int, Residuals> model_at;  // this model's own residuals, by ranks side by side
@@ -208,8 +227,9 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     }
     if (c.runs == 0) continue;
     // A shape this model ran at is predicted from those runs themselves (a repeat is its
-    // own best predictor); another count of ranks side by side gets the learned offset.
-    std::map<int, double> learned = offsets;
+    // own best predictor); another count of ranks side by side gets the learned offset,
+    // shrunk by the number of models that taught it (CarriedOffsets).
+    std::map<int, double> learned = CarriedOffsets(offsets);
     for (const auto& [n, at] : model_at) learned[n] = ModelHistory(at).log_factor - c.log_factor;
     const double f = std::exp(c.log_factor);
     s.fixed_s *= f;

@@ -8,9 +8,10 @@
 //  (b) any other model gets the type's correction: the median of ln(measured / predicted)
 //      over the type's jobs, shrunk toward 0 when few (robust.hpp, TypeCorrection);
 //  (c) on a CPU type, ranks that share cores: residuals are kept by that count of ranks; a
-//      model run alone and side by side gives that count's offset, which every model's
-//      prediction at the count then carries (ThreadScaling::learned_log_by_ranks), and a
-//      count the model itself ran at is predicted from those runs alone.
+//      model run alone and side by side gives that count's offset (the median over such
+//      models, shrunk toward none when few as (b) is), which every model's prediction at the
+//      count then carries (ThreadScaling::learned_log_by_ranks), and a count the model itself
+//      ran at is predicted from those runs alone.
 // Measured steps are the records' mean steps (Observation::mean_step_s): a job takes those.
 // Records are the caller's own (files the caller owns) or others'; others' move a
 // prediction by at most 15% (robust.hpp). The speed says where it came from

@@ -598,14 +598,18 @@ TwoModels WiderRanBothWays(double two_ranks, double comm_share) {
 }
 
 // What running side by side costs is learned from a model that ran both ways and carried to
-// another that ran alone only: the other model's 2-rank job is predicted 1.9 / 1.2 times its
-// own run alone, scaled by the curves.
+// another that ran alone only, shrunk as a type's correction is: the other model's 2-rank job
+// is predicted (1.9 / 1.2)^(1 / (1 + kShrinkJobs)) times its own run alone, scaled by the
+// curves (one model taught it; how crowded cores slow a step differs from model to model).
 TEST(ObservationCorrectionTest, SideBySideIsLearnedFromAnotherModel) {
   const TwoModels m = WiderRanBothWays(1.9, 0);
   auto speeds = CpuSpeeds();
   ApplyObservationsFrom(m.store, getuid(), m.tiny, m.cluster, &speeds);
+  const double shrunk = std::pow(1.9 / 1.2, 1 / (1 + kShrinkJobs));
   EXPECT_NEAR(PredictedCompute(m.two, speeds.at("alpha"), m.cluster, "alpha"),
-              PredictedCompute(m.two, m.tiny_before, m.cluster, "alpha") * 1.9 / 1.2, 1e-9);
+              PredictedCompute(m.two, m.tiny_before, m.cluster, "alpha") * shrunk, 1e-9);
+  EXPECT_EQ(speeds.at("alpha").provenance,
+            "from 1 earlier run of this spec on alpha; side by side: 2 ranks +8%");
   const Observation& mine = m.store.records[2].record;
   EXPECT_NEAR(PredictedCompute(mine, speeds.at("alpha"), m.cluster, "alpha"), mine.step_s, 1e-12);
 }
