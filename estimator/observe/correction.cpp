@@ -151,8 +151,7 @@ std::map<int, SharingOffset> SharingOffsets(const std::vector<Residual>& all) {
 // at 1, 2 and 4 ranks; carried unshrunk, the CNN's 4-rank job was planned at 2.2x its time.
 std::map<int, double> CarriedOffsets(const std::map<int, SharingOffset>& offsets) {
   std::map<int, double> carried;
-  for (const auto& [n, o] : offsets)
-    carried[n] = o.log * double(o.models) / (double(o.models) + kShrinkJobs);
+  for (const auto& [n, o] : offsets) carried[n] = ShrunkTowardNone(o.log, double(o.models));
   return carried;
 }
 

@@ -62,13 +62,13 @@ Combined ModelHistory(const Residuals& r) {
 Combined TypeCorrection(const Residuals& r) {
   Combined c;
   const double n_own = double(r.own.size());
-  const double own = r.own.empty() ? 0 : Median(r.own) * n_own / (n_own + kShrinkJobs);
+  const double own = r.own.empty() ? 0 : ShrunkTowardNone(Median(r.own), n_own);
   std::vector<double> all = r.own;
   const std::vector<double> kept = WithoutOutliers(r.others);
   all.insert(all.end(), kept.begin(), kept.end());
   if (all.empty()) return c;
   const double n = double(all.size());
-  const double pooled = Median(all) * n / (n + kShrinkJobs);
+  const double pooled = ShrunkTowardNone(Median(all), n);
   c.log_factor = own + Clamp(pooled - own, -kOthersCapLog, kOthersCapLog);
   c.log_sigma = SpreadOf(all);
   c.runs = int(all.size());

@@ -18,6 +18,10 @@ std::vector<double> WithoutOutliers(const std::vector<double>& values);
 constexpr double kOthersCapLog = 0.13976194237515868;  // ln(1.15)
 // Shrinkage of a type's correction toward none: n / (n + kShrinkJobs) of the residuals' median.
 constexpr double kShrinkJobs = 5;
+// `log_factor`, learned from `n` jobs (or models), shrunk toward none by n / (n + kShrinkJobs).
+inline double ShrunkTowardNone(double log_factor, double n) {
+  return log_factor * n / (n + kShrinkJobs);
+}
 // The spread assumed for a model's runs when too few exist to measure it (run-to-run noise).
 constexpr double kDefaultRunLogSigma = 0.05;
 
