@@ -73,12 +73,20 @@ else
 # files: 16.4 s against 11.2 s).
 OPTFLAGS := -O3 -g1
 endif
+# The shipped build leaves library asserts out (-DNDEBUG, as CMake's Release builds do): an
+# assert in a header DLH uses (nlohmann-json's JSON_ASSERT, Eigen's eigen_assert) must never
+# abort sbatch, into which the plugin is loaded, nor a training job. DLH's own code has none
+# (its checks throw). DEBUG=1 and the sanitized builds keep them, so the sanitized lane's
+# unit and MPI tests still run with every header's assert on.
+ifeq ($(DEBUG)$(SANITIZE),0)
+RELEASE_CPPFLAGS := -DNDEBUG
+endif
 # The shipped build's optimisation, whatever this build's: the CPU engine's fingerprint
 # (estimator/module.mk) stamps test builds (DEBUG=1, SANITIZE=...) as the shipped build.
 RELEASE_OPTFLAGS := -O3 -g1
 override CXXFLAGS := -std=c++17 $(OPTFLAGS) $(SANITIZE_FLAGS) -Wall -Wextra -Wshadow -pthread -fPIC $(CXXFLAGS)
 DLH_VERSION ?= 0.1.0
-override CPPFLAGS := -I. -DOMPI_SKIP_MPICXX -DDLH_VERSION=\"$(DLH_VERSION)\" $(CPPFLAGS)
+override CPPFLAGS := -I. -DOMPI_SKIP_MPICXX -DDLH_VERSION=\"$(DLH_VERSION)\" $(RELEASE_CPPFLAGS) $(CPPFLAGS)
 override LDFLAGS := $(SANITIZE_FLAGS) -pthread -Wl,-z,relro -Wl,-z,now $(LDFLAGS)
 
 ifeq ($(VERBOSE),0)

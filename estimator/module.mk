@@ -90,8 +90,7 @@ CUDA_ENGINE_SRCS := $(sort $(filter-out launcher/engine/cuda/probe.cpp \
     launcher/engine/cuda/probe_api.hpp,$(wildcard launcher/nn/*.hpp launcher/engine/cuda/*.cu \
     launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp)))
 Fingerprint = $(shell cat $(1) | sha256sum | cut -c1-12)
-ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/model/engine_fingerprint.o \
-    $(OBJDIR)/plugin-so/estimator/model/engine_fingerprint.o
+ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/model/engine_fingerprint.o
 # This file too: a change to the lists above changes the fingerprints' values.
 $(ENGINE_FINGERPRINT_OBJS): $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) $(CPU_FLAGS_STAMP) \
     estimator/module.mk
@@ -102,7 +101,6 @@ $(ENGINE_FINGERPRINT_OBJS): override CPPFLAGS += \
 # planner leaves out GPU types the engine this build makes cannot run (cuda_targets.hpp).
 CUDA_TARGETS_DEFINE = -DDLH_CUDA_TARGETS="\"$(strip $(patsubst code=%,%,\
     $(filter code=%,$(subst $(comma), ,$(CUDA_ARCH_FLAGS)))))\""
-CUDA_TARGETS_OBJS := $(OBJDIR)/estimator/model/cuda_targets.o \
-    $(OBJDIR)/plugin-so/estimator/model/cuda_targets.o
+CUDA_TARGETS_OBJS := $(OBJDIR)/estimator/model/cuda_targets.o
 $(CUDA_TARGETS_OBJS): launcher/engine/cuda/module.mk
 $(CUDA_TARGETS_OBJS): override CPPFLAGS += $(CUDA_TARGETS_DEFINE)
