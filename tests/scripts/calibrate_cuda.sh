@@ -30,7 +30,7 @@ check "no temporary files left"
 echo "validate --device cpu --via-launch"
 dlh-estimate validate --device cpu --via-launch --calibration "$WORK/cal.json" --repeats 2 \
   --rounds 2 >"$WORK/val.txt" 2>"$WORK/val.err" || { cat "$WORK/val.err"; fail "validate failed"; }
-grep -q "^validation set: judged (12 models" "$WORK/val.txt" || { cat "$WORK/val.txt"; fail "not the judged set"; }
+grep -q "^validation set: judged (14 models" "$WORK/val.txt" || { cat "$WORK/val.txt"; fail "not the judged set"; }
 grep -q "MAPE over 12 models" "$WORK/val.txt" || { cat "$WORK/val.txt"; fail "no MAPE"; }
 check "$(grep "MAPE over" "$WORK/val.txt")"
 dlh-estimate validate --device cpu --via-launch --calibration "$WORK/cal.json" --repeats 1 \
