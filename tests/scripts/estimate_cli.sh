@@ -99,7 +99,7 @@ p = json.load(open(sys.argv[1]))
 assert p["created"] == "2026-11-28" and p["target"]["name"] == "h200", p["target"]
 assert set(p["target"]["sources"]) == {"fp32_tflops", "tf32_tflops", "bandwidth_gbs", "sms"}
 rows = p["predictions"]
-assert len(rows) == 22 and {r["set"] for r in rows} == {"term", "judged"}, len(rows)
+assert len(rows) == 24 and {r["set"] for r in rows} == {"term", "judged"}, len(rows)
 assert all(r["seconds"] > 0 and r["wave_scaled_linear_seconds"] > 0 for r in rows)
 assert p["reference"]["fit"]["samples"] == 96
 PY
