@@ -56,10 +56,13 @@ $(FUZZ_OBJDIR)/estimator/model/cuda_targets.o: override CPPFLAGS += $(CUDA_TARGE
 # the time model), libzip (.npz); --as-needed drops them from the targets that do not use them.
 FUZZ_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs hdf5-openmpi ompi-c openblas libzip) -lz
 
+# Without the shipped build's -DNDEBUG: a header's assert (nlohmann-json's, Eigen's) that an
+# input trips is a finding.
 $(FUZZ_OBJDIR)/%.o: %.cpp | fuzz-cxx
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  FUZZCXX %s\n' $<
-	$(Q)$(FUZZ_CXX) $(CPPFLAGS) $(DEP_CFLAGS) $(FUZZ_CXXFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(FUZZ_CXX) $(filter-out $(RELEASE_CPPFLAGS),$(CPPFLAGS)) $(DEP_CFLAGS) $(FUZZ_CXXFLAGS) \
+	  -MMD -MP -c $< -o $@
 
 $(FUZZ_LIB): $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_OBJDIR)/%.o)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  AR    %s\n' $@
