@@ -1,8 +1,10 @@
 // DLH — the files of `dlh-launch time-steps` (see time_steps_file.hpp).
 #include "common/time_steps_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 
 #include "common/error.hpp"
 #include "common/file_text.hpp"
@@ -43,6 +45,64 @@ json ReadJsonFile(const std::string& path, const char* format, Fail fail) {
 
 std::string Where(const std::string& path, const std::string& field) {
   return field.empty() ? path : path + ": " + field;
+}
+
+// A sample's "layers" (time_steps_file.hpp), each field checked; `at` names the array.
+template <typename Fail>
+std::vector<LayerPassTime> ReadLayerPasses(const json& list, const std::string& at, Fail fail) {
+  if (!list.is_array()) fail(at, "must be an array, got " + ShownJsonValue(list));
+  std::vector<LayerPassTime> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string here = at + "[" + std::to_string(i) + "]";
+    const json& p = list[i];
+    if (!p.is_object()) fail(here, "must be an object, got " + ShownJsonValue(p));
+    auto get = [&](const char* key) -> const json& {
+      const auto it = p.find(key);
+      if (it == p.end()) fail(here + "." + key, "required");
+      return *it;
+    };
+    LayerPassTime t;
+    const json& layer = get("layer");
+    if (!layer.is_number_integer() || layer.get<int64_t>() < -1 || layer.get<int64_t>() > 1000000)
+      fail(here + ".layer", "must be a layer index or -1, got " + ShownJsonValue(layer));
+    t.layer = int(layer.get<int64_t>());
+    auto text = [&](const char* key, bool nullable, std::string* value) {
+      const json& v = get(key);
+      if (nullable && v.is_null()) return;
+      if (!v.is_string() || v.get<std::string>().empty())
+        fail(here + "." + key, std::string("must be a non-empty string") +
+                                   (nullable ? " or null" : "") + ", got " + ShownJsonValue(v));
+      *value = v.get<std::string>();
+    };
+    text("kind", false, &t.kind);
+    text("pass", false, &t.pass);
+    static const char* const kPasses[] = {"forward",       "backward", "backward-weights",
+                                          "backward-data", "loss",     "update"};
+    if (std::find(std::begin(kPasses), std::end(kPasses), t.pass) == std::end(kPasses))
+      fail(here + ".pass",
+           "must be forward, backward, backward-weights, backward-data, loss or update, got " +
+               ShownJsonValue(get("pass")));
+    if ((t.layer < 0) != (t.pass == "loss" || t.pass == "update"))
+      fail(here + ".layer", "must be -1 for the loss and the update only, got " +
+                                std::to_string(t.layer) + " for " + t.pass);
+    auto seconds = [&](const char* key, double* value) {
+      const json& v = get(key);
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+        fail(here + "." + key, "must be a number of seconds, 0 or more, got " + ShownJsonValue(v));
+      *value = v.get<double>();
+    };
+    seconds("device_s", &t.device_s);
+    seconds("host_s", &t.host_s);
+    text("algorithm", true, &t.algorithm);
+    text("math", true, &t.math);
+    const json& workspace = get("workspace_bytes");
+    if (!workspace.is_number_integer() || workspace.get<int64_t>() < 0)
+      fail(here + ".workspace_bytes",
+           "must be a whole number of bytes, 0 or more, got " + ShownJsonValue(workspace));
+    t.workspace_bytes = workspace.get<int64_t>();
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 }  // namespace
@@ -90,12 +150,28 @@ std::vector<TimeStepsEntry> ReadTimeStepsRequest(const std::string& path) {
 
 std::string TimeStepsResultText(const TimeStepsResult& r) {
   nlohmann::ordered_json samples = nlohmann::ordered_json::array();
-  for (const TimeStepsSample& s : r.samples)
-    samples.push_back({{"model", s.model},
-                       {"batch", s.batch},
-                       {"seconds", s.seconds >= 0 ? json(s.seconds) : json(nullptr)},
-                       {"joules", s.joules >= 0 ? json(s.joules) : json(nullptr)},
-                       {"error", s.error.empty() ? json(nullptr) : json(s.error)}});
+  auto text_or_null = [](const std::string& t) { return t.empty() ? json(nullptr) : json(t); };
+  for (const TimeStepsSample& s : r.samples) {
+    nlohmann::ordered_json sample = {{"model", s.model},
+                                     {"batch", s.batch},
+                                     {"seconds", s.seconds >= 0 ? json(s.seconds) : json(nullptr)},
+                                     {"joules", s.joules >= 0 ? json(s.joules) : json(nullptr)},
+                                     {"error", text_or_null(s.error)}};
+    if (!s.layers.empty()) {
+      nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+      for (const LayerPassTime& p : s.layers)
+        layers.push_back({{"layer", p.layer},
+                          {"kind", p.kind},
+                          {"pass", p.pass},
+                          {"device_s", p.device_s},
+                          {"host_s", p.host_s},
+                          {"algorithm", text_or_null(p.algorithm)},
+                          {"math", text_or_null(p.math)},
+                          {"workspace_bytes", p.workspace_bytes}});
+      sample["layers"] = layers;
+    }
+    samples.push_back(sample);
+  }
   const nlohmann::ordered_json j = {{"format", kResultFormat}, {"version", kVersion},
                                     {"complete", r.complete},  {"device", r.device},
                                     {"options", r.options},    {"samples", samples}};
@@ -153,6 +229,8 @@ TimeStepsResult ReadTimeStepsResult(const std::string& path) {
     if (error.is_string()) out.error = error.get<std::string>();
     if (out.seconds < 0 && out.error.empty())
       fail(at + ".seconds", "null without an \"error\" saying why");
+    if (const auto layers = s.find("layers"); layers != s.end())
+      out.layers = ReadLayerPasses(*layers, at + ".layers", fail);
     r.samples.push_back(std::move(out));
   }
   return r;

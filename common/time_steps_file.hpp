@@ -9,6 +9,12 @@
 //             "samples": [{"model": "...", "batch": 64, "seconds": 0.0123, "joules": null,
 //                          "error": null}, ...]}
 //
+// With `dlh-launch time-steps --profile N` a sample also has "layers": the passes of its step
+// timed one by one on the GPU (common/layer_pass_time.hpp), each the median of N profiled
+// steps: [{"layer": 0, "kind": "conv2d", "pass": "forward", "device_s": 1.2e-05,
+// "host_s": 8e-06, "algorithm": "IMPLICIT_PRECOMP_GEMM", "math": "tensor_op",
+// "workspace_bytes": 0}, ...] (algorithm and math null for the engine's own kernels).
+//
 // The result is rewritten after every entry, so a crash keeps the entries finished before
 // it ("complete": false). A sample whose entry failed (too large for the GPU's memory) has
 // "seconds": null and the one-line "error".
@@ -19,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/layer_pass_time.hpp"
 #include "common/spec.hpp"
 
 namespace dlh {
@@ -29,11 +36,12 @@ struct TimeStepsEntry {
 };
 
 struct TimeStepsSample {
-  std::string model;    // the entry's spec name
-  int64_t batch = 0;    // the batch timed
-  double seconds = -1;  // median seconds per step (-1: failed, see error)
-  double joules = -1;   // energy per step (-1: not measured)
-  std::string error;    // why the entry could not be timed ("" when it was)
+  std::string model;                  // the entry's spec name
+  int64_t batch = 0;                  // the batch timed
+  double seconds = -1;                // median seconds per step (-1: failed, see error)
+  double joules = -1;                 // energy per step (-1: not measured)
+  std::string error;                  // why the entry could not be timed ("" when it was)
+  std::vector<LayerPassTime> layers;  // --profile: its passes (empty: not profiled)
 };
 
 struct TimeStepsResult {
@@ -52,7 +60,7 @@ std::vector<TimeStepsEntry> ReadTimeStepsRequest(const std::string& path);
 
 std::string TimeStepsResultText(const TimeStepsResult& result);
 // Throws EstimateError "<path>: samples[3].seconds: must be a positive number or null, got
-// ...".
+// ..." (or "samples[3].layers[2].pass: ...").
 TimeStepsResult ReadTimeStepsResult(const std::string& path);
 
 }  // namespace dlh

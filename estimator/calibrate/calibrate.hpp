@@ -61,6 +61,9 @@ struct TimingOptions {
   int repeats = 5;  // timed blocks; the median is reported
   int steps_per_repeat = 3;
   int threads = 0;  // OpenBLAS threads (0: leave as is)
+  // Through dlh-launch on a GPU only (TimeThroughLaunch): then this many steps timed layer by
+  // layer (time-steps --profile).
+  int profile_steps = 0;
 };
 
 // Times forward + loss + backward + optimizer update on random data of the entry's shape

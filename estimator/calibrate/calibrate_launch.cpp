@@ -160,7 +160,7 @@ LaunchedTiming TimeThroughLaunch(
   TemporaryFolder dir("dlh-calibrate-");
   const std::string request = dir.path() + "/request.json", result = dir.path() + "/result.json";
   std::vector<TimeStepsSample> samples;  // one per entry, in order
-  nlohmann::json description;
+  nlohmann::json description, child_options;
   // A child that dies (a segfault in a GPU library, the OOM killer) leaves the entries it
   // finished in its result: keep them, count the entry it died on as failed, and start a
   // new child on the rest. One that dies before timing anything on its first run, or three
@@ -176,7 +176,7 @@ LaunchedTiming TimeThroughLaunch(
         {launch, "time-steps", "--device", device, "--in", request, "--out", result, "--warmup",
          std::to_string(options.warmup), "--repeats", std::to_string(options.repeats),
          "--steps-per-repeat", std::to_string(options.steps_per_repeat), "--threads",
-         std::to_string(options.threads)},
+         std::to_string(options.threads), "--profile", std::to_string(options.profile_steps)},
         [&](size_t done, size_t, const std::string& line) {
           if (progress) progress(start + done, entries.size(), line);
         },
@@ -213,11 +213,14 @@ LaunchedTiming TimeThroughLaunch(
                    failed.model.c_str());
     }
     if (description.is_null()) description = r.device;
+    if (child_options.is_null()) child_options = r.options;
     samples.insert(samples.end(), r.samples.begin(), r.samples.end());
   }
 
   LaunchedTiming t;
   t.device = description;
+  t.options = child_options;
+  t.results = samples;
   for (size_t i = 0; i < entries.size(); ++i) {
     const TimeStepsSample& s = samples[i];
     if (s.model != entries[i].spec.name)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/time_steps_file.hpp"
 #include "estimator/calibrate/calibrate.hpp"
 #include "estimator/model/time_model.hpp"
 
@@ -21,6 +22,10 @@ struct LaunchedTiming {
   std::vector<size_t> entry_of;       // samples[i] timed entries[entry_of[i]]
   std::vector<std::string> failures;  // "MODEL b256: REASON" for each entry that could not
   nlohmann::json device;              // the child's "device" (time_steps_file.hpp)
+  nlohmann::json options;             // and its "options"
+  // Every entry's sample as the child wrote it (failed ones too), with its passes where
+  // TimingOptions::profile_steps asked for them.
+  std::vector<TimeStepsSample> results;
 };
 
 // Writes the entries as a request, runs `dlh-launch time-steps --device DEVICE` on it (DEVICE:

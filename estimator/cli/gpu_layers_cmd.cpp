@@ -16,6 +16,7 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "common/time_steps_file.hpp"
 #include "estimator/calibrate/calibrate.hpp"
 #include "estimator/cli/command_line.hpp"
 #include "estimator/cluster/cluster.hpp"
@@ -163,6 +164,84 @@ int CheckPredictions(const po::variables_map& vm) {
   return kExitOk;
 }
 
+// A measured pass's key (common/layer_pass_time.hpp) for a kernel of the layer model, or
+// empty for one no profiled pass holds (a batchnorm's commit runs outside the step's passes).
+std::pair<int, std::string> PassOf(const GpuKernel& k, const std::vector<LayerCost>& layers) {
+  if (k.layer < 0) return {-1, k.pass == GpuPass::Update ? "update" : "loss"};
+  if (k.pass == GpuPass::Update) return {k.layer, ""};
+  if (k.pass == GpuPass::Forward) return {k.layer, "forward"};
+  const LayerKind kind = layers[size_t(k.layer)].kind;
+  if (kind != LayerKind::Conv2d && kind != LayerKind::Dense) return {k.layer, "backward"};
+  return {k.layer, k.pass == GpuPass::BackwardData ? "backward-data" : "backward-weights"};
+}
+
+// --profile FILE (dlh-estimate profile --device cuda --out): the fitted model's device and
+// host time of every profiled pass against the measured ones, summed by layer kind and pass.
+void CompareProfiles(const std::string& path, const GpuPeaks& gpu, const GpuLayerParams& params,
+                     bool each) {
+  const TimeStepsResult r = ReadTimeStepsResult(path);
+  const std::map<std::string, TrainSpec> known = KnownModels();
+  struct Group {
+    int passes = 0;
+    double measured_device = 0, predicted_device = 0, device_error = 0;
+    double measured_host = 0, predicted_host = 0;
+  };
+  std::map<std::string, Group> groups;  // "conv2d forward"
+  int models = 0, unmodelled = 0;
+  for (const TimeStepsSample& s : r.samples) {
+    if (s.layers.empty()) continue;
+    auto it = known.find(s.model);
+    if (it == known.end())
+      throw UsageError(path + ": '" + s.model +
+                       "' is no GPU sweep or validation model: its layers cannot be rebuilt");
+    const ModelFeatures f = ComputeFeatures(it->second);
+    std::map<std::pair<int, std::string>, std::pair<double, double>> predicted;  // device, host
+    for (const GpuKernel& k : GpuStepKernels(f, s.batch)) {
+      const auto key = PassOf(k, f.layers);
+      if (key.second.empty()) continue;
+      predicted[key].first += KernelDeviceSeconds(k, gpu, params);
+      predicted[key].second += KernelHostSeconds(k, params);
+    }
+    ++models;
+    if (each)
+      std::printf("\n%s, batch %lld\n  %5s %-16s %-16s %12s %12s %10s %10s  %s\n", s.model.c_str(),
+                  (long long)s.batch, "layer", "kind", "pass", "device ms", "predicted", "host ms",
+                  "predicted", "algorithm");
+    for (const LayerPassTime& p : s.layers) {
+      const auto found = predicted.find({p.layer, p.pass});
+      if (found == predicted.end()) {
+        ++unmodelled;
+        continue;
+      }
+      Group& g = groups[p.kind + " " + p.pass];
+      ++g.passes;
+      g.measured_device += p.device_s;
+      g.predicted_device += found->second.first;
+      if (p.device_s > 0)
+        g.device_error += std::fabs(found->second.first - p.device_s) / p.device_s;
+      g.measured_host += p.host_s;
+      g.predicted_host += found->second.second;
+      if (each)
+        std::printf("  %5s %-16s %-16s %12.4f %12.4f %10.4f %10.4f  %s\n",
+                    p.layer < 0 ? "-" : std::to_string(p.layer).c_str(), p.kind.c_str(),
+                    p.pass.c_str(), p.device_s * 1e3, found->second.first * 1e3, p.host_s * 1e3,
+                    found->second.second * 1e3, p.algorithm.empty() ? "-" : p.algorithm.c_str());
+    }
+  }
+  if (models == 0)
+    throw UsageError("--profile: " + path + ": no profiled model (time-steps --profile)");
+  std::printf(
+      "\nthe layer model's passes against %s (%d models; %d passes the model runs no kernel "
+      "for left out):\n%-30s %6s %13s %13s %8s %10s %11s %11s\n",
+      path.c_str(), models, unmodelled, "kind and pass", "passes", "device ms", "predicted", "MAPE",
+      "host ms", "predicted", "host ratio");
+  for (const auto& [name, g] : groups)
+    std::printf("%-30s %6d %13.4f %13.4f %7.1f%% %10.4f %11.4f %11.2f\n", name.c_str(), g.passes,
+                g.measured_device * 1e3, g.predicted_device * 1e3, 100 * g.device_error / g.passes,
+                g.measured_host * 1e3, g.predicted_host * 1e3,
+                g.measured_host > 0 ? g.predicted_host / g.measured_host : 0.0);
+}
+
 }  // namespace
 
 int GpuLayersCommand(const std::vector<std::string>& args) {
@@ -188,7 +267,10 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
     ("date", po::value<std::string>(), "with --out: the date to record (default: today, UTC)")
     ("folds", po::value<int>()->default_value(5), "cross-validation folds (0: none)")
     ("markdown", "print the table as Markdown")
-    ("sweep", "also print the fit's error on every sweep sample");
+    ("sweep", "also print the fit's error on every sweep sample")
+    ("profile", po::value<std::string>(), "a per-layer GPU profile (dlh-estimate profile --device "
+        "cuda --out) of the calibrated type: the model's time of every pass against it")
+    ("passes", "with --profile: every pass of every model, not only the sums by kind");
   // clang-format on
   po::variables_map vm;
   if (!Parse("gpu-layers", args, d, {}, vm)) return kExitOk;
@@ -197,6 +279,7 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
     if (!vm.count(required)) throw UsageError(std::string("--") + required + ": required");
   if (vm.count("out") && !vm.count("predict")) throw UsageError("--out: needs --predict");
   if (vm.count("set") && !vm.count("measured")) throw UsageError("--set: needs --measured");
+  if (vm.count("passes") && !vm.count("profile")) throw UsageError("--passes: needs --profile");
   const std::string cal_path = Str(vm, "calibration");
   const Calibration cal = LoadCalibration(cal_path);
   if (cal.device != "cuda")
@@ -218,6 +301,9 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
                   m.model.c_str(), (long long)m.batch, m.seconds * 1e3, t.seconds * 1e3,
                   100 * (t.seconds - m.seconds) / m.seconds, t.host_s * 1e3, t.device_s * 1e3);
     }
+
+  if (vm.count("profile"))
+    CompareProfiles(Str(vm, "profile"), reference.peaks, fit.params, vm.count("passes") > 0);
 
   if (vm.count("measured")) {
     const std::string path = Str(vm, "measured");

@@ -35,6 +35,7 @@
 #include "estimator/cli/features_cmd.hpp"
 #include "estimator/cli/gpu_layers_cmd.hpp"
 #include "estimator/cli/observations_cmd.hpp"
+#include "estimator/cli/profile_gpu_cmd.hpp"
 #include "estimator/cli/profile_slurm_cmd.hpp"
 #include "estimator/cli/recommend_cmd.hpp"
 #include "estimator/cli/replay_cmd.hpp"
@@ -105,7 +106,9 @@ int Main(int argc, char** argv) {
   if (command == "probe") return ProbeCommand(args, "dlh-estimate");
   if (command == "rates") return RatesCommand(args);
   if (command == "profile")
-    return IsSlurmProfile(args) ? ProfileSlurmCommand(args) : ProfileCommand(args);
+    return IsSlurmProfile(args) ? ProfileSlurmCommand(args)
+           : IsGpuProfile(args) ? ProfileGpuCommand(args)
+                                : ProfileCommand(args);
   if (command == "comm") return CommCommand(args);
   if (command == "scaling") return ScalingCommand(args);
   if (command == "recommend") return RecommendCommand(args);

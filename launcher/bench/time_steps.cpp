@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -20,6 +21,7 @@
 #include "common/time_steps_file.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/device.hpp"
+#include "launcher/engine/layer_timing.hpp"
 #include "launcher/nn/thread_pool.hpp"
 
 namespace po = boost::program_options;
@@ -32,6 +34,7 @@ struct Options {
   int index = -1;    // GPU among the visible ones
   int warmup = 2, repeats = 5, steps_per_repeat = 3, threads = 0;
   double warmup_seconds = -1;  // as given; after parsing, -1 became the device's default
+  int profile_steps = 0;       // --profile: steps timed layer by layer after the others
 };
 
 // A GPU idles at a low clock between entries (an H100 at 345 MHz) and takes a while to
@@ -54,6 +57,42 @@ std::unique_ptr<EnergyMeter> OpenEnergyMeter(const Options& o, const Engine& eng
     return bus.empty() ? nullptr : MakeGpuEnergyMeter(bus, &why_not);
   }
   return MakeCpuEnergyMeter(&why_not);
+}
+
+// The entry's step timed pass by pass (launcher/engine/layer_timing.hpp): `profile_steps`
+// steps, each pass's device and host time the median over them. Every step runs the same
+// passes in the same order; a step that does not is an error, not a row.
+std::vector<LayerPassTime> ProfileLayers(Engine* engine, const Options& o,
+                                         const std::function<void()>& forward_backward,
+                                         const std::function<void()>& rest_of_step) {
+  LayerTiming* timing = GpuLayerTiming(engine, o.kind);
+  if (timing == nullptr) throw Error("--profile: this CUDA backend cannot time its layers");
+  timing->set_layer_timing(true);
+  std::vector<std::vector<LayerPassTime>> steps;
+  try {
+    for (int i = 0; i < o.profile_steps; ++i) {
+      forward_backward();
+      rest_of_step();
+      steps.push_back(timing->last_step_layer_times());
+    }
+  } catch (...) {
+    timing->set_layer_timing(false);
+    throw;
+  }
+  timing->set_layer_timing(false);
+  std::vector<LayerPassTime> out = steps.front();
+  for (size_t k = 0; k < out.size(); ++k) {
+    std::vector<double> device, host;
+    for (const std::vector<LayerPassTime>& step : steps) {
+      if (step.size() != out.size() || step[k].layer != out[k].layer || step[k].pass != out[k].pass)
+        throw Error("--profile: the profiled steps ran different passes (internal)");
+      device.push_back(step[k].device_s);
+      host.push_back(step[k].host_s);
+    }
+    out[k].device_s = Median(device);
+    out[k].host_s = Median(host);
+  }
+  return out;
 }
 
 // One entry: the engine the trainer would build, random data of the entry's shape, and the
@@ -153,6 +192,10 @@ TimeStepsSample TimeEntry(const TimeStepsEntry& entry, const Options& o) {
     const double j = meter->joules() - j0;
     sample.joules = j > 0 ? j / window : -1;  // a counter that did not move measured nothing
   }
+  if (o.profile_steps > 0) {
+    rest_of_step();  // the last step's update, outside the profile
+    sample.layers = ProfileLayers(engine.get(), o, forward_backward, rest_of_step);
+  }
   (void)loss_sink;
   return sample;
 }
@@ -206,7 +249,10 @@ int RunTimeStepsCommand(const std::vector<std::string>& args, int rank, int size
     ("steps-per-repeat", po::value(&o.steps_per_repeat)->default_value(o.steps_per_repeat),
         "steps in each block")
     ("threads", po::value(&o.threads)->default_value(o.threads),
-        "CPU engine threads (0: OPENBLAS_NUM_THREADS or all cores)");
+        "CPU engine threads (0: OPENBLAS_NUM_THREADS or all cores)")
+    ("profile", po::value(&o.profile_steps)->default_value(o.profile_steps),
+        "then time this many steps layer by layer (GPU only; each pass's median goes into the "
+        "sample's \"layers\")");
   // clang-format on
   SubcommandSyntax syntax;
   syntax.prefix = "time-steps: ";
@@ -230,6 +276,12 @@ int RunTimeStepsCommand(const std::vector<std::string>& args, int rank, int size
   if (o.steps_per_repeat < 1 || o.steps_per_repeat > 1000)
     throw UsageError("--steps-per-repeat: must be 1 to 1000");
   if (o.threads < 0) throw UsageError("--threads: must not be negative");
+  if (o.profile_steps < 0 || o.profile_steps > 1000)
+    throw UsageError("--profile: must be 0 to 1000");
+  if (o.profile_steps > 0 && o.kind != "cuda")
+    throw UsageError(
+        "--profile: times the GPU engine's layers (--device cuda); the CPU engine's: "
+        "dlh-estimate profile SPEC");
   if (o.threads > 0) SetCpuThreads(o.threads);
 
   std::vector<TimeStepsEntry> entries;
@@ -245,7 +297,8 @@ int RunTimeStepsCommand(const std::vector<std::string>& args, int rank, int size
                     {"warmup_seconds", o.warmup_seconds},
                     {"repeats", o.repeats},
                     {"steps_per_repeat", o.steps_per_repeat},
-                    {"threads", o.kind == "cpu" ? CpuThreads() : 0}};
+                    {"threads", o.kind == "cpu" ? CpuThreads() : 0},
+                    {"profile_steps", o.profile_steps}};
   WriteFileAtomically(out, TimeStepsResultText(result));  // an unwritable --out fails first
   // The header names the device: dlh-estimate announces the calibration with it.
   const int threads = CpuThreads();

@@ -18,6 +18,7 @@
 #include "launcher/engine/cuda/backend_api.hpp"
 #include "launcher/engine/gpu_assignment.hpp"
 #include "launcher/engine/gpu_placement.hpp"
+#include "launcher/engine/layer_timing.hpp"
 
 namespace dlh {
 namespace {
@@ -29,6 +30,8 @@ struct CudaBackend {
   DlhCudaGpuIdFn gpu_id = nullptr;
   // Optional: only DescribeCudaDevice needs it.
   DlhCudaDescribeFn describe = nullptr;
+  // Optional: only a profiled step (dlh-launch time-steps --profile) needs it.
+  DlhCudaLayerTimingFn layer_timing = nullptr;
   std::string error;  // why it cannot be used (empty: it can)
 };
 
@@ -51,6 +54,7 @@ const CudaBackend& LoadCudaBackend() {
     b.make = reinterpret_cast<DlhCudaMakeEngineFn>(dlsym(handle, "dlh_cuda_make_engine"));
     b.gpu_id = reinterpret_cast<DlhCudaGpuIdFn>(dlsym(handle, "dlh_cuda_gpu_id"));
     b.describe = reinterpret_cast<DlhCudaDescribeFn>(dlsym(handle, "dlh_cuda_describe"));
+    b.layer_timing = reinterpret_cast<DlhCudaLayerTimingFn>(dlsym(handle, "dlh_cuda_layer_timing"));
     if (!version || !b.probe || !b.make || !b.gpu_id) {
       b.error = path + ": not a DLH CUDA backend (entry points missing)";
     } else if (std::string(version()) != DLH_VERSION) {
@@ -229,6 +233,12 @@ bool DeviceNoteWanted(MPI_Comm comm, bool asked) {
   int mine = asked ? 1 : 0, any = 0;
   MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, comm));
   return any != 0;
+}
+
+LayerTiming* GpuLayerTiming(Engine* engine, const std::string& device_kind) {
+  if (engine == nullptr || device_kind != "cuda") return nullptr;
+  const CudaBackend& b = LoadCudaBackend();
+  return b.error.empty() && b.layer_timing != nullptr ? b.layer_timing(engine) : nullptr;
 }
 
 std::string DescribeCudaDevice(int device) {

@@ -216,6 +216,7 @@ run() {
   step "CPU/GPU parity, residual network (new layers, unverified until this row)" 180 check_parity_resnet
   step "GPU resume equals uninterrupted run (param crc32)" 180 check_resume
   step "energy (NVML)" 120 check_energy
+  step "per-layer GPU profile (new, unverified until this row)" 180 check_profile "$out"
   step "GPU calibration and validation" 480 check_calibration "$out"
   step "throughput against PyTorch" 420 check_throughput
   step "PyTorch at its best (cudnn.benchmark, channels_last, TF32, bf16, CUDA graphs, torch.compile)" 600 check_torch_best "$out"
@@ -514,6 +515,31 @@ check_calibration() {
   [[ $cal == "$committed" ]] ||
     py "$helpers" cluster "$root/share/cluster/example.json" "$out/share/cluster/example.json" "$gpu_slug"
   row "GPU calibration and validation" "$(py "$helpers" calibration "$w/validate.txt" "${DLH_GPU_CALIBRATION_GOAL:-15}"); $what"
+}
+
+# 7b. Where a GPU step goes (issue 40, part 5): every GPU validation model's step timed pass
+# by pass (dlh-estimate profile --device cuda), kept as OUTDIR/SLUG-profile.json (for
+# share/gpu/results/: the GPU layer model's per-layer terms are fitted from it offline), and
+# where this type has a committed calibration, the layer model's passes set against it
+# (gpu-layers --profile). DLH_GPU_PROFILE_SWEEP=1: the calibration's sweep too (96 models).
+check_profile() {
+  local out=$1 f peaks='' cal=$root/share/calibration/$gpu_slug.json
+  dlh-estimate profile --device cuda --set all --steps 10 --repeats 3 \
+    --out "$out/$gpu_slug-profile.json" >"$w/profile.txt" 2>&1
+  cat "$w/profile.txt" >>"$log"
+  if [[ ${DLH_GPU_PROFILE_SWEEP:-0} == 1 ]]; then
+    dlh-estimate profile --device cuda --set sweep --steps 10 --repeats 3 \
+      --out "$out/$gpu_slug-profile-sweep.json" >>"$log" 2>&1
+  fi
+  for f in "$root/share/gpu/specs/${gpu_slug%%-*}"*.json; do  # h100-80gb-hbm3: h100-sxm.json
+    [[ -e $f ]] && peaks=$f && break
+  done
+  if [[ -f $cal && -n $peaks ]]; then
+    dlh-estimate gpu-layers --calibration "$cal" --peaks "$peaks" --folds 0 \
+      --profile "$out/$gpu_slug-profile.json" --passes >>"$log" 2>&1 || true
+  fi
+  row "per-layer GPU profile (new, unverified until this row)" \
+    "$(py "$helpers" profile "$out/$gpu_slug-profile.json"); kept as $gpu_slug-profile.json"
 }
 
 # 8. Throughput against PyTorch on the same GPU, model and batch, like for like: PyTorch

@@ -211,6 +211,29 @@ def against_best(name, precision_name, dlh_rates, path):
             f"data), PyTorch best {best['median']:.0f} ({best['variant']}): **{ratio:.2f}x**")
 
 
+def profile(path):
+    """The per-layer profile's row: how many models were timed pass by pass, and how much of
+    each step the passes' device time is (the rest: the host's issuing, synchronisation)."""
+    r = json.load(open(path))
+    done = [s for s in r["samples"] if s.get("layers")]
+    failed = [s["model"] for s in r["samples"] if s["seconds"] is None]
+    if not done:
+        return "**FAILED**: no model was profiled"
+    shares = sorted(sum(p["device_s"] for p in s["layers"]) / s["seconds"] for s in done)
+    passes = sum(len(s["layers"]) for s in done)
+    conv = [p for s in done for p in s["layers"] if p["kind"] == "conv2d"]
+    named = sum(1 for p in conv if p["algorithm"])
+    bad = [s["model"] for s in done if any(p["device_s"] <= 0 for p in s["layers"]
+                                           if p["kind"] in ("conv2d", "dense"))]
+    verdict = "passed" if not bad and named == len(conv) else "**FAILED**"
+    return (f"{verdict}: {len(done)} of {len(r['samples'])} models, {passes} passes; the passes' "
+            f"device time is {100 * shares[0]:.0f}% to {100 * shares[-1]:.0f}% of the step "
+            f"(median {100 * shares[len(shares) // 2]:.0f}%); {named} of {len(conv)} "
+            f"convolution passes name cuDNN's algorithm"
+            + (f"; a GEMM layer pass without device time: {', '.join(bad)}" if bad else "")
+            + (f"; not profiled: {', '.join(failed)}" if failed else ""))
+
+
 def cluster(src, dst, slug):
     c = json.load(open(src))
     for t in c["gpu_types"]:
@@ -224,7 +247,7 @@ def cluster(src, dst, slug):
 
 def main():
     commands = {"parity": parity, "hierarchical": hierarchical, "stand-in": stand_in,
-                "calibration": calibration,
+                "calibration": calibration, "profile": profile,
                 "energy": energy, "rates": rates,
                 "throughput-row": throughput_row, "cluster": cluster,
                 "torch-best": torch_best, "torch-best-table": torch_best_table,

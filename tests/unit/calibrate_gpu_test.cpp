@@ -216,8 +216,8 @@ TEST(CalibrateTimeStepsFile, ResultRoundTripsWithFailuresAndEnergy) {
   r.device = {{"kind", "cuda"}, {"name", "NVIDIA H100"}};
   r.options = {{"repeats", 5}};
   r.complete = true;
-  r.samples.push_back({"a", 64, 0.0125, 3.5, ""});
-  r.samples.push_back({"b", 1024, -1, -1, "out of memory"});
+  r.samples.push_back({"a", 64, 0.0125, 3.5, "", {}});
+  r.samples.push_back({"b", 1024, -1, -1, "out of memory", {}});
   const std::string path = WriteText(dir, "result.json", TimeStepsResultText(r));
   const TimeStepsResult back = ReadTimeStepsResult(path);
   EXPECT_TRUE(back.complete);
@@ -234,7 +234,7 @@ TEST(CalibrateTimeStepsFile, ResultRoundTripsWithFailuresAndEnergy) {
 TEST(CalibrateTimeStepsFile, BadResultNamesFileAndField) {
   TempDir dir("dlh-calib-gpu");
   TimeStepsResult r;
-  r.samples.push_back({"a", 64, 0.01, -1, ""});
+  r.samples.push_back({"a", 64, 0.01, -1, "", {}});
   const std::string good = TimeStepsResultText(r);
   auto message = [&](std::string text, const std::string& from, const std::string& to) {
     text.replace(text.find(from), from.size(), to);
@@ -250,6 +250,55 @@ TEST(CalibrateTimeStepsFile, BadResultNamesFileAndField) {
             where + "samples[0].batch: must be a positive integer, got \"64\"");
   EXPECT_EQ(message(good, "\"model\": \"a\",", ""), where + "samples[0].model: required");
   EXPECT_EQ(message(good, "\"version\": 1", "\"version\": 2"), where + "version: must be 1, got 2");
+}
+
+// A profiled sample's passes (time-steps --profile) survive the file, and a damaged one is
+// refused naming the pass and the field.
+TEST(CalibrateTimeStepsFile, LayerPassesRoundTripAndAreChecked) {
+  TempDir dir("dlh-calib-gpu");
+  TimeStepsResult r;
+  TimeStepsSample s{"a", 64, 0.002, -1, "", {}};
+  s.layers.push_back(
+      {0, "conv2d", "forward", 1.5e-4, 2e-5, "IMPLICIT_PRECOMP_GEMM", "tensor_op", 4096});
+  s.layers.push_back({0, "conv2d", "backward-weights", 2.5e-4, 3e-5, "ALGO_1", "fma", 0});
+  s.layers.push_back({1, "relu", "forward", 1e-5, 4e-6, "", "", 0});
+  s.layers.push_back({-1, "loss", "loss", 8e-6, 1e-5, "", "", 0});
+  r.samples.push_back(s);
+  r.samples.push_back({"b", 64, 0.001, -1, "", {}});  // not profiled: no "layers"
+  const std::string good = TimeStepsResultText(r);
+  EXPECT_EQ(nlohmann::json::parse(good)["samples"][1].count("layers"), 0u);
+  const TimeStepsResult back = ReadTimeStepsResult(WriteText(dir, "result.json", good));
+  ASSERT_EQ(back.samples[0].layers.size(), 4u);
+  EXPECT_TRUE(back.samples[1].layers.empty());
+  const LayerPassTime& conv = back.samples[0].layers[0];
+  EXPECT_EQ(conv.layer, 0);
+  EXPECT_EQ(conv.pass, "forward");
+  EXPECT_EQ(conv.algorithm, "IMPLICIT_PRECOMP_GEMM");
+  EXPECT_EQ(conv.math, "tensor_op");
+  EXPECT_EQ(conv.workspace_bytes, 4096);
+  EXPECT_DOUBLE_EQ(conv.device_s, 1.5e-4);
+  EXPECT_DOUBLE_EQ(conv.host_s, 2e-5);
+  EXPECT_EQ(back.samples[0].layers[2].algorithm, "");  // null: the engine's own kernel
+  EXPECT_EQ(back.samples[0].layers[3].layer, -1);
+
+  auto message = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    const std::string path = WriteText(dir, "res.json", text);
+    return MessageOf<EstimateError>([&] { ReadTimeStepsResult(path); });
+  };
+  const std::string where = dir.path() + "/res.json: samples[0].layers";
+  EXPECT_EQ(message("\"pass\": \"forward\"", "\"pass\": \"sideways\""),
+            where +
+                "[0].pass: must be forward, backward, backward-weights, backward-data, loss "
+                "or update, got \"sideways\"");
+  EXPECT_EQ(message("\"device_s\": 0.00015", "\"device_s\": -1"),
+            where + "[0].device_s: must be a number of seconds, 0 or more, got -1");
+  EXPECT_EQ(message("\"layer\": -1", "\"layer\": 3"),
+            where + "[3].layer: must be -1 for the loss and the update only, got 3 for loss");
+  EXPECT_EQ(message("\"workspace_bytes\": 4096", "\"workspace_bytes\": 1.5"),
+            where + "[0].workspace_bytes: must be a whole number of bytes, 0 or more, got 1.5");
+  EXPECT_EQ(message("\"kind\": \"relu\",", ""), where + "[2].kind: required");
 }
 
 TEST(CalibrateGpuDescription, MakesOneLineForTheCalibration) {

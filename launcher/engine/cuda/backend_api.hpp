@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "launcher/engine/engine.hpp"
+#include "launcher/engine/layer_timing.hpp"
 
 extern "C" {
 
@@ -29,6 +30,10 @@ int dlh_cuda_gpu_id(int device, char* out, size_t out_size);
 // A GPU engine for this rank; throws dlh::Error. Collective over config->comm.
 using DlhCudaMakeEngineFn = dlh::Engine* (*)(const dlh::EngineConfig* config);
 dlh::Engine* dlh_cuda_make_engine(const dlh::EngineConfig* config);
+
+// The layer timing (layer_timing.hpp) of an engine dlh_cuda_make_engine made. Never throws.
+using DlhCudaLayerTimingFn = dlh::LayerTiming* (*)(dlh::Engine* engine);
+dlh::LayerTiming* dlh_cuda_layer_timing(dlh::Engine* engine);
 
 // GPU `device` as one JSON object (name, PCI bus id, memory, peak clocks, driver, CUDA
 // runtime, cuDNN, cuBLAS and NCCL versions) in `json`; returns its length, or -1 with a

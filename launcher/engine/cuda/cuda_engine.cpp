@@ -33,6 +33,7 @@
 #include "launcher/engine/cuda/gpu_stack.hpp"
 #include "launcher/engine/cuda/kernels.hpp"
 #include "launcher/engine/gpu_assignment.hpp"
+#include "launcher/engine/layer_timing.hpp"
 #include "launcher/nn/network.hpp"
 
 namespace dlh {
@@ -76,7 +77,7 @@ const TrainSpec& Trainable(const TrainSpec& spec) {
   return spec;
 }
 
-class CudaEngine : public Engine {
+class CudaEngine : public Engine, public LayerTiming {
  public:
   explicit CudaEngine(const EngineConfig& c) : spec_(Trainable(*c.spec)), host_(spec_), config_(c) {
     host_.init(spec_.seed);
@@ -116,8 +117,13 @@ class CudaEngine : public Engine {
   StepSums forward_backward(const Batch& batch, const ForwardContext& ctx, float loss_scale,
                             const NextBatch& next) override {
     const int n = int(batch.labels.size());
+    if (timer_) {  // a profiled step (layer_timing.hpp): held until it is all issued
+      timer_->hold();
+      timed_batch_ = n;
+    }
     InputSlot& in = slot_for_step(batch, n);
     forward(in, n, ctx);
+    if (timer_) timer_->mark(-1, "loss");
     loss(in, n, loss_scale, stack_->output_gradient());
     if (config_.on_forward_done) {
       // Only when timed (--trace): the host waits for forward, so its time is the GPU's.
@@ -127,12 +133,14 @@ class CudaEngine : public Engine {
     stack_->backward(n, [&](size_t k) {
       if (sync_gradients_) sync_->layer_done(k);
     });
+    if (timer_) timer_->close();
     CUDA_CHECK(cudaEventRecord(in.released.get(), compute_.get()));
     // While backward runs: the next step's batch into the other slot.
     if (next)
       if (const Batch* b = next()) stage_ahead(*b);
     // The host waits for backward here, so that the trainer's compute time is the GPU's.
     CUDA_CHECK(cudaEventRecord(backward_done_.get(), compute_.get()));
+    if (timer_) timer_->release();
     sync_->wait(backward_done_.get(), "backward", false);
     return read_loss();
   }
@@ -181,6 +189,10 @@ class CudaEngine : public Engine {
     const double t = double(step + 1);
     const float c1 = float(1.0 / (1.0 - std::pow(o.beta1, t)));
     const float c2 = float(1.0 / (1.0 - std::pow(o.beta2, t)));
+    if (timer_) {
+      timer_->hold();
+      timer_->mark(-1, "update");
+    }
     // One launch over the flat arrays, the same arithmetic per element as one launch per
     // parameter; the alignment gaps (zero weights, gradients and slots) stay zero.
     if (adam)
@@ -191,6 +203,50 @@ class CudaEngine : public Engine {
       SgdUpdate(params_.get(), grads_.get(), o.momentum != 0 ? slot_a_.get() : nullptr,
                 decay_chunks_.get(), param_total_, rate, float(o.momentum), wd, o.nesterov,
                 compute_.get());
+    if (timer_) {
+      timer_->close();
+      timer_->release();
+    }
+  }
+
+  // LayerTiming (launcher/engine/layer_timing.hpp).
+  void set_layer_timing(bool on) override {
+    if (on && !timer_) timer_ = std::make_unique<GpuStepTimer>(compute_.get());
+    if (!on) timer_.reset();
+    context_.timer = timer_.get();
+    stack_->set_timer(timer_.get());
+  }
+
+  std::vector<LayerPassTime> last_step_layer_times() override {
+    if (!timer_) throw Error("layer timing is off (internal)");
+    const std::vector<GpuStepTimer::Segment> segments = timer_->collect();
+    std::vector<LayerPassTime> out;
+    for (const GpuStepTimer::Segment& s : segments) {
+      LayerPassTime t;
+      t.layer = s.layer;
+      t.pass = s.pass;
+      t.device_s = s.device_s;
+      t.host_s = s.host_s;
+      if (s.layer < 0) {
+        t.kind = s.pass;  // "loss" or "update"
+      } else {
+        const LayerKind kind = spec_.layers[size_t(s.layer)].kind;
+        t.kind = LayerKindName(kind);
+        // The stack marks each layer's backward as one pass, and a convolution or dense
+        // layer marks its input gradient's apart: what is left is its weights' (all of it
+        // for the first layer, which computes no input gradient).
+        if ((kind == LayerKind::Conv2d || kind == LayerKind::Dense) && t.pass == "backward")
+          t.pass = "backward-weights";
+        for (const GpuLayer::PassChoice& c : stack_->layer(size_t(s.layer)).choices(timed_batch_))
+          if (c.pass == s.pass) {
+            t.algorithm = c.algorithm;
+            t.math = c.math;
+            t.workspace_bytes = int64_t(c.workspace_bytes);
+          }
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
   }
 
   StepSums evaluate(const float* images, const int32_t* labels, int n,
@@ -560,6 +616,8 @@ class CudaEngine : public Engine {
   PinnedArray<int> host_bad_;
   std::unique_ptr<GpuGradientSync> sync_;
   bool sync_gradients_ = true;
+  std::unique_ptr<GpuStepTimer> timer_;  // set while the layers are timed
+  int timed_batch_ = 0;                  // the batch of the last profiled step
 };
 
 }  // namespace
@@ -605,6 +663,13 @@ __attribute__((visibility("default"))) int dlh_cuda_probe(char* reason, size_t r
   }
   if (usable == 0) say(too_old);
   return usable;
+}
+
+// Every engine this library makes is a CudaEngine, so the cast needs no RTTI across the
+// library's boundary (its type information is local to it: backend.lds).
+__attribute__((visibility("default"))) dlh::LayerTiming* dlh_cuda_layer_timing(
+    dlh::Engine* engine) {
+  return static_cast<dlh::cuda::CudaEngine*>(engine);
 }
 
 __attribute__((visibility("default"))) dlh::Engine* dlh_cuda_make_engine(

@@ -198,6 +198,7 @@ class GpuDense : public GpuLayer {
                                &zero, db_, 1));
       ++c_->dense_bias_unfused;
       if (dx != nullptr) {
+        MarkPass(c_, "backward-data");
         ToBf16(w_, t[2], weights(), c_->stream);
         Gemm(CUBLAS_OP_N, CUBLAS_OP_N, in_features_, n, units_, t[2], in_features_, t[1], units_,
              dx, in_features_, true);
@@ -226,9 +227,28 @@ class GpuDense : public GpuLayer {
       ++c_->dense_bias_unfused;
     }
     // dx^T (in x n) = W^T (in x units) * dy^T (units x n).
-    if (dx != nullptr)
-      Gemm(CUBLAS_OP_N, CUBLAS_OP_N, in_features_, n, units_, w_, in_features_, dy, units_, dx,
-           in_features_, false);
+    if (dx == nullptr) return;
+    MarkPass(c_, "backward-data");
+    Gemm(CUBLAS_OP_N, CUBLAS_OP_N, in_features_, n, units_, w_, in_features_, dy, units_, dx,
+         in_features_, false);
+  }
+
+  std::vector<PassChoice> choices(int n) const override {
+    const std::string math = c_->bf16 ? "bf16" : c_->tf32_gemms ? "tf32" : "fp32";
+    // The plan of batch n that a step used (at the alignment its arrays had), if fused.
+    auto fused = [n](const Plans& plans) -> const LtGemm* {
+      for (const auto& [key, g] : plans)
+        if (key.first == n && g.usable) return &g;
+      return nullptr;
+    };
+    const LtGemm* f = c_->bf16 ? nullptr : fused(forward_);
+    const LtGemm* b = c_->bf16 ? nullptr : fused(backward_);
+    return {{"forward", f ? "cuBLASLt matmul, bias epilogue" : "cuBLAS GEMM, bias kernel", math,
+             f ? f->workspace : 0},
+            {"backward-weights",
+             b ? "cuBLASLt matmul, bias-gradient epilogue" : "cuBLAS GEMM, bias GEMV", math,
+             b ? b->workspace : 0},
+            {"backward-data", "cuBLAS GEMM", math, 0}};
   }
 
  private:

@@ -168,6 +168,81 @@ class GpuMaxPool : public GpuLayer {
   PoolDesc pool_;
 };
 
+// cuDNN's names for its algorithms and math types, less the enums' prefixes, for the
+// layers' profile rows (GpuLayer::choices).
+const char* AlgoName(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+      return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+      return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+      return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+      return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      return "?";
+  }
+}
+const char* AlgoName(cudnnConvolutionBwdDataAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+      return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+      return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      return "?";
+  }
+}
+const char* AlgoName(cudnnConvolutionBwdFilterAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0:
+      return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1:
+      return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3:
+      return "ALGO_3";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    default:
+      return "?";
+  }
+}
+const char* MathName(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH:
+      return "default";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor_op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor_op_allow_conversion";
+    case CUDNN_FMA_MATH:
+      return "fma";
+    default:
+      return "?";
+  }
+}
+
 // A convolution descriptor of the spec's geometry: cross-correlation, as the CPU engine's
 // im2col computes it.
 ConvDesc MakeConvDesc(const LayerSpec& s) {
@@ -251,6 +326,7 @@ class GpuConv2d : public GpuLayer {
           c_->workspace->get(), a.workspace, &zero, filter_.get(), t[4]));
       FromBf16(t[4], dw_, weights(), c_->stream);
       if (dx != nullptr) {
+        MarkPass(c_, "backward-data");
         ToBf16(w_, t[2], weights(), c_->stream);
         CUDNN_CHECK(cudnnConvolutionBackwardData(
             c_->cudnn, &one, filter_.get(), t[2], y_.get(), t[1], data_conv_.get(), a.bwd_data,
@@ -262,10 +338,11 @@ class GpuConv2d : public GpuLayer {
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         c_->cudnn, &one, x_.get(), x, y_.get(), dy, filter_conv_.get(), a.bwd_filter,
         c_->workspace->get(), a.workspace, &zero, filter_.get(), dw_));
-    if (dx != nullptr)
-      CUDNN_CHECK(cudnnConvolutionBackwardData(c_->cudnn, &one, filter_.get(), w_, y_.get(), dy,
-                                               data_conv_.get(), a.bwd_data, c_->workspace->get(),
-                                               a.workspace, &zero, x_.get(), dx));
+    if (dx == nullptr) return;
+    MarkPass(c_, "backward-data");
+    CUDNN_CHECK(cudnnConvolutionBackwardData(c_->cudnn, &one, filter_.get(), w_, y_.get(), dy,
+                                             data_conv_.get(), a.bwd_data, c_->workspace->get(),
+                                             a.workspace, &zero, x_.get(), dx));
   }
 
  private:
@@ -276,10 +353,22 @@ class GpuConv2d : public GpuLayer {
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
     cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
-    size_t workspace = 0;
+    size_t workspace = 0;  // the largest of the three passes'
+    size_t fwd_workspace = 0, bwd_data_workspace = 0, bwd_filter_workspace = 0;
   };
 
   void plan(int n) override { prepare(n); }
+
+  std::vector<PassChoice> choices(int n) const override {
+    const auto it = algos_.find(n);
+    if (it == algos_.end()) return {};
+    const Algos& a = it->second;
+    return {
+        {"forward", AlgoName(a.fwd), MathName(a.fwd_math), a.fwd_workspace},
+        {"backward-weights", AlgoName(a.bwd_filter), MathName(a.bwd_filter_math),
+         a.bwd_filter_workspace},
+        {"backward-data", AlgoName(a.bwd_data), MathName(a.bwd_data_math), a.bwd_data_workspace}};
+  }
 
   size_t weights() const { return size_t(out_.channels) * in_.channels * kernel_ * kernel_; }
   size_t in_count(int n) const { return size_t(n) * size_t(in_.elements()); }
@@ -346,6 +435,9 @@ class GpuConv2d : public GpuLayer {
     a.fwd_math = math(f.mathType);
     a.bwd_data_math = math(d.mathType);
     a.bwd_filter_math = math(w.mathType);
+    a.fwd_workspace = f.memory;
+    a.bwd_data_workspace = d.memory;
+    a.bwd_filter_workspace = w.memory;
     a.workspace = std::max({f.memory, d.memory, w.memory});
     GrowWorkspace(c_, a.workspace);
     if (c_->bf16)

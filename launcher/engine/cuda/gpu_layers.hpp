@@ -17,6 +17,7 @@
 #include "common/spec.hpp"
 #include "launcher/engine/cuda/bf16.hpp"
 #include "launcher/engine/cuda/resources.hpp"
+#include "launcher/engine/cuda/step_timer.hpp"
 #include "launcher/nn/layer.hpp"
 
 namespace dlh {
@@ -50,7 +51,15 @@ struct GpuContext {
   // Dense bias steps (forward add, backward gradient) that ran fused and unfused: the
   // tests check that the fused path really runs, which the values alone cannot tell.
   int64_t dense_bias_fused = 0, dense_bias_unfused = 0;
+  // Set while the engine times its layers (launcher/engine/layer_timing.hpp): a layer that
+  // computes its input gradient apart from its weights' marks that pass (MarkPass).
+  GpuStepTimer* timer = nullptr;
 };
+
+// Marks the start of `pass` of the layer being timed, when the context's step is.
+inline void MarkPass(GpuContext* c, const char* pass) {
+  if (c->timer != nullptr) c->timer->mark_pass(pass);
+}
 
 using PointerMap = std::map<std::string, float*>;
 
@@ -84,6 +93,18 @@ class GpuLayer {
   // Chooses what the layer needs for batch n (convolution algorithms and their workspace),
   // so that it is made when the engine is built rather than in a step.
   virtual void plan(int n) { (void)n; }
+  // What runs each of its passes at batch n where a library chooses (planned before), for
+  // the layer's profile rows (launcher/engine/layer_timing.hpp); none for the engine's own
+  // kernels.
+  struct PassChoice {
+    std::string pass;  // as LayerPassTime::pass
+    std::string algorithm, math;
+    size_t workspace_bytes = 0;
+  };
+  virtual std::vector<PassChoice> choices(int n) const {
+    (void)n;
+    return {};
+  }
 };
 
 // `in` and `out` are per-sample shapes (from LayerShapes); `max_batch` bounds n. `name`

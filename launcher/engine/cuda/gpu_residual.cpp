@@ -2,6 +2,7 @@
 #include "launcher/engine/cuda/gpu_residual.hpp"
 
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -64,6 +65,12 @@ class GpuResidual : public GpuLayer {
   void backward(const float* x, const float* y, const float* dy, float* dx, int n) override {
     // The paths kept their input (x) and activations from forward.
     (void)x, (void)y;
+    // A profiled step times the block as one layer: its paths' layers mark no passes.
+    struct Unmarked {
+      GpuContext* c;
+      GpuStepTimer* timer;
+      ~Unmarked() { c->timer = timer; }
+    } unmarked{c_, std::exchange(c_->timer, nullptr)};
     main_->backward(dy, dx, n, nullptr);
     const size_t count = size_t(n) * size_t(in_values_);
     if (shortcut_) {

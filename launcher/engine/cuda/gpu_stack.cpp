@@ -36,6 +36,7 @@ void GpuStack::forward(const float* input, int n, ForwardContext ctx,
     // the pointer its interface takes, nothing writes through it.
     float* y = layers_[i]->output_is_input() ? const_cast<float*>(x) : acts_[i].get();
     ctx.layer_index = index_of ? index_of(i) : int(i);
+    if (timer_ != nullptr) timer_->mark(int(i), "forward");
     layers_[i]->forward(x, y, n, ctx);
     outputs_[i] = y;
     x = y;
@@ -61,6 +62,7 @@ void GpuStack::backward(const float* dy, float* dx_input, int n,
       dx = const_cast<float*>(dy);  // nothing writes through it (see forward)
     else
       dx = dy == grad_a_.get() ? grad_b_.get() : grad_a_.get();
+    if (timer_ != nullptr) timer_->mark(int(k), "backward");
     if (k == 0 && dx != nullptr && layers_[k]->output_is_input()) {
       // Its input gradient is dy itself, wanted in the caller's array.
       if (stream_ == nullptr) throw Error("GPU layers: a stack without a stream copied (internal)");

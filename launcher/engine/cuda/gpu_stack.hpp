@@ -57,6 +57,10 @@ class GpuStack {
   // afterwards gradient(0) and gradient(1) still hold their values, later ones may not.
   const float* gradient(size_t k) const { return gradients_[k]; }
 
+  // While set, forward() and backward() mark each layer's passes on it (step_timer.hpp),
+  // layer i as i: only the network's own stack, not a residual block's paths.
+  void set_timer(GpuStepTimer* timer) { timer_ = timer; }
+
  private:
   std::vector<std::unique_ptr<GpuLayer>> layers_;
   cudaStream_t stream_;
@@ -66,6 +70,7 @@ class GpuStack {
   const float* input_ = nullptr;         // of the last forward()
   std::vector<const float*> outputs_;    // per layer, of the last forward()
   std::vector<const float*> gradients_;  // per layer, of the last backward()
+  GpuStepTimer* timer_ = nullptr;
 };
 
 }  // namespace cuda
