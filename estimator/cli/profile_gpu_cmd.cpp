@@ -76,8 +76,8 @@ void Print(const TimeStepsResult& r, bool json) {
     std::cout << TimeStepsResultText(r);
     return;
   }
-  const std::string on = r.device.value("kind", "") == "cuda" ? GpuHostLine(r.device)
-                                                              : r.device.value("kind", "?");
+  const std::string on =
+      r.device.value("kind", "") == "cuda" ? GpuHostLine(r.device) : r.device.value("kind", "?");
   const int steps = r.options.value("profile_steps", 0);
   std::printf(
       "on %s; each pass the median of %d profiled steps, timed between CUDA events with the "
@@ -134,18 +134,19 @@ int ProfileGpuCommand(const std::vector<std::string>& args) {
   const bool has_spec = vm.count("SPEC") > 0;
   if (!measured.empty()) {
     if (!device.empty() || has_spec || !set.empty() || !out.empty())
-      throw UsageError("profile: --measured prints a kept result: no --device, SPEC, --set or "
-                       "--out with it");
+      throw UsageError(
+          "profile: --measured prints a kept result: no --device, SPEC, --set or "
+          "--out with it");
     Print(ReadTimeStepsResult(measured), json);
     return kExitOk;
   }
   if (device == "cpu")
-    throw UsageError("profile: --device cpu: the CPU engine is profiled in this process: "
-                     "dlh-estimate profile SPEC [--threads N]");
+    throw UsageError(
+        "profile: --device cpu: the CPU engine is profiled in this process: "
+        "dlh-estimate profile SPEC [--threads N]");
   if (device != "cuda" && device.rfind("cuda:", 0) != 0)
     throw UsageError("profile: --device: must be cuda or cuda:N, got '" + device + "'");
-  if (has_spec == !set.empty())
-    throw UsageError("profile: give SPEC or --set NAME (one of them)");
+  if (has_spec == !set.empty()) throw UsageError("profile: give SPEC or --set NAME (one of them)");
   if (timing.profile_steps < 1 || timing.profile_steps > 1000)
     throw UsageError("profile: --steps: must be 1 to 1000");
   if (timing.repeats < 1 || timing.repeats > 1000)

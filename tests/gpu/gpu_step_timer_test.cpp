@@ -1,14 +1,13 @@
 // DLH — a GPU step timed pass by pass (launcher/engine/cuda/step_timer.hpp): the passes come
 // back in the order the stack ran them, each with its device and host time, the held stream
 // lets nothing run before release(), and a convolution names the algorithms cuDNN chose.
-#include "launcher/engine/cuda/step_timer.hpp"
-
 #include <chrono>
 #include <memory>
 #include <thread>
 
 #include "common/spec.hpp"
 #include "launcher/engine/cuda/gpu_stack.hpp"
+#include "launcher/engine/cuda/step_timer.hpp"
 #include "launcher/nn/layer.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
@@ -76,9 +75,9 @@ TEST(GpuStepTimer, PassesInOrderWithTheirTimesAndAlgorithms) {
     // 5 forward; backward: dense (weights, data), flatten, conv (weights, data), relu, and
     // the first conv's weights alone.
     const std::vector<std::pair<int, std::string>> want = {
-        {0, "forward"},  {1, "forward"},       {2, "forward"},  {3, "forward"},
+        {0, "forward"},  {1, "forward"},       {2, "forward"},       {3, "forward"},
         {4, "forward"},  {4, "backward"},      {4, "backward-data"}, {3, "backward"},
-        {2, "backward"}, {2, "backward-data"}, {1, "backward"}, {0, "backward"}};
+        {2, "backward"}, {2, "backward-data"}, {1, "backward"},      {0, "backward"}};
     ASSERT_EQ(passes.size(), want.size());
     for (size_t k = 0; k < want.size(); ++k) {
       EXPECT_EQ(passes[k].layer, want[k].first) << k;

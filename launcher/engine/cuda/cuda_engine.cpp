@@ -211,6 +211,9 @@ class CudaEngine : public Engine, public LayerTiming {
 
   // LayerTiming (launcher/engine/layer_timing.hpp).
   void set_layer_timing(bool on) override {
+    // --trace waits for forward in the middle of the step, which a held stream never ends.
+    if (on && config_.on_forward_done)
+      throw Error("layer timing: not with a timeline (--trace) of the same steps");
     if (on && !timer_) timer_ = std::make_unique<GpuStepTimer>(compute_.get());
     if (!on) timer_.reset();
     context_.timer = timer_.get();
@@ -238,7 +241,7 @@ class CudaEngine : public Engine, public LayerTiming {
         if ((kind == LayerKind::Conv2d || kind == LayerKind::Dense) && t.pass == "backward")
           t.pass = "backward-weights";
         for (const GpuLayer::PassChoice& c : stack_->layer(size_t(s.layer)).choices(timed_batch_))
-          if (c.pass == s.pass) {
+          if (c.pass == t.pass) {
             t.algorithm = c.algorithm;
             t.math = c.math;
             t.workspace_bytes = int64_t(c.workspace_bytes);

@@ -19,6 +19,11 @@ GpuStepTimer::GpuStepTimer(cudaStream_t stream) : stream_(stream), flags_(2) {
   timed_out_device_ = open_device_ + 1;
 }
 
+GpuStepTimer::~GpuStepTimer() {
+  release();
+  cudaStreamSynchronize(stream_);  // no throw from a destructor: an error here has no one to tell
+}
+
 void GpuStepTimer::hold() {
   // The last hold's kernel has returned: every mark since it was recorded behind it, and
   // the step's host waits (the loss, backward) came after its release().

@@ -29,6 +29,10 @@ class GpuStepTimer {
   static constexpr double kHoldSeconds = 2.0;
 
   explicit GpuStepTimer(cudaStream_t stream);
+  // Lets a held stream go and waits for it: the hold reads flags_, freed here.
+  ~GpuStepTimer();
+  GpuStepTimer(const GpuStepTimer&) = delete;
+  GpuStepTimer& operator=(const GpuStepTimer&) = delete;
 
   // Holds the stream until release() (see above).
   void hold();

@@ -20,8 +20,7 @@ __device__ unsigned long long GlobalNanoseconds() {
 
 // Returns when *open is nonzero, or after max_ns (then *timed_out = 1: the host took too
 // long to issue the step, and its passes' device times hold the host's gaps).
-__global__ void HoldUntilOpen(const volatile int* open, int* timed_out,
-                              unsigned long long max_ns) {
+__global__ void HoldUntilOpen(const volatile int* open, int* timed_out, unsigned long long max_ns) {
   const unsigned long long start = GlobalNanoseconds();
   while (*open == 0) {
     if (GlobalNanoseconds() - start > max_ns) {
