@@ -164,15 +164,51 @@ int CheckPredictions(const po::variables_map& vm) {
   return kExitOk;
 }
 
-// A measured pass's key (common/layer_pass_time.hpp) for a kernel of the layer model, or
-// empty for one no profiled pass holds (a batchnorm's commit runs outside the step's passes).
-std::pair<int, std::string> PassOf(const GpuKernel& k, const std::vector<LayerCost>& layers) {
-  if (k.layer < 0) return {-1, k.pass == GpuPass::Update ? "update" : "loss"};
-  if (k.pass == GpuPass::Update) return {k.layer, ""};
-  if (k.pass == GpuPass::Forward) return {k.layer, "forward"};
-  const LayerKind kind = layers[size_t(k.layer)].kind;
-  if (kind != LayerKind::Conv2d && kind != LayerKind::Dense) return {k.layer, "backward"};
-  return {k.layer, k.pass == GpuPass::BackwardData ? "backward-data" : "backward-weights"};
+double SweepMape(const std::vector<TimingSample>& sweep, const GpuPeaks& gpu,
+                 const GpuLayerParams& params) {
+  double sum = 0;
+  for (const TimingSample& m : sweep)
+    sum +=
+        std::fabs(PredictGpuStep(m.features, m.batch, gpu, params).seconds - m.seconds) / m.seconds;
+  return 100 * sum / double(sweep.size());
+}
+
+// The profiled models of FILE with their layers, rebuilt from their names.
+std::vector<GpuPassSample> ProfiledSamples(const std::string& path) {
+  const TimeStepsResult r = ReadTimeStepsResult(path);
+  const std::map<std::string, TrainSpec> known = KnownModels();
+  std::vector<GpuPassSample> out;
+  for (const TimeStepsSample& s : r.samples) {
+    if (s.layers.empty() || !(s.seconds > 0)) continue;
+    auto it = known.find(s.model);
+    if (it == known.end())
+      throw UsageError(path + ": '" + s.model +
+                       "' is no GPU sweep or validation model: its layers cannot be rebuilt");
+    GpuPassSample p;
+    p.model = s.model;
+    p.features = ComputeFeatures(it->second);
+    p.batch = s.batch;
+    p.step_s = s.seconds;
+    p.passes = s.layers;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void PrintPassFit(const GpuPassFit& fit, const std::string& path) {
+  std::printf(
+      "layer model fitted to the passes of %s: device terms to %d passes, MAPE %.1f%%; host "
+      "terms to %d passes, MAPE %.1f%% (the profile's own marking, %.2f us a pass, left out); "
+      "the step to %d whole steps, MAPE %.1f%%\n",
+      path.c_str(), fit.device_passes, fit.device_mape, fit.host_passes, fit.host_mape,
+      fit.marking_s * 1e6, fit.steps, fit.step_mape);
+  std::printf("  %-22s %s (the other form: MAPE %.1f%%)\n", "host and device",
+              fit.params.overlap ? "overlapped: max(host, device) + step"
+                                 : "in series: host + device + step",
+              fit.other_step_mape);
+  const std::vector<double> v = GpuLayerParamValues(fit.params);
+  for (int i = 0; i < kGpuLayerParams; ++i)
+    std::printf("  %-22s %.4g\n", GpuLayerParamNames()[size_t(i)].c_str(), v[size_t(i)]);
 }
 
 // --profile FILE (dlh-estimate profile --device cuda --out): the fitted model's device and
@@ -197,7 +233,7 @@ void CompareProfiles(const std::string& path, const GpuPeaks& gpu, const GpuLaye
     const ModelFeatures f = ComputeFeatures(it->second);
     std::map<std::pair<int, std::string>, std::pair<double, double>> predicted;  // device, host
     for (const GpuKernel& k : GpuStepKernels(f, s.batch)) {
-      const auto key = PassOf(k, f.layers);
+      const std::pair<int, std::string> key{k.layer, GpuProfilePass(k, f.layers)};
       if (key.second.empty()) continue;
       predicted[key].first += KernelDeviceSeconds(k, gpu, params);
       predicted[key].second += KernelHostSeconds(k, params);
@@ -270,7 +306,10 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
     ("sweep", "also print the fit's error on every sweep sample")
     ("profile", po::value<std::string>(), "a per-layer GPU profile (dlh-estimate profile --device "
         "cuda --out) of the calibrated type: the model's time of every pass against it")
-    ("passes", "with --profile: every pass of every model, not only the sums by kind");
+    ("passes", "with --profile: every pass of every model, not only the sums by kind")
+    ("fit-profile", "with --profile: fit the layer model to the profile's passes (its device "
+        "and host terms) and whole steps (the step's synchronisation and form) instead of the "
+        "calibration's sweep; what follows uses that fit");
   // clang-format on
   po::variables_map vm;
   if (!Parse("gpu-layers", args, d, {}, vm)) return kExitOk;
@@ -280,6 +319,8 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
   if (vm.count("out") && !vm.count("predict")) throw UsageError("--out: needs --predict");
   if (vm.count("set") && !vm.count("measured")) throw UsageError("--set: needs --measured");
   if (vm.count("passes") && !vm.count("profile")) throw UsageError("--passes: needs --profile");
+  if (vm.count("fit-profile") && !vm.count("profile"))
+    throw UsageError("--fit-profile: needs --profile");
   const std::string cal_path = Str(vm, "calibration");
   const Calibration cal = LoadCalibration(cal_path);
   if (cal.device != "cuda")
@@ -292,8 +333,16 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
                  Str(vm, "peaks").c_str(), reference.peaks.sms,
                  cal.device_info["multiprocessors"].get<int>());
   const std::vector<TimingSample> sweep = WithLayers(cal.samples, cal_path);
-  const GpuLayerFit fit = FitGpuLayerModel(sweep, reference.peaks, vm["folds"].as<int>());
+  GpuLayerFit fit = FitGpuLayerModel(sweep, reference.peaks, vm["folds"].as<int>());
   PrintFit(fit, cal_path, reference.peaks);
+  if (vm.count("fit-profile")) {
+    const std::string path = Str(vm, "profile");
+    const GpuPassFit by_passes = FitGpuLayerModelToPasses(ProfiledSamples(path), reference.peaks);
+    PrintPassFit(by_passes, path);
+    fit.params = by_passes.params;  // what follows (--sweep, --profile, --measured, --predict)
+    std::printf("the sweep's whole steps under the fit to the passes: MAPE %.1f%%\n",
+                SweepMape(sweep, reference.peaks, fit.params));
+  }
   if (vm.count("sweep"))
     for (const TimingSample& m : sweep) {
       const GpuStepTime t = PredictGpuStep(m.features, m.batch, reference.peaks, fit.params);
@@ -388,17 +437,21 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
           "and carried by the target's peaks; 'wave_scaled_linear_seconds' by the reference's "
           "linear time model wave-scaled by FP32 and bandwidth ratios, as recommend does today";
       j["target"] = target.json;
-      j["reference"] = {{"calibration", cal_path},
-                        {"calibration_created", cal.created},
-                        {"host", cal.host},
-                        {"peaks", reference.json},
-                        {"layer_model", ParamsJson(fit)},
-                        {"fit",
-                         {{"samples", fit.samples},
-                          {"mape", fit.mape},
-                          {"folds", fit.folds},
-                          {"cv_mape", fit.cv_mape},
-                          {"other_form_cv_mape", fit.other_cv_mape}}}};
+      j["reference"] = {
+          {"calibration", cal_path},
+          {"layer_model_fitted_to", vm.count("fit-profile")
+                                        ? "the passes and whole steps of " + Str(vm, "profile")
+                                        : std::string("the calibration's sweep")},
+          {"calibration_created", cal.created},
+          {"host", cal.host},
+          {"peaks", reference.json},
+          {"layer_model", ParamsJson(fit)},
+          {"fit",
+           {{"samples", fit.samples},
+            {"mape", fit.mape},
+            {"folds", fit.folds},
+            {"cv_mape", fit.cv_mape},
+            {"other_form_cv_mape", fit.other_cv_mape}}}};
       j["predictions"] = rows;
       WriteFileAtomically(Str(vm, "out"), j.dump(1) + "\n");
       std::printf("wrote %s\n", Str(vm, "out").c_str());

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -184,109 +182,6 @@ void CheckRate(int sms, double flops_per_s) {
   if (!(flops_per_s > 0)) throw EstimateError("GPU layer model: a compute rate must be positive");
 }
 
-// ---------------------------------------------------------------- the fit
-
-// Parameters as the optimiser sees them: logarithms; efficiencies are capped at 1.
-GpuLayerParams FromLog(const std::vector<double>& x, bool overlap) {
-  std::vector<double> v(x.size());
-  for (size_t i = 0; i < x.size(); ++i) v[i] = std::exp(x[i]);
-  for (size_t i = 0; i < 4; ++i) v[i] = std::min(v[i], 1.0);
-  GpuLayerParams p = GpuLayerParamsFrom(v);
-  p.overlap = overlap;
-  return p;
-}
-
-struct Problem {
-  std::vector<std::vector<GpuKernel>> kernels;
-  std::vector<double> seconds;
-  GpuPeaks gpu;
-  bool overlap = true;
-  double loss(const std::vector<double>& x, const std::vector<size_t>& rows) const {
-    const GpuLayerParams p = FromLog(x, overlap);
-    double sum = 0;
-    for (size_t r : rows) {
-      const double e = std::log(PredictGpuStep(kernels[r], gpu, p).seconds / seconds[r]);
-      sum += e * e;
-    }
-    return sum / double(rows.size());
-  }
-};
-
-// Nelder-Mead (standard coefficients) from `start`, with a simplex of steps `step`.
-std::vector<double> NelderMead(const Problem& problem, const std::vector<size_t>& rows,
-                               std::vector<double> start, double step, int iterations) {
-  const size_t n = start.size();
-  std::vector<std::vector<double>> s(n + 1, start);
-  for (size_t i = 0; i < n; ++i) s[i + 1][i] += step;
-  std::vector<double> f(n + 1);
-  for (size_t i = 0; i <= n; ++i) f[i] = problem.loss(s[i], rows);
-  for (int it = 0; it < iterations; ++it) {
-    std::vector<size_t> order(n + 1);
-    for (size_t i = 0; i <= n; ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return f[a] < f[b]; });
-    std::vector<std::vector<double>> s2;
-    std::vector<double> f2;
-    for (size_t i : order) s2.push_back(s[i]), f2.push_back(f[i]);
-    s = s2, f = f2;
-    if (f[n] - f[0] < 1e-10 * (1 + f[0])) break;
-    std::vector<double> c(n, 0.0);
-    for (size_t i = 0; i < n; ++i)
-      for (size_t d = 0; d < n; ++d) c[d] += s[i][d] / double(n);
-    auto towards = [&](double t) {
-      std::vector<double> p(n);
-      for (size_t d = 0; d < n; ++d) p[d] = c[d] + t * (s[n][d] - c[d]);
-      return p;
-    };
-    const std::vector<double> r = towards(-1);
-    const double fr = problem.loss(r, rows);
-    if (fr < f[0]) {
-      const std::vector<double> e = towards(-2);
-      const double fe = problem.loss(e, rows);
-      if (fe < fr)
-        s[n] = e, f[n] = fe;
-      else
-        s[n] = r, f[n] = fr;
-    } else if (fr < f[n - 1]) {
-      s[n] = r, f[n] = fr;
-    } else {
-      const std::vector<double> k = fr < f[n] ? towards(-0.5) : towards(0.5);
-      const double fk = problem.loss(k, rows);
-      if (fk < std::min(fr, f[n])) {
-        s[n] = k, f[n] = fk;
-      } else {  // shrink towards the best
-        for (size_t i = 1; i <= n; ++i) {
-          for (size_t d = 0; d < n; ++d) s[i][d] = s[0][d] + 0.5 * (s[i][d] - s[0][d]);
-          f[i] = problem.loss(s[i], rows);
-        }
-      }
-    }
-  }
-  return s[size_t(std::min_element(f.begin(), f.end()) - f.begin())];
-}
-
-// Restarts from the default parameters and from the best point so far, with shrinking
-// simplexes: Nelder-Mead alone stalls on the max() corners of this model.
-GpuLayerParams FitRows(const Problem& problem, const std::vector<size_t>& rows) {
-  std::vector<double> x;
-  for (double v : GpuLayerParamValues(GpuLayerParams{})) x.push_back(std::log(v));
-  double best = problem.loss(x, rows);
-  for (double step : {1.5, 0.7, 0.3, 0.1}) {
-    const std::vector<double> y = NelderMead(problem, rows, x, step, 1000);
-    const double fy = problem.loss(y, rows);
-    if (fy < best) best = fy, x = y;
-  }
-  return FromLog(x, problem.overlap);
-}
-
-double Mape(const Problem& problem, const GpuLayerParams& p, const std::vector<size_t>& rows) {
-  double sum = 0;
-  for (size_t r : rows) {
-    const double t = PredictGpuStep(problem.kernels[r], problem.gpu, p).seconds;
-    sum += std::fabs(t - problem.seconds[r]) / problem.seconds[r];
-  }
-  return 100 * sum / double(rows.size());
-}
-
 }  // namespace
 
 const std::vector<std::string>& GpuLayerParamNames() {
@@ -381,11 +276,17 @@ double GemmComputeSeconds(double m, double n, double k, int sms, double flops_pe
 }
 
 double KernelDeviceSeconds(const GpuKernel& k, const GpuPeaks& gpu, const GpuLayerParams& p) {
+  return KernelDeviceSeconds(k, gpu, p, k.gemm ? GemmComputeSeconds(k.m, k.n, k.k, gpu.sms, 1) : 0);
+}
+
+double KernelDeviceSeconds(const GpuKernel& k, const GpuPeaks& gpu, const GpuLayerParams& p,
+                           double gemm_seconds_at_unit_rate) {
   double compute = 0;
   if (k.gemm) {
     const double peak =
         k.tensor ? gpu.tf32_tflops * p.tf32_efficiency : gpu.fp32_tflops * p.fp32_efficiency;
-    compute = GemmComputeSeconds(k.m, k.n, k.k, gpu.sms, peak * 1e12);
+    CheckRate(gpu.sms, peak);
+    compute = gemm_seconds_at_unit_rate / (peak * 1e12);
   }
   const double efficiency =
       k.conv_call
@@ -420,6 +321,15 @@ GpuStepTime PredictGpuStep(const std::vector<GpuKernel>& kernels, const GpuPeaks
   return t;
 }
 
+std::string GpuProfilePass(const GpuKernel& k, const std::vector<LayerCost>& layers) {
+  if (k.layer < 0) return k.pass == GpuPass::Update ? "update" : "loss";
+  if (k.pass == GpuPass::Update) return "";  // a batchnorm's commit, after the update
+  if (k.pass == GpuPass::Forward) return "forward";
+  const LayerKind kind = layers.at(size_t(k.layer)).kind;
+  if (kind != LayerKind::Conv2d && kind != LayerKind::Dense) return "backward";
+  return k.pass == GpuPass::BackwardData ? "backward-data" : "backward-weights";
+}
+
 GpuStepTime PredictGpuStep(const ModelFeatures& f, int64_t batch, const GpuPeaks& gpu,
                            const GpuLayerParams& p) {
   return PredictGpuStep(GpuStepKernels(f, batch), gpu, p);
@@ -434,60 +344,6 @@ void CheckGpuPeaks(const GpuPeaks& g, const std::string& origin) {
   positive(g.tf32_tflops, "tf32_tflops");
   positive(g.bandwidth_gbs, "bandwidth_gbs");
   if (g.sms < 1) throw EstimateError(origin + ": sms: must be at least 1");
-}
-
-GpuLayerFit FitGpuLayerModel(const std::vector<TimingSample>& samples, const GpuPeaks& gpu,
-                             int folds) {
-  CheckGpuPeaks(gpu, "GPU layer model: " + gpu.name);
-  if (samples.size() < size_t(2 * kGpuLayerParams))
-    throw EstimateError("GPU layer model: too few samples to fit " +
-                        std::to_string(kGpuLayerParams) + " parameters: got " +
-                        std::to_string(samples.size()) + ", need at least " +
-                        std::to_string(2 * kGpuLayerParams));
-  Problem problem;
-  problem.gpu = gpu;
-  for (const TimingSample& s : samples) {
-    if (!(s.seconds > 0))
-      throw EstimateError("GPU layer model: " + s.model + ": measured time must be positive");
-    problem.kernels.push_back(GpuStepKernels(s.features, s.batch));
-    problem.seconds.push_back(s.seconds);
-  }
-  std::vector<size_t> all(samples.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  std::vector<size_t> order = all;
-  std::mt19937_64 rng(0x444c48);  // fixed: the same folds every run
-  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-  // Both forms of the step, host and device overlapped or in series; the one that predicts
-  // the samples better (cross-validated where there are folds) is kept.
-  GpuLayerFit fit;
-  bool first = true;
-  for (bool overlap : {true, false}) {
-    problem.overlap = overlap;
-    GpuLayerFit f;
-    f.samples = int(samples.size());
-    f.params = FitRows(problem, all);
-    f.mape = Mape(problem, f.params, all);
-    if (folds >= 2) {
-      f.folds = std::min<int>(folds, int(samples.size()));
-      double sum = 0;
-      for (int k = 0; k < f.folds; ++k) {
-        std::vector<size_t> train, test;
-        for (size_t i = 0; i < order.size(); ++i)
-          (int(i % size_t(f.folds)) == k ? test : train).push_back(order[i]);
-        sum += Mape(problem, FitRows(problem, train), test) * double(test.size());
-      }
-      f.cv_mape = sum / double(order.size());
-    }
-    const double score = folds >= 2 ? f.cv_mape : f.mape;
-    if (first || score < (folds >= 2 ? fit.cv_mape : fit.mape)) {
-      if (!first) f.other_mape = fit.mape, f.other_cv_mape = fit.cv_mape;
-      fit = f;
-    } else {
-      fit.other_mape = f.mape, fit.other_cv_mape = f.cv_mape;
-    }
-    first = false;
-  }
-  return fit;
 }
 
 }  // namespace dlh

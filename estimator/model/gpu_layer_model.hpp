@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "common/layer_pass_time.hpp"
 #include "estimator/model/features.hpp"
 #include "estimator/model/time_model.hpp"
 
@@ -121,6 +122,10 @@ double GemmComputeSeconds(double m, double n, double k, int sms, double flops_pe
 
 // One kernel's device time: max(compute, memory, floor).
 double KernelDeviceSeconds(const GpuKernel& k, const GpuPeaks& gpu, const GpuLayerParams& p);
+// The same with the GEMM's time at 1 FLOP/s already known (GemmComputeSeconds(m, n, k, sms,
+// 1), which the rate only divides): a fit evaluates the kernels many times.
+double KernelDeviceSeconds(const GpuKernel& k, const GpuPeaks& gpu, const GpuLayerParams& p,
+                           double gemm_seconds_at_unit_rate);
 double KernelHostSeconds(const GpuKernel& k, const GpuLayerParams& p);
 
 struct GpuStepTime {
@@ -152,6 +157,46 @@ struct GpuLayerFit {
 // fewer than 2 x 7 samples, a sample without layers, or a GPU without positive peaks.
 GpuLayerFit FitGpuLayerModel(const std::vector<TimingSample>& samples, const GpuPeaks& gpu,
                              int folds = 5);
+
+// ---- per-layer profiles (dlh-estimate profile --device cuda; common/layer_pass_time.hpp)
+
+// The profiled pass a kernel runs in, as the CUDA engine marks them (launcher/engine/cuda/
+// step_timer.hpp): "forward"; "backward-weights" and "backward-data" of a convolution or
+// dense layer, "backward" of any other; "loss"; "update". Empty for a kernel outside every
+// profiled pass (a batchnorm's commit). `layers`: the model's (ModelFeatures::layers).
+std::string GpuProfilePass(const GpuKernel& k, const std::vector<LayerCost>& layers);
+
+// A model's step as a profile measured it: the whole step, and its passes.
+struct GpuPassSample {
+  std::string model;
+  ModelFeatures features;  // with its layers
+  int64_t batch = 0;
+  double step_s = 0;  // the whole step, timed apart from the profiled steps
+  std::vector<LayerPassTime> passes;
+};
+
+struct GpuPassFit {
+  GpuLayerParams params;
+  int device_passes = 0;  // passes the device terms were fitted to
+  double device_mape = 0;
+  int host_passes = 0;
+  double host_mape = 0;
+  double marking_s = 0;  // per pass: the profile's own cost (its event, its clock), left out
+  int steps = 0;
+  double step_mape = 0, other_step_mape = 0;  // whole steps; the other form's
+};
+
+// Fits the layer model to profiled passes, each part to what measures it:
+//   - the device terms (the four efficiencies, the narrow exponent, a kernel's floor) by least
+//     squares of ln(predicted / measured) over the device times of the passes the model runs
+//     kernels in, measured at 2 us or more (an event's resolution is about 0.5 us);
+//   - the host terms (per kernel, per cuDNN convolution call) by non-negative least squares
+//     over every pass's host time, with a constant per pass for the profile's own marking,
+//     which the step does not pay and the model leaves out;
+//   - the step's synchronisation and form (overlapped or in series) to the whole steps.
+// Throws EstimateError with fewer than 2 samples or 20 fitted passes, or a sample without
+// layers.
+GpuPassFit FitGpuLayerModelToPasses(const std::vector<GpuPassSample>& samples, const GpuPeaks& gpu);
 
 // Throws EstimateError (naming `origin` and the field) unless every peak is positive.
 void CheckGpuPeaks(const GpuPeaks& gpu, const std::string& origin);

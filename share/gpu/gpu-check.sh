@@ -519,18 +519,19 @@ check_calibration() {
 
 # 7b. Where a GPU step goes (issue 40, part 5): every GPU validation model's step timed pass
 # by pass (dlh-estimate profile --device cuda), kept as OUTDIR/SLUG-profile.json (for
-# share/gpu/results/: the GPU layer model's per-layer terms are fitted from it offline), and
-# where this type has a committed calibration, the layer model's passes set against it
-# (gpu-layers --profile). DLH_GPU_PROFILE_SWEEP=1: the calibration's sweep too (96 models).
+# share/gpu/results/), and the quick sweep's 15 models likewise (SLUG-profile-sweep.json: the
+# layer model's device and host terms are fitted to these passes offline, `gpu-layers
+# --fit-profile`, and judged on the validation models' whole steps, which took no part);
+# where this type has a committed calibration, the layer model's passes set against the
+# validation models' (gpu-layers --profile). DLH_GPU_PROFILE_SWEEP=1: the whole sweep (96).
 check_profile() {
-  local out=$1 f peaks='' cal=$root/share/calibration/$gpu_slug.json
+  local out=$1 f peaks='' cal=$root/share/calibration/$gpu_slug.json sweep=quick-sweep
+  [[ ${DLH_GPU_PROFILE_SWEEP:-0} == 1 ]] && sweep=sweep
   dlh-estimate profile --device cuda --set all --steps 10 --repeats 3 \
     --out "$out/$gpu_slug-profile.json" >"$w/profile.txt" 2>&1
   cat "$w/profile.txt" >>"$log"
-  if [[ ${DLH_GPU_PROFILE_SWEEP:-0} == 1 ]]; then
-    dlh-estimate profile --device cuda --set sweep --steps 10 --repeats 3 \
-      --out "$out/$gpu_slug-profile-sweep.json" >>"$log" 2>&1
-  fi
+  dlh-estimate profile --device cuda --set "$sweep" --steps 10 --repeats 3 \
+    --out "$out/$gpu_slug-profile-sweep.json" >>"$log" 2>&1
   for f in "$root/share/gpu/specs/${gpu_slug%%-*}"*.json; do  # h100-80gb-hbm3: h100-sxm.json
     [[ -e $f ]] && peaks=$f && break
   done
@@ -539,7 +540,7 @@ check_profile() {
       --profile "$out/$gpu_slug-profile.json" --passes >>"$log" 2>&1 || true
   fi
   row "per-layer GPU profile (new, unverified until this row)" \
-    "$(py "$helpers" profile "$out/$gpu_slug-profile.json"); kept as $gpu_slug-profile.json"
+    "$(py "$helpers" profile "$out/$gpu_slug-profile.json"); kept as $gpu_slug-profile.json, the $sweep's as $gpu_slug-profile-sweep.json"
 }
 
 # 8. Throughput against PyTorch on the same GPU, model and batch, like for like: PyTorch

@@ -137,6 +137,17 @@ for line in text.splitlines():
 assert got == dict(want), (got, want)
 PY
 check "gpu-layers --profile: $(python3 -c "import re,sys; print(sum(1 for l in open(sys.argv[1]) if re.match(r'^[a-z0-9]+ [a-z-]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+%', l)))" "$WORK/layers.txt") groups of passes by kind, each predicted"
+dlh-estimate gpu-layers --calibration "$ROOT/share/calibration/h100-80gb-hbm3.json" \
+  --peaks "$ROOT/share/gpu/specs/h100-sxm.json" --folds 0 --profile "$WORK/profile.json" \
+  --fit-profile >"$WORK/fitted.txt" 2>&1 || { cat "$WORK/fitted.txt"; fail "gpu-layers --fit-profile"; }
+grep -Eq "^layer model fitted to the passes of $WORK/profile.json: device terms to [0-9]+ passes, MAPE [0-9.]+%; host terms to [0-9]+ passes, MAPE [0-9.]+% \(the profile's own marking, [0-9.]+ us a pass, left out\); the step to 9 whole steps, MAPE [0-9.]+%" \
+  "$WORK/fitted.txt" || { cat "$WORK/fitted.txt"; fail "no fit to the passes"; }
+grep -Eq "^the sweep's whole steps under the fit to the passes: MAPE [0-9.]+%" "$WORK/fitted.txt" ||
+  { cat "$WORK/fitted.txt"; fail "the fit to the passes is not judged on the sweep"; }
+check "gpu-layers --fit-profile: $(grep -o 'device terms to [0-9]* passes' "$WORK/fitted.txt"), $(grep -o 'the step to 9 whole steps' "$WORK/fitted.txt")"
+expect_fail 2 "fit-profile: needs --profile" dlh-estimate gpu-layers \
+  --calibration "$ROOT/share/calibration/h100-80gb-hbm3.json" \
+  --peaks "$ROOT/share/gpu/specs/h100-sxm.json" --fit-profile
 expect_fail 2 "passes: needs --profile" dlh-estimate gpu-layers \
   --calibration "$ROOT/share/calibration/h100-80gb-hbm3.json" \
   --peaks "$ROOT/share/gpu/specs/h100-sxm.json" --passes

@@ -146,6 +146,83 @@ TEST(GpuLayerModel, FitRecoversKnownParameters) {
   EXPECT_THROW(FitGpuLayerModel(samples, H100(), 0), EstimateError);
 }
 
+// Profiles made by known parameters (each pass's device time the sum of its kernels', its
+// host time theirs plus a marking cost per pass): the fit to passes finds the host terms and
+// the marking, the device terms that set the time, the step's synchronisation and its form.
+TEST(GpuLayerModel, FitToPassesRecoversKnownParameters) {
+  GpuLayerParams truth;
+  truth.tf32_efficiency = 0.45;
+  truth.fp32_efficiency = 0.65;
+  truth.memory_efficiency = 0.6;
+  truth.conv_memory_efficiency = 0.25;
+  truth.narrow_exponent = 0.6;
+  truth.host_kernel_s = 7e-6;
+  truth.host_conv_call_s = 5e-5;
+  truth.kernel_floor_s = 3e-6;
+  truth.step_s = 1.2e-4;
+  truth.overlap = true;
+  const double marking = 2e-6;
+  std::vector<GpuPassSample> samples;
+  const std::vector<SweepEntry> sweep = GpuCalibrationSweep(false);
+  for (size_t i = 0; i < sweep.size(); i += 4) {
+    const SweepEntry& e = sweep[i];
+    GpuPassSample s;
+    s.model = e.spec.name;
+    s.batch = e.batch;
+    s.features = ComputeFeatures(e.spec);
+    const std::vector<GpuKernel> kernels = GpuStepKernels(s.features, s.batch);
+    s.step_s = PredictGpuStep(kernels, H100(), truth).seconds;
+    std::map<std::pair<int, std::string>, size_t> at;  // the passes, in the order they ran
+    for (const GpuKernel& k : kernels) {
+      const std::string pass = GpuProfilePass(k, s.features.layers);
+      if (pass.empty()) continue;
+      auto [it, added] = at.emplace(std::make_pair(k.layer, pass), s.passes.size());
+      if (added) {
+        LayerPassTime t;
+        t.layer = k.layer;
+        t.pass = pass;
+        t.host_s = marking;
+        s.passes.push_back(t);
+      }
+      s.passes[it->second].device_s += KernelDeviceSeconds(k, H100(), truth);
+      s.passes[it->second].host_s += KernelHostSeconds(k, truth);
+    }
+    samples.push_back(s);
+  }
+  const GpuPassFit fit = FitGpuLayerModelToPasses(samples, H100());
+  EXPECT_LT(fit.device_mape, 2.0);
+  EXPECT_LT(fit.host_mape, 0.1);
+  EXPECT_LT(fit.step_mape, 1.0);
+  EXPECT_TRUE(fit.params.overlap);
+  EXPECT_NEAR(fit.marking_s, marking, 1e-8);
+  EXPECT_NEAR(fit.params.host_kernel_s, truth.host_kernel_s, 1e-8);
+  EXPECT_NEAR(fit.params.host_conv_call_s, truth.host_conv_call_s, 1e-8);
+  EXPECT_NEAR(fit.params.tf32_efficiency, truth.tf32_efficiency, 0.05);
+  EXPECT_NEAR(fit.params.memory_efficiency, truth.memory_efficiency, 0.05);
+  EXPECT_NEAR(fit.params.conv_memory_efficiency, truth.conv_memory_efficiency, 0.05);
+  EXPECT_NEAR(fit.params.step_s, truth.step_s, 0.1 * truth.step_s);
+  samples.resize(1);
+  EXPECT_THROW(FitGpuLayerModelToPasses(samples, H100()), EstimateError);
+}
+
+// Every kernel of a step but a batchnorm's commit falls in a pass the engine marks.
+TEST(GpuLayerModel, KernelsFallInTheEnginesPasses) {
+  const SweepEntry e = GpuCalibrationSweep(false)[27];
+  ASSERT_EQ(e.spec.name, "conv3-f128-fc1x1024-in64c3-b256-bn");
+  const ModelFeatures f = ComputeFeatures(e.spec);
+  std::map<std::string, int> passes;
+  for (const GpuKernel& k : GpuStepKernels(f, e.batch)) ++passes[GpuProfilePass(k, f.layers)];
+  EXPECT_EQ(passes.count("backward-weights") + passes.count("backward-data") +
+                passes.count("forward") + passes.count("loss") + passes.count("update"),
+            5u);
+  EXPECT_EQ(passes[""], 3);  // its three batchnorms' commits, after the update
+  for (const auto& [pass, n] : passes)
+    EXPECT_TRUE(pass.empty() || pass == "forward" || pass == "backward" ||
+                pass == "backward-weights" || pass == "backward-data" || pass == "loss" ||
+                pass == "update")
+        << pass;
+}
+
 // More of any peak never makes a step slower; more SMs at the same speed per SM neither.
 TEST(GpuLayerModel, TransferIsMonotonicInPeaks) {
   const GpuLayerParams p;
