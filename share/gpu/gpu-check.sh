@@ -216,6 +216,7 @@ run() {
   step "CPU/GPU parity, residual network (new layers, unverified until this row)" 180 check_parity_resnet
   step "GPU resume equals uninterrupted run (param crc32)" 180 check_resume
   step "energy (NVML)" 120 check_energy
+  step "users' programs: DDP and FSDP examples (issue 44)" 300 check_programs
   step "per-layer GPU profile (new, unverified until this row)" 180 check_profile "$out"
   step "GPU calibration and validation" 480 check_calibration "$out"
   step "throughput against PyTorch" 420 check_throughput
@@ -472,6 +473,31 @@ check_hierarchical_tail() {
 check_energy() {
   train "$w/e" "$fm" --data "$w/fm.h5" --device cuda --max-steps 200 --no-eval
   row "energy (NVML)" "$(py "$helpers" energy "$w/e/summary.json")"
+}
+
+# 6b. Users' programs on the GPU (issue 44): the DDP and FSDP examples under `dlh-launch run`,
+# over NCCL on this GPU (one rank: NCCL refuses two on one GPU), each with its run folder's
+# summary and the GPU's energy (NVML) measured around it; and the FSDP example on 2 ranks on
+# the CPU with gloo, which Debian's PyTorch 1.13 cannot run (make check skips it) and this
+# machine's PyTorch can. On Fashion-MNIST-shaped random data: the rows judge the runs.
+check_programs() {
+  local ex=$root/share/examples torch
+  torch=$(py -c 'import torch; print(torch.__version__)')
+  py "$helpers" idx "$w/idx"
+  # The program runs with the machine's libraries (py above), and finds DLH's module.
+  local prog=(env LD_LIBRARY_PATH="$machine_ld_path" PYTHONPATH="$root/share/python" python3)
+  local data=(--data-dir "$w/idx" --epochs 1 --max-test-samples 500)
+  dlh-launch run --run-dir "$w/ddp" -- "${prog[@]}" "$ex/ddp_fashion.py" "${data[@]}" \
+    --device cuda >>"$log" 2>&1 || true
+  row "DDP example over NCCL, 1 rank, PyTorch $torch (issue 44)" "$(py "$helpers" program "$w/ddp" nvml)"
+  dlh-launch run --run-dir "$w/fsdp" -- "${prog[@]}" "$ex/fsdp_fashion.py" "${data[@]}" \
+    >>"$log" 2>&1 || true
+  row "FSDP example over NCCL, 1 rank, PyTorch $torch (issue 44)" "$(py "$helpers" program "$w/fsdp" nvml)"
+  CUDA_VISIBLE_DEVICES='' mpirun -np 2 -x PATH -x LD_LIBRARY_PATH -x CUDA_VISIBLE_DEVICES \
+    dlh-launch run --run-dir "$w/fsdp-cpu" -- \
+    "${prog[@]}" "$ex/fsdp_fashion.py" "${data[@]}" --max-samples 1280 >>"$log" 2>&1 || true
+  row "FSDP example on the CPU with gloo, 2 ranks, PyTorch $torch (issue 44)" \
+    "$(py "$helpers" program "$w/fsdp-cpu")"
 }
 
 # 7. The GPU calibration: the sweep on the CUDA engine, then its error on architectures

@@ -15,6 +15,7 @@
   cluster SRC DST SLUG                  the example cluster with its GPU type calibrated
 """
 import json
+import os
 import statistics
 import sys
 
@@ -234,6 +235,41 @@ def profile(path):
             + (f"; not profiled: {', '.join(failed)}" if failed else ""))
 
 
+def idx(folder, train="6400", test="1000"):
+    """Fashion-MNIST-shaped IDX files (the gzipped layout share/examples/*.py read) of random
+    images and labels: the GPU machine cannot fetch the data set, and the programs' rows
+    judge the run, not what it learns."""
+    import gzip
+    import struct
+    import numpy as np
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(1)
+    for split, n in (("train", int(train)), ("t10k", int(test))):
+        with gzip.open(os.path.join(folder, f"{split}-images-idx3-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, n, 28, 28))
+            f.write(rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8).tobytes())
+        with gzip.open(os.path.join(folder, f"{split}-labels-idx1-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, n))
+            f.write(rng.integers(0, 10, size=n, dtype=np.uint8).tobytes())
+    return ""
+
+
+def program(run_dir, want_source=""):
+    """A user's program run under `dlh-launch run` (issue 44): it finished, its steps reached
+    the run folder's summary, and its energy was measured (by `want_source`, if given)."""
+    path = os.path.join(run_dir, "summary.json")
+    if not os.path.exists(path):
+        return "**FAILED**: no summary.json (see log.txt)"
+    s = json.load(open(path))
+    e = s.get("energy", {})
+    energy = (f"{e['joules_total']:.1f} J from {e['source']}" if e.get("measured")
+              else f"energy not measured ({e.get('why', '?')})")
+    ok = s.get("finished") and s.get("steps", 0) > 0 and \
+        (not want_source or (e.get("measured") and e.get("source") == want_source))
+    return (f"{'passed' if ok else '**FAILED**'}: {s.get('ranks')} rank(s), {s.get('steps')} steps, "
+            f"finished {s.get('finished')}, {energy}")
+
+
 def cluster(src, dst, slug):
     c = json.load(open(src))
     for t in c["gpu_types"]:
@@ -247,7 +283,8 @@ def cluster(src, dst, slug):
 
 def main():
     commands = {"parity": parity, "hierarchical": hierarchical, "stand-in": stand_in,
-                "calibration": calibration, "profile": profile,
+                "calibration": calibration, "profile": profile, "idx": idx,
+                "program": program,
                 "energy": energy, "rates": rates,
                 "throughput-row": throughput_row, "cluster": cluster,
                 "torch-best": torch_best, "torch-best-table": torch_best_table,
