@@ -79,6 +79,12 @@ std::string CudaEngineUnsupported(const TrainSpec& spec) {
   if (spec.tf32 != Tf32Use::Convolutions)
     return origin + ": tf32: \"" + Tf32UseName(spec.tf32) +
            "\" is not supported by the CUDA engine yet (it has not run on a GPU)";
+  // Written without a GPU (issue 47): the gradients staged through the host
+  // (CudaEngine::gradient_values).
+  if (spec.sync.stale_sync())
+    return origin +
+           ": sync.mode: \"stale_sync\" is not supported by the CUDA engine yet (its gradients "
+           "staged through the host have not run on a GPU)";
   return "";
 }
 

@@ -229,8 +229,9 @@ GpuPassFit FitGpuLayerModelToPasses(const std::vector<GpuPassSample>& samples,
                                     const GpuPeaks& gpu) {
   CheckGpuPeaks(gpu, "GPU layer model: " + gpu.name);
   if (samples.size() < 2)
-    throw EstimateError("GPU layer model: fitting to passes takes at least 2 profiled models, got " +
-                        std::to_string(samples.size()));
+    throw EstimateError(
+        "GPU layer model: fitting to passes takes at least 2 profiled models, got " +
+        std::to_string(samples.size()));
   constexpr double kMeasurableSeconds = 2e-6;
   std::vector<std::vector<GpuKernel>> kernels;  // per sample, as the engine issues them
   std::vector<double> seconds;
@@ -274,12 +275,10 @@ GpuPassFit FitGpuLayerModelToPasses(const std::vector<GpuPassSample>& samples,
   GpuPassFit fit;
   // Device terms.
   const GpuLayerParams start;
-  std::vector<double> x = {std::log(start.tf32_efficiency),
-                           std::log(start.fp32_efficiency),
-                           std::log(start.memory_efficiency),
-                           std::log(start.conv_memory_efficiency),
-                           std::log(start.narrow_exponent),
-                           std::log(start.kernel_floor_s)};
+  std::vector<double> x = {
+      std::log(start.tf32_efficiency),   std::log(start.fp32_efficiency),
+      std::log(start.memory_efficiency), std::log(start.conv_memory_efficiency),
+      std::log(start.narrow_exponent),   std::log(start.kernel_floor_s)};
   const Loss device_loss = [&](const std::vector<double>& y) {
     const GpuLayerParams p = WithDeviceTerms(start, y);
     double sum = 0;

@@ -209,6 +209,7 @@ run() {
   step "NCCL stand-in: hierarchical, 2 nodes x 2, 1 node x 3 (tail), 2 + 1 (unequal)" 300 check_standin_hierarchical
   step "NCCL stand-in: a rank stopped at a collective ends the job, named" 120 check_standin_stall
   step "real NCCL: non-blocking join and abort, one rank" 120 check_nccl_nonblocking
+  step "stale-synchronous training on the GPU, 2 ranks (stand-in) against 2 CPU ranks (unverified until this row)" 180 check_stale_gpu
   step "hierarchical allreduce, 2 nodes x 1 GPU" 180 check_hierarchical
   step "hierarchical allreduce with its tail, 2 nodes x 3 GPUs" 180 check_hierarchical_tail
   step "gpu_tests (layers, loss, optimizers vs CPU)" 300 check_gpu_tests
@@ -473,6 +474,31 @@ check_hierarchical_tail() {
 check_energy() {
   train "$w/e" "$fm" --data "$w/fm.h5" --device cuda --max-steps 200 --no-eval
   row "energy (NVML)" "$(py "$helpers" energy "$w/e/summary.json")"
+}
+
+# 5b. Stale-synchronous training on the GPU (issue 47): its gradients staged through the host
+# (CudaEngine::gradient_values; refused on a GPU until this row has passed:
+# common/cuda_support.cpp). The parity spec with staleness 2, on 2 ranks sharing this GPU
+# through the NCCL stand-in, against the same on 2 CPU ranks: the same batches, the same sums
+# in flight and the same own steps, so the losses agree as the parity rows' do.
+check_stale_gpu() {
+  py - "$parity_spec" "$w/stale.json" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec["sync"] = {"mode": "stale_sync", "staleness": 2}
+json.dump(spec, open(sys.argv[2], "w"), indent=1)
+PY
+  local run=(dlh-launch train "$w/stale.json" --data "$w/fm.h5" --max-steps 20 --no-eval
+    --progress none --no-resume)
+  mpirun -np 2 -x PATH -x LD_LIBRARY_PATH "${run[@]}" --run-dir "$w/st-cpu" --device cpu \
+    --threads 4 >>"$log" 2>&1
+  node_script "$w/one-node.sh" 0
+  NVIDIA_TF32_OVERRIDE=0 DLH_TEST_CUDA_UNVERIFIED=1 mpirun -np 2 -x PATH -x LD_LIBRARY_PATH \
+    -x NVIDIA_TF32_OVERRIDE -x DLH_TEST_CUDA_UNVERIFIED \
+    -x LD_PRELOAD="$w/lib/dlh/libdlh_nccl_standin.so" -x DLH_TEST_SHARE_GPU=1 "$w/one-node.sh" \
+    "${run[@]}" --run-dir "$w/st-gpu" --device cuda >>"$log" 2>&1
+  row "stale-synchronous training on the GPU, 2 ranks (stand-in) against 2 CPU ranks (unverified until this row)" \
+    "$(py "$helpers" parity "$w/st-cpu/metrics.jsonl" "$w/st-gpu/metrics.jsonl" 10)"
 }
 
 # 6b. Users' programs on the GPU (issue 44): the DDP and FSDP examples under `dlh-launch run`,

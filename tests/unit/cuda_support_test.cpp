@@ -69,6 +69,22 @@ TEST(CudaSupport, EachNewKindIsNamedWithItsField) {
             "gap.json: layers[0]: globalavgpool2d is not supported by the CUDA engine yet");
 }
 
+// Stale-synchronous training stages the gradients through the host on a GPU, written
+// without one: refused there, naming the field, until the GPU check has run it.
+TEST(CudaSupport, StaleSyncIsNamedUntilVerified) {
+  const TrainSpec stale =
+      Spec(R"({"type": "relu"},)", R"("sync": {"mode": "stale_sync", "staleness": 2},)");
+  EXPECT_EQ(CudaEngineUnsupported(stale),
+            "small.json: sync.mode: \"stale_sync\" is not supported by the CUDA engine yet (its "
+            "gradients staged through the host have not run on a GPU)");
+  EXPECT_EQ(CudaEngineUnsupported(
+                Spec(R"({"type": "relu"},)", R"("sync": {"mode": "local_sgd", "period": 4},)")),
+            "");
+  ASSERT_EQ(setenv("DLH_TEST_CUDA_UNVERIFIED", "1", 1), 0);
+  EXPECT_EQ(CudaEngineUnsupported(stale), "");
+  ASSERT_EQ(unsetenv("DLH_TEST_CUDA_UNVERIFIED"), 0);
+}
+
 TEST(CudaSupport, LabelSmoothingIsNamed) {
   EXPECT_EQ(CudaEngineUnsupported(Spec(R"({"type": "relu"},)", R"("label_smoothing": 0.1,)")),
             "small.json: label_smoothing: 0.1 is not supported by the CUDA engine yet (its loss's "

@@ -142,12 +142,37 @@ class CudaEngine : public Engine, public LayerTiming {
     CUDA_CHECK(cudaEventRecord(backward_done_.get(), compute_.get()));
     if (timer_) timer_->release();
     sync_->wait(backward_done_.get(), "backward", false);
+    host_gradients_ = HostGradients::Stale;  // backward rewrote the device's
     return read_loss();
   }
 
   // Without the sums the compute stream already holds this rank's gradients in order.
   double finish_gradients() override { return sync_gradients_ ? sync_->finish() : 0; }
   void set_gradient_sync(bool on) override { sync_gradients_ = on; }
+
+  // Stale-synchronous training sums the gradients itself (engine.hpp): it reads them after
+  // forward_backward() and writes the sums to apply before update(). Here they live on the
+  // device, so they are staged through a host copy, packed in forward order as the CPU
+  // engine's: read back when asked for after a step (gradient sync off), and written to the
+  // device by each update() once handed out, until the next step's backward replaces them.
+  // Unverified on a GPU (common/cuda_support.cpp refuses the mode there by default).
+  std::vector<float>* gradient_values() override {
+    if (grad_mirror_.size() != host_.num_param_values())
+      grad_mirror_.resize(host_.num_param_values());
+    if (sync_gradients_) return &grad_mirror_;  // asked whether the engine has them at all
+    if (host_gradients_ == HostGradients::Stale) {
+      std::vector<float> flat(param_total_);
+      copy_to_host(flat.data(), grads_.get(), param_total_);
+      size_t at = 0;
+      for (const Slot& slot : param_slots_) {
+        std::memcpy(grad_mirror_.data() + at, flat.data() + slot.offset,
+                    slot.count * sizeof(float));
+        at += slot.count;
+      }
+    }
+    host_gradients_ = HostGradients::HandedOut;
+    return &grad_mirror_;
+  }
 
   // The statistics travel through pinned staging (stats_host_): the copies are DMA, and
   // commit_batch_stats() returns without waiting for its upload.
@@ -189,6 +214,16 @@ class CudaEngine : public Engine, public LayerTiming {
     const double t = double(step + 1);
     const float c1 = float(1.0 / (1.0 - std::pow(o.beta1, t)));
     const float c2 = float(1.0 / (1.0 - std::pow(o.beta2, t)));
+    if (host_gradients_ == HostGradients::HandedOut) {  // the caller's sums, to apply
+      std::vector<float> flat(param_total_, 0.0f);      // alignment gaps stay zero
+      size_t at = 0;
+      for (const Slot& slot : param_slots_) {
+        std::memcpy(flat.data() + slot.offset, grad_mirror_.data() + at,
+                    slot.count * sizeof(float));
+        at += slot.count;
+      }
+      copy_to_device(grads_.get(), flat.data(), param_total_);
+    }
     if (timer_) {
       timer_->hold();
       timer_->mark(-1, "update");
@@ -619,6 +654,11 @@ class CudaEngine : public Engine, public LayerTiming {
   PinnedArray<int> host_bad_;
   std::unique_ptr<GpuGradientSync> sync_;
   bool sync_gradients_ = true;
+  // gradient_values(): the host copy, and whether it is behind the device's gradients (Stale)
+  // or handed out, and so what update() applies (HandedOut).
+  enum class HostGradients { Stale, HandedOut };
+  HostGradients host_gradients_ = HostGradients::Stale;
+  std::vector<float> grad_mirror_;
   std::unique_ptr<GpuStepTimer> timer_;  // set while the layers are timed
   int timed_batch_ = 0;                  // the batch of the last profiled step
 };
