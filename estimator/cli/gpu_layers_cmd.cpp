@@ -309,7 +309,10 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
     ("passes", "with --profile: every pass of every model, not only the sums by kind")
     ("fit-profile", "with --profile: fit the layer model to the profile's passes (its device "
         "and host terms) and whole steps (the step's synchronisation and form) instead of the "
-        "calibration's sweep; what follows uses that fit");
+        "calibration's sweep; what follows uses that fit")
+    ("store", "write the fitted model, with --peaks (and with --measured its MAPE there, which "
+        "then sets its plans' band), into the --calibration file: the recommender then plans "
+        "that type, and the types whose peaks the cluster names, with it");
   // clang-format on
   po::variables_map vm;
   if (!Parse("gpu-layers", args, d, {}, vm)) return kExitOk;
@@ -335,11 +338,22 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
   const std::vector<TimingSample> sweep = WithLayers(cal.samples, cal_path);
   GpuLayerFit fit = FitGpuLayerModel(sweep, reference.peaks, vm["folds"].as<int>());
   PrintFit(fit, cal_path, reference.peaks);
+  StoredGpuLayerModel stored;
+  stored.present = true;
+  stored.peaks = reference.peaks;
+  stored.samples = fit.samples;
+  stored.mape = fit.mape;
+  stored.cv_mape = fit.cv_mape;
+  stored.fitted_to = "the calibration's sweep";
   if (vm.count("fit-profile")) {
     const std::string path = Str(vm, "profile");
     const GpuPassFit by_passes = FitGpuLayerModelToPasses(ProfiledSamples(path), reference.peaks);
     PrintPassFit(by_passes, path);
     fit.params = by_passes.params;  // what follows (--sweep, --profile, --measured, --predict)
+    stored.samples = by_passes.steps;
+    stored.mape = by_passes.step_mape;
+    stored.cv_mape = 0;
+    stored.fitted_to = "the passes and whole steps of " + path;
     std::printf("the sweep's whole steps under the fit to the passes: MAPE %.1f%%\n",
                 SweepMape(sweep, reference.peaks, fit.params));
   }
@@ -399,6 +413,8 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
     const double n = double(measured.size());
     std::printf("%slayer model MAPE over %zu models of %s: %.1f%% (linear model: %.1f%%)\n",
                 md ? "\n" : "", measured.size(), path.c_str(), sum_layers / n, sum_linear / n);
+    stored.validation_mape = sum_layers / n;
+    stored.validation_models = int(measured.size());
   }
 
   if (vm.count("predict")) {
@@ -456,6 +472,19 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
       WriteFileAtomically(Str(vm, "out"), j.dump(1) + "\n");
       std::printf("wrote %s\n", Str(vm, "out").c_str());
     }
+  }
+  if (vm.count("store")) {
+    Calibration updated = cal;
+    stored.params = fit.params;
+    updated.gpu_layer_model = stored;
+    SaveCalibration(cal_path, updated);
+    std::printf("stored the layer model (%s%s) in %s\n", stored.fitted_to.c_str(),
+                stored.validation_models > 0
+                    ? Printf(", %.1f%% MAPE on %d validation models", stored.validation_mape,
+                             stored.validation_models)
+                          .c_str()
+                    : "",
+                cal_path.c_str());
   }
   return kExitOk;
 }

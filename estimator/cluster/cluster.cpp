@@ -191,13 +191,22 @@ GpuType ParseGpuType(const json& j, const std::string& origin, const std::string
                      const std::string& base_dir) {
   Fields f(j, origin, path);
   f.only({"name", "description", "memory_gb", "peak_tflops", "memory_bandwidth_gbs", "active_watts",
-          "idle_watts", "calibration", "compute_capability"});
+          "idle_watts", "calibration", "compute_capability", "tf32_tflops", "sms"});
   GpuType g;
   g.name = f.name("name");
   f.optional_string("description");
   g.memory_gb = f.number("memory_gb", true);
   g.peak_tflops = f.number("peak_tflops", true);
   g.memory_bandwidth_gbs = f.number("memory_bandwidth_gbs", true);
+  // The GPU layer model's peaks (optional): both, or neither.
+  if (f.has("tf32_tflops") != f.has("sms"))
+    f.fail(f.has("sms") ? "tf32_tflops" : "sms",
+           "required with " + std::string(f.has("sms") ? "sms" : "tf32_tflops") +
+               " (the GPU layer model takes both)");
+  if (f.has("tf32_tflops")) {
+    g.tf32_tflops = f.number("tf32_tflops", true);
+    g.sms = f.positive_integer("sms", 100000);
+  }
   g.active_watts = f.number("active_watts", true);
   g.idle_watts = f.number("idle_watts", false);
   if (g.idle_watts > g.active_watts)

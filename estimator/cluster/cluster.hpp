@@ -35,9 +35,14 @@ struct GpuType {
   double memory_gb = 0;             // usable device memory, GB (1e9 bytes)
   double peak_tflops = 0;           // fp32 peak, TFLOP/s (roofline fallback)
   double memory_bandwidth_gbs = 0;  // GB/s (roofline fallback)
-  double active_watts = 0;          // board power while training
-  double idle_watts = 0;            // allocated but waiting (communication, stragglers)
-  std::string calibration;          // calibration file (resolved path), empty: roofline
+  // Optional (0: not given): the TF32 tensor-core peak, dense, TFLOP/s (a type without TF32:
+  // its fp32 peak) and the SM count, which with the two above are the peaks the GPU layer
+  // model carries a calibration's stored model by (gpu_layer_params.hpp, device_speeds.cpp).
+  double tf32_tflops = 0;
+  int sms = 0;
+  double active_watts = 0;  // board power while training
+  double idle_watts = 0;    // allocated but waiting (communication, stragglers)
+  std::string calibration;  // calibration file (resolved path), empty: roofline
   // "8.0", "9.0" (optional; empty: unknown, as for the local cluster's CPU-rank types). A
   // type this build's GPU engine cannot run is left out of every plan (cuda_targets.hpp).
   std::string compute_capability;

@@ -53,6 +53,16 @@
 //                                              update 0) and 2 more (its element-wise
 //                                              layers and values; older files: none), the
 //                                              layers it was fitted to and its fit
+//     "gpu_layer_model": {                     optional (GPU): the layer model fitted to
+//       "params": {"tf32_efficiency": 0.57,    the sweep (gpu_layer_model.hpp), stored by
+//         ..., "step_s": 0.00016},             gpu-layers --store: every parameter, > 0
+//       "overlap": false,                      (efficiencies at most 1); the step's form;
+//       "peaks": {"name": "h100", "fp32_tflops": 66.9, "tf32_tflops": 494.7,
+//         "bandwidth_gbs": 3350, "sms": 132},  the GPU's it was fitted on, > 0;
+//       "samples": 96, "mape": 8.9, "cv_mape": 9.9,
+//       "fitted_to": "the calibration's sweep",  what it was fitted to, and its MAPE on
+//       "validation_mape": 19.4,               validation models outside it (0: none)
+//       "validation_models": 10}
 //     "model": {
 //       "terms": ["overhead_s", "conv_s_per_flop", "dense_s_per_flop",
 //                 "elementwise_s_per_flop", "update_s_per_param", "im2col_s_per_value",
@@ -311,6 +321,26 @@ json CalibrationToJson(const Calibration& c) {
                           {"samples", c.layer_model.samples},
                           {"step_error", c.layer_model.step_error}};
   }
+  if (c.gpu_layer_model.present) {
+    const StoredGpuLayerModel& g = c.gpu_layer_model;
+    json params = json::object();
+    const std::vector<double> v = GpuLayerParamValues(g.params);
+    for (size_t i = 0; i < v.size(); ++i) params[GpuLayerParamNames()[i]] = v[i];
+    out["gpu_layer_model"] = {{"params", params},
+                              {"overlap", g.params.overlap},
+                              {"peaks",
+                               {{"name", g.peaks.name},
+                                {"fp32_tflops", g.peaks.fp32_tflops},
+                                {"tf32_tflops", g.peaks.tf32_tflops},
+                                {"bandwidth_gbs", g.peaks.bandwidth_gbs},
+                                {"sms", g.peaks.sms}}},
+                              {"samples", g.samples},
+                              {"mape", g.mape},
+                              {"cv_mape", g.cv_mape},
+                              {"fitted_to", g.fitted_to},
+                              {"validation_mape", g.validation_mape},
+                              {"validation_models", g.validation_models}};
+  }
   return out;
 }
 
@@ -319,7 +349,7 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   const Reader top(j, origin, "");
   top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
               "probe", "thread_scaling", "transferred_from", "transfer_log_sigma", "samples",
-              "layer_model", "optimizer_update", "model"});
+              "layer_model", "gpu_layer_model", "optimizer_update", "model"});
   {
     const json& v = top.required("format_version");
     if (!v.is_number_integer())
@@ -404,6 +434,41 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
           l.Number(coef[k], l.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
     c.layer_model.samples = int(l.integer("samples", 0, INT_MAX));
     c.layer_model.step_error = l.number("step_error", S::NonNegative);
+  }
+
+  if (j.contains("gpu_layer_model")) {
+    const Reader g(top.required("gpu_layer_model"), origin, "gpu_layer_model");
+    g.object({"params", "overlap", "peaks", "samples", "mape", "cv_mape", "fitted_to",
+              "validation_mape", "validation_models"});
+    const Reader p(g.required("params"), origin, g.at("params"));
+    std::vector<const char*> names;
+    for (const std::string& n : GpuLayerParamNames()) names.push_back(n.c_str());
+    p.object(names);
+    std::vector<double> values;
+    for (const char* n : names) values.push_back(p.number(n, S::Positive));
+    StoredGpuLayerModel& m = c.gpu_layer_model;
+    m.params = GpuLayerParamsFrom(values);
+    for (size_t i = 0; i < 4; ++i)  // the efficiencies: fractions of a peak
+      if (values[i] > 1)
+        p.fail(names[i], "must be at most 1, got " + ShownJsonValue(p.required(names[i])));
+    const json& overlap = g.required("overlap");
+    if (!overlap.is_boolean())
+      g.fail("overlap", "must be true or false, got " + ShownJsonValue(overlap));
+    m.params.overlap = overlap.get<bool>();
+    const Reader k(g.required("peaks"), origin, g.at("peaks"));
+    k.object({"name", "fp32_tflops", "tf32_tflops", "bandwidth_gbs", "sms"});
+    m.peaks.name = k.string("name", true);
+    m.peaks.fp32_tflops = k.number("fp32_tflops", S::Positive);
+    m.peaks.tf32_tflops = k.number("tf32_tflops", S::Positive);
+    m.peaks.bandwidth_gbs = k.number("bandwidth_gbs", S::Positive);
+    m.peaks.sms = int(k.integer("sms", 1, 100000));
+    m.samples = int(g.integer("samples", 0, INT_MAX));
+    m.mape = g.number("mape", S::NonNegative);
+    m.cv_mape = g.number("cv_mape", S::NonNegative);
+    m.fitted_to = g.string("fitted_to", true);
+    m.validation_mape = g.number("validation_mape", S::NonNegative);
+    m.validation_models = int(g.integer("validation_models", 0, INT_MAX));
+    m.present = true;
   }
 
   const Reader m(top.required("model"), origin, "model");

@@ -44,41 +44,10 @@
 
 #include "common/layer_pass_time.hpp"
 #include "estimator/model/features.hpp"
+#include "estimator/model/gpu_layer_params.hpp"
 #include "estimator/model/time_model.hpp"
 
 namespace dlh {
-
-// A GPU type's published peaks (dense, no sparsity).
-struct GpuPeaks {
-  std::string name;
-  double fp32_tflops = 0;  // plain FP32 (CUDA cores)
-  double tf32_tflops = 0;  // TF32 tensor cores, dense
-  double bandwidth_gbs = 0;
-  int sms = 0;
-};
-
-// The fitted parameters. Efficiencies are fractions of the peaks; times in seconds.
-struct GpuLayerParams {
-  double tf32_efficiency = 0.3;
-  double fp32_efficiency = 0.6;
-  double memory_efficiency = 0.7;       // element-wise kernels, GEMMs of dense layers
-  double conv_memory_efficiency = 0.5;  // cuDNN convolutions of 128 filters or more
-  // Below 128 filters a convolution's memory efficiency falls as (filters / 128)^this.
-  double narrow_exponent = 0.5;
-  double host_kernel_s = 5e-6;     // host time to issue one kernel or library call
-  double host_conv_call_s = 2e-5;  // extra host time of a cuDNN convolution call
-  double kernel_floor_s = 3e-6;    // a kernel's least device time
-  double step_s = 5e-5;            // per step: synchronisation, loss read-back
-  // How host and device combine: true, the kernels in order, each starting when the host
-  // has issued it and the device is free (max(host, device) where either dominates); false,
-  // in series (host + device: the host's cost of a library call is spent while the
-  // device waits for it). The fit tries both and keeps the better (see FitGpuLayerModel).
-  bool overlap = true;
-};
-constexpr int kGpuLayerParams = 9;
-const std::vector<std::string>& GpuLayerParamNames();
-std::vector<double> GpuLayerParamValues(const GpuLayerParams& p);
-GpuLayerParams GpuLayerParamsFrom(const std::vector<double>& values);
 
 enum class GpuPass { Forward, BackwardData, BackwardWeights, Update };
 const char* GpuPassName(GpuPass pass);

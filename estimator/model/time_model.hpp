@@ -37,6 +37,7 @@
 #include "common/error.hpp"
 #include "estimator/model/engine_fingerprint.hpp"  // CpuEngineDevice
 #include "estimator/model/features.hpp"
+#include "estimator/model/gpu_layer_params.hpp"
 #include "estimator/model/layer_time_model.hpp"
 #include "estimator/model/optimizer_cost.hpp"
 
@@ -131,6 +132,9 @@ struct Calibration {
   // size in the file, which the plugin reads at every sbatch. Empty in older files and GPU
   // calibrations: the recommender then divides a step by the step-time model.
   LayerTimeModel layer_model;
+  // A GPU calibration's layer model (gpu_layer_params.hpp), stored by `dlh-estimate
+  // gpu-layers --store`; absent in CPU calibrations and older files.
+  StoredGpuLayerModel gpu_layer_model;
 };
 // The features of what the CPU engine never runs (features.hpp, cpu_skipped_*) as calibration
 // files and records name them: optional when read (0 when absent), and left out of a model's

@@ -57,6 +57,14 @@ double CalibrationLogSigma(const Calibration& cal) {
   return Quadrature(own, std::max(0.0, cal.transfer_log_sigma));
 }
 
+// A stored GPU layer model's spread: the larger of its cross-validated MAPE (its MAPE on the
+// samples where it has none) and its MAPE on validation models outside the sweep, read as
+// CalibrationLogSigma reads an older file's MAPE.
+double LayerModelLogSigma(const StoredGpuLayerModel& m) {
+  const double own = m.cv_mape > 0 ? m.cv_mape : m.mape;
+  return std::log1p(std::max(own, m.validation_mape) / 100) / 0.7979;
+}
+
 // A profile's spread: the widest of its points' ln(max / min) taken as a 90% two-sided
 // range (over 2 x 1.645), at least the floor.
 double ProfileLogSigma(const ProgramProfile& p) {
@@ -255,6 +263,16 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
         s.cpu_scaling = CpuScaling(cal, cal.model.coef, f);
       }
       s.log_sigma = CalibrationLogSigma(cal);
+      // A GPU calibration's own layer model, on the GPU it was fitted on.
+      if (cal.gpu_layer_model.present &&
+          recommend_detail::LayerModelSpeed(job, cal.gpu_layer_model.peaks,
+                                            cal.gpu_layer_model.params, &s)) {
+        AddOptimizerUpdate(cal, job, 1, &s);  // what the job's optimizer adds, as above
+        s.source = "GPU layer model of " + file;
+        s.provenance = "calibration " + g->name + " (" + file + ", its GPU layer model)";
+        s.log_sigma = Quadrature(LayerModelLogSigma(cal.gpu_layer_model),
+                                 std::max(0.0, cal.transfer_log_sigma));
+      }
       int measured = 0;
       s.measured_watts = MeasuredWatts(cal, &measured);
       if (s.measured_watts > 0)
@@ -281,6 +299,21 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
         s.cpu_scaling = CpuScaling(cal, coef, f);
       }
       s.log_sigma = Quadrature(CalibrationLogSigma(cal), kWaveTransferLogSigma);
+      // The reference's layer model, carried by this type's own peaks where the cluster names
+      // them all (each kernel's roofline and waves on its SMs; efficiencies and host times
+      // kept): per operation, not one ratio for the whole step.
+      const GpuPeaks peaks{g->name, g->peak_tflops, g->tf32_tflops, g->memory_bandwidth_gbs,
+                           g->sms};
+      if (cal.gpu_layer_model.present && g->tf32_tflops > 0 && g->sms > 0 &&
+          recommend_detail::LayerModelSpeed(job, peaks, cal.gpu_layer_model.params, &s)) {
+        AddOptimizerUpdate(cal, job, ratio.bandwidth, &s);
+        s.source = "GPU layer model of " + ref->name + "'s calibration (" + file +
+                   "), carried by " + g->name + "'s peaks (FP32 " + Printf("%g", g->peak_tflops) +
+                   ", TF32 " + Printf("%g", g->tf32_tflops) + " TFLOP/s, " +
+                   Printf("%g", g->memory_bandwidth_gbs) + " GB/s, " + std::to_string(g->sms) +
+                   " SMs)";
+        s.log_sigma = Quadrature(LayerModelLogSigma(cal.gpu_layer_model), kWaveTransferLogSigma);
+      }
     } else {
       s = RooflineSpeed(f, layers, *g);
       s.source = "roofline (no calibration for " + g->name + " or any other type)";

@@ -4,6 +4,7 @@
 //   candidates.cpp     every allocation of one node type or a mix of two, predicted and kept
 //   batch_balance.hpp  the per-GPU batches of a mix, balanced by speed (.cpp: BalanceBatch)
 //   device_speeds.cpp  each GPU type's speed: calibrated, scaled, profiled or roofline
+//   layer_model_speed.cpp  a GPU type's speed from a calibration's stored GPU layer model
 //   explain.cpp        the `why` lines
 //   formats.cpp        times and energies as text, the plan as JSON
 //   pipeline_plan.cpp  a pipeline's stages: their memory and the step's time
@@ -16,6 +17,7 @@
 
 #include "estimator/cluster/cluster.hpp"
 #include "estimator/model/comm_model.hpp"
+#include "estimator/model/gpu_layer_params.hpp"
 #include "estimator/model/job_time.hpp"
 #include "estimator/recommend/recommender.hpp"
 
@@ -100,6 +102,18 @@ int OptimizerSlots(const Job& job);
 // Local SGD's model average against a gradient allreduce: the parameters and the optimizer's
 // state arrays, 1 + OptimizerSlots(job) times the bytes.
 inline double ModelAverageToGradientBytes(const Job& job) { return 1.0 + OptimizerSlots(job); }
+
+// ---------------------------------------------------------------- layer_model_speed.cpp
+
+// The GPU layer model's step (gpu_layer_model.hpp) on a GPU of `peaks` as the recommender's
+// affine speed: evaluated at the job's local batches, from its per-GPU batch (or the global
+// batch) down to a sixteenth of it and at twice it, and a line fitted through them by least
+// squares (the model is nearly affine in the batch; wave quantisation makes steps in it);
+// each top-level layer's terms likewise, its share of the optimizer's update by its
+// parameters. Only fixed_s, per_sample_s and the layer vectors are set. False (s untouched)
+// where the job's layers are unknown (a profile, features alone).
+bool LayerModelSpeed(const Job& job, const GpuPeaks& peaks, const GpuLayerParams& params,
+                     DeviceSpeed* s);
 
 // ---------------------------------------------------------------- pipeline_plan.cpp
 

@@ -111,6 +111,27 @@ dlh-estimate gpu-layers --check "$WORK/h200.json" \
   fail "gpu-layers --check"
 grep -q "^MAPE over 10 models: layer model [0-9.]*%, wave-scaled linear model [0-9.]*%" \
   "$WORK/check.txt" || { cat "$WORK/check.txt"; fail "gpu-layers --check: no MAPE"; }
+# The layer model the committed H100 calibration holds is what this build fits (--store on a
+# copy, with the 5 folds it was stored with), and the recommender plans with it.
+cp "$H100" "$WORK/h100.json"
+dlh-estimate gpu-layers --calibration "$WORK/h100.json" --peaks "$ROOT/share/gpu/specs/h100-sxm.json" \
+  --measured "$ROOT/share/gpu/results/h100-80gb-hbm3-validation.json" --store >"$WORK/store.txt" ||
+  { cat "$WORK/store.txt"; fail "gpu-layers --store"; }
+python3 - "$H100" "$WORK/h100.json" <<'PY'
+import json, sys
+committed, refit = (json.load(open(p))["gpu_layer_model"] for p in sys.argv[1:])
+assert committed["fitted_to"] == refit["fitted_to"] == "the calibration's sweep", committed
+for k, v in committed["params"].items():
+    assert abs(refit["params"][k] - v) <= 1e-9 * abs(v), (k, v, refit["params"][k])
+assert committed["validation_models"] == 10 and abs(committed["validation_mape"] - refit["validation_mape"]) < 1e-9
+PY
+sed 's|"../calibration/h100-80gb-hbm3.json"|"'"$WORK"'/h100.json"|' "$ROOT/share/cluster/example.json" >"$WORK/example.json"
+dlh-estimate recommend "$ROOT/share/gpu/cnn-large.json" --cluster "$WORK/example.json" \
+  --samples 100000 --deadline 2h >"$WORK/planned.txt" 2>&1 || { cat "$WORK/planned.txt"; fail "recommend"; }
+grep -q "^  h100: GPU layer model of h100.json, " "$WORK/planned.txt" &&
+  grep -q "^  a100: GPU layer model of h100's calibration (h100.json), carried by a100's peaks (FP32 19.5, TF32 156 TFLOP/s, 1555 GB/s, 108 SMs)" "$WORK/planned.txt" ||
+  { cat "$WORK/planned.txt"; fail "the plan does not come from the layer model"; }
+check "the committed H100 layer model is this build's fit; recommend: $(grep -o 'h100: GPU layer model[^,]*' "$WORK/planned.txt")"
 expect_fail 2 "check: needs --measured" dlh-estimate gpu-layers --check "$WORK/h200.json"
 expect_fail 2 "calibration: required" dlh-estimate gpu-layers --peaks x.json
 echo '{"name": "x", "fp32_tflops": 1, "tf32_tflops": 2, "bandwidth_gbs": 0, "sms": 4}' >"$WORK/bad-peaks.json"

@@ -233,6 +233,18 @@ TEST(Cluster, BadInputsNameFileAndField) {
             "c.json: gpu_types[0].memory_gb: must be a positive number, got 0");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][1]["peak_tflops"] = -2.5; }),
             "c.json: gpu_types[1].peak_tflops: must be a positive number, got -2.5");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][1]["tf32_tflops"] = 156; }),
+            "c.json: gpu_types[1].sms: required with tf32_tflops (the GPU layer model takes both)");
+  EXPECT_EQ(ErrorOf([](json& j) {
+              j["gpu_types"][1]["tf32_tflops"] = 0;
+              j["gpu_types"][1]["sms"] = 108;
+            }),
+            "c.json: gpu_types[1].tf32_tflops: must be a positive number, got 0");
+  EXPECT_EQ(ErrorOf([](json& j) {
+              j["gpu_types"][1]["tf32_tflops"] = 156;
+              j["gpu_types"][1]["sms"] = 1.5;
+            }),
+            "c.json: gpu_types[1].sms: must be a positive integer up to 100000, got 1.5");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][1]["name"] = "a100"; }),
             "c.json: gpu_types[1].name: duplicate GPU type \"a100\"");
   EXPECT_EQ(ErrorOf([](json& j) { j["node_types"][1]["name"] = "gpu-a100"; }),

@@ -17,6 +17,7 @@
 #include "common/error.hpp"
 #include "estimator/model/cuda_targets.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
+#include "estimator/model/gpu_layer_model.hpp"
 #include "tests/util/repo_file.hpp"
 
 namespace dlh {
@@ -488,6 +489,63 @@ TEST(DeviceSpeeds, CalibratedIsTheAffineModel) {
                                        fs::path(path).filename().string() +
                                        "): FLOP/s x1.00, bandwidth x1.00");
   EXPECT_NEAR(speeds["slow"].seconds(7), t7, 1e-12);
+}
+
+// A GPU calibration with a stored layer model (gpu-layers --store): its own type is planned
+// with the layer model on the peaks it was fitted on, close to the model's own step at the
+// job's batch; a type whose peaks the cluster names gets the model carried by them (slower
+// on a GPU of lower peaks); one without them keeps the wave-scaled linear model. The band
+// comes from the larger of the cross-validated and the validation MAPE.
+TEST(DeviceSpeeds, GpuLayerModelPlansItsTypeAndCarriesByPeaks) {
+  const std::string path =
+      (fs::temp_directory_path() / ("dlh_rec_glm_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  Calibration cal;
+  cal.device = "cuda";
+  cal.host = "test GPU";
+  cal.created = "2026-01-01T00:00:00Z";
+  cal.model.device = "cuda";
+  cal.model.coef = {1e-4, 0, 2e-14, 2e-12, 8e-12, 4e-12, 3e-11, 3e-4, 7e-5};
+  StoredGpuLayerModel& m = cal.gpu_layer_model;
+  m.present = true;
+  m.params.overlap = false;
+  m.peaks = GpuPeaks{"fast", 60, 480, 3000, 132};
+  m.samples = 96;
+  m.mape = 9;
+  m.cv_mape = 10;
+  m.validation_mape = 19.4;
+  m.validation_models = 10;
+  m.fitted_to = "the calibration's sweep";
+  SaveCalibration(path, cal);
+  EXPECT_TRUE(LoadCalibration(path).gpu_layer_model.present);
+
+  Job job = SmallJob();
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path;
+  c.gpu_types[1].peak_tflops = 20;  // slow: a third of fast's peaks
+  c.gpu_types[1].tf32_tflops = 160;
+  c.gpu_types[1].memory_bandwidth_gbs = 1000;
+  c.gpu_types[1].sms = 108;
+  auto speeds = DeviceSpeeds(job, c);
+  const std::string file = fs::path(path).filename().string();
+  const DeviceSpeed& fast = speeds["fast"];
+  EXPECT_EQ(fast.source, "GPU layer model of " + file);
+  EXPECT_EQ(fast.provenance, "calibration fast (" + file + ", its GPU layer model)");
+  const double own = PredictGpuStep(job.features, 256, m.peaks, m.params).seconds;
+  EXPECT_NEAR(fast.seconds(256), own, 0.05 * own);
+  EXPECT_NEAR(fast.log_sigma, std::log1p(0.194) / 0.7979, 1e-9);
+  EXPECT_EQ(fast.layer_pass_s.size(), job.spec.layers.size());
+  const DeviceSpeed& slow = speeds["slow"];
+  EXPECT_EQ(slow.source, "GPU layer model of fast's calibration (" + file +
+                             "), carried by slow's peaks (FP32 20, TF32 160 TFLOP/s, 1000 GB/s, "
+                             "108 SMs)");
+  EXPECT_GT(slow.seconds(256), fast.seconds(256));
+  EXPECT_GT(slow.log_sigma, fast.log_sigma);
+  // Without the layer model's peaks in the cluster: the linear model, wave-scaled.
+  c.gpu_types[1].tf32_tflops = 0;
+  c.gpu_types[1].sms = 0;
+  EXPECT_EQ(DeviceSpeeds(job, c)["slow"].source.rfind("scaled from fast's calibration", 0), 0u);
+  fs::remove(path);
 }
 
 // A calibration file in the temporary folder, removed with the fixture.

@@ -486,6 +486,49 @@ TEST(CalibrationTest, RecordsItsEngineAndSaysWhenStale) {
   EXPECT_THROW(CalibrationFromJson(j, "c.json"), EstimateError);
 }
 
+// A GPU calibration's stored layer model (gpu-layers --store) survives the file, and a
+// damaged one is refused naming the field.
+TEST(CalibrationTest, GpuLayerModelRoundTripsAndIsChecked) {
+  Calibration c = Example();
+  c.gpu_layer_model.present = true;
+  c.gpu_layer_model.params.tf32_efficiency = 0.57;
+  c.gpu_layer_model.params.overlap = false;
+  c.gpu_layer_model.peaks = GpuPeaks{"h100", 66.9, 494.7, 3350, 132};
+  c.gpu_layer_model.samples = 96;
+  c.gpu_layer_model.mape = 8.9;
+  c.gpu_layer_model.cv_mape = 9.9;
+  c.gpu_layer_model.validation_mape = 19.4;
+  c.gpu_layer_model.validation_models = 10;
+  c.gpu_layer_model.fitted_to = "the calibration's sweep";
+  const json good = CalibrationToJson(c);
+  const Calibration back = CalibrationFromJson(good, "cal.json");
+  ASSERT_TRUE(back.gpu_layer_model.present);
+  EXPECT_DOUBLE_EQ(back.gpu_layer_model.params.tf32_efficiency, 0.57);
+  EXPECT_FALSE(back.gpu_layer_model.params.overlap);
+  EXPECT_EQ(back.gpu_layer_model.peaks.sms, 132);
+  EXPECT_DOUBLE_EQ(back.gpu_layer_model.validation_mape, 19.4);
+  EXPECT_FALSE(
+      CalibrationFromJson(CalibrationToJson(Example()), "cal.json").gpu_layer_model.present);
+  auto message = [&](const std::function<void(json&)>& edit) {
+    json j = good;
+    edit(j);
+    try {
+      CalibrationFromJson(j, "cal.json");
+    } catch (const EstimateError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([](json& j) { j["gpu_layer_model"]["params"]["tf32_efficiency"] = 1.5; }),
+            "cal.json: gpu_layer_model.params.tf32_efficiency: must be at most 1, got 1.5");
+  EXPECT_EQ(message([](json& j) { j["gpu_layer_model"]["params"].erase("step_s"); }),
+            "cal.json: gpu_layer_model.params.step_s: required");
+  EXPECT_EQ(message([](json& j) { j["gpu_layer_model"]["peaks"]["sms"] = 0; }),
+            "cal.json: gpu_layer_model.peaks.sms: must be a positive integer, got 0");
+  EXPECT_EQ(message([](json& j) { j["gpu_layer_model"]["overlap"] = "no"; }),
+            "cal.json: gpu_layer_model.overlap: must be true or false, got \"no\"");
+}
+
 TEST(CalibrationTest, BadInputs) {
   const json good = CalibrationToJson(Example());
   ASSERT_NO_THROW(CalibrationFromJson(good, "cal.json"));
