@@ -564,6 +564,14 @@ check_calibration() {
     row "predictions made before the visit (${f#"$root"/})" \
       "$(grep -m1 '^MAPE over' "$w/predictions.txt" || echo 'could not be checked')"
   done
+  # A calibration swept on this visit gets its GPU layer model, fitted to its sweep and judged
+  # on the validation models just measured (gpu-layers --store), for the recommender.
+  local peaks=''
+  for f in "$root/share/gpu/specs/${gpu_slug%%-*}"*.json; do [[ -e $f ]] && peaks=$f && break; done
+  if [[ $cal != "$committed" && -n $peaks ]]; then
+    dlh-estimate gpu-layers --calibration "$cal" --peaks "$peaks" \
+      --measured "$out/$gpu_slug-validation.json" --store >>"$log" 2>&1 || true
+  fi
   [[ $cal == "$committed" ]] ||
     py "$helpers" cluster "$root/share/cluster/example.json" "$out/share/cluster/example.json" "$gpu_slug"
   row "GPU calibration and validation" "$(py "$helpers" calibration "$w/validate.txt" "${DLH_GPU_CALIBRATION_GOAL:-15}"); $what"
