@@ -169,6 +169,7 @@ std::string TimeStepsResultText(const TimeStepsResult& r) {
                           {"math", text_or_null(p.math)},
                           {"workspace_bytes", p.workspace_bytes}});
       sample["layers"] = layers;
+      if (!s.layers_held) sample["layers_held"] = false;
     }
     samples.push_back(sample);
   }
@@ -231,6 +232,11 @@ TimeStepsResult ReadTimeStepsResult(const std::string& path) {
       fail(at + ".seconds", "null without an \"error\" saying why");
     if (const auto layers = s.find("layers"); layers != s.end())
       out.layers = ReadLayerPasses(*layers, at + ".layers", fail);
+    if (const auto held = s.find("layers_held"); held != s.end()) {
+      if (!held->is_boolean())
+        fail(at + ".layers_held", "must be true or false, got " + ShownJsonValue(*held));
+      out.layers_held = held->get<bool>();
+    }
     r.samples.push_back(std::move(out));
   }
   return r;

@@ -13,7 +13,9 @@
 // timed one by one on the GPU (common/layer_pass_time.hpp), each the median of N profiled
 // steps: [{"layer": 0, "kind": "conv2d", "pass": "forward", "device_s": 1.2e-05,
 // "host_s": 8e-06, "algorithm": "IMPLICIT_PRECOMP_GEMM", "math": "tensor_op",
-// "workspace_bytes": 0}, ...] (algorithm and math null for the engine's own kernels).
+// "workspace_bytes": 0}, ...] (algorithm and math null for the engine's own kernels), and
+// "layers_held": false where the steps could not be held until issued
+// (launcher/engine/cuda/step_timer.hpp; absent: they were).
 //
 // The result is rewritten after every entry, so a crash keeps the entries finished before
 // it ("complete": false). A sample whose entry failed (too large for the GPU's memory) has
@@ -42,6 +44,9 @@ struct TimeStepsSample {
   double joules = -1;                 // energy per step (-1: not measured)
   std::string error;                  // why the entry could not be timed ("" when it was)
   std::vector<LayerPassTime> layers;  // --profile: its passes (empty: not profiled)
+  // Whether they were timed with the stream held until each step was issued (their device
+  // times the GPU's own; false: the host's gaps between the calls are in them too).
+  bool layers_held = true;
 };
 
 struct TimeStepsResult {

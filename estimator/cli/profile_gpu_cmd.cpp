@@ -46,8 +46,11 @@ void PrintProfile(const TimeStepsSample& s) {
                 s.error.c_str());
     return;
   }
-  std::printf("%s, batch %lld: step %.3f ms timed whole\n", s.model.c_str(), (long long)s.batch,
-              s.seconds * 1e3);
+  std::printf("%s, batch %lld: step %.3f ms timed whole%s\n", s.model.c_str(), (long long)s.batch,
+              s.seconds * 1e3,
+              s.layers_held ? ""
+                            : "; its steps could not be held until issued (a call waits for the "
+                              "stream): the passes' device times hold the host's gaps");
   if (s.layers.empty()) {
     std::printf("  no passes timed (a result of time-steps without --profile)\n\n");
     return;

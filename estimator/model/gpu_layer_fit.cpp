@@ -262,7 +262,8 @@ GpuPassFit FitGpuLayerModelToPasses(const std::vector<GpuPassSample>& samples,
           conv_calls += k->conv_call ? 1 : 0;
         }
         row.device_s = measured.device_s;
-        if (measured.device_s >= kMeasurableSeconds) device_rows.push_back(std::move(row));
+        if (samples[i].held && measured.device_s >= kMeasurableSeconds)
+          device_rows.push_back(std::move(row));
       }
       host_x.push_back({1.0, calls, conv_calls});
       host_y.push_back(measured.host_s);

@@ -142,6 +142,7 @@ struct GpuPassSample {
   int64_t batch = 0;
   double step_s = 0;  // the whole step, timed apart from the profiled steps
   std::vector<LayerPassTime> passes;
+  bool held = true;  // false: its device times hold the host's gaps (time_steps_file.hpp)
 };
 
 struct GpuPassFit {
@@ -158,7 +159,8 @@ struct GpuPassFit {
 // Fits the layer model to profiled passes, each part to what measures it:
 //   - the device terms (the four efficiencies, the narrow exponent, a kernel's floor) by least
 //     squares of ln(predicted / measured) over the device times of the passes the model runs
-//     kernels in, measured at 2 us or more (an event's resolution is about 0.5 us);
+//     kernels in, measured at 2 us or more (an event's resolution is about 0.5 us), of the
+//     samples whose steps were held until issued;
 //   - the host terms (per kernel, per cuDNN convolution call) by non-negative least squares
 //     over every pass's host time, with a constant per pass for the profile's own marking,
 //     which the step does not pay and the model leaves out;

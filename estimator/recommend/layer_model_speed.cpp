@@ -17,7 +17,8 @@ namespace {
 void AffineFit(const std::vector<double>& x, const std::vector<double>& t, double* a, double* b) {
   const double n = double(x.size());
   double sx = 0, st = 0, sxx = 0, sxt = 0;
-  for (size_t i = 0; i < x.size(); ++i) sx += x[i], st += t[i], sxx += x[i] * x[i], sxt += x[i] * t[i];
+  for (size_t i = 0; i < x.size(); ++i)
+    sx += x[i], st += t[i], sxx += x[i] * x[i], sxt += x[i] * t[i];
   const double det = n * sxx - sx * sx;
   *b = det > 0 ? (n * sxt - sx * st) / det : 0;
   *a = (st - *b * sx) / n;

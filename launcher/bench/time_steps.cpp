@@ -62,18 +62,27 @@ std::unique_ptr<EnergyMeter> OpenEnergyMeter(const Options& o, const Engine& eng
 // The entry's step timed pass by pass (launcher/engine/layer_timing.hpp): `profile_steps`
 // steps, each pass's device and host time the median over them. Every step runs the same
 // passes in the same order; a step that does not is an error, not a row.
+// A step that could not be held (layer_timing.hpp) ends the held ones: from then on the steps
+// are timed unheld, `profile_steps` of them, and *held says which the figures are.
 std::vector<LayerPassTime> ProfileLayers(Engine* engine, const Options& o,
                                          const std::function<void()>& forward_backward,
-                                         const std::function<void()>& rest_of_step) {
+                                         const std::function<void()>& rest_of_step, bool* held) {
   LayerTiming* timing = GpuLayerTiming(engine, o.kind);
   if (timing == nullptr) throw Error("--profile: this CUDA backend cannot time its layers");
   timing->set_layer_timing(true);
   std::vector<std::vector<LayerPassTime>> steps;
+  *held = true;
   try {
-    for (int i = 0; i < o.profile_steps; ++i) {
+    // Once a step is unheld every later one is (the timer stops holding): this ends.
+    while (int(steps.size()) < o.profile_steps) {
       forward_backward();
       rest_of_step();
-      steps.push_back(timing->last_step_layer_times());
+      std::vector<LayerPassTime> step = timing->last_step_layer_times();
+      if (*held && !timing->last_step_held()) {  // the held steps so far are set aside
+        *held = false;
+        steps.clear();
+      }
+      steps.push_back(std::move(step));
     }
   } catch (...) {
     timing->set_layer_timing(false);
@@ -194,7 +203,8 @@ TimeStepsSample TimeEntry(const TimeStepsEntry& entry, const Options& o) {
   }
   if (o.profile_steps > 0) {
     rest_of_step();  // the last step's update, outside the profile
-    sample.layers = ProfileLayers(engine.get(), o, forward_backward, rest_of_step);
+    sample.layers =
+        ProfileLayers(engine.get(), o, forward_backward, rest_of_step, &sample.layers_held);
   }
   (void)loss_sink;
   return sample;

@@ -24,6 +24,10 @@ class LayerTiming {
   // The passes of the last training step (forward_backward, then update) in the order they
   // ran; waits for the device. Throws Error when no whole step was timed since the last call.
   virtual std::vector<LayerPassTime> last_step_layer_times() = 0;
+  // Whether that step ran held until it was issued, so that its device times are the GPU's
+  // own. A step the host could not issue while held (a library call that waits for the
+  // stream) is not, and neither is any later one: its device times hold the host's gaps.
+  virtual bool last_step_held() const = 0;
 };
 
 // The layer timing of an engine that MakeEngine (device.hpp) made on the GPU; nullptr for

@@ -222,6 +222,7 @@ def profile(path):
         return "**FAILED**: no model was profiled"
     shares = sorted(sum(p["device_s"] for p in s["layers"]) / s["seconds"] for s in done)
     passes = sum(len(s["layers"]) for s in done)
+    unheld = sum(1 for s in done if s.get("layers_held") is False)
     conv = [p for s in done for p in s["layers"] if p["kind"] == "conv2d"]
     named = sum(1 for p in conv if p["algorithm"])
     bad = [s["model"] for s in done if any(p["device_s"] <= 0 for p in s["layers"]
@@ -232,7 +233,9 @@ def profile(path):
             f"(median {100 * shares[len(shares) // 2]:.0f}%); {named} of {len(conv)} "
             f"convolution passes name cuDNN's algorithm"
             + (f"; a GEMM layer pass without device time: {', '.join(bad)}" if bad else "")
-            + (f"; not profiled: {', '.join(failed)}" if failed else ""))
+            + (f"; not profiled: {', '.join(failed)}" if failed else "")
+            + (f"; {unheld} model(s) could not be held until issued (their device times hold "
+               "the host's gaps)" if unheld else ""))
 
 
 def idx(folder, train="6400", test="1000"):

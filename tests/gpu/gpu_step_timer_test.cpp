@@ -72,6 +72,7 @@ TEST(GpuStepTimer, PassesInOrderWithTheirTimesAndAlgorithms) {
     EXPECT_EQ(cudaStreamQuery(gpu.stream.get()), cudaErrorNotReady);
     timer.release();
     const std::vector<GpuStepTimer::Segment> passes = timer.collect();
+    EXPECT_TRUE(timer.held());
     // 5 forward; backward: dense (weights, data), flatten, conv (weights, data), relu, and
     // the first conv's weights alone.
     const std::vector<std::pair<int, std::string>> want = {

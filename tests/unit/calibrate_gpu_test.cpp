@@ -264,12 +264,18 @@ TEST(CalibrateTimeStepsFile, LayerPassesRoundTripAndAreChecked) {
   s.layers.push_back({1, "relu", "forward", 1e-5, 4e-6, "", "", 0});
   s.layers.push_back({-1, "loss", "loss", 8e-6, 1e-5, "", "", 0});
   r.samples.push_back(s);
+  s.layers_held = false;  // the same passes, timed without the stream held
+  r.samples.push_back(s);
   r.samples.push_back({"b", 64, 0.001, -1, "", {}});  // not profiled: no "layers"
   const std::string good = TimeStepsResultText(r);
-  EXPECT_EQ(nlohmann::json::parse(good)["samples"][1].count("layers"), 0u);
+  EXPECT_EQ(nlohmann::json::parse(good)["samples"][2].count("layers"), 0u);
+  EXPECT_EQ(nlohmann::json::parse(good)["samples"][0].count("layers_held"), 0u);
+  EXPECT_EQ(nlohmann::json::parse(good)["samples"][1]["layers_held"], false);
   const TimeStepsResult back = ReadTimeStepsResult(WriteText(dir, "result.json", good));
   ASSERT_EQ(back.samples[0].layers.size(), 4u);
-  EXPECT_TRUE(back.samples[1].layers.empty());
+  EXPECT_TRUE(back.samples[0].layers_held);
+  EXPECT_FALSE(back.samples[1].layers_held);
+  EXPECT_TRUE(back.samples[2].layers.empty());
   const LayerPassTime& conv = back.samples[0].layers[0];
   EXPECT_EQ(conv.layer, 0);
   EXPECT_EQ(conv.pass, "forward");

@@ -255,6 +255,8 @@ class CudaEngine : public Engine, public LayerTiming {
     stack_->set_timer(timer_.get());
   }
 
+  bool last_step_held() const override { return timer_ && timer_->held(); }
+
   std::vector<LayerPassTime> last_step_layer_times() override {
     if (!timer_) throw Error("layer timing is off (internal)");
     const std::vector<GpuStepTimer::Segment> segments = timer_->collect();

@@ -8,7 +8,9 @@
 // kernel that keeps the stream waiting (stream_hold.cu) until release(), called once the
 // host has issued the step: the passes then run back to back, and each difference is the
 // device's own time. The hold gives up after kHoldSeconds, which no step's issuing comes
-// near; collect() then refuses the step rather than return its gaps as device time.
+// near unless a library call waits for the stream it holds (a synchronisation inside the
+// step); collect() then says the step was not held (held() false), and the timer stops
+// holding: what it measures from then on is the passes with the host's gaps between them.
 //
 // The marks cost the step a few microseconds each, and the held stream changes its
 // overlap of host and device: a profiled step is for the per-layer terms, never timed as a
@@ -34,7 +36,7 @@ class GpuStepTimer {
   GpuStepTimer(const GpuStepTimer&) = delete;
   GpuStepTimer& operator=(const GpuStepTimer&) = delete;
 
-  // Holds the stream until release() (see above).
+  // Holds the stream until release() (see above); nothing once a hold has timed out.
   void hold();
   void release();
   // What the stream runs from here to the next mark() or close() is `pass` of `layer`.
@@ -51,8 +53,10 @@ class GpuStepTimer {
     double device_s = 0, host_s = 0;
   };
   // Waits for the stream's last mark; the passes marked since the last collect(), in order.
-  // Throws Error where a hold timed out, or nothing was marked.
+  // Throws Error where nothing was marked.
   std::vector<Segment> collect();
+  // Whether the step collect() returned ran held until issued (see above).
+  bool held() const { return held_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -67,6 +71,9 @@ class GpuStepTimer {
   PinnedArray<int> flags_;  // [0]: open, [1]: a hold timed out (device-visible)
   int* open_device_ = nullptr;
   int* timed_out_device_ = nullptr;
+  bool holding_ = true;     // false once a hold timed out
+  bool held_ = false;       // the last collected step's
+  bool step_held_ = false;  // a hold was put on the step being marked
 };
 
 }  // namespace cuda
