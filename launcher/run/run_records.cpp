@@ -149,7 +149,6 @@ std::vector<nlohmann::json> RunRecorder::Take(const ProgressEvent& e, const std:
   last_checkpoint_ = e.path;
   ++checkpoints_;
   out.push_back(std::move(rec));
-  Flush(&out, t);
   return out;
 }
 

@@ -72,7 +72,9 @@ class RunRecorder {
   // program's description said ("": nothing yet).
   std::vector<nlohmann::json> Take(const ProgressEvent& e, const std::string& device, double t);
   // A signal the rank passed on to its program at `t`: its record waits for the program's
-  // next checkpoint line (as train writes its signal record after the checkpoint).
+  // end, and names the last checkpoint it wrote, the one its stop took (train writes its
+  // signal record after that checkpoint). Not the next checkpoint line: ranks that agree
+  // on when to stop (dlh.should_stop(agree=True)) may pass a periodic checkpoint first.
   void Signal(int signal, double t);
   // The last records of a program that ended well or obeyed a stop (`stop_signal`: the stop
   // or SIGUSR1 it obeyed, 0: none; `finished`: it did all it meant to).

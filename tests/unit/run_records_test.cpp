@@ -121,23 +121,27 @@ TEST(RunRecorderTest, EvalAndCheckpointRecordsAndASignalAfterTheCheckpoint) {
                                      {"test_accuracy", 0.8}}));
   r.Signal(SIGUSR1, 1004);
   ProgressLog log;
+  // A periodic checkpoint, then the stop's: the signal's record names the stop's.
   log.Feed("checkpoint 2 /c/s-2.pt\n", 5);
   recs = r.Take(log.TakeEvents()[0], "cpu", 1005);
-  ASSERT_EQ(recs.size(), 2u);
+  ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0], nlohmann::json({{"event", "checkpoint"},
                                      {"t", 1005},
                                      {"step", 2},
                                      {"path", "/c/s-2.pt"},
                                      {"background", false},
                                      {"bytes", 4096}}));
-  EXPECT_EQ(recs[1], nlohmann::json({{"event", "signal"},
-                                     {"t", 1005},
+  log.Feed("checkpoint 2 /c/s-2b.pt\n", 6);
+  recs = r.Take(log.TakeEvents()[0], "cpu", 1006);
+  ASSERT_EQ(recs.size(), 1u);
+  recs = r.End(false, SIGUSR1, "cpu", 1010);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0], nlohmann::json({{"event", "signal"},
+                                     {"t", 1010},
                                      {"step", 2},
                                      {"signal", "SIGUSR1"},
-                                     {"checkpoint", "/c/s-2.pt"}}));
-  recs = r.End(false, SIGUSR1, "cpu", 1010);
-  ASSERT_EQ(recs.size(), 1u);
-  EXPECT_EQ(recs[0], nlohmann::json({{"event", "end"},
+                                     {"checkpoint", "/c/s-2b.pt"}}));
+  EXPECT_EQ(recs[1], nlohmann::json({{"event", "end"},
                                      {"t", 1010},
                                      {"step", 2},
                                      {"finished", false},
