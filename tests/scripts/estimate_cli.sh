@@ -112,10 +112,12 @@ dlh-estimate gpu-layers --check "$WORK/h200.json" \
 grep -q "^MAPE over 10 models: layer model [0-9.]*%, wave-scaled linear model [0-9.]*%" \
   "$WORK/check.txt" || { cat "$WORK/check.txt"; fail "gpu-layers --check: no MAPE"; }
 # The layer model the committed H100 calibration holds is what this build fits (--store on a
-# copy, with the 5 folds it was stored with), and the recommender plans with it.
+# copy; without the cross-validation, which sets no parameter), and the recommender plans
+# with it.
 cp "$H100" "$WORK/h100.json"
 dlh-estimate gpu-layers --calibration "$WORK/h100.json" --peaks "$ROOT/share/gpu/specs/h100-sxm.json" \
-  --measured "$ROOT/share/gpu/results/h100-80gb-hbm3-validation.json" --store >"$WORK/store.txt" ||
+  --measured "$ROOT/share/gpu/results/h100-80gb-hbm3-validation.json" --folds 0 --store \
+  >"$WORK/store.txt" ||
   { cat "$WORK/store.txt"; fail "gpu-layers --store"; }
 python3 - "$H100" "$WORK/h100.json" <<'PY'
 import json, sys
