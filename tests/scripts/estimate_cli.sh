@@ -130,9 +130,10 @@ PY
 sed 's|"../calibration/h100-80gb-hbm3.json"|"'"$WORK"'/h100.json"|' "$ROOT/share/cluster/example.json" >"$WORK/example.json"
 dlh-estimate recommend "$ROOT/share/gpu/cnn-large.json" --cluster "$WORK/example.json" \
   --samples 100000 --deadline 2h >"$WORK/planned.txt" 2>&1 || { cat "$WORK/planned.txt"; fail "recommend"; }
-grep -q "^  h100: GPU layer model of h100.json, " "$WORK/planned.txt" &&
-  grep -q "^  a100: GPU layer model of h100's calibration (h100.json), carried by a100's peaks (FP32 19.5, TF32 156 TFLOP/s, 1555 GB/s, 108 SMs)" "$WORK/planned.txt" ||
-  { cat "$WORK/planned.txt"; fail "the plan does not come from the layer model"; }
+grep -q "^  h100: GPU layer model of h100.json, " "$WORK/planned.txt" ||
+  { cat "$WORK/planned.txt"; fail "h100's plan does not come from its layer model"; }
+grep -q "^  a100: GPU layer model of h100's calibration (h100.json), carried by a100's peaks (FP32 19.5, TF32 156 TFLOP/s, 1555 GB/s, 108 SMs)" "$WORK/planned.txt" ||
+  { cat "$WORK/planned.txt"; fail "a100's plan is not the layer model carried by its peaks"; }
 check "the committed H100 layer model is this build's fit; recommend: $(grep -o 'h100: GPU layer model[^,]*' "$WORK/planned.txt")"
 expect_fail 2 "check: needs --measured" dlh-estimate gpu-layers --check "$WORK/h200.json"
 expect_fail 2 "calibration: required" dlh-estimate gpu-layers --peaks x.json
