@@ -214,38 +214,29 @@ void PrintPassFit(const GpuPassFit& fit, const std::string& path) {
 
 // --profile FILE (dlh-estimate profile --device cuda --out): the fitted model's device and
 // host time of every profiled pass against the measured ones, summed by layer kind and pass.
-void CompareProfiles(const std::string& path, const GpuPeaks& gpu, const GpuLayerParams& params,
-                     bool each) {
-  const TimeStepsResult r = ReadTimeStepsResult(path);
-  const std::map<std::string, TrainSpec> known = KnownModels();
+void CompareProfiles(const std::vector<GpuPassSample>& samples, const std::string& path,
+                     const GpuPeaks& gpu, const GpuLayerParams& params, bool each) {
   struct Group {
     int passes = 0;
     double measured_device = 0, predicted_device = 0, device_error = 0;
     double measured_host = 0, predicted_host = 0;
   };
   std::map<std::string, Group> groups;  // "conv2d forward"
-  int models = 0, unmodelled = 0, unheld = 0;
-  for (const TimeStepsSample& s : r.samples) {
-    if (s.layers.empty()) continue;
-    auto it = known.find(s.model);
-    if (it == known.end())
-      throw UsageError(path + ": '" + s.model +
-                       "' is no GPU sweep or validation model: its layers cannot be rebuilt");
-    const ModelFeatures f = ComputeFeatures(it->second);
+  int unmodelled = 0, unheld = 0;
+  for (const GpuPassSample& s : samples) {
     std::map<std::pair<int, std::string>, std::pair<double, double>> predicted;  // device, host
-    for (const GpuKernel& k : GpuStepKernels(f, s.batch)) {
-      const std::pair<int, std::string> key{k.layer, GpuProfilePass(k, f.layers)};
+    for (const GpuKernel& k : GpuStepKernels(s.features, s.batch)) {
+      const std::pair<int, std::string> key{k.layer, GpuProfilePass(k, s.features.layers)};
       if (key.second.empty()) continue;
       predicted[key].first += KernelDeviceSeconds(k, gpu, params);
       predicted[key].second += KernelHostSeconds(k, params);
     }
-    ++models;
-    unheld += s.layers_held ? 0 : 1;
+    unheld += s.held ? 0 : 1;
     if (each)
       std::printf("\n%s, batch %lld\n  %5s %-16s %-16s %12s %12s %10s %10s  %s\n", s.model.c_str(),
                   (long long)s.batch, "layer", "kind", "pass", "device ms", "predicted", "host ms",
                   "predicted", "algorithm");
-    for (const LayerPassTime& p : s.layers) {
+    for (const LayerPassTime& p : s.passes) {
       const auto found = predicted.find({p.layer, p.pass});
       if (found == predicted.end()) {
         ++unmodelled;
@@ -266,12 +257,12 @@ void CompareProfiles(const std::string& path, const GpuPeaks& gpu, const GpuLaye
                     found->second.second * 1e3, p.algorithm.empty() ? "-" : p.algorithm.c_str());
     }
   }
-  if (models == 0)
+  if (samples.empty())
     throw UsageError("--profile: " + path + ": no profiled model (time-steps --profile)");
   std::printf(
       "\nthe layer model's passes against %s (%d models%s; %d passes the model runs no kernel "
       "for left out):\n%-30s %6s %13s %13s %8s %10s %11s %11s\n",
-      path.c_str(), models,
+      path.c_str(), int(samples.size()),
       unheld > 0 ? Printf(", %.0f of them not held: their device times hold the host's gaps",
                           double(unheld))
                        .c_str()
@@ -352,9 +343,11 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
   stored.mape = fit.mape;
   stored.cv_mape = fit.cv_mape;
   stored.fitted_to = "the calibration's sweep";
+  std::vector<GpuPassSample> profiled;  // --profile's, read once
+  if (vm.count("profile")) profiled = ProfiledSamples(Str(vm, "profile"));
   if (vm.count("fit-profile")) {
     const std::string path = Str(vm, "profile");
-    const GpuPassFit by_passes = FitGpuLayerModelToPasses(ProfiledSamples(path), reference.peaks);
+    const GpuPassFit by_passes = FitGpuLayerModelToPasses(profiled, reference.peaks);
     PrintPassFit(by_passes, path);
     fit.params = by_passes.params;  // what follows (--sweep, --profile, --measured, --predict)
     stored.samples = by_passes.steps;
@@ -373,7 +366,8 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
     }
 
   if (vm.count("profile"))
-    CompareProfiles(Str(vm, "profile"), reference.peaks, fit.params, vm.count("passes") > 0);
+    CompareProfiles(profiled, Str(vm, "profile"), reference.peaks, fit.params,
+                    vm.count("passes") > 0);
 
   if (vm.count("measured")) {
     const std::string path = Str(vm, "measured");

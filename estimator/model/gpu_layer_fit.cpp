@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "estimator/model/gpu_layer_model.hpp"
+#include "estimator/model/nnls.hpp"
 
 namespace dlh {
 namespace {
@@ -144,57 +145,6 @@ GpuLayerParams WithDeviceTerms(GpuLayerParams p, const std::vector<double>& x) {
   p.narrow_exponent = std::exp(x[4]);
   p.kernel_floor_s = std::exp(x[5]);
   return p;
-}
-
-// Non-negative least squares of y ~ X b for a handful of columns: every subset of the columns
-// solved by its normal equations, the best whose coefficients are all 0 or more.
-std::vector<double> NonNegativeLeastSquares(const std::vector<std::vector<double>>& x,
-                                            const std::vector<double>& y) {
-  const size_t n = x.front().size();
-  std::vector<double> best(n, 0.0);
-  double best_sse = 0;
-  for (double v : y) best_sse += v * v;
-  for (unsigned mask = 1; mask < (1u << n); ++mask) {
-    std::vector<size_t> cols;
-    for (size_t j = 0; j < n; ++j)
-      if (mask & (1u << j)) cols.push_back(j);
-    const size_t m = cols.size();
-    std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0.0));  // [A | b]
-    for (size_t r = 0; r < y.size(); ++r)
-      for (size_t i = 0; i < m; ++i) {
-        for (size_t j = 0; j < m; ++j) a[i][j] += x[r][cols[i]] * x[r][cols[j]];
-        a[i][m] += x[r][cols[i]] * y[r];
-      }
-    bool singular = false;
-    for (size_t i = 0; i < m && !singular; ++i) {  // Gauss-Jordan, partial pivoting
-      size_t pivot = i;
-      for (size_t r = i + 1; r < m; ++r)
-        if (std::fabs(a[r][i]) > std::fabs(a[pivot][i])) pivot = r;
-      std::swap(a[i], a[pivot]);
-      if (std::fabs(a[i][i]) < 1e-300) singular = true;
-      for (size_t r = 0; r < m && !singular; ++r) {
-        if (r == i) continue;
-        const double f = a[r][i] / a[i][i];
-        for (size_t j = i; j <= m; ++j) a[r][j] -= f * a[i][j];
-      }
-    }
-    if (singular) continue;
-    std::vector<double> b(n, 0.0);
-    bool feasible = true;
-    for (size_t i = 0; i < m; ++i) {
-      b[cols[i]] = a[i][m] / a[i][i];
-      feasible = feasible && b[cols[i]] >= 0;
-    }
-    if (!feasible) continue;
-    double sse = 0;
-    for (size_t r = 0; r < y.size(); ++r) {
-      double e = -y[r];
-      for (size_t j = 0; j < n; ++j) e += x[r][j] * b[j];
-      sse += e * e;
-    }
-    if (sse < best_sse) best_sse = sse, best = b;
-  }
-  return best;
 }
 
 // ln(step_s) minimising the squared log errors of the whole steps, by golden-section search

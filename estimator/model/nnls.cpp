@@ -2,6 +2,7 @@
 #include "estimator/model/nnls.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -76,6 +77,30 @@ VectorXd NonNegativeLeastSquares(const MatrixXd& A, const VectorXd& y) {
     }
   }
   return x;
+}
+
+std::vector<double> NonNegativeLeastSquares(const std::vector<std::vector<double>>& rows,
+                                            const std::vector<double>& y) {
+  const size_t n = rows.empty() ? 0 : rows.front().size();
+  std::vector<double> out(n, 0.0);
+  std::vector<Eigen::Index> used;  // the nonzero columns
+  std::vector<double> scale;
+  for (size_t j = 0; j < n; ++j) {
+    double norm = 0;
+    for (const std::vector<double>& r : rows) norm += r[j] * r[j];
+    if (norm > 0) used.push_back(Eigen::Index(j)), scale.push_back(1 / std::sqrt(norm));
+  }
+  if (used.empty()) return out;
+  MatrixXd A(Eigen::Index(rows.size()), Eigen::Index(used.size()));
+  VectorXd b(Eigen::Index(rows.size()));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    b(Eigen::Index(r)) = y[r];
+    for (size_t k = 0; k < used.size(); ++k)
+      A(Eigen::Index(r), Eigen::Index(k)) = rows[r][size_t(used[k])] * scale[k];
+  }
+  const VectorXd x = NonNegativeLeastSquares(A, b);
+  for (size_t k = 0; k < used.size(); ++k) out[size_t(used[k])] = x(Eigen::Index(k)) * scale[k];
+  return out;
 }
 
 }  // namespace dlh

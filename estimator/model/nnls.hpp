@@ -5,11 +5,17 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <vector>
 
 namespace dlh {
 
 // A must have full column rank (the callers check it). Columns of about unit norm keep the
 // tolerance meaningful.
 Eigen::VectorXd NonNegativeLeastSquares(const Eigen::MatrixXd& A, const Eigen::VectorXd& y);
+
+// The same for a few columns given as rows (rows[r][j]), each column scaled to unit norm for
+// the solve and back; a column of zeros gets 0. The nonzero columns must be independent.
+std::vector<double> NonNegativeLeastSquares(const std::vector<std::vector<double>>& rows,
+                                            const std::vector<double>& y);
 
 }  // namespace dlh

@@ -51,18 +51,21 @@ double Quadrature(double a, double b) { return std::sqrt(a * a + b * b); }
 // The calibration's own spread: its cross-validated sigma, or for a file from before it, the
 // cross-validated MAPE as one (mean |ln r| is 0.798 sigma for a normal ln r); plus a
 // transfer's added error (Calibration::transfer_log_sigma) in quadrature.
+// A MAPE (%) read as a standard deviation of ln(measured / predicted): mean |ln r| is 0.798
+// sigma for a normal ln r.
+double MapeLogSigma(double mape) { return std::log1p(mape / 100) / 0.7979; }
+
 double CalibrationLogSigma(const Calibration& cal) {
   const FitQuality& q = cal.model.quality;
-  const double own = q.cv_log_sigma > 0 ? q.cv_log_sigma : std::log1p(q.cv_mape / 100) / 0.7979;
+  const double own = q.cv_log_sigma > 0 ? q.cv_log_sigma : MapeLogSigma(q.cv_mape);
   return Quadrature(own, std::max(0.0, cal.transfer_log_sigma));
 }
 
 // A stored GPU layer model's spread: the larger of its cross-validated MAPE (its MAPE on the
-// samples where it has none) and its MAPE on validation models outside the sweep, read as
-// CalibrationLogSigma reads an older file's MAPE.
+// samples where it has none) and its MAPE on validation models outside the sweep.
 double LayerModelLogSigma(const StoredGpuLayerModel& m) {
   const double own = m.cv_mape > 0 ? m.cv_mape : m.mape;
-  return std::log1p(std::max(own, m.validation_mape) / 100) / 0.7979;
+  return MapeLogSigma(std::max(own, m.validation_mape));
 }
 
 // A profile's spread: the widest of its points' ln(max / min) taken as a 90% two-sided

@@ -7,23 +7,19 @@
 #include <vector>
 
 #include "estimator/model/gpu_layer_model.hpp"
+#include "estimator/model/nnls.hpp"
 #include "estimator/recommend/recommend_detail.hpp"
 
 namespace dlh::recommend_detail {
 namespace {
 
-// Least squares of t = a + b x over the points, both 0 or more (a negative intercept is
-// refitted through the origin).
+// Least squares of t = a + b x over the points, both 0 or more.
 void AffineFit(const std::vector<double>& x, const std::vector<double>& t, double* a, double* b) {
-  const double n = double(x.size());
-  double sx = 0, st = 0, sxx = 0, sxt = 0;
-  for (size_t i = 0; i < x.size(); ++i)
-    sx += x[i], st += t[i], sxx += x[i] * x[i], sxt += x[i] * t[i];
-  const double det = n * sxx - sx * sx;
-  *b = det > 0 ? (n * sxt - sx * st) / det : 0;
-  *a = (st - *b * sx) / n;
-  if (*b < 0) *b = 0, *a = st / n;
-  if (*a < 0) *a = 0, *b = sxx > 0 ? sxt / sxx : 0;
+  std::vector<std::vector<double>> rows;
+  for (double v : x) rows.push_back({1.0, v});
+  const std::vector<double> ab = NonNegativeLeastSquares(rows, t);
+  *a = ab[0];
+  *b = ab[1];
 }
 
 }  // namespace

@@ -566,8 +566,8 @@ check_calibration() {
   done
   # A calibration swept on this visit gets its GPU layer model, fitted to its sweep and judged
   # on the validation models just measured (gpu-layers --store), for the recommender.
-  local peaks=''
-  for f in "$root/share/gpu/specs/${gpu_slug%%-*}"*.json; do [[ -e $f ]] && peaks=$f && break; done
+  local peaks
+  peaks=$(peaks_file)
   if [[ $cal != "$committed" && -n $peaks ]]; then
     dlh-estimate gpu-layers --calibration "$cal" --peaks "$peaks" \
       --measured "$out/$gpu_slug-validation.json" --store >>"$log" 2>&1 || true
@@ -575,6 +575,16 @@ check_calibration() {
   [[ $cal == "$committed" ]] ||
     py "$helpers" cluster "$root/share/cluster/example.json" "$out/share/cluster/example.json" "$gpu_slug"
   row "GPU calibration and validation" "$(py "$helpers" calibration "$w/validate.txt" "${DLH_GPU_CALIBRATION_GOAL:-15}"); $what"
+}
+
+# This GPU's published peaks (share/gpu/specs/, by the slug's first word: h100-80gb-hbm3 has
+# h100-sxm.json), for the GPU layer model; empty where there are none.
+peaks_file() {
+  local f
+  for f in "$root/share/gpu/specs/${gpu_slug%%-*}"*.json; do
+    [[ -e $f ]] && echo "$f" && return
+  done
+  return 0  # none: an empty answer, not a failed step (steps run under set -e)
 }
 
 # 7b. Where a GPU step goes (issue 40, part 5): every GPU validation model's step timed pass
@@ -585,16 +595,14 @@ check_calibration() {
 # where this type has a committed calibration, the layer model's passes set against the
 # validation models' (gpu-layers --profile). DLH_GPU_PROFILE_SWEEP=1: the whole sweep (96).
 check_profile() {
-  local out=$1 f peaks='' cal=$root/share/calibration/$gpu_slug.json sweep=quick-sweep
+  local out=$1 peaks cal=$root/share/calibration/$gpu_slug.json sweep=quick-sweep
   [[ ${DLH_GPU_PROFILE_SWEEP:-0} == 1 ]] && sweep=sweep
   dlh-estimate profile --device cuda --set all --steps 10 --repeats 3 \
     --out "$out/$gpu_slug-profile.json" >"$w/profile.txt" 2>&1
   cat "$w/profile.txt" >>"$log"
   dlh-estimate profile --device cuda --set "$sweep" --steps 10 --repeats 3 \
     --out "$out/$gpu_slug-profile-sweep.json" >>"$log" 2>&1
-  for f in "$root/share/gpu/specs/${gpu_slug%%-*}"*.json; do  # h100-80gb-hbm3: h100-sxm.json
-    [[ -e $f ]] && peaks=$f && break
-  done
+  peaks=$(peaks_file)
   if [[ -f $cal && -n $peaks ]]; then
     dlh-estimate gpu-layers --calibration "$cal" --peaks "$peaks" --folds 0 \
       --profile "$out/$gpu_slug-profile.json" --passes >>"$log" 2>&1 || true
