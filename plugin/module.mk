@@ -27,7 +27,12 @@ PLUGIN_LDS := plugin/spank_dlh.lds
 PLUGIN_HARDEN := -fstack-protector-strong $(if $(filter 1,$(DEBUG)),,-D_FORTIFY_SOURCE=2)
 PLUGIN_CFLAGS := -std=c11 $(OPTFLAGS) -DNDEBUG -Wall -Wextra -Wshadow -fPIC $(PLUGIN_HARDEN) $(CFLAGS)
 PLUGIN_LINKED_SRCS := $(PLUGIN_SRCS) $(PLAN_SRCS) $(ESTIMATOR_SRCS) $(OBSERVE_SRCS) $(COMMON_SRCS)
-$(PLUGIN_LINKED_SRCS:%.cpp=$(OBJDIR)/%.o): override CXXFLAGS += $(PLUGIN_HARDEN)
+PLUGIN_LINKED_OBJS := $(PLUGIN_LINKED_SRCS:%.cpp=$(OBJDIR)/%.o)
+$(PLUGIN_LINKED_OBJS): override CXXFLAGS += $(PLUGIN_HARDEN)
+ifeq ($(PCH),1)
+$(eval $(call pch_rule,plugin,common/precompiled.hpp,$(PLUGIN_HARDEN)))
+$(eval $(call pch_objs,plugin,$(PLUGIN_LINKED_OBJS)))
+endif
 
 $(PLUGIN_LIB): $(PLUGIN_OBJS)
 

@@ -21,7 +21,12 @@ $(FAKE_NVML): tests/fixtures/fake_nvml.c
 # comes from the libraries, built as they ship. DEBUG=1 keeps -O0.
 TEST_OBJS := $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(MPI_TEST_SRCS:%.cpp=$(OBJDIR)/%.o)
 ifneq ($(DEBUG),1)
-$(TEST_OBJS): override CXXFLAGS += -Og
+TEST_OPTFLAGS := -Og
+$(TEST_OBJS): override CXXFLAGS += $(TEST_OPTFLAGS)
+endif
+ifeq ($(PCH),1)
+$(eval $(call pch_rule,test,tests/util/precompiled_test.hpp,$(TEST_OPTFLAGS)))
+$(eval $(call pch_objs,test,$(TEST_OBJS)))
 endif
 
 $(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(PLAN_LIB) $(REPLAY_LIB) $(CALIBRATE_LIB) $(ESTIMATOR_LIB) $(LAUNCH_LIB) \
