@@ -65,8 +65,10 @@ DEP_LIBS = $(shell $(PKG_CONFIG) --libs $(DEP_PKGS)) -lboost_program_options -lz
 ifeq ($(DEBUG),1)
 OPTFLAGS := -O0 -g
 else ifneq ($(SANITIZE),)
-# The sanitizers' usual level; instrumented code compiles in a third of -O3's time.
-OPTFLAGS := -O1 -g
+# The sanitizers' usual level; instrumented code compiles in a third of -O3's time. -g1:
+# line tables and inlined frames, all a sanitizer's stack trace shows, at 20-30% less compile
+# time than -g (2026-12-02, -fsanitize=address,undefined: common/spec.cpp 16.3 s -> 11.2 s).
+OPTFLAGS := -O1 -g1
 else
 # -g1: line tables only (backtraces, perf), at the compile time of no -g; full -g made the
 # build half as slow again (measured on launcher/train/trainer.cpp before its split into phase
