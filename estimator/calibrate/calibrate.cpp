@@ -154,26 +154,30 @@ OptimizerUpdateCost MeasureOptimizerUpdate(int threads, bool quick) {
   net.init(spec.seed);
   OptimizerUpdateCost cost;
   for (const NamedParam& p : net.params()) cost.params += int64_t(p.ref.value->size());
-  auto time = [&](OptimizerSpec o) {
-    std::unique_ptr<Optimizer> opt = MakeOptimizer(o);
-    const int warmup = 2, repeats = quick ? 3 : 15;
-    std::vector<double> seconds;
-    for (int i = 0; i < warmup + repeats; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      opt->update(net.params(), 1e-9, i);
-      const auto t1 = std::chrono::steady_clock::now();
-      if (i >= warmup) seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
-    }
-    return Median(seconds) / double(cost.params);
-  };
   OptimizerSpec sgd = spec.optimizer;  // the sweep's: SGD with momentum
   sgd.momentum = 0;
-  cost.sgd_s = time(sgd);
-  cost.momentum_s = time(spec.optimizer);
   OptimizerSpec adam = spec.optimizer;
   adam.kind = OptimizerSpec::Kind::Adam;
   adam.momentum = 0;
-  cost.adam_s = time(adam);
+  std::unique_ptr<Optimizer> kinds[] = {MakeOptimizer(sgd), MakeOptimizer(spec.optimizer),
+                                        MakeOptimizer(adam)};
+  // The three kinds in turn, update after update, rather than each kind's updates back to
+  // back: a slow spell of a shared machine then hits every kind alike, and a kind's median
+  // spans the whole measurement (2026-12-02, a 2-core VM, each kind's updates back to back: one
+  // calibration read momentum's update at 0.55 ns a parameter, four others at 0.11-0.22).
+  const int warmup = 2, repeats = quick ? 3 : 15;
+  std::vector<double> seconds[3];
+  for (int i = 0; i < warmup + repeats; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const int k = (i + j) % 3;  // who goes first turns each update
+      const auto t0 = std::chrono::steady_clock::now();
+      kinds[k]->update(net.params(), 1e-9, i);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (i >= warmup) seconds[k].push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+  cost.sgd_s = Median(seconds[0]) / double(cost.params);
+  cost.momentum_s = Median(seconds[1]) / double(cost.params);
+  cost.adam_s = Median(seconds[2]) / double(cost.params);
   return cost;
 }
 

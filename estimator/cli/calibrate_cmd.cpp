@@ -15,6 +15,7 @@
 #include "common/duration.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "common/median.hpp"
 #include "estimator/calibrate/calibrate.hpp"
 #include "estimator/calibrate/calibrate_launch.hpp"
 #include "estimator/calibrate/calibrate_profile.hpp"
@@ -136,10 +137,59 @@ std::vector<TimingSample> TimeEntries(const TimingDevice& device,
   return t.samples;
 }
 
-TimingOptions TimingFrom(const po::variables_map& vm) {
+// `entries` timed in `rounds` interleaved rounds: every entry once a round, all rounds in one
+// request (in process or through dlh-launch alike), every other round in reverse order, and
+// each entry's seconds and joules the median of its rounds'. A slow spell of a shared machine
+// then hits one round of an entry, which the median leaves out, where one block of repeats
+// back to back takes it whole: on a 2-core VM (2026-12-02) two calibrations of one rounds
+// each timed the same sweep models 0.47x to 2.04x apart. An entry that some round could not
+// time (dlh-launch leaves it out with a warning) is left out.
+struct RoundsTiming {
+  std::vector<TimingSample> samples;
+  std::vector<size_t> entry_of;                // samples[i] times entries[entry_of[i]]
+  std::vector<std::vector<double>> per_round;  // [sample][round] seconds
+  nlohmann::json description;                  // the child's device (null in process)
+};
+
+RoundsTiming TimeInRounds(const TimingDevice& device, const std::vector<SweepEntry>& entries,
+                          const TimingOptions& timing, int rounds) {
+  std::vector<SweepEntry> request;
+  std::vector<size_t> entry_at;  // request[k] is entries[entry_at[k]]
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const size_t e = r % 2 == 0 ? i : entries.size() - 1 - i;
+      request.push_back(entries[e]);
+      entry_at.push_back(e);
+    }
+  ProgressBar bar(request.size());
+  RoundsTiming out;
+  std::vector<size_t> request_of;
+  const std::vector<TimingSample> all =
+      TimeEntries(device, request, timing, &bar, &out.description, &request_of);
+  std::vector<std::vector<size_t>> of_entry(entries.size());
+  for (size_t k = 0; k < all.size(); ++k) of_entry[entry_at[request_of[k]]].push_back(k);
+  for (size_t e = 0; e < entries.size(); ++e) {
+    if (of_entry[e].size() != size_t(rounds)) continue;
+    std::vector<double> seconds, joules;
+    for (size_t k : of_entry[e]) {
+      seconds.push_back(all[k].seconds);
+      joules.push_back(all[k].joules);
+    }
+    TimingSample s = all[of_entry[e].front()];
+    s.seconds = Median(seconds);
+    // A round without its energy (a counter that could not be read) leaves none.
+    s.joules = *std::min_element(joules.begin(), joules.end()) < 0 ? -1 : Median(joules);
+    out.samples.push_back(s);
+    out.entry_of.push_back(e);
+    out.per_round.push_back(seconds);
+  }
+  return out;
+}
+
+TimingOptions TimingFrom(const po::variables_map& vm, int default_repeats = 5) {
   TimingOptions t;
   t.threads = vm["threads"].as<int>();
-  t.repeats = vm["repeats"].as<int>();
+  t.repeats = vm.count("repeats") ? vm["repeats"].as<int>() : default_repeats;
   if (t.threads < 0) throw UsageError("--threads: must not be negative");
   if (t.repeats < 1) throw UsageError("--repeats: must be at least 1");
   return t;
@@ -196,10 +246,10 @@ nlohmann::json CalibrationProbe(const std::string& device, int threads, bool qui
 
 // The whole training step's thread scaling (Calibration::thread_scaling): every 8th sweep
 // model (3 for a quick sweep), timed at each thread count below the calibration's and at the
-// calibration's, side by side (the pair back to back, so a slow spell of a noisy machine hits
-// both); per count, the median of the models' time ratios. Ranks that share a node's cores
-// get fewer threads than the calibration timed, and a step does not scale with its threads
-// as its GEMMs do (job_time.hpp, ThreadScaling).
+// calibration's, side by side (the pair back to back, so that a slow spell of a noisy machine
+// hits both); per count, the median of the models' time ratios, each its median of 3 rounds. Ranks
+// that share a node's cores get fewer threads than the calibration timed, and a step does not scale
+// with its threads as its GEMMs do (job_time.hpp, ThreadScaling).
 nlohmann::json MeasureThreadScaling(const std::vector<SweepEntry>& sweep, int threads, bool quick) {
   if (threads < 2) return nullptr;
   std::vector<SweepEntry> models;
@@ -214,19 +264,33 @@ nlohmann::json MeasureThreadScaling(const std::vector<SweepEntry>& sweep, int th
       ratios.push_back(1.0);
       break;
     }
+    // Each model's pair in 3 rounds over the whole phase, the pair's order swapped every
+    // round: a spell in which a neighbour holds one of the cores slows the run at all the
+    // threads alone, and one pair back to back took it whole (2026-12-02, a 2-core VM: one
+    // calibration read 1.05x where four others read 1.57-1.79x).
+    constexpr int kRounds = 3;
+    std::vector<std::vector<double>> of_model(models.size());
+    for (int round = 0; round < kRounds; ++round)
+      for (size_t m = 0; m < models.size(); ++m) {
+        TimingOptions at_t, at_all;
+        at_t.repeats = at_all.repeats = 1;
+        at_t.threads = t;
+        at_all.threads = threads;
+        double all = 0, few = 0;
+        if (round % 2 == 0) {
+          all = TimeTrainingStep(models[m], at_all).seconds;
+          few = TimeTrainingStep(models[m], at_t).seconds;
+        } else {
+          few = TimeTrainingStep(models[m], at_t).seconds;
+          all = TimeTrainingStep(models[m], at_all).seconds;
+        }
+        if (all > 0 && few > 0) of_model[m].push_back(few / all);
+      }
     std::vector<double> r;
-    for (const SweepEntry& e : models) {
-      TimingOptions at_t, at_all;
-      at_t.repeats = at_all.repeats = 3;
-      at_t.threads = t;
-      at_all.threads = threads;
-      const double all = TimeTrainingStep(e, at_all).seconds;
-      const double few = TimeTrainingStep(e, at_t).seconds;
-      if (all > 0 && few > 0) r.push_back(few / all);
-    }
+    for (const std::vector<double>& v : of_model)
+      if (!v.empty()) r.push_back(Median(v));
     if (r.empty()) return nullptr;
-    std::sort(r.begin(), r.end());
-    ratios.push_back(r[r.size() / 2]);
+    ratios.push_back(Median(r));
   }
   return {{"threads", counts}, {"step_time_ratio", ratios}, {"models", models.size()}};
 }
@@ -324,7 +388,12 @@ int CalibrateCommand(const std::vector<std::string>& args) {
         "this build on this host) timed apart from its whole steps (thread scaling, layer model, "
         "optimizer updates); its steps and step-time model are kept")
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (0: OPENBLAS_NUM_THREADS or all cores)")
-    ("repeats", po::value<int>()->default_value(5), "timed blocks per configuration; median")
+    ("repeats", po::value<int>(), "timed blocks per configuration and round; median (default: 2 "
+        "in each of several rounds, 5 in one)")
+    ("rounds", po::value<int>(),
+        "time the sweep this many times, rounds interleaved (every other one in reverse order); "
+        "each configuration's median over the rounds (default: 3 on a CPU, whose hosts are "
+        "shared and noisy; 1 on a GPU and with --quick)")
     ("folds", po::value<int>()->default_value(5), "cross-validation folds");
   // clang-format on
   po::variables_map vm;
@@ -332,14 +401,21 @@ int CalibrateCommand(const std::vector<std::string>& args) {
   const TimingDevice device = DeviceFrom(vm);
   const bool gpu = device.kind == "cuda";
   const std::string out = vm.count("out") ? Str(vm, "out") : "calibration-" + device.kind + ".json";
-  TimingOptions timing = TimingFrom(vm);
   const bool quick = vm.count("quick") > 0;
   if (vm.count("keep-steps")) return CalibrateKeepingSteps(vm, out, quick);
+  // A CPU's rounds by default: the hosts it is calibrated on are shared and noisy. A GPU's one:
+  // its sweep is long, its device its own, and a lent GPU's time short. Measured on a 2-core
+  // VM (2026-12-02), each against the judged validation models timed apart in 7 interleaved
+  // rounds: 1 round of 5 blocks, two calibrations at 21.0% and 11.3% MAPE, a model's step
+  // 0.47x-2.04x between them; 3 rounds of 2 blocks, 8.2% and 7.7%, 0.72x-1.45x; 30% longer.
+  const int rounds = vm.count("rounds") ? vm["rounds"].as<int>() : gpu || quick ? 1 : 3;
+  if (rounds < 1 || rounds > 100) throw UsageError("--rounds: must be in [1, 100]");
+  TimingOptions timing = TimingFrom(vm, rounds > 1 ? 2 : 5);
   std::vector<SweepEntry> sweep = gpu ? GpuCalibrationSweep(quick) : CalibrationSweep(quick);
   if (!device.launch)  // through dlh-launch, TimeEntries says it once the device is known
-    std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations\n",
-                 device.text.c_str(), CpuDescription().c_str(), sweep.size());
-  ProgressBar bar(sweep.size());
+    std::fprintf(stderr, "dlh-estimate: calibrating %s (%s) with %zu configurations, %d round%s\n",
+                 device.text.c_str(), CpuDescription().c_str(), sweep.size(), rounds,
+                 rounds == 1 ? "" : "s");
   Calibration c;
   c.device = device.kind;
   c.host = CpuDescription();
@@ -348,10 +424,10 @@ int CalibrateCommand(const std::vector<std::string>& args) {
   c.engine = EngineFingerprint(device.kind);
   c.compiler = CompilerDescription();
   c.blas = BlasDescription();
-  nlohmann::json description;
-  std::vector<size_t> entry_of;
-  c.samples = TimeEntries(device, sweep, timing, &bar, &description, &entry_of);
+  RoundsTiming timed = TimeInRounds(device, sweep, timing, rounds);
+  c.samples = std::move(timed.samples);
   if (gpu) {  // what the GPU calibration was measured on, and with which libraries
+    const nlohmann::json& description = timed.description;
     c.host = GpuHostLine(description);
     c.threads = 0;
     c.blas = GpuLibrariesLine(description);
@@ -460,46 +536,11 @@ int ValidateCommand(const std::vector<std::string>& args) {
         throw UsageError("--measured: " + Str(vm, "measured") + ": no model of the " + set +
                          " set");
     }
-  } else if (timing_device.launch) {
-    // Every round's models in one request, rounds one after another (interleaved as below).
-    const std::vector<SweepEntry>& models = set_models;
-    std::vector<SweepEntry> request;
-    for (int r = 0; r < rounds; ++r) request.insert(request.end(), models.begin(), models.end());
-    ProgressBar bar(request.size());
-    nlohmann::json description;
-    std::vector<size_t> entry_of;
-    const std::vector<TimingSample> all =
-        TimeEntries(timing_device, request, timing, &bar, &description, &entry_of);
-    // A model counts when every round timed it (the rounds' median needs them all).
-    std::vector<std::vector<size_t>> of_model(models.size());
-    for (size_t k = 0; k < all.size(); ++k) of_model[entry_of[k] % models.size()].push_back(k);
-    for (size_t m = 0; m < models.size(); ++m) {
-      if (of_model[m].size() != size_t(rounds)) continue;
-      std::vector<double> seconds;
-      for (size_t k : of_model[m]) seconds.push_back(all[k].seconds);
-      per_round.push_back(seconds);
-      std::sort(seconds.begin(), seconds.end());
-      measured.push_back(all[of_model[m].front()]);
-      measured.back().seconds = seconds[seconds.size() / 2];  // as below
-    }
-    if (measured.empty()) throw Error("validate: no model could be timed on " + timing_device.text);
   } else {
-    const std::vector<SweepEntry>& models = set_models;
-    ProgressBar bar(models.size() * size_t(rounds));
-    for (int r = 0; r < rounds; ++r) {
-      std::vector<TimingSample> round =
-          RunSweep(models, timing, [&](size_t done, size_t, const TimingSample& s) {
-            bar.update(size_t(r) * models.size() + done, s.model);
-          });
-      per_round.resize(round.size());
-      for (size_t i = 0; i < round.size(); ++i) per_round[i].push_back(round[i].seconds);
-      if (r == 0) measured = round;
-    }
-    for (size_t i = 0; i < measured.size(); ++i) {
-      std::vector<double> v = per_round[i];
-      std::sort(v.begin(), v.end());
-      measured[i].seconds = v[v.size() / 2];  // median (the upper one for an even count)
-    }
+    RoundsTiming t = TimeInRounds(timing_device, set_models, timing, rounds);
+    measured = std::move(t.samples);
+    per_round = std::move(t.per_round);
+    if (measured.empty()) throw Error("validate: no model could be timed on " + timing_device.text);
   }
   if (vm.count("save")) {
     Calibration saved = c;

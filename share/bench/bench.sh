@@ -128,8 +128,8 @@ dlh_train() {
 here_cal=$work/cpu-here.json
 calibrate_here() {
   [[ -f $here_cal ]] && return
-  section "a calibration of this host (dlh-estimate calibrate --device cpu --repeats 9)"
-  if ! dlh-estimate calibrate --device cpu --repeats 9 --out "$here_cal" >"$work/calibrate.txt" 2>&1; then
+  section "a calibration of this host (dlh-estimate calibrate --device cpu)"
+  if ! dlh-estimate calibrate --device cpu --out "$here_cal" >"$work/calibrate.txt" 2>&1; then
     echo "== dlh-estimate calibrate failed ($(tail -1 "$work/calibrate.txt")): the shipped calibration stands in" >&2
     cp "$root/share/calibration/cpu.json" "$here_cal"
   fi
@@ -151,7 +151,7 @@ print(f\"{q['samples']} sweep models, R² {q['r2']:.3f}, {q['folds']}-fold cross
 {
   echo "## Estimator: predicted vs measured step time"
   echo
-  echo "\`dlh-estimate calibrate --device cpu --repeats 9\` on this host, then"
+  echo "\`dlh-estimate calibrate --device cpu\` on this host, then"
   echo "\`dlh-estimate validate --calibration FILE --set judged --rounds 5 --repeats 3 --markdown\`:"
   echo "that calibration ($(quality "$here_cal")) against fresh measurements with the engine of"
   echo "the judged validation models: architectures that are not in the sweep and took no part in"
@@ -196,7 +196,7 @@ print(json.dumps({"flops": m[2, "sgemm_gflops"] / m[1, "sgemm_gflops"],
 PY
 wave() { $py -c "import json,sys; print(eval(sys.argv[2], json.load(open(sys.argv[1]))))" "$work/wave-ratio.json" "$1"; }
 for t in 1 2; do
-  dlh-estimate calibrate --threads $t --repeats 5 --out "$work/cal-t$t.json" >/dev/null 2>&1
+  dlh-estimate calibrate --threads $t --out "$work/cal-t$t.json" >/dev/null 2>&1
   dlh-estimate validate --calibration "$work/cal-t$t.json" --threads $t --repeats 3 \
     --save "$work/measured-t$t.json" 2>/dev/null >"$work/wave-native-t$t.txt"
 done

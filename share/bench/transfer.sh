@@ -56,7 +56,7 @@ for host in as-is slow; do
   as $host dlh-estimate validate --calibration "$carried" --set judged --rounds 5 --repeats 9 \
     --save "$host-measured.json" >"$host-carried.txt" 2>"$host-validate.err"
   echo "== $host: calibrating" >&2
-  as $host dlh-estimate calibrate --repeats 9 --out "$host-own.json" >"$host-calibrate.txt" 2>&1
+  as $host dlh-estimate calibrate --out "$host-own.json" >"$host-calibrate.txt" 2>&1
   mape() {  # CALIBRATION: its MAPE over this host's measured judged models
     dlh-estimate validate --calibration "$1" --measured "$host-measured.json" --set judged |
       sed -n 's/^MAPE over [0-9]* models: \([0-9.]*\)%.*/\1/p'

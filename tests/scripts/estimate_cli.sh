@@ -13,8 +13,10 @@ grep -q "421834 parameters" "$WORK/features.txt" || { cat "$WORK/features.txt"; 
 check "$(grep -m1 "per sample" "$WORK/features.txt" | sed "s/^ *//")"
 
 echo "calibrate (quick sweep, real timed steps)"
-dlh-estimate calibrate --device cpu --quick --repeats 3 --threads 1 --out "$WORK/cal.json" >"$WORK/cal.txt" 2>"$WORK/cal.err"
+# Two rounds: the sweep timed twice, interleaved, each configuration kept once (its median).
+dlh-estimate calibrate --device cpu --quick --rounds 2 --repeats 2 --threads 1 --out "$WORK/cal.json" >"$WORK/cal.txt" 2>"$WORK/cal.err"
 grep -q "cross-validated MAPE" "$WORK/cal.txt" || { cat "$WORK/cal.txt" "$WORK/cal.err"; fail "no fit report"; }
+grep -q "configurations, 2 rounds" "$WORK/cal.err" || { cat "$WORK/cal.err"; fail "calibrate did not say its rounds"; }
 check "$(grep 'fit (' "$WORK/cal.txt")"
 python3 - "$WORK/cal.json" <<'PY'
 import json, sys
@@ -22,6 +24,8 @@ c = json.load(open(sys.argv[1]))
 assert c["device"] == "cpu" and len(c["samples"]) >= 10, "calibration file incomplete"
 assert all(s["seconds"] > 0 for s in c["samples"]), "non-positive timing"
 assert len(c["model"]["coef"]) == 9
+names = [(s["model"], s["batch"]) for s in c["samples"]]
+assert len(names) == len(set(names)), "a configuration kept once per round"
 PY
 check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 9 coefficients"
 dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "fit"
@@ -240,6 +244,8 @@ expect_fail 2 "types: .* has no GPU type or CPU node type 'tpu'" dlh-estimate re
 expect_fail 2 "nope.json: cannot read" dlh-estimate fit "$WORK/nope.json"
 expect_fail 2 "device: must be cpu, cuda or cuda:N, got 'tpu:7'" dlh-estimate calibrate --device tpu:7
 expect_fail 2 "dlh-estimate: --rounds: must be in" dlh-estimate validate --calibration "$ROOT/share/calibration/cpu.json" --rounds 0
+expect_fail 2 "dlh-estimate: --rounds: must be in" dlh-estimate calibrate --quick --rounds 0 --out "$WORK/never.json"
+[[ ! -e $WORK/never.json ]] || fail "calibrate --rounds 0 wrote a file"
 expect_fail 2 "unknown command 'guess'" dlh-estimate guess
 
 echo "a run planned by the estimator reports predicted against measured (issue 13)"
