@@ -121,9 +121,10 @@ dlh_train() {
 
 # ---- estimator -----------------------------------------------------------------------------
 # The estimator is judged as it is used: calibrated on the device it predicts (here this
-# host; the shipped share/calibration/cpu.json was made on whichever host of this kind the
-# last calibrating session had, and hosts of one kind differ in speed). The shipped file is
-# validated too, to show how far it is from this host. The whole jobs are planned with this
+# host; each shipped calibration in share/calibration was made on whichever host of its
+# OpenBLAS kernel family the last calibrating session had, and hosts of one kind differ in
+# speed). The shipped calibration check-calibration chooses for this host is validated too, to
+# show how far it is from this host. The whole jobs are planned with this
 # host's calibration as well, so either part makes it.
 here_cal=$work/cpu-here.json
 calibrate_here() {
@@ -131,8 +132,15 @@ calibrate_here() {
   section "a calibration of this host (dlh-estimate calibrate --device cpu)"
   if ! dlh-estimate calibrate --device cpu --out "$here_cal" >"$work/calibrate.txt" 2>&1; then
     echo "== dlh-estimate calibrate failed ($(tail -1 "$work/calibrate.txt")): the shipped calibration stands in" >&2
-    cp "$root/share/calibration/cpu.json" "$here_cal"
+    cp "$(shipped_for_here)" "$here_cal"
   fi
+}
+# The shipped calibration for this host: the one check-calibration chooses from
+# share/calibration (its line's first word), matched, transferable or not.
+shipped_for_here() {
+  local chosen
+  chosen=$(dlh-estimate check-calibration "$root/share/calibration" 2>/dev/null | sed -n '1s/: .*//p')
+  [[ -f $chosen ]] && echo "$chosen" || echo "$root/share/calibration/cpu.json"
 }
 bench_estimator() {
 section "estimator: this host's calibration, validated on models outside the sweep"
@@ -142,7 +150,8 @@ validate() {
   (cd "$1" && dlh-estimate validate --calibration "$2" --set judged --rounds 5 --repeats 3 --markdown 2>/dev/null)
 }
 validate "$work" "$(basename "$here_cal")" >"$work/validate.md"
-validate "$root" share/calibration/cpu.json >"$work/validate-shipped.md"
+shipped_here=$(shipped_for_here)
+validate "$root" "${shipped_here#"$root"/}" >"$work/validate-shipped.md"
 quality() {
   $py -c "import json, sys
 c = json.load(open(sys.argv[1])); q = c['model']['quality']
@@ -162,8 +171,9 @@ print(f\"{q['samples']} sweep models, R² {q['r2']:.3f}, {q['folds']}-fold cross
   echo
   cat "$work/validate.md"
   echo
-  echo "The shipped share/calibration/cpu.json ($(quality "$root/share/calibration/cpu.json"),"
-  echo "host \"$($py -c "import json;print(json.load(open('$root/share/calibration/cpu.json'))['host'])")\"),"
+  echo "The shipped ${shipped_here#"$root"/} ($(quality "$shipped_here"), the one"
+  echo "\`dlh-estimate check-calibration share/calibration\` chooses for this host,"
+  echo "host \"$($py -c "import json, sys; print(json.load(open(sys.argv[1]))['host'])" "$shipped_here")\"),"
   echo "validated the same way on this host: $(grep '^MAPE over' "$work/validate-shipped.md" | sed 's/ (calibration.*//')."
   echo "Hosts of one kind differ in speed: a site calibrates each of its devices (docs/admin-guide.md, \"Calibrating\")."
   echo
@@ -775,15 +785,16 @@ bash "$bench/transfer.sh" "$bindir" "$work/transfer" >"$work/transfer.txt" 2>"$w
 {
   echo "## Estimator: the shipped calibration on a host it was not made on"
   echo
-  echo "share/bench/transfer.sh, as a new user would: the shipped share/calibration/cpu.json on"
+  echo "share/bench/transfer.sh, as a new user would: the shipped calibrations (share/calibration, one per OpenBLAS kernel family) on"
   echo "this host as it is and on this host made slower by a CFS CPU quota (1 ms period, so steps"
-  echo "are slowed evenly). On each, \`dlh-estimate check-calibration --transfer-out\` probes the"
-  echo "host (sgemm at the engine's shapes, memory bandwidth) and says whether the calibration"
-  echo "matches, transfers by the probes' ratios or is refused; \`validate --set judged --rounds 5"
+  echo "are slowed evenly). On each, \`dlh-estimate check-calibration share/calibration --transfer-out\`"
+  echo "probes the host (sgemm at the engine's shapes, memory bandwidth), chooses the shipped"
+  echo "calibration that fits it best and says whether it matches, transfers by the probes'"
+  echo "ratios or is refused; \`validate --set judged --rounds 5"
   echo "--repeats 9 --save\` times the judged validation models there (none shaped the time"
   echo "model's terms); \`calibrate\` calibrates that host. The three calibrations are then scored"
   echo "offline against the same measurements (\`validate --measured\`). Where this host"
-  echo "refuses the shipped calibration (another OpenBLAS core type), the slower host is given"
+  echo "refuses every shipped calibration (another OpenBLAS core type), the slower host is given"
   echo "the calibration made on this host as it is: one made on a host of the same kind at"
   echo "another speed."
   echo

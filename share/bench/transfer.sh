@@ -1,15 +1,16 @@
 #!/bin/bash
-# transfer.sh BINDIR WORK: the shipped CPU calibration (share/calibration/cpu.json) used on a
-# host it was not made on, as a new user would (issue 40). Two hosts: this one as it is, and
+# transfer.sh BINDIR WORK: the shipped CPU calibrations (share/calibration: one per OpenBLAS
+# kernel family) used on a host they were not made on, as a new user would (issue 40). Two hosts: this one as it is, and
 # this one made slower by a CFS CPU quota (BENCH_TRANSFER_QUOTA of its cores, 0.75 by
 # default: hosts of this kind differ by 25% and more). On each:
-#   1. `dlh-estimate check-calibration cpu.json --transfer-out T` (run on that host: it probes
-#      it) says whether the calibration matches, transfers (and writes T) or is refused;
+#   1. `dlh-estimate check-calibration share/calibration --transfer-out T` (run on that host:
+#      it probes it) chooses the shipped calibration that fits it best and says whether it
+#      matches, transfers (and writes T) or is refused;
 #   2. `dlh-estimate validate --set judged --save M` times the judged validation models there;
 #   3. `dlh-estimate calibrate` calibrates that host;
 #   4. offline (`validate --measured M`): the carried calibration as it is, the transferred
 #      one and the host's own, each against the same measurements M.
-# Where this host refuses the shipped calibration (another OpenBLAS core type: kernels whose
+# Where this host refuses every shipped calibration (another OpenBLAS core type: kernels whose
 # speeds no ratio relates, so no transfer is trustworthy), the slower host is given instead the
 # calibration step 3 made on this host as it is: a calibration made on a host of the same kind
 # at another speed, which is what the transfer is for. results.jsonl says which was carried.
@@ -23,7 +24,7 @@ set -euo pipefail
 bindir=$(cd "$1" && pwd) work=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH="$bindir:$PATH" LC_ALL=C
-shipped=$root/share/calibration/cpu.json
+shipped=$root/share/calibration
 quota=${BENCH_TRANSFER_QUOTA:-0.75}
 unavailable() { echo "unavailable: $*"; exit 0; }
 mkdir -p "$work"
@@ -44,14 +45,18 @@ as() {
   fi
 }
 : >results.jsonl
-carried=$shipped carried_name=shipped
+checked=$shipped carried_name=shipped
 for host in as-is slow; do
   echo "== $host: probe and check-calibration" >&2
   as $host dlh-estimate probe >"$host-probe.json" 2>"$host-probe.err" ||
     unavailable "dlh-estimate probe failed: $(tail -1 "$host-probe.err")"
   rc=0
-  as $host dlh-estimate check-calibration "$carried" --transfer-out "$host-transferred.json" \
+  as $host dlh-estimate check-calibration "$checked" --transfer-out "$host-transferred.json" \
     >"$host-check.txt" 2>&1 || rc=$?
+  # The calibration it chose (its line's first word), the one carried to this host.
+  carried=$(sed -n '1s/: .*//p' "$host-check.txt")
+  [[ -f $carried ]] || unavailable "check-calibration named no calibration: $(head -1 "$host-check.txt")"
+  [[ $checked == "$shipped" ]] && carried_name="shipped ($(basename "$carried"))"
   echo "== $host: timing the judged models" >&2
   as $host dlh-estimate validate --calibration "$carried" --set judged --rounds 5 --repeats 9 \
     --save "$host-measured.json" >"$host-carried.txt" 2>"$host-validate.err"
@@ -80,7 +85,7 @@ print(json.dumps({"host": host, "quota": float(quota) if host == "slow" else Non
                   "mape_own": float(own)}))
 PY
   if [[ $host == as-is && $rc -eq 1 ]]; then
-    carried=$PWD/as-is-own.json carried_name="this host's own (the shipped one refused here)"
+    checked=$PWD/as-is-own.json carried_name="this host's own (the shipped ones refused here)"
   fi
 done
 echo ok

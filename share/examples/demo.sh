@@ -21,18 +21,21 @@ echo "== 1. data: Debian's dataset-fashion-mnist -> $work/fashion-mnist.h5"
 
 echo "== 2. calibration: the shipped one if it describes this machine and build, carried here by"
 echo "   this machine's probe if only its speed differs, else this machine's own"
-shipped=$root/share/calibration/cpu.json
+shipped=$root/share/calibration  # one CPU calibration per OpenBLAS kernel family
 transferred=$work/calibration/cpu-transferred.json
 mkdir -p "$work/calibration"
 rm -f "$transferred"
-# check-calibration probes this host (a few seconds): 0 matches, 2 transfers (and writes the
-# transferred calibration), 1 refused (another engine or OpenBLAS kernel type, no probe
-# recorded, a machine too different): then only this machine's own calibration will do.
+# check-calibration probes this host (a few seconds) and chooses the shipped calibration that
+# fits it best: 0 matches, 2 transfers (and writes the transferred calibration), 1 refused
+# (another engine or OpenBLAS kernel type, no probe recorded, a machine too different): then
+# only this machine's own calibration will do.
 rc=0
 dlh-estimate check-calibration "$shipped" --transfer-out "$transferred" >"$work/check.txt" 2>&1 || rc=$?
 sed 's/^/   /' "$work/check.txt"
 mine=
-if ((rc == 2)) && [[ -s $transferred ]]; then
+if ((rc == 0)); then
+  mine=$(sed -n '1s/: .*//p' "$work/check.txt")  # the shipped calibration that matched
+elif ((rc == 2)) && [[ -s $transferred ]]; then
   mine=$transferred
   echo "   using the shipped calibration transferred to this machine: $mine"
 elif ((rc != 0)); then
@@ -43,7 +46,7 @@ elif ((rc != 0)); then
   own=0
   [[ -s $mine ]] && { dlh-estimate check-calibration "$mine" >/dev/null 2>&1 || own=$?; } || own=1
   if ((own == 1)); then
-    echo "   calibrating this machine (about a minute)"
+    echo "   calibrating this machine (about three minutes)"
     dlh-estimate calibrate --device cpu --out "$mine" | sed 's/^/   /'
   fi
   echo "   using $mine"

@@ -6,6 +6,8 @@
 # line naming the file and the field; `calibrate --keep-steps` measures a calibration's other
 # parts again (layer model, optimizer updates) and keeps its steps. The host is compared through --probe where the answer
 # must not depend on this machine's load.
+# A folder of calibrations (share/calibration) gives the one that fits best: a match before a
+# transfer before a refusal, the others named one line each.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -117,6 +119,37 @@ expect_fail 1 "damaged.json: probe.memory_gbs_by_threads\\[0\\]: must be a posit
 echo '{"kind": "cpu", "taken": "now"}' >"$WORK/bad-probe.json"
 expect_fail 1 "bad-probe.json: seconds: required" \
   dlh-estimate check-calibration "$WORK/cal.json" --probe "$WORK/bad-probe.json"
+
+echo "check-calibration FOLDER: the calibration that fits best"
+mkdir -p "$WORK/shipped" "$WORK/none"
+cp "$WORK/half.json" "$WORK/stale.json" "$WORK/shipped/"
+rc=0
+dlh-estimate check-calibration "$WORK/shipped" --probe "$WORK/same.json" \
+  --chosen-out "$WORK/chosen.json" >"$WORK/out.txt" || rc=$?
+[[ $rc == 2 ]] && grep -q "^$WORK/shipped/half.json: transfers to this machine" "$WORK/out.txt" &&
+  grep -q "^  not chosen: $WORK/shipped/stale.json: measured with engine 000000000000" "$WORK/out.txt" ||
+  { cat "$WORK/out.txt"; fail "a folder of a transfer and a stale one: exit $rc, expected 2 and half.json"; }
+python3 - "$WORK/chosen.json" <<'PY'
+import json, sys
+assert json.load(open(sys.argv[1]))["transferred_from"].startswith(sys.argv[1].rsplit("/", 1)[0] + "/shipped/half.json")
+PY
+cp "$WORK/cal.json" "$WORK/shipped/"
+rc=0
+dlh-estimate check-calibration "$WORK/shipped" --probe "$WORK/same.json" \
+  --chosen-out "$WORK/chosen.json" >"$WORK/out.txt" || rc=$?
+[[ $rc == 0 ]] && grep -q "^$WORK/shipped/cal.json: matches this machine" "$WORK/out.txt" &&
+  grep -q "^  not chosen: $WORK/shipped/half.json: transfers: FLOP/s x2.00" "$WORK/out.txt" ||
+  { cat "$WORK/out.txt"; fail "a match among others: exit $rc, expected 0 and cal.json"; }
+cmp -s <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$WORK/cal.json") \
+  <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$WORK/chosen.json") ||
+  fail "--chosen-out did not write the matching calibration as it is"
+check "a folder: the match before a transfer before a refusal, the others one line each"
+expect_fail 1 "none: holds no cpu calibration" dlh-estimate check-calibration "$WORK/none"
+expect_fail 1 "shipped: holds no cuda calibration" \
+  dlh-estimate check-calibration "$WORK/shipped" --device cuda --probe "$WORK/same.json"
+cp "$WORK/damaged.json" "$WORK/shipped/"
+expect_fail 1 "damaged.json: probe.memory_gbs_by_threads\\[0\\]: must be a positive number" \
+  dlh-estimate check-calibration "$WORK/shipped" --probe "$WORK/same.json"
 
 echo "calibrate --keep-steps"
 python3 - "$WORK/cal.json" "$WORK/nolayers.json" <<'PY'
