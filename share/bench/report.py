@@ -1049,7 +1049,9 @@ def transfer(work, goals):
     for r in rows:
         p = r["probe"]
         name = "this host" if r["host"] == "as-is" else f"this host, quota {r['quota']:.2f} of its cores"
-        check = r["check"].splitlines()[-1] if r["check"] else ""
+        # The first line: the calibration chosen and its answer (then "wrote ...", and with a
+        # folder a "not chosen" line for each of the others).
+        check = r["check"].splitlines()[0] if r["check"] else ""
         print(f"| {name} | {r.get('carried', 'shipped')} "
               f"| {p.get('sgemm_gflops', 0):.1f}, "
               f"{'-' if 'cache_gbs' not in p else format(p['cache_gbs'], '.1f')}, "
