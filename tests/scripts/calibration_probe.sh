@@ -123,23 +123,23 @@ expect_fail 1 "bad-probe.json: seconds: required" \
 echo "check-calibration FOLDER: the calibration that fits best"
 mkdir -p "$WORK/shipped" "$WORK/none"
 cp "$WORK/half.json" "$WORK/stale.json" "$WORK/shipped/"
-rc=0
-dlh-estimate check-calibration "$WORK/shipped" --probe "$WORK/same.json" \
-  --chosen-out "$WORK/chosen.json" >"$WORK/out.txt" || rc=$?
-[[ $rc == 2 ]] && grep -q "^$WORK/shipped/half.json: transfers to this machine" "$WORK/out.txt" &&
-  grep -q "^  not chosen: $WORK/shipped/stale.json: measured with engine 000000000000" "$WORK/out.txt" ||
-  { cat "$WORK/out.txt"; fail "a folder of a transfer and a stale one: exit $rc, expected 2 and half.json"; }
+# check_folder RC CHOSEN OTHER: check-calibration of the folder against the fixed probe exits
+# RC, with CHOSEN's line first and OTHER among the ones not chosen (each a regex after the folder).
+check_folder() {
+  local rc=0
+  dlh-estimate check-calibration "$WORK/shipped" --probe "$WORK/same.json" \
+    --chosen-out "$WORK/chosen.json" >"$WORK/out.txt" || rc=$?
+  [[ $rc == "$1" ]] && grep -q "^$WORK/shipped/$2" "$WORK/out.txt" &&
+    grep -q "^  not chosen: $WORK/shipped/$3" "$WORK/out.txt" ||
+    { cat "$WORK/out.txt"; fail "check-calibration of a folder: exit $rc, expected $1 and $2 chosen"; }
+}
+check_folder 2 "half.json: transfers to this machine" "stale.json: measured with engine 000000000000"
 python3 - "$WORK/chosen.json" <<'PY'
 import json, sys
 assert json.load(open(sys.argv[1]))["transferred_from"].startswith(sys.argv[1].rsplit("/", 1)[0] + "/shipped/half.json")
 PY
 cp "$WORK/cal.json" "$WORK/shipped/"
-rc=0
-dlh-estimate check-calibration "$WORK/shipped" --probe "$WORK/same.json" \
-  --chosen-out "$WORK/chosen.json" >"$WORK/out.txt" || rc=$?
-[[ $rc == 0 ]] && grep -q "^$WORK/shipped/cal.json: matches this machine" "$WORK/out.txt" &&
-  grep -q "^  not chosen: $WORK/shipped/half.json: transfers: FLOP/s x2.00" "$WORK/out.txt" ||
-  { cat "$WORK/out.txt"; fail "a match among others: exit $rc, expected 0 and cal.json"; }
+check_folder 0 "cal.json: matches this machine" "half.json: transfers: FLOP/s x2.00"
 cmp -s <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$WORK/cal.json") \
   <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$WORK/chosen.json") ||
   fail "--chosen-out did not write the matching calibration as it is"

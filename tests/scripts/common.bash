@@ -56,3 +56,32 @@ live_check_calibration() {
     check "live probe of this host: exit $rc (0, or 2 where its load moved the rates)"
   fi
 }
+
+# signal_one_rank SIGNAL DIR PID: once the 2-rank run at DIR (started as `setsid mpirun ... &`,
+# PID its session) trains (metrics.jsonl's start record comes after the ranks' signal
+# handlers), holds every dlh-launch of it still at once, sends SIGNAL to one rank (a dlh-launch
+# whose parent is its guard, also one) and lets them all go on. HELD_STEP: the step it was held
+# at (the newest whole record; the last line may be half written). Returns 1, signalling
+# nothing, when the run was never seen training: a whole test run takes well under a second on
+# a fast host, and a loaded one may look only after it ended, or near its end (2026-12-02:
+# make check's local_sgd.sh once signalled too late for any checkpoint), so each test makes
+# such a try again.
+signal_one_rank() {
+  local sig=$1 dir=$2 pid=$3 all=() ranks=() p
+  HELD_STEP=0
+  for _ in $(seq 3000); do
+    [[ -s $dir/metrics.jsonl ]] && mapfile -t all < <(pgrep -s "$pid" -x dlh-launch) && ((${#all[@]} == 4)) && break
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.01
+  done
+  ((${#all[@]} == 4)) || return 1
+  kill -STOP "${all[@]}"
+  HELD_STEP=$(sed '$d' "$dir/metrics.jsonl" | grep -o '"step":[0-9]*' | tail -1 | cut -d: -f2)
+  HELD_STEP=${HELD_STEP:-0}
+  mapfile -t ranks < <(for p in "${all[@]}"; do
+    [[ $(ps -o comm= -p "$(ps -o ppid= -p "$p" | tr -d ' ')" 2>/dev/null) == dlh-launch ]] && echo "$p"
+  done)
+  ((${#ranks[@]} == 2)) || { kill -CONT "${all[@]}"; fail "expected 2 ranks among ${all[*]}, found ${ranks[*]:-none}"; }
+  kill "-$sig" "${ranks[1]}"
+  kill -CONT "${all[@]}"
+}
