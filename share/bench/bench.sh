@@ -990,7 +990,8 @@ store local_sgd "$work/s9-local-sgd.md"
 # ---- pipeline parallelism: the bubble, and the largest network under a memory cap ----------
 bench_pipeline() {
 section "pipeline: the bubble against GPipe's, the widest network under a memory cap"
-measure pipeline
+calibrate_here
+BENCH_CALIBRATION=$here_cal measure pipeline
 {
   echo "## Pipeline parallelism: the bubble, and the largest network under a memory cap"
   echo

@@ -25,6 +25,25 @@ rm -rf "$out"
 mkdir -p "$out"
 unavailable() { echo "$*" >"$out/unavailable"; echo "unavailable: $*" >&2; exit 0; }
 command -v mpirun >/dev/null || unavailable "mpirun is not installed"
+# The cluster the estimator plans on: share/cluster/local.json, its alpha timed by
+# BENCH_CALIBRATION when set (make bench: its calibration of this host, as the whole jobs are
+# planned; 2026-12-02 on an AVX-512 host the shipped cpu.json, which check-calibration refuses
+# there, predicted the steps 74-77% long), else by the calibration local.json names.
+cluster=$root/share/cluster/local.json
+export PIPELINE_PLANNED_WITH="the calibration local.json names"
+if [[ -n ${BENCH_CALIBRATION:-} ]]; then
+  cluster=$out/cluster.json
+  PIPELINE_PLANNED_WITH="make bench's calibration of this host"
+  $py - "$root/share/cluster/local.json" "$BENCH_CALIBRATION" "$cluster" <<'PY'
+import json, sys
+source, calibration, out = sys.argv[1:]
+c = json.load(open(source))
+for g in c["gpu_types"] + c.get("cpu_node_types", []):
+    if g.get("calibration"):
+        g["calibration"] = calibration
+json.dump(c, open(out, "w"), indent=1)
+PY
+fi
 dlh-data import-fashion-mnist --out "$out/fashion-mnist.h5" >"$out/import.txt" 2>&1 ||
   unavailable "dlh-data import-fashion-mnist: $(tail -1 "$out/import.txt")"
 
@@ -56,7 +75,7 @@ for ((r = 1; r <= rounds; r++)); do
   done
 done
 for m in 2 4 8; do
-  dlh-estimate recommend "$out/fm-m$m.json" --cluster "$root/share/cluster/local.json" \
+  dlh-estimate recommend "$out/fm-m$m.json" --cluster "$cluster" \
     --types alpha --max-gpus 2 --samples 60000 --json >"$out/plan-m$m.json" 2>"$out/plan-m$m.err" ||
     unavailable "dlh-estimate recommend (micro-batches $m): $(tail -1 "$out/plan-m$m.err")"
 done
@@ -74,7 +93,7 @@ for w in "${widths[@]}"; do
  "optimizer": {"type": "sgd", "lr": 0.01, "momentum": 0.9}, "batch_size": 128, "epochs": 1,
  "dataset": "$out/mlp.h5"}
 JSON
-  dlh-estimate recommend "$out/mlp-$w.json" --cluster "$root/share/cluster/local.json" \
+  dlh-estimate recommend "$out/mlp-$w.json" --cluster "$cluster" \
     --types alpha --max-gpus 4 --samples 2560 --memory-cap "$cap" --json \
     >"$out/mlp-plan-$w.json" 2>"$out/mlp-plan-$w.err" || true
 done
@@ -147,7 +166,8 @@ if widest:
                "peak_rss_mib": s.get("rank_process", {}).get("peak_rss_mib")}
 json.dump({"spec": "share/examples/fashion-mnist.json", "steps": steps, "rounds": rounds,
            "global_batch": 128,
-           "cap_gb": cap, "runs": runs, "mlp": mlp, "trained": trained},
+           "cap_gb": cap, "runs": runs, "mlp": mlp, "trained": trained,
+           "planned_with": os.environ.get("PIPELINE_PLANNED_WITH", "")},
           open(f"{out}/pipeline.json", "w"), indent=1)
 for n, r in runs.items():
     par = r["parallel"] or {}

@@ -61,7 +61,8 @@ def main():
     print("Bubble measured: the stages' seconds in MPI_Send and MPI_Recv of activations and "
           "gradients (the pipeline's fill and drain, and a stage waiting for a slower neighbour) "
           "over their forward-backward seconds; step predicted and bubble planned: `dlh-estimate "
-          "recommend` on share/cluster/local.json's alpha (cpu.json), 2 ranks (each stage timed "
+          f"recommend` on share/cluster/local.json's alpha, timed by "
+          f"{res.get('planned_with') or 'share/calibration/cpu.json'}, 2 ranks (each stage timed "
           "by the time model layer by layer, GPipe's schedule with uneven stages; runs before "
           "2026-11-30T14Z timed the stages by their FLOPs).")
     print()
