@@ -141,12 +141,11 @@ std::vector<TimingSample> TimeEntries(const TimingDevice& device,
 // request (in process or through dlh-launch alike), every other round in reverse order, and
 // each entry's seconds and joules the median of its rounds'. A slow spell of a shared machine
 // then hits one round of an entry, which the median leaves out, where one block of repeats
-// back to back takes it whole: on a 2-core VM (2026-12-02) two calibrations of one rounds
+// back to back takes it whole: on a 2-core VM (2026-12-02) two calibrations of one round
 // each timed the same sweep models 0.47x to 2.04x apart. An entry that some round could not
 // time (dlh-launch leaves it out with a warning) is left out.
 struct RoundsTiming {
   std::vector<TimingSample> samples;
-  std::vector<size_t> entry_of;                // samples[i] times entries[entry_of[i]]
   std::vector<std::vector<double>> per_round;  // [sample][round] seconds
   nlohmann::json description;                  // the child's device (null in process)
 };
@@ -180,7 +179,6 @@ RoundsTiming TimeInRounds(const TimingDevice& device, const std::vector<SweepEnt
     // A round without its energy (a counter that could not be read) leaves none.
     s.joules = *std::min_element(joules.begin(), joules.end()) < 0 ? -1 : Median(joules);
     out.samples.push_back(s);
-    out.entry_of.push_back(e);
     out.per_round.push_back(seconds);
   }
   return out;
@@ -267,7 +265,7 @@ nlohmann::json MeasureThreadScaling(const std::vector<SweepEntry>& sweep, int th
     // Each model's pair in 3 rounds over the whole phase, the pair's order swapped every
     // round: a spell in which a neighbour holds one of the cores slows the run at all the
     // threads alone, and one pair back to back took it whole (2026-12-02, a 2-core VM: one
-    // calibration read 1.05x where four others read 1.57-1.79x).
+    // calibration read 1.05x where five others read 1.57-1.88x).
     constexpr int kRounds = 3;
     std::vector<std::vector<double>> of_model(models.size());
     for (int round = 0; round < kRounds; ++round)
