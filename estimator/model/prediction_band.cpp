@@ -17,6 +17,34 @@ double Excess(double t, double sigma) {
   return t * std::expm1(kBandZ * sigma);
 }
 
+// Where no whole minute is 1.5x every time in the band (the cap above), the minute from
+// the least that holds the band's upper end up to `most` (the one with the whole room) that
+// a job is likeliest to end in [limit / 1.5, limit] at: ln r normal with the sigma the band
+// implies (upper = total exp(z sigma)); ties go to the later minute, which keeps more room.
+// Whole jobs, BENCHMARKS.md, run 2026-12-02T1040Z: strided-2x1-long predicted 183.5 s, 90% <=
+// 226.2 s; the room took it past 4:00 by a second to 5:00, and it took 185.8 s (1.61x). 4:00
+// holds the band, and at that sigma (0.16) the job ends in [2:40, 4:00] with odds of about
+// 0.75 (in [3:20, 5:00]: about 0.30).
+// Only the fixed least room (kMinRoomSeconds) gives way: a job whose room is in proportion
+// to it (5 minutes and more) keeps it, since its 1.5x is not a matter of one minute.
+double MostLikelyWithinCap(double total, double upper, double most) {
+  const double least = std::ceil(upper / 60 - 1e-9);
+  if (!(least < most) || !(total > 0) || kRoomFraction * upper >= kMinRoomSeconds) return most;
+  const double sigma = upper > total ? std::log(upper / total) / kBandZ : 0;
+  auto inside = [&](double minutes) {  // P(limit / 1.5 <= time <= limit)
+    const double hi = std::log(60 * minutes / total), lo = hi - std::log(kMostOfPrediction);
+    if (!(sigma > 0)) return lo <= 0 && 0 <= hi ? 1.0 : 0.0;
+    auto cdf = [&](double x) { return 0.5 * std::erfc(-x / sigma / std::sqrt(2.0)); };
+    return cdf(hi) - cdf(lo);
+  };
+  double best = most, best_p = inside(most);
+  for (double m = most - 1; m >= least; --m) {
+    const double p = inside(m);
+    if (p > best_p + 1e-12) best = m, best_p = p;
+  }
+  return best;
+}
+
 }  // namespace
 
 double UpperEnd(const JobPhases& p, double step_log_sigma) {
@@ -47,7 +75,10 @@ TimeLimit TimeLimitFor(const JobPhases& p, double upper_s, bool signal) {
   if (!signal && total > kSqueezeAboveSeconds) {
     const double lower = upper > total ? total * total / upper : total;
     const double cap = std::floor(kMostOfPrediction * lower / 60 + 1e-9);
-    if (cap < minutes && cap * 60 >= upper) minutes = cap;
+    if (cap < minutes && cap * 60 >= upper)
+      minutes = cap;
+    else
+      minutes = MostLikelyWithinCap(total, upper, minutes);
   }
   const double most = 100 * 365.0 * 24 * 60;
   if (!(minutes <= most)) minutes = most;  // also NaN

@@ -28,7 +28,11 @@
 // is at most 1.5x the prediction (whole minutes, rounded down) wherever that still holds the
 // band's upper end: the room shrinks first (Slurm ends a job over its limit only at its next
 // check, every 30 s, which leaves a little room of its own). Without that, whole minutes
-// alone would put jobs of 2-4 minutes over 1.5x; a band wider than that keeps its limit. When the
+// alone would put jobs of 2-4 minutes over 1.5x. A band wider than that cannot be capped;
+// its limit is then the minute, from the least that holds the upper end up to the one with
+// the whole room, that the job most likely ends within 1.5x of (ln r normal with the sigma
+// the band implies; ties to more room), so the room never costs a minute the job is
+// unlikely to need. When the
 // job script asks Slurm for a signal before the limit (sbatch --signal, as
 // share/examples/train.sbatch does to checkpoint and requeue), a signal may come up to
 // kSignalEarlySeconds before the time asked for (sbatch(1)), so

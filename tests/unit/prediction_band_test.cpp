@@ -114,6 +114,32 @@ TEST(PredictionBand, NoJobOfTwoMinutesOrMoreGetsOverOneAndAHalfTimes) {
   EXPECT_EQ(TimeLimitFor(long_job, 170.7, false).minutes, 3);
 }
 
+TEST(PredictionBand, AWideBandLosesItsRoomBeforeAMinute) {
+  // The bench's strided-2x1-long (run 2026-12-02T1040Z): predicted 183.5 s, 90% <= 226.2 s,
+  // it took 185.8 s. No minute is 1.5x the band's lower end; the room (15 s) took the limit
+  // past 4:00 to 5:00 (1.61x the job). 4:00 holds the band and is the likelier to hold the
+  // job within 1.5x.
+  JobPhases strided;
+  strided.steps_s = 183.5;
+  EXPECT_EQ(TimeLimitFor(strided, 226.2, false).minutes, 4);
+  // With a signal the room stays: it keeps a job inside its band from being signalled.
+  EXPECT_GE(TimeLimitFor(strided, 226.2, true).seconds(), 226.2 + kSignalEarlySeconds);
+  // Every limit still holds the band's upper end, and a job of 5 minutes or more (its room
+  // 5% of it) that no minute caps at 1.5x keeps its whole room.
+  for (double seconds = 121; seconds < 48 * 3600; seconds *= 1.01)
+    for (double sigma : {0.0, 0.1, 0.2, 0.4}) {
+      const JobPhases p = Job(seconds);
+      const double upper = UpperEnd(p, sigma);
+      const TimeLimit t = TimeLimitFor(p, upper, false);
+      EXPECT_GE(t.seconds(), upper) << seconds << " s, sigma " << sigma;
+      const double lower = seconds * seconds / upper;
+      const bool capped = std::floor(1.5 * lower / 60) * 60 >= upper;
+      if (!capped && kRoomFraction * upper >= kMinRoomSeconds) {
+        EXPECT_GE(t.seconds(), upper * (1 + kRoomFraction)) << seconds << " s, sigma " << sigma;
+      }
+    }
+}
+
 TEST(PredictionBand, ASignalComesOnlyAfterTheUpperEnd) {
   // The example job script asks SIGUSR1 before the limit to checkpoint and requeue: the
   // limit leaves the stop's time and Slurm's early minute after the band's upper end.
