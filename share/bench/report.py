@@ -1102,8 +1102,8 @@ def jobs(work, goals):
     rows = read_jsonl(os.path.join(work, "jobs", "jobs.jsonl"))
     print("| job | model | shape (user's options) | predicted from | predicted | 90% band "
           "upper end | time limit | measured | error | in limit | launcher phases predicted / "
-          "measured: start-up, steps, evaluations, checkpoints |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "measured: start-up, steps, evaluations, checkpoints | node sgemm at the end |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     errors, first_errors, inside, in_band, banded = [], [], 0, 0, 0
     long_jobs, too_loose, repeat = 0, [], None
     for r in rows:
@@ -1143,13 +1143,19 @@ def jobs(work, goals):
         print(f"| {r['name']} | {s.get('name', r['spec'])} | `{r['options']}` | {source} "
               f"| {total or 0:.1f} s | {f'{upper:.1f} s' if upper else '-'} | {r['time_limit']} "
               f"| {took or 0:.1f} s | {err} | {'yes' if ok else '**no** (' + r['state'] + ')'} "
-              f"| {phases} |")
+              f"| {phases} | {sgemm_text(r.get('node_sgemm_gflops'))} |")
     mape = statistics.mean(errors) if errors else float("nan")
     worst = max(errors) if errors else float("nan")
     print()
     print(f"Whole-job MAPE **{mape:.1f}%** over {len(errors)} jobs (largest {worst:.0f}%); "
           f"{inside} of {len(rows)} jobs finished inside the time limit the plugin set; "
           f"{in_band} of {banded} inside their 90% band.")
+    sgemm = [r["node_sgemm_gflops"] for r in rows if r.get("node_sgemm_gflops")]
+    if len(sgemm) > 1:
+        print(f"Node sgemm at the end: each job's observation record's probe of its node "
+              f"(half a second as the job ends), 1 thread: {min(sgemm):.0f}-{max(sgemm):.0f} "
+              f"GFLOP/s over the jobs (the calibration's own probe: "
+              f"{calibration_sgemm(work)}), how fast this shared host was as each job ended.")
     if first_errors:
         print(f"Jobs planned from the calibration alone (no observation of any job yet): MAPE "
               f"{statistics.mean(first_errors):.1f}% over {len(first_errors)}.")
@@ -1183,6 +1189,21 @@ def jobs(work, goals):
         goals.add(goals_text("repeat-5"), f"{repeat[0]:+.1f}% ({repeat[1]})",
                   abs(repeat[0]) <= 5 and "earlier run" in repeat[1],
                   "what the second run did differently: see its phases")
+
+
+def sgemm_text(gflops):
+    """'92 GFLOP/s', or '-' for a job without it (no probe in its record, or a run stored
+    before the bench kept it)."""
+    return f"{gflops:.0f} GFLOP/s" if gflops else "-"
+
+
+def calibration_sgemm(work):
+    """The 1-thread sgemm the calibration the jobs were planned with probed when made."""
+    try:
+        probe = json.load(open(os.path.join(work, "cpu-here.json")))["probe"]
+        return sgemm_text(probe["sgemm_gflops_by_threads"][0])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "not recorded"
 
 
 def goals_text(gid):

@@ -98,12 +98,23 @@ submit() {
     { echo "unavailable: sbatch for $name failed: $(tail -1 "$name.err" 2>/dev/null)"; return 1; }
   bench_wait_job "$id" 900
   limit=$(scontrol show job "$id" | grep -o 'TimeLimit=[^ ]*' | cut -d= -f2)
-  PYTHONPATH="$root/share/bench" python3 - "$name" "$spec" "$id" "$state" "$limit" "${extra[*]}" <<'PY' >>jobs.jsonl
+  # The job's observation record is the store's newest (each job is waited for): its probe
+  # of the node at the job's end (half a second of sgemm) shows how fast this shared host
+  # was then, beside the job's own time.
+  record=$(find observations -maxdepth 1 -name '*.json' -newer job.sh -printf '%T@ %p\n' |
+    sort -n | tail -1 | cut -d' ' -f2)
+  touch job.sh
+  PYTHONPATH="$root/share/bench" python3 - "$name" "$spec" "$id" "$state" "$limit" "${extra[*]}" "$record" <<'PY' >>jobs.jsonl
 import glob, json, sys
 from slurm_job import job_record
-name, spec, job, state, limit, options = sys.argv[1:]
+name, spec, job, state, limit, options, record = sys.argv[1:]
+try:
+    probe = json.load(open(record))["where"]["probe"] or {}
+except (OSError, ValueError, KeyError, TypeError):
+    probe = {}
 print(json.dumps({"name": name, "spec": spec, "job": job, "state": state, "options": options,
                   "order": sum(1 for _ in open("jobs.jsonl")) if glob.glob("jobs.jsonl") else 0,
+                  "node_sgemm_gflops": (probe.get("sgemm_gflops_by_threads") or [None])[0],
                   **job_record(job, f"{name}.out", limit)}))
 PY
   echo "$name: job $id $state, limit $limit, $(grep -o 'job-seconds [0-9.]*' "$name.out" || echo 'no time')" >&2
