@@ -88,6 +88,7 @@ t1=$EPOCHREALTIME
 echo "job-seconds $(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}') rc $rc"
 exit $rc
 EOF
+touch records-seen  # no job's record yet (submit)
 
 # submit NAME SPEC EPOCHS SBATCH-OPTIONS...: one job, waited for, one line of jobs.jsonl.
 submit() {
@@ -98,12 +99,12 @@ submit() {
     { echo "unavailable: sbatch for $name failed: $(tail -1 "$name.err" 2>/dev/null)"; return 1; }
   bench_wait_job "$id" 900
   limit=$(scontrol show job "$id" | grep -o 'TimeLimit=[^ ]*' | cut -d= -f2)
-  # The job's observation record is the store's newest (each job is waited for): its probe
-  # of the node at the job's end (half a second of sgemm) shows how fast this shared host
-  # was then, beside the job's own time.
-  record=$(find observations -maxdepth 1 -name '*.json' -newer job.sh -printf '%T@ %p\n' |
+  # The job's observation record is the store's newest since the last job (each job is
+  # waited for; records-seen marks the last): its probe of the node at the job's end (half a
+  # second of sgemm) shows how fast this shared host was then, beside the job's own time.
+  record=$(find observations -maxdepth 1 -name '*.json' -newer records-seen -printf '%T@ %p\n' |
     sort -n | tail -1 | cut -d' ' -f2)
-  touch job.sh
+  touch records-seen
   PYTHONPATH="$root/share/bench" python3 - "$name" "$spec" "$id" "$state" "$limit" "${extra[*]}" "$record" <<'PY' >>jobs.jsonl
 import glob, json, sys
 from slurm_job import job_record
