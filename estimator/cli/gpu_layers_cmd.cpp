@@ -1,8 +1,6 @@
 // DLH — `dlh-estimate gpu-layers` (see gpu_layers_cmd.hpp).
 //
-// A calibration file keeps each sample's feature totals, not its layers; the layer model
-// needs the layers, so every sample is rebuilt by its name from the GPU sweep (or the
-// validation models), which are fixed by a seed (calibrate_gpu_test checks their hash).
+// The samples' layers are rebuilt by their names (estimator/calibrate/gpu_model_layers.hpp).
 #include "estimator/cli/gpu_layers_cmd.hpp"
 
 #include <algorithm>
@@ -18,6 +16,7 @@
 #include "common/exit_codes.hpp"
 #include "common/time_steps_file.hpp"
 #include "estimator/calibrate/calibrate.hpp"
+#include "estimator/calibrate/gpu_model_layers.hpp"
 #include "estimator/cli/command_line.hpp"
 #include "estimator/cluster/cluster.hpp"
 #include "estimator/model/features.hpp"
@@ -58,29 +57,6 @@ PeaksFile LoadPeaks(const std::string& path) {
   }
   CheckGpuPeaks(f.peaks, path);
   return f;
-}
-
-// Every model the samples may name, by name.
-std::map<std::string, TrainSpec> KnownModels() {
-  std::map<std::string, TrainSpec> known;
-  for (const auto& list :
-       {GpuCalibrationSweep(false), GpuCalibrationSweep(true), GpuValidationModels()})
-    for (const SweepEntry& e : list) known.emplace(e.spec.name, e.spec);
-  return known;
-}
-
-// The samples with their layers, rebuilt from the models' names.
-std::vector<TimingSample> WithLayers(std::vector<TimingSample> samples, const std::string& path) {
-  const std::map<std::string, TrainSpec> known = KnownModels();
-  for (TimingSample& s : samples) {
-    auto it = known.find(s.model);
-    if (it == known.end())
-      throw UsageError(path + ": '" + s.model +
-                       "' is no GPU sweep or validation model: its layers cannot be rebuilt");
-    s.features = ComputeFeatures(it->second);
-  }
-  if (samples.empty()) throw UsageError(path + ": no samples");
-  return samples;
 }
 
 std::string Today() {
@@ -176,7 +152,7 @@ double SweepMape(const std::vector<TimingSample>& sweep, const GpuPeaks& gpu,
 // The profiled models of FILE with their layers, rebuilt from their names.
 std::vector<GpuPassSample> ProfiledSamples(const std::string& path) {
   const TimeStepsResult r = ReadTimeStepsResult(path);
-  const std::map<std::string, TrainSpec> known = KnownModels();
+  const std::map<std::string, TrainSpec>& known = KnownGpuModels();
   std::vector<GpuPassSample> out;
   for (const TimeStepsSample& s : r.samples) {
     if (s.layers.empty() || !(s.seconds > 0)) continue;
@@ -333,7 +309,13 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "dlh-estimate: warning: %s names %d SMs, the calibration's GPU had %d\n",
                  Str(vm, "peaks").c_str(), reference.peaks.sms,
                  cal.device_info["multiprocessors"].get<int>());
-  const std::vector<TimingSample> sweep = WithLayers(cal.samples, cal_path);
+  // Rows refit added from observed jobs keep no layers: the fit here is the sweep's alone
+  // (refit itself fits the layer model to them, from their records' specs).
+  int observed = 0;
+  const std::vector<TimingSample> sweep = GpuSamplesWithLayers(cal.samples, cal_path, &observed);
+  if (observed > 0)
+    std::printf("%s: %d rows of observed jobs left out (their layers are not kept in the file)\n",
+                cal_path.c_str(), observed);
   GpuLayerFit fit = FitGpuLayerModel(sweep, reference.peaks, vm["folds"].as<int>());
   PrintFit(fit, cal_path, reference.peaks);
   StoredGpuLayerModel stored;
@@ -371,7 +353,7 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
 
   if (vm.count("measured")) {
     const std::string path = Str(vm, "measured");
-    std::vector<TimingSample> measured = WithLayers(LoadCalibration(path).samples, path);
+    std::vector<TimingSample> measured = GpuSamplesWithLayers(LoadCalibration(path).samples, path);
     if (vm.count("set")) {
       const std::vector<SweepEntry> set = ValidationSet(Str(vm, "set"), true);
       measured.erase(std::remove_if(measured.begin(), measured.end(),

@@ -471,9 +471,16 @@ check_hierarchical_tail() {
 }
 
 # 6. Energy: the GPU's own counter (NVML) over a training run, in summary.json.
+# The same run's observation record (issue 40): a GPU job's, so its device names the GPU
+# ("cuda:0 (NAME, ...)"), it counts one GPU a node and its probe is the GPU's. Before
+# 2026-12-02 the CUDA engine's name read as a CPU there; records were never checked on a GPU.
 check_energy() {
-  train "$w/e" "$fm" --data "$w/fm.h5" --device cuda --max-steps 200 --no-eval
+  mkdir -m 1777 "$w/obs"
+  train "$w/e" "$fm" --data "$w/fm.h5" --device cuda --max-steps 200 --no-eval \
+    --observations "$w/obs"
   row "energy (NVML)" "$(py "$helpers" energy "$w/e/summary.json")"
+  row "a GPU job's observation record (new, unverified until this row)" \
+    "$(py "$helpers" record "$w/obs")"
 }
 
 # 5b. Stale-synchronous training on the GPU (issue 47): its gradients staged through the host

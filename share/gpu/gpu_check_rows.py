@@ -284,11 +284,26 @@ def cluster(src, dst, slug):
     return ""
 
 
+def record(store):
+    """The one record a GPU training run left in STORE: its device, GPU count and probe."""
+    import glob
+    paths = glob.glob(os.path.join(store, "*.json"))
+    if len(paths) != 1:
+        return f"**FAILED**: {len(paths)} records in the store, not 1"
+    where = json.load(open(paths[0])).get("where", {})
+    device, gpus = where.get("device", ""), where.get("gpus_per_node", 0)
+    probe = where.get("probe") or {}
+    kind = probe.get("kind") or probe.get("device") or "none"
+    ok = device.startswith("cuda:") and gpus == 1 and "cuda" in str(kind)
+    return (f"{'passed' if ok else '**FAILED**'}: device {device!r}, {gpus} GPU(s) a node, "
+            f"probe {kind}")
+
+
 def main():
     commands = {"parity": parity, "hierarchical": hierarchical, "stand-in": stand_in,
                 "calibration": calibration, "profile": profile, "idx": idx,
                 "program": program,
-                "energy": energy, "rates": rates,
+                "energy": energy, "record": record, "rates": rates,
                 "throughput-row": throughput_row, "cluster": cluster,
                 "torch-best": torch_best, "torch-best-table": torch_best_table,
                 "precision": precision, "against-best": against_best}

@@ -7,7 +7,8 @@
 # run's. A damaged record is one warning line naming the file and field, and `check` exits 1.
 # A store others can write without the sticky bit is refused with one line (the job still
 # succeeds), and so is a missing one. `dlh-launch run --` leaves a record too. `prune` removes
-# the caller's records; `refit` adds the observed rows to a calibration.
+# the caller's records; `refit` adds the observed rows to a calibration, and on a GPU
+# calibration fits its layer model again with them.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -158,6 +159,36 @@ assert len(new["samples"]) == len(old["samples"]) + 2
 assert new["samples"][-1]["model"] == "observed observed"
 PY
 check "refit adds the observed rows and reports the old and the new fit"
+
+# A GPU calibration takes the jobs of its GPU, and its layer model (what plans the type) is
+# fitted again with them. The job: the first training run's own record, as the CUDA engine
+# writes one (its device "cuda:N (NAME, ...)", one GPU a node) with a step of 0.4 ms; a copy
+# on another GPU is not the calibration's.
+mkdir -m 1777 "$WORK/gpu-obs"
+python3 - "$WORK/gpu-obs" "${records[0]}" <<'PY' || fail "GPU records"
+import json, sys
+r = json.load(open(sys.argv[2]))
+for name, gpu in (("h100.json", "NVIDIA H100 80GB HBM3"), ("a100.json", "NVIDIA A100-SXM4-80GB")):
+    r["where"].update(device=f"cuda:0 ({gpu}, sm_90, 79 GiB)", gpus_per_node=1, gpu_type="h100")
+    r["measured"]["step_s"] = 0.0004
+    json.dump(r, open(f"{sys.argv[1]}/{name}", "w"))
+PY
+H100=$ROOT/share/calibration/h100-80gb-hbm3.json
+dlh-estimate refit "$H100" --store "$WORK/gpu-obs" --folds 2 --out "$WORK/refit-gpu.json" \
+  >"$WORK/refit-gpu.txt" 2>&1 || { cat "$WORK/refit-gpu.txt"; fail "refit of a GPU calibration"; }
+grep -q "1 observed rows added (1 records skipped" "$WORK/refit-gpu.txt" &&
+  grep -q "^GPU layer model new fit: $(($(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['samples']))" "$H100") + 1)) samples" \
+    "$WORK/refit-gpu.txt" || { cat "$WORK/refit-gpu.txt"; fail "GPU refit report"; }
+python3 - "$H100" "$WORK/refit-gpu.json" <<'PY' || fail "the refit's layer model"
+import json, sys
+old, new = (json.load(open(p))["gpu_layer_model"] for p in sys.argv[1:])
+assert "1 observed jobs" in new["fitted_to"], new["fitted_to"]
+assert new["params"] != old["params"] and new["samples"] == old["samples"] + 1
+assert new["validation_mape"] == old["validation_mape"]
+PY
+dlh-estimate gpu-layers --calibration "$WORK/refit-gpu.json" --peaks "$ROOT/share/gpu/specs/h100-sxm.json" \
+  --folds 2 2>&1 | grep -q "1 rows of observed jobs left out" || fail "gpu-layers on a refit file"
+check "refit of a GPU calibration: its GPU's jobs, and the layer model that plans it fitted again"
 
 dlh-estimate observations prune --store "$WORK/obs" --keep 0 | grep -q "removed 3 records" ||
   fail "prune"

@@ -366,8 +366,12 @@ class CudaEngine : public Engine, public LayerTiming {
     CUDA_CHECK(cudaSetDevice(device_));
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    // "cuda:N (NAME, ...)", the form every reader of a run's device takes a GPU's by: the
+    // observation record's probe and GPU count (launcher/train/trainer_observe.cpp), refit's
+    // choice of the records of a calibration's GPU, CpuEngineDevice. "NAME (GPU N, ...)" read
+    // as a CPU there: a GPU job's record probed the host's CPU and said 0 GPUs a node.
     char text[320];
-    std::snprintf(text, sizeof text, "%s (GPU %d, sm_%d%d, %.0f GiB)", prop.name, device_,
+    std::snprintf(text, sizeof text, "cuda:%d (%s, sm_%d%d, %.0f GiB)", device_, prop.name,
                   prop.major, prop.minor, double(prop.totalGlobalMem) / (1 << 30));
     device_name_ = text;
     char bus_id[32] = {};  // "0000:3B:00.0": 13 bytes with the terminator

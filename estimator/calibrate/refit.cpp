@@ -1,0 +1,141 @@
+// DLH estimator — a calibration refitted with observed jobs (see refit.hpp).
+#include "estimator/calibrate/refit.hpp"
+
+#include <cmath>
+
+#include "common/error.hpp"
+#include "common/spec.hpp"
+#include "estimator/calibrate/gpu_model_layers.hpp"
+#include "estimator/model/features.hpp"
+#include "estimator/model/optimizer_cost.hpp"
+
+namespace dlh {
+namespace {
+
+// The optimizer's update beyond the sweep's (SGD with momentum): taken out of a record's
+// step where its spec says which optimizer it ran (optimizer_cost.hpp).
+double OptimizerExtraOfRecord(const Calibration& cal, const Observation& r) {
+  if (cal.optimizer_update.empty() || !r.spec.is_object()) return 0;
+  try {
+    const TrainSpec spec = ParseSpec(r.spec.dump(), "observation", "");
+    return OptimizerExtraSeconds(cal.optimizer_update, spec.optimizer,
+                                 ComputeFeatures(spec).params);
+  } catch (const std::exception&) {  // a spec this build cannot read: taken as it is
+    return 0;
+  }
+}
+
+// The seconds of the record's step that a calibration's row holds: its median step less the
+// allreduce its plan predicted and the optimizer's update beyond the sweep's.
+double RowSeconds(const Calibration& cal, const Observation& r) {
+  return r.step_s - (r.has_prediction ? r.predicted_comm_s : 0) - OptimizerExtraOfRecord(cal, r);
+}
+
+double Mape(const std::vector<TimingSample>& rows, const GpuPeaks& gpu, const GpuLayerParams& p) {
+  double sum = 0;
+  for (const TimingSample& s : rows)
+    sum += std::fabs(PredictGpuStep(s.features, s.batch, gpu, p).seconds - s.seconds) / s.seconds;
+  return rows.empty() ? 0 : 100 * sum / double(rows.size());
+}
+
+// The layer model fitted again to the sweep's rows and `observed` (with their layers).
+void RefitLayers(const Calibration& cal, const std::vector<TimingSample>& observed,
+                 int observed_without, const RefitOptions& o, const std::string& origin,
+                 Calibration* out, LayerRefit* r) {
+  const StoredGpuLayerModel& stored = cal.gpu_layer_model;
+  r->observed_rows = int(observed.size());
+  r->observed_without = observed_without;
+  if (observed.empty()) {
+    r->why_not = "no observed row has layers (a record's spec gives them)";
+    return;
+  }
+  int earlier = 0;  // rows an earlier refit added: their layers are not in the file
+  std::vector<TimingSample> rows = GpuSamplesWithLayers(cal.samples, origin, &earlier);
+  r->sweep_rows = int(rows.size());
+  rows.insert(rows.end(), observed.begin(), observed.end());
+  r->fit = FitGpuLayerModel(rows, stored.peaks, o.folds);
+  r->old_cv_mape = stored.cv_mape;
+  r->old_observed_mape = Mape(observed, stored.peaks, stored.params);
+  r->new_observed_mape = Mape(observed, stored.peaks, r->fit.params);
+  StoredGpuLayerModel refit = stored;
+  refit.params = r->fit.params;
+  refit.samples = r->fit.samples;
+  refit.mape = r->fit.mape;
+  refit.cv_mape = r->fit.cv_mape;
+  // The validation figure stays: it is the last error measured on models outside the fit,
+  // and plans' bands take the larger of it and the cross-validated one.
+  refit.fitted_to = "the calibration's sweep (" + std::to_string(r->sweep_rows) + " rows) and " +
+                    std::to_string(r->observed_rows) + " observed jobs" +
+                    (stored.fitted_to == "the calibration's sweep"
+                         ? std::string()
+                         : " (before: " + stored.fitted_to + ")");
+  out->gpu_layer_model = refit;
+  r->done = true;
+}
+
+}  // namespace
+
+std::string RecordGpuName(const std::string& device) {
+  if (device.rfind("cuda", 0) != 0) return "";
+  const size_t open = device.find('(');
+  if (open == std::string::npos) return "";
+  const size_t end = device.find_first_of(",)", open + 1);
+  return device.substr(open + 1, end == std::string::npos ? std::string::npos : end - open - 1);
+}
+
+bool RecordFitsCalibration(const Observation& r, const Calibration& cal, const RefitOptions& o) {
+  if (o.all) return true;
+  if (!o.gpu.empty() && r.gpu_type != o.gpu) return false;
+  if (cal.device == "cpu")
+    return r.device == "cpu" && r.ranks_per_node == 1 &&
+           r.threads_per_rank == CalibrationThreads(cal);
+  // A GPU calibration: the records of its GPU. Without the GPU's name in the file only the
+  // type the caller names says which records are its.
+  const std::string name = cal.device_info.is_object() && cal.device_info.contains("name") &&
+                                   cal.device_info["name"].is_string()
+                               ? cal.device_info["name"].get<std::string>()
+                               : std::string();
+  if (name.empty()) return !o.gpu.empty() && r.device.rfind("cuda", 0) == 0;
+  return RecordGpuName(r.device) == name;
+}
+
+Calibration RefitCalibration(const Calibration& cal, const std::vector<Observation>& records,
+                             const RefitOptions& o, const std::string& origin,
+                             RefitReport* report) {
+  // The rows go in through the calibration reader, which checks every feature as it checks
+  // the calibration's own.
+  nlohmann::json j = CalibrationToJson(cal);
+  std::vector<TimingSample> with_layers;  // for the GPU layer model
+  int without_layers = 0;
+  const bool layers = cal.gpu_layer_model.present;
+  for (const Observation& r : records) {
+    const double seconds = RowSeconds(cal, r);
+    if (!r.features.is_object() || !RecordFitsCalibration(r, cal, o) || !(seconds > 0)) {
+      ++report->skipped;
+      continue;
+    }
+    j["samples"].push_back({{"model", "observed " + r.model_name},
+                            {"batch", r.per_rank_batch},
+                            {"seconds", seconds},
+                            {"joules", nullptr},
+                            {"features", r.features}});
+    ++report->added;
+    if (!layers) continue;
+    try {
+      TimingSample s;
+      s.model = "observed " + r.model_name;
+      s.features = ComputeFeatures(ParseSpec(r.spec.dump(), "observation", ""));
+      s.batch = r.per_rank_batch;
+      s.seconds = seconds;
+      with_layers.push_back(std::move(s));
+    } catch (const std::exception&) {  // no spec, or one this build cannot read
+      ++without_layers;
+    }
+  }
+  Calibration refit = CalibrationFromJson(j, origin);
+  refit.model = FitTimeModel(cal.device, refit.samples, o.folds);
+  if (layers) RefitLayers(cal, with_layers, without_layers, o, origin, &refit, &report->layers);
+  return refit;
+}
+
+}  // namespace dlh
