@@ -146,7 +146,8 @@ def main():
         log(f"resumed from {resume} at step {step}")
     dlh.describe_model(net)
     dlh.describe(samples=len(train_x), epochs=a.epochs, global_batch=sampler.global_batch,
-                 lr=lr, device=device.type)
+                 lr=lr, device=(f"{device} ({torch.cuda.get_device_name(device)})"
+                                if device.type == "cuda" else "cpu"))
     try:
         model = FSDP(net.to(device), device_id=device if use_cuda else None)
     except (AssertionError, RuntimeError) as e:
