@@ -50,7 +50,13 @@ void RefitLayers(const Calibration& cal, const std::vector<TimingSample>& observ
     return;
   }
   int earlier = 0;  // rows an earlier refit added: their layers are not in the file
-  std::vector<TimingSample> rows = GpuSamplesWithLayers(cal.samples, origin, &earlier);
+  std::vector<TimingSample> rows;
+  try {
+    rows = GpuSamplesWithLayers(cal.samples, origin, &earlier);
+  } catch (const UsageError& e) {  // a sweep of another version: the linear refit still stands
+    r->why_not = e.what();
+    return;
+  }
   r->sweep_rows = int(rows.size());
   rows.insert(rows.end(), observed.begin(), observed.end());
   r->fit = FitGpuLayerModel(rows, stored.peaks, o.folds);
@@ -64,11 +70,11 @@ void RefitLayers(const Calibration& cal, const std::vector<TimingSample>& observ
   refit.cv_mape = r->fit.cv_mape;
   // The validation figure stays: it is the last error measured on models outside the fit,
   // and plans' bands take the larger of it and the cross-validated one.
-  refit.fitted_to = "the calibration's sweep (" + std::to_string(r->sweep_rows) + " rows) and " +
-                    std::to_string(r->observed_rows) + " observed jobs" +
-                    (stored.fitted_to == "the calibration's sweep"
-                         ? std::string()
-                         : " (before: " + stored.fitted_to + ")");
+  refit.fitted_to =
+      "the calibration's sweep (" + std::to_string(r->sweep_rows) + " rows) and " +
+      std::to_string(r->observed_rows) + " observed jobs" +
+      (stored.fitted_to == "the calibration's sweep" ? std::string()
+                                                     : " (before: " + stored.fitted_to + ")");
   out->gpu_layer_model = refit;
   r->done = true;
 }

@@ -61,7 +61,6 @@ struct RefitReport {
 // fitted again. `origin` names the result in errors ("cal.json with STORE"). Throws
 // EstimateError / CalibrationError as the fits and the calibration reader do.
 Calibration RefitCalibration(const Calibration& cal, const std::vector<Observation>& records,
-                             const RefitOptions& o, const std::string& origin,
-                             RefitReport* report);
+                             const RefitOptions& o, const std::string& origin, RefitReport* report);
 
 }  // namespace dlh

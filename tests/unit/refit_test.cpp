@@ -139,6 +139,21 @@ TEST(Refit, RecordsWithoutSpecsLeaveTheLayerModelAsItWas) {
   EXPECT_EQ(refit.gpu_layer_model.fitted_to, cal.gpu_layer_model.fitted_to);
 }
 
+TEST(Refit, ASweepOfAnotherVersionKeepsItsLayerModelAndGetsTheLinearRefit) {
+  Calibration cal = LoadCalibration(RepoFile("share/calibration/h100-80gb-hbm3.json"));
+  cal.samples.front().model = "conv9-f1-from-another-version";  // no layers to rebuild
+  const std::vector<Observation> records = MeasuredJobs(kH100);
+  RefitOptions o;
+  o.folds = 2;
+  RefitReport report;
+  const Calibration refit = RefitCalibration(cal, records, o, "old.json", &report);
+  EXPECT_EQ(report.added, int(records.size()));
+  EXPECT_FALSE(report.layers.done);
+  EXPECT_NE(report.layers.why_not.find("conv9-f1-from-another-version"), std::string::npos)
+      << report.layers.why_not;
+  EXPECT_EQ(refit.gpu_layer_model.params.step_s, cal.gpu_layer_model.params.step_s);
+}
+
 TEST(Refit, TheEngineNameOfOlderRecordsIsNoGpusJob) {
   // Records the CUDA engine wrote before its device read "cuda:N (...)": their GPU cannot be
   // told, so they are left to --all.
