@@ -57,12 +57,15 @@ cat >"$WORK/spec.json" <<'JSON'
   "optimizer": {"type": "adam", "lr": 0.001},
   "schedule": {"warmup_epochs": 0.25, "decay": "cosine"},
   "batch_size": 16,
-  "epochs": 2,
+  "epochs": 3,
   "seed": 13,
   "dataset": "data.h5"
 }
 JSON
-TOTAL=40
+# 3 epochs of 20 steps. With 2 (40 steps) the 8 kills could use up the run: under load an
+# aimed round advanced 8 steps (the writer coalesces snapshots when steps outrun writes), and
+# on 2026-12-02 round 7 resumed at step 35 and finished before its kill.
+TOTAL=60
 train=(dlh-launch train "$WORK/spec.json" --threads 1 --progress plain)
 crashing=(--checkpoint-steps 1 --keep 2)
 run=$WORK/run

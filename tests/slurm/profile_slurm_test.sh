@@ -23,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-cd "$WORK"
+cd "$WORK" || exit 1
 
 SLURM_TEST_NODES="alpha1:alpha:2:2 beta1:beta:2:2" \
   "$ROOT/share/slurm/start-cluster.sh" "$C" >"$WORK/start.txt" || { cat "$WORK/start.txt"; fail "start-cluster.sh"; }
@@ -70,8 +70,10 @@ for p in s["profiles"]:
     (pt,) = p["points"]
     assert pt["batch"] == 32 and pt["steps"] == 10, pt
     step[p["gpu_type"]] = pt["step_s"]
-# 20 ms and 80 ms of sleep, plus the loop's own time: beta clearly the slower.
-assert step["beta"] > 2.5 * step["alpha"], step
+# 20 ms and 80 ms of sleep, plus the loop's own time: beta clearly the slower. Not a ratio:
+# on a loaded host the loop's time doubled alpha's step (40 ms: 2.44x, 2026-12-02), while the
+# 60 ms more of sleep a beta step takes is a floor no load takes away.
+assert step["beta"] >= 0.08 and step["beta"] > step["alpha"] + 0.03, step
 print(f"  alpha {step['alpha'] * 1e3:.1f} ms, beta {step['beta'] * 1e3:.1f} ms per step of 32")
 PY
 check "2 jobs (beta's on beta1, gres gpu:beta:1, exclusive); the set holds alpha's and beta's profiles, each with its node's probe"
