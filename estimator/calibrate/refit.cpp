@@ -1,7 +1,7 @@
 // DLH estimator — a calibration refitted with observed jobs (see refit.hpp).
 #include "estimator/calibrate/refit.hpp"
 
-#include <cmath>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
@@ -12,30 +12,37 @@
 namespace dlh {
 namespace {
 
-// The optimizer's update beyond the sweep's (SGD with momentum): taken out of a record's
-// step where its spec says which optimizer it ran (optimizer_cost.hpp).
-double OptimizerExtraOfRecord(const Calibration& cal, const Observation& r) {
-  if (cal.optimizer_update.empty() || !r.spec.is_object()) return 0;
+// A record's spec and its features as this build reads them; neither for a record without a
+// spec (a program's) or with one this build cannot read (taken as it is).
+struct RecordModel {
+  std::optional<TrainSpec> spec;
+  std::optional<ModelFeatures> features;
+};
+RecordModel ReadRecordModel(const Observation& r) {
+  RecordModel m;
+  if (!r.spec.is_object()) return m;
   try {
-    const TrainSpec spec = ParseSpec(r.spec.dump(), "observation", "");
-    return OptimizerExtraSeconds(cal.optimizer_update, spec.optimizer,
-                                 ComputeFeatures(spec).params);
-  } catch (const std::exception&) {  // a spec this build cannot read: taken as it is
-    return 0;
+    TrainSpec spec = ParseSpec(r.spec.dump(), "observation", "");
+    m.features = ComputeFeatures(spec);
+    m.spec = std::move(spec);
+  } catch (const std::exception&) {
+    return RecordModel{};
   }
+  return m;
 }
 
 // The seconds of the record's step that a calibration's row holds: its median step less the
-// allreduce its plan predicted and the optimizer's update beyond the sweep's.
-double RowSeconds(const Calibration& cal, const Observation& r) {
-  return r.step_s - (r.has_prediction ? r.predicted_comm_s : 0) - OptimizerExtraOfRecord(cal, r);
-}
-
-double Mape(const std::vector<TimingSample>& rows, const GpuPeaks& gpu, const GpuLayerParams& p) {
-  double sum = 0;
-  for (const TimingSample& s : rows)
-    sum += std::fabs(PredictGpuStep(s.features, s.batch, gpu, p).seconds - s.seconds) / s.seconds;
-  return rows.empty() ? 0 : 100 * sum / double(rows.size());
+// allreduce its plan predicted and, where its spec says which optimizer it ran, that
+// optimizer's update beyond the sweep's (SGD with momentum: optimizer_cost.hpp).
+double RowSeconds(const Calibration& cal, const Observation& r, const RecordModel& m) {
+  double s = r.step_s - (r.has_prediction ? r.predicted_comm_s : 0);
+  if (m.spec && !cal.optimizer_update.empty()) {
+    try {
+      s -= OptimizerExtraSeconds(cal.optimizer_update, m.spec->optimizer, m.features->params);
+    } catch (const std::exception&) {  // an optimizer this build cannot price: taken as it is
+    }
+  }
+  return s;
 }
 
 // The layer model fitted again to the sweep's rows and `observed` (with their layers).
@@ -61,8 +68,8 @@ void RefitLayers(const Calibration& cal, const std::vector<TimingSample>& observ
   rows.insert(rows.end(), observed.begin(), observed.end());
   r->fit = FitGpuLayerModel(rows, stored.peaks, o.folds);
   r->old_cv_mape = stored.cv_mape;
-  r->old_observed_mape = Mape(observed, stored.peaks, stored.params);
-  r->new_observed_mape = Mape(observed, stored.peaks, r->fit.params);
+  r->old_observed_mape = GpuStepMape(observed, stored.peaks, stored.params);
+  r->new_observed_mape = GpuStepMape(observed, stored.peaks, r->fit.params);
   StoredGpuLayerModel refit = stored;
   refit.params = r->fit.params;
   refit.samples = r->fit.samples;
@@ -115,7 +122,9 @@ Calibration RefitCalibration(const Calibration& cal, const std::vector<Observati
   int without_layers = 0;
   const bool layers = cal.gpu_layer_model.present;
   for (const Observation& r : records) {
-    const double seconds = RowSeconds(cal, r);
+    // The spec read once: the optimizer's update and, for the layer model, the layers.
+    RecordModel model = ReadRecordModel(r);
+    const double seconds = RowSeconds(cal, r, model);
     if (!r.features.is_object() || !RecordFitsCalibration(r, cal, o) || !(seconds > 0)) {
       ++report->skipped;
       continue;
@@ -127,16 +136,16 @@ Calibration RefitCalibration(const Calibration& cal, const std::vector<Observati
                             {"features", r.features}});
     ++report->added;
     if (!layers) continue;
-    try {
-      TimingSample s;
-      s.model = "observed " + r.model_name;
-      s.features = ComputeFeatures(ParseSpec(r.spec.dump(), "observation", ""));
-      s.batch = r.per_rank_batch;
-      s.seconds = seconds;
-      with_layers.push_back(std::move(s));
-    } catch (const std::exception&) {  // no spec, or one this build cannot read
+    if (!model.features) {  // no spec, or one this build cannot read
       ++without_layers;
+      continue;
     }
+    TimingSample s;
+    s.model = "observed " + r.model_name;
+    s.features = std::move(*model.features);
+    s.batch = r.per_rank_batch;
+    s.seconds = seconds;
+    with_layers.push_back(std::move(s));
   }
   Calibration refit = CalibrationFromJson(j, origin);
   refit.model = FitTimeModel(cal.device, refit.samples, o.folds);

@@ -140,15 +140,6 @@ int CheckPredictions(const po::variables_map& vm) {
   return kExitOk;
 }
 
-double SweepMape(const std::vector<TimingSample>& sweep, const GpuPeaks& gpu,
-                 const GpuLayerParams& params) {
-  double sum = 0;
-  for (const TimingSample& m : sweep)
-    sum +=
-        std::fabs(PredictGpuStep(m.features, m.batch, gpu, params).seconds - m.seconds) / m.seconds;
-  return 100 * sum / double(sweep.size());
-}
-
 // The profiled models of FILE with their layers, rebuilt from their names.
 std::vector<GpuPassSample> ProfiledSamples(const std::string& path) {
   const TimeStepsResult r = ReadTimeStepsResult(path);
@@ -337,7 +328,7 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
     stored.cv_mape = 0;
     stored.fitted_to = "the passes and whole steps of " + path;
     std::printf("the sweep's whole steps under the fit to the passes: MAPE %.1f%%\n",
-                SweepMape(sweep, reference.peaks, fit.params));
+                GpuStepMape(sweep, reference.peaks, fit.params));
   }
   if (vm.count("sweep"))
     for (const TimingSample& m : sweep) {

@@ -64,9 +64,9 @@ int RefitCommand(const std::vector<std::string>& args) {
   const LayerRefit& l = report.layers;
   if (l.done) {
     std::printf(
-        "GPU layer model (what plans this type): old fit: %d samples, %d-fold cross-validated "
-        "MAPE %.1f%%; on the %d observed rows with layers MAPE %.1f%%\n",
-        cal.gpu_layer_model.samples, o.folds, l.old_cv_mape, l.observed_rows, l.old_observed_mape);
+        "GPU layer model (what plans this type): old fit: %d samples, cross-validated MAPE "
+        "%.1f%%; on the %d observed rows with layers MAPE %.1f%%\n",
+        cal.gpu_layer_model.samples, l.old_cv_mape, l.observed_rows, l.old_observed_mape);
     std::printf(
         "GPU layer model new fit: %d samples (%d of the sweep, %d observed), MAPE %.1f%%, "
         "%d-fold cross-validated MAPE %.1f%%; on the observed rows MAPE %.1f%%\n",

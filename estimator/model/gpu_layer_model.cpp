@@ -321,6 +321,14 @@ GpuStepTime PredictGpuStep(const std::vector<GpuKernel>& kernels, const GpuPeaks
   return t;
 }
 
+double GpuStepMape(const std::vector<TimingSample>& samples, const GpuPeaks& gpu,
+                   const GpuLayerParams& p) {
+  double sum = 0;
+  for (const TimingSample& s : samples)
+    sum += std::fabs(PredictGpuStep(s.features, s.batch, gpu, p).seconds - s.seconds) / s.seconds;
+  return samples.empty() ? 0 : 100 * sum / double(samples.size());
+}
+
 std::string GpuProfilePass(const GpuKernel& k, const std::vector<LayerCost>& layers) {
   if (k.layer < 0) return k.pass == GpuPass::Update ? "update" : "loss";
   if (k.pass == GpuPass::Update) return "";  // a batchnorm's commit, after the update

@@ -108,6 +108,10 @@ GpuStepTime PredictGpuStep(const std::vector<GpuKernel>& kernels, const GpuPeaks
 GpuStepTime PredictGpuStep(const ModelFeatures& features, int64_t batch, const GpuPeaks& gpu,
                            const GpuLayerParams& p);
 
+// The model's MAPE (%) over `samples` (each with its layers) on `gpu`; 0 for none.
+double GpuStepMape(const std::vector<TimingSample>& samples, const GpuPeaks& gpu,
+                   const GpuLayerParams& p);
+
 struct GpuLayerFit {
   GpuLayerParams params;
   int samples = 0;
