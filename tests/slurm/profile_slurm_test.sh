@@ -96,8 +96,11 @@ per = {t: float(m) for t, m in re.findall(r"^  (\w+): profiled .*, [0-9.]+ ms \+
 own = {p["gpu_type"]: p["points"][0]["step_s"] / 32 * 1e3 for p in s["profiles"]}
 for t in ("alpha", "beta"):
     assert abs(per[t] - own[t]) < 1e-3 * own[t] + 1e-4, (t, per, own)
-# Scaled by the peaks (0.05 / 0.02 TFLOP/s) beta would be 2.5x alpha; measured it is slower.
-assert per["beta"] > 2.5 * per["alpha"], per
+# Scaled by the peaks (0.05 / 0.02 TFLOP/s) beta would be 2.5x alpha; each type's figure is its own
+# profile's (above), and beta's is the slower. Not a ratio: a loaded host doubled alpha's 20 ms of
+# sleep (93.9 ms against 164.3 ms, 1.75x: CI 2026-12-02), while the 60 ms more of sleep a beta
+# step takes (1.875 ms a sample) is a floor no load takes away.
+assert per["beta"] > per["alpha"] + 0.03 / 32 * 1e3, per
 print(f"  ms/sample: alpha {per['alpha']}, beta {per['beta']} (peaks alone: {per['alpha'] * 2.5:.4f})")
 PY
 check "recommend: $(grep -m1 'profiles:' "$WORK/rec.txt" | sed 's/^ *//'); beta planned from its own, slower profile"
