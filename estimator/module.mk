@@ -57,9 +57,22 @@ estimator: $(BINDIR)/dlh-estimate
 # the gradient allreduce and its transports (launcher/comm/) and the trainer's step loop
 # (launcher/train/). Issue 40: the hash of launcher/nn/ alone stayed the same while the code
 # around the step changed.
-# Not the reading of DLH_PLAN (launcher/train/plan.cpp, plan.hpp): it runs once before the
-# first step and sets no step's work (issue 41 changed it, for node lists as hostlists).
-CPU_ENGINE_SRCS := $(sort $(filter-out launcher/train/plan.cpp launcher/train/plan.hpp, \
+# Not what runs only before the first step or after the last, or between steps as a phase
+# of its own that the plan prices apart: the reading of DLH_PLAN (plan.cpp, plan.hpp; issue
+# 41 changed it, for node lists as hostlists), the run's start and resume (trainer_start.cpp,
+# trainer_resume.cpp), its evaluations (trainer_eval.cpp), its end, summary and observation
+# record (trainer_end.cpp, trainer_observe.cpp), the learning-rate tools (lr_*), and the
+# Trainer's declarations (trainer_impl.hpp: its members, prototypes and clock and signal
+# helpers; a step's work is in the .cpp files). A record that gains a field must not void
+# every shipped calibration (issue 40: the first evaluation's seconds, the steps after the
+# first epoch): each calibration also records each file's hash, and is stale only where a
+# file of this list differs (engine_fingerprint.hpp).
+CPU_OUTSIDE_STEP_SRCS := launcher/train/plan.cpp launcher/train/plan.hpp \
+    launcher/train/trainer_start.cpp launcher/train/trainer_resume.cpp \
+    launcher/train/trainer_eval.cpp launcher/train/trainer_end.cpp \
+    launcher/train/trainer_observe.cpp launcher/train/trainer_impl.hpp \
+    $(wildcard launcher/train/lr_*.cpp launcher/train/lr_*.hpp)
+CPU_ENGINE_SRCS := $(sort $(filter-out $(CPU_OUTSIDE_STEP_SRCS), \
     $(wildcard launcher/nn/*.cpp launcher/nn/*.hpp launcher/nn/layers/*.cpp \
     launcher/nn/layers/*.hpp launcher/engine/cpu_engine.cpp launcher/engine/engine.hpp \
     launcher/comm/*.cpp launcher/comm/*.hpp launcher/train/*.cpp launcher/train/*.hpp)))
@@ -90,13 +103,20 @@ CUDA_ENGINE_SRCS := $(sort $(filter-out launcher/engine/cuda/probe.cpp \
     launcher/engine/cuda/probe_api.hpp,$(wildcard launcher/nn/*.hpp launcher/engine/cuda/*.cu \
     launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp)))
 Fingerprint = $(shell cat $(1) | sha256sum | cut -c1-12)
+# Each file's own hash besides ("path=hash,...", the flags stamp as "build-flags"): a
+# calibration records them, so that a later build whose step files are all the same reads
+# it as this engine's even where the list of files changed (engine_fingerprint.hpp).
+SourceHashes = $(shell sha256sum $(1) | awk '{printf "%s=%s,", $$2, substr($$1, 1, 12)}')
+ENGINE_FINGERPRINT_DEFINES = \
+    -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS) $(CPU_FLAGS_STAMP))\" \
+    -DDLH_CPU_ENGINE_SOURCES=\"$(call SourceHashes,$(CPU_ENGINE_SRCS))build-flags=$(call \
+      Fingerprint,$(CPU_FLAGS_STAMP))\" \
+    -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"
 ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/model/engine_fingerprint.o
 # This file too: a change to the lists above changes the fingerprints' values.
 $(ENGINE_FINGERPRINT_OBJS): $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) $(CPU_FLAGS_STAMP) \
     estimator/module.mk
-$(ENGINE_FINGERPRINT_OBJS): override CPPFLAGS += \
-    -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS) $(CPU_FLAGS_STAMP))\" \
-    -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"
+$(ENGINE_FINGERPRINT_OBJS): override CPPFLAGS += $(ENGINE_FINGERPRINT_DEFINES)
 # The CUDA backend's targets ("sm_80 sm_90 compute_90", from CUDA_ARCH_FLAGS), so that the
 # planner leaves out GPU types the engine this build makes cannot run (cuda_targets.hpp).
 CUDA_TARGETS_DEFINE = -DDLH_CUDA_TARGETS="\"$(strip $(patsubst code=%,%,\

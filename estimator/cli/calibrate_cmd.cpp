@@ -351,10 +351,10 @@ int CalibrateKeepingSteps(const po::variables_map& vm, const std::string& out, b
   if (c.device != "cpu")
     throw EstimateError(out + ": device: --keep-steps updates a CPU calibration, not " + c.device +
                         "'s");
-  const std::string engine = EngineFingerprint("cpu");
-  if (c.engine != engine)
-    throw EstimateError(out + ": engine: made by another build of the CPU engine (" + c.engine +
-                        ", this build " + engine + "): calibrate it whole");
+  const std::string engine = EngineDifference("cpu", c.engine, c.engine_sources);
+  if (!engine.empty())
+    throw EstimateError(out + ": engine: made by another build of the CPU engine: " + engine +
+                        ": calibrate it whole");
   if (c.host != CpuDescription())
     throw EstimateError(out + ": host: made on " + c.host + ", not on this machine (" +
                         CpuDescription() + "): calibrate it whole");
@@ -420,6 +420,7 @@ int CalibrateCommand(const std::vector<std::string>& args) {
   c.threads = timing.threads;
   c.created = NowIso();
   c.engine = EngineFingerprint(device.kind);
+  c.engine_sources = EngineSources(device.kind);
   c.compiler = CompilerDescription();
   c.blas = BlasDescription();
   RoundsTiming timed = TimeInRounds(device, sweep, timing, rounds);

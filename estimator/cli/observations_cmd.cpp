@@ -76,7 +76,7 @@ void Summary(const StoreContents& s) {
     t.models.insert(r.model_key);
     t.users.insert(OwnerName(so.owner));
     if (r.has_prediction && r.predicted_step_s > 0)
-      t.log_ratios.push_back(std::log(r.mean_step_s() / r.predicted_step_s));
+      t.log_ratios.push_back(std::log(r.steady_step_s() / r.predicted_step_s));
   }
   std::printf("%-12s %6s %7s %6s %10s %22s\n", "gpu type", "jobs", "models", "users", "predicted",
               "measured / predicted");

@@ -11,8 +11,9 @@
 //     "threads": 2,                            non-negative integer (0: unknown)
 //     "created": "2026-11-21T12:00:00Z",       string, ISO 8601 UTC
 //     "engine": {"fingerprint": "d42dc4ae35ac", optional: what was timed (12 hex digits,
-//                "compiler": "gcc 12.2.0",      engine_fingerprint.hpp), strings
-//                "blas": "OpenBLAS 0.3.21 ..."},
+//                "compiler": "gcc 12.2.0",      engine_fingerprint.hpp), strings; and
+//                "blas": "OpenBLAS 0.3.21 ...", optionally each timed file's hash
+//                "sources": {"launcher/nn/tensor.cpp": "0f3a...", ..., "build-flags": "..."}},
 //     "probe": {"kind": "cpu", ...},           optional: the device probe taken when the
 //                                              calibration was made (an object; its fields
 //                                              are launcher/probe/probe_record.hpp's, checked
@@ -305,8 +306,10 @@ json CalibrationToJson(const Calibration& c) {
                       {"mape", q.mape},
                       {"cv_mape", q.cv_mape},
                       {"cv_log_sigma", q.cv_log_sigma}}}}}};
-  if (!c.engine.empty())
+  if (!c.engine.empty()) {
     out["engine"] = {{"fingerprint", c.engine}, {"compiler", c.compiler}, {"blas", c.blas}};
+    if (!c.engine_sources.empty()) out["engine"]["sources"] = c.engine_sources;
+  }
   if (!c.device_info.is_null()) out["device_info"] = c.device_info;
   if (!c.probe.is_null()) out["probe"] = c.probe;
   if (!c.thread_scaling.is_null()) out["thread_scaling"] = c.thread_scaling;
@@ -365,10 +368,22 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   c.created = top.string("created", true);
   if (j.contains("engine")) {
     const Reader e(top.required("engine"), origin, "engine");
-    e.object({"fingerprint", "compiler", "blas"});
+    e.object({"fingerprint", "compiler", "blas", "sources"});
     c.engine = e.string("fingerprint", true);
     c.compiler = e.string("compiler", false);
     c.blas = e.string("blas", false);
+    if (e.has("sources")) {
+      const json& sources = e.required("sources");
+      if (!sources.is_object())
+        e.fail("sources",
+               "must be an object of file paths and their hashes, got " + ShownJsonValue(sources));
+      for (auto it = sources.begin(); it != sources.end(); ++it) {
+        if (!it->is_string() || it->get<std::string>().empty())
+          e.Fail(e.at("sources") + "." + it.key(),
+                 "must be the file's hash, a non-empty string, got " + ShownJsonValue(*it));
+        c.engine_sources[it.key()] = it->get<std::string>();
+      }
+    }
   }
   if (j.contains("device_info")) {
     c.device_info = top.required("device_info");
@@ -541,11 +556,8 @@ Calibration LoadCalibration(const std::string& path) {
 }
 
 std::string CalibrationStaleness(const Calibration& c) {
-  const std::string now = EngineFingerprint(c.device);
-  if (c.engine == now) return "";
-  return (c.engine.empty() ? std::string("records no engine (made before fingerprints)")
-                           : "measured with engine " + c.engine) +
-         ", this build's engine is " + now + ": recalibrate (dlh-estimate calibrate)";
+  const std::string why = EngineDifference(c.device, c.engine, c.engine_sources);
+  return why.empty() ? "" : why + ": recalibrate (dlh-estimate calibrate)";
 }
 
 void SaveCalibration(const std::string& path, const Calibration& c) {

@@ -101,6 +101,10 @@ struct Calibration {
   std::string engine;
   std::string compiler;
   std::string blas;
+  // Each timed file's hash when it was made ("launcher/nn/tensor.cpp" -> 12 hex digits, and
+  // "build-flags"; engine_fingerprint.hpp's EngineSources); empty: older files, judged by
+  // the fingerprint alone.
+  EngineSourceHashes engine_sources;
   // calibrate --device cuda: the GPU and its libraries as dlh_cuda_describe gives them
   // (name, PCI bus id, memory, clocks, driver, CUDA, cuDNN, cuBLAS, NCCL); null: none.
   nlohmann::json device_info;

@@ -186,7 +186,7 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
           r.model_key == key ? &s : RecordModelSpeed(r, job, cluster, gpu, &other_models);
       if (!own_model) continue;
       const double compute = PredictedCompute(r, *own_model, cluster, gpu);
-      const double step = r.mean_step_s() - comm;
+      const double step = r.steady_step_s() - comm;
       if (!(compute > 0) || !(step > 0)) continue;
       const double residual = std::log(step / compute);
       if (!std::isfinite(residual)) continue;
@@ -244,7 +244,7 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
       for (const Observation* r : runs) {
         const double comm = r->has_prediction ? r->predicted_comm_s : 0;
         after.own.push_back(
-            std::log((r->mean_step_s() - comm) / PredictedCompute(*r, s, cluster, gpu)));
+            std::log((r->steady_step_s() - comm) / PredictedCompute(*r, s, cluster, gpu)));
       }
       const Combined left = ModelHistory(after);
       s.repeat_log_sigma[shape] = std::hypot(left.log_factor, left.log_sigma);

@@ -12,7 +12,9 @@
 //      models, shrunk toward none when few as (b) is), which every model's prediction at the
 //      count then carries (ThreadScaling::learned_log_by_ranks), and a count the model itself
 //      ran at is predicted from those runs alone.
-// Measured steps are the records' mean steps (Observation::mean_step_s): a job takes those.
+// Measured steps are the records' steady steps (Observation::steady_step_s: the mean of the
+// steps after the first epoch where the record has them, else the mean step): a job takes
+// those, and the first epoch's excess is a fixed cost of the job (phases.hpp's start-up).
 // Records are the caller's own (files the caller owns) or others'; others' move a
 // prediction by at most 15% (robust.hpp). The speed says where it came from
 // (DeviceSpeed::provenance, observed_runs) and its log_sigma gains the observations' spread.

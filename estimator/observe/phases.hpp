@@ -27,6 +27,9 @@ struct LearnedPhases {
   LearnedValue startup;
   LearnedValue checkpoint_each;           // the model's, per checkpoint that held up the loop
   std::map<int, LearnedValue> eval_each;  // the model's, per evaluation, by ranks
+  // The model's first evaluation's excess over the others, by ranks: only from records that
+  // time the first apart (Observation::first_eval_s); eval_each is then of the others.
+  std::map<int, LearnedValue> first_eval_extra;
 };
 
 // From the store the cluster names, for the calling user; empty without one.

@@ -130,9 +130,12 @@ json ObservationToJson(const Observation& o) {
   j["measured"] = {{"step_s", o.step_s},
                    {"steps", o.steps},
                    {"steps_s", OrNull(o.steps_s)},
+                   {"later_steps", o.later_steps},
+                   {"later_steps_s", OrNull(o.later_steps_s)},
                    {"startup_s", OrNull(o.startup_s)},
                    {"eval_s", o.eval_s},
                    {"evaluations", o.evaluations},
+                   {"first_eval_s", OrNull(o.first_eval_s)},
                    {"checkpoint_s", o.checkpoint_s},
                    {"checkpoints", o.checkpoints},
                    {"total_s", o.total_s},
@@ -205,6 +208,17 @@ Observation ObservationFromJson(const json& j, const std::string& origin) {
   o.startup_s = m.number("startup_s", false, false, -1);
   o.eval_s = m.number("eval_s", false, false);
   o.evaluations = m.integer("evaluations", 0, INT64_MAX, false);
+  o.later_steps = m.integer("later_steps", 0, o.steps, false);
+  o.later_steps_s = m.number("later_steps_s", false, false, -1);
+  // A part no larger than its whole (a millionth of rounding allowed).
+  if (o.later_steps_s > 0 && o.steps_s > 0 && o.later_steps_s > o.steps_s * (1 + 1e-6))
+    m.fail("later_steps_s", "must be at most steps_s (" + ShownJsonValue(json(o.steps_s)) +
+                                "), got " + ShownJsonValue(m.j().at("later_steps_s")));
+  o.first_eval_s = m.number("first_eval_s", false, false, -1);
+  if (o.first_eval_s >= 0 && (o.evaluations == 0 || o.first_eval_s > o.eval_s * (1 + 1e-6)))
+    m.fail("first_eval_s", "must be at most eval_s (" + ShownJsonValue(json(o.eval_s)) +
+                               ") of at least one evaluation, got " +
+                               ShownJsonValue(m.j().at("first_eval_s")));
   o.checkpoint_s = m.number("checkpoint_s", false, false);
   o.checkpoints = m.integer("checkpoints", 0, INT64_MAX, false);
   o.total_s = m.number("total_s", false, true);

@@ -58,8 +58,9 @@ EvalResult Trainer::evaluate() {
   }
   double total[2];
   MPI_CHECK(MPI_Allreduce(sums, total, 2, MPI_DOUBLE, MPI_SUM, comm_.get()));
-  eval_seconds_ += Since(started);
-  ++evaluations_;
+  const double seconds = Since(started);
+  eval_seconds_ += seconds;
+  if (evaluations_++ == 0) first_eval_seconds_ = seconds;
   return {total[0] / double(test.count), total[1] / double(test.count)};
 }
 }  // namespace trainer_detail

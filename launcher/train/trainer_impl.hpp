@@ -357,6 +357,7 @@ class Trainer {
   // out), the evaluations and the checkpoints that held up the loop, every rank's node.
   std::vector<double> step_seconds_;
   int64_t evaluations_ = 0, checkpoint_stops_ = 0;
+  double first_eval_seconds_ = -1;  // this run's first evaluation (< 0: none yet)
   std::vector<std::string> node_of_rank_;
   double ema_step_ = 0;  // seconds per step, smoothed for the progress line
   bool stop_ = false;

@@ -77,9 +77,17 @@ void Trainer::write_observation(const nlohmann::json& summary, double wall_s, do
     r.step_s = Median(step_seconds_);
     r.steps = int64_t(step_seconds_.size());
     r.steps_s = std::accumulate(step_seconds_.begin(), step_seconds_.end(), 0.0);
+    // The steps after this run's first epoch's worth: a record of a longer job's steps
+    // without the first epoch's excess (record.hpp).
+    if (steps_per_epoch_ > 0 && int64_t(step_seconds_.size()) > steps_per_epoch_) {
+      r.later_steps = int64_t(step_seconds_.size()) - steps_per_epoch_;
+      r.later_steps_s =
+          std::accumulate(step_seconds_.begin() + steps_per_epoch_, step_seconds_.end(), 0.0);
+    }
     r.startup_s = first_step_ == 0 ? startup_s : -1;
     r.eval_s = eval_seconds_;
     r.evaluations = evaluations_;
+    r.first_eval_s = first_eval_seconds_;
     r.checkpoint_s = checkpoint_seconds_;
     r.checkpoints = checkpoint_stops_;
     r.total_s = wall_s;

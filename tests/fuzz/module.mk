@@ -47,8 +47,7 @@ FUZZ_LIB := $(FUZZ_DIR)/libdlh_fuzz.a
 $(FUZZ_OBJDIR)/estimator/model/engine_fingerprint.o: $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) \
     $(CPU_FLAGS_STAMP) estimator/module.mk
 $(FUZZ_OBJDIR)/estimator/model/engine_fingerprint.o: override CPPFLAGS += \
-    -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS) $(CPU_FLAGS_STAMP))\" \
-    -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"
+    $(ENGINE_FINGERPRINT_DEFINES)
 # The CUDA backend's targets, as the build's: the planner leaves out the same GPU types.
 $(FUZZ_OBJDIR)/estimator/model/cuda_targets.o: launcher/engine/cuda/module.mk
 $(FUZZ_OBJDIR)/estimator/model/cuda_targets.o: override CPPFLAGS += $(CUDA_TARGETS_DEFINE)

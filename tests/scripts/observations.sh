@@ -23,7 +23,7 @@ cat >"$WORK/spec.json" <<'JSON'
              {"type": "maxpool2d", "kernel": 2}, {"type": "flatten"},
              {"type": "dense", "units": 4}],
   "optimizer": {"type": "sgd", "lr": 0.05},
-  "batch_size": 32, "epochs": 1, "seed": 3, "dataset": "data.h5"
+  "batch_size": 32, "epochs": 2, "seed": 3, "dataset": "data.h5"
 }
 JSON
 # One type, one node of one "GPU" (a CPU rank), timed by the shipped CPU calibration; the
@@ -79,9 +79,12 @@ recommend --json >"$WORK/plan2.json"
 python3 - "$WORK/plan2.json" "${records[0]}" <<'PY' || fail "the second prediction is off"
 import json, sys
 plan, rec = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-# The mean step, which a job takes (the record's steps_s over its steps), not its median.
+# The steady step, which a job takes (the mean of the steps after the first epoch), not the
+# median; the first epoch's steps and the first evaluation are timed apart.
 m = rec["measured"]
-step, measured = plan["predicted"]["step_s"], m["steps_s"] / m["steps"]
+assert m["steps"] == 60 and m["later_steps"] == 30 and 0 < m["later_steps_s"] < m["steps_s"], m
+assert m["evaluations"] == 2 and 0 < m["first_eval_s"] < m["eval_s"], m
+step, measured = plan["predicted"]["step_s"], m["later_steps_s"] / m["later_steps"]
 total, took = plan["predicted"]["total_s"], rec["measured"]["total_s"]
 print("  step %.3f ms predicted, %.3f ms measured; job %.3f s predicted, %.3f s measured"
       % (step * 1e3, measured * 1e3, total, took))

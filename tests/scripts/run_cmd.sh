@@ -130,7 +130,9 @@ check "nothing lingers"
 
 # 4c. The first step is watched from the launch (issue 44): a program that reports its steps
 # and has not reported one --stall-timeout + --stall-startup after its launch is stalled,
-# however busy (it wakes 200 times a second: the idle rule of 4b never judges it). It reports
+# however busy (it computes 2 ms in every 5: the idle rule of 4b never judges it; one that
+# only woke 200 times a second used under a 10 ms tick of CPU time in a second of a loaded
+# make check, and the idle rule rightly judged it). It reports
 # when it wrote on its channel, with --expect-steps, or when its plan is from its profile;
 # one that never writes there (an unmodified torchrun program) is not judged by its steps.
 cat >"$WORK/busy.py" <<'PY'
@@ -138,8 +140,11 @@ import os, sys, time
 if sys.argv[1] == "tell":
     os.write(int(os.environ["DLH_PROGRESS_FD"]), b"device cpu\n")
 end = time.time() + float(sys.argv[2])
-while time.time() < end:
-    time.sleep(0.005)
+while time.time() < end:  # 2 ms of CPU in every 5: busy in whole 10 ms ticks of CPU time
+    spin = time.perf_counter() + 0.002
+    while time.perf_counter() < spin:
+        pass
+    time.sleep(0.003)
 PY
 B=(timeout 60 mpirun -np 1 dlh-launch run --run-dir "$WORK/r8c" --stall-timeout 1s --stall-startup 1s)
 first_step="^dlh-launch \[rank 0/1 [^]]*\]: error: the program (pid [0-9]*) reported no step in the [0-9]s since its launch (--stall-timeout 1s + --stall-startup 1s; it reports steps:"

@@ -212,15 +212,23 @@ requeued $((BEFORE + 1))
 # their peers, but their output has no way out any more (srun is gone).
 # The line comes from the job script's SIGTERM trap, which asks scontrol and sinfo first: it
 # may land a moment after Slurm has requeued the job (seen in CI), so wait for it.
+# Under load the ranks on host2 may die first (a loaded make check saw "srun: error: host2:
+# tasks 2-3: Killed" a few seconds after the kill, before slurmctld marked host2 down): then
+# rank 0 times out on them and the job script requeues the job itself, which is as right.
+by=
 for _ in $(seq 300); do
   line=$(since_fault | grep -E "^dlh: Slurm is stopping job $job \(JobState=[A-Z_]+ Reason=[^;]*; down: host2\)" | head -n 1 || true)
-  [[ -z $line ]] || break
+  [[ -n $line ]] && { by=Slurm; break; }
+  line=$(since_fault | grep -E "^dlh: the training step failed \(exit code 4: a rank or its host was lost\); requeueing job $job " | head -n 1 || true)
+  [[ -n $line ]] && { by="the job script"; break; }
   sleep 0.1
 done
 [[ -n $line ]] || { show "$out"; fail "no DLH line after host2's slurmd was lost"; }
-grep -q "requeue job JobId=$job due to failure of node host2" "$C/log/slurmctld.log" ||
-  { show "$out"; fail "Slurm did not requeue job $job for host2's failure"; }
-check "slurmd lost: the attempt ended ${TOOK} s later (host2 down after SlurmdTimeout 6 s), requeued by Slurm; ${line#dlh: }"
+if [[ $by == Slurm ]]; then
+  grep -q "requeue job JobId=$job due to failure of node host2" "$C/log/slurmctld.log" ||
+    { show "$out"; fail "Slurm did not requeue job $job for host2's failure"; }
+fi
+check "slurmd lost: the attempt ended ${TOOK} s later (host2 down after SlurmdTimeout 6 s), requeued by $by; ${line#dlh: }"
 # host2 comes back as a node whose slurmd died does: rebooted. Whatever still runs in its
 # namespace (the lost attempt's slurmstepd and ranks, which no slurmd cleans up any more) is
 # killed before the new slurmd starts. Left running, the old step's clean-up kills the next

@@ -134,9 +134,14 @@ TEST(ObservationRecordTest, JsonRoundTripKeepsEveryField) {
   o.predicted_total_s = 11;
   o.features = {{"params", 620}};
   o.steps_s = 0.85;
+  o.later_steps = 30;
+  o.later_steps_s = 0.6;
+  o.first_eval_s = 0.15;
   const Observation back = ObservationFromJson(ObservationToJson(o), "r.json");
   EXPECT_DOUBLE_EQ(back.steps_s, 0.85);
   EXPECT_DOUBLE_EQ(back.mean_step_s(), 0.85 / 40);
+  EXPECT_DOUBLE_EQ(back.steady_step_s(), 0.6 / 30);
+  EXPECT_DOUBLE_EQ(back.first_eval_s, 0.15);
   EXPECT_EQ(ObservationToJson(back), ObservationToJson(o));
   EXPECT_EQ(back.model_key, "0123456789abcdef");
   EXPECT_DOUBLE_EQ(back.energy_j, 120.5);
@@ -152,6 +157,10 @@ TEST(ObservationRecordTest, UnknownEnergyAndStartUpAreNull) {
   EXPECT_TRUE(j["measured"]["startup_s"].is_null());
   EXPECT_TRUE(j["measured"]["steps_s"].is_null());  // a record of an older writer: the median
   EXPECT_DOUBLE_EQ(ObservationFromJson(j, "r.json").mean_step_s(), 0.02);
+  // No steps after a first epoch, no first evaluation timed apart: the mean (here the median).
+  EXPECT_TRUE(j["measured"]["later_steps_s"].is_null() && j["measured"]["later_steps"] == 0);
+  EXPECT_TRUE(j["measured"]["first_eval_s"].is_null());
+  EXPECT_DOUBLE_EQ(ObservationFromJson(j, "r.json").steady_step_s(), 0.02);
   EXPECT_TRUE(j["predicted"].is_null());
   EXPECT_LT(ObservationFromJson(j, "r.json").startup_s, 0);
 }
@@ -185,6 +194,22 @@ TEST(ObservationRecordTest, ForeignOrDamagedRecordsNameTheField) {
   j["where"]["ranks"] = "two";
   EXPECT_NE(message(j).find("where.ranks"), std::string::npos);
   EXPECT_NE(message(nlohmann::json::array()).find("must be an object"), std::string::npos);
+  // A part larger than its whole.
+  j = good;
+  j["measured"]["later_steps"] = 41;  // of 40 steps
+  EXPECT_EQ(message(j), "r.json: measured.later_steps: must be an integer in [0, 40], got 41");
+  j = good;
+  j["measured"]["steps_s"] = 0.8;
+  j["measured"]["later_steps"] = 20;
+  j["measured"]["later_steps_s"] = 0.9;
+  EXPECT_EQ(message(j), "r.json: measured.later_steps_s: must be at most steps_s (0.8), got 0.9");
+  j = good;
+  j["measured"]["first_eval_s"] = j["measured"]["eval_s"].get<double>() + 1;
+  EXPECT_NE(message(j).find("r.json: measured.first_eval_s: must be at most eval_s"),
+            std::string::npos);
+  j["measured"]["first_eval_s"] = "soon";
+  EXPECT_EQ(message(j),
+            "r.json: measured.first_eval_s: must be a non-negative number, got \"soon\"");
 }
 
 TEST(ObservationRecordTest, ModelKeyIsSixteenHexDigitsAndIgnoresTheBatch) {
@@ -669,6 +694,52 @@ TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   two.eval_s = 1;
   ApplyLearnedPhases(l, 2, 0, &two);  // evaluations at another rank count: not learned
   EXPECT_DOUBLE_EQ(two.eval_s, 1);
+}
+
+// A record that times its first evaluation apart gives one evaluation as those after it,
+// and the first's excess once; one with its steps after the first epoch gives the steady
+// step, and the first epoch's excess goes to the job's fixed cost (a longer job pays it once).
+TEST(ObservationPhasesTest, TheFirstEvaluationAndTheFirstEpochArePaidOnce) {
+  const Job job = TinyJob();
+  Observation o = Record(JobModelKey(job), 0.005);
+  o.evaluations = 2;
+  o.eval_s = 0.5;
+  o.first_eval_s = 0.3;  // the second: 0.2
+  o.steps_s = 40 * 0.006;
+  o.later_steps = 20;
+  o.later_steps_s = 20 * 0.005;  // the first epoch's 20 steps: 0.14 s, 0.04 s more
+  StoreContents store;
+  store.records.push_back(Stored(o, getuid()));
+  JobPhases p;
+  p.startup_s = 30;
+  p.eval_s = 8;
+  p.evaluations = 8;
+  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, "alpha"), 1, 0, &p);
+  EXPECT_NEAR(p.eval_s, 8 * 0.2 + 0.1, 1e-12);
+  // The whole job but its steps at 5 ms, its evaluations and checkpoints: the first epoch's
+  // 0.04 s are in it.
+  EXPECT_NEAR(p.startup_s, 12 - 40 * 0.005 - 0.5 - o.checkpoint_s, 1e-12);
+  auto speeds = Speeds();
+  ApplyObservationsFrom(store, getuid(), job, OneType(), &speeds);
+  EXPECT_NEAR(speeds.at("alpha").seconds(10), 0.005, 1e-12);  // the steady step
+  // Another user's excess moves a prediction by at most the cap around a quarter of an
+  // evaluation; an older record (no first evaluation apart) adds none.
+  StoreContents others;
+  o.first_eval_s = 0.45;  // 0.4 more than the second's 0.05
+  others.records.push_back(Stored(o, getuid() + 1));
+  JobPhases q;
+  q.eval_s = 8;
+  q.evaluations = 8;
+  ApplyLearnedPhases(LearnPhasesFrom(others, getuid(), job, "alpha"), 1, 0, &q);
+  EXPECT_NEAR(q.eval_s, 8 * 1 * std::exp(-kOthersCapLog) + 0.25 * std::exp(kOthersCapLog), 1e-9);
+  o.first_eval_s = -1;
+  StoreContents old;
+  old.records.push_back(Stored(o, getuid()));
+  JobPhases r;
+  r.eval_s = 8;
+  r.evaluations = 8;
+  ApplyLearnedPhases(LearnPhasesFrom(old, getuid(), job, "alpha"), 1, 0, &r);
+  EXPECT_NEAR(r.eval_s, 8 * 0.25, 1e-12);
 }
 
 TEST(ObservationPhasesTest, OthersMovePhasesByAtMostTheCap) {

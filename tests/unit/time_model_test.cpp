@@ -486,6 +486,50 @@ TEST(CalibrationTest, RecordsItsEngineAndSaysWhenStale) {
   EXPECT_THROW(CalibrationFromJson(j, "c.json"), EstimateError);
 }
 
+// Another fingerprint (the list of timed files changed) with each file's hash the same as
+// this build's: this engine. One timed file of another hash, or one the calibration never
+// saw: stale, naming it. A GPU calibration has no file list: its fingerprint decides.
+TEST(CalibrationTest, StaleOnlyWhereATimedFileDiffers) {
+  const EngineSourceHashes& mine = EngineSources("cpu");
+  ASSERT_GT(mine.size(), 50u);
+  EXPECT_TRUE(mine.count("launcher/nn/network.cpp") && mine.count("build-flags"));
+  EXPECT_TRUE(mine.count("launcher/train/trainer_step.cpp"));
+  EXPECT_FALSE(mine.count("launcher/train/trainer_observe.cpp"));  // after the last step
+  EXPECT_TRUE(EngineSources("cuda:0").empty());
+  Calibration c = Example();
+  c.engine = "000000000000";
+  c.engine_sources = mine;
+  c.engine_sources["launcher/train/trainer_observe.cpp"] = "0123456789ab";  // not timed
+  EXPECT_EQ(CalibrationStaleness(c), "");
+  const Calibration back = CalibrationFromJson(json::parse(CalibrationToJson(c).dump()), "c.json");
+  EXPECT_EQ(back.engine_sources, c.engine_sources);
+  EXPECT_EQ(CalibrationStaleness(back), "");
+  c.engine_sources["launcher/nn/network.cpp"] = "0123456789ab";
+  EXPECT_EQ(CalibrationStaleness(c),
+            "measured with engine 000000000000 (launcher/nn/network.cpp differs), this build's "
+            "engine is " +
+                EngineFingerprint("cpu") + ": recalibrate (dlh-estimate calibrate)");
+  c.engine_sources.erase("build-flags");
+  EXPECT_NE(CalibrationStaleness(c).find("(build-flags, launcher/nn/network.cpp differ)"),
+            std::string::npos);
+  c.engine = EngineFingerprint("cpu");  // the same fingerprint: the list is not consulted
+  EXPECT_EQ(CalibrationStaleness(c), "");
+  c.device = "cuda";
+  c.engine = "000000000000";
+  c.engine_sources = mine;
+  EXPECT_NE(CalibrationStaleness(c), "");
+
+  json j = CalibrationToJson(back);
+  j["engine"]["sources"]["launcher/nn/network.cpp"] = 7;
+  EXPECT_EQ(EstimateErrorOf([&] { CalibrationFromJson(j, "c.json"); }),
+            "c.json: engine.sources.launcher/nn/network.cpp: must be the file's hash, a non-empty "
+            "string, got 7");
+  j["engine"]["sources"] = json::array();
+  EXPECT_EQ(EstimateErrorOf([&] { CalibrationFromJson(j, "c.json"); }),
+            "c.json: engine.sources: must be an object of file paths and their hashes, got an "
+            "empty array");
+}
+
 // A GPU calibration's stored layer model (gpu-layers --store) survives the file, and a
 // damaged one is refused naming the field.
 TEST(CalibrationTest, GpuLayerModelRoundTripsAndIsChecked) {
