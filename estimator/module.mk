@@ -63,10 +63,11 @@ estimator: $(BINDIR)/dlh-estimate
 # trainer_resume.cpp), its evaluations (trainer_eval.cpp), its end, summary and observation
 # record (trainer_end.cpp, trainer_observe.cpp), the learning-rate tools (lr_*), and the
 # Trainer's declarations (trainer_impl.hpp: its members, prototypes and clock and signal
-# helpers; a step's work is in the .cpp files). A record that gains a field must not void
-# every shipped calibration (issue 40: the first evaluation's seconds, the steps after the
-# first epoch): each calibration also records each file's hash, and is stale only where a
-# file of this list differs (engine_fingerprint.hpp).
+# helpers; a step's work is in the .cpp files, and the header says to keep it there). A
+# record that gains a field must not void every shipped calibration (issue 40: the first
+# evaluation's seconds, the steps after the first epoch): each calibration also records
+# each file's hash, and is stale only where a file of this list differs
+# (engine_fingerprint.hpp).
 CPU_OUTSIDE_STEP_SRCS := launcher/train/plan.cpp launcher/train/plan.hpp \
     launcher/train/trainer_start.cpp launcher/train/trainer_resume.cpp \
     launcher/train/trainer_eval.cpp launcher/train/trainer_end.cpp \

@@ -4,6 +4,9 @@
 // (the split of the global batch and how it moves), trainer_step.cpp, trainer_checkpoint.cpp
 // (checkpoints and signals), trainer_eval.cpp and trainer_end.cpp (finish, agreement,
 // summary, trace). Internal to those files; everything else goes through Train().
+// Not in the CPU engine's fingerprint (estimator/module.mk, CPU_OUTSIDE_STEP_SRCS): what a
+// step runs belongs in the step's .cpp files, so that a change to it marks calibrations as
+// measured with another engine; here only members, prototypes and small helpers.
 #pragma once
 
 #include <mpi.h>
