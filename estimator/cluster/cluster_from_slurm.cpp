@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/short_list.hpp"
 #include "estimator/model/cuda_targets.hpp"
 
 namespace dlh {
@@ -203,13 +204,7 @@ bool ValidName(const std::string& s) {
 }
 
 // "alpha1", "gpu1, gpu2", "gpu1, gpu2, gpu3 and 13 more".
-std::string NodeNames(const std::vector<std::string>& names) {
-  std::string s;
-  const size_t shown = std::min<size_t>(names.size(), 3);
-  for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + names[i];
-  if (names.size() > shown) s += " and " + std::to_string(names.size() - shown) + " more";
-  return s;
-}
+std::string NodeNames(const std::vector<std::string>& names) { return ShortList(names); }
 
 std::string Range(int64_t lo, int64_t hi) {
   return lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/short_list.hpp"
+
 #ifndef DLH_CPU_ENGINE_FINGERPRINT
 #error "estimator/module.mk defines DLH_CPU_ENGINE_FINGERPRINT"
 #endif
@@ -50,20 +52,16 @@ std::string EngineDifference(const std::string& device, const std::string& engin
   const std::string now = EngineFingerprint(device);
   if (engine == now) return "";
   const EngineSourceHashes& mine = EngineSources(device);
-  std::vector<std::string> differ;
-  if (!sources.empty() && !mine.empty())
+  std::string why = engine.empty() ? std::string("records no engine (made before fingerprints)")
+                                   : "measured with engine " + engine;
+  if (!sources.empty() && !mine.empty()) {  // judged file by file
+    std::vector<std::string> differ;
     for (const auto& [path, hash] : mine) {
       const auto it = sources.find(path);
       if (it == sources.end() || it->second != hash) differ.push_back(path);
     }
-  if (!sources.empty() && !mine.empty() && differ.empty()) return "";
-  std::string why = engine.empty() ? std::string("records no engine (made before fingerprints)")
-                                   : "measured with engine " + engine;
-  if (!differ.empty()) {
-    why += " (";
-    for (size_t i = 0; i < differ.size() && i < 3; ++i) why += (i ? ", " : "") + differ[i];
-    if (differ.size() > 3) why += " and " + std::to_string(differ.size() - 3) + " more";
-    why += std::string(differ.size() == 1 ? " differs" : " differ") + ")";
+    if (differ.empty()) return "";
+    why += " (" + ShortList(differ) + (differ.size() == 1 ? " differs)" : " differ)");
   }
   return why + ", this build's engine is " + now;
 }
