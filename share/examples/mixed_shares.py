@@ -171,8 +171,17 @@ def main():
                        "step_ends": ends,
                        "rate": global_batch * timed / (t_end - t_warm)
                        if t_warm and timed > 0 else None}, f)
+    # What the Balancer weighed, so a split that never moved says whether the ranks were even
+    # or the window's noise hid the difference.
+    weighed = ""
+    if balancer is not None and balancer.decisions:
+        at, d = balancer.decisions[-1]
+        weighed = (f"; {len(balancer.decisions)} balance decisions, the last at step {at}: "
+                   f"slowest rank {100 * d.imbalance:.0f}% behind the ideal step, dead band "
+                   f"{100 * (balancer.dead_band + d.noise):.0f}% ({100 * d.noise:.0f}% of it "
+                   "the window's noise)")
     log(f"mixed_shares: {'stopped' if stopped else 'done'}: step {step}, split "
-        f"{sampler.rank_batches}")
+        f"{sampler.rank_batches}{weighed}")
     if distributed:
         dist.barrier()
         del model

@@ -10,7 +10,7 @@
 #      mixed_shares.py --balance-every 5`: rank 0 on alpha1, rank 1 on beta1. Beta's rank
 #      runs throttled as share/bench/balance.sh throttles it: THROTTLE puts the program, on
 #      beta1 only, in a cgroup v1 CPU controller with a quota of a quarter core (without a
-#      writable cgroup v1 cpu controller the test says so), and beta's rank also sleeps 3 ms
+#      writable cgroup v1 cpu controller the test says so), and beta's rank also sleeps 20 ms
 #      per sample (--sleep-per-sample). The sleep keeps beta the slower rank however the
 #      machine's other work shares its cores: under make check's parallel load the quota
 #      alone left alpha's rank no faster than beta's, and the Balancer rightly moved samples
@@ -112,19 +112,19 @@ echo "2. sbatch --dlh-auto=...,profile=SET,mixed -N 2: shares, throttled beta, B
 if [[ -w /sys/fs/cgroup/cpu/cgroup.procs ]] && mkdir "$CG" 2>/dev/null &&
   echo 10000 >"$CG/cpu.cfs_period_us" && echo 2500 >"$CG/cpu.cfs_quota_us"; then
   echo 16384 >"$CG/cpu.shares"
-  throttle="cgroup v1 CPU quota 2.5 ms / 10 ms and 3 ms a sample on beta1"
+  throttle="cgroup v1 CPU quota 2.5 ms / 10 ms and 20 ms a sample on beta1"
   cat >"$WORK/throttle" <<SH
 #!/bin/bash
 echo "\$DLH_PLAN" >"$WORK/plan.\$SLURMD_NODENAME.json"
-[[ \$SLURMD_NODENAME == beta1 ]] && echo \$\$ >"$CG/cgroup.procs" && exec "\$@" --sleep-per-sample 0.003
+[[ \$SLURMD_NODENAME == beta1 ]] && echo \$\$ >"$CG/cgroup.procs" && exec "\$@" --sleep-per-sample 0.02
 exec "\$@"
 SH
 else
-  throttle="no writable cgroup v1 cpu controller: beta1's rank only sleeps 3 ms a sample"
+  throttle="no writable cgroup v1 cpu controller: beta1's rank only sleeps 20 ms a sample"
   cat >"$WORK/throttle" <<SH
 #!/bin/bash
 echo "\$DLH_PLAN" >"$WORK/plan.\$SLURMD_NODENAME.json"
-[[ \$SLURMD_NODENAME == beta1 ]] && exec "\$@" --sleep-per-sample 0.003
+[[ \$SLURMD_NODENAME == beta1 ]] && exec "\$@" --sleep-per-sample 0.02
 exec "\$@"
 SH
 fi
@@ -140,7 +140,9 @@ check "$(grep -o 'dlh: .*' "$WORK/sbatch.err" | head -1)"
 # SIGUSR1 once the Balancer has moved the split (a step line's rank batches are no longer the
 # plan's), so the checkpoint carries a moved split. Not at a fixed step: under make check's
 # load both ranks' steps stretched (alpha 310 ms, beta 303 ms a step of 64 when profiled), the
-# dead band widened with the noise, and at step 33 the split was still the plan's.
+# dead band widened with the noise, and at step 33 the split was still the plan's. With 3 ms a
+# sample on beta, one loaded make check ran all 80 steps at [33, 31]: the sleep's 93 ms a step
+# was inside the noise of steps near a second; 20 ms a sample (620 ms a step) is not.
 moved="" planned=""
 for _ in $(seq 4800); do
   [[ -n $planned ]] || planned=$(grep -o "rank 0/2 on alpha1: .*(rank batches \[[0-9]*, [0-9]*\]" \
