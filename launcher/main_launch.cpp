@@ -164,7 +164,8 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("stop-on-usr1", "on SIGUSR1 checkpoint and stop (default: checkpoint and continue)")
     ("no-eval", "skip the test-set evaluation after every epoch")
     ("threads", po::value(&o->threads)->default_value(0),
-        "OpenBLAS threads per rank (0: OPENBLAS_NUM_THREADS, else cores / ranks per node)")
+        "CPU engine threads per rank (0: OPENBLAS_NUM_THREADS, else the plan's, else cores / "
+        "ranks per node)")
     ("prefetch", po::value(&o->prefetch)->default_value(2), "batches loaded ahead in the background")
     ("bucket-mb", po::value<double>()->default_value(4.0), "gradient fusion bucket size in MiB")
     ("no-overlap", "start gradient allreduces after backward instead of during it")
@@ -270,12 +271,12 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
   o.progress = dlh::ParseProgressMode(progress);
   dlh::ResolvePlanSource(vm.count("no-plan") > 0, vm.count("plan") > 0, &o.plan_json,
                          &o.plan_origin);
-  if (o.threads <= 0) {  // a plan on CPU nodes says how many; say so where the run logs
-    dlh::ApplyPlannedThreads(o.plan_json, o.plan_origin, &o.threads);
-    if (o.threads > 0 && rank == 0)
-      std::printf(
-          "dlh-launch: %d CPU engine threads per rank, as the plan (%s) asked on CPU nodes\n",
-          o.threads, o.plan_origin.c_str());
+  if (o.threads <= 0) {  // a plan may say how many; say so where the run logs
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const std::string why = dlh::ApplyPlannedThreads(o.plan_json, o.plan_origin, size, &o.threads);
+    if (!why.empty() && rank == 0)
+      std::printf("dlh-launch: %d CPU engine threads per rank: %s\n", o.threads, why.c_str());
   }
   dlh::ResolveGpuType(vm.count("gpu-type") > 0, &o.gpu_type, &o.gpu_type_origin, &o.gpu_type_given);
   // slurmd sets it in every task: a plan with node_names finds the rank's part by it.

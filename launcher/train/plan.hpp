@@ -94,10 +94,14 @@ bool PlanHasGpus(const LaunchPlan& plan);
 
 // The CPU engine's threads per rank for `train` and `lr-find`: --threads (`*threads` > 0 on
 // entry) wins, then OPENBLAS_NUM_THREADS, then a plan on CPU nodes (its parts'
-// threads_per_rank: the plugin asked Slurm for that many CPUs per task); otherwise
+// threads_per_rank: the plugin asked Slurm for that many CPUs per task), then a plan whose
+// nodes are all one machine (allocation.shared_host_cores): those cores over the job's
+// `job_ranks`, as the estimator planned it (job_time.hpp, CpuRankShare). Otherwise
 // `*threads` stays 0 and the trainer shares the node's cores among its ranks. A plan that
-// does not parse is left to the trainer, which reports it on every rank's behalf.
-void ApplyPlannedThreads(const std::string& plan_json, const std::string& origin, int* threads);
+// does not parse is left to the trainer, which reports it on every rank's behalf. Returns
+// why the count was set ("" when it was not).
+std::string ApplyPlannedThreads(const std::string& plan_json, const std::string& origin,
+                                int job_ranks, int* threads);
 
 // Why the plan forbids training on the CPU, "" when it does not: every part is a GPU type
 // with a compute capability (real GPUs, as the cluster description says), e.g. "the plan

@@ -114,6 +114,9 @@ NodeLoad NodeLoadFromArguments(int argc, char** argv) {
     // The host's cores, not this rank's mask: a rank bound to one core has the others'
     // ranks on the rest.
     load.cpus = std::min(OnlineCpus(), shared);
+    // The trainer's rule on such a plan (plan.hpp, ApplyPlannedThreads): the machine's cores
+    // over the job's ranks.
+    if (threads == 0) load.threads = std::max(1, shared / std::max(1, load.sharing_ranks));
   }
   return load;
 }

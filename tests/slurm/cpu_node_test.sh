@@ -85,7 +85,7 @@ for _ in $(seq 1200); do
 done
 [[ $s == COMPLETED ]] || { cat "$WORK/job.out" >&2; fail "job $job ended $s"; }
 grep -q "NodeList=cpu1" <(scontrol show job "$job") || fail "job $job did not run on cpu1"
-grep -q "dlh-launch: $threads CPU engine threads per rank, as the plan (DLH_PLAN) asked on CPU nodes" "$WORK/job.out" ||
+grep -q "dlh-launch: $threads CPU engine threads per rank: as the plan (DLH_PLAN) asked on CPU nodes" "$WORK/job.out" ||
   { cat "$WORK/job.out" >&2; fail "the ranks did not take the plan's $threads threads"; }
 "$PY" - "$(ls -d "$WORK"/runs/*-"$job")" "$threads" <<'PY' || { cat "$WORK/job.out" >&2; fail "the job's run"; }
 import json, sys
