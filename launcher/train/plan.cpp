@@ -12,7 +12,6 @@
 #include "common/file_text.hpp"
 #include "common/hostlist.hpp"
 #include "common/json_parse.hpp"
-#include "launcher/watch/core_yield.hpp"
 
 namespace dlh {
 namespace {
@@ -157,6 +156,9 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
       throw fail("allocation.gpus", "must be a non-negative integer, got " + gpus.dump());
     p.gpus = int(gpus.get<int64_t>());
     ParseParts(j["allocation"], fail, &p.parts);
+    // Read as core_yield.hpp's SharedHostCoresOfPlan reads it (before MPI_Init, from the
+    // environment): anything but a sensible count is none, never an error.
+    p.shared_host_cores = SharedHostCoresOfPlan(text);
   }
   // Optional: a site may ask every planned job to balance its batches.
   if (j.contains("balance")) {
@@ -229,6 +231,16 @@ bool PlanHasGpus(const LaunchPlan& plan) {
   return false;
 }
 
+int SharedHostCoresOfPlan(const std::string& plan_json) {
+  const nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, false);
+  if (!plan.is_object() || !plan.contains("allocation") || !plan["allocation"].is_object())
+    return 0;
+  const nlohmann::json cores = plan["allocation"].value("shared_host_cores", nlohmann::json());
+  return cores.is_number_integer() && cores.get<int64_t>() > 0 && cores.get<int64_t>() < (1 << 20)
+             ? int(cores.get<int64_t>())
+             : 0;
+}
+
 std::string ApplyPlannedThreads(const std::string& plan_json, const std::string& origin,
                                 int job_ranks, int* threads) {
   if (*threads > 0) return "";
@@ -247,7 +259,7 @@ std::string ApplyPlannedThreads(const std::string& plan_json, const std::string&
   // machine's cores, so one rank a node would take them all, and two such ranks ran 2 threads
   // each on 2 cores: 22% (an MLP) and 13% (a strided CNN) slower a step than 1 thread each
   // (2026-12-03, srun -N2 -n2, 400 steps, twice), which is what the plan predicted them at.
-  if (const int cores = SharedHostCoresOfPlan(plan_json); cores > 0 && job_ranks > 0) {
+  if (const int cores = plan.shared_host_cores; cores > 0 && job_ranks > 0) {
     *threads = std::max(1, cores / job_ranks);
     return "the plan (" + origin + ") shares one machine's " + std::to_string(cores) +
            " cores among the job's " + std::to_string(job_ranks) + " ranks";

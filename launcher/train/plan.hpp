@@ -40,6 +40,7 @@ struct LaunchPlan {
   std::string lr_source;
   double warmup_epochs = 0;
   int gpus = 0;                 // ranks the plan was made for
+  int shared_host_cores = 0;    // allocation.shared_host_cores (SharedHostCoresOfPlan)
   std::vector<PlanPart> parts;  // allocation.parts[], in the plan's order (may be empty)
   // "balance": "off" or "adaptive" (empty: not in the plan), how the launcher balances the
   // per-rank batches unless --balance says otherwise (launcher/train/balancer.hpp).
@@ -91,6 +92,12 @@ void ResolveGpuType(bool option_given, std::string* type, std::string* origin, b
 // The plan was made for GPUs: allocation.gpus or a part with GPUs (a plan of global batch and
 // rate alone names none; a plan on CPU nodes has none either).
 bool PlanHasGpus(const LaunchPlan& plan);
+
+// A plan's allocation.shared_host_cores (docs/reference/plan.md): every rank of the job runs
+// on one machine of that many cores (a demo or test cluster whose nodes are one host); 0 when
+// the plan does not say so or is not JSON. Lenient, unlike ParsePlan: core_yield.hpp reads
+// it before MPI_Init, where a bad plan is not yet anyone's to report.
+int SharedHostCoresOfPlan(const std::string& plan_json);
 
 // The CPU engine's threads per rank for `train` and `lr-find`: --threads (`*threads` > 0 on
 // entry) wins, then OPENBLAS_NUM_THREADS, then a plan on CPU nodes (its parts'

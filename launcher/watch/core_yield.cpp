@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "launcher/probe/host_probe.hpp"
+#include "launcher/train/plan.hpp"
 
 namespace dlh {
 namespace {
@@ -68,16 +69,6 @@ NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online) {
   load.sharing_ranks = load.cpus < online ? 1 : load.local_ranks;
   load.threads = threads > 0 ? threads : std::max(1, online / load.local_ranks);
   return load;
-}
-
-int SharedHostCoresOfPlan(const std::string& plan_json) {
-  const nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, false);
-  if (!plan.is_object() || !plan.contains("allocation") || !plan["allocation"].is_object())
-    return 0;
-  const nlohmann::json cores = plan["allocation"].value("shared_host_cores", nlohmann::json());
-  return cores.is_number_integer() && cores.get<int64_t>() > 0 && cores.get<int64_t>() < (1 << 20)
-             ? int(cores.get<int64_t>())
-             : 0;
 }
 
 int SharedHostCoresFromArguments(int argc, char** argv) {

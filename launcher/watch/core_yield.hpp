@@ -39,11 +39,8 @@ NodeLoad NodeLoadFromArguments(int argc, char** argv);
 // The same from given parts: cpus of this process, online the node's, threads 0 for the rule.
 NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online);
 
-// A plan's allocation.shared_host_cores (docs/reference/plan.md): every rank of the job runs
-// on one machine of that many cores (a demo or test cluster whose nodes are one host); 0 when
-// the plan does not say so or is not JSON. The plan the trainer would read: DLH_PLAN, else
-// SLURM_SPANK_DLH_PLAN; none under --no-plan or --plan.
-int SharedHostCoresOfPlan(const std::string& plan_json);
+// The plan's allocation.shared_host_cores (plan.hpp, SharedHostCoresOfPlan) of the plan the
+// trainer would read: DLH_PLAN, else SLURM_SPANK_DLH_PLAN; none under --no-plan or --plan.
 int SharedHostCoresFromArguments(int argc, char** argv);
 
 // The job's ranks from the launcher's environment (OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS,
