@@ -112,6 +112,16 @@ void ParseObservations(const nlohmann::json& o, const Fail& fail, LaunchPlan* p)
   }
 }
 
+// allocation.shared_host_cores, leniently: anything but a sensible count is none, never an
+// error (SharedHostCoresOfPlan reads it before MPI_Init, where a bad plan is not yet anyone's
+// to report, and ParsePlan reads it the same way).
+int SharedHostCoresOf(const nlohmann::json& allocation) {
+  const nlohmann::json cores = allocation.value("shared_host_cores", nlohmann::json());
+  return cores.is_number_integer() && cores.get<int64_t>() > 0 && cores.get<int64_t>() < (1 << 20)
+             ? int(cores.get<int64_t>())
+             : 0;
+}
+
 }  // namespace
 
 LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
@@ -156,9 +166,7 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
       throw fail("allocation.gpus", "must be a non-negative integer, got " + gpus.dump());
     p.gpus = int(gpus.get<int64_t>());
     ParseParts(j["allocation"], fail, &p.parts);
-    // Read as core_yield.hpp's SharedHostCoresOfPlan reads it (before MPI_Init, from the
-    // environment): anything but a sensible count is none, never an error.
-    p.shared_host_cores = SharedHostCoresOfPlan(text);
+    p.shared_host_cores = SharedHostCoresOf(j["allocation"]);
   }
   // Optional: a site may ask every planned job to balance its batches.
   if (j.contains("balance")) {
@@ -235,10 +243,11 @@ int SharedHostCoresOfPlan(const std::string& plan_json) {
   const nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, false);
   if (!plan.is_object() || !plan.contains("allocation") || !plan["allocation"].is_object())
     return 0;
-  const nlohmann::json cores = plan["allocation"].value("shared_host_cores", nlohmann::json());
-  return cores.is_number_integer() && cores.get<int64_t>() > 0 && cores.get<int64_t>() < (1 << 20)
-             ? int(cores.get<int64_t>())
-             : 0;
+  return SharedHostCoresOf(plan["allocation"]);
+}
+
+int ThreadsOnSharedHost(int cores, int job_ranks) {
+  return std::max(1, cores / std::max(1, job_ranks));
 }
 
 std::string ApplyPlannedThreads(const std::string& plan_json, const std::string& origin,
@@ -260,7 +269,7 @@ std::string ApplyPlannedThreads(const std::string& plan_json, const std::string&
   // each on 2 cores: 22% (an MLP) and 13% (a strided CNN) slower a step than 1 thread each
   // (2026-12-03, srun -N2 -n2, 400 steps, twice), which is what the plan predicted them at.
   if (const int cores = plan.shared_host_cores; cores > 0 && job_ranks > 0) {
-    *threads = std::max(1, cores / job_ranks);
+    *threads = ThreadsOnSharedHost(cores, job_ranks);
     return "the plan (" + origin + ") shares one machine's " + std::to_string(cores) +
            " cores among the job's " + std::to_string(job_ranks) + " ranks";
   }

@@ -98,6 +98,8 @@ bool PlanHasGpus(const LaunchPlan& plan);
 // the plan does not say so or is not JSON. Lenient, unlike ParsePlan: core_yield.hpp reads
 // it before MPI_Init, where a bad plan is not yet anyone's to report.
 int SharedHostCoresOfPlan(const std::string& plan_json);
+// Each rank's threads where `job_ranks` ranks share one machine's `cores`: at least one.
+int ThreadsOnSharedHost(int cores, int job_ranks);
 
 // The CPU engine's threads per rank for `train` and `lr-find`: --threads (`*threads` > 0 on
 // entry) wins, then OPENBLAS_NUM_THREADS, then a plan on CPU nodes (its parts'

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -107,7 +106,7 @@ NodeLoad NodeLoadFromArguments(int argc, char** argv) {
     load.cpus = std::min(OnlineCpus(), shared);
     // The trainer's rule on such a plan (plan.hpp, ApplyPlannedThreads): the machine's cores
     // over the job's ranks.
-    if (threads == 0) load.threads = std::max(1, shared / std::max(1, load.sharing_ranks));
+    if (threads == 0) load.threads = ThreadsOnSharedHost(shared, load.sharing_ranks);
   }
   return load;
 }
