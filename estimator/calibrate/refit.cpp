@@ -31,11 +31,12 @@ RecordModel ReadRecordModel(const Observation& r) {
   return m;
 }
 
-// The seconds of the record's step that a calibration's row holds: its median step less the
-// allreduce its plan predicted and, where its spec says which optimizer it ran, that
-// optimizer's update beyond the sweep's (SGD with momentum: optimizer_cost.hpp).
+// The seconds of the record's step that a calibration's row holds: its median step less its
+// allreduce (measured, else what its plan predicted: Observation::step_comm_s) and, where its spec
+// says which optimizer it ran, that optimizer's update beyond the sweep's (SGD with momentum:
+// optimizer_cost.hpp).
 double RowSeconds(const Calibration& cal, const Observation& r, const RecordModel& m) {
-  double s = r.step_s - (r.has_prediction ? r.predicted_comm_s : 0);
+  double s = r.step_s - r.step_comm_s();
   if (m.spec && !cal.optimizer_update.empty()) {
     try {
       s -= OptimizerExtraSeconds(cal.optimizer_update, m.spec->optimizer, m.features->params);

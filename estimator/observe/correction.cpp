@@ -11,6 +11,7 @@
 
 #include "common/median.hpp"
 #include "common/spec.hpp"
+#include "estimator/model/comm_model.hpp"
 #include "estimator/model/features.hpp"
 #include "estimator/model/job_time.hpp"
 #include "estimator/observe/model_key.hpp"
@@ -31,22 +32,49 @@ std::string PercentText(double log_factor) {
 
 }  // namespace
 
+namespace {
+
+// How the record's ranks shared their node's cores, as the recommender counts them for a
+// plan of that shape (candidates.cpp, Share). None on a GPU type.
+CpuShare RecordShare(const Observation& r, const DeviceSpeed& s, const Cluster& cluster,
+                     const std::string& gpu) {
+  if (s.cpu_threads <= 0) return {};
+  if (cluster.runtime.shared_host_cores > 0)
+    return CpuRankShare(s.cpu_threads, cluster.runtime.shared_host_cores, r.ranks, s.cpu_scaling,
+                        r.threads_per_rank);
+  int cores = s.cpu_threads;
+  for (const NodeType& n : cluster.node_types)
+    if (n.gpu == gpu && n.cpu_cores > 0) cores = n.cpu_cores;
+  return CpuRankShare(s.cpu_threads, cores, r.ranks_per_node, s.cpu_scaling, r.threads_per_rank);
+}
+
+}  // namespace
+
 double PredictedCompute(const Observation& r, const DeviceSpeed& s, const Cluster& cluster,
                         const std::string& gpu) {
-  CpuShare share;
-  if (s.cpu_threads > 0) {
-    if (cluster.runtime.shared_host_cores > 0) {
-      share = CpuRankShare(s.cpu_threads, cluster.runtime.shared_host_cores, r.ranks, s.cpu_scaling,
-                           r.threads_per_rank);
-    } else {
-      int cores = s.cpu_threads;
-      for (const NodeType& n : cluster.node_types)
-        if (n.gpu == gpu && n.cpu_cores > 0) cores = n.cpu_cores;
-      share =
-          CpuRankShare(s.cpu_threads, cores, r.ranks_per_node, s.cpu_scaling, r.threads_per_rank);
-    }
-  }
+  const CpuShare share = RecordShare(r, s, cluster, gpu);
   return s.fixed_s * share.fixed + s.per_sample_s * share.per_sample * double(r.per_rank_batch);
+}
+
+double ModelledComm(const Observation& r, double gradient_bytes, const DeviceSpeed& s,
+                    const Cluster& cluster, const std::string& gpu) {
+  if (r.ranks <= 1) return 0;
+  if (!(gradient_bytes > 0) || r.ranks_per_node <= 0) return -1;
+  // Local SGD, stale-synchronous steps and pipelines do not wait for one gradient allreduce
+  // a step: their records teach the compute only.
+  if (r.spec.is_object() && (r.spec.contains("sync") || r.spec.contains("parallel"))) return -1;
+  const NodeType* node = nullptr;
+  for (const NodeType& n : cluster.node_types)
+    if (n.gpu == gpu) {
+      node = &n;
+      break;
+    }
+  if (!node) return -1;
+  const int nodes = (r.ranks + r.ranks_per_node - 1) / r.ranks_per_node;
+  return HierarchicalAllreduceSeconds(gradient_bytes, r.ranks_per_node, nodes,
+                                      AlphaBeta::from_link(node->intra_node),
+                                      AlphaBeta::from_link(cluster.inter_node)) +
+         RecordShare(r, s, cluster, gpu).wait_s;
 }
 
 std::string BaseProvenance(const std::string& gpu, const DeviceSpeed& s) {
@@ -155,6 +183,75 @@ std::map<int, double> CarriedOffsets(const std::map<int, SharingOffset>& offsets
   return carried;
 }
 
+// The record's model's gradient bytes (4 a parameter): its features' count, else its spec's;
+// 0 when neither says (a program's record, a spec this build no longer parses).
+double RecordGradientBytes(const Observation& r) {
+  if (r.features.is_object() && r.features.contains("params") && r.features["params"].is_number())
+    return 4 * r.features["params"].get<double>();
+  if (!r.spec.is_object()) return 0;
+  try {
+    return ComputeFeatures(ParseSpec(r.spec.dump(), "observation", "")).param_bytes();
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// A modelled allreduce shorter than this is latency the model and the clock both blur: no
+// ratio is learned from it.
+constexpr double kMinModelledCommS = 20e-6;
+
+// What a step's allreduce waits for, against what the links model: ln(measured / modelled)
+// by shape (ranks, ranks per node) and by regime (CommRegime: within one node or across
+// nodes, with a core for every busy thread or crowded), of the planned model and of every
+// model of the type. A link's factor is a measurement of the link, not a model's residual:
+// the caller's records count unshrunk (their median), others' within the cap (ModelHistory).
+// What ranks wait for depends on the shape as much as on the link (2026-12-04, make bench's
+// jobs on the local cluster, whose two nodes are one 2-core machine: an MLP's 2 ranks across
+// the two nodes waited 0.48x the modelled allreduce, its 4 ranks crowding the cores 1.5x and
+// the example CNN's 2.4x, 2 ranks on one node 10-13x), so a shape learns from its own runs
+// first, the model's, else the type's; then the regime's, the model's, else the type's.
+struct CommResiduals {
+  Residuals type[4], model[4];
+  std::map<std::pair<int, int>, Residuals> type_at, model_at;
+  int runs = 0;  // records that taught any of them
+  void add(const Observation& r, int regime, double value, bool own, bool planned_model) {
+    const std::pair<int, int> shape{r.ranks, r.ranks_per_node};
+    auto push = [&](Residuals& to) { (own ? to.own : to.others).push_back(value); };
+    push(type[regime]);
+    push(type_at[shape]);
+    if (planned_model) {
+      push(model[regime]);
+      push(model_at[shape]);
+    }
+    ++runs;
+  }
+};
+
+void LearnComm(const CommResiduals& c, DeviceSpeed* s) {
+  auto any = [](const Residuals& r) { return !r.own.empty() || !r.others.empty(); };
+  for (int regime = 0; regime < 4; ++regime)
+    s->comm_log_factor[regime] =
+        ModelHistory(any(c.model[regime]) ? c.model[regime] : c.type[regime]).log_factor;
+  s->comm_log_at.clear();
+  for (const auto& [shape, r] : c.type_at) {
+    const auto mine = c.model_at.find(shape);
+    s->comm_log_at[shape] = ModelHistory(mine != c.model_at.end() ? mine->second : r).log_factor;
+  }
+}
+
+std::string CommText(const DeviceSpeed& s, const CommResiduals& c) {
+  std::string text;
+  const char* where[4] = {"within a node", "across nodes", "crowded within a node",
+                          "crowded across nodes"};
+  for (int regime = 0; regime < 4; ++regime) {
+    if (std::fabs(s.comm_log_factor[regime]) < 0.005) continue;
+    char factor[32];
+    std::snprintf(factor, sizeof factor, " x%.2g", std::exp(s.comm_log_factor[regime]));
+    text += std::string(text.empty() ? "" : ", ") + where[regime] + factor;
+  }
+  return text.empty() ? "" : "; allreduce " + text + " (" + Runs(c.runs, "job", "jobs") + ")";
+}
+
 std::string SharingText(const std::map<int, double>& learned) {
   std::string text;
   for (const auto& [n, log_factor] : learned) {
@@ -177,22 +274,36 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     std::vector<Residual> residuals;
     std::map<RunShape, std::vector<const Observation*>> repeats;  // the caller's, of this model
     std::map<std::string, std::optional<DeviceSpeed>> other_models;
+    CommResiduals comm_residuals;
     for (const StoredObservation& so : store.records) {
       const Observation& r = so.record;
       if (r.gpu_type != gpu) continue;
-      // The allreduce the plan predicted stays: observations correct the compute model.
-      const double comm = r.has_prediction ? r.predicted_comm_s : 0;
+      // The compute is the step less the allreduce the record measured (or, from an older
+      // writer, the one its plan predicted): a link's error is the link's, not the compute's.
+      const double comm = r.step_comm_s();
       const DeviceSpeed* own_model =
           r.model_key == key ? &s : RecordModelSpeed(r, job, cluster, gpu, &other_models);
       if (!own_model) continue;
+      const bool own = so.owner == caller;
+      if (r.allreduce_s >= 0) {
+        const double bytes =
+            r.model_key == key ? job.features.param_bytes() : RecordGradientBytes(r);
+        const double modelled = ModelledComm(r, bytes, *own_model, cluster, gpu);
+        if (modelled >= kMinModelledCommS) {
+          const double v = std::log(std::max(r.allreduce_s, kMinModelledCommS / 10) / modelled);
+          const bool crowded = RecordShare(r, *own_model, cluster, gpu).wait_s > 0;
+          comm_residuals.add(r, CommRegime(r.ranks > r.ranks_per_node ? 2 : 1, crowded), v, own,
+                             r.model_key == key);
+        }
+      }
       const double compute = PredictedCompute(r, *own_model, cluster, gpu);
       const double step = r.steady_step_s() - comm;
       if (!(compute > 0) || !(step > 0)) continue;
       const double residual = std::log(step / compute);
       if (!std::isfinite(residual)) continue;
       residuals.push_back(
-          {r.model_key, SharingCount(r, s, cluster), residual, so.owner == caller, comm < compute});
-      if (r.model_key == key && so.owner == caller)
+          {r.model_key, SharingCount(r, s, cluster), residual, own, comm < compute});
+      if (r.model_key == key && own)
         repeats[RunShape{r.ranks, r.ranks_per_node, r.per_rank_batch}].push_back(&r);
     }
     // Ranks side by side, learned from models run both ways; every residual is then judged
@@ -224,7 +335,12 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
       provenance = base + ", corrected by " + Runs(c.runs, "job", "jobs") + " (" +
                    PercentText(c.log_factor) + ")";
     }
-    if (c.runs == 0) continue;
+    LearnComm(comm_residuals, &s);
+    const std::string comm_text = CommText(s, comm_residuals);
+    if (c.runs == 0) {
+      s.provenance += comm_text;
+      continue;
+    }
     // A shape this model ran at is predicted from those runs themselves (a repeat is its
     // own best predictor); another count of ranks side by side gets the learned offset,
     // shrunk by the number of models that taught it (CarriedOffsets).
@@ -242,14 +358,13 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     for (const auto& [shape, runs] : repeats) {
       Residuals after;
       for (const Observation* r : runs) {
-        const double comm = r->has_prediction ? r->predicted_comm_s : 0;
-        after.own.push_back(
-            std::log((r->steady_step_s() - comm) / PredictedCompute(*r, s, cluster, gpu)));
+        after.own.push_back(std::log((r->steady_step_s() - r->step_comm_s()) /
+                                     PredictedCompute(*r, s, cluster, gpu)));
       }
       const Combined left = ModelHistory(after);
       s.repeat_log_sigma[shape] = std::hypot(left.log_factor, left.log_sigma);
     }
-    s.provenance = provenance + SharingText(learned);
+    s.provenance = provenance + SharingText(learned) + comm_text;
   }
 }
 

@@ -11,7 +11,13 @@
 //      model run alone and side by side gives that count's offset (the median over such
 //      models, shrunk toward none when few as (b) is), which every model's prediction at the
 //      count then carries (ThreadScaling::learned_log_by_ranks), and a count the model itself
-//      ran at is predicted from those runs alone.
+//      ran at is predicted from those runs alone;
+//  (d) the links: each record's measured allreduce (Observation::allreduce_s) against the
+//      allreduce the cluster's links model at its shape (ModelledComm), by span (within a
+//      node, across nodes); a plan's modelled allreduce takes the planned model's own factor
+//      at that shape, else at that span, else the type's at that span, shrunk as (b) is
+//      (DeviceSpeed::comm_log_factor, comm_log_at). The compute of (a)-(c) is the step less
+//      the allreduce the record measured, so a link's error is not learned as compute.
 // Measured steps are the records' steady steps (Observation::steady_step_s: the mean of the
 // steps after the first epoch where the record has them, else the mean step): a job takes
 // those, and the first epoch's excess is a fixed cost of the job (phases.hpp's start-up).
@@ -45,6 +51,15 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
 // the per-rank batch, and the CPU share of ranks on a node as the recommender counts it.
 double PredictedCompute(const Observation& r, const DeviceSpeed& s, const Cluster& cluster,
                         const std::string& gpu);
+
+// The seconds a step of record `r` waits in its gradient allreduce by the cluster's link
+// models (candidates.cpp: the hierarchical ring of `gradient_bytes` at the record's ranks per
+// node and nodes, plus the wait of ranks crowding shared cores), as a plan of that shape
+// would model it before any correction. 0 for one rank; < 0 where the record does not wait
+// for one allreduce a step (local SGD, stale-synchronous, a pipeline) or its bytes or GPU
+// type's node are unknown.
+double ModelledComm(const Observation& r, double gradient_bytes, const DeviceSpeed& s,
+                    const Cluster& cluster, const std::string& gpu);
 
 // "calibration alpha (cpu.json)" from a speed's source, or the provenance already set.
 std::string BaseProvenance(const std::string& gpu, const DeviceSpeed& s);

@@ -158,7 +158,8 @@ class Enumerator {
         const double t_lo = fixed + per * double(lo);
         const double busy = double(n_hi) * t_hi + double(g - n_hi) * t_lo;  // GPU-seconds
         c.compute_s = t_hi;
-        c.comm_s = ExposedComm(CommSeconds(gpn, n, ti.intra), c.compute_s) + share.wait_s;
+        c.comm_s = (ExposedComm(CommSeconds(gpn, n, ti.intra), c.compute_s) + share.wait_s) *
+                   ti.CommFactor(g, gpn, n, share.wait_s > 0);
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
                ti.node->node_base_watts * n, fits);
       }
@@ -213,7 +214,8 @@ class Enumerator {
             replicas > 1 ? HierarchicalAllreduceSeconds(4 * stage_params, std::max(1, gpn / stages),
                                                         n, ti.intra, inter_)
                          : 0.0;
-        c.comm_s = transfer + allreduce + share.wait_s;
+        c.comm_s =
+            (transfer + allreduce + share.wait_s) * ti.CommFactor(g, gpn, n, share.wait_s > 0);
         const double busy = double(g) * busy_one;
         Finish(c, watts_active * busy - watts_idle * busy, watts_idle * double(g),
                ti.node->node_base_watts * n, fits);
@@ -373,8 +375,11 @@ class Enumerator {
     const int slow = per[0] >= per[1] ? 0 : 1;
     c.eval_fixed = fixed[slow];
     c.eval_per = per[slow];
-    c.comm_s = ExposedComm(CommSeconds(p.gmin, na + nb, p.intra), c.compute_s) +
-               std::max(sa.wait_s, sb.wait_s);
+    // Two types' nodes: the allreduce crosses nodes; the more pessimistic type's learned factor.
+    c.comm_s = (ExposedComm(CommSeconds(p.gmin, na + nb, p.intra), c.compute_s) +
+                std::max(sa.wait_s, sb.wait_s)) *
+               std::max(ta.CommFactor(0, 0, na + nb, sa.wait_s > 0),
+                        tb.CommFactor(0, 0, na + nb, sb.wait_s > 0));
     const double busy_energy = (ta.active_watts - ta.gpu->idle_watts) * double(ca) * t_a +
                                (tb.active_watts - tb.gpu->idle_watts) * double(cb) * t_b;
     const double idle_watts = ta.gpu->idle_watts * double(ca) + tb.gpu->idle_watts * double(cb);

@@ -11,8 +11,11 @@
 //   recommender.cpp    the checks and the steps of Recommend
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estimator/cluster/cluster.hpp"
@@ -57,6 +60,15 @@ struct TypeInfo {
   ThreadScaling cpu_scaling;  // DeviceSpeed::cpu_scaling
   double log_sigma = 0;       // DeviceSpeed::log_sigma
   std::map<RunShape, double> repeat_log_sigma;  // DeviceSpeed::repeat_log_sigma
+  // DeviceSpeed::comm_log_factor and comm_log_at: what the modelled allreduce of `gpus` ranks,
+  // `gpn` a node, is multiplied by (crowded: more busy threads than cores, CpuShare::wait_s).
+  double comm_log_factor[4] = {0, 0, 0, 0};
+  std::map<std::pair<int, int>, double> comm_log_at;
+  double CommFactor(int64_t gpus, int gpn, int nodes, bool crowded) const {
+    const auto at = comm_log_at.find({int(gpus), gpn});
+    return std::exp(at != comm_log_at.end() ? at->second
+                                            : comm_log_factor[CommRegime(nodes, crowded)]);
+  }
   int cores = 0;  // the node's CPU cores (NodeType::cpu_cores, else cpu_threads)
   int available = 0;
   AlphaBeta intra;

@@ -147,6 +147,9 @@ std::vector<TypeInfo> UsableTypes(const Job& job, const Cluster& cluster,
     t.cpu_scaling = s->second.cpu_scaling;
     t.log_sigma = s->second.log_sigma;
     t.repeat_log_sigma = s->second.repeat_log_sigma;
+    for (int regime = 0; regime < 4; ++regime)
+      t.comm_log_factor[regime] = s->second.comm_log_factor[regime];
+    t.comm_log_at = s->second.comm_log_at;
     // Never below idle: the model charges (active - idle) W for the busy time.
     t.active_watts = s->second.measured_watts > 0
                          ? std::max(s->second.measured_watts, t.gpu->idle_watts)

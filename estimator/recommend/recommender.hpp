@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/program_profile.hpp"
@@ -100,6 +101,10 @@ struct RunShape {
 };
 std::vector<std::string> StaleCalibrationWarnings(const std::map<std::string, DeviceSpeed>& speeds);
 
+// The allreduce's regime, DeviceSpeed::comm_log_factor's index: 0 within one node, 1 across
+// nodes; 2 and 3 the same with more busy threads than cores (CpuShare::wait_s > 0).
+inline int CommRegime(int nodes, bool crowded) { return (nodes > 1 ? 1 : 0) + (crowded ? 2 : 0); }
+
 struct DeviceSpeed {
   double fixed_s = 0;
   double per_sample_s = 0;
@@ -142,6 +147,15 @@ struct DeviceSpeed {
   // log_sigma's calibration error, which the prediction no longer carries. Others' records
   // never narrow a band (estimator/observe/correction.hpp). Empty: no such runs.
   std::map<RunShape, double> repeat_log_sigma;
+  // ln(measured / modelled) of the step's gradient allreduce by regime (CommRegime: within one
+  // node or across nodes, each with every rank on a core of its own or with ranks crowding
+  // the cores), learned from what jobs waited for (estimator/observe/correction.hpp): a
+  // cluster file's links are a datasheet or one host's fit, and what a job's ranks wait for
+  // also depends on the transport MPI picks and on peers the scheduler holds. 0: as modelled.
+  double comm_log_factor[4] = {0, 0, 0, 0};
+  // The same from this model's own runs at one shape (ranks, ranks per node), which a plan of
+  // that shape takes in place of the span's.
+  std::map<std::pair<int, int>, double> comm_log_at;
   double seconds(double batch) const { return fixed_s + per_sample_s * batch; }
 };
 

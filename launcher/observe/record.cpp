@@ -132,6 +132,7 @@ json ObservationToJson(const Observation& o) {
                    {"steps_s", OrNull(o.steps_s)},
                    {"later_steps", o.later_steps},
                    {"later_steps_s", OrNull(o.later_steps_s)},
+                   {"allreduce_s", OrNull(o.allreduce_s)},
                    {"startup_s", OrNull(o.startup_s)},
                    {"eval_s", o.eval_s},
                    {"evaluations", o.evaluations},
@@ -214,6 +215,12 @@ Observation ObservationFromJson(const json& j, const std::string& origin) {
   if (o.later_steps_s > 0 && o.steps_s > 0 && o.later_steps_s > o.steps_s * (1 + 1e-6))
     m.fail("later_steps_s", "must be at most steps_s (" + ShownJsonValue(json(o.steps_s)) +
                                 "), got " + ShownJsonValue(m.j().at("later_steps_s")));
+  o.allreduce_s = m.number("allreduce_s", false, false, -1);
+  if (o.allreduce_s > 0 && o.steps_s > 0 && o.steps > 0 &&
+      o.allreduce_s > o.steps_s / double(o.steps) * (1 + 1e-3))
+    m.fail("allreduce_s", "must be at most the mean step (steps_s / steps, " +
+                              ShownJsonValue(json(o.steps_s / double(o.steps))) + "), got " +
+                              ShownJsonValue(m.j().at("allreduce_s")));
   o.first_eval_s = m.number("first_eval_s", false, false, -1);
   if (o.first_eval_s >= 0 && (o.evaluations == 0 || o.first_eval_s > o.eval_s * (1 + 1e-6)))
     m.fail("first_eval_s", "must be at most eval_s (" + ShownJsonValue(json(o.eval_s)) +

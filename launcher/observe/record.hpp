@@ -77,6 +77,18 @@ struct Observation {
     return later_steps >= 3 && later_steps_s > 0 ? later_steps_s / double(later_steps)
                                                  : mean_step_s();
   }
+  // The gradient allreduce a step waited for, seconds (< 0: unknown, a record of an older
+  // writer or a program's): the smallest over the ranks of each rank's mean seconds blocked
+  // in it. A faster rank's wait includes its slower peers' compute; the fastest wait is the
+  // collective itself (and, on shared cores, the peers the scheduler did not run). The
+  // estimator subtracts it from the step to learn the compute, and learns the links from
+  // it (estimator/observe/correction.hpp).
+  double allreduce_s = -1;
+  // The step's communication as far as the record knows it: measured where it was, else
+  // what the plan predicted, else none.
+  double step_comm_s() const {
+    return allreduce_s >= 0 ? allreduce_s : has_prediction ? predicted_comm_s : 0;
+  }
   double startup_s = -1;
   double eval_s = 0;
   int64_t evaluations = 0;

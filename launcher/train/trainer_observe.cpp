@@ -84,6 +84,11 @@ void Trainer::write_observation(const nlohmann::json& summary, double wall_s, do
       r.later_steps_s =
           std::accumulate(step_seconds_.begin() + steps_per_epoch_, step_seconds_.end(), 0.0);
     }
+    // The fastest rank's wait in the allreduce (record.hpp): summary.json's per-rank means.
+    const nlohmann::json& ranks_allreduce = summary.at("rank_step_seconds").at("allreduce");
+    if (!ranks_allreduce.empty())
+      r.allreduce_s =
+          std::min_element(ranks_allreduce.begin(), ranks_allreduce.end())->get<double>();
     r.startup_s = first_step_ == 0 ? startup_s : -1;
     r.eval_s = eval_seconds_;
     r.evaluations = evaluations_;

@@ -137,7 +137,10 @@ TEST(ObservationRecordTest, JsonRoundTripKeepsEveryField) {
   o.later_steps = 30;
   o.later_steps_s = 0.6;
   o.first_eval_s = 0.15;
+  o.allreduce_s = 0.004;
   const Observation back = ObservationFromJson(ObservationToJson(o), "r.json");
+  EXPECT_DOUBLE_EQ(back.allreduce_s, 0.004);
+  EXPECT_DOUBLE_EQ(back.step_comm_s(), 0.004);  // measured, not the plan's 0.002
   EXPECT_DOUBLE_EQ(back.steps_s, 0.85);
   EXPECT_DOUBLE_EQ(back.mean_step_s(), 0.85 / 40);
   EXPECT_DOUBLE_EQ(back.steady_step_s(), 0.6 / 30);
@@ -163,6 +166,9 @@ TEST(ObservationRecordTest, UnknownEnergyAndStartUpAreNull) {
   EXPECT_DOUBLE_EQ(ObservationFromJson(j, "r.json").steady_step_s(), 0.02);
   EXPECT_TRUE(j["predicted"].is_null());
   EXPECT_LT(ObservationFromJson(j, "r.json").startup_s, 0);
+  // No allreduce measured (an older writer) and no plan: none.
+  EXPECT_TRUE(j["measured"]["allreduce_s"].is_null());
+  EXPECT_EQ(ObservationFromJson(j, "r.json").step_comm_s(), 0);
 }
 
 TEST(ObservationRecordTest, ForeignOrDamagedRecordsNameTheField) {
@@ -203,6 +209,12 @@ TEST(ObservationRecordTest, ForeignOrDamagedRecordsNameTheField) {
   j["measured"]["later_steps"] = 20;
   j["measured"]["later_steps_s"] = 0.9;
   EXPECT_EQ(message(j), "r.json: measured.later_steps_s: must be at most steps_s (0.8), got 0.9");
+  j = good;
+  j["measured"]["steps_s"] = 0.8;
+  j["measured"]["allreduce_s"] = 0.03;  // of 40 steps of 20 ms on average
+  EXPECT_EQ(message(j),
+            "r.json: measured.allreduce_s: must be at most the mean step (steps_s / steps, 0.02), "
+            "got 0.03");
   j = good;
   j["measured"]["first_eval_s"] = j["measured"]["eval_s"].get<double>() + 1;
   EXPECT_NE(message(j).find("r.json: measured.first_eval_s: must be at most eval_s"),
@@ -656,6 +668,93 @@ TEST(ObservationCorrectionTest, ACommBoundModelTeachesNoOtherModelSideBySide) {
   const Observation& its_two = m.store.records[1].record;
   EXPECT_NEAR(PredictedCompute(its_two, its.at("alpha"), m.cluster, "alpha"),
               PredictedCompute(its_two, m.wider_before, m.cluster, "alpha") * 3.0, 1e-9);
+}
+
+// Two nodes of one rank each, linked at 1 GB/s and 50 us, as the local test cluster's file
+// says (its two nodes being one machine, MPI's ranks talk faster than that).
+Cluster TwoNodes() {
+  Cluster c = SharedCores();
+  c.inter_node = Link(1, 50);
+  c.node_types[0].intra_node = Link(5, 2);
+  return c;
+}
+
+// The wider model ran on two nodes: its compute 1.2x its prediction, its ranks waiting half
+// the allreduce the links model. The link's error is learned as the link's and the compute's
+// as the compute's: a 2-node job of the wider model, or of another model, is planned with
+// half the modelled allreduce.
+TEST(ObservationCorrectionTest, ALinksErrorIsLearnedAsTheLinksNotAsCompute) {
+  const Cluster c = TwoNodes();
+  const Job wider = WiderJob(), tiny = TinyJob();
+  const DeviceSpeed before = CpuSpeeds(wider).at("alpha");
+  Observation base = Record(JobModelKey(wider), 0);
+  base.threads_per_rank = 1;  // a core each: no rank waits for a peer the scheduler holds
+  Observation r = AtRanks(base, 2, 1.2, before, c);
+  r.ranks_per_node = 1;
+  r.spec = nlohmann::json::parse(WiderSpecText());
+  const double modelled = ModelledComm(r, wider.features.param_bytes(), before, c, "alpha");
+  ASSERT_GT(modelled, 20e-6);
+  // The hierarchical ring across 2 nodes of 1 rank: 2 messages of half the gradient each way.
+  EXPECT_NEAR(modelled, 2 * (50e-6 + wider.features.param_bytes() / 2 / 1e9), 1e-9);
+  r.allreduce_s = 0.5 * modelled;
+  r.step_s += r.allreduce_s;
+  r.has_prediction = true;
+  r.predicted_comm_s = modelled;  // what the plan charged: learning from it would say 0.96x
+  StoreContents store;
+  store.records.push_back(Stored(r, getuid()));
+
+  auto its = CpuSpeeds(wider);
+  ApplyObservationsFrom(store, getuid(), wider, c, &its);
+  const DeviceSpeed& s = its.at("alpha");
+  EXPECT_NEAR(PredictedCompute(r, s, c, "alpha"), r.step_s - r.allreduce_s, 1e-12);
+  EXPECT_NEAR(s.comm_log_factor[1], std::log(0.5), 1e-12);
+  EXPECT_EQ(s.comm_log_factor[0], 0);  // nothing ran within one node
+  EXPECT_NEAR(s.comm_log_at.at({2, 1}), std::log(0.5), 1e-12);
+  EXPECT_EQ(s.provenance,
+            "from 1 earlier run of this spec on alpha; side by side: 2 ranks +0%; allreduce across "
+            "nodes x0.5 (1 job)");
+
+  // Another model: the link's factor as measured, for that shape and that regime (across
+  // nodes, a core for every thread). Its compute teaches no other model: in this record the
+  // allreduce was most of the step (ACommBoundModelTeachesNoOtherModelSideBySide).
+  auto other = CpuSpeeds(tiny);
+  ApplyObservationsFrom(store, getuid(), tiny, c, &other);
+  EXPECT_NEAR(other.at("alpha").comm_log_factor[CommRegime(2, false)], std::log(0.5), 1e-12);
+  EXPECT_EQ(other.at("alpha").comm_log_factor[CommRegime(2, true)], 0);
+  EXPECT_NEAR(other.at("alpha").comm_log_at.at({2, 1}), std::log(0.5), 1e-12);
+  EXPECT_EQ(other.at("alpha").provenance,
+            "calibration alpha (cpu-calibration.json); allreduce across nodes x0.5 (1 job)");
+  // Another user's record moves the link by the cap at most.
+  store.records[0].owner = getuid() + 1;
+  other = CpuSpeeds(tiny);
+  ApplyObservationsFrom(store, getuid(), tiny, c, &other);
+  EXPECT_NEAR(other.at("alpha").comm_log_factor[1], -kOthersCapLog, 1e-12);
+  store.records[0].owner = getuid();
+  // A local SGD record waits for no allreduce a step: it teaches the links nothing.
+  store.records[0].record.spec["sync"] = {{"mode", "local_sgd"}, {"period", 4}};
+  EXPECT_LT(ModelledComm(store.records[0].record, wider.features.param_bytes(), before, c, "alpha"),
+            0);
+  other = CpuSpeeds(tiny);
+  ApplyObservationsFrom(store, getuid(), tiny, c, &other);
+  EXPECT_EQ(other.at("alpha").comm_log_factor[1], 0);
+}
+
+// A plan's allreduce is the modelled one times what the store learned: the shape's factor
+// where the model (or type) ran at that shape, else the regime's.
+TEST(ObservationCorrectionTest, APlanTakesTheLearnedLinkFactor) {
+  Job job = WiderJob();
+  job.max_gpus = 2;
+  Cluster c = OneType();
+  c.node_types[0].nodes = 2;  // one GPU each: two GPUs are two nodes
+  c.inter_node = Link(1, 50);
+  const Allocation modelled = Recommend(job, c, Speeds()).fastest;
+  ASSERT_EQ(modelled.gpus, 2);
+  ASSERT_GT(modelled.comm_s, 0);
+  auto learned = Speeds();
+  learned.at("alpha").comm_log_factor[CommRegime(2, false)] = std::log(0.5);
+  EXPECT_NEAR(Recommend(job, c, learned).fastest.comm_s, 0.5 * modelled.comm_s, 1e-12);
+  learned.at("alpha").comm_log_at[{2, 1}] = std::log(3.0);  // this shape ran: its own factor
+  EXPECT_NEAR(Recommend(job, c, learned).fastest.comm_s, 3.0 * modelled.comm_s, 1e-12);
 }
 
 // The phases one run of the tiny model (its step 5 ms) teaches its caller.
