@@ -1102,8 +1102,9 @@ def jobs(work, goals):
     rows = read_jsonl(os.path.join(work, "jobs", "jobs.jsonl"))
     print("| job | model | shape (user's options) | predicted from | predicted | 90% band "
           "upper end | time limit | measured | error | in limit | launcher phases predicted / "
-          "measured: start-up, steps, evaluations, checkpoints | node sgemm at the end |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "measured: start-up, steps, evaluations, checkpoints | allreduce a step, predicted / "
+          "measured | node sgemm at the end |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     errors, first_errors, inside, in_band, banded = [], [], 0, 0, 0
     long_jobs, too_loose, repeat = 0, [], None
     for r in rows:
@@ -1143,7 +1144,7 @@ def jobs(work, goals):
         print(f"| {r['name']} | {s.get('name', r['spec'])} | `{r['options']}` | {source} "
               f"| {total or 0:.1f} s | {f'{upper:.1f} s' if upper else '-'} | {r['time_limit']} "
               f"| {took or 0:.1f} s | {err} | {'yes' if ok else '**no** (' + r['state'] + ')'} "
-              f"| {phases} | {sgemm_text(r.get('node_sgemm_gflops'))} |")
+              f"| {phases} | {allreduce_text(plan, s)} | {sgemm_text(r.get('node_sgemm_gflops'))} |")
     mape = statistics.mean(errors) if errors else float("nan")
     worst = max(errors) if errors else float("nan")
     print()
@@ -1189,6 +1190,18 @@ def jobs(work, goals):
         goals.add(goals_text("repeat-5"), f"{repeat[0]:+.1f}% ({repeat[1]})",
                   abs(repeat[0]) <= 5 and "earlier run" in repeat[1],
                   "what the second run did differently: see its phases")
+
+
+def allreduce_text(plan, summary):
+    """'2.24 / 1.08 ms': the plan's allreduce a step against the fastest rank's mean wait in
+    it (summary.json rank_step_seconds.allreduce, what the observation record keeps); '-'
+    for a job of one rank."""
+    waits = (summary.get("rank_step_seconds") or {}).get("allreduce") or []
+    if len(waits) < 2:
+        return "-"
+    predicted = ((plan or {}).get("predicted") or {}).get("comm_s")
+    shown = f"{1e3 * predicted:.2f}" if isinstance(predicted, (int, float)) else "?"
+    return f"{shown} / {1e3 * min(waits):.2f} ms"
 
 
 def sgemm_text(gflops):
