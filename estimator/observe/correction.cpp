@@ -48,6 +48,11 @@ CpuShare RecordShare(const Observation& r, const DeviceSpeed& s, const Cluster& 
   return CpuRankShare(s.cpu_threads, cores, r.ranks_per_node, s.cpu_scaling, r.threads_per_rank);
 }
 
+// The nodes the record's ranks ran on.
+int RecordNodes(const Observation& r) {
+  return r.ranks_per_node > 0 ? (r.ranks + r.ranks_per_node - 1) / r.ranks_per_node : 1;
+}
+
 }  // namespace
 
 double PredictedCompute(const Observation& r, const DeviceSpeed& s, const Cluster& cluster,
@@ -70,8 +75,7 @@ double ModelledComm(const Observation& r, double gradient_bytes, const DeviceSpe
       break;
     }
   if (!node) return -1;
-  const int nodes = (r.ranks + r.ranks_per_node - 1) / r.ranks_per_node;
-  return HierarchicalAllreduceSeconds(gradient_bytes, r.ranks_per_node, nodes,
+  return HierarchicalAllreduceSeconds(gradient_bytes, r.ranks_per_node, RecordNodes(r),
                                       AlphaBeta::from_link(node->intra_node),
                                       AlphaBeta::from_link(cluster.inter_node)) +
          RecordShare(r, s, cluster, gpu).wait_s;
@@ -307,8 +311,7 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
         if (modelled >= kMinModelledCommS) {
           const double v = std::log(std::max(r.allreduce_s, kMinModelledCommS / 10) / modelled);
           const bool crowded = RecordShare(r, *own_model, cluster, gpu).wait_s > 0;
-          comm_residuals.add(r, CommRegime(r.ranks > r.ranks_per_node ? 2 : 1, crowded), v, own,
-                             r.model_key == key);
+          comm_residuals.add(r, CommRegime(RecordNodes(r), crowded), v, own, r.model_key == key);
         }
       }
       const double compute = PredictedCompute(r, *own_model, cluster, gpu);
