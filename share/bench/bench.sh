@@ -819,12 +819,17 @@ BENCH_CALIBRATION=$here_cal bash "$bench/whole_jobs.sh" "$bindir" "$work" >"$wor
   echo "says). The user's \`--nodes\`, \`--gres\` and \`--ntasks-per-node\` fix each shape; the plugin"
   echo "plans the rest and predicts the whole job (start-up, data, warm-up, steps, one evaluation"
   echo "of 10,000 test samples per epoch, checkpoints). Measured: the batch script's clock around"
-  echo "\`srun dlh-launch train\`; the launcher's phases from its summary.json."
+  echo "\`srun dlh-launch train\`; the launcher's phases from its summary.json. The run's results"
+  echo "keep what planning needs (jobs/saved-jobs.json: cluster file, calibration, specs, each"
+  echo "job's options, time and observation record): \`share/bench/replay_jobs.py\` plans the same"
+  echo "jobs again with another build, from the same measurements."
   echo
   report jobs
   echo
 } >"$work/s8-jobs.md"
-store jobs "$work/s8-jobs.md"
+saved=()
+[[ -f $work/jobs/saved-jobs.json ]] && saved=("$work/jobs/saved-jobs.json")
+store jobs "$work/s8-jobs.md" "${saved[@]}"
 }
 
 # ---- adaptive batch balancing -------------------------------------------------------------

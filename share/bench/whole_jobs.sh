@@ -110,13 +110,14 @@ import glob, json, sys
 from slurm_job import job_record
 name, spec, job, state, limit, options, record = sys.argv[1:]
 try:
-    probe = json.load(open(record))["where"]["probe"] or {}
+    kept = json.load(open(record))
+    probe = kept["where"]["probe"] or {}
 except (OSError, ValueError, KeyError, TypeError):
-    probe = {}
+    kept, probe = None, {}
 print(json.dumps({"name": name, "spec": spec, "job": job, "state": state, "options": options,
                   "order": sum(1 for _ in open("jobs.jsonl")) if glob.glob("jobs.jsonl") else 0,
                   "node_sgemm_gflops": (probe.get("sgemm_gflops_by_threads") or [None])[0],
-                  **job_record(job, f"{name}.out", limit)}))
+                  "record": kept, **job_record(job, f"{name}.out", limit)}))
 PY
   echo "$name: job $id $state, limit $limit, $(grep -o 'job-seconds [0-9.]*' "$name.out" || echo 'no time')" >&2
 }
@@ -192,3 +193,29 @@ submit cnn-2x2 cnn.json "$(epochs_for cnn-1x2 2 2)" --nodes=2 --gres=gpu:alpha:2
 submit cnn-1x2-long cnn.json "$(epochs_for cnn-1x2 2 1)" --nodes=1 --gres=gpu:alpha:2 --ntasks-per-node=2
 submit strided-2x1-long strided.json "$(epochs_for strided-1x1 3 1)" --nodes=2 --gres=gpu:alpha:1 \
   --ntasks-per-node=1
+
+# What a later build needs to plan these jobs again from the same measurements
+# (share/bench/replay_jobs.py): the cluster file, the calibration, the specs, and per job its
+# options, epochs, measured time, the plan's prediction and its observation record, in the
+# order the jobs ran. bench.sh keeps it with the run's results. Paths are this run's folder's
+# names only (the calibration's and the store's are named by replay_jobs.py).
+python3 - "${calibration:-$root/share/calibration/cpu.json}" <<'PY'
+import json, sys
+cluster = json.load(open("cluster.json"))
+for g in cluster["gpu_types"]:
+    if "calibration" in g:
+        g["calibration"] = "calibration.json"
+cluster["observations"] = "observations"
+jobs = []
+for line in open("jobs.jsonl"):
+    j = json.loads(line)
+    plan = j.get("plan") or {}
+    jobs.append({"name": j["name"], "spec": j["spec"], "options": j["options"],
+                 "epochs": plan.get("epochs"), "job_seconds": j["job_seconds"],
+                 "predicted_s": (plan.get("predicted") or {}).get("total_s"),
+                 "record": j.get("record")})
+saved = {"cluster": cluster, "calibration": json.load(open(sys.argv[1])),
+         "specs": {name: json.load(open(name)) for name in ("cnn.json", "mlp.json", "strided.json")},
+         "jobs": jobs}
+json.dump(saved, open("saved-jobs.json", "w"), sort_keys=True)
+PY
