@@ -1174,6 +1174,21 @@ def jobs(work, goals):
               f"(`runtime.launch_s`: srun's step launch and end), its wall time less the "
               f"launcher's `wall_seconds`: {', '.join(f'{x[1]:.2f}' for x in p)} s, median "
               f"**{runtime['launch_s']:.2f} s** (share/cluster/local.json says 2 s and 0.2 s).")
+    fits = [os.path.join(work, "jobs", f"link-{n}-fit.json") for n in ("within", "across")]
+    if all(os.path.exists(f) for f in fits):
+        within, across = (json.load(open(f)) for f in fits)
+
+        def link_text(fit):
+            regimes = fit["link"].get("regimes") or [fit["link"]]
+            rates = " then ".join(f"{r['bandwidth_gbs']:.2f} GB/s" for r in regimes)
+            return f"{rates} (piecewise fit, MAPE {fit['mape_piecewise']:.1f}%)"
+        print()
+        print(f"The links were measured on this host before the jobs, as a site would: "
+              f"`dlh-launch bench-allreduce` under srun (4 KiB to 16 MiB), 2 ranks on one node "
+              f"and 2 nodes of 1 rank, fitted by `dlh-estimate comm`: within a node "
+              f"{link_text(within)}, across the two nodes {link_text(across)}; they replace "
+              f"share/cluster/local.json's intra_node (fitted to mpirun's shared memory) and "
+              f"inter_node (1 GB/s, a guess for two nodes of one machine).")
     goals.add(goals_text("jobs10-mape"), f"MAPE {mape:.1f}%, largest {worst:.0f}%",
               len(errors) == JOBS and mape <= 10, "see the phases in the whole-jobs table")
     goals.add(goals_text("jobs10-inside"), f"{inside} of {len(rows)} inside their limit",

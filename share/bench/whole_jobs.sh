@@ -167,6 +167,36 @@ print(f"start-up probes: {', '.join(f'{p:.2f}' for p in startup)} s; runtime.sta
       f"runtime.launch_s {c['runtime']['launch_s']} s (local.json: 2 and 0.2)")
 PY
 
+# The links, measured as a site would before planning: local.json's inter_node is a guess for
+# two fake nodes of one machine, and its intra_node was fitted to mpirun's shared memory,
+# where srun's ranks (not bound to cores) wait longer. dlh-launch bench-allreduce under srun,
+# 2 ranks on one node and 2 nodes of 1 rank, fitted by dlh-estimate comm (piecewise), become
+# alpha's node type's intra_node and the cluster's inter_node.
+link() {
+  local name=$1
+  shift
+  srun --mpi=pmix "$@" dlh-launch bench-allreduce --min-bytes 4K --max-bytes 16M --factor 2 \
+    --repeats 5 --json "link-$name.json" >"link-$name.log" 2>&1 &&
+    dlh-estimate comm "link-$name.json" --json >"link-$name-fit.json" 2>>"link-$name.log"
+}
+link within -N1 -n2 && link across -N2 -n2 --ntasks-per-node=1 ||
+  unavailable "the link probe (srun dlh-launch bench-allreduce) failed: $(tail -1 link-*.log)"
+python3 - <<'PY' >&2
+import json
+within, across = (json.load(open(f"link-{n}-fit.json")) for n in ("within", "across"))
+c = json.load(open("cluster.json"))
+for n in c["node_types"]:
+    if n["gpu"] == "alpha":
+        n["intra_node"] = within["link"]
+c["inter_node"] = across["link"]
+json.dump(c, open("cluster.json", "w"), indent=1)
+def text(fit):
+    regimes = fit["link"].get("regimes") or [fit["link"]]
+    return ", ".join(f"{r['bandwidth_gbs']:.2f} GB/s" for r in regimes)
+print(f"links: within a node {text(within)} (piecewise MAPE {within['mape_piecewise']:.1f}%), "
+      f"across nodes {text(across)} (piecewise MAPE {across['mape_piecewise']:.1f}%)")
+PY
+
 # epochs_for NAME EPOCHS FACTOR: the epochs that make a job run about LONG_S seconds, from
 # job NAME's measured seconds over its EPOCHS, times FACTOR for a shape that runs that much
 # slower; at least 2. Hosts of this kind differ by 2x and more, so fixed epochs that make a
