@@ -200,21 +200,6 @@ double RecordGradientBytes(const Observation& r) {
   }
 }
 
-// How fast the record's node was as the job ended against the host the calibration was made
-// on: 1-thread sgemm, the record's probe (half a second) over the calibration's. A record's
-// compute at the calibration's speed is its measured compute times this. 1 where either is
-// unknown (a GPU, a record without a probe); within [0.5, 2] (a probe is short).
-double HostSpeedRatio(const Observation& r, const DeviceSpeed& s) {
-  if (s.cpu_threads <= 0 || s.cpu_scaling.gflops.empty() || !(s.cpu_scaling.gflops[0] > 0))
-    return 1;
-  if (!r.probe.is_object()) return 1;
-  const auto it = r.probe.find("sgemm_gflops_by_threads");
-  if (it == r.probe.end() || !it->is_array() || it->empty() || !(*it)[0].is_number()) return 1;
-  const double here = (*it)[0].get<double>();
-  if (!(here > 0)) return 1;
-  return std::clamp(here / s.cpu_scaling.gflops[0], 0.5, 2.0);
-}
-
 // A modelled allreduce shorter than this is latency the model and the clock both blur: no
 // ratio is learned from it.
 constexpr double kMinModelledCommS = 20e-6;
@@ -315,7 +300,7 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
         }
       }
       const double compute = PredictedCompute(r, *own_model, cluster, gpu);
-      const double step = (r.steady_step_s() - comm) * HostSpeedRatio(r, s);
+      const double step = r.steady_step_s() - comm;
       if (!(compute > 0) || !(step > 0)) continue;
       const double residual = std::log(step / compute);
       if (!std::isfinite(residual)) continue;
@@ -376,9 +361,8 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
     for (const auto& [shape, runs] : repeats) {
       Residuals after;
       for (const Observation* r : runs) {
-        after.own.push_back(
-            std::log((r->steady_step_s() - r->step_comm_s()) * HostSpeedRatio(*r, s) /
-                     PredictedCompute(*r, s, cluster, gpu)));
+        after.own.push_back(std::log((r->steady_step_s() - r->step_comm_s()) /
+                                     PredictedCompute(*r, s, cluster, gpu)));
       }
       const Combined left = ModelHistory(after);
       s.repeat_log_sigma[shape] = std::hypot(left.log_factor, left.log_sigma);

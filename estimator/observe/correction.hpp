@@ -18,8 +18,6 @@
 //      at that shape, else at that span, else the type's at that span, shrunk as (b) is
 //      (DeviceSpeed::comm_log_factor, comm_log_at). The compute of (a)-(c) is the step less
 //      the allreduce the record measured, so a link's error is not learned as compute.
-// A record's compute on a CPU type is judged at the calibration's host speed: times its node
-// probe's 1-thread sgemm over the calibration's (a shared host drifts from job to job).
 // Measured steps are the records' steady steps (Observation::steady_step_s: the mean of the
 // steps after the first epoch where the record has them, else the mean step): a job takes
 // those, and the first epoch's excess is a fixed cost of the job (phases.hpp's start-up).

@@ -739,32 +739,6 @@ TEST(ObservationCorrectionTest, ALinksErrorIsLearnedAsTheLinksNotAsCompute) {
   EXPECT_EQ(other.at("alpha").comm_log_factor[1], 0);
 }
 
-// A record whose node's probe ran sgemm at half the calibration's speed as the job ended took
-// twice its predicted compute: at the calibration's speed it would have taken the prediction,
-// and that is what it teaches. Without a probe it teaches the 2x.
-TEST(ObservationCorrectionTest, ARecordIsJudgedAtTheSpeedItsProbeMeasured) {
-  const Job job = TinyJob();
-  const Cluster c = SharedCores();
-  auto probed = [] {
-    auto speeds = CpuSpeeds();
-    speeds.at("alpha").cpu_scaling.gflops = {100, 190};
-    return speeds;
-  };
-  const DeviceSpeed before = probed().at("alpha");
-  Observation slow = AtRanks(Record(JobModelKey(job), 0), 1, 2.0, before, c);
-  slow.probe = {{"sgemm_gflops_by_threads", {50, 95}}};
-  StoreContents store;
-  store.records.push_back(Stored(slow, getuid()));
-  auto speeds = probed();
-  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
-  EXPECT_NEAR(PredictedCompute(slow, speeds.at("alpha"), c, "alpha"),
-              PredictedCompute(slow, before, c, "alpha"), 1e-12);
-  store.records[0].record.probe = nullptr;
-  speeds = probed();
-  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
-  EXPECT_NEAR(PredictedCompute(slow, speeds.at("alpha"), c, "alpha"), slow.step_s, 1e-12);
-}
-
 // A plan's allreduce is the modelled one times what the store learned: the shape's factor
 // where the model (or type) ran at that shape, else the regime's.
 TEST(ObservationCorrectionTest, APlanTakesTheLearnedLinkFactor) {
