@@ -30,10 +30,6 @@ std::string PercentText(double log_factor) {
   return buf;
 }
 
-}  // namespace
-
-namespace {
-
 // How the record's ranks shared their node's cores, as the recommender counts them for a
 // plan of that shape (candidates.cpp, Share). None on a GPU type.
 CpuShare RecordShare(const Observation& r, const DeviceSpeed& s, const Cluster& cluster,

@@ -13,11 +13,13 @@
 //      count then carries (ThreadScaling::learned_log_by_ranks), and a count the model itself
 //      ran at is predicted from those runs alone;
 //  (d) the links: each record's measured allreduce (Observation::allreduce_s) against the
-//      allreduce the cluster's links model at its shape (ModelledComm), by span (within a
-//      node, across nodes); a plan's modelled allreduce takes the planned model's own factor
-//      at that shape, else at that span, else the type's at that span, shrunk as (b) is
-//      (DeviceSpeed::comm_log_factor, comm_log_at). The compute of (a)-(c) is the step less
-//      the allreduce the record measured, so a link's error is not learned as compute.
+//      allreduce the cluster's links model at its shape (ModelledComm), by shape and by
+//      regime (CommRegime: within a node or across nodes, cores to spare or crowded); a
+//      plan's modelled allreduce takes the factor at its shape (the planned model's runs,
+//      else the type's), else at its regime (likewise), unshrunk: a link's factor is a
+//      measurement of the link; others' records capped as below (DeviceSpeed::
+//      comm_log_factor, comm_log_at). The compute of (a)-(c) is the step less the allreduce
+//      the record measured, so a link's error is not learned as compute.
 // Measured steps are the records' steady steps (Observation::steady_step_s: the mean of the
 // steps after the first epoch where the record has them, else the mean step): a job takes
 // those, and the first epoch's excess is a fixed cost of the job (phases.hpp's start-up).
