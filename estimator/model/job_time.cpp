@@ -127,6 +127,7 @@ CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const Threa
   const int running = std::max(1, std::min(ranks, cores / threads));
   s.per_sample = ThreadTimeRatio(scaling, calibration_threads, threads, running) * oversubscribed;
   s.fixed = oversubscribed;
+  s.oversubscribed = oversubscribed;
   s.wait_s = (oversubscribed - 1) * kOversubscribedWaitS;
   // The count itself where measured, else the largest measured count of 2 or more below it:
   // more ranks contend at least as much (4 ranks on 2 cores also run 2 at once).

@@ -137,7 +137,8 @@ double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int shari
 // carries it; a count it did not measure carries the largest measured count of 2 or more below it.
 struct CpuShare {
   double per_sample = 1, fixed = 1;
-  double wait_s = 0;  // seconds per step, added to the allreduce
+  double wait_s = 0;          // seconds per step, added to the allreduce
+  double oversubscribed = 1;  // o: the node's busy threads over its cores, at least 1
 };
 
 // The wait per step of 2 ranks per core, measured on the local cluster (2026-11-30, AMD

@@ -35,12 +35,28 @@ double Resolve(const LearnedValue& v, double predicted) {
                   std::max(predicted * std::exp(-kOthersCapLog), v.others));
 }
 
+// How many times over the record's ranks filled their node's cores, as CpuRankShare counts
+// it for a plan: on a cluster whose nodes are one machine all the job's ranks share its
+// cores, else a node's ranks its node's. 1 on a GPU, or where the cores are unknown.
+double RecordCrowding(const Observation& r, const Cluster& cluster) {
+  if (r.device != "cpu") return 1;
+  int cores = cluster.runtime.shared_host_cores, ranks = r.ranks;
+  if (cores <= 0) {
+    ranks = r.ranks_per_node;
+    for (const NodeType& n : cluster.node_types)
+      if (n.gpu == r.gpu_type && n.cpu_cores > 0) cores = n.cpu_cores;
+  }
+  if (cores <= 0 || ranks <= 0) return 1;
+  const int threads = r.threads_per_rank > 0 ? r.threads_per_rank : std::max(1, cores / ranks);
+  return std::max(1.0, double(ranks) * threads / double(cores));
+}
+
 }  // namespace
 
 LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Job& job,
-                              const std::string& gpu) {
+                              const Cluster& cluster, const std::string& gpu) {
   const std::string key = JobModelKey(job);
-  Values model_startup, type_startup, checkpoint;
+  Values model_startup, type_startup, launcher_startup, checkpoint;
   std::map<int, Values> eval, first_eval_extra;
   for (const StoredObservation& so : store.records) {
     const Observation& r = so.record;
@@ -50,10 +66,25 @@ LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Jo
     // the first steps' extra cost and the end (final checkpoint wait, summary).
     // The steps at the steady rate: the first epoch's excess is a cost of the job, not of
     // each step (record.hpp's later_steps).
+    // Another model's first epoch ran a multiple of its own step longer or shorter (measured
+    // 2026-12-04 on the project's 2-core host: the example CNN's first epoch +2.2 s over its
+    // second in one job, -1.2 s in another, the MLP's +0.0 s); carried to the type it
+    // predicted the MLP's 8 s job 2.2 s long. The type learns all of a job but its steps.
     const double rest = r.total_s - double(r.steps) * r.steady_step_s() - r.eval_s - r.checkpoint_s;
-    if (r.whole_job && r.steps > 0 && rest >= 0) {
-      type_startup.add(own, rest);
-      if (r.model_key == key) model_startup.add(own, rest);
+    const double outside_steps =
+        r.total_s - double(r.steps) * r.mean_step_s() - r.eval_s - r.checkpoint_s;
+    // Ranks that took turns on the cores took turns through their start-up too (measured
+    // 2026-12-04 on the project's 2-core host: the launcher's start-up 1.3-1.9 s at 1 and 2
+    // ranks, 2.9-3.8 s at 4; all of a job but its steps 3.8-5.0 s, and 5.8-6.8 s at 4).
+    const double crowding = RecordCrowding(r, cluster);
+    const bool startup_known = r.startup_s >= 0 || crowding == 1;
+    const double crowded_excess = r.startup_s >= 0 ? r.startup_s * (1 - 1 / crowding) : 0;
+    if (r.whole_job && r.steps > 0 && startup_known) {
+      if (outside_steps - crowded_excess >= 0)
+        type_startup.add(own, outside_steps - crowded_excess);
+      if (r.model_key == key && rest - crowded_excess >= 0)
+        model_startup.add(own, rest - crowded_excess);
+      if (r.startup_s >= 0) launcher_startup.add(own, r.startup_s / crowding);
     }
     if (r.model_key != key) continue;
     // One evaluation: of those after the first where the record times the first apart; the
@@ -68,7 +99,9 @@ LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Jo
     if (r.checkpoints > 0) checkpoint.add(own, r.checkpoint_s / double(r.checkpoints));
   }
   LearnedPhases l;
-  l.startup = (model_startup.empty() ? type_startup : model_startup).learned();
+  l.startup_is_models = !model_startup.empty();
+  l.startup = (l.startup_is_models ? model_startup : type_startup).learned();
+  l.launcher_startup = launcher_startup.learned();
   l.checkpoint_each = checkpoint.learned();
   for (const auto& [ranks, v] : eval) l.eval_each[ranks] = v.learned();
   for (const auto& [ranks, v] : first_eval_extra) l.first_eval_extra[ranks] = v.learned();
@@ -77,15 +110,26 @@ LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Jo
 
 LearnedPhases LearnPhases(const Job& job, const Cluster& cluster, const std::string& gpu) {
   if (cluster.observations.empty()) return {};
-  return LearnPhasesFrom(ReadStoreCached(cluster.observations), getuid(), job, gpu);
+  return LearnPhasesFrom(ReadStoreCached(cluster.observations), getuid(), job, cluster, gpu);
 }
 
-void ApplyLearnedPhases(const LearnedPhases& l, int gpus, double launch_s, JobPhases* p) {
+void ApplyLearnedPhases(const LearnedPhases& l, int gpus, double crowding, double launch_s,
+                        JobPhases* p) {
   if (l.startup.any()) {
     // A site's startup= may be below the cluster's launch_s: never more outside than all.
     const double outside = std::clamp(launch_s, 0.0, p->startup_s);
-    p->startup_s = outside + Resolve(l.startup, p->startup_s - outside + p->data_s + p->warmup_s);
-    p->data_s = p->warmup_s = 0;
+    // The model's own start-ups hold its first steps' excess; the type's do not.
+    const double warmup = l.startup_is_models ? p->warmup_s : 0;
+    p->startup_s = outside + Resolve(l.startup, p->startup_s - outside + p->data_s + warmup);
+    p->data_s = 0;
+    if (l.startup_is_models) p->warmup_s = 0;
+    // The crowding's excess: the caller's launcher start-up, or the others' within the cap.
+    if (crowding > 1 && l.launcher_startup.any()) {
+      const bool own = l.launcher_startup.own >= 0;
+      const double extra =
+          (crowding - 1) * (own ? l.launcher_startup.own : l.launcher_startup.others);
+      p->startup_s += own ? extra : std::min(extra, (std::exp(kOthersCapLog) - 1) * p->startup_s);
+    }
   }
   if (p->evaluations > 0) {
     auto it = l.eval_each.find(gpus);

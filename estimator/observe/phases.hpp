@@ -23,8 +23,18 @@ struct LearnedValue {
 };
 
 struct LearnedPhases {
-  // The model's start-ups (as above) on the type when it has any, else the type's.
+  // The model's start-ups (as above) on the type when it has any, else the type's: of other
+  // models, all of a job but all its steps (the first epoch's excess is a multiple of that
+  // model's step, not a cost of the type's jobs; the planned job's own first steps stay
+  // predicted, JobPhases::warmup_s). startup_is_models says which.
   LearnedValue startup;
+  bool startup_is_models = false;
+  // Ranks that crowd a CPU node's cores (more busy threads than cores, CpuShare::
+  // oversubscribed o > 1) take turns on them through their start-up too (reading the data
+  // set, building the model, MPI's set-up): a record's launcher start-up (job start to the
+  // first step) is o times its uncrowded one, and `startup` holds each record's rest without
+  // that excess. This is the type's launcher start-up uncrowded, each record's over its o.
+  LearnedValue launcher_startup;
   LearnedValue checkpoint_each;           // the model's, per checkpoint that held up the loop
   std::map<int, LearnedValue> eval_each;  // the model's, per evaluation, by ranks
   // The model's first evaluation's excess over the others, by ranks: only from records that
@@ -34,14 +44,16 @@ struct LearnedPhases {
 
 // From the store the cluster names, for the calling user; empty without one.
 LearnedPhases LearnPhases(const Job& job, const Cluster& cluster, const std::string& gpu);
-// The same from given records, for `caller`.
+// The same from given records, for `caller`; `cluster` says how crowded each record's node was.
 LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Job& job,
-                              const std::string& gpu);
+                              const Cluster& cluster, const std::string& gpu);
 
-// Replaces what `learned` knows in `p`, predicted for `gpus` ranks: start-up (data loading
-// and warm-up folded into it) but `launch_s` of it, the part outside the launcher's clock
-// that no record measures (the cluster's runtime.launch_s); evaluations and checkpoints
-// (their counts kept). Cheap: no allocation.
-void ApplyLearnedPhases(const LearnedPhases& learned, int gpus, double launch_s, JobPhases* p);
+// Replaces what `learned` knows in `p`, predicted for `gpus` ranks that fill their cores
+// `crowding` times over (CpuShare::oversubscribed): start-up (data loading and warm-up
+// folded into it) but `launch_s` of it, the part outside the launcher's clock that no record
+// measures (the cluster's runtime.launch_s), plus the crowding's excess of the launcher's
+// start-up; evaluations and checkpoints (their counts kept). Cheap: no allocation.
+void ApplyLearnedPhases(const LearnedPhases& learned, int gpus, double crowding, double launch_s,
+                        JobPhases* p);
 
 }  // namespace dlh

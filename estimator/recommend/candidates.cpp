@@ -152,6 +152,7 @@ class Enumerator {
         }
         const CpuShare share = Share(ti, gpn, g);
         const double fixed = ti.fixed * share.fixed, per = ti.per * share.per_sample;
+        c.crowding = share.oversubscribed;
         c.eval_fixed = fixed;
         c.eval_per = per;
         const double t_hi = fixed + per * double(hi);
@@ -202,6 +203,7 @@ class Enumerator {
         const bool fits = StageMemoryBytes(pipe_, hi, slots_) <= capacity;
         const CpuShare share = Share(ti, gpn, g);
         const double fixed = ti.fixed * share.fixed, per = ti.per * share.per_sample;
+        c.crowding = share.oversubscribed;
         c.eval_fixed = fixed;
         c.eval_per = per;
         double busy_one = 0;
@@ -437,7 +439,8 @@ class Enumerator {
     c.phases = PredictJobPhases(work_, shape, runtime_, startup_s_);
     // A type's start-up, and this model's evaluations and checkpoints, as measured before.
     if (c.parts == 1)
-      ApplyLearnedPhases(learned_[size_t(c.type[0])], c.gpus, runtime_.launch_s, &c.phases);
+      ApplyLearnedPhases(learned_[size_t(c.type[0])], c.gpus, c.crowding, runtime_.launch_s,
+                         &c.phases);
     c.total_s = c.phases.total_s();
     // Outside the steps the GPUs are allocated but (mostly) waiting: idle power.
     c.energy_j = steps * (idle_watts * c.step_s + busy_energy) + c.total_s * base_watts +

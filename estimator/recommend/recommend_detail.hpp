@@ -81,7 +81,8 @@ struct Cand {
   double key = 0;  // the objective's value
   double total_s = 0, energy_j = 0, gpu_hours = 0, compute_s = 0, comm_s = 0, step_s = 0;
   double eval_per = 0, eval_fixed = 0;  // the slowest rank's speed, for the evaluations
-  double bubble = 0;  // a pipeline's: the part of its compute time a stage waits, on average
+  double bubble = 0;    // a pipeline's: the part of its compute time a stage waits, on average
+  double crowding = 1;  // CpuShare::oversubscribed of its ranks (1 part)
   JobPhases phases;
   int64_t steps = 0, global = 0;
   int64_t batch[2] = {0, 0};  // largest per-GPU batch of each part

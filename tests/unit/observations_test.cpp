@@ -762,7 +762,7 @@ LearnedPhases LearnedFromOneRun() {
   const Job job = TinyJob();
   StoreContents store;
   store.records.push_back(Stored(Record(JobModelKey(job), 0.005), getuid()));
-  return LearnPhasesFrom(store, getuid(), job, "alpha");
+  return LearnPhasesFrom(store, getuid(), job, OneType(), "alpha");
 }
 
 TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
@@ -775,7 +775,7 @@ TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   p.evaluations = 4;
   p.checkpoint_s = 2;
   p.checkpoints = 4;
-  ApplyLearnedPhases(l, 1, 0, &p);
+  ApplyLearnedPhases(l, 1, 1, 0, &p);
   // The whole job but its steps, evaluations and checkpoints: 12 - 40 x 0.005 - 0.4 - 0.3.
   EXPECT_DOUBLE_EQ(p.startup_s, 11.1);
   EXPECT_DOUBLE_EQ(p.data_s, 0);
@@ -787,11 +787,11 @@ TEST(ObservationPhasesTest, ASecondRunsPhasesComeFromItsFirst) {
   StoreContents with_sum;
   with_sum.records.push_back(Stored(summed, getuid()));
   JobPhases q;
-  ApplyLearnedPhases(LearnPhasesFrom(with_sum, getuid(), job, "alpha"), 1, 0, &q);
+  ApplyLearnedPhases(LearnPhasesFrom(with_sum, getuid(), job, OneType(), "alpha"), 1, 1, 0, &q);
   EXPECT_NEAR(q.startup_s, 12 - 0.24 - 0.4 - 0.3, 1e-12);
   JobPhases two = p;
   two.eval_s = 1;
-  ApplyLearnedPhases(l, 2, 0, &two);  // evaluations at another rank count: not learned
+  ApplyLearnedPhases(l, 2, 1, 0, &two);  // evaluations at another rank count: not learned
   EXPECT_DOUBLE_EQ(two.eval_s, 1);
 }
 
@@ -813,7 +813,7 @@ TEST(ObservationPhasesTest, TheFirstEvaluationAndTheFirstEpochArePaidOnce) {
   p.startup_s = 30;
   p.eval_s = 8;
   p.evaluations = 8;
-  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, "alpha"), 1, 0, &p);
+  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, OneType(), "alpha"), 1, 1, 0, &p);
   EXPECT_NEAR(p.eval_s, 8 * 0.2 + 0.1, 1e-12);
   // The whole job but its steps at 5 ms, its evaluations and checkpoints: the first epoch's
   // 0.04 s are in it.
@@ -829,7 +829,7 @@ TEST(ObservationPhasesTest, TheFirstEvaluationAndTheFirstEpochArePaidOnce) {
   JobPhases q;
   q.eval_s = 8;
   q.evaluations = 8;
-  ApplyLearnedPhases(LearnPhasesFrom(others, getuid(), job, "alpha"), 1, 0, &q);
+  ApplyLearnedPhases(LearnPhasesFrom(others, getuid(), job, OneType(), "alpha"), 1, 1, 0, &q);
   EXPECT_NEAR(q.eval_s, 8 * 1 * std::exp(-kOthersCapLog) + 0.25 * std::exp(kOthersCapLog), 1e-9);
   o.first_eval_s = -1;
   StoreContents old;
@@ -837,8 +837,65 @@ TEST(ObservationPhasesTest, TheFirstEvaluationAndTheFirstEpochArePaidOnce) {
   JobPhases r;
   r.eval_s = 8;
   r.evaluations = 8;
-  ApplyLearnedPhases(LearnPhasesFrom(old, getuid(), job, "alpha"), 1, 0, &r);
+  ApplyLearnedPhases(LearnPhasesFrom(old, getuid(), job, OneType(), "alpha"), 1, 1, 0, &r);
   EXPECT_NEAR(r.eval_s, 8 * 0.25, 1e-12);
+}
+
+// Another model's first epoch is a multiple of that model's step: the type's start-up is
+// all of its job but all its steps, and the planned job keeps its own predicted warm-up.
+TEST(ObservationPhasesTest, AnotherModelsFirstEpochIsNotTheTypes) {
+  const Job job = TinyJob();
+  Observation o = Record("another-model", 0.005);
+  o.steps_s = 40 * 0.006;
+  o.later_steps = 20;
+  o.later_steps_s = 20 * 0.005;  // its first epoch's 20 steps: 0.14 s, 0.04 s over steady
+  StoreContents store;
+  store.records.push_back(Stored(o, getuid()));
+  JobPhases p;
+  p.startup_s = 30;
+  p.data_s = 0.5;
+  p.warmup_s = 0.07;
+  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, OneType(), "alpha"), 1, 1, 0, &p);
+  EXPECT_NEAR(p.startup_s, 12 - 40 * 0.006 - o.eval_s - o.checkpoint_s, 1e-12);
+  EXPECT_DOUBLE_EQ(p.data_s, 0);
+  EXPECT_DOUBLE_EQ(p.warmup_s, 0.07);
+}
+
+// Ranks that crowd the cores take turns through their start-up: a record's crowding excess
+// (its launcher start-up less that over its crowding) is the crowding's, not the type's, and a
+// plan pays it at its own crowding; another user's moves a start-up by at most the cap.
+TEST(ObservationPhasesTest, CrowdedRanksStartUpInTurns) {
+  const Job job = TinyJob();
+  Cluster c = OneType();
+  c.runtime.shared_host_cores = 2;
+  Observation o = Record(JobModelKey(job), 0.005);
+  o.ranks = 4;
+  o.threads_per_rank = 1;  // 4 busy threads on 2 cores: twice over
+  o.startup_s = 3;         // 1.5 s uncrowded
+  StoreContents store;
+  store.records.push_back(Stored(o, getuid()));
+  const double rest = 12 - 40 * 0.005 - o.eval_s - o.checkpoint_s - 1.5;
+  JobPhases alone, crowded, more;
+  alone.startup_s = crowded.startup_s = more.startup_s = 30;
+  const LearnedPhases l = LearnPhasesFrom(store, getuid(), job, c, "alpha");
+  ApplyLearnedPhases(l, 1, 1, 0, &alone);
+  ApplyLearnedPhases(l, 4, 2, 0, &crowded);
+  ApplyLearnedPhases(l, 8, 4, 0, &more);
+  EXPECT_NEAR(alone.startup_s, rest, 1e-12);
+  EXPECT_NEAR(crowded.startup_s, rest + 1.5, 1e-12);
+  EXPECT_NEAR(more.startup_s, rest + 3 * 1.5, 1e-12);
+  // A record is not crowded where its node's cores are unknown: its whole rest is the
+  // start-up and its whole launcher start-up what a crowded plan pays again.
+  JobPhases unknown;
+  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, OneType(), "alpha"), 4, 2, 0, &unknown);
+  EXPECT_NEAR(unknown.startup_s, rest + 1.5 + 3, 1e-12);
+  StoreContents others;
+  o.startup_s = 300;  // a poisoned record: 150 s of crowding
+  others.records.push_back(Stored(o, getuid() + 1));
+  JobPhases capped;
+  capped.startup_s = 30;
+  ApplyLearnedPhases(LearnPhasesFrom(others, getuid(), job, c, "alpha"), 4, 2, 0, &capped);
+  EXPECT_LE(capped.startup_s, 30 * std::exp(kOthersCapLog) * std::exp(kOthersCapLog) + 1e-9);
 }
 
 TEST(ObservationPhasesTest, OthersMovePhasesByAtMostTheCap) {
@@ -849,7 +906,7 @@ TEST(ObservationPhasesTest, OthersMovePhasesByAtMostTheCap) {
   for (int i = 0; i < 20; ++i) store.records.push_back(Stored(o, getuid() + 1));
   JobPhases p;
   p.startup_s = 30;
-  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, "alpha"), 1, 0, &p);
+  ApplyLearnedPhases(LearnPhasesFrom(store, getuid(), job, OneType(), "alpha"), 1, 1, 0, &p);
   EXPECT_NEAR(p.startup_s, 30 * 1.15, 1e-9);
 }
 
@@ -859,11 +916,11 @@ TEST(ObservationPhasesTest, TheLaunchOutsideTheRecordsIsKept) {
   const LearnedPhases l = LearnedFromOneRun();
   JobPhases p;
   p.startup_s = 30;
-  ApplyLearnedPhases(l, 1, 1.5, &p);
+  ApplyLearnedPhases(l, 1, 1, 1.5, &p);
   EXPECT_DOUBLE_EQ(p.startup_s, 1.5 + 11.1);
   JobPhases small;
   small.startup_s = 1;
-  ApplyLearnedPhases(l, 1, 1.5, &small);
+  ApplyLearnedPhases(l, 1, 1, 1.5, &small);
   EXPECT_DOUBLE_EQ(small.startup_s, 1 + 11.1);
 }
 
