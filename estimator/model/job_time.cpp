@@ -117,12 +117,20 @@ double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int shari
   return ratio;
 }
 
+int RankThreads(int cores, int ranks, int threads_per_rank) {
+  return threads_per_rank > 0 ? threads_per_rank : std::max(1, cores / ranks);
+}
+
+double Oversubscription(int cores, int ranks, int threads_per_rank) {
+  return std::max(1.0, double(ranks) * RankThreads(cores, ranks, threads_per_rank) / double(cores));
+}
+
 CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const ThreadScaling& scaling,
                       int threads_per_rank) {
   CpuShare s;
   if (calibration_threads <= 0 || cores <= 0 || ranks <= 0) return s;
-  const int threads = threads_per_rank > 0 ? threads_per_rank : std::max(1, cores / ranks);
-  const double oversubscribed = std::max(1.0, double(ranks) * threads / double(cores));
+  const int threads = RankThreads(cores, ranks, threads_per_rank);
+  const double oversubscribed = Oversubscription(cores, ranks, threads_per_rank);
   // The ranks running at once: all of them, or as many as the cores hold when they take turns.
   const int running = std::max(1, std::min(ranks, cores / threads));
   s.per_sample = ThreadTimeRatio(scaling, calibration_threads, threads, running) * oversubscribed;

@@ -155,6 +155,12 @@ constexpr double kOversubscribedWaitS = 0.0022;
 CpuShare CpuRankShare(int calibration_threads, int cores, int ranks,
                       const ThreadScaling& scaling = {}, int threads_per_rank = 0);
 
+// The threads each of `ranks` ranks computes with on `cores` cores (threads_per_rank as
+// CpuRankShare takes it), and how many times over they fill the cores (CpuShare::
+// oversubscribed, at least 1). Counts >= 1.
+int RankThreads(int cores, int ranks, int threads_per_rank);
+double Oversubscription(int cores, int ranks, int threads_per_rank);
+
 // "start-up 30s + data 0.2s + warm-up 0.4s + 936 steps 1m40s + 8 evaluations 5.1s + 8
 // checkpoints 0.5s" (parts that cost nothing left out).
 std::string PhasesText(const JobPhases& p, int64_t steps);

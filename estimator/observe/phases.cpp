@@ -47,8 +47,7 @@ double RecordCrowding(const Observation& r, const Cluster& cluster) {
       if (n.gpu == r.gpu_type && n.cpu_cores > 0) cores = n.cpu_cores;
   }
   if (cores <= 0 || ranks <= 0) return 1;
-  const int threads = r.threads_per_rank > 0 ? r.threads_per_rank : std::max(1, cores / ranks);
-  return std::max(1.0, double(ranks) * threads / double(cores));
+  return Oversubscription(cores, ranks, r.threads_per_rank);
 }
 
 }  // namespace
@@ -63,13 +62,13 @@ LearnedPhases LearnPhasesFrom(const StoreContents& store, uid_t caller, const Jo
     if (r.gpu_type != gpu) continue;
     const bool own = so.owner == caller;
     // All of a whole job but its steps, evaluations and checkpoints: start-up, data loading,
-    // the first steps' extra cost and the end (final checkpoint wait, summary).
-    // The steps at the steady rate: the first epoch's excess is a cost of the job, not of
-    // each step (record.hpp's later_steps).
-    // Another model's first epoch ran a multiple of its own step longer or shorter (measured
-    // 2026-12-04 on the project's 2-core host: the example CNN's first epoch +2.2 s over its
-    // second in one job, -1.2 s in another, the MLP's +0.0 s); carried to the type it
-    // predicted the MLP's 8 s job 2.2 s long. The type learns all of a job but its steps.
+    // the first steps' extra cost and the end (final checkpoint wait, summary). For the
+    // model's own (`rest`), the steps at the steady rate: its first epoch's excess is a cost
+    // of its job, not of each step (record.hpp's later_steps). For the type
+    // (`outside_steps`), all the steps: another model's first epoch ran a multiple of its own
+    // step longer or shorter (measured 2026-12-04 on the project's 2-core host: the example
+    // CNN's first epoch +2.2 s over its second in one job, -1.2 s in another, the MLP's
+    // +0.0 s); carried to the type it predicted the MLP's 8 s job 2.2 s long.
     const double rest = r.total_s - double(r.steps) * r.steady_step_s() - r.eval_s - r.checkpoint_s;
     const double outside_steps =
         r.total_s - double(r.steps) * r.mean_step_s() - r.eval_s - r.checkpoint_s;
