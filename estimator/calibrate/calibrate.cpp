@@ -181,6 +181,45 @@ OptimizerUpdateCost MeasureOptimizerUpdate(int threads, bool quick) {
   return cost;
 }
 
+ActivationCost MeasureActivationCost(int threads, bool quick) {
+  if (threads > 0) SetCpuThreads(threads);
+  // A hidden layer's activations at a training batch: 256 KB, in cache as a dense layer
+  // leaves them; the functions' cost is their arithmetic, whatever the size.
+  const Shape3 shape{512, 1, 1};
+  const int batch = 128;
+  std::unique_ptr<Layer> layers[] = {MakeLayer(spec_builders::Simple(LayerKind::Gelu), shape),
+                                     MakeLayer(spec_builders::Simple(LayerKind::Silu), shape)};
+  Tensor in({batch, shape.channels, shape.height, shape.width}), out, grad_out, grad_in;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : in) v = normal(rng);
+  grad_out = in;
+  ActivationCost cost;
+  cost.values = int64_t(in.size());
+  // The two kinds in turn, as the optimizer's updates are timed (MeasureOptimizerUpdate).
+  const int warmup = 2, repeats = quick ? 3 : 15;
+  std::vector<double> seconds[2][2];  // [kind][forward, backward]
+  const ForwardContext training{true};
+  for (int i = 0; i < warmup + repeats; ++i)
+    for (int j = 0; j < 2; ++j) {
+      const int k = (i + j) % 2;
+      const auto t0 = std::chrono::steady_clock::now();
+      layers[k]->forward(in, out, training);
+      const auto t1 = std::chrono::steady_clock::now();
+      layers[k]->backward(in, out, grad_out, &grad_in);
+      const auto t2 = std::chrono::steady_clock::now();
+      if (i < warmup) continue;
+      seconds[k][0].push_back(std::chrono::duration<double>(t1 - t0).count());
+      seconds[k][1].push_back(std::chrono::duration<double>(t2 - t1).count());
+    }
+  const double n = double(cost.values);
+  cost.gelu_forward_s = Median(seconds[0][0]) / n;
+  cost.gelu_backward_s = Median(seconds[0][1]) / n;
+  cost.silu_forward_s = Median(seconds[1][0]) / n;
+  cost.silu_backward_s = Median(seconds[1][1]) / n;
+  return cost;
+}
+
 std::vector<TimingSample> RunSweep(
     const std::vector<SweepEntry>& entries, const TimingOptions& options,
     const std::function<void(size_t, size_t, const TimingSample&)>& progress) {

@@ -76,6 +76,10 @@ TimingSample TimeTrainingStep(const SweepEntry& entry, const TimingOptions& opti
 // parameter (optimizer_cost.hpp).
 OptimizerUpdateCost MeasureOptimizerUpdate(int threads, bool quick);
 
+// The engine's GELU and SiLU layers, forward and backward, on 65,536 values (512 features x a
+// batch of 128) at `threads`, the median of a few, per value (activation_cost.hpp).
+ActivationCost MeasureActivationCost(int threads, bool quick);
+
 // Runs the sweep, calling `progress(done, total, entry)` after each entry.
 std::vector<TimingSample> RunSweep(
     const std::vector<SweepEntry>& entries, const TimingOptions& options,

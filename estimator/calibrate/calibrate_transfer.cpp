@@ -162,6 +162,10 @@ Calibration TransferCalibration(const Calibration& c, const CalibrationCheck& ch
   for (double* per :
        {&t.optimizer_update.sgd_s, &t.optimizer_update.momentum_s, &t.optimizer_update.adam_s})
     *per /= check.ratio.bandwidth;
+  // GELU and SiLU are arithmetic (erf and exp a value): they move with the FLOP/s.
+  for (double* per : {&t.activation_cost.gelu_forward_s, &t.activation_cost.gelu_backward_s,
+                      &t.activation_cost.silu_forward_s, &t.activation_cost.silu_backward_s})
+    *per /= check.ratio.flops;
   t.probe = host_probe;
   if (host_probe.contains("host") && host_probe["host"].is_string())
     t.host = host_probe["host"].get<std::string>();

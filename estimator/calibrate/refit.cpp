@@ -34,7 +34,8 @@ RecordModel ReadRecordModel(const Observation& r) {
 // The seconds of the record's step that a calibration's row holds: its median step less its
 // allreduce (measured, else what its plan predicted: Observation::step_comm_s) and, where its spec
 // says which optimizer it ran, that optimizer's update beyond the sweep's (SGD with momentum:
-// optimizer_cost.hpp).
+// optimizer_cost.hpp), and its GELUs and SiLUs beyond the model's price of them
+// (activation_cost.hpp): the rows teach the step-time model what it prices, not those.
 double RowSeconds(const Calibration& cal, const Observation& r, const RecordModel& m) {
   double s = r.step_s - r.step_comm_s();
   if (m.spec && !cal.optimizer_update.empty()) {
@@ -43,6 +44,7 @@ double RowSeconds(const Calibration& cal, const Observation& r, const RecordMode
     } catch (const std::exception&) {  // an optimizer this build cannot price: taken as it is
     }
   }
+  if (m.features) s -= CalibratedActivationSeconds(cal, *m.features, r.per_rank_batch);
   return s;
 }
 

@@ -323,6 +323,10 @@ void PrintParts(const Calibration& c) {
     std::printf("optimizer update per parameter: SGD %.3g ns, momentum %.3g ns, Adam %.3g ns\n",
                 1e9 * c.optimizer_update.sgd_s, 1e9 * c.optimizer_update.momentum_s,
                 1e9 * c.optimizer_update.adam_s);
+  if (!c.activation_cost.empty())
+    std::printf("GELU per value: %.3g ns forward, %.3g ns backward; SiLU %.3g ns, %.3g ns\n",
+                1e9 * c.activation_cost.gelu_forward_s, 1e9 * c.activation_cost.gelu_backward_s,
+                1e9 * c.activation_cost.silu_forward_s, 1e9 * c.activation_cost.silu_backward_s);
   const nlohmann::json& t = c.thread_scaling;
   if (t.is_object() && t.contains("step_time_ratio") && !t["step_time_ratio"].empty())
     std::printf("a step at 1 thread: %.2fx the time at %d\n", t["step_time_ratio"][0].get<double>(),
@@ -330,13 +334,14 @@ void PrintParts(const Calibration& c) {
 }
 
 // The parts of a CPU calibration measured apart from its whole steps: the thread scaling,
-// the layer model and the optimizer updates.
+// the layer model, the optimizer updates and the smooth activations.
 void MeasureParts(const std::vector<SweepEntry>& sweep, bool quick, Calibration* c) {
   const int threads = CalibrationThreads(*c);
   if (!quick)  // recorded for the next model of shared cores (time_model.hpp)
     c->thread_scaling = MeasureThreadScaling(sweep, threads, quick);
   MeasureLayerModel(sweep, threads, quick, c);
   c->optimizer_update = MeasureOptimizerUpdate(threads, quick);
+  c->activation_cost = MeasureActivationCost(threads, quick);
 }
 
 // calibrate --keep-steps: the parts of an existing CPU calibration of this build and host
@@ -384,7 +389,7 @@ int CalibrateCommand(const std::vector<std::string>& args) {
     ("quick", "small sweep (seconds; for tests), not for real use")
     ("keep-steps", "instead: measure again the parts of the CPU calibration at --out (made by "
         "this build on this host) timed apart from its whole steps (thread scaling, layer model, "
-        "optimizer updates); its steps and step-time model are kept")
+        "optimizer updates, GELU and SiLU); its steps and step-time model are kept")
     ("threads", po::value<int>()->default_value(0), "OpenBLAS threads (0: OPENBLAS_NUM_THREADS or all cores)")
     ("repeats", po::value<int>(), "timed blocks per configuration and round; median (default: 2 "
         "in each of several rounds, 5 in one)")
@@ -568,8 +573,19 @@ int ValidateCommand(const std::vector<std::string>& args) {
                 roofline ? "---|---|" : "");
   double sum = 0, sum_unscaled = 0, sum_roofline = 0;
   auto error = [](double p, double m) { return 100.0 * (p - m) / m; };
+  // A model's GELUs and SiLUs beyond the step-time model's price (activation_cost.hpp), as
+  // the recommender adds them: from its layers, which a --measured file does not keep.
+  auto activations = [&](const TimingSample& m, const std::vector<double>& coef, double flops) {
+    if (c.activation_cost.empty() || coef.size() <= size_t(kElementwiseTerm)) return 0.0;
+    ModelFeatures f = m.features;
+    for (const SweepEntry& e : set_models)
+      if (e.spec.name == m.model) f = ComputeFeatures(e.spec);
+    return double(m.batch) * ActivationExtraSecondsPerSample(c.activation_cost, f,
+                                                             coef[size_t(kElementwiseTerm)], flops);
+  };
   for (const auto& m : measured) {
-    const double p = c.model.seconds(m.features, m.batch);
+    const double p =
+        c.model.seconds(m.features, m.batch) + activations(m, c.model.coef, ratio.flops);
     sum += std::fabs(error(p, m.seconds));
     std::string row =
         md ? Printf("| %s | %lld | %.2f | %.2f | %+.1f%% |", m.model.c_str(), (long long)m.batch,
@@ -581,7 +597,9 @@ int ValidateCommand(const std::vector<std::string>& args) {
       row += md ? Printf(" %.2f | %+.1f%% |", q * 1e3, error(q, m.seconds))
                 : Printf(" %13.2f %+7.1f%%", q * 1e3, error(q, m.seconds));
     };
-    if (scaled) column(unscaled.seconds(m.features, m.batch), &sum_unscaled);
+    if (scaled)
+      column(unscaled.seconds(m.features, m.batch) + activations(m, unscaled.coef, 1),
+             &sum_unscaled);
     if (roofline)
       column(RooflineSpeed(m.features, double(m.features.layers.size()), device)
                  .seconds(double(m.batch)),

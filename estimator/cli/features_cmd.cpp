@@ -126,10 +126,12 @@ int PredictCommand(const std::vector<std::string>& args) {
   int64_t batch = vm["batch"].as<int64_t>();
   if (batch <= 0) batch = spec.batch_size;
   const ModelFeatures f = ComputeFeatures(spec);
-  // The spec's optimizer beyond the sweep's (optimizer_cost.hpp), as the recommender adds it.
+  // The spec's optimizer beyond the sweep's (optimizer_cost.hpp) and its GELUs and SiLUs
+  // beyond the model's price (activation_cost.hpp), as the recommender adds them.
   const double t =
       std::max(0.0, c.model.seconds(f, batch) +
-                        OptimizerExtraSeconds(c.optimizer_update, spec.optimizer, f.params));
+                        OptimizerExtraSeconds(c.optimizer_update, spec.optimizer, f.params) +
+                        CalibratedActivationSeconds(c, f, batch));
   std::printf("%s at batch %lld on %s: %.2f ms per step, %.0f samples/s\n", spec.name.c_str(),
               (long long)batch, c.device.c_str(), t * 1e3, double(batch) / t);
   return kExitOk;

@@ -25,6 +25,11 @@
 //        "seconds_per_param": {"sgd": 5e-11, kind timed on that many parameters, seconds
 //        "momentum": 9e-11, "adam": 4e-10}},  per parameter (positive numbers;
 //                                              optimizer_cost.hpp)
+//     "activation_cost": {"values": 65536,    optional (CPU): the engine's GELU and SiLU
+//        "seconds_per_value": {                layers timed on that many values, seconds
+//        "gelu_forward": 3e-9, ...}},          per value of each pass (positive numbers:
+//                                              gelu_ and silu_ forward and backward;
+//                                              activation_cost.hpp)
 //     "transferred_from": "cpu.json, AMD ...", optional pair: the calibration this one was
 //     "transfer_log_sigma": 0.08,              carried from by the probes' ratios (string),
 //                                              and the added uncertainty (non-negative
@@ -319,6 +324,7 @@ json CalibrationToJson(const Calibration& c) {
   }
   if (!c.optimizer_update.empty())
     out["optimizer_update"] = OptimizerUpdateCostToJson(c.optimizer_update);
+  if (!c.activation_cost.empty()) out["activation_cost"] = ActivationCostToJson(c.activation_cost);
   if (!c.layer_model.empty()) {
     out["layer_model"] = {{"coef", c.layer_model.coef},
                           {"samples", c.layer_model.samples},
@@ -352,7 +358,7 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   const Reader top(j, origin, "");
   top.object({"format_version", "device", "host", "threads", "created", "engine", "device_info",
               "probe", "thread_scaling", "transferred_from", "transfer_log_sigma", "samples",
-              "layer_model", "gpu_layer_model", "optimizer_update", "model"});
+              "layer_model", "gpu_layer_model", "optimizer_update", "activation_cost", "model"});
   {
     const json& v = top.required("format_version");
     if (!v.is_number_integer())
@@ -412,6 +418,8 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
   }
   if (j.contains("optimizer_update"))
     c.optimizer_update = OptimizerUpdateCostFromJson(j["optimizer_update"], origin);
+  if (j.contains("activation_cost"))
+    c.activation_cost = ActivationCostFromJson(j["activation_cost"], origin);
   if (j.contains("transferred_from") || j.contains("transfer_log_sigma")) {
     c.transferred_from = top.string("transferred_from", true);
     c.transfer_log_sigma = top.number("transfer_log_sigma", S::NonNegative);

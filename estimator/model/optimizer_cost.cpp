@@ -1,11 +1,7 @@
 // DLH estimator — a job's optimizer beyond the sweep's (optimizer_cost.hpp).
 #include "estimator/model/optimizer_cost.hpp"
 
-#include <cmath>
-#include <limits>
-
-#include "common/error.hpp"
-#include "common/json_parse.hpp"
+#include "estimator/model/timed_part_json.hpp"
 
 namespace dlh {
 
@@ -47,36 +43,13 @@ nlohmann::json OptimizerUpdateCostToJson(const OptimizerUpdateCost& cost) {
 
 OptimizerUpdateCost OptimizerUpdateCostFromJson(const nlohmann::json& j,
                                                 const std::string& origin) {
-  const std::string at = origin + ": optimizer_update";
-  auto fail = [&](const std::string& field, const std::string& want, const nlohmann::json& got) {
-    throw EstimateError(at + field + ": " + want + ", got " + ShownJsonValue(got));
-  };
-  if (!j.is_object()) fail("", "must be a JSON object", j);
-  for (const auto& [key, value] : j.items())
-    if (key != "params" && key != "seconds_per_param")
-      throw EstimateError(at + ": unknown key \"" + key + "\"");
+  const TimedPart part = ReadTimedPart(j, origin + ": optimizer_update", "params",
+                                       "seconds_per_param", {"sgd", "momentum", "adam"});
   OptimizerUpdateCost c;
-  if (!j.contains("params")) throw EstimateError(at + ".params: required");
-  const nlohmann::json& params = j["params"];
-  if (!params.is_number_integer() || params.get<int64_t>() <= 0)
-    fail(".params", "must be a positive integer", params);
-  c.params = params.get<int64_t>();
-  if (!j.contains("seconds_per_param")) throw EstimateError(at + ".seconds_per_param: required");
-  const nlohmann::json& per = j["seconds_per_param"];
-  if (!per.is_object()) fail(".seconds_per_param", "must be a JSON object", per);
-  for (const auto& [key, value] : per.items())
-    if (key != "sgd" && key != "momentum" && key != "adam")
-      throw EstimateError(at + ".seconds_per_param: unknown key \"" + key + "\"");
-  for (auto [key, field] : {std::pair{"sgd", &OptimizerUpdateCost::sgd_s},
-                            std::pair{"momentum", &OptimizerUpdateCost::momentum_s},
-                            std::pair{"adam", &OptimizerUpdateCost::adam_s}}) {
-    const std::string name = std::string(".seconds_per_param.") + key;
-    if (!per.contains(key)) throw EstimateError(at + name + ": required");
-    const nlohmann::json& v = per[key];
-    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
-      fail(name, "must be a positive number", v);
-    c.*field = v.get<double>();
-  }
+  c.params = part.count;
+  c.sgd_s = part.seconds.at("sgd");
+  c.momentum_s = part.seconds.at("momentum");
+  c.adam_s = part.seconds.at("adam");
   return c;
 }
 

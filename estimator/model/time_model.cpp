@@ -49,6 +49,12 @@ std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_en
       double(f.dense_layers)};
 }
 
+double CalibratedActivationSeconds(const Calibration& c, const ModelFeatures& f, int64_t batch) {
+  if (c.model.coef.size() <= size_t(kElementwiseTerm)) return 0;
+  return double(batch) * ActivationExtraSecondsPerSample(c.activation_cost, f,
+                                                         c.model.coef[size_t(kElementwiseTerm)]);
+}
+
 double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {
   if (coef.size() != size_t(kTimeTerms))
     throw EstimateError("time model for " + (device.empty() ? std::string("?") : device) + " has " +

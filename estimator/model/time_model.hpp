@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "estimator/model/activation_cost.hpp"
 #include "estimator/model/engine_fingerprint.hpp"  // CpuEngineDevice
 #include "estimator/model/features.hpp"
 #include "estimator/model/gpu_layer_params.hpp"
@@ -45,6 +46,7 @@ namespace dlh {
 
 constexpr int kTimeTerms = 9;
 const std::vector<std::string>& TimeTermNames();  // "overhead_s", "conv_s_per_flop", ...
+constexpr int kElementwiseTerm = 3;               // "elementwise_s_per_flop"
 // Calibration files written before the per-layer terms name the first 7 terms only; they
 // load with the per-layer coefficients 0, which is the model they were fitted as.
 constexpr int kLegacyTimeTerms = 7;
@@ -123,6 +125,9 @@ struct Calibration {
   // A CPU calibration's optimizer updates timed apart (optimizer_cost.hpp): what a job's
   // optimizer adds to a step over the sweep's. Empty in older files and GPU calibrations.
   OptimizerUpdateCost optimizer_update;
+  // A CPU calibration's GELU and SiLU timed apart (activation_cost.hpp): what they add to a
+  // step beyond the model's price of their FLOPs. Empty in older files and GPU calibrations.
+  ActivationCost activation_cost;
   // Set when the calibration was carried to another machine by the probes' measured ratios
   // rather than measured there: the calibration it came from ("cpu.json, AMD EPYC, 2
   // cores") and the added uncertainty of the transfer, as a standard deviation of
@@ -165,5 +170,9 @@ std::string CalibrationStaleness(const Calibration& c);
 // The threads a CPU calibration timed with: its "threads", or when that is 0 (all cores)
 // the cores its host description names ("AMD EPYC 7B13, 2 cores"); 1 when neither says.
 int CalibrationThreads(const Calibration& c);
+
+// A step of `batch` samples' GELUs and SiLUs beyond the step-time model's price of them, on
+// the device `c` describes (activation_cost.hpp; 0 where `c` did not time them).
+double CalibratedActivationSeconds(const Calibration& c, const ModelFeatures& f, int64_t batch);
 
 }  // namespace dlh

@@ -186,6 +186,18 @@ void AddOptimizerUpdate(const Calibration& cal, const Job& job, double bandwidth
                                   bandwidth_ratio);
 }
 
+// The job's GELUs and SiLUs beyond the step-time model's price of them (activation_cost.hpp):
+// a cost per sample. `coef`: the model in use, on a device `flops_ratio` times the
+// calibration's arithmetic speed.
+void AddActivations(const Calibration& cal, const std::vector<double>& coef, const ModelFeatures& f,
+                    double flops_ratio, DeviceSpeed* s) {
+  if (cal.activation_cost.empty() || coef.size() <= size_t(kElementwiseTerm)) return;
+  s->per_sample_s =
+      std::max(0.0, s->per_sample_s +
+                        ActivationExtraSecondsPerSample(
+                            cal.activation_cost, f, coef[size_t(kElementwiseTerm)], flops_ratio));
+}
+
 // The layer model moved with the step-time model's coefficients (wave scaling), or none.
 LayerTimeModel ScaledLayerModel(const LayerTimeModel& m, const SpeedRatio& ratio) {
   LayerTimeModel out = m;
@@ -257,6 +269,7 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
                             ", not the CPU engine (dlh-estimate calibrate on one such node)");
       s = AffineSpeed(cal.model.coef, f, CpuEngineDevice(cal.device));
       AddOptimizerUpdate(cal, job, 1, &s);
+      AddActivations(cal, cal.model.coef, f, 1, &s);
       SplitByLayer(cal.model.coef, cal.layer_model, by_layer, CpuEngineDevice(cal.device), &s);
       s.source = "calibrated (" + file + ")";
       if (const std::string stale = CalibrationStaleness(cal); !stale.empty())
@@ -290,6 +303,7 @@ std::map<std::string, DeviceSpeed> CalibratedDeviceSpeeds(const Job& job, const 
       const std::vector<double> coef = ScaleCoefficients(cal.model.coef, ratio);
       s = AffineSpeed(coef, f, CpuEngineDevice(cal.device));
       AddOptimizerUpdate(cal, job, ratio.bandwidth, &s);
+      AddActivations(cal, coef, f, ratio.flops, &s);
       SplitByLayer(coef, ScaledLayerModel(cal.layer_model, ratio), by_layer,
                    CpuEngineDevice(cal.device), &s);
       s.source = "scaled from " + ref->name + "'s calibration (" + file + "): " + RatioText(ratio);

@@ -208,6 +208,11 @@ TEST(CalibrationCheck, AnotherSpeedTransfersByTheMeasuredRatios) {
   c.optimizer_update.sgd_s = 0.05e-9;
   c.optimizer_update.momentum_s = 0.1e-9;
   c.optimizer_update.adam_s = 0.9e-9;
+  c.activation_cost.values = 65536;
+  c.activation_cost.gelu_forward_s = 3e-9;
+  c.activation_cost.gelu_backward_s = 5e-9;
+  c.activation_cost.silu_forward_s = 1e-9;
+  c.activation_cost.silu_backward_s = 2e-9;
   const json here = CpuProbe(100, 18);  // half the FLOP/s, 0.9 the bandwidth
   const CalibrationCheck k = CheckCalibrationAgainst(c, "cal.json", here);
   ASSERT_EQ(k.fit, CalibrationFit::kTransfers) << k.why;
@@ -228,6 +233,10 @@ TEST(CalibrationCheck, AnotherSpeedTransfersByTheMeasuredRatios) {
   // An optimizer's update moves with the bandwidth (optimizer_cost.hpp).
   EXPECT_NEAR(t.optimizer_update.adam_s, 0.9e-9 / 0.9, 1e-21);
   EXPECT_NEAR(t.optimizer_update.sgd_s, 0.05e-9 / 0.9, 1e-21);
+  // GELU and SiLU with the FLOP/s: erf and exp are arithmetic (activation_cost.hpp).
+  EXPECT_NEAR(t.activation_cost.gelu_forward_s, 3e-9 * 2, 1e-21);
+  EXPECT_NEAR(t.activation_cost.silu_backward_s, 2e-9 * 2, 1e-21);
+  EXPECT_EQ(t.activation_cost.values, 65536);
   const Calibration kept = TransferCalibration(c, k, here, "cal.json", false);
   EXPECT_DOUBLE_EQ(kept.model.coef[0], c.model.coef[0]);  // the overhead as measured
   EXPECT_DOUBLE_EQ(kept.model.coef[1], c.model.coef[1] * 2);

@@ -18,6 +18,7 @@
 #include "estimator/model/cuda_targets.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
 #include "estimator/model/gpu_layer_model.hpp"
+#include "estimator/model/wave_scaling.hpp"
 #include "tests/util/repo_file.hpp"
 
 namespace dlh {
@@ -596,6 +597,38 @@ TEST_F(ScaledSpeeds, UncalibratedTypeGetsTheReferenceModelScaledByThePeaks) {
   }
   EXPECT_GT(slow.seconds(64), speeds["fast"].seconds(64));
   EXPECT_TRUE(StaleCalibrationWarnings(speeds).empty());
+}
+
+// A job's GELUs beyond the step-time model's price of their FLOPs (activation_cost.hpp): each
+// value at its measured cost, less what the model charges; on the type scaled from this
+// calibration, the measured cost moves with the FLOP/s and the price with the scaled model.
+TEST_F(ScaledSpeeds, TheJobsGelusCostWhatTheCalibrationMeasured) {
+  Job job = SmallJob();
+  job.spec = ParseSpec(R"({"name": "gelu", "input": {"channels": 1, "height": 28, "width": 28},
+      "classes": 10, "layers": [{"type": "flatten"}, {"type": "dense", "units": 16},
+      {"type": "gelu"}, {"type": "dense", "units": 10}], "optimizer": {"type": "sgd",
+      "lr": 0.1, "momentum": 0.9}, "batch_size": 64, "epochs": 1, "dataset": "x.h5"})",
+                       "gelu.json", "");
+  job.features = ComputeFeatures(job.spec);
+  Cluster c = TwoTypes();
+  c.gpu_types[0].calibration = path_;
+  c.gpu_types[1].peak_tflops = c.gpu_types[0].peak_tflops / 4;  // slow: a quarter the FLOP/s
+  Save();
+  auto none = DeviceSpeeds(job, c);  // no activation_cost: as before
+  cal_.activation_cost.values = 65536;
+  cal_.activation_cost.gelu_forward_s = 300e-9;
+  cal_.activation_cost.gelu_backward_s = 500e-9;
+  cal_.activation_cost.silu_forward_s = cal_.activation_cost.silu_backward_s = 1e-9;
+  Save();
+  auto speeds = DeviceSpeeds(job, c);
+  const double measured = 16 * 800e-9, flops = 16 * (10 + 12);
+  EXPECT_NEAR(speeds["fast"].per_sample_s - none["fast"].per_sample_s,
+              measured - flops * cal_.model.coef[kElementwiseTerm], 1e-15);
+  const SpeedRatio ratio = PeakRatio(c.gpu_types[0], c.gpu_types[1]);
+  ASSERT_NEAR(ratio.flops, 0.25, 1e-12);
+  const double price = ScaleCoefficients(cal_.model.coef, ratio)[kElementwiseTerm];
+  EXPECT_NEAR(speeds["slow"].per_sample_s - none["slow"].per_sample_s,
+              measured / 0.25 - flops * price, 1e-15);
 }
 
 // A job's optimizer beyond the sweep's (optimizer_cost.hpp): Adam's update adds its measured
