@@ -40,7 +40,6 @@ def valid_rounds(by, ideal, rounds):
     return kept, dropped
 
 
-
 def main():
     work, goals = sys.argv[1], Goals(sys.argv[2])
     d = os.path.join(work, "mixed_shares")
@@ -72,7 +71,7 @@ def main():
           f"{setup['warm']} not timed. Load average {' / '.join(setup['load_before'])} before, "
           f"{' / '.join(setup['load_after'])} after.")
     print()
-    print("| configuration | samples/s min / median / max | of the ideal (median of rounds) | split at the end |")
+    print("| configuration | samples/s min / median / max | of the ideal (median of the rounds kept) | split at the end |")
     print("|---|---|---|---|")
     rows = [("alpha alone, side by side", "pair-alpha"), ("beta alone (throttled), side by side", "pair-beta")]
     for name, key in rows:
@@ -87,8 +86,9 @@ def main():
         r = [x["rate"] for x in by[key][:rounds]]
         share[key] = statistics.median([r[i] / ideal[i] for i in kept] or [0])
         splits = sorted({tuple(x["split"]) for x in by[key]})
+        ratio = f"{100 * share[key]:.1f}%" if len(kept) >= MIN_ROUNDS else "not measured"
         print(f"| {name} | {min(r):.0f} / {statistics.median(r):.0f} / {max(r):.0f} | "
-              f"{100 * share[key]:.1f}% | {', '.join(str(list(s)) for s in splits)} |")
+              f"{ratio} | {', '.join(str(list(s)) for s in splits)} |")
     print()
     if dropped:
         print(f"Rounds left out of the ratios (a configuration outran the round's ideal by more than "

@@ -53,4 +53,6 @@ goal=$(run 2000,2000,4000,2000,4000 500,500,1000,500,1000 3000,3000,2800,3000,28
   4500,4500,4500,4500,4500 4400,4400,4400,4400,4400)
 grep -q '"measured": "not measured"' <<<"$goal" && grep -q '"met": false' <<<"$goal" &&
   grep -q '2 of 5 rounds measured the ideal' <<<"$goal" || fail "three broken rounds: $goal"
+grep -q "^| the plan's shares (dlh.ShareSampler) | .* | not measured |" "$WORK/section.md" ||
+  fail "three broken rounds: the table still shows a ratio: $(grep 'plan' "$WORK/section.md")"
 check "mixed_shares_report.py: rounds whose ideal was outrun are left out, and a run of too few fails"
