@@ -576,12 +576,14 @@ int ValidateCommand(const std::vector<std::string>& args) {
   // A model's GELUs and SiLUs beyond the step-time model's price (activation_cost.hpp), as
   // the recommender adds them: from its layers, which a --measured file does not keep.
   auto activations = [&](const TimingSample& m, const std::vector<double>& coef, double flops) {
-    if (c.activation_cost.empty() || coef.size() <= size_t(kElementwiseTerm)) return 0.0;
+    if (c.activation_cost.empty()) return 0.0;
     ModelFeatures f = m.features;
     for (const SweepEntry& e : set_models)
-      if (e.spec.name == m.model) f = ComputeFeatures(e.spec);
-    return double(m.batch) * ActivationExtraSecondsPerSample(c.activation_cost, f,
-                                                             coef[size_t(kElementwiseTerm)], flops);
+      if (e.spec.name == m.model) {
+        f = ComputeFeatures(e.spec);
+        break;
+      }
+    return CalibratedActivationSeconds(c, coef, f, double(m.batch), flops);
   };
   for (const auto& m : measured) {
     const double p =

@@ -49,10 +49,15 @@ std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_en
       double(f.dense_layers)};
 }
 
+double CalibratedActivationSeconds(const Calibration& c, const std::vector<double>& coef,
+                                   const ModelFeatures& f, double batch, double flops_ratio) {
+  if (coef.size() <= size_t(kElementwiseTerm)) return 0;
+  return batch * ActivationExtraSecondsPerSample(c.activation_cost, f,
+                                                 coef[size_t(kElementwiseTerm)], flops_ratio);
+}
+
 double CalibratedActivationSeconds(const Calibration& c, const ModelFeatures& f, int64_t batch) {
-  if (c.model.coef.size() <= size_t(kElementwiseTerm)) return 0;
-  return double(batch) * ActivationExtraSecondsPerSample(c.activation_cost, f,
-                                                         c.model.coef[size_t(kElementwiseTerm)]);
+  return CalibratedActivationSeconds(c, c.model.coef, f, double(batch), 1);
 }
 
 double TimeModel::seconds(const ModelFeatures& f, int64_t batch) const {

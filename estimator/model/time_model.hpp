@@ -172,7 +172,10 @@ std::string CalibrationStaleness(const Calibration& c);
 int CalibrationThreads(const Calibration& c);
 
 // A step of `batch` samples' GELUs and SiLUs beyond the step-time model's price of them, on
-// the device `c` describes (activation_cost.hpp; 0 where `c` did not time them).
+// the device `c` describes (activation_cost.hpp; 0 where `c` did not time them); the second
+// form under the model `coef` scaled from c's to a device `flops_ratio` times its FLOP/s.
 double CalibratedActivationSeconds(const Calibration& c, const ModelFeatures& f, int64_t batch);
+double CalibratedActivationSeconds(const Calibration& c, const std::vector<double>& coef,
+                                   const ModelFeatures& f, double batch, double flops_ratio);
 
 }  // namespace dlh

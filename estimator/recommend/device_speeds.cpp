@@ -191,11 +191,9 @@ void AddOptimizerUpdate(const Calibration& cal, const Job& job, double bandwidth
 // calibration's arithmetic speed.
 void AddActivations(const Calibration& cal, const std::vector<double>& coef, const ModelFeatures& f,
                     double flops_ratio, DeviceSpeed* s) {
-  if (cal.activation_cost.empty() || coef.size() <= size_t(kElementwiseTerm)) return;
+  if (cal.activation_cost.empty()) return;
   s->per_sample_s =
-      std::max(0.0, s->per_sample_s +
-                        ActivationExtraSecondsPerSample(
-                            cal.activation_cost, f, coef[size_t(kElementwiseTerm)], flops_ratio));
+      std::max(0.0, s->per_sample_s + CalibratedActivationSeconds(cal, coef, f, 1, flops_ratio));
 }
 
 // The layer model moved with the step-time model's coefficients (wave scaling), or none.
