@@ -5,8 +5,6 @@
 # and its goal fails as not measured rather than passing on a broken ideal.
 source "$(dirname "$0")/common.bash"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d /tmp/dlh-test-XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
 
 # run ALPHA BETA EVEN PLANNED BALANCED (one value a round each, comma-separated): a
 # mixed_shares/ folder of those rates, the report on it; prints the goal record.
