@@ -56,6 +56,18 @@ const char* ParentValue(const std::vector<std::string>& parent, const std::strin
   return nullptr;
 }
 
+// Whether the parent already set a malloc threshold that kKeepFreedMemoryTunables would set.
+bool ParentChoseMallocThresholds(const std::vector<std::string>& parent) {
+  for (const char* name : {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"})
+    if (ParentValue(parent, name)) return true;
+  const char* tunables = ParentValue(parent, "GLIBC_TUNABLES");
+  if (!tunables) return false;
+  const std::string text = tunables;
+  for (const char* name : {"glibc.malloc.trim_threshold=", "glibc.malloc.mmap_threshold="})
+    if (text.find(name) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string ShortestNumber(double value) {
@@ -86,11 +98,13 @@ std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& 
     if (devices.size() > 1 && size_t(in.binding.device) < devices.size())
       cuda_visible = devices[size_t(in.binding.device)];
   }
+  const bool add_tunables = in.keep_freed_memory && !ParentChoseMallocThresholds(in.parent);
   std::vector<std::string> env;
   env.reserve(in.parent.size() + 24);
   for (const std::string& entry : in.parent) {
     const std::string name = NameOf(entry);
     if (IsLauncherVariable(name) || OwnNames().count(name)) continue;
+    if (add_tunables && name == "GLIBC_TUNABLES") continue;  // set below, the parent's first
     if (!cuda_visible.empty() && name == "CUDA_VISIBLE_DEVICES") continue;
     if (!in.data.empty() && name == "DLH_DATA") continue;
     env.push_back(entry);
@@ -136,6 +150,11 @@ std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& 
   if (in.progress_fd >= 0) set("DLH_PROGRESS_FD", std::to_string(in.progress_fd));
   if (!in.data.empty()) set("DLH_DATA", in.data);
   if (!cuda_visible.empty()) set("CUDA_VISIBLE_DEVICES", cuda_visible);
+  if (add_tunables) {
+    const char* own = ParentValue(in.parent, "GLIBC_TUNABLES");
+    set("GLIBC_TUNABLES",
+        (own && *own ? std::string(own) + ":" : std::string()) + kKeepFreedMemoryTunables);
+  }
   return env;
 }
 

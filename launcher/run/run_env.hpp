@@ -37,7 +37,26 @@ struct RunEnvInputs {
   // DLH_DATA as this rank's program gets it: the parent's with %n, %u and %j expanded
   // (ExpandStageDir: a data set staged to each node's own folder); "": the parent's as is.
   std::string data;
+  // --malloc keep (the default): glibc's malloc keeps the memory the program frees, see
+  // kKeepFreedMemoryTunables; false (--malloc system): glibc's own defaults.
+  bool keep_freed_memory = true;
 };
+
+// What `dlh-launch run --malloc keep` adds to the program's GLIBC_TUNABLES. By default glibc
+// serves a block of 128 KiB or more with its own mmap, unmaps it when it is freed, and gives
+// the top of the heap back to the system once 128 KiB of it is free (both thresholds move
+// with what is freed, but not far enough for a training step's pattern). A PyTorch step
+// allocates and frees its activations and gradients, megabytes each, so every step faults
+// its pages in afresh: 2,500-4,000 minor faults a step for share/examples/mixed_shares.py at
+// batch 100-128, which then ran at a quarter of its speed on a 2-core VM where a fault is
+// dear (2026-12-04: 1,730 against 7,300 samples/s at batch 128, one thread). Freed memory
+// below 1 GiB at the heap's top stays with the process, and blocks up to 32 MiB (the most
+// glibc allows) come from the heap: the pages of one step serve the next. This is what
+// PyTorch's performance guide asks of an allocator (it names jemalloc and tcmalloc, which
+// keep freed memory too); the cost is that the process holds its peak, which a training
+// step reaches every step anyway.
+inline constexpr const char* kKeepFreedMemoryTunables =
+    "glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432";
 
 // This rank's share of the plan's global batch: with two or more parts its part's
 // per_gpu_batch, else the even split (the first global mod size ranks one sample more,
@@ -59,6 +78,9 @@ int64_t PlanRankBatch(const LaunchPlan& plan, const std::string& plan_origin, in
 //   without a checkpoint, even if the parent had them: they would be another run's),
 //   DLH_PROGRESS_FD when progress_fd >= 0 (never the parent's: a nested launch's pipe),
 //   DLH_DATA when `data` is given (in place of the parent's).
+// With keep_freed_memory, GLIBC_TUNABLES gains kKeepFreedMemoryTunables (after the parent's
+// own tunables), unless the parent already chose either threshold (in GLIBC_TUNABLES or as
+// MALLOC_TRIM_THRESHOLD_ / MALLOC_MMAP_THRESHOLD_): the user's choice stands.
 // With bind_gpu, CUDA_VISIBLE_DEVICES is narrowed to the rank's GPU when it lists several
 // and the binding gave this rank one of them; else it is left as the parent had it, as
 // torchrun leaves it: the usual DDP script picks cuda:LOCAL_RANK itself.

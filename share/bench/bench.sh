@@ -31,6 +31,13 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
+# PyTorch at its best keeps the memory it frees (its CPU performance guide: jemalloc or
+# tcmalloc): the glibc tunables dlh-launch run gives a program (docs/reference/run.md, "Memory
+# the program frees stays with it"), asked of dlh-launch itself so that they are typed once.
+# Without them a PyTorch step here faults its activations in every step (up to 4x slower).
+malloc_keep=$(cd "$work" && env -u GLIBC_TUNABLES dlh-launch run --run-dir "$work/malloc" \
+  -- printenv GLIBC_TUNABLES 2>/dev/null) && [[ $malloc_keep == glibc.malloc.* ]] ||
+  { echo "bench.sh: dlh-launch run gave no GLIBC_TUNABLES" >&2; exit 1; }
 parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd pipeline"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
@@ -242,16 +249,18 @@ bench_cpu() {
 section "CPU training throughput: DLH against PyTorch, OpenBLAS sgemm"
 # PyTorch in each of these configurations every round: torch.set_num_threads(2) with
 # OMP_WAIT_POLICY=PASSIVE (as before), OpenMP as it comes (threads spin a while: ACTIVE-like),
-# OpenBLAS held to 1 thread beside OpenMP's 2, and channels_last for the CNNs. DLH is compared
-# with the best PyTorch reaches, and the table names which that was.
-torch_configs=(passive omp-default blas-1-thread channels-last)
+# OpenBLAS held to 1 thread beside OpenMP's 2, channels_last for the CNNs, and (runs from
+# 2026-12-04T15Z on) malloc keeping freed memory, alone and with channels_last. DLH is
+# compared with the best PyTorch reaches, and the table names which that was.
+torch_configs=(passive omp-default blas-1-thread channels-last malloc-keep malloc-keep-channels-last)
 torch_run() {  # torch_run CONFIG MODEL BATCH: prints one round's samples/s
   local env=(OMP_WAIT_POLICY=PASSIVE) args=()
   case $1 in
     omp-default) env=(-u OMP_WAIT_POLICY OMP_NUM_THREADS=2) ;;
     blas-1-thread) env+=(OPENBLAS_NUM_THREADS=1) ;;
-    channels-last) args=(--channels-last) ;;
+    malloc-keep*) env+=("GLIBC_TUNABLES=$malloc_keep") ;;
   esac
+  [[ $1 == *channels-last ]] && args=(--channels-last)
   env "${env[@]}" $py "$bench/torch_train.py" --model "$2" --batch "$3" --threads 2 "${args[@]}"
 }
 OPENBLAS_NUM_THREADS=2 $py "$bench/sgemm.py" >"$work/sgemm-square.json"
@@ -261,7 +270,7 @@ for m in "cnn 64" "cnn-deep 64" "cnn-wide 64" "mlp 128"; do
   dlh-estimate features "$bench/$1.json" --json >"$work/feat-$1.json"
   d_own=() t_own=()
   configs=("${torch_configs[@]}")
-  if [[ $1 == mlp ]]; then configs=(passive omp-default blas-1-thread); fi  # no channels
+  if [[ $1 == mlp ]]; then configs=(passive omp-default blas-1-thread malloc-keep); fi  # no channels
   : >"$work/cpu-rounds.txt"
   for ((round = 0; round < rounds; round++)); do
     # Which side starts alternates round by round, so neither always meets the machine first.
@@ -391,7 +400,7 @@ section "data-parallel training: mpirun -np 2 dlh-launch against torchrun + DDP"
 # torch 1.13's torchrun cannot parse its own default --redirects/--tee (0) under Python 3.11's
 # enum.IntFlag; redirecting only stderr (2) leaves rank 0's stdout alone.
 torch_ddp() {  # torch_ddp RANKS
-  OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1 $py -m torch.distributed.run --standalone \
+  OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1 GLIBC_TUNABLES=$malloc_keep $py -m torch.distributed.run --standalone \
     --nproc_per_node "$1" --redirects 2 --tee 2 "$bench/torch_ddp.py" --model cnn --batch 64 \
     --threads 1 2>/dev/null | tail -1
 }
@@ -430,7 +439,9 @@ done
   echo "timed steps after 10 warm-up steps, min / median / max over the rounds. DLH: \`mpirun -np N dlh-launch train --threads 1 --batch-size 64N\`;"
   echo "PyTorch: \`python3 -m torch.distributed.run --standalone --nproc_per_node N"
   echo "share/bench/torch_ddp.py\` (DistributedDataParallel, gloo backend, OMP_WAIT_POLICY=PASSIVE,"
-  echo "OPENBLAS_NUM_THREADS=1), each rank on a fixed random batch."
+  echo "OPENBLAS_NUM_THREADS=1, GLIBC_TUNABLES=$malloc_keep: malloc keeps freed memory, as"
+  echo "\`dlh-launch run\` runs a program; runs before 2026-12-04T15Z without it), each rank on a fixed"
+  echo "random batch."
   echo
   report ddp
   echo

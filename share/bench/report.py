@@ -201,6 +201,9 @@ TORCH_CONFIGS = {
     "omp-default": "`torch.set_num_threads(2)`, OMP_NUM_THREADS=2, OpenMP's own wait policy",
     "blas-1-thread": "as passive, OPENBLAS_NUM_THREADS=1 beside OpenMP's 2 threads",
     "channels-last": "as passive, model and input in channels_last (CNNs)",
+    "malloc-keep": "as passive, glibc's malloc keeping freed memory (the GLIBC_TUNABLES "
+                   "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T15Z on)",
+    "malloc-keep-channels-last": "as malloc-keep, channels_last (CNNs)",
 }
 
 
@@ -384,6 +387,9 @@ RESNET_TORCH_CONFIGS = {
     "blas-1-thread-channels-last-jit": "as blas-1-thread-channels-last, the model traced by "
                                        "`torch.jit.trace` (1.13 has no torch.compile)",
     "omp-default": "`torch.set_num_threads(2)`, OMP_NUM_THREADS=2, OpenMP's own wait policy",
+    "malloc-keep": "as passive, glibc's malloc keeping freed memory (the GLIBC_TUNABLES "
+                   "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T15Z on)",
+    "blas-1-thread-channels-last-malloc-keep": "as blas-1-thread-channels-last and malloc-keep",
 }
 
 

@@ -62,15 +62,21 @@ print(f"{statistics.median(x['samples_per_s'] for x in r):.2f}")
 PY
 }
 # PyTorch's configurations (share/bench/report.py's RESNET_TORCH_CONFIGS describes each):
-# OpenMP's wait policy, OpenBLAS beside OpenMP's threads, memory format, torch.jit.trace.
+# OpenMP's wait policy, OpenBLAS beside OpenMP's threads, memory format, torch.jit.trace, and
+# (runs from 2026-12-04T15Z on) malloc keeping freed memory, the tunables dlh-launch run gives
+# a program (bench.sh says why; asked of dlh-launch, so that they are typed once).
+malloc_keep=$(cd "$out" && env -u GLIBC_TUNABLES dlh-launch run --run-dir "$out/malloc" \
+  -- printenv GLIBC_TUNABLES 2>/dev/null) && [[ $malloc_keep == glibc.malloc.* ]] ||
+  { echo "resnet_cpu.sh: dlh-launch run gave no GLIBC_TUNABLES" >&2; exit 1; }
 torch_configs=(passive passive-channels-last blas-1-thread blas-1-thread-channels-last
-  blas-1-thread-channels-last-jit omp-default)
+  blas-1-thread-channels-last-jit omp-default malloc-keep blas-1-thread-channels-last-malloc-keep)
 torch_round() {  # torch_round CONFIG WARMUP STEPS: prints one round's median samples/s
   local env=(OMP_WAIT_POLICY=PASSIVE) args=()
   case $1 in
     blas-1-thread*) env+=(OPENBLAS_NUM_THREADS=1) ;;
-    omp-default) env=(-u OMP_WAIT_POLICY OMP_NUM_THREADS=$threads) ;;
+    omp-default) env=(-u OMP_WAIT_POLICY "OMP_NUM_THREADS=$threads") ;;
   esac
+  [[ $1 == *malloc-keep ]] && env+=("GLIBC_TUNABLES=$malloc_keep")
   [[ $1 == *channels-last* ]] && args+=(--channels-last)
   [[ $1 == *-jit ]] && args+=(--jit)
   env "${env[@]}" $py "$bench/torch_train.py" --spec "$spec" --batch "$batch" --threads "$threads" \

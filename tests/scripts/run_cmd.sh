@@ -44,8 +44,34 @@ for r in 0 1; do
 done
 [[ -d $WORK/r1 ]] || fail "the run folder was not created"
 check "both programs: RANK, WORLD_SIZE 2, LOCAL_RANK, GROUP_RANK 0, MASTER_ADDR $(hostname), MASTER_PORT $port, TORCHELASTIC_RUN_ID $id, DLH_RUN_DIR; no OMPI_/PMIX_/PMI_ variable"
-grep -q "^dlh-launch: run: $WORK/env.sh on 2 ranks (1 nodes x 2 ranks), MASTER_ADDR=$(hostname) MASTER_PORT=$port, .* no checkpoint$" "$WORK/err1.txt" ||
+grep -q "^dlh-launch: run: $WORK/env.sh on 2 ranks (1 nodes x 2 ranks), MASTER_ADDR=$(hostname) MASTER_PORT=$port, .* no checkpoint, GLIBC_TUNABLES=glibc.malloc.trim_threshold=[0-9]*:glibc.malloc.mmap_threshold=[0-9]*$" "$WORK/err1.txt" ||
   { cat "$WORK/err1.txt" >&2; fail "no start line"; }
+
+# 1b. --malloc keep (the default): a program whose every step allocates, touches and frees
+# 16 MiB in four blocks, as a PyTorch step does its activations, faults those pages in once,
+# not every step (glibc's defaults give the top of the heap back after each step: about 4,100
+# minor faults a step). A count of page faults, not a time.
+cat >"$WORK/faults.py" <<'PY'
+import resource, sys
+def step():
+    blocks = [bytearray(4 << 20) for _ in range(4)]
+    del blocks
+step()
+first = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    step()
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - first) // 20)
+PY
+faults() {  # faults MALLOC: the program's minor faults a step under dlh-launch run --malloc MALLOC
+  mpirun -np 1 dlh-launch run --malloc "$1" --run-dir "$WORK/r1b" -- /usr/bin/python3 "$WORK/faults.py" "$marker" \
+    2>"$WORK/err1b.txt" || { cat "$WORK/err1b.txt" >&2; fail "the --malloc $1 run failed"; }
+}
+kept=$(faults keep) system=$(faults system)
+[[ $kept -lt 100 && $system -gt 1000 ]] || fail "minor faults a step: $kept with --malloc keep, $system with system"
+! grep -q GLIBC_TUNABLES "$WORK/err1b.txt" || fail "--malloc system: the start line names tunables"
+kept_own=$(GLIBC_TUNABLES=glibc.malloc.trim_threshold=0 faults keep)
+[[ $kept_own -gt 1000 ]] || fail "the user's own GLIBC_TUNABLES was not kept: $kept_own faults a step"
+check "--malloc keep: $kept minor faults a step where glibc's defaults (--malloc system) take $system; a user's own malloc tunable stands ($kept_own)"
 
 # 2. The plan and the newest checkpoint (a newer temporary file is not one).
 mkdir -p "$WORK/r2/checkpoints"
@@ -241,6 +267,7 @@ expect_one_line 2 "^dlh-launch: run: missing the program: dlh-launch run \[optio
 expect_one_line 2 "^dlh-launch: run: missing the program: " "${L[@]}" --run-dir "$WORK/r7" --
 expect_one_line 2 "^dlh-launch: run: unrecognised option '--bogus' (see dlh-launch run --help)$" "${L[@]}" --bogus -- true
 expect_one_line 2 "^dlh-launch: --master-port: must be 1 to 65535, got 70000$" "${L[@]}" --master-port 70000 -- true
+expect_one_line 2 "^dlh-launch: --malloc: must be keep or system, got 'jemalloc'$" "${L[@]}" --malloc jemalloc -- true
 expect_one_line 127 "^dlh-launch: error: run: cannot execute 'no-such-program-$marker': command not found (PATH) (rank 0 on " \
   "${L[@]}" --run-dir "$WORK/r7" -- "no-such-program-$marker"
 chmod -x "$WORK/env.sh"

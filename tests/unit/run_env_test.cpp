@@ -113,6 +113,38 @@ TEST(RunEnvTest, NoCheckpointNoPlanMeansNoSuchVariablesEvenFromTheParent) {
   EXPECT_EQ(v.at("TORCHELASTIC_USE_AGENT_STORE"), "False");
 }
 
+TEST(RunEnvTest, MallocKeepsFreedMemoryUnlessTheUserChoseOtherwise) {
+  // By default: the tunables, after the parent's own (other) tunables.
+  EXPECT_EQ(AsMap(BuildRunEnv(Inputs(), "DLH_PLAN")).at("GLIBC_TUNABLES"),
+            kKeepFreedMemoryTunables);
+  RunEnvInputs in = Inputs();
+  in.parent.push_back("GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F");
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).at("GLIBC_TUNABLES"),
+            std::string("glibc.cpu.hwcaps=-AVX512F:") + kKeepFreedMemoryTunables);
+  // --malloc system: the parent's as it was, or none.
+  in.keep_freed_memory = false;
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).at("GLIBC_TUNABLES"), "glibc.cpu.hwcaps=-AVX512F");
+  RunEnvInputs plain = Inputs();
+  plain.keep_freed_memory = false;
+  EXPECT_EQ(AsMap(BuildRunEnv(plain, "DLH_PLAN")).count("GLIBC_TUNABLES"), 0u);
+  // A threshold the user set, either way glibc reads it, stands and nothing is added
+  // (a nested dlh-launch run sees its outer run's tunables and adds none twice).
+  for (const char* own : {"GLIBC_TUNABLES=glibc.malloc.mmap_threshold=65536",
+                          "MALLOC_TRIM_THRESHOLD_=0", "MALLOC_MMAP_THRESHOLD_=131072"}) {
+    RunEnvInputs user = Inputs();
+    user.parent.push_back(own);
+    const Vars v = AsMap(BuildRunEnv(user, "DLH_PLAN"));
+    const std::string entry = own, name = entry.substr(0, entry.find('='));
+    EXPECT_EQ(v.at(name), entry.substr(entry.find('=') + 1)) << own;
+    if (name != "GLIBC_TUNABLES") {
+      EXPECT_EQ(v.count("GLIBC_TUNABLES"), 0u) << own;
+    }
+  }
+  RunEnvInputs nested = Inputs();
+  nested.parent.push_back(std::string("GLIBC_TUNABLES=") + kKeepFreedMemoryTunables);
+  EXPECT_EQ(AsMap(BuildRunEnv(nested, "DLH_PLAN")).at("GLIBC_TUNABLES"), kKeepFreedMemoryTunables);
+}
+
 TEST(RunEnvTest, CheckpointAndRestartCount) {
   RunEnvInputs in = Inputs();
   in.checkpoint = "/work/runs/train/checkpoints/step-900.pt";
