@@ -927,6 +927,9 @@ measure mixed_shares
   echo "from alpha's profile alone, beta's scaled by the peaks); shares + Balancer: that split and"
   echo "\`dlh.Balancer\` (docs/reference/run.md). Ideal: the sum of each rank's own rate at the"
   echo "whole global batch, both 1-rank runs at once, each on its core, under the same throttle."
+  echo "Every run is under \`dlh-launch run\`, which keeps the program's freed memory (\`--malloc"
+  echo "keep\`; runs before 2026-12-04T15Z faulted a step's activations in every step, which made"
+  echo "the program 4x slower at batch 128 than at 100 and the ideal a measure of page faults)."
   echo
   $py "$bench/mixed_shares_report.py" "$work" "$goals"
   echo

@@ -41,7 +41,7 @@ warm=40
 rounds=${MIXED_ROUNDS:-5}
 every=10
 global=${MIXED_BATCH:-128}
-period_us=10000
+period_us=${MIXED_PERIOD_US:-10000}
 cgroot=/sys/fs/cgroup/cpu
 args=(--samples 20480 --epochs 3 --width 16 --log-every 100000 --warm-steps "$warm")
 
@@ -85,8 +85,8 @@ json.dump({"format_version": 1, "global_batch": glob, "lr": 0.05, "warmup_epochs
           open(sys.argv[1], "w"))
 PY
 }
-recommend() {  # recommend PROFILE OUT
-  dlh-estimate recommend --profile "$1" --cluster "$root/share/cluster/local.json" \
+recommend() {  # recommend PROFILE OUT [CLUSTER]
+  dlh-estimate recommend --profile "$1" --cluster "${3:-$root/share/cluster/local.json}" \
     --mixed --top 50 --deadline 30d >"$2" 2>&1 || true
 }
 
@@ -139,10 +139,27 @@ import json, sys
 json.dump({"dlh_profile_set": 1, "profiles": [json.load(open(p)) for p in sys.argv[1:3]]},
           open(sys.argv[3], "w"))
 PY
-recommend "$out/profiles.json" "$out/recommended-set.txt"
+# The split is planned for what runs here, one alpha rank and one beta rank: local.json with
+# one GPU a node, whose mix of one of each has per-GPU batches that are the split itself.
+# (Runs before 2026-12-04T15Z scaled the 2 + 2 GPU mix of local.json to the global batch,
+# which keeps the batches' ratio but not their balance: a step's fixed part does not scale.
+# With beta's fixed part at 6.5 ms a step, that gave [120, 8] where 1 + 1 plans [106, 22].)
+$py - "$root/share/cluster/local.json" "$out/cluster-1-rank-per-type.json" <<'PY'
+import json, os, sys
+c = json.load(open(sys.argv[1]))
+for n in c["node_types"]:
+    n["gpus_per_node"] = 1
+for g in c["gpu_types"]:  # a calibration path is relative to the description's folder
+    if "calibration" in g:
+        g["calibration"] = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), g["calibration"])
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+PY
+recommend "$out/profiles.json" "$out/recommended-set.txt" "$out/cluster-1-rank-per-type.json"
 read -r set_alpha set_beta set_row < <(mix "$out/recommended-set.txt") ||
   unavailable "no mixed plan from both profiles: $(tail -1 "$out/recommended-set.txt")"
-planned=$(( (global * set_alpha + (set_alpha + set_beta) / 2) / (set_alpha + set_beta) ))
+((set_alpha + set_beta == global)) ||
+  unavailable "the mix of one alpha and one beta splits $((set_alpha + set_beta)) samples, not $global"
+planned=$set_alpha
 plan planned "$planned" "the estimator's mix, from both types' profiles"
 plan even $((global / 2)) "even"
 # The goal's ratio is the planned run's rate over its round's ideal, and this host's speed
@@ -162,7 +179,7 @@ json.dump({"recommended": {"alpha": pa, "beta": pb, "row": a[3]}, "ratio": pb / 
            "planned": [planned, glob - planned], "global_batch": glob,
            "quota_us": int(a[9]), "period_us": int(a[10]), "steps": int(a[11]),
            "warm": int(a[12]), "rounds": int(a[13]), "every": int(a[14]),
-           "order": a[15],
+           "order": a[15], "plan_for": "one alpha and one beta",
            "load_before": open("/proc/loadavg").read().split()[:3]},
           open(a[0], "w"))
 PY
