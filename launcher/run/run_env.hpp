@@ -47,9 +47,8 @@ struct RunEnvInputs {
 // the top of the heap back to the system once 128 KiB of it is free (both thresholds move
 // with what is freed, but not far enough for a training step's pattern). A PyTorch step
 // allocates and frees its activations and gradients, megabytes each, so every step faults
-// its pages in afresh: 2,500-4,000 minor faults a step for share/examples/mixed_shares.py at
-// batch 100-128, which then ran at a quarter of its speed on a 2-core VM where a fault is
-// dear (2026-12-04: 1,730 against 7,300 samples/s at batch 128, one thread). Freed memory
+// its pages in afresh, which where a fault is dear makes it several times slower (measured in
+// docs/reference/run.md, "Memory the program frees stays with it"). Freed memory
 // below 1 GiB at the heap's top stays with the process, and blocks up to 32 MiB (the most
 // glibc allows) come from the heap: the pages of one step serve the next. This is what
 // PyTorch's performance guide asks of an allocator (it names jemalloc and tcmalloc, which

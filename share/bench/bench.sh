@@ -250,7 +250,7 @@ section "CPU training throughput: DLH against PyTorch, OpenBLAS sgemm"
 # PyTorch in each of these configurations every round: torch.set_num_threads(2) with
 # OMP_WAIT_POLICY=PASSIVE (as before), OpenMP as it comes (threads spin a while: ACTIVE-like),
 # OpenBLAS held to 1 thread beside OpenMP's 2, channels_last for the CNNs, and (runs from
-# 2026-12-04T15Z on) malloc keeping freed memory, alone and with channels_last. DLH is
+# 2026-12-04T14Z on) malloc keeping freed memory, alone and with channels_last. DLH is
 # compared with the best PyTorch reaches, and the table names which that was.
 torch_configs=(passive omp-default blas-1-thread channels-last malloc-keep malloc-keep-channels-last)
 torch_run() {  # torch_run CONFIG MODEL BATCH: prints one round's samples/s
@@ -292,7 +292,9 @@ for m in "cnn 64" "cnn-deep 64" "cnn-wide 64" "mlp 128"; do
       dlh_train 1 2 "$bench/$1.json"
       blas_env=()
       d_own+=("$(metrics rate)")
-      t_own+=("$("${own_blas[@]}" OMP_WAIT_POLICY=PASSIVE $py "$bench/torch_train.py" \
+      # PyTorch as malloc-keep (runs before 2026-12-04T14Z: as passive, which faulted its
+      # activations in every step).
+      t_own+=("$("${own_blas[@]}" OMP_WAIT_POLICY=PASSIVE "GLIBC_TUNABLES=$malloc_keep" $py "$bench/torch_train.py" \
         --model "$1" --batch "$2" --threads 2)")
     fi
   done
@@ -440,7 +442,7 @@ done
   echo "PyTorch: \`python3 -m torch.distributed.run --standalone --nproc_per_node N"
   echo "share/bench/torch_ddp.py\` (DistributedDataParallel, gloo backend, OMP_WAIT_POLICY=PASSIVE,"
   echo "OPENBLAS_NUM_THREADS=1, GLIBC_TUNABLES=$malloc_keep: malloc keeps freed memory, as"
-  echo "\`dlh-launch run\` runs a program; runs before 2026-12-04T15Z without it), each rank on a fixed"
+  echo "\`dlh-launch run\` runs a program; runs before 2026-12-04T14Z without it), each rank on a fixed"
   echo "random batch."
   echo
   report ddp
@@ -928,7 +930,7 @@ measure mixed_shares
   echo "\`dlh.Balancer\` (docs/reference/run.md). Ideal: the sum of each rank's own rate at the"
   echo "whole global batch, both 1-rank runs at once, each on its core, under the same throttle."
   echo "Every run is under \`dlh-launch run\`, which keeps the program's freed memory (\`--malloc"
-  echo "keep\`; runs before 2026-12-04T15Z faulted a step's activations in every step, which made"
+  echo "keep\`; runs before 2026-12-04T14Z faulted a step's activations in every step, which made"
   echo "the program 4x slower at batch 128 than at 100 and the ideal a measure of page faults)."
   echo
   $py "$bench/mixed_shares_report.py" "$work" "$goals"

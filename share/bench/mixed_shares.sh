@@ -141,7 +141,7 @@ json.dump({"dlh_profile_set": 1, "profiles": [json.load(open(p)) for p in sys.ar
 PY
 # The split is planned for what runs here, one alpha rank and one beta rank: local.json with
 # one GPU a node, whose mix of one of each has per-GPU batches that are the split itself.
-# (Runs before 2026-12-04T15Z scaled the 2 + 2 GPU mix of local.json to the global batch,
+# (Runs before 2026-12-04T14Z scaled the 2 + 2 GPU mix of local.json to the global batch,
 # which keeps the batches' ratio but not their balance: a step's fixed part does not scale.
 # With beta's fixed part at 6.5 ms a step, that gave [120, 8] where 1 + 1 plans [106, 22].)
 $py - "$root/share/cluster/local.json" "$out/cluster-1-rank-per-type.json" <<'PY'

@@ -61,7 +61,7 @@ def main():
               f"{setup['global_batch']} samples a step), for {setup['plan_for']} (local.json with "
               f"one GPU a node), ranks `{rec['row']}`: the planned split of the global batch "
               f"{setup['global_batch']} is {setup['planned']}.")
-    elif "recommended_set" in setup:  # runs before 2026-12-04T15Z: the 2 + 2 mix, scaled
+    elif "recommended_set" in setup:  # runs before 2026-12-04T14Z: the 2 + 2 mix, scaled
         rec = setup["recommended_set"]
         print(f"Plan: the same from the set of the program's profiles on alpha and on beta (beta's "
               f"on its core under that quota; each type at {setup['global_batch'] // 4} and "

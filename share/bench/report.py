@@ -175,7 +175,8 @@ def own_choice_table(work, pinned):
           f"environment sets OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '?')}, and "
           f"each of these commands runs without it (and without OPENBLAS_L2_SIZE), in the same "
           f"round as the pinned ones above. Informative: the goals are judged on the machine as "
-          f"it is set. PyTorch's convolutions run in oneDNN, which picks its kernels itself.")
+          f"it is set. PyTorch's convolutions run in oneDNN, which picks its kernels itself; "
+          f"PyTorch runs as malloc-keep (runs before 2026-12-04T14Z: as passive).")
     print()
     print("| model | batch | rounds | DLH samples/s min / median / max | PyTorch min / median / max "
           "| best / best | median / median | DLH best: own choice / pinned |")
@@ -202,7 +203,7 @@ TORCH_CONFIGS = {
     "blas-1-thread": "as passive, OPENBLAS_NUM_THREADS=1 beside OpenMP's 2 threads",
     "channels-last": "as passive, model and input in channels_last (CNNs)",
     "malloc-keep": "as passive, glibc's malloc keeping freed memory (the GLIBC_TUNABLES "
-                   "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T15Z on)",
+                   "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T14Z on)",
     "malloc-keep-channels-last": "as malloc-keep, channels_last (CNNs)",
 }
 
@@ -388,7 +389,7 @@ RESNET_TORCH_CONFIGS = {
                                        "`torch.jit.trace` (1.13 has no torch.compile)",
     "omp-default": "`torch.set_num_threads(2)`, OMP_NUM_THREADS=2, OpenMP's own wait policy",
     "malloc-keep": "as passive, glibc's malloc keeping freed memory (the GLIBC_TUNABLES "
-                   "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T15Z on)",
+                   "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T14Z on)",
     "blas-1-thread-channels-last-malloc-keep": "as blas-1-thread-channels-last and malloc-keep",
 }
 

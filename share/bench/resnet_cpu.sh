@@ -63,7 +63,7 @@ PY
 }
 # PyTorch's configurations (share/bench/report.py's RESNET_TORCH_CONFIGS describes each):
 # OpenMP's wait policy, OpenBLAS beside OpenMP's threads, memory format, torch.jit.trace, and
-# (runs from 2026-12-04T15Z on) malloc keeping freed memory, the tunables dlh-launch run gives
+# (runs from 2026-12-04T14Z on) malloc keeping freed memory, the tunables dlh-launch run gives
 # a program (bench.sh says why; asked of dlh-launch, so that they are typed once).
 malloc_keep=$(cd "$out" && env -u GLIBC_TUNABLES dlh-launch run --run-dir "$out/malloc" \
   -- printenv GLIBC_TUNABLES 2>/dev/null) && [[ $malloc_keep == glibc.malloc.* ]] ||
