@@ -54,20 +54,17 @@ def main():
           f"ranks `{rec['row']}`: beta/alpha {setup['ratio']:.3f} by the peaks, so beta's quota is "
           f"{setup['quota_us']} µs per {setup['period_us']} µs.")
     print()
-    if "plan_for" in setup:
-        rec = setup["recommended_set"]
+    if "recommended_set" in setup:
+        rec, glob = setup["recommended_set"], setup["global_batch"]
+        if "plan_for" in setup:
+            how = (f", for {setup['plan_for']} (local.json with one GPU a node), ranks "
+                   f"`{rec['row']}`: the")
+        else:  # runs before 2026-12-04T14Z: the 2 + 2 mix, scaled to the global batch
+            how = (f" ranks `{rec['row']}`: beta/alpha {setup['planned_ratio']:.3f} measured, "
+                   f"so the")
         print(f"Plan: the same from the set of the program's profiles on alpha and on beta (beta's "
-              f"on its core under that quota; each type at {setup['global_batch'] // 4} and "
-              f"{setup['global_batch']} samples a step), for {setup['plan_for']} (local.json with "
-              f"one GPU a node), ranks `{rec['row']}`: the planned split of the global batch "
-              f"{setup['global_batch']} is {setup['planned']}.")
-    elif "recommended_set" in setup:  # runs before 2026-12-04T14Z: the 2 + 2 mix, scaled
-        rec = setup["recommended_set"]
-        print(f"Plan: the same from the set of the program's profiles on alpha and on beta (beta's "
-              f"on its core under that quota; each type at {setup['global_batch'] // 4} and "
-              f"{setup['global_batch']} samples a step) ranks `{rec['row']}`: beta/alpha "
-              f"{setup['planned_ratio']:.3f} measured, so the planned split of the global batch "
-              f"{setup['global_batch']} is {setup['planned']}.")
+              f"on its core under that quota; each type at {glob // 4} and {glob} samples a "
+              f"step){how} planned split of the global batch {glob} is {setup['planned']}.")
     else:  # runs before 2026-12-01T16Z planned from alpha's profile alone
         print(f"Plan: from alpha's profile alone, the planned split of the global batch "
               f"{setup['global_batch']} is {setup['planned']}.")

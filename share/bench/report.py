@@ -197,13 +197,16 @@ def own_choice_table(work, pinned):
         print()
 
 
+# PyTorch with glibc's malloc keeping freed memory, in both benches' configurations.
+MALLOC_KEEP = ("as passive, glibc's malloc keeping freed memory (the GLIBC_TUNABLES "
+               "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T14Z on)")
+
 TORCH_CONFIGS = {
     "passive": "`torch.set_num_threads(2)`, OMP_WAIT_POLICY=PASSIVE",
     "omp-default": "`torch.set_num_threads(2)`, OMP_NUM_THREADS=2, OpenMP's own wait policy",
     "blas-1-thread": "as passive, OPENBLAS_NUM_THREADS=1 beside OpenMP's 2 threads",
     "channels-last": "as passive, model and input in channels_last (CNNs)",
-    "malloc-keep": "as passive, glibc's malloc keeping freed memory (the GLIBC_TUNABLES "
-                   "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T14Z on)",
+    "malloc-keep": MALLOC_KEEP,
     "malloc-keep-channels-last": "as malloc-keep, channels_last (CNNs)",
 }
 
@@ -388,8 +391,7 @@ RESNET_TORCH_CONFIGS = {
     "blas-1-thread-channels-last-jit": "as blas-1-thread-channels-last, the model traced by "
                                        "`torch.jit.trace` (1.13 has no torch.compile)",
     "omp-default": "`torch.set_num_threads(2)`, OMP_NUM_THREADS=2, OpenMP's own wait policy",
-    "malloc-keep": "as passive, glibc's malloc keeping freed memory (the GLIBC_TUNABLES "
-                   "`dlh-launch run --malloc keep` sets; runs from 2026-12-04T14Z on)",
+    "malloc-keep": MALLOC_KEEP,
     "blas-1-thread-channels-last-malloc-keep": "as blas-1-thread-channels-last and malloc-keep",
 }
 
