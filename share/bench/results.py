@@ -184,7 +184,10 @@ def verdict(fails_if, recs):
         return (f"**met** on {hosts} hosts" if hosts >= 2
                 else "met on 1 host (needs a second)")
     failed = [(run, r) for (run, r), m in zip(recs, met) if not m]
-    limit = next((r.get("limit") for _, r in failed if r.get("limit")), "")
+    # What holds it back as the newest failing host measured it: an older host's remark
+    # describes an older engine and an older peer (2026-12-04: the goal rows still quoted
+    # 2026-11-27's "floor ... 1.52x PyTorch" after PyTorch's malloc-keep runs had moved it).
+    limit = next((r.get("limit") for _, r in reversed(failed) if r.get("limit")), "")
     where = ("" if len(failed) == hosts else
              f" on {len(failed)} of {hosts} hosts (hosts disagree)")
     return f"**not met**{where}" + (f": {limit}" if limit else "")
