@@ -120,14 +120,25 @@ class AllreduceTimer:
 
 def timed_allreduce_hook(state, bucket):
     """A DDP communication hook (register_comm_hook(state, hook)): the default allreduce
-    (torch.distributed.algorithms.ddp_comm_hooks.default_hooks.allreduce_hook), timed into
-    `state`, an AllreduceTimer."""
-    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    (the bucket divided by the ranks' number, then summed over them, as torch's
+    allreduce_hook), timed into `state`, an AllreduceTimer.
+
+    It launches the allreduce itself rather than calling allreduce_hook: that one already
+    chains a Python callback onto the future (to unwrap its tensor), and a second one for the
+    time made two per bucket. Each runs on gloo's thread and takes the GIL there, on the
+    core the rank's main thread runs on. On share/examples/mixed_shares.py (2 CPU ranks of
+    64 samples, 84 KB of gradients in one bucket; 2026-12-04, 8 interleaved rounds, medians
+    of the per-round ratios) one callback ran 2.4% faster than two, and DDP without a hook
+    4.6% faster: the hook's cost halved, not gone."""
+    import torch.distributed as dist
     entry, last = state._launch(bucket)
-    fut = allreduce_hook(state.process_group, bucket)
+    group = state.process_group if state.process_group is not None else dist.group.WORLD
+    tensor = bucket.buffer()
+    tensor.div_(group.size())  # before the sum, as allreduce_hook: no overflow in fp16
+    fut = dist.all_reduce(tensor, group=group, async_op=True).get_future()
 
     def done(f):
-        tensor = f.value()
-        state._complete(entry, last, tensor)
-        return tensor
+        reduced = f.value()[0]
+        state._complete(entry, last, reduced)
+        return reduced
     return fut.then(done)
