@@ -205,6 +205,8 @@ std::vector<std::string> ProgressLog::Line(std::string_view raw, double now) {
     std::vector<std::string> warnings = Fields(tokens, first_field, quoted, &e);
     step_times_.push_back(now);
     step_samples_.push_back(e.samples);
+    step_after_other_work_.push_back(other_work_since_step_);
+    other_work_since_step_ = false;
     events_.push_back(std::move(e));
     return warnings;
   }
@@ -220,6 +222,7 @@ std::vector<std::string> ProgressLog::Line(std::string_view raw, double now) {
         warnings.push_back(std::move(w));
       return warnings;
     }
+    other_work_since_step_ = true;
     events_.push_back(std::move(e));
     return warnings;
   }
@@ -234,6 +237,7 @@ std::vector<std::string> ProgressLog::Line(std::string_view raw, double now) {
       return Warn(key, "'" + key + "' needs " +
                            (key == "checkpoint" ? "a step and a path" : "a step (and a path)") +
                            ", got " + quoted + ": ignored");
+    other_work_since_step_ = true;
     events_.push_back(std::move(e));
     return {};
   }
@@ -280,19 +284,27 @@ ProfilePoint TimeSteps(const ProgressLog& log, int64_t first, int64_t count) {
     throw Error("progress: " + std::to_string(log.steps()) + " steps, " +
                 std::to_string(first + count) + " needed");
   const std::vector<double>& t = log.step_times();
-  std::vector<double> seconds;
+  std::vector<double> seconds;    // every interval
+  std::vector<double> step_only;  // those without other work in them
   std::vector<double> samples;
   bool all_counted = true;
   // Step k (1-based) took t[k-1] - t[k-2]: timing starts at the end of step `first`.
   for (int64_t k = first + 1; k <= first + count; ++k) {
-    seconds.push_back(t[size_t(k - 1)] - t[size_t(k - 2)]);
+    const double s = t[size_t(k - 1)] - t[size_t(k - 2)];
+    seconds.push_back(s);
+    if (!log.step_after_other_work()[size_t(k - 1)]) step_only.push_back(s);
     const int64_t n = log.step_samples()[size_t(k - 1)];
     all_counted = all_counted && n > 0;
     samples.push_back(double(n));
   }
+  // Every interval had an eval or checkpoint in it: they are all there is to time.
+  if (step_only.empty()) step_only = seconds;
+  const double cap = 3 * Median(step_only);
+  double sum = 0;
+  for (double s : step_only) sum += std::min(s, cap);
   ProfilePoint p;
   p.steps = int(count);
-  p.step_s = Median(seconds);
+  p.step_s = sum / double(step_only.size());
   p.step_s_min = *std::min_element(seconds.begin(), seconds.end());
   p.step_s_max = *std::max_element(seconds.begin(), seconds.end());
   // A data set that does not divide by the batch ends each epoch with a shorter step: the

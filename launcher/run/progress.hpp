@@ -67,6 +67,9 @@ class ProgressLog {
   // The time of every step line and the samples it gave (0: none given), in order.
   const std::vector<double>& step_times() const { return step_times_; }
   const std::vector<int64_t>& step_samples() const { return step_samples_; }
+  // For every step line: whether an eval, checkpoint or resume line came between it and the
+  // step line before (the interval holds work that is no step's).
+  const std::vector<bool>& step_after_other_work() const { return step_after_other_work_; }
   // What the description lines said (points, origin, command, created, host, gpu_type left
   // empty: the rank knows those).
   const ProgramProfile& described() const { return described_; }
@@ -83,14 +86,25 @@ class ProgressLog {
   std::string partial_;  // the start of a line whose end has not come yet
   std::vector<double> step_times_;
   std::vector<int64_t> step_samples_;
+  std::vector<bool> step_after_other_work_;
+  bool other_work_since_step_ = false;  // an eval, checkpoint or resume line since the last step
   ProgramProfile described_;
   std::vector<ProgressEvent> events_;  // not taken yet
   std::vector<std::string> warned_;    // kinds warned about
 };
 
 // The timing of steps (first, first + count] of `log` for a profile: the seconds between
-// consecutive step lines (median, min, max) and the samples per step (the median of what
-// those steps gave; 0 when any gave none). Throws Error when the log has fewer than
+// consecutive step lines and the samples per step (the median of what those steps gave; 0
+// when any gave none). The step time is a rate's: the mean of the intervals, not their
+// median. A rank that runs in bursts (a CPU quota's period, a shared node) takes steps of
+// one burst or two, and their median is either kind: make bench's beta (mixed_shares.sh,
+// 39% of a core in 10 ms periods) took steps of 32 samples of about 10 or 20 ms, and three
+// 20-step profiles gave medians of 11.5, 18.4 and 18.1 ms, means of 14.6, 16.0 and 16.4
+// (2026-12-04); at 128 samples both were 50 ms. The plan moved with the median. An interval with an
+// eval, checkpoint or resume line in it is left out (that work is no step's), and each interval
+// counts at most 3x the median, so that one pause the program did not report (a collection, a
+// page-in) moves the mean little: the rule of the Balancer's window (share/python/dlh/balance.py,
+// window_seconds). min and max are of every interval. Throws Error when the log has fewer than
 // first + count steps or count < 1.
 ProfilePoint TimeSteps(const ProgressLog& log, int64_t first, int64_t count);
 

@@ -368,7 +368,7 @@ void WriteProfile(const RunOptions& o, const Agreement& a, const ProgressLog& lo
   for (const ProfilePoint& q : p.points)
     batches += (batches.empty() ? "" : ", ") + std::to_string(q.batch);
   std::fprintf(stderr,
-               "dlh-launch: run: profile: %d steps of %lld samples, %.4g s per step (median; "
+               "dlh-launch: run: profile: %d steps of %lld samples, %.4g s per step (mean; "
                "%.4g to %.4g) on %s; %s now holds %zu batch%s (%s); plan with "
                "--dlh-auto=...,profile=%s\n",
                point.steps, static_cast<long long>(point.batch), point.step_s, point.step_s_min,

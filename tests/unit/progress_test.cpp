@@ -70,18 +70,48 @@ TEST(ProgressLogTest, AnEndlessLineDoesNotGrowWithoutBound) {
 
 TEST(ProgressLogTest, TimeStepsTakesTheIntervalsAfterTheWarmUp) {
   ProgressLog log;
-  // Steps end at 1, 3 (warm-up), then every 0.5 s but one of 2 s (an evaluation).
+  // Steps end at 1, 3 (warm-up), then every 0.5 s but one of 2 s: an evaluation, which the
+  // program reports before its next step.
   const double ends[] = {1, 3, 3.5, 4, 6, 6.5, 7};
-  for (double t : ends) log.Feed("step 32\n", t);
+  for (double t : ends) {
+    if (t == 6) log.Feed("eval test_loss=0.4\n", 5.9);
+    log.Feed("step 32\n", t);
+  }
   log.Feed("step 8\n", 7.5);  // an epoch's short last step
   const ProfilePoint p = TimeSteps(log, 2, 6);
   EXPECT_EQ(p.steps, 6);
-  EXPECT_DOUBLE_EQ(p.step_s, 0.5);
+  EXPECT_DOUBLE_EQ(p.step_s, 0.5);  // the evaluation's interval left out
   EXPECT_DOUBLE_EQ(p.step_s_min, 0.5);
   EXPECT_DOUBLE_EQ(p.step_s_max, 2.0);
   EXPECT_EQ(p.batch, 32);
   EXPECT_THROW(TimeSteps(log, 2, 7), Error);  // 9 steps needed, 8 seen
   EXPECT_THROW(TimeSteps(log, 0, 3), Error);  // the first step has no start
+}
+
+// A rank under a CPU quota takes steps of one burst or of two: the profile is its rate, the
+// mean, where the median would say the shorter kind. A pause it did not report counts at
+// most 3x the median, and a checkpoint or resume line leaves its interval out.
+TEST(ProgressLogTest, TimeStepsIsTheMeanOfBurstsWithPausesCapped) {
+  ProgressLog log;
+  double t = 0;
+  log.Feed("step 16\n", t);
+  // 3 steps of 10 ms for every 2 of 20 ms: the median says 10 ms, the rate 14 ms a step.
+  for (int round = 0; round < 4; ++round)
+    for (double s : {0.010, 0.020, 0.010, 0.020, 0.010}) log.Feed("step 16\n", t += s);
+  EXPECT_NEAR(TimeSteps(log, 1, 20).step_s, 0.014, 1e-12);
+  log.Feed("step 16\n", t += 0.5);  // an unreported pause: at most 3x the 10 ms median
+  EXPECT_NEAR(TimeSteps(log, 1, 21).step_s, (20 * 0.014 + 0.030) / 21, 1e-12);
+  log.Feed("checkpoint 22 /tmp/c.pt\n", t += 0.7);
+  log.Feed("step 16\n", t += 0.01);  // the checkpoint's interval: no step's time
+  const ProfilePoint p = TimeSteps(log, 1, 22);
+  EXPECT_NEAR(p.step_s, (20 * 0.014 + 0.030) / 21, 1e-12);
+  EXPECT_NEAR(p.step_s_max, 0.71, 1e-12);  // min and max: every interval
+  // Every interval holds other work: they are what there is to time.
+  ProgressLog all;
+  all.Feed("step 4\n", 0);
+  all.Feed("resume 1\n", 0.5);
+  all.Feed("step 4\n", 1);
+  EXPECT_DOUBLE_EQ(TimeSteps(all, 1, 1).step_s, 1.0);
 }
 
 TEST(ProgressLogTest, StepsWithoutCountsGiveNoBatch) {
