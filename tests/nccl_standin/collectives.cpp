@@ -54,17 +54,21 @@ size_t ElementSize(Element e) {
 
 size_t SendBytes(const Collective& c, int nranks) {
   const size_t es = ElementSize(c.element);
+  if (c.kind == Collective::Recv) return 0;
   return c.kind == Collective::ReduceScatter ? c.count * size_t(nranks) * es : c.count * es;
 }
 
 size_t RecvBytes(const Collective& c, int nranks) {
   const size_t es = ElementSize(c.element);
+  if (c.kind == Collective::Send) return 0;
   return c.kind == Collective::AllGather ? c.count * size_t(nranks) * es : c.count * es;
 }
 
 bool RunCollective(ShmGroup& g, const Collective& c, const std::atomic<bool>& stop) {
   const int me = g.rank(), n = g.nranks();
   const size_t es = ElementSize(c.element);
+  if (c.kind == Collective::Send) return g.send(c.peer, c.send, c.count * es, stop);
+  if (c.kind == Collective::Recv) return g.recv(c.peer, c.recv, c.count * es, stop);
   const size_t per_round = kSlotBytes / es;
   // The elements of `send` the rounds go through.
   const size_t total = c.kind == Collective::ReduceScatter ? c.count * size_t(n) : c.count;
@@ -96,6 +100,9 @@ bool RunCollective(ShmGroup& g, const Collective& c, const std::atomic<bool>& st
         for (int r = 0; r < n; ++r)
           std::memcpy(Bytes(c.recv) + (size_t(r) * c.count + base) * es, g.slot(r), m * es);
         break;
+      case Collective::Send:
+      case Collective::Recv:
+        break;  // point to point: above
     }
     if (!g.barrier(stop)) return false;
   }

@@ -20,13 +20,16 @@ namespace dlh::nccl_standin {
 enum class Element { Float32, Float64, Int32, Bytes };
 size_t ElementSize(Element e);
 
+// A collective, or one side of a point-to-point transfer (Send: `send` to rank `peer`; Recv:
+// into `recv` from rank `peer`), which only the two ranks take part in (ShmGroup's mailboxes).
 struct Collective {
-  enum Kind { AllReduce, Reduce, Broadcast, ReduceScatter, AllGather } kind = AllReduce;
+  enum Kind { AllReduce, Reduce, Broadcast, ReduceScatter, AllGather, Send, Recv } kind = AllReduce;
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = 0;  // NCCL's count: of recv for ReduceScatter, of send for AllGather
   Element element = Element::Float32;
   int root = 0;  // Reduce, Broadcast
+  int peer = 0;  // Send, Recv
 };
 
 // Bytes a rank reads from `send` and writes to `recv` (for staging device buffers).

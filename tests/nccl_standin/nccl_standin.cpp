@@ -335,10 +335,12 @@ ncclResult_t LaunchOnLive(Collective c, ncclDataType_t type, ncclRedOp_t op, boo
   if (faulty && f.kind == Fault::Stop) std::raise(SIGSTOP);
   if (faulty && f.kind == Fault::Error) {
     comm->async.store(ncclSystemError);
-    return DeviceOf(c.recv) < 0 ? ncclSystemError : ncclSuccess;
+    return DeviceOf(c.kind == Collective::Send ? c.send : c.recv) < 0 ? ncclSystemError
+                                                                      : ncclSuccess;
   }
   const bool hang = faulty && f.kind == Fault::Hang;
-  const int device = DeviceOf(c.recv);
+  // A send has no output: its input says where the data lives.
+  const int device = DeviceOf(c.kind == Collective::Send ? c.send : c.recv);
   if (device < 0) {
     // Host memory: here and now.
     bool ok = false;
@@ -544,6 +546,41 @@ STANDIN_API ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t 
                                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                                            cudaStream_t stream) {
   return Launch({Collective::ReduceScatter, send, recv, recv_count}, type, op, true, comm, stream);
+}
+
+// Point to point (a pipeline's activations and gradients): matched in order between each
+// pair of ranks, as NCCL matches them; outside a group, since ncclGroupStart/End here run
+// nothing together (a send waits only while its mailbox is full, so a pair's send before its
+// receive does not deadlock; two ranks each sending the other more than a mailbox first do).
+static ncclResult_t PointToPoint(Collective::Kind kind, const void* send, void* recv, size_t count,
+                                 ncclDataType_t type, int peer, ncclComm_t comm,
+                                 cudaStream_t stream) {
+  ActiveCall active(comm);
+  if (!active) return ncclInvalidArgument;
+  Element e = Element::Bytes;
+  if (!ToElement(type, &e)) {
+    Report("send/recv: only float, double, int32 and bytes are stood in for");
+    return ncclInvalidArgument;
+  }
+  if (peer < 0 || peer >= comm->nranks ||
+      (peer == comm->rank && count * ElementSize(e) > kMailBytes)) {
+    Report("send/recv: peer " + std::to_string(peer) + " of " + std::to_string(comm->nranks) +
+           " ranks (to itself only within one mailbox)");
+    return ncclInvalidArgument;
+  }
+  Collective c{kind, send, recv, count};
+  c.peer = peer;
+  return LaunchOnLive(c, type, ncclSum, false, comm, stream);
+}
+
+STANDIN_API ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t type, int peer,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  return PointToPoint(Collective::Send, send, nullptr, count, type, peer, comm, stream);
+}
+
+STANDIN_API ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t type, int peer,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  return PointToPoint(Collective::Recv, nullptr, recv, count, type, peer, comm, stream);
 }
 
 STANDIN_API ncclResult_t ncclAllGather(const void* send, void* recv, size_t send_count,

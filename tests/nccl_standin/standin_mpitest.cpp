@@ -122,6 +122,37 @@ TEST(NcclStandin, ReduceToTheRootThenBroadcast) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// A pipeline's transfers (launcher/engine/cuda/cuda_pipeline.cpp): each rank sends to the
+// next and receives from the one before, in order, messages of one to several mailboxes;
+// the ranks of a pair only, the others elsewhere. One rank sends to itself within a mailbox.
+TEST(NcclStandin, SendAndRecvPassMessagesAlongAChainInOrder) {
+  ncclComm_t comm = MakeComm();
+  const int n = Size(), me = Rank();
+  for (size_t count : {size_t(0), size_t(1), size_t(65536), size_t(200003)}) {
+    if (n == 1 && count > 65536) continue;  // to itself: within one mailbox
+    for (int message = 0; message < 3; ++message) {
+      std::vector<float> out(count), in(count, -1);
+      for (size_t i = 0; i < count; ++i) out[i] = Value(me, i) + float(message);
+      const int next = (me + 1) % n, prev = (me + n - 1) % n;
+      // A chain, as a pipeline's stages: the first sends first, every other receives first,
+      // so that no pair waits on a full mailbox both ways.
+      if (me == 0) {
+        ASSERT_EQ(ncclSend(out.data(), count, ncclFloat, next, comm, nullptr), ncclSuccess);
+        ASSERT_EQ(ncclRecv(in.data(), count, ncclFloat, prev, comm, nullptr), ncclSuccess);
+      } else {
+        ASSERT_EQ(ncclRecv(in.data(), count, ncclFloat, prev, comm, nullptr), ncclSuccess);
+        ASSERT_EQ(ncclSend(out.data(), count, ncclFloat, next, comm, nullptr), ncclSuccess);
+      }
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(in[i], Value(prev, i) + float(message)) << "count " << count << " at " << i;
+    }
+  }
+  std::vector<float> v(4);
+  EXPECT_EQ(ncclSend(v.data(), v.size(), ncclFloat, n, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclRecv(v.data(), v.size(), ncclFloat, -1, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
 TEST(NcclStandin, NonBlockingInitialisationEndsInSuccess) {
   ncclComm_t comm = MakeComm(/*blocking=*/false);
   std::vector<float> v(10, 1);
