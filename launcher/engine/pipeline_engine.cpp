@@ -27,25 +27,14 @@
 #include <memory>
 
 #include "common/error.hpp"
-#include "common/pipeline_stages.hpp"
 #include "launcher/comm/mpi.hpp"
 #include "launcher/engine/engine.hpp"
+#include "launcher/engine/pipeline_parts.hpp"
 #include "launcher/nn/network.hpp"
 #include "launcher/nn/optimizer.hpp"
 
 namespace dlh {
 namespace {
-
-// Message tags between the stages of a replica: activations of micro-batch m forward, their
-// gradients back, and the arrays a checkpoint gathers.
-constexpr int kForwardTag = 0, kBackwardTag = 1 << 20, kGatherTag = 1 << 21;
-
-// The even split of n samples into `parts` contiguous pieces (the first n % parts one larger).
-void Piece(int n, int part, int parts, int* offset, int* count) {
-  const int base = n / parts, extra = n % parts;
-  *offset = part * base + std::min(part, extra);
-  *count = base + (part < extra ? 1 : 0);
-}
 
 std::vector<int> WithBatch(int n, const Shape3& s) { return {n, s.channels, s.height, s.width}; }
 
@@ -58,16 +47,13 @@ class PipelineEngine : public Engine {
         micro_(c.spec->parallel.micro_batches),
         opt_(MakeOptimizer(c.spec->optimizer)),
         on_forward_done_(c.on_forward_done) {
-    MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
-    MPI_CHECK(MPI_Comm_size(comm_, &size_));
-    if (size_ % stages_ != 0)
-      throw UsageError(spec_.origin + ": parallel.pipeline_stages " + std::to_string(stages_) +
-                       " does not divide the " + std::to_string(size_) + " ranks");
-    stage_ = rank_ % stages_;
-    replica_ = rank_ / stages_;
-    const std::vector<size_t> bounds = StageBounds(spec_, stages_);
-    first_ = bounds[size_t(stage_)];
-    last_ = bounds[size_t(stage_) + 1];
+    place_ = PlaceInPipeline(spec_, comm_);
+    rank_ = place_.rank;
+    size_ = place_.size;
+    stage_ = place_.stage;
+    replica_ = place_.replica;
+    first_ = place_.first;
+    last_ = place_.last;
     const std::vector<Shape3> shapes = LayerShapes(spec_);
     in_ = shapes[first_];
     out_ = shapes[last_];
@@ -82,19 +68,12 @@ class PipelineEngine : public Engine {
         stat_layers_.push_back(&net_->layer(i));
         stats_.push_back(s);
       }
-    // The statistics every rank exchanges are the whole network's, stage after stage: the
-    // control allreduce needs one length everywhere.
+    // The statistics every rank exchanges are the whole network's, stage after stage.
     for (Tensor* s : stats_) own_stats_ += s->size();
-    const int64_t mine = int64_t(own_stats_);
-    std::vector<int64_t> lengths(size_t(size_), 0);
-    MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, comm_));
-    for (int s = 0; s < stages_; ++s) {
-      if (s < stage_) stats_offset_ += size_t(lengths[size_t(s)]);
-      stats_total_ += size_t(lengths[size_t(s)]);
-    }
-    int64_t values = int64_t(net_->num_param_values()), all = 0;
-    MPI_CHECK(MPI_Allreduce(&values, &all, 1, MPI_INT64_T, MPI_SUM, comm_));
-    num_values_ = size_t(all / (size_ / stages_));
+    const StatsPlacement placed = PlaceStageStats(place_, own_stats_, comm_);
+    stats_offset_ = placed.offset;
+    stats_total_ = placed.total;
+    num_values_ = WholeNetworkValues(place_, net_->num_param_values(), comm_);
   }
 
   ~PipelineEngine() override {
@@ -134,7 +113,7 @@ class PipelineEngine : public Engine {
     // Forward, micro-batch after micro-batch.
     for (int m = 0; m < micro_; ++m) {
       int off = 0, cnt = 0;
-      Piece(n, m, micro_, &off, &cnt);
+      MicroBatchPiece(n, m, micro_, &off, &cnt);
       Tensor& x = inputs_[size_t(m)];
       x.resize(WithBatch(cnt, in_));
       if (stage_ == 0) {
@@ -142,7 +121,7 @@ class PipelineEngine : public Engine {
         std::copy(batch.images.data() + size_t(off) * per,
                   batch.images.data() + size_t(off + cnt) * per, x.data());
       } else {
-        Recv(x.data(), x.size(), rank_ - 1, kForwardTag + m);
+        Recv(x.data(), x.size(), rank_ - 1, kPipelineForwardTag + m);
       }
       const Tensor& y = net_->forward(x, MicroContext(ctx, m));
       if (stage_ == stages_ - 1) {
@@ -151,7 +130,7 @@ class PipelineEngine : public Engine {
                                          &grad_logits_[size_t(m)], &correct, spec_.label_smoothing);
         sums.correct += correct;
       } else {
-        Send(y.data(), y.size(), rank_ + 1, kForwardTag + m);
+        Send(y.data(), y.size(), rank_ + 1, kPipelineForwardTag + m);
       }
       // Batch-norm statistics: the micro-batches' mean, weighted by their sizes.
       size_t k = 0;
@@ -163,16 +142,16 @@ class PipelineEngine : public Engine {
     std::vector<float>& flat = sync_->values();
     for (int m = micro_ - 1; m >= 0; --m) {
       int off = 0, cnt = 0;
-      Piece(n, m, micro_, &off, &cnt);
+      MicroBatchPiece(n, m, micro_, &off, &cnt);
       if (m != micro_ - 1) net_->forward(inputs_[size_t(m)], MicroContext(ctx, m));
       const Tensor* grad_out = &grad_logits_[size_t(m)];
       if (stage_ != stages_ - 1) {
         grad_from_next_.resize(WithBatch(cnt, out_));
-        Recv(grad_from_next_.data(), grad_from_next_.size(), rank_ + 1, kBackwardTag + m);
+        Recv(grad_from_next_.data(), grad_from_next_.size(), rank_ + 1, kPipelineBackwardTag + m);
         grad_out = &grad_from_next_;
       }
       net_->backward(*grad_out, stage_ > 0 ? &grad_in_ : nullptr, {});
-      if (stage_ > 0) Send(grad_in_.data(), grad_in_.size(), rank_ - 1, kBackwardTag + m);
+      if (stage_ > 0) Send(grad_in_.data(), grad_in_.size(), rank_ - 1, kPipelineBackwardTag + m);
       if (m == micro_ - 1)
         accumulated_.assign(flat.begin(), flat.end());
       else
@@ -215,11 +194,11 @@ class PipelineEngine : public Engine {
     if (stage_ == 0)
       std::copy(images, images + eval_x_.size(), eval_x_.data());
     else
-      Recv(eval_x_.data(), eval_x_.size(), rank_ - 1, kForwardTag);
+      Recv(eval_x_.data(), eval_x_.size(), rank_ - 1, kPipelineForwardTag);
     const Tensor& y = net_->forward(eval_x_, ctx);
     StepSums sums;
     if (stage_ != stages_ - 1) {
-      Send(y.data(), y.size(), rank_ + 1, kForwardTag);
+      Send(y.data(), y.size(), rank_ + 1, kPipelineForwardTag);
       return sums;
     }
     sums.loss =
@@ -245,16 +224,16 @@ class PipelineEngine : public Engine {
       gathered_buffers_.clear();
       gathered_state_.clear();
       for (int s = 1; s < stages_; ++s) {
-        ReceiveArrays(s, &gathered_params_);
-        ReceiveArrays(s, &gathered_buffers_);
-        ReceiveArrays(s, &gathered_state_);
+        ReceiveStageArrays(s, comm_, &gathered_params_);
+        ReceiveStageArrays(s, comm_, &gathered_buffers_);
+        ReceiveStageArrays(s, comm_, &gathered_state_);
       }
       gathered_ = true;
       return;
     }
-    SendArrays(export_params());
-    SendArrays(export_buffers());
-    SendArrays(export_optimizer_state());
+    SendStageArrays(export_params(), comm_);
+    SendStageArrays(export_buffers(), comm_);
+    SendStageArrays(export_optimizer_state(), comm_);
   }
 
   void export_state(std::vector<NamedArray>* params, std::vector<NamedArray>* buffers,
@@ -302,66 +281,9 @@ class PipelineEngine : public Engine {
     if (in_step_) wait_s_ += MPI_Wtime() - t;
   }
 
-  // Arrays as three messages to rank 0: their count and name lengths and ranks, then names
-  // and dims, then the values.
-  void SendArrays(const std::vector<NamedArray>& arrays) {
-    std::vector<int64_t> head{int64_t(arrays.size())};
-    std::string names;
-    std::vector<int64_t> dims;
-    std::vector<float> values;
-    for (const NamedArray& a : arrays) {
-      head.push_back(int64_t(a.name.size()));
-      head.push_back(int64_t(a.shape.size()));
-      names += a.name;
-      for (int d : a.shape) dims.push_back(d);
-      values.insert(values.end(), a.data.begin(), a.data.end());
-    }
-    head.push_back(int64_t(names.size()));
-    head.push_back(int64_t(dims.size()));
-    head.push_back(int64_t(values.size()));
-    const int64_t head_size = int64_t(head.size());
-    MPI_CHECK(MPI_Send(&head_size, 1, MPI_INT64_T, 0, kGatherTag, comm_));
-    MPI_CHECK(MPI_Send(head.data(), int(head.size()), MPI_INT64_T, 0, kGatherTag, comm_));
-    MPI_CHECK(MPI_Send(names.data(), int(names.size()), MPI_CHAR, 0, kGatherTag, comm_));
-    MPI_CHECK(MPI_Send(dims.data(), int(dims.size()), MPI_INT64_T, 0, kGatherTag, comm_));
-    MPI_CHECK(MPI_Send(values.data(), int(values.size()), MPI_FLOAT, 0, kGatherTag, comm_));
-  }
-
-  void ReceiveArrays(int from, std::vector<NamedArray>* out) {
-    int64_t head_size = 0;
-    MPI_CHECK(MPI_Recv(&head_size, 1, MPI_INT64_T, from, kGatherTag, comm_, MPI_STATUS_IGNORE));
-    std::vector<int64_t> head(static_cast<size_t>(head_size));
-    MPI_CHECK(MPI_Recv(head.data(), int(head_size), MPI_INT64_T, from, kGatherTag, comm_,
-                       MPI_STATUS_IGNORE));
-    const size_t count = size_t(head[0]);
-    std::string names(static_cast<size_t>(head[head.size() - 3]), '\0');
-    std::vector<int64_t> dims(static_cast<size_t>(head[head.size() - 2]));
-    std::vector<float> values(static_cast<size_t>(head[head.size() - 1]));
-    MPI_CHECK(MPI_Recv(names.data(), int(names.size()), MPI_CHAR, from, kGatherTag, comm_,
-                       MPI_STATUS_IGNORE));
-    MPI_CHECK(MPI_Recv(dims.data(), int(dims.size()), MPI_INT64_T, from, kGatherTag, comm_,
-                       MPI_STATUS_IGNORE));
-    MPI_CHECK(MPI_Recv(values.data(), int(values.size()), MPI_FLOAT, from, kGatherTag, comm_,
-                       MPI_STATUS_IGNORE));
-    size_t at_name = 0, at_dim = 0, at_value = 0;
-    for (size_t i = 0; i < count; ++i) {
-      NamedArray a;
-      const size_t name_len = size_t(head[1 + 2 * i]), rank = size_t(head[2 + 2 * i]);
-      a.name = names.substr(at_name, name_len);
-      at_name += name_len;
-      size_t elements = 1;
-      for (size_t d = 0; d < rank; ++d) {
-        a.shape.push_back(int(dims[at_dim]));
-        elements *= size_t(dims[at_dim++]);
-      }
-      a.data.assign(values.begin() + long(at_value), values.begin() + long(at_value + elements));
-      at_value += elements;
-      out->push_back(std::move(a));
-    }
-  }
-
   const TrainSpec& spec_;
   MPI_Comm comm_;
+  PipelinePlace place_;
   int rank_ = 0, size_ = 1, stages_ = 1, micro_ = 1, stage_ = 0, replica_ = 0;
   size_t first_ = 0, last_ = 0;
   Shape3 in_, out_;
