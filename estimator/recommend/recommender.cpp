@@ -353,15 +353,28 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
   if (asked.pipelined()) pipe = PipelineOf(job, asked.pipeline_stages, asked.micro_batches);
   Enumeration e = Enumerate(job, cluster, types, pipe);
   std::string pipeline_why;
-  int pipe_tried = 0;  // the longest pipeline tried, when none fit
+  int pipe_tried = 0;        // the longest pipeline tried, when none fit
+  std::string pipe_untried;  // why no pipeline was tried, when the types it needs lack one
   if (e.fitting == 0 && !pipe.pipelined() && !job.profile &&
       job.spec.sync.mode == SyncSpec::Mode::Sync) {
-    const int most =
-        std::min<int>(int(job.spec.layers.size()), recommend_detail::kMaxPipelineStages);
+    // A type whose engine cannot train a pipeline yet (the CUDA engine's is unverified:
+    // common/cuda_support.cpp) is left out of the trials, as it is for a spec that asks for
+    // one: dlh-launch would refuse such a plan on a GPU that must not fall back to the CPU.
+    TrainSpec piped = job.spec;
+    piped.parallel.pipeline_stages = 2;
+    std::vector<TypeInfo> pipe_types;
+    for (const TypeInfo& t : types)
+      if (t.gpu->compute_capability.empty() || CudaEngineUnsupported(piped).empty())
+        pipe_types.push_back(t);
+    if (pipe_types.empty() && !types.empty())
+      pipe_untried = "; no pipeline was tried: " + CudaEngineUnsupported(piped);
+    const int most = pipe_types.empty() ? 0
+                                        : std::min<int>(int(job.spec.layers.size()),
+                                                        recommend_detail::kMaxPipelineStages);
     for (int p = 2; p <= most; ++p) {
       const int micro = int(std::min<int64_t>(4 * p, job.spec.batch_size));
       PipelineShape trial = PipelineOf(job, p, micro);
-      Enumeration pe = Enumerate(job, cluster, types, trial);
+      Enumeration pe = Enumerate(job, cluster, pipe_types, trial);
       pipe_tried = p;
       if (pe.fitting == 0) continue;
       pipe_tried = 0;
@@ -379,7 +392,7 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
   CheckSomethingFits(job, e, slots,
                      pipe_tried > 0 ? "; no pipeline of up to " + std::to_string(pipe_tried) +
                                           " stages fits either"
-                                    : std::string());
+                                    : pipe_untried);
 
   Recommendation rec;
   rec.unrunnable_types = left_out;

@@ -155,7 +155,8 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
       throw CollectiveError(
           why_not_gpu.empty() ? cpu_unsupported : why_not_gpu + "; and " + cpu_unsupported,
           kExitBadInput);
-    return MakeCpuEngine(config);
+    return config.spec != nullptr && config.spec->parallel.pipelined() ? MakePipelineEngine(config)
+                                                                       : MakeCpuEngine(config);
   };
   if (device == "cpu") return cpu_engine("");
   int rank = 0;

@@ -80,8 +80,7 @@ void ReceiveStageArrays(int from, MPI_Comm comm, std::vector<NamedArray>* out) {
   int64_t head_size = 0;
   MPI_CHECK(MPI_Recv(&head_size, 1, MPI_INT64_T, from, tag, comm, MPI_STATUS_IGNORE));
   std::vector<int64_t> head(static_cast<size_t>(head_size));
-  MPI_CHECK(
-      MPI_Recv(head.data(), int(head_size), MPI_INT64_T, from, tag, comm, MPI_STATUS_IGNORE));
+  MPI_CHECK(MPI_Recv(head.data(), int(head_size), MPI_INT64_T, from, tag, comm, MPI_STATUS_IGNORE));
   const size_t count = size_t(head[0]);
   std::string names(static_cast<size_t>(head[head.size() - 3]), '\0');
   std::vector<int64_t> dims(static_cast<size_t>(head[head.size() - 2]));
@@ -90,8 +89,8 @@ void ReceiveStageArrays(int from, MPI_Comm comm, std::vector<NamedArray>* out) {
       MPI_Recv(names.data(), int(names.size()), MPI_CHAR, from, tag, comm, MPI_STATUS_IGNORE));
   MPI_CHECK(
       MPI_Recv(dims.data(), int(dims.size()), MPI_INT64_T, from, tag, comm, MPI_STATUS_IGNORE));
-  MPI_CHECK(MPI_Recv(values.data(), int(values.size()), MPI_FLOAT, from, tag, comm,
-                     MPI_STATUS_IGNORE));
+  MPI_CHECK(
+      MPI_Recv(values.data(), int(values.size()), MPI_FLOAT, from, tag, comm, MPI_STATUS_IGNORE));
   size_t at_name = 0, at_dim = 0, at_value = 0;
   for (size_t i = 0; i < count; ++i) {
     NamedArray a;

@@ -16,8 +16,7 @@ namespace dlh {
 
 // Message tags between the stages of a replica: activations of micro-batch m forward (tag
 // kPipelineForwardTag + m), their gradients back, and the arrays a checkpoint gathers.
-constexpr int kPipelineForwardTag = 0, kPipelineBackwardTag = 1 << 20,
-              kPipelineGatherTag = 1 << 21;
+constexpr int kPipelineForwardTag = 0, kPipelineBackwardTag = 1 << 20, kPipelineGatherTag = 1 << 21;
 
 // Rank r of the world is stage r % P of replica r / P and holds the spec's layers
 // [first, last) (common/pipeline_stages.hpp cuts them). Throws UsageError naming the spec's

@@ -78,10 +78,6 @@ void Trainer::load_inputs() {
                        (par.pipelined() ? std::to_string(dp_size_) + " pipeline replica(s) x " +
                                               std::to_string(par.micro_batches) + " micro-batches"
                                         : "ranks (" + std::to_string(size_) + ")"));
-    if (par.pipelined() && o_.device != "auto" && o_.device != "cpu")
-      throw UsageError("--device " + o_.device + ": " + o_.spec_path +
-                       " asks for a pipeline (parallel.pipeline_stages), which runs on the CPU "
-                       "engine only for now");
   });
   // Before anything is written: a plan whose batches do not fit the ranks leaves no run folder,
   // nor does a bad history to replay.
@@ -219,11 +215,10 @@ void Trainer::start_engine() {
   }
   std::string device_note;
   bool gpu_found = false;
-  if (spec_.parallel.pipelined())
-    engine_ = MakePipelineEngine(ec);
-  else
-    engine_ = MakeEngine(o_.device, ec, &device_note, &gpu_found,
-                         PlanGpuRequirement(plan_, o_.plan_origin));
+  // A pipeline's stages too (parallel.pipeline_stages): MakeEngine makes the CPU's or the
+  // GPU's pipeline engine.
+  engine_ = MakeEngine(o_.device, ec, &device_note, &gpu_found,
+                       PlanGpuRequirement(plan_, o_.plan_origin));
   steps_per_epoch_ = data_.train.count / spec_.batch_size;
   total_steps_ = steps_per_epoch_ * spec_.epochs;
 

@@ -210,6 +210,7 @@ run() {
   step "NCCL stand-in: a rank stopped at a collective ends the job, named" 120 check_standin_stall
   step "real NCCL: non-blocking join and abort, one rank" 120 check_nccl_nonblocking
   step "stale-synchronous training on the GPU, 2 ranks (stand-in) against 2 CPU ranks (unverified until this row)" 180 check_stale_gpu
+  step "pipeline on the GPU: 2 stages, 2 stages x 2 replicas (stand-in) against 1 rank (unverified until this row)" 300 check_pipeline_gpu
   step "hierarchical allreduce, 2 nodes x 1 GPU" 180 check_hierarchical
   step "hierarchical allreduce with its tail, 2 nodes x 3 GPUs" 180 check_hierarchical_tail
   step "gpu_tests (layers, loss, optimizers vs CPU)" 300 check_gpu_tests
@@ -506,6 +507,39 @@ PY
     "${run[@]}" --run-dir "$w/st-gpu" --device cuda >>"$log" 2>&1
   row "stale-synchronous training on the GPU, 2 ranks (stand-in) against 2 CPU ranks (unverified until this row)" \
     "$(py "$helpers" parity "$w/st-cpu/metrics.jsonl" "$w/st-gpu/metrics.jsonl" 10)"
+}
+
+# 5c. Pipeline stages on the GPU (issue 47, launcher/engine/cuda/cuda_pipeline.cpp), written
+# without one: the parity model cut into 2 stages of 4 micro-batches, its activations and
+# gradients passed by ncclSend/ncclRecv (the stand-in's, so that the stages share this GPU),
+# on 2 ranks and on 4 (2 replicas), against one rank unpipelined on real NCCL, 20 steps; then
+# one epoch of a small data set with its evaluation through the stages against the same epoch
+# unpipelined; the bubble is measured on the device.
+check_pipeline_gpu() {
+  py - "$parity_spec" "$w/pipe.json" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec["parallel"] = {"pipeline_stages": 2, "micro_batches": 4}
+json.dump(spec, open(sys.argv[2], "w"), indent=1)
+PY
+  node_script "$w/one-node.sh" 0
+  one_rank_reference
+  dlh-data synthetic --out "$w/small.h5" --shape 1x28x28 --classes 10 --train 1280 --test 500 >>"$log" 2>&1
+  NVIDIA_TF32_OVERRIDE=0 train "$w/pe1" "$parity_spec" --data "$w/small.h5" --device cuda
+  pipelined() {  # pipelined NP RUN_DIR DATA [options]
+    local np=$1 dir=$2 data=$3
+    shift 3
+    NVIDIA_TF32_OVERRIDE=0 DLH_TEST_CUDA_UNVERIFIED=1 mpirun -np "$np" -x PATH -x LD_LIBRARY_PATH \
+      -x NVIDIA_TF32_OVERRIDE -x DLH_TEST_CUDA_UNVERIFIED \
+      -x LD_PRELOAD="$w/lib/dlh/libdlh_nccl_standin.so" -x DLH_TEST_SHARE_GPU=1 "$w/one-node.sh" \
+      dlh-launch train "$w/pipe.json" --run-dir "$dir" --data "$data" --device cuda \
+      --progress none --no-resume "$@" >>"$log" 2>&1
+  }
+  pipelined 2 "$w/pp2" "$w/fm.h5" --max-steps 20 --no-eval || true
+  pipelined 4 "$w/pp4" "$w/fm.h5" --max-steps 20 --no-eval || true
+  pipelined 2 "$w/pe2" "$w/small.h5" || true
+  row "pipeline on the GPU: 2 stages, 2 stages x 2 replicas (stand-in) against 1 rank (unverified until this row)" \
+    "$(py "$helpers" pipeline "$w/h1/metrics.jsonl" "$w/pp2" "$w/pp4" "$w/pe1" "$w/pe2")"
 }
 
 # 6b. Users' programs on the GPU (issue 44): the DDP and FSDP examples under `dlh-launch run`,

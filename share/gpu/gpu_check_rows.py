@@ -4,6 +4,7 @@
   parity CPU_METRICS GPU_METRICS        CPU and GPU losses over the same steps
   hierarchical ONE_RANK TWO_RANKS       2 nodes x 1 GPU against one rank
   stand-in ONE_RANK LABEL=METRICS...    runs through the NCCL stand-in against one rank
+  pipeline ONE_RANK STAGES REPLICAS EVAL_ONE EVAL_PIPE  GPU pipeline runs against unpipelined
   calibration VALIDATE_TXT GOAL         the validation's MAPE against its goal
   energy SUMMARY                        NVML's joules in summary.json
   rates METRICS BATCH                   "DLH_RATE/COMPUTE_ONLY_RATE" medians after warm-up
@@ -77,6 +78,31 @@ def stand_in(one_path, *runs):
     verdict = "**FAILED**" if failed else "passed"
     return (f"{verdict}: largest relative loss difference to 1 rank (real NCCL) over 20 "
             f"steps: {'; '.join(parts)} (limit {PARITY_LIMIT:.0e}; TF32 off)")
+
+
+def pipeline(one_path, stages_dir, replicas_dir, eval_one_dir, eval_pipe_dir):
+    # The GPU pipeline (2 stages; 2 stages x 2 replicas; NCCL stand-in) against one rank
+    # unpipelined: the training losses as stand_in's, the test loss of one epoch's evaluation
+    # through the stages against the unpipelined run's, and a bubble measured on the device.
+    trained = stand_in(one_path, f"2 stages={stages_dir}/metrics.jsonl",
+                       f"2x2={replicas_dir}/metrics.jsonl")
+    failed = trained.startswith("**FAILED**")
+    try:
+        one = json.load(open(os.path.join(eval_one_dir, "summary.json")))["test_loss"]
+        piped = json.load(open(os.path.join(eval_pipe_dir, "summary.json")))["test_loss"]
+        gap = abs(one - piped) / abs(one)
+        evaluated = f"test loss {gap:.1e} from unpipelined"
+        failed = failed or gap >= PARITY_LIMIT
+    except (OSError, KeyError, ValueError) as e:
+        evaluated, failed = f"no test loss to compare ({e})", True
+    try:
+        parallel = json.load(open(os.path.join(stages_dir, "summary.json")))["parallel"]
+        bubble = f"bubble {parallel['bubble_measured']:.2f} measured, {parallel['bubble_predicted']:.2f} predicted"
+        failed = failed or not parallel["bubble_measured"] > 0
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        bubble, failed = f"no bubble measured ({e})", True
+    detail = trained.split(": ", 1)[1] if ": " in trained else trained
+    return f"{'**FAILED**' if failed else 'passed'}: {detail}; {evaluated}; {bubble}"
 
 
 def calibration(validate_txt, goal):
@@ -301,6 +327,7 @@ def record(store):
 
 def main():
     commands = {"parity": parity, "hierarchical": hierarchical, "stand-in": stand_in,
+                "pipeline": pipeline,
                 "calibration": calibration, "profile": profile, "idx": idx,
                 "program": program,
                 "energy": energy, "record": record, "rates": rates,

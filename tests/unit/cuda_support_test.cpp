@@ -85,6 +85,19 @@ TEST(CudaSupport, StaleSyncIsNamedUntilVerified) {
   ASSERT_EQ(unsetenv("DLH_TEST_CUDA_UNVERIFIED"), 0);
 }
 
+// A pipeline's stages on GPUs (launcher/engine/cuda/cuda_pipeline.cpp) were written without
+// one: refused there, naming the field, until the GPU check's pipeline row has run.
+TEST(CudaSupport, PipelineIsNamedUntilVerified) {
+  const TrainSpec piped =
+      Spec(R"({"type": "relu"},)", R"("parallel": {"pipeline_stages": 2, "micro_batches": 4},)");
+  EXPECT_EQ(CudaEngineUnsupported(piped),
+            "small.json: parallel.pipeline_stages: a pipeline is not supported by the CUDA engine "
+            "yet (its stages on GPUs have not run on one)");
+  ASSERT_EQ(setenv("DLH_TEST_CUDA_UNVERIFIED", "1", 1), 0);
+  EXPECT_EQ(CudaEngineUnsupported(piped), "");
+  ASSERT_EQ(unsetenv("DLH_TEST_CUDA_UNVERIFIED"), 0);
+}
+
 TEST(CudaSupport, LabelSmoothingIsNamed) {
   EXPECT_EQ(CudaEngineUnsupported(Spec(R"({"type": "relu"},)", R"("label_smoothing": 0.1,)")),
             "small.json: label_smoothing: 0.1 is not supported by the CUDA engine yet (its loss's "
@@ -132,6 +145,37 @@ TEST(CudaSupport, RecommenderKeepsUnsupportedSpecsOffGpus) {
   }
   // The same spec without the block is planned there as before.
   EXPECT_TRUE(Recommend(JobOf(Spec(R"({"type": "relu"},)")), c).feasible);
+}
+
+// A network no GPU of the example cluster holds whole: its GPUs (real compute capabilities)
+// get no pipeline plan while the CUDA engine's pipeline is unverified, and the refusal says
+// why; with the GPU check's switch they get one, as CPU-rank types always do.
+TEST(CudaSupport, RecommenderPlansNoGpuPipelineUntilVerified) {
+  Cluster c = LoadCluster(RepoFile("share/cluster/example.json"));
+  Job job = JobOf(ParseSpec(R"({"input": {"channels": 1, "height": 28, "width": 28},
+      "classes": 10, "layers": [{"type": "flatten"}, {"type": "dense", "units": 4096},
+      {"type": "relu"}, {"type": "dense", "units": 4096}, {"type": "relu"},
+      {"type": "dense", "units": 4096}, {"type": "relu"}, {"type": "dense", "units": 10}],
+      "optimizer": {"type": "sgd", "lr": 0.01,
+      "momentum": 0.9}, "batch_size": 64, "epochs": 1, "dataset": "x.h5"})",
+                            "big.json", ""));
+  const double whole = TrainingMemoryBytes(job.features, 1, 1);
+  for (GpuType& g : c.gpu_types) g.memory_gb = 0.65 * whole / 0.9e9;
+  try {
+    Recommend(job, c);
+    ADD_FAILURE() << "a pipeline was planned on GPUs whose engine has not run one";
+  } catch (const EstimateError& e) {
+    EXPECT_NE(std::string(e.what()).find("no pipeline was tried: big.json: "
+                                         "parallel.pipeline_stages: a pipeline is not supported"),
+              std::string::npos)
+        << e.what();
+  }
+  ASSERT_EQ(setenv("DLH_TEST_CUDA_UNVERIFIED", "1", 1), 0);
+  Recommendation rec;
+  EXPECT_NO_THROW(rec = Recommend(job, c));
+  ASSERT_EQ(unsetenv("DLH_TEST_CUDA_UNVERIFIED"), 0);
+  ASSERT_TRUE(rec.feasible);
+  EXPECT_EQ(rec.ranked.front().pipeline_stages, 2);
 }
 
 // The local cluster's CPU-rank types (no compute capability) train it on the CPU engine.
