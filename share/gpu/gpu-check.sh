@@ -21,7 +21,9 @@
 # step ends, so a visit that ends early keeps what it measured. Steps run in priority order:
 # the multi-rank rows first. DLH_GPU_CHECK_SECONDS=N: the whole check's budget (a lent GPU's
 # time is rationed): each step's limit is cut to what is left, and a step that no longer
-# fits is a "not run" row. DLH_GPU_CALIBRATION_GOAL (default 15): the validation MAPE, in %,
+# fits is a "not run" row. DLH_GPU_CHECK_ONLY=REGEX: only the steps whose names match it (grep
+# -E) run, the others are "not run" rows (a visit of a few minutes spends them on the rows
+# written since the last one). DLH_GPU_CALIBRATION_GOAL (default 15): the validation MAPE, in %,
 # above which the calibration row fails.
 # run is meant for a machine with a GPU, so a missing GPU is a failure there: the probe
 # (nvidia-smi) failing ends the check with a failed row, and gpu_tests runs with
@@ -146,6 +148,10 @@ row() {
 step() {
   local name=$1 limit=$2 rc=0 started=$SECONDS
   shift 2
+  if [[ -n ${DLH_GPU_CHECK_ONLY:-} ]] && ! grep -qE -- "$DLH_GPU_CHECK_ONLY" <<<"$name"; then
+    row "$name" "not run: not selected (DLH_GPU_CHECK_ONLY)"
+    return
+  fi
   if ((${DLH_GPU_CHECK_SECONDS:-0} > 0)); then
     local left=$((DLH_GPU_CHECK_SECONDS - SECONDS))
     if ((left < 20)); then
