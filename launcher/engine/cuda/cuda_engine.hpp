@@ -43,7 +43,6 @@
 namespace dlh {
 namespace cuda {
 
-
 // Parameter offsets are multiples of kParamAlign (kernels.hpp): the one-launch optimizer
 // update tells parameters apart by chunks of that size.
 inline constexpr size_t kAlign = kParamAlign;
@@ -105,10 +104,10 @@ class CudaEngine : public Engine, public LayerTiming {
     // learn of it before anyone enters NCCL's collective initialisation.
     RunCollectively(c.comm, [&] { setup_device(); });
     RunCollectively(c.comm, [&] {
-      sync_ = std::make_unique<GpuGradientSync>(
-          part.replicas, part.replica_nodes, c.allreduce, grads_.get(), param_total_,
-          make_buckets(), c.sync.overlap, compute_.get(), c.comm_timeout_s,
-          c.peer_wait.enter != nullptr);
+      sync_ = std::make_unique<GpuGradientSync>(part.replicas, part.replica_nodes, c.allreduce,
+                                                grads_.get(), param_total_, make_buckets(),
+                                                c.sync.overlap, compute_.get(), c.comm_timeout_s,
+                                                c.peer_wait.enter != nullptr);
     });
   }
 
