@@ -99,10 +99,23 @@ $(shell mkdir -p $(dir $(CPU_FLAGS_STAMP)) && \
 # The CPU layers (launcher/nn/layers/, headers and .cpp files alike) are not in its
 # fingerprint: the GPU engine includes none of them, so making them faster does not mark a
 # GPU calibration as measured with another engine. Nor is the backend's device probe
-# (probe.cpp, probe_api.hpp): it measures the GPU, no step runs it.
+# (probe.cpp, probe_api.hpp): it measures the GPU, no step runs it; nor a pipeline's stage
+# (cuda_pipeline.*): a calibration times whole networks. Around the device's work the host
+# runs the same step as on the CPU (issue 40: a GPU step is max(host, device)): the trainer's
+# step loop, the per-step control sums and the engine interface (the CPU list's files of
+# launcher/train/, launcher/comm/ and engine.hpp), built with the same flags, and the
+# kernels built by nvcc with its version and the backend's flags (CUDA_FLAGS_STAMP).
 CUDA_ENGINE_SRCS := $(sort $(filter-out launcher/engine/cuda/probe.cpp \
-    launcher/engine/cuda/probe_api.hpp,$(wildcard launcher/nn/*.hpp launcher/engine/cuda/*.cu \
-    launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp)))
+    launcher/engine/cuda/probe_api.hpp launcher/engine/cuda/cuda_pipeline.cpp \
+    launcher/engine/cuda/cuda_pipeline.hpp,$(wildcard launcher/nn/*.hpp \
+    launcher/engine/cuda/*.cu launcher/engine/cuda/*.cpp launcher/engine/cuda/*.hpp)) \
+    $(filter launcher/train/% launcher/comm/% launcher/engine/engine.hpp,$(CPU_ENGINE_SRCS)))
+CUDA_BUILD_FLAGS := $(CPU_BUILD_FLAGS) | $(CUDA_ARCH_FLAGS) | \
+    $(if $(filter 1,$(WITH_CUDA)),$(shell $(NVCC) --version 2>/dev/null | tail -1),no nvcc)
+CUDA_FLAGS_STAMP := $(OBJDIR)/estimator/model/engine_cuda_build_flags.txt
+$(shell mkdir -p $(dir $(CUDA_FLAGS_STAMP)) && \
+  { [ "$$(cat $(CUDA_FLAGS_STAMP) 2>/dev/null)" = '$(CUDA_BUILD_FLAGS)' ] || \
+    printf '%s\n' '$(CUDA_BUILD_FLAGS)' >$(CUDA_FLAGS_STAMP); })
 Fingerprint = $(shell cat $(1) | sha256sum | cut -c1-12)
 # Each file's own hash besides ("path=hash,...", the flags stamp as "build-flags"): a
 # calibration records them, so that a later build whose step files are all the same reads
@@ -112,11 +125,13 @@ ENGINE_FINGERPRINT_DEFINES = \
     -DDLH_CPU_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CPU_ENGINE_SRCS) $(CPU_FLAGS_STAMP))\" \
     -DDLH_CPU_ENGINE_SOURCES=\"$(call SourceHashes,$(CPU_ENGINE_SRCS))build-flags=$(call \
       Fingerprint,$(CPU_FLAGS_STAMP))\" \
-    -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS))\"
+    -DDLH_CUDA_ENGINE_FINGERPRINT=\"$(call Fingerprint,$(CUDA_ENGINE_SRCS) $(CUDA_FLAGS_STAMP))\" \
+    -DDLH_CUDA_ENGINE_SOURCES=\"$(call SourceHashes,$(CUDA_ENGINE_SRCS))build-flags=$(call \
+      Fingerprint,$(CUDA_FLAGS_STAMP))\"
 ENGINE_FINGERPRINT_OBJS := $(OBJDIR)/estimator/model/engine_fingerprint.o
 # This file too: a change to the lists above changes the fingerprints' values.
 $(ENGINE_FINGERPRINT_OBJS): $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) $(CPU_FLAGS_STAMP) \
-    estimator/module.mk
+    $(CUDA_FLAGS_STAMP) estimator/module.mk
 $(ENGINE_FINGERPRINT_OBJS): override CPPFLAGS += $(ENGINE_FINGERPRINT_DEFINES)
 # The CUDA backend's targets ("sm_80 sm_90 compute_90", from CUDA_ARCH_FLAGS), so that the
 # planner leaves out GPU types the engine this build makes cannot run (cuda_targets.hpp).

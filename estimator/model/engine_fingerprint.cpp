@@ -16,6 +16,9 @@
 #ifndef DLH_CUDA_ENGINE_FINGERPRINT
 #error "estimator/module.mk defines DLH_CUDA_ENGINE_FINGERPRINT"
 #endif
+#ifndef DLH_CUDA_ENGINE_SOURCES
+#error "estimator/module.mk defines DLH_CUDA_ENGINE_SOURCES"
+#endif
 
 namespace dlh {
 
@@ -43,8 +46,8 @@ EngineSourceHashes ParseSources(const std::string& text) {
 
 const EngineSourceHashes& EngineSources(const std::string& device) {
   static const EngineSourceHashes cpu = ParseSources(DLH_CPU_ENGINE_SOURCES);
-  static const EngineSourceHashes none;
-  return CpuEngineDevice(device) ? cpu : none;
+  static const EngineSourceHashes cuda = ParseSources(DLH_CUDA_ENGINE_SOURCES);
+  return CpuEngineDevice(device) ? cpu : cuda;
 }
 
 std::string EngineDifference(const std::string& device, const std::string& engine,

@@ -6,9 +6,10 @@
 // files into every binary (estimator/module.mk: for "cpu", a hash of launcher/nn/, the CPU
 // engine, launcher/comm/ and launcher/train/, with the compiler flags and version; for
 // "cuda", of launcher/engine/cuda/ and launcher/nn/'s headers, since a GPU step runs none of
-// the CPU layers' code); calibrate records it, and recommend, predict and the plugin say when
-// a calibration was measured with another engine. What the fingerprint cannot see (the
-// machine, OpenBLAS's kernels) the calibration's probe records (launcher/probe/).
+// the CPU layers' code, with the host's part of a step (launcher/train/, launcher/comm/), the
+// flags and nvcc's version and architectures); calibrate records it, and recommend, predict and the
+// plugin say when a calibration was measured with another engine. What the fingerprint cannot see
+// (the machine, OpenBLAS's kernels) the calibration's probe records (launcher/probe/).
 //
 // The fingerprint is one hash over a list of files, so it changes when a file joins or
 // leaves the list as when one is edited. Each file's own hash is kept besides: a calibration
@@ -31,9 +32,9 @@ bool CpuEngineDevice(const std::string& device);
 // The fingerprint of this build's engine for `device` ("cpu", "cuda:0", ...): 12 hex digits.
 std::string EngineFingerprint(const std::string& device);
 
-// Each file of this build's CPU engine fingerprint with its hash, and "build-flags" (the
-// compiler flags and version). Empty for a GPU device: the CUDA engine is judged by its
-// fingerprint alone.
+// Each file of this build's engine fingerprint for `device` with its hash, and "build-flags"
+// (the compiler flags and version; for a GPU, nvcc's too). GPU calibrations made before
+// 2026-12-04 recorded none: their fingerprint alone decides.
 const EngineSourceHashes& EngineSources(const std::string& device);
 
 // Why a calibration that timed `engine` (its fingerprint) and `sources` (its files' hashes,

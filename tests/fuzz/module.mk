@@ -45,7 +45,7 @@ FUZZ_LIB := $(FUZZ_DIR)/libdlh_fuzz.a
 # The engines' fingerprints as the build's (estimator/module.mk), so that the shipped
 # calibrations read as they do in dlh-estimate.
 $(FUZZ_OBJDIR)/estimator/model/engine_fingerprint.o: $(CPU_ENGINE_SRCS) $(CUDA_ENGINE_SRCS) \
-    $(CPU_FLAGS_STAMP) estimator/module.mk
+    $(CPU_FLAGS_STAMP) $(CUDA_FLAGS_STAMP) estimator/module.mk
 $(FUZZ_OBJDIR)/estimator/model/engine_fingerprint.o: override CPPFLAGS += \
     $(ENGINE_FINGERPRINT_DEFINES)
 # The CUDA backend's targets, as the build's: the planner leaves out the same GPU types.

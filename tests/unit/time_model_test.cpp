@@ -488,14 +488,21 @@ TEST(CalibrationTest, RecordsItsEngineAndSaysWhenStale) {
 
 // Another fingerprint (the list of timed files changed) with each file's hash the same as
 // this build's: this engine. One timed file of another hash, or one the calibration never
-// saw: stale, naming it. A GPU calibration has no file list: its fingerprint decides.
+// saw: stale, naming it. A GPU calibration's list is the GPU engine's and the host's part of
+// its step, not the CPU layers.
 TEST(CalibrationTest, StaleOnlyWhereATimedFileDiffers) {
   const EngineSourceHashes& mine = EngineSources("cpu");
   ASSERT_GT(mine.size(), 50u);
   EXPECT_TRUE(mine.count("launcher/nn/network.cpp") && mine.count("build-flags"));
   EXPECT_TRUE(mine.count("launcher/train/trainer_step.cpp"));
   EXPECT_FALSE(mine.count("launcher/train/trainer_observe.cpp"));  // after the last step
-  EXPECT_TRUE(EngineSources("cuda:0").empty());
+  const EngineSourceHashes& gpu = EngineSources("cuda:0");
+  EXPECT_TRUE(gpu.count("launcher/engine/cuda/cuda_engine.hpp") && gpu.count("build-flags"));
+  EXPECT_TRUE(gpu.count("launcher/train/trainer_step.cpp"));
+  EXPECT_TRUE(gpu.count("launcher/comm/control_reduce.cpp"));
+  EXPECT_FALSE(gpu.count("launcher/nn/network.cpp"));                 // the CPU layers
+  EXPECT_FALSE(gpu.count("launcher/engine/cuda/cuda_pipeline.cpp"));  // never calibrated
+  EXPECT_FALSE(gpu.count("launcher/train/trainer_observe.cpp"));
   Calibration c = Example();
   c.engine = "000000000000";
   c.engine_sources = mine;
