@@ -79,14 +79,14 @@ std::string CudaEngineUnsupported(const TrainSpec& spec) {
   if (spec.tf32 != Tf32Use::Convolutions)
     return origin + ": tf32: \"" + Tf32UseName(spec.tf32) +
            "\" is not supported by the CUDA engine yet (it has not run on a GPU)";
-  // Written without a GPU (issue 47): the gradients staged through the host
-  // (CudaEngine::gradient_values).
   // Written without a GPU (issue 47): a pipeline's stages on GPUs, activations passed by NCCL
   // send and receive (launcher/engine/cuda/cuda_pipeline.cpp).
   if (spec.parallel.pipelined())
     return origin +
            ": parallel.pipeline_stages: a pipeline is not supported by the CUDA engine yet (its "
            "stages on GPUs have not run on one)";
+  // Written without a GPU (issue 47): the gradients staged through the host
+  // (CudaEngine::gradient_values).
   if (spec.sync.stale_sync())
     return origin +
            ": sync.mode: \"stale_sync\" is not supported by the CUDA engine yet (its gradients "

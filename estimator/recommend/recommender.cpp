@@ -362,12 +362,12 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
     // one: dlh-launch would refuse such a plan on a GPU that must not fall back to the CPU.
     TrainSpec piped = job.spec;
     piped.parallel.pipeline_stages = 2;
+    const std::string gpu_refuses = CudaEngineUnsupported(piped);
     std::vector<TypeInfo> pipe_types;
     for (const TypeInfo& t : types)
-      if (t.gpu->compute_capability.empty() || CudaEngineUnsupported(piped).empty())
-        pipe_types.push_back(t);
+      if (t.gpu->compute_capability.empty() || gpu_refuses.empty()) pipe_types.push_back(t);
     if (pipe_types.empty() && !types.empty())
-      pipe_untried = "; no pipeline was tried: " + CudaEngineUnsupported(piped);
+      pipe_untried = "; no pipeline was tried: " + gpu_refuses;
     const int most = pipe_types.empty() ? 0
                                         : std::min<int>(int(job.spec.layers.size()),
                                                         recommend_detail::kMaxPipelineStages);
