@@ -102,9 +102,7 @@ class PipelineEngine : public Engine {
   StepSums forward_backward(const Batch& batch, const ForwardContext& ctx, float loss_scale,
                             const NextBatch& next) override {
     const int n = int(batch.labels.size());
-    if (n < micro_)
-      throw Error("pipeline: a replica's batch of " + std::to_string(n) + " is smaller than " +
-                  std::to_string(micro_) + " micro-batches");
+    CheckMicroBatches(n, micro_);
     inputs_.resize(size_t(micro_));
     grad_logits_.resize(size_t(micro_));
     stat_sum_.assign(own_stats_, 0.0);
@@ -183,7 +181,7 @@ class PipelineEngine : public Engine {
 
   void update(double lr, int64_t step) override {
     opt_->update(net_->params(), lr, step);
-    gathered_ = false;
+    gathered_.forget();
   }
 
   // The chunk passes through the replica's stages like a micro-batch; the last stage has the
@@ -217,35 +215,14 @@ class PipelineEngine : public Engine {
 
   // Replica 0's later stages send their arrays to rank 0, which appends them to its own in
   // export_state(): the checkpoint's snapshot is the whole model, in layer order.
-  void gather_state() override {
-    if (replica_ != 0) return;
-    if (rank_ == 0) {
-      gathered_params_.clear();
-      gathered_buffers_.clear();
-      gathered_state_.clear();
-      for (int s = 1; s < stages_; ++s) {
-        ReceiveStageArrays(s, comm_, &gathered_params_);
-        ReceiveStageArrays(s, comm_, &gathered_buffers_);
-        ReceiveStageArrays(s, comm_, &gathered_state_);
-      }
-      gathered_ = true;
-      return;
-    }
-    SendStageArrays(export_params(), comm_);
-    SendStageArrays(export_buffers(), comm_);
-    SendStageArrays(export_optimizer_state(), comm_);
-  }
+  void gather_state() override { gathered_.gather(place_, comm_, *this); }
 
   void export_state(std::vector<NamedArray>* params, std::vector<NamedArray>* buffers,
                     std::vector<NamedArray>* optimizer_state) override {
     *params = export_params();
     *buffers = export_buffers();
     *optimizer_state = export_optimizer_state();
-    if (rank_ != 0 || stages_ == 1) return;
-    if (!gathered_) throw Error("pipeline: the other stages' arrays were not gathered (internal)");
-    params->insert(params->end(), gathered_params_.begin(), gathered_params_.end());
-    buffers->insert(buffers->end(), gathered_buffers_.begin(), gathered_buffers_.end());
-    optimizer_state->insert(optimizer_state->end(), gathered_state_.begin(), gathered_state_.end());
+    gathered_.append_to(place_, params, buffers, optimizer_state);
   }
 
   // A whole-model checkpoint: this stage's arrays by name, the rest left alone.
@@ -301,10 +278,9 @@ class PipelineEngine : public Engine {
   std::vector<Tensor> inputs_, grad_logits_;
   Tensor grad_from_next_, grad_in_, eval_x_, eval_grad_;
   std::vector<float> accumulated_;
-  bool in_step_ = false;  // inside forward_backward (evaluations are not counted)
-  double wait_s_ = 0;     // seconds training steps stood in Send and Recv
-  bool gathered_ = false;
-  std::vector<NamedArray> gathered_params_, gathered_buffers_, gathered_state_;
+  bool in_step_ = false;        // inside forward_backward (evaluations are not counted)
+  double wait_s_ = 0;           // seconds training steps stood in Send and Recv
+  StageArraysGather gathered_;  // rank 0: the other stages' arrays for a checkpoint
 };
 
 }  // namespace

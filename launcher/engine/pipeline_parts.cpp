@@ -27,6 +27,12 @@ PipelinePlace PlaceInPipeline(const TrainSpec& spec, MPI_Comm comm) {
   return p;
 }
 
+void CheckMicroBatches(int n, int micro) {
+  if (n < micro)
+    throw Error("pipeline: a replica's batch of " + std::to_string(n) + " is smaller than " +
+                std::to_string(micro) + " micro-batches");
+}
+
 void MicroBatchPiece(int n, int part, int parts, int* offset, int* count) {
   const int base = n / parts, extra = n % parts;
   *offset = part * base + std::min(part, extra);
@@ -50,6 +56,8 @@ size_t WholeNetworkValues(const PipelinePlace& place, size_t own, MPI_Comm comm)
   MPI_CHECK(MPI_Allreduce(&values, &all, 1, MPI_INT64_T, MPI_SUM, comm));
   return size_t(all / (place.size / place.stages));
 }
+
+namespace {
 
 void SendStageArrays(const std::vector<NamedArray>& arrays, MPI_Comm comm) {
   std::vector<int64_t> head{int64_t(arrays.size())};
@@ -106,6 +114,37 @@ void ReceiveStageArrays(int from, MPI_Comm comm, std::vector<NamedArray>* out) {
     at_value += elements;
     out->push_back(std::move(a));
   }
+}
+
+}  // namespace
+
+void StageArraysGather::gather(const PipelinePlace& place, MPI_Comm comm, Engine& stage) {
+  if (place.replica != 0) return;
+  if (place.rank == 0) {
+    params_.clear();
+    buffers_.clear();
+    state_.clear();
+    for (int s = 1; s < place.stages; ++s) {
+      ReceiveStageArrays(s, comm, &params_);
+      ReceiveStageArrays(s, comm, &buffers_);
+      ReceiveStageArrays(s, comm, &state_);
+    }
+    gathered_ = true;
+    return;
+  }
+  SendStageArrays(stage.export_params(), comm);
+  SendStageArrays(stage.export_buffers(), comm);
+  SendStageArrays(stage.export_optimizer_state(), comm);
+}
+
+void StageArraysGather::append_to(const PipelinePlace& place, std::vector<NamedArray>* params,
+                                  std::vector<NamedArray>* buffers,
+                                  std::vector<NamedArray>* optimizer_state) const {
+  if (place.rank != 0 || place.stages == 1) return;
+  if (!gathered_) throw Error("pipeline: the other stages' arrays were not gathered (internal)");
+  params->insert(params->end(), params_.begin(), params_.end());
+  buffers->insert(buffers->end(), buffers_.begin(), buffers_.end());
+  optimizer_state->insert(optimizer_state->end(), state_.begin(), state_.end());
 }
 
 }  // namespace dlh

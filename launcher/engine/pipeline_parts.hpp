@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/spec.hpp"
+#include "launcher/engine/engine.hpp"
 #include "launcher/nn/named_array.hpp"
 
 namespace dlh {
@@ -31,6 +32,8 @@ PipelinePlace PlaceInPipeline(const TrainSpec& spec, MPI_Comm comm);
 
 // The even split of n samples into `parts` contiguous pieces (the first n % parts one larger).
 void MicroBatchPiece(int n, int part, int parts, int* offset, int* count);
+// Throws Error when a replica's batch of n samples cannot be cut into `micro` micro-batches.
+void CheckMicroBatches(int n, int micro);
 
 // Where this stage's `own` batch-statistic values sit in the whole network's, stage after
 // stage: the control allreduce needs one length everywhere. Collective over `comm`.
@@ -42,9 +45,22 @@ StatsPlacement PlaceStageStats(const PipelinePlace& place, size_t own, MPI_Comm 
 // The whole network's parameter values, from each rank's stage's `own`. Collective.
 size_t WholeNetworkValues(const PipelinePlace& place, size_t own, MPI_Comm comm);
 
-// A later stage of replica 0 sends its arrays to rank 0 (three messages: counts, names and
-// dims, values); rank 0 appends stage `from`'s to `out`.
-void SendStageArrays(const std::vector<NamedArray>& arrays, MPI_Comm comm);
-void ReceiveStageArrays(int from, MPI_Comm comm, std::vector<NamedArray>* out);
+// A checkpoint's whole model on rank 0 (Engine::gather_state, export_state): replica 0's
+// later stages send their arrays (three messages each: counts, names and dims, values), and
+// rank 0 appends them to its own stage's, in layer order. Valid until the next update.
+class StageArraysGather {
+ public:
+  // Collective over replica 0 of `place`: `stage` is this rank's engine.
+  void gather(const PipelinePlace& place, MPI_Comm comm, Engine& stage);
+  // Rank 0 of a pipeline: the gathered arrays after its own; throws Error when gather() has
+  // not run since the last forget(). Other ranks and one stage: nothing appended.
+  void append_to(const PipelinePlace& place, std::vector<NamedArray>* params,
+                 std::vector<NamedArray>* buffers, std::vector<NamedArray>* optimizer_state) const;
+  void forget() { gathered_ = false; }  // the parameters changed (update)
+
+ private:
+  bool gathered_ = false;
+  std::vector<NamedArray> params_, buffers_, state_;
+};
 
 }  // namespace dlh

@@ -108,9 +108,7 @@ class CudaPipelineEngine : public CudaEngine {
   StepSums forward_backward(const Batch& batch, const ForwardContext& ctx, float loss_scale,
                             const NextBatch& next) override {
     const int n = int(batch.labels.size());
-    if (n < micro_)
-      throw Error("pipeline: a replica's batch of " + std::to_string(n) + " is smaller than " +
-                  std::to_string(micro_) + " micro-batches");
+    CheckMicroBatches(n, micro_);
     InputSlot& in = slot_for_step(batch, n);
     stat_sum_.assign(own_stats_, 0.0);
     timed_ = 0;
@@ -225,40 +223,19 @@ class CudaPipelineEngine : public CudaEngine {
 
   // Replica 0's later stages send their arrays to rank 0, which appends them to its own in
   // export_state(): the checkpoint's snapshot is the whole model, in layer order.
-  void gather_state() override {
-    if (place_.replica != 0) return;
-    if (place_.rank == 0) {
-      gathered_params_.clear();
-      gathered_buffers_.clear();
-      gathered_state_.clear();
-      for (int s = 1; s < place_.stages; ++s) {
-        ReceiveStageArrays(s, config_.comm, &gathered_params_);
-        ReceiveStageArrays(s, config_.comm, &gathered_buffers_);
-        ReceiveStageArrays(s, config_.comm, &gathered_state_);
-      }
-      gathered_ = true;
-      return;
-    }
-    SendStageArrays(export_params(), config_.comm);
-    SendStageArrays(export_buffers(), config_.comm);
-    SendStageArrays(export_optimizer_state(), config_.comm);
-  }
+  void gather_state() override { gathered_.gather(place_, config_.comm, *this); }
 
   void export_state(std::vector<NamedArray>* params, std::vector<NamedArray>* buffers,
                     std::vector<NamedArray>* optimizer_state) override {
     *params = export_params();
     *buffers = export_buffers();
     *optimizer_state = export_optimizer_state();
-    if (place_.rank != 0 || place_.stages == 1) return;
-    if (!gathered_) throw Error("pipeline: the other stages' arrays were not gathered (internal)");
-    params->insert(params->end(), gathered_params_.begin(), gathered_params_.end());
-    buffers->insert(buffers->end(), gathered_buffers_.begin(), gathered_buffers_.end());
-    optimizer_state->insert(optimizer_state->end(), gathered_state_.begin(), gathered_state_.end());
+    gathered_.append_to(place_, params, buffers, optimizer_state);
   }
 
   void update(double lr, int64_t step) override {
     CudaEngine::update(lr, step);
-    gathered_ = false;
+    gathered_.forget();
   }
 
   double pipeline_wait_seconds() const override { return wait_s_; }
@@ -362,8 +339,7 @@ class CudaPipelineEngine : public CudaEngine {
   size_t timed_ = 0;                            // pairs recorded in this step
   bool in_step_ = false;
   double wait_s_ = 0;
-  bool gathered_ = false;
-  std::vector<NamedArray> gathered_params_, gathered_buffers_, gathered_state_;
+  StageArraysGather gathered_;  // rank 0: the other stages' arrays for a checkpoint
 };
 
 }  // namespace
