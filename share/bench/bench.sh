@@ -12,7 +12,7 @@
 #   BENCH_ONLY=allreduce,checkpoint bench.sh BINDIR OUT.md   those parts alone; the others'
 #                                                      sections stay as committed
 # Parts: estimator wave cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch
-# recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd pipeline. BENCH_HOST names this host in
+# recommender replay lrfind lrvalidate jobs demo balance mixed_shares faults convergence local_sgd pipeline. BENCH_HOST names this host in
 # the goals table (default: host name, machine id and a hash of the kernel and CPU); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
@@ -38,7 +38,7 @@ bench=$root/share/bench
 malloc_keep=$(cd "$work" && env -u GLIBC_TUNABLES dlh-launch run --run-dir "$work/malloc" \
   -- printenv GLIBC_TUNABLES 2>/dev/null) && [[ $malloc_keep == glibc.malloc.* ]] ||
   { echo "bench.sh: dlh-launch run gave no GLIBC_TUNABLES" >&2; exit 1; }
-parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs balance mixed_shares faults convergence local_sgd pipeline"
+parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs demo balance mixed_shares faults convergence local_sgd pipeline"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -843,6 +843,27 @@ BENCH_CALIBRATION=$here_cal bash "$bench/whole_jobs.sh" "$bindir" "$work" >"$wor
 saved=()
 [[ -f $work/jobs/saved-jobs.json ]] && saved=("$work/jobs/saved-jobs.json")
 store jobs "$work/s8-jobs.md" "${saved[@]}"
+}
+
+# ---- make demo as a new user meets it (issue 40) -------------------------------------------
+bench_demo() {
+section "make demo as on a fresh machine, then again: predicted against the Slurm job"
+measure demo
+{
+  echo "## make demo as on a fresh machine"
+  echo
+  echo "share/bench/demo.sh: README's first command, share/examples/demo.sh (Fashion-MNIST, the"
+  echo "example spec, \`sbatch --dlh-auto=deadline=30m,...\` on the local cluster), run in an empty"
+  echo "folder, so that it plans as on a fresh machine: no observation store, no calibration of"
+  echo "this host, the shipped calibration check-calibration chooses (a match, or carried here by"
+  echo "the probes). Then once more in the same folder, planned from the first job's observation."
+  echo "Measured: the job's RunTime in Slurm (the batch script's whole run, the test-set"
+  echo "predictions and report after the training included) and dlh-launch's own wall time."
+  echo
+  $py "$bench/demo_report.py" "$work" "$goals"
+  echo
+} >"$work/s8-jobs2-demo.md"
+store demo "$work/s8-jobs2-demo.md"
 }
 
 # ---- adaptive batch balancing -------------------------------------------------------------

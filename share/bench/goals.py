@@ -172,6 +172,19 @@ GOALS = [
      "the spec `dlh-estimate suggest --deadline 10m` writes for Fashion-MNIST, submitted with "
      "`sbatch --dlh-auto` to the local cluster (share/bench/suggested.sh), ends below 90% "
      "final test accuracy, or not COMPLETED, or after its time limit or the 10 minutes"),
+    ("demo-fresh", "demo",
+     "`make demo` as on a fresh machine: the job within 15% of its whole-job prediction and "
+     "inside its 90% band",
+     "share/bench/demo.sh's first demo, run in an empty folder (no observation store, no "
+     "calibration of this host: the plan comes from the shipped calibration check-calibration "
+     "chooses for this host), runs a Slurm job (its RunTime: the batch script's whole run) "
+     "more than 15% from the plan's whole-job prediction, or longer than the band's upper end, "
+     "or its plan gives no prediction or band, or the job is requeued (issue 40)"),
+    ("demo-again", "demo",
+     "`make demo` again: predicted within 5% from the first demo's observation",
+     "the second demo in the same folder runs a Slurm job more than 5% from its plan's "
+     "prediction, or its plan does not say it came from an earlier run of the spec, or the job "
+     "is requeued (issue 40)"),
     ("mixed-shares", "mixed_shares",
      "A program with shares on a mixed allocation: ≥ 85% of the ideal summed rate",
      "the median over rounds of the program's rate with the plan's shares (dlh.ShareSampler "
@@ -286,6 +299,7 @@ PREFIXES = [
     ("The prediction's 90% band", "jobs10-band"), ("A spec run again", "repeat-5"),
     ("The shipped calibration carried", "transfer-probe"),
     ("After `dlh-estimate calibrate` on that host", "transfer-recalibrated"), ("Adaptive balancing", "balance"),
+    ("`make demo` as on a fresh machine", "demo-fresh"), ("`make demo` again", "demo-again"),
     ("A program with shares on a mixed allocation", "mixed-shares"),
     ("The example spec as an exported PyTorch program", "exported"),
     ("A suggested network to a deadline", "suggested"),

@@ -4,10 +4,14 @@
 # `srun --mpi=pmix dlh-launch` as the job, its progress followed live, the final accuracy and
 # checkpoint printed, and the cluster stopped.
 #   demo.sh BUILDDIR [EPOCHS]
+# DLH_DEMO_WORK=DIR: the demo's folder (data, calibration, observations, run) instead of
+# BUILDDIR/demo; share/bench/demo.sh gives an empty one to run the demo as on a fresh machine.
+# Besides its output, the demo leaves WORK/demo-result.json: the plan's whole-job prediction
+# and band, and the job's run time in Slurm.
 set -euo pipefail
 build=$(cd "$1" && pwd) epochs=${2:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=$build/demo
+work=${DLH_DEMO_WORK:-$build/demo}
 plugin=$build/lib/spank_dlh.so
 export PATH="$build/bin:$PATH"
 while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN)_' || true)
@@ -77,11 +81,13 @@ sinfo -N -o '   %N %T %G'
 echo "== 4. sbatch --dlh-auto: DLH picks GPUs, nodes, tasks and time limit for a 30 min deadline"
 auto="deadline=30m,spec=$root/share/examples/fashion-mnist.json,samples=60000"
 [[ -n $epochs ]] && auto+=",epochs=$epochs" && export DLH_TRAIN_ARGS="--epochs $epochs"
-rm -rf "$work/run" "$work/job.out"
+rm -rf "$work/run" "$work/job.out" "$work/demo-result.json"
 export DLH_SPEC=$root/share/examples/fashion-mnist.json DLH_DATA=$work/fashion-mnist.h5 DLH_RUN_DIR=$work/run
 cd "$work"
 echo "   \$ sbatch --dlh-auto=$auto share/examples/train.sbatch"
-job=$(sbatch --parsable --dlh-auto="$auto" -o "$work/job.out" "$root/share/examples/train.sbatch")
+job=$(sbatch --parsable --dlh-auto="$auto" -o "$work/job.out" "$root/share/examples/train.sbatch" \
+  2>"$work/sbatch.txt") || { cat "$work/sbatch.txt" >&2; exit 1; }
+cat "$work/sbatch.txt" >&2
 scontrol show job "$job" | grep -E 'NumNodes|TimeLimit|TresPerNode' | sed 's/^ */   /'
 
 echo "== 5. the job (output $work/job.out)"
@@ -98,12 +104,40 @@ kill "$tailer" 2>/dev/null || true
 [[ $s == COMPLETED ]] || { echo "demo: job $job ended $s"; exit 1; }
 
 echo "== 6. result"
-python3 - "$work/run/summary.json" <<'PY'
+# The job as Slurm saw it (the batch script's whole run: start-up, training, and the test-set
+# predictions and report after it), set against the plan's whole-job prediction and band.
+slurm_job=$(scontrol show job "$job")
+python3 - "$work/run/summary.json" "$work/sbatch.txt" "$work/demo-result.json" \
+  "$(grep -o 'RunTime=[^ ]*' <<<"$slurm_job" | cut -d= -f2)" \
+  "$(grep -o 'TimeLimit=[^ ]*' <<<"$slurm_job" | cut -d= -f2)" \
+  "$(grep -o 'Restarts=[0-9]*' <<<"$slurm_job" | cut -d= -f2)" <<'PY'
 import json, sys
-s = json.load(open(sys.argv[1]))
+summary, sbatch, out, run_time, limit, restarts = sys.argv[1:]
+s = json.load(open(summary))
 print(f"   final test accuracy {100 * s['test_accuracy']:.2f}% after {s['steps']} steps on "
       f"{s['ranks']} ranks, {s['train_seconds']:.0f} s of training")
 print(f"   checkpoint: {s['last_checkpoint']}")
+def seconds(t):  # Slurm's [D-]HH:MM:SS
+    days, _, hms = t.rpartition("-")
+    h, m, sec = (int(x) for x in hms.split(":"))
+    return 86400 * int(days or 0) + 3600 * h + 60 * m + sec
+def human(x):
+    return f"{round(x) // 60}m{round(x) % 60:02d}s"
+p = s.get("prediction") or {}
+job_s = seconds(run_time)
+line = next((l.strip() for l in open(sbatch) if "dlh:" in l), "")
+origin = line.split("; step time ", 1)[1].split(";")[0] if "; step time " in line else None
+result = {"job_seconds": job_s, "time_limit": limit, "restarts": int(restarts or 0),
+          "launcher_seconds": s.get("wall_seconds"), "predicted_s": p.get("total_s"),
+          "upper_s": p.get("upper_s"), "origin": origin, "sbatch": line,
+          "test_accuracy": s.get("test_accuracy")}
+json.dump(result, open(out, "w"), indent=1)
+if p.get("total_s"):
+    err = 100 * (p["total_s"] - job_s) / job_s
+    band = (f", {'inside' if job_s <= p['upper_s'] else 'outside'} its 90% band (<= "
+            f"{human(p['upper_s'])})" if p.get("upper_s") else "")
+    print(f"   the job ran {human(job_s)} in Slurm (limit {limit}); the plan predicted "
+          f"{human(p['total_s'])} ({err:+.0f}%{band}); step time {origin or 'not named'}")
 PY
 
 echo "== 7. the report: every chart of the run in one page (dlh-report)"
