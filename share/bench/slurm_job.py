@@ -1,6 +1,7 @@
 """What a make bench part reads of one finished job on the local Slurm cluster (whole_jobs.sh,
 suggested.sh): the job script's "job-seconds S rc N" line, the run's summary.json, the plan
-the job got, and its time limit in seconds."""
+the job got, and its time limit in seconds (limit_seconds, which share/examples/demo.sh also
+uses for the job's run time)."""
 import glob
 import json
 import re

@@ -107,24 +107,21 @@ echo "== 6. result"
 # The job as Slurm saw it (the batch script's whole run: start-up, training, and the test-set
 # predictions and report after it), set against the plan's whole-job prediction and band.
 slurm_job=$(scontrol show job "$job")
-python3 - "$work/run/summary.json" "$work/sbatch.txt" "$work/demo-result.json" \
+PYTHONPATH="$root/share/bench" python3 - "$work/run/summary.json" "$work/sbatch.txt" "$work/demo-result.json" \
   "$(grep -o 'RunTime=[^ ]*' <<<"$slurm_job" | cut -d= -f2)" \
   "$(grep -o 'TimeLimit=[^ ]*' <<<"$slurm_job" | cut -d= -f2)" \
   "$(grep -o 'Restarts=[0-9]*' <<<"$slurm_job" | cut -d= -f2)" <<'PY'
 import json, sys
+from slurm_job import limit_seconds  # Slurm's [D-]HH:MM:SS as seconds
 summary, sbatch, out, run_time, limit, restarts = sys.argv[1:]
 s = json.load(open(summary))
 print(f"   final test accuracy {100 * s['test_accuracy']:.2f}% after {s['steps']} steps on "
       f"{s['ranks']} ranks, {s['train_seconds']:.0f} s of training")
 print(f"   checkpoint: {s['last_checkpoint']}")
-def seconds(t):  # Slurm's [D-]HH:MM:SS
-    days, _, hms = t.rpartition("-")
-    h, m, sec = (int(x) for x in hms.split(":"))
-    return 86400 * int(days or 0) + 3600 * h + 60 * m + sec
 def human(x):
     return f"{round(x) // 60}m{round(x) % 60:02d}s"
 p = s.get("prediction") or {}
-job_s = seconds(run_time)
+job_s = limit_seconds(run_time)
 line = next((l.strip() for l in open(sbatch) if "dlh:" in l), "")
 origin = line.split("; step time ", 1)[1].split(";")[0] if "; step time " in line else None
 result = {"job_seconds": job_s, "time_limit": limit, "restarts": int(restarts or 0),
