@@ -81,8 +81,6 @@ bool Usable(const std::vector<double>& by_threads) {
   return true;
 }
 
-}  // namespace
-
 // The fallback exponent (job_time.hpp) comes from the AMD EPYC host of BENCHMARKS.md (a
 // quiet machine): the example CNN took 53.49 ms at 1 thread and 29.10 ms at 2 (1.84x), the
 // other six validation models 1.81-1.95x. Measured again on 2026-11-28 on a 2-core Intel
@@ -90,10 +88,9 @@ bool Usable(const std::vector<double>& by_threads) {
 // share/examples/fashion-mnist.json --threads 1|2 --steps 20`, interleaved, 3 rounds each:
 // 1 thread 182 / 184 / 215 ms (min / median / max), 2 threads 174 / 232 / 236 ms, under a
 // load average of 1.9-2.7 from other work on the same 2 cores: a second thread then finds no
-// free core, so that run says nothing about scaling and is not used.
-double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int sharing) {
-  if (from < 1 || to < 1) return 1;
-  sharing = std::max(1, sharing);
+// free core, so that run says nothing about scaling and is not used. This is
+// ThreadTimeRatio from the probe's curves alone (job_time.hpp).
+double CurvesTimeRatio(const ThreadScaling& scaling, int from, int to, int sharing) {
   const bool flops = Usable(scaling.gflops), bytes = Usable(scaling.gbs);
   if (!flops && !bytes)
     return from == to ? 1 : std::pow(double(from) / double(to), kThreadScalingExponent);
@@ -115,6 +112,29 @@ double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int shari
     ratio += (1 - compute) * RateAt(scaling.gbs, from, false) / mine;
   }
   return ratio;
+}
+
+}  // namespace
+
+// Why a measured whole-step ratio comes first: on the AMD EPYC host of BENCHMARKS.md's whole
+// jobs (2026-12-05), the probe's curves said a step at 1 thread takes about 1.95x its time at
+// 2 (sgemm 112 and 223 GFLOP/s, memory 45 and 99 GB/s), the calibration timed 1.68x on whole
+// steps, and 2 ranks of 1 thread each ran the example CNN's samples at 1.63x the time one rank
+// of 2 threads took: the curves over-predicted each such job by about a fifth.
+double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int sharing) {
+  if (from < 1 || to < 1) return 1;
+  sharing = std::max(1, sharing);
+  const auto& measured = scaling.measured_step_ratio;
+  const auto at_from = measured.find(from), at_to = measured.find(to);
+  if (at_from != measured.end() && at_to != measured.end() && at_from->second > 0 &&
+      at_to->second > 0) {
+    const double contention = sharing > 1
+                                  ? std::max(1.0, CurvesTimeRatio(scaling, from, to, sharing) /
+                                                      CurvesTimeRatio(scaling, from, to, 1))
+                                  : 1.0;
+    return at_to->second / at_from->second * contention;
+  }
+  return CurvesTimeRatio(scaling, from, to, sharing);
 }
 
 int RankThreads(int cores, int ranks, int threads_per_rank) {

@@ -100,6 +100,12 @@ struct ThreadScaling {
   // (estimator/observe/correction.hpp). Side by side, ranks contend for more than GEMM
   // throughput and bandwidth (caches, a host's siblings); a measurement says how much.
   std::map<int, double> learned_log_by_ranks;
+  // The calibration's whole training steps timed one process at a time at each thread count
+  // (Calibration::thread_scaling): threads -> step time over the calibration's own count.
+  // Where it holds both counts, ThreadTimeRatio goes by it rather than by the curves: a whole
+  // step gains less from a second thread than its GEMMs do (per-layer passes, the engine's
+  // own serial parts). Empty: not measured.
+  std::map<int, double> measured_step_ratio;
 };
 
 // Without a probe: per-sample time at t threads goes as t^-kThreadScalingExponent. Measured
@@ -111,7 +117,10 @@ struct ThreadScaling {
 constexpr double kThreadScalingExponent = 0.88;
 
 // Per-sample time at `to` threads, with `sharing` such processes running at once on the node,
-// over that of one process at `from` threads (counts >= 1). With the probe's measurements:
+// over that of one process at `from` threads (counts >= 1). Where the calibration timed whole
+// steps at both counts (measured_step_ratio): their ratio, times what the curves below say
+// `sharing` processes add over one alone (at least 1: neighbours never speed a rank up).
+// Otherwise, with the probe's measurements:
 //   compute_fraction x gflops(from) / gflops(to)
 //   + (1 - compute_fraction) x gbs(from) / (gbs(to x sharing) / sharing)
 // (cores are each rank's own, memory bandwidth is the node's: the ranks running at once

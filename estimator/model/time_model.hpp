@@ -117,10 +117,10 @@ struct Calibration {
   // A CPU calibration's measured thread scaling of whole training steps, one process at a
   // time: {"threads": [1, 2], "step_time_ratio": [1.9, 1], "models": 10}, the median over some
   // sweep models of the step time at each thread count over that at the calibration's, each
-  // pair timed side by side. null: not measured (older files, GPUs). Recorded, not planned
-  // with (ranks that share a node contend for more than their threads: job_time.hpp). Files
-  // made before 2026-12-01 hold ratios near 1: the fewer threads never reached the engine's
-  // pool then (TimeTrainingStep), and those ratios measured nothing.
+  // pair timed side by side. null: not measured (older files, GPUs). Ranks with fewer threads
+  // are planned by it (ThreadScaling::measured_step_ratio, job_time.hpp). Files made before
+  // 2026-12-01 hold ratios near 1: the fewer threads never reached the engine's pool then
+  // (TimeTrainingStep), those ratios measured nothing, and the plan leaves them out.
   nlohmann::json thread_scaling;
   // A CPU calibration's optimizer updates timed apart (optimizer_cost.hpp): what a job's
   // optimizer adds to a step over the sweep's. Empty in older files and GPU calibrations.

@@ -92,13 +92,29 @@ std::vector<double> ProbeByThreads(const Calibration& cal, const char* key) {
   return out;
 }
 
-// How a CPU calibration's per-sample time moves with the threads (job_time.hpp): the probe's
-// curves, and the share of this model's per-sample time in compute terms.
+// The calibration's whole-step thread scaling (Calibration::thread_scaling), threads -> step
+// time over the calibration's own count; empty where the file has none, or was made before
+// 2026-12-01T06:00Z: until then the fewer threads never reached the engine's pool (a3de41b,
+// TimeTrainingStep), and the ratios near 1 that those files hold measured nothing.
+std::map<int, double> MeasuredStepRatio(const Calibration& cal) {
+  const nlohmann::json& t = cal.thread_scaling;
+  if (!t.is_object() || cal.created < "2026-12-01T06:00:00Z") return {};
+  std::map<int, double> out;
+  // LoadCalibration checked the arrays: as long as each other, positive numbers.
+  for (size_t i = 0; i < t.at("threads").size(); ++i)
+    out[t.at("threads")[i].get<int>()] = t.at("step_time_ratio")[i].get<double>();
+  return out;
+}
+
+// How a CPU calibration's per-sample time moves with the threads (job_time.hpp): the whole
+// steps it timed at each thread count, the probe's curves, and the share of this model's
+// per-sample time in compute terms.
 ThreadScaling CpuScaling(const Calibration& cal, const std::vector<double>& coef,
                          const ModelFeatures& f) {
   ThreadScaling t;
   t.gflops = ProbeByThreads(cal, "sgemm_gflops_by_threads");
   t.gbs = ProbeByThreads(cal, "memory_gbs_by_threads");
+  t.measured_step_ratio = MeasuredStepRatio(cal);
   const std::vector<double> t0 = TimeTerms(f, 0, true), t1 = TimeTerms(f, 1, true);
   double compute = 0, memory = 0;
   for (int i = 0; i < kTimeTerms && size_t(i) < coef.size(); ++i) {

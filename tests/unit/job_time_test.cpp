@@ -205,6 +205,38 @@ TEST(JobTime, RanksSharingCoresByTheProbe) {
   EXPECT_DOUBLE_EQ(ThreadTimeRatio(probe, 0, 3), 1);
 }
 
+// The calibration timed whole steps at 1 and 2 threads (Calibration::thread_scaling): a rank
+// with 1 thread goes by that ratio, not by the curves, which say almost 2x for GEMMs.
+TEST(JobTime, RanksSharingCoresByTheMeasuredStep) {
+  ThreadScaling scaling;
+  scaling.gflops = {112, 223};
+  scaling.gbs = {45, 99};
+  scaling.compute_fraction = 0.8;
+  const double curves = ThreadTimeRatio(scaling, 2, 1);
+  EXPECT_NEAR(curves, 0.8 * 223 / 112 + 0.2 * 99 / 45, 1e-12);
+  scaling.measured_step_ratio = {{1, 1.68}, {2, 1}};
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(scaling, 2, 1), 1.68);
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(scaling, 1, 2), 1 / 1.68);
+  // Side by side, the ranks add what the curves say sharing adds over one rank alone: here
+  // memory at 99 / 2 GB/s each instead of 45 alone, a little faster, so nothing (a
+  // neighbour never speeds a rank up).
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(scaling, 2, 1, 2), 1.68);
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 2, scaling).per_sample, 1.68);
+  EXPECT_DOUBLE_EQ(CpuRankShare(2, 2, 2, scaling).fixed, 1);
+  // Where bandwidth saturates (45 GB/s at 1 thread, 54 at 2), 2 ranks of a thread each get 27
+  // GB/s, not 45: the memory part costs 45 / 27 over alone, on top of the measured ratio.
+  scaling.gbs = {45, 54};
+  const double alone = 0.8 * 223 / 112 + 0.2 * 54 / 45;
+  const double shared = 0.8 * 223 / 112 + 0.2 * 54 / 27.0;
+  EXPECT_NEAR(ThreadTimeRatio(scaling, 2, 1, 2), 1.68 * shared / alone, 1e-12);
+  // Oversubscribed (4 ranks on 2 cores, a thread each): 2 run at once, taking turns.
+  EXPECT_NEAR(CpuRankShare(2, 2, 4, scaling).per_sample, 2 * 1.68 * shared / alone, 1e-12);
+  // A count it did not time: the curves.
+  ThreadScaling curves_only = scaling;
+  curves_only.measured_step_ratio.clear();
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(scaling, 2, 4), ThreadTimeRatio(curves_only, 2, 4));
+}
+
 TEST(JobTime, StopCostsAStepAndOneWholeCheckpoint) {
   JobWork w;
   w.samples = 1000;

@@ -6,11 +6,15 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common/spec.hpp"
 #include "estimator/model/features.hpp"
+#include "estimator/model/job_time.hpp"
 #include "estimator/observe/correction.hpp"
 #include "estimator/observe/model_key.hpp"
 #include "estimator/observe/phases.hpp"
@@ -566,6 +570,27 @@ std::map<std::string, DeviceSpeed> CpuSpeeds(const Job& job = TinyJob()) {
   auto speeds = CalibratedDeviceSpeeds(job, SharedCores());
   EXPECT_GT(speeds.at("alpha").cpu_threads, 0);
   return speeds;
+}
+
+// The calibration's whole-step thread scaling reaches the plan; a file made before the
+// engine's pool took the fewer threads (2026-12-01) measured nothing, and is not used.
+TEST(ObservationCorrectionTest, ThreadScalingOfTheCalibrationIsPlannedWith) {
+  TempDir dir("dlh-thread-scaling-");
+  nlohmann::json cal =
+      nlohmann::json::parse(std::ifstream(RepoFile("tests/fixtures/cpu-calibration.json")));
+  cal["thread_scaling"] = {{"threads", {1, 2}}, {"step_time_ratio", {1.6, 1.0}}, {"models", 10}};
+  auto speeds_of = [&](const std::string& created) {
+    cal["created"] = created;
+    const std::string path = dir.path() + "/cal.json";
+    std::ofstream(path) << cal.dump();
+    Cluster c = SharedCores();
+    c.gpu_types[0].calibration = path;
+    return CalibratedDeviceSpeeds(TinyJob(), c).at("alpha").cpu_scaling;
+  };
+  const ThreadScaling now = speeds_of("2026-12-05T07:00:00Z");
+  EXPECT_EQ(now.measured_step_ratio, (std::map<int, double>{{1, 1.6}, {2, 1.0}}));
+  EXPECT_DOUBLE_EQ(ThreadTimeRatio(now, 2, 1), 1.6);
+  EXPECT_TRUE(speeds_of("2026-11-30T12:00:00Z").measured_step_ratio.empty());
 }
 
 Observation AtRanks(Observation o, int ranks, double factor, const DeviceSpeed& predicted,
