@@ -136,6 +136,7 @@ json FeaturesJson(const ModelFeatures& f) {
          {"params", NumberJson(f.params)},
          {"conv_workspace_elements", NumberJson(f.conv_workspace_elements)},
          {"conv_output_elements", NumberJson(f.conv_output_elements)},
+         {"conv_weight_elements", NumberJson(f.conv_weight_elements)},
          {"cpu_fused_flops_fwd", NumberJson(f.cpu_fused_flops_fwd)},
          {"cpu_fused_flops_bwd", NumberJson(f.cpu_fused_flops_bwd)},
          {"conv_layers", f.conv_layers},
@@ -232,23 +233,12 @@ class Reader {
 
 ModelFeatures ReadFeatures(const Reader& r) {
   using S = Reader::Sign;
-  std::vector<const char*> keys{"conv_flops_fwd",
-                                "conv_flops_bwd",
-                                "dense_flops_fwd",
-                                "dense_flops_bwd",
-                                "other_flops_fwd",
-                                "other_flops_bwd",
-                                "activation_elements",
-                                "params",
-                                "conv_workspace_elements",
-                                "conv_output_elements",
-                                "conv_layers",
-                                "total_filters",
-                                "dense_layers",
-                                "dense_nodes",
-                                "input_elements",
-                                "cpu_fused_flops_fwd",
-                                "cpu_fused_flops_bwd"};
+  std::vector<const char*> keys{
+      "conv_flops_fwd",          "conv_flops_bwd",       "dense_flops_fwd",      "dense_flops_bwd",
+      "other_flops_fwd",         "other_flops_bwd",      "activation_elements",  "params",
+      "conv_workspace_elements", "conv_output_elements", "conv_weight_elements", "conv_layers",
+      "total_filters",           "dense_layers",         "dense_nodes",          "input_elements",
+      "cpu_fused_flops_fwd",     "cpu_fused_flops_bwd"};
   for (const FeatureField& k : kCpuSkippedFeatures) keys.push_back(k.name);
   r.object(keys);
   ModelFeatures f;
@@ -267,6 +257,15 @@ ModelFeatures ReadFeatures(const Reader& r) {
   f.dense_layers = int(r.integer("dense_layers", 0, INT_MAX));
   f.dense_nodes = r.integer("dense_nodes", 0, std::numeric_limits<int64_t>::max());
   f.input_elements = r.integer("input_elements", 0, std::numeric_limits<int64_t>::max());
+  // Files from before 2026-12-05 do not have it: what the other sums leave of the
+  // parameters once the dense layers' (their forward FLOPs are 2 x weights + units) and the
+  // convolutions' biases are taken off. Exact without batchnorm; with it, batchnorm's scale
+  // and shift (2 per channel) are counted too, a few percent of a convolution's weights.
+  f.conv_weight_elements =
+      r.has("conv_weight_elements")
+          ? r.number("conv_weight_elements", S::NonNegative)
+          : std::max(0.0, f.params - (f.dense_flops_fwd + double(f.dense_nodes)) / 2 -
+                              double(f.total_filters));
   // Files from before the CPU engine fused layers have neither: nothing was fused.
   if (r.has("cpu_fused_flops_fwd") || r.has("cpu_fused_flops_bwd")) {
     f.cpu_fused_flops_fwd = r.number("cpu_fused_flops_fwd", S::NonNegative);
@@ -447,14 +446,23 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     const Reader l(top.required("layer_model"), origin, "layer_model");
     l.object({"coef", "samples", "step_error"});
     const json& coef = l.required("coef");
-    // kTimeTerms in files made before the layer model's own two terms (layer_time_model.hpp).
+    // Older files (layer_time_model.hpp): kPerLayerTimeTerms coefficients from before the
+    // layer model's own two terms, those and its own two from before the per-sample
+    // convolution terms; each loads with the terms it lacks 0.
+    constexpr size_t kOlder = size_t(kPerLayerTimeTerms), kOld = kOlder + 2;
     if (!coef.is_array() ||
-        (coef.size() != size_t(kLayerTerms) && coef.size() != size_t(kTimeTerms)))
+        (coef.size() != size_t(kLayerTerms) && coef.size() != kOld && coef.size() != kOlder))
       l.fail("coef", "must be an array of " + std::to_string(kLayerTerms) +
                          " non-negative numbers (one per term), got " + ShownJsonValue(coef));
+    std::vector<double> read;
     for (size_t k = 0; k < coef.size(); ++k)
-      c.layer_model.coef.push_back(
+      read.push_back(
           l.Number(coef[k], l.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
+    std::vector<double>& to = c.layer_model.coef;
+    to.assign(size_t(kLayerTerms), 0.0);
+    std::copy_n(read.begin(), std::min(read.size(), kOlder), to.begin());
+    if (read.size() == kOld) std::copy_n(read.begin() + kOlder, 2, to.begin() + kTimeTerms);
+    if (read.size() == size_t(kLayerTerms)) to = read;
     c.layer_model.samples = int(l.integer("samples", 0, INT_MAX));
     c.layer_model.step_error = l.number("step_error", S::NonNegative);
   }
@@ -502,9 +510,13 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
     // -fsanitize=thread warns (-Warray-bounds, a false positive) about json::size() here.
     const std::vector<std::string>& names = TimeTermNames();
     const json expected(names);
-    const json legacy(std::vector<std::string>(names.begin(), names.begin() + kLegacyTimeTerms));
-    const bool is_legacy = terms == legacy;
-    if (terms != expected && !is_legacy) {
+    // Older files name a prefix of today's terms (time_model.hpp): kLegacyTimeTerms or
+    // kPerLayerTimeTerms of them.
+    int count = kTimeTerms;
+    for (int older : {kLegacyTimeTerms, kPerLayerTimeTerms})
+      if (terms == json(std::vector<std::string>(names.begin(), names.begin() + older)))
+        count = older;
+    if (terms != expected && count == kTimeTerms) {
       // Name the first wrong term: the whole list would be long, and values are shown by
       // kind only (ShownJsonValue).
       if (terms.is_array() && terms.size() == names.size())
@@ -515,14 +527,13 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
       m.fail("terms", "must be " + expected.dump() + ", got " + ShownJsonValue(terms));
     }
     const json& coef = m.required("coef");
-    const int count = is_legacy ? kLegacyTimeTerms : kTimeTerms;
     if (!coef.is_array() || coef.size() != size_t(count))
       m.fail("coef", "must be an array of " + std::to_string(count) +
                          " non-negative numbers (one per term), got " + ShownJsonValue(coef));
     for (size_t k = 0; k < coef.size(); ++k)
       c.model.coef.push_back(
           m.Number(coef[k], m.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
-    c.model.coef.resize(size_t(kTimeTerms), 0.0);  // a legacy file: no per-layer cost
+    c.model.coef.resize(size_t(kTimeTerms), 0.0);  // an older file: the terms it lacks are 0
   }
   const Reader q(m.required("quality"), origin, m.at("quality"));
   q.object({"samples", "folds", "r2", "mape", "cv_mape", "cv_log_sigma"});

@@ -123,6 +123,7 @@ LayerCost AddLayer(const LayerSpec& l, const Shape3& in_shape, const Shape3& out
       f->total_filters += l.filters;
       f->conv_workspace_elements += c.workspace_elements;
       f->conv_output_elements += out;
+      f->conv_weight_elements += double(l.filters) * c.in.channels * k2;
       break;
     }
     case LayerKind::Dense: {

@@ -54,6 +54,11 @@ struct ModelFeatures {
   // the forward GEMM's result. FLOPs / inner dimension = 2 x this, so a GEMM with a short
   // inner dimension (C x K x K, small for first layers) costs more than its FLOPs say.
   double conv_output_elements = 0;
+  // Per sample, conv2d weights (F x C x K x K summed over conv layers, biases left out). The
+  // CPU engine runs a convolution one sample at a time (launcher/nn/layers/conv2d.cpp), so
+  // every sample's GEMMs read the weights (forward, input gradient) and add into the
+  // weight gradient: per sample, a cost in the weights' size that the batch does not share.
+  double conv_weight_elements = 0;
   // The part of other_flops_* the CPU engine does inside a convolution: a ReLU and a 2x2,
   // stride-2 max pool right after it (launcher/nn/layers/fuse.hpp), on the output while it
   // is in cache, with no pass over memory of their own. A CPU time model leaves them out of

@@ -43,7 +43,7 @@ struct LayerTimingSample {
 };
 
 // The layer model's terms: TimeTerms' (time_model.hpp, kTimeTerms of them), then its own two.
-constexpr int kLayerTerms = 11;
+constexpr int kLayerTerms = 13;
 const std::vector<std::string>& LayerTermNames();
 // TimeTerms of one layer, then: the element-wise layers that run on their own (not fused
 // into the convolution before them on the CPU engine), and the values they read and write
@@ -51,7 +51,8 @@ const std::vector<std::string>& LayerTermNames();
 std::vector<double> LayerTerms(const ModelFeatures& layer, int64_t batch, bool cpu_engine);
 
 struct LayerTimeModel {
-  // kLayerTerms, or kTimeTerms in files made before the element-wise terms (those two then 0);
+  // kLayerTerms (files made before the per-sample convolution terms hold 11 and those before
+  // the element-wise terms 9: they load with the terms they lack 0);
   // overhead_s and update_s_per_param are 0.
   std::vector<double> coef;
   int samples = 0;

@@ -22,10 +22,17 @@ namespace dlh {
 using nlohmann::json;
 
 const std::vector<std::string>& TimeTermNames() {
-  static const std::vector<std::string> names{
-      "overhead_s",         "conv_s_per_flop",    "dense_s_per_flop",     "elementwise_s_per_flop",
-      "update_s_per_param", "im2col_s_per_value", "conv_out_s_per_value", "conv_layer_s",
-      "dense_layer_s"};
+  static const std::vector<std::string> names{"overhead_s",
+                                              "conv_s_per_flop",
+                                              "dense_s_per_flop",
+                                              "elementwise_s_per_flop",
+                                              "update_s_per_param",
+                                              "im2col_s_per_value",
+                                              "conv_out_s_per_value",
+                                              "conv_layer_s",
+                                              "dense_layer_s",
+                                              "conv_sample_s",
+                                              "conv_weight_s_per_value"};
   return names;
 }
 
@@ -41,12 +48,12 @@ std::vector<double> TimeTerms(const ModelFeatures& f, int64_t batch, bool cpu_en
       b * std::max(0.0, f.conv_flops_fwd + f.conv_flops_bwd - cpu * f.cpu_skipped_conv_flops_bwd),
       b * std::max(0.0,
                    f.dense_flops_fwd + f.dense_flops_bwd - cpu * f.cpu_skipped_dense_flops_bwd),
-      b * std::max(0.0, f.other_flops_fwd + f.other_flops_bwd - other_not_run),
-      f.params,
+      b * std::max(0.0, f.other_flops_fwd + f.other_flops_bwd - other_not_run), f.params,
       b * std::max(0.0, f.conv_workspace_elements - cpu * f.cpu_skipped_workspace_elements),
-      b * f.conv_output_elements,
-      double(f.conv_layers),
-      double(f.dense_layers)};
+      b * f.conv_output_elements, double(f.conv_layers), double(f.dense_layers),
+      // The CPU engine's one-sample-at-a-time convolutions (features.hpp,
+      // conv_weight_elements); a GPU engine convolves the batch at once, so it has neither.
+      cpu * b * double(f.conv_layers), cpu * b * f.conv_weight_elements};
 }
 
 double CalibratedActivationSeconds(const Calibration& c, const std::vector<double>& coef,
@@ -84,43 +91,50 @@ struct Design {
   MatrixXd A;  // rows TimeTerms / t (relative error), columns scaled to unit norm
   VectorXd y;  // ones
   VectorXd scale;
+  std::vector<int> terms;  // the term of each column of A
 };
 
-// The weighted, column-scaled design of the given samples. Throws EstimateError (prefixed
-// by `what`) when a column is zero or the columns are linearly dependent.
+// The weighted, column-scaled design of the given samples. Off the CPU engine, the CPU-only
+// terms (c9, c10: no work in any row) are left out, their coefficients 0. Throws
+// EstimateError (prefixed by `what`) when another column is zero or the columns are
+// linearly dependent.
 Design MakeDesign(const std::vector<std::vector<double>>& rows, const std::vector<double>& t,
-                  const std::vector<size_t>& use, const std::string& what) {
+                  const std::vector<size_t>& use, bool cpu_engine, const std::string& what) {
   const auto m = Eigen::Index(use.size());
-  Design d;
-  d.A.resize(m, kTimeTerms);
-  d.y = VectorXd::Ones(m);
-  for (Eigen::Index i = 0; i < m; ++i)
-    for (int j = 0; j < kTimeTerms; ++j) d.A(i, j) = rows[use[i]][j] / t[use[i]];
-  d.scale.resize(kTimeTerms);
   const auto& names = TimeTermNames();
+  Design d;
   std::string zero;
   for (int j = 0; j < kTimeTerms; ++j) {
-    const double norm = d.A.col(j).norm();
-    if (!(norm > 0)) {
+    bool work = false;
+    for (size_t i : use) work = work || rows[i][j] != 0;
+    if (work)
+      d.terms.push_back(j);
+    else if (cpu_engine || j < kFirstCpuOnlyTerm)
       zero += (zero.empty() ? "" : ", ") + names[j];
-      d.scale(j) = 1;
-    } else {
-      d.scale(j) = 1 / norm;
-      d.A.col(j) *= d.scale(j);
-    }
   }
   if (!zero.empty())
     throw EstimateError(what + "the design is rank-deficient: " + zero +
                         " has no work in any sample; the sweep must exercise every term");
+  const auto n = Eigen::Index(d.terms.size());
+  d.A.resize(m, n);
+  d.y = VectorXd::Ones(m);
+  for (Eigen::Index i = 0; i < m; ++i)
+    for (Eigen::Index k = 0; k < n; ++k) d.A(i, k) = rows[use[i]][d.terms[k]] / t[use[i]];
+  d.scale.resize(n);
+  for (Eigen::Index k = 0; k < n; ++k) {
+    d.scale(k) = 1 / d.A.col(k).norm();
+    d.A.col(k) *= d.scale(k);
+  }
   Eigen::ColPivHouseholderQR<MatrixXd> qr(d.A);
   qr.setThreshold(1e-10);
-  if (qr.rank() < kTimeTerms) {
+  if (qr.rank() < n) {
     // The columns the pivoting left for last are the ones the others already explain.
     std::string dependent;
-    for (int k = int(qr.rank()); k < kTimeTerms; ++k)
-      dependent += (dependent.empty() ? "" : ", ") + names[qr.colsPermutation().indices()(k)];
+    for (Eigen::Index k = qr.rank(); k < n; ++k)
+      dependent +=
+          (dependent.empty() ? "" : ", ") + names[d.terms[qr.colsPermutation().indices()(k)]];
     throw EstimateError(what + "the design is rank-deficient (rank " + std::to_string(qr.rank()) +
-                        " of " + std::to_string(kTimeTerms) + "): " + dependent +
+                        " of " + std::to_string(n) + "): " + dependent +
                         " cannot be told apart from the other terms; the samples must vary "
                         "models and batches independently");
   }
@@ -130,14 +144,15 @@ Design MakeDesign(const std::vector<std::vector<double>>& rows, const std::vecto
 // Coefficients (unscaled, >= 0) for the given samples.
 std::vector<double> Solve(const std::vector<std::vector<double>>& rows,
                           const std::vector<double>& t, const std::vector<size_t>& use,
-                          const std::string& what) {
-  const Design d = MakeDesign(rows, t, use, what);
+                          bool cpu_engine, const std::string& what) {
+  const Design d = MakeDesign(rows, t, use, cpu_engine, what);
   // The unconstrained optimum is the constrained one when it is feasible (convexity); it is
   // also the common case, so take it directly and run NNLS only when it is not.
   VectorXd x = d.A.colPivHouseholderQr().solve(d.y);
   if (x.minCoeff() < 0) x = NonNegativeLeastSquares(d.A, d.y);
-  std::vector<double> c(kTimeTerms);
-  for (int j = 0; j < kTimeTerms; ++j) c[j] = std::max(0.0, x(j)) * d.scale(j);
+  std::vector<double> c(kTimeTerms, 0.0);
+  for (size_t k = 0; k < d.terms.size(); ++k)
+    c[size_t(d.terms[k])] = std::max(0.0, x(Eigen::Index(k))) * d.scale(Eigen::Index(k));
   return c;
 }
 
@@ -184,9 +199,11 @@ double RobustLogSigma(std::vector<double> abs_log) {
 TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample>& samples,
                        int folds) {
   const int n = int(samples.size());
-  if (n < 2 * kTimeTerms)
-    throw EstimateError("too few samples to fit " + std::to_string(kTimeTerms) + " terms: got " +
-                        std::to_string(n) + ", need at least " + std::to_string(2 * kTimeTerms));
+  const bool cpu_engine = CpuEngineDevice(device);
+  const int terms = cpu_engine ? kTimeTerms : kFirstCpuOnlyTerm;
+  if (n < 2 * terms)
+    throw EstimateError("too few samples to fit " + std::to_string(terms) + " terms: got " +
+                        std::to_string(n) + ", need at least " + std::to_string(2 * terms));
   if (folds < 2 || folds > n)
     throw EstimateError("cross-validation folds must be between 2 and the number of samples (" +
                         std::to_string(n) + "), got " + std::to_string(folds));
@@ -201,7 +218,7 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
     if (s.batch <= 0)
       throw EstimateError(at + ".batch: must be a positive integer, got " +
                           std::to_string(s.batch));
-    rows[i] = TimeTerms(s.features, s.batch, CpuEngineDevice(device));
+    rows[i] = TimeTerms(s.features, s.batch, cpu_engine);
     for (int j = 0; j < kTimeTerms; ++j)
       if (!(rows[i][j] >= 0) || !std::isfinite(rows[i][j]))
         throw EstimateError(at + ": term " + TimeTermNames()[j] +
@@ -213,7 +230,7 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
   for (int i = 0; i < n; ++i) all[i] = size_t(i);
   TimeModel model;
   model.device = device;
-  model.coef = Solve(rows, t, all, "cannot fit the time model: ");
+  model.coef = Solve(rows, t, all, cpu_engine, "cannot fit the time model: ");
 
   // Quality on the training data, of t itself.
   double mean = 0;
@@ -248,10 +265,10 @@ TimeModel FitTimeModel(const std::string& device, const std::vector<TimingSample
     start += size;
     const std::string what =
         "cross-validation fold " + std::to_string(k + 1) + " of " + std::to_string(folds) + ": ";
-    if (train.size() < size_t(kTimeTerms))
+    if (train.size() < size_t(terms))
       throw EstimateError(what + "only " + std::to_string(train.size()) + " training samples for " +
-                          std::to_string(kTimeTerms) + " terms; use fewer folds");
-    const std::vector<double> c = Solve(rows, t, train, what);
+                          std::to_string(terms) + " terms; use fewer folds");
+    const std::vector<double> c = Solve(rows, t, train, cpu_engine, what);
     for (size_t i : test) {
       const double p = Predict(c, rows[i]);
       cv_ape += std::fabs(p - t[i]) / t[i];

@@ -23,6 +23,13 @@
 //                                              on a GPU, small models are made of these (the
 //                                              H100 fit: 0.33 ms per convolution layer,
 //                                              0.02 ms per dense layer)
+//        + c9 * b * conv layers                the CPU engine convolves one sample at a
+//        + c10 * b * conv weights              time: each sample's GEMM calls cost a fixed
+//                                              time per layer, and each reads the layer's
+//                                              weights and adds into their gradient (why
+//                                              and what they mend: docs/reference/
+//                                              dlh-estimate.md). 0 on a GPU, whose engine
+//                                              convolves the batch at once.
 // Each term is a kind of work a device does at its own rate, so every coefficient is a
 // time per unit (seconds per FLOP, per value) and must come out positive; a blind
 // polynomial would fit the sweep and fail on new shapes. The fit minimises RELATIVE error
@@ -44,12 +51,17 @@
 
 namespace dlh {
 
-constexpr int kTimeTerms = 9;
+constexpr int kTimeTerms = 11;
 const std::vector<std::string>& TimeTermNames();  // "overhead_s", "conv_s_per_flop", ...
 constexpr int kElementwiseTerm = 3;               // "elementwise_s_per_flop"
-// Calibration files written before the per-layer terms name the first 7 terms only; they
-// load with the per-layer coefficients 0, which is the model they were fitted as.
+// Calibration files written before the per-layer terms name the first 7 terms only, and
+// those written before the per-sample convolution terms (2026-12-05) the first 9; they load
+// with the missing coefficients 0, which is the model they were fitted as.
 constexpr int kLegacyTimeTerms = 7;
+constexpr int kPerLayerTimeTerms = 9;
+// The terms only the CPU engine has (c9 and c10): 0 in every row of a GPU's sweep, and then
+// 0 in its fit rather than a rank-deficient design.
+constexpr int kFirstCpuOnlyTerm = 9;
 
 // The row of the design matrix for a model and local batch.
 // cpu_engine (CpuEngineDevice of the model's device): the element-wise term leaves out the

@@ -17,12 +17,13 @@ SpeedRatio PeakRatio(const GpuType& reference, const GpuType& target) {
 TermRate TimeTermRate(int term) {
   // The order of TimeTerms (time_model.cpp): overhead, conv, dense, element-wise,
   // parameters, im2col, conv output tiles, then the per-layer costs, which are launches and
-  // library calls like the overhead: kept as they are. Then the layer model's element-wise
-  // layers (a fixed cost each) and the values they move (memory).
+  // library calls like the overhead: kept as they are, as are the per-sample GEMM calls of
+  // the CPU engine's convolutions; the weights those calls read are memory. Then the layer
+  // model's element-wise layers (a fixed cost each) and the values they move (memory).
   static constexpr TermRate kRates[kLayerTerms] = {
-      TermRate::Fixed,  TermRate::Compute, TermRate::Compute, TermRate::Memory,
-      TermRate::Memory, TermRate::Memory,  TermRate::Compute, TermRate::Fixed,
-      TermRate::Fixed,  TermRate::Fixed,   TermRate::Memory};
+      TermRate::Fixed,  TermRate::Compute, TermRate::Compute, TermRate::Memory, TermRate::Memory,
+      TermRate::Memory, TermRate::Compute, TermRate::Fixed,   TermRate::Fixed,  TermRate::Fixed,
+      TermRate::Memory, TermRate::Fixed,   TermRate::Memory};
   if (term < 0 || term >= kLayerTerms)
     throw EstimateError("time-model term " + std::to_string(term) + " does not exist");
   return kRates[term];

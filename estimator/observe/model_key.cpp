@@ -20,6 +20,9 @@ nlohmann::json FeaturesRecordJson(const ModelFeatures& f) {
 
 std::string FeaturesJsonModelKey(nlohmann::json features) {
   for (const FeatureField& derived : kCpuSkippedFeatures) features.erase(derived.name);
+  // Derived from the spec's shapes like the rest, and absent from records made before it:
+  // left out, so that a model keeps its key across that change.
+  features.erase("conv_weight_elements");
   return ModelKey(features.dump());
 }
 

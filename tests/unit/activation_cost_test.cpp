@@ -76,7 +76,7 @@ TEST(ActivationCost, InsideResidualBlocksAndAtTheBottom) {
 TEST(ActivationCost, ACalibrationAddsItToAStep) {
   Calibration c;
   c.device = c.model.device = "cpu";
-  c.model.coef = {1e-3, 2e-11, 5e-11, kRate, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5};
+  c.model.coef = {1e-3, 2e-11, 5e-11, kRate, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5, 0, 0};
   const ModelFeatures f = FeaturesOf(R"({"type": "flatten"}, {"type": "dense", "units": 16},
       {"type": "gelu"}, {"type": "dense", "units": 10})");
   EXPECT_EQ(CalibratedActivationSeconds(c, f, 32), 0);  // an older file: none timed
@@ -90,7 +90,7 @@ TEST(ActivationCost, CalibrationFilesKeepItAndNameItsDamage) {
   c.host = "test";
   c.threads = 2;
   c.created = "2026-12-04T00:00:00Z";
-  c.model.coef = {1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5};
+  c.model.coef = {1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5, 0, 0};
   c.activation_cost = Measured();
   const json j = CalibrationToJson(c);
   EXPECT_EQ(j["activation_cost"], json::parse(R"({"values": 65536, "seconds_per_value":

@@ -60,7 +60,7 @@ void ExpectValidEntries(const std::vector<SweepEntry>& entries) {
 TEST(CalibrationSweep, EntriesAreValidWithDistinctNames) {
   const std::vector<SweepEntry> quick = CalibrationSweep(true), full = CalibrationSweep(false);
   EXPECT_GE(quick.size(), 12u);
-  EXPECT_LE(quick.size(), 20u);
+  EXPECT_LE(quick.size(), 24u);
   EXPECT_GE(full.size(), 50u);
   EXPECT_LE(full.size(), 80u);
   ExpectValidEntries(quick);

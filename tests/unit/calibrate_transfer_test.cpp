@@ -38,7 +38,7 @@ Calibration CpuCalibration() {
   c.created = "2026-11-28T10:00:00Z";
   c.engine = EngineFingerprint("cpu");
   c.model.device = "cpu";
-  c.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 6e-9, 7e-9, 8e-5, 9e-5};
+  c.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 6e-9, 7e-9, 8e-5, 9e-5, 0, 0};
   c.probe = CpuProbe(200, 20);
   TimingSample s;
   s.model = "base";

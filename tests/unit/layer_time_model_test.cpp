@@ -20,7 +20,8 @@ namespace {
 using nlohmann::json;
 
 // Overhead and update 0: a layer's own time has neither.
-const std::vector<double> kLayerCoef{0, 2e-11, 5e-11, 3e-9, 0, 2e-9, 4e-9, 1e-4, 5e-5, 3e-5, 6e-10};
+const std::vector<double> kLayerCoef{0,    2e-11, 5e-11, 3e-9, 0,    2e-9, 4e-9,
+                                     1e-4, 5e-5,  3e-6,  1e-9, 3e-5, 6e-10};
 
 // Every layer of the quick calibration sweep's models that takes time of its own on the CPU
 // engine, timed as `coef` says (times `noise(i)`).
@@ -50,7 +51,7 @@ std::vector<LayerTimingSample> Rows(const std::vector<double>& coef,
 TEST(LayerTimeModelTest, OnlyTheLayersOwnTermsCount) {
   EXPECT_FALSE(IsLayerTerm(0));  // the step's overhead
   EXPECT_FALSE(IsLayerTerm(4));  // the optimizer's update, timed apart
-  for (int j : {1, 2, 3, 5, 6, 7, 8, 9, 10}) EXPECT_TRUE(IsLayerTerm(j)) << j;
+  for (int j : {1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12}) EXPECT_TRUE(IsLayerTerm(j)) << j;
   EXPECT_FALSE(IsLayerTerm(-1));
   EXPECT_FALSE(IsLayerTerm(kLayerTerms));
   ASSERT_EQ(LayerTermNames().size(), size_t(kLayerTerms));
@@ -71,7 +72,7 @@ TEST(LayerTimeModelTest, ElementWiseLayersCountTheirValues) {
   ASSERT_EQ(layers.size(), 7u);
   auto own = [&](size_t i, bool cpu) {
     const std::vector<double> t = LayerTerms(layers[i], 2, cpu);
-    return std::make_pair(t[9], t[10]);
+    return std::make_pair(t[11], t[12]);
   };
   EXPECT_EQ(own(0, true), std::make_pair(0.0, 0.0));  // conv2d
   EXPECT_EQ(own(1, true), std::make_pair(0.0, 0.0));  // relu fused into the conv (CPU)
@@ -137,7 +138,7 @@ Calibration WithLayerModel() {
   c.host = "test";
   c.threads = 2;
   c.created = "2026-12-01T00:00:00Z";
-  c.model.coef = {1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5};
+  c.model.coef = {1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5, 0, 0};
   c.layer_model.coef = kLayerCoef;
   c.layer_model.samples = 660;
   c.layer_model.step_error = 1.5;
@@ -155,11 +156,21 @@ TEST(LayerTimeModelTest, CalibrationFilesKeepIt) {
   json old = j;
   old.erase("layer_model");
   EXPECT_TRUE(CalibrationFromJson(old, "old.json").layer_model.empty());
-  // Files made before the element-wise terms: the step-time model's 9 terms only.
+  // Files made before the element-wise terms: the step-time model's 9 terms of then only;
+  // those made before the per-sample convolution terms: those 9, then the element-wise two.
+  // Each loads with the terms it lacks 0.
   json nine = j;
   nine["layer_model"]["coef"] =
       json(std::vector<double>(kLayerCoef.begin(), kLayerCoef.begin() + 9));
-  EXPECT_EQ(CalibrationFromJson(nine, "nine.json").layer_model.coef.size(), 9u);
+  std::vector<double> want(kLayerCoef.begin(), kLayerCoef.begin() + 9);
+  want.resize(size_t(kLayerTerms), 0.0);
+  EXPECT_EQ(CalibrationFromJson(nine, "nine.json").layer_model.coef, want);
+  json eleven = nine;
+  eleven["layer_model"]["coef"].push_back(3e-5);
+  eleven["layer_model"]["coef"].push_back(6e-10);
+  want[11] = 3e-5;
+  want[12] = 6e-10;
+  EXPECT_EQ(CalibrationFromJson(eleven, "eleven.json").layer_model.coef, want);
   Calibration none = WithLayerModel();
   none.layer_model = LayerTimeModel{};
   EXPECT_FALSE(CalibrationToJson(none).contains("layer_model"));
@@ -170,7 +181,7 @@ TEST(LayerTimeModelTest, CalibrationFilesKeepIt) {
   EXPECT_EQ(error([](json& b) {
               b["layer_model"]["coef"] = json::array({1, 2});
             }),
-            "cal.json: layer_model.coef: must be an array of 11 non-negative numbers (one per "
+            "cal.json: layer_model.coef: must be an array of 13 non-negative numbers (one per "
             "term), got an array of 2 items");
   EXPECT_EQ(error([](json& b) { b["layer_model"]["coef"][3] = -1; }),
             "cal.json: layer_model.coef[3]: must be a non-negative number, got -1");

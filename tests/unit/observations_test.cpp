@@ -236,11 +236,12 @@ TEST(ObservationRecordTest, ModelKeyIsSixteenHexDigitsAndIgnoresTheBatch) {
   EXPECT_EQ(key.size(), 16u);
   EXPECT_EQ(key, JobModelKey(b));
   EXPECT_EQ(key, FeaturesJsonModelKey(FeaturesRecordJson(a.features)));
-  // A record written before the features counted what the CPU engine skips has the key of
-  // its features as they were.
+  // A record written before the features counted what the CPU engine skips, or the
+  // convolutions' weights, has the key of its features as they were.
   nlohmann::json older = FeaturesRecordJson(a.features);
-  for (const char* derived : {"cpu_skipped_conv_flops_bwd", "cpu_skipped_dense_flops_bwd",
-                              "cpu_skipped_other_flops_bwd", "cpu_skipped_workspace_elements"}) {
+  for (const char* derived :
+       {"cpu_skipped_conv_flops_bwd", "cpu_skipped_dense_flops_bwd", "cpu_skipped_other_flops_bwd",
+        "cpu_skipped_workspace_elements", "conv_weight_elements"}) {
     EXPECT_TRUE(older.contains(derived)) << derived;
     older.erase(derived);
   }

@@ -67,7 +67,7 @@ TEST(OptimizerCost, CalibrationFilesKeepItAndNameItsDamage) {
   c.host = "test";
   c.threads = 2;
   c.created = "2026-12-01T00:00:00Z";
-  c.model.coef = {1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5};
+  c.model.coef = {1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5, 0, 0};
   c.optimizer_update = Measured();
   const json j = CalibrationToJson(c);
   EXPECT_EQ(j["optimizer_update"], json::parse(R"({"params": 1000, "seconds_per_param":

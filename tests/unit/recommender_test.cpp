@@ -468,7 +468,7 @@ TEST(DeviceSpeeds, CalibratedIsTheAffineModel) {
   cal.threads = 1;
   cal.created = "2026-01-01T00:00:00Z";
   cal.model.device = "cpu";
-  cal.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9, 1e-4, 5e-5};
+  cal.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9, 1e-4, 5e-5, 0, 0};
   SaveCalibration(path, cal);
   Job job = SmallJob();
   Cluster c = TwoTypes();
@@ -506,7 +506,7 @@ TEST(DeviceSpeeds, GpuLayerModelPlansItsTypeAndCarriesByPeaks) {
   cal.host = "test GPU";
   cal.created = "2026-01-01T00:00:00Z";
   cal.model.device = "cuda";
-  cal.model.coef = {1e-4, 0, 2e-14, 2e-12, 8e-12, 4e-12, 3e-11, 3e-4, 7e-5};
+  cal.model.coef = {1e-4, 0, 2e-14, 2e-12, 8e-12, 4e-12, 3e-11, 3e-4, 7e-5, 0, 0};
   StoredGpuLayerModel& m = cal.gpu_layer_model;
   m.present = true;
   m.params.overlap = false;
@@ -561,7 +561,7 @@ class ScaledSpeeds : public ::testing::Test {
     cal_.created = "2026-01-01T00:00:00Z";
     cal_.engine = EngineFingerprint("cpu");  // fresh unless a test says otherwise
     cal_.model.device = "cpu";
-    cal_.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9, 1e-4, 5e-5};
+    cal_.model.coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9, 1e-4, 5e-5, 0, 0};
   }
   void TearDown() override { fs::remove(path_); }
   void Save() { SaveCalibration(path_, cal_); }

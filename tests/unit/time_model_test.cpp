@@ -25,7 +25,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const std::vector<double> kCoef{1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5};
+const std::vector<double> kCoef{1e-3, 2e-11, 5e-11, 3e-9, 1e-9, 2e-9, 4e-9, 1e-4, 5e-5, 3e-6, 2e-9};
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -99,10 +99,10 @@ std::vector<TimingSample> Synthetic(const std::vector<double>& c, double noise =
 
 TEST(TimeModelTest, TermNames) {
   EXPECT_EQ(TimeTermNames(),
-            (std::vector<std::string>{"overhead_s", "conv_s_per_flop", "dense_s_per_flop",
-                                      "elementwise_s_per_flop", "update_s_per_param",
-                                      "im2col_s_per_value", "conv_out_s_per_value", "conv_layer_s",
-                                      "dense_layer_s"}));
+            (std::vector<std::string>{
+                "overhead_s", "conv_s_per_flop", "dense_s_per_flop", "elementwise_s_per_flop",
+                "update_s_per_param", "im2col_s_per_value", "conv_out_s_per_value", "conv_layer_s",
+                "dense_layer_s", "conv_sample_s", "conv_weight_s_per_value"}));
   EXPECT_EQ(int(TimeTermNames().size()), kTimeTerms);
 }
 
@@ -120,7 +120,12 @@ TEST(TimeModelTest, TermsAndSeconds) {
   f.conv_output_elements = 3e3;
   f.conv_layers = 2;  // the per-layer terms do not grow with the batch
   f.dense_layers = 3;
-  EXPECT_EQ(TimeTerms(f, 10, true), (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4, 2e4, 3e4, 2, 3}));
+  f.conv_weight_elements = 4e2;  // read by every sample's GEMMs on the CPU engine
+  EXPECT_EQ(TimeTerms(f, 10, true),
+            (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4, 2e4, 3e4, 2, 3, 20, 4e3}));
+  // A GPU engine convolves the batch at once: no per-sample convolution terms.
+  EXPECT_EQ(TimeTerms(f, 10, false),
+            (std::vector<double>{1, 3e7, 3e6, 1e5, 5e4, 2e4, 3e4, 2, 3, 0, 0}));
   // Element-wise work the CPU engine runs inside its convolutions: out of a CPU model's
   // element-wise term, in a GPU model's.
   ModelFeatures fused = f;
@@ -136,15 +141,17 @@ TEST(TimeModelTest, TermsAndSeconds) {
   skipped.cpu_skipped_other_flops_bwd = 4e3;
   skipped.cpu_skipped_workspace_elements = 5e2;
   EXPECT_EQ(TimeTerms(skipped, 10, true),
-            (std::vector<double>{1, 2e7, 2e6, 6e4, 5e4, 1.5e4, 3e4, 2, 3}));
+            (std::vector<double>{1, 2e7, 2e6, 6e4, 5e4, 1.5e4, 3e4, 2, 3, 20, 4e3}));
   EXPECT_EQ(TimeTerms(skipped, 10, false), TimeTerms(f, 10, false));
   EXPECT_TRUE(CpuEngineDevice("cpu"));
   EXPECT_FALSE(CpuEngineDevice("cuda:0 (NVIDIA H100 80GB HBM3)"));
   TimeModel m;
   m.coef = kCoef;
   // 1e-3 + 3e7*2e-11 + 3e6*5e-11 + 1e5*3e-9 + 5e4*1e-9 + 2e4*2e-9 + 3e4*4e-9 + 2*1e-4 + 3*5e-5
-  //   = 1e-3 + 6e-4 + 1.5e-4 + 3e-4 + 5e-5 + 4e-5 + 1.2e-4 + 2e-4 + 1.5e-4 = 2.61e-3
-  EXPECT_NEAR(m.seconds(f, 10), 2.61e-3, 1e-15);
+  //   + 20*3e-6 + 4e3*2e-9
+  //   = 1e-3 + 6e-4 + 1.5e-4 + 3e-4 + 5e-5 + 4e-5 + 1.2e-4 + 2e-4 + 1.5e-4 + 6e-5 + 8e-6
+  //   = 2.678e-3
+  EXPECT_NEAR(m.seconds(f, 10), 2.678e-3, 1e-15);
   m.coef.pop_back();
   EXPECT_THROW(m.seconds(f, 10), EstimateError);
 }
@@ -167,8 +174,8 @@ TEST(TimeModelTest, FitRecoversExactCoefficients) {
 
   // Leave-one-out (folds == samples) and the minimum sample count work too.
   EXPECT_LT(FitTimeModel("cpu", samples, 30).quality.cv_mape, 1e-6);
-  const std::vector<TimingSample> twenty(samples.begin(), samples.begin() + 20);
-  EXPECT_NO_THROW(FitTimeModel("cpu", twenty, 2));
+  const std::vector<TimingSample> least(samples.begin(), samples.begin() + 2 * kTimeTerms);
+  EXPECT_NO_THROW(FitTimeModel("cpu", least, 2));
 }
 
 TEST(TimeModelTest, NoiseShowsInCrossValidation) {
@@ -220,7 +227,7 @@ TEST(TimeModelTest, NonNegativeWhenDataPullsBelowZero) {
   EXPECT_EQ(m.coef[3], 0);
 
   // It is THE constrained optimum: no feasible restriction to a subset of the terms fits
-  // better (exhaustive over the 32 subsets).
+  // better (exhaustive over every subset).
   Eigen::VectorXd got(kTimeTerms);
   for (int j = 0; j < kTimeTerms; ++j) got(j) = m.coef[j];
   const double got_res = (A * got - y).squaredNorm();
@@ -242,32 +249,35 @@ TEST(TimeModelTest, TooFewSamples) {
   const std::vector<TimingSample> all = Synthetic(kCoef);
   const std::vector<TimingSample> nine(all.begin(), all.begin() + 9);
   EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", nine); }),
-            "too few samples to fit 9 terms: got 9, need at least 18");
+            "too few samples to fit 11 terms: got 9, need at least 22");
   EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", {}); }),
-            "too few samples to fit 9 terms: got 0, need at least 18");
+            "too few samples to fit 11 terms: got 0, need at least 22");
+  // A GPU has no per-sample convolution terms to fit.
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cuda:0 (NVIDIA H100 80GB HBM3)", nine); }),
+            "too few samples to fit 9 terms: got 9, need at least 18");
 }
 
 TEST(TimeModelTest, BadFolds) {
-  const std::vector<TimingSample> s = Synthetic(kCoef, 0, 20);
+  const std::vector<TimingSample> s = Synthetic(kCoef, 0, 22);
   EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s, 1); }),
-            "cross-validation folds must be between 2 and the number of samples (20), got 1");
-  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s, 21); }),
-            "cross-validation folds must be between 2 and the number of samples (20), got 21");
+            "cross-validation folds must be between 2 and the number of samples (22), got 1");
+  EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s, 23); }),
+            "cross-validation folds must be between 2 and the number of samples (22), got 23");
 }
 
 TEST(TimeModelTest, RankDeficient) {
   // Twelve timings of one configuration: every column is a multiple of the first.
-  std::vector<TimingSample> same(20, Synthetic(kCoef)[5]);
+  std::vector<TimingSample> same(22, Synthetic(kCoef)[5]);
   for (size_t i = 0; i < same.size(); ++i) same[i].seconds *= 1 + 0.01 * double(i);
   std::string msg = EstimateErrorOf([&] { FitTimeModel("cpu", same); });
   EXPECT_TRUE(
-      StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank 1 of 9): "))
+      StartsWith(msg, "cannot fit the time model: the design is rank-deficient (rank 1 of 11): "))
       << msg;
   EXPECT_TRUE(Contains(msg, "cannot be told apart from the other terms")) << msg;
 
   // One model at several batches: overhead and parameter updates are indistinguishable.
   std::vector<TimingSample> batches;
-  for (int b = 1; b <= 20; ++b) {
+  for (int b = 1; b <= 22; ++b) {
     TimingSample s = Synthetic(kCoef)[5];
     s.batch = 8 * b;
     s.seconds = Dot(kCoef, TimeTerms(s.features, s.batch, true));
@@ -283,22 +293,23 @@ TEST(TimeModelTest, RankDeficient) {
   for (const TimingSample& s : Synthetic(kCoef, 0, 30))
     if (s.features.conv_layers == 0) mlps.push_back(s);
   ASSERT_GE(mlps.size(), 4u);
-  while (mlps.size() < 18) mlps.insert(mlps.end(), mlps.begin(), mlps.begin() + 1);
+  while (mlps.size() < 22) mlps.insert(mlps.end(), mlps.begin(), mlps.begin() + 1);
   EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", mlps); }),
             "cannot fit the time model: the design is rank-deficient: conv_s_per_flop, "
-            "im2col_s_per_value, conv_out_s_per_value, conv_layer_s has no work in any sample; "
-            "the sweep must exercise every term");
+            "im2col_s_per_value, conv_out_s_per_value, conv_layer_s, conv_sample_s, "
+            "conv_weight_s_per_value has no work in any sample; the sweep must exercise every "
+            "term");
 }
 
 TEST(TimeModelTest, RankDeficientTrainingFold) {
-  // MLPs and just three CNNs, which the three convolution terms need: fine as a whole, but
+  // MLPs and just a few CNNs, which the convolution terms need: fine as a whole, but
   // a fold that holds a CNN out cannot separate those terms any more.
   std::vector<TimingSample> s;
   std::vector<TimingSample> cnns;
   for (const TimingSample& x : Synthetic(kCoef))
     (x.features.conv_layers == 0 ? s : cnns).push_back(x);
   ASSERT_EQ(s.size(), 8u);
-  for (size_t i = 0; s.size() < 18; ++i) {  // more MLP rows, at other batches
+  for (size_t i = 0; s.size() < 22; ++i) {  // more MLP rows, at other batches
     s.push_back(s[i]);
     s.back().batch *= 3;
     s.back().seconds = Dot(kCoef, TimeTerms(s.back().features, s.back().batch, true));
@@ -306,7 +317,7 @@ TEST(TimeModelTest, RankDeficientTrainingFold) {
   // The first (deterministic) choice of a few CNNs that makes the whole set fittable while
   // some training fold is not: the error must then name the fold.
   std::string msg;
-  for (size_t k = 3; k <= 5 && !StartsWith(msg, "cross-validation fold "); ++k) {
+  for (size_t k = 3; k <= 8 && !StartsWith(msg, "cross-validation fold "); ++k) {
     for (size_t first = 0; first + k <= cnns.size(); ++first) {
       std::vector<TimingSample> t = s;
       t.insert(t.end(), cnns.begin() + long(first), cnns.begin() + long(first + k));
@@ -320,11 +331,11 @@ TEST(TimeModelTest, RankDeficientTrainingFold) {
 }
 
 TEST(TimeModelTest, BadSamples) {
-  std::vector<TimingSample> s = Synthetic(kCoef, 0, 20);
+  std::vector<TimingSample> s = Synthetic(kCoef, 0, 22);
   s[2].seconds = 0;
   EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s); }),
             "samples[2].seconds: must be a positive number, got 0.0");
-  s = Synthetic(kCoef, 0, 20);
+  s = Synthetic(kCoef, 0, 22);
   s[4].batch = 0;
   EXPECT_EQ(EstimateErrorOf([&] { FitTimeModel("cpu", s); }),
             "samples[4].batch: must be a positive integer, got 0");
@@ -338,7 +349,7 @@ Calibration Example() {
   c.host = "Test CPU @ 2.0GHz, 2 cores";
   c.threads = 2;
   c.created = "2026-11-21T12:00:00Z";
-  c.samples = Synthetic(kCoef, 0.03, 20);
+  c.samples = Synthetic(kCoef, 0.03, 22);
   c.model = FitTimeModel(c.device, c.samples, 4);
   return c;
 }
@@ -354,6 +365,7 @@ void ExpectSameFeatures(const ModelFeatures& a, const ModelFeatures& b) {
   EXPECT_EQ(a.params, b.params);
   EXPECT_EQ(a.conv_workspace_elements, b.conv_workspace_elements);
   EXPECT_EQ(a.conv_output_elements, b.conv_output_elements);
+  EXPECT_EQ(a.conv_weight_elements, b.conv_weight_elements);
   EXPECT_EQ(a.cpu_fused_flops_fwd, b.cpu_fused_flops_fwd);
   EXPECT_EQ(a.cpu_fused_flops_bwd, b.cpu_fused_flops_bwd);
   EXPECT_EQ(a.cpu_skipped_conv_flops_bwd, b.cpu_skipped_conv_flops_bwd);
@@ -399,7 +411,7 @@ TEST(CalibrationTest, JsonRoundTrip) {
   EXPECT_EQ(j["model"]["terms"], json(TimeTermNames()));
   EXPECT_TRUE(j["samples"][0]["joules"].is_null());  // -1: not measured
   EXPECT_TRUE(j["samples"][1]["joules"].is_number());
-  EXPECT_EQ(j["samples"][0]["features"].size(), 21u);
+  EXPECT_EQ(j["samples"][0]["features"].size(), 22u);
   EXPECT_EQ(j["samples"][0]["features"]["conv_layers"], 0);
   // A file from before the CPU engine fused layers: nothing fused.
   json old = j;
@@ -413,6 +425,17 @@ TEST(CalibrationTest, JsonRoundTrip) {
   const Calibration before = CalibrationFromJson(old, "old.json");
   for (const TimingSample& s : before.samples)
     EXPECT_EQ(s.features.cpu_fused_flops_fwd + s.features.cpu_fused_flops_bwd, 0.0);
+  // A file from before the convolutions' weights were counted: what the other sums leave of
+  // the parameters, exact for these models (no batchnorm).
+  json unweighed = j;
+  for (json& s : unweighed["samples"]) s["features"].erase("conv_weight_elements");
+  const Calibration derived = CalibrationFromJson(unweighed, "old.json");
+  ASSERT_GT(c.samples[1].features.conv_weight_elements, 0);
+  for (size_t i = 0; i < c.samples.size(); ++i) {
+    EXPECT_DOUBLE_EQ(derived.samples[i].features.conv_weight_elements,
+                     c.samples[i].features.conv_weight_elements)
+        << i;
+  }
   // A file from before the prediction band: no cross-validated spread, which reads as 0.
   EXPECT_TRUE(j["model"]["quality"].contains("cv_log_sigma"));
   json unbanded = j;
@@ -440,20 +463,27 @@ TEST(CalibrationTest, SevenTermFileLoadsWithoutPerLayerCosts) {
   const std::vector<std::string>& names = TimeTermNames();
   j["model"]["terms"] = std::vector<std::string>(names.begin(), names.begin() + kLegacyTimeTerms);
   std::vector<double> coef = j["model"]["coef"];
-  const std::vector<double> nine = coef;
+  const std::vector<double> all = coef;
   coef.resize(size_t(kLegacyTimeTerms));
   j["model"]["coef"] = coef;
   const Calibration c = CalibrationFromJson(j, "old.json");
   ASSERT_EQ(c.model.coef.size(), size_t(kTimeTerms));
   for (int k = 0; k < kLegacyTimeTerms; ++k) EXPECT_EQ(c.model.coef[size_t(k)], coef[size_t(k)]);
-  EXPECT_EQ(c.model.coef[7], 0);
-  EXPECT_EQ(c.model.coef[8], 0);
+  for (int k = kLegacyTimeTerms; k < kTimeTerms; ++k) EXPECT_EQ(c.model.coef[size_t(k)], 0);
   EXPECT_EQ(CalibrationToJson(c)["model"]["terms"], json(names));
 
-  j["model"]["coef"] = nine;  // 7 names, 9 coefficients
+  j["model"]["coef"] = all;  // 7 names, 11 coefficients
   EXPECT_EQ(EstimateErrorOf([&] { CalibrationFromJson(j, "old.json"); }),
             "old.json: model.coef: must be an array of 7 non-negative numbers (one per term), "
-            "got an array of 9 items");
+            "got an array of 11 items");
+
+  // From before the per-sample convolution terms: 9 names and coefficients, the two new 0.
+  j["model"]["terms"] = std::vector<std::string>(names.begin(), names.begin() + kPerLayerTimeTerms);
+  j["model"]["coef"] = std::vector<double>(all.begin(), all.begin() + kPerLayerTimeTerms);
+  const Calibration nine = CalibrationFromJson(j, "old.json");
+  ASSERT_EQ(nine.model.coef.size(), size_t(kTimeTerms));
+  for (int k = 0; k < kTimeTerms; ++k)
+    EXPECT_EQ(nine.model.coef[size_t(k)], k < kPerLayerTimeTerms ? all[size_t(k)] : 0.0);
 }
 
 TEST(CalibrationTest, RecordsItsEngineAndSaysWhenStale) {
@@ -617,7 +647,7 @@ TEST(CalibrationTest, BadInputs) {
       {[](json& j) {
          j["model"]["coef"] = {1, 2, 3, 4};
        },
-       "cal.json: model.coef: must be an array of 9 non-negative numbers (one per term), got an "
+       "cal.json: model.coef: must be an array of 11 non-negative numbers (one per term), got an "
        "array of 4 items"},
       {[](json& j) { j["model"]["coef"][2] = -1e-9; },
        "cal.json: model.coef[2]: must be a non-negative number, got -1e-09"},

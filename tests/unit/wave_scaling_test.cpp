@@ -37,15 +37,18 @@ TEST(WaveScaling, OverheadKeptComputeByFlopsMemoryByBandwidth) {
   EXPECT_EQ(TimeTermRate(6), TermRate::Compute);  // GEMM output tiles
   EXPECT_EQ(TimeTermRate(7), TermRate::Fixed);    // per conv layer
   EXPECT_EQ(TimeTermRate(8), TermRate::Fixed);    // per dense layer
+  EXPECT_EQ(TimeTermRate(9), TermRate::Fixed);    // per sample and conv layer (GEMM calls)
+  EXPECT_EQ(TimeTermRate(10), TermRate::Memory);  // per sample and conv weight
   // The layer model's own (layer_time_model.hpp): element-wise layers and their values.
-  EXPECT_EQ(TimeTermRate(9), TermRate::Fixed);
-  EXPECT_EQ(TimeTermRate(10), TermRate::Memory);
+  EXPECT_EQ(TimeTermRate(11), TermRate::Fixed);
+  EXPECT_EQ(TimeTermRate(12), TermRate::Memory);
   EXPECT_THROW(TimeTermRate(kLayerTerms), EstimateError);
   EXPECT_THROW(TimeTermRate(-1), EstimateError);
 }
 
 TEST(WaveScaling, CoefficientsDivideByTheirRatio) {
-  const std::vector<double> coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 6e-9, 7e-9, 8e-5, 9e-5};
+  const std::vector<double> coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 6e-9,
+                                    7e-9, 8e-5,  9e-5,  1e-6, 2e-9};
   // The target has 2.5x the FLOP/s and 0.5x the bandwidth of the reference.
   const std::vector<double> s = ScaleCoefficients(coef, {2.5, 0.5});
   ASSERT_EQ(s.size(), coef.size());
@@ -58,11 +61,14 @@ TEST(WaveScaling, CoefficientsDivideByTheirRatio) {
   EXPECT_DOUBLE_EQ(s[6], 7e-9 / 2.5);
   EXPECT_DOUBLE_EQ(s[7], 8e-5);
   EXPECT_DOUBLE_EQ(s[8], 9e-5);
+  EXPECT_DOUBLE_EQ(s[9], 1e-6);
+  EXPECT_DOUBLE_EQ(s[10], 2e-9 / 0.5);
   EXPECT_EQ(ScaleCoefficients(coef, {1, 1}), coef);
 }
 
 TEST(WaveScaling, ScalingThereAndBackIsTheIdentity) {
-  const std::vector<double> coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 6e-9, 7e-9, 8e-5, 9e-5};
+  const std::vector<double> coef = {1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 6e-9,
+                                    7e-9, 8e-5,  9e-5,  1e-6, 2e-9};
   const std::vector<double> back =
       ScaleCoefficients(ScaleCoefficients(coef, {3, 0.25}), {1.0 / 3, 4});
   for (size_t i = 0; i < coef.size(); ++i) EXPECT_NEAR(back[i], coef[i], 1e-15 * coef[i]) << i;
