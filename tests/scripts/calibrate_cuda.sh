@@ -10,20 +10,20 @@ echo "calibrate --device cpu --via-launch (quick sweep through dlh-launch time-s
 dlh-estimate calibrate --device cpu --via-launch --quick --repeats 2 --threads 1 \
   --out "$WORK/cal.json" >"$WORK/cal.txt" 2>"$WORK/cal.err" ||
   { cat "$WORK/cal.txt" "$WORK/cal.err"; fail "calibrate --via-launch failed"; }
-grep -q "timing 18 configurations on cpu (1 thread)" "$WORK/cal.err" ||
+grep -q "timing 22 configurations on cpu (1 thread)" "$WORK/cal.err" ||
   { cat "$WORK/cal.err"; fail "no announcement of the device"; }
-grep -q "^\[18/18\] " "$WORK/cal.err" || { cat "$WORK/cal.err"; fail "no progress from the child"; }
+grep -q "^\[22/22\] " "$WORK/cal.err" || { cat "$WORK/cal.err"; fail "no progress from the child"; }
 check "$(grep 'fit (' "$WORK/cal.txt")"
 python3 - "$WORK/cal.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["device"] == "cpu" and c["threads"] == 1, (c["device"], c["threads"])
-assert len(c["samples"]) == 18 and all(s["seconds"] > 0 for s in c["samples"])
+assert len(c["samples"]) == 22 and all(s["seconds"] > 0 for s in c["samples"])
 assert len(c["engine"]["fingerprint"]) == 12
 PY
 dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "the calibration does not load"
 live_check_calibration "$WORK/cal.json"
-check "calibration of 18 samples loads and fits"
+check "calibration of 22 samples loads and fits"
 [[ -z $(ls -A "$WORK/tmp") ]] || fail "left behind: $(ls "$WORK/tmp")"
 check "no temporary files left"
 

@@ -166,7 +166,7 @@ python3 - "$WORK/cal.json" "$WORK/nolayers.json" <<'PY'
 import json, sys
 before, after = (json.load(open(p)) for p in sys.argv[1:])
 layer = after["layer_model"]
-assert len(layer["coef"]) == 11 and layer["samples"] > 0, layer
+assert len(layer["coef"]) == 13 and layer["samples"] > 0, layer
 update = after["optimizer_update"]
 assert update["params"] > 10**6 and set(update["seconds_per_param"]) == {"sgd", "momentum", "adam"}
 for key in ("model", "samples", "probe", "engine", "host", "created"):

@@ -23,11 +23,11 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["device"] == "cpu" and len(c["samples"]) >= 10, "calibration file incomplete"
 assert all(s["seconds"] > 0 for s in c["samples"]), "non-positive timing"
-assert len(c["model"]["coef"]) == 9
+assert len(c["model"]["coef"]) == 11
 names = [(s["model"], s["batch"]) for s in c["samples"]]
 assert len(names) == len(set(names)), "a configuration kept once per round"
 PY
-check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 9 coefficients"
+check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 11 coefficients"
 dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "fit"
 dlh-estimate predict "$SPEC" --calibration "$WORK/cal.json" >"$WORK/predict.txt" 2>"$WORK/predict.err"
 check "$(cat "$WORK/predict.txt")"
@@ -54,7 +54,7 @@ c = json.load(open(sys.argv[1]))
 s = dict(c["samples"][0], model="val-mlp-784-1024-1024-b128", batch=128, seconds=0.03)
 c["samples"] = [s]  # validate recomputes the features of a validation model from its name
 json.dump(c, open(sys.argv[2], "w"))
-c["model"]["coef"] = [1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9, 1e-4, 5e-5]
+c["model"]["coef"] = [1e-3, 2e-11, 3e-11, 4e-9, 5e-9, 1e-9, 2e-9, 1e-4, 5e-5, 1e-6, 1e-9]
 json.dump(c, open(sys.argv[3], "w"))
 PY
 dlh-estimate validate --calibration "$WORK/fixed.json" --measured "$WORK/measured.json" \
