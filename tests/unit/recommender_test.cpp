@@ -585,9 +585,10 @@ TEST_F(ScaledSpeeds, UncalibratedTypeGetsTheReferenceModelScaledByThePeaks) {
   EXPECT_EQ(slow.reference, "fast");
   EXPECT_TRUE(slow.stale.empty());
   EXPECT_TRUE(speeds["fast"].reference.empty());
-  // By hand: overhead and per-layer costs (0, 7, 8) kept, compute terms (1, 2, 6) / 0.4,
-  // memory terms (3, 4, 5) / 0.5.
-  const std::vector<double> scale = {1, 2.5, 2.5, 2, 2, 2, 2.5, 1, 1};
+  // By hand: overhead, per-layer and per-sample call costs (0, 7, 8, 9) kept, compute terms
+  // (1, 2, 6) / 0.4, memory terms (3, 4, 5, 10) / 0.5.
+  const std::vector<double> scale = {1, 2.5, 2.5, 2, 2, 2, 2.5, 1, 1, 1, 2};
+  ASSERT_EQ(scale.size(), size_t(kTimeTerms));
   for (int64_t b : {0, 1, 64}) {
     const std::vector<double> t = TimeTerms(job.features, b, true);  // a "cpu" calibration
     double want = 0;
