@@ -454,15 +454,11 @@ Calibration CalibrationFromJson(const json& j, const std::string& origin) {
         (coef.size() != size_t(kLayerTerms) && coef.size() != kOld && coef.size() != kOlder))
       l.fail("coef", "must be an array of " + std::to_string(kLayerTerms) +
                          " non-negative numbers (one per term), got " + ShownJsonValue(coef));
-    std::vector<double> read;
-    for (size_t k = 0; k < coef.size(); ++k)
-      read.push_back(
-          l.Number(coef[k], l.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
     std::vector<double>& to = c.layer_model.coef;
-    to.assign(size_t(kLayerTerms), 0.0);
-    std::copy_n(read.begin(), std::min(read.size(), kOlder), to.begin());
-    if (read.size() == kOld) std::copy_n(read.begin() + kOlder, 2, to.begin() + kTimeTerms);
-    if (read.size() == size_t(kLayerTerms)) to = read;
+    for (size_t k = 0; k < coef.size(); ++k)
+      to.push_back(l.Number(coef[k], l.at("coef") + "[" + std::to_string(k) + "]", S::NonNegative));
+    if (to.size() == kOld) to.insert(to.begin() + kOlder, size_t(kTimeTerms) - kOlder, 0.0);
+    to.resize(size_t(kLayerTerms), 0.0);
     c.layer_model.samples = int(l.integer("samples", 0, INT_MAX));
     c.layer_model.step_error = l.number("step_error", S::NonNegative);
   }
