@@ -171,14 +171,14 @@ TEST(CalibrationSweep, FullSweepVariesEveryFactor) {
   EXPECT_GE(channels.size(), 2u);
   EXPECT_GE(batches.size(), 3u);
   EXPECT_EQ(kernels, (std::set<int>{3, 5}));
-  // The ranges of the header: conv 0-4, filters 8-128, FC 0-2, nodes 64-2048, 16-64 px,
-  // batch 16-256.
+  // The ranges of the header: conv 0-4, filters 8-128, FC 0-2 and the deep ones of 4-6,
+  // nodes 64-2048, 16-64 px, batch 16-256.
   EXPECT_EQ(*convs.begin(), 0);
   EXPECT_EQ(*convs.rbegin(), 4);
   EXPECT_EQ(*filters.begin(), 8);
   EXPECT_EQ(*filters.rbegin(), 128);
   EXPECT_EQ(*fcs.begin(), 0);
-  EXPECT_EQ(*fcs.rbegin(), 2);
+  EXPECT_EQ(fcs, (std::set<int>{0, 1, 2, 4, 5, 6}));
   EXPECT_EQ(*nodes.begin(), 64);
   EXPECT_EQ(*nodes.rbegin(), 2048);
   EXPECT_EQ(*sizes.begin(), 16);
