@@ -158,7 +158,10 @@ check "nothing lingers"
 # and has not reported one --stall-timeout + --stall-startup after its launch is stalled,
 # however busy (it computes 2 ms in every 5: the idle rule of 4b never judges it; one that
 # only woke 200 times a second used under a 10 ms tick of CPU time in a second of a loaded
-# make check, and the idle rule rightly judged it). It reports
+# make check, and the idle rule rightly judged it). Its --stall-timeout is 3 s, so that the
+# idle rule, which from --stall-startup on watches for as long, would need 3 s without a
+# tick of CPU time to fire first: at 1 s a busy program starved for that second by a
+# loaded make check (6 tests on 2 cores, 2026-12-05) was judged idle. It reports
 # when it wrote on its channel, with --expect-steps, or when its plan is from its profile;
 # one that never writes there (an unmodified torchrun program) is not judged by its steps.
 cat >"$WORK/busy.py" <<'PY'
@@ -172,8 +175,8 @@ while time.time() < end:  # 2 ms of CPU in every 5: busy in whole 10 ms ticks of
         pass
     time.sleep(0.003)
 PY
-B=(timeout 60 mpirun -np 1 dlh-launch run --run-dir "$WORK/r8c" --stall-timeout 1s --stall-startup 1s)
-first_step="^dlh-launch \[rank 0/1 [^]]*\]: error: the program (pid [0-9]*) reported no step in the [0-9]s since its launch (--stall-timeout 1s + --stall-startup 1s; it reports steps:"
+B=(timeout 60 mpirun -np 1 dlh-launch run --run-dir "$WORK/r8c" --stall-timeout 3s --stall-startup 1s)
+first_step="^dlh-launch \[rank 0/1 [^]]*\]: error: the program (pid [0-9]*) reported no step in the [0-9]s since its launch (--stall-timeout 3s + --stall-startup 1s; it reports steps:"
 expect_fail 4 "$first_step it wrote on DLH_PROGRESS_FD): stalled, ending every rank$" \
   "${B[@]}" -- python3 "$WORK/busy.py" tell 30 "$marker"
 check "$(grep error: "$WORK/err.txt")"
