@@ -21,8 +21,9 @@ struct SweepEntry {
 
 // The calibration sweep: vary conv layers (0-4), filters (8-128), kernel (3, 5), FC layers
 // (0-2) and nodes (64-2048), input size (16-64 px, 1 or 3 channels) and batch (16-256), one
-// factor at a time around a base model plus a space-filling random set (fixed seed).
-// `quick` gives a small sweep (17 entries) for tests; the full one has 72.
+// factor at a time around a base model plus a space-filling random set (fixed seed), then
+// four models of 4-6 FC layers. `quick` gives a small sweep (22 entries) for tests; the full
+// one has 80 (calibrate_sweep.cpp).
 std::vector<SweepEntry> CalibrationSweep(bool quick);
 
 // Hand-picked architectures NOT in the sweep, for `dlh-estimate validate`: LeNet-like,
