@@ -75,7 +75,12 @@ signal_one_rank() {
     sleep 0.01
   done
   ((${#all[@]} == 4)) || return 1
-  kill -STOP "${all[@]}"
+  kill -STOP "${all[@]}" 2>/dev/null || true
+  # Ending as it was found (2026-12-05: two of the four had exited before the hold, and the
+  # ranks could not be told apart): a try again, as one found too late.
+  for p in "${all[@]}"; do
+    kill -0 "$p" 2>/dev/null || { kill -CONT "${all[@]}" 2>/dev/null; return 1; }
+  done
   HELD_STEP=$(sed '$d' "$dir/metrics.jsonl" | grep -o '"step":[0-9]*' | tail -1 | cut -d: -f2)
   HELD_STEP=${HELD_STEP:-0}
   mapfile -t ranks < <(for p in "${all[@]}"; do
