@@ -12,7 +12,7 @@
 #   BENCH_ONLY=allreduce,checkpoint bench.sh BINDIR OUT.md   those parts alone; the others'
 #                                                      sections stay as committed
 # Parts: estimator wave cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch
-# recommender replay lrfind lrvalidate jobs demo balance mixed_shares faults convergence local_sgd pipeline. BENCH_HOST names this host in
+# recommender replay lrfind lrvalidate jobs demo balance mixed_shares faults convergence local_sgd pipeline memory. BENCH_HOST names this host in
 # the goals table (default: host name, machine id and a hash of the kernel and CPU); BENCH_ROUNDS the throughput rounds.
 set -euo pipefail
 bindir=$(cd "$1" && pwd) out=$2
@@ -38,7 +38,7 @@ bench=$root/share/bench
 malloc_keep=$(cd "$work" && env -u GLIBC_TUNABLES dlh-launch run --run-dir "$work/malloc" \
   -- printenv GLIBC_TUNABLES 2>/dev/null) && [[ $malloc_keep == glibc.malloc.* ]] ||
   { echo "bench.sh: dlh-launch run gave no GLIBC_TUNABLES" >&2; exit 1; }
-parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs demo balance mixed_shares faults convergence local_sgd pipeline"
+parts="estimator wave transfer cpu resnet_cpu quality exported suggested loader ddp allreduce checkpoint ckpt_overhead sbatch recommender replay lrfind lrvalidate jobs demo balance mixed_shares faults convergence local_sgd pipeline memory"
 only=${BENCH_ONLY:-}
 for p in ${only//,/ }; do
   [[ " $parts " == *" $p "* ]] || { echo "BENCH_ONLY: no part '$p' (parts: $parts)" >&2; exit 2; }
@@ -1050,6 +1050,31 @@ BENCH_CALIBRATION=$here_cal measure pipeline
   echo
 } >"$work/s9-pipeline.md"
 store pipeline "$work/s9-pipeline.md"
+}
+
+# ---- a rank's memory: predicted against measured --------------------------------------------
+bench_memory() {
+section "a rank's memory: dlh-estimate features against the peak resident memory"
+measure memory
+{
+  echo "## A rank's memory: predicted against measured"
+  echo
+  echo "share/bench/memory.sh: MLPs, the example and bench CNNs, ResNet-18 (32x32) and ResNet-50"
+  echo "(224x224), each at two batches, on synthetic data of its input shape: \`dlh-estimate"
+  echo "features SPEC --batch B --json\`'s memory_bytes (the figure \`recommend\` fits into a"
+  echo "device's memory, and a pipeline's stages into \`--memory-cap\`: docs/reference/dlh-estimate.md)"
+  echo "against the peak resident memory of \`dlh-launch train\` on the CPU engine (summary.json's"
+  echo "rank_process.peak_rss_mib)."
+  echo
+  $py "$bench/report.py" memory "$work" "$goals"
+  echo
+} >"$work/s9-memory.md"
+# The raw rows too: the memory model's next form is fitted and judged on them.
+if [[ -f $work/memory/results.json ]]; then
+  store memory "$work/s9-memory.md" "$work/memory/results.json"
+else
+  store memory "$work/s9-memory.md"
+fi
 }
 
 # ---- run the parts, render BENCHMARKS.md ---------------------------------------------------

@@ -234,6 +234,13 @@ GOALS = [
      "parameters of the widest planned whole, and trains as planned",
      "share/bench/pipeline.sh's widest pipelined MLP has less than twice the parameters of the "
      "widest planned whole, or does not train its 20 steps as planned (issue 47)"),
+    ("memory-rank", "memory",
+     "A rank's memory predicted within 25% of what its model holds (peak resident memory less "
+     "the process's own share), every model and batch on the CPU engine",
+     "for any model and batch of share/bench/memory.sh (MLPs, CNNs, ResNet-18 and -50, one rank "
+     "of the CPU engine), `dlh-estimate features`' memory_bytes is more than 25% from the run's "
+     "peak resident memory less that of the same run with a 7,850-parameter model (issues 40, "
+     "47: the figure recommend fits into a device's memory and a pipeline's stages into a cap)"),
 ]
 
 RETIRED = [
@@ -310,6 +317,7 @@ PREFIXES = [
     ("Pipeline, 2 stages of 8", "pipeline-bubble"),
     ("Pipeline, the estimator's step", "pipeline-step"),
     ("Under a 0.5 GB device cap", "pipeline-memory"),
+    ("A rank's memory", "memory-rank"),
 ]
 
 

@@ -11,6 +11,7 @@ Every number and every met/not-met verdict in the output is computed here from t
 WORK; the prose only names what the numbers show. A goal row is a JSON line
 {"goal", "measured", "met": true/false/null (no target), "limit": what holds it back}."""
 import json
+import math
 import os
 import statistics
 import sys
@@ -432,6 +433,74 @@ def resnet_cpu(work, goals):
             rounds = f"**{rounds}**"
         p = r["probe"].get(n)
         print(f"| {n} | {p:.1f} | {rounds} |" if p is not None else f"| {n} | failed | — |")
+
+
+# ---- a rank's memory, predicted against measured (memory.sh) --------------------------------
+
+def memory(work, goals):
+    """`dlh-estimate features`' memory_bytes against the peak resident memory of the run, less
+    the process's own share (memory.sh's 7,850-parameter model), at two batches a model: the
+    whole, and apart what grows with the batch and what does not."""
+    goal = ("A rank's memory predicted within 25% of what its model holds (peak resident "
+            "memory less the process's own share), every model and batch on the CPU engine")
+    d = os.path.join(work, "memory")
+    if not measured(d, goal, goals):
+        return
+    r = json.load(open(os.path.join(d, "results.json")))
+    rows = r["rows"]
+    mib = 1 << 20
+    base = min(x["peak_rss_mib"] for x in rows if x["model"] == "base-softmax")
+    print(f"One rank, {r['threads']} thread, {r['steps']} steps and the final checkpoint; "
+          f"the process's own share (libraries, MPI, the loader, start-up): {base:.0f} MiB, the "
+          "peak of the same run with a 7,850-parameter model. Predicted: `dlh-estimate "
+          "features SPEC --batch B --json`'s memory_bytes (TrainingMemoryBytes, "
+          "estimator/model/features.cpp: parameters, gradients and optimizer state, and per "
+          "sample the activations and convolution columns).")
+    print()
+    print("| model | parameters | batch | predicted | peak resident | less the process's "
+          "share | measured / predicted |")
+    print("|---|---|---|---|---|---|---|")
+    errors = []
+    for x in rows:
+        if x["model"] == "base-softmax":
+            continue
+        own = x["peak_rss_mib"] - base
+        pred = x["predicted_bytes"] / mib
+        ratio = own / pred if pred > 0 else float("inf")
+        # Judged by the factor either way: a sixth of the prediction is as far off as 6x.
+        errors.append((abs(math.log(ratio)), x["model"], x["batch"], ratio))
+        print(f"| {x['model']} | {x['params'] / 1e6:.2f} M | {x['batch']} | {pred:.0f} MiB | "
+              f"{x['peak_rss_mib']:.0f} MiB | {own:.0f} MiB | {ratio:.2f} |")
+    print()
+    print("What grows with the batch (the difference of the two batches' peaks, per sample) "
+          "and what does not (the rest, less the process's share), each against its part of "
+          "the prediction:")
+    print()
+    print("| model | per sample predicted | per sample measured | ratio | fixed predicted | "
+          "fixed measured | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    by_model = {}
+    for x in rows:
+        by_model.setdefault(x["model"], []).append(x)
+    for name, (a, b) in ((n, sorted(v, key=lambda x: x["batch"])) for n, v in by_model.items()
+                         if n != "base-softmax" and len(v) == 2):
+        db = b["batch"] - a["batch"]
+        per_pred = (b["predicted_bytes"] - a["predicted_bytes"]) / db
+        per_meas = (b["peak_rss_mib"] - a["peak_rss_mib"]) * mib / db
+        fixed_pred = a["predicted_bytes"] - per_pred * a["batch"]
+        fixed_meas = (a["peak_rss_mib"] - base) * mib - per_meas * a["batch"]
+        print(f"| {name} | {per_pred / 1e6:.3f} MB | {per_meas / 1e6:.3f} MB | "
+              f"{per_meas / per_pred:.2f} | {fixed_pred / 1e6:.0f} MB | {fixed_meas / 1e6:.0f} MB "
+              f"| {fixed_meas / fixed_pred:.2f} |")
+    print()
+    print("A peak below the start-up's own (the share above) reads as less than the model holds: "
+          "the smaller models' per-sample figures are lower bounds.")
+    worst = max(errors)
+    within = [e for e in errors if abs(e[3] - 1) <= 0.25]
+    met = len(within) == len(errors)
+    goals.add(goal, f"worst {worst[1]} at batch {worst[2]}: measured / predicted {worst[3]:.2f}; "
+              f"{len(within)} of {len(errors)} within 25%", met,
+              f"{worst[1]} at batch {worst[2]}: {worst[3]:.2f}x the prediction")
 
 
 # ---- allreduce ---------------------------------------------------------------------------
@@ -1508,7 +1577,7 @@ def main():
                 "sbatch": sbatch, "estimator": estimator, "recommender": recommender,
                 "wave": wave, "transfer": transfer, "jobs": jobs, "lrfind": lrfind, "lrvalidate": lrvalidate,
                 "balance": balance, "faults": faults, "convergence": convergence,
-                "resnet_cpu": resnet_cpu}
+                "resnet_cpu": resnet_cpu, "memory": memory}
     if len(sys.argv) != 4 or sys.argv[1] not in sections:
         raise SystemExit(f"usage: report.py {{{'|'.join(sections)}}} WORK GOALS | goals GOALS")
     sections[sys.argv[1]](sys.argv[2], Goals(sys.argv[3]))
