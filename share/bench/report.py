@@ -467,8 +467,10 @@ def memory(work, goals):
         own = x["peak_rss_mib"] - base
         pred = x["predicted_bytes"] / mib
         ratio = own / pred if pred > 0 else float("inf")
-        # Judged by the factor either way: a sixth of the prediction is as far off as 6x.
-        errors.append((abs(math.log(ratio)), x["model"], x["batch"], ratio))
+        # Judged by the factor either way: a sixth of the prediction is as far off as 6x. A
+        # peak at or below the process's own share measured nothing of the model: the worst.
+        off = abs(math.log(ratio)) if ratio > 0 else float("inf")
+        errors.append((off, x["model"], x["batch"], ratio))
         print(f"| {x['model']} | {x['params'] / 1e6:.2f} M | {x['batch']} | {pred:.0f} MiB | "
               f"{x['peak_rss_mib']:.0f} MiB | {own:.0f} MiB | {ratio:.2f} |")
     print()

@@ -42,6 +42,12 @@ rec=$(run 200 a:16:100:300 a:128:600:300 b:8:50:300)
 grep -q 'worst a at batch 128: measured / predicted 0.17' <<<"$rec" || fail "the worst row: $rec"
 check "a row at a sixth of its prediction fails the goal and is named before one at 2x"
 
+# A peak below the process's own share (the start-up's, which varies): reported, and the worst.
+rec=$(run 200 a:16:100:120 b:8:50:240)
+[[ $(field met <<<"$rec") == False ]] || fail "a peak below the share: met: $rec"
+grep -q 'worst a at batch 16: measured / predicted -0.80' <<<"$rec" || fail "a peak below the share: $rec"
+check "a peak below the process's own share is the worst row, not a crash"
+
 # The split of model a (batches 16 and 128): per sample (660 - 310) MiB / 112 measured against
 # (400 - 100) MiB / 112 predicted; the fixed part what is left at batch 16.
 run 200 a:16:100:310 a:128:400:660 >/dev/null
