@@ -3,8 +3,6 @@
 // and read, and to a scratch .csv file and read (auto header, last column the label).
 // Refusals are DataError, the one line dlh-data prints; the arrays a .npy read accepts are
 // converted to floats and whole numbers as import-numpy converts them.
-#include <stdlib.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -20,12 +18,8 @@
 namespace {
 
 const std::string& Folder() {
-  static const std::string dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dlh-fuzz-import-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) abort();
-    return tmpl;
-  }();
-  return dir;
+  static const dlh::fuzz::ScratchFolder dir("dlh-fuzz-import");
+  return dir.path();
 }
 
 std::string Write(const std::string& name, const uint8_t* data, size_t size) {

@@ -4,8 +4,6 @@
 // the report's Results section draws), written to a scratch run folder. Whatever
 // they hold, LoadRun must not throw (the folder holds a run), and the report and headline
 // must be built: a damaged file is a note on the page, never an exception.
-#include <stdlib.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -22,13 +20,10 @@ namespace {
 struct NothingIsRefused {};  // no exception type is a documented refusal here
 
 const std::string& Folder() {
-  static const std::string dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dlh-fuzz-run-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) abort();
-    std::filesystem::create_directories(tmpl + "/heartbeat");
-    return tmpl;
-  }();
-  return dir;
+  static const dlh::fuzz::ScratchFolder dir("dlh-fuzz-run");
+  static const bool made = std::filesystem::create_directories(dir.path() + "/heartbeat");
+  (void)made;
+  return dir.path();
 }
 
 void Write(const std::string& path, const std::string& text) {
