@@ -13,9 +13,7 @@
 //   2 PATH VALUE   replace dataset                        optimizer) := TEXT
 //   3 PATH         delete link              6 PATH        a group in place of PATH
 // VALUE is a type byte, a dataspace byte, a layout byte, then the data (Input::value).
-#include <fcntl.h>
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -90,21 +88,10 @@ std::vector<std::string> BasePaths(const dlh::TrainState& s) {
 }
 
 // A folder of this process's files in $TMPDIR (run.sh puts it on a RAM disk: SaveCheckpoint
-// fsyncs). The name is never freed, so that the exit handler that removes the folder can
-// still read it.
+// fsyncs), removed at exit.
 const std::string& ScratchDir() {
-  static const std::string* const dir = [] {
-    auto* d = new std::string(
-        (std::filesystem::temp_directory_path() / ("dlh-fuzz-ckpt-" + std::to_string(getpid())))
-            .string());
-    std::filesystem::create_directories(*d);
-    std::atexit([] {
-      std::error_code ec;
-      std::filesystem::remove_all(ScratchDir(), ec);
-    });
-    return d;
-  }();
-  return *dir;
+  static const dlh::fuzz::ScratchFolder dir("dlh-fuzz-ckpt");
+  return dir.path();
 }
 
 struct Base {

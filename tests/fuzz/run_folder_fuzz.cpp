@@ -21,8 +21,8 @@ struct NothingIsRefused {};  // no exception type is a documented refusal here
 
 const std::string& Folder() {
   static const dlh::fuzz::ScratchFolder dir("dlh-fuzz-run");
-  static const bool made = std::filesystem::create_directories(dir.path() + "/heartbeat");
-  (void)made;
+  [[maybe_unused]] static const bool made =
+      std::filesystem::create_directories(dir.path() + "/heartbeat");
   return dir.path();
 }
 
