@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
 #include "common/exit_codes.hpp"
 #include "common/spec.hpp"
 #include "estimator/cli/command_line.hpp"
@@ -65,18 +66,48 @@ using cli::WriteJson;
 int FeaturesCommand(const std::vector<std::string>& args) {
   po::options_description d("dlh-estimate features SPEC: options");
   int64_t batch = 0;
+  std::string engine_name;
   d.add_options()("help,h", "show this help")("batch", po::value(&batch)->default_value(0),
                                               "local batch for the memory line (0: spec)")(
+      "engine", po::value(&engine_name)->default_value("gpu"),
+      "whose memory --json's memory_bytes is: gpu (a GPU's, or a profiled program's) or cpu "
+      "(the built-in CPU engine's)")(
+      "pipeline-stages", po::value<int>()->default_value(0),
+      "also each stage's memory, the network cut as recommend cuts it (0: the spec's "
+      "parallel.pipeline_stages)")(
+      "micro-batches", po::value<int>()->default_value(0),
+      "micro-batches of --batch for the stages (0: the spec's parallel.micro_batches)")(
       "json", "print JSON");
   po::variables_map vm;
   if (!Parse("features", args, d, {"SPEC"}, vm)) return kExitOk;
+  if (engine_name != "gpu" && engine_name != "cpu")
+    throw UsageError("features: --engine must be gpu or cpu, got '" + engine_name + "'");
   TrainSpec spec = LoadSpec(Str(vm, "SPEC"));
   ModelFeatures f = ComputeFeatures(spec);
   if (batch <= 0) batch = spec.batch_size;
   int slots = spec.optimizer.kind == OptimizerSpec::Kind::Adam ? 2
               : spec.optimizer.momentum > 0                    ? 1
                                                                : 0;
-  double memory = TrainingMemoryBytes(f, batch, slots);
+  const double gpu_memory = TrainingMemoryBytes(f, batch, slots, MemoryEngine::kDevice);
+  const double cpu_memory = TrainingMemoryBytes(f, batch, slots, MemoryEngine::kCpu);
+  // A pipeline's stages: a replica of `batch` samples in micro-batches.
+  int stages = vm["pipeline-stages"].as<int>(), micro = vm["micro-batches"].as<int>();
+  if (stages == 0) stages = spec.parallel.pipeline_stages;
+  if (micro == 0) micro = spec.parallel.micro_batches;
+  if (stages < 1 || stages > int(spec.layers.size()))
+    throw UsageError("features: --pipeline-stages must be 1 to the spec's " +
+                     std::to_string(spec.layers.size()) + " layers, got " + std::to_string(stages));
+  if (micro < 1 || micro > batch)
+    throw UsageError("features: --micro-batches must be 1 to the batch (" + std::to_string(batch) +
+                     "), got " + std::to_string(micro));
+  std::vector<double> gpu_stages, cpu_stages;
+  if (stages > 1) {
+    Job job;
+    job.spec = spec;
+    job.features = f;
+    gpu_stages = PipelineStageMemoryBytes(job, stages, micro, batch, slots, MemoryEngine::kDevice);
+    cpu_stages = PipelineStageMemoryBytes(job, stages, micro, batch, slots, MemoryEngine::kCpu);
+  }
   if (vm.count("json")) {
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& l : f.layers) layers.push_back(LayerJson(l));
@@ -92,7 +123,9 @@ int FeaturesCommand(const std::vector<std::string>& args) {
                {"dense_nodes", f.dense_nodes},
                {"input_elements", f.input_elements},
                {"batch", batch},
-               {"memory_bytes", memory}});
+               {"engine", engine_name},
+               {"memory_bytes", engine_name == "cpu" ? cpu_memory : gpu_memory},
+               {"stage_memory_bytes", engine_name == "cpu" ? cpu_stages : gpu_stages}});
     return kExitOk;
   }
   std::printf("%s: %s\n", spec.origin.c_str(), spec.name.c_str());
@@ -105,8 +138,11 @@ int FeaturesCommand(const std::vector<std::string>& args) {
               Si(f.dense_flops_fwd + f.dense_flops_bwd).c_str());
   std::printf("  %.0f parameters (%sB), %.0f activations per sample\n", f.params,
               Si(f.param_bytes()).c_str(), f.activation_elements);
-  std::printf("  training memory at batch %lld: %sB per rank\n", (long long)batch,
-              Si(memory).c_str());
+  std::printf("  training memory at batch %lld: %sB a GPU, %sB a rank of the CPU engine\n",
+              (long long)batch, Si(gpu_memory).c_str(), Si(cpu_memory).c_str());
+  for (size_t s = 0; s < gpu_stages.size(); ++s)
+    std::printf("  pipeline stage %zu of %d (%d micro-batches): %sB a GPU, %sB a CPU rank\n", s,
+                stages, micro, Si(gpu_stages[s]).c_str(), Si(cpu_stages[s]).c_str());
   return kExitOk;
 }
 

@@ -60,6 +60,7 @@
 #include "estimator/model/features.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "common/error.hpp"
@@ -83,6 +84,33 @@ std::vector<bool> CpuFusedLayers(const std::vector<LayerSpec>& l) {
       fused[next] = true;
   }
   return fused;
+}
+
+// One thread's im2col tile of a convolution on the CPU engine: rows of the output taken
+// together so that the columns stay within 256 kB, at least one row. The rule of
+// launcher/nn/layers/conv_tiles.hpp (ConvTileRows), restated here because the estimator
+// does not build layers; tests/unit/features_test.cpp checks they agree.
+double CpuColumnTile(const LayerSpec& l, const Shape3& in, const Shape3& out) {
+  const double ckk = double(in.channels) * l.kernel * l.kernel;
+  const double row_bytes = std::max(1.0, ckk) * std::max(1, out.width) * 4;
+  const double rows =
+      std::clamp(std::floor(256.0 * 1024 / row_bytes), 1.0, double(std::max(1, out.height)));
+  return ckk * rows * out.width;
+}
+
+// Per sample, what a layer keeps for its backward besides its output and input gradient
+// (launcher/nn/layers): batchnorm its normalised input, dropout its mask, a max pool the
+// index of each window's winner (also when it runs inside the convolution before it).
+double CpuScratch(const LayerSpec& l, const LayerCost& c) {
+  switch (l.kind) {
+    case LayerKind::BatchNorm:
+    case LayerKind::Dropout:
+      return double(c.in.elements());
+    case LayerKind::MaxPool2d:
+      return double(c.out.elements());
+    default:
+      return 0;
+  }
 }
 
 // Which layers compute no input gradient. kFirstOnly: the first layer of the network (the
@@ -123,7 +151,10 @@ LayerCost AddLayer(const LayerSpec& l, const Shape3& in_shape, const Shape3& out
       f->total_filters += l.filters;
       f->conv_workspace_elements += c.workspace_elements;
       f->conv_output_elements += out;
-      f->conv_weight_elements += double(l.filters) * c.in.channels * k2;
+      c.conv_weight_elements = double(l.filters) * c.in.channels * k2;
+      c.cpu_scratch_elements = CpuColumnTile(l, c.in, c.out) * (first ? 1 : 2);
+      f->conv_weight_elements += c.conv_weight_elements;
+      f->cpu_conv_scratch_elements += c.cpu_scratch_elements;
       break;
     }
     case LayerKind::Dense: {
@@ -180,7 +211,16 @@ LayerCost AddLayer(const LayerSpec& l, const Shape3& in_shape, const Shape3& out
           c.flops_bwd += n.flops_bwd;
           c.params += n.params;
           c.workspace_elements += n.workspace_elements;
+          c.cpu_held_elements += n.cpu_held_elements;
+          c.cpu_scratch_elements += n.cpu_scratch_elements;
+          c.conv_weight_elements += n.conv_weight_elements;
         }
+      // (The paths' layers added theirs to f.) The shortcut's input gradient, added to the
+      // main path's afterwards.
+      if (!l.shortcut.empty() && !first) {
+        c.cpu_held_elements += in;
+        f->cpu_held_elements += in;
+      }
       // The addition of the two outputs; backward, the sum of the two input gradients.
       other_fwd = out;
       other_bwd = first ? 0 : in;
@@ -191,6 +231,9 @@ LayerCost AddLayer(const LayerSpec& l, const Shape3& in_shape, const Shape3& out
   c.flops_bwd += other_bwd;
   f->other_flops_fwd += other_fwd;
   f->other_flops_bwd += other_bwd;
+  const double held = CpuScratch(l, c) + (first || cpu_fused ? 0 : in);
+  c.cpu_held_elements += held;
+  f->cpu_held_elements += held;
   c.cpu_fused = cpu_fused;
   if (c.cpu_fused) {
     f->cpu_fused_flops_fwd += c.flops_fwd;
@@ -213,7 +256,19 @@ void AddPath(const std::vector<LayerSpec>& layers, const std::vector<Shape3>& sh
     const bool first = path_first && (rule == FirstRule::kFirstOnly ? i == 0 : !params_below);
     out->push_back(AddLayer(layers[i], shapes[i], shapes[i + 1], first, rule, cpu_fused[i], origin,
                             path + "[" + std::to_string(i) + "]", f));
-    params_below = params_below || out->back().params > 0;
+    LayerCost& c = out->back();
+    params_below = params_below || c.params > 0;
+    // The CPU engine keeps a layer's output unless the next runs inside it (then the last
+    // of the fused run's output stands for them all); a convolution with a fused ReLU or
+    // pool computes each sample's full-size output in its thread's scratch.
+    const bool next_fused = i + 1 < layers.size() && cpu_fused[i + 1];
+    const double held_output = next_fused ? 0 : c.out_elements;
+    c.cpu_held_elements += held_output;
+    f->cpu_held_elements += held_output;
+    if (c.kind == LayerKind::Conv2d && next_fused) {
+      c.cpu_scratch_elements += c.out_elements;
+      f->cpu_conv_scratch_elements += c.out_elements;
+    }
   }
 }
 
@@ -229,6 +284,17 @@ void SetCpuSkipped(const ModelFeatures& as_cpu_runs, ModelFeatures* all) {
       std::max(0.0, all->conv_workspace_elements - as_cpu_runs.conv_workspace_elements);
 }
 
+// The CPU engine's held elements are those of the layers counted by its rule (which of them
+// compute an input gradient); `to` (counted kFirstOnly) takes them over, nested ones too.
+void CopyCpuHeld(const std::vector<LayerCost>& from, std::vector<LayerCost>* to) {
+  for (size_t i = 0; i < from.size() && i < to->size(); ++i) {
+    (*to)[i].cpu_held_elements = from[i].cpu_held_elements;
+    (*to)[i].cpu_scratch_elements = from[i].cpu_scratch_elements;
+    CopyCpuHeld(from[i].layers, &(*to)[i].layers);
+    CopyCpuHeld(from[i].shortcut, &(*to)[i].shortcut);
+  }
+}
+
 }  // namespace
 
 ModelFeatures ComputeFeatures(const TrainSpec& spec) {
@@ -242,6 +308,9 @@ ModelFeatures ComputeFeatures(const TrainSpec& spec) {
   AddPath(spec.layers, shapes, true, FirstRule::kBelowParameters, spec.origin, "layers",
           &as_cpu_runs, &unused);
   SetCpuSkipped(as_cpu_runs, &f);
+  CopyCpuHeld(unused, &f.layers);
+  f.cpu_held_elements = as_cpu_runs.cpu_held_elements + 3.0 * double(f.input_elements);
+  f.cpu_conv_scratch_elements = as_cpu_runs.cpu_conv_scratch_elements;
   // Softmax cross-entropy over the logits.
   f.other_flops_fwd += 3.0 * spec.classes;
   f.other_flops_bwd += 2.0 * spec.classes;
@@ -267,28 +336,46 @@ std::vector<ModelFeatures> TopLevelLayerFeatures(const TrainSpec& spec) {
   return out;
 }
 
-// Bytes one rank holds while training with `batch` samples per step (4-byte floats):
+// Bytes one rank holds while training with `batch` samples per step (4-byte floats, P the
+// parameters, s the optimizer slots, b the batch).
 //
-//   4 * params * (2 + optimizer_slots)           weights, gradients, optimizer state
-//   + 4 * batch * activation_elements * 2        forward activations (the input included),
-//                                                and as much again for what backward needs
-//   + 4 * batch * conv_workspace_elements        im2col columns (and their gradients)
+// kCpu, the CPU engine, as make bench's memory part measured it (BENCHMARKS.md, "A rank's
+// memory"; heaptrack showed where each part lives):
+//   4 P (4 + 2 s)            weights, gradients and optimizer state (2 + s); the checkpoint
+//                            writer's snapshot of weights and state, kept between checkpoints
+//                            for reuse (1 + s); at the end, the weights once more, exported
+//                            to check that the ranks agree while the snapshot is held (1)
+//   + 4 min(b, 8) conv_weight_elements     each convolution's weight-gradient partial sums
+//                            (kGradChunks in conv2d.cpp), members of the layer
+//   + 4 cpu_conv_scratch_elements          one thread's column tiles, every convolution's
+//   + 4 b cpu_held_elements                what the layers keep from forward to backward
+// Columns are a tile per thread, not the whole batch's, and a fused ReLU or pool holds no
+// output of its own; counting them as the GPU figure does over-predicted CNNs 3-10 times.
+// Each further thread of the rank adds one more set of column tiles.
 //
-// The "as much again" covers the engine's two ping-pong gradient buffers (each as large
-// as the largest activation) and the per-layer scratch kept for backward (batchnorm's
-// normalised input, dropout masks, maxpool winners, conv2d output columns), each about one
-// activation of its layer; on the whole it is an upper bound. The conv workspace is a SUM
-// over layers, not the largest one, because every Conv2d keeps its own column buffers as
-// members (launcher/nn/layers/layers.hpp) so that steady-state training does not allocate.
-double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_slots) {
+// kDevice, a GPU (or a program's profile, which sets activation_elements from its measured
+// peak: profile_speeds.cpp):
+//   4 P (2 + s)                            weights, gradients, optimizer state
+//   + 4 b activation_elements 2            forward activations (the input included), and
+//                                          as much again for what backward needs
+//   + 4 b conv_workspace_elements          im2col columns (and their gradients)
+// The "as much again" covers the gradient buffers and the per-layer scratch kept for
+// backward, each about one activation of its layer; on the whole it is an upper bound. It
+// has not been measured on a GPU.
+double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_slots,
+                           MemoryEngine engine) {
   if (batch < 0)
     throw EstimateError("training memory: batch must be non-negative, got " +
                         std::to_string(batch));
   if (optimizer_slots < 0)
     throw EstimateError("training memory: optimizer slots must be non-negative, got " +
                         std::to_string(optimizer_slots));
-  const double b = double(batch);
-  return 4.0 * f.params * (2.0 + optimizer_slots) + 4.0 * b * f.activation_elements * 2.0 +
+  const double b = double(batch), s = double(optimizer_slots);
+  if (engine == MemoryEngine::kCpu)
+    return 4.0 * f.params * (4.0 + 2.0 * s) +
+           4.0 * double(std::min<int64_t>(batch, 8)) * f.conv_weight_elements +
+           4.0 * f.cpu_conv_scratch_elements + 4.0 * b * f.cpu_held_elements;
+  return 4.0 * f.params * (2.0 + s) + 4.0 * b * f.activation_elements * 2.0 +
          4.0 * b * f.conv_workspace_elements;
 }
 

@@ -24,6 +24,17 @@ struct LayerCost {
   double out_elements = 0;
   double workspace_elements = 0;  // per sample: conv2d im2col buffers the engine keeps
   bool cpu_fused = false;         // the CPU engine runs it inside the convolution before it
+  // Per sample, the elements (4 bytes each: floats, or int32 pool winners) the CPU engine
+  // keeps for this layer from forward to backward: its output unless the next layer runs
+  // inside it, its input gradient where one is computed (each layer has its own), and its
+  // scratch (batchnorm's normalised input, dropout's mask, max pooling's winners). A
+  // residual block's include its paths' layers' and the shortcut's gradient.
+  double cpu_held_elements = 0;
+  // Whatever the batch, on the CPU engine: one thread's column tiles (ModelFeatures::
+  // cpu_conv_scratch_elements), and the weights a convolution's gradient partial sums
+  // repeat (min(batch, 8) times). A residual block's: its paths' sums.
+  double cpu_scratch_elements = 0;
+  double conv_weight_elements = 0;
   // A residual block: the costs of its main path and of its shortcut (empty: the identity),
   // each layer as above. The block's own figures are their sums plus the addition, so that
   // ModelFeatures::layers keeps one entry per layer of the spec's top-level list.
@@ -76,6 +87,13 @@ struct ModelFeatures {
   // One per layer of the spec's top-level list (a residual block is one entry, its layers
   // nested in it); the sums above count nested layers as if they were top-level.
   std::vector<LayerCost> layers;
+  // The CPU engine's memory (TrainingMemoryBytes, MemoryEngine::kCpu). Per sample: the
+  // layers' cpu_held_elements plus the input batch three times (the one in use and the
+  // loader's two prefetched). Per thread, whatever the batch: every convolution's column
+  // tile (two with an input gradient) and, with a ReLU or pool fused into it, one sample's
+  // full-size output; each Conv2d keeps its own (launcher/nn/layers/conv2d.cpp).
+  double cpu_held_elements = 0;
+  double cpu_conv_scratch_elements = 0;
 
   double param_bytes() const { return 4 * params; }
   double activation_bytes() const { return 4 * activation_elements; }  // per sample
@@ -94,9 +112,15 @@ ModelFeatures ComputeFeatures(const TrainSpec& spec);
 // can be timed by the model rather than by their FLOPs (estimator/recommend/pipeline_plan.cpp).
 std::vector<ModelFeatures> TopLevelLayerFeatures(const TrainSpec& spec);
 
-// Device memory one rank needs to train with `batch` samples per step: weights, gradients,
-// `optimizer_slots` state arrays per weight (sgd+momentum 1, adam 2), forward activations
-// and their gradients, plus the engine's convolution workspace (im2col columns).
-double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_slots);
+// Whose memory a figure is. kCpu: the built-in CPU engine (dlh-launch train on a CPU node),
+// counted from what that engine allocates and measured by make bench ("A rank's memory").
+// kDevice: a GPU's memory under the GPU engine, or a user's program sized by its profile.
+enum class MemoryEngine { kCpu, kDevice };
+
+// Memory one rank needs to train with `batch` samples per step, `optimizer_slots` state
+// arrays per weight (sgd+momentum 1, adam 2). The process's own share (libraries, MPI, the
+// data set in memory) is left out: the figure is the model's. See features.cpp.
+double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_slots,
+                           MemoryEngine engine);
 
 }  // namespace dlh

@@ -145,7 +145,7 @@ class Enumerator {
         bool fits = hi <= ti.max_batch;
         double watts_active = ti.active_watts, watts_idle = ti.gpu->idle_watts;
         if (ti.cpu) {
-          fits = TrainingMemoryBytes(job_.features, hi, slots_) <=
+          fits = RankMemoryBytes(job_, ti, hi, slots_) <=
                  kUsableMemory * ti.gpu->memory_gb * 1e9 / gpn;
           watts_active /= gpn;
           watts_idle /= gpn;
@@ -200,7 +200,7 @@ class Enumerator {
           watts_active /= gpn;
           watts_idle /= gpn;
         }
-        const bool fits = StageMemoryBytes(pipe_, hi, slots_) <= capacity;
+        const bool fits = StageMemoryBytes(pipe_, hi, slots_, EngineOf(job_, ti)) <= capacity;
         const CpuShare share = Share(ti, gpn, g);
         const double fixed = ti.fixed * share.fixed, per = ti.per * share.per_sample;
         c.crowding = share.oversubscribed;

@@ -85,8 +85,7 @@ std::string WhyRejected(const Job& job, const std::vector<TypeInfo>& ti, const C
   for (int p = 0; p < c.parts && !c.fits; ++p) {
     const TypeInfo& t = ti[size_t(c.type[p])];
     if (c.batch[p] <= t.max_batch) continue;
-    return "out of memory: " +
-           Printf("%.3g", TrainingMemoryBytes(job.features, c.batch[p], slots) / 1e9) +
+    return "out of memory: " + Printf("%.3g", RankMemoryBytes(job, t, c.batch[p], slots) / 1e9) +
            " GB per GPU at batch " + std::to_string(c.batch[p]) + ", " +
            Printf("%.3g", kUsableMemory * t.gpu->memory_gb) + " GB usable on " + t.gpu->name;
   }

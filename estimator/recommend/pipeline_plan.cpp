@@ -46,6 +46,9 @@ PipelineShape PipelineOf(const Job& job, int stages, int micro_batches) {
       st.params += layers[i].params;
       st.activation_elements += Activations(layers[i]);
       st.workspace_elements += layers[i].workspace_elements;
+      st.cpu_held_elements += layers[i].cpu_held_elements;
+      st.cpu_scratch_elements += layers[i].cpu_scratch_elements;
+      st.conv_weight_elements += layers[i].conv_weight_elements;
       st.work_share += total_work > 0 ? work[i] / total_work : 0;
     }
     st.forward_share = train > 0 ? forward / train : 0;
@@ -54,13 +57,43 @@ PipelineShape PipelineOf(const Job& job, int stages, int micro_batches) {
   return p;
 }
 
-double StageMemoryBytes(const PipelineShape& p, int64_t replica_batch, int optimizer_slots) {
-  const double micro = double(MicroBatch(p, replica_batch));
+std::vector<double> StageMemories(const PipelineShape& p, int64_t replica_batch,
+                                  int optimizer_slots, MemoryEngine engine) {
+  const int64_t micro_batch = MicroBatch(p, replica_batch);
+  const double micro = double(micro_batch), slots = optimizer_slots;
+  double all_params = 0;
+  for (const PipelineShape::Stage& s : p.parts) all_params += s.params;
+  std::vector<double> bytes;
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    const PipelineShape::Stage& s = p.parts[i];
+    // Every micro-batch's input, kept for the backward that runs its forward again.
+    const double inputs = 4.0 * double(replica_batch) * s.input_elements;
+    if (engine == MemoryEngine::kCpu) {
+      // The CPU engine's count (TrainingMemoryBytes) for the stage's layers at one
+      // micro-batch, with one copy of the weights more: the gradients summed over the
+      // micro-batches (launcher/engine/pipeline_engine.cpp), 4 Ps (5 + 2 s). The first
+      // stage's rank writes the checkpoints: it gathers the other stages' weights and state
+      // (which they pack to send: the 1 + s copies of the checkpoint's snapshot) and its
+      // snapshot holds the whole model, twice 4 (P - Ps)(1 + s) more. make bench's memory
+      // part measures each stage's rank (BENCHMARKS.md, "A rank's memory").
+      double state = 4.0 * s.params * (5.0 + 2.0 * slots);
+      if (i == 0) state += 2.0 * 4.0 * (all_params - s.params) * (1.0 + slots);
+      bytes.push_back(state +
+                      4.0 * double(std::min<int64_t>(micro_batch, 8)) * s.conv_weight_elements +
+                      4.0 * s.cpu_scratch_elements + 4.0 * micro * s.cpu_held_elements + inputs);
+      continue;
+    }
+    bytes.push_back(4.0 * s.params * (2.0 + slots) +
+                    4.0 * micro * (2.0 * s.activation_elements + s.workspace_elements) + inputs);
+  }
+  return bytes;
+}
+
+double StageMemoryBytes(const PipelineShape& p, int64_t replica_batch, int optimizer_slots,
+                        MemoryEngine engine) {
   double most = 0;
-  for (const PipelineShape::Stage& s : p.parts)
-    most = std::max(most, 4.0 * s.params * (2.0 + optimizer_slots) +
-                              4.0 * micro * (2.0 * s.activation_elements + s.workspace_elements) +
-                              4.0 * double(replica_batch) * s.input_elements);
+  for (double b : StageMemories(p, replica_batch, optimizer_slots, engine))
+    most = std::max(most, b);
   return most;
 }
 
@@ -111,3 +144,14 @@ double BoundaryBytes(const PipelineShape& p, int64_t replica_batch) {
 }
 
 }  // namespace dlh::recommend_detail
+
+namespace dlh {
+
+std::vector<double> PipelineStageMemoryBytes(const Job& job, int stages, int micro_batches,
+                                             int64_t replica_batch, int optimizer_slots,
+                                             MemoryEngine engine) {
+  return recommend_detail::StageMemories(recommend_detail::PipelineOf(job, stages, micro_batches),
+                                         replica_batch, optimizer_slots, engine);
+}
+
+}  // namespace dlh

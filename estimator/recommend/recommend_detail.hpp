@@ -112,6 +112,15 @@ inline bool Faster(const Cand& a, const Cand& b) {
 // Optimizer state per parameter (Adam 2, momentum 1, plain SGD 0). A profiled program says
 // its own count, which may be one no spec optimizer has.
 int OptimizerSlots(const Job& job);
+// Whose memory a rank of type `t` uses: the CPU engine's on a CPU type (its own count,
+// features.cpp), unless the job is a program sized by its profile.
+inline MemoryEngine EngineOf(const Job& job, const TypeInfo& t) {
+  return t.cpu && !job.profile ? MemoryEngine::kCpu : MemoryEngine::kDevice;
+}
+// TrainingMemoryBytes of the job's model on a rank of type `t`.
+inline double RankMemoryBytes(const Job& job, const TypeInfo& t, int64_t batch, int slots) {
+  return TrainingMemoryBytes(job.features, batch, slots, EngineOf(job, t));
+}
 // Local SGD's model average against a gradient allreduce: the parameters and the optimizer's
 // state arrays, 1 + OptimizerSlots(job) times the bytes.
 inline double ModelAverageToGradientBytes(const Job& job) { return 1.0 + OptimizerSlots(job); }
@@ -141,8 +150,10 @@ struct PipelineShape {
     double input_elements = 0;       // per sample: what it receives (or reads)
     double output_elements = 0;      // per sample: what it passes on
     double workspace_elements = 0;   // per sample: conv2d im2col columns
-    double work_share = 0;           // of the network's work per sample (LayerWork)
-    double forward_share = 0;        // its forward FLOPs over its training FLOPs
+    // The CPU engine's count of its layers (LayerCost): per sample, per thread, partial sums.
+    double cpu_held_elements = 0, cpu_scratch_elements = 0, conv_weight_elements = 0;
+    double work_share = 0;     // of the network's work per sample (LayerWork)
+    double forward_share = 0;  // its forward FLOPs over its training FLOPs
   };
   std::vector<Stage> parts;
   bool pipelined() const { return stages > 1; }
@@ -151,7 +162,11 @@ PipelineShape PipelineOf(const Job& job, int stages, int micro_batches);
 // The largest stage's memory with `replica_batch` samples a step per replica: weights,
 // gradients and optimizer state of its layers; one micro-batch's activations and their
 // gradients and workspace (re-materialization keeps no more); every micro-batch's input.
-double StageMemoryBytes(const PipelineShape& p, int64_t replica_batch, int optimizer_slots);
+double StageMemoryBytes(const PipelineShape& p, int64_t replica_batch, int optimizer_slots,
+                        MemoryEngine engine);
+// Every stage's, in order (the largest is StageMemoryBytes).
+std::vector<double> StageMemories(const PipelineShape& p, int64_t replica_batch,
+                                  int optimizer_slots, MemoryEngine engine);
 // Compute seconds of a pipelined step on type `t`, from one rank's step time `t.fixed +
 // t.per * batch` for the whole network. Each stage takes its layers' part of it: by the
 // type's time model where it has one (TypeInfo::layer_pass, layer_update, layer_per), else

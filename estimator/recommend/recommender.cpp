@@ -192,7 +192,7 @@ void SetMaxBatches(const Job& job, int slots, int64_t all_gpus, std::vector<Type
     int64_t lo = 0, hi = cap;  // fits(lo) (0 trivially), answer in [lo, hi]
     while (lo < hi) {
       int64_t mid = lo + (hi - lo + 1) / 2;
-      if (TrainingMemoryBytes(job.features, mid, slots) <= capacity)
+      if (RankMemoryBytes(job, t, mid, slots) <= capacity)
         lo = mid;
       else
         hi = mid - 1;
@@ -220,7 +220,7 @@ void CheckSomethingFits(const Job& job, const Enumeration& e, int slots,
   int64_t b = e.min_batch[big] == std::numeric_limits<int64_t>::max() ? 1 : e.min_batch[big];
   for (size_t i = 0; i < ti.size(); ++i)
     if (ti[i].gpu == ti[big].gpu) b = std::min(b, e.min_batch[i]);
-  const double need = TrainingMemoryBytes(job.features, b, slots);
+  const double need = RankMemoryBytes(job, ti[big], b, slots);
   throw EstimateError("model needs " + Printf("%.1f", need / 1e9) + " GB per GPU at batch " +
                       std::to_string(b) + "; the largest GPU has " +
                       Printf("%g", ti[big].gpu->memory_gb) + " GB (" + ti[big].gpu->name + ", " +
@@ -256,9 +256,9 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
       if (job.threads_per_rank > 0) part.threads_per_rank = job.threads_per_rank;
     }
     a.parts.push_back(part);
-    memory =
-        std::max(memory, pipe.pipelined() ? StageMemoryBytes(pipe, c.batch[p], slots)
-                                          : TrainingMemoryBytes(job.features, c.batch[p], slots));
+    memory = std::max(memory, pipe.pipelined()
+                                  ? StageMemoryBytes(pipe, c.batch[p], slots, EngineOf(job, t))
+                                  : RankMemoryBytes(job, t, c.batch[p], slots));
   }
   if (pipe.pipelined()) {
     a.pipeline_stages = pipe.stages;
@@ -379,9 +379,13 @@ Recommendation Recommend(const Job& job, const Cluster& cluster,
       if (pe.fitting == 0) continue;
       pipe_tried = 0;
       int64_t smallest = job.spec.batch_size;
-      for (int64_t b : e.min_batch) smallest = std::min(smallest, b);
-      pipeline_why = "no GPU holds the whole network with its batch (" +
-                     Si(TrainingMemoryBytes(job.features, smallest, slots)) + "B at batch " +
+      size_t at = 0;  // the type asked for the smallest batch: the closest to fitting
+      for (size_t i = 0; i < e.min_batch.size() && i < e.types.size(); ++i)
+        if (e.min_batch[i] < smallest) smallest = e.min_batch[i], at = i;
+      const double whole = e.types.empty() ? TrainingMemoryBytes(job.features, smallest, slots,
+                                                                 MemoryEngine::kDevice)
+                                           : RankMemoryBytes(job, e.types[at], smallest, slots);
+      pipeline_why = "no GPU holds the whole network with its batch (" + Si(whole) + "B at batch " +
                      std::to_string(smallest) + "): " + std::to_string(p) + " pipeline stages of " +
                      std::to_string(micro) + " micro-batches fit";
       pipe = std::move(trial);

@@ -275,6 +275,13 @@ struct Recommendation {
 // warmup_epochs becomes at least 1 when that factor exceeds 2.
 Recommendation Recommend(const Job& job, const Cluster& cluster);
 
+// Each stage's memory when the job's network is cut into `stages` (balanced as recommend
+// cuts it) and a replica's `replica_batch` samples into `micro_batches`, on `engine`'s ranks
+// (pipeline_plan.cpp). The largest is what a pipeline plan fits into a device.
+std::vector<double> PipelineStageMemoryBytes(const Job& job, int stages, int micro_batches,
+                                             int64_t replica_batch, int optimizer_slots,
+                                             MemoryEngine engine);
+
 // The same with given per-GPU-type speeds (tests, or speeds measured elsewhere): every
 // allowed GPU type in use needs an entry with fixed_s >= 0 and per_sample_s > 0.
 Recommendation Recommend(const Job& job, const Cluster& cluster,

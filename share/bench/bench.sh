@@ -1060,11 +1060,12 @@ measure memory
   echo "## A rank's memory: predicted against measured"
   echo
   echo "share/bench/memory.sh: MLPs, the example and bench CNNs, ResNet-18 (32x32) and ResNet-50"
-  echo "(224x224), each at two batches, on synthetic data of its input shape: \`dlh-estimate"
-  echo "features SPEC --batch B --json\`'s memory_bytes (the figure \`recommend\` fits into a"
-  echo "device's memory, and a pipeline's stages into \`--memory-cap\`: docs/reference/dlh-estimate.md)"
-  echo "against the peak resident memory of \`dlh-launch train\` on the CPU engine (summary.json's"
-  echo "rank_process.peak_rss_mib)."
+  echo "(224x224), each at two batches, and three networks held out of writing the count, on"
+  echo "synthetic data of its input shape: \`dlh-estimate features SPEC --batch B --engine cpu"
+  echo "--json\`'s memory_bytes (the figure \`recommend\` fits into a CPU rank's memory, and a"
+  echo "pipeline's stages into \`--memory-cap\`: docs/reference/dlh-estimate.md) against the peak"
+  echo "resident memory of \`dlh-launch train\` on the CPU engine (summary.json's"
+  echo "rank_process.peak_rss_mib); two networks also as 2-stage pipelines, stage by stage."
   echo
   $py "$bench/report.py" memory "$work" "$goals"
   echo

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const dlh::TrainSpec spec = dlh::ParseSpec(text, "spec.json", "/fuzz");
     dlh::LayerShapes(spec);
     const dlh::ModelFeatures f = dlh::ComputeFeatures(spec);
-    dlh::TrainingMemoryBytes(f, spec.batch_size, 2);
+    dlh::TrainingMemoryBytes(f, spec.batch_size, 2, dlh::MemoryEngine::kDevice);
+    dlh::TrainingMemoryBytes(f, spec.batch_size, 2, dlh::MemoryEngine::kCpu);
     for (int64_t steps_per_epoch : {int64_t{1}, int64_t{937}})
       for (int64_t step : {int64_t{0}, int64_t{1}, int64_t{100}, int64_t{1} << 40})
         dlh::LearningRate(spec, step, steps_per_epoch);

@@ -159,7 +159,7 @@ TEST(CudaSupport, RecommenderPlansNoGpuPipelineUntilVerified) {
       "optimizer": {"type": "sgd", "lr": 0.01,
       "momentum": 0.9}, "batch_size": 64, "epochs": 1, "dataset": "x.h5"})",
                             "big.json", ""));
-  const double whole = TrainingMemoryBytes(job.features, 1, 1);
+  const double whole = TrainingMemoryBytes(job.features, 1, 1, MemoryEngine::kDevice);
   for (GpuType& g : c.gpu_types) g.memory_gb = 0.65 * whole / 0.9e9;
   try {
     Recommend(job, c);

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/spec.hpp"
+#include "launcher/nn/layers/conv_tiles.hpp"
 #include "launcher/nn/network.hpp"
 
 namespace dlh {
@@ -346,16 +347,86 @@ TEST(FeaturesTest, TrainingMemoryBytes) {
   //   4 * 421834 * 3      =   5062008
   //   4 * 128 * 129754 * 2 = 132868096
   //   4 * 128 * 119952     =  61415424
-  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 128, 1), 5062008.0 + 132868096.0 + 61415424.0);
+  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 128, 1, MemoryEngine::kDevice),
+                   5062008.0 + 132868096.0 + 61415424.0);
   // Adam (2 slots), batch 1: 4*421834*4 + 4*129754*2 + 4*119952.
-  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 1, 2), 6749344.0 + 1038032.0 + 479808.0);
+  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 1, 2, MemoryEngine::kDevice),
+                   6749344.0 + 1038032.0 + 479808.0);
   // No batch: the weights and their state only.
-  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 0, 0), 4.0 * 421834 * 2);
+  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 0, 0, MemoryEngine::kDevice), 4.0 * 421834 * 2);
   // Linear in the batch.
-  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 64, 1) - TrainingMemoryBytes(f, 32, 1),
-                   TrainingMemoryBytes(f, 32, 1) - TrainingMemoryBytes(f, 0, 1));
-  EXPECT_THROW(TrainingMemoryBytes(f, -1, 1), EstimateError);
-  EXPECT_THROW(TrainingMemoryBytes(f, 1, -1), EstimateError);
+  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 64, 1, MemoryEngine::kDevice) -
+                       TrainingMemoryBytes(f, 32, 1, MemoryEngine::kDevice),
+                   TrainingMemoryBytes(f, 32, 1, MemoryEngine::kDevice) -
+                       TrainingMemoryBytes(f, 0, 1, MemoryEngine::kDevice));
+  EXPECT_THROW(TrainingMemoryBytes(f, -1, 1, MemoryEngine::kDevice), EstimateError);
+  EXPECT_THROW(TrainingMemoryBytes(f, 1, -1, MemoryEngine::kDevice), EstimateError);
+}
+
+// The CPU engine's count, layer by layer of the example (no layer fused: a batchnorm follows
+// each convolution). Per sample, what each layer keeps (output, input gradient, scratch):
+//   conv 32    25088 (first: no input gradient)
+//   batchnorm  25088 x 3 (output, normalised input, gradient)        75264
+//   relu       25088 x 2                                             50176
+//   maxpool    6272 + 6272 winners + 25088                           37632
+//   conv 64    12544 + 6272                                          18816
+//   batchnorm  12544 x 3 = 37632;  relu 12544 x 2 = 25088
+//   maxpool    3136 + 3136 + 12544 = 18816;  flatten 3136 x 2 = 6272
+//   dropout    3136 x 3 = 9408;  dense 128 + 3136 = 3264;  relu 256
+//   dropout    384;  dense 10 + 128 = 138                            sum 308234
+// plus the input batch three times (3 x 784): 310586. Whatever the batch: column tiles
+// 9x28x28 (the first layer's, once) + 2 x 288x14x14 = 119952; weights 288 + 18432 = 18720,
+// partial sums min(batch, 8) times. Momentum (1 slot): 6 copies of the 421834 parameters.
+// make bench's memory part measures this model against it (BENCHMARKS.md, "A rank's memory").
+// The column tile the estimator counts for a convolution is the one the CPU engine takes
+// (launcher/nn/layers/conv_tiles.hpp): one row, a few, or the whole plane; and with a ReLU
+// or pool fused into it, one sample's full-size output more.
+TEST(FeaturesTest, ConvolutionScratchIsTheEnginesTile) {
+  struct Case {
+    Shape3 in;
+    int filters, kernel, stride;
+  };
+  for (const Case& k :
+       {Case{{1, 28, 28}, 8, 3, 1}, Case{{64, 56, 56}, 64, 3, 1}, Case{{512, 14, 14}, 16, 3, 1},
+        Case{{3, 224, 224}, 8, 7, 2}, Case{{2048, 9, 9}, 4, 3, 1}}) {
+    const TrainSpec plain =
+        Net(k.in, 10,
+            {Conv(k.filters, k.kernel, k.stride, k.kernel / 2), Of(LayerKind::Flatten), Dense(10)});
+    const ModelFeatures f = ComputeFeatures(plain);
+    const Shape3 out = f.layers[0].out;
+    const int ckk = k.in.channels * k.kernel * k.kernel;
+    const double tile = double(ckk) * ConvTileRows(ckk, out.height, out.width) * out.width;
+    // The first layer computes no input gradient: one tile, no gradient tile.
+    EXPECT_DOUBLE_EQ(f.cpu_conv_scratch_elements, tile) << k.in.channels << "x" << k.in.height;
+    const TrainSpec fused = Net(k.in, 10,
+                                {Conv(k.filters, k.kernel, k.stride, k.kernel / 2),
+                                 Of(LayerKind::Relu), Of(LayerKind::Flatten), Dense(10)});
+    EXPECT_DOUBLE_EQ(ComputeFeatures(fused).cpu_conv_scratch_elements, tile + out.elements());
+  }
+}
+
+TEST(FeaturesTest, TrainingMemoryBytesOfTheCpuEngine) {
+  const ModelFeatures f = ComputeFeatures(Fashion());
+  EXPECT_DOUBLE_EQ(f.cpu_held_elements, 310586);
+  EXPECT_DOUBLE_EQ(f.cpu_conv_scratch_elements, 119952);
+  EXPECT_DOUBLE_EQ(f.conv_weight_elements, 18720);
+  const double fixed = 4.0 * 421834 * 6 + 4.0 * 119952;
+  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 128, 1, MemoryEngine::kCpu),
+                   fixed + 4.0 * 8 * 18720 + 4.0 * 128 * 310586);
+  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 4, 1, MemoryEngine::kCpu),
+                   fixed + 4.0 * 4 * 18720 + 4.0 * 4 * 310586);
+  // Adam: 8 copies.
+  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 0, 2, MemoryEngine::kCpu),
+                   4.0 * 421834 * 8 + 4.0 * 119952);
+  // The per-layer figures add up to the model's (the input batches apart).
+  double held = 0, scratch = 0, weights = 0;
+  for (const LayerCost& l : f.layers)
+    held += l.cpu_held_elements, scratch += l.cpu_scratch_elements,
+        weights += l.conv_weight_elements;
+  EXPECT_DOUBLE_EQ(held + 3 * 784, f.cpu_held_elements);
+  EXPECT_DOUBLE_EQ(scratch, f.cpu_conv_scratch_elements);
+  EXPECT_DOUBLE_EQ(weights, f.conv_weight_elements);
+  EXPECT_THROW(TrainingMemoryBytes(f, -1, 1, MemoryEngine::kCpu), EstimateError);
 }
 
 // Seen under tests/fuzz/spec_fuzz (UBSan): ParseSpec accepts any layer up to INT_MAX

@@ -449,7 +449,7 @@ TEST(ProfileSpeedsTest, JobFromProfileFillsWhatTheRecommenderReads) {
   EXPECT_DOUBLE_EQ(job.features.flops_fwd() / job.features.flops_train(), 1.0 / 3);
   EXPECT_DOUBLE_EQ(WorkOf(job.features, 1, 1, 1, 2).forward_fraction, 1.0 / 3);
   // The measured peak, reproduced at the largest batch.
-  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(job.features, 256, 2), 2e8);
+  EXPECT_DOUBLE_EQ(TrainingMemoryBytes(job.features, 256, 2, MemoryEngine::kDevice), 2e8);
 
   ProgramProfile bare = p;
   bare.global_batch = 0;    // the largest point's batch

@@ -150,9 +150,11 @@ TEST(RecommendHtml, AllocationsOutOfMemoryAreKeptWithTheirReason) {
   // one a100 alone is out of memory.
   const int slots = 1;  // sgd with momentum
   int64_t fits = 1;
-  while (TrainingMemoryBytes(job.features, fits * 2, slots) <= 0.9 * 40e9) fits *= 2;
+  while (TrainingMemoryBytes(job.features, fits * 2, slots, MemoryEngine::kDevice) <= 0.9 * 40e9)
+    fits *= 2;
   for (int64_t step = fits / 2; step > 0; step /= 2)
-    if (TrainingMemoryBytes(job.features, fits + step, slots) <= 0.9 * 40e9) fits += step;
+    if (TrainingMemoryBytes(job.features, fits + step, slots, MemoryEngine::kDevice) <= 0.9 * 40e9)
+      fits += step;
   job.spec.batch_size = int(fits + 1);
   job.samples = 10 * job.spec.batch_size;
   job.epochs = 1;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/pipeline_stages.hpp"
 #include "estimator/model/cuda_targets.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
 #include "estimator/model/gpu_layer_model.hpp"
@@ -124,7 +125,8 @@ std::vector<Ref> BruteForce(const Job& job, const Cluster& c,
                     : job.spec.optimizer.momentum > 0                    ? 1
                                                                          : 0;
   auto fits = [&](const GpuType& g, int64_t b) {
-    return TrainingMemoryBytes(job.features, b, slots) <= 0.9 * g.memory_gb * 1e9;
+    return TrainingMemoryBytes(job.features, b, slots, MemoryEngine::kDevice) <=
+           0.9 * g.memory_gb * 1e9;
   };
   auto allowed = [&](const std::string& gpu) {
     // A type this build's GPU engine cannot run is never a candidate (cuda_targets.hpp).
@@ -990,7 +992,7 @@ TEST(Recommend, NetworkOverTheMemoryCapIsPlannedAsAPipeline) {
   EXPECT_EQ(whole.ranked.front().pipeline_stages, 1);
   EXPECT_FALSE(PlanJson(job, whole, whole.ranked.front()).contains("parallel"));
   // A cap under the whole network at batch 1: nothing fits whole, half of it does.
-  const double whole_bytes = TrainingMemoryBytes(job.features, 1, 1);
+  const double whole_bytes = TrainingMemoryBytes(job.features, 1, 1, MemoryEngine::kDevice);
   for (GpuType& g : c.gpu_types) g.memory_gb = 0.65 * whole_bytes / 0.9e9;
   const Recommendation rec = Recommend(job, c, TwoSpeeds());
   ASSERT_TRUE(rec.feasible);
@@ -1165,7 +1167,8 @@ TEST(Recommend, MemoryFilterDropsSmallGpus) {
   Job job = SmallJob();
   Cluster c = TwoTypes();
   // "slow" holds no sample at all: every one of its allocations is dropped.
-  c.gpu_types[1].memory_gb = TrainingMemoryBytes(job.features, 1, 1) * 0.5 / 0.9 / 1e9;
+  c.gpu_types[1].memory_gb =
+      TrainingMemoryBytes(job.features, 1, 1, MemoryEngine::kDevice) * 0.5 / 0.9 / 1e9;
   Recommendation rec = Recommend(job, c, TwoSpeeds());
   ASSERT_TRUE(rec.feasible);
   for (const Allocation& a : rec.ranked)
@@ -1173,9 +1176,9 @@ TEST(Recommend, MemoryFilterDropsSmallGpus) {
   CheckAgainstBruteForce(job, c, TwoSpeeds(), rec);
 
   // "fast" holds at most 40 samples: batch 256 needs 7 GPUs or more.
-  c.gpu_types[0].memory_gb =
-      (TrainingMemoryBytes(job.features, 40, 1) + TrainingMemoryBytes(job.features, 41, 1)) / 2 /
-      0.9 / 1e9;
+  c.gpu_types[0].memory_gb = (TrainingMemoryBytes(job.features, 40, 1, MemoryEngine::kDevice) +
+                              TrainingMemoryBytes(job.features, 41, 1, MemoryEngine::kDevice)) /
+                             2 / 0.9 / 1e9;
   rec = Recommend(job, c, TwoSpeeds());
   ASSERT_TRUE(rec.feasible);
   for (const Allocation& a : rec.ranked) {
@@ -1190,7 +1193,8 @@ TEST(Recommend, MemoryFilterDropsSmallGpus) {
   c.gpu_types[1].memory_gb = 0.5e-6;
   const std::string need = [&] {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f", TrainingMemoryBytes(job.features, 22, 1) / 1e9);
+    std::snprintf(buf, sizeof buf, "%.1f",
+                  TrainingMemoryBytes(job.features, 22, 1, MemoryEngine::kDevice) / 1e9);
     return std::string(buf);
   }();
   try {
@@ -1519,6 +1523,97 @@ TEST(RecommendPerformance, ThousandNodesFourTypes) {
               << rec.candidates << " candidates in " << best * 1e3 << " ms (best of 3)\n"
               << "[ perf     ]   chosen: " << rec.ranked[0].why << "\n";
   }
+}
+
+// ---------------------------------------------------------------- memory by engine
+
+// A CPU node type's ranks are sized by the CPU engine's count (TrainingMemoryBytes, kCpu),
+// not a GPU's: a wide MLP whose weights the CPU engine keeps 6 copies of (momentum) where a
+// GPU keeps 3. share/cluster/local.json's cpu-local node, its memory set per case.
+TEST(Recommend, CpuNodeRanksAreSizedByTheCpuEnginesCount) {
+  Job job;
+  job.spec = ParseSpec(R"({"name": "wide", "input": {"channels": 1, "height": 28, "width": 28},
+      "classes": 10, "layers": [{"type": "flatten"}, {"type": "dense", "units": 5632},
+      {"type": "relu"}, {"type": "dense", "units": 5632}, {"type": "relu"},
+      {"type": "dense", "units": 5632}, {"type": "relu"}, {"type": "dense", "units": 10}],
+      "optimizer": {"type": "sgd", "lr": 0.01, "momentum": 0.9}, "batch_size": 128,
+      "epochs": 1, "dataset": "d.h5"})",
+                       "wide.json", ".");
+  job.features = ComputeFeatures(job.spec);
+  job.samples = 1280;
+  job.epochs = 1;
+  job.allowed_types = {"cpu-local"};
+  Cluster c = LoadCluster(RepoFile("share/cluster/local.json"));
+  GpuType* node = nullptr;
+  for (GpuType& g : c.gpu_types)
+    if (g.name == "cpu-local") node = &g;
+  ASSERT_NE(node, nullptr);
+  const double cpu_one = TrainingMemoryBytes(job.features, 128, 1, MemoryEngine::kCpu);
+  const double cpu_two = TrainingMemoryBytes(job.features, 64, 1, MemoryEngine::kCpu);
+  const double gpu_two = TrainingMemoryBytes(job.features, 64, 1, MemoryEngine::kDevice);
+  ASSERT_GT(cpu_two, 2 * gpu_two * 0.9);  // the case needs the two counts far apart
+
+  // 90% of the node between 2 ranks holds the GPU figure, not the CPU engine's: 1 rank only.
+  node->memory_gb = 2 * (cpu_two + gpu_two) / 2 / 0.9 / 1e9;
+  ASSERT_LT(cpu_one, 0.9 * node->memory_gb * 1e9);
+  Recommendation rec = Recommend(job, c);
+  ASSERT_FALSE(rec.ranked.empty());
+  int fitting = 0;
+  for (const Allocation& a : rec.ranked) {
+    if (!a.fits_memory) continue;
+    ++fitting;
+    ASSERT_EQ(a.parts.size(), 1u);
+    EXPECT_TRUE(a.parts[0].cpu);
+    EXPECT_EQ(a.parts[0].gpus_per_node, 1) << a.why;
+    EXPECT_DOUBLE_EQ(a.memory_bytes, cpu_one);
+  }
+  EXPECT_GE(fitting, 1);
+
+  // A node that would hold one rank by the GPU count but not by the CPU engine's: refused,
+  // with the CPU engine's figure.
+  node->memory_gb = (cpu_one + gpu_two) / 2 / 0.9 / 1e9;
+  ASSERT_GT(0.9 * node->memory_gb * 1e9,
+            TrainingMemoryBytes(job.features, 128, 1, MemoryEngine::kDevice));
+  try {
+    Recommend(job, c);
+    ADD_FAILURE() << "a node too small for the CPU engine's count was planned";
+  } catch (const EstimateError& e) {
+    char need[96];
+    std::snprintf(need, sizeof need, "model needs %.1f GB per GPU at batch ", cpu_two / 1e9);
+    EXPECT_NE(std::string(e.what()).find(need), std::string::npos) << e.what();
+  }
+}
+
+// A pipeline's stages on CPU ranks: each keeps 5 + 2s copies of its own weights (one more
+// than a whole rank: the gradients summed over micro-batches), and the first stage's rank,
+// which writes the checkpoints, 2 (1 + s) copies of the other stages' as well; a GPU stage
+// 2 + s of its own. Checked through what one more optimizer slot adds to each stage.
+TEST(Recommend, PipelineStagesOnCpuRanksCountTheCheckpointsCopies) {
+  Job job;
+  job.spec = LoadSpec(RepoFile("share/examples/fashion-mnist.json"));
+  job.features = ComputeFeatures(job.spec);
+  const std::vector<size_t> bounds = StageBounds(job.spec, 2);
+  double stage_params[2] = {0, 0};
+  for (int s = 0; s < 2; ++s)
+    for (size_t i = bounds[size_t(s)]; i < bounds[size_t(s) + 1]; ++i)
+      stage_params[s] += job.features.layers[i].params;
+  ASSERT_GT(stage_params[0], 0);
+  ASSERT_GT(stage_params[1], 0);
+  const auto cpu = [&](int slots) {
+    return PipelineStageMemoryBytes(job, 2, 4, 64, slots, MemoryEngine::kCpu);
+  };
+  const auto gpu = [&](int slots) {
+    return PipelineStageMemoryBytes(job, 2, 4, 64, slots, MemoryEngine::kDevice);
+  };
+  const std::vector<double> c0 = cpu(0), c1 = cpu(1), g0 = gpu(0), g1 = gpu(1);
+  ASSERT_EQ(c0.size(), 2u);
+  EXPECT_DOUBLE_EQ(c1[1] - c0[1], 4.0 * stage_params[1] * 2);
+  EXPECT_DOUBLE_EQ(c1[0] - c0[0], 4.0 * stage_params[0] * 2 + 2 * 4.0 * stage_params[1]);
+  EXPECT_DOUBLE_EQ(g1[1] - g0[1], 4.0 * stage_params[1]);
+  EXPECT_DOUBLE_EQ(g1[0] - g0[0], 4.0 * stage_params[0]);
+  // No optimizer state: 5 copies of a stage's own weights, and the first stage 2 of the rest.
+  EXPECT_GT(c0[0], 4.0 * (5 * stage_params[0] + 2 * stage_params[1]));
+  EXPECT_GT(c0[1], 4.0 * 5 * stage_params[1]);
 }
 
 }  // namespace
