@@ -341,10 +341,10 @@ std::vector<ModelFeatures> TopLevelLayerFeatures(const TrainSpec& spec) {
 //
 // kCpu, the CPU engine, as make bench's memory part measured it (BENCHMARKS.md, "A rank's
 // memory"; heaptrack showed where each part lives):
-//   4 P (4 + 2 s)            weights, gradients and optimizer state (2 + s); the checkpoint
+//   4 P (3 + 2 s)            weights, gradients and optimizer state (2 + s); the checkpoint
 //                            writer's snapshot of weights and state, kept between checkpoints
-//                            for reuse (1 + s); at the end, the weights once more, exported
-//                            to check that the ranks agree while the snapshot is held (1)
+//                            for reuse (1 + s; the writer frees it before the end exports the
+//                            weights once more to check that the ranks agree)
 //   + 4 min(b, 8) conv_weight_elements     each convolution's weight-gradient partial sums
 //                            (kGradChunks in conv2d.cpp), members of the layer
 //   + 4 cpu_conv_scratch_elements          one thread's column tiles, every convolution's
@@ -372,7 +372,7 @@ double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_
                         std::to_string(optimizer_slots));
   const double b = double(batch), s = double(optimizer_slots);
   if (engine == MemoryEngine::kCpu)
-    return 4.0 * f.params * (4.0 + 2.0 * s) +
+    return 4.0 * f.params * (3.0 + 2.0 * s) +
            4.0 * double(std::min<int64_t>(batch, 8)) * f.conv_weight_elements +
            4.0 * f.cpu_conv_scratch_elements + 4.0 * b * f.cpu_held_elements;
   return 4.0 * f.params * (2.0 + s) + 4.0 * b * f.activation_elements * 2.0 +

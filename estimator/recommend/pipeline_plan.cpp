@@ -71,13 +71,15 @@ std::vector<double> StageMemories(const PipelineShape& p, int64_t replica_batch,
     if (engine == MemoryEngine::kCpu) {
       // The CPU engine's count (TrainingMemoryBytes) for the stage's layers at one
       // micro-batch, with one copy of the weights more: the gradients summed over the
-      // micro-batches (launcher/engine/pipeline_engine.cpp), 4 Ps (5 + 2 s). The first
-      // stage's rank writes the checkpoints: it gathers the other stages' weights and state
-      // (which they pack to send: the 1 + s copies of the checkpoint's snapshot) and its
-      // snapshot holds the whole model, twice 4 (P - Ps)(1 + s) more. make bench's memory
-      // part measures each stage's rank (BENCHMARKS.md, "A rank's memory").
-      double state = 4.0 * s.params * (5.0 + 2.0 * slots);
-      if (i == 0) state += 2.0 * 4.0 * (all_params - s.params) * (1.0 + slots);
+      // micro-batches (launcher/engine/pipeline_engine.cpp). The first stage's rank writes
+      // the checkpoints, 4 Ps (4 + 2 s) of its own: it gathers the other stages' weights and
+      // state, and its snapshot holds the whole model, twice 4 (P - Ps)(1 + s) more. The
+      // other stages send theirs, an export and its packed copy at a time (weights, then
+      // state: pipeline_parts.cpp), 4 Ps (3 + s + 2 max(1, s)). make bench's memory part
+      // measures each stage's rank (BENCHMARKS.md, "A rank's memory").
+      double state = i == 0 ? 4.0 * s.params * (4.0 + 2.0 * slots) +
+                                  2.0 * 4.0 * (all_params - s.params) * (1.0 + slots)
+                            : 4.0 * s.params * (3.0 + slots + 2.0 * std::max(1.0, slots));
       bytes.push_back(state +
                       4.0 * double(std::min<int64_t>(micro_batch, 8)) * s.conv_weight_elements +
                       4.0 * s.cpu_scratch_elements + 4.0 * micro * s.cpu_held_elements + inputs);

@@ -48,6 +48,18 @@ void CheckpointWriter::wait() {
   rethrow_failure_locked();
 }
 
+void CheckpointWriter::release_spare() {
+  TrainState freed;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !writing_ && !pending_; });
+    rethrow_failure_locked();
+    freed = std::move(spare_);
+    spare_ = TrainState{};
+  }
+  // `freed` goes here, outside the lock.
+}
+
 std::vector<WrittenCheckpoint> CheckpointWriter::take_written() {
   std::lock_guard<std::mutex> lock(mutex_);
   rethrow_failure_locked();

@@ -56,6 +56,11 @@ class CheckpointWriter {
   void submit(const std::function<void(TrainState* state)>& fill);
   // Waits until no write runs; throws the failure of one that failed.
   void wait();
+  // Waits as wait() does, then frees the state kept for the next snapshot: a run that
+  // will write no more checkpoints gives back one copy of its parameters and optimizer
+  // state before the end's own copies (the check that ranks agree). A later submit()
+  // takes fresh pages.
+  void release_spare();
   // The writes that ended since the last call, oldest first, without waiting; throws the
   // failure of one that failed (once taken, a failure is thrown again by every call: the
   // writer is unusable after it).

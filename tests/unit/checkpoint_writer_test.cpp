@@ -178,6 +178,29 @@ TEST_F(CheckpointWriterTest, SnapshotRefillsThePreviousState) {
   EXPECT_EQ(LoadCheckpoint(dir_.path_for_step(2)).params.at(0).data.back(), 2.0f);
 }
 
+// release_spare() waits for the write in flight and frees the kept state: the next snapshot
+// starts empty, and the writer still writes it.
+TEST_F(CheckpointWriterTest, ReleasedSpareLeavesTheNextSnapshotEmpty) {
+  CheckpointWriter writer(dir_, 10);
+  writer.submit([&](TrainState* s) { *s = StateAt(1, 1u << 16); });
+  writer.release_spare();
+  EXPECT_TRUE(std::filesystem::exists(dir_.path_for_step(1)));  // waited for
+  writer.submit([&](TrainState* s) {
+    EXPECT_TRUE(s->params.empty());
+    EXPECT_EQ(s->step, 0);
+    *s = StateAt(2);
+  });
+  writer.wait();
+  EXPECT_EQ(LoadCheckpoint(dir_.path_for_step(2)).params.at(0).data.back(), 2.0f);
+}
+
+// release_spare() reports a failed write as wait() does.
+TEST_F(CheckpointWriterTest, ReleaseSpareThrowsAFailedWrite) {
+  CheckpointWriter writer(CheckpointDir(BlockedDir()), 10);
+  writer.submit([&](TrainState* s) { *s = StateAt(1); });
+  EXPECT_THROW(writer.release_spare(), CheckpointError);
+}
+
 // A writer whose thread never got work stops at once.
 TEST_F(CheckpointWriterTest, IdleWriterStops) {
   { CheckpointWriter writer(dir_, 3); }

@@ -376,7 +376,7 @@ TEST(FeaturesTest, TrainingMemoryBytes) {
 //   dropout    384;  dense 10 + 128 = 138                            sum 308234
 // plus the input batch three times (3 x 784): 310586. Whatever the batch: column tiles
 // 9x28x28 (the first layer's, once) + 2 x 288x14x14 = 119952; weights 288 + 18432 = 18720,
-// partial sums min(batch, 8) times. Momentum (1 slot): 6 copies of the 421834 parameters.
+// partial sums min(batch, 8) times. Momentum (1 slot): 5 copies of the 421834 parameters.
 // make bench's memory part measures this model against it (BENCHMARKS.md, "A rank's memory").
 // The column tile the estimator counts for a convolution is the one the CPU engine takes
 // (launcher/nn/layers/conv_tiles.hpp): one row, a few, or the whole plane; and with a ReLU
@@ -410,14 +410,14 @@ TEST(FeaturesTest, TrainingMemoryBytesOfTheCpuEngine) {
   EXPECT_DOUBLE_EQ(f.cpu_held_elements, 310586);
   EXPECT_DOUBLE_EQ(f.cpu_conv_scratch_elements, 119952);
   EXPECT_DOUBLE_EQ(f.conv_weight_elements, 18720);
-  const double fixed = 4.0 * 421834 * 6 + 4.0 * 119952;
+  const double fixed = 4.0 * 421834 * 5 + 4.0 * 119952;
   EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 128, 1, MemoryEngine::kCpu),
                    fixed + 4.0 * 8 * 18720 + 4.0 * 128 * 310586);
   EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 4, 1, MemoryEngine::kCpu),
                    fixed + 4.0 * 4 * 18720 + 4.0 * 4 * 310586);
-  // Adam: 8 copies.
+  // Adam: 7 copies.
   EXPECT_DOUBLE_EQ(TrainingMemoryBytes(f, 0, 2, MemoryEngine::kCpu),
-                   4.0 * 421834 * 8 + 4.0 * 119952);
+                   4.0 * 421834 * 7 + 4.0 * 119952);
   // The per-layer figures add up to the model's (the input batches apart).
   double held = 0, scratch = 0, weights = 0;
   for (const LayerCost& l : f.layers)

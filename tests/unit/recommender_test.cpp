@@ -1528,7 +1528,7 @@ TEST(RecommendPerformance, ThousandNodesFourTypes) {
 // ---------------------------------------------------------------- memory by engine
 
 // A CPU node type's ranks are sized by the CPU engine's count (TrainingMemoryBytes, kCpu),
-// not a GPU's: a wide MLP whose weights the CPU engine keeps 6 copies of (momentum) where a
+// not a GPU's: a wide MLP whose weights the CPU engine keeps 5 copies of (momentum) where a
 // GPU keeps 3. share/cluster/local.json's cpu-local node, its memory set per case.
 TEST(Recommend, CpuNodeRanksAreSizedByTheCpuEnginesCount) {
   Job job;
@@ -1551,7 +1551,7 @@ TEST(Recommend, CpuNodeRanksAreSizedByTheCpuEnginesCount) {
   const double cpu_one = TrainingMemoryBytes(job.features, 128, 1, MemoryEngine::kCpu);
   const double cpu_two = TrainingMemoryBytes(job.features, 64, 1, MemoryEngine::kCpu);
   const double gpu_two = TrainingMemoryBytes(job.features, 64, 1, MemoryEngine::kDevice);
-  ASSERT_GT(cpu_two, 2 * gpu_two * 0.9);  // the case needs the two counts far apart
+  ASSERT_GT(cpu_two, 1.5 * gpu_two);  // the case needs the two counts far apart
 
   // 90% of the node between 2 ranks holds the GPU figure, not the CPU engine's: 1 rank only.
   node->memory_gb = 2 * (cpu_two + gpu_two) / 2 / 0.9 / 1e9;
@@ -1584,10 +1584,11 @@ TEST(Recommend, CpuNodeRanksAreSizedByTheCpuEnginesCount) {
   }
 }
 
-// A pipeline's stages on CPU ranks: each keeps 5 + 2s copies of its own weights (one more
-// than a whole rank: the gradients summed over micro-batches), and the first stage's rank,
-// which writes the checkpoints, 2 (1 + s) copies of the other stages' as well; a GPU stage
-// 2 + s of its own. Checked through what one more optimizer slot adds to each stage.
+// A pipeline's stages on CPU ranks: the first stage's rank, which writes the checkpoints,
+// keeps 4 + 2s copies of its own weights (one more than a whole rank: the gradients summed
+// over micro-batches) and 2 (1 + s) of the other stages'; the others 3 + s + 2 max(1, s)
+// (live, summed, and what they send it: an export and its packed copy at a time); a GPU
+// stage 2 + s of its own. Checked through what one more optimizer slot adds to each stage.
 TEST(Recommend, PipelineStagesOnCpuRanksCountTheCheckpointsCopies) {
   Job job;
   job.spec = LoadSpec(RepoFile("share/examples/fashion-mnist.json"));
@@ -1605,14 +1606,16 @@ TEST(Recommend, PipelineStagesOnCpuRanksCountTheCheckpointsCopies) {
   const auto gpu = [&](int slots) {
     return PipelineStageMemoryBytes(job, 2, 4, 64, slots, MemoryEngine::kDevice);
   };
-  const std::vector<double> c0 = cpu(0), c1 = cpu(1), g0 = gpu(0), g1 = gpu(1);
+  const std::vector<double> c0 = cpu(0), c1 = cpu(1), c2 = cpu(2), g0 = gpu(0), g1 = gpu(1);
   ASSERT_EQ(c0.size(), 2u);
-  EXPECT_DOUBLE_EQ(c1[1] - c0[1], 4.0 * stage_params[1] * 2);
+  EXPECT_DOUBLE_EQ(c1[1] - c0[1], 4.0 * stage_params[1]);
+  EXPECT_DOUBLE_EQ(c2[1] - c1[1], 4.0 * stage_params[1] * 3);
   EXPECT_DOUBLE_EQ(c1[0] - c0[0], 4.0 * stage_params[0] * 2 + 2 * 4.0 * stage_params[1]);
   EXPECT_DOUBLE_EQ(g1[1] - g0[1], 4.0 * stage_params[1]);
   EXPECT_DOUBLE_EQ(g1[0] - g0[0], 4.0 * stage_params[0]);
-  // No optimizer state: 5 copies of a stage's own weights, and the first stage 2 of the rest.
-  EXPECT_GT(c0[0], 4.0 * (5 * stage_params[0] + 2 * stage_params[1]));
+  // No optimizer state: 4 copies of the first stage's own weights and 2 of the rest; 5 of
+  // the other stage's.
+  EXPECT_GT(c0[0], 4.0 * (4 * stage_params[0] + 2 * stage_params[1]));
   EXPECT_GT(c0[1], 4.0 * 5 * stage_params[1]);
 }
 
