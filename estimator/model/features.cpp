@@ -372,11 +372,17 @@ double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_
                         std::to_string(optimizer_slots));
   const double b = double(batch), s = double(optimizer_slots);
   if (engine == MemoryEngine::kCpu)
-    return 4.0 * f.params * (3.0 + 2.0 * s) +
-           4.0 * double(std::min<int64_t>(batch, 8)) * f.conv_weight_elements +
-           4.0 * f.cpu_conv_scratch_elements + 4.0 * b * f.cpu_held_elements;
+    return 4.0 * f.params * (3.0 + 2.0 * s) + CpuLayerBytes(f.conv_weight_elements,
+                                                            f.cpu_conv_scratch_elements,
+                                                            f.cpu_held_elements, batch);
   return 4.0 * f.params * (2.0 + s) + 4.0 * b * f.activation_elements * 2.0 +
          4.0 * b * f.conv_workspace_elements;
+}
+
+double CpuLayerBytes(double conv_weight_elements, double cpu_scratch_elements,
+                     double cpu_held_elements, int64_t batch) {
+  return 4.0 * double(std::min<int64_t>(batch, 8)) * conv_weight_elements +
+         4.0 * cpu_scratch_elements + 4.0 * double(batch) * cpu_held_elements;
 }
 
 }  // namespace dlh

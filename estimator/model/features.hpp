@@ -123,4 +123,10 @@ enum class MemoryEngine { kCpu, kDevice };
 double TrainingMemoryBytes(const ModelFeatures& f, int64_t batch, int optimizer_slots,
                            MemoryEngine engine);
 
+// The CPU engine's bytes besides the parameters' copies, for layers whose sums are given
+// (a whole network's, or a pipeline stage's): convolutions' partial sums and column tiles,
+// and `batch` samples of what the layers keep for backward.
+double CpuLayerBytes(double conv_weight_elements, double cpu_scratch_elements,
+                     double cpu_held_elements, int64_t batch);
+
 }  // namespace dlh

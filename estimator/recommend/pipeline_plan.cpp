@@ -81,8 +81,9 @@ std::vector<double> StageMemories(const PipelineShape& p, int64_t replica_batch,
                                   2.0 * 4.0 * (all_params - s.params) * (1.0 + slots)
                             : 4.0 * s.params * (3.0 + slots + 2.0 * std::max(1.0, slots));
       bytes.push_back(state +
-                      4.0 * double(std::min<int64_t>(micro_batch, 8)) * s.conv_weight_elements +
-                      4.0 * s.cpu_scratch_elements + 4.0 * micro * s.cpu_held_elements + inputs);
+                      CpuLayerBytes(s.conv_weight_elements, s.cpu_scratch_elements,
+                                    s.cpu_held_elements, micro_batch) +
+                      inputs);
       continue;
     }
     bytes.push_back(4.0 * s.params * (2.0 + slots) +

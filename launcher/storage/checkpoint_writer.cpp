@@ -54,8 +54,7 @@ void CheckpointWriter::release_spare() {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return !writing_ && !pending_; });
     rethrow_failure_locked();
-    freed = std::move(spare_);
-    spare_ = TrainState{};
+    std::swap(freed, spare_);
   }
   // `freed` goes here, outside the lock.
 }
