@@ -206,8 +206,9 @@ class Enumerator {
         c.crowding = share.oversubscribed;
         c.eval_fixed = fixed;
         c.eval_per = per;
-        double busy_one = 0;
-        c.compute_s = PipelineStepSeconds(pipe_, ti, fixed, per, hi, &busy_one);
+        c.compute_s = PipelineStepSeconds(pipe_, ti, fixed, per, hi, &c.stage_busy_s);
+        double busy_one = 0;  // a stage's compute seconds a step, on average
+        for (double s : c.stage_busy_s) busy_one += s / double(c.stage_busy_s.size());
         c.bubble = c.compute_s > 0 ? std::max(0.0, 1 - busy_one / c.compute_s) : 0;
         const AlphaBeta& link = stages <= gpn ? ti.intra : inter_;
         const double transfer =

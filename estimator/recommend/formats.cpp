@@ -154,7 +154,8 @@ nlohmann::json PlanJson(const Job& job, const Recommendation& rec, const Allocat
                      {"stage_first_layers", std::vector<size_t>(chosen.stage_bounds.begin(),
                                                                 chosen.stage_bounds.end() - 1)},
                      {"memory_per_gpu_bytes", chosen.memory_bytes},
-                     {"bubble", chosen.bubble}};
+                     {"bubble", chosen.bubble},
+                     {"stage_busy_s", chosen.stage_busy_s}};
     if (!rec.pipeline_why.empty()) j["parallel"]["why"] = rec.pipeline_why;
   }
   return j;

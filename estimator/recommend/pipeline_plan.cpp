@@ -101,7 +101,7 @@ double StageMemoryBytes(const PipelineShape& p, int64_t replica_batch, int optim
 }
 
 double PipelineStepSeconds(const PipelineShape& p, const TypeInfo& t, double fixed, double per,
-                           int64_t replica_batch, double* busy) {
+                           int64_t replica_batch, std::vector<double>* stage_busy) {
   // Each stage's part of the whole network's fixed and per-sample time.
   const size_t layers = p.bounds.empty() ? 0 : p.bounds.back();
   const bool by_model = t.layer_pass.size() == layers && t.layer_update.size() == layers &&
@@ -111,7 +111,8 @@ double PipelineStepSeconds(const PipelineShape& p, const TypeInfo& t, double fix
     for (size_t i = 0; i < layers; ++i)
       all_fixed += t.layer_pass[i] + t.layer_update[i], all_per += t.layer_per[i];
   const double m = p.micro_batches, micro = double(MicroBatch(p, replica_batch));
-  double sum_fwd = 0, max_fwd = 0, sum_bwd = 0, max_bwd = 0, max_update = 0, computing = 0;
+  double sum_fwd = 0, max_fwd = 0, sum_bwd = 0, max_bwd = 0, max_update = 0;
+  if (stage_busy) stage_busy->clear();
   for (size_t s = 0; s < p.parts.size(); ++s) {
     const PipelineShape::Stage& st = p.parts[s];
     // Without a model, the whole fixed time is a pass's: an upper bound.
@@ -134,9 +135,8 @@ double PipelineStepSeconds(const PipelineShape& p, const TypeInfo& t, double fix
     max_fwd = std::max(max_fwd, fwd);
     max_bwd = std::max(max_bwd, bwd_avg);
     max_update = std::max(max_update, update);
-    computing += m * one + (m - 1) * fwd + update;
+    if (stage_busy) stage_busy->push_back(m * one + (m - 1) * fwd + update);
   }
-  if (busy) *busy = p.parts.empty() ? 0 : computing / double(p.parts.size());
   return sum_fwd + (m - 1) * max_fwd + sum_bwd + (m - 1) * max_bwd + max_update;
 }
 

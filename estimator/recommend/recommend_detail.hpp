@@ -81,8 +81,9 @@ struct Cand {
   double key = 0;  // the objective's value
   double total_s = 0, energy_j = 0, gpu_hours = 0, compute_s = 0, comm_s = 0, step_s = 0;
   double eval_per = 0, eval_fixed = 0;  // the slowest rank's speed, for the evaluations
-  double bubble = 0;    // a pipeline's: the part of its compute time a stage waits, on average
-  double crowding = 1;  // CpuShare::oversubscribed of its ranks (1 part)
+  double bubble = 0;  // a pipeline's: the part of its compute time a stage waits, on average
+  std::vector<double> stage_busy_s;  // a pipeline's: each stage's compute seconds a step
+  double crowding = 1;               // CpuShare::oversubscribed of its ranks (1 part)
   JobPhases phases;
   int64_t steps = 0, global = 0;
   int64_t batch[2] = {0, 0};  // largest per-GPU batch of each part
@@ -174,10 +175,10 @@ std::vector<double> StageMemories(const PipelineShape& p, int64_t replica_batch,
 // each phase lasts the stages' times of one micro-batch end to end (the fill and drain) plus
 // M - 1 times the slowest stage's (the steady state); the backward phase runs the forward
 // again for M - 1 micro-batches; every micro-batch pays a pass's fixed time, the optimizer
-// update is once a step (the slowest stage's ends it). `busy` gets the seconds a stage
-// computes, on average over the stages (the rest of the step it waits).
+// update is once a step (the slowest stage's ends it). `stage_busy` gets the seconds each
+// stage computes a step (the rest of the step it waits).
 double PipelineStepSeconds(const PipelineShape& p, const TypeInfo& t, double fixed, double per,
-                           int64_t replica_batch, double* busy);
+                           int64_t replica_batch, std::vector<double>* stage_busy);
 // Bytes a stage boundary passes per micro-batch, each way, at most.
 double BoundaryBytes(const PipelineShape& p, int64_t replica_batch);
 

@@ -265,6 +265,7 @@ Allocation ToAllocation(const Job& job, const std::vector<TypeInfo>& ti, const C
     a.micro_batches = pipe.micro_batches;
     a.stage_bounds = pipe.bounds;
     a.bubble = c.bubble;
+    a.stage_busy_s = c.stage_busy_s;
   }
   a.gpus = c.gpus;
   a.nodes = c.node_count;

@@ -220,6 +220,7 @@ struct Allocation {
   // The part of the pipeline's compute time a stage waits, on average, by the stages' times:
   // GPipe's (P - 1) / (M + P - 1) where they are even, more where one is slower.
   double bubble = 0;
+  std::vector<double> stage_busy_s;  // each stage's compute seconds a step, by the time model
   bool fits_memory = true;
   bool meets_deadline = true;
   std::string why;  // one line: why this one ranks where it does

@@ -98,6 +98,19 @@ Headline HeadlineOf(const RunData& run, double now) {
                     100 * NumberField(s["parallel"], "bubble_measured", 0),
                     100 * NumberField(s["parallel"], "bubble_predicted", 0));
       h.training += text;
+      // Each stage's own work a step (runs from 2026-12-06 on): a bubble above GPipe's comes
+      // from stages of uneven work, and these say which stage the others wait for.
+      const auto busy = s["parallel"].find("stage_busy_s_per_step");
+      if (busy != s["parallel"].end() && busy->is_array() && !busy->empty()) {
+        std::string each;
+        for (const nlohmann::json& v : *busy)
+          if (v.is_number()) {
+            std::snprintf(text, sizeof text, "%s%.1f", each.empty() ? "" : " / ",
+                          1000 * v.get<double>());
+            each += text;
+          }
+        h.training += ", stages busy " + each + " ms a step";
+      }
     } else if (!h.training.empty() && s.contains("sync") && s["sync"].is_object()) {
       const nlohmann::json& sync = s["sync"];
       const auto own = sync.find("own_gradient_first");  // absent in runs before 2026-12-01

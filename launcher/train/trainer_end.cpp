@@ -138,6 +138,31 @@ void Trainer::write_trace() {
                : ""));
 }
 
+// A pipeline's bubble: the stages' seconds passing and waiting for activations and gradients
+// over their compute (forward_backward) seconds, against GPipe's (P - 1) / (M + P - 1); and each
+// stage's own work a step (compute less waiting, the mean of its replicas), where a bubble
+// larger than GPipe's comes from: stages of uneven work. PER_RANK: write_summary's gather,
+// FIELDS values a rank, compute first and the pipeline's wait last.
+nlohmann::json Trainer::pipeline_summary(const std::vector<double>& per_rank, int fields) const {
+  const int p = spec_.parallel.pipeline_stages, m = spec_.parallel.micro_batches;
+  double waiting = 0, computing = 0;
+  std::vector<double> stage_busy(size_t(p), 0.0);
+  for (int r = 0; r < size_; ++r) {
+    const double compute = per_rank[size_t(fields) * size_t(r)];
+    const double wait = per_rank[size_t(fields) * size_t(r) + size_t(fields) - 1];
+    waiting += wait;
+    computing += compute;
+    stage_busy[size_t(r % p)] += (compute - wait) / double(dp_size_);
+  }
+  return {{"pipeline_stages", p},
+          {"micro_batches", m},
+          {"replicas", dp_size_},
+          {"wait_s_per_step", waiting / size_},
+          {"stage_busy_s_per_step", stage_busy},
+          {"bubble_measured", computing > 0 ? waiting / computing : 0.0},
+          {"bubble_predicted", double(p - 1) / double(m + p - 1)}};
+}
+
 // summary.json is what a job monitor or the next job in a chain reads: written atomically,
 // so that it is either the previous run's or this one's, never half of one.
 void Trainer::write_summary(uint32_t crc) {
@@ -151,10 +176,13 @@ void Trainer::write_summary(uint32_t crc) {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   const double wall_here = std::max(1e-9, Since(train_start_));
-  constexpr int kPerRank = 4;
+  // A pipeline stage's seconds in Send and Recv, inside its compute seconds: what is left is
+  // the stage's own work, the figure the estimator's stage times are judged against.
+  constexpr int kPerRank = 5;
   const double mine[kPerRank] = {compute_seconds_ / steps_here, allreduce_seconds_ / steps_here,
                                  (ThisProcessCpu().total() - cpu_at_start_) / wall_here,
-                                 double(usage.ru_maxrss) / 1024};  // KiB to MiB
+                                 double(usage.ru_maxrss) / 1024,  // KiB to MiB
+                                 engine_->pipeline_wait_seconds() / steps_here};
   std::vector<double> per_rank(rank_ == 0 ? kPerRank * size_t(size_) : 0);
   MPI_CHECK(MPI_Gather(mine, kPerRank, MPI_DOUBLE, per_rank.data(), kPerRank, MPI_DOUBLE, 0,
                        comm_.get()));
@@ -168,22 +196,6 @@ void Trainer::write_summary(uint32_t crc) {
       MPI_Gather(&my_joules, 1, MPI_DOUBLE, rank_joules.data(), 1, MPI_DOUBLE, 0, comm_.get()));
   MPI_CHECK(MPI_Gather(my_why, sizeof my_why, MPI_CHAR, rank_why.data(), sizeof my_why, MPI_CHAR, 0,
                        comm_.get()));
-  // A pipeline's bubble: the stages' mean seconds passing and waiting for activations and
-  // gradients over their mean compute (forward_backward) seconds, against GPipe's
-  // (P - 1) / (M + P - 1).
-  nlohmann::json pipeline_summary;
-  if (spec_.parallel.pipelined()) {
-    const double local[2] = {engine_->pipeline_wait_seconds(), compute_seconds_};
-    double sum[2] = {0, 0};
-    MPI_CHECK(MPI_Allreduce(local, sum, 2, MPI_DOUBLE, MPI_SUM, comm_.get()));
-    const int p = spec_.parallel.pipeline_stages, m = spec_.parallel.micro_batches;
-    pipeline_summary = {{"pipeline_stages", p},
-                        {"micro_batches", m},
-                        {"replicas", dp_size_},
-                        {"wait_s_per_step", sum[0] / size_ / steps_here},
-                        {"bubble_measured", sum[1] > 0 ? sum[0] / sum[1] : 0.0},
-                        {"bubble_predicted", double(p - 1) / double(m + p - 1)}};
-  }
   if (rank_ != 0) return;
   // The run's loop (steps, evaluations, checkpoints) ends here; the record's probe after it
   // belongs to the whole job's time, not to its steps.
@@ -220,6 +232,7 @@ void Trainer::write_summary(uint32_t crc) {
     peak_mib.push_back(per_rank[kPerRank * size_t(r) + 3]);
   }
   summary["rank_step_seconds"] = {{"compute", compute_s}, {"allreduce", allreduce_s}};
+  if (spec_.parallel.pipelined()) summary["parallel"] = pipeline_summary(per_rank, kPerRank);
   summary["rank_process"] = {{"cpu_cores_busy", cpu_use}, {"peak_rss_mib", peak_mib}};
   std::vector<std::string> whys;
   for (int r = 0; r < size_; ++r) whys.emplace_back(&rank_why[sizeof my_why * size_t(r)]);
@@ -234,7 +247,6 @@ void Trainer::write_summary(uint32_t crc) {
                             {"write_cpu_s", checkpoint_write_cpu_.total()}};
   if (spec_.sync.local_sgd()) summary["sync"] = local_sgd_summary();
   if (spec_.sync.stale_sync()) summary["sync"] = stale_summary();
-  if (spec_.parallel.pipelined()) summary["parallel"] = pipeline_summary;
   if (balance_ != BalanceMode::Off || !history_.empty()) {
     summary["balance"] = {{"mode", BalanceModeName(balance_)},
                           {"history", SplitHistoryJson(history_)}};

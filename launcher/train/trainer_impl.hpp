@@ -162,6 +162,7 @@ class Trainer {
   double end_step_sync();
   bool release_held(StepControl* control, bool* due);
   nlohmann::json local_sgd_summary() const;
+  nlohmann::json pipeline_summary(const std::vector<double>& per_rank, int fields) const;
   // Stale-synchronous training (trainer_stale.cpp): the sums' start, the step's exchange in
   // place of sync_control(), one gradient applied, what a checkpoint and a resume carry, the
   // records waiting for their sums, the end and the summary's part.

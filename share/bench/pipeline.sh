@@ -79,6 +79,11 @@ for m in 2 4 8; do
     --types alpha --max-gpus 2 --samples 60000 --json >"$out/plan-m$m.json" 2>"$out/plan-m$m.err" ||
     unavailable "dlh-estimate recommend (micro-batches $m): $(tail -1 "$out/plan-m$m.err")"
 done
+# The same calibration's step for the 2-rank data-parallel run (the fastest plan on 2 ranks of
+# 1 thread): how far the calibration itself is from these rounds, beside the pipelines' error.
+dlh-estimate recommend "$out/fm-m0.json" --cluster "$cluster" --types alpha --max-gpus 2 \
+  --objective time --samples 60000 --json >"$out/plan-dp2.json" 2>"$out/plan-dp2.err" ||
+  unavailable "dlh-estimate recommend (2 ranks): $(tail -1 "$out/plan-dp2.err")"
 
 # 2. The widest MLP under the cap, whole and pipelined.
 widths=(512 1024 1536 2048 2560 3072 3584 4096 4608 5120 5632 6144)
@@ -144,6 +149,10 @@ for m in (2, 4, 8):
     plan = json.load(open(f"{out}/plan-m{m}.json"))
     runs[f"pipe-m{m}"]["predicted_step_s"] = plan["predicted"]["step_s"]
     runs[f"pipe-m{m}"]["planned_bubble"] = plan.get("parallel", {}).get("bubble")
+    runs[f"pipe-m{m}"]["planned_stage_busy_s"] = plan.get("parallel", {}).get("stage_busy_s")
+plan = json.load(open(f"{out}/plan-dp2.json"))
+if plan["allocation"]["gpus"] == 2:
+    runs["dp2"]["predicted_step_s"] = plan["predicted"]["step_s"]
 mlp = []
 for w in widths:
     p = f"{out}/mlp-plan-{w}.json"

@@ -113,6 +113,11 @@ grep -q "^layout: pipeline of 2 stages, 8 micro-batches (bubble [0-9]*% of a ste
 check "$(grep '^layout:' "$WORK/rec.txt")"
 dlh-estimate recommend "$WORK/plain.json" --cluster share/cluster/local.json --samples 1200 \
   --memory-cap 0.0003 --max-gpus 2 --json >"$WORK/plan.json"
+/usr/bin/python3 - "$WORK/plan.json" <<'PY' || fail "the plan's stage times"
+import json, sys
+busy = json.load(open(sys.argv[1]))["parallel"]["stage_busy_s"]
+assert len(busy) == 2 and min(busy) > 0, busy
+PY
 run 2 "$WORK/plain.json" "$WORK/planned" --plan "$WORK/plan.json" --max-steps 20
 grep -q "pipeline: 2 stages x 1 replica(s), 8 micro-batches a step" "$WORK/planned.log" ||
   { cat "$WORK/planned.log"; fail "the planned pipeline was not trained"; }
@@ -134,16 +139,21 @@ s = json.load(open(sys.argv[1] + "/summary.json"))
 par = s["parallel"]
 assert s["steps"] == 30 and (par["pipeline_stages"], par["micro_batches"], par["replicas"]) == (2, 4, 1), par
 assert par["bubble_predicted"] == 0.2 and 0 < par["bubble_measured"] < 1, par
+# Each stage's own work a step: the first stage holds both convolutions, several times the
+# second's dense layers (the bubble above GPipe's is this imbalance).
+busy = par["stage_busy_s_per_step"]
+assert len(busy) == 2 and busy[0] > 2 * busy[1] > 0, busy
 recs = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if '"loss"' in l]
 first, last = recs[0]["loss"], sum(r["loss"] for r in recs[-5:]) / 5
 assert last < first, (first, last)
 print(f"  ok: fashion-mnist.json in 2 stages: 30 steps, loss {first:.3f} -> {last:.3f}; "
-      f"bubble {par['bubble_measured']:.2f} measured, {par['bubble_predicted']:.2f} predicted")
+      f"bubble {par['bubble_measured']:.2f} measured, {par['bubble_predicted']:.2f} predicted; "
+      f"stages busy {busy[0] * 1e3:.1f} / {busy[1] * 1e3:.1f} ms a step")
 PY
 dlh-report "$WORK/fm" >/dev/null 2>&1 || fail "dlh-report of the pipelined run"
-grep -q "pipeline of 2 stages x 1 replica(s), 4 micro-batches (bubble [0-9]*% measured, 20% predicted)" "$WORK/fm/report.html" ||
+grep -q "pipeline of 2 stages x 1 replica(s), 4 micro-batches (bubble [0-9]*% measured, 20% predicted), stages busy [0-9.]* / [0-9.]* ms a step" "$WORK/fm/report.html" ||
   fail "the report does not say 'pipeline of 2 stages x 1 replica(s), 4 micro-batches (bubble ...)'"
-check "dlh-report: training: $(grep -o 'pipeline of 2 stages[^<]*predicted)' "$WORK/fm/report.html" | head -1)"
+check "dlh-report: training: $(grep -o 'pipeline of 2 stages[^<]*ms a step' "$WORK/fm/report.html" | head -1)"
 
 echo "bad input"
 bad() {  # bad PARALLEL_JSON EXPECTED [RANKS]
