@@ -38,6 +38,7 @@
 #include "launcher/watch/core_yield.hpp"
 #include "launcher/watch/peer_watch.hpp"
 #include "launcher/watch/rank_guard.hpp"
+#include "launcher/watch/rank_threads.hpp"
 
 namespace po = boost::program_options;
 
@@ -164,8 +165,8 @@ po::options_description TrainOptionsDescription(dlh::TrainOptions* o, std::strin
     ("stop-on-usr1", "on SIGUSR1 checkpoint and stop (default: checkpoint and continue)")
     ("no-eval", "skip the test-set evaluation after every epoch")
     ("threads", po::value(&o->threads)->default_value(0),
-        "CPU engine threads per rank (0: OPENBLAS_NUM_THREADS, else the plan's, else cores / "
-        "ranks per node)")
+        "CPU engine threads per rank (0: OPENBLAS_NUM_THREADS, else the plan's, else the CPUs of "
+        "the rank's affinity mask over the node's ranks that share it)")
     ("prefetch", po::value(&o->prefetch)->default_value(2), "batches loaded ahead in the background")
     ("bucket-mb", po::value<double>()->default_value(4.0), "gradient fusion bucket size in MiB")
     ("no-overlap", "start gradient allreduces after backward instead of during it")
@@ -277,6 +278,13 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     const std::string why = dlh::ApplyPlannedThreads(o.plan_json, o.plan_origin, size, &o.threads);
     if (!why.empty() && rank == 0)
       std::printf("dlh-launch: %d CPU engine threads per rank: %s\n", o.threads, why.c_str());
+  }
+  // Nothing said how many (OPENBLAS_NUM_THREADS the trainer reads itself): the rank's own CPUs.
+  if (o.threads <= 0 && !std::getenv("OPENBLAS_NUM_THREADS")) {
+    const dlh::RankThreads threads = dlh::DefaultRankThreads(MPI_COMM_WORLD);
+    o.threads = threads.threads;
+    if (rank == 0 && threads.cpus < threads.online)
+      std::printf("dlh-launch: %s\n", dlh::RankThreadsText(threads).c_str());
   }
   dlh::ResolveGpuType(vm.count("gpu-type") > 0, &o.gpu_type, &o.gpu_type_origin, &o.gpu_type_given);
   // slurmd sets it in every task: a plan with node_names finds the rank's part by it.

@@ -10,6 +10,7 @@
 #include "common/atomic_file.hpp"
 #include "common/duration.hpp"
 #include "launcher/comm/collective.hpp"
+#include "launcher/nn/thread_pool.hpp"
 #include "launcher/train/trainer_impl.hpp"
 
 namespace dlh {
@@ -207,6 +208,7 @@ void Trainer::write_summary(uint32_t crc) {
   nlohmann::json summary = {{"spec", o_.spec_path},
                             {"name", spec_.name},
                             {"ranks", size_},
+                            {"threads_per_rank", CpuThreads()},
                             {"device", engine_->device_name()},
                             {"steps", step_},
                             {"total_steps", total_steps_},

@@ -66,7 +66,8 @@ NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online) {
   load.local_ranks = std::max(1, local_ranks);
   load.cpus = std::max(1, cpus);
   load.sharing_ranks = load.cpus < online ? 1 : load.local_ranks;
-  load.threads = threads > 0 ? threads : std::max(1, online / load.local_ranks);
+  // Train's rule (rank_threads.hpp): the mask's CPUs over the ranks that share it.
+  load.threads = threads > 0 ? threads : std::max(1, load.cpus / load.sharing_ranks);
   return load;
 }
 

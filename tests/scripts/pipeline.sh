@@ -139,6 +139,7 @@ s = json.load(open(sys.argv[1] + "/summary.json"))
 par = s["parallel"]
 assert s["steps"] == 30 and (par["pipeline_stages"], par["micro_batches"], par["replicas"]) == (2, 4, 1), par
 assert par["bubble_predicted"] == 0.2 and 0 < par["bubble_measured"] < 1, par
+assert s["threads_per_rank"] == 1, s["threads_per_rank"]  # --threads 1
 # Each stage's own work a step: the first stage holds both convolutions, several times the
 # second's dense layers (the bubble above GPipe's is this imbalance).
 busy = par["stage_busy_s_per_step"]
