@@ -66,8 +66,12 @@ NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online) {
   load.local_ranks = std::max(1, local_ranks);
   load.cpus = std::max(1, cpus);
   load.sharing_ranks = load.cpus < online ? 1 : load.local_ranks;
-  // Train's rule (rank_threads.hpp): the mask's CPUs over the ranks that share it.
-  load.threads = threads > 0 ? threads : std::max(1, load.cpus / load.sharing_ranks);
+  // The node's cores over its ranks, not train's own default (the mask's CPUs over the ranks
+  // that share it, rank_threads.hpp): under `run` the rank's core also runs the user's
+  // program, and a rank bound to 1 CPU must yield it (2026-12-06: counted as 1 thread there,
+  // the launcher's polling took the core from a program of 2 ms in every 5, which its stall
+  // watch then judged idle).
+  load.threads = threads > 0 ? threads : std::max(1, online / load.local_ranks);
   return load;
 }
 

@@ -16,8 +16,7 @@ namespace dlh {
 
 struct NodeLoad {
   int local_ranks = 1;  // this node's ranks in the job (the launcher's environment)
-  int threads = 1;      // each rank's compute threads (train's rule: --threads, the env, the mask's
-                        // CPUs over the ranks that share them: rank_threads.hpp)
+  int threads = 1;      // each rank's compute threads (--threads, the env, else cores/ranks)
   int cpus = 1;         // the CPUs this process may run on (its affinity mask)
   // The ranks that share those CPUs: all of the node's where the process may run anywhere;
   // where a launcher bound it to fewer CPUs than the node has, those are taken as its own.
@@ -34,7 +33,8 @@ int LocalRanksFromEnvironment();
 int TasksOnNode(const std::string& tasks_per_node, int node);
 
 // This node's load as dlh-launch COMMAND ARGS will run it: threads from --threads N in argv,
-// else OPENBLAS_NUM_THREADS, else the mask's CPUs shared among the ranks (rank_threads.hpp).
+// else OPENBLAS_NUM_THREADS, else the node's cores shared among its ranks (at least train's own
+// default, rank_threads.hpp, and what a program under `run` is taken to use).
 // Where the plan says the job's nodes are one host, all the job's ranks share its cores.
 NodeLoad NodeLoadFromArguments(int argc, char** argv);
 // The same from given parts: cpus of this process, online the node's, threads 0 for the rule.

@@ -92,11 +92,11 @@ TEST(CoreYield, MoreBusyThreadsThanCpusIsOversubscribed) {
   EXPECT_FALSE(NodeLoadOf(1, 2, 2, 2).oversubscribed());
   // 8 ranks on 64 CPUs, threads by the rule: 8 each, 64 in all: no.
   EXPECT_FALSE(NodeLoadOf(8, 0, 64, 64).oversubscribed());
-  // A lone rank bound to 1 of 2 CPUs (mpirun's default): the rule gives it 1 thread, its
-  // mask's, not the node's 2 (rank_threads.hpp): no.
+  // A lone rank bound to 1 of 2 CPUs (mpirun's default), the threads by the rule: the node's
+  // 2, so yes: it yields the core to what else runs there (under `run`, the user's program).
   NodeLoad bound = NodeLoadOf(1, 0, 1, 2);
-  EXPECT_EQ(bound.threads, 1);
-  EXPECT_FALSE(bound.oversubscribed());
+  EXPECT_EQ(bound.threads, 2);
+  EXPECT_TRUE(bound.oversubscribed());
   // A rank bound to 1 of 2 CPUs (mpirun -np 2 binds to a core): that core is its own.
   EXPECT_FALSE(NodeLoadOf(2, 1, 1, 2).oversubscribed());
   // ...but not when it runs 2 threads there.
