@@ -279,12 +279,15 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     if (!why.empty() && rank == 0)
       std::printf("dlh-launch: %d CPU engine threads per rank: %s\n", o.threads, why.c_str());
   }
-  // Nothing said how many (OPENBLAS_NUM_THREADS the trainer reads itself): the rank's own CPUs.
-  if (o.threads <= 0 && !std::getenv("OPENBLAS_NUM_THREADS")) {
+  // Nothing said how many: the rank's own CPUs, unless OPENBLAS_NUM_THREADS says (the trainer
+  // reads it itself). Collective, so every rank takes part whatever its environment.
+  if (o.threads <= 0) {
     const dlh::RankThreads threads = dlh::DefaultRankThreads(MPI_COMM_WORLD);
-    o.threads = threads.threads;
-    if (rank == 0 && threads.cpus < threads.online)
-      std::printf("dlh-launch: %s\n", dlh::RankThreadsText(threads).c_str());
+    if (!std::getenv("OPENBLAS_NUM_THREADS")) {
+      o.threads = threads.threads;
+      if (rank == 0 && threads.cpus < threads.online)
+        std::printf("dlh-launch: %s\n", dlh::RankThreadsText(threads).c_str());
+    }
   }
   dlh::ResolveGpuType(vm.count("gpu-type") > 0, &o.gpu_type, &o.gpu_type_origin, &o.gpu_type_given);
   // slurmd sets it in every task: a plan with node_names finds the rank's part by it.

@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cstring>
 #include <thread>
 #include <vector>
 
