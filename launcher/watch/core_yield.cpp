@@ -2,6 +2,7 @@
 #include "launcher/watch/core_yield.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -61,16 +62,25 @@ int LocalRanksFromEnvironment() {
   return 1;
 }
 
-NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online) {
+NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online, RankWork work) {
   NodeLoad load;
   load.local_ranks = std::max(1, local_ranks);
   load.cpus = std::max(1, cpus);
+  online = std::max(online, load.cpus);
+  if (work == RankWork::kTrain) {
+    // 2026-12-06: a lone mpirun rank bound to 1 of 2 CPUs said "1 rank(s) x 2 thread(s) on 1
+    // CPU(s)" here and then ran train's 1 thread.
+    const bool own_mask =
+        load.cpus < online && int64_t(load.cpus) * load.local_ranks <= int64_t(online);
+    load.sharing_ranks = own_mask ? 1 : load.local_ranks;
+    load.threads = threads > 0 ? threads : std::max(1, load.cpus / load.sharing_ranks);
+    return load;
+  }
   load.sharing_ranks = load.cpus < online ? 1 : load.local_ranks;
-  // The node's cores over its ranks, not train's own default (the mask's CPUs over the ranks
-  // that share it, rank_threads.hpp): under `run` the rank's core also runs the user's
-  // program, and a rank bound to 1 CPU must yield it (2026-12-06: counted as 1 thread there,
-  // the launcher's polling took the core from a program of 2 ms in every 5, which its stall
-  // watch then judged idle).
+  // The node's cores over its ranks, not train's own default: under `run` the rank's core
+  // also runs the user's program, and a rank bound to 1 CPU must yield it (2026-12-06: counted
+  // as 1 thread there, the launcher's polling took the core from a program of 2 ms in every 5,
+  // which its stall watch then judged idle).
   load.threads = threads > 0 ? threads : std::max(1, online / load.local_ranks);
   return load;
 }
@@ -103,7 +113,9 @@ NodeLoad NodeLoadFromArguments(int argc, char** argv) {
   }
   if (threads == 0) threads = PositiveCount(std::getenv("OPENBLAS_NUM_THREADS"));
   const int local_ranks = LocalRanksFromEnvironment();
-  NodeLoad load = NodeLoadOf(local_ranks, threads, AffinityCores(), OnlineCpus());
+  const RankWork work =
+      argc > 1 && std::string(argv[1]) == "train" ? RankWork::kTrain : RankWork::kBesideProgram;
+  NodeLoad load = NodeLoadOf(local_ranks, threads, AffinityCores(), OnlineCpus(), work);
   if (const int shared = SharedHostCoresFromArguments(argc, argv)) {
     load.sharing_ranks = std::max(load.local_ranks, JobRanksFromEnvironment(local_ranks));
     // The host's cores, not this rank's mask: a rank bound to one core has the others'

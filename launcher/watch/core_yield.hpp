@@ -32,13 +32,23 @@ int LocalRanksFromEnvironment();
 // "2(x3),1" and node 4 -> 1; 0 when the text does not say (malformed, or too few nodes).
 int TasksOnNode(const std::string& tasks_per_node, int node);
 
+// Whose threads a rank's core runs: train's engine alone, or (every other command, `run`
+// above all) the launcher beside a program of its own that may use the node's cores.
+enum class RankWork { kTrain, kBesideProgram };
+
 // This node's load as dlh-launch COMMAND ARGS will run it: threads from --threads N in argv,
-// else OPENBLAS_NUM_THREADS, else the node's cores shared among its ranks (at least train's own
-// default, rank_threads.hpp, and what a program under `run` is taken to use).
-// Where the plan says the job's nodes are one host, all the job's ranks share its cores.
+// else OPENBLAS_NUM_THREADS, else the default for COMMAND (NodeLoadOf). Where the plan says
+// the job's nodes are one host, all the job's ranks share its cores.
 NodeLoad NodeLoadFromArguments(int argc, char** argv);
-// The same from given parts: cpus of this process, online the node's, threads 0 for the rule.
-NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online);
+// The same from given parts: cpus of this process, online the node's, threads 0 for the
+// default. For train, the default is train's own (rank_threads.hpp: the mask's CPUs over the
+// ranks that have that mask) as well as it can be told before MPI_Init, when a rank knows
+// only its own mask: a mask narrower than the node that the node's ranks could hold apart
+// (its CPUs x the ranks <= the node's) is taken as this rank's own, else as shared by them
+// all. For every other command, the node's cores over its ranks: under `run` the rank's core
+// also runs the user's program, and a rank bound to 1 CPU must yield it.
+NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online,
+                    RankWork work = RankWork::kBesideProgram);
 
 // The plan's allocation.shared_host_cores (plan.hpp, SharedHostCoresOfPlan) of the plan the
 // trainer would read: DLH_PLAN, else SLURM_SPANK_DLH_PLAN; none under --no-plan or --plan.

@@ -92,8 +92,9 @@ TEST(CoreYield, MoreBusyThreadsThanCpusIsOversubscribed) {
   EXPECT_FALSE(NodeLoadOf(1, 2, 2, 2).oversubscribed());
   // 8 ranks on 64 CPUs, threads by the rule: 8 each, 64 in all: no.
   EXPECT_FALSE(NodeLoadOf(8, 0, 64, 64).oversubscribed());
-  // A lone rank bound to 1 of 2 CPUs (mpirun's default), the threads by the rule: the node's
-  // 2, so yes: it yields the core to what else runs there (under `run`, the user's program).
+  // A lone rank bound to 1 of 2 CPUs (mpirun's default), the threads by the rule for every
+  // command but train: the node's 2, so yes: it yields the core to what else runs there
+  // (under `run`, the user's program).
   NodeLoad bound = NodeLoadOf(1, 0, 1, 2);
   EXPECT_EQ(bound.threads, 2);
   EXPECT_TRUE(bound.oversubscribed());
@@ -101,6 +102,27 @@ TEST(CoreYield, MoreBusyThreadsThanCpusIsOversubscribed) {
   EXPECT_FALSE(NodeLoadOf(2, 1, 1, 2).oversubscribed());
   // ...but not when it runs 2 threads there.
   EXPECT_TRUE(NodeLoadOf(2, 2, 1, 2).oversubscribed());
+}
+
+// Train's own default as seen before MPI_Init (rank_threads.hpp decides after it).
+TEST(CoreYield, TrainsDefaultThreadsFollowTheMask) {
+  // A lone rank bound to 1 of 2 CPUs: train runs 1 thread there, so no yield and no line.
+  NodeLoad bound = NodeLoadOf(1, 0, 1, 2, RankWork::kTrain);
+  EXPECT_EQ(bound.threads, 1);
+  EXPECT_FALSE(bound.oversubscribed());
+  // 2 ranks bound to a core each: 1 thread each on its own core.
+  EXPECT_FALSE(NodeLoadOf(2, 0, 1, 2, RankWork::kTrain).oversubscribed());
+  // A rank of 8 bound to its own 8 CPUs of 64: 8 threads there.
+  EXPECT_EQ(NodeLoadOf(8, 0, 8, 64, RankWork::kTrain).threads, 8);
+  // 4 ranks in a 2-CPU mask of a 4-CPU node cannot each have the mask to itself: shared,
+  // 1 thread each, 4 on 2 CPUs: yes.
+  NodeLoad shared = NodeLoadOf(4, 0, 2, 4, RankWork::kTrain);
+  EXPECT_EQ(shared.sharing_ranks, 4);
+  EXPECT_EQ(shared.threads, 1);
+  EXPECT_TRUE(shared.oversubscribed());
+  // Unbound, as before: the node's cores over its ranks.
+  EXPECT_EQ(NodeLoadOf(2, 0, 2, 2, RankWork::kTrain).threads, 1);
+  EXPECT_TRUE(NodeLoadOf(4, 0, 2, 2, RankWork::kTrain).oversubscribed());
 }
 
 TEST(CoreYield, ThreadsComeFromTheArgumentsThenOpenblasNumThreads) {
