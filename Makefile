@@ -198,7 +198,8 @@ CHECK_TIMES = $(BUILDDIR)/check-times.txt
 run_side_by_side = export DLH_CHECK_RUN=check-$$$$-$$(date +%s) DLH_CHECK_TIMES=$(CHECK_TIMES); \
   mkdir -p $(BUILDDIR) && : >$(CHECK_TIMES); rc=0; s=$$SECONDS; \
   $(MAKE) --no-print-directory -k -j$(CHECK_JOBS) --output-sync=target $1 || rc=$$?; \
-  echo "== built and tested in $$((SECONDS - s)) s, $(CHECK_JOBS) at a time; the slowest tests:"; \
+  echo "== built and tested in $$((SECONDS - s)) s, $(CHECK_JOBS) at a time, the tests' CPU time \
+    $$(awk '{ sub(/.*CPU /, ""); cpu += $$1 } END { print cpu + 0 }' $(CHECK_TIMES)) s; the slowest tests:"; \
   sort -rn $(CHECK_TIMES) | head -5 | sed 's/^/   /'; \
   bash tests/leftovers.sh "$$DLH_CHECK_RUN" || rc=1
 # The programs the script and Slurm tests run are built first, all cores on them, so that the

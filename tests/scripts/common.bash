@@ -19,7 +19,9 @@ export OPENBLAS_NUM_THREADS=1
 # stall_defaults.sh 163 s, stall.sh 85 s; 36 s and 14 s with autogroup switched off for the
 # whole check). Not from the start: at nice 19 under make check's load a job did not reach
 # its first checkpoint in 120 s; and not 19 once it waits: beside three busy sessions its
-# watchdog's abort then took 25 s to end the job, 6 s at 10.
+# watchdog's abort then took 25 s to end the job, 6 s at 10. Only where the timeout is long:
+# stall.sh (--comm-timeout 5) leaves its jobs as they are, since at nice 10 a live rank's
+# heartbeats starved for 3 s and the verdict named it silent beside the stopped one.
 lower_session() { echo 10 >"/proc/$1/autogroup" 2>/dev/null || true; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dlh-test-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

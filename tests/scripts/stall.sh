@@ -38,7 +38,6 @@ diagnose() { cat "$WORK/err.log" "$run"/heartbeat/*.json >&2; ps -o pid,stat,wch
 victim=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$run/heartbeat/rank-2.json")
 host=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["host"])' "$run/heartbeat/rank-2.json")
 kill -STOP "$victim"
-lower_session "$job"
 t0=$SECONDS
 check "rank 2 (pid $victim on $host) stopped"
 
@@ -97,7 +96,6 @@ for ((i = 0; i < 600; ++i)); do
 done
 victim=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$run/heartbeat/rank-1.json")
 kill -KILL "$victim"
-lower_session "$job"
 rc=0
 timeout 120 tail --pid=$job -f /dev/null || { kill -- -$job 2>/dev/null; fail "the job still runs 120 s after rank 1 was killed"; }
 wait $job || rc=$?
