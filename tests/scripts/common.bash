@@ -10,19 +10,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # loop beside it, yielding 22. The Slurm tests' jobs inherit it through sbatch's environment.
 export OMPI_MCA_mpi_yield_when_idle=1
 export OPENBLAS_NUM_THREADS=1
-# lower_session PID: the session that PID leads (a job started with setsid) runs at nice 10
-# from now on: call it once the job's ranks only wait (for a peer the test stopped). Linux's
-# autogroup (on in Debian's kernels) schedules each session as one task against all the
-# others, and a rank that waits yields its core only to tasks of its own session: a job whose
-# ranks all wait spun through a whole share of the cores, taken from the tests beside it (make
-# check on 2 cores, 2026-12-06, each test's CPU time in a cgroup of its own, tests/run_test.sh:
-# stall_defaults.sh 163 s, stall.sh 85 s; 36 s and 14 s with autogroup switched off for the
-# whole check). Not from the start: at nice 19 under make check's load a job did not reach
-# its first checkpoint in 120 s; and not 19 once it waits: beside three busy sessions its
-# watchdog's abort then took 25 s to end the job, 6 s at 10. Only where the timeout is long:
-# stall.sh (--comm-timeout 5) leaves its jobs as they are, since at nice 10 a live rank's
-# heartbeats starved for 3 s and the verdict named it silent beside the stopped one.
-lower_session() { echo 10 >"/proc/$1/autogroup" 2>/dev/null || true; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dlh-test-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 

@@ -44,10 +44,7 @@ if [[ $(id -u) -ne 0 && $(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || 
 # of them on a 2-core machine: at the lowest priority and yielding (common.bash sets
 # OMPI_MCA_mpi_yield_when_idle), so that the tests beside this one in make check keep their
 # cores (a calibration probe beside it read the host 3 times slow). The watchdog only needs a
-# moment of CPU every few seconds. Each job is a session of its own, which Linux's autogroup
-# schedules as one task: the nice value of its processes counts only among them, so the
-# session itself is put at a low priority once its ranks wait (common.bash,
-# lower_session).
+# moment of CPU every few seconds.
 # start NAME CMD...: the job in the background, in a session of its own (JOB_NAME: its id,
 # for the clean-up); when it ends, NAME.end gets its exit code and the time.
 start() {
@@ -110,14 +107,12 @@ start frozen mpirun -np 3 $(train "$WORK/frozen")
 [[ -n $can_trace ]] && start hung mpirun -np 3 $(train "$WORK/hung")
 start init mpirun -np 2 bash -c '[[ $OMPI_COMM_WORLD_RANK == 1 ]] && exec sleep 600; exec "$@"' rank \
   $(train "$WORK/init")
-lower_session "$JOB_init"  # rank 0 only ever waits
 T0_init=$EPOCHREALTIME
 
 wait_beats "$WORK/frozen" 3
 victim=$(json_field "$WORK/frozen/heartbeat/rank-2.json" pid)
 host=$(json_field "$WORK/frozen/heartbeat/rank-2.json" host)
 kill -STOP "$victim"
-lower_session "$JOB_frozen"
 T0_frozen=$EPOCHREALTIME
 check "1. rank 2 (pid $victim on $host) frozen with SIGSTOP"
 
@@ -163,7 +158,6 @@ PY
   [[ -f $WORK/hung.traced ]] || fail "2. rank 1's main thread was not stopped outside MPI"
   # From the stop, which the tracer timed.
   T0_hung=$(<"$WORK/hung.traced")
-  lower_session "$JOB_hung"
   check "2. rank 1's main thread (pid $hung_pid on $hung_host) stopped outside MPI; its heartbeats go on"
 fi
 

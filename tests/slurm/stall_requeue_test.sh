@@ -61,10 +61,6 @@ pid=$(json_field "$beat" pid)
 STOPPED=$pid
 kill -STOP "$pid" || { show; cat "$beat" >&2; ps -ef | grep dlh-launch >&2; fail "cannot stop $pid"; }
 t0=$SECONDS
-# Rank 0 now only waits, a minute at the default: its job step is a session of its own
-# (slurmstepd's), put at a low priority so that its spinning does not take the cores from the
-# tests beside this one (common.bash, lower_session). The requeued attempt is a new step.
-lower_session "$(json_field "$run/heartbeat/rank-0.json" pid)"
 check "job $job: rank 1 (pid $pid on $lost) frozen with SIGSTOP, at the default --comm-timeout"
 
 for _ in $(seq 1200); do
