@@ -66,22 +66,19 @@ NodeLoad NodeLoadOf(int local_ranks, int threads, int cpus, int online, RankWork
   NodeLoad load;
   load.local_ranks = std::max(1, local_ranks);
   load.cpus = std::max(1, cpus);
-  online = std::max(online, load.cpus);
-  if (work == RankWork::kTrain) {
-    // 2026-12-06: a lone mpirun rank bound to 1 of 2 CPUs said "1 rank(s) x 2 thread(s) on 1
-    // CPU(s)" here and then ran train's 1 thread.
-    const bool own_mask =
-        load.cpus < online && int64_t(load.cpus) * load.local_ranks <= int64_t(online);
-    load.sharing_ranks = own_mask ? 1 : load.local_ranks;
-    load.threads = threads > 0 ? threads : std::max(1, load.cpus / load.sharing_ranks);
-    return load;
-  }
-  load.sharing_ranks = load.cpus < online ? 1 : load.local_ranks;
-  // The node's cores over its ranks, not train's own default: under `run` the rank's core
-  // also runs the user's program, and a rank bound to 1 CPU must yield it (2026-12-06: counted
-  // as 1 thread there, the launcher's polling took the core from a program of 2 ms in every 5,
-  // which its stall watch then judged idle).
-  load.threads = threads > 0 ? threads : std::max(1, online / load.local_ranks);
+  const bool narrower = load.cpus < online;
+  // Train's rule needs the node's ranks able to hold such masks apart (core_yield.hpp).
+  const bool own_mask = work == RankWork::kTrain
+                            ? narrower && int64_t(load.cpus) * load.local_ranks <= int64_t(online)
+                            : narrower;
+  load.sharing_ranks = own_mask ? 1 : load.local_ranks;
+  // Beside a program, the node's cores over its ranks, not train's own default: under `run`
+  // the rank's core also runs the user's program, and a rank bound to 1 CPU must yield it
+  // (2026-12-06: counted as 1 thread there, the launcher's polling took the core from a
+  // program of 2 ms in every 5, which its stall watch then judged idle).
+  const int by_default =
+      work == RankWork::kTrain ? load.cpus / load.sharing_ranks : online / load.local_ranks;
+  load.threads = threads > 0 ? threads : std::max(1, by_default);
   return load;
 }
 
