@@ -47,11 +47,15 @@ check "$(cat "$WORK/start.txt")"
 restarts() { scontrol show job "$1" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
 show() { cat "$1" >&2; tail -n 20 "$C"/log/slurmctld.log >&2; }
 
-# 40 epochs of 50 steps, 16-52 ms a step with 4 ranks on 2 cores (half a minute to two of
-# training alone): the attempt that meets the last fault must not reach its end before Slurm
-# declares host2 down, 12 s or more after it. The steps do real work: a rank waiting in MPI
-# yields its core (common.bash), so a step of a network too small (the 1 ms of a single
-# 8-filter convolution) would end the job before the faults.
+# 30 epochs of 50 steps, 16-52 ms a step with 4 ranks on 2 cores: the attempt that meets the
+# last fault must not reach its end before Slurm declares host2 down, 11-12 s after it. Each
+# fault waits for its attempt's first checkpoint (every 20 steps), so the last comes by step
+# 120 or so; at the fastest step seen (16 ms) Slurm stops that attempt by step 870, 630 steps
+# (10 s) before the end. The check line says where it stopped. Steps past that point are
+# make check's CPU time and prove nothing more: 40 epochs cost the test about 100 CPU-s more
+# (2026-12-06). The steps do real work: a rank waiting in MPI yields its core (common.bash),
+# so a step of a network too small (the 1 ms of a single 8-filter convolution) would end the
+# job before the faults.
 dlh-data synthetic --out "$WORK/data.h5" --shape 1x28x28 --classes 4 --train 2400 --test 60 --seed 5 >/dev/null
 cat >"$WORK/spec.json" <<'JSON'
 {
@@ -62,11 +66,12 @@ cat >"$WORK/spec.json" <<'JSON'
              {"type": "conv2d", "filters": 32, "kernel": 3, "padding": 1}, {"type": "relu"},
              {"type": "flatten"}, {"type": "dense", "units": 4}],
   "optimizer": {"type": "sgd", "lr": 0.02, "momentum": 0.9},
-  "batch_size": 48, "epochs": 40, "seed": 2, "dataset": "data.h5"
+  "batch_size": 48, "epochs": 30, "seed": 2, "dataset": "data.h5"
 }
 JSON
+STEPS=$((30 * 2400 / 48))  # the spec's epochs x its steps an epoch
 export DLH_SPEC=$WORK/spec.json DLH_DATA=$WORK/data.h5
-export DLH_TRAIN_ARGS="--threads 1 --no-eval --checkpoint-steps 40 --comm-timeout 5"
+export DLH_TRAIN_ARGS="--threads 1 --no-eval --checkpoint-steps 20 --comm-timeout 5"
 # Four faults, four requeues by design; more when Slurm's own requeue of a node it declared
 # down overlaps the job script's or the old attempt's end (the job id is the same, and an
 # exit status of the old attempt's batch script can land on the new one). The job script
@@ -206,6 +211,7 @@ before_fault
 SLURMD2=$(<"$C/run/slurmd-host2.pid")
 kill -KILL "$SLURMD2"
 ended_within "slurmd lost"
+[[ $(state "$job") != COMPLETED ]] || { show "$out"; fail "job $job completed before Slurm declared host2 down: this host trains the $STEPS steps faster than the spec's epochs allow for (see their comment)"; }
 requeued $((BEFORE + 1))
 # Slurm requeues the job when host2 goes down and stops it on host1 (SIGTERM, then SIGKILL):
 # the job script says so. The ranks on host2, whose slurmd is gone, time out waiting for
@@ -228,7 +234,8 @@ if [[ $by == Slurm ]]; then
   grep -q "requeue job JobId=$job due to failure of node host2" "$C/log/slurmctld.log" ||
     { show "$out"; fail "Slurm did not requeue job $job for host2's failure"; }
 fi
-check "slurmd lost: the attempt ended ${TOOK} s later (host2 down after SlurmdTimeout 6 s), requeued by $by; ${line#dlh: }"
+stopped_at=$(since_fault | grep -oE "at step [0-9]+" | awk '{ print $3 }' | sort -n | tail -n 1)
+check "slurmd lost: the attempt ended ${TOOK} s later (host2 down after SlurmdTimeout 6 s) at step ${stopped_at:-?} of $STEPS, requeued by $by; ${line#dlh: }"
 # host2 comes back as a node whose slurmd died does: rebooted. Whatever still runs in its
 # namespace (the lost attempt's slurmstepd and ranks, which no slurmd cleans up any more) is
 # killed before the new slurmd starts. Left running, the old step's clean-up kills the next
