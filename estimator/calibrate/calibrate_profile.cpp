@@ -292,6 +292,7 @@ std::vector<LayerTimingSample> LayerTimingSamples(const TrainSpec& spec, int bat
     s.layer = l.index;
     s.batch = batch;
     s.seconds = seconds;
+    s.forward_seconds = l.forward_s;
     s.features = features.at(size_t(l.index));
     out.push_back(std::move(s));
   }

@@ -39,6 +39,10 @@ struct LayerTimingSample {
   int layer = 0;      // its index among the model's top-level layers
   int64_t batch = 0;
   double seconds = 0;
+  // Of those, its forward alone (0: not timed apart): a pipeline's backward runs each stage's
+  // forward again, priced at the forward's share of the FLOPs, which `validate --layers`
+  // measures against these.
+  double forward_seconds = 0;
   ModelFeatures features;  // TopLevelLayerFeatures(spec)[layer]
 };
 

@@ -95,6 +95,21 @@ def main():
               f"(`recommend --objective time`, 2 ranks of 1 thread, batch 64 each) predicted at "
               f"{1000 * dp2['predicted_step_s']:.1f} ms a step, measured "
               f"{1000 * dp2['step_s']:.1f} ms ({100 * own_error:+.1f}%).")
+    layers = os.path.join(d, "layers.md")
+    if os.path.exists(layers):
+        text = open(layers).read().splitlines()
+        example = [l for l in text if l.startswith("| val-fashion-cnn-b128 |")]
+        summary = [l for l in text if l.startswith("the forward's share")]
+        print()
+        if example and summary:
+            cells = [c.strip() for c in example[0].strip("|").split("|")]
+            print(f"The forward a stage runs again in backward is priced at its FLOPs' share of the "
+                  f"stage. Timed, on the validation models' layers one by one (`dlh-estimate "
+                  f"validate --layers --set all --rounds 3`, the same calibration): {summary[0]}; "
+                  f"the example spec's network (val-fashion-cnn-b128) {cells[5]}% measured, "
+                  f"{cells[6]}% by the FLOPs.")
+        else:
+            print(f"The forward's share, timed: not measured ({text[-1] if text else 'no output'}).")
     print()
     print(f"The largest network under a {res['cap_gb']:g} GB device cap "
           f"(`dlh-estimate recommend --memory-cap`, up to 4 ranks of local.json's alpha; an MLP "

@@ -42,9 +42,21 @@ assert all(s["seconds"] > 0 for s in c["samples"]), "non-positive timing"
 assert len(c["model"]["coef"]) == 11
 names = [(s["model"], s["batch"]) for s in c["samples"]]
 assert len(names) == len(set(names)), "a configuration kept once per round"
+assert len(c["layer_model"]["coef"]) == 13, c.get("layer_model")
 PY
 check "calibration file has $(python3 -c "import json;print(len(json.load(open('$WORK/cal.json'))['samples']))") timed samples and 11 coefficients"
 dlh-estimate fit "$WORK/cal.json" --folds 3 | grep -q "R2" || fail "fit"
+# How it divides the steps of models outside the sweep (each layer timed alone), and the
+# share of their layers' time the forwards take, measured against the FLOPs' (a pipeline's
+# re-run forward).
+dlh-estimate validate --calibration "$WORK/cal.json" --layers --set term --threads 1 >"$WORK/layers.txt" 2>&1 ||
+  { cat "$WORK/layers.txt"; fail "validate --layers"; }
+grep -qE "^val-fashion-cnn-b128 +128 +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9]+\.[0-9] +[0-9]+\.[0-9]$" "$WORK/layers.txt" ||
+  { cat "$WORK/layers.txt"; fail "validate --layers: no row for the example spec's network"; }
+line=$(grep "^mean of the largest cut errors over [0-9]* models" "$WORK/layers.txt") &&
+  line2=$(grep "^the forward's share of a model's layers by the FLOPs, mean error [0-9.]* points of the measured share$" "$WORK/layers.txt") ||
+  { cat "$WORK/layers.txt"; fail "validate --layers: no summary"; }
+check "validate --layers --set term: ${line#mean of the }; ${line2#the }"
 dlh-estimate predict "$SPEC" --calibration "$WORK/cal.json" >"$WORK/predict.txt" 2>"$WORK/predict.err"
 check "$(cat "$WORK/predict.txt")"
 [[ ! -s $WORK/predict.err ]] || { cat "$WORK/predict.err"; fail "a fresh calibration was called stale"; }
