@@ -84,9 +84,9 @@ done
 dlh-estimate recommend "$out/fm-m0.json" --cluster "$cluster" --types alpha --max-gpus 2 \
   --objective time --samples 60000 --json >"$out/plan-dp2.json" 2>"$out/plan-dp2.err" ||
   unavailable "dlh-estimate recommend (2 ranks): $(tail -1 "$out/plan-dp2.err")"
-# The forward each backward runs again is priced at the stage's FLOPs' share of forward: that
-# share against the forwards timed, every validation model's layers one by one, by the same
-# calibration (validate --layers; about 10 s). Only reported: no goal rests on it.
+# The forward each backward runs again is priced at the forward's share of the stage's FLOPs:
+# that share against the forwards timed, every validation model's layers one by one, by the
+# same calibration (validate --layers; about 10 s). Only reported: no goal rests on it.
 dlh-estimate validate --calibration "${BENCH_CALIBRATION:-$root/share/calibration/cpu.json}" \
   --layers --set all --rounds 3 --threads 1 --markdown >"$out/layers.md" 2>"$out/layers.err" ||
   { echo "validate --layers: $(tail -1 "$out/layers.err")" >"$out/layers.md"; }
