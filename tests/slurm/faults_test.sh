@@ -56,8 +56,10 @@ show() { cat "$1" >&2; tail -n 20 "$C"/log/slurmctld.log >&2; }
 # (2026-12-06). The steps do real work: a rank waiting in MPI yields its core (common.bash),
 # so a step of a network too small (the 1 ms of a single 8-filter convolution) would end the
 # job before the faults.
-dlh-data synthetic --out "$WORK/data.h5" --shape 1x28x28 --classes 4 --train 2400 --test 60 --seed 5 >/dev/null
-cat >"$WORK/spec.json" <<'JSON'
+EPOCHS=30 SAMPLES=2400 BATCH=48
+STEPS=$((EPOCHS * SAMPLES / BATCH))
+dlh-data synthetic --out "$WORK/data.h5" --shape 1x28x28 --classes 4 --train $SAMPLES --test 60 --seed 5 >/dev/null
+cat >"$WORK/spec.json" <<JSON
 {
   "name": "faults",
   "input": {"channels": 1, "height": 28, "width": 28},
@@ -66,10 +68,9 @@ cat >"$WORK/spec.json" <<'JSON'
              {"type": "conv2d", "filters": 32, "kernel": 3, "padding": 1}, {"type": "relu"},
              {"type": "flatten"}, {"type": "dense", "units": 4}],
   "optimizer": {"type": "sgd", "lr": 0.02, "momentum": 0.9},
-  "batch_size": 48, "epochs": 30, "seed": 2, "dataset": "data.h5"
+  "batch_size": $BATCH, "epochs": $EPOCHS, "seed": 2, "dataset": "data.h5"
 }
 JSON
-STEPS=$((30 * 2400 / 48))  # the spec's epochs x its steps an epoch
 export DLH_SPEC=$WORK/spec.json DLH_DATA=$WORK/data.h5
 export DLH_TRAIN_ARGS="--threads 1 --no-eval --checkpoint-steps 20 --comm-timeout 5"
 # Four faults, four requeues by design; more when Slurm's own requeue of a node it declared
