@@ -21,10 +21,14 @@ OBSERVE_SRCS := launcher/observe/record.cpp launcher/observe/store.cpp
 OBSERVE_LIB := $(LIBDIR)/libdlh_observe.a
 $(OBSERVE_LIB): $(OBSERVE_SRCS:%.cpp=$(OBJDIR)/%.o)
 
+# watch/wait_nap.cpp's sched_yield: taken from the archive although nothing of dlh-launch's
+# own calls for it, and exported, so that the MPI libraries' polls call it (wait_nap.hpp).
+WAIT_NAP_LDFLAGS := -Wl,--undefined=sched_yield -Wl,--export-dynamic-symbol=sched_yield
+
 $(BINDIR)/dlh-launch: $(OBJDIR)/launcher/main_launch.o $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
-	$(Q)$(CXX) $(LDFLAGS) $^ $(DEP_LIBS) -o $@
+	$(Q)$(CXX) $(LDFLAGS) $(WAIT_NAP_LDFLAGS) $^ $(DEP_LIBS) -o $@
 
 $(BINDIR)/dlh-data: $(OBJDIR)/launcher/data/main_data.o $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)

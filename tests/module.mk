@@ -38,7 +38,7 @@ $(UNIT_BIN): $(UNIT_SRCS:%.cpp=$(OBJDIR)/%.o) $(PLUGIN_LIB) $(PLAN_LIB) $(REPLAY
 $(MPI_TEST_BIN): $(MPI_TEST_SRCS:%.cpp=$(OBJDIR)/%.o) $(LAUNCH_LIB) $(NN_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	@[[ "$(VERBOSE)" != 0 ]] || printf '  LD    %s\n' $@
-	$(Q)$(CXX) $(LDFLAGS) $^ $(GTEST_LIBS) $(DEP_LIBS) -o $@
+	$(Q)$(CXX) $(LDFLAGS) $(WAIT_NAP_LDFLAGS) $^ $(GTEST_LIBS) $(DEP_LIBS) -o $@
 
 # tests/gpu/: the GPU layers and kernels against the CPU engine, built with the CUDA backend.
 # Every test skips, saying why, on a machine without a usable GPU (CI has none);

@@ -478,16 +478,30 @@ void ForwardPeerWaits(const PeerWaitHooks& hooks) {
   if (forward) peer_watch_detail::active.store(true);
 }
 
+namespace {
+// When the main thread entered the call it waits in now (SteadyNs), 0 outside one. Apart from
+// the Watch, which StopPeerWatch frees: any thread of the process may ask, at any time.
+std::atomic<int64_t> g_in_wait_since_ns{0};
+}  // namespace
+
+double SecondsInPeerWait() {
+  const int64_t since = g_in_wait_since_ns.load(std::memory_order_relaxed);
+  return since == 0 ? 0 : double(SteadyNs() - since) * 1e-9;
+}
+
 namespace peer_watch_detail {
 void Enter(const char* call) {
   if (g_forward.enter) return g_forward.enter(call);
   if (!g_watch) return;
   g_watch->calls.fetch_add(1, std::memory_order_relaxed);
-  g_watch->wait_start_ns.store(SteadyNs());
+  const int64_t now = SteadyNs();
+  g_watch->wait_start_ns.store(now);
+  g_in_wait_since_ns.store(now, std::memory_order_relaxed);
   g_watch->call.store(call, std::memory_order_release);
 }
 void Leave() {
   if (g_forward.leave) return g_forward.leave();
+  g_in_wait_since_ns.store(0, std::memory_order_relaxed);
   if (g_watch) g_watch->call.store(nullptr, std::memory_order_release);
 }
 }  // namespace peer_watch_detail

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "launcher/comm/tcp_eager.hpp"
@@ -34,6 +35,9 @@ int main(int argc, char** argv) {
   int provided = 0;
   // As dlh-launch train does before MPI_Init (tcp_eager_mpitest.cpp reads it back).
   dlh::RaiseTcpEagerLimit(dlh::BucketBytesFromArguments(argc, argv));
+  // As dlh-launch asks on an oversubscribed node (core_yield.hpp), unless the caller said
+  // otherwise: waiting ranks yield, and wait_nap_mpitest.cpp times their naps.
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   // As dlh-launch train asks (mpi::Env): stale-synchronous training's sums run on a thread.
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ::testing::InitGoogleTest(&argc, argv);

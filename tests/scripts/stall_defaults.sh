@@ -40,11 +40,13 @@ trap cleanup EXIT
 can_trace=1
 if [[ $(id -u) -ne 0 && $(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0) -ne 0 ]]; then can_trace=; fi
 
-# The ranks that wait for a stopped peer spin in Open MPI's progress loop for a minute, 4 to 6
-# of them on a 2-core machine: at the lowest priority and yielding (common.bash sets
-# OMPI_MCA_mpi_yield_when_idle), so that the tests beside this one in make check keep their
-# cores (a calibration probe beside it read the host 3 times slow). The watchdog only needs a
-# moment of CPU every few seconds.
+# The ranks that wait for a stopped peer poll Open MPI for a minute, 4 to 6 of them on a
+# 2-core machine: at the lowest priority and yielding (common.bash sets
+# OMPI_MCA_mpi_yield_when_idle), and after a second of waiting sleeping between polls
+# (launcher/watch/wait_nap.hpp), so that the tests beside this one in make check keep their
+# cores (before the naps, a calibration probe beside it read the host 3 times slow, and the
+# test alone took 204 CPU-s in 104 s). The watchdog only needs a moment of CPU every few
+# seconds.
 # start NAME CMD...: the job in the background, in a session of its own (JOB_NAME: its id,
 # for the clean-up); when it ends, NAME.end gets its exit code and the time.
 start() {
