@@ -166,7 +166,11 @@ print(f"  ok: one bucket of {timer.buckets()[0][1]} bytes in {timer.seconds() * 
 PY
 check "outside DLH: the hook's gradient is DDP's, it times its bucket; the Balancer stays off"
 
-# The program: rank 1 sleeps 2 ms per sample, rank 0 0.5 ms (as a 4x slower GPU would);
+# The program: rank 1 sleeps 8 ms per sample, rank 0 2 ms (as a 4x slower GPU would; the
+# sleeps cost no CPU). At a quarter of that, make check's load (6 tests on 2 cores, 2026-12-06)
+# added tens of ms of contention to both ranks' steps alike: the 4x became about 1.3x, within
+# the Balancer's noise-widened dead band, and the first change came at step 34 of 40;
+# rank 1's DataLoader has a worker (it fetches 2 batches ahead), rank 0's none.
 # rank 1's DataLoader has a worker (it fetches 2 batches ahead), rank 0's none.
 cat >"$WORK/prog.py" <<'PY'
 import dlh
@@ -188,7 +192,7 @@ timer = dlh.AllreduceTimer()
 model.register_comm_hook(timer, dlh.timed_allreduce_hook)
 balancer = dlh.Balancer(sampler, every=4)
 opt = torch.optim.SGD(model.parameters(), lr=dlh.lr(default=0.1))
-per_sample = 0.002 if rank == 1 else 0.0005
+per_sample = 0.008 if rank == 1 else 0.002
 steps, step = [], 0
 for epoch in range(1, 5):
     sampler.set_epoch(epoch)
