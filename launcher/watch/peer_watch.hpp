@@ -99,8 +99,8 @@ void FinishPeerWatch();
 // Stops it and writes a last heartbeat that says the rank finished. Safe when not started.
 void StopPeerWatch();
 // How long the main thread has been in the call it waits in now (seconds); 0 when it waits
-// in none or the watch is off. Cheap (two atomic loads and a clock read): wait_nap.cpp asks
-// it on every poll of a waiting rank.
+// in none or the watch is off. Cheap (an atomic load, and a clock read while it waits):
+// wait_nap.cpp asks it on every sched_yield of the process.
 double SecondsInPeerWait();
 // What the verdict line reports.
 void SetPeerWatchStep(int64_t step);
