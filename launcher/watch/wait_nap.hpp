@@ -6,8 +6,9 @@
 // only to a thread of the same scheduling group, and with autogroup every session is a group
 // of its own: each Slurm job step, each job started with setsid. So a rank waiting for a
 // frozen or hung peer (up to --comm-timeout and its grace, 75 s at the defaults) kept its core
-// against every other job on the node (make check, 2026-12-06: a test of three such stalls
-// took 204 CPU-seconds in 104 s, both cores of the machine for its whole run).
+// against every other job on the node (2026-12-06, alone on a 2-core machine: a test of three
+// such stalls, tests/scripts/stall_defaults.sh, took 204 CPU-seconds in 104 s, both cores for
+// its whole run; 40 in 74 s with the nap).
 //
 // dlh-launch therefore defines sched_yield itself (launcher/module.mk exports the symbol, so
 // that the MPI libraries it loads call this one): once the main thread has waited in one call
