@@ -26,6 +26,16 @@ expect_fail() {
   check "$(head -1 "$WORK/err.txt")"
 }
 
+# running PID: PID is a live process (a zombie is not). /proc/PID/stat is read once: a test that
+# checked it could be read and then read it saw the zombie reaped in between, got "", and took
+# it for running (a red CI). The state is the field after the ")" that closes the command name.
+running() {
+  local stat
+  { read -r stat </proc/"$1"/stat; } 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
+
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
 # final_ckpt RUN_DIR: the checkpoint a finished run names in its summary.json.

@@ -98,7 +98,7 @@ ended() {
 gone() {  # gone PID: not running (gone, or a zombie about to be reaped)
   local p=$1
   for ((i = 0; i < 100; ++i)); do
-    [[ -r /proc/$p/stat && $(cut -d' ' -f3 </proc/"$p"/stat 2>/dev/null) != Z ]] || return 0
+    running "$p" || return 0
     sleep 0.1
   done
   return 1

@@ -35,7 +35,7 @@ pids_of() { cat "$1"/run/*.pid 2>/dev/null | sort -un; }
 live() {  # live PID...: prints those that are running (zombies do not count)
   local p
   for p in "$@"; do
-    [[ -r /proc/$p/stat && $(cut -d' ' -f3 </proc/"$p"/stat 2>/dev/null) != Z ]] && echo "$p"
+    running "$p" && echo "$p"
   done
   return 0
 }
