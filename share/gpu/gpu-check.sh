@@ -24,7 +24,8 @@
 # fits is a "not run" row. DLH_GPU_CHECK_ONLY=REGEX: only the steps whose names match it (grep
 # -E) run, the others are "not run" rows (a visit of a few minutes spends them on the rows
 # written since the last one). DLH_GPU_CALIBRATION_GOAL (default 15): the validation MAPE, in %,
-# above which the calibration row fails.
+# above which the calibration row fails. The work folder in /tmp (the unpacked bundle, each
+# step's run folders) goes when the check ends; DLH_GPU_KEEP_WORK=1 keeps it to look into.
 # run is meant for a machine with a GPU, so a missing GPU is a failure there: the probe
 # (nvidia-smi) failing ends the check with a failed row, and gpu_tests runs with
 # REQUIRE_GPU=1, which turns any skipped test into a failed run.
@@ -179,6 +180,9 @@ finish() {
   cat "$table"
   if ((rc == 0)) && grep -q 'FAILED' "$table"; then rc=1; fi
   ((rc == 0)) || echo "gpu-check: FAILED (a row marked **FAILED**, or the check stopped with exit $rc); details in $log" >&2
+  # Every row is in the table by now; make check runs selftest on every build and left
+  # 1.8 MB in /tmp each time.
+  [[ -z ${w:-} || ${DLH_GPU_KEEP_WORK:-} == 1 ]] || rm -rf "$w"
   exit "$rc"
 }
 
