@@ -35,6 +35,16 @@ running() {
   stat=${stat##*) }
   [[ ${stat%% *} != Z ]]
 }
+# process_ends PID: within 10 s PID is no longer running (gone, or a zombie about to be
+# reaped); decided inside the loop, never by another look after it.
+process_ends() {
+  local i
+  for ((i = 0; i < 100; ++i)); do
+    running "$1" || return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 

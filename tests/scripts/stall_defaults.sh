@@ -95,14 +95,6 @@ ended() {
   [[ $rc -eq 4 ]] || { cat "$WORK/$name.err" >&2; fail "$name: mpirun exited $rc, expected 4"; }
   printf -v "TOOK_$name" %s "$took"
 }
-gone() {  # gone PID: not running (gone, or a zombie about to be reaped)
-  local p=$1
-  for ((i = 0; i < 100; ++i)); do
-    running "$p" || return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 # 1 and 2 train 3 ranks each; 3 starts 2 ranks, one of which never starts dlh-launch.
 start frozen mpirun -np 3 $(train "$WORK/frozen")
@@ -166,7 +158,7 @@ fi
 ended frozen "$T0_frozen"
 line=$(grep -E "^dlh-launch \[rank [01]/3 [^]]*\]: error: waited [0-9]+ s in MPI_[A-Za-z_]+ at step [0-9]+: stopped answering: rank 2 \($host\), pid $victim, silent for [0-9]+ s; .*aborting the job \(--comm-timeout 60\)$" "$WORK/frozen.err" || true)
 [[ -n $line ]] || { cat "$WORK/frozen.err" >&2; fail "1. no line naming the frozen rank 2"; }
-gone "$victim" || { kill -9 "$victim"; fail "1. the frozen rank lingers"; }
+process_ends "$victim" || { kill -9 "$victim"; fail "1. the frozen rank lingers"; }
 check "1. ended ${TOOK_frozen} s after the stop: ${line#*error: }"
 
 if [[ -n $can_trace ]]; then
@@ -178,7 +170,7 @@ if [[ -n $can_trace ]]; then
   [[ -n $line ]] || { cat "$WORK/hung.err" >&2; fail "2. no line saying rank 1 hangs"; }
   others=$(grep -cE "^dlh-launch \[rank [0-2]/3 [^]]*\]: error: stopping at step [0-9]+: .*(rank 1 \($hung_host\).* hangs|hangs outside MPI: rank 1 \($hung_host\))" "$WORK/hung.err" || true)
   ((others >= 1)) || { cat "$WORK/hung.err" >&2; fail "2. the other ranks said nothing"; }
-  gone "$hung_pid" || { kill -9 "$hung_pid"; fail "2. the hung rank lingers"; }
+  process_ends "$hung_pid" || { kill -9 "$hung_pid"; fail "2. the hung rank lingers"; }
   check "2. ended ${TOOK_hung} s after the stop: ${line#*error: } (and $others line(s) from its peers)"
 else
   [[ -z ${REQUIRE_SLURM:-} ]] || fail "2. cannot ptrace here (not root, Yama ptrace_scope set)"

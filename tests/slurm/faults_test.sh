@@ -170,9 +170,7 @@ requeued $((BEFORE + 1))
 since_fault | grep -q "dlh: the training step failed (exit code 4: a rank or its host was lost); requeueing job $job (restart $((BEFORE + 1)) of" ||
   { show "$out"; fail "the job script did not requeue after exit code 4"; }
 # Gone, or a zombie: the rank's guard was killed with it and whoever inherits it reaps it.
-lingers=1
-for _ in $(seq 100); do running "$PID2" || { lingers=; break; }; sleep 0.1; done
-[[ -z $lingers ]] || fail "the stopped rank $PID2 lingers"
+process_ends "$PID2" || fail "the stopped rank $PID2 lingers"
 check "requeued by the job script (exit code 4); the stopped rank is gone"
 
 echo "2. SIGKILL a rank on host2"
