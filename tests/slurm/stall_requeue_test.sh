@@ -29,7 +29,8 @@ source "$C/env.sh"
 check "$(cat "$WORK/start.txt")"
 
 dlh-data synthetic --out "$WORK/data.h5" --shape 1x12x12 --classes 4 --train 1200 --test 60 --seed 5 >/dev/null
-cat >"$WORK/spec.json" <<'JSON'
+spec_json() {  # spec_json EPOCHS: the spec the job trains, written to $WORK/spec.json
+  cat >"$WORK/spec.json" <<JSON
 {
   "name": "stall-requeue",
   "input": {"channels": 1, "height": 12, "width": 12},
@@ -37,14 +38,20 @@ cat >"$WORK/spec.json" <<'JSON'
   "layers": [{"type": "conv2d", "filters": 8, "kernel": 3, "padding": 1}, {"type": "relu"},
              {"type": "flatten"}, {"type": "dense", "units": 4}],
   "optimizer": {"type": "sgd", "lr": 0.02, "momentum": 0.9},
-  "batch_size": 12, "epochs": 300, "seed": 2, "dataset": "data.h5"
+  "batch_size": 12, "epochs": $1, "seed": 2, "dataset": "data.h5"
 }
 JSON
+}
+# 500 epochs, 50,000 steps of about 0.45 ms: long enough that a loaded machine still finds
+# rank 1 running when it has a heartbeat and a checkpoint (20,000 once ended first: "cannot
+# stop"). Only the first attempt needs them: once rank 1 is frozen, and so a minute before
+# the attempt can end and be requeued, the spec is rewritten to end 3-4 epochs after the
+# newest checkpoint, which the requeued attempt then trains to (before, it trained on to
+# step 50,000).
+STEPS_PER_EPOCH=100
+spec_json 500
 export DLH_SPEC=$WORK/spec.json DLH_DATA=$WORK/data.h5
-# 50,000 steps of about 0.45 ms: long enough that a loaded machine still finds rank 1 running
-# when it has a heartbeat and a checkpoint (20,000 once ended first: "cannot stop"), short
-# enough that the requeued attempt completes well inside the wait below.
-export DLH_TRAIN_ARGS="--threads 1 --no-eval --checkpoint-steps 200 --epochs 500"
+export DLH_TRAIN_ARGS="--threads 1 --no-eval --checkpoint-steps 200"
 run=$WORK/run out=$WORK/job.out
 job=$(DLH_RUN_DIR=$run sbatch --parsable -N2 --ntasks-per-node=1 -o "$out" "$ROOT/share/examples/train.sbatch")
 show() { cat "$out" >&2; tail -n 20 "$C"/log/slurmctld.log >&2; }
@@ -76,6 +83,11 @@ if ! kill -STOP "$pid"; then
 fi
 t0=$SECONDS
 renice -n 0 -p $$ >/dev/null 2>&1 || true
+ckpts=("$run"/checkpoints/ckpt-*.h5)  # zero-padded steps: the last is the newest
+newest=${ckpts[-1]##*/ckpt-}
+epochs_end=$((10#${newest%.h5} / STEPS_PER_EPOCH + 4))
+((epochs_end <= 500)) || epochs_end=500
+spec_json $epochs_end
 check "job $job: rank 1 (pid $pid on $lost) frozen with SIGSTOP, at the default --comm-timeout"
 
 for _ in $(seq 1200); do
