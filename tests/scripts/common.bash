@@ -46,6 +46,16 @@ process_ends() {
   return 1
 }
 
+# heartbeat_field FILE KEY: a string or number field of a rank's heartbeat (one line of
+# compact JSON, launcher/watch/peer_watch.cpp), read with the shell's builtins. A test that
+# stops a training rank reads these while the ranks train on, and a python3 per field takes
+# seconds under make check's load (stall_requeue_test.sh saw a job end before such a read).
+heartbeat_field() {
+  local line=
+  read -r line <"$1" || [[ -n $line ]] || return 1
+  [[ $line =~ \"$2\":(\"([^\"]*)\"|(-?[0-9.]+)) ]] || return 1
+  echo "${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
+}
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
 # final_ckpt RUN_DIR: the checkpoint a finished run names in its summary.json.

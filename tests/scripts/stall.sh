@@ -28,15 +28,15 @@ setsid "${train[@]}" --progress none >"$WORK/out.log" 2>"$WORK/err.log" &
 job=$!
 # Wait for all three heartbeats and a first checkpoint, then freeze rank 2.
 for ((i = 0; i < 600; ++i)); do
-  ls "$run"/checkpoints/*.h5 >/dev/null 2>&1 && [[ -f $run/heartbeat/rank-2.json ]] && break
+  compgen -G "$run/checkpoints/*.h5" >/dev/null && [[ -f $run/heartbeat/rank-2.json ]] && break
   kill -0 $job 2>/dev/null || { cat "$WORK/err.log" >&2; fail "the run ended before rank 2 was stopped"; }
   sleep 0.1
 done
 [[ -f $run/heartbeat/rank-0.json && -f $run/heartbeat/rank-1.json ]] || fail "no heartbeats in $run/heartbeat"
 # What the job was doing, for a failure below.
 diagnose() { cat "$WORK/err.log" "$run"/heartbeat/*.json >&2; ps -o pid,stat,wchan:20,args -C dlh-launch >&2 || true; }
-victim=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$run/heartbeat/rank-2.json")
-host=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["host"])' "$run/heartbeat/rank-2.json")
+victim=$(heartbeat_field "$run/heartbeat/rank-2.json" pid)
+host=$(heartbeat_field "$run/heartbeat/rank-2.json" host)
 kill -STOP "$victim"
 t0=$SECONDS
 check "rank 2 (pid $victim on $host) stopped"
@@ -90,11 +90,11 @@ rm -rf "$run"
 setsid "${train[@]}" --progress none >"$WORK/out3.log" 2>"$WORK/err3.log" &
 job=$!
 for ((i = 0; i < 600; ++i)); do
-  ls "$run"/checkpoints/*.h5 >/dev/null 2>&1 && [[ -f $run/heartbeat/rank-1.json ]] && break
+  compgen -G "$run/checkpoints/*.h5" >/dev/null && [[ -f $run/heartbeat/rank-1.json ]] && break
   kill -0 $job 2>/dev/null || { cat "$WORK/err3.log" >&2; fail "the run ended before rank 1 was killed"; }
   sleep 0.1
 done
-victim=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$run/heartbeat/rank-1.json")
+victim=$(heartbeat_field "$run/heartbeat/rank-1.json" pid)
 kill -KILL "$victim"
 rc=0
 timeout 120 tail --pid=$job -f /dev/null || { kill -- -$job 2>/dev/null; fail "the job still runs 120 s after rank 1 was killed"; }

@@ -68,11 +68,8 @@ for _ in $(seq 1200); do
   sleep 0.1
 done
 [[ -f $beat ]] || { show; fail "job $job: no heartbeat from rank 1"; }
-beat_line=
-read -r beat_line <"$beat" || true
-lost= pid=
-[[ $beat_line =~ \"node\":\"([^\"]*)\" ]] && lost=${BASH_REMATCH[1]}
-[[ $beat_line =~ \"pid\":([0-9]+) ]] && pid=${BASH_REMATCH[1]}
+lost=$(heartbeat_field "$beat" node || true)
+pid=$(heartbeat_field "$beat" pid || true)
 [[ $lost == n[123] ]] || { show; fail "rank 1's heartbeat names node '$lost', not one of the cluster's"; }
 STOPPED=$pid
 if ! kill -STOP "$pid"; then
