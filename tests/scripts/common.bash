@@ -56,6 +56,13 @@ heartbeat_field() {
   [[ $line =~ \"$2\":(\"([^\"]*)\"|(-?[0-9.]+)) ]] || return 1
   echo "${BASH_REMATCH[2]}${BASH_REMATCH[3]}"
 }
+# newest_checkpoint_step RUN_DIR: the step of RUN_DIR's newest checkpoint (ckpt-STEP.h5,
+# zero-padded, so the last in glob order), with the shell's builtins; fails without one.
+newest_checkpoint_step() {
+  local ckpts=("$1"/checkpoints/ckpt-*.h5)
+  local name=${ckpts[-1]##*/ckpt-}
+  echo $((10#${name%.h5}))
+}
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
 # final_ckpt RUN_DIR: the checkpoint a finished run names in its summary.json.

@@ -104,16 +104,16 @@ start init mpirun -np 2 bash -c '[[ $OMPI_COMM_WORLD_RANK == 1 ]] && exec sleep 
 T0_init=$EPOCHREALTIME
 
 wait_beats "$WORK/frozen" 3
-victim=$(json_field "$WORK/frozen/heartbeat/rank-2.json" pid)
-host=$(json_field "$WORK/frozen/heartbeat/rank-2.json" host)
+victim=$(heartbeat_field "$WORK/frozen/heartbeat/rank-2.json" pid)
+host=$(heartbeat_field "$WORK/frozen/heartbeat/rank-2.json" host)
 kill -STOP "$victim"
 T0_frozen=$EPOCHREALTIME
 check "1. rank 2 (pid $victim on $host) frozen with SIGSTOP"
 
 if [[ -n $can_trace ]]; then
   wait_beats "$WORK/hung" 3
-  hung_pid=$(json_field "$WORK/hung/heartbeat/rank-1.json" pid)
-  hung_host=$(json_field "$WORK/hung/heartbeat/rank-1.json" host)
+  hung_pid=$(heartbeat_field "$WORK/hung/heartbeat/rank-1.json" pid)
+  hung_host=$(heartbeat_field "$WORK/hung/heartbeat/rank-1.json" host)
   # The tracer stops rank 1's main thread (PTRACE_SEIZE, then PTRACE_INTERRUPT: only that
   # thread stops; the watchdog thread goes on) and holds it until killed. A thread stopped
   # inside an MPI call would be a rank stuck in MPI, which is not the case tested: when the

@@ -111,7 +111,7 @@ wait_attempt() {
       beat=$run/heartbeat/rank-2.json
       if [[ -n $LAST && $LAST > $since && -f $beat && $beat -nt $LAST ]] &&
         [[ $(grep -c "resumed from" "$out") -ge $FAULTS ]]; then
-        PID2=$(json_field "$beat" pid)
+        PID2=$(heartbeat_field "$beat" pid)
         return 0
       fi
     fi
@@ -257,9 +257,7 @@ find "$C/tmp/host2" -mindepth 1 -delete 2>/dev/null || true
 # host2 is down and its slurmd gone, so no attempt can start before it is back: the spec now
 # ends 2-3 epochs after the newest checkpoint, which the last attempt resumes from (see
 # spec_json).
-ckpts=("$run"/checkpoints/ckpt-*.h5)  # zero-padded steps: the last is the newest
-newest=${ckpts[-1]##*/ckpt-}
-EPOCHS_END=$((10#${newest%.h5} / (SAMPLES / BATCH) + 3))
+EPOCHS_END=$(($(newest_checkpoint_step "$run") / (SAMPLES / BATCH) + 3))
 ((EPOCHS_END <= EPOCHS)) || EPOCHS_END=$EPOCHS
 spec_json $EPOCHS_END
 setsid nsenter "--net=/run/netns/$NS2" "$(PATH=$PATH:/usr/sbin command -v slurmd)" -D -f "$SLURM_CONF" -N host2 \

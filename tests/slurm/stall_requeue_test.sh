@@ -80,9 +80,7 @@ if ! kill -STOP "$pid"; then
 fi
 t0=$SECONDS
 renice -n 0 -p $$ >/dev/null 2>&1 || true
-ckpts=("$run"/checkpoints/ckpt-*.h5)  # zero-padded steps: the last is the newest
-newest=${ckpts[-1]##*/ckpt-}
-epochs_end=$((10#${newest%.h5} / STEPS_PER_EPOCH + 4))
+epochs_end=$(($(newest_checkpoint_step "$run") / STEPS_PER_EPOCH + 4))
 ((epochs_end <= 500)) || epochs_end=500
 spec_json $epochs_end
 check "job $job: rank 1 (pid $pid on $lost) frozen with SIGSTOP, at the default --comm-timeout"
