@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/file_text.hpp"
 #include "common/json_parse.hpp"
+#include "common/median.hpp"
 
 namespace dlh {
 
@@ -112,9 +113,29 @@ class Fields {
   std::string path_;
 };
 
+// `later` timed again the batch `earlier` holds: one point of both runs' rounds.
+ProfilePoint JoinRounds(const ProfilePoint& earlier, const ProfilePoint& later) {
+  ProfilePoint j = earlier;
+  if (j.rounds.empty()) j.rounds = {earlier.step_s};
+  if (later.rounds.empty())
+    j.rounds.push_back(later.step_s);
+  else
+    j.rounds.insert(j.rounds.end(), later.rounds.begin(), later.rounds.end());
+  j.step_s = Median(j.rounds);
+  j.steps = earlier.steps + later.steps;
+  // The extremes of the steps of both (0, not given, on a side leaves the other's); the
+  // median of the rounds lies between them, as each round's mean lay between its own.
+  const double lo = std::min(earlier.step_s_min > 0 ? earlier.step_s_min : later.step_s_min,
+                             later.step_s_min > 0 ? later.step_s_min : earlier.step_s_min);
+  j.step_s_min = std::min(lo, j.step_s);
+  j.step_s_max = std::max(earlier.step_s_max, later.step_s_max);
+  if (j.step_s_max > 0) j.step_s_max = std::max(j.step_s_max, j.step_s);
+  return j;
+}
+
 ProfilePoint ParsePoint(const json& j, const std::string& origin, const std::string& path) {
   Fields f(j, origin, path);
-  f.only({"batch", "step_s", "step_s_min", "step_s_max", "steps"});
+  f.only({"batch", "step_s", "step_s_min", "step_s_max", "steps", "rounds"});
   ProfilePoint p;
   // The batch becomes the spec's int global batch when the profile gives none.
   p.batch = f.integer("batch", 1, INT_MAX, true, 0);
@@ -122,7 +143,26 @@ ProfilePoint ParsePoint(const json& j, const std::string& origin, const std::str
   p.step_s_min = f.number("step_s_min", false, false);
   p.step_s_max = f.number("step_s_max", false, false);
   p.steps = int(f.integer("steps", 1, kMaxCount, true, 0));
-  // The median lies between the extremes; a file that says otherwise was edited wrongly.
+  if (f.has("rounds")) {
+    const json& list = f.get("rounds");
+    if (!list.is_array() || list.size() < 2 || list.size() > size_t(p.steps))
+      f.fail("rounds", "must be an array of 2 to steps (" + std::to_string(p.steps) +
+                           ") step times, one a run, got " + ShownJsonValue(list));
+    for (size_t i = 0; i < list.size(); ++i) {
+      const json& v = list[i];
+      const double d = v.is_number() ? v.get<double>() : 0;
+      if (!(std::isfinite(d) && d > 0))
+        Throw(origin, f.at("rounds") + "[" + std::to_string(i) + "]",
+              "must be a positive number, got " + ShownJsonValue(v));
+      p.rounds.push_back(d);
+    }
+    // step_s is what the planner reads: it must be the rounds' median, not a stale value.
+    const double median = Median(p.rounds);
+    if (std::fabs(p.step_s - median) > 1e-9 * median)
+      f.fail("step_s", "must be the median of rounds (" + json(median).dump() + "), got " +
+                           json(p.step_s).dump());
+  }
+  // The step time lies between the extremes; a file that says otherwise was edited wrongly.
   if (p.step_s_min > p.step_s)
     f.fail("step_s_min", "must not exceed step_s (" + json(p.step_s).dump() + "), got " +
                              json(p.step_s_min).dump());
@@ -136,12 +176,14 @@ ProfilePoint ParsePoint(const json& j, const std::string& origin, const std::str
 
 json ProgramProfileToJson(const ProgramProfile& p) {
   json points = json::array();
-  for (const ProfilePoint& q : p.points)
+  for (const ProfilePoint& q : p.points) {
     points.push_back({{"batch", q.batch},
                       {"step_s", q.step_s},
                       {"step_s_min", q.step_s_min},
                       {"step_s_max", q.step_s_max},
                       {"steps", q.steps}});
+    if (!q.rounds.empty()) points.back()["rounds"] = q.rounds;
+  }
   json j = {{"dlh_profile", kProgramProfileVersion},
             {"program", p.program},
             {"command", p.command},
@@ -325,7 +367,8 @@ ProgramProfile LoadProgramProfile(const std::string& path) {
   return ProgramProfileFromJson(j, path);
 }
 
-ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& update) {
+ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& update,
+                             bool join_rounds) {
   const std::string where = base.origin.empty() ? "profile" : base.origin;
   // Timings of two devices, or of two programs, on one line would fit neither.
   if (!base.gpu_type.empty() && !update.gpu_type.empty() && base.gpu_type != update.gpu_type)
@@ -358,7 +401,7 @@ ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& u
     auto same = std::find_if(m.points.begin(), m.points.end(),
                              [&](const ProfilePoint& o) { return o.batch == q.batch; });
     if (same != m.points.end())
-      *same = q;
+      *same = join_rounds ? JoinRounds(*same, q) : q;
     else
       m.points.push_back(q);
   }

@@ -18,10 +18,17 @@ namespace dlh {
 constexpr int kProgramProfileVersion = 1;
 
 struct ProfilePoint {
-  int64_t batch = 0;                      // samples per step on the one device (> 0)
-  double step_s = 0;                      // median seconds per step (> 0)
-  double step_s_min = 0, step_s_max = 0;  // 0: not given
-  int steps = 0;                          // steps timed (> 0)
+  int64_t batch = 0;  // samples per step on the one device (> 0)
+  // Seconds per step (> 0): one run's mean step (launcher/run/progress.hpp, TimeSteps), or
+  // the median of `rounds` when several runs were joined.
+  double step_s = 0;
+  double step_s_min = 0, step_s_max = 0;  // over every timed step; 0: not given
+  int steps = 0;                          // steps timed (> 0), in all rounds
+  // Each run's step_s, in the order they ran, when the batch was timed in two runs or more
+  // (dlh-launch run --profile-join); empty: one run. A host whose speed drifts for minutes
+  // moves a whole run, so rounds interleaved with the other batches' (and types') runs, and
+  // their median, keep one slow minute from bending the step-time line.
+  std::vector<double> rounds;
 };
 
 struct ProgramProfile {
@@ -46,7 +53,8 @@ struct ProgramProfile {
 };
 
 // Every field by its member's name, points as {batch, step_s, step_s_min, step_s_max,
-// steps}, and "dlh_profile": 1; not `origin` (where a file is, not what it says).
+// steps} and "rounds" when there are any, and "dlh_profile": 1; not `origin` (where a file is, not
+// what it says).
 nlohmann::json ProgramProfileToJson(const ProgramProfile& p);
 
 // Throws UsageError "<origin>: <field>: <what is wrong>": not an object, unknown key,
@@ -59,14 +67,17 @@ ProgramProfile ProgramProfileFromJson(const nlohmann::json& j, const std::string
 ProgramProfile LoadProgramProfile(const std::string& path);
 
 // `update` (one new run, usually one point) merged into `base` (the file already there): a
-// point of the same batch is replaced, the others kept, sorted. The scalar fields come from
+// point of the same batch is replaced (with `join_rounds`: joined, as one more round: its
+// rounds follow base's, step_s is their median, min and max the extremes of both, steps
+// their sum), the others kept, sorted. The scalar fields come from
 // `update` where it knows them (non-zero, non-empty), else from `base`; optimizer_slots
 // from `update` unless it is the default 1; memory_bytes from `update` only when its batch
 // is the largest of the result (the field is the peak at that batch). The origin stays
 // `base`'s. Throws UsageError when both name a gpu_type and they differ, or both give params
 // and they differ ("<base.origin>: profiled on alpha, this run is on beta: use another
 // --profile-out").
-ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& update);
+ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& update,
+                             bool join_rounds = false);
 
 // ---- profile sets: one profile per GPU type of one program (dlh-estimate profile --slurm)
 //   {"dlh_profile_set": 1, "profiles": [PROFILE, ...]}

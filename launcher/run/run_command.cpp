@@ -75,6 +75,7 @@ struct RunOptions {
   int64_t profile_steps = 0;     // > 0: --profile
   int64_t profile_warmup = 5;
   std::string profile_out;
+  bool profile_join = false;      // --profile-join
   std::string observations;       // --observations DIR, over the plan's store
   bool keep_freed_memory = true;  // --malloc keep (run_env.hpp)
 };
@@ -132,6 +133,9 @@ po::options_description RunOptionsDescription(RunOptions* o) {
         "steps not timed at the start (at least 1)")
     ("profile-out", po::value(&o->profile_out), "the profile file; a profile there already "
         "gains this run's batch (default: <program name>.profile.json)")
+    ("profile-join", po::bool_switch(&o->profile_join), "a batch the profile holds already "
+        "gains this run as one more round (its step time the median of the rounds) instead of "
+        "being replaced: profile in rounds that take turns with the other batches")
     ("observations", po::value(&o->observations), "observation store (a folder): rank 0 "
         "writes the run's record there when the program ends well, over the plan's store "
         "(docs/reference/observations.md)")
@@ -193,8 +197,10 @@ RunOptions ParseRunOptions(const std::vector<std::string>& args, bool* help, int
         !folder.empty() && !fs::is_directory(folder))
       throw UsageError("--profile-out: " + o.profile_out + ": the folder " + folder.string() +
                        " does not exist");
-  } else if (vm.count("profile-out") || !vm["profile-warmup"].defaulted()) {
-    throw UsageError(std::string(vm.count("profile-out") ? "--profile-out" : "--profile-warmup") +
+  } else if (vm.count("profile-out") || !vm["profile-warmup"].defaulted() || o.profile_join) {
+    throw UsageError(std::string(vm.count("profile-out") ? "--profile-out"
+                                 : o.profile_join        ? "--profile-join"
+                                                         : "--profile-warmup") +
                      ": only with --profile STEPS");
   }
   // The plan and the GPU type from the same sources as train's.
@@ -362,19 +368,26 @@ void WriteProfile(const RunOptions& o, const Agreement& a, const ProgressLog& lo
     p.gpu_type = a.plan.parts[0].gpu;
   if (p.device.rfind("cuda", 0) == 0) p.cpu_threads = 0;  // a GPU's speed, not the CPU's
   p.points = {point};
-  if (earlier) p = MergeProfiles(*earlier, p);
+  if (earlier) p = MergeProfiles(*earlier, p, o.profile_join);
   WriteFileAtomically(o.profile_out, ProgramProfileToJson(p).dump(2) + "\n");
-  std::string batches;
-  for (const ProfilePoint& q : p.points)
+  std::string batches, joined;
+  for (const ProfilePoint& q : p.points) {
     batches += (batches.empty() ? "" : ", ") + std::to_string(q.batch);
+    if (q.batch == point.batch && q.rounds.size() > 1) {
+      char text[128];
+      std::snprintf(text, sizeof text, "; batch %lld in %zu rounds, %.4g s per step (their median)",
+                    static_cast<long long>(q.batch), q.rounds.size(), q.step_s);
+      joined = text;
+    }
+  }
   std::fprintf(stderr,
                "dlh-launch: run: profile: %d steps of %lld samples, %.4g s per step (mean; "
-               "%.4g to %.4g) on %s; %s now holds %zu batch%s (%s); plan with "
+               "%.4g to %.4g) on %s; %s now holds %zu batch%s (%s)%s; plan with "
                "--dlh-auto=...,profile=%s\n",
                point.steps, static_cast<long long>(point.batch), point.step_s, point.step_s_min,
                point.step_s_max, p.gpu_type.empty() ? "an unnamed GPU type" : p.gpu_type.c_str(),
                o.profile_out.c_str(), p.points.size(), p.points.size() == 1 ? "" : "es",
-               batches.c_str(), o.profile_out.c_str());
+               batches.c_str(), joined.c_str(), o.profile_out.c_str());
 }
 
 // What the run's records say of it (run_records.hpp).

@@ -5,7 +5,7 @@
 # the built-in trainer's: rank 0 an alpha, rank 1 a beta of share/cluster/local.json, beta
 # slowed by a cgroup v1 CPU quota to the estimator's beta/alpha speed ratio, 1 thread per
 # rank, each rank bound to its own core, both cgroups 16x the default cpu.shares.
-#   mixed_shares.sh BINDIR WORK    (about 7 minutes on 2 cores; root and cgroup v1)
+#   mixed_shares.sh BINDIR WORK    (about 8 minutes on 2 cores; root and cgroup v1)
 # Writes WORK/mixed_shares/setup.json and runs.jsonl (one line per run), or
 # WORK/mixed_shares/unavailable with the reason.
 #
@@ -124,18 +124,31 @@ job=(dlh-launch run --run-dir "$out/run-job" -- "$py" "$prog" "${args[@]}" --res
 # its part a sample (run.md, "Planning from a profile"): under the quota the fixed part
 # costs beta 2.5x its time on alpha. (The throttle's profile above stays apart: one batch,
 # as the balancing section's throttle is set.)
-profile() {  # profile TYPE CPU BATCH [THROTTLE...]: adds BATCH to WORK/profile-TYPE.json
+# In rounds (runs from 2026-12-07 on; one run a point before): this host's speed drifts for
+# minutes, and one slow 20-step run at the global batch (23.3 ms a step where the program's
+# jobs ran it in 17.5-18.5) made the plan [92, 36], which ran 15-25% slower than [100, 28] in
+# a sweep of splits (2026-12-07). Each point is the median of its rounds (dlh-launch run
+# --profile-join), the runs taking turns by batch and type, the type first swapped every round.
+profile_rounds=${MIXED_PROFILE_ROUNDS:-3}
+profile() {  # profile TYPE CPU BATCH [THROTTLE...]: BATCH joins WORK/profile-TYPE.json
   local type=$1 cpu=$2 batch=$3
   shift 3
   (cd "$out" && mpirun -np 1 --cpu-set "$cpu" --bind-to core "$@" dlh-launch run \
-    --run-dir "$out/profile-run-$type" --profile 20 --profile-warmup 3 --gpu-type "$type" \
+    --run-dir "$out/profile-run-$type" --profile 20 --profile-warmup 3 --profile-join --gpu-type "$type" \
     --profile-out "$out/profile-$type.json" -- $py "$prog" "${args[@]}" --batch "$batch") \
     >"$out/profile-$type.txt" 2>&1 ||
     unavailable "the program's profile on $type failed: $(tail -1 "$out/profile-$type.txt")"
 }
-for batch in $((global / 4)) "$global"; do  # the global batch last: the profile's global batch
-  profile alpha 0 "$batch" "${full[@]}"
-  profile beta 1 "$batch" "${throttled[@]}"
+for ((r = 0; r < profile_rounds; ++r)); do
+  for batch in $((global / 4)) "$global"; do  # the global batch last: the profile's global batch
+    if ((r % 2 == 0)); then
+      profile alpha 0 "$batch" "${full[@]}"
+      profile beta 1 "$batch" "${throttled[@]}"
+    else
+      profile beta 1 "$batch" "${throttled[@]}"
+      profile alpha 0 "$batch" "${full[@]}"
+    fi
+  done
 done
 $py - "$out/profile-alpha.json" "$out/profile-beta.json" "$out/profiles.json" <<'PY'
 import json, sys
@@ -173,7 +186,7 @@ configs=(side-by-side planned balanced even)
 order=$(IFS=,; echo "${configs[*]}" | sed 's/-/ /g; s/,/, /g')
 $py - "$out/setup.json" "$peak_alpha" "$peak_beta" "$peak_row" "$set_alpha" "$set_beta" \
   "$set_row" "$global" "$planned" "$quota" "$period_us" "$steps" "$warm" "$rounds" "$every" \
-  "$order" <<'PY'
+  "$order" "$profile_rounds" <<'PY'
 import json, sys
 a = sys.argv[1:]
 pa, pb, sa, sb, glob, planned = int(a[1]), int(a[2]), int(a[4]), int(a[5]), int(a[7]), int(a[8])
@@ -182,7 +195,7 @@ json.dump({"recommended": {"alpha": pa, "beta": pb, "row": a[3]}, "ratio": pb / 
            "planned": [planned, glob - planned], "global_batch": glob,
            "quota_us": int(a[9]), "period_us": int(a[10]), "steps": int(a[11]),
            "warm": int(a[12]), "rounds": int(a[13]), "every": int(a[14]),
-           "order": a[15], "plan_for": "one alpha and one beta",
+           "order": a[15], "plan_for": "one alpha and one beta", "profile_rounds": int(a[16]),
            "load_before": open("/proc/loadavg").read().split()[:3]},
           open(a[0], "w"))
 PY

@@ -368,7 +368,20 @@ PY
 timeout 60 "${P[@]}" -- "$WORK/steps.sh" "$out" 64 1000000 "$marker" 2>"$WORK/err9.txt" ||
   { cat "$WORK/err9.txt" >&2; fail "the second profile run failed"; }
 grep -q "now holds 2 batches (32, 64)" "$WORK/err9.txt" || { cat "$WORK/err9.txt" >&2; fail "the second batch was not added"; }
-check "profile: 10 steps of 32 samples, then of 64: $(python3 -c "import json,sys; print([(q['batch'], round(q['step_s'], 3)) for q in json.load(open(sys.argv[1]))['points']])" "$WORK/p.json") s per step; the program stopped by SIGTERM, its temporary run folder removed"
+# Batch 32 again as a second round: its point keeps both runs' step times and their median.
+timeout 60 "${P[@]}" --profile-join -- "$WORK/steps.sh" "$out" 32 1000000 "$marker" 2>"$WORK/err9.txt" ||
+  { cat "$WORK/err9.txt" >&2; fail "the joined profile run failed"; }
+grep -q "now holds 2 batches (32, 64); batch 32 in 2 rounds, .* s per step (their median)" "$WORK/err9.txt" ||
+  { cat "$WORK/err9.txt" >&2; fail "no joined round in the profile line"; }
+python3 - "$WORK/p.json" <<'PY' || fail "batch 32 is not the median of its two rounds"
+import json, sys
+p = json.load(open(sys.argv[1]))
+pt = {q["batch"]: q for q in p["points"]}
+assert len(pt[32]["rounds"]) == 2 and pt[32]["steps"] == 20, pt
+assert abs(pt[32]["step_s"] - sum(pt[32]["rounds"]) / 2) < 1e-12, pt
+assert "rounds" not in pt[64], pt
+PY
+check "profile: 10 steps of 32 samples, then of 64, then of 32 again as a second round: $(python3 -c "import json,sys; print([(q['batch'], round(q['step_s'], 3)) for q in json.load(open(sys.argv[1]))['points']])" "$WORK/p.json") s per step; the program stopped by SIGTERM, its temporary run folder removed"
 cp "$WORK/p.json" "$WORK/p.before"
 expect_one_line 2 "^dlh-launch: $WORK/p.json: profiled on alpha, this run is on beta: use another --profile-out$" \
   mpirun -np 1 dlh-launch run --profile 10 --profile-warmup 2 --gpu-type beta --profile-out "$WORK/p.json" -- "$WORK/steps.sh" "$out" 16 1000000 "$marker"
@@ -383,5 +396,7 @@ expect_one_line 2 "^dlh-launch: $WORK/bad.json: points" \
   mpirun -np 1 dlh-launch run --profile 10 --profile-out "$WORK/bad.json" -- true
 expect_one_line 2 "^dlh-launch: --profile-out: only with --profile STEPS$" \
   mpirun -np 1 dlh-launch run --profile-out "$WORK/x.json" -- true
+expect_one_line 2 "^dlh-launch: --profile-join: only with --profile STEPS$" \
+  mpirun -np 1 dlh-launch run --profile-join -- true
 expect_one_line 2 "^dlh-launch: --stall-timeout: " mpirun -np 1 dlh-launch run --stall-timeout soon -- true
 [[ -z $(lingering) ]] || fail "processes linger"

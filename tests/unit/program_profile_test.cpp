@@ -86,6 +86,7 @@ void ExpectSame(const ProgramProfile& a, const ProgramProfile& b) {
     EXPECT_EQ(a.points[i].step_s_min, b.points[i].step_s_min);
     EXPECT_EQ(a.points[i].step_s_max, b.points[i].step_s_max);
     EXPECT_EQ(a.points[i].steps, b.points[i].steps);
+    EXPECT_EQ(a.points[i].rounds, b.points[i].rounds);
   }
 }
 
@@ -99,9 +100,17 @@ TEST(ProgramProfileTest, JsonRoundTripKeepsEveryField) {
                                   {"step_s_min", 0.17 * 0.9},
                                   {"step_s_max", 0.17 * 1.2},
                                   {"steps", 20}}));
+  EXPECT_FALSE(j["points"][0].contains("rounds"));  // one run: no rounds
   const ProgramProfile back = ProgramProfileFromJson(j, "p.json");
   EXPECT_EQ(back.origin, "p.json");
   ExpectSame(p, back);
+
+  // A point joined from runs keeps each run's step time.
+  ProgramProfile joined = Full();
+  joined.points[0].rounds = {0.05, 0.06, 0.04};
+  const json jj = ProgramProfileToJson(joined);
+  EXPECT_EQ(jj["points"][0]["rounds"], json({0.05, 0.06, 0.04}));
+  ExpectSame(joined, ProgramProfileFromJson(jj, "p.json"));
 
   // Through a file, as dlh-launch run writes it.
   test::TempDir dir("profile-test");
@@ -198,6 +207,18 @@ TEST(ProgramProfileTest, EveryBadFieldIsOneLineNamingFileAndField) {
             "p.json: points[1].step_s_max: must not be below step_s (0.17), got 0.1");
   EXPECT_EQ(point_err("steps", 0), "p.json: points[1].steps: must be a positive integer, got 0");
   EXPECT_EQ(point_err("time", 1), "p.json: points[1]: unknown key \"time\"");
+  EXPECT_EQ(point_err("rounds", json::array({0.17})),
+            "p.json: points[1].rounds: must be an array of 2 to steps (20) step times, one a "
+            "run, got an array of 1 item");
+  EXPECT_EQ(point_err("rounds", 0.17),
+            "p.json: points[1].rounds: must be an array of 2 to steps (20) step times, one a "
+            "run, got 0.17");
+  EXPECT_EQ(point_err("rounds", json::array({0.17, "fast"})),
+            "p.json: points[1].rounds[1]: must be a positive number, got \"fast\"");
+  EXPECT_EQ(point_err("rounds", json::array({0.17, -1})),
+            "p.json: points[1].rounds[1]: must be a positive number, got -1");
+  EXPECT_EQ(point_err("rounds", json::array({0.16, 0.2})),
+            "p.json: points[1].step_s: must be the median of rounds (0.18), got 0.17");
   json no_steps = good;
   no_steps["points"][0].erase("steps");
   EXPECT_EQ(ErrorOf([&] { ProgramProfileFromJson(no_steps, "p.json"); }),
@@ -260,6 +281,41 @@ TEST(ProgramProfileTest, MergeReplacesTheSameBatchAndKeepsTheOthersSorted) {
   m = MergeProfiles(m, run);
   EXPECT_EQ(m.memory_bytes, 3e8);
   EXPECT_EQ(m.points.back().batch, 512);
+}
+
+TEST(ProgramProfileTest, MergeJoinsTheSameBatchAsOneMoreRoundWhenAsked) {
+  ProgramProfile base = Full();  // batch 64: 0.05 s (0.045 to 0.06), 20 steps
+  ProgramProfile run;
+  run.gpu_type = "fast";
+  run.points = {Point(64, 0.07)};  // 0.063 to 0.084
+  ProgramProfile m = MergeProfiles(base, run, true);
+  ASSERT_EQ(m.points.size(), 2u);
+  const ProfilePoint& p = m.points[0];
+  EXPECT_EQ(p.rounds, (std::vector<double>{0.05, 0.07}));
+  EXPECT_DOUBLE_EQ(p.step_s, 0.06);  // the median of two: their mean
+  EXPECT_DOUBLE_EQ(p.step_s_min, 0.045);
+  EXPECT_DOUBLE_EQ(p.step_s_max, 0.084);
+  EXPECT_EQ(p.steps, 40);
+  EXPECT_EQ(m.points[1].step_s, 0.17);  // another batch: untouched
+
+  // A third round: the median, so one slow run moves the point no further.
+  run.points = {Point(64, 0.2)};
+  m = MergeProfiles(m, run, true);
+  EXPECT_EQ(m.points[0].rounds, (std::vector<double>{0.05, 0.07, 0.2}));
+  EXPECT_DOUBLE_EQ(m.points[0].step_s, 0.07);
+  EXPECT_DOUBLE_EQ(m.points[0].step_s_max, 0.24);
+  EXPECT_EQ(m.points[0].steps, 60);
+  // The file as the launcher writes it reads back (step_s the rounds' median).
+  ExpectSame(m, ProgramProfileFromJson(ProgramProfileToJson(m), "p.json"));
+
+  // A point that never had rounds is joined as a round; without the flag, replaced.
+  run.points = {Point(256, 0.19)};
+  m = MergeProfiles(m, run, true);
+  EXPECT_EQ(m.points[1].rounds, (std::vector<double>{0.17, 0.19}));
+  m = MergeProfiles(m, run);
+  EXPECT_TRUE(m.points[1].rounds.empty());
+  EXPECT_EQ(m.points[1].step_s, 0.19);
+  EXPECT_EQ(m.points[1].steps, 20);
 }
 
 TEST(ProgramProfileTest, MergeRefusesAnotherGpuTypeOrAnotherProgram) {
