@@ -19,6 +19,15 @@
 # both measured profiles. A quota of 39% of a core does not give 39% of the core's speed to
 # this program (2026-12-01: 27-30%; it needs more CPU time a sample after each throttled
 # gap), which the peaks cannot know and the measured profile does.
+# Where the ideal's rest goes (measured 2026-12-07 with the program's own timestamps, split
+# [100, 28], 160 steps): the throttle lets beta run in bursts of its quota each 10 ms period,
+# so its step takes one period or two (its compute at 28 samples: 6.5 / 11.5 / 20.1 ms,
+# p10 / p50 / p90), and the allreduce, once the later rank arrives, takes 0.6 / 3.0 / 8.8 ms
+# where an unthrottled pair takes 0.6: a beta out of quota answers at its next period. With
+# no allreduce at all (each rank's steps alone, side by side) the same split ran at 90% of
+# the ideal; with it, 66-72%. A sweep of splits ([92, 36] to [116, 12], 3 rounds) peaked at
+# 72-82% ([100, 28] or [104, 24]). So this throttle, not the split, holds the ratio under 85%
+# here; a quota period of 2556 us (1000 us of quota, CFS's least) left the allreduce 4 ms.
 # Configurations, in an order reversed every other round: even (DLH_PLAN with an even
 # split), planned (the plan's split), balanced (the plan's split and dlh.Balancer,
 # --balance-every 10), and side by side (each rank's program alone at the whole global
