@@ -122,7 +122,7 @@ ProfilePoint JoinRounds(const ProfilePoint& earlier, const ProfilePoint& later) 
   else
     j.rounds.insert(j.rounds.end(), later.rounds.begin(), later.rounds.end());
   j.step_s = Median(j.rounds);
-  j.steps = earlier.steps + later.steps;
+  j.steps = int(std::min<int64_t>(int64_t(earlier.steps) + later.steps, kMaxCount));
   // The extremes of the steps of both (0, not given, on a side leaves the other's); the
   // median of the rounds lies between them, as each round's mean lay between its own.
   const double lo = std::min(earlier.step_s_min > 0 ? earlier.step_s_min : later.step_s_min,

@@ -52,8 +52,8 @@ struct ProgramProfile {
   std::vector<ProfilePoint> points;  // distinct batches, sorted by batch, at least one
 };
 
-// Every field by its member's name, points as {batch, step_s, step_s_min, step_s_max,
-// steps} and "rounds" when there are any, and "dlh_profile": 1; not `origin` (where a file is, not
+// Every field by its member's name, points as {batch, step_s, step_s_min, step_s_max, steps}
+// and "rounds" when there are any, and "dlh_profile": 1; not `origin` (where a file is, not
 // what it says).
 nlohmann::json ProgramProfileToJson(const ProgramProfile& p);
 
@@ -69,13 +69,12 @@ ProgramProfile LoadProgramProfile(const std::string& path);
 // `update` (one new run, usually one point) merged into `base` (the file already there): a
 // point of the same batch is replaced (with `join_rounds`: joined, as one more round: its
 // rounds follow base's, step_s is their median, min and max the extremes of both, steps
-// their sum), the others kept, sorted. The scalar fields come from
-// `update` where it knows them (non-zero, non-empty), else from `base`; optimizer_slots
-// from `update` unless it is the default 1; memory_bytes from `update` only when its batch
-// is the largest of the result (the field is the peak at that batch). The origin stays
-// `base`'s. Throws UsageError when both name a gpu_type and they differ, or both give params
-// and they differ ("<base.origin>: profiled on alpha, this run is on beta: use another
-// --profile-out").
+// their sum), the others kept, sorted. The scalar fields come from `update` where it knows
+// them (non-zero, non-empty), else from `base`; optimizer_slots from `update` unless it is
+// the default 1; memory_bytes from `update` only when its batch is the largest of the
+// result (the field is the peak at that batch). The origin stays `base`'s. Throws
+// UsageError when both name a gpu_type and they differ, or both give params and they differ
+// ("<base.origin>: profiled on alpha, this run is on beta: use another --profile-out").
 ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& update,
                              bool join_rounds = false);
 
