@@ -25,7 +25,8 @@
 # p10 / p50 / p90), and the allreduce, once the later rank arrives, takes 0.6 / 3.0 / 8.8 ms
 # where an unthrottled pair takes 0.6: a beta out of quota answers at its next period. With
 # no allreduce at all (each rank's steps alone, side by side) the same split ran at 90% of
-# the ideal; with it, 66-72%. A sweep of splits ([92, 36] to [116, 12], 3 rounds) peaked at
+# the ideal; with it, 66-82% (DDP with DLH's timed hook, without a hook, or one allreduce
+# by hand: the same within the noise). A sweep of splits ([92, 36] to [116, 12], 3 rounds) peaked at
 # 72-82% ([100, 28] or [104, 24]). So this throttle, not the split, holds the ratio under 85%
 # here; a quota period of 2556 us (1000 us of quota, CFS's least) left the allreduce 4 ms.
 # Configurations, in an order reversed every other round: even (DLH_PLAN with an even
