@@ -63,9 +63,9 @@ def main():
             how = (f" ranks `{rec['row']}`: beta/alpha {setup['planned_ratio']:.3f} measured, "
                    f"so the")
         # Runs before 2026-12-07 timed each point in one run.
-        rounds = setup.get("profile_rounds", 1)
-        timed = (f", each point the median of {rounds} runs taking turns by batch and type"
-                 if rounds > 1 else "")
+        profile_rounds = setup.get("profile_rounds", 1)
+        timed = (f", each point the median of {profile_rounds} runs taking turns by batch and "
+                 "type" if profile_rounds > 1 else "")
         print(f"Plan: the same from the set of the program's profiles on alpha and on beta (beta's "
               f"on its core under that quota; each type at {glob // 4} and {glob} samples a "
               f"step{timed}){how} planned split of the global batch {glob} is "
