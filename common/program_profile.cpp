@@ -125,8 +125,9 @@ ProfilePoint JoinRounds(const ProfilePoint& earlier, const ProfilePoint& later) 
   j.steps = int(std::min<int64_t>(int64_t(earlier.steps) + later.steps, kMaxCount));
   // The extremes of the steps of both (0, not given, on a side leaves the other's); the
   // median of the rounds lies between them, as each round's mean lay between its own.
-  const double lo = std::min(earlier.step_s_min > 0 ? earlier.step_s_min : later.step_s_min,
-                             later.step_s_min > 0 ? later.step_s_min : earlier.step_s_min);
+  const double lo = earlier.step_s_min > 0 && later.step_s_min > 0
+                        ? std::min(earlier.step_s_min, later.step_s_min)
+                        : std::max(earlier.step_s_min, later.step_s_min);
   j.step_s_min = std::min(lo, j.step_s);
   j.step_s_max = std::max(earlier.step_s_max, later.step_s_max);
   if (j.step_s_max > 0) j.step_s_max = std::max(j.step_s_max, j.step_s);
