@@ -9,13 +9,15 @@ std::vector<std::string> ProfileSbatchArgs(const ProfileJob& job) {
   std::string command = ShellQuote(job.estimate) + " profile --slurm-job " + ShellQuote(job.type) +
                         " --launch " + ShellQuote(job.launch) + " --out " + ShellQuote(job.out) +
                         " --steps " + std::to_string(job.steps) + " --warmup " +
-                        std::to_string(job.warmup) + " --";
+                        std::to_string(job.warmup) +
+                        (job.rounds > 1 ? " --rounds " + std::to_string(job.rounds) : "") + " --";
   for (const std::string& word : job.command) command += " " + ShellQuote(word);
   return TypeJobSbatchArgs(
       {job.type, "dlh-profile-" + job.type, job.log, job.time_limit, job.partition}, command);
 }
 
-std::vector<std::string> ProfileRunArgs(const ProfileJob& job, const std::string& run_out) {
+std::vector<std::string> ProfileRunArgs(const ProfileJob& job, const std::string& run_out,
+                                        bool join) {
   std::vector<std::string> args = {"srun",
                                    "-n",
                                    "1",
@@ -29,8 +31,9 @@ std::vector<std::string> ProfileRunArgs(const ProfileJob& job, const std::string
                                    "--gpu-type",
                                    job.type,
                                    "--profile-out",
-                                   run_out,
-                                   "--"};
+                                   run_out};
+  if (join) args.push_back("--profile-join");
+  args.push_back("--");
   args.insert(args.end(), job.command.begin(), job.command.end());
   return args;
 }

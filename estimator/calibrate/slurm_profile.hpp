@@ -21,18 +21,23 @@ struct ProfileJob {
   std::string partition;             // empty: the default partition
   int steps = 20;                    // timed steps (dlh-launch run --profile)
   int warmup = 5;                    // steps before (--profile-warmup)
+  int rounds = 1;                    // runs of the program in the job, joined into one profile
   std::vector<std::string> command;  // CMD ARGS
 };
 
 // sbatch's argv (TypeJobSbatchArgs, job name dlh-profile-TYPE) with --wrap=
-//   ESTIMATE profile --slurm-job TYPE --launch LAUNCH --out OUT --steps N --warmup W -- CMD ARGS
-// every word quoted for /bin/sh.
+//   ESTIMATE profile --slurm-job TYPE --launch LAUNCH --out OUT --steps N --warmup W
+//     [--rounds R] -- CMD ARGS
+// every word quoted for /bin/sh (--rounds only where there are several).
 std::vector<std::string> ProfileSbatchArgs(const ProfileJob& job);
 
 // What the job runs to time the program, writing the profile to `run_out`:
 //   srun -n 1 --mpi=pmix LAUNCH run --profile N --profile-warmup W --gpu-type TYPE
-//     --profile-out RUN_OUT -- CMD ARGS
-std::vector<std::string> ProfileRunArgs(const ProfileJob& job, const std::string& run_out);
+//     --profile-out RUN_OUT [--profile-join] -- CMD ARGS
+// `join`: every round after the first, which joins the batch's point in RUN_OUT as one more
+// round (its step_s the median of the rounds) instead of replacing it.
+std::vector<std::string> ProfileRunArgs(const ProfileJob& job, const std::string& run_out,
+                                        bool join = false);
 
 // The files of one type next to the set `set_path`: "runs/train.json", "alpha", ".json" ->
 // "runs/train.alpha.json" (the set's name less a final ".json", then ".TYPE" and `ext`).

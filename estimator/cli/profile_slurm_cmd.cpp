@@ -35,6 +35,9 @@ namespace dlh {
 namespace {
 
 constexpr int kMaxSteps = 1000000;  // as dlh-launch run --profile takes them
+// Rounds are whole runs of the program, each with its start-up: a handful gives a median
+// that one slow run cannot move; a hundred is far past any use and bounds a typo's cost.
+constexpr int kMaxRounds = 100;
 
 // `args` split at the first "--": the options, and the program with its arguments.
 void SplitCommand(const std::vector<std::string>& args, std::vector<std::string>* options,
@@ -44,12 +47,16 @@ void SplitCommand(const std::vector<std::string>& args, std::vector<std::string>
   if (dashes != args.end()) command->assign(dashes + 1, args.end());
 }
 
-int Steps(const po::variables_map& vm, const char* name, const std::string& prefix) {
+int Count(const po::variables_map& vm, const char* name, const std::string& prefix, int most) {
   const int n = vm[name].as<int>();
-  if (n < 1 || n > kMaxSteps)
-    throw UsageError(prefix + "--" + name + ": must be 1 to " + std::to_string(kMaxSteps) +
-                     ", got " + std::to_string(n));
+  if (n < 1 || n > most)
+    throw UsageError(prefix + "--" + name + ": must be 1 to " + std::to_string(most) + ", got " +
+                     std::to_string(n));
   return n;
+}
+
+int Steps(const po::variables_map& vm, const char* name, const std::string& prefix) {
+  return Count(vm, name, prefix, kMaxSteps);
 }
 
 // Runs `argv` with this process's environment and output; its exit status (128 + N for a
@@ -79,7 +86,8 @@ int SlurmJobCommand(const std::vector<std::string>& options,
     ("launch", po::value<std::string>()->default_value("dlh-launch"), "the dlh-launch to run")
     ("out", po::value<std::string>(), "the type's profile (written atomically)")
     ("steps", po::value<int>()->default_value(20), "steps timed")
-    ("warmup", po::value<int>()->default_value(5), "steps before");
+    ("warmup", po::value<int>()->default_value(5), "steps before")
+    ("rounds", po::value<int>()->default_value(1), "runs of the program, joined");
   // clang-format on
   po::variables_map vm;
   SubcommandSyntax syntax;
@@ -97,18 +105,26 @@ int SlurmJobCommand(const std::vector<std::string>& options,
   job.launch = vm["launch"].as<std::string>();
   job.steps = Steps(vm, "steps", syntax.prefix);
   job.warmup = Steps(vm, "warmup", syntax.prefix);
+  job.rounds = Count(vm, "rounds", syntax.prefix, kMaxRounds);
   job.command = command;
   if (command.empty()) throw UsageError("profile --slurm-job: missing -- CMD ARGS");
 
   // The run's own file: dlh-launch adds to a profile already there, and this one is new.
+  // Each round after the first joins its batch's point (--profile-join): the point keeps every
+  // round's step time and takes their median, so one run slowed by a neighbour or a cold
+  // cache does not become the type's profile.
   const std::string run_out = job.out + ".run.json";
   std::error_code ec;
   fs::remove(run_out, ec);
-  const int rc = RunInJob(ProfileRunArgs(job, run_out));
-  if (rc != 0) {
+  for (int round = 1; round <= job.rounds; ++round) {
+    const int rc = RunInJob(ProfileRunArgs(job, run_out, round > 1));
+    if (rc == 0) continue;
     fs::remove(run_out, ec);
-    throw Error(job.type + ": the profile run (srun -n 1 " + job.launch + " run --profile) " +
-                (rc < 0 ? "could not start srun" : "exited with " + std::to_string(rc)) +
+    const std::string which =
+        job.rounds > 1 ? ", round " + std::to_string(round) + " of " + std::to_string(job.rounds)
+                       : "";
+    throw Error(job.type + ": the profile run (srun -n 1 " + job.launch + " run --profile" + which +
+                ") " + (rc < 0 ? "could not start srun" : "exited with " + std::to_string(rc)) +
                 ": see above");
   }
   ProgramProfile p = LoadProgramProfile(run_out);
@@ -127,8 +143,9 @@ int SlurmJobCommand(const std::vector<std::string>& options,
   }
   WriteFileAtomically(job.out, ProgramProfileToJson(p).dump(2) + "\n");
   fs::remove(run_out, ec);
-  std::fprintf(stderr, "dlh-estimate: %s: profile written to %s\n", job.type.c_str(),
-               job.out.c_str());
+  const std::string rounds = job.rounds > 1 ? " (" + std::to_string(job.rounds) + " rounds)" : "";
+  std::fprintf(stderr, "dlh-estimate: %s: profile written to %s%s\n", job.type.c_str(),
+               job.out.c_str(), rounds.c_str());
   return kExitOk;
 }
 
@@ -155,6 +172,8 @@ int SlurmCommand(const std::vector<std::string>& options, const std::vector<std:
     ("steps", po::value<int>()->default_value(20), "steps timed on each type "
         "(dlh-launch run --profile)")
     ("warmup", po::value<int>()->default_value(5), "steps before them (--profile-warmup)")
+    ("rounds", po::value<int>()->default_value(1), "runs of the program in each type's job; "
+        "a batch's step time is the median of its rounds (dlh-launch run --profile-join)")
     ("launch", po::value<std::string>(), "the dlh-launch the jobs run (default: the one next "
         "to this dlh-estimate, else PATH's)")
     ("time", po::value<std::string>()->default_value("10m"), "each job's time limit")
@@ -178,6 +197,7 @@ int SlurmCommand(const std::vector<std::string>& options, const std::vector<std:
   ProfileJob spec;
   spec.steps = Steps(vm, "steps", syntax.prefix);
   spec.warmup = Steps(vm, "warmup", syntax.prefix);
+  spec.rounds = Count(vm, "rounds", syntax.prefix, kMaxRounds);
   spec.time_limit = SlurmMinutes(long(std::ceil(ParseDuration(str("time"), "--time") / 60 - 1e-9)));
   const double wait_s = vm.count("wait") ? ParseDuration(str("wait"), "--wait")
                                          : ParseSlurmElapsed(spec.time_limit) + kSlurmWaitSlackS;
@@ -235,8 +255,10 @@ int SlurmCommand(const std::vector<std::string>& options, const std::vector<std:
   }
   for (const auto& [type, why] : picked.failed) bad += (bad.empty() ? "" : ", ") + type;
   const size_t total = jobs.size() + picked.failed.size();
-  std::printf("profiled %zu of %zu GPU types through Slurm%s%s%s%s\n", set.size(), total,
-              good.empty() ? "" : ": ", good.c_str(),
+  const std::string each =
+      spec.rounds > 1 ? " in " + std::to_string(spec.rounds) + " rounds each" : "";
+  std::printf("profiled %zu of %zu GPU types through Slurm%s%s%s%s%s\n", set.size(), total,
+              each.c_str(), good.empty() ? "" : ": ", good.c_str(),
               bad.empty() ? "" : "; not profiled: ", bad.c_str());
   std::fflush(stdout);
   if (set.size() != total) {

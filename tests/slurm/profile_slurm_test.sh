@@ -2,8 +2,8 @@
 # `dlh-estimate profile --slurm -- CMD` on a live local cluster (issue 44, part 3): nodes
 # alpha1 (GPU type alpha) and beta1 (beta). A tiny program writes 'step 32' lines to
 # DLH_PROGRESS_FD, sleeping 20 ms a step on alpha1 and 80 ms on beta1 (a slower beta); two
-# jobs, one per type, each under dlh-launch run --profile, each profile with its node's
-# probe, collected into one set. `recommend --profile SET` then says both were measured, and
+# jobs, one per type, each running it in 2 rounds under dlh-launch run --profile (the second
+# with --profile-join), each profile with its node's probe, collected into one set. `recommend --profile SET` then says both were measured, and
 # beta's speed is its own measurement (about 4x alpha's per sample), not alpha's scaled by
 # the peaks (2.5x). Then bad input and a failing type: one line, exit 3, no set written.
 # Needs root and the Debian slurm-wlm/munge packages; about 20 s idle.
@@ -45,14 +45,18 @@ chmod +x "$WORK/steps.sh"
 
 # ---- both types: two jobs, two profiles with probes, one set -------------------------------
 rc=0
-timeout 120 dlh-estimate profile --slurm --steps 10 --warmup 2 --time 5m --out "$WORK/set.json" \
+timeout 120 dlh-estimate profile --slurm --steps 10 --warmup 2 --rounds 2 --time 5m --out "$WORK/set.json" \
   -- "$WORK/steps.sh" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
 [[ $rc -eq 0 ]] || { cat "$WORK/out.txt" "$WORK/err.txt" >&2; for l in "$WORK"/set.*.log; do echo "== $l"; cat "$l"; done >&2; fail "profile --slurm exited $rc"; }
 for t in alpha beta; do
   grep -Eq "^$t: job [0-9]+ submitted$" "$WORK/err.txt" || { cat "$WORK/err.txt" >&2; fail "$t: no 'submitted' line"; }
   grep -Eq "^$t: done in [0-9]+ s -> $WORK/set.$t.json$" "$WORK/err.txt" || { cat "$WORK/err.txt" >&2; fail "$t: no 'done' line"; }
+  grep -q "; batch 32 in 2 rounds, .* s per step (their median)" "$WORK/set.$t.log" ||
+    { cat "$WORK/set.$t.log" >&2; fail "$t: the second round did not join the first"; }
+  grep -qx "dlh-estimate: $t: profile written to $WORK/set.$t.json (2 rounds)" "$WORK/set.$t.log" ||
+    { cat "$WORK/set.$t.log" >&2; fail "$t: no 'written (2 rounds)' line"; }
 done
-grep -qx "profiled 2 of 2 GPU types through Slurm: alpha ($WORK/set.alpha.json), beta ($WORK/set.beta.json)" "$WORK/out.txt" ||
+grep -qx "profiled 2 of 2 GPU types through Slurm in 2 rounds each: alpha ($WORK/set.alpha.json), beta ($WORK/set.beta.json)" "$WORK/out.txt" ||
   { cat "$WORK/out.txt" >&2; fail "summary"; }
 id=$(grep -Eo '^beta: job [0-9]+' "$WORK/err.txt" | head -1 | grep -Eo '[0-9]+$')
 scontrol show job -o "$id" >"$WORK/job.txt"
@@ -68,7 +72,9 @@ for p in s["profiles"]:
     assert p["probe"]["kind"] == "cpu" and p["probe"]["sgemm_gflops"] > 0, p["probe"]
     assert p["program"].startswith("steps") and p["params"] == 1000 and p["command"][-1].endswith("steps.sh"), p
     (pt,) = p["points"]
-    assert pt["batch"] == 32 and pt["steps"] == 10, pt
+    # Two runs of 10 timed steps joined: each run's step time kept, the point their median.
+    assert pt["batch"] == 32 and pt["steps"] == 20 and len(pt["rounds"]) == 2, pt
+    assert abs(pt["step_s"] - sum(pt["rounds"]) / 2) <= 1e-9 * pt["step_s"], pt
     step[p["gpu_type"]] = pt["step_s"]
 # 20 ms and 80 ms of sleep, plus the loop's own time: beta clearly the slower. Not a ratio:
 # on a loaded host the loop's time doubled alpha's step (40 ms: 2.44x, 2026-12-02), while the
@@ -76,7 +82,7 @@ for p in s["profiles"]:
 assert step["beta"] >= 0.08 and step["beta"] > step["alpha"] + 0.03, step
 print(f"  alpha {step['alpha'] * 1e3:.1f} ms, beta {step['beta'] * 1e3:.1f} ms per step of 32")
 PY
-check "2 jobs (beta's on beta1, gres gpu:beta:1, exclusive); the set holds alpha's and beta's profiles, each with its node's probe"
+check "2 jobs (beta's on beta1, gres gpu:beta:1, exclusive), 2 rounds each; the set holds alpha's and beta's profiles, each the median of its rounds, with its node's probe"
 
 # ---- recommend plans each type from its own profile ----------------------------------------
 CL=$ROOT/share/cluster/local.json
@@ -131,6 +137,7 @@ check "failing program: $(grep -m1 'beta: not profiled' "$WORK/err.txt" | cut -c
 
 expect_fail 2 "profile --slurm: missing -- CMD ARGS" dlh-estimate profile --slurm --out "$WORK/x.json"
 expect_fail 2 "profile --slurm: --steps: must be 1 to 1000000, got 0" dlh-estimate profile --slurm --steps 0 -- true
+expect_fail 2 "profile --slurm: --rounds: must be 1 to 100, got 0" dlh-estimate profile --slurm --rounds 0 -- true
 expect_fail 2 "the folder $WORK/none does not exist" dlh-estimate profile --slurm --out "$WORK/none/x.json" -- true
 echo '{"dlh_profile_set": 1, "profiles": [{"dlh_profile": 1, "gpu_type": "alpha", "points": [{"batch": 1, "step_s": 1, "steps": 1}]}, {"dlh_profile": 1, "gpu_type": "alpha", "points": [{"batch": 1, "step_s": 1, "steps": 1}]}]}' >"$WORK/twice.json"
 expect_fail 2 "twice.json: profiles\[1\].gpu_type: \"alpha\" is measured twice" \

@@ -5,6 +5,7 @@
 // (estimator/calibrate/slurm_profile.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -237,6 +238,31 @@ TEST(SlurmProfileTest, TheJobRunsTheProgramUnderDlhLaunchOnItsType) {
                                         "--name",
                                         "it's"};
   EXPECT_EQ(ProfileRunArgs(j, "/runs/x.json"), run);
+}
+
+TEST(SlurmProfileTest, RoundsRunTheProgramAgainJoiningTheFirstRunsPoints) {
+  ProfileJob j;
+  j.type = "beta";
+  j.estimate = "dlh-estimate";
+  j.launch = "dlh-launch";
+  j.out = "/p.beta.json";
+  j.log = "/p.beta.log";
+  j.time_limit = "00:10:00";
+  j.rounds = 3;
+  j.command = {"./train"};
+  const std::string wrap = ProfileSbatchArgs(j).back();
+  EXPECT_NE(wrap.find(" --steps 20 --warmup 5 --rounds 3 -- './train'"), std::string::npos) << wrap;
+  j.rounds = 1;  // one round: the job's line as before rounds existed
+  EXPECT_EQ(ProfileSbatchArgs(j).back().find("--rounds"), std::string::npos);
+  // The first round writes the file; the later ones join it.
+  const std::vector<std::string> first = ProfileRunArgs(j, "/r.json");
+  const std::vector<std::string> later = ProfileRunArgs(j, "/r.json", true);
+  EXPECT_EQ(std::count(first.begin(), first.end(), "--profile-join"), 0);
+  ASSERT_EQ(later.size(), first.size() + 1);
+  const auto dashes = std::find(later.begin(), later.end(), "--");
+  ASSERT_NE(dashes, later.end());
+  EXPECT_EQ(*(dashes - 1), "--profile-join");  // an option of dlh-launch, not of the program
+  EXPECT_EQ(later.back(), "./train");
 }
 
 TEST(SlurmProfileTest, EachTypesFilesLieNextToTheSet) {
