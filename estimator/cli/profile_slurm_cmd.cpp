@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "common/atomic_file.hpp"
 #include "common/cli.hpp"
@@ -59,6 +60,49 @@ int Steps(const po::variables_map& vm, const char* name, const std::string& pref
   return Count(vm, name, prefix, kMaxSteps);
 }
 
+// --batches "32,128": whole numbers 1 to kMaxSteps, none twice, at most kMaxBatches of them;
+// and a command that holds {batch} exactly where batches are given.
+constexpr int kMaxBatches = 16;
+std::vector<int> Batches(const po::variables_map& vm, const std::vector<std::string>& command,
+                         const std::string& prefix) {
+  const bool placeholder = HasBatchPlaceholder(command);
+  if (!vm.count("batches")) {
+    if (placeholder)
+      throw UsageError(prefix + "the command holds " + kBatchPlaceholder +
+                       ": give the batches to put there with --batches B1,B2");
+    return {};
+  }
+  std::vector<int> batches;
+  std::string text = vm["batches"].as<std::string>(), word;
+  std::istringstream words(text);
+  while (std::getline(words, word, ',')) {
+    size_t used = 0;
+    long value = 0;
+    try {
+      value = std::stol(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (word.empty() || used != word.size() || value < 1 || value > kMaxSteps)
+      throw UsageError(prefix + "--batches: \"" + word + "\" is not a batch (a whole number 1 to " +
+                       std::to_string(kMaxSteps) + ")");
+    if (std::count(batches.begin(), batches.end(), int(value)))
+      throw UsageError(prefix + "--batches: " + word + " is given twice");
+    batches.push_back(int(value));
+  }
+  if (batches.empty() || text.back() == ',')
+    throw UsageError(prefix + "--batches: must list batches, comma-separated, got \"" + text +
+                     "\"");
+  if (int(batches.size()) > kMaxBatches)
+    throw UsageError(prefix + "--batches: at most " + std::to_string(kMaxBatches) + ", got " +
+                     std::to_string(batches.size()));
+  if (!placeholder)
+    throw UsageError(prefix + "--batches: the command holds no " + kBatchPlaceholder +
+                     " to put each batch in (e.g. -- python3 train.py --batch " +
+                     kBatchPlaceholder + ")");
+  return batches;
+}
+
 // Runs `argv` with this process's environment and output; its exit status (128 + N for a
 // signal), or -1 when it could not start.
 int RunInJob(const std::vector<std::string>& argv) {
@@ -87,7 +131,8 @@ int SlurmJobCommand(const std::vector<std::string>& options,
     ("out", po::value<std::string>(), "the type's profile (written atomically)")
     ("steps", po::value<int>()->default_value(20), "steps timed")
     ("warmup", po::value<int>()->default_value(5), "steps before")
-    ("rounds", po::value<int>()->default_value(1), "runs of the program, joined");
+    ("rounds", po::value<int>()->default_value(1), "runs of the program, joined")
+    ("batches", po::value<std::string>(), "the batches put in the command's {batch}");
   // clang-format on
   po::variables_map vm;
   SubcommandSyntax syntax;
@@ -108,6 +153,7 @@ int SlurmJobCommand(const std::vector<std::string>& options,
   job.rounds = Count(vm, "rounds", syntax.prefix, kMaxRounds);
   job.command = command;
   if (command.empty()) throw UsageError("profile --slurm-job: missing -- CMD ARGS");
+  job.batches = Batches(vm, command, syntax.prefix);
 
   // The run's own file: dlh-launch adds to a profile already there, and this one is new.
   // Each round after the first joins its batch's point (--profile-join): the point keeps every
@@ -116,13 +162,16 @@ int SlurmJobCommand(const std::vector<std::string>& options,
   const std::string run_out = job.out + ".run.json";
   std::error_code ec;
   fs::remove(run_out, ec);
-  for (int round = 1; round <= job.rounds; ++round) {
-    const int rc = RunInJob(ProfileRunArgs(job, run_out, round > 1));
+  const std::vector<int> order = ProfileRunOrder(job);
+  const size_t per_round = order.size() / size_t(job.rounds);
+  for (size_t run = 0; run < order.size(); ++run) {
+    const int rc = RunInJob(ProfileRunArgs(job, run_out, run > 0, order[run]));
     if (rc == 0) continue;
     fs::remove(run_out, ec);
-    const std::string which =
-        job.rounds > 1 ? ", round " + std::to_string(round) + " of " + std::to_string(job.rounds)
-                       : "";
+    std::string which = order[run] > 0 ? ", batch " + std::to_string(order[run]) : "";
+    if (job.rounds > 1)
+      which +=
+          ", round " + std::to_string(run / per_round + 1) + " of " + std::to_string(job.rounds);
     throw Error(job.type + ": the profile run (srun -n 1 " + job.launch + " run --profile" + which +
                 ") " + (rc < 0 ? "could not start srun" : "exited with " + std::to_string(rc)) +
                 ": see above");
@@ -174,6 +223,9 @@ int SlurmCommand(const std::vector<std::string>& options, const std::vector<std:
     ("warmup", po::value<int>()->default_value(5), "steps before them (--profile-warmup)")
     ("rounds", po::value<int>()->default_value(1), "runs of the program in each type's job; "
         "a batch's step time is the median of its rounds (dlh-launch run --profile-join)")
+    ("batches", po::value<std::string>(), "profile at each of these batches, comma-separated "
+        "(e.g. 32,128), each put where the command says {batch}; every round runs each batch "
+        "once, the order reversed every other round")
     ("launch", po::value<std::string>(), "the dlh-launch the jobs run (default: the one next "
         "to this dlh-estimate, else PATH's)")
     ("time", po::value<std::string>()->default_value("10m"), "each job's time limit")
@@ -219,6 +271,7 @@ int SlurmCommand(const std::vector<std::string>& options, const std::vector<std:
   spec.launch = vm.count("launch") ? str("launch") : DefaultLaunch();
   spec.partition = str("partition");
   spec.command = command;
+  spec.batches = Batches(vm, command, syntax.prefix);
   const std::vector<std::string> env = SlurmEnvironment();
   JobKind kind;
   kind.not_done = "not profiled";
@@ -255,8 +308,10 @@ int SlurmCommand(const std::vector<std::string>& options, const std::vector<std:
   }
   for (const auto& [type, why] : picked.failed) bad += (bad.empty() ? "" : ", ") + type;
   const size_t total = jobs.size() + picked.failed.size();
-  const std::string each =
-      spec.rounds > 1 ? " in " + std::to_string(spec.rounds) + " rounds each" : "";
+  std::string each;
+  for (size_t i = 0; i < spec.batches.size(); ++i)
+    each += (i == 0 ? " at batches " : ", ") + std::to_string(spec.batches[i]);
+  if (spec.rounds > 1) each += " in " + std::to_string(spec.rounds) + " rounds each";
   std::printf("profiled %zu of %zu GPU types through Slurm%s%s%s%s%s\n", set.size(), total,
               each.c_str(), good.empty() ? "" : ": ", good.c_str(),
               bad.empty() ? "" : "; not profiled: ", bad.c_str());

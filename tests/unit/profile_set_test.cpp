@@ -265,6 +265,34 @@ TEST(SlurmProfileTest, RoundsRunTheProgramAgainJoiningTheFirstRunsPoints) {
   EXPECT_EQ(later.back(), "./train");
 }
 
+TEST(SlurmProfileTest, BatchesGoIntoTheCommandTakingTurnsRoundByRound) {
+  ProfileJob j;
+  j.type = "alpha";
+  j.estimate = "dlh-estimate";
+  j.launch = "dlh-launch";
+  j.out = "/p.alpha.json";
+  j.log = "/p.alpha.log";
+  j.time_limit = "00:10:00";
+  j.rounds = 3;
+  j.batches = {32, 128};
+  j.command = {"python3", "train.py", "--batch", "{batch}", "--tag=b{batch}x{batch}"};
+  EXPECT_TRUE(HasBatchPlaceholder(j.command));
+  EXPECT_FALSE(HasBatchPlaceholder({"python3", "train.py", "{batches}x", "{ batch}"}));
+  const std::string wrap = ProfileSbatchArgs(j).back();
+  EXPECT_NE(wrap.find(" --rounds 3 --batches 32,128 -- 'python3' 'train.py' '--batch' '{batch}'"),
+            std::string::npos)
+      << wrap;
+  // Each round runs every batch once, in turns: a drift over the job leans on no batch alone.
+  EXPECT_EQ(ProfileRunOrder(j), (std::vector<int>{32, 128, 128, 32, 32, 128}));
+  const std::vector<std::string> run = ProfileRunArgs(j, "/r.json", true, 128);
+  const std::vector<std::string> tail(run.end() - 4, run.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"train.py", "--batch", "128", "--tag=b128x128"}));
+  // Batch 0 (no --batches): the command as given, and one run a round.
+  EXPECT_EQ(ProfileRunArgs(j, "/r.json").back(), "--tag=b{batch}x{batch}");
+  j.batches.clear();
+  EXPECT_EQ(ProfileRunOrder(j), (std::vector<int>{0, 0, 0}));
+}
+
 TEST(SlurmProfileTest, EachTypesFilesLieNextToTheSet) {
   EXPECT_EQ(ProfileTypePath("runs/train.json", "alpha", ".json"), "runs/train.alpha.json");
   EXPECT_EQ(ProfileTypePath("/r/train.profiles", "beta", ".log"), "/r/train.profiles.beta.log");
