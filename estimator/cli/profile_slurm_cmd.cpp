@@ -309,8 +309,9 @@ int SlurmCommand(const std::vector<std::string>& options, const std::vector<std:
   for (const auto& [type, why] : picked.failed) bad += (bad.empty() ? "" : ", ") + type;
   const size_t total = jobs.size() + picked.failed.size();
   std::string each;
+  if (!spec.batches.empty()) each = spec.batches.size() > 1 ? " at batches " : " at batch ";
   for (size_t i = 0; i < spec.batches.size(); ++i)
-    each += (i == 0 ? " at batches " : ", ") + std::to_string(spec.batches[i]);
+    each += (i > 0 ? ", " : "") + std::to_string(spec.batches[i]);
   if (spec.rounds > 1) each += " in " + std::to_string(spec.rounds) + " rounds each";
   std::printf("profiled %zu of %zu GPU types through Slurm%s%s%s%s%s\n", set.size(), total,
               each.c_str(), good.empty() ? "" : ": ", good.c_str(),
