@@ -39,8 +39,8 @@ std::vector<std::string> ProfileSbatchArgs(const ProfileJob& job);
 // What the job runs to time the program, writing the profile to `run_out`:
 //   srun -n 1 --mpi=pmix LAUNCH run --profile N --profile-warmup W --gpu-type TYPE
 //     --profile-out RUN_OUT [--profile-join] -- CMD ARGS
-// `join`: every round after the first, which joins the batch's point in RUN_OUT as one more
-// round (its step_s the median of the rounds) instead of replacing it.
+// `join`: every run after the first; a batch RUN_OUT holds already gains the run as one more
+// round (its step_s the median of the rounds) instead of being replaced, a new one is added.
 // `batch` > 0: every {batch} in the command's words replaced by it.
 std::vector<std::string> ProfileRunArgs(const ProfileJob& job, const std::string& run_out,
                                         bool join = false, int batch = 0);

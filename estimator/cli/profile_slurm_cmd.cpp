@@ -156,9 +156,9 @@ int SlurmJobCommand(const std::vector<std::string>& options,
   job.batches = Batches(vm, command, syntax.prefix);
 
   // The run's own file: dlh-launch adds to a profile already there, and this one is new.
-  // Each round after the first joins its batch's point (--profile-join): the point keeps every
-  // round's step time and takes their median, so one run slowed by a neighbour or a cold
-  // cache does not become the type's profile.
+  // Every run after the first joins (--profile-join): a batch run again keeps every round's
+  // step time and takes their median, so one run slowed by a neighbour or a cold cache does
+  // not become the type's profile; a batch not yet run is added.
   const std::string run_out = job.out + ".run.json";
   std::error_code ec;
   fs::remove(run_out, ec);
