@@ -4,9 +4,11 @@
 # DLH_PROGRESS_FD for the batch B it is given, sleeping 0.75 ms a sample on alpha1 and
 # 40 ms + 1.25 ms a sample on beta1 (a slower beta); two jobs, one per type, each running it
 # at batches 16 and 32 in 2 rounds under dlh-launch run --profile (every run after the first
-# with --profile-join), each profile with its node's probe, collected into one set. `recommend --profile SET` then says both were measured, and
-# beta's speed is its own measurement (about 4x alpha's per sample), not alpha's scaled by
-# the peaks (2.5x). Then bad input and a failing type: one line, exit 3, no set written.
+# with --profile-join), each profile with its node's probe, collected into one set.
+# `recommend --profile SET` then says both were measured, and plans each type by the line
+# through its own two points (beta's a fixed 40 ms and more a sample), not alpha's scaled by
+# the peaks (2.5x a sample). Then bad input and a failing type: one line, exit 3, no set
+# written.
 # Needs root and the Debian slurm-wlm/munge packages; about 20 s idle.
 # shellcheck source=tests/slurm/slurm.bash
 source "$(dirname "$0")/slurm.bash"
