@@ -37,12 +37,11 @@ std::vector<std::string> ProfileRunArgs(const ProfileJob& job, const std::string
                                    run_out};
   if (join) args.push_back("--profile-join");
   args.push_back("--");
-  const std::string placeholder = kBatchPlaceholder;
+  const std::string placeholder = kBatchPlaceholder, value = std::to_string(batch);
   for (std::string word : job.command) {
-    for (size_t at = 0; batch > 0 && (at = word.find(placeholder, at)) != std::string::npos;) {
-      word.replace(at, placeholder.size(), std::to_string(batch));
-      at += std::to_string(batch).size();
-    }
+    for (size_t at = 0; batch > 0 && (at = word.find(placeholder, at)) != std::string::npos;
+         at += value.size())
+      word.replace(at, placeholder.size(), value);
     args.push_back(word);
   }
   return args;

@@ -240,14 +240,20 @@ TEST(SlurmProfileTest, TheJobRunsTheProgramUnderDlhLaunchOnItsType) {
   EXPECT_EQ(ProfileRunArgs(j, "/runs/x.json"), run);
 }
 
-TEST(SlurmProfileTest, RoundsRunTheProgramAgainJoiningTheFirstRunsPoints) {
+// A job of `type` with the default steps, the programs from PATH and files at the root.
+ProfileJob JobOn(const std::string& type) {
   ProfileJob j;
-  j.type = "beta";
+  j.type = type;
   j.estimate = "dlh-estimate";
   j.launch = "dlh-launch";
-  j.out = "/p.beta.json";
-  j.log = "/p.beta.log";
+  j.out = "/p." + type + ".json";
+  j.log = "/p." + type + ".log";
   j.time_limit = "00:10:00";
+  return j;
+}
+
+TEST(SlurmProfileTest, RoundsRunTheProgramAgainJoiningTheFirstRunsPoints) {
+  ProfileJob j = JobOn("beta");
   j.rounds = 3;
   j.command = {"./train"};
   const std::string wrap = ProfileSbatchArgs(j).back();
@@ -266,13 +272,7 @@ TEST(SlurmProfileTest, RoundsRunTheProgramAgainJoiningTheFirstRunsPoints) {
 }
 
 TEST(SlurmProfileTest, BatchesGoIntoTheCommandTakingTurnsRoundByRound) {
-  ProfileJob j;
-  j.type = "alpha";
-  j.estimate = "dlh-estimate";
-  j.launch = "dlh-launch";
-  j.out = "/p.alpha.json";
-  j.log = "/p.alpha.log";
-  j.time_limit = "00:10:00";
+  ProfileJob j = JobOn("alpha");
   j.rounds = 3;
   j.batches = {32, 128};
   j.command = {"python3", "train.py", "--batch", "{batch}", "--tag=b{batch}x{batch}"};
