@@ -1,6 +1,8 @@
 // DLH — subcommand parsing (see cli.hpp).
 #include "common/cli.hpp"
 
+#include <sstream>
+
 namespace po = boost::program_options;
 
 namespace dlh {
@@ -46,6 +48,12 @@ ParseResult ParseSubcommand(const std::vector<std::string>& args,
   for (const auto& p : syntax.positional)
     if (!p.missing.empty() && !vm->count(p.name)) throw usage_error(p.missing);
   return ParseResult::kRun;
+}
+
+std::string HelpNumber(double value) {
+  std::ostringstream text;  // six significant digits, as printf's %g: what a user would type
+  text << value;
+  return text.str();
 }
 
 }  // namespace dlh

@@ -55,4 +55,9 @@ ParseResult ParseSubcommand(const std::vector<std::string>& args,
                             const SubcommandSyntax& syntax,
                             boost::program_options::variables_map* vm);
 
+// A floating-point default as --help shows it: "0.1". Program_options writes a double's
+// default with every digit it holds ("(=0.10000000000000001)"), so a double option passes
+// this as default_value's text: ->default_value(0.1, HelpNumber(0.1)).
+std::string HelpNumber(double value);
+
 }  // namespace dlh

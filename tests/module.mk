@@ -158,7 +158,7 @@ check-parallel: $(CHECK_TARGETS)
 # make check-quick: the inner loop, in well under 3 minutes once the tree is built: the unit
 # tests, the MPI tests on 2 ranks and the script tests that take seconds, side by side.
 QUICK_TESTS := $(filter $(addprefix tests/scripts/,layering.sh doc_figures.sh leftovers.sh \
-    data_cli.sh device_cli.sh bench_modes.sh bench_mixed_report.sh bench_memory_report.sh mixed_split.sh lr_find.sh data_import_numpy.sh \
+    data_cli.sh help_texts.sh device_cli.sh bench_modes.sh bench_mixed_report.sh bench_memory_report.sh mixed_split.sh lr_find.sh data_import_numpy.sh \
     module_install.sh),$(SCRIPT_TESTS))
 check-quick-parallel: $(UNIT_SHARD_TARGETS) test-mpi/2 $(addprefix test-script/,$(QUICK_TESTS))
 
