@@ -121,6 +121,7 @@ CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string
   }
   // Other kernels never "match", however close the probes: the steps may still differ.
   const bool same_kernels = !cpu || mine.blas_core == here.blas_core;
+  out.other_kernels = !same_kernels;
   if (same_kernels && Within(out.ratio.flops, tolerance.sgemm) &&
       Within(out.ratio.bandwidth, tolerance.memory)) {
     out.fit = CalibrationFit::kMatches;

@@ -59,6 +59,10 @@ struct CalibrationCheck {
   std::string why;       // kRefused: the reason; else what was compared
   SpeedRatio ratio;      // host / calibration
   double log_sigma = 0;  // kTransfers: the added uncertainty (of ln t)
+  // A CPU calibration whose OpenBLAS ran the other core type of one kernel family (Zen
+  // there, Haswell here): one sgemm kernel, blocked otherwise. Never a match; of two
+  // transfers the one made with this host's own kernels is taken (check-calibration).
+  bool other_kernels = false;
 };
 
 // Compares calibration `c` (read from `origin`, which messages name) with `host_probe` (the

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
@@ -66,7 +67,10 @@ std::vector<std::pair<std::string, Calibration>> Candidates(const std::string& p
   return out;
 }
 
-// Which of the checks to use: a match before a transfer, and of two alike the nearer machine.
+// Which of the checks to use: a match before a transfer, of two transfers the one made with
+// this host's own OpenBLAS kernels (the other core type of a family shares only sgemm's
+// micro-kernel: 0.92x the step time, 0.81-1.02, where the probes' sgemm moved 1.05-1.08x;
+// calibrate_transfer.cpp), and of two alike the nearer machine.
 size_t Best(const std::vector<CalibrationCheck>& checks) {
   auto rank = [](const CalibrationCheck& c) {
     const int fit = c.fit == CalibrationFit::kMatches     ? 0
@@ -76,7 +80,7 @@ size_t Best(const std::vector<CalibrationCheck>& checks) {
         c.fit == CalibrationFit::kRefused
             ? 0
             : std::max(std::fabs(std::log(c.ratio.flops)), std::fabs(std::log(c.ratio.bandwidth)));
-    return std::make_pair(fit, reach);
+    return std::make_tuple(fit, c.fit == CalibrationFit::kTransfers && c.other_kernels, reach);
   };
   size_t best = 0;
   for (size_t i = 1; i < checks.size(); ++i)
@@ -158,11 +162,14 @@ int Check(const po::variables_map& vm) {
   // The others of a folder, one line each, so that a refusal names every reason.
   for (size_t i = 0; i < candidates.size(); ++i)
     if (i != best)
-      std::printf("  not chosen: %s: %s\n", candidates[i].first.c_str(),
-                  checks[i].fit == CalibrationFit::kMatches ? "matches too (farther)"
-                  : checks[i].fit == CalibrationFit::kTransfers
-                      ? ("transfers: " + TransferText(checks[i])).c_str()
-                      : checks[i].why.c_str());
+      std::printf(
+          "  not chosen: %s: %s\n", candidates[i].first.c_str(),
+          checks[i].fit == CalibrationFit::kMatches ? "matches too (farther)"
+          : checks[i].fit == CalibrationFit::kTransfers
+              ? ("transfers: " + TransferText(checks[i]) +
+                 (checks[i].other_kernels ? ", made with the other core type's kernels" : ""))
+                    .c_str()
+              : checks[i].why.c_str());
   return rc;
 }
 

@@ -145,6 +145,29 @@ cmp -s <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"
   <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$WORK/chosen.json") ||
   fail "--chosen-out did not write the matching calibration as it is"
 check "a folder: the match before a transfer before a refusal, the others one line each"
+# Of two transfers, the one made with this host's own OpenBLAS kernels, though the other core
+# type of its family (Zen there, Haswell here: one sgemm kernel) is the nearer machine.
+mkdir -p "$WORK/family"
+python3 - "$WORK/cal.json" "$WORK/same.json" "$WORK" <<'PY'
+import json, sys
+c, here, work = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+here["blas_core"] = "Haswell"
+json.dump(here, open(work + "/haswell.json", "w"))
+def made_on(core, sgemm_scale, name):
+    x = json.loads(json.dumps(c))
+    x["probe"]["blas_core"] = core
+    x["probe"]["sgemm_gflops"] *= sgemm_scale
+    x["probe"]["sgemm_gflops_by_threads"] = [g * sgemm_scale for g in x["probe"]["sgemm_gflops_by_threads"]]
+    json.dump(x, open(work + "/family/" + name, "w"))
+made_on("Zen", 1 / 1.2, "zen-near.json")
+made_on("Haswell", 1 / 2, "haswell-far.json")
+PY
+rc=0
+dlh-estimate check-calibration "$WORK/family" --probe "$WORK/haswell.json" >"$WORK/out.txt" || rc=$?
+[[ $rc == 2 ]] && grep -q "^$WORK/family/haswell-far.json: transfers to this machine: FLOP/s x2.00" "$WORK/out.txt" &&
+  grep -q "^  not chosen: $WORK/family/zen-near.json: transfers: FLOP/s x1.20" "$WORK/out.txt" ||
+  { cat "$WORK/out.txt"; fail "of two transfers, the other kernels' nearer one was chosen"; }
+check "of two transfers, this host's own kernels (x2.00) before the other core type's (x1.20)"
 expect_fail 1 "none: holds no cpu calibration" dlh-estimate check-calibration "$WORK/none"
 expect_fail 1 "shipped: holds no cuda calibration" \
   dlh-estimate check-calibration "$WORK/shipped" --device cuda --probe "$WORK/same.json"
