@@ -18,6 +18,7 @@
 #include <set>
 
 #include "common/cli.hpp"
+#include "common/counted.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
@@ -59,7 +60,7 @@ void List(const StoreContents& s) {
                 static_cast<long long>(r.per_rank_batch), r.step_s * 1e3, predicted.c_str(),
                 HumanDuration(r.total_s).c_str());
   }
-  std::printf("%zu records\n", s.records.size());
+  std::printf("%s\n", Counted(static_cast<long long>(s.records.size()), "record").c_str());
 }
 
 void Summary(const StoreContents& s) {
@@ -82,7 +83,9 @@ void Summary(const StoreContents& s) {
               "measured / predicted");
   for (const auto& [name, t] : types) {
     std::string ratio = "-";
-    if (!t.log_ratios.empty())
+    if (t.log_ratios.size() == 1)  // one job has no spread to show
+      ratio = Printf("%.3f (1 job)", std::exp(t.log_ratios.front()));
+    else if (!t.log_ratios.empty())
       ratio = Printf("%.3f (spread %.1f%%)", std::exp(Median(t.log_ratios)),
                      100 * RobustSigma(t.log_ratios));
     std::printf("%-12s %6d %7zu %6zu %10zu %22s\n", name.c_str(), t.jobs, t.models.size(),
@@ -115,8 +118,9 @@ int Prune(const StoreContents& s, const std::string& dir, int64_t keep, double o
                    std::strerror(errno));
     }
   }
-  std::printf("removed %d records; %zu kept, %zu of other users not yours to remove\n", removed,
-              s.records.size() - size_t(removed), s.records.size() - mine.size());
+  std::printf("removed %s; %zu kept, %zu of other users not yours to remove\n",
+              Counted(removed, "record").c_str(), s.records.size() - size_t(removed),
+              s.records.size() - mine.size());
   return failed ? kExitFailure : kExitOk;
 }
 
@@ -162,11 +166,13 @@ int ObservationsCommand(const std::vector<std::string>& args) {
   if (pruning) return Prune(s, dir, keep, older);
   if (action == "check") {
     if (!s.problems.empty()) {
-      std::printf("%s: %zu bad records of %zu\n", dir.c_str(), s.problems.size(),
-                  s.problems.size() + s.records.size());
+      std::printf(
+          "%s: %zu bad of %s\n", dir.c_str(), s.problems.size(),
+          Counted(static_cast<long long>(s.problems.size() + s.records.size()), "record").c_str());
       return kExitFailure;
     }
-    std::printf("%s: %zu records, all readable\n", dir.c_str(), s.records.size());
+    std::printf("%s: %s, all readable\n", dir.c_str(),
+                Counted(static_cast<long long>(s.records.size()), "record").c_str());
   }
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/counted.hpp"
 #include "common/error.hpp"
 #include "common/file_text.hpp"
 #include "common/hostlist.hpp"
@@ -271,7 +272,7 @@ std::string ApplyPlannedThreads(const std::string& plan_json, const std::string&
   if (const int cores = plan.shared_host_cores; cores > 0 && job_ranks > 0) {
     *threads = ThreadsOnSharedHost(cores, job_ranks);
     return "the plan (" + origin + ") shares one machine's " + std::to_string(cores) +
-           " cores among the job's " + std::to_string(job_ranks) + " ranks";
+           " cores among the job's " + Counted(job_ranks, "rank");
   }
   return "";
 }

@@ -116,7 +116,7 @@ from slurm_job import limit_seconds  # Slurm's [D-]HH:MM:SS as seconds
 summary, sbatch, out, run_time, limit, restarts = sys.argv[1:]
 s = json.load(open(summary))
 print(f"   final test accuracy {100 * s['test_accuracy']:.2f}% after {s['steps']} steps on "
-      f"{s['ranks']} ranks, {s['train_seconds']:.0f} s of training")
+      f"{s['ranks']} rank{'' if s['ranks'] == 1 else 's'}, {s['train_seconds']:.0f} s of training")
 print(f"   checkpoint: {s['last_checkpoint']}")
 def human(x):
     return f"{round(x) // 60}m{round(x) % 60:02d}s"

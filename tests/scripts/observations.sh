@@ -67,8 +67,9 @@ check "the run left one whole record, mode 644: $(basename "${records[0]}")"
 dlh-estimate observations list --store "$WORK/obs" >"$WORK/list.txt"
 grep -q "alpha .*observed" "$WORK/list.txt" || { cat "$WORK/list.txt"; fail "list"; }
 dlh-estimate observations summary --cluster "$WORK/cluster.json" >"$WORK/summary.txt"
-grep -qE "^alpha +1 +1 +1 +1" "$WORK/summary.txt" || { cat "$WORK/summary.txt"; fail "summary"; }
-dlh-estimate observations check --store "$WORK/obs" | grep -q "1 records, all readable" ||
+grep -qE "^alpha +1 +1 +1 +1 +[0-9.]+ \(1 job\)$" "$WORK/summary.txt" ||
+  { cat "$WORK/summary.txt"; fail "summary (one job: no spread)"; }
+dlh-estimate observations check --store "$WORK/obs" | grep -q ": 1 record, all readable" ||
   fail "check"
 check "observations list, summary and check read it"
 
@@ -104,7 +105,7 @@ expect_fail 1 "foreign.json: dlh_observation: must be 1" \
   dlh-estimate observations check --store "$WORK/obs"
 [[ $(grep -c warning "$WORK/err.txt") == 2 ]] || fail "expected two warning lines"
 grep -q "broken.json: not valid JSON" "$WORK/err.txt" || fail "no line for broken.json"
-dlh-estimate observations list --store "$WORK/obs" 2>/dev/null | grep -q "^1 records" ||
+dlh-estimate observations list --store "$WORK/obs" 2>/dev/null | grep -qx "1 record" ||
   fail "list does not skip the bad records"
 recommend | grep -q "from 1 earlier run" || fail "recommend did not skip the bad records"
 check "bad records are skipped with one line each; check exits 1"
