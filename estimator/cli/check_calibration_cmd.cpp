@@ -160,16 +160,16 @@ int Check(const po::variables_map& vm) {
     }
   }
   // The others of a folder, one line each, so that a refusal names every reason.
-  for (size_t i = 0; i < candidates.size(); ++i)
-    if (i != best)
-      std::printf(
-          "  not chosen: %s: %s\n", candidates[i].first.c_str(),
-          checks[i].fit == CalibrationFit::kMatches ? "matches too (farther)"
-          : checks[i].fit == CalibrationFit::kTransfers
-              ? ("transfers: " + TransferText(checks[i]) +
-                 (checks[i].other_kernels ? ", made with the other core type's kernels" : ""))
-                    .c_str()
-              : checks[i].why.c_str());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i == best) continue;
+    const CalibrationCheck& other = checks[i];
+    std::string why = other.why;
+    if (other.fit == CalibrationFit::kMatches) why = "matches too (farther)";
+    if (other.fit == CalibrationFit::kTransfers)
+      why = "transfers: " + TransferText(other) +
+            (other.other_kernels ? ", made with the other core type's kernels" : "");
+    std::printf("  not chosen: %s: %s\n", candidates[i].first.c_str(), why.c_str());
+  }
   return rc;
 }
 
