@@ -60,7 +60,7 @@ void List(const StoreContents& s) {
                 static_cast<long long>(r.per_rank_batch), r.step_s * 1e3, predicted.c_str(),
                 HumanDuration(r.total_s).c_str());
   }
-  std::printf("%s\n", Counted(static_cast<long long>(s.records.size()), "record").c_str());
+  std::printf("%s\n", Counted(s.records.size(), "record").c_str());
 }
 
 void Summary(const StoreContents& s) {
@@ -166,13 +166,11 @@ int ObservationsCommand(const std::vector<std::string>& args) {
   if (pruning) return Prune(s, dir, keep, older);
   if (action == "check") {
     if (!s.problems.empty()) {
-      std::printf(
-          "%s: %zu bad of %s\n", dir.c_str(), s.problems.size(),
-          Counted(static_cast<long long>(s.problems.size() + s.records.size()), "record").c_str());
+      std::printf("%s: %zu bad of %s\n", dir.c_str(), s.problems.size(),
+                  Counted(s.problems.size() + s.records.size(), "record").c_str());
       return kExitFailure;
     }
-    std::printf("%s: %s, all readable\n", dir.c_str(),
-                Counted(static_cast<long long>(s.records.size()), "record").c_str());
+    std::printf("%s: %s, all readable\n", dir.c_str(), Counted(s.records.size(), "record").c_str());
   }
   return kExitOk;
 }

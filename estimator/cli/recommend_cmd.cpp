@@ -83,7 +83,8 @@ int RecommendCommand(const std::vector<std::string>& args) {
     ("mixed", "allow mixing two GPU types in one job (batches balanced by speed; one GPU count per node, as the plugin submits it)")
     ("per-gpu-batch", po::value<int64_t>()->default_value(0),
         "weak scaling: this batch per GPU, global batch and lr grow with the GPUs (0: keep the spec's global batch)")
-    ("margin", po::value<double>()->default_value(0.10, HelpNumber(0.10)), "safety margin on predicted time")
+    ("margin", po::value<double>()->default_value(0.10, HelpNumber(0.10)),
+        "safety margin on predicted time")
     ("top", po::value<int>()->default_value(5), "rows in the table")
     ("json", "print the plan as JSON only")
     ("html", po::value<std::string>(), "also write the decision as one HTML page: the chosen allocation, the candidates' time and energy, each GPU type's step-time line");

@@ -78,13 +78,16 @@ int ReplayCommand(const std::vector<std::string>& args) {
         "generated trace and each job's noise")
     ("policies", po::value(&policies)->default_value(policies), "comma-separated: user, "
         "dlh-energy, dlh-time, max-gpus, one-gpu, or all")
-    ("load", po::value(&gen.load)->default_value(gen.load, HelpNumber(gen.load)), "--generate: offered load, the "
-        "users' GPU-seconds over the cluster's across the arrivals")
+    ("load", po::value(&gen.load)->default_value(gen.load, HelpNumber(gen.load)),
+        "--generate: offered load, the users' GPU-seconds over the cluster's across the arrivals")
     ("deadlines", po::value(&deadlines)->default_value(deadlines), "--generate: LO,HI, a "
         "deadline's multiple of the job's best-case time, log-uniform")
-    ("deadline-share", po::value(&gen.deadline_share)->default_value(gen.deadline_share, HelpNumber(gen.deadline_share)),
+    ("deadline-share",
+        po::value(&gen.deadline_share)->default_value(gen.deadline_share,
+                                                      HelpNumber(gen.deadline_share)),
         "--generate: share of jobs with a deadline")
-    ("type-share", po::value(&gen.type_share)->default_value(gen.type_share, HelpNumber(gen.type_share)),
+    ("type-share",
+        po::value(&gen.type_share)->default_value(gen.type_share, HelpNumber(gen.type_share)),
         "--generate: share of users who name a GPU type")
     ("backfill-depth", po::value(&depth)->default_value(depth), "jobs behind the head tried "
         "for backfill per scheduling pass")
