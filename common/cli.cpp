@@ -1,6 +1,9 @@
 // DLH — subcommand parsing (see cli.hpp).
 #include "common/cli.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <sstream>
 
 namespace po = boost::program_options;
@@ -54,6 +57,20 @@ std::string HelpNumber(double value) {
   std::ostringstream text;  // six significant digits, as printf's %g: what a user would type
   text << value;
   return text.str();
+}
+
+void CheckOutputFolder(const std::string& path, const std::string& option) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) throw UsageError(option + ": needs a file name");
+  if (fs::is_directory(path, ec))
+    throw UsageError(option + ": " + path + ": is a folder, expected a file name");
+  const fs::path folder = fs::path(path).parent_path();
+  const std::string where = folder.empty() ? "." : folder.string();
+  if (!fs::is_directory(where, ec))
+    throw UsageError(option + ": " + path + ": folder " + where + " does not exist");
+  if (::access(where.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(option + ": " + path + ": folder " + where + " is not writable");
 }
 
 }  // namespace dlh

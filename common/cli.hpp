@@ -60,4 +60,11 @@ ParseResult ParseSubcommand(const std::vector<std::string>& args,
 // this as default_value's text: ->default_value(0.1, HelpNumber(0.1)).
 std::string HelpNumber(double value);
 
+// The folder an output file will be written into must exist and be writable, and the path
+// must not be a folder: checked when the command line is read, before the command's work (a
+// calibration sweep, a validation, a replay), so that a typo in a path costs seconds, not
+// the minutes of GPU or CPU time whose result it would have thrown away. Throws UsageError
+// "OPTION: PATH: why".
+void CheckOutputFolder(const std::string& path, const std::string& option);
+
 }  // namespace dlh

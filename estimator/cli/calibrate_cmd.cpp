@@ -12,6 +12,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "common/cli.hpp"
 #include "common/duration.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
@@ -404,6 +405,7 @@ int CalibrateCommand(const std::vector<std::string>& args) {
   const TimingDevice device = DeviceFrom(vm);
   const bool gpu = device.kind == "cuda";
   const std::string out = vm.count("out") ? Str(vm, "out") : "calibration-" + device.kind + ".json";
+  CheckOutputFolder(out, "--out");
   const bool quick = vm.count("quick") > 0;
   if (vm.count("keep-steps")) return CalibrateKeepingSteps(vm, out, quick);
   // A CPU's rounds by default: the hosts it is calibrated on are shared and noisy. A GPU's one:
@@ -454,6 +456,7 @@ int FitCommand(const std::vector<std::string>& args) {
       "out", po::value<std::string>(), "write the refitted calibration here");
   po::variables_map vm;
   if (!Parse("fit", args, d, {"CALIBRATION"}, vm)) return kExitOk;
+  if (vm.count("out")) CheckOutputFolder(Str(vm, "out"), "--out");
   Calibration c = LoadCalibration(Str(vm, "CALIBRATION"));
   c.model = FitTimeModel(c.device, c.samples, vm["folds"].as<int>());
   PrintQuality(c.model);
@@ -496,6 +499,7 @@ int ValidateCommand(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!Parse("validate", args, d, {}, vm)) return kExitOk;
+  if (vm.count("save")) CheckOutputFolder(Str(vm, "save"), "--save");
   Calibration c = LoadCalibration(Str(vm, "calibration"));
   const SpeedRatio ratio{vm["scale-flops"].as<double>(), vm["scale-bandwidth"].as<double>()};
   const bool scaled = ratio.flops != 1 || ratio.bandwidth != 1;

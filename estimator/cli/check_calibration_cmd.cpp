@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 #include "common/file_text.hpp"
@@ -201,6 +202,8 @@ int CheckCalibrationCommand(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!cli::Parse("check-calibration", args, d, {"CALIBRATION"}, vm)) return kExitOk;
+  for (const char* option : {"transfer-out", "chosen-out"})
+    if (vm.count(option)) CheckOutputFolder(cli::Str(vm, option), std::string("--") + option);
   try {
     return Check(vm);
   } catch (const UsageError&) {

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "common/atomic_file.hpp"
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 #include "common/time_steps_file.hpp"
@@ -285,6 +286,7 @@ int GpuLayersCommand(const std::vector<std::string>& args) {
   for (const char* required : {"calibration", "peaks"})
     if (!vm.count(required)) throw UsageError(std::string("--") + required + ": required");
   if (vm.count("out") && !vm.count("predict")) throw UsageError("--out: needs --predict");
+  if (vm.count("out")) CheckOutputFolder(Str(vm, "out"), "--out");
   if (vm.count("set") && !vm.count("measured")) throw UsageError("--set: needs --measured");
   if (vm.count("passes") && !vm.count("profile")) throw UsageError("--passes: needs --profile");
   if (vm.count("fit-profile") && !vm.count("profile"))

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -41,17 +40,6 @@ std::vector<std::string> SplitList(const std::string& text) {
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-// An output file's folder must exist: checked before any work, so a typo costs nothing.
-void CheckOutputFolder(const std::string& path, const std::string& option) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (path.empty()) throw UsageError(option + ": empty file name");
-  if (fs::is_directory(path, ec)) throw UsageError(option + ": " + path + " is a folder");
-  const fs::path folder = fs::path(path).parent_path();
-  if (!folder.empty() && !fs::is_directory(folder, ec))
-    throw UsageError(option + ": folder " + folder.string() + " does not exist");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 #include "estimator/calibrate/refit.hpp"
@@ -40,6 +41,7 @@ int RefitCommand(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!cli::Parse("refit", args, d, {"CALIBRATION"}, vm)) return kExitOk;
+  CheckOutputFolder(cli::Str(vm, "out"), "--out");
   const std::string path = cli::Str(vm, "CALIBRATION");
   RefitOptions o;
   o.all = vm.count("all") > 0;

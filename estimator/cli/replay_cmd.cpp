@@ -4,7 +4,6 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
 #include "common/atomic_file.hpp"
@@ -21,18 +20,6 @@ namespace dlh {
 namespace {
 
 namespace po = boost::program_options;
-
-// An output file's folder must exist: checked before the replay's minutes, not after.
-void CheckOutput(const std::string& path, const std::string& option) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (path.empty()) throw UsageError("replay: " + option + ": empty file name");
-  if (fs::is_directory(path, ec))
-    throw UsageError("replay: " + option + ": " + path + " is a folder");
-  const fs::path folder = fs::path(path).parent_path();
-  if (!folder.empty() && !fs::is_directory(folder, ec))
-    throw UsageError("replay: " + option + ": folder " + folder.string() + " does not exist");
-}
 
 // "1.25,10" -> lo, hi.
 void ParseRange(const std::string& text, double* lo, double* hi) {
@@ -118,9 +105,9 @@ int ReplayCommand(const std::vector<std::string>& args) {
   replay::ReplayOptions options;
   options.policies = replay::ParsePolicies(policies);
   options.scheduler.backfill_depth = depth;
-  if (!json_out.empty()) CheckOutput(json_out, "--json");
-  if (!html_out.empty()) CheckOutput(html_out, "--html");
-  if (!trace_out.empty()) CheckOutput(trace_out, "--write-trace");
+  if (!json_out.empty()) CheckOutputFolder(json_out, "replay: --json");
+  if (!html_out.empty()) CheckOutputFolder(html_out, "replay: --html");
+  if (!trace_out.empty()) CheckOutputFolder(trace_out, "replay: --write-trace");
   const std::string cluster_path = cli::ClusterPath(vm, "replay");
 
   const auto t0 = std::chrono::steady_clock::now();

@@ -51,6 +51,7 @@ int SuggestCommand(const std::vector<std::string>& args) {
   }
   if (data.empty()) throw UsageError("suggest: --data is required" + syntax.suffix);
   if (deadline.empty()) throw UsageError("suggest: --deadline is required" + syntax.suffix);
+  if (!out.empty()) CheckOutputFolder(out, "suggest: --out");
   SuggestOptions options;
   options.deadline_s = ParseDuration(deadline, "--deadline");
   if (!(options.deadline_s > 0)) throw UsageError("suggest: --deadline: must be positive");

@@ -58,15 +58,6 @@ void SetThreads(int requested, int local_size) {
   SetCpuThreads(threads);
 }
 
-// The folder a file will be written into must exist now: finding out after the sweep
-// would waste it.
-void CheckOutputFolder(const std::string& path, const char* option) {
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder))
-    throw UsageError(std::string(option) + ": " + path + ": folder " + folder.string() +
-                     " does not exist");
-}
-
 std::string DefaultPlotPath(const std::string& out) {
   const std::string ext = ".json";
   if (out.size() > ext.size() && out.compare(out.size() - ext.size(), ext.size(), ext) == 0)

@@ -242,9 +242,19 @@ cmp -s "$WORK/plan.json" "$WORK/plan-html.json" || fail "--html changed the JSON
 [[ $(head -1 "$WORK/rec.html") == "<!DOCTYPE html>" ]] || fail "rec.html does not start with <!DOCTYPE html>"
 grep -q 'class="dlh-chart"' "$WORK/rec.html" || fail "rec.html has no chart"
 check "--html with --json: the same plan on stdout, and a page of $(grep -o 'class="dlh-chart"' "$WORK/rec.html" | wc -l) charts"
-expect_fail 2 "^dlh-estimate: --html: folder $WORK/nope does not exist" dlh-estimate recommend "$SPEC" \
+expect_fail 2 "^dlh-estimate: --html: $WORK/nope/rec.html: folder $WORK/nope does not exist" dlh-estimate recommend "$SPEC" \
   --samples 60000 --cluster "$CLUSTER" --html "$WORK/nope/rec.html"
 [[ ! -e $WORK/nope ]] || fail "--html into a missing folder created it"
+# A calibration's or a validation's file is checked before the minutes of timing: found
+# after them, a typo in its path threw the sweep away (validate did not even print its table).
+expect_fail 2 "^dlh-estimate: --out: $WORK/nope/cal.json: folder $WORK/nope does not exist" \
+  timeout 60 dlh-estimate calibrate --quick --out "$WORK/nope/cal.json"
+grep -q "calibrating" "$WORK/err.txt" && fail "calibrate timed its sweep before refusing --out"
+expect_fail 2 "^dlh-estimate: --save: $WORK/nope/v.json: folder $WORK/nope does not exist" \
+  timeout 60 dlh-estimate validate --calibration "$ROOT/share/calibration/cpu.json" --repeats 1 \
+  --save "$WORK/nope/v.json"
+expect_fail 2 "^dlh-estimate: --chosen-out: $WORK: is a folder, expected a file name" \
+  dlh-estimate check-calibration "$ROOT/share/calibration/cpu.json" --chosen-out "$WORK"
 rc=0; dlh-estimate recommend "$SPEC" --samples 60000000 --epochs 50 --deadline 10m --cluster "$CLUSTER" >"$WORK/imp.txt" || rc=$?
 [[ $rc -eq 3 ]] || { cat "$WORK/imp.txt"; fail "impossible deadline exited $rc, expected 3"; }
 grep -q "no allocation meets the deadline" "$WORK/imp.txt" || fail "impossible deadline not explained"

@@ -96,6 +96,6 @@ expect_fail 2 "replay: --deadlines: expected LO,HI with 1 <= LO <= HI" \
   dlh-estimate replay --cluster "$CLUSTER" --generate 10 --deadlines 3,2
 expect_fail 2 "nothing.csv: cannot read" \
   dlh-estimate replay --cluster "$CLUSTER" --trace "$WORK/nothing.csv"
-expect_fail 2 "replay: --json: folder $WORK/no/such does not exist" \
+expect_fail 2 "replay: --json: $WORK/no/such/r.json: folder $WORK/no/such does not exist" \
   dlh-estimate replay --cluster "$CLUSTER" --generate 10 --json "$WORK/no/such/r.json"
 echo "replay: all checks passed"
