@@ -101,6 +101,27 @@ void Trainer::continue_shape(const TrainState& st) {
                "%g; --no-resume to start over with it)",
                st.lr, (long long)batch, lr));
   }
+  // The loader's cursor must be a step of this data set's epoch. Past its end, the run
+  // trained on another (larger) set: resumed anyway, it counted the epoch done without a
+  // step and "finished" (2026-12-07: 18 steps of a 4-step epoch, summary 18 of 8 steps).
+  if (step_in_epoch_ >= steps_per_epoch_)
+    throw CheckpointError(Printf(
+        "%s: its loader stands at step %lld of epoch %lld, but %s has %lld training samples, "
+        "%lld steps of %lld an epoch: not the data set the run trained on (--no-resume to "
+        "start over with it)",
+        resume_path_.c_str(), (long long)step_in_epoch_ + 1, (long long)epoch_ + 1,
+        spec_.dataset.c_str(), (long long)data_.train.count, (long long)steps_per_epoch_,
+        (long long)batch));
+  // Data order, dropout masks and augmentation are functions of the seed (checkpoint.hpp):
+  // with another one the run would go on as a different run from this one's parameters, so
+  // the checkpoint's seed is kept, as its rate is.
+  if (st.seed != spec_.seed) {
+    say(
+        Printf("seed %llu kept from the checkpoint (this run's own setting is %llu; --no-resume "
+               "to start over with it)",
+               (unsigned long long)st.seed, (unsigned long long)spec_.seed));
+    spec_.seed = st.seed;
+  }
   step_base_ = step_ - (epoch_ * steps_per_epoch_ + step_in_epoch_);
   total_steps_ = step_base_ + steps_per_epoch_ * spec_.epochs;
 }

@@ -116,3 +116,28 @@ grep -q "checkpoint was written by 2 ranks, resuming on 3 (and another global ba
   fail "plan resume did not finish at step 110"
 [[ $(attr "$(final_ckpt "$WORK/p")" samples_seen) == 2400 ]] || fail "plan resume: samples_seen is not 2000 + 10 x 40"
 check "DLH_PLAN of 3 ranks x batch 40: $want; finished at step 110"
+
+echo "another seed, another data set"
+# The seed orders every epoch's samples: resumed with another one, the run would go on as a
+# different run. The checkpoint's is kept and said, and the run ends as the uninterrupted
+# 2-rank one (the step-100 checkpoint of e23 is that run's, written by its 2 ranks).
+mkdir -p "$WORK/s/checkpoints" "$WORK/d/checkpoints"
+cp "$WORK/e23/checkpoints/ckpt-000000100.h5" "$WORK/s/checkpoints/"
+cp "$WORK/e23/checkpoints/ckpt-000000100.h5" "$WORK/d/checkpoints/"
+sed 's/"seed": 11/"seed": 12/' "$WORK/spec.json" >"$WORK/spec12.json"
+mpirun -np 2 dlh-launch train "$WORK/spec12.json" --run-dir "$WORK/s" --progress plain --threads 1 \
+  2>"$WORK/s.log" || { cat "$WORK/s.log" >&2; fail "resume with another seed failed"; }
+grep -q "seed 11 kept from the checkpoint (this run's own setting is 12" "$WORK/s.log" ||
+  { cat "$WORK/s.log"; fail "no line on the seed kept"; }
+d=$(max_diff "$(final_ckpt "$WORK/u2")" "$(final_ckpt "$WORK/s")")
+awk -v d="$d" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
+  fail "resumed with spec seed 12: parameters differ by up to $d from the uninterrupted run's"
+check "seed 11 kept from the checkpoint; final /params within $d of the uninterrupted run's"
+# A training set with fewer steps an epoch than the checkpoint's cursor: another data set.
+# Refused (exit 3, the checkpoint's), where it once counted the epoch done and "finished".
+dlh-data synthetic --out "$WORK/small.h5" --shape 1x12x12 --classes 5 --train 200 --test 40 --seed 4 >/dev/null
+expect_fail 3 "ckpt-000000100.h5: its loader stands at step 41 of epoch 2, but .*small.h5 has 200 training samples, 10 steps of 20 an epoch: not the data set the run trained on" \
+  mpirun -np 2 dlh-launch train "$WORK/spec.json" --run-dir "$WORK/d" --progress plain --threads 1 \
+  --data "$WORK/small.h5"
+[[ ! -e $WORK/d/summary.json ]] || fail "the refused resume wrote a summary"
+echo "elastic: all checks passed"
