@@ -138,6 +138,9 @@ Headline HeadlineOf(const RunData& run, double now) {
                " after a checkpoint";
     else if (s.is_object() && NumberField(s, "stop_signal", 0) != 0)
       h.stop = "stopped by signal " + std::to_string(IntField(s, "stop_signal", 0));
+    else if (!ends.empty())  // it ended by itself, before its last step, and wrote so
+      h.stop = "ended at step " + std::to_string(h.step) +
+               " before its last, without a signal: --max-steps, or the program stopped early";
     else
       h.stop = "no record since " + Duration(h.since_update_s) +
                ": killed, requeued and waiting, or on a host that was lost";

@@ -118,6 +118,20 @@ TEST_F(RunDataTest, ProgramWithoutProgressLinesIsExplained) {
   EXPECT_NE(html.find("Predicted and measured time by phase"), std::string::npos);
 }
 
+// A run that --max-steps ended wrote its end record: it was not killed nor lost, and the
+// headline said so before (2026-12-07: "no record since 0.1 s: killed, ...").
+TEST_F(RunDataTest, AnEndBeforeTheLastStepIsNotAKill) {
+  Write("metrics.jsonl", Step(1, 1) + Step(2, 2) +
+                             "{\"event\":\"end\",\"step\":2,\"finished\":false,"
+                             "\"stop_signal\":null,\"train_seconds\":2}\n");
+  const RunData run = LoadRun(dir_);
+  const Headline h = HeadlineOf(run, run.modified + 1);
+  EXPECT_EQ(h.state, RunState::Stopped);
+  EXPECT_NE(h.stop.find("ended at step 2 before its last, without a signal"), std::string::npos)
+      << h.stop;
+  EXPECT_EQ(h.stop.find("killed"), std::string::npos) << h.stop;
+}
+
 TEST_F(RunDataTest, HeartbeatsAndAStallThatWasNotGotPast) {
   Write("metrics.jsonl", Step(1, 1) + Step(2, 2));
   Write("heartbeat/rank-0.json",
