@@ -132,6 +132,17 @@ Calibration RefitCalibration(const Calibration& cal, const std::vector<Observati
       ++report->skipped;
       continue;
     }
+    // A record whose features miss a field (a writer of another build, a hand-made file)
+    // is skipped and named here, not found by the calibration reader below as a damaged
+    // sample of the calibration that refit then refuses whole.
+    try {
+      FeaturesFromJson(r.features, "the observation of " + r.model_name + " made " + r.created,
+                       "model.features");
+    } catch (const EstimateError& e) {
+      report->problems.push_back(e.what());
+      ++report->skipped;
+      continue;
+    }
     j["samples"].push_back({{"model", "observed " + r.model_name},
                             {"batch", r.per_rank_batch},
                             {"seconds", seconds},

@@ -54,6 +54,7 @@ struct LayerRefit {
 
 struct RefitReport {
   int added = 0, skipped = 0;
+  std::vector<std::string> problems;  // the records skipped as unreadable, one line each
   LayerRefit layers;
 };
 

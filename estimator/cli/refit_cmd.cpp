@@ -57,6 +57,8 @@ int RefitCommand(const std::vector<std::string>& args) {
   RefitReport report;
   const Calibration refit =
       RefitCalibration(cal, records, o, path + " with " + cli::Str(vm, "store"), &report);
+  for (const std::string& p : report.problems)
+    std::fprintf(stderr, "dlh-estimate: warning: %s: skipped\n", p.c_str());
   std::printf(
       "%s: %d observed rows added (%d records skipped: no features, or another device, "
       "type or shape%s)\n",

@@ -280,6 +280,11 @@ ModelFeatures ReadFeatures(const Reader& r) {
 
 }  // namespace
 
+ModelFeatures FeaturesFromJson(const nlohmann::json& j, const std::string& origin,
+                               const std::string& path) {
+  return ReadFeatures(Reader(j, origin, path));
+}
+
 json CalibrationToJson(const Calibration& c) {
   if (c.model.coef.size() != size_t(kTimeTerms))
     throw EstimateError("calibration for " + c.device + ": the time model has " +

@@ -169,6 +169,10 @@ extern const std::array<FeatureField, 4> kCpuSkippedFeatures;
 nlohmann::json CalibrationToJson(const Calibration& c);
 // Throws EstimateError naming the file and field.
 Calibration CalibrationFromJson(const nlohmann::json& j, const std::string& origin);
+// A sample's "features" object read as a calibration file's are (every field present,
+// finite and not negative); throws EstimateError "<origin>: <path>.<field>: ...".
+ModelFeatures FeaturesFromJson(const nlohmann::json& j, const std::string& origin,
+                               const std::string& path);
 Calibration LoadCalibration(const std::string& path);
 // Written atomically (common/atomic_file.hpp); throws EstimateError
 // "<path>: cannot write: <reason>".

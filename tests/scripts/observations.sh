@@ -163,6 +163,23 @@ assert len(new["samples"]) == len(old["samples"]) + 2
 assert new["samples"][-1]["model"] == "observed observed"
 PY
 check "refit adds the observed rows and reports the old and the new fit"
+# A record that `observations check` reads but whose features miss a field (another build's
+# writer, a hand-made file) is skipped and named; refit once refused the whole calibration,
+# naming a sample it does not have ("cpu.json with store: samples[76].features...").
+cp -r "$WORK/obs" "$WORK/obs-partial"
+python3 - "$WORK/obs-partial" "${records[0]}" <<'PY' || fail "partial record"
+import json, sys
+r = json.load(open(sys.argv[2]))
+r["model"]["features"] = {"params": 620, "conv_layers": 1}
+json.dump(r, open(f"{sys.argv[1]}/20261201T000000-h-1-partial.json", "w"))
+PY
+dlh-estimate refit "$ROOT/share/calibration/cpu.json" --store "$WORK/obs-partial" --all \
+  --out "$WORK/refit-partial.json" >"$WORK/refit-partial.txt" 2>&1 ||
+  { cat "$WORK/refit-partial.txt"; fail "refit with a partial record"; }
+grep -q "warning: the observation of .* model.features.conv_flops_fwd: required: skipped" \
+  "$WORK/refit-partial.txt" && grep -q "2 observed rows added (2 records skipped" "$WORK/refit-partial.txt" ||
+  { cat "$WORK/refit-partial.txt"; fail "the partial record was not skipped and named"; }
+check "$(grep -o 'warning: the observation.*' "$WORK/refit-partial.txt")"
 
 # A GPU calibration takes the jobs of its GPU, and its layer model (what plans the type) is
 # fitted again with them. The job: the first training run's own record, as the CUDA engine
