@@ -96,29 +96,36 @@ Training MatchTraining(Workload& workload, int units, int pool, double duration_
   int nodes = 0, per_node = 0;
   UserShape(units, nt.gpus_per_node, &nodes, &per_node);
   Training best;
-  for (size_t d = 0; d < DataSetCatalogue().size(); ++d) {
-    if (DataSetCatalogue()[d].image() != image) continue;
-    const std::vector<std::string>& names = Family(d);
-    const size_t member = std::min(names.size() - 1, size_t(member_draw * double(names.size())));
-    Training t;
-    t.model = workload.ModelOf(names[member]);
-    t.samples = workload.DataSetSamples(t.model);
-    t.epochs = 1;
-    const Predicted one = workload.PredictShape(t, pool, nodes, per_node);
-    t.epochs = 2;
-    const Predicted two = workload.PredictShape(t, pool, nodes, per_node);
-    if (!one.ok || !two.ok) continue;  // does not fit this node type's memory
-    // Time is affine in epochs (estimator/model/job_time.hpp): a + b x epochs.
-    const double per_epoch = std::max(1e-9, two.total_s - one.total_s);
-    const double fixed = one.total_s - per_epoch;
-    const double epochs = std::round((duration_s - fixed) / per_epoch);
-    t.epochs = int(std::clamp(epochs, 1.0, double(kMaxEpochs)));
-    best = t;
-    if (epochs <= kMaxEpochs) break;  // else a larger data set
-  }
+  // The drawn kind of network first; where none of that kind fits the node type (a small
+  // GPU's memory), the other kind, so that a small cluster can still be given a trace. A
+  // cluster where the drawn kind fits draws exactly what it drew before this fallback.
+  for (int kind = 0; kind < 2 && best.model < 0; ++kind)
+    for (size_t d = 0; d < DataSetCatalogue().size(); ++d) {
+      if (DataSetCatalogue()[d].image() != (kind == 0 ? image : !image)) continue;
+      const std::vector<std::string>& names = Family(d);
+      const size_t member = std::min(names.size() - 1, size_t(member_draw * double(names.size())));
+      Training t;
+      t.model = workload.ModelOf(names[member]);
+      t.samples = workload.DataSetSamples(t.model);
+      t.epochs = 1;
+      const Predicted one = workload.PredictShape(t, pool, nodes, per_node);
+      t.epochs = 2;
+      const Predicted two = workload.PredictShape(t, pool, nodes, per_node);
+      if (!one.ok || !two.ok) continue;  // does not fit this node type's memory
+      // Time is affine in epochs (estimator/model/job_time.hpp): a + b x epochs.
+      const double per_epoch = std::max(1e-9, two.total_s - one.total_s);
+      const double fixed = one.total_s - per_epoch;
+      const double epochs = std::round((duration_s - fixed) / per_epoch);
+      t.epochs = int(std::clamp(epochs, 1.0, double(kMaxEpochs)));
+      best = t;
+      if (epochs <= kMaxEpochs) break;  // else a larger data set
+    }
   if (best.model < 0)
-    throw EstimateError("replay: no network of the catalogue fits " + std::to_string(units) +
-                        " units of " + nt.name);
+    throw EstimateError("replay --generate: no network of the catalogue (" +
+                        std::to_string(DataSetCatalogue().size()) + " data sets' families) fits " +
+                        std::to_string(units) + " GPU(s) of " + nt.name + " (" + nt.gpu +
+                        "): its memory is too small for all of them; replay a trace of your "
+                        "own (--trace)");
   return best;
 }
 
@@ -137,9 +144,13 @@ Trace GenerateTrace(const GeneratorOptions& o, Workload& workload) {
   double capacity_units = 0;
   // The load is the users' GPU requests against the node types they can run on: a CPU node
   // type is capacity only a planner that may move a job there (DLH) can use.
-  for (int p : workload.RequestPools())
-    capacity_units +=
-        double(cluster.node_types[size_t(p)].nodes) * cluster.node_types[size_t(p)].gpus_per_node;
+  int largest_pool = 0;  // the most GPUs one request can get on one node type
+  for (int p : workload.RequestPools()) {
+    const NodeType& nt = cluster.node_types[size_t(p)];
+    capacity_units += double(nt.nodes) * nt.gpus_per_node;
+    largest_pool = std::max(largest_pool, nt.nodes * nt.gpus_per_node);
+  }
+  if (largest_pool < 1) throw EstimateError(cluster.origin + ": no GPU node type to draw jobs for");
   for (int i = 0; i < o.jobs; ++i) {
     // Every job draws the same count of numbers, whatever it turns out to be: the trace's
     // other jobs do not move when one changes.
@@ -152,6 +163,9 @@ Trace GenerateTrace(const GeneratorOptions& o, Workload& workload) {
       cumulative += s.share;
       if (u_size < cumulative) break;
     }
+    // A size no node type holds (a small cluster) becomes the largest size class one does,
+    // its duration that class's: jobs the cluster could take keep the draws they had.
+    while (size > &kSizes[0] && size->gpus > largest_pool) --size;
     const double duration = std::clamp(size->median_s * std::exp(kDurationLogSigma * z_duration),
                                        kMinDuration, kMaxDuration);
     std::vector<int> holds;  // node types a request of the size can run on

@@ -98,4 +98,16 @@ expect_fail 2 "nothing.csv: cannot read" \
   dlh-estimate replay --cluster "$CLUSTER" --trace "$WORK/nothing.csv"
 expect_fail 2 "replay: --json: $WORK/no/such/r.json: folder $WORK/no/such does not exist" \
   dlh-estimate replay --cluster "$CLUSTER" --generate 10 --json "$WORK/no/such/r.json"
+# A small cluster (local.json: 2 node types of 1 node, 2 GPUs of 2 GB each) gets a trace for
+# every seed: a size no node type holds becomes the largest one does, and a network kind of
+# which nothing fits the memory gives way to the other. Seeds 1, 2, 4, 5 and 8 once failed
+# ("no node type holds a job of 8 GPUs", "no network of the catalogue fits 1 units").
+for seed in 1 2 4 5 8; do
+  dlh-estimate replay --cluster "$ROOT/share/cluster/local.json" --generate 20 --seed "$seed" \
+    --write-trace "$WORK/small-$seed.csv" >"$WORK/small.txt" 2>&1 ||
+    { cat "$WORK/small.txt"; fail "a 20-job trace of local.json, seed $seed"; }
+  [[ $(($(wc -l <"$WORK/small-$seed.csv") - 1)) -eq 20 ]] || fail "seed $seed: not 20 jobs"
+  ! grep -q "gres/gpu=[5-9]\|gres/gpu=[1-9][0-9]" "$WORK/small-$seed.csv" || fail "seed $seed: a job larger than the cluster"
+done
+check "local.json (4 GPUs): a 20-job trace for seeds 1, 2, 4, 5 and 8, no job over 4 GPUs"
 echo "replay: all checks passed"
