@@ -120,6 +120,17 @@ check "validate --set: term, judged, a bad name"
 
 echo "the GPU layer model, offline: fit on the H100 sweep, judged on its saved validation, H200"
 H100=$ROOT/share/calibration/h100-80gb-hbm3.json
+# predict gives the step recommend plans with: the stored layer model's, not the linear one's
+# (they were 1.10 and 1.25 ms apart at batch 128).
+dlh-estimate predict "$SPEC" --calibration "$H100" >"$WORK/predict-gpu.txt" 2>/dev/null ||
+  fail "predict with the H100 calibration"
+gpu_step=$(sed -n 's/.* on cuda: \([0-9.]*\) ms per step.*GPU layer model.*/\1/p' "$WORK/predict-gpu.txt")
+[[ -n $gpu_step ]] || { cat "$WORK/predict-gpu.txt"; fail "predict does not say it used the GPU layer model"; }
+planned=$(dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --cluster "$CLUSTER" --types h100 \
+  --max-gpus 1 --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['predicted']['step_s'] * 1e3)")
+awk -v a="$gpu_step" -v b="$planned" 'BEGIN { exit !(a > 0.97 * b && a < 1.03 * b) }' ||
+  fail "predict's $gpu_step ms is not recommend's $planned ms"
+check "predict with a GPU calibration: $gpu_step ms, recommend's step $planned ms (its layer model's line)"
 dlh-estimate gpu-layers --calibration "$H100" --peaks "$ROOT/share/gpu/specs/h100-sxm.json" \
   --measured "$ROOT/share/gpu/results/h100-80gb-hbm3-validation.json" --folds 0 \
   --predict "$ROOT/share/gpu/specs/h200-sxm.json" --out "$WORK/h200.json" --date 2026-11-28 \
