@@ -129,12 +129,16 @@ ThreadScaling CpuScaling(const Calibration& cal, const std::vector<double>& coef
 // A GPU type's calibration file, loaded and checked; errors name the type.
 Calibration LoadTypeCalibration(const GpuType& g) {
   const std::string& path = g.calibration;
-  const std::string where = "GPU type \"" + g.name + "\": ";
+  const std::string where = (g.cpu ? "CPU node type \"" : "GPU type \"") + g.name + "\": ";
   std::error_code ec;
+  // A CPU node type's calibration is required (no peaks time it): no roofline to fall back to.
   if (!std::filesystem::exists(path, ec))
-    throw EstimateError(where + "calibration file " + path +
-                        " not found (calibrate this GPU type, or remove its \"calibration\" "
-                        "to use the roofline model)");
+    throw EstimateError(where + "calibration file " + path + " not found (" +
+                        (g.cpu ? std::string("dlh-estimate calibrate on one of its nodes, and "
+                                             "name the file in its \"calibration\"")
+                               : std::string("calibrate this GPU type, or remove its "
+                                             "\"calibration\" to use the roofline model")) +
+                        ")");
   Calibration cal;
   try {
     cal = LoadCalibration(path);

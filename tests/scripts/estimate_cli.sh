@@ -256,6 +256,12 @@ check "--html with --json: the same plan on stdout, and a page of $(grep -o 'cla
 expect_fail 2 "^dlh-estimate: --html: $WORK/nope/rec.html: folder $WORK/nope does not exist" dlh-estimate recommend "$SPEC" \
   --samples 60000 --cluster "$CLUSTER" --html "$WORK/nope/rec.html"
 [[ ! -e $WORK/nope ]] || fail "--html into a missing folder created it"
+# A CPU node type whose calibration is missing is named as one, with what to do (its
+# calibration is required: no roofline times a CPU); it was called a "GPU type" whose
+# calibration could be removed.
+cp "$ROOT/share/cluster/local.json" "$WORK/local-elsewhere.json"
+expect_fail 2 "CPU node type \"cpu-local\": calibration file .*/calibration/cpu.json not found (dlh-estimate calibrate on one of its nodes" \
+  dlh-estimate recommend "$SPEC" --samples 60000 --cluster "$WORK/local-elsewhere.json" --types cpu-local
 # A calibration's or a validation's file is checked before the minutes of timing: found
 # after them, a typo in its path threw the sweep away (validate did not even print its table).
 expect_fail 2 "^dlh-estimate: --out: $WORK/nope/cal.json: folder $WORK/nope does not exist" \
