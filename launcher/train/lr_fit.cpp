@@ -209,7 +209,13 @@ LrSuggestion SuggestLr(const std::vector<LrPoint>& points, const LrFitOptions& o
   s.lr_high = std::pow(10, grid(i_hi));
   s.lr = s.lr_high;
   s.status = LrSuggestion::Status::kOk;
-  if (i_min == kGrid)
+  // x holds fewer points than were run when the run diverged: the fit ends before the
+  // divergence, and raising --max-lr, which the run never reached, would change nothing.
+  if (i_min == kGrid && x.size() < points.size())
+    s.note =
+        "the loss was still falling at the last rate fitted, just before it diverged: the "
+        "minimum lies between the two; more --steps would sweep that span more finely";
+  else if (i_min == kGrid)
     s.note = "the loss was still falling at the last rate tried: raise --max-lr to see the minimum";
   else if (i_hi == kGrid && x.size() == points.size())
     s.note =

@@ -89,6 +89,25 @@ TEST(LrSweepTest, NanOrInfStopsAtOnceAndIsNotFitted) {
   }
 }
 
+// A loss falling up to a blow-up: the fit ends before it, well below --max-lr, so raising
+// --max-lr would change nothing; the note once said to (2026-12-07).
+TEST(LrSuggestTest, AFallUpToADivergenceDoesNotAskForAHigherMaxLr) {
+  std::vector<LrPoint> points;
+  for (int i = 0; i <= 30; ++i) {
+    const double x = -5 + 0.15 * i;
+    LrPoint p;
+    p.lr = std::pow(10, x);
+    p.loss = i < 30 ? 3 - 0.3 * (x + 5) : 100;  // the last one diverged
+    p.smoothed = p.loss;
+    points.push_back(p);
+  }
+  const LrSuggestion sug = SuggestLr(points, LrFitOptions());
+  ASSERT_EQ(sug.status, LrSuggestion::Status::kOk) << sug.note;
+  EXPECT_EQ(sug.points_fitted, 30);
+  EXPECT_EQ(sug.note.find("raise --max-lr"), std::string::npos) << sug.note;
+  EXPECT_NE(sug.note.find("just before it diverged"), std::string::npos) << sug.note;
+}
+
 TEST(LrSuggestTest, RecoversTheSteepestPointOfAnExactCubic) {
   // slope = -1 + 3 * 0.05 * (x + 2)^2: steepest at x = -2, minimum at x = -2 + sqrt(1/0.15).
   auto cubic = [](double x) { return 3 - (x + 2) + 0.05 * std::pow(x + 2, 3); };
