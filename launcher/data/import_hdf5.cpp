@@ -1,6 +1,8 @@
 // DLH — images and labels from someone else's HDF5 file (see import_hdf5.hpp).
 #include "launcher/data/import_hdf5.hpp"
 
+#include <cmath>
+
 #include "common/error.hpp"
 #include "launcher/storage/h5.hpp"
 
@@ -40,8 +42,11 @@ void ReadHdf5Split(const std::string& path, const std::string& images, const std
     const std::vector<hsize_t> ldims = h5::Dims(f, labels);
     if (!(ldims.size() == 1 || (ldims.size() == 2 && ldims[1] == 1)))
       throw DataError(where_labels + ": labels are " + DimsText(ldims) + "; expected N or N x 1");
-    if (TypeOf(f, labels).cls != H5T_INTEGER)
-      throw DataError(where_labels + ": labels must be integers (class indices)");
+    // Whole numbers stored as floats count too: MATLAB (-v7.3) writes doubles unless told
+    // otherwise, and import-numpy takes them from a .npy.
+    const int label_class = TypeOf(f, labels).cls;
+    if (label_class != H5T_INTEGER && label_class != H5T_FLOAT)
+      throw DataError(where_labels + ": labels must be whole numbers (class indices)");
     const std::vector<hsize_t> idims = h5::Dims(f, images);
     if (idims.empty() || idims[0] != ldims[0])
       throw DataError(where_images + ": " +
@@ -63,8 +68,20 @@ void ReadHdf5Split(const std::string& path, const std::string& images, const std
     } else {
       SetImages(out, dims, layout, std::move(values), where_images);
     }
-    std::vector<int32_t> l = h5::ReadInts(f, labels);
-    out->labels.assign(l.begin(), l.end());
+    if (label_class == H5T_INTEGER) {
+      std::vector<int32_t> l = h5::ReadInts(f, labels);
+      out->labels.assign(l.begin(), l.end());
+    } else {
+      // Read as float: exact for every whole number up to 2^24, far beyond any class count.
+      const std::vector<float> l = h5::ReadFloats(f, labels);
+      out->labels.clear();
+      for (size_t i = 0; i < l.size(); ++i) {
+        if (!(std::fabs(l[i]) <= 16777216.0f) || l[i] != std::trunc(l[i]))
+          throw DataError(where_labels + ": label " + std::to_string(i) + " is " +
+                          std::to_string(l[i]) + ": labels must be whole numbers (class indices)");
+        out->labels.push_back(int64_t(l[i]));
+      }
+    }
     out->origins.clear();
   } catch (const H5Error& e) {
     std::string what = e.what();

@@ -40,7 +40,8 @@ with h5py.File(f"{tmp}/keras.h5", "w") as f:
     g["images"] = (x.transpose(0, 3, 1, 2).astype(np.float32) / 255.0)
     g["labels"] = y.astype(np.int32)
     f["bad_labels"] = np.where(np.arange(n) == 17, 7, y)
-    f["float_labels"] = y.astype(np.float32)
+    f["float_labels"] = y.astype(np.float64)  # as MATLAB writes them: whole numbers, doubles
+    f["half_labels"] = y.astype(np.float32) + 0.5
     f["short_labels"] = y[:10]
 PY
 
@@ -94,12 +95,23 @@ te = [rows[r.tobytes()] for r in b["test/images"]]
 assert sorted(ti + te) == list(range(300)) and ti == sorted(ti) and te == sorted(te)
 PY
 
+check "import-hdf5: whole-number labels stored as doubles (MATLAB's default) import as integers"
+"$DATA" import-hdf5 "$tmp/keras.h5" --images /nchw/images --labels float_labels \
+  --out "$tmp/b-float.h5" >/dev/null || fail "float labels of whole numbers refused"
+"$PY" - "$tmp" <<'PY' || fail "float labels"
+import sys, h5py, numpy as np
+tmp = sys.argv[1]
+with h5py.File(f"{tmp}/b.h5") as a, h5py.File(f"{tmp}/b-float.h5") as b:
+    for k in ("train/labels", "test/labels"):
+        assert (a[k][()] == b[k][()]).all(), k
+PY
+
 check "bad data: one line naming the file and the sample, nothing written"
 expect_failure 1 "keras.h5: train sample 17: label 7 is outside [0, 3)" \
   "$DATA" import-hdf5 "$tmp/keras.h5" --images /nchw/images --labels bad_labels \
   --classes 3 --out "$tmp/bad.h5"
-expect_failure 1 "keras.h5: float_labels: labels must be integers" \
-  "$DATA" import-hdf5 "$tmp/keras.h5" --images /nchw/images --labels float_labels --out "$tmp/bad.h5"
+expect_failure 1 "keras.h5: half_labels: label 0 is 1.500000: labels must be whole numbers" \
+  "$DATA" import-hdf5 "$tmp/keras.h5" --images /nchw/images --labels half_labels --out "$tmp/bad.h5"
 expect_failure 1 "keras.h5: /nchw/images: 300 samples (300 x 3 x 16 x 16) for 10 labels in short_labels" \
   "$DATA" import-hdf5 "$tmp/keras.h5" --images /nchw/images --labels short_labels --out "$tmp/bad.h5"
 expect_failure 1 "keras.h5: no dataset missing" \
