@@ -5,6 +5,7 @@
 //   dlh-launch run [options] -- CMD ARGS...
 #include <boost/program_options.hpp>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "common/atomic_file.hpp"
 #include "common/cli.hpp"
@@ -229,11 +231,18 @@ int RunTrain(const std::vector<std::string>& args, int rank) {
     throw dlh::UsageError("train: missing SPEC (see dlh-launch train --help)");
   if (o.keep < 1)
     throw dlh::UsageError("--keep: must be at least 1, got " + std::to_string(o.keep));
-  if (o.epochs < 0) throw dlh::UsageError("--epochs: must be positive");
-  if (o.batch_size < 0) throw dlh::UsageError("--batch-size: must be positive");
-  if (o.max_steps < 0) throw dlh::UsageError("--max-steps: must not be negative");
-  if (o.checkpoint_steps < 0 || o.checkpoint_seconds < 0)
-    throw dlh::UsageError("--checkpoint-steps/--checkpoint-seconds: must not be negative");
+  // Given, each must be at least 1: 0 was taken as "not given" (the spec's epochs and batch,
+  // no step limit), so a typo trained a whole run of another length.
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"epochs", o.epochs},
+                                    {"batch-size", o.batch_size},
+                                    {"max-steps", o.max_steps}})
+    if (vm.count(name) && value < 1)
+      throw dlh::UsageError(std::string("--") + name + ": must be at least 1, got " +
+                            std::to_string(value));
+  if (o.checkpoint_steps < 0 || !(o.checkpoint_seconds >= 0) ||
+      !std::isfinite(o.checkpoint_seconds))
+    throw dlh::UsageError(
+        "--checkpoint-steps/--checkpoint-seconds: must be a number, not negative (0: off)");
   if (o.threads < 0) throw dlh::UsageError("--threads: must not be negative");
   if (o.data_mode != "auto" && o.data_mode != "memory" && o.data_mode != "stream")
     throw dlh::UsageError("--data-mode: expected auto, memory or stream, got '" + o.data_mode +

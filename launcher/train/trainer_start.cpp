@@ -57,6 +57,11 @@ void Trainer::load_inputs() {
       if (o_.lr > 0) spec_.optimizer.lr = o_.lr;  // found for the plan (lr_source.hpp)
     }
     if (o_.batch_size > 0) spec_.batch_size = o_.batch_size;
+    // Where the global batch came from, for a message about it: the option, else the plan,
+    // else the spec.
+    const std::string batch_origin = o_.batch_size > 0       ? std::string("--batch-size")
+                                     : !o_.plan_json.empty() ? o_.plan_origin + ": global_batch"
+                                                             : o_.spec_path + ": batch_size";
     if (o_.gpu_type_given && o_.gpu_type.empty())
       throw UsageError(o_.gpu_type_origin + ": must not be empty (rank " + std::to_string(rank_) +
                        ")");
@@ -73,7 +78,7 @@ void Trainer::load_inputs() {
     dp_size_ = size_ / par.pipeline_stages;
     dp_rank_ = rank_ / par.pipeline_stages;
     if (spec_.batch_size < int64_t(dp_size_) * par.micro_batches)
-      throw UsageError(o_.spec_path + ": batch_size: " + std::to_string(spec_.batch_size) +
+      throw UsageError(batch_origin + ": " + std::to_string(spec_.batch_size) +
                        " is smaller than the number of " +
                        (par.pipelined() ? std::to_string(dp_size_) + " pipeline replica(s) x " +
                                               std::to_string(par.micro_batches) + " micro-batches"
@@ -103,9 +108,23 @@ void Trainer::load_inputs() {
   run_dir_ = o_.run_dir.empty() ? "runs/" + spec_.name : o_.run_dir;
   ckpt_dir_ = CheckpointDir(run_dir_ + "/checkpoints");
   RunCollectively(comm_.get(), [&] {
-    if (rank_ == 0) {
-      std::filesystem::create_directories(run_dir_ + "/checkpoints");
-      std::filesystem::create_directories(run_dir_ + "/heartbeat");
+    if (rank_ != 0) return;
+    // One line naming the option, before any step: a run folder that is a file (or holds
+    // one where a folder goes, or a folder where summary.json goes) once failed with the
+    // library's "filesystem error", or only at the end of the whole run.
+    const std::string folder =
+        "run folder " + run_dir_ +
+        (o_.run_dir.empty() ? " (the default; --run-dir names another)" : " (--run-dir)");
+    for (const char* sub : {"/checkpoints", "/heartbeat"}) {
+      std::error_code ec;
+      std::filesystem::create_directories(run_dir_ + sub, ec);
+      if (ec) throw UsageError(folder + ": cannot make " + run_dir_ + sub + ": " + ec.message());
+    }
+    for (const char* file : {"/summary.json", "/metrics.jsonl"}) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(run_dir_ + file, ec))
+        throw UsageError(folder + ": " + run_dir_ + file +
+                         " is a folder, where the run writes a file");
     }
   });
   // --trace: from here on each rank's events go to its own part, in the run folder (made on

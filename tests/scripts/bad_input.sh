@@ -43,8 +43,27 @@ for np in 2 3; do
   expect_fail 2 "unrecognised option '--bogus'" $L "$WORK/good.json" --bogus
   expect_fail 2 "keep: must be at least 1" $L "$WORK/good.json" --keep 0
   expect_fail 2 "progress: must be one of" $L "$WORK/good.json" --progress fancy
-  expect_fail 2 "batch_size: 1 is smaller than the number of ranks" $L "$WORK/good.json" --batch-size 1 --run-dir "$WORK/r"
+  # The batch is named where it came from: here the option, not the spec.
+  expect_fail 2 "dlh-launch: error: --batch-size: 1 is smaller than the number of ranks" $L "$WORK/good.json" --batch-size 1 --run-dir "$WORK/r"
 done
+# A count given as 0 is refused: it was taken as "not given" (the spec's epochs and batch, no
+# step limit), so a typo trained a whole run of another length; nan seconds were taken too.
+for option in epochs batch-size max-steps; do
+  expect_fail 2 "^dlh-launch: --$option: must be at least 1, got 0" \
+    dlh-launch train "$WORK/good.json" --run-dir "$WORK/r0" --$option 0
+done
+expect_fail 2 "checkpoint-seconds: must be a number" \
+  dlh-launch train "$WORK/good.json" --run-dir "$WORK/r0" --checkpoint-seconds nan
+# A run folder that is a file, or that holds a folder where the run writes summary.json: one
+# line naming the option before any step (it was the library's "filesystem error", or a
+# failure at the end of the whole run).
+touch "$WORK/afile"
+expect_fail 2 "run folder $WORK/afile (--run-dir): cannot make $WORK/afile/checkpoints: Not a directory" \
+  dlh-launch train "$WORK/good.json" --run-dir "$WORK/afile"
+mkdir -p "$WORK/rsum/summary.json"
+expect_fail 2 "run folder $WORK/rsum (--run-dir): $WORK/rsum/summary.json is a folder" \
+  dlh-launch train "$WORK/good.json" --run-dir "$WORK/rsum"
+[[ ! -e $WORK/r0 ]] || fail "a refused count made a run folder"
 # The plan reaches a job started with --export=NONE as SLURM_SPANK_DLH_PLAN (issue 11,
 # finding 7): dlh-launch reads it when DLH_PLAN is absent, and names it when it is wrong.
 expect_fail 2 "SLURM_SPANK_DLH_PLAN: not valid JSON" \
