@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 
+#include "common/cuda_support.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
 #include "common/spec.hpp"
@@ -94,6 +95,12 @@ int ScalingCommand(const std::vector<std::string>& args) {
   std::printf("compute %s ms per step: %s\n", Ms(compute_s).c_str(), speed.source.c_str());
   for (const std::string& w : StaleCalibrationWarnings(speeds))
     if (w.find(node->gpu + "'s") == 0) std::printf("warning: %s\n", w.c_str());
+  // On paper a spec the GPU engine cannot run yet is still timed (the layer model prices
+  // every layer kind), but recommend and the plugin will not plan it on this node type.
+  if (!node->cpu)
+    if (const std::string unsupported = CudaEngineUnsupported(job.spec); !unsupported.empty())
+      std::printf("warning: %s: on paper only: recommend and the plugin do not plan it on %s\n",
+                  unsupported.c_str(), node->name.c_str());
   std::printf(
       "\n| GPUs | nodes | allreduce ms, flat NCCL | hybrid | step ms, flat | hybrid "
       "| efficiency, flat | hybrid | faster |\n|---|---|---|---|---|---|---|---|---|\n");

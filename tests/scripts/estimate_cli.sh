@@ -339,6 +339,13 @@ dlh-estimate scaling "$ROOT/share/gpu/cnn-large.json" --cluster "$HGX" --node-ty
 [[ $(grep -c '^| [0-9]' "$WORK/scaling.txt") -eq 7 ]] || { cat "$WORK/scaling.txt"; fail "scaling rows"; }
 grep -q '^| 64 | 8 | .* | flat |$' "$WORK/scaling.txt" || { cat "$WORK/scaling.txt"; fail "scaling at 64 GPUs"; }
 check "$(grep '^| 64 ' "$WORK/scaling.txt")"
+grep -q "on paper only" "$WORK/scaling.txt" && fail "scaling warned about a spec the GPU engine runs"
+# A spec the GPU engine cannot run yet is timed on paper, and says recommend will not plan it.
+dlh-estimate scaling "$ROOT/share/examples/resnet50-imagenet.json" --cluster "$HGX" --node-type hgx-h100 \
+  >"$WORK/scaling-res.txt" 2>&1 || { cat "$WORK/scaling-res.txt"; fail "scaling of ResNet-50"; }
+grep -q "^warning: .*residual is not supported by the CUDA engine yet: on paper only: recommend and the plugin do not plan it on hgx-h100" \
+  "$WORK/scaling-res.txt" || { cat "$WORK/scaling-res.txt"; fail "no on-paper warning for ResNet-50"; }
+check "$(grep 'on paper only' "$WORK/scaling-res.txt" | cut -c1-100)..."
 expect_fail 2 "has no node type 'dgx'" dlh-estimate scaling "$ROOT/share/gpu/cnn-large.json" \
   --cluster "$HGX" --node-type dgx
 expect_fail 2 "node-type: required" dlh-estimate scaling "$ROOT/share/gpu/cnn-large.json" --cluster "$HGX"
