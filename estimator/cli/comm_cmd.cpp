@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -51,13 +52,33 @@ std::vector<AllreducePoint> ReadAllreduceBench(const std::string& path, const st
   } catch (const nlohmann::json::exception& e) {
     throw EstimateError(path + ": not valid JSON: " + e.what());
   }
+  // Each problem named by its field, in the words of the other input checks.
+  const std::string what = " (a dlh-launch bench-allreduce --json result)";
+  auto number = [&](const nlohmann::json& o, const std::string& key, const std::string& at) {
+    const auto it = o.is_object() ? o.find(key) : o.end();
+    if (!o.is_object() || it == o.end())
+      throw EstimateError(path + ": " + at + key + ": required" + what);
+    if (!it->is_number() || !std::isfinite(it->get<double>()))
+      throw EstimateError(path + ": " + at + key + ": must be a number, got " + it->dump());
+    return it->get<double>();
+  };
+  const double ranks_value = number(j, "ranks", "");
+  if (!(ranks_value >= 1 && ranks_value == std::floor(ranks_value)))
+    throw EstimateError(path + ": ranks: must be a whole number of ranks, got " +
+                        j["ranks"].dump());
+  *ranks = int(ranks_value);
+  if (!j.contains("sizes") || !j["sizes"].is_array())
+    throw EstimateError(path + ": sizes: required, an array" + what);
   std::vector<AllreducePoint> points;
-  try {
-    *ranks = j.at("ranks").get<int>();
-    for (const auto& s : j.at("sizes"))
-      points.push_back({s.at("bytes").get<double>(), s.at(method + "_s").get<double>()});
-  } catch (const nlohmann::json::exception& e) {
-    throw EstimateError(path + ": not a dlh-launch bench-allreduce result: " + e.what());
+  for (size_t i = 0; i < j["sizes"].size(); ++i) {
+    const std::string at = "sizes[" + std::to_string(i) + "].";
+    const double bytes = number(j["sizes"][i], "bytes", at);
+    const double seconds = number(j["sizes"][i], method + "_s", at);
+    if (!(bytes >= 0)) throw EstimateError(path + ": " + at + "bytes: must not be negative");
+    if (!(seconds > 0))
+      throw EstimateError(path + ": " + at + method + "_s: must be a positive time, got " +
+                          j["sizes"][i][method + "_s"].dump());
+    points.push_back({bytes, seconds});
   }
   return points;
 }

@@ -45,17 +45,31 @@ PeaksFile LoadPeaks(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot read");
   PeaksFile f;
+  const std::string what =
+      " (a GPU peaks file: name, fp32_tflops, tf32_tflops, bandwidth_gbs, sms)";
   try {
     f.json = nlohmann::json::parse(in);
-    f.peaks.name = f.json.at("name").get<std::string>();
-    f.peaks.fp32_tflops = f.json.at("fp32_tflops").get<double>();
-    f.peaks.tf32_tflops = f.json.at("tf32_tflops").get<double>();
-    f.peaks.bandwidth_gbs = f.json.at("bandwidth_gbs").get<double>();
-    f.peaks.sms = f.json.at("sms").get<int>();
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(path + ": not a GPU peaks file (name, fp32_tflops, tf32_tflops, " +
-                     "bandwidth_gbs, sms): " + e.what());
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError(path + ": not valid JSON" + what);
   }
+  if (!f.json.is_object()) throw UsageError(path + ": not a JSON object" + what);
+  // Each field named with what is wrong with it, in the words of the other input checks.
+  auto field = [&](const char* key, bool text) -> const nlohmann::json& {
+    const auto it = f.json.find(key);
+    if (it == f.json.end()) throw UsageError(path + ": " + key + ": required" + what);
+    if (text ? !it->is_string() : !it->is_number())
+      throw UsageError(path + ": " + key + ": must be a " + (text ? "string" : "number") +
+                       ", got " + it->dump());
+    return *it;
+  };
+  f.peaks.name = field("name", true).get<std::string>();
+  f.peaks.fp32_tflops = field("fp32_tflops", false).get<double>();
+  f.peaks.tf32_tflops = field("tf32_tflops", false).get<double>();
+  f.peaks.bandwidth_gbs = field("bandwidth_gbs", false).get<double>();
+  const double sms = field("sms", false).get<double>();
+  if (!(sms >= 1 && sms <= 100000 && sms == std::floor(sms)))
+    throw UsageError(path + ": sms: must be a whole number of SMs, got " + f.json["sms"].dump());
+  f.peaks.sms = int(sms);
   CheckGpuPeaks(f.peaks, path);
   return f;
 }

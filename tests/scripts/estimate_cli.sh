@@ -184,6 +184,14 @@ expect_fail 2 "calibration: required" dlh-estimate gpu-layers --peaks x.json
 echo '{"name": "x", "fp32_tflops": 1, "tf32_tflops": 2, "bandwidth_gbs": 0, "sms": 4}' >"$WORK/bad-peaks.json"
 expect_fail 2 "bandwidth_gbs: must be a positive number" dlh-estimate gpu-layers \
   --calibration "$H100" --peaks "$WORK/bad-peaks.json"
+# A probe file given as peaks, a field of the wrong type: the file and the field, no library text.
+dlh-estimate rates --threads 1 --blocks 1 --json >"$WORK/not-peaks.json"
+expect_fail 2 "not-peaks.json: name: required (a GPU peaks file: name, fp32_tflops" dlh-estimate gpu-layers \
+  --calibration "$H100" --peaks "$WORK/not-peaks.json"
+echo '{"name": "x", "fp32_tflops": 1, "tf32_tflops": 2, "bandwidth_gbs": 3, "sms": "many"}' >"$WORK/bad-peaks.json"
+expect_fail 2 "bad-peaks.json: sms: must be a number, got \"many\"" dlh-estimate gpu-layers \
+  --calibration "$H100" --peaks "$WORK/bad-peaks.json"
+grep -q "json.exception" "$WORK/err.txt" && fail "gpu-layers --peaks showed the JSON library's text"
 expect_fail 2 "is a cpu calibration; the layer model is for a GPU" dlh-estimate gpu-layers \
   --calibration "$WORK/cal.json" --peaks "$ROOT/share/gpu/specs/h100-sxm.json"
 check "gpu-layers: bad peaks, a CPU calibration"
@@ -222,6 +230,17 @@ PY
 dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$WORK/pasted.json" \
   >"$WORK/rec-pasted.txt" || { cat "$WORK/rec-pasted.txt"; fail "the pasted link"; }
 check "the printed link pasted as intra_node: $(tail -1 "$WORK/comm.txt" | cut -c1-60)..."
+# A measurement with a time of 0 or a missing field: the file and the field.
+python3 - "$WORK/ar.json" "$WORK/ar-zero.json" "$WORK/ar-nobytes.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["sizes"][2]["mpi_s"] = 0
+json.dump(r, open(sys.argv[2], "w"))
+del r["sizes"][1]["bytes"]
+json.dump(r, open(sys.argv[3], "w"))
+PY
+expect_fail 2 "ar-zero.json: sizes\[2\].mpi_s: must be a positive time, got 0" dlh-estimate comm "$WORK/ar-zero.json"
+expect_fail 2 "ar-nobytes.json: sizes\[1\].bytes: required" dlh-estimate comm "$WORK/ar-nobytes.json"
 
 echo "recommend"
 dlh-estimate recommend "$SPEC" --samples 60000 --epochs 8 --deadline 3h --cluster "$CLUSTER" >"$WORK/rec.txt"
