@@ -84,6 +84,8 @@ int FeaturesCommand(const std::vector<std::string>& args) {
   if (!Parse("features", args, d, {"SPEC"}, vm)) return kExitOk;
   if (engine_name != "gpu" && engine_name != "cpu")
     throw UsageError("features: --engine must be gpu or cpu, got '" + engine_name + "'");
+  if (batch < 0)
+    throw UsageError("--batch: must not be negative (0: the spec's), got " + std::to_string(batch));
   TrainSpec spec = LoadSpec(Str(vm, "SPEC"));
   ModelFeatures f = ComputeFeatures(spec);
   if (batch <= 0) batch = spec.batch_size;
@@ -162,7 +164,9 @@ int PredictCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "dlh-estimate: warning: %s: %s\n", Str(vm, "calibration").c_str(),
                  stale.c_str());
   int64_t batch = vm["batch"].as<int64_t>();
-  if (batch <= 0) batch = spec.batch_size;
+  if (batch < 0)
+    throw UsageError("--batch: must not be negative (0: the spec's), got " + std::to_string(batch));
+  if (batch == 0) batch = spec.batch_size;
   const ModelFeatures f = ComputeFeatures(spec);
   // The spec's optimizer beyond the sweep's (optimizer_cost.hpp) and its GELUs and SiLUs
   // beyond the model's price (activation_cost.hpp), as the recommender adds them.

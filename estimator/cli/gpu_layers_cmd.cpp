@@ -98,16 +98,23 @@ nlohmann::json ParamsJson(const GpuLayerFit& fit) {
 }
 
 void PrintFit(const GpuLayerFit& fit, const std::string& path, const GpuPeaks& gpu) {
+  // --folds 0: no cross-validation, and no cross-validated figure to print as one.
+  const bool cv = fit.folds >= 2;
+  char cv_text[64] = " (no cross-validation: --folds 0)", other_cv[48] = "";
+  if (cv) {
+    std::snprintf(cv_text, sizeof cv_text, ", %d-fold cross-validated MAPE %.1f%%", fit.folds,
+                  fit.cv_mape);
+    std::snprintf(other_cv, sizeof other_cv, ", cross-validated %.1f%%", fit.other_cv_mape);
+  }
   std::printf(
       "layer model fitted to %s (%s: FP32 %g, TF32 %g TFLOP/s, %g GB/s, %d SMs): %d samples, "
-      "MAPE %.1f%%, %d-fold cross-validated MAPE %.1f%%\n",
+      "MAPE %.1f%%%s\n",
       path.c_str(), gpu.name.c_str(), gpu.fp32_tflops, gpu.tf32_tflops, gpu.bandwidth_gbs, gpu.sms,
-      fit.samples, fit.mape, fit.folds, fit.cv_mape);
-  std::printf("  %-22s %s (the other form: MAPE %.1f%%, cross-validated %.1f%%)\n",
-              "host and device",
+      fit.samples, fit.mape, cv_text);
+  std::printf("  %-22s %s (the other form: MAPE %.1f%%%s)\n", "host and device",
               fit.params.overlap ? "overlapped: max(host, device) + step"
                                  : "in series: host + device + step",
-              fit.other_mape, fit.other_cv_mape);
+              fit.other_mape, other_cv);
   const std::vector<double> v = GpuLayerParamValues(fit.params);
   for (int i = 0; i < kGpuLayerParams; ++i)
     std::printf("  %-22s %.4g\n", GpuLayerParamNames()[size_t(i)].c_str(), v[size_t(i)]);

@@ -115,7 +115,16 @@ int RecommendCommand(const std::vector<std::string>& args) {
   if (vm["epochs"].as<int>() > 0) job.epochs = vm["epochs"].as<int>();
   if (job.epochs <= 0 && profiled)
     throw UsageError("--epochs: required" + unknown + "epochs N' to DLH_PROGRESS_FD)");
-  job.deadline_s = vm.count("deadline") ? ParseDuration(Str(vm, "deadline"), "--deadline") : 0;
+  // "none", as --help says (and as the plugin's plan line words it): no deadline.
+  job.deadline_s = vm.count("deadline") && Str(vm, "deadline") != "none"
+                       ? ParseDuration(Str(vm, "deadline"), "--deadline")
+                       : 0;
+  // Beyond a year no cluster's limits reach, and two of the lines below print durations
+  // with different caps (99999999999999h came out as two different numbers of days).
+  if (job.deadline_s > 366 * 86400.0)
+    throw UsageError("--deadline: at most a year (366 days), got " + Str(vm, "deadline"));
+  if (vm["top"].as<int>() < 1)
+    throw UsageError("--top: must be at least 1 row, got " + std::to_string(vm["top"].as<int>()));
   job.eval_samples = vm["eval-samples"].as<int64_t>();
   job.stage = vm.count("stage") > 0;
   if (job.eval_samples < -1) throw UsageError("--eval-samples: must be -1, 0 or positive");

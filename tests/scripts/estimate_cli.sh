@@ -320,6 +320,21 @@ expect_fail 2 "nope.json: cannot read" dlh-estimate fit "$WORK/nope.json"
 expect_fail 2 "device: must be cpu, cuda or cuda:N, got 'tpu:7'" dlh-estimate calibrate --device tpu:7
 expect_fail 2 "dlh-estimate: --rounds: must be in" dlh-estimate validate --calibration "$ROOT/share/calibration/cpu.json" --rounds 0
 expect_fail 2 "dlh-estimate: --rounds: must be in" dlh-estimate calibrate --quick --rounds 0 --out "$WORK/never.json"
+# Options that were taken and ignored, or printed a figure that was none.
+expect_fail 2 "dlh-estimate: --top: must be at least 1 row, got 0" dlh-estimate recommend "$SPEC" \
+  --samples 60000 --cluster "$CLUSTER" --top 0
+expect_fail 2 "dlh-estimate: --batch: must not be negative" dlh-estimate predict "$SPEC" \
+  --calibration "$ROOT/share/calibration/cpu.json" --batch -1
+expect_fail 2 "dlh-estimate: --deadline: at most a year" dlh-estimate recommend "$SPEC" \
+  --samples 60000 --cluster "$CLUSTER" --deadline 99999999999999h
+dlh-estimate recommend "$SPEC" --samples 60000 --cluster "$CLUSTER" --deadline none >"$WORK/none.txt" ||
+  fail "--deadline none (as --help offers) refused"
+grep -q "deadline none" "$WORK/none.txt" || { cat "$WORK/none.txt"; fail "--deadline none not taken as none"; }
+dlh-estimate gpu-layers --calibration "$H100" --peaks "$ROOT/share/gpu/specs/h100-sxm.json" --folds 0 \
+  >"$WORK/folds0.txt" 2>/dev/null || fail "gpu-layers --folds 0"
+grep -q "(no cross-validation: --folds 0)" "$WORK/folds0.txt" && ! grep -q "0-fold" "$WORK/folds0.txt" ||
+  { head -2 "$WORK/folds0.txt"; fail "gpu-layers --folds 0 printed a cross-validated MAPE"; }
+check "--top 0, --batch -1, a deadline of millennia refused; --deadline none taken; --folds 0 says no cross-validation"
 [[ ! -e $WORK/never.json ]] || fail "calibrate --rounds 0 wrote a file"
 expect_fail 2 "unknown command 'guess'" dlh-estimate guess
 
