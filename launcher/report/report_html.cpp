@@ -155,7 +155,10 @@ void Training(const RunData& run, const ReportOptions& o, HtmlPage* page) {
   acc.x_rules = StepRules(run);
   Add(acc, page);
   if (test.x.empty())
-    page->paragraph("No evaluation logged yet (one follows every epoch unless --no-eval).");
+    page->paragraph(run.summary.is_object() && run.summary.contains("program")
+                        ? "No evaluation logged (a program reports one with "
+                          "dlh.evaluation(test_accuracy=...))."
+                        : "No evaluation logged yet (one follows every epoch unless --no-eval).");
 }
 
 void Speed(const RunData& run, const ReportOptions& o, HtmlPage* page) {
@@ -262,7 +265,32 @@ void Ranks(const RunData& run, HtmlPage* page) {
     page->table(rows);
     drawn = true;
   }
-  if (!drawn) page->paragraph("No per-rank figures yet (summary.json is written when a run ends).");
+  // A program's run: what the launcher measured of each rank's process, whatever the program
+  // reported of its steps.
+  const auto process = s.is_object() ? s.find("rank_process") : s.end();
+  if (s.is_object() && process != s.end() && process->is_object()) {
+    const nlohmann::json& busy = process->value("cpu_cores_busy", nlohmann::json());
+    const nlohmann::json& rss = process->value("peak_rss_mib", nlohmann::json());
+    auto cell = [](const nlohmann::json& list, size_t i) {
+      return list.is_array() && i < list.size() && list[i].is_number()
+                 ? svg::Number(list[i].get<double>())
+                 : std::string("-");
+    };
+    const size_t ranks =
+        std::max(busy.is_array() ? busy.size() : 0, rss.is_array() ? rss.size() : 0);
+    if (ranks > 0) {
+      std::vector<std::vector<std::string>> rows = {{"rank", "CPU cores busy", "peak memory, MiB"}};
+      for (size_t i = 0; i < ranks; ++i)
+        rows.push_back({std::to_string(i), cell(busy, i), cell(rss, i)});
+      page->table(rows);
+      drawn = true;
+    }
+  }
+  if (!drawn)
+    page->paragraph(s.is_object() ? "summary.json holds no per-rank figures (a program reports its "
+                                    "step's parts with dlh.step(compute=..., allreduce=...))."
+                                  : "No per-rank figures yet (summary.json is written when a run "
+                                    "ends).");
 }
 
 // The run on the wall clock: the step reached over time, one line per attempt; the

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -220,10 +221,16 @@ RunData LoadRun(const std::string& dir) {
   if (has_heartbeats) ReadHeartbeats(root / "heartbeat", &run);
   for (const fs::directory_entry& entry : fs::directory_iterator(root / "checkpoints", ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("ckpt-", 0) == 0 && name.size() > 8 && name.substr(name.size() - 3) == ".h5")
+    // The trainer's ckpt-<step>.h5, and a program's ckpt-<step>.pt (share/python/dlh's
+    // save_checkpoint names them so).
+    auto ends_with = [&name](const char* ext) {
+      const size_t n = std::strlen(ext);
+      return name.size() > 5 + n && name.compare(name.size() - n, n, ext) == 0;
+    };
+    if (name.rfind("ckpt-", 0) == 0 && (ends_with(".h5") || ends_with(".pt")))
       run.checkpoints.push_back(name);
   }
-  // ckpt-<step>.h5: by step, not by name (ckpt-1000 sorts before ckpt-200 as text).
+  // ckpt-<step>.*: by step, not by name (ckpt-1000 sorts before ckpt-200 as text).
   std::sort(run.checkpoints.begin(), run.checkpoints.end(),
             [](const std::string& a, const std::string& b) {
               return std::atoll(a.c_str() + 5) < std::atoll(b.c_str() + 5);

@@ -80,7 +80,19 @@ class _NoProgress:
     """Stands in for dlh_progress where it is not installed: the example runs anywhere."""
 
     @staticmethod
-    def step(samples=None):
+    def step(samples=None, **fields):
+        pass
+
+    @staticmethod
+    def evaluation(epoch=None, step=None, **metrics):
+        pass
+
+    @staticmethod
+    def checkpoint(path, step):
+        pass
+
+    @staticmethod
+    def resumed(step, path=None):
         pass
 
     @staticmethod
@@ -445,6 +457,7 @@ def main():
         resumed_loss_sums = state["epoch_loss_sums"]
         global_step, last_loss = state["global_step"], state["train_loss"]
         log(f"resumed from {checkpoint} at step {global_step}", flush=True)
+        progress.resumed(global_step, checkpoint)
         if state["global_batch"] != global_batch or state["world_size"] != world:
             log(f"note: the checkpoint was written by {state['world_size']} rank(s) with "
                 f"global batch {state['global_batch']}; now {world} rank(s), global batch "
@@ -500,6 +513,7 @@ def main():
                 path = save_checkpoint(ckpt_dir, checkpoint_state(epoch, position, loss_sums),
                                        args.keep_checkpoints)
                 log(f"checkpoint {path}", flush=True)
+                progress.checkpoint(path, global_step)  # the run's records and report name it
         saved_step = global_step
 
     batch_size = torch.tensor(float(batch), dtype=torch.float64, device=device)
@@ -528,7 +542,10 @@ def main():
             optimizer.step()
             global_step += 1
             position += global_batch
-            progress.step(batch)
+            # Every --log-every steps the step's loss goes into the run's records too (this
+            # rank's batch; reading it waits for a GPU, so not at every step).
+            logged = global_step % args.log_every == 0
+            progress.step(batch, **({"loss": loss.item(), "epoch": epoch + 1} if logged else {}))
 
             seen = torch.stack([loss.detach().double() * batch, batch_size])
             epoch_loss += seen
@@ -591,6 +608,8 @@ def main():
         accuracy = correct / total
         log(f"done: step {global_step}, train loss {last_loss:.4f}, test accuracy "
             f"{accuracy:.4f}", flush=True)
+        if rank == 0:
+            progress.evaluation(epoch=args.epochs, step=global_step, test_accuracy=accuracy)
         if rank == 0:
             param_sum = float(sum(p.detach().double().sum() for p in net.parameters()))
             write_json(os.path.join(run_dir, "result.json"), {
