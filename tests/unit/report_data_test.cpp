@@ -132,6 +132,27 @@ TEST_F(RunDataTest, AnEndBeforeTheLastStepIsNotAKill) {
   EXPECT_EQ(h.stop.find("killed"), std::string::npos) << h.stop;
 }
 
+// A program under `dlh-launch run`: its own checkpoints (the dlh module's ckpt-<step>.pt)
+// are the run's, and each rank's process figures stand for the step parts it did not report.
+TEST_F(RunDataTest, AProgramsCheckpointsAndRankFigures) {
+  Write("metrics.jsonl", Step(1, 1) + Step(2, 2));
+  Write("summary.json",
+        "{\"program\":\"train.py\",\"finished\":true,\"steps\":2,"
+        "\"rank_process\":{\"cpu_cores_busy\":[0.9,0.8],\"peak_rss_mib\":[301,287]}}");
+  Write("checkpoints/ckpt-00000010.pt", "x");
+  Write("checkpoints/ckpt-00000002.pt", "x");
+  Write("checkpoints/notes.txt", "x");
+  const RunData run = LoadRun(dir_);
+  ASSERT_EQ(run.checkpoints.size(), 2u);
+  EXPECT_EQ(run.checkpoints.back(), "ckpt-00000010.pt");  // by step
+  ReportOptions o;
+  o.now = 1e9;
+  const std::string html = ReportHtml(run, o);
+  EXPECT_NE(html.find("CPU cores busy"), std::string::npos);
+  EXPECT_EQ(html.find("summary.json is written when a run ends"), std::string::npos);
+  EXPECT_NE(html.find("dlh.evaluation"), std::string::npos);
+}
+
 TEST_F(RunDataTest, HeartbeatsAndAStallThatWasNotGotPast) {
   Write("metrics.jsonl", Step(1, 1) + Step(2, 2));
   Write("heartbeat/rank-0.json",
