@@ -11,6 +11,15 @@ namespace trainer_detail {
 // stopped right there has its model saved before the (collective) evaluation starts.
 void Trainer::evaluate_epoch() {
   if (!o_.eval || step_in_epoch_ != 0 || evaluated_epoch_) return;
+  // A data set without a test split has nothing to evaluate: as --no-eval, said once (its
+  // accuracy and loss were NaN, printed as "-nan%").
+  if (data_.test.count == 0) {
+    if (rank_ == 0 && !said_no_test_)
+      say("note: " + spec_.dataset + " has no test samples: no evaluation");
+    said_no_test_ = true;
+    evaluated_epoch_ = true;
+    return;
+  }
   const EvalResult ev = evaluate();
   evaluated_epoch_ = true;
   result_.test_accuracy = ev.accuracy;

@@ -366,6 +366,7 @@ class Trainer {
   double ema_step_ = 0;  // seconds per step, smoothed for the progress line
   bool stop_ = false;
   bool evaluated_epoch_ = false;
+  bool said_no_test_ = false;  // the note that the data set has no test split, said once
   TrainResult result_;
 };
 

@@ -64,6 +64,14 @@ mkdir -p "$WORK/rsum/summary.json"
 expect_fail 2 "run folder $WORK/rsum (--run-dir): $WORK/rsum/summary.json is a folder" \
   dlh-launch train "$WORK/good.json" --run-dir "$WORK/rsum"
 [[ ! -e $WORK/r0 ]] || fail "a refused count made a run folder"
+# A data set without a test split trains without evaluations, and says so once (its accuracy
+# and loss were printed as "-nan%").
+dlh-data synthetic --out "$WORK/notest.h5" --shape 1x8x8 --classes 4 --train 200 --test 0 >/dev/null
+dlh-launch train "$WORK/good.json" --data "$WORK/notest.h5" --run-dir "$WORK/notest" --epochs 2 \
+  --progress none >"$WORK/notest.txt" 2>&1 || { cat "$WORK/notest.txt"; fail "a data set without test samples"; }
+[[ $(grep -c "has no test samples: no evaluation" "$WORK/notest.txt") -eq 1 ]] &&
+  ! grep -qi "nan" "$WORK/notest.txt" || { cat "$WORK/notest.txt"; fail "no test split: not one note, or a NaN"; }
+check "$(grep 'no test samples' "$WORK/notest.txt")"
 # The plan reaches a job started with --export=NONE as SLURM_SPANK_DLH_PLAN (issue 11,
 # finding 7): dlh-launch reads it when DLH_PLAN is absent, and names it when it is wrong.
 expect_fail 2 "SLURM_SPANK_DLH_PLAN: not valid JSON" \
