@@ -78,7 +78,11 @@ Followed FollowProgram(pid_t pid, ProgressPipe* progress, const ProgramStallRule
           std::fprintf(stderr, "%s: warning: %s\n", who.c_str(), w.c_str());
         continue;
       }
-      if (got == 0) progress->CloseReadEnd();  // every writer closed it
+      if (got == 0) {  // every writer closed it: an unfinished last line is the last line
+        progress->CloseReadEnd();
+        for (const std::string& w : f.log.Finish(SteadySeconds()))
+          std::fprintf(stderr, "%s: warning: %s\n", who.c_str(), w.c_str());
+      }
       if (got < 0 && errno == EINTR) continue;
       break;  // closed, or all there is read (EAGAIN)
     }
@@ -87,8 +91,11 @@ Followed FollowProgram(pid_t pid, ProgressPipe* progress, const ProgramStallRule
     read_pipe(100);
     after_read(&f.log);
     if (WaitChild(pid, 0, &f.status)) {
-      // Its last lines (an evaluation, a checkpoint) may have come after the read above.
+      // Its last lines (an evaluation, a checkpoint) may have come after the read above, the
+      // very last perhaps without a newline.
       read_pipe(0);
+      for (const std::string& w : f.log.Finish(SteadySeconds()))
+        std::fprintf(stderr, "%s: warning: %s\n", who.c_str(), w.c_str());
       after_read(&f.log);
       return f;
     }

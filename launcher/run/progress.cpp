@@ -172,6 +172,13 @@ std::vector<std::string> ProgressLog::Feed(std::string_view bytes, double now) {
   return warnings;
 }
 
+std::vector<std::string> ProgressLog::Finish(double now) {
+  if (partial_.empty()) return {};
+  std::vector<std::string> warnings = Line(partial_, now);
+  partial_.clear();
+  return warnings;
+}
+
 std::vector<std::string> ProgressLog::Warn(const std::string& kind, const std::string& text) {
   if (std::find(warned_.begin(), warned_.end(), kind) != warned_.end()) return {};
   warned_.push_back(kind);

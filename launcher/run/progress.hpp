@@ -62,6 +62,9 @@ class ProgressLog {
   // split across calls. Returns the warnings of lines it could not read, each at most once
   // per kind of problem ("progress: unknown line 'foo 1': ignored").
   std::vector<std::string> Feed(std::string_view bytes, double now);
+  // The program is gone (or every writer closed the pipe): a last line it wrote without a
+  // newline is a line too. Returns its warnings, as Feed.
+  std::vector<std::string> Finish(double now);
 
   int64_t steps() const { return int64_t(step_times_.size()); }
   // The time of every step line and the samples it gave (0: none given), in order.

@@ -20,6 +20,18 @@ TEST(ProgressLogTest, StepLinesSplitAcrossReadsCountOnceTheirEndArrives) {
   EXPECT_EQ(log.step_samples(), (std::vector<int64_t>{64, 64, 0}));  // "step": no count
 }
 
+// A program's last line written without a newline counts once the program is gone; it was
+// dropped (2026-12-07).
+TEST(ProgressLogTest, ALastLineWithoutANewlineCountsAtTheEnd) {
+  ProgressLog log;
+  EXPECT_TRUE(log.Feed("step 8\nstep 8", 1.0).empty());
+  EXPECT_EQ(log.steps(), 1);
+  EXPECT_TRUE(log.Finish(2.0).empty());
+  EXPECT_EQ(log.steps(), 2);
+  EXPECT_TRUE(log.Finish(3.0).empty());  // nothing left: no line twice
+  EXPECT_EQ(log.steps(), 2);
+}
+
 TEST(ProgressLogTest, DescriptionLinesFillTheProfileFields) {
   ProgressLog log;
   EXPECT_TRUE(log.Feed("params 206922\nsamples 60000\nepochs 3\nglobal_batch 128\nlr 0.05\n"
