@@ -134,8 +134,12 @@ int RunExportCommand(const std::vector<std::string>& args) {
                 " (give --python or DLH_PYTHON: a Python 3 with torch and h5py)");
   }
   if (code != 0) {
-    std::fprintf(stderr, "dlh-launch: export: %s failed (exit %d) on %s; nothing written\n",
-                 python.c_str(), code, checkpoint.c_str());
+    // The program (--pytorch), written before, stays: it needs no weights.
+    const std::string left = pytorch.empty()
+                                 ? "nothing written"
+                                 : "no weights written (the program " + pytorch + " was)";
+    std::fprintf(stderr, "dlh-launch: export: %s failed (exit %d) on %s; %s\n", python.c_str(),
+                 code, checkpoint.c_str(), left.c_str());
     return kExitFailure;
   }
   for (const auto& [written, out] : outputs) {

@@ -251,6 +251,10 @@ expect_fail 1 "other.h5: /test/images holds samples of shape (1, 10, 10), the ne
 expect_fail 1 "export: /bin/false failed (exit 1) on .*ckpt-.*h5; nothing written" \
   env DLH_PYTHON=/bin/false dlh-launch export "$WORK/run" --torch "$WORK/bad.pt" --onnx "$WORK/bad.onnx"
 [[ ! -e $WORK/bad.onnx ]] || fail "a failed export wrote bad.onnx"
+# With --pytorch too, the program was written before the weights failed, and that is said.
+expect_fail 1 "export: /bin/false failed (exit 1) on .*ckpt-.*h5; no weights written (the program .*bad-prog.py was)" \
+  env DLH_PYTHON=/bin/false dlh-launch export "$WORK/run" --pytorch "$WORK/bad-prog.py" --torch "$WORK/bad.pt"
+[[ -s $WORK/bad-prog.py && ! -e $WORK/bad.pt ]] || fail "a failed --torch: the program not kept, or weights written"
 expect_fail 2 "export: --torch and --onnx export a trained model: .*other.json is not a checkpoint" \
   dlh-launch export "$WORK/other.json" --torch "$WORK/bad.pt"
 expect_fail 2 "export: give --pytorch, --torch or --onnx" dlh-launch export "$WORK/spec.json"
