@@ -75,6 +75,11 @@ while not dlh.should_stop(agree=True):
     if rank == 1 and step == 60:
         dlh.stop._requested = 1  # as SIGUSR1's handler does
     assert step < 500, "no stop"
+# The agreed stop stands on every rank, asked again with or without agree (rank 0 learned of
+# it only from rank 1), and no further collective starts.
+calls = len(started)
+assert dlh.should_stop(agree=True) and dlh.should_stop(), "an agreed stop did not stand"
+assert len(started) == calls, "a call after the agreed stop started another all_reduce"
 json.dump({"stop": step, "agreements": started, "signal": dlh.stop_signal()},
           open(f"{sys.argv[1]}/agree-{rank}.json", "w"))
 dist.barrier(); dist.destroy_process_group()

@@ -55,8 +55,16 @@ def should_stop(agree=False):
     this project's 2-core VMs) and, on a GPU, a wait for the stream at the read; so the ranks
     agree only about every AGREE_SECONDS (0.25 s): rank 0 proposes the number of calls that
     takes, from its own calls' pace, with each agreement. A stop then comes within about
-    0.25 s and one step of the signal, at the same step on every rank."""
+    0.25 s and one step of the signal, at the same step on every rank.
+
+    A stop the ranks agreed on stands: every later call returns True, with `agree` or without
+    (no collective: every rank read the agreement at the same call), also on a rank that
+    learned of it only from the others. A loop that breaks on should_stop(agree=True) and
+    then asks should_stop() again, say at the end of its epoch, sees the same answer on
+    every rank."""
     global _agreed
+    if _agreed > 0:
+        return True
     level = _requested
     if agree:
         try:
