@@ -114,7 +114,7 @@ def _write(line):
     fd = _channel()
     if fd < 0:
         return
-    data = (line + "\n").encode("ascii", "replace")
+    data = (line + "\n").encode("utf-8", "replace")  # ASCII but for a path's own characters
     try:
         # A pipe takes a line below PIPE_BUF whole; the loop only matters for a descriptor
         # that is not a pipe (a file, when someone tests with DLH_PROGRESS_FD=3 3>log).
@@ -173,6 +173,31 @@ def _bytes(value):
     """`value` as a positive whole number of bytes (a float is rounded), or None."""
     f = _number(value)
     return None if f is None or round(f) < 1 else round(f)
+
+
+# A checkpoint's path goes through as it is (spaces, accents: UTF-8) in a line below PIPE_BUF;
+# the run's records and summary.json keep it, and it was once cut at _MAX_TEXT characters and
+# its accents turned into spaces.
+_MAX_PATH_BYTES = 4000
+
+
+def _path_text(value):
+    """`value`, a path, as the rest of a line: its text, or None when it is empty, holds a
+    control character (a newline would end the line), is not valid Unicode or is longer than
+    _MAX_PATH_BYTES in UTF-8."""
+    text = os.fspath(value)
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if not text or any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return None
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a name of undecodable bytes (surrogate escapes)
+        return None
+    return text if size <= _MAX_PATH_BYTES else None
 
 
 def _text(value):
@@ -304,7 +329,7 @@ def checkpoint(path, step):
     if _channel() < 0:
         return
     n = _count(step, False)
-    text = _text(os.fspath(path)) if path is not None else None
+    text = _path_text(path) if path is not None else None
     if n is None or text is None:
         _warn("checkpoint", (path, step), "a path and a non-negative step")
         return
@@ -320,7 +345,7 @@ def resumed(step, path=None):
     if n is None:
         _warn("resume", step, "a non-negative integer")
         return
-    text = _text(os.fspath(path)) if path is not None else None
+    text = _path_text(path) if path is not None else None
     _write(f"resume {n}" + (f" {text}" if text else ""))
 
 

@@ -276,3 +276,22 @@ grep -Eq '^  attempts +2 \(resumed 1 times\)$' "$WORK/follow2.txt" || { cat "$WO
 check "SIGUSR1: should_stop on both ranks, checkpoint, exit 0; resumed from the launcher's DLH_CHECKPOINT (step 20); signal and end records; the report sees 2 attempts"
 [[ -z $(pgrep -f -- "$marker" || true) ]] || fail "processes linger"
 check "the new program runs took $((SECONDS - start)) s"
+
+# A checkpoint's path is recorded as it is: accents, two spaces, over 256 characters (it was
+# cut at 256 and its accents turned into spaces).
+long="$WORK/données  $(printf 'x%.0s' $(seq 240))"
+cat >"$WORK/ck.py" <<'PY'
+import dlh
+dlh.step(1)
+print(dlh.save_checkpoint({"x": 1}, 7))
+dlh.step(1)
+PY
+env -u DLH_PLAN PYTHONPATH="$ROOT/share/python" dlh-launch run --run-dir "$long" -- $py "$WORK/ck.py" >"$WORK/ck.txt" 2>&1 ||
+  { cat "$WORK/ck.txt"; fail "a run in a folder of a long, accented name"; }
+$py - "$long" <<'PY' || fail "the checkpoint's path in summary.json"
+import json, os, sys
+s = json.load(open(os.path.join(sys.argv[1], "summary.json")))
+want = os.path.join(sys.argv[1], "checkpoints", "ckpt-00000007.pt")
+assert s["last_checkpoint"] == want, (len(s["last_checkpoint"]), s["last_checkpoint"][-40:])
+PY
+check "a checkpoint path of $(($(printf '%s' "$long" | wc -c) + 29)) bytes with accents and two spaces recorded as it is"
