@@ -205,20 +205,31 @@ void ExportPlan(const std::string& plan, dlh_log_fn log, dlh_export_fn export_jo
         "the job will not see it");
 }
 
-// spec=suggest: the job trains the suggested spec (train.sbatch reads DLH_SPEC, and DLH_DATA
-// for --data when the user did not set it).
-void HandOverSuggested(const nlohmann::json& plan, dlh_log_fn log, dlh_export_fn export_job_env) {
+// The job trains the spec the plan was made for: train.sbatch reads DLH_SPEC (and, with
+// --export=NONE, SLURM_SPANK_DLH_SPEC). spec=FILE: that file (it named only the suggested
+// one before, so train.sbatch trained its default spec under a plan for the user's);
+// spec=suggest: the suggested spec, and DLH_DATA for --data when the user did not set it. A
+// program's plan (profile=) names no spec.
+void HandOverSpec(const nlohmann::json& plan, dlh_log_fn log, dlh_export_fn export_job_env) {
+  auto hand_over = [&](const char* name, const std::string& value) {
+    setenv(name, value.c_str(), 1);
+    if (export_job_env && export_job_env(name, value.c_str()) != 0)
+      Log(log, DLH_LOG_INFO,
+          std::string("dlh: could not put ") + name + " into the job-control environment");
+  };
   const auto it = plan.find("suggested");
-  if (it == plan.end() || !it->is_object()) return;
+  if (it == plan.end() || !it->is_object()) {
+    const auto spec = plan.find("spec");
+    if (!plan.contains("profile") && spec != plan.end() && spec->is_string() && !spec->empty())
+      hand_over("DLH_SPEC", spec->get<std::string>());
+    return;
+  }
   for (const auto& [name, key] : {std::pair<const char*, const char*>{"DLH_SPEC", "spec"},
                                   std::pair<const char*, const char*>{"DLH_DATA", "data"}}) {
     const auto v = it->find(key);
     if (v == it->end() || !v->is_string()) continue;
     if (std::string(name) == "DLH_DATA" && std::getenv(name)) continue;  // the user's stands
-    setenv(name, v->get<std::string>().c_str(), 1);
-    if (export_job_env && export_job_env(name, v->get<std::string>().c_str()) != 0)
-      Log(log, DLH_LOG_INFO,
-          std::string("dlh: could not put ") + name + " into the job-control environment");
+    hand_over(name, v->get<std::string>());
   }
 }
 
@@ -246,7 +257,7 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
     }
     ExportPlan(handed_over.text, log, export_job_env);
     const nlohmann::json handed = nlohmann::json::parse(handed_over.text, nullptr, false);
-    if (handed.is_object()) HandOverSuggested(handed, log, export_job_env);
+    if (handed.is_object()) HandOverSpec(handed, log, export_job_env);
     return DLH_OK;
   }
   const bool dry_run = st.options.dry_run.value_or(false);
@@ -317,11 +328,9 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
     // sbatch derived SLURM_NTASKS_PER_NODE before this hook; keep the job's env consistent.
     if (s.name == "ntasks-per-node") setenv("SLURM_NTASKS_PER_NODE", s.value.c_str(), 1);
   }
-  if (plan.suggested) {
-    // This runs in sbatch, as the submitting user: the spec goes to their submit folder.
-    dlh::WriteFileAtomically(plan.suggested->path, plan.suggested->text);
-    HandOverSuggested(plan.plan, log, export_job_env);
-  }
+  // This runs in sbatch, as the submitting user: a suggested spec goes to their submit folder.
+  if (plan.suggested) dlh::WriteFileAtomically(plan.suggested->path, plan.suggested->text);
+  HandOverSpec(plan.plan, log, export_job_env);
   ExportPlan(plan_text, log, export_job_env);
   Log(log, DLH_LOG_INFO, dlh::plan::SummaryLine(plan));
   return DLH_OK;

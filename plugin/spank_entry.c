@@ -105,6 +105,9 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     unsetenv(INHERITED_OPTION);
     unsetenv("DLH_PLAN");
     unsetenv("SLURM_SPANK_DLH_PLAN");
+    /* The parent's planned spec and data (train.sbatch's fallback under --export=NONE). */
+    unsetenv("SLURM_SPANK_DLH_SPEC");
+    unsetenv("SLURM_SPANK_DLH_DATA");
   }
   if (srun_inside_job() && getenv(INHERITED_OPTION) != NULL)
     inherited_value = strdup(getenv(INHERITED_OPTION));

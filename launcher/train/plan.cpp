@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "common/counted.hpp"
@@ -125,6 +126,25 @@ int SharedHostCoresOf(const nlohmann::json& allocation) {
 
 }  // namespace
 
+void CheckPlannedSpec(const LaunchPlan& plan, const std::string& trained,
+                      const std::string& origin) {
+  if (plan.spec.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::equivalent(plan.spec, trained, ec)) return;
+  std::string planned_text, trained_text, why;
+  if (!ReadFileText(plan.spec, size_t(1) << 20, &planned_text, &why) ||
+      !ReadFileText(trained, size_t(1) << 20, &trained_text, &why))
+    return;  // cannot tell (the planner's file is not on this node): the run's own checks stand
+  const nlohmann::json a = nlohmann::json::parse(planned_text, nullptr, false);
+  const nlohmann::json b = nlohmann::json::parse(trained_text, nullptr, false);
+  if (a.is_discarded() || b.is_discarded() || a == b) return;
+  throw UsageError(origin + ": spec: the plan was made for " + plan.spec +
+                   ", but this run trains " + trained +
+                   ", a different spec: train the planned one, plan this one "
+                   "(--dlh-auto=spec=" +
+                   trained + "), or --no-plan to train it without a plan");
+}
+
 LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   nlohmann::json j;
   JsonProblem problem;
@@ -158,6 +178,13 @@ LaunchPlan ParsePlan(const std::string& text, const std::string& origin) {
   if (!wu.is_number() || wu.get<double>() < 0)
     throw fail("warmup_epochs", "must be a non-negative number, got " + wu.dump());
   p.warmup_epochs = wu.get<double>();
+  // The spec the plan was made for (the planner's absolute path; absent in hand-made plans),
+  // unless it planned a program from its profile.
+  if (j.contains("spec") && !j.contains("profile")) {
+    if (!j["spec"].is_string())
+      throw fail("spec", "must be a string, got " + ShownJsonValue(j["spec"]));
+    p.spec = j["spec"].get<std::string>();
+  }
   // Checked like the fields above: value("gpus", 0) converted 3.1e+301 to int (undefined
   // behaviour) and value() throws nlohmann's type_error, not a UsageError, for a value of
   // another type (tests/fuzz/plan_fuzz).

@@ -33,6 +33,7 @@ struct PlanPart {
 
 struct LaunchPlan {
   bool present = false;
+  std::string spec;  // the spec file the plan was made for ("": not said; a program's plan)
   int64_t global_batch = 0;
   double lr = 0;
   // "find": the job finds its rate with the range test (lr_source.hpp) and `lr`, linear
@@ -76,6 +77,14 @@ struct LaunchPlan {
 // Parses plan JSON; `origin` names it in errors ("DLH_PLAN: global_batch: must be a positive
 // integer"). Throws UsageError.
 LaunchPlan ParsePlan(const std::string& json_text, const std::string& origin);
+
+// A plan is for the network it was made for: its batch, rate and time limit, and the model
+// the job's observation record teaches the store. Throws UsageError when `trained` (the spec
+// this run trains) is neither the plan's spec file nor a file of the same JSON; a plan that
+// names no spec, or one whose file this node cannot read, passes (2026-12-07: train.sbatch
+// trained its default spec under a plan for the user's spec=FILE, and said nothing).
+void CheckPlannedSpec(const LaunchPlan& plan, const std::string& trained,
+                      const std::string& origin);
 
 // Where a launch (train, lr-find, run) takes its plan from, in order: --no-plan (none),
 // --plan FILE (`*json` holds FILE's path on entry), DLH_PLAN, SLURM_SPANK_DLH_PLAN (the

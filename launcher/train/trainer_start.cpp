@@ -53,6 +53,7 @@ void Trainer::load_inputs() {
     if (o_.epochs > 0) spec_.epochs = o_.epochs;
     if (!o_.plan_json.empty()) {
       plan_ = ParsePlan(o_.plan_json, o_.plan_origin);
+      CheckPlannedSpec(plan_, o_.spec_path, o_.plan_origin);
       ApplyPlan(plan_, &spec_);
       if (o_.lr > 0) spec_.optimizer.lr = o_.lr;  // found for the plan (lr_source.hpp)
     }

@@ -85,3 +85,15 @@ echo "checkpoint from another model"
 mpirun -np 2 dlh-launch train "$WORK/good.json" --run-dir "$WORK/m" --progress none
 good | sed 's/"filters": 4/"filters": 6/' >"$WORK/other.json"
 expect_fail 3 "does not match .*other.json" mpirun -np 2 dlh-launch train "$WORK/other.json" --run-dir "$WORK/m"
+# A plan made for one spec, given to a run of another: refused before anything is written
+# (the run would take the planned batch and rate, and teach the store the wrong model); a
+# copy of the planned spec is the same spec.
+dlh-estimate recommend "$WORK/good.json" --samples 200 --cluster "$(dirname "$0")/../../share/cluster/local.json" --json \
+  >"$WORK/good-plan.json" 2>/dev/null || fail "recommend --json for good.json"
+expect_fail 2 "DLH_PLAN: spec: the plan was made for $WORK/good.json, but this run trains $WORK/other.json, a different spec" \
+  env DLH_PLAN="$(cat "$WORK/good-plan.json")" dlh-launch train "$WORK/other.json" --run-dir "$WORK/p1"
+[[ ! -e $WORK/p1 ]] || fail "the refused plan left a run folder"
+cp "$WORK/good.json" "$WORK/good-copy.json"
+env DLH_PLAN="$(cat "$WORK/good-plan.json")" dlh-launch train "$WORK/good-copy.json" --run-dir "$WORK/p2" \
+  --max-steps 1 --progress none >"$WORK/p2.txt" 2>&1 || { cat "$WORK/p2.txt"; fail "a copy of the planned spec refused"; }
+check "a copy of the planned spec trains under its plan"

@@ -341,4 +341,35 @@ check "dry-run: exit 0, $(grep -c '^ *[0-9]  ' dry.out) allocations listed, '$(g
 [[ -z $(scontrol show job 2>/dev/null | grep -E 'JobName=(dlhbad|dlhdry)') ]] || { scontrol show job | grep -E 'JobName=dlh'; fail "a refused job was queued"; }
 check "no refused or dry-run job reached the queue"
 wait_gone "$j2" "$j3" "$j5" "$j6" "$j8"
+
+echo "train.sbatch trains the spec the plan was made for"
+# Last: its jobs' records in the store would correct the plans the checks above expect.
+# From a folder that also holds train.sbatch's default spec (fashion-mnist.json, here another
+# network): spec=own.json must be what the job trains. It trained the default under own.json's
+# plan (its batch and rate), and taught the observation store the wrong model.
+mkdir -p own
+dlh-data synthetic --out own/fashion-mnist.h5 --shape 1x8x8 --classes 4 --train 240 --test 48 --seed 2 >/dev/null
+python3 - "$ROOT/share/examples/synthetic-small.json" own <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s.update(name="own", epochs=1, dataset="fashion-mnist.h5")
+json.dump(s, open(f"{sys.argv[2]}/own.json", "w"))
+s.update(name="decoy")
+s["layers"][0]["filters"] = 6
+json.dump(s, open(f"{sys.argv[2]}/fashion-mnist.json", "w"))
+PY
+# Also with --export of a list of names (as --export=NONE, nothing of the caller's DLH_*):
+# the job finds the spec in SLURM_SPANK_DLH_SPEC, which Slurm passes whatever --export says.
+names=PATH,SLURM_CONF,OPENBLAS_NUM_THREADS$(compgen -e | grep '^OMPI_' | sed 's/^/,/' | tr -d '\n')
+for mode in all names; do
+  export_option=()
+  [[ $mode == names ]] && export_option=(--export="$names")
+  jt=$(cd own && sbatch --parsable "${export_option[@]}" -o "train-$mode.out" \
+    --dlh-auto=spec=own.json,samples=240,deadline=30m "$ROOT/share/examples/train.sbatch" 2>"../train-$mode.err") ||
+    { cat "train-$mode.err"; fail "sbatch train.sbatch ($mode)"; }
+  for _ in $(seq 1200); do [[ -z $(squeue -h -j "$jt" 2>/dev/null) ]] && break; sleep 0.1; done
+  grep -q "training own" "own/train-$mode.out" && ! grep -q "training decoy" "own/train-$mode.out" ||
+    { cat "own/train-$mode.out"; fail "train.sbatch ($mode export) did not train the planned own.json"; }
+done
+check "train.sbatch with spec=own.json trains own, not its default fashion-mnist.json (--export=ALL and a list of names)"
 echo "plugin_test.sh: all checks passed"
