@@ -21,7 +21,9 @@
 #include "estimator/observe/plan_block.hpp"
 #include "estimator/plan/cpu_nodes.hpp"
 #include "estimator/plan/environment_threads.hpp"
+#include "estimator/plan/untyped_gpus.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
+#include "launcher/observe/record.hpp"
 
 namespace dlh::plan {
 
@@ -283,11 +285,14 @@ SuggestedSpec SuggestForPlan(PlanInputs& in, const Cluster& cluster, const Clust
   if (s.chosen < 0) throw UsageError("--dlh-auto: spec=suggest: " + s.why.back());
   SuggestedSpec out;
   out.data = path.string();
+  out.text = s.members[size_t(s.chosen)].spec.dump(2) + "\n";
+  // Named by its content too: a pending job trains the file when it starts, so a later
+  // submission from the same folder (another deadline or epochs) must not rewrite it
+  // (2026-12-07: job 1's spec said 2 epochs, its plan 10). The same spec, the same file.
   out.path = (std::filesystem::path(in.cwd.empty() ? "." : in.cwd) /
-              ("dlh-suggested-" + so.name + ".json"))
+              ("dlh-suggested-" + so.name + "-" + ModelKey(out.text).substr(0, 8) + ".json"))
                  .lexically_normal()
                  .string();
-  out.text = s.members[size_t(s.chosen)].spec.dump(2) + "\n";
   out.label = s.members[size_t(s.chosen)].label;
   out.why = s.why;
   if (!o.samples) o.samples = facts.train;
@@ -478,6 +483,7 @@ PlanOutcome MakePlan(const PlanInputs& in, const Cluster& described_cluster,
   out.time_limit = out.plan["time_limit"].get<std::string>();
   out.signal_lead_s = out.plan.value("signal_lead_s", 0);
   out.settings = SlurmSettings(out.chosen, out.time_limit, in.user, cluster, out.signal_lead_s);
+  PinUntypedGpus(in.user, cluster, live, live_error, &out);
   if (out.chosen.parts.size() > 1) AddNodeNames(out, cluster, live, live_error);
   out.tasks = TasksOf(out.chosen, in.user);
   const double needed_s = out.chosen.total_s * (1 + job.margin);
@@ -572,6 +578,7 @@ std::string SummaryLine(const PlanOutcome& p) {
   if (p.job.profile)
     for (const std::string& w : ProfileWarnings(*p.job.profile)) s += "; warning: " + w;
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
+  if (!p.type_note.empty()) s += "; " + p.type_note;
   if (!p.cpu_note.empty()) s += "; " + p.cpu_note;
   if (!p.threads_note.empty()) s += "; " + p.threads_note;
   if (const std::string note = SyncNote(p.job, a); !note.empty()) s += "; " + note;

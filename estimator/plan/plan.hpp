@@ -85,9 +85,9 @@ extern const char* const kUserOptionNames[13];
 // suggest.hpp), planned like any other; the front end writes it to `path` (the submit
 // folder) and hands the job DLH_SPEC, so the job trains what was planned.
 struct SuggestedSpec {
-  std::string path;              // absolute: SUBMIT_FOLDER/dlh-suggested-<data set's name>.json
-  std::string text;              // the spec (JSON, indented)
-  std::string data;              // the data set, absolute
+  std::string path;  // absolute: SUBMIT_FOLDER/dlh-suggested-<data set's name>-<8 hex of text>.json
+  std::string text;  // the spec (JSON, indented)
+  std::string data;  // the data set, absolute
   std::string label;             // "CNN 32 filters, 1 conv a stage"
   std::vector<std::string> why;  // suggest's reasons, one line each
 };
@@ -134,6 +134,7 @@ struct PlanOutcome {
   std::string cpu_note;       // "" or why the job goes to CPU nodes (cpu_nodes.hpp)
   std::string time_note;      // "" or a warning: the user's --time is shorter than predicted
   std::string threads_note;   // "" or the threads a rank computes with, from the environment
+  std::string type_note;      // "" or how an untyped GPU request was kept to the planned type
   int tasks = 0;              // tasks the job will run (the user's --ntasks* when given)
   std::optional<SuggestedSpec> suggested;  // spec=suggest: the spec to write and hand over
   UserRequest user;                        // what the user fixed (kept as they gave it)

@@ -4,7 +4,7 @@
 # planning from share/cluster/local.json's types):
 #   1. dry-run: the plugin prints suggest's reasons and the spec, writes nothing, submits
 #      nothing;
-#   2. the job: the plugin writes the spec to the submit folder (dlh-suggested-NAME.json), its
+#   2. the job: the plugin writes the spec to the submit folder (dlh-suggested-NAME-HASH.json), its
 #      line says so, the job gets DLH_SPEC and DLH_DATA, and train.sbatch trains that spec to
 #      its last step (the run's spec is the suggested one);
 #   3. bad input, one line, nothing submitted: spec=suggest without a data set, a data set
@@ -53,14 +53,14 @@ sbatch --dlh-auto=deadline=3m,spec=suggest,data=bars.h5,epochs=2,dry-run "$ROOT/
 grep -q "^suggest: chosen: CNN .* the largest of the 8 members that meets it" "$WORK/dry.out" ||
   { cat "$WORK/dry.out" "$WORK/dry.err" >&2; fail "no suggestion in the dry run (exit $rc)"; }
 grep -q '"name": "bars"' "$WORK/dry.out" || { cat "$WORK/dry.out" >&2; fail "no spec in the dry run"; }
-[[ ! -e $WORK/dlh-suggested-bars.json ]] || fail "a dry run wrote the spec"
+! ls "$WORK"/dlh-suggested-bars-*.json >/dev/null 2>&1 || fail "a dry run wrote the spec"
 [[ -z $(squeue -h -o %i) ]] || fail "a dry run submitted a job"
 check "$(grep '^suggest: chosen' "$WORK/dry.out" | cut -c1-150)"
 
 echo "2. the job trains the suggested spec"
 job=$(sbatch --parsable --dlh-auto=deadline=3m,spec=suggest,data=bars.h5,epochs=2 -o "$WORK/job.out" \
   "$ROOT/share/examples/train.sbatch" 2>"$WORK/sbatch.err") || { cat "$WORK/sbatch.err" >&2; fail "sbatch refused"; }
-grep -q "spec: suggested CNN .* for $WORK/bars.h5, written to $WORK/dlh-suggested-bars.json (DLH_SPEC)" "$WORK/sbatch.err" ||
+grep -q "spec: suggested CNN .* for $WORK/bars.h5, written to $WORK/dlh-suggested-bars-[0-9a-f]\{8\}.json (DLH_SPEC)" "$WORK/sbatch.err" ||
   { cat "$WORK/sbatch.err" >&2; fail "the plugin's line does not name the suggested spec"; }
 check "$(grep -o 'dlh: .*' "$WORK/sbatch.err" | cut -c1-200)"
 for _ in $(seq 1200); do
@@ -69,7 +69,7 @@ for _ in $(seq 1200); do
   sleep 0.1
 done
 [[ $s == COMPLETED ]] || { cat "$WORK/job.out" >&2; fail "job $job ended $s"; }
-"$PY" - "$WORK/dlh-suggested-bars.json" "$(ls -d "$WORK"/runs/*-"$job")" <<'PY' || { cat "$WORK/job.out" >&2; fail "the job's run"; }
+"$PY" - "$(ls "$WORK"/dlh-suggested-bars-*.json)" "$(ls -d "$WORK"/runs/*-"$job")" <<'PY' || { cat "$WORK/job.out" >&2; fail "the job's run"; }
 import json, sys
 spec = json.load(open(sys.argv[1]))
 s = json.load(open(sys.argv[2] + "/summary.json"))
@@ -78,6 +78,18 @@ assert s["steps"] == s["total_steps"] and s["finished"], (s["steps"], s["total_s
 print(f"  ok: job trained {sys.argv[1].split('/')[-1]} to its last step ({s['steps']}), "
       f"test accuracy {s['test_accuracy']:.3f}")
 PY
+
+# A second submission from the same folder with other epochs suggests another spec: it gets a
+# file of its own, and the first job's spec is left as it was (one shared name was rewritten
+# under a pending job).
+first=$(ls "$WORK"/dlh-suggested-bars-*.json)
+cp "$first" "$WORK/first-spec.json"
+held=$(sbatch --parsable --hold --dlh-auto=deadline=3m,spec=suggest,data=bars.h5,epochs=3 -o /dev/null \
+  "$ROOT/share/examples/train.sbatch" 2>"$WORK/sbatch2.err") || { cat "$WORK/sbatch2.err" >&2; fail "second sbatch refused"; }
+scancel "$held"
+[[ $(ls "$WORK"/dlh-suggested-bars-*.json | wc -l) -eq 2 ]] && cmp -s "$first" "$WORK/first-spec.json" ||
+  { ls "$WORK"; fail "the second suggestion did not get a file of its own, or changed the first"; }
+check "a second suggestion (epochs 3) got its own file; the first job's spec is unchanged"
 
 echo "3. bad input: one line, nothing submitted"
 sbatch_refused() {  # PATTERN DLH-AUTO: sbatch refuses with PATTERN on stderr and no job
@@ -96,7 +108,7 @@ dlh-data import-numpy --npz "$WORK/one.npz" --out "$WORK/one.h5" >/dev/null
 sbatch_refused "one.h5: the training labels hold 1 class (0) of 2" "deadline=3m,spec=suggest,data=one.h5"
 sbatch_refused "not an HDF5 file" "deadline=3m,spec=suggest,data=$ROOT/share/cluster/local.json"
 [[ $(squeue -h -o %i | wc -l) == 0 ]] || fail "a refused sbatch left a job"
-[[ ! -e $WORK/dlh-suggested-one.json ]] || fail "a refused suggestion wrote its spec"
+! ls "$WORK"/dlh-suggested-one-*.json >/dev/null 2>&1 || fail "a refused suggestion wrote its spec"
 
 echo "4. Fashion-MNIST, 10 minutes: the suggested network reaches 90% inside its plan"
 [[ -d /usr/share/datasets/fashion-mnist ]] || fail "no Fashion-MNIST (make check installs dataset-fashion-mnist)"

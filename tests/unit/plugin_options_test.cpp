@@ -458,6 +458,42 @@ TEST(PluginPlanTest, RefusesBadInputWithOneLine) {
             "--dlh-auto: types: does not include beta, the GPU type your --gres/--gpus asks for");
 }
 
+// An untyped GPU request lets Slurm start the job on any type: kept to the planned one by its
+// feature where the nodes show it, else a warning (2026-12-07: planned on alpha with alpha's
+// time limit, it ran on the slower beta).
+TEST(PluginPlanTest, AnUntypedGpuRequestIsKeptToThePlannedType) {
+  const Cluster c = LocalCluster();
+  PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  NoteUserOption(in.user, "gres", "gres:gpu:1");
+  std::vector<LiveNode> with_features = AllIdle();
+  with_features[0].features = "alpha";
+  with_features[1].features = "beta";
+  PlanOutcome p = MakePlan(in, c, with_features, "");
+  ASSERT_TRUE(p.feasible);
+  const std::string planned = p.chosen.parts.at(0).gpu,
+                    other = planned == "alpha" ? "beta" : "alpha";
+  auto constraint = [](const PlanOutcome& o) {
+    for (const SlurmSetting& s : o.settings)
+      if (s.name == "constraint" && s.apply) return s.value;
+    return std::string();
+  };
+  EXPECT_EQ(constraint(p), planned);
+  EXPECT_NE(SummaryLine(p).find("kept to " + planned +
+                                ", the type planned (--constraint=" + planned + "), not " + other),
+            std::string::npos)
+      << SummaryLine(p);
+  // No node shows the feature: no constraint that would keep the job from starting; a warning.
+  p = MakePlan(in, c, AllIdle(), "");
+  EXPECT_EQ(constraint(p), "");
+  EXPECT_NE(SummaryLine(p).find("warning: your GPU request names no type"), std::string::npos);
+  // A typed request, or the user's own --constraint: nothing added.
+  PlanInputs typed = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  NoteUserOption(typed.user, "gres", "gres:gpu:beta:1");
+  EXPECT_EQ(constraint(MakePlan(typed, c, with_features, "")), "");
+  NoteUserOption(in.user, "constraint", "beta");
+  EXPECT_EQ(constraint(MakePlan(in, c, with_features, "")), "");
+}
+
 TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   const Cluster c = LocalCluster();
   PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
