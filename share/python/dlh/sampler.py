@@ -58,7 +58,9 @@ def share_slice(size, rank_batches, rank, epoch=0, seed=0, shuffle=True, drop_la
 class ShareSampler:
     """Use it as DataLoader(data_set, batch_size=dlh.batch(default=B), sampler=...): rank
     r's batch from DLH_RANK_BATCHES under a plan, else `batch_size` for every rank (then it
-    splits as DistributedSampler does). Call set_epoch(epoch) at each epoch's start.
+    splits as DistributedSampler does, but pads an epoch with its first samples to whole
+    global batches, where DistributedSampler pads to a multiple of the ranks; drop_last=True
+    pads nothing). Call set_epoch(epoch) at each epoch's start.
 
     With dlh.Balancer (a split that changes), give the DataLoader its batches instead:
     DataLoader(data_set, batch_sampler=sampler.batches()).
