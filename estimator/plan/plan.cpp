@@ -21,7 +21,7 @@
 #include "estimator/observe/plan_block.hpp"
 #include "estimator/plan/cpu_nodes.hpp"
 #include "estimator/plan/environment_threads.hpp"
-#include "estimator/plan/untyped_gpus.hpp"
+#include "estimator/plan/requested_types.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 #include "launcher/observe/record.hpp"
 
@@ -392,6 +392,8 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
                        ", the GPU type your --gres/--gpus asks for");
     job.allowed_types = {t};
   }
+  if (in.user.constraint_set)
+    job.allowed_types = TypesOfConstraint(in.user, cluster, job.allowed_types);
   // Choosing among allocations that match the user's node or GPU count needs all of them.
   if (in.user.gpus_per_node || in.user.gpus_total || in.user.nodes) job.top = 0;
   return job;

@@ -491,7 +491,20 @@ TEST(PluginPlanTest, AnUntypedGpuRequestIsKeptToThePlannedType) {
   NoteUserOption(typed.user, "gres", "gres:gpu:beta:1");
   EXPECT_EQ(constraint(MakePlan(typed, c, with_features, "")), "");
   NoteUserOption(in.user, "constraint", "beta");
-  EXPECT_EQ(constraint(MakePlan(in, c, with_features, "")), "");
+  const PlanOutcome on_beta = MakePlan(in, c, with_features, "");
+  EXPECT_EQ(constraint(on_beta), "");
+  // A constraint that is a node type's feature keeps the plan to that type (planned on alpha,
+  // the job asked for nodes no node is, and sbatch refused it).
+  EXPECT_EQ(on_beta.chosen.parts.at(0).gpu, "beta");
+  PlanInputs clash = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  NoteUserOption(clash.user, "gres", "gres:gpu:alpha:1");
+  NoteUserOption(clash.user, "constraint", "beta");
+  EXPECT_EQ(ErrorOf([&] { BuildJob(clash, c); }),
+            "--constraint=beta: picks beta nodes, which your --gres/--gpus or types= rule out");
+  // Any other constraint is Slurm's alone.
+  PlanInputs bigmem = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  NoteUserOption(bigmem.user, "constraint", "bigmem");
+  EXPECT_TRUE(BuildJob(bigmem, c).allowed_types.empty());
 }
 
 TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {

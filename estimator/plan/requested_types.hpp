@@ -1,4 +1,5 @@
-// DLH planning core — an untyped GPU request kept to the planned GPU type (see plan.hpp).
+// DLH planning core — the GPU types a user's request allows: a --constraint naming a node
+// type's feature, and an untyped GPU request kept to the planned type (see plan.hpp).
 #pragma once
 
 #include <string>
@@ -19,5 +20,13 @@ namespace dlh::plan {
 void PinUntypedGpus(const UserRequest& user, const Cluster& cluster,
                     const std::vector<LiveNode>& live, const std::string& live_error,
                     PlanOutcome* out);
+
+// A --constraint that is exactly the feature of node types of the cluster keeps the plan to
+// their types: planned on another, the job asked for nodes that no node is, and sbatch
+// refused it ("Requested node configuration is not available"). Returns `allowed` narrowed to
+// them (`allowed` empty: every type); any other constraint is Slurm's alone and changes
+// nothing. Throws UsageError when `allowed` holds none of them.
+std::vector<std::string> TypesOfConstraint(const UserRequest& user, const Cluster& cluster,
+                                           const std::vector<std::string>& allowed);
 
 }  // namespace dlh::plan

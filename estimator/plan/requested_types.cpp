@@ -1,9 +1,11 @@
-// DLH planning core — an untyped GPU request kept to the planned GPU type (untyped_gpus.hpp).
-#include "estimator/plan/untyped_gpus.hpp"
+// DLH planning core — the GPU types a user's request allows (requested_types.hpp).
+#include "estimator/plan/requested_types.hpp"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
+#include "common/error.hpp"
 #include "estimator/plan/cpu_nodes.hpp"
 
 namespace dlh::plan {
@@ -42,6 +44,30 @@ void PinUntypedGpus(const UserRequest& user, const Cluster& cluster,
                      "time limit are not for (name the type: --gres=gpu:" +
                      a.parts[0].gpu + ":N)";
   }
+}
+
+std::vector<std::string> TypesOfConstraint(const UserRequest& user, const Cluster& cluster,
+                                           const std::vector<std::string>& allowed) {
+  std::string constraint;
+  for (const auto& [name, value] : user.given)
+    if (name == "constraint") constraint = value;
+  std::vector<std::string> types;
+  for (const NodeType& nt : cluster.node_types)
+    if (nt.slurm_feature() == constraint &&
+        std::find(types.begin(), types.end(), nt.gpu) == types.end())
+      types.push_back(nt.gpu);
+  if (types.empty()) return allowed;
+  std::vector<std::string> out;
+  for (const std::string& t : types)
+    if (allowed.empty() || std::find(allowed.begin(), allowed.end(), t) != allowed.end())
+      out.push_back(t);
+  if (out.empty()) {
+    std::string names;
+    for (const std::string& t : types) names += (names.empty() ? "" : ", ") + t;
+    throw UsageError("--constraint=" + constraint + ": picks " + names +
+                     " nodes, which your --gres/--gpus or types= rule out");
+  }
+  return out;
 }
 
 }  // namespace dlh::plan
