@@ -394,6 +394,7 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   }
   if (in.user.constraint_set)
     job.allowed_types = TypesOfConstraint(in.user, cluster, job.allowed_types);
+  if (!job.allow_mixed) CheckUserShapeFits(in.user, cluster, job.allowed_types);
   // Choosing among allocations that match the user's node or GPU count needs all of them.
   if (in.user.gpus_per_node || in.user.gpus_total || in.user.nodes) job.top = 0;
   return job;

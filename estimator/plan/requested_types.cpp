@@ -46,6 +46,34 @@ void PinUntypedGpus(const UserRequest& user, const Cluster& cluster,
   }
 }
 
+void CheckUserShapeFits(const UserRequest& user, const Cluster& cluster,
+                        const std::vector<std::string>& allowed) {
+  if (!user.nodes && !user.gpus_per_node && !user.gpus_total) return;
+  std::string have;
+  for (const NodeType& nt : cluster.node_types) {
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), nt.gpu) == allowed.end())
+      continue;
+    if (user.gpus_set && nt.cpu) continue;  // GPUs asked for are GPUs
+    const bool fits = (!user.nodes || nt.nodes >= user.nodes) &&
+                      (!user.gpus_per_node || nt.gpus_per_node >= user.gpus_per_node) &&
+                      (!user.gpus_total || int64_t(nt.nodes) * nt.gpus_per_node >= user.gpus_total);
+    if (fits) return;
+    have += (have.empty() ? "" : ", ") + nt.name + " " + std::to_string(nt.nodes) +
+            (nt.nodes == 1 ? " node of " : " nodes of ") + std::to_string(nt.gpus_per_node) + " " +
+            (nt.cpu ? std::string("cores") : nt.gpu);
+  }
+  std::string asked;
+  if (user.nodes) asked += "--nodes=" + std::to_string(user.nodes);
+  if (user.gpus_per_node)
+    asked += (asked.empty() ? "" : " and ") + std::to_string(user.gpus_per_node) + " GPUs a node";
+  if (user.gpus_total)
+    asked += (asked.empty() ? "" : " and ") + std::to_string(user.gpus_total) + " GPUs";
+  throw UsageError("your " + asked + " fits no node type " +
+                   (have.empty() ? std::string("allowed") : "(" + have + ")") +
+                   (user.gpu_type.empty() ? "; a job over two types needs --dlh-auto=...,mixed"
+                                          : std::string()));
+}
+
 std::vector<std::string> TypesOfConstraint(const UserRequest& user, const Cluster& cluster,
                                            const std::vector<std::string>& allowed) {
   std::string constraint;

@@ -29,4 +29,12 @@ void PinUntypedGpus(const UserRequest& user, const Cluster& cluster,
 std::vector<std::string> TypesOfConstraint(const UserRequest& user, const Cluster& cluster,
                                            const std::vector<std::string>& allowed);
 
+// The user's --nodes, GPUs per node and GPU count must fit one node type of `allowed`
+// (empty: any), or the plan would describe another shape than the job gets: 2026-12-07,
+// -N 2 on a cluster of one node per type got gres:gpu:alpha:2 added and was queued, then
+// failed (BadConstraints). Throws UsageError naming what each node type has. A mix (`mixed`)
+// spans types: not checked here.
+void CheckUserShapeFits(const UserRequest& user, const Cluster& cluster,
+                        const std::vector<std::string>& allowed);
+
 }  // namespace dlh::plan

@@ -1130,12 +1130,21 @@ TEST(PluginPlanTest, MixedIsOneJobWithNodesByFeature) {
             }),
             "--dlh-auto: mixed: the plan on 1 x 2 alpha + 1 x 2 beta needs the names of each "
             "type's nodes, and the live node state is unknown (slurmctld down)");
-  // --nodes=2 asks for the mix (no single type has two nodes here); a GPU type rules it out.
+  // --nodes=2 asks for the mix (no single type has two nodes here); a GPU type rules it out,
+  // and then no type holds the shape: refused, where a one-node plan was made for a job that
+  // kept --nodes=2 (Slurm then failed it: BadConstraints).
   PlanInputs two = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h,mixed");
   NoteUserOption(two.user, "nodes", "2");
   EXPECT_EQ(AllocationText(MakePlan(two, c, AllIdle(), "").chosen), "1 x 2 alpha + 1 x 2 beta");
   NoteUserOption(two.user, "gres", "gres:gpu:beta:2");
-  EXPECT_EQ(MakePlan(two, c, AllIdle(), "").chosen.parts.size(), 1u);
+  EXPECT_EQ(ErrorOf([&] { MakePlan(two, c, AllIdle(), ""); }),
+            "your --nodes=2 and 2 GPUs a node fits no node type (node-beta 1 node of 2 beta)");
+  PlanInputs untyped = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=1h");
+  NoteUserOption(untyped.user, "nodes", "2");
+  EXPECT_EQ(ErrorOf([&] { MakePlan(untyped, c, AllIdle(), ""); }),
+            "your --nodes=2 fits no node type (node-alpha 1 node of 2 alpha, node-beta 1 node of 2 "
+            "beta, cpu-local 1 node of 2 cores); a job over two types needs "
+            "--dlh-auto=...,mixed");
 }
 
 // Issue 41: a live state of 10,000 nodes of 4 types plans a mix whose plan stays a few KiB
