@@ -231,6 +231,12 @@ expect_fail 255 "dlh: --dlh-auto: deadline: expected a duration" sbatch -J dlhba
 expect_fail 1 "dlh: $WORK/missing.json: cannot read: No such file or directory" \
   sbatch -J dlhbad --dlh-auto=spec=missing.json,samples=5 --wrap true
 expect_fail 1 "dlh: --dlh-auto: samples: required" sbatch -J dlhbad --dlh-auto="spec=$SPEC" --wrap true
+# A shape no node type holds (one node of each type here): refused, where it was queued and
+# then failed BadConstraints; a constraint of one type with a GPU type of the other too.
+expect_fail 1 "dlh: your --nodes=2 fits no node type (node-alpha 1 node of 2 alpha, node-beta 1 node of 2 beta)" \
+  sbatch -J dlhbad -N 2 --dlh-auto="$AUTO,deadline=30m" --wrap true
+expect_fail 1 "dlh: --constraint=beta: picks beta nodes, which your --gres/--gpus or types= rule out" \
+  sbatch -J dlhbad --constraint=beta --gres=gpu:alpha:1 --dlh-auto="$AUTO,deadline=30m" --wrap true
 # A FIFO spec used to hang sbatch, and 100,000 levels of '[' crashed it (timeout: a hang fails).
 mkfifo "$WORK/fifo.json"
 expect_fail 1 "dlh: $WORK/fifo.json: cannot read: not a regular file" \
