@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 
@@ -247,6 +248,13 @@ std::vector<std::string> ProgressLog::Line(std::string_view raw, double now) {
     other_work_since_step_ = true;
     events_.push_back(std::move(e));
     return {};
+  }
+  if (key == "stop") {
+    if (value == "SIGUSR1" || value == "SIGTERM") {
+      stop_signal_ = std::max(stop_signal_, value == "SIGTERM" ? SIGTERM : SIGUSR1);
+      return {};
+    }
+    return Warn("stop", "'stop' needs SIGUSR1 or SIGTERM, got " + quoted + ": ignored");
   }
   if (key == "device") {
     if (value.empty()) return Warn("device", "'device' without a name: ignored");

@@ -78,6 +78,10 @@ class ProgressLog {
   const ProgramProfile& described() const { return described_; }
   // The step, eval, checkpoint and resume lines read since the last call, in order.
   std::vector<ProgressEvent> TakeEvents() { return std::move(events_); }
+  // The stop the program said it is obeying ("stop SIGUSR1" or "stop SIGTERM": the dlh
+  // module writes it when should_stop() first says True), the signal's number; 0: none. A
+  // rank's program may stop for a signal only another rank was sent, which the ranks agreed on.
+  int stop_signal() const { return stop_signal_; }
 
  private:
   std::vector<std::string> Line(std::string_view line, double now);
@@ -94,6 +98,7 @@ class ProgressLog {
   ProgramProfile described_;
   std::vector<ProgressEvent> events_;  // not taken yet
   std::vector<std::string> warned_;    // kinds warned about
+  int stop_signal_ = 0;
 };
 
 // The timing of steps (first, first + count] of `log` for a profile: the seconds between

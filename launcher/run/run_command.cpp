@@ -580,6 +580,11 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     stop = StopSignalReceived();
   }
+  // A stop this rank was not sent, which the program says it obeyed: the ranks agreed on a
+  // signal another rank got (dlh.should_stop(agree=True)). Taken as this rank's own, or its
+  // exit after SIGTERM (143) read as a crash and ended every rank, and a SIGUSR1 stop was
+  // recorded as a finished run (2026-12-07).
+  if (stop == 0) stop = f.log.stop_signal();
   const bool obeyed_stop =
       stop != 0 && (WIFEXITED(status) || (WIFSIGNALED(status) && WTERMSIG(status) == stop));
   const bool success = WIFEXITED(status) && WEXITSTATUS(status) == 0;

@@ -336,6 +336,15 @@ def checkpoint(path, step):
     _write(f"checkpoint {n} {text}")
 
 
+def stopping(signal_name):
+    """Report that the program is stopping for `signal_name` ("SIGUSR1" or "SIGTERM"), which
+    may have been sent to another rank only (the ranks agreed on it): this rank's launcher
+    then takes the program's exit as obeying a stop, not as a crash."""
+    if _channel() < 0 or signal_name not in ("SIGUSR1", "SIGTERM"):
+        return
+    _write(f"stop {signal_name}")
+
+
 def resumed(step, path=None):
     """Report that the program resumed at step `step` (from checkpoint `path`): the run's
     step count goes on from there."""

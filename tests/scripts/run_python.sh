@@ -273,6 +273,38 @@ print(f"  ok: both ranks stopped at step {r[0]['stop_step']} on SIGUSR1, checkpo
 PY
 dlh-report "$run" --follow >"$WORK/follow2.txt" 2>&1 || fail "dlh-report after the stop"
 grep -Eq '^  attempts +2 \(resumed 1 times\)$' "$WORK/follow2.txt" || { cat "$WORK/follow2.txt" >&2; fail "the report does not see the resume"; }
+
+# 4b. SIGTERM to rank 1's launcher alone: the ranks agree on the stop, and rank 0's launcher,
+# sent nothing, learns it from its program ("stop SIGTERM" on the channel). It took the
+# program's exit 143 for a crash and ended every rank with an error (2026-12-07).
+run2=$WORK/runs/term && out=$WORK/out3 && mkdir -p "$out"
+setsid mpirun -np 2 dlh-launch run --run-dir "$run2" -- $py "$WORK/prog.py" "$out" wait "$marker" \
+  >"$out/stdout" 2>"$out/stderr" &
+job=$!
+for ((i = 0; i < 600; ++i)); do
+  [[ -f $out/ready-0 && -f $out/ready-1 ]] && break
+  kill -0 $job 2>/dev/null || { cat "$out/stderr" >&2; fail "the job ended before its steps"; }
+  sleep 0.1
+done
+[[ -f $out/ready-0 && -f $out/ready-1 ]] || { cat "$out/stderr" >&2; kill -- -$job; fail "the programs made no step within 60 s"; }
+rank1=
+for pid in $(pgrep -f -- "^dlh-launch run --run-dir $run2 -- $py $WORK/prog.py $out wait $marker" || true); do
+  tr '\0' '\n' <"/proc/$pid/environ" | grep -qx 'OMPI_COMM_WORLD_RANK=1' && rank1=$pid
+done
+[[ -n $rank1 ]] || { kill -- -$job; fail "no launcher of rank 1"; }
+kill -TERM "$rank1"
+timeout 60 tail --pid=$job -f /dev/null || { kill -KILL -- -$job; fail "the job still runs 60 s after SIGTERM"; }
+wait $job || true
+! grep -q "ending every rank" "$out/stderr" || { cat "$out/stderr" >&2; fail "rank 0 took the agreed stop for a crash"; }
+$py - "$out" "$run2" <<'PY' || { cat "$out/stderr" >&2; fail "the stop rank 1 alone was sent"; }
+import json, sys
+out, run = sys.argv[1:]
+r = [json.load(open(f"{out}/rank-{i}.json")) for i in (0, 1)]
+assert [x["stopped"] for x in r] == ["SIGTERM"] * 2 and r[0]["stop_step"] == r[1]["stop_step"], r
+s = json.load(open(run + "/summary.json"))
+assert not s["finished"] and s["stop_signal"] == 15, (s["finished"], s["stop_signal"])
+PY
+check "SIGTERM to rank 1's launcher alone: both ranks stop at one step, rank 0's launcher records the stop (summary stop_signal 15), no rank ended as failed"
 check "SIGUSR1: should_stop on both ranks, checkpoint, exit 0; resumed from the launcher's DLH_CHECKPOINT (step 20); signal and end records; the report sees 2 attempts"
 [[ -z $(pgrep -f -- "$marker" || true) ]] || fail "processes linger"
 check "the new program runs took $((SECONDS - start)) s"

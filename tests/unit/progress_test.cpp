@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include "common/error.hpp"
 
 namespace dlh {
@@ -30,6 +32,20 @@ TEST(ProgressLogTest, ALastLineWithoutANewlineCountsAtTheEnd) {
   EXPECT_EQ(log.steps(), 2);
   EXPECT_TRUE(log.Finish(3.0).empty());  // nothing left: no line twice
   EXPECT_EQ(log.steps(), 2);
+}
+
+// "stop SIGNAME": the program obeys a stop its own rank may not have been sent; the more
+// severe of two stands, and a bad name is warned about, not taken.
+TEST(ProgressLogTest, AStopLineNamesTheSignalObeyed) {
+  ProgressLog log;
+  EXPECT_EQ(log.stop_signal(), 0);
+  EXPECT_TRUE(log.Feed("stop SIGUSR1\n", 1.0).empty());
+  EXPECT_EQ(log.stop_signal(), SIGUSR1);
+  EXPECT_TRUE(log.Feed("stop SIGTERM\nstop SIGUSR1\n", 2.0).empty());
+  EXPECT_EQ(log.stop_signal(), SIGTERM);
+  ProgressLog bad;
+  EXPECT_EQ(bad.Feed("stop SIGKILL\n", 1.0).size(), 1u);
+  EXPECT_EQ(bad.stop_signal(), 0);
 }
 
 TEST(ProgressLogTest, DescriptionLinesFillTheProfileFields) {

@@ -14,6 +14,7 @@ step = _p.step
 evaluation = _p.evaluation
 checkpoint_saved = _p.checkpoint
 resumed = _p.resumed
+stopping = _p.stopping
 describe = _p.describe
 describe_model = _p.describe_model
 reporting = _p.enabled

@@ -9,6 +9,7 @@ _SEVERITY = {signal.SIGUSR1: 1, signal.SIGTERM: 2}
 _NAMES = {0: None, 1: "SIGUSR1", 2: "SIGTERM"}
 _requested = 0  # this process's, from the handler
 _agreed = 0     # the last should_stop(agree=True)'s, over every rank
+_told = 0       # the stop level the launcher was told of ("stop SIGNAME" on the channel)
 _installed = False
 
 # should_stop(agree=True)'s schedule, alike on every rank: the ranks agree about every
@@ -74,7 +75,18 @@ def should_stop(agree=False):
         if dist is not None and dist.is_available() and dist.is_initialized():
             level = _agree(dist, level)
         _agreed = max(_agreed, level)
+    _tell(level)
     return level > 0
+
+
+def _tell(level):
+    """The launcher learns of a stop the program obeys, once a level: its own rank may not
+    have been sent the signal (the ranks agreed on another's)."""
+    global _told
+    if level > _told:
+        _told = level
+        from dlh._progress import stopping
+        stopping(_NAMES[level])
 
 
 def _agree(dist, level):
