@@ -17,6 +17,7 @@
 #include "estimator/model/features.hpp"
 #include "estimator/model/gpu_layer_model.hpp"
 #include "estimator/model/time_model.hpp"
+#include "estimator/recommend/recommend_detail.hpp"
 #include "estimator/recommend/recommender.hpp"
 
 namespace po = boost::program_options;
@@ -178,8 +179,7 @@ int PredictCommand(const std::vector<std::string>& args) {
   // figure here is that model's too, on the peaks it was fitted on; the linear model's beside
   // it. Before, this printed the linear model's alone, 14% from what recommend planned with.
   if (c.gpu_layer_model.present && CudaEngineUnsupported(spec).empty()) {
-    const bool momentum =
-        spec.optimizer.kind == OptimizerSpec::Kind::Adam || spec.optimizer.momentum > 0;
+    const bool momentum = recommend_detail::OptimizerSlots(spec.optimizer) > 0;  // as recommend
     const double t = PredictGpuStep(GpuStepKernels(f, batch, momentum), c.gpu_layer_model.peaks,
                                     c.gpu_layer_model.params)
                          .seconds;

@@ -69,8 +69,6 @@ std::vector<GresItem> ParseGres(const std::string& text) {
   return out;
 }
 
-namespace {
-
 bool HasFeature(const std::string& features, const std::string& feature) {
   size_t start = 0;
   for (;;) {
@@ -82,6 +80,8 @@ bool HasFeature(const std::string& features, const std::string& feature) {
     start = comma + 1;
   }
 }
+
+namespace {
 
 bool HasGpus(const LiveNode& node) {
   for (const GresItem& g : ParseGres(node.gres))

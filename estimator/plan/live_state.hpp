@@ -40,6 +40,9 @@ struct GresItem {
 // name[:type][:count][(details)], count 1 when missing; "(null)" and "" give nothing.
 std::vector<GresItem> ParseGres(const std::string& text);
 
+// Whether `feature` is one of a node's comma-separated `features` (LiveNode::features).
+bool HasFeature(const std::string& features, const std::string& feature);
+
 // Whether `node` is one of node type `nt`'s nodes: it carries GPUs of nt's GPU type and,
 // when several node types share that GPU type, exactly nt's gpus_per_node of them; for a
 // CPU node type, it carries nt's feature and no GPU.

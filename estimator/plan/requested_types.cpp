@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <set>
-#include <sstream>
 
 #include "common/error.hpp"
 #include "estimator/plan/cpu_nodes.hpp"
@@ -23,9 +22,7 @@ void PinUntypedGpus(const UserRequest& user, const Cluster& cluster,
   bool feature_shown = false;
   std::set<std::string> other_types;
   for (const LiveNode& n : live) {
-    std::stringstream features(n.features);
-    for (std::string f; std::getline(features, f, ',');)
-      feature_shown = feature_shown || f == feature;
+    feature_shown = feature_shown || HasFeature(n.features, feature);
     for (const GresItem& g : ParseGres(n.gres))
       if (g.name == "gpu" && !g.type.empty() && g.type != a.parts[0].gpu)
         other_types.insert(g.type);

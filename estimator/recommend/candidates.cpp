@@ -15,14 +15,10 @@
 
 namespace dlh::recommend_detail {
 
-namespace {
-
 int OptimizerSlots(const OptimizerSpec& o) {
   if (o.kind == OptimizerSpec::Kind::Adam) return 2;
   return o.momentum > 0 ? 1 : 0;
 }
-
-}  // namespace
 
 // A profiled program says its own count, which may be one no spec optimizer has.
 int OptimizerSlots(const Job& job) {

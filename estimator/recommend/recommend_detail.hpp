@@ -112,6 +112,7 @@ inline bool Faster(const Cand& a, const Cand& b) {
 
 // Optimizer state per parameter (Adam 2, momentum 1, plain SGD 0). A profiled program says
 // its own count, which may be one no spec optimizer has.
+int OptimizerSlots(const OptimizerSpec& o);
 int OptimizerSlots(const Job& job);
 // Whose memory a rank of type `t` uses: the CPU engine's on a CPU type (its own count,
 // features.cpp), unless the job is a program sized by its profile.

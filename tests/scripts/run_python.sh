@@ -231,15 +231,20 @@ check "dlh-report: $(head -1 "$WORK/report.txt"); $(grep 'test accuracy' "$WORK/
 # 4. SIGUSR1 to both ranks: the flag is set, every rank stops at the same step, rank 0
 # checkpoints, the programs exit 0; the run resumed from the launcher's DLH_CHECKPOINT.
 out=$WORK/out2 && mkdir -p "$out"
-setsid mpirun -np 2 dlh-launch run --run-dir "$run" -- $py "$WORK/prog.py" "$out" wait "$marker" \
-  >"$out/stdout" 2>"$out/stderr" &
-job=$!
-for ((i = 0; i < 600; ++i)); do
-  [[ -f $out/ready-0 && -f $out/ready-1 ]] && break
-  kill -0 $job 2>/dev/null || { cat "$out/stderr" >&2; fail "the job ended before its steps"; }
-  sleep 0.1
-done
-[[ -f $out/ready-0 && -f $out/ready-1 ]] || { cat "$out/stderr" >&2; kill -- -$job; fail "the programs made no step within 60 s"; }
+# start_waiting RUN OUT: the program on 2 ranks in "wait" mode, in the background ($job),
+# until both ranks have made their first steps.
+start_waiting() {
+  setsid mpirun -np 2 dlh-launch run --run-dir "$1" -- $py "$WORK/prog.py" "$2" wait "$marker" \
+    >"$2/stdout" 2>"$2/stderr" &
+  job=$!
+  for ((i = 0; i < 600; ++i)); do
+    [[ -f $2/ready-0 && -f $2/ready-1 ]] && break
+    kill -0 $job 2>/dev/null || { cat "$2/stderr" >&2; fail "the job ended before its steps"; }
+    sleep 0.1
+  done
+  [[ -f $2/ready-0 && -f $2/ready-1 ]] || { cat "$2/stderr" >&2; kill -- -$job; fail "the programs made no step within 60 s"; }
+}
+start_waiting "$run" "$out"
 ranks=$(pgrep -f -- "^dlh-launch run --run-dir $run -- $py $WORK/prog.py $out wait $marker" || true)
 [[ $(wc -w <<<"$ranks") -eq 2 ]] || { pgrep -af -- "$marker" >&2; kill -- -$job; fail "not two rank processes: $ranks"; }
 kill -USR1 $ranks
@@ -278,15 +283,7 @@ grep -Eq '^  attempts +2 \(resumed 1 times\)$' "$WORK/follow2.txt" || { cat "$WO
 # sent nothing, learns it from its program ("stop SIGTERM" on the channel). It took the
 # program's exit 143 for a crash and ended every rank with an error (2026-12-07).
 run2=$WORK/runs/term && out=$WORK/out3 && mkdir -p "$out"
-setsid mpirun -np 2 dlh-launch run --run-dir "$run2" -- $py "$WORK/prog.py" "$out" wait "$marker" \
-  >"$out/stdout" 2>"$out/stderr" &
-job=$!
-for ((i = 0; i < 600; ++i)); do
-  [[ -f $out/ready-0 && -f $out/ready-1 ]] && break
-  kill -0 $job 2>/dev/null || { cat "$out/stderr" >&2; fail "the job ended before its steps"; }
-  sleep 0.1
-done
-[[ -f $out/ready-0 && -f $out/ready-1 ]] || { cat "$out/stderr" >&2; kill -- -$job; fail "the programs made no step within 60 s"; }
+start_waiting "$run2" "$out"
 rank1=
 for pid in $(pgrep -f -- "^dlh-launch run --run-dir $run2 -- $py $WORK/prog.py $out wait $marker" || true); do
   tr '\0' '\n' <"/proc/$pid/environ" | grep -qx 'OMPI_COMM_WORLD_RANK=1' && rank1=$pid
