@@ -21,6 +21,7 @@
 #include "estimator/observe/plan_block.hpp"
 #include "estimator/plan/cpu_nodes.hpp"
 #include "estimator/plan/environment_threads.hpp"
+#include "estimator/plan/requested_nodes.hpp"
 #include "estimator/plan/requested_types.hpp"
 #include "estimator/recommend/profile_speeds.hpp"
 #include "launcher/observe/record.hpp"
@@ -135,7 +136,10 @@ std::string UserConstraintText(const UserRequest& u) {
     add("--gres=gpu:" + (u.gpu_type.empty() ? std::string() : u.gpu_type + ":") +
         (u.gpus_per_node ? std::to_string(u.gpus_per_node) : std::string("*")));
   if (u.gpus_total) add("--gpus=" + std::to_string(u.gpus_total));
-  if (u.nodes) add("--nodes=" + std::to_string(u.nodes));
+  if (u.nodes && u.nodes_from_nodelist)
+    add("--nodelist=" + u.nodelist + " (" + Plural(u.nodes, "node", "nodes") + ")");
+  else if (u.nodes)
+    add("--nodes=" + std::to_string(u.nodes));
   return s;
 }
 
@@ -180,10 +184,10 @@ void AddNodeNames(PlanOutcome& out, const Cluster& cluster, const std::vector<Li
 
 }  // namespace
 
-const char* const kUserOptionNames[13] = {
+const char* const kUserOptionNames[15] = {
     "gres",   "gpus",          "gpus-per-node",   "gpus-per-task", "gpus-per-socket",
     "nodes",  "ntasks",        "ntasks-per-node", "time",          "constraint",
-    "signal", "cpus-per-task", "export"};
+    "signal", "cpus-per-task", "export",          "nodelist",      "exclude"};
 
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value) {
   auto same = [&](const std::pair<std::string, std::string>& g) { return g.first == name; };
@@ -222,6 +226,10 @@ void NoteUserOption(UserRequest& r, const std::string& name, const std::string& 
     r.constraint_set = true;
   } else if (name == "cpus-per-task") {
     r.cpus_per_task_set = true;
+  } else if (name == "nodelist") {
+    r.nodelist = value;
+  } else if (name == "exclude") {
+    r.exclude = value;
   } else if (name == "signal") {
     r.signal_set = true;
     r.signal = value;
@@ -394,19 +402,25 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   }
   if (in.user.constraint_set)
     job.allowed_types = TypesOfConstraint(in.user, cluster, job.allowed_types);
+  job.allowed_types = TypesOfNodelist(in.user, job.allowed_types);
   if (!job.allow_mixed) CheckUserShapeFits(in.user, cluster, job.allowed_types);
   // Choosing among allocations that match the user's node or GPU count needs all of them.
   if (in.user.gpus_per_node || in.user.gpus_total || in.user.nodes) job.top = 0;
   return job;
 }
 
-PlanOutcome MakePlan(const PlanInputs& in, const Cluster& described_cluster,
-                     const std::vector<LiveNode>& live, const std::string& live_error) {
+PlanOutcome MakePlan(const PlanInputs& given_in, const Cluster& described_cluster,
+                     const std::vector<LiveNode>& all_live, const std::string& live_error) {
   PlanOutcome out;
-  out.user = in.user;
   // The nodes as they are: a type's GPUs a node are what its nodes have, when fewer than the
-  // description says (Slurm refuses a request for more), busy or free.
+  // description says (Slurm refuses a request for more), busy or free; the user's excluded
+  // nodes are none of them, and their listed nodes fix the type and the node count.
   Cluster cluster = described_cluster;
+  PlanInputs in = given_in;
+  std::vector<LiveNode> live = all_live;
+  out.nodes_note = ApplyRequestedNodes(&in.user, &cluster, &live, live_error,
+                                       in.options.mixed && *in.options.mixed);
+  out.user = in.user;
   const std::string hardware_note = live_error.empty() ? BoundGpusPerNode(cluster, live) : "";
   if (in.options.spec && *in.options.spec == "suggest" && !in.options.profile) {
     PlanInputs suggested = in;
@@ -582,6 +596,7 @@ std::string SummaryLine(const PlanOutcome& p) {
     for (const std::string& w : ProfileWarnings(*p.job.profile)) s += "; warning: " + w;
   if (!p.choice_note.empty()) s += "; " + p.choice_note;
   if (!p.type_note.empty()) s += "; " + p.type_note;
+  if (!p.nodes_note.empty()) s += "; " + p.nodes_note;
   if (!p.cpu_note.empty()) s += "; " + p.cpu_note;
   if (!p.threads_note.empty()) s += "; " + p.threads_note;
   if (const std::string note = SyncNote(p.job, a); !note.empty()) s += "; " + note;
@@ -650,6 +665,8 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
     s += "step time: " + from + "\n";
   if (!p.choice_note.empty()) s += "note: " + p.choice_note + "\n";
   if (!p.cpu_note.empty()) s += "note: " + p.cpu_note + "\n";
+  if (!p.type_note.empty()) s += "note: " + p.type_note + "\n";
+  if (!p.nodes_note.empty()) s += "note: " + p.nodes_note + "\n";
   if (!p.threads_note.empty()) s += "note: " + p.threads_note + "\n";
   if (const std::string note = SyncNote(p.job, p.chosen); !note.empty())
     s += "training: " + note + "\n";

@@ -61,13 +61,20 @@ struct UserRequest {
   std::string time_text;           // --time as Slurm prints it
   bool export_set = false;         // --export: which of the submitting environment the job gets
   std::string export_value;        // its value: "NONE", "ALL,VAR=1", "VAR1,VAR2"
+  std::string nodelist;            // --nodelist (-w) as given: "node-[1-2]", or a file's path
+  std::string exclude;             // --exclude (-x) as given
+  // Set by MakePlan (estimator/plan/requested_nodes.hpp): the types of --nodelist's nodes,
+  // and whether `nodes` is their count (no --nodes given).
+  std::vector<std::string> nodelist_types;
+  bool nodes_from_nodelist = false;
   std::vector<std::pair<std::string, std::string>> given;  // every option noted: name, value
 };
 
 // Records one option the user set, with its value as slurm_option_get returns it: gres
 // "gres:gpu:a100:2" (22.05 prefixes "gres:"), gpus/gpus-per-node/gpus-per-task/
 // gpus-per-socket "a100:2" or "2", nodes "2" or "2-4", time "00:10:00", "1-00:00:00" or
-// "UNLIMITED", ntasks, ntasks-per-node and signal ("B:USR1@120"). Values it cannot read only
+// "UNLIMITED", ntasks, ntasks-per-node, signal ("B:USR1@120"), nodelist and exclude
+// (hostlists, "node-[1-2]"). Values it cannot read only
 // mark the option as set.
 void NoteUserOption(UserRequest& r, const std::string& name, const std::string& value);
 
@@ -79,7 +86,7 @@ UserRequest UserRequestFromJson(const std::string& json_text);
 
 // The Slurm options NoteUserOption understands: the facade and `dlh-estimate slurm-plan`
 // note each one the user set.
-extern const char* const kUserOptionNames[13];
+extern const char* const kUserOptionNames[15];
 
 // spec=suggest: the spec dlh-estimate suggest writes for the data set (estimator/recommend/
 // suggest.hpp), planned like any other; the front end writes it to `path` (the submit
@@ -135,6 +142,7 @@ struct PlanOutcome {
   std::string time_note;      // "" or a warning: the user's --time is shorter than predicted
   std::string threads_note;   // "" or the threads a rank computes with, from the environment
   std::string type_note;      // "" or how an untyped GPU request was kept to the planned type
+  std::string nodes_note;     // "" or what the user's --exclude/--nodelist did to the plan
   int tasks = 0;              // tasks the job will run (the user's --ntasks* when given)
   std::optional<SuggestedSpec> suggested;  // spec=suggest: the spec to write and hand over
   UserRequest user;                        // what the user fixed (kept as they gave it)

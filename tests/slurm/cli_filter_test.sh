@@ -8,7 +8,8 @@
 # plugstack limits; refuse a FIFO or another user's file without hanging anybody or showing a
 # byte of it; leave jobs without --dlh-auto (also jobs submitted from inside a --dlh-auto job)
 # untouched; deliver the plan under --export=NONE; say that srun --dlh-auto inside a job is
-# ignored. Nothing here runs as root in slurmctld: job_submit.lua is gone.
+# ignored; plan for the nodes -w names and -x leaves out. Nothing here runs as root in
+# slurmctld: job_submit.lua is gone.
 # shellcheck source=tests/slurm/slurm.bash
 source "$(dirname "$0")/slurm.bash"
 need_slurm munged slurmctld slurmd sbatch scontrol useradd runuser
@@ -137,6 +138,24 @@ assert a == b, f"plans differ:\n{a}\n{b}"
 assert [p["node_names"] for p in a["allocation"]["parts"]] == [["alpha1"], ["beta1"]], a
 PY
 check "both: $mA, the same DLH_PLAN with node_names"
+
+echo "-x alpha1 and -w beta1: planned on beta both ways"
+for c in A B; do
+  d=$A; [[ $c == B ]] && d=$B
+  j=$(submit "$d" /dev/null -x alpha1 --dlh-auto="$AUTO" --wrap true) ||
+    { cat "$WORK/u/submit.err"; fail "$c: -x alpha1 refused"; }
+  grep -q -- "your --exclude=alpha1 left out: node-alpha 0 nodes" "$WORK/u/submit.err" ||
+    { cat "$WORK/u/submit.err"; fail "$c: the summary does not say what -x left out"; }
+  declare "x$c=$(fields "$d" "$j")"
+  wait_done "$d" "$j"
+  j=$(submit "$d" /dev/null -w beta1 --dlh-auto="$AUTO" --wrap true) ||
+    { cat "$WORK/u/submit.err"; fail "$c: -w beta1 refused"; }
+  declare "w$c=$(fields "$d" "$j")"
+  wait_done "$d" "$j"
+done
+[[ "$xA" == "$xB" && "$wA" == "$wB" ]] || fail "-x/-w: plugin gives '$xA' / '$wA', cli_filter.lua '$xB' / '$wB'"
+[[ "$xA" == *"gres:gpu:beta:"* && "$wA" == *"gres:gpu:beta:"* ]] || fail "-x alpha1 / -w beta1 not on beta: $xA / $wA"
+check "both: $xA"
 
 echo "a CPU node (types=cpu): the same request both ways, CPUs and a feature, no GPUs (issue 46)"
 for c in A B; do

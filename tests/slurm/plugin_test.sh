@@ -6,7 +6,7 @@
 # library; `sbatch --dlh-auto` (command line and #SBATCH) sets gres, nodes, ntasks-per-node
 # and time exactly as `dlh-estimate recommend --json` plans them; DLH_PLAN reaches the job
 # and srun steps inside it do not plan again, nor do jobs it submits inherit it; explicit user values (command line and
-# #SBATCH) are kept; salloc; live availability (alpha busy -> beta); bad values, unreadable
+# #SBATCH) are kept; salloc; live availability (alpha busy -> beta); -w and -x; bad values, unreadable
 # specs and impossible deadlines are refused with one line and nothing queued; `mixed` with
 # -N 2 runs one job on alpha1 + beta1 (--constraint=[alpha*1&beta*1]) whose ranks train the
 # plan's per-type batches (planned split = the split used at step 1), then balances them
@@ -211,6 +211,26 @@ j7=$(sbatch --parsable --dlh-auto="$AUTO,deadline=3m" --wrap true 2>sbatch7.err)
   { cat sbatch7.err; fail "alpha busy, deadline 3m: expected alpha on all nodes"; }
 check "alpha1 busy, 3m deadline only alpha meets: planned on all nodes, the job waits"
 scancel "$busy" "$j7"
+
+echo "the nodes a user names (-w) or leaves out (-x) are the ones planned for"
+# Planned without them, -w beta1 got alpha's GPUs and sbatch refused the job, and -x alpha1
+# was planned on alpha1 (2026-12-07).
+jw=$(sbatch --parsable --hold -w beta1 --dlh-auto="$AUTO,deadline=30m" --wrap true 2>w.err) ||
+  { cat w.err; fail "sbatch -w beta1"; }
+[[ $(field "$jw" TresPerNode) == gres:gpu:beta:* && $(field "$jw" NumNodes) =~ ^1(-1)?$ ]] &&
+  grep -q -- "your --nodelist=beta1: planned on its 1 node of beta" w.err ||
+  { cat w.err; fail "-w beta1: expected a plan on beta, got $(field "$jw" TresPerNode)"; }
+check "-w beta1: $(field "$jw" TresPerNode) on $(field "$jw" ReqNodeList)"
+jx=$(sbatch --parsable --hold -x alpha1 --dlh-auto="$AUTO,deadline=30m" --wrap true 2>x.err) ||
+  { cat x.err; fail "sbatch -x alpha1"; }
+[[ $(field "$jx" TresPerNode) == gres:gpu:beta:* ]] && grep -q -- "your --exclude=alpha1 left out" x.err ||
+  { cat x.err; fail "-x alpha1: expected a plan on beta, got $(field "$jx" TresPerNode)"; }
+check "-x alpha1: $(field "$jx" TresPerNode), not on $(field "$jx" ExcNodeList)"
+scancel "$jw" "$jx"
+expect_fail 1 "dlh: --nodelist: names nodes of 2 types (alpha1: node-alpha, beta1: node-beta); one job on two types needs --dlh-auto=...,mixed" \
+  sbatch -J dlhbad -w 'alpha1,beta1' --dlh-auto="$AUTO,deadline=30m" --wrap true
+expect_fail 1 "dlh: --exclude: gamma1 is no node of this cluster (Slurm lists 2 nodes)" \
+  sbatch -J dlhbad -x gamma1 --dlh-auto="$AUTO,deadline=30m" --wrap true
 
 echo "a job script's signal before the limit gets a lead that fits the limit"
 # The example script asks SIGUSR1 120 s before the limit; the plan's limit is made for the

@@ -507,6 +507,73 @@ TEST(PluginPlanTest, AnUntypedGpuRequestIsKeptToThePlannedType) {
   EXPECT_TRUE(BuildJob(bigmem, c).allowed_types.empty());
 }
 
+// --nodelist and --exclude name nodes: the plan is made for them (2026-12-07: -w beta1 was
+// planned on alpha and sbatch refused the job; -x alpha1 was planned on the one alpha node).
+TEST(PluginPlanTest, TheNodesTheUserNamesOrExcludesArePlannedFor) {
+  const Cluster c = LocalCluster();
+  auto setting = [](const PlanOutcome& o, const std::string& name) {
+    for (const SlurmSetting& s : o.settings)
+      if (s.name == name && s.apply) return s.value;
+    return std::string();
+  };
+  PlanInputs listed = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  NoteUserOption(listed.user, "nodelist", "beta1");
+  PlanOutcome p = MakePlan(listed, c, AllIdle(), "");
+  ASSERT_TRUE(p.feasible);
+  EXPECT_EQ(p.chosen.parts.at(0).gpu, "beta");
+  EXPECT_EQ(p.chosen.nodes, 1);
+  EXPECT_EQ(setting(p, "nodes"), "1");
+  EXPECT_NE(SummaryLine(p).find("your --nodelist=beta1: planned on its 1 node of beta"),
+            std::string::npos)
+      << SummaryLine(p);
+  EXPECT_NE(SummaryLine(p).find("yours kept: --nodelist=beta1"), std::string::npos);
+
+  PlanInputs excluded = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  NoteUserOption(excluded.user, "exclude", "alpha[1]");
+  p = MakePlan(excluded, c, AllIdle(), "");
+  ASSERT_TRUE(p.feasible);
+  EXPECT_NE(p.chosen.parts.at(0).gpu, "alpha");
+  EXPECT_NE(SummaryLine(p).find("your --exclude=alpha[1] left out: node-alpha 0 nodes"),
+            std::string::npos)
+      << SummaryLine(p);
+  EXPECT_EQ(p.live_note, "free now: node-alpha 0/0, node-beta 1/1, cpu-local 1/1");
+
+  // Without the live state only the count is known.
+  p = MakePlan(listed, c, {}, "sinfo failed");
+  EXPECT_EQ(p.chosen.nodes, 1);
+  EXPECT_NE(SummaryLine(p).find("your --nodelist=beta1: planned for its 1 node, whatever their "
+                                "type (live node state unknown)"),
+            std::string::npos)
+      << SummaryLine(p);
+
+  // One line, naming the option, for what Slurm would refuse or the plan cannot hold.
+  auto refusal = [&](const std::string& name, const std::string& value,
+                     const std::string& more = "", const std::string& more_value = "") {
+    PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+    NoteUserOption(in.user, name, value);
+    if (!more.empty()) NoteUserOption(in.user, more, more_value);
+    return ErrorOf([&] { MakePlan(in, c, AllIdle(), ""); });
+  };
+  EXPECT_EQ(refusal("nodelist", "gamma1"),
+            "--nodelist: gamma1 is no node of this cluster (Slurm lists 3 nodes)");
+  EXPECT_EQ(refusal("exclude", "alpha[1-2]"),
+            "--exclude: alpha2 is no node of this cluster (Slurm lists 3 nodes)");
+  EXPECT_EQ(refusal("nodelist", "alpha1,beta1"),
+            "--nodelist: names nodes of 2 types (alpha1: node-alpha, beta1: node-beta); one job "
+            "on two types needs --dlh-auto=...,mixed");
+  EXPECT_EQ(refusal("nodelist", "beta1", "exclude", "beta1"),
+            "--nodelist: beta1 is in your --exclude too");
+  EXPECT_EQ(refusal("nodelist", "beta1", "gres", "gres:gpu:alpha:1"),
+            "--nodelist: names beta nodes, which your --gres/--gpus, --constraint or types= rule "
+            "out");
+  EXPECT_EQ(refusal("nodelist", "beta[2-1]").rfind("--nodelist", 0), 0u);
+  // A file of names is Slurm's to read.
+  PlanInputs file = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
+  NoteUserOption(file.user, "nodelist", "./my-nodes");
+  EXPECT_NE(SummaryLine(MakePlan(file, c, AllIdle(), "")).find("your --nodelist is a file"),
+            std::string::npos);
+}
+
 TEST(PluginPlanTest, PlansLikeDlhEstimateOnTheLocalCluster) {
   const Cluster c = LocalCluster();
   PlanInputs in = LocalInputs("spec=fashion-mnist.json,samples=60000,deadline=30m");
