@@ -193,6 +193,7 @@ json ProgramProfileToJson(const ProgramProfile& p) {
             {"gpu_type", p.gpu_type},
             {"device", p.device},
             {"cpu_threads", p.cpu_threads},
+            {"threads_offered", p.threads_offered},
             {"params", p.params},
             {"samples", p.samples},
             {"epochs", p.epochs},
@@ -218,8 +219,8 @@ ProgramProfile ProfileAt(const json& j, const std::string& origin, const std::st
                               " (this build reads " + std::to_string(kProgramProfileVersion) + ")");
   // After the version: a file of another kind (a spec) is named as such, not by its keys.
   f.only({"dlh_profile", "program", "command", "created", "host", "gpu_type", "device",
-          "cpu_threads", "params", "samples", "epochs", "global_batch", "lr", "optimizer_slots",
-          "memory_bytes", "probe", "points"});
+          "cpu_threads", "threads_offered", "params", "samples", "epochs", "global_batch", "lr",
+          "optimizer_slots", "memory_bytes", "probe", "points"});
   ProgramProfile p;
   p.origin = origin;
   p.program = f.text("program");
@@ -244,6 +245,7 @@ ProgramProfile ProfileAt(const json& j, const std::string& origin, const std::st
              "must contain only letters, digits, '-', '_' and '.', got " + Quote(p.gpu_type));
   p.device = f.text("device");
   p.cpu_threads = int(f.integer("cpu_threads", 0, kMaxCount, false, 0));
+  p.threads_offered = int(f.integer("threads_offered", 0, kMaxCount, false, 0));
   p.params = f.integer("params", 0, INT64_MAX, false, 0);
   p.samples = f.integer("samples", 0, INT64_MAX, false, 0);
   p.epochs = int(f.integer("epochs", 0, kMaxCount, false, 0));
@@ -390,6 +392,7 @@ ProgramProfile MergeProfiles(const ProgramProfile& base, const ProgramProfile& u
   text(&m.gpu_type, update.gpu_type);
   text(&m.device, update.device);
   if (update.cpu_threads > 0) m.cpu_threads = update.cpu_threads;
+  if (update.threads_offered > 0) m.threads_offered = update.threads_offered;
   if (update.params > 0) m.params = update.params;
   if (update.samples > 0) m.samples = update.samples;
   if (update.epochs > 0) m.epochs = update.epochs;

@@ -36,9 +36,14 @@ struct ProgramProfile {
   std::string program;               // display name, e.g. "train_ddp.py"
   std::vector<std::string> command;  // CMD ARGS as profiled
   std::string created, host;         // ISO 8601 UTC; host name
-  std::string gpu_type;      // the cluster description's GPU type it was timed on ("" unknown)
-  std::string device;        // what the program said it ran on ("cpu", "cuda:0 (...)"), "" unknown
-  int cpu_threads = 0;       // > 0: a CPU process with this many threads, 0: a GPU
+  std::string gpu_type;  // the cluster description's GPU type it was timed on ("" unknown)
+  std::string device;    // what the program said it ran on ("cpu", "cuda:0 (...)"), "" unknown
+  int cpu_threads = 0;   // > 0: a CPU process with this many threads, 0: a GPU
+  // The threads the program was offered when profiled: OMP_NUM_THREADS as it got it
+  // (dlh-launch run sets the rank's share of its CPUs where the environment sets none);
+  // 0: unknown. A cpu_threads other than this is a program that sets its own count
+  // (estimator/recommend/profile_speeds.hpp, ProgramSetsItsThreads).
+  int threads_offered = 0;
   int64_t params = 0;        // trained values (0: unknown)
   int64_t samples = 0;       // training samples per epoch (0: unknown)
   int epochs = 0;            // (0: unknown)

@@ -132,9 +132,12 @@ int RecommendCommand(const std::vector<std::string>& args) {
   if (!(job.startup_s >= -1 && job.startup_s <= 86400))
     throw UsageError("--startup: must be seconds in [0, 86400] (or -1)");
   job.objective = ParseObjective(Str(vm, "objective"));
-  job.threads_per_rank = vm["threads-per-rank"].as<int>();
-  if (job.threads_per_rank < 0 || job.threads_per_rank > 4096)
+  const int threads_per_rank = vm["threads-per-rank"].as<int>();
+  if (threads_per_rank < 0 || threads_per_rank > 4096)
     throw UsageError("--threads-per-rank: must be 0 to 4096");
+  // A program that sets its own count keeps it unless the option says otherwise.
+  if (threads_per_rank > 0 || !job.profile || !ProgramSetsItsThreads(*job.profile))
+    job.threads_per_rank = threads_per_rank;
   job.max_gpus = vm["max-gpus"].as<int>();
   if (job.max_gpus < 0) throw UsageError("--max-gpus: must not be negative");
   if (vm.count("types")) job.allowed_types = SplitList(Str(vm, "types"));

@@ -14,7 +14,6 @@
 #include "common/duration.hpp"
 #include "common/error.hpp"
 #include "common/hostlist.hpp"
-#include "common/json_parse.hpp"
 #include "common/program_profile.hpp"
 #include "common/spec.hpp"
 #include "estimator/model/features.hpp"
@@ -375,7 +374,10 @@ Job BuildJob(const PlanInputs& in, const Cluster& cluster) {
   job.margin = in.config.margin;
   job.startup_s = in.config.startup_s;
   job.stage = !in.env_stage_dir.empty();
-  job.threads_per_rank = EnvironmentThreads(in).threads;
+  // OPENBLAS_NUM_THREADS is dlh-launch train's; a program that sets its own count keeps it
+  // (JobFromProfile, the profile's warning says so).
+  if (!job.profile || !ProgramSetsItsThreads(*job.profile))
+    job.threads_per_rank = EnvironmentThreads(in).threads;
   // The plan's limit and the signal's lead go together; with their own --time the user's
   // signal is theirs too.
   job.signal = in.user.signal_set && !in.user.time_set;
@@ -434,9 +436,10 @@ PlanOutcome MakePlan(const PlanInputs& given_in, const Cluster& described_cluste
     out.job = BuildJob(in, cluster);
   }
   const Job& job = out.job;
-  if (job.threads_per_rank > 0)
+  if (const EnvironmentThreadCount env = EnvironmentThreads(in);
+      job.threads_per_rank > 0 && env.threads == job.threads_per_rank)
     out.threads_note = "planned with " + Plural(job.threads_per_rank, "thread", "threads") +
-                       " a CPU rank (" + EnvironmentThreads(in).source + ")";
+                       " a CPU rank (" + env.source + ")";
   if (in.options.deadline)
     out.deadline_text = *in.options.deadline;
   else if (job.deadline_s > 0 && in.user.time_set && in.user.time_s > 0)
@@ -680,19 +683,6 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
        (kept.empty() ? std::string() : " (yours kept: " + kept + ")") + "\n";
   if (!p.time_note.empty()) s += p.time_note + "\n";
   return s;
-}
-
-UserRequest UserRequestFromJson(const std::string& json_text) {
-  UserRequest user;
-  nlohmann::json j;
-  JsonProblem problem;
-  if (!ParseJsonStrict(json_text, &j, &problem) || !j.is_object())
-    throw UsageError("slurm-plan: --options: not a JSON object from slurm.json_cli_options");
-  for (const char* name : kUserOptionNames) {
-    auto it = j.find(name);
-    if (it != j.end() && it->is_string()) NoteUserOption(user, name, it->get<std::string>());
-  }
-  return user;
 }
 
 }  // namespace dlh::plan

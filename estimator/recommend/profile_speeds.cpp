@@ -70,7 +70,12 @@ Job JobFromProfile(const ProgramProfile& p) {
   }
   job.samples = p.samples;
   job.epochs = p.epochs;
+  if (ProgramSetsItsThreads(p)) job.threads_per_rank = p.cpu_threads;
   return job;
+}
+
+bool ProgramSetsItsThreads(const ProgramProfile& p) {
+  return p.cpu_threads > 0 && p.threads_offered > 0 && p.cpu_threads != p.threads_offered;
 }
 
 Job JobFromProfiles(const std::vector<ProgramProfile>& set) {
@@ -209,6 +214,12 @@ std::vector<std::string> ProfileWarnings(const ProgramProfile& p) {
     out.push_back(FileName(p) +
                   ": memory unknown: GPU memory is checked for the parameters only (the "
                   "program can write 'memory BYTES' to DLH_PROGRESS_FD)");
+  if (ProgramSetsItsThreads(p))
+    out.push_back(FileName(p) + ": the program computes with " + std::to_string(p.cpu_threads) +
+                  (p.cpu_threads == 1 ? " thread" : " threads") + " of its own (offered " +
+                  std::to_string(p.threads_offered) +
+                  " when profiled): planned so whatever a node's cores (a program that takes "
+                  "OMP_NUM_THREADS uses the rank's share)");
   return out;
 }
 

@@ -24,8 +24,17 @@ namespace dlh {
 
 // The Job the recommender plans from a profile: job.profile set, spec and features filled
 // from it (see the source for each field), samples and epochs the profile's (0 when it does
-// not know them: the caller asks for them). The rest keeps Job's defaults.
+// not know them: the caller asks for them), and threads_per_rank the program's own count
+// when it sets one (ProgramSetsItsThreads). The rest keeps Job's defaults.
 Job JobFromProfile(const ProgramProfile& profile);
+
+// Whether a CPU program computes with a thread count of its own rather than the one it is
+// offered: profiled, it said `threads N` (cpu_threads) other than the OMP_NUM_THREADS it
+// got (threads_offered), as torch.set_num_threads(1) does. Its ranks then run that many
+// threads whatever the node's cores: planned as if they were the rank's share, a program
+// pinned to 1 thread on a 2-core node was predicted at 2.06 ms a step and took 3.53 ms
+// (2026-12-07).
+bool ProgramSetsItsThreads(const ProgramProfile& profile);
 
 // The Job of a profile set (LoadProfiles): JobFromProfile of the first profile (its program's
 // size, samples, batch and rate), `profiles` all of them. CheckProfileSet first (UsageError).

@@ -45,6 +45,7 @@
 #include "launcher/run/run_record_writer.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/plan.hpp"
+#include "launcher/watch/rank_threads.hpp"
 
 extern char** environ;
 
@@ -352,7 +353,7 @@ void SayStalled(const Followed& f, const ProgramStallRule& rule, const std::stri
 // The profile of this run (one point), added to `earlier` when there is one, written
 // atomically to --profile-out.
 void WriteProfile(const RunOptions& o, const Agreement& a, const ProgressLog& log,
-                  const ProgramProfile* earlier) {
+                  const ProgramProfile* earlier, int threads_offered) {
   const ProfilePoint point = TimeSteps(log, o.profile_warmup, o.profile_steps);
   if (point.batch == 0)
     throw UsageError(
@@ -367,6 +368,7 @@ void WriteProfile(const RunOptions& o, const Agreement& a, const ProgressLog& lo
   if (p.gpu_type.empty() && a.plan.present && a.plan.parts.size() == 1)
     p.gpu_type = a.plan.parts[0].gpu;
   if (p.device.rfind("cuda", 0) == 0) p.cpu_threads = 0;  // a GPU's speed, not the CPU's
+  if (p.cpu_threads > 0) p.threads_offered = threads_offered;
   p.points = {point};
   if (earlier) p = MergeProfiles(*earlier, p, o.profile_join);
   WriteFileAtomically(o.profile_out, ProgramProfileToJson(p).dump(2) + "\n");
@@ -453,6 +455,8 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
   Agreement a;
   AgreeOnRanks(o, comm.get(), rank, size, &a);
   AgreeOnRun(o, comm.get(), rank, &a);
+  const RankThreads rank_threads = DefaultRankThreads(comm.get());  // collective
+  int threads_offered = 0;
   ProgressPipe progress;
   std::vector<std::string> env;
   // The run's records and energy; none for a profile, whose run folder is a temporary one.
@@ -486,6 +490,8 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     in.bind_gpu = o.narrow_gpus;
     in.progress_fd = progress.write_fd();
     in.keep_freed_memory = o.keep_freed_memory;
+    in.omp_threads = rank_threads.threads;
+    threads_offered = OfferedThreads(in);
     // A data set staged to each node's own folder (DLH_STAGE_DIR/%n, train.sbatch).
     if (const char* data = std::getenv("DLH_DATA"); data && *data)
       in.data = ExpandStageDir(data, CurrentStageNames(mpi::Hostname()), "DLH_DATA");
@@ -559,7 +565,7 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
                     std::to_string(o.profile_warmup) +
                     " + the steps timed); it reports each step with a 'step SAMPLES' line to "
                     "DLH_PROGRESS_FD (docs/reference/run.md, \"The progress channel\")");
-      WriteProfile(o, a, f.log, add_to_earlier ? &earlier : nullptr);
+      WriteProfile(o, a, f.log, add_to_earlier ? &earlier : nullptr, threads_offered);
     } catch (const UsageError& e) {
       std::fprintf(stderr, "dlh-launch: %s\n", e.what());
       return kExitBadInput;

@@ -150,12 +150,22 @@ std::vector<std::string> BuildRunEnv(const RunEnvInputs& in, const std::string& 
   if (in.progress_fd >= 0) set("DLH_PROGRESS_FD", std::to_string(in.progress_fd));
   if (!in.data.empty()) set("DLH_DATA", in.data);
   if (!cuda_visible.empty()) set("CUDA_VISIBLE_DEVICES", cuda_visible);
+  if (in.omp_threads > 0 && !ParentValue(in.parent, "OMP_NUM_THREADS"))
+    set("OMP_NUM_THREADS", std::to_string(in.omp_threads));
   if (add_tunables) {
     const char* own = ParentValue(in.parent, "GLIBC_TUNABLES");
     set("GLIBC_TUNABLES",
         (own && *own ? std::string(own) + ":" : std::string()) + kKeepFreedMemoryTunables);
   }
   return env;
+}
+
+int OfferedThreads(const RunEnvInputs& in) {
+  if (const char* own = ParentValue(in.parent, "OMP_NUM_THREADS")) {
+    const int threads = std::atoi(own);
+    return threads > 0 ? threads : 0;
+  }
+  return in.omp_threads;
 }
 
 }  // namespace dlh

@@ -40,7 +40,17 @@ struct RunEnvInputs {
   // --malloc keep (the default): glibc's malloc keeps the memory the program frees, see
   // kKeepFreedMemoryTunables; false (--malloc system): glibc's own defaults.
   bool keep_freed_memory = true;
+  // > 0: OMP_NUM_THREADS for the program where the parent sets none: the rank's share of its
+  // CPUs (launcher/watch/rank_threads.hpp), the count dlh-launch train computes with and the
+  // plan assumes. torchrun sets 1, which leaves a CPU rank's other cores idle; unset,
+  // PyTorch takes every core of the node in every rank, and ranks sharing a node fight for
+  // them.
+  int omp_threads = 0;
 };
+
+// The threads the program is offered: the parent's OMP_NUM_THREADS (its leading digits,
+// when positive), else omp_threads (0: none). A profile records it (threads_offered).
+int OfferedThreads(const RunEnvInputs& in);
 
 // What `dlh-launch run --malloc keep` adds to the program's GLIBC_TUNABLES. By default glibc
 // serves a block of 128 KiB or more with its own mmap, unmaps it when it is freed, and gives

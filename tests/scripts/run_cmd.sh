@@ -6,6 +6,7 @@
 # rank, a stop signal reaches the programs and ends the job cleanly, and bad input is one
 # line. The waits are guards (20 to 60 s), not timing claims.
 source "$(dirname "$0")/common.bash"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 unset DLH_PLAN SLURM_SPANK_DLH_PLAN DLH_GPU_TYPE
 # In every program's command line, so that pgrep finds what this test started and nothing else.
 marker="dlh-run-test-$$-$RANDOM"
@@ -339,8 +340,10 @@ check "energy: 2.5 J by RAPL (rank 0's node; rank 1 covered), energy_j in the st
 cat >"$WORK/steps.sh" <<'SH'
 #!/bin/bash
 # steps.sh OUT BATCH STEPS MARKER: BATCH samples a step, STEPS steps (or until stopped).
+# It computes with the OMP_NUM_THREADS it is given, or with $THREADS of its own.
 echo "$DLH_RUN_DIR" >"$1/run_dir"
-printf 'params 1000\nsamples 6400\nepochs 2\nlr 0.05\ndevice cpu\nthreads 1\n' >&"$DLH_PROGRESS_FD"
+echo "$OMP_NUM_THREADS" >"$1/omp"
+printf 'params 1000\nsamples 6400\nepochs 2\nlr 0.05\ndevice cpu\nthreads %s\n' "${THREADS:-$OMP_NUM_THREADS}" >&"$DLH_PROGRESS_FD"
 trap 'echo stopped >"$1/stopped"; exit 0' TERM
 for ((i = 1; i <= $3; ++i)); do
   sleep 0.05
@@ -356,11 +359,14 @@ grep -q "^dlh-launch: run: profile: 10 steps of 32 samples, .* on alpha; $WORK/p
   { cat "$WORK/err9.txt" >&2; fail "no profile line"; }
 [[ -f $out/stopped ]] || fail "the program was not stopped with SIGTERM"
 [[ ! -e $(cat "$out/run_dir") ]] || fail "the profile run's folder $(cat "$out/run_dir") is still there"
-python3 - "$WORK/p.json" <<'PY' || fail "the profile is not what the program reported"
+# The launcher offered the rank's share of its CPUs (mpirun -np 1 binds the rank to a core).
+[[ $(cat "$out/omp") =~ ^[1-9][0-9]*$ ]] || fail "OMP_NUM_THREADS '$(cat "$out/omp")' for the program"
+python3 - "$WORK/p.json" "$(cat "$out/omp")" <<'PY' || fail "the profile is not what the program reported"
 import json, sys
-p = json.load(open(sys.argv[1]))
+p, omp = json.load(open(sys.argv[1])), int(sys.argv[2])
 assert p["dlh_profile"] == 1 and p["gpu_type"] == "alpha", p
-assert (p["params"], p["samples"], p["epochs"], p["lr"], p["device"], p["cpu_threads"]) == (1000, 6400, 2, 0.05, "cpu", 1), p
+assert (p["params"], p["samples"], p["epochs"], p["lr"], p["device"]) == (1000, 6400, 2, 0.05, "cpu"), p
+assert p["cpu_threads"] == p["threads_offered"] == omp, p
 (pt,) = p["points"]
 assert pt["batch"] == 32 and pt["steps"] == 10, pt
 assert 0.04 < pt["step_s"] < 1 and pt["step_s_min"] <= pt["step_s"] <= pt["step_s_max"], pt
@@ -382,6 +388,16 @@ assert abs(pt[32]["step_s"] - sum(pt[32]["rounds"]) / 2) < 1e-12, pt
 assert "rounds" not in pt[64], pt
 PY
 check "profile: 10 steps of 32 samples, then of 64, then of 32 again as a second round: $(python3 -c "import json,sys; print([(q['batch'], round(q['step_s'], 3)) for q in json.load(open(sys.argv[1]))['points']])" "$WORK/p.json") s per step; the program stopped by SIGTERM, its temporary run folder removed"
+# A program that sets its own thread count is planned at it, and told so (2026-12-07: pinned
+# to 1 thread on 2 cores, it was planned at 2 and predicted 42% fast).
+THREADS=7 timeout 60 mpirun -np 1 dlh-launch run --profile 10 --profile-warmup 2 --gpu-type alpha \
+  --profile-out "$WORK/pinned.json" -- "$WORK/steps.sh" "$out" 32 1000000 "$marker" 2>"$WORK/err9.txt" ||
+  { cat "$WORK/err9.txt" >&2; fail "the pinned profile run failed"; }
+dlh-estimate recommend --profile "$WORK/pinned.json" --cluster "$ROOT/share/cluster/local.json" \
+  --types alpha --deadline 1h >"$WORK/pinned.txt" 2>&1 || { cat "$WORK/pinned.txt"; fail "recommend --profile pinned.json"; }
+grep -q "warning: pinned.json: the program computes with 7 threads of its own (offered $(cat "$out/omp") when profiled)" \
+  "$WORK/pinned.txt" || { cat "$WORK/pinned.txt"; fail "no word of the program's own thread count"; }
+check "OMP_NUM_THREADS=$(cat "$out/omp") offered; a program computing with 7 of its own is planned so: $(grep -o 'warning: pinned.json: the program[^(]*' "$WORK/pinned.txt")"
 cp "$WORK/p.json" "$WORK/p.before"
 expect_one_line 2 "^dlh-launch: $WORK/p.json: profiled on alpha, this run is on beta: use another --profile-out$" \
   mpirun -np 1 dlh-launch run --profile 10 --profile-warmup 2 --gpu-type beta --profile-out "$WORK/p.json" -- "$WORK/steps.sh" "$out" 16 1000000 "$marker"

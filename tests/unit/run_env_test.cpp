@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <map>
@@ -143,6 +144,25 @@ TEST(RunEnvTest, MallocKeepsFreedMemoryUnlessTheUserChoseOtherwise) {
   RunEnvInputs nested = Inputs();
   nested.parent.push_back(std::string("GLIBC_TUNABLES=") + kKeepFreedMemoryTunables);
   EXPECT_EQ(AsMap(BuildRunEnv(nested, "DLH_PLAN")).at("GLIBC_TUNABLES"), kKeepFreedMemoryTunables);
+}
+
+// The program gets the rank's share of its CPUs as OMP_NUM_THREADS unless the parent set one
+// (torchrun sets 1: a CPU rank's other cores idle; unset, PyTorch takes every core in every
+// rank), and the profile records what it was offered.
+TEST(RunEnvTest, OmpThreadsAreTheRanksShareUnlessTheParentSetsThem) {
+  RunEnvInputs in = Inputs();
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).count("OMP_NUM_THREADS"), 0u);
+  EXPECT_EQ(OfferedThreads(in), 0);
+  in.omp_threads = 3;
+  EXPECT_EQ(AsMap(BuildRunEnv(in, "DLH_PLAN")).at("OMP_NUM_THREADS"), "3");
+  EXPECT_EQ(OfferedThreads(in), 3);
+  in.parent.push_back("OMP_NUM_THREADS=1");
+  const std::vector<std::string> env = BuildRunEnv(in, "DLH_PLAN");
+  EXPECT_EQ(std::count(env.begin(), env.end(), std::string("OMP_NUM_THREADS=1")), 1);
+  EXPECT_EQ(AsMap(env).at("OMP_NUM_THREADS"), "1");
+  EXPECT_EQ(OfferedThreads(in), 1);
+  in.parent.back() = "OMP_NUM_THREADS=";  // set but empty: the program's own default
+  EXPECT_EQ(OfferedThreads(in), 0);
 }
 
 TEST(RunEnvTest, CheckpointAndRestartCount) {
