@@ -4,7 +4,7 @@
 //   dlh-data import-numpy | import-hdf5 | import-images | import-csv ... --out FILE
 //   dlh-data synthetic --out FILE --shape CxHxW --classes K --train N --test M [--seed S]
 //   dlh-data inspect FILE
-//   dlh-data stage FILE --to DIR [--verify] [--force]
+//   dlh-data stage FILE [--to DIR] [--verify] [--force]
 //
 // Exit status (common/exit_codes.hpp): 0 success, 1 runtime error (bad input file, I/O),
 // 2 bad command line.
@@ -59,7 +59,7 @@ const char* const kUsage =
     "        generate a learnable synthetic classification data set\n"
     "  inspect FILE\n"
     "        validate FILE as the trainer would and print what it holds\n"
-    "  stage FILE --to DIR [--verify] [--force]\n"
+    "  stage FILE [--to DIR] [--verify] [--force]\n"
     "        copy FILE to this node's DIR (checksummed, read back, skipped when current)\n"
     "\n"
     "'dlh-data COMMAND --help' documents each command's options.\n"

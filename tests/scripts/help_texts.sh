@@ -5,6 +5,7 @@
 # writes a double's default with every digit it holds ("--margin arg
 # (=0.10000000000000001)"), which common/cli.hpp's HelpNumber avoids.
 source "$(dirname "$0")/common.bash"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 # subcommands TOOL: the words its usage lists as commands.
 subcommands() {
@@ -35,4 +36,45 @@ for tool in dlh-launch dlh-estimate dlh-data dlh-report; do
 done
 ((count >= 30)) || fail "only $count commands' help read: a tool's usage changed its layout?"
 check "$count commands' --help exit 0 and show their defaults as a user types them"
+
+# Every option a command's --help lists is in its man page's section (docs/man/TOOL.md,
+# "## COMMAND ..."; dlh-data's imports also have "Common options of the imports"; options
+# that are also the positional argument are named once, in OPTIONS): 2026-12-07, four
+# options of dlh-estimate were in --help and in no section.
+for tool in dlh-launch dlh-estimate dlh-data; do
+  mapfile -t words < <(subcommands "$tool")
+  python3 - "$tool" "$ROOT/docs/man/$tool.md" "${words[@]}" <<'PY' || fail "$tool: options missing from docs/man/$tool.md (above)"
+import re, subprocess, sys
+tool, man, words = sys.argv[1], sys.argv[2], sys.argv[3:]
+sections, current = {}, None
+for line in open(man):
+    if line.startswith("# "):
+        current = None
+    m = re.match(r"^##+ (?:dlh-\w+ )?([a-z][a-z-]*)", line)
+    if line.startswith("## Common options"):
+        current = "common"
+    elif m:
+        current = m.group(1)
+    if current:
+        sections[current] = sections.get(current, "") + line
+missing = []
+for word in words:
+    text = subprocess.run([tool, word, "--help"], capture_output=True, text=True).stdout
+    section = sections.get(word)
+    if section is None:
+        missing.append(f"{tool} {word}: no section '## {word}'")
+        continue
+    if tool == "dlh-data" and (word.startswith("import-") or word == "synthetic"):
+        section += sections.get("common", "")
+    for name, rest in re.findall(r"^  (?:-\w \[ )?(--[a-z0-9-]+)[^\n]*((?:\n {20,}[^\n]*)*)", text, re.M):
+        if name == "--help" or "positional argument" in rest:
+            continue
+        if "\\" + name not in section and name not in section:
+            missing.append(f"{tool} {word}: {name}")
+for m in missing:
+    print(m)
+sys.exit(1 if missing else 0)
+PY
+done
+check "every option of every command's --help is in its man page's section"
 echo "help_texts.sh: all checks passed"
