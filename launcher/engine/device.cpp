@@ -141,45 +141,51 @@ std::string CudaBackendPath() {
   return (exe.parent_path().parent_path() / "lib" / "dlh" / "libdlh_cuda.so").string();
 }
 
-std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
-                                   std::string* note, bool* gpu_found,
-                                   const std::string& gpu_required_by) {
+namespace {
+
+// The line that ends a run which must not train on the CPU and cannot train on its GPUs:
+// --device cuda, a plan for GPUs, or auto once every rank holds a GPU.
+[[noreturn]] void RefuseGpu(const DeviceChoice& c, const std::string& why, int code) {
+  if (c.device == "cuda") throw CollectiveError("--device cuda: " + why, code);
+  if (!c.gpu_required_by.empty())  // a job given GPUs that trained on the CPU would be slow, unseen
+    throw CollectiveError(c.gpu_required_by + ": " + why +
+                              "; not training on the CPU (--device cpu to train there anyway)",
+                          code);
+  throw CollectiveError("--device auto: " + why +
+                            "; every rank has a GPU, so not training on the CPU (--device cpu "
+                            "to train there anyway)",
+                        code);
+}
+
+}  // namespace
+
+DeviceChoice ChooseDevice(const std::string& device, const EngineConfig& config,
+                          const std::string& gpu_required_by) {
   CheckDeviceKind(device);
-  note->clear();
-  if (gpu_found) *gpu_found = false;
+  DeviceChoice c;
+  c.device = device;
+  c.gpu_required_by = gpu_required_by;
   // A spec only the GPU can train (bf16): every rank decides alike, from the spec alone.
   const std::string cpu_unsupported =
       config.spec != nullptr ? CpuEngineUnsupported(*config.spec) : std::string();
-  auto cpu_engine = [&](const std::string& why_not_gpu) {
+  auto on_cpu = [&](const std::string& why_not_gpu) {
     if (!cpu_unsupported.empty())
       throw CollectiveError(
           why_not_gpu.empty() ? cpu_unsupported : why_not_gpu + "; and " + cpu_unsupported,
           kExitBadInput);
-    return config.spec != nullptr && config.spec->parallel.pipelined() ? MakePipelineEngine(config)
-                                                                       : MakeCpuEngine(config);
+    c.gpu = false;
+    return c;
   };
-  if (device == "cpu") return cpu_engine("");
+  if (device == "cpu") return on_cpu("");
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(config.comm, &rank));
   // Each failure below happens on every rank alike (RunCollectively, or a check of gathered
   // facts), so --device auto can fall back everywhere at once.
-  auto fallback = [&](const std::string& why, int code) -> std::unique_ptr<Engine> {
-    if (device == "cuda") throw CollectiveError("--device cuda: " + why, code);
-    if (!gpu_required_by.empty())  // a job given GPUs that trained on the CPU would be slow, unseen
-      throw CollectiveError(gpu_required_by + ": " + why +
-                                "; not training on the CPU (--device cpu to train there anyway)",
-                            code);
-    std::unique_ptr<Engine> engine = cpu_engine("--device auto: " + why);
-    *note = why + "; training on the CPU";
-    return engine;
-  };
-  // Once every rank holds a GPU, auto does not fall back either: the job was meant for them.
-  auto refuse = [&](const std::string& why, int code) -> std::unique_ptr<Engine> {
-    if (device == "cuda" || !gpu_required_by.empty()) return fallback(why, code);
-    throw CollectiveError("--device auto: " + why +
-                              "; every rank has a GPU, so not training on the CPU (--device cpu "
-                              "to train there anyway)",
-                          code);
+  auto fallback = [&](const std::string& why, int code) {
+    if (device == "cuda" || !gpu_required_by.empty()) RefuseGpu(c, why, code);
+    on_cpu("--device auto: " + why);
+    c.note = why + "; training on the CPU";
+    return c;
   };
   // A spec the CUDA engine cannot train (common/cuda_support.hpp) is the same on every rank,
   // so each decides alone. --device cuda refuses it before looking for a GPU, so that the
@@ -189,22 +195,19 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
   if (device == "cuda" && !unsupported.empty())
     return fallback(unsupported + (cpu_unsupported.empty() ? "; train it with --device cpu" : ""),
                     kExitBadInput);
-  EngineConfig gpu_config = config;
-  gpu_config.peer_wait = PeerWaitHooksOfThisModule();
-  RankGpu mine;
   try {
     RunCollectively(config.comm, [&] {
       const std::string node =
           config.node_of_rank.empty() ? mpi::Hostname() : config.node_of_rank.at(size_t(rank));
-      mine = RequireGpu(rank, config.device, config.local_rank, node, &gpu_config.device);
+      c.mine = RequireGpu(rank, config.device, config.local_rank, node, &c.gpu_index);
     });
   } catch (const CollectiveError& e) {
     return fallback(e.what(), e.exit_code);
   }
-  const std::vector<RankGpu> gpus = GatherRankGpus(config.comm, mine);
+  const std::vector<RankGpu> gpus = GatherRankGpus(config.comm, c.mine);
   // From here on every rank holds a GPU.
-  if (gpu_found) *gpu_found = true;
-  // auto, with GPUs the engine cannot use for this spec: the CPU, saying why (not refuse():
+  c.gpu_found = true;
+  // auto, with GPUs the engine cannot use for this spec: the CPU, saying why (not RefuseGpu:
   // the GPUs are not at fault, and nothing else could train it), unless a plan wants GPUs.
   if (!unsupported.empty()) return fallback(unsupported, kExitBadInput);
   const bool hierarchical = !config.node_of_rank.empty() && GpuUsesHierarchical(config.allreduce);
@@ -213,21 +216,47 @@ std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig
       std::fprintf(stderr,
                    "dlh-launch: DLH_TEST_SHARE_GPU=1: ranks may share a GPU (a test with the "
                    "NCCL stand-in)\n");
-  } else if (const std::string shared = FindSharedGpu(gpus, hierarchical); !shared.empty())
-    return refuse(shared +
-                      ", and NCCL needs one GPU per rank: start at most one rank per GPU "
-                      "(srun --ntasks-per-node, or mpirun -np)",
-                  kExitBadInput);
-  PlaceRanksNearGpus(config.comm, rank, mine);
+  } else if (const std::string shared = FindSharedGpu(gpus, hierarchical); !shared.empty()) {
+    RefuseGpu(c,
+              shared +
+                  ", and NCCL needs one GPU per rank: start at most one rank per GPU "
+                  "(srun --ntasks-per-node, or mpirun -np)",
+              kExitBadInput);
+  }
+  c.gpu = true;
+  return c;
+}
+
+std::unique_ptr<Engine> BuildEngine(const DeviceChoice& c, const EngineConfig& config) {
+  if (!c.gpu)
+    return config.spec != nullptr && config.spec->parallel.pipelined() ? MakePipelineEngine(config)
+                                                                       : MakeCpuEngine(config);
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(config.comm, &rank));
+  EngineConfig gpu_config = config;
+  gpu_config.peer_wait = PeerWaitHooksOfThisModule();
+  gpu_config.device = c.gpu_index;
+  PlaceRanksNearGpus(config.comm, rank, c.mine);
   std::unique_ptr<Engine> engine;
   try {
     RunCollectively(config.comm, [&] { engine.reset(LoadCudaBackend().make(&gpu_config)); });
   } catch (const CollectiveError& e) {
     // Out of GPU memory, a broken GPU, a cuDNN that refuses the network: one error, not a
     // run on the CPU that nobody asked for.
-    return refuse(std::string("cannot train on the GPU: ") + e.what(), e.exit_code);
+    RefuseGpu(c, std::string("cannot train on the GPU: ") + e.what(), e.exit_code);
   }
   return engine;
+}
+
+std::unique_ptr<Engine> MakeEngine(const std::string& device, const EngineConfig& config,
+                                   std::string* note, bool* gpu_found,
+                                   const std::string& gpu_required_by) {
+  note->clear();
+  if (gpu_found) *gpu_found = false;
+  const DeviceChoice c = ChooseDevice(device, config, gpu_required_by);
+  *note = c.note;
+  if (gpu_found) *gpu_found = c.gpu_found;
+  return BuildEngine(c, config);
 }
 
 bool DeviceNoteWanted(MPI_Comm comm, bool asked) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "launcher/engine/engine.hpp"
+#include "launcher/engine/gpu_assignment.hpp"
 
 namespace dlh {
 
@@ -25,6 +26,25 @@ void CheckDeviceKind(const std::string& kind);
 // Where dlh-launch looks for libdlh_cuda.so: $DLH_CUDA_BACKEND, else lib/dlh/ beside the
 // binary's bin/ (the build tree and `make install` both use that layout).
 std::string CudaBackendPath();
+
+// MakeEngine in two parts, so that a run can learn before it writes anything (its run
+// folder) whether its device will do: ChooseDevice decides the engine and finds every
+// rank's GPU (the refusals of --device cuda and of a plan for GPUs come from here);
+// BuildEngine builds it (the GPU's own failures, out of memory, come from there). Both
+// collective over config.comm; ChooseDevice reads config.spec, comm, node_of_rank, device,
+// local_rank and allreduce only.
+struct DeviceChoice {
+  std::string device;           // auto, cpu or cuda, as asked
+  std::string gpu_required_by;  // as MakeEngine's
+  bool gpu = false;             // every rank trains on its GPU
+  bool gpu_found = false;       // every rank found a GPU (used or not)
+  std::string note;             // auto's fallback line ("" when the device asked for is used)
+  int gpu_index = -1;           // this rank's GPU among the visible ones
+  RankGpu mine;                 // and its host and PCI bus id
+};
+DeviceChoice ChooseDevice(const std::string& device, const EngineConfig& config,
+                          const std::string& gpu_required_by = "");
+std::unique_ptr<Engine> BuildEngine(const DeviceChoice& choice, const EngineConfig& config);
 
 // Collective over config.comm. `note` receives the fallback line for auto (empty when the
 // requested device is used); `gpu_found`, when given, whether every rank found a GPU.

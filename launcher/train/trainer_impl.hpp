@@ -31,6 +31,7 @@
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/loader.hpp"
 #include "launcher/data/sample_source.hpp"
+#include "launcher/engine/device.hpp"
 #include "launcher/engine/engine.hpp"
 #include "launcher/storage/checkpoint.hpp"
 #include "launcher/storage/checkpoint_writer.hpp"
@@ -131,6 +132,7 @@ class Trainer {
   void start_peer_watch();
   void choose_split();
   void choose_balance();
+  void choose_device();
   void start_engine();
   void resume();
   void continue_shape(const TrainState& st);
@@ -278,6 +280,7 @@ class Trainer {
   std::vector<double> window_;
   int balance_lines_ = 0;  // changes announced on the progress output
   std::unique_ptr<Engine> engine_;
+  DeviceChoice device_choice_;  // choose_device, before the run folder; start_engine builds it
   int64_t steps_per_epoch_ = 0, total_steps_ = 0;
   std::unique_ptr<Progress> progress_;
 

@@ -89,6 +89,9 @@ void Trainer::load_inputs() {
   // nor does a bad history to replay.
   choose_split();
   choose_balance();
+  // And the device: a GPU refused (--device cuda, a plan for GPUs, on a node without one)
+  // used to be found after the run folder was made, and left it behind (2026-12-07).
+  choose_device();
   RunCollectively(comm_.get(), [&] {
     open_data();
     const Shape3& s = data_.train.shape;
@@ -203,6 +206,20 @@ std::unique_ptr<Loader> Trainer::make_loader() const {
   return std::make_unique<Loader>(*train_source_, lo, epoch_, step_in_epoch_);
 }
 
+// Which engine, and every rank's GPU when it is the GPU's (device.hpp, ChooseDevice).
+void Trainer::choose_device() {
+  EngineConfig ec;
+  ec.spec = &spec_;
+  ec.comm = comm_.get();
+  node_of_rank_ = GatherNodeNames(comm_.get());
+  hosts_ = int(std::set<std::string>(node_of_rank_.begin(), node_of_rank_.end()).size());
+  ec.node_of_rank = node_of_rank_;
+  ec.allreduce = o_.allreduce;
+  ec.local_rank = binding_.local_rank;
+  ec.device = binding_.device;
+  device_choice_ = ChooseDevice(o_.device, ec, PlanGpuRequirement(plan_, o_.plan_origin));
+}
+
 // The engine holds the model, the optimizer and the gradient allreduce on its device; it is
 // sized for the largest batch this rank may get: its shard of the batch when the split is
 // fixed, the most balancing may give it otherwise.
@@ -210,9 +227,7 @@ void Trainer::start_engine() {
   EngineConfig ec;
   ec.spec = &spec_;
   ec.comm = comm_.get();
-  ec.node_of_rank = GatherNodeNames(comm_.get());
-  hosts_ = int(std::set<std::string>(ec.node_of_rank.begin(), ec.node_of_rank.end()).size());
-  node_of_rank_ = ec.node_of_rank;
+  ec.node_of_rank = node_of_rank_;
   ec.allreduce = o_.allreduce;
   ec.sync = o_.sync;
   ec.local_rank = binding_.local_rank;
@@ -233,12 +248,11 @@ void Trainer::start_engine() {
       tracer_->allreduce(b.launched, b.completed, trace_step_, b.bucket, b.bytes, b.overlapped);
     };
   }
-  std::string device_note;
-  bool gpu_found = false;
-  // A pipeline's stages too (parallel.pipeline_stages): MakeEngine makes the CPU's or the
+  const std::string& device_note = device_choice_.note;
+  const bool gpu_found = device_choice_.gpu_found;
+  // A pipeline's stages too (parallel.pipeline_stages): BuildEngine makes the CPU's or the
   // GPU's pipeline engine.
-  engine_ = MakeEngine(o_.device, ec, &device_note, &gpu_found,
-                       PlanGpuRequirement(plan_, o_.plan_origin));
+  engine_ = BuildEngine(device_choice_, ec);
   steps_per_epoch_ = data_.train.count / spec_.batch_size;
   total_steps_ = steps_per_epoch_ * spec_.epochs;
 
