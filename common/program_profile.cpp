@@ -143,6 +143,12 @@ ProfilePoint ParsePoint(const json& j, const std::string& origin, const std::str
   p.step_s = f.number("step_s", true, true);
   p.step_s_min = f.number("step_s_min", false, false);
   p.step_s_max = f.number("step_s_max", false, false);
+  // A step of more than a day is no step a job is planned from, and 1e308 s planned into
+  // infinite times and a NaN energy instead of a line naming the field (2026-12-07).
+  for (const char* key : {"step_s", "step_s_min", "step_s_max"})
+    if (f.has(key) && f.get(key).is_number() && f.get(key).get<double>() > kMaxProfileStepS)
+      f.fail(key, "must be at most " + json(kMaxProfileStepS).dump() +
+                      " seconds (a day a step), got " + ShownJsonValue(f.get(key)));
   p.steps = int(f.integer("steps", 1, kMaxCount, true, 0));
   if (f.has("rounds")) {
     const json& list = f.get("rounds");
@@ -152,9 +158,9 @@ ProfilePoint ParsePoint(const json& j, const std::string& origin, const std::str
     for (size_t i = 0; i < list.size(); ++i) {
       const json& v = list[i];
       const double d = v.is_number() ? v.get<double>() : 0;
-      if (!(std::isfinite(d) && d > 0))
+      if (!(std::isfinite(d) && d > 0 && d <= kMaxProfileStepS))
         Throw(origin, f.at("rounds") + "[" + std::to_string(i) + "]",
-              "must be a positive number, got " + ShownJsonValue(v));
+              "must be a positive number of seconds up to a day, got " + ShownJsonValue(v));
       p.rounds.push_back(d);
     }
     // step_s is what the planner reads: it must be the rounds' median, not a stale value.

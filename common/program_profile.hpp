@@ -17,6 +17,9 @@ namespace dlh {
 // The format version ProgramProfileToJson writes ("dlh_profile": 1) and the reader accepts.
 constexpr int kProgramProfileVersion = 1;
 
+// The longest step a profile may give (seconds: a day).
+constexpr double kMaxProfileStepS = 86400;
+
 struct ProfilePoint {
   int64_t batch = 0;  // samples per step on the one device (> 0)
   // Seconds per step (> 0): one run's mean step (launcher/run/progress.hpp, TimeSteps), or

@@ -216,9 +216,20 @@ TEST(ProgramProfileTest, EveryBadFieldIsOneLineNamingFileAndField) {
             "p.json: points[1].rounds: must be an array of 2 to steps (20) step times, one a "
             "run, got 0.17");
   EXPECT_EQ(point_err("rounds", json::array({0.17, "fast"})),
-            "p.json: points[1].rounds[1]: must be a positive number, got \"fast\"");
+            "p.json: points[1].rounds[1]: must be a positive number of seconds up to a day, got "
+            "\"fast\"");
   EXPECT_EQ(point_err("rounds", json::array({0.17, -1})),
-            "p.json: points[1].rounds[1]: must be a positive number, got -1");
+            "p.json: points[1].rounds[1]: must be a positive number of seconds up to a day, got "
+            "-1");
+  EXPECT_EQ(point_err("rounds", json::array({0.17, 1e308})),
+            "p.json: points[1].rounds[1]: must be a positive number of seconds up to a day, got "
+            "1e+308");
+  // 1e308 s a step planned into infinite times and a NaN energy.
+  EXPECT_EQ(point_err("step_s", 1e308),
+            "p.json: points[1].step_s: must be at most 86400.0 seconds (a day a step), got 1e+308");
+  EXPECT_EQ(point_err("step_s_max", 1e9),
+            "p.json: points[1].step_s_max: must be at most 86400.0 seconds (a day a step), got "
+            "1000000000.0");
   EXPECT_EQ(point_err("rounds", json::array({0.16, 0.2})),
             "p.json: points[1].step_s: must be the median of rounds (0.18), got 0.17");
   json no_steps = good;
