@@ -291,8 +291,10 @@ install: all
 	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DOCDIR) $(MODULEDIR)
 	$(Q)install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	$(Q)for d in $(SHARE_DIRS); do [[ -d share/$$d ]] || continue; \
-	  install -d $(DESTDIR)$(PREFIX)/share/dlh/$$d && \
-	  install -m 644 $$(find share/$$d -maxdepth 1 -type f) $(DESTDIR)$(PREFIX)/share/dlh/$$d/ || exit 1; done
+	  install -d $(DESTDIR)$(PREFIX)/share/dlh/$$d || exit 1; \
+	  for f in $$(find share/$$d -maxdepth 1 -type f); do \
+	    install -m $$([[ -x $$f ]] && echo 755 || echo 644) $$f $(DESTDIR)$(PREFIX)/share/dlh/$$d/ || exit 1; \
+	  done; done
 	$(Q)install -d $(DESTDIR)$(PREFIX)/share/dlh/python/dlh && \
 	  install -m 644 share/python/dlh/*.py $(DESTDIR)$(PREFIX)/share/dlh/python/dlh/
 	$(Q)install -m 644 README.md BENCHMARKS.md $(DOCDIR)/
@@ -304,10 +306,23 @@ install: all
 	$(Q)printf '#%%Module\nset ModulesVersion "%s"\n' $(DLH_VERSION) >$(MODULEDIR)/.version
 	@echo "installed DLH $(DLH_VERSION) in $(DESTDIR)$(PREFIX): module use $(PREFIX)/share/modulefiles; module load dlh"
 
+# make uninstall removes what make install put there, and keeps what the site added beside it
+# (share/dlh/cluster/site.json, the calibrations calibrate --slurm wrote): it once removed
+# share/dlh whole, the site's cluster description with it, without a word.
 uninstall:
 	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(INSTALL_BINS)))
 	$(Q)rm -f $(MAN1:%=$(MANDIR)/man1/%.1) $(MAN8:%=$(MANDIR)/man8/%.8)
-	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/dlh $(DOCDIR) $(MODULEDIR)
+	$(Q)for d in $(SHARE_DIRS); do [[ -d share/$$d ]] || continue; \
+	  for f in $$(find share/$$d -maxdepth 1 -type f); do \
+	    rm -f $(DESTDIR)$(PREFIX)/share/dlh/$$d/$${f##*/}; done; done
+	$(Q)rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/dlh/python/dlh/,$(notdir $(wildcard share/python/dlh/*.py)))
+	$(Q)rm -rf $(DOCDIR) $(MODULEDIR) $(DESTDIR)$(PREFIX)/share/dlh/python/__pycache__ \
+	  $(DESTDIR)$(PREFIX)/share/dlh/python/dlh/__pycache__
+	$(Q)[[ ! -d $(DESTDIR)$(PREFIX)/share/dlh ]] || \
+	  find $(DESTDIR)$(PREFIX)/share/dlh -depth -type d -empty -delete
+	$(Q)if [[ -d $(DESTDIR)$(PREFIX)/share/dlh ]]; then \
+	  echo "make uninstall: kept what make install did not put there:"; \
+	  find $(DESTDIR)$(PREFIX)/share/dlh -type f | sed 's/^/  /'; fi
 
 clean:
 	rm -rf $(BUILDDIR)

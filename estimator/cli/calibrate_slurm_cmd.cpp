@@ -162,6 +162,13 @@ int CalibrateSlurmCommand(const std::vector<std::string>& args) {
   std::printf("calibrated %d of %zu GPU types through Slurm%s%s%s%s\n", calibrated, total,
               good.empty() ? "" : ": ", good.c_str(),
               bad.empty() ? "" : "; not calibrated: ", bad.c_str());
+  // The default suits the local test cluster, whose GPUs are fake; a site with real ones
+  // that left it out has its GPUs planned at the speed of their nodes' CPUs (2026-12-07).
+  if (calibrated > 0 && device == "cpu")
+    std::printf(
+        "note: --device cpu: each GPU type was timed on its node's CPU cores, as on a "
+        "test cluster with fake GPUs; a site with real GPUs calibrates them with "
+        "--device cuda\n");
   std::fflush(stdout);
   bool missing = false;
   if (!cluster_path.empty()) missing = !UpdateCluster(cluster_path, jobs).empty();

@@ -20,7 +20,8 @@ namespace {
 const char* const kAutoKeys =
     "deadline, spec, profile, data, samples, eval-samples, epochs, objective, max-gpus, types, "
     "mixed, per-gpu-batch, lr, dry-run";
-const char* const kPluginKeys = "cluster, margin, max-gpus, default-deadline, startup";
+const char* const kPluginKeys =
+    "cluster, margin, max-gpus, default-deadline, startup; or the word register-only";
 
 [[noreturn]] void Bad(const std::string& where, const std::string& what) {
   throw UsageError(where + ": " + what);

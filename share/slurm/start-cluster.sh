@@ -282,7 +282,8 @@ tails() {  # tails FILE...: the last lines of each non-empty file
   done
 }
 
-stop_all() { "$HERE/stop-cluster.sh" "$D" >/dev/null 2>&1 || true; }
+# bash: the copy may have lost its mode (a copy or an install of 644 left munged running).
+stop_all() { bash "$HERE/stop-cluster.sh" "$D" >/dev/null 2>&1 || true; }
 
 start_once() {  # start_once BASE: 0 when all nodes are idle, 1 on failure (logs printed), 3 on a port clash
   local base=$1 i rc=0

@@ -85,8 +85,20 @@ for p in "${pages[@]}"; do
   [[ -z $warn ]] || fail "groff warns about $(basename "$p"): $warn"
 done
 check "${#pages[@]} man pages render without warnings (man --warnings, groff -ww)"
-make -s -C "$ROOT" BUILDDIR="$BUILD" uninstall PREFIX="$WORK/prefix"
+# The local cluster's scripts run as installed (they were installed 644: Permission denied).
+for s in start-cluster.sh stop-cluster.sh; do
+  [[ -x $WORK/prefix/share/dlh/slurm/$s ]] || fail "share/dlh/slurm/$s is not executable"
+done
+[[ ! -x $WORK/prefix/share/dlh/cluster/local.json ]] || fail "local.json installed executable"
+check "the installed scripts are executable, the data files not"
+# What the site put beside the install (its cluster description) outlives an uninstall.
+echo '{"name": "site"}' >"$WORK/prefix/share/dlh/cluster/site.json"
+make -s -C "$ROOT" BUILDDIR="$BUILD" uninstall PREFIX="$WORK/prefix" >"$WORK/uninstall.txt"
 [[ ! -e "$WORK/prefix/bin/dlh-launch" ]] || fail "uninstall left dlh-launch"
-left=$(find "$WORK/prefix/share/man" "$WORK/prefix/share/doc" -type f 2>/dev/null)
+left=$(find "$WORK/prefix/share/man" "$WORK/prefix/share/doc" "$WORK/prefix/share/modulefiles" -type f 2>/dev/null)
 [[ -z $left ]] || fail "uninstall left: $left"
-check "make uninstall removes it, man pages and docs included"
+left=$(find "$WORK/prefix/share/dlh" -type f)
+[[ $left == "$WORK/prefix/share/dlh/cluster/site.json" ]] || fail "uninstall left or removed: '$left'"
+grep -q "^  $WORK/prefix/share/dlh/cluster/site.json$" "$WORK/uninstall.txt" ||
+  { cat "$WORK/uninstall.txt"; fail "uninstall does not say it kept site.json"; }
+check "make uninstall removes it, man pages and docs included, and keeps the site's site.json (saying so)"

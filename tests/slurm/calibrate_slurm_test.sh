@@ -61,6 +61,10 @@ for t in alpha beta; do
 done
 grep -qx "calibrated 2 of 2 GPU types through Slurm: alpha (site/calibration/alpha.json), beta (site/calibration/beta.json)" "$WORK/out.txt" ||
   { cat "$WORK/out.txt" >&2; fail "summary"; }
+# The fake GPUs were timed on their nodes' CPUs (--device cpu, the default): said, for a site
+# with real GPUs that left out --device cuda.
+grep -q "^note: --device cpu: each GPU type was timed on its node's CPU cores" "$WORK/out.txt" ||
+  { cat "$WORK/out.txt" >&2; fail "no note that --device cpu timed the GPU types on CPUs"; }
 check "2 jobs, progress: $(grep -m1 -E 'running|pending' "$WORK/err.txt"); $(grep -m1 done "$WORK/err.txt")"
 id=$(grep -Eo '^alpha: job [0-9]+' "$WORK/err.txt" | head -1 | grep -Eo '[0-9]+$')
 scontrol show job -o "$id" >"$WORK/job.txt"

@@ -212,10 +212,10 @@ TEST(PluginConfigTest, ExactMessages) {
             "plugstack.conf: cluster: must be an absolute path, got 'rel.json'");
   EXPECT_EQ(err({"cluster=/c.json", "colour=blue"}),
             "plugstack.conf: unknown argument 'colour=blue' (keys: cluster, margin, max-gpus, "
-            "default-deadline, startup)");
+            "default-deadline, startup; or the word register-only)");
   EXPECT_EQ(err({"cluster=/c.json", "verbose"}),
             "plugstack.conf: 'verbose': expected key=value (keys: cluster, margin, max-gpus, "
-            "default-deadline, startup)");
+            "default-deadline, startup; or the word register-only)");
   EXPECT_EQ(err({"cluster=/c.json", "margin=ten"}),
             "plugstack.conf: margin: must be a number, got 'ten'");
   EXPECT_EQ(err({"cluster=/c.json", "margin=10"}),
