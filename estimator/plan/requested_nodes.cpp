@@ -18,10 +18,14 @@ const NodeType* TypeOfNode(const Cluster& cluster, const LiveNode& node) {
   return nullptr;
 }
 
-const LiveNode* FindNode(const std::vector<LiveNode>& live, const std::string& name) {
+// The live node an option names; UsageError where Slurm has none of that name (`listed`:
+// the nodes Slurm lists, before any was excluded).
+const LiveNode& RequireNode(const std::string& option, const std::string& name,
+                            const std::vector<LiveNode>& live, size_t listed) {
   for (const LiveNode& n : live)
-    if (n.name == name) return &n;
-  return nullptr;
+    if (n.name == name) return n;
+  throw UsageError("--" + option + ": " + name + " is no node of this cluster (Slurm lists " +
+                   std::to_string(listed) + " nodes)");
 }
 
 // The names of an option's hostlist; throws UsageError naming the option.
@@ -50,6 +54,7 @@ std::string ApplyRequestedNodes(UserRequest* user, Cluster* cluster, std::vector
                      : "";
   }
   const bool known = live_error.empty();
+  const size_t listed_by_slurm = live->size();
   std::string note;
 
   if (!user->exclude.empty()) {
@@ -57,11 +62,8 @@ std::string ApplyRequestedNodes(UserRequest* user, Cluster* cluster, std::vector
     if (known) {
       std::vector<std::string> left_out;
       for (const std::string& name : excluded) {
-        const LiveNode* node = FindNode(*live, name);
-        if (!node)
-          throw UsageError("--exclude: " + name + " is no node of this cluster (Slurm lists " +
-                           std::to_string(live->size()) + " nodes)");
-        if (const NodeType* nt = TypeOfNode(*cluster, *node))
+        const LiveNode& node = RequireNode("exclude", name, *live, listed_by_slurm);
+        if (const NodeType* nt = TypeOfNode(*cluster, node))
           for (NodeType& type : cluster->node_types)
             if (type.name == nt->name) {
               if (type.nodes > 0) --type.nodes;
@@ -101,11 +103,8 @@ std::string ApplyRequestedNodes(UserRequest* user, Cluster* cluster, std::vector
       std::set<std::string> types;  // GPU types (a CPU node type's `gpu` is its own name)
       std::vector<std::string> of_type;
       for (const std::string& name : listed) {
-        const LiveNode* node = FindNode(*live, name);
-        if (!node)
-          throw UsageError("--nodelist: " + name + " is no node of this cluster (Slurm lists " +
-                           std::to_string(live->size()) + " nodes)");
-        const NodeType* nt = TypeOfNode(*cluster, *node);
+        const NodeType* nt =
+            TypeOfNode(*cluster, RequireNode("nodelist", name, *live, listed_by_slurm));
         if (!nt)
           throw UsageError("--nodelist: " + name +
                            " is of no node type of the cluster description, so DLH cannot plan "
