@@ -45,7 +45,7 @@ for r in 0 1; do
 done
 [[ -d $WORK/r1 ]] || fail "the run folder was not created"
 check "both programs: RANK, WORLD_SIZE 2, LOCAL_RANK, GROUP_RANK 0, MASTER_ADDR $(hostname), MASTER_PORT $port, TORCHELASTIC_RUN_ID $id, DLH_RUN_DIR; no OMPI_/PMIX_/PMI_ variable"
-grep -q "^dlh-launch: run: $WORK/env.sh on 2 ranks (1 nodes x 2 ranks), MASTER_ADDR=$(hostname) MASTER_PORT=$port, .* no checkpoint, GLIBC_TUNABLES=glibc.malloc.trim_threshold=[0-9]*:glibc.malloc.mmap_threshold=[0-9]*$" "$WORK/err1.txt" ||
+grep -q "^dlh-launch: run: $WORK/env.sh on 2 ranks (1 nodes x 2 ranks), MASTER_ADDR=$(hostname) MASTER_PORT=$port, .* no checkpoint, GLIBC_TUNABLES=glibc.malloc.trim_threshold=[0-9]*:glibc.malloc.mmap_threshold=[0-9]*, OMP_NUM_THREADS=[1-9][0-9]*$" "$WORK/err1.txt" ||
   { cat "$WORK/err1.txt" >&2; fail "no start line"; }
 
 # 1b. --malloc keep (the default): a program whose every step allocates, touches and frees
