@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
@@ -82,14 +83,22 @@ class Fields {
     }
   }
 
-  // A finite number; `positive`: > 0, else >= 0.
-  double number(const char* key, bool positive) const {
+  // A finite number; `positive`: > 0, else >= 0; at most `most`. Every quantity of a
+  // cluster (watts, GB, TFLOP/s, GB/s, microseconds, seconds) is far below 1e9: 1e308
+  // passed, and planned into infinite energies and ratios printed with seventy digits
+  // (2026-12-07).
+  double number(const char* key, bool positive, double most = 1e9) const {
     const json& v = required(key);
     const char* want = positive ? "must be a positive number" : "must be a non-negative number";
     if (!v.is_number()) fail(key, std::string(want) + ", got " + ShownJsonValue(v));
     double d = v.get<double>();
     if (!std::isfinite(d) || (positive ? !(d > 0) : !(d >= 0)))
       fail(key, std::string(want) + ", got " + ShownJsonValue(v));
+    if (d > most) {
+      char cap[32];
+      std::snprintf(cap, sizeof cap, "%g", most);
+      fail(key, std::string("must be at most ") + cap + ", got " + ShownJsonValue(v));
+    }
     return d;
   }
 
@@ -154,7 +163,7 @@ std::vector<LinkRegime> ParseRegimes(const Fields& link) {
     if (!last && !f.has("up_to_bytes"))
       f.fail("up_to_bytes", "required (only the last regime may leave it out)");
     if (f.has("up_to_bytes")) {
-      r.up_to_bytes = f.number("up_to_bytes", true);
+      r.up_to_bytes = f.number("up_to_bytes", true, 1e15);
       if (!regimes.empty() && !(r.up_to_bytes > regimes.back().up_to_bytes))
         f.fail("up_to_bytes", "must be larger than the previous regime's (" +
                                   json(regimes.back().up_to_bytes).dump() + "), got " +

@@ -233,6 +233,11 @@ TEST(Cluster, BadInputsNameFileAndField) {
             "c.json: gpu_types[0].memory_gb: must be a positive number, got 0");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][1]["peak_tflops"] = -2.5; }),
             "c.json: gpu_types[1].peak_tflops: must be a positive number, got -2.5");
+  // 1e308 planned into infinite energies and ratios of seventy digits.
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][1]["peak_tflops"] = 1e308; }),
+            "c.json: gpu_types[1].peak_tflops: must be at most 1e+09, got 1e+308");
+  EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][0]["active_watts"] = 2e9; }),
+            "c.json: gpu_types[0].active_watts: must be at most 1e+09, got 2000000000.0");
   EXPECT_EQ(ErrorOf([](json& j) { j["gpu_types"][1]["tf32_tflops"] = 156; }),
             "c.json: gpu_types[1].sms: required with tf32_tflops (the GPU layer model takes both)");
   EXPECT_EQ(ErrorOf([](json& j) {
