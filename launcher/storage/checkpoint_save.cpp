@@ -1,12 +1,14 @@
 // DLH — writing a checkpoint: validation, the HDF5 contents with the checksum computed
 // beside them, and the atomic commit (the layout: checkpoint_format.hpp).
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -213,6 +215,34 @@ void WriteContents(hid_t f, const TrainState& s, CpuSeconds* checksum_cpu) {
   h5::SetAttr(f, ".", "checksum", FormatChecksum(sum.crc));
 }
 
+// About the bytes the file will take: its arrays, its texts, and HDF5's headers (a few KiB
+// an object, measured well under that on the example spec's files).
+double EstimatedBytes(const TrainState& s) {
+  double bytes = 65536 + double(s.spec_json.size()) + 64.0 * double(s.split_history.size());
+  for (const Section& sec : kSections)
+    for (const NamedArray& a : s.*sec.arrays) bytes += 4.0 * double(a.data.size()) + 4096;
+  return bytes;
+}
+
+// A file system that cannot hold the checkpoint is found before HDF5 writes into it: HDF5
+// 1.10, its write failed for want of space (ENOSPC), could not close the file, and crashed in
+// MPI_Finalize (SIGSEGV in H5F__close_cb): a full disk ended the job as a crash, exit 139,
+// which the job script requeues, not as the checkpoint failure it was (exit 3; 2026-12-07).
+// The usual case is a disk filled by the run's own checkpoints; and the file's blocks are
+// reserved before HDF5 writes (h5::File::reserve), in case another writer fills the disk
+// meanwhile.
+void CheckSpace(const std::string& path, const std::string& dir, const TrainState& s) {
+  struct statvfs fsinfo {};
+  if (statvfs(dir.c_str(), &fsinfo) != 0) return;  // the write itself reports what is wrong
+  const double free_bytes = double(fsinfo.f_bavail) * double(fsinfo.f_frsize);
+  const double needed = EstimatedBytes(s);
+  if (free_bytes >= needed) return;
+  char sizes[96];
+  std::snprintf(sizes, sizeof sizes, "%.1f MiB free, it needs about %.1f MiB",
+                free_bytes / 1048576.0, needed / 1048576.0);
+  throw CheckpointError(path + ": no space for it in " + dir + ": " + sizes);
+}
+
 }  // namespace
 
 void SaveCheckpoint(const std::string& path, const TrainState& state, CpuSeconds* checksum_cpu) {
@@ -223,6 +253,7 @@ void SaveCheckpoint(const std::string& path, const TrainState& state, CpuSeconds
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw CheckpointError(path + ": cannot create folder " + dir + " (" + ec.message() + ")");
+  CheckSpace(path, dir, state);
 
   std::string written;  // the temporary file, named should its rename fail
   const auto hdf5 = h5::LockLibrary();
@@ -234,9 +265,24 @@ void SaveCheckpoint(const std::string& path, const TrainState& state, CpuSeconds
       try {
         {
           h5::File file(tmp, h5::Mode::Create);
+          // The blocks the file will take, taken before HDF5 writes: another writer that
+          // fills the disk meanwhile then fails its own writes, not ours (CheckSpace).
+          const int reserved = file.reserve(EstimatedBytes(state));
+          if (reserved == ENOSPC)
+            throw CheckpointError(path + ": no space for it in " + dir + " (taken meanwhile)");
+          // A file size limit (EFBIG) or a quota (EDQUOT) refuses the blocks as it would the
+          // writes; a file system that cannot reserve (EOPNOTSUPP) is written as before.
+          if (reserved == EFBIG || reserved == EDQUOT)
+            throw CheckpointError(path + ": cannot write it in " + dir + " (" +
+                                  std::strerror(reserved) + ")");
           WriteContents(file.id(), state, checksum_cpu);
           file.flush_and_sync();
+          const uint64_t end = file.end_of_allocation();
           file.close();
+          // The file is HDF5's bytes, not the reservation's zeros after them.
+          if (reserved == 0 && truncate(tmp.c_str(), off_t(end)) != 0)
+            throw CheckpointError(tmp + ": cannot truncate to " + std::to_string(end) + " bytes (" +
+                                  Errno() + ")");
         }
         FsyncFile(tmp);
       } catch (const CheckpointError&) {

@@ -1,6 +1,7 @@
 // DLH — HDF5 RAII wrappers (see h5.hpp).
 #include "launcher/storage/h5.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,10 @@ std::string StackMessage() {
   // Walking upward starts at the innermost (most specific) error.
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepInnermost, &msg);
   H5Eclear2(H5E_DEFAULT);
+  // One line: the sec2 driver's write errors hold ctime()'s text, newline and all
+  // ("time = Mon Dec  7 13:33:35 2026\n, filename = ..."), which broke an error in two.
+  for (char& c : msg)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   return msg;
 }
 
@@ -219,6 +224,19 @@ void File::flush_and_sync() {
   int* fd = nullptr;
   H5_CHECK(H5Fget_vfd_handle(handle_.id(), H5P_DEFAULT, reinterpret_cast<void**>(&fd)));
   if (fd && fsync(*fd) != 0) throw H5Error(path_ + ": fsync failed: " + std::strerror(errno));
+}
+
+int File::reserve(double bytes) {
+  int* fd = nullptr;
+  H5_CHECK(H5Fget_vfd_handle(handle_.id(), H5P_DEFAULT, reinterpret_cast<void**>(&fd)));
+  if (!fd || !(bytes > 0)) return 0;
+  return fallocate(*fd, 0, 0, off_t(bytes)) == 0 ? 0 : errno;
+}
+
+uint64_t File::end_of_allocation() {
+  haddr_t eoa = 0;
+  H5_CHECK(H5Fget_eoa(handle_.id(), &eoa));
+  return uint64_t(eoa);
 }
 
 void File::close() {

@@ -65,7 +65,13 @@ class File {
   hid_t id() const { return handle_.id(); }
   const std::string& path() const { return path_; }
   void flush_and_sync();  // H5Fflush + fsync of the file descriptor (sec2 driver)
-  void close();           // explicit close that reports errors
+  // Allocates `bytes` of disk from the file's start (fallocate: the file grows to them), so
+  // that writes inside them cannot fail for want of space. Returns 0, or fallocate's errno:
+  // ENOSPC, or a file system that cannot (EOPNOTSUPP), where writes go on as before. The
+  // file keeps that size when HDF5 closes it: truncate it to end_of_allocation() then.
+  int reserve(double bytes);
+  uint64_t end_of_allocation();  // where HDF5's allocations end (H5Fget_eoa)
+  void close();                  // explicit close that reports errors
  private:
   std::string path_;
   Handle handle_;
