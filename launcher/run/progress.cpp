@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/median.hpp"
+#include "common/one_line.hpp"
 
 namespace dlh {
 namespace {
@@ -115,7 +116,7 @@ std::vector<std::string> ProgressLog::Fields(const std::vector<std::string>& tok
     const size_t eq = token.find('=');
     const std::string name = token.substr(0, eq),
                       text = eq == std::string::npos ? "" : token.substr(eq + 1);
-    const std::string shown = "'" + token.substr(0, 80) + "' in " + quoted;
+    const std::string shown = "'" + OneLine(token.substr(0, 80)) + "' in " + quoted;
     if (eq == std::string::npos || name.empty()) {
       warn(line_key + " not a field",
            "a " + line_key + " line's fields are NAME=VALUE, got " + shown + ": the field ignored");
@@ -194,7 +195,9 @@ std::vector<std::string> ProgressLog::Line(std::string_view raw, double now) {
   const std::string key = line.substr(0, key_end);
   std::string value =
       key_end == std::string::npos ? "" : line.substr(line.find_first_not_of(' ', key_end));
-  const std::string quoted = "'" + line.substr(0, 80) + "'";
+  // Control characters written out: a program's garbage must not send escape sequences to
+  // the job's log, nor end the warning at a NUL byte.
+  const std::string quoted = "'" + OneLine(line.substr(0, 80)) + "'";
   if (key.empty()) return {};  // a blank line
 
   if (key == "step") {
@@ -290,7 +293,9 @@ std::vector<std::string> ProgressLog::Line(std::string_view raw, double now) {
     (key == "lr" ? described_.lr : described_.memory_bytes) = v;
     return {};
   }
-  return Warn("unknown " + key, "unknown line " + quoted + ": ignored");
+  // One warning for every unknown line, whatever its first word: 10 KB of random bytes on the
+  // channel gave a hundred warnings, each saying further lines like it were ignored.
+  return Warn("unknown", "unknown line " + quoted + ": ignored");
 }
 
 ProfilePoint TimeSteps(const ProgressLog& log, int64_t first, int64_t count) {
