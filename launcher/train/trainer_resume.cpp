@@ -24,8 +24,16 @@ std::string DescribeSplit(const std::vector<int64_t>& batches) {
 void Trainer::resume() {
   if (o_.resume && rank_ == 0) {
     TrainState probe;
-    ckpt_dir_.load_newest_valid(&probe, &resume_path_,
-                                [this](const std::string& m) { say("warning: " + m); });
+    int skipped = 0;
+    ckpt_dir_.load_newest_valid(&probe, &resume_path_, [&](const std::string& m) {
+      say("warning: " + m);
+      ++skipped;
+    });
+    // Every checkpoint there unusable: the run starts over, which the warnings alone did not
+    // say (2026-12-07); the files stay until rotation passes them.
+    if (resume_path_.empty() && skipped > 0)
+      say("warning: no checkpoint in " + ckpt_dir_.dir() + " validates (" +
+          std::to_string(skipped) + " skipped): starting from step 0");
   }
   resume_path_ = mpi::BroadcastString(comm_.get(), resume_path_);
   if (resume_path_.empty()) {

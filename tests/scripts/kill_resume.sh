@@ -162,3 +162,11 @@ truncate -s 1000 "$newest"
 run "$WORK/b" --checkpoint-steps 25 2>"$WORK/b3.log"
 grep -q "warning: .*$(basename "$newest"): skipped" "$WORK/b3.log" || { cat "$WORK/b3.log"; fail "corrupt file not reported"; }
 check "$(grep -o "warning: .*skipped[^(]*" "$WORK/b3.log" | head -1 | sed "s|$WORK/||")"
+
+echo "every checkpoint corrupt"
+for f in "$WORK/b/checkpoints"/ckpt-*.h5; do truncate -s 1000 "$f"; done
+run "$WORK/b" --max-steps 1 2>"$WORK/b4.log" || { cat "$WORK/b4.log"; fail "the run over corrupt checkpoints failed"; }
+line=$(grep -o "warning: no checkpoint in .* validates ([0-9]* skipped): starting from step 0" "$WORK/b4.log" || true)
+[[ -n $line ]] || { cat "$WORK/b4.log"; fail "no line saying the run starts over"; }
+! grep -q "resumed from" "$WORK/b4.log" || fail "resumed from a corrupt checkpoint"
+check "${line//$WORK\//}"
