@@ -31,6 +31,7 @@ for tool in dlh-launch dlh-estimate dlh-data dlh-report; do
     if grep -nE '\(=-?[0-9]*\.[0-9]{7,}' "$WORK/help.txt" >"$WORK/long.txt"; then
       fail "$name --help shows a default with every digit of a double: $(head -1 "$WORK/long.txt")"
     fi
+    cp "$WORK/help.txt" "$WORK/help-$tool${word:+-$word}.txt"  # for the man pages below
     count=$((count + 1))
   done
 done
@@ -43,9 +44,9 @@ check "$count commands' --help exit 0 and show their defaults as a user types th
 # options of dlh-estimate were in --help and in no section.
 for tool in dlh-launch dlh-estimate dlh-data; do
   mapfile -t words < <(subcommands "$tool")
-  python3 - "$tool" "$ROOT/docs/man/$tool.md" "${words[@]}" <<'PY' || fail "$tool: options missing from docs/man/$tool.md (above)"
-import re, subprocess, sys
-tool, man, words = sys.argv[1], sys.argv[2], sys.argv[3:]
+  python3 - "$tool" "$ROOT/docs/man/$tool.md" "$WORK" "${words[@]}" <<'PY' || fail "$tool: options missing from docs/man/$tool.md (above)"
+import re, sys
+tool, man, work, words = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 sections, current = {}, None
 for line in open(man):
     if line.startswith("# "):
@@ -59,7 +60,7 @@ for line in open(man):
         sections[current] = sections.get(current, "") + line
 missing = []
 for word in words:
-    text = subprocess.run([tool, word, "--help"], capture_output=True, text=True).stdout
+    text = open(f"{work}/help-{tool}-{word}.txt").read()  # the --help read above
     section = sections.get(word)
     if section is None:
         missing.append(f"{tool} {word}: no section '## {word}'")
