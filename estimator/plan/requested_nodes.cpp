@@ -55,20 +55,21 @@ std::string ApplyRequestedNodes(UserRequest* user, Cluster* cluster, std::vector
   }
   const bool known = live_error.empty();
   const size_t listed_by_slurm = live->size();
+  const std::vector<std::string> excluded =
+      user->exclude.empty() ? std::vector<std::string>() : NamesOf("exclude", user->exclude);
   std::string note;
 
-  if (!user->exclude.empty()) {
-    const std::vector<std::string> excluded = NamesOf("exclude", user->exclude);
+  if (!excluded.empty()) {
     if (known) {
       std::vector<std::string> left_out;
       for (const std::string& name : excluded) {
         const LiveNode& node = RequireNode("exclude", name, *live, listed_by_slurm);
-        if (const NodeType* nt = TypeOfNode(*cluster, node))
-          for (NodeType& type : cluster->node_types)
-            if (type.name == nt->name) {
-              if (type.nodes > 0) --type.nodes;
-              left_out.push_back(type.name);
-            }
+        for (NodeType& type : cluster->node_types)
+          if (IsNodeOfType(*cluster, type, node)) {
+            if (type.nodes > 0) --type.nodes;
+            left_out.push_back(type.name);
+            break;
+          }
       }
       live->erase(std::remove_if(live->begin(), live->end(),
                                  [&](const LiveNode& n) {
@@ -93,12 +94,9 @@ std::string ApplyRequestedNodes(UserRequest* user, Cluster* cluster, std::vector
 
   if (!user->nodelist.empty() && !from_file) {
     const std::vector<std::string> listed = NamesOf("nodelist", user->nodelist);
-    if (!user->exclude.empty()) {
-      const std::vector<std::string> excluded = NamesOf("exclude", user->exclude);
-      for (const std::string& name : listed)
-        if (std::binary_search(excluded.begin(), excluded.end(), name))
-          throw UsageError("--nodelist: " + name + " is in your --exclude too");
-    }
+    for (const std::string& name : listed)
+      if (std::binary_search(excluded.begin(), excluded.end(), name))
+        throw UsageError("--nodelist: " + name + " is in your --exclude too");
     if (known) {
       std::set<std::string> types;  // GPU types (a CPU node type's `gpu` is its own name)
       std::vector<std::string> of_type;

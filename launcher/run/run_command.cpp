@@ -526,9 +526,8 @@ int RunProgramCommand(const std::vector<std::string>& args, int rank, int size) 
     for (const std::string& e : env)
       if (e.rfind(key, 0) == 0 && (!own || e.substr(key.size()) != own)) tunables = ", " + e;
     // Likewise the thread count it offered where the environment had none (rank 0's).
-    if (!std::getenv("OMP_NUM_THREADS"))
-      for (const std::string& e : env)
-        if (e.rfind("OMP_NUM_THREADS=", 0) == 0) tunables += ", " + e;
+    if (!std::getenv("OMP_NUM_THREADS") && threads_offered > 0)
+      tunables += ", OMP_NUM_THREADS=" + std::to_string(threads_offered);
     std::fprintf(stderr,
                  "dlh-launch: run: %s on %d ranks (%s), MASTER_ADDR=%s MASTER_PORT=%d, "
                  "TORCHELASTIC_RUN_ID=%s, DLH_RUN_DIR=%s, %s%s%s\n",
