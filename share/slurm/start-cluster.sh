@@ -15,7 +15,7 @@
 #   SLURM_TEST_EXTRA_CONF lines appended to slurm.conf (e.g. JobSubmitPlugins=lua)
 #   SLURM_TEST_PORT_BASE  slurmctld port; slurmd ports follow it (default: random free ports)
 #   SLURM_TEST_DEBUG      daemon log level (debug, debug2, ...; any other non-empty value: debug)
-#   SLURM_TEST_TIMEOUT    seconds to wait for all nodes to be idle (default 30)
+#   SLURM_TEST_TIMEOUT    seconds to wait for all nodes to be idle (default 120)
 #   SLURM_TEST_CRED_EXPIRE seconds a requeued job waits before it may start again (Slurm's
 #                         AuthInfo cred_expire; default 120)
 #   SLURM_TEST_NETNS=1    every node is a host of its own: its slurmd (and so its job steps)
@@ -299,8 +299,9 @@ start_once() {  # start_once BASE: 0 when all nodes are idle, 1 on failure (logs
   launch munged "$D/log/munged.log" "$MUNGED" --foreground --force \
     --key-file="$D/munge/munge.key" --socket="$D/munge/munge.socket" \
     --pid-file="$D/run/munged.pid" --log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed"
-  # slurmctld and slurmd need the munge socket at once.
-  for ((i = 0; i < 100; i++)); do
+  # slurmctld and slurmd need the munge socket at once. Up to 30 s: make check starts
+  # several clusters at once on 2 busy cores; a dead munged ends the wait at once.
+  for ((i = 0; i < 1500; i++)); do
     [[ -S $D/munge/munge.socket ]] && break
     alive "${PIDS[0]}" || break
     sleep 0.02
@@ -324,7 +325,7 @@ start_once() {  # start_once BASE: 0 when all nodes are idle, 1 on failure (logs
   done
 
   local deadline states idle n dead=()
-  deadline=$(($(date +%s) + ${SLURM_TEST_TIMEOUT:-30}))
+  deadline=$(($(date +%s) + ${SLURM_TEST_TIMEOUT:-120}))
   while :; do
     for i in "${!PIDS[@]}"; do alive "${PIDS[i]}" || dead+=("$i"); done
     if ((${#dead[@]})); then
@@ -343,7 +344,7 @@ start_once() {  # start_once BASE: 0 when all nodes are idle, 1 on failure (logs
     n=$(awk 'NF' <<<"$states" | sort -u | wc -l)
     ((idle == NNODES && n == NNODES)) && return 0
     if (($(date +%s) >= deadline)); then
-      echo "start-cluster.sh: nodes not idle after ${SLURM_TEST_TIMEOUT:-30} s; sinfo says:" >&2
+      echo "start-cluster.sh: nodes not idle after ${SLURM_TEST_TIMEOUT:-120} s; sinfo says:" >&2
       echo "${states:-(nothing)}" >&2
       for i in "${!PIDS[@]}"; do
         # shellcheck disable=SC2086

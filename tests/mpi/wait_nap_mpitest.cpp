@@ -39,7 +39,9 @@ TEST(WaitNap, ARankWaitingForABusyPeerNapsAfterASecond) {
   StopPeerWatch();
 
   if (Rank() == 0) {
-    ASSERT_GE(waited, 2.4);
+    // Not 2.5: rank 0 may leave the first barrier well after its peers (4 ranks on 2 cores,
+    // yielding); more than kNapAfterWaitS is all a nap needs.
+    ASSERT_GE(waited, 1.5);
     // About a nap a millisecond after the first second; at most one a millisecond.
     EXPECT_GT(naps, 0) << "rank 0 waited " << waited << " s in MPI_Barrier without a nap";
     EXPECT_LE(naps, int64_t((waited - kNapAfterWaitS) * 1000) + 10);

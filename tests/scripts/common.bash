@@ -63,6 +63,27 @@ newest_checkpoint_step() {
   local name=${ckpts[-1]##*/ckpt-}
   echo $((10#${name%.h5}))
 }
+# A TCP port for a test's own rendezvous (MASTER_PORT): in 10000-19999, below this host's
+# ephemeral range, where no outgoing connection of a test running beside this one can hold
+# it, and below the bands dlh-launch run (the 8192 under the ephemeral range) and the test
+# clusters (share/slurm/start-cluster.sh, from 20000) pick from; bindable now. A random port
+# in 20000-40000 met another test's connection in CI ("Address already in use", errno 98).
+free_port() {
+  python3 - <<'PY'
+import random, socket
+for _ in range(500):
+    port = random.randrange(10000, 20000)
+    with socket.socket() as s:
+        try:
+            s.bind(("", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    raise SystemExit("free_port: no free port below the ephemeral range")
+PY
+}
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
 # final_ckpt RUN_DIR: the checkpoint a finished run names in its summary.json.

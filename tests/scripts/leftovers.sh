@@ -12,8 +12,9 @@ DLH_CHECK_RUN=$run setsid -f bash -c 'cd "$1" && exec sleep 300' _ "$WORK" </dev
 other="leftovers-other-$$-$RANDOM"
 DLH_CHECK_RUN=$other setsid sleep 300 </dev/null >/dev/null 2>&1 &
 other_pid=$!
-for _ in $(seq 50); do
-  pgrep -f '^sleep 300$' >/dev/null && break
+# Until the tagged bash has become `sleep 300` in $WORK (the untagged one may be first).
+for _ in $(seq 300); do
+  for p in $(pgrep -x sleep); do [[ $(readlink "/proc/$p/cwd") == "$WORK" ]] && break 2; done
   sleep 0.1
 done
 rc=0

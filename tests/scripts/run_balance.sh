@@ -144,7 +144,7 @@ check "sampler: [8,8] -> [11,5] from batch 5 (set at step 3) -> [13,3]: every st
 
 # 3. Outside DLH, one process: the hook reduces and times, the Balancer and step() do nothing.
 env -u DLH_RUN_DIR -u DLH_PROGRESS_FD -u DLH_BATCH -u DLH_GLOBAL_BATCH -u DLH_RANK_BATCHES \
-  MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) RANK=0 WORLD_SIZE=1 \
+  MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" RANK=0 WORLD_SIZE=1 \
   $py - <<'PY' || fail "the module's hook and balancer outside DLH"
 import torch, torch.distributed as dist, dlh
 dist.init_process_group("gloo", init_method="env://")
@@ -221,7 +221,7 @@ export DLH_PLAN='{"format_version": 1, "global_batch": 32, "lr": 0.2, "warmup_ep
   "nodes": 2, "gpus": 2, "tasks_per_node": 1}, "why": "test balance"}'
 run=$WORK/run out=$WORK/out && mkdir -p "$out"
 start=$SECONDS
-timeout 120 mpirun -np 2 dlh-launch run --run-dir "$run" -- $py "$WORK/prog.py" "$out" "$marker" \
+timeout 300 mpirun -np 2 dlh-launch run --run-dir "$run" -- $py "$WORK/prog.py" "$out" "$marker" \
   2>"$WORK/err.txt" || { cat "$WORK/err.txt" >&2; fail "the program's run failed"; }
 ! grep -iE 'warning|progress:' "$WORK/err.txt" >&2 || fail "a warning for the module's lines"
 grep -q "dlh: balance: from step [0-9]* rank batches \[[0-9]*, [0-9]*\]" "$WORK/err.txt" ||

@@ -84,8 +84,8 @@ json.dump({"stop": step, "agreements": started, "signal": dlh.stop_signal()},
           open(f"{sys.argv[1]}/agree-{rank}.json", "w"))
 dist.barrier(); dist.destroy_process_group()
 PY
-env -u DLH_RUN_DIR -u DLH_PROGRESS_FD timeout 60 mpirun -np 2 -x MASTER_ADDR=127.0.0.1 \
-  -x MASTER_PORT=$((20000 + RANDOM % 20000)) bash -c \
+env -u DLH_RUN_DIR -u DLH_PROGRESS_FD timeout 300 mpirun -np 2 -x MASTER_ADDR=127.0.0.1 \
+  -x MASTER_PORT="$(free_port)" bash -c \
   'RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=2 exec "$0" "$@"' $py "$WORK/agree.py" "$WORK" \
   >"$WORK/agree.txt" 2>&1 || { cat "$WORK/agree.txt" >&2; fail "should_stop(agree=True) on 2 ranks"; }
 $py - "$WORK" <<'PY' || fail "should_stop(agree=True)'s schedule"
@@ -237,12 +237,12 @@ start_waiting() {
   setsid mpirun -np 2 dlh-launch run --run-dir "$1" -- $py "$WORK/prog.py" "$2" wait "$marker" \
     >"$2/stdout" 2>"$2/stderr" &
   job=$!
-  for ((i = 0; i < 600; ++i)); do
+  for ((i = 0; i < 3000; ++i)); do  # two ranks importing torch beside five other tests
     [[ -f $2/ready-0 && -f $2/ready-1 ]] && break
     kill -0 $job 2>/dev/null || { cat "$2/stderr" >&2; fail "the job ended before its steps"; }
     sleep 0.1
   done
-  [[ -f $2/ready-0 && -f $2/ready-1 ]] || { cat "$2/stderr" >&2; kill -- -$job; fail "the programs made no step within 60 s"; }
+  [[ -f $2/ready-0 && -f $2/ready-1 ]] || { cat "$2/stderr" >&2; kill -- -$job; fail "the programs made no step within 300 s"; }
 }
 start_waiting "$run" "$out"
 ranks=$(pgrep -f -- "^dlh-launch run --run-dir $run -- $py $WORK/prog.py $out wait $marker" || true)

@@ -47,7 +47,7 @@ CL=$WORK/site/copy.json
 # the plugin's option as an enclosing --dlh-auto job would pass it on.
 rc=0
 SBATCH_PARTITION=nosuch SLURM_SPANK__SLURM_SPANK_OPTION_dlh_dlh_auto=deadline=1h DLH_CLUSTER=/nonexistent \
-  timeout 120 dlh-estimate calibrate --slurm --quick --time 10m --cluster "$CL" --out-dir site/calibration \
+  timeout 600 dlh-estimate calibrate --slurm --quick --time 10m --cluster "$CL" --out-dir site/calibration \
   >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
 [[ $rc -eq 0 ]] || { cat "$WORK/out.txt" "$WORK/err.txt" >&2; fail "calibrate --slurm exited $rc, expected 0"; }
 for t in alpha beta; do
@@ -111,7 +111,7 @@ cp "$CL" "$WORK/copy-before.json"
 alpha_before=$(stat -c %Y.%i "$WORK/site/calibration/alpha.json")
 sleep 1
 rc=0
-PATH="$WORK/fakebin:$PATH" timeout 120 dlh-estimate calibrate --slurm --quick --types gamma,alpha,beta \
+PATH="$WORK/fakebin:$PATH" timeout 600 dlh-estimate calibrate --slurm --quick --types gamma,alpha,beta \
   --cluster "$CL" --out-dir site/calibration >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
 [[ $rc -eq 3 ]] || { cat "$WORK/out.txt" "$WORK/err.txt" >&2; fail "partial calibration exited $rc, expected 3"; }
 grep -qx "dlh-estimate: gamma: not calibrated: no node offers GRES gpu:gamma (sinfo)" "$WORK/err.txt" ||
@@ -126,7 +126,7 @@ check "gamma, alpha, beta: exit 3; $(grep -m1 'beta: not' "$WORK/err.txt" | cut 
 
 # A job that fails: its state, exit code and the last lines of its log.
 rc=0
-timeout 120 dlh-estimate calibrate --slurm --quick --types alpha --device nosuch --out-dir "$WORK/bad" \
+timeout 600 dlh-estimate calibrate --slurm --quick --types alpha --device nosuch --out-dir "$WORK/bad" \
   >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
 [[ $rc -eq 3 ]] || { cat "$WORK/err.txt" >&2; fail "a failing job: exit $rc, expected 3"; }
 grep -Eq "^dlh-estimate: alpha: not calibrated: job [0-9]+ FAILED, exit code 2 \(NonZeroExitCode\)$" "$WORK/err.txt" ||
@@ -137,7 +137,7 @@ check "failing job: $(grep -m1 'alpha: not' "$WORK/err.txt" | cut -c1-80); $(gre
 
 # --wait runs out: the job is cancelled and named.
 rc=0
-timeout 120 dlh-estimate calibrate --slurm --types beta --wait 3s --out-dir "$WORK/slow" --cluster "$CL" \
+timeout 600 dlh-estimate calibrate --slurm --types beta --wait 3s --out-dir "$WORK/slow" --cluster "$CL" \
   >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
 [[ $rc -eq 3 ]] || { cat "$WORK/err.txt" >&2; fail "--wait 3s: exit $rc, expected 3"; }
 grep -Eq "^dlh-estimate: beta: not calibrated: no result within --wait 3s \(job [0-9]+ .*\); cancelled$" "$WORK/err.txt" ||
@@ -161,7 +161,7 @@ c["node_types"] = [n for n in c["node_types"] if n["gpu"] == "beta"]
 json.dump(c, open(sys.argv[2], "w"), indent=2)
 PY
 rc=0
-timeout 120 dlh-estimate calibrate --slurm --quick --types alpha --out-dir "$WORK/cal3" --cluster "$WORK/only-beta.json" \
+timeout 600 dlh-estimate calibrate --slurm --quick --types alpha --out-dir "$WORK/cal3" --cluster "$WORK/only-beta.json" \
   >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
 [[ $rc -eq 3 && -s $WORK/cal3/alpha.json ]] || { cat "$WORK/err.txt" >&2; fail "alpha not in the description: exit $rc, expected 3 and alpha.json"; }
 grep -qx "dlh-estimate: $WORK/only-beta.json: gpu_types: no GPU type 'alpha' for cal3/alpha.json; add it with dlh-estimate cluster --from-slurm" "$WORK/err.txt" ||

@@ -94,7 +94,7 @@ wait_end() {
 ARGS=(--samples 2560 --epochs 2 --batch 64 --width 16)
 
 echo "1. dlh-estimate profile --slurm: the program measured on alpha1 and on beta1"
-timeout 120 dlh-estimate profile --slurm --steps 8 --warmup 2 --time 5m --out "$WORK/set.json" \
+timeout 600 dlh-estimate profile --slurm --steps 8 --warmup 2 --time 5m --out "$WORK/set.json" \
   -- "$PY" "$PROG" "${ARGS[@]}" >"$WORK/profile.out" 2>"$WORK/profile.err" ||
   { cat "$WORK/profile.out" "$WORK/profile.err" >&2; for l in "$WORK"/set.*.log; do echo "== $l"; cat "$l"; done >&2; fail "profile --slurm"; }
 "$PY" - "$WORK/set.json" <<'PY' || fail "the profile set"

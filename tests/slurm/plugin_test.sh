@@ -75,14 +75,15 @@ cd "$WORK"
 
 # field JOB NAME: a field of `scontrol show job` ("" when absent).
 field() { scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
-# wait_gone JOB...: until the jobs have left the queue (30 s at most).
+# wait_gone JOB...: until the jobs have left the queue (120 s at most: make check runs
+# several clusters beside this one on 2 cores).
 wait_gone() {
   local i
-  for ((i = 0; i < 300; i++)); do
+  for ((i = 0; i < 1200; i++)); do
     [[ -z $(squeue -h -j "$(IFS=,; echo "$*")" 2>/dev/null) ]] && return 0
     sleep 0.1
   done
-  squeue; fail "jobs $* still queued after 30 s"
+  squeue; fail "jobs $* still queued after 120 s"
 }
 # plan_value FILE EXPR: a Python expression over the plan p.
 plan_value() { python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print($2)" "$1"; }
@@ -198,7 +199,7 @@ check "salloc: $GRES, time $LIMIT, DLH_PLAN and SLURM_NTASKS_PER_NODE in the she
 echo "live availability"
 wait_gone "$j2" "$j3" "$j5"  # both nodes idle again
 busy=$(sbatch --parsable --gres=gpu:alpha:1 --wrap 'sleep 120')
-for ((i = 0; i < 100; i++)); do [[ $(field "$busy" JobState) == RUNNING ]] && break; sleep 0.1; done
+for ((i = 0; i < 600; i++)); do [[ $(field "$busy" JobState) == RUNNING ]] && break; sleep 0.1; done
 [[ $(field "$busy" JobState) == RUNNING ]] || fail "job $busy did not start"
 j6=$(sbatch --parsable --dlh-auto="$AUTO,deadline=30m" --wrap true 2>sbatch6.err) || { cat sbatch6.err; fail "sbatch"; }
 [[ $(field "$j6" TresPerNode) == gres:gpu:beta:* ]] || { cat sbatch6.err; fail "alpha busy: expected beta, got $(field "$j6" TresPerNode)"; }

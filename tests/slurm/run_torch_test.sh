@@ -200,7 +200,7 @@ check "plain: report.html: $page_seen"
 FSDP=$ROOT/share/examples/fsdp_fashion.py
 FDATA=(--max-samples 640 --max-test-samples 200 --epochs 1 --log-every 5)
 # Can this PyTorch run FSDP here? The example alone (a process group of one) says.
-if ! probe=$(cd "$WORK" && env -u RANK -u WORLD_SIZE MASTER_PORT=$((20000 + RANDOM % 10000)) \
+if ! probe=$(cd "$WORK" && env -u RANK -u WORLD_SIZE MASTER_PORT="$(free_port)" \
   timeout 120 "$PY" "$FSDP" --max-samples 64 --max-test-samples 32 --batch 32 2>&1) &&
   grep -qE "^fsdp_fashion: torch .*(cannot import FSDP|FSDP cannot run on)" <<<"$probe"; then
   echo "  SKIP fsdp_fashion.py: $(grep -E '^fsdp_fashion: torch ' <<<"$probe" | head -1 | cut -c1-300)"

@@ -298,12 +298,13 @@ TEST(Loader, PrefetchRunsAheadInTheBackground) {
   o.before_batch = [&](int64_t, int64_t) { ++prepared; };
   Loader loader(s, o, 0, 0);
   // Without any call to next(), the thread fills the queue: 3 batches, and no more.
-  for (int i = 0; i < 200 && prepared < 3; ++i)
+  // Up to 30 s: the unit tests run beside heavier tests on 2 cores.
+  for (int i = 0; i < 6000 && prepared < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(prepared, 3);
   loader.next();
-  for (int i = 0; i < 200 && prepared < 4; ++i)
+  for (int i = 0; i < 6000 && prepared < 4; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(prepared, 4);
 }
