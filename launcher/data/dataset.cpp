@@ -54,18 +54,21 @@ void WriteDatasetAtomically(const std::string& out_path, const std::function<voi
   }
 }
 
-void WriteDatasetRootAttrs(hid_t file, int classes, const std::string& source, double mean,
-                           double stddev) {
+void WriteDatasetRootAttrs(hid_t file, int classes, const std::string& source,
+                           const std::vector<double>& mean, const std::vector<double>& stddev) {
   h5::SetAttr(file, ".", "format_version", kDatasetFormatVersion);
   h5::SetAttr(file, ".", "classes", int64_t(classes));
   h5::SetAttr(file, ".", "source", source);
-  h5::SetAttr(file, ".", "mean", mean);
-  h5::SetAttr(file, ".", "std", stddev);
+  h5::SetDoublesAttr(file, ".", "mean", mean);
+  h5::SetDoublesAttr(file, ".", "std", stddev);
 }
 
 namespace {
 
 constexpr int64_t kFormatVersion = kDatasetFormatVersion;
+// A mean or std attribute: one per element of a sample at most (its shape is checked when the
+// samples are read); past this a file is refused before its array is read.
+constexpr size_t kMaxStatsValues = size_t(1) << 24;
 const char* const kSplits[] = {"train", "test"};
 
 std::string ShapeText(const Shape3& s) {
@@ -216,7 +219,8 @@ std::string DimsText(const std::vector<hsize_t>& dims) {
 }
 
 DataSplit LoadSplit(const std::string& path, hid_t file, const std::string& split, int classes,
-                    bool normalize, double mean, double stddev, bool with_images) {
+                    const std::vector<double>& mean, const std::vector<double>& stddev,
+                    bool with_images) {
   const std::string images_path = "/" + split + "/images";
   const std::string labels_path = "/" + split + "/labels";
   auto fail = [&](const std::string& what) { throw DataError(path + ": " + what); };
@@ -254,11 +258,11 @@ DataSplit LoadSplit(const std::string& path, hid_t file, const std::string& spli
       fail(labels_path + "[" + std::to_string(i) + "] = " + std::to_string(out.labels[i]) +
            " is outside [0, " + std::to_string(classes) + ")");
 
-  // One pass for both steps: uint8 to [0, 1], then standardization.
+  // One pass for both steps: uint8 to [0, 1], then standardization (a mean of 0 and a std of
+  // 1 where the file has none: adding -0.0 changes no value).
   const double scale = ikind == ElementKind::UInt8 ? 1.0 / 255.0 : 1.0;
   out.stored_bytes = ikind == ElementKind::UInt8;
-  out.load_scale = float(normalize ? scale / stddev : scale);
-  out.load_shift = float(normalize ? -mean / stddev : 0.0);
+  out.load = MakeLoadTransform(mean, stddev, scale, out.shape, path + ": root attributes");
   if (!with_images) return out;
   out.images = h5::ReadFloats(file, images_path);
   if (ikind == ElementKind::Float) {
@@ -266,9 +270,11 @@ DataSplit LoadSplit(const std::string& path, hid_t file, const std::string& spli
       if (!std::isfinite(out.images[i]))
         fail(images_path + " holds a non-finite value at element " + std::to_string(i));
   }
-  const float a = out.load_scale, b = out.load_shift;
-  if (a != 1.0f || b != 0.0f)
-    for (float& v : out.images) v = v * a + b;
+  const size_t e = size_t(out.shape.elements());
+  const float* a = out.load.a.data();
+  const float* b = out.load.b.data();
+  for (size_t i = 0; i < out.images.size(); i += e)
+    for (size_t j = 0; j < e; ++j) out.images[i + j] = out.images[i + j] * a[j] + b[j];
   return out;
 }
 
@@ -324,13 +330,11 @@ Dataset LoadDataset(const std::string& path, bool with_images) {
     bool has_mean = h5::HasAttr(f, ".", "mean"), has_std = h5::HasAttr(f, ".", "std");
     if (has_mean != has_std)
       throw DataError(path + ": root attributes 'mean' and 'std' must be given together");
-    double mean = 0, stddev = 1;
+    std::vector<double> mean{0.0}, stddev{1.0};
     if (has_mean) {
-      mean = h5::GetDoubleAttr(f, ".", "mean");
-      stddev = h5::GetDoubleAttr(f, ".", "std");
-      if (!std::isfinite(mean) || !std::isfinite(stddev) || !(stddev > 0))
-        throw DataError(path + ": invalid normalization attributes mean = " + std::to_string(mean) +
-                        ", std = " + std::to_string(stddev) + " (std must be positive)");
+      mean = h5::GetDoublesAttr(f, ".", "mean", kMaxStatsValues);
+      stddev = h5::GetDoublesAttr(f, ".", "std", kMaxStatsValues);
+      CheckStats(mean, stddev, path + ": invalid normalization attributes");
     }
 
     // All four datasets are checked for presence before any is read, so the message for
@@ -342,9 +346,9 @@ Dataset LoadDataset(const std::string& path, bool with_images) {
       }
     ds.input_mean = mean;
     ds.input_std = stddev;
-    ds.train = LoadSplit(path, f, "train", ds.classes, has_mean, mean, stddev, with_images);
+    ds.train = LoadSplit(path, f, "train", ds.classes, mean, stddev, with_images);
     ds.input_scale = ds.train.stored_bytes ? 1.0 / 255.0 : 1.0;
-    ds.test = LoadSplit(path, f, "test", ds.classes, has_mean, mean, stddev, with_images);
+    ds.test = LoadSplit(path, f, "test", ds.classes, mean, stddev, with_images);
     if (!(ds.test.shape == ds.train.shape))
       throw DataError(path + ": /test/images samples are " + ShapeText(ds.test.shape) +
                       " but /train/images samples are " + ShapeText(ds.train.shape));
@@ -408,7 +412,7 @@ void ImportFashionMnist(const std::string& source_dir, const std::string& out_pa
   if (!(stddev > 0)) throw DataError(train.images_file + ": all training pixels are equal");
 
   WriteDatasetAtomically(out_path, [&](hid_t f) {
-    WriteDatasetRootAttrs(f, kClasses, "fashion-mnist (IDX, " + source_dir + ")", mean, stddev);
+    WriteDatasetRootAttrs(f, kClasses, "fashion-mnist (IDX, " + source_dir + ")", {mean}, {stddev});
     for (Part* p : {&train, &test}) {
       const std::string split = p == &train ? "train" : "test";
       std::vector<hsize_t> dims = {p->images.dims[0], 1, p->images.dims[1], p->images.dims[2]};
@@ -455,7 +459,7 @@ void WriteSyntheticDataset(const std::string& out_path, const Shape3& shape, int
   WriteDatasetAtomically(out_path, [&](hid_t f) {
     WriteDatasetRootAttrs(
         f, classes, "synthetic (seed " + std::to_string(seed) + ", prototype + Gaussian noise)",
-        mean, stddev);
+        {mean}, {stddev});
     for (const SyntheticSplit* s : {&train, &test}) {
       const std::string split = s == &train ? "train" : "test";
       hsize_t count = s->labels.size();

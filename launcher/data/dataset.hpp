@@ -5,7 +5,9 @@
 //   /train/labels  N, integer in [0, classes)
 //   /test/images, /test/labels   the same for the held-out split
 //   root attributes: format_version (int), classes (int), source (string),
-//                    mean, std (double, optional: loaded images become (x - mean) / std)
+//                    mean, std (double, optional: loaded images become (x - mean) / std;
+//                    one value, or a 1-D array of one per channel or one per element of a
+//                    sample: input_stats.hpp)
 //   /class_names   optional scalar string: a JSON array of the class names, index = label
 //                  (written by the imports of named classes: image folders, CSV)
 #pragma once
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "common/spec.hpp"
+#include "launcher/data/input_stats.hpp"
 
 namespace dlh {
 
@@ -23,18 +26,21 @@ struct DataSplit {
   Shape3 shape;
   std::vector<float> images;    // count * shape.elements(), normalized (empty: not read)
   std::vector<int32_t> labels;  // count
-  // How a stored value v became its loaded one: float(v) * load_scale + load_shift, in float
-  // arithmetic, uint8 (stored_bytes) or float storage. A reader of the file's samples
-  // (file_source.hpp) applies exactly this, so its samples equal the loaded ones bit for bit.
+  // How a sample's stored value v at element j became its loaded one: float(v) * load.a[j] +
+  // load.b[j], in float arithmetic, uint8 (stored_bytes) or float storage. A reader of the
+  // file's samples (file_source.hpp) applies exactly this, so its samples equal the loaded
+  // ones bit for bit.
   bool stored_bytes = false;
-  float load_scale = 1, load_shift = 0;
+  LoadTransform load;
 };
 
 struct Dataset {
   int classes = 0;
-  // Loaded value = stored value * input_scale, then (v - input_mean) / input_std; recorded
-  // in checkpoints so that a model is usable without its data set file.
-  double input_scale = 1, input_mean = 0, input_std = 1;
+  // Loaded value = stored value * input_scale, then (v - input_mean) / input_std, with one
+  // mean and std, one per channel or one per element (input_stats.hpp); recorded in
+  // checkpoints so that a model is usable without its data set file.
+  double input_scale = 1;
+  std::vector<double> input_mean{0.0}, input_std{1.0};
   DataSplit train;
   DataSplit test;
 };

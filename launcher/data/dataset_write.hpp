@@ -18,8 +18,9 @@ constexpr int64_t kDatasetFormatVersion = 1;
 // removed on failure. Every failure is a DataError naming out_path.
 void WriteDatasetAtomically(const std::string& out_path, const std::function<void(hid_t)>& body);
 
-// The root attributes: format_version, classes, source, mean and std.
-void WriteDatasetRootAttrs(hid_t file, int classes, const std::string& source, double mean,
-                           double stddev);
+// The root attributes: format_version, classes, source, mean and std (one value each, or
+// one per channel or per element: input_stats.hpp).
+void WriteDatasetRootAttrs(hid_t file, int classes, const std::string& source,
+                           const std::vector<double>& mean, const std::vector<double>& stddev);
 
 }  // namespace dlh

@@ -56,7 +56,8 @@ void FileSource::read(const int64_t* indices, size_t n, float* images) {
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return indices[a] < indices[b]; });
   const size_t e = size_t(split_.shape.elements());
-  const float a = split_.load_scale, b = split_.load_shift;
+  const float* a = split_.load.a.data();
+  const float* b = split_.load.b.data();
   // Ask the kernel for every sample first: it queues all the reads at once (the disk serves
   // many at a time), where preads one by one would wait for each in turn.
   for (size_t k = 0; k < n; ++k) {
@@ -95,7 +96,7 @@ void FileSource::read(const int64_t* indices, size_t n, float* images) {
       float* out = images + order[k + r] * e;
       const uint8_t* in = staging.data() + r * sample_bytes_;
       if (split_.stored_bytes) {
-        for (size_t j = 0; j < e; ++j) out[j] = float(in[j]) * a + b;
+        for (size_t j = 0; j < e; ++j) out[j] = float(in[j]) * a[j] + b[j];
       } else {
         std::memcpy(out, in, e * sizeof(float));
         for (size_t j = 0; j < e; ++j)
@@ -103,8 +104,7 @@ void FileSource::read(const int64_t* indices, size_t n, float* images) {
             throw DataError(path_ + ": " + images_path_ + " sample " +
                             std::to_string(first + int64_t(r)) +
                             " holds a non-finite value at element " + std::to_string(j));
-        if (a != 1.0f || b != 0.0f)
-          for (size_t j = 0; j < e; ++j) out[j] = out[j] * a + b;
+        for (size_t j = 0; j < e; ++j) out[j] = out[j] * a[j] + b[j];
       }
     }
     k += run;

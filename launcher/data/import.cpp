@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "launcher/data/dataset_write.hpp"
+#include "launcher/data/input_stats.hpp"
 #include "launcher/nn/random.hpp"
 #include "launcher/storage/h5.hpp"
 
@@ -154,28 +155,58 @@ void CheckFinite(const ImportedData& d, const ImportedSplit& s, const char* spli
                       ": holds a non-finite value at element " + std::to_string(i % e));
 }
 
-// Mean and standard deviation of the training values as they load (bytes scaled to [0, 1]).
-// Bytes go through a histogram, which keeps the sums exact however many there are.
-std::pair<double, double> Moments(const ImportedSplit& s) {
-  double n = 0, sum = 0, sum_sq = 0;
-  if (s.is_bytes()) {
-    uint64_t hist[256] = {};
-    for (uint8_t v : s.bytes) ++hist[v];
-    for (int v = 0; v < 256; ++v) {
-      const double x = v / 255.0, k = double(hist[v]);
-      n += k;
-      sum += k * x;
-      sum_sq += k * x * x;
+// Means and standard deviations of the training values as they load (bytes scaled to [0, 1]):
+// one per channel, or one per element for a row of features (input_stats.hpp). Bytes of a
+// few channels go through a histogram each, which keeps the sums exact however many there
+// are. A group whose values are all equal gets a std of 1: it carries nothing to learn, and
+// subtracting its mean makes it 0.
+struct Moments {
+  std::vector<double> mean, stddev;
+  bool all_constant = true;
+};
+
+Moments MomentsOf(const ImportedSplit& s) {
+  const size_t e = size_t(s.shape.elements());
+  const bool per_element = StatsPerElement(s.shape);
+  const size_t groups = per_element ? e : size_t(s.shape.channels), plane = e / groups;
+  std::vector<double> n(groups, 0), sum(groups, 0), sum_sq(groups, 0);
+  auto group = [&](size_t i) { return (i % e) / plane; };
+  if (s.is_bytes() && groups <= 64) {
+    std::vector<uint64_t> hist(groups * 256, 0);
+    for (size_t i = 0; i < s.bytes.size(); ++i) ++hist[group(i) * 256 + s.bytes[i]];
+    for (size_t g = 0; g < groups; ++g)
+      for (int v = 0; v < 256; ++v) {
+        const double x = v / 255.0, k = double(hist[g * 256 + size_t(v)]);
+        n[g] += k;
+        sum[g] += k * x;
+        sum_sq[g] += k * x * x;
+      }
+  } else if (s.is_bytes()) {
+    for (size_t i = 0; i < s.bytes.size(); ++i) {
+      const double x = s.bytes[i] / 255.0;
+      const size_t g = group(i);
+      n[g] += 1;
+      sum[g] += x;
+      sum_sq[g] += x * x;
     }
   } else {
-    for (float v : s.floats) {
-      sum += v;
-      sum_sq += double(v) * v;
+    for (size_t i = 0; i < s.floats.size(); ++i) {
+      const float v = s.floats[i];
+      const size_t g = group(i);
+      n[g] += 1;
+      sum[g] += v;
+      sum_sq[g] += double(v) * v;
     }
-    n = double(s.floats.size());
   }
-  const double mean = n > 0 ? sum / n : 0;
-  return {mean, n > 0 ? std::sqrt(std::max(0.0, sum_sq / n - mean * mean)) : 0};
+  Moments m;
+  for (size_t g = 0; g < groups; ++g) {
+    const double mean = n[g] > 0 ? sum[g] / n[g] : 0;
+    const double sd = n[g] > 0 ? std::sqrt(std::max(0.0, sum_sq[g] / n[g] - mean * mean)) : 0;
+    m.mean.push_back(mean);
+    m.stddev.push_back(sd > 0 ? sd : 1.0);
+    if (sd > 0) m.all_constant = false;
+  }
+  return m;
 }
 
 void WriteSplit(hid_t f, const std::string& split, const ImportedSplit& s) {
@@ -231,12 +262,19 @@ void WriteImportedDataset(ImportedData d, const ImportOptions& o, const std::str
   if (d.has_test) CheckFinite(d, d.test, "test");
   if (!d.has_test) HoldOut(&d, o);
 
-  double mean = 0, stddev = 1;
+  std::vector<double> mean{0.0}, stddev{1.0};
   if (o.normalize) {
-    std::tie(mean, stddev) = Moments(d.train);
-    if (!(stddev > 0))
-      throw DataError(d.source_file + ": every training value is " + std::to_string(mean) +
-                      ": nothing to learn from");
+    const Moments m = MomentsOf(d.train);
+    if (m.all_constant)
+      throw DataError(
+          d.source_file + ": every training value is " +
+          (m.mean.size() == 1
+               ? std::to_string(m.mean[0])
+               : "the same in each " +
+                     std::string(StatsPerElement(d.train.shape) ? "element" : "channel")) +
+          ": nothing to learn from");
+    mean = m.mean;
+    stddev = m.stddev;
   }
   WriteDatasetAtomically(out_path, [&](hid_t f) {
     WriteDatasetRootAttrs(f, classes, d.source, mean, stddev);

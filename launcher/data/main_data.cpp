@@ -208,12 +208,9 @@ int InspectCommand(const std::vector<std::string>& args) {
         source = std::string("(unreadable: ") + e.what() + ")";
       }
     }
-    if (h5::HasAttr(f, ".", "mean")) {
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "mean %.6g, std %.6g (loaded images are (x - mean) / std)",
-                    h5::GetDoubleAttr(f, ".", "mean"), h5::GetDoubleAttr(f, ".", "std"));
-      norm = buf;
-    }
+    if (h5::HasAttr(f, ".", "mean"))  // LoadDataset read and checked them
+      norm = "mean " + StatsText(ds.input_mean, ds.train.shape) + "; std " +
+             StatsText(ds.input_std, ds.train.shape) + " (loaded images are (x - mean) / std)";
     if (h5::Exists(f, "/class_names"))
       names = ClassNamesText(path, h5::ReadString(f, "/class_names"));
   } catch (const H5Error& e) {

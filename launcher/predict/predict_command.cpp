@@ -66,9 +66,17 @@ void Renormalise(const Dataset& data, const TrainState& state, DataSplit* split)
                     std::to_string(state.input_scale) + ", the data set's are x " +
                     std::to_string(data.input_scale) + " (uint8 against float images)");
   if (state.input_mean == data.input_mean && state.input_std == data.input_std) return;
-  const double a = data.input_std / state.input_std,
-               b = (data.input_mean - state.input_mean) / state.input_std;
-  for (float& v : split->images) v = float(double(v) * a + b);
+  // Per value j of a sample (one mean and std, one per channel or per element, each side).
+  const Shape3& shape = split->shape;
+  const std::vector<double> dm = StatsPerValue(data.input_mean, shape, "the data set's mean"),
+                            ds = StatsPerValue(data.input_std, shape, "the data set's std"),
+                            sm = StatsPerValue(state.input_mean, shape, "the checkpoint's mean"),
+                            ss = StatsPerValue(state.input_std, shape, "the checkpoint's std");
+  const size_t e = dm.size();
+  for (size_t i = 0; i < split->images.size(); ++i) {
+    const size_t j = i % e;
+    split->images[i] = float(double(split->images[i]) * (ds[j] / ss[j]) + (dm[j] - sm[j]) / ss[j]);
+  }
 }
 
 // What the model is applied to: a data set's split, or a folder of images.
@@ -111,7 +119,7 @@ Input ReadSplit(const std::string& data_path, const std::string& split_name,
 // float multiply-add). Only a model trained on uint8 images has that scale.
 Input ReadImages(const std::string& dir, const TrainState& state, const TrainSpec& spec,
                  const std::string& checkpoint) {
-  if (std::fabs(state.input_scale - 1.0 / 255.0) > 1e-12 || !(state.input_std > 0))
+  if (std::fabs(state.input_scale - 1.0 / 255.0) > 1e-12)
     throw DataError(checkpoint + ": trained on " +
                     (state.input_scale > 0
                          ? "float inputs (input_scale " + std::to_string(state.input_scale) + ")"
@@ -153,10 +161,12 @@ Input ReadImages(const std::string& dir, const TrainState& state, const TrainSpe
   split.count = images.count();
   split.shape = spec.input;
   split.labels.assign(images.labels.begin(), images.labels.end());
-  const float a = float(state.input_scale / state.input_std),
-              b = float(-state.input_mean / state.input_std);
+  const LoadTransform t = MakeLoadTransform(state.input_mean, state.input_std, state.input_scale,
+                                            spec.input, "the checkpoint's input statistics");
+  const size_t e = t.a.size();
   split.images.resize(images.bytes.size());
-  for (size_t i = 0; i < images.bytes.size(); ++i) split.images[i] = float(images.bytes[i]) * a + b;
+  for (size_t i = 0; i < images.bytes.size(); ++i)
+    split.images[i] = float(images.bytes[i]) * t.a[i % e] + t.b[i % e];
   return in;
 }
 

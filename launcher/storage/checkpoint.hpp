@@ -48,10 +48,12 @@ struct TrainState {
   int64_t global_batch = 0;
   double lr = 0;
   // How the data set's inputs were transformed before the network saw them: each stored value
-  // x became (x * input_scale - input_mean) / input_std (input_scale 1/255 for uint8 images).
-  // A checkpoint used on its own (PyTorch, inference) must apply the same. input_scale 0: not
-  // recorded (files written before it was).
-  double input_scale = 0, input_mean = 0, input_std = 1;
+  // x became (x * input_scale - input_mean) / input_std (input_scale 1/255 for uint8 images),
+  // with one mean and std, one per channel or one per element of a sample
+  // (launcher/data/input_stats.hpp). A checkpoint used on its own (PyTorch, inference) must
+  // apply the same. input_scale 0: not recorded (files written before it was).
+  double input_scale = 0;
+  std::vector<double> input_mean{0.0}, input_std{1.0};
   double elapsed_seconds = 0;               // training wall time before this checkpoint
   std::string optimizer;                    // "sgd" or "adam"
   std::vector<NamedArray> params;           // trained parameters, by layer

@@ -101,8 +101,15 @@ uint32_t Checksum(const TrainState& s) {
   if (s.input_scale > 0) {
     c.Text("input");
     c.F64(s.input_scale);
-    c.F64(s.input_mean);
-    c.F64(s.input_std);
+    // One mean and std as files before per-channel statistics (their checksums still hold);
+    // more with their count first.
+    if (s.input_mean.size() != 1 || s.input_std.size() != 1) {
+      c.Text("per_value");
+      c.U64(s.input_mean.size());
+      c.U64(s.input_std.size());
+    }
+    for (double v : s.input_mean) c.F64(v);
+    for (double v : s.input_std) c.F64(v);
   }
   if (!s.split_history.empty()) {
     c.Text("split_history");

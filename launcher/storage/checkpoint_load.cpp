@@ -33,6 +33,15 @@ using checkpoint_format::SplitHistoryProblem;
 using checkpoint_format::SplitNames;
 using checkpoint_format::WithPath;
 
+// "0.5" or "[0.5, 0.25, 1]": an attribute's values for a message.
+std::string ValuesText(const std::vector<double>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size() && i < 8; ++i)
+    out += (i ? ", " : "") + std::to_string(values[i]);
+  if (values.size() > 8) out += ", ...";
+  return values.size() == 1 ? out : "[" + out + "]";
+}
+
 struct Reader {
   const std::string& path;
   hid_t f;
@@ -52,6 +61,11 @@ struct Reader {
   double Double(const char* name) const {
     RequireAttr(name);
     return h5::GetDoubleAttr(f, ".", name);
+  }
+  // One number or more (a 1-D array); as many as the file can hold at most.
+  std::vector<double> Doubles(const char* name) const {
+    RequireAttr(name);
+    return h5::GetDoublesAttr(f, ".", name, size_t(file_size / sizeof(double)) + 1);
   }
   std::string String(const char* name) const {
     RequireAttr(name);
@@ -146,14 +160,17 @@ TrainState LoadOpened(const std::string& path, uint64_t file_size) {
   }
   if (h5::HasAttr(r.f, ".", "input_scale")) {
     s.input_scale = r.Double("input_scale");
-    s.input_mean = r.Double("input_mean");
-    s.input_std = r.Double("input_std");
-    if (!(s.input_scale > 0 && std::isfinite(s.input_scale) && std::isfinite(s.input_mean) &&
-          s.input_std > 0 && std::isfinite(s.input_std)))
+    s.input_mean = r.Doubles("input_mean");
+    s.input_std = r.Doubles("input_std");
+    bool valid = s.input_scale > 0 && std::isfinite(s.input_scale) &&
+                 s.input_mean.size() == s.input_std.size();
+    for (size_t i = 0; valid && i < s.input_mean.size(); ++i)
+      valid = std::isfinite(s.input_mean[i]) && s.input_std[i] > 0 && std::isfinite(s.input_std[i]);
+    if (!valid)
       throw CheckpointError(path + ": attributes input_scale, input_mean, input_std (" +
-                            std::to_string(s.input_scale) + ", " + std::to_string(s.input_mean) +
-                            ", " + std::to_string(s.input_std) +
-                            ") must be finite, the scale and std positive");
+                            std::to_string(s.input_scale) + ", " + ValuesText(s.input_mean) + ", " +
+                            ValuesText(s.input_std) +
+                            ") must be finite, the scale and std positive, as many stds as means");
   }
   std::string stored = r.String("checksum");
   uint32_t stored_crc = 0;

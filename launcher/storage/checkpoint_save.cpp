@@ -191,8 +191,8 @@ void WriteContents(hid_t f, const TrainState& s, CpuSeconds* checksum_cpu) {
   }
   if (s.input_scale > 0) {
     h5::SetAttr(f, ".", "input_scale", double{s.input_scale});
-    h5::SetAttr(f, ".", "input_mean", double{s.input_mean});
-    h5::SetAttr(f, ".", "input_std", double{s.input_std});
+    h5::SetDoublesAttr(f, ".", "input_mean", s.input_mean);
+    h5::SetDoublesAttr(f, ".", "input_std", s.input_std);
   }
   h5::SetAttr(f, ".", "created_unix", int64_t{std::time(nullptr)});
   h5::WriteString(f, "spec", s.spec_json);

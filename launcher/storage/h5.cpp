@@ -416,6 +416,37 @@ double GetDoubleAttr(hid_t loc, const std::string& obj, const std::string& name)
   return v;
 }
 
+void SetDoublesAttr(hid_t loc, const std::string& obj, const std::string& name,
+                    const std::vector<double>& values) {
+  if (values.size() == 1) return SetAttr(loc, obj, name, values[0]);
+  if (values.empty()) throw H5Error("attribute '" + name + "': no values to write");
+  Silence();
+  if (H5_CHECK(H5Aexists_by_name(loc, obj.c_str(), name.c_str(), H5P_DEFAULT)) > 0)
+    H5_CHECK(H5Adelete_by_name(loc, obj.c_str(), name.c_str(), H5P_DEFAULT));
+  const hsize_t n = values.size();
+  Handle space(H5_CHECK(H5Screate_simple(1, &n, nullptr)));
+  Handle attr(H5_CHECK(H5Acreate_by_name(loc, obj.c_str(), name.c_str(), H5T_NATIVE_DOUBLE,
+                                         space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  H5_CHECK(H5Awrite(attr.id(), H5T_NATIVE_DOUBLE, values.data()));
+}
+
+std::vector<double> GetDoublesAttr(hid_t loc, const std::string& obj, const std::string& name,
+                                   size_t max_values) {
+  Handle attr = OpenAttr(loc, obj, name);
+  Handle type(H5_CHECK(H5Aget_type(attr.id())));
+  RequireNumber(type.id(), "attribute '" + name + "'");
+  Handle space(H5_CHECK(H5Aget_space(attr.id())));
+  if (H5_CHECK(H5Sget_simple_extent_ndims(space.id())) > 1)
+    throw H5Error("attribute '" + name + "' has more than one dimension");
+  const hssize_t n = H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
+  if (n < 1 || size_t(n) > max_values)
+    throw H5Error("attribute '" + name + "' holds " + std::to_string(n) + " values, not 1 to " +
+                  std::to_string(max_values));
+  std::vector<double> out(static_cast<size_t>(n));
+  H5_CHECK(H5Aread(attr.id(), H5T_NATIVE_DOUBLE, out.data()));
+  return out;
+}
+
 std::string GetStringAttr(hid_t loc, const std::string& obj, const std::string& name) {
   Handle attr = OpenAttr(loc, obj, name);
   Handle type(H5_CHECK(H5Aget_type(attr.id())));

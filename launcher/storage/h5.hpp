@@ -109,6 +109,13 @@ bool HasAttr(hid_t loc, const std::string& obj, const std::string& name);
 int64_t GetIntAttr(hid_t loc, const std::string& obj, const std::string& name);
 double GetDoubleAttr(hid_t loc, const std::string& obj, const std::string& name);
 std::string GetStringAttr(hid_t loc, const std::string& obj, const std::string& name);
+// Numbers, one or more: one is written as a scalar attribute (as SetAttr's double), more as a
+// 1-D array. The reader takes either, and refuses an empty attribute or one of more than
+// `max_values` values.
+void SetDoublesAttr(hid_t loc, const std::string& obj, const std::string& name,
+                    const std::vector<double>& values);
+std::vector<double> GetDoublesAttr(hid_t loc, const std::string& obj, const std::string& name,
+                                   size_t max_values);
 
 }  // namespace h5
 }  // namespace dlh

@@ -59,9 +59,12 @@ with h5py.File(f"{tmp}/keras.h5") as src, h5py.File(f"{tmp}/a.h5") as out:
     assert (out["test/images"][()] == src["x_test"][()].transpose(0, 3, 1, 2)).all()
     assert (out["train/labels"][()] == src["y_train"][()]).all()
     assert (out["test/labels"][()] == src["y_test"][()].ravel()).all()
+    # One mean and std per channel (the source is NHWC: channels last).
     px = src["x_train"][()].astype(np.float64) / 255
-    assert abs(out.attrs["mean"] - px.mean()) < 1e-9, (out.attrs["mean"], px.mean())
-    assert abs(out.attrs["std"] - px.std()) < 1e-9, (out.attrs["std"], px.std())
+    mean, std = np.asarray(out.attrs["mean"]), np.asarray(out.attrs["std"])
+    assert mean.shape == std.shape == (3,), (mean, std)
+    assert np.allclose(mean, px.mean((0, 1, 2)), atol=1e-9), (mean, px.mean((0, 1, 2)))
+    assert np.allclose(std, px.std((0, 1, 2)), atol=1e-9), (std, px.std((0, 1, 2)))
 PY
 "$DATA" inspect "$tmp/a.h5" >"$tmp/inspect"
 grep -q '^classes   3$' "$tmp/inspect" || fail "inspect: classes"
@@ -149,9 +152,9 @@ import sys, json, h5py
 data, ckpt, metrics = sys.argv[1:]
 with h5py.File(data) as d, h5py.File(ckpt) as c:
     print(f"      {ckpt.rsplit('/', 1)[1]}: input_scale {c.attrs['input_scale']:.6g}, "
-          f"input_mean {c.attrs['input_mean']:.6g}, input_std {c.attrs['input_std']:.6g}")
+          f"input_mean {c.attrs['input_mean']}, input_std {c.attrs['input_std']}")
     assert abs(c.attrs["input_scale"] - 1 / 255) < 1e-15
-    assert c.attrs["input_mean"] == d.attrs["mean"] and c.attrs["input_std"] == d.attrs["std"]
+    assert (c.attrs["input_mean"] == d.attrs["mean"]).all() and (c.attrs["input_std"] == d.attrs["std"]).all()
 acc = [json.loads(l)["test_accuracy"] for l in open(metrics) if '"test_accuracy"' in l]
 print(f"      test accuracy by epoch: {acc}")
 assert acc and acc[-1] > 0.9, acc

@@ -124,6 +124,48 @@ with h5py.File(sys.argv[2]) as f:
     print(f"      {len(got)} rows and labels equal; classes {names}")
 PY
 
+check "a table whose columns have scales of their own: a mean and std per column, and a model learns it"
+# An income column in the tens of thousands that carries nothing, beside six features near 1
+# of which four decide the class. One mean and std for the whole table left the features
+# at 1e-4 of the income's spread: 50% test accuracy (the largest class); per column, 90%.
+"$PY" - "$tmp/table.csv" <<'PY'
+import csv, sys, numpy as np
+rng = np.random.default_rng(7)
+with open(sys.argv[1], "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["income"] + [f"x{i}" for i in range(6)] + ["band"])
+    for _ in range(1200):
+        x = rng.normal(0, 1, 6)
+        c = int(x[1] + x[2] - x[3] > 0) + int(x[4] > 0.8)
+        w.writerow([f"{rng.uniform(20000, 120000):.2f}"] + [f"{v:.4f}" for v in x] + [["lo", "mid", "hi"][c]])
+PY
+"$DATA" import-csv "$tmp/table.csv" --out "$tmp/table.h5" >/dev/null
+"$DATA" inspect "$tmp/table.h5" | grep -q '^normalize mean 7 per element: ' || fail "inspect: no per-element statistics"
+"$PY" - "$tmp/table.h5" <<'PY' || fail "table.h5: the statistics are not the training columns' own"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1]) as f:
+    x = f["train/images"][()].reshape(-1, 7).astype(np.float64)
+    mean, std = np.asarray(f.attrs["mean"]), np.asarray(f.attrs["std"])
+assert mean.shape == std.shape == (7,), (mean.shape, std.shape)
+assert np.allclose(mean, x.mean(0), rtol=1e-9) and np.allclose(std, x.std(0), rtol=1e-9), (mean, std)
+print(f"      mean per column {np.round(mean, 3).tolist()}")
+PY
+cat >"$tmp/table.json" <<'JSON'
+{"name": "table", "input": {"channels": 1, "height": 1, "width": 7}, "classes": 3,
+ "layers": [{"type": "flatten"}, {"type": "dense", "units": 32}, {"type": "relu"},
+            {"type": "dense", "units": 3}],
+ "optimizer": {"type": "adam", "lr": 0.01}, "batch_size": 32, "epochs": 15, "seed": 1,
+ "dataset": "table.h5"}
+JSON
+"$LAUNCH" train "$tmp/table.json" --data "$tmp/table.h5" --run-dir "$tmp/table-run" --threads 1 \
+  --progress none >"$tmp/table.out" 2>&1 || { cat "$tmp/table.out"; fail "training on table.h5"; }
+"$PY" - "$tmp/table-run/summary.json" <<'PY' || fail "test accuracy on the table: the columns' scales were not standardised apart"
+import json, sys
+acc = json.load(open(sys.argv[1]))["test_accuracy"]
+print(f"      test accuracy {acc:.3f} after 15 epochs")
+assert acc > 0.8, acc
+PY
+
 check "bad inputs fail with one line naming the file"
 expect_failure 1 "$tmp/cut.npy: truncated: holds" "$DATA" import-numpy --out "$tmp/x.h5" \
   --train-images "$tmp/cut.npy" --train-labels "$tmp/y_train.npy"

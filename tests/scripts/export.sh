@@ -130,6 +130,18 @@ assert err < 1e-5, err
 print(f"  ok: m.pt in the program's Net: predict's probabilities within {err:.1e}")
 model = onnx.load(sys.argv[3])
 onnx.checker.check_model(model, full_check=True)
+# The metadata says how to feed it: the data set's raw values standardised by it are the
+# program's inputs (the loader's).
+import json
+meta = {p.key: json.loads(p.value) for p in model.metadata_props}
+assert {"dlh.input_scale", "dlh.input_mean", "dlh.input_std"} <= set(meta), meta
+with h5py.File(sys.argv[5]) as f:
+    raw = f["test/images"][()].astype(np.float64)
+mean, std = (np.asarray(meta[k]).reshape(-1, 1, 1) for k in ("dlh.input_mean", "dlh.input_std"))
+fed = (raw * meta["dlh.input_scale"][0] - mean) / std
+assert np.abs(fed - x.numpy()).max() < 1e-5, np.abs(fed - x.numpy()).max()
+print(f"  ok: m.onnx's metadata: inputs x * {meta['dlh.input_scale'][0]:.6g}, then (x - mean) / std, "
+      f"mean {meta['dlh.input_mean']}, std {meta['dlh.input_std']}: the loader's inputs")
 dims = [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
 assert dims[0] == "batch" and dims[1:] == list(prog.INPUT_SHAPE), dims
 weights = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in model.graph.initializer}

@@ -197,9 +197,13 @@ TEST_F(CheckpointTest, GlobalBatchAndLrRoundTripAndAreOptional) {
 TEST_F(CheckpointTest, InputNormalisationRoundTripsAndIsOptional) {
   TrainState s = SampleState();
   s.input_scale = 1.0 / 255.0;
-  s.input_mean = 0.2860405969887955;
-  s.input_std = 0.3530242445149223;
+  s.input_mean = {0.2860405969887955};
+  s.input_std = {0.3530242445149223};
   SaveCheckpoint(Path("n.h5"), s);
+  {  // one value: a scalar attribute, as files before per-channel statistics
+    h5::File f(Path("n.h5"), h5::Mode::ReadOnly);
+    EXPECT_DOUBLE_EQ(h5::GetDoubleAttr(f.id(), ".", "input_mean"), s.input_mean[0]);
+  }
   TrainState got = LoadCheckpoint(Path("n.h5"));
   EXPECT_EQ(got.input_scale, s.input_scale);
   EXPECT_EQ(got.input_mean, s.input_mean);
@@ -223,6 +227,27 @@ TEST_F(CheckpointTest, InputNormalisationRoundTripsAndIsOptional) {
     EXPECT_FALSE(h5::HasAttr(f.id(), ".", "input_scale"));
   }
   EXPECT_EQ(LoadCheckpoint(Path("old.h5")).input_scale, 0);
+
+  // One mean and std per channel (or per element): arrays, checksummed, counts checked.
+  s.input_mean = {0.49, 0.48, 0.45};
+  s.input_std = {0.25, 0.24, 0.26};
+  SaveCheckpoint(Path("c3.h5"), s);
+  got = LoadCheckpoint(Path("c3.h5"));
+  EXPECT_EQ(got.input_mean, s.input_mean);
+  EXPECT_EQ(got.input_std, s.input_std);
+  {
+    h5::Handle file = OpenReadWrite(Path("c3.h5"));
+    h5::SetDoublesAttr(file.id(), ".", "input_mean", {0.49, 0.48, 0.46});
+  }
+  EXPECT_NE(ErrorOf([&] { LoadCheckpoint(Path("c3.h5")); }).find("checksum mismatch"),
+            std::string::npos);
+  {
+    SaveCheckpoint(Path("c3.h5"), s);
+    h5::Handle file = OpenReadWrite(Path("c3.h5"));
+    h5::SetDoublesAttr(file.id(), ".", "input_std", {0.25, 0.24});
+  }
+  EXPECT_NE(ErrorOf([&] { LoadCheckpoint(Path("c3.h5")); }).find("as many stds as means"),
+            std::string::npos);
 }
 
 TEST_F(CheckpointTest, SeedKeepsAll64Bits) {

@@ -562,6 +562,53 @@ TEST(LoadDataset, ScalesBytesAndStandardizes) {
   EXPECT_NEAR(norm.train.images[3], (1.5 - 0.5) / 0.25, 1e-6);
 }
 
+// One mean and std per channel, or per element of a sample: each value standardised by its
+// own; a count that fits neither is refused naming the file.
+TEST(LoadDataset, StandardizesPerChannelAndPerElement) {
+  TempDir dir;
+  FileSpec s;
+  s.train_images = {8, 2, 1, 3};
+  s.test_images = {4, 2, 1, 3};
+  s.tweak = [](hid_t f) {
+    h5::SetDoublesAttr(f, ".", "mean", {1.0, 2.0});
+    h5::SetDoublesAttr(f, ".", "std", {0.5, 4.0});
+  };
+  Dataset ds = LoadDataset(WriteDataFile(dir, s));
+  ASSERT_EQ(ds.input_mean, (std::vector<double>{1.0, 2.0}));
+  // Sample 1's values are 3.0 .. 5.5 (i * 0.5): channel 0 holds 3, 3.5, 4; channel 1 4.5 ...
+  EXPECT_FLOAT_EQ(ds.train.images[6], float((3.0 - 1.0) / 0.5));
+  EXPECT_FLOAT_EQ(ds.train.images[9], float((4.5 - 2.0) / 4.0));
+
+  s.tweak = [](hid_t f) {
+    h5::SetDoublesAttr(f, ".", "mean", {0, 1, 2, 3, 4, 5});
+    h5::SetDoublesAttr(f, ".", "std", {1, 1, 1, 1, 1, 2});
+  };
+  ds = LoadDataset(WriteDataFile(dir, s));
+  for (size_t j = 0; j < 6; ++j)
+    EXPECT_FLOAT_EQ(ds.train.images[6 + j],
+                    float((0.5 * double(6 + j) - double(j)) / (j == 5 ? 2 : 1)));
+
+  s.tweak = [](hid_t f) {
+    h5::SetDoublesAttr(f, ".", "mean", {0, 1, 2});
+    h5::SetDoublesAttr(f, ".", "std", {1, 1, 1});
+  };
+  const std::string path = WriteDataFile(dir, s);
+  ExpectDataErrorLike([&] { LoadDataset(path); }, path + ": root attributes mean: 3 values",
+                      "take 1, one per channel (2) or one per element (6)");
+}
+
+TEST(InputStats, TextAndExpansion) {
+  const Shape3 rgb{3, 2, 2};
+  EXPECT_EQ(StatsPerValue({0.5}, rgb, "x"), std::vector<double>(12, 0.5));
+  EXPECT_EQ(StatsPerValue({1, 2, 3}, rgb, "x")[5], 2.0);
+  EXPECT_EQ(StatsText({0.286}, rgb), "0.286");
+  EXPECT_EQ(StatsText({0.5, 0.25, 0.125}, rgb), "3 per channel: 0.5, 0.25, 0.125");
+  EXPECT_EQ(StatsText({1, 2, 3, 4, 5, 6, 7}, Shape3{1, 1, 7}),
+            "7 per element: 1, 2, 3, ..., 5, 6, 7");
+  EXPECT_FALSE(StatsPerElement(rgb));
+  EXPECT_TRUE(StatsPerElement(Shape3{1, 1, 7}));
+}
+
 TEST(LoadDataset, MissingDatasets) {
   TempDir dir;
   for (const char* name : {"/train/images", "/train/labels", "/test/images", "/test/labels"}) {
