@@ -98,6 +98,25 @@ te = [rows[r.tobytes()] for r in b["test/images"]]
 assert sorted(ti + te) == list(range(300)) and ti == sorted(ti) and te == sorted(te)
 PY
 
+check "held out by class: a class of 3 samples in 208 gets its test sample, the total stays 10%"
+"$PY" - "$tmp/skewed.h5" <<'PY'
+import sys, h5py, numpy as np
+labels = np.array([0] * 200 + [1] * 5 + [2] * 3, dtype=np.int32)
+with h5py.File(sys.argv[1], "w") as f:
+    f["x"] = np.random.default_rng(3).random((len(labels), 4)).astype(np.float32)
+    f["y"] = labels
+PY
+"$DATA" import-hdf5 "$tmp/skewed.h5" --images x --labels y --out "$tmp/skewed-out.h5" >/dev/null ||
+  fail "import of the skewed set"
+"$PY" - "$tmp/skewed-out.h5" <<'PY' || fail "the held-out split leaves a class out"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1]) as f:
+    test, train = f["test/labels"][()], f["train/labels"][()]
+assert len(test) == 21 and len(train) == 187, (len(test), len(train))
+assert set(np.unique(test)) == {0, 1, 2} and set(np.unique(train)) == {0, 1, 2}, (np.bincount(test), np.bincount(train))
+print(f"      test per class {np.bincount(test).tolist()}, train per class {np.bincount(train).tolist()}")
+PY
+
 check "import-hdf5: whole-number labels stored as doubles (MATLAB's default) import as integers"
 "$DATA" import-hdf5 "$tmp/keras.h5" --images /nchw/images --labels float_labels \
   --out "$tmp/b-float.h5" >/dev/null || fail "float labels of whole numbers refused"
