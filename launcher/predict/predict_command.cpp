@@ -118,7 +118,7 @@ Input ReadSplit(const std::string& data_path, const std::string& split_name,
 // its inputs had: x / 255, then (x - mean) / std as the checkpoint recorded (the loader's
 // float multiply-add). Only a model trained on uint8 images has that scale.
 Input ReadImages(const std::string& dir, const TrainState& state, const TrainSpec& spec,
-                 const std::string& checkpoint) {
+                 const std::string& checkpoint, bool resize) {
   if (std::fabs(state.input_scale - 1.0 / 255.0) > 1e-12)
     throw DataError(checkpoint + ": trained on " +
                     (state.input_scale > 0
@@ -133,8 +133,12 @@ Input ReadImages(const std::string& dir, const TrainState& state, const TrainSpe
   o.channels = spec.input.channels;
   o.height = spec.input.height;
   o.width = spec.input.width;
-  o.exact_size = true;
-  o.size_hint = "dlh-data import-images --size resizes a folder";
+  // Refused unless asked: a picture of another shape stretched to the network's is not the
+  // picture the user meant, and should not be classified without their knowing.
+  o.exact_size = !resize;
+  o.size_hint = "--resize resizes each to " + std::to_string(o.height) + "x" +
+                std::to_string(o.width) + " (height x width), as dlh-data import-images --size " +
+                std::to_string(o.height) + "x" + std::to_string(o.width) + " does";
   if (!IsDirectory(dir))
     throw DataError(dir + ": not a folder (--images takes a folder of images)");
   bool class_folders = false;
@@ -204,6 +208,9 @@ int RunPredictCommand(const std::vector<std::string>& args) {
     ("data", po::value(&data_path), "DLH data set (HDF5, dlh-data) to apply the model to")
     ("images", po::value(&images_dir), "or a folder of PNG or JPEG images of the network's size "
         "(one folder per class, named in the order of the classes' numbers, gives labels)")
+    ("resize", "with --images: resize images of another size to the network's, as dlh-data "
+        "import-images --size does (area average when shrinking, bilinear when enlarging); "
+        "without it such an image is refused")
     ("split", po::value(&split_name)->default_value(split_name), "test or train")
     ("out", po::value(&out), "write each sample's class probabilities here: CSV (index, label, "
         "predicted, confidence, p_0 ... p_K-1), or HDF5 when it ends in .h5 or .hdf5 "
@@ -239,8 +246,11 @@ int RunPredictCommand(const std::vector<std::string>& args) {
   std::string checkpoint;
   const TrainState state = LoadTrainedModel(where, &checkpoint, "predict");
   const TrainSpec spec = ParseSpec(state.spec_json, checkpoint + ": its spec", "");
-  Input input = data_path.empty() ? ReadImages(images_dir, state, spec, checkpoint)
-                                  : ReadSplit(data_path, split_name, state, spec, checkpoint);
+  if (vm.count("resize") && images_dir.empty())
+    throw UsageError("predict: --resize goes with --images");
+  Input input = data_path.empty()
+                    ? ReadImages(images_dir, state, spec, checkpoint, vm.count("resize") > 0)
+                    : ReadSplit(data_path, split_name, state, spec, checkpoint);
   DataSplit& split = input.split;
   if (!results.empty() && !input.labelled)
     throw UsageError(

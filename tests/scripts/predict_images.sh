@@ -31,6 +31,8 @@ for name in ("b.png", "a, first.png"):
     Image.open(os.path.join(root, "test", "class2", "000.png")).save(os.path.join(root, "loose", name))
 os.makedirs(os.path.join(root, "big"))
 Image.new("L", (16, 12)).save(os.path.join(root, "big", "wide.png"))
+os.makedirs(os.path.join(root, "black"))
+Image.new("L", (12, 12)).save(os.path.join(root, "black", "square.png"))
 os.makedirs(os.path.join(root, "text"))
 open(os.path.join(root, "text", "note.png"), "w").write("not an image\n")
 PY
@@ -76,9 +78,19 @@ assert all(r["p_2"] == same["p_2"] for r in rows), (rows, same)
 print(f"  ok: {len(rows)} files, named (one with a comma, quoted), no label column")
 PY
 check "$(cat "$WORK/pl.txt")"
+dlh-launch predict "$WORK/run" --images "$WORK/big" --resize --out "$WORK/resized.csv" --threads 1 >/dev/null ||
+  fail "predict --images --resize"
+dlh-launch predict "$WORK/run" --images "$WORK/black" --out "$WORK/black.csv" --threads 1 >/dev/null ||
+  fail "predict --images of the network's size"
+"$PY" - "$WORK/resized.csv" "$WORK/black.csv" <<'PY' || fail "--resize"
+import csv, sys
+a, b = (list(csv.DictReader(open(p))) for p in sys.argv[1:3])
+assert len(a) == len(b) == 1 and all(a[0][f"p_{c}"] == b[0][f"p_{c}"] for c in range(4)), (a, b)
+print(f"  ok: --resize: a black 16x12 image gets the probabilities of a black 12x12 one ({a[0]['predicted']})")
+PY
 
 echo "3. bad input"
-expect_fail 1 "wide.png: 16x12 pixels (width x height), the network takes 12x12 (dlh-data import-images --size resizes a folder)" \
+expect_fail 1 "wide.png: 16x12 pixels (width x height), the network takes 12x12 (--resize resizes each to 12x12 (height x width), as dlh-data import-images --size 12x12 does)" \
   dlh-launch predict "$WORK/run" --images "$WORK/big" --out "$WORK/bad.csv"
 expect_fail 1 "note.png: not a PNG or JPEG image" dlh-launch predict "$WORK/run" --images "$WORK/text" --out "$WORK/bad.csv"
 expect_fail 2 "predict: --results needs labels" \
