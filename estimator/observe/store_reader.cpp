@@ -70,6 +70,41 @@ void CompleteModel(Observation* o, const std::string& origin) {
   }
 }
 
+// The names to read, sorted: every record `me` owns, then each other owner's newest
+// kMaxRecordsPerOtherUser, newest first across owners, kMaxRecordsRead in all. A name that
+// cannot be looked at stays in, for its read to report.
+std::vector<std::string> ChooseRecords(const std::string& base,
+                                       const std::vector<std::string>& names, uid_t me) {
+  struct Candidate {
+    const std::string* name;
+    uid_t owner;
+    bool mine;
+    double mtime;
+  };
+  std::vector<Candidate> all;
+  all.reserve(names.size());
+  for (const std::string& name : names) {
+    struct stat st {};
+    const bool seen = ::lstat((base + name).c_str(), &st) == 0;
+    all.push_back({&name, st.st_uid, !seen || st.st_uid == me,
+                   double(st.st_mtim.tv_sec) + 1e-9 * double(st.st_mtim.tv_nsec)});
+  }
+  std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.mine != b.mine) return a.mine;
+    if (a.mtime != b.mtime) return a.mtime > b.mtime;
+    return *a.name > *b.name;
+  });
+  std::map<uid_t, size_t> taken;
+  std::vector<std::string> out;
+  for (const Candidate& c : all) {
+    if (out.size() >= kMaxRecordsRead) break;
+    if (!c.mine && taken[c.owner]++ >= kMaxRecordsPerOtherUser) continue;
+    out.push_back(*c.name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 StoreContents ReadStore(const std::string& dir) {
@@ -85,16 +120,17 @@ StoreContents ReadStore(const std::string& dir) {
     out.problems.push_back("observation store " + dir + ": cannot read: " + std::strerror(errno));
     return out;
   }
-  std::sort(names.begin(), names.end());
-  // Planning inside sbatch stays bounded whatever a store holds (writers stop at its limit;
-  // files put there by hand do not).
-  if (names.size() > kMaxRecordsRead) {
-    out.problems.push_back("observation store " + dir + ": holds " + std::to_string(names.size()) +
-                           " records: only the newest " + std::to_string(kMaxRecordsRead) +
-                           " (by name) are read");
-    names.erase(names.begin(), names.end() - long(kMaxRecordsRead));
-  }
+  // Planning inside sbatch stays bounded whatever a store holds (writers stop at their
+  // limit; files put there by hand do not).
   const std::string base = dir + (dir.back() == '/' ? "" : "/");
+  const size_t found = names.size();
+  names = ChooseRecords(base, names, ::geteuid());
+  if (names.size() < found)
+    out.problems.push_back(
+        "observation store " + dir + ": holds " + std::to_string(found) +
+        " records: " + std::to_string(found - names.size()) +
+        " of other users left out (the newest " + std::to_string(kMaxRecordsPerOtherUser) +
+        " of each other user are read, " + std::to_string(kMaxRecordsRead) + " in all)");
   for (const std::string& name : names) {
     const std::string path = base + name;
     std::string text;

@@ -104,6 +104,19 @@ int64_t CountRecords(const std::string& dir) {
   return n;
 }
 
+int64_t CountRecordsOf(const std::string& dir, uid_t owner) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  int64_t n = 0;
+  struct stat st {};
+  while (const dirent* e = ::readdir(d))
+    if (IsRecordName(e->d_name) &&
+        ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == owner)
+      ++n;
+  ::closedir(d);
+  return n;
+}
+
 StoreWrite WriteObservation(const std::string& dir, const Observation& o, int64_t limit) {
   StoreWrite w;
   const StoreCheck check = CheckStore(dir);
@@ -112,10 +125,10 @@ StoreWrite WriteObservation(const std::string& dir, const Observation& o, int64_
     return w;
   }
   if (limit <= 0) limit = kDefaultObservationLimit;
-  const int64_t held = CountRecords(dir);
+  const int64_t held = CountRecordsOf(dir, ::geteuid());
   if (held >= limit) {
     w.warning = "observation store " + dir + " holds " + std::to_string(held) +
-                " records, its limit: this job's record is not written (dlh-estimate " +
+                " records of yours, its limit: this job's record is not written (dlh-estimate " +
                 "observations prune)";
     return w;
   }

@@ -13,6 +13,8 @@
 // Writing never throws: a job that trained must not fail for its record.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -37,6 +39,10 @@ bool IsRecordName(const std::string& name);
 
 // Record files in `dir` (names only; 0 when it cannot be read).
 int64_t CountRecords(const std::string& dir);
+// Record files in `dir` that `owner` owns (not following links). The store's limit counts a
+// user's own records: in a folder everyone writes, 10,000 empty files of one user stopped
+// every other user's records.
+int64_t CountRecordsOf(const std::string& dir, uid_t owner);
 
 struct StoreWrite {
   bool written = false;

@@ -309,6 +309,33 @@ TEST(ObservationStoreTest, AFullStoreGetsNoMoreRecords) {
   EXPECT_EQ(CountRecords(dir.path()), 3);
 }
 
+// Another user's files neither stop a user's records nor push them out of a read: the limit
+// counts a user's own records, and a read takes all of one's own and the newest few of each
+// other user's, whatever the files are named.
+TEST(ObservationStoreTest, AnotherUsersFloodNeitherStopsNorHidesMyRecords) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown records to another user";
+  TempDir dir("dlh-obs");
+  const uid_t other = 65534;
+  ASSERT_TRUE(WriteObservation(dir.path(), Record("0123456789abcdef", 0.02), 3).written);
+  const Observation theirs = Record("fedcba9876543210", 0.05);
+  const size_t flood = kMaxRecordsPerOtherUser + 20;
+  for (size_t i = 0; i < flood; ++i) {
+    // Named to sort after every real record, as a flood would be.
+    const std::string path = dir / ("99999999T999999-" + std::to_string(i) + ".json");
+    std::ofstream(path) << ObservationToJson(theirs).dump();
+    ASSERT_EQ(::chown(path.c_str(), other, other), 0);
+  }
+  EXPECT_EQ(CountRecordsOf(dir.path(), geteuid()), 1);
+  EXPECT_TRUE(WriteObservation(dir.path(), Record("0123456789abcdef", 0.02), 3).written);
+  const StoreContents s = ReadStore(dir.path());
+  size_t mine = 0, others = 0;
+  for (const StoredObservation& r : s.records) (r.owner == geteuid() ? mine : others)++;
+  EXPECT_EQ(mine, 2u);
+  EXPECT_EQ(others, kMaxRecordsPerOtherUser);
+  ASSERT_EQ(s.problems.size(), 1u);
+  EXPECT_NE(s.problems[0].find("20 of other users left out"), std::string::npos) << s.problems[0];
+}
+
 TEST(ObservationStoreTest, ARecordOverTheLimitIsNotWritten) {
   TempDir dir("dlh-obs");
   Observation o = Record("0123456789abcdef", 0.02);
