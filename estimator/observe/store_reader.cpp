@@ -107,7 +107,7 @@ std::vector<std::string> ChooseRecords(const std::string& base,
 
 }  // namespace
 
-StoreContents ReadStore(const std::string& dir) {
+StoreContents ReadStore(const std::string& dir, StoreReading how) {
   StoreContents out;
   out.check = CheckStore(dir);
   if (out.check.state != StoreState::kOk) return out;
@@ -124,8 +124,18 @@ StoreContents ReadStore(const std::string& dir) {
   // limit; files put there by hand do not).
   const std::string base = dir + (dir.back() == '/' ? "" : "/");
   const size_t found = names.size();
-  names = ChooseRecords(base, names, ::geteuid());
-  if (names.size() < found)
+  if (how == StoreReading::kEveryRecord) {
+    std::sort(names.begin(), names.end());
+    if (names.size() > kMaxRecordsRead) {
+      out.problems.push_back("observation store " + dir + ": holds " +
+                             std::to_string(names.size()) + " records: only the newest " +
+                             std::to_string(kMaxRecordsRead) + " (by name) are read");
+      names.erase(names.begin(), names.end() - long(kMaxRecordsRead));
+    }
+  } else {
+    names = ChooseRecords(base, names, ::geteuid());
+  }
+  if (how == StoreReading::kForPlanning && names.size() < found)
     out.problems.push_back(
         "observation store " + dir + ": holds " + std::to_string(found) +
         " records: " + std::to_string(found - names.size()) +
@@ -181,7 +191,7 @@ const StoreContents& ReadStoreCached(const std::string& dir) {
     return it->second.contents;
   Entry e;
   if (found) e.mtime = st.st_mtim, e.ctime = st.st_ctim;
-  e.contents = ReadStore(dir);
+  e.contents = ReadStore(dir, StoreReading::kForPlanning);
   Entry& slot = cache[dir];
   slot = std::move(e);
   return slot.contents;

@@ -39,14 +39,21 @@ constexpr size_t kMaxRecordsRead = 100000;
 // move a prediction by a capped amount, which this many already show.
 constexpr size_t kMaxRecordsPerOtherUser = 300;
 
-// Reads the records of `dir`: every one of the reading user's own, and at most
-// kMaxRecordsPerOtherUser of each other user's, kMaxRecordsRead in all (a problem line says
-// what was left out). Chosen by owner, not by name: names are whatever a writer makes them,
-// and 100,000 files named to sort last hid a user's own records.
-StoreContents ReadStore(const std::string& dir);
+enum class StoreReading {
+  // `dlh-estimate observations`, refit: the newest kMaxRecordsRead by name.
+  kEveryRecord,
+  // A plan: every record of the reading user's own, and at most kMaxRecordsPerOtherUser of
+  // each other user's, kMaxRecordsRead in all. Chosen by owner, not by name: names are
+  // whatever a writer makes them, and 100,000 files named to sort last hid a user's own
+  // records.
+  kForPlanning,
+};
 
-// The same, kept for the process while the folder does not change (its modification time):
-// a plan predicts every GPU type and every candidate from one read.
+// Reads the records of `dir` as `how` says, with a problem line saying what was left out.
+StoreContents ReadStore(const std::string& dir, StoreReading how = StoreReading::kEveryRecord);
+
+// For planning (kForPlanning), kept for the process while the folder does not change (its
+// modification time): a plan predicts every GPU type and every candidate from one read.
 const StoreContents& ReadStoreCached(const std::string& dir);
 
 }  // namespace dlh
