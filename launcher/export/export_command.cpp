@@ -79,6 +79,17 @@ int RunExportCommand(const std::vector<std::string>& args) {
     throw UsageError("export: give --pytorch, --torch or --onnx");
   for (const std::string* out : {&pytorch, &torch_out, &onnx_out})
     if (!out->empty() && IsDirectory(*out)) throw UsageError("export: " + *out + " is a folder");
+  // Each output's folder before the work (a checkpoint read, seconds of Python), failing as
+  // the write itself would have after it.
+  for (const auto& [option, out] :
+       {std::pair{"--pytorch", &pytorch}, {"--torch", &torch_out}, {"--onnx", &onnx_out}}) {
+    if (out->empty()) continue;
+    try {
+      CheckOutputFolder(*out, std::string("export: ") + option);
+    } catch (const UsageError& e) {
+      throw Error(e.what());
+    }
+  }
 
   const bool from_checkpoint = IsDirectory(source) || IsHdf5(source);
   if (!from_checkpoint && (!torch_out.empty() || !onnx_out.empty()))

@@ -267,6 +267,17 @@ expect_fail 1 "export: /bin/false failed (exit 1) on .*ckpt-.*h5; nothing writte
 expect_fail 1 "export: /bin/false failed (exit 1) on .*ckpt-.*h5; no weights written (the program .*bad-prog.py was)" \
   env DLH_PYTHON=/bin/false dlh-launch export "$WORK/run" --pytorch "$WORK/bad-prog.py" --torch "$WORK/bad.pt"
 [[ -s $WORK/bad-prog.py && ! -e $WORK/bad.pt ]] || fail "a failed --torch: the program not kept, or weights written"
+# An output's folder is checked before the checkpoint is read and Python started.
+printf '#!/bin/sh\ntouch "%s/python-ran"\n' "$WORK" >"$WORK/fake-python"
+chmod +x "$WORK/fake-python"
+for option in --onnx --torch --pytorch; do
+  expect_fail 1 "export: $option: $WORK/nodir/m: folder $WORK/nodir does not exist" \
+    env DLH_PYTHON="$WORK/fake-python" dlh-launch export "$WORK/run" $option "$WORK/nodir/m"
+done
+expect_fail 1 "export: --onnx: $WORK/nodir/m.onnx: folder $WORK/nodir does not exist" \
+  env DLH_PYTHON="$WORK/fake-python" dlh-launch export "$WORK/run" --pytorch "$WORK/early.py" \
+  --onnx "$WORK/nodir/m.onnx"
+[[ ! -e $WORK/python-ran && ! -e $WORK/early.py ]] || fail "export ran Python or wrote before refusing"
 expect_fail 2 "export: --torch and --onnx export a trained model: .*other.json is not a checkpoint" \
   dlh-launch export "$WORK/other.json" --torch "$WORK/bad.pt"
 expect_fail 2 "export: give --pytorch, --torch or --onnx" dlh-launch export "$WORK/spec.json"
