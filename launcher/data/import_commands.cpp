@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -82,9 +83,20 @@ void Finish(ImportedData d, const CommonOptions& common) {
 // ---------------------------------------------------------------------------------------
 // NumPy
 
+// The shared check (WriteImportedDataset) names ImportedData::source_file, the file its
+// label messages need: the labels' .npy. A non-finite image value is the images' file's, so
+// the .npy images are checked here, with the same words, naming it.
+void CheckFiniteImages(const ImportedSplit& s, const std::string& where, const char* split) {
+  const size_t e = size_t(s.shape.elements());
+  for (size_t i = 0; i < s.floats.size(); ++i)
+    if (!std::isfinite(s.floats[i]))
+      throw DataError(where + ": " + split + " sample " + std::to_string(i / e) +
+                      ": holds a non-finite value at element " + std::to_string(i % e));
+}
+
 void SetSplitFromNumpy(const NumpyArray& images, const NumpyArray& labels,
                        const std::string& images_where, const std::string& labels_where,
-                       ImageLayout layout, ImportedSplit* split) {
+                       ImageLayout layout, const char* split_name, ImportedSplit* split) {
   if (!(labels.shape.size() == 1 || (labels.shape.size() == 2 && labels.shape[1] == 1)))
     throw DataError(labels_where + ": labels must be a vector of N (or N x 1), not of rank " +
                     std::to_string(labels.shape.size()));
@@ -97,6 +109,7 @@ void SetSplitFromNumpy(const NumpyArray& images, const NumpyArray& labels,
     SetImages(split, images.shape, layout, images.data, images_where);
   else
     SetImages(split, images.shape, layout, ToFloats(images), images_where);
+  CheckFiniteImages(*split, images_where, split_name);
   split->labels = ToWholeNumbers(labels, labels_where);
 }
 
@@ -156,12 +169,13 @@ int ImportNumpyCommand(const std::vector<std::string>& args) {
       for (const auto& [name, a] : arrays) have += (have.empty() ? "" : ", ") + name;
       throw DataError(npz + ": no array '" + key + "' (it holds: " + have + "; see --keys)");
     };
-    SetSplitFromNumpy(get(k[0]), get(k[1]), npz + ": " + k[0], npz + ": " + k[1], layout, &d.train);
+    SetSplitFromNumpy(get(k[0]), get(k[1]), npz + ": " + k[0], npz + ": " + k[1], layout, "train",
+                      &d.train);
     // The default keys name a test pair that many archives lack: then it is held out.
     const bool test_named = k.size() == 4 && (arrays.count(k[2]) || arrays.count(k[3]) ||
                                               vm["keys"].defaulted() == false);
     if (test_named) {
-      SetSplitFromNumpy(get(k[2]), get(k[3]), npz + ": " + k[2], npz + ": " + k[3], layout,
+      SetSplitFromNumpy(get(k[2]), get(k[3]), npz + ": " + k[2], npz + ": " + k[3], layout, "test",
                         &d.test);
       d.has_test = true;
     }
@@ -173,10 +187,10 @@ int ImportNumpyCommand(const std::vector<std::string>& args) {
     if (test_images.empty() != test_labels.empty())
       throw UsageError("--test-images and --test-labels go together");
     SetSplitFromNumpy(ReadNpy(train_images), ReadNpy(train_labels), train_images, train_labels,
-                      layout, &d.train);
+                      layout, "train", &d.train);
     if (!test_images.empty()) {
       SetSplitFromNumpy(ReadNpy(test_images), ReadNpy(test_labels), test_images, test_labels,
-                        layout, &d.test);
+                        layout, "test", &d.test);
       d.has_test = true;
     }
     d.source = "numpy (" + train_images + ")";

@@ -61,6 +61,15 @@ with open(f"{tmp}/iris.csv") as src, open(f"{tmp}/bad.csv", "w") as dst:
     lines = src.readlines()
     lines[3] = "abc," + lines[3].split(",", 1)[1]
     dst.writelines(lines)
+# An inf in the float images (NCHW) at row 9, element 2; a NaN in the test images at row 4,
+# element 5.
+inf_x = f[:30].transpose(0, 3, 1, 2).copy()
+inf_x.reshape(30, -1)[9, 2] = np.inf
+np.save(f"{tmp}/inf_x.npy", inf_x)
+np.savez(f"{tmp}/inf.npz", x_train=inf_x, y_train=np.arange(30) % 4)
+inf_test = f[30:].transpose(0, 3, 1, 2).copy()
+inf_test.reshape(10, -1)[4, 5] = np.nan
+np.save(f"{tmp}/inf_test.npy", inf_test)
 PY
 
 # compare OUT.h5 TRAIN_X TRAIN_Y TEST_X TEST_Y [nhwc]: the data set holds exactly these.
@@ -175,6 +184,19 @@ expect_failure 1 "label -1 is outside" "$DATA" import-numpy --out "$tmp/x.h5" \
   --train-images "$tmp/x_train.npy" --train-labels "$tmp/bad_y.npy"
 expect_failure 1 "$tmp/bad.csv: row 4, column 'sepal_length': 'abc' is not a number" \
   "$DATA" import-csv "$tmp/bad.csv" --out "$tmp/x.h5"
+# A non-finite image value is the images' file's, not the labels' (which label messages name).
+expect_failure 1 "dlh-data: $tmp/inf_x.npy: train sample 9: holds a non-finite value at element 2" \
+  "$DATA" import-numpy --out "$tmp/x.h5" --train-images "$tmp/inf_x.npy" \
+  --train-labels "$tmp/f_train_y.npy"
+expect_failure 1 "dlh-data: $tmp/inf_test.npy: test sample 4: holds a non-finite value at element 5" \
+  "$DATA" import-numpy --out "$tmp/x.h5" --train-images "$tmp/f_train.npy" \
+  --train-labels "$tmp/f_train_y.npy" --test-images "$tmp/inf_test.npy" \
+  --test-labels "$tmp/f_test_y.npy"
+expect_failure 1 "dlh-data: $tmp/inf.npz: x_train: train sample 9: holds a non-finite value at element 2" \
+  "$DATA" import-numpy --out "$tmp/x.h5" --npz "$tmp/inf.npz" --keys x_train,y_train
+printf 'a,b,label\n1,2,0\n3,inf,1\n' >"$tmp/inf.csv"  # CSV: a non-finite cell is no number
+expect_failure 1 "$tmp/inf.csv: row 3, column 'b': 'inf' is not a number" \
+  "$DATA" import-csv "$tmp/inf.csv" --out "$tmp/x.h5"
 [[ ! -e $tmp/x.h5 ]] || fail "a failed import wrote $tmp/x.h5"
 
 check "a short training run learns from the CSV import"
