@@ -1,8 +1,11 @@
 // DLH — what every dlh-data command shares (see data_cli.hpp).
 #include "launcher/data/data_cli.hpp"
 
+#include <sys/stat.h>
+
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "common/error.hpp"
@@ -85,6 +88,40 @@ bool ParseArgs(const std::string& command, const std::string& synopsis,
     return false;
   }
   return true;
+}
+
+void CheckImportOutput(const std::string& command, const std::string& out,
+                       const std::vector<ImportInput>& inputs) {
+  try {
+    CheckOutputFolder(out, "--out");
+  } catch (const UsageError& e) {
+    throw Error(command + ": " + e.what());
+  }
+  struct stat o;
+  if (::stat(out.c_str(), &o) != 0) return;  // not there yet: no input it could be
+  // Whether `a` names the same file as `b` (links followed).
+  auto same = [](const std::string& a, const std::string& b) {
+    struct stat x, y;
+    return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+  };
+  for (const ImportInput& in : inputs) {
+    std::string what;
+    if (in.depth == 0) {
+      if (!same(out, in.path)) continue;
+      what = "the input " + (in.option.empty() ? "file" : in.option);
+      if (!in.option.empty() || in.path != out) what += " " + in.path;
+    } else {
+      // The folder `depth` levels above the file --out is (links resolved), if it has so many.
+      std::error_code ec;
+      std::filesystem::path up = std::filesystem::canonical(out, ec);
+      int climbed = 0;
+      for (; climbed < in.depth && !ec && up.has_relative_path(); ++climbed) up = up.parent_path();
+      if (ec || climbed != in.depth || !same(up.string(), in.path)) continue;
+      what = "an image of the " + (in.option.empty() ? "input" : in.option) + " folder " + in.path;
+    }
+    throw Error(command + ": --out " + out + " is " + what + " (write to another file)");
+  }
 }
 
 void PrintSummary(const std::string& path) {

@@ -30,6 +30,24 @@ bool ParseArgs(const std::string& command, const std::string& synopsis,
                boost::program_options::options_description& options, SubcommandSyntax syntax,
                boost::program_options::variables_map& vm);
 
+// A file or folder an import reads, for CheckImportOutput: `option` names it in messages
+// ("--train-labels"; empty for the positional FILE). depth 0: `path` itself is read; 2: the
+// files in its sub-folders are (an image folder: ROOT/CLASS/IMAGE).
+struct ImportInput {
+  std::string path;
+  std::string option;
+  int depth = 0;
+};
+
+// Checked before an import reads anything, so that nothing is read or written in vain: --out
+// is not a folder and its folder exists and is writable (CheckOutputFolder), and --out is not
+// one of the inputs, which the write (renamed onto --out) would replace. Inputs are compared
+// by device and inode: another path or a symbolic link to the same file counts. Throws Error
+// (exit 1, as the write's own failure) "COMMAND: --out OUT is the input file (write to another
+// file)".
+void CheckImportOutput(const std::string& command, const std::string& out,
+                       const std::vector<ImportInput>& inputs);
+
 // "wrote FILE: N train, M test, CxHxW, K classes", read back from the file just written.
 void PrintSummary(const std::string& path);
 

@@ -149,6 +149,14 @@ int ImportNumpyCommand(const std::vector<std::string>& args) {
       "Y.npy [--test-images X.npy --test-labels Y.npy]) [--layout auto|nchw|nhwc] "
       "[--test-fraction F] [--seed S] [--classes K]";
   if (!ParseArgs("import-numpy", synopsis, args, options, {}, vm)) return kExitOk;
+  std::vector<ImportInput> inputs;
+  for (const auto& [option, path] : {std::pair{"--npz", &npz},
+                                     {"--train-images", &train_images},
+                                     {"--train-labels", &train_labels},
+                                     {"--test-images", &test_images},
+                                     {"--test-labels", &test_labels}})
+    if (!path->empty()) inputs.push_back({*path, option});
+  CheckImportOutput("import-numpy", common.out, inputs);
   const ImageLayout layout = ParseLayout(layout_text);
   const ImportOptions checked = common.options();  // option errors before any reading
   (void)checked;
@@ -226,6 +234,7 @@ int ImportHdf5Command(const std::vector<std::string>& args) {
                  "PATH] [--layout auto|nchw|nhwc] [--test-fraction F] [--seed S] [--classes K]",
                  args, options, syntax, vm))
     return kExitOk;
+  CheckImportOutput("import-hdf5", common.out, {{file, ""}});
   const ImageLayout layout = ParseLayout(layout_text);
   if (test_images.empty() != test_labels.empty())
     throw UsageError("--test-images and --test-labels go together");
@@ -271,6 +280,10 @@ int ImportImagesCommand(const std::vector<std::string>& args) {
                  "[--test-fraction F] [--seed S]",
                  args, options, syntax, vm))
     return kExitOk;
+  std::vector<ImportInput> inputs = {{root, "", 2}};
+  if (!test_root.empty()) inputs.push_back({test_root, "--test", 2});
+  if (!spec_path.empty()) inputs.push_back({spec_path, "--spec"});
+  CheckImportOutput("import-images", common.out, inputs);
   ImageFolderOptions o;
   if (!spec_path.empty()) {
     const TrainSpec spec = LoadSpec(spec_path);
@@ -334,6 +347,9 @@ int ImportCsvCommand(const std::vector<std::string>& args) {
                  "[--shape CxHxW] [--test FILE] [--test-fraction F] [--seed S] [--classes K]",
                  args, options, syntax, vm))
     return kExitOk;
+  std::vector<ImportInput> inputs = {{file, ""}};
+  if (!test_file.empty()) inputs.push_back({test_file, "--test"});
+  CheckImportOutput("import-csv", common.out, inputs);
   CsvOptions o;
   o.label_column = label;
   if (header == "auto")

@@ -77,6 +77,16 @@ int ImportCommand(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!ParseArgs("import-fashion-mnist", "--out FILE [--source DIR]", args, options, {}, vm))
     return kExitOk;
+  // The files ImportFashionMnist reads: each plain or gzipped.
+  std::vector<ImportInput> inputs;
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                           "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
+    for (const char* ext : {"", ".gz"}) {
+      const std::string path =
+          source + (source.empty() || source.back() == '/' ? "" : "/") + name + ext;
+      inputs.push_back({path, ""});
+    }
+  CheckImportOutput("import-fashion-mnist", out, inputs);
   ImportFashionMnist(source, out);
   PrintSummary(out);
   return kExitOk;
@@ -104,6 +114,7 @@ int SyntheticCommand(const std::vector<std::string>& args) {
   if (!ParseArgs("synthetic", "--out FILE --shape CxHxW --classes K --train N --test M [--seed S]",
                  args, options, {}, vm))
     return kExitOk;
+  CheckImportOutput("synthetic", out, {});  // no input: --out is a file in a writable folder
   Shape3 shape = ParseShape(shape_text);
   int classes = int(ParseInt(classes_text, "--classes", 2, 1 << 20));
   int64_t train = ParseInt(train_text, "--train", 1, int64_t(1) << 40);

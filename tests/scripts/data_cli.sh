@@ -73,6 +73,16 @@ expect_failure 1 "$tmp/nowhere: cannot open folder" "$DATA" import-fashion-mnist
 expect_failure 1 "$tmp/no-dir/x.h5" "$DATA" synthetic --out "$tmp/no-dir/x.h5" --shape 1x2x2 \
   --classes 2 --train 4 --test 1
 
+check "--out a folder, or an input, is refused before the work, nothing written"
+mkdir "$tmp/outdir" "$tmp/fm"
+expect_failure 1 "synthetic: --out: $tmp/outdir: is a folder, expected a file name" \
+  "$DATA" synthetic --out "$tmp/outdir" --shape 1x2x2 --classes 2 --train 4 --test 1
+echo "idx" >"$tmp/fm/train-labels-idx1-ubyte.gz"
+expect_failure 1 "import-fashion-mnist: --out $tmp/fm/train-labels-idx1-ubyte.gz is the input file (write to another file)" \
+  "$DATA" import-fashion-mnist --out "$tmp/fm/train-labels-idx1-ubyte.gz" --source "$tmp/fm"
+[[ -z $(ls "$tmp/outdir") && $(cat "$tmp/fm/train-labels-idx1-ubyte.gz") == idx ]] ||
+  fail "a refused command wrote or replaced a file"
+
 if ((failures > 0)); then
   echo "data_cli.sh: $failures check(s) failed" >&2
   exit 1

@@ -143,6 +143,22 @@ expect_failure 2 "--test-fraction: expected a number between 0 and 1" \
   --out "$tmp/bad.h5"
 [[ ! -e $tmp/bad.h5 ]] && ! compgen -G "$tmp/bad.h5*" >/dev/null || fail "a file was left behind"
 
+check "--out the input file (by its name, another path or a link) or a folder: refused, input kept"
+cp "$tmp/keras.h5" "$tmp/keras-copy.h5"
+ln -s keras.h5 "$tmp/keras-link.h5"
+mkdir "$tmp/outdir"
+expect_failure 1 "import-hdf5: --out $tmp/keras.h5 is the input file (write to another file)" \
+  "$DATA" import-hdf5 "$tmp/keras.h5" --out "$tmp/keras.h5" --images x_train --labels y_train
+for out in "$tmp/keras-link.h5" "$tmp/../$(basename "$tmp")/keras.h5"; do
+  expect_failure 1 "import-hdf5: --out $out is the input file $tmp/keras.h5 (write to another file)" \
+    "$DATA" import-hdf5 "$tmp/keras.h5" --out "$out" --images x_train --labels y_train
+done
+expect_failure 1 "import-hdf5: --out: $tmp/outdir: is a folder, expected a file name" \
+  "$DATA" import-hdf5 "$tmp/keras.h5" --out "$tmp/outdir" --images x_train --labels y_train
+cmp -s "$tmp/keras.h5" "$tmp/keras-copy.h5" && [[ -L $tmp/keras-link.h5 && -z $(ls "$tmp/outdir") ]] ||
+  fail "a refused import replaced its input or wrote into the folder"
+! compgen -G "$tmp/*.tmp.*" >/dev/null || fail "a refused import left a temporary file"
+
 check "train on the import; the checkpoint records the input normalisation"
 cat >"$tmp/spec.json" <<'JSON'
 {

@@ -134,6 +134,18 @@ head -c $(($(stat -c %s "$jpeg") / 2)) "$jpeg" >"$tmp/half" && mv "$tmp/half" "$
 expect_failure 1 "tshirt/003.jpg: corrupt JPEG data: Premature end of JPEG file" \
   "$DATA" import-images "$tmp/cut" --out "$tmp/cut.h5" --size 28x28 --channels 1
 
+check "--out the image folder, or one of its images: refused before any image is decoded"
+cp "$tmp/images/train/trouser/005.png" "$tmp/keep.png"
+expect_failure 1 "import-images: --out: $tmp/images/train: is a folder, expected a file name" \
+  "$DATA" import-images "$tmp/images/train" --out "$tmp/images/train" --size 28x28
+expect_failure 1 "import-images: --out $tmp/images/train/trouser/005.png is an image of the input folder $tmp/images/train" \
+  "$DATA" import-images "$tmp/images/train" --out "$tmp/images/train/trouser/005.png" --size 28x28
+expect_failure 1 "is an image of the --test folder $tmp/images/test" \
+  "$DATA" import-images "$tmp/images/train" --test "$tmp/images/test" --size 28x28 \
+  --out "$tmp/images/test/$(ls "$tmp/images/test" | head -1)/$(ls "$tmp/images/test/$(ls "$tmp/images/test" | head -1)" | head -1)"
+cmp -s "$tmp/images/train/trouser/005.png" "$tmp/keep.png" || fail "a refused import replaced an image"
+! compgen -G "$tmp/images/train.tmp.*" >/dev/null || fail "a refused import left a temporary file"
+
 check "the imported grey set trains for an epoch"
 cat >"$tmp/spec.json" <<'JSON'
 {

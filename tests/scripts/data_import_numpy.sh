@@ -199,6 +199,28 @@ expect_failure 1 "$tmp/inf.csv: row 3, column 'b': 'inf' is not a number" \
   "$DATA" import-csv "$tmp/inf.csv" --out "$tmp/x.h5"
 [[ ! -e $tmp/x.h5 ]] || fail "a failed import wrote $tmp/x.h5"
 
+check "--out naming an input (by any path) or a folder is refused before reading; inputs kept"
+cp "$tmp/y_train.npy" "$tmp/y_keep.npy"
+ln -s y_train.npy "$tmp/y_link.npy"
+mkdir "$tmp/outdir"
+for out in "$tmp/y_train.npy" "$tmp/y_link.npy" "$tmp/./y_train.npy"; do
+  expect_failure 1 "--out $out is the input --train-labels $tmp/y_train.npy (write to another file)" \
+    "$DATA" import-numpy --out "$out" --train-images "$tmp/x_train.npy" \
+    --train-labels "$tmp/y_train.npy"
+done
+expect_failure 1 "--out $tmp/stored.npz is the input --npz $tmp/stored.npz" \
+  "$DATA" import-numpy --out "$tmp/stored.npz" --npz "$tmp/stored.npz"
+expect_failure 1 "import-numpy: --out: $tmp/outdir: is a folder" \
+  "$DATA" import-numpy --out "$tmp/outdir" --npz "$tmp/stored.npz"
+expect_failure 1 "import-csv: --out $tmp/iris.csv is the input file (write to another file)" \
+  "$DATA" import-csv "$tmp/iris.csv" --out "$tmp/iris.csv"
+expect_failure 1 "--out $tmp/bad.csv is the input --test $tmp/bad.csv" \
+  "$DATA" import-csv "$tmp/iris.csv" --test "$tmp/bad.csv" --out "$tmp/bad.csv"
+cmp -s "$tmp/y_train.npy" "$tmp/y_keep.npy" && [[ -L $tmp/y_link.npy ]] ||
+  fail "a refused import replaced its input"
+head -1 "$tmp/iris.csv" | grep -q '^sepal_length,' || fail "a refused import replaced iris.csv"
+[[ -z $(ls "$tmp/outdir") ]] && ! compgen -G "$tmp/*.tmp.*" >/dev/null || fail "a refused import wrote"
+
 check "a short training run learns from the CSV import"
 cat >"$tmp/spec.json" <<'JSON'
 {
