@@ -33,7 +33,8 @@ struct CommonOptions {
          "data set file to write (written beside it, then renamed into place)")  //
         ("test-fraction", po::value(&test_fraction)->default_value("0.1")->value_name("F"),
          "when the source has no test split: the share of training samples held out, "
-         "drawn by a fixed shuffle")  //
+         "drawn by a fixed shuffle class by class (every class of two samples or more at "
+         "least one)")  //
         ("seed", po::value(&seed)->default_value("1")->value_name("S"),
          "which samples are held out; the same seed gives the same split")  //
         ("classes", po::value(&classes)->value_name("K"),
