@@ -98,9 +98,21 @@ struct ImageFile {
   int64_t label = 0;
 };
 
+// Whether a file's name says it may be an image: no extension, or .png, .jpg, .jpeg, .jpe
+// in any case. Others (notes.txt, labels.csv, Thumbs.db) are left out with a note, as
+// torchvision's ImageFolder leaves them out; a file of an image's name that is not PNG or
+// JPEG is still refused, naming it.
+bool ImageName(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos) return true;
+  std::string ext = name.substr(dot + 1);
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return ext == "png" || ext == "jpg" || ext == "jpeg" || ext == "jpe";
+}
+
 // The images of one class folder, checked: only regular files, at least one.
 void ListClass(const std::string& root, const std::string& class_name, int64_t label,
-               std::vector<ImageFile>* files) {
+               std::vector<ImageFile>* files, std::vector<std::string>* skipped) {
   const std::string folder = Join(root, class_name);
   size_t found = 0;
   for (const Entry& e : VisibleEntries(folder)) {
@@ -111,6 +123,10 @@ void ListClass(const std::string& root, const std::string& class_name, int64_t l
       throw DataError(path + ": a folder inside a class folder (the layout is ROOT/CLASS/IMAGE)");
     if (e.type == fs::file_type::not_found) throw DataError(path + ": broken symbolic link");
     if (e.type != fs::file_type::regular) throw DataError(path + ": not a regular file");
+    if (!ImageName(e.name)) {
+      skipped->push_back(class_name + "/" + e.name);
+      continue;
+    }
     files->push_back({path, class_name + "/" + e.name, label});
     ++found;
   }
@@ -471,15 +487,17 @@ ImportedSplit ReadImageFolder(const std::string& root, const ImageFolderOptions&
   for (size_t i = 0; i < numbering.size(); ++i) label_of.emplace(numbering[i], int64_t(i));
 
   std::vector<ImageFile> files;
+  std::vector<std::string> skipped;
   for (const std::string& folder : folders) {
     const auto it = label_of.find(folder);
     if (it == label_of.end())
       throw DataError(Join(root, folder) + ": class folder '" + folder +
                       "' is not among the training classes (" + ListNames(numbering) + ")");
-    ListClass(root, folder, it->second, &files);
+    ListClass(root, folder, it->second, &files, &skipped);
   }
 
   ImportedSplit split;
+  split.skipped = std::move(skipped);
   split.shape = {options.channels, options.height, options.width};
   split.bytes.reserve(files.size() * size_t(split.shape.elements()));
   split.labels.reserve(files.size());

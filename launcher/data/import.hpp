@@ -21,6 +21,9 @@ struct ImportedSplit {
   std::vector<int64_t> labels;  // count; checked against the classes in WriteImportedDataset
   // Where sample i came from, for messages ("cats/007.png", "row 12"); may be empty.
   std::vector<std::string> origins;
+  // Files of an image folder left out for a name that is no image's (notes.txt, a .csv of
+  // labels), relative to the folder: the command says so in one note.
+  std::vector<std::string> skipped;
   bool is_bytes() const { return !bytes.empty() || floats.empty(); }
   int64_t count() const { return int64_t(labels.size()); }
 };

@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
+#include "common/short_list.hpp"
 #include "launcher/data/csv_file.hpp"
 #include "launcher/data/data_cli.hpp"
 #include "launcher/data/image_folder.hpp"
@@ -310,6 +311,13 @@ int ImportImagesCommand(const std::vector<std::string>& args) {
     d.test = ReadImageFolder(test_root, o, d.class_names, &used);
     d.has_test = true;
   }
+  for (const ImportedSplit* s : {&d.train, &d.test})
+    if (!s->skipped.empty())
+      std::fprintf(stderr,
+                   "dlh-data: note: %s: left out %zu file(s) whose names are no image's (not .png, "
+                   ".jpg or .jpeg): %s\n",
+                   (s == &d.train ? root : test_root).c_str(), s->skipped.size(),
+                   ShortList(s->skipped).c_str());
   d.source = "images (" + root + ", " + size_text + ", " + channels_text + " channels)";
   d.source_file = root;
   Finish(std::move(d), common);

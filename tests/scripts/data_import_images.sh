@@ -127,6 +127,17 @@ expect_failure 1 "trouser/005.png: not a PNG or JPEG image" \
   "$DATA" import-images "$tmp/text" --out "$tmp/text.h5" --size 28x28
 [[ ! -e $tmp/text.h5 ]] || fail "a data set was written despite the error"
 
+check "files whose names are no image's are left out with one note; an image's name must hold an image"
+cp -r "$tmp/images/train" "$tmp/stray"
+echo "where these came from" >"$tmp/stray/trouser/notes.txt"
+echo "label,file" >"$tmp/stray/tshirt/labels.CSV"
+"$DATA" import-images "$tmp/stray" --out "$tmp/stray.h5" --size 28x28 >/dev/null 2>"$tmp/stray.err" ||
+  fail "stray files: $(cat "$tmp/stray.err")"
+grep -qx "dlh-data: note: $tmp/stray: left out 2 file(s) whose names are no image's (not .png, .jpg or .jpeg): trouser/notes.txt, tshirt/labels.CSV" "$tmp/stray.err" ||
+  fail "stray files: no note naming them: $(cat "$tmp/stray.err")"
+"$DATA" inspect "$tmp/stray.h5" | grep -q '^train     ' || fail "stray.h5 is not a data set"
+sed 's/^/      /' "$tmp/stray.err"
+
 check "a truncated JPEG fails with one line naming it"
 cp -r "$tmp/images/train" "$tmp/cut"
 jpeg=$tmp/cut/tshirt/003.jpg
