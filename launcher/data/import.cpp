@@ -176,6 +176,13 @@ void HoldOut(ImportedData* d, const ImportOptions& o) {
   d->has_test = true;
 }
 
+bool NoSampleOfClass0(const ImportedData& d) {
+  for (const ImportedSplit* s : {&d.train, &d.test})
+    for (int64_t l : s->labels)
+      if (l == 0) return false;
+  return true;
+}
+
 int CountClasses(const ImportedData& d) {
   if (!d.class_names.empty()) return int(d.class_names.size());
   if (d.classes > 0) return d.classes;
@@ -278,7 +285,8 @@ void SetImages(ImportedSplit* split, const std::vector<int64_t>& dims, ImageLayo
   SetImagesOf(split, dims, layout, std::move(floats), where);
 }
 
-void WriteImportedDataset(ImportedData d, const ImportOptions& o, const std::string& out_path) {
+std::vector<std::string> WriteImportedDataset(ImportedData d, const ImportOptions& o,
+                                              const std::string& out_path) {
   if (d.source_file.empty()) d.source_file = out_path;
   if (d.train.count() == 0) throw DataError(d.source_file + ": no training samples");
   for (const ImportedSplit* s : {&d.train, &d.test}) {
@@ -302,6 +310,11 @@ void WriteImportedDataset(ImportedData d, const ImportOptions& o, const std::str
     ToFloatsInPlace(&d.test);
   }
   const int classes = CountClasses(d);
+  std::vector<std::string> notes;
+  if (d.class_names.empty() && NoSampleOfClass0(d))
+    notes.push_back(d.source_file +
+                    ": no sample has label 0: class 0 is empty, an output the network never "
+                    "learns (labels counted from 1, as MATLAB counts? subtract 1 from them)");
   CheckLabels(d, d.train, "train", classes);
   if (d.has_test) CheckLabels(d, d.test, "test", classes);
   CheckFinite(d, d.train, "train");
@@ -329,6 +342,7 @@ void WriteImportedDataset(ImportedData d, const ImportOptions& o, const std::str
     WriteSplit(f, "train", d.train);
     WriteSplit(f, "test", d.test);
   });
+  return notes;
 }
 
 }  // namespace dlh

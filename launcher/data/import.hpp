@@ -59,8 +59,9 @@ struct ImportOptions {
 
 // Holds out a test split when there is none, checks every label (one line naming the file
 // and the sample), computes the training split's mean and standard deviation, and writes
-// out_path atomically (nothing half-written on any error). Throws DataError.
-void WriteImportedDataset(ImportedData data, const ImportOptions& options,
-                          const std::string& out_path);
+// out_path atomically (nothing half-written on any error). Throws DataError. Returns notes
+// for the user, one line each: what was written but may not be what they meant.
+std::vector<std::string> WriteImportedDataset(ImportedData data, const ImportOptions& options,
+                                              const std::string& out_path);
 
 }  // namespace dlh

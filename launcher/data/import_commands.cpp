@@ -78,7 +78,8 @@ const char* const kLayoutHelp =
 
 void Finish(ImportedData d, const CommonOptions& common) {
   common.apply_classes(&d);
-  WriteImportedDataset(std::move(d), common.options(), common.out);
+  for (const std::string& note : WriteImportedDataset(std::move(d), common.options(), common.out))
+    std::fprintf(stderr, "dlh-data: note: %s\n", note.c_str());
   PrintSummary(common.out);
 }
 

@@ -117,6 +117,21 @@ assert set(np.unique(test)) == {0, 1, 2} and set(np.unique(train)) == {0, 1, 2},
 print(f"      test per class {np.bincount(test).tolist()}, train per class {np.bincount(train).tolist()}")
 PY
 
+check "labels counted from 1: imported, with one note that class 0 is empty"
+"$PY" - "$tmp/from1.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f["X"] = np.random.default_rng(4).random((60, 5))
+    f["Y"] = (np.arange(60) % 3 + 1).astype(np.float64).reshape(60, 1)
+PY
+"$DATA" import-hdf5 "$tmp/from1.h5" --images /X --labels /Y --out "$tmp/from1-out.h5" >/dev/null 2>"$tmp/from1.err" ||
+  fail "labels from 1: $(cat "$tmp/from1.err")"
+grep -qx "dlh-data: note: $tmp/from1.h5: no sample has label 0: class 0 is empty, an output the network never learns (labels counted from 1, as MATLAB counts? subtract 1 from them)" "$tmp/from1.err" ||
+  fail "labels from 1: no note: $(cat "$tmp/from1.err")"
+sed 's/^/      /' "$tmp/from1.err"
+"$DATA" import-hdf5 "$tmp/keras.h5" --images x_train --labels y_train --out "$tmp/noted.h5" >/dev/null 2>"$tmp/noted.err"
+[[ ! -s $tmp/noted.err ]] || fail "a note for labels from 0: $(cat "$tmp/noted.err")"
+
 check "import-hdf5: whole-number labels stored as doubles (MATLAB's default) import as integers"
 "$DATA" import-hdf5 "$tmp/keras.h5" --images /nchw/images --labels float_labels \
   --out "$tmp/b-float.h5" >/dev/null || fail "float labels of whole numbers refused"
