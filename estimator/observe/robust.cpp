@@ -4,7 +4,8 @@
 // wrote to mislead (a shared folder others can write), and a median moves by at most one
 // record's rank per record added, where a mean follows a single absurd value. Records of
 // other users are in addition capped in how far they move a prediction, so that even a
-// majority of false records cannot steer someone else's plan by more than kOthersCapLog.
+// majority of false records cannot steer someone else's plan by more than kOthersCapLog, nor
+// widen its band (the spread its time limit takes) beyond kOthersCapLog.
 #include "estimator/observe/robust.hpp"
 
 #include <algorithm>
@@ -54,7 +55,9 @@ Combined ModelHistory(const Residuals& r) {
   const std::vector<double> kept = WithoutOutliers(r.others);
   if (kept.empty()) return c;
   c.log_factor = Clamp(Median(kept), -kOthersCapLog, kOthersCapLog);
-  c.log_sigma = SpreadOf(kept);
+  // Capped as the factor is: records split between far too slow and far too fast leave the
+  // median at none and would otherwise widen the band (and the time limit) without bound.
+  c.log_sigma = std::min(SpreadOf(kept), kOthersCapLog);
   c.runs = int(kept.size());
   return c;
 }
@@ -70,7 +73,9 @@ Combined TypeCorrection(const Residuals& r) {
   const double n = double(all.size());
   const double pooled = ShrunkTowardNone(Median(all), n);
   c.log_factor = own + Clamp(pooled - own, -kOthersCapLog, kOthersCapLog);
-  c.log_sigma = SpreadOf(all);
+  // Others widen the spread of the caller's own records (or none) up to kOthersCapLog only.
+  const double own_sigma = r.own.empty() ? 0 : SpreadOf(r.own);
+  c.log_sigma = std::min(SpreadOf(all), std::max(own_sigma, kOthersCapLog));
   c.runs = int(all.size());
   c.own = int(r.own.size());
   return c;

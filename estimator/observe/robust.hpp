@@ -14,7 +14,8 @@ double RobustSigma(const std::vector<double>& values);
 // when the sigma is 0 or there are fewer than 3).
 std::vector<double> WithoutOutliers(const std::vector<double>& values);
 
-// How far records of other users may move one user's prediction, in ln: 15%.
+// How far records of other users may move one user's prediction, in ln: 15%; and the most
+// spread (a robust standard deviation of ln t) their records may give its band.
 constexpr double kOthersCapLog = 0.13976194237515868;  // ln(1.15)
 // Shrinkage of a type's correction toward none: n / (n + kShrinkJobs) of the residuals' median.
 constexpr double kShrinkJobs = 5;
@@ -31,19 +32,21 @@ struct Residuals {
 
 struct Combined {
   double log_factor = 0;  // the correction: multiply predictions by exp(log_factor)
-  double log_sigma = 0;   // the spread of the residuals it came from
+  double log_sigma = 0;   // the spread of the residuals it came from (others': capped)
   int runs = 0;           // records it used (others after dropping outliers)
   int own = 0;            // of them the caller's
 };
 
 // A model's own history: the median of the caller's records when there are any (others do
 // not count then); else the median of the others' records without outliers, capped at
-// kOthersCapLog either way.
+// kOthersCapLog either way, and their spread likewise.
 Combined ModelHistory(const Residuals& r);
 
 // A type's correction for models not run before: the caller's median shrunk by
 // n / (n + kShrinkJobs); every record together (others without outliers) likewise; the
-// result is the caller's part moved toward the pooled one by at most kOthersCapLog.
+// result is the caller's part moved toward the pooled one by at most kOthersCapLog. The
+// spread is of every record together, at most the caller's own spread or kOthersCapLog,
+// whichever is larger.
 Combined TypeCorrection(const Residuals& r);
 
 // `value` from the caller's records (median), else the others' without outliers within

@@ -581,6 +581,43 @@ TEST(ObservationCorrectionTest, APoisonedStoreOnDiskIsCappedByFileOwner) {
   EXPECT_NEAR(speeds.at("alpha").seconds(10), 0.003, 1e-12);
 }
 
+// A poisoned store of another kind: another user's 50 records of this model, half at e^-6
+// and half at e^+6 times its prediction. Their median moves nothing (+0%, within the cap),
+// but their spread (8.9) went into the band whole: a job predicted at 62 minutes had its 90%
+// upper end at 10 years and a time limit of 3,993 days; now 77 minutes and 81 minutes.
+// Others widen the band by the cap at most, through the model's history and through the
+// type's correction of another model alike.
+TEST(ObservationCorrectionTest, AnotherUsersScatteredRecordsWidenTheBandByNoMoreThanTheCap) {
+  Job job = TinyJob();
+  job.samples = 16 * 1350000;  // 1.35 million steps at the spec's batch of 16: 2.6 ms each
+  const uid_t me = getuid(), other = me + 4242;
+  const double widest = std::hypot(Speeds().at("alpha").log_sigma, kOthersCapLog);
+  for (const Job& recorded : {job, WiderJob()}) {
+    const double predicted =
+        recorded.spec.name == job.spec.name
+            ? Speeds().at("alpha").seconds(10)
+            : CalibratedDeviceSpeeds(recorded, OneType()).at("alpha").seconds(10);
+    StoreContents store;
+    for (int i = 0; i < 50; ++i) {
+      Observation r = Record(JobModelKey(recorded), predicted * std::exp(i % 2 ? 6 : -6));
+      if (recorded.spec.name != job.spec.name) r.spec = nlohmann::json::parse(WiderSpecText());
+      store.records.push_back(Stored(r, other));
+    }
+    auto speeds = Speeds();
+    ApplyObservationsFrom(store, me, job, OneType(), &speeds);
+    EXPECT_LE(speeds.at("alpha").log_sigma, widest + 1e-12) << recorded.spec.name;
+    EXPECT_NEAR(speeds.at("alpha").seconds(10), 0.002, 1e-9) << recorded.spec.name;
+    // The time limit is at most the one of a band widened by the cap.
+    auto capped = Speeds();
+    capped.at("alpha").log_sigma = widest;
+    const Allocation poisoned = Recommend(job, OneType(), speeds).fastest;
+    const Allocation bound = Recommend(job, OneType(), capped).fastest;
+    EXPECT_LE(poisoned.total_upper_s, bound.total_upper_s * (1 + 1e-12)) << recorded.spec.name;
+    EXPECT_LE(JobTimeLimit(job, poisoned).minutes, JobTimeLimit(job, bound).minutes)
+        << recorded.spec.name;
+  }
+}
+
 using dlh::test::RepoFile;
 
 // A CPU type whose nodes are one 2-core machine (a test cluster, runtime.shared_host_cores),
