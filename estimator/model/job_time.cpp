@@ -145,6 +145,14 @@ double Oversubscription(int cores, int ranks, int threads_per_rank) {
   return std::max(1.0, double(ranks) * RankThreads(cores, ranks, threads_per_rank) / double(cores));
 }
 
+double LearnedLogAt(const std::map<int, double>& learned, int ranks) {
+  // The count itself where measured, else the largest measured count of 2 or more below it:
+  // more ranks contend at least as much (4 ranks on 2 cores also run 2 at once).
+  auto at = learned.upper_bound(ranks);
+  if (at != learned.begin() && (--at)->first >= std::min(ranks, 2)) return at->second;
+  return 0;
+}
+
 CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const ThreadScaling& scaling,
                       int threads_per_rank) {
   CpuShare s;
@@ -157,15 +165,9 @@ CpuShare CpuRankShare(int calibration_threads, int cores, int ranks, const Threa
   s.fixed = oversubscribed;
   s.oversubscribed = oversubscribed;
   s.wait_s = (oversubscribed - 1) * kOversubscribedWaitS;
-  // The count itself where measured, else the largest measured count of 2 or more below it:
-  // more ranks contend at least as much (4 ranks on 2 cores also run 2 at once).
-  const std::map<int, double>& learned = scaling.learned_log_by_ranks;
-  auto at = learned.upper_bound(ranks);
-  if (at != learned.begin() && (--at)->first >= std::min(ranks, 2)) {
-    const double f = std::exp(at->second);
-    s.per_sample *= f;
-    s.fixed *= f;
-  }
+  const double f = std::exp(LearnedLogAt(scaling.learned_log_by_ranks, ranks));
+  s.per_sample *= f;
+  s.fixed *= f;
   return s;
 }
 

@@ -130,6 +130,11 @@ constexpr double kThreadScalingExponent = 0.88;
 // (from / to)^kThreadScalingExponent, which was measured one process at a time.
 double ThreadTimeRatio(const ThreadScaling& scaling, int from, int to, int sharing = 1);
 
+// ln of the step factor learned_log_by_ranks carries at `ranks` ranks side by side: the
+// count itself where measured, else the largest measured count of 2 or more below it; 0
+// where none applies.
+double LearnedLogAt(const std::map<int, double>& learned, int ranks);
+
 // How much slower a rank runs than its CPU calibration when `ranks` ranks share `cores`
 // cores: the launcher gives each max(1, cores / ranks) OpenBLAS threads, and the
 // calibration timed one process with `calibration_threads`. Work per sample changes by the

@@ -261,6 +261,71 @@ std::string SharingText(const std::map<int, double>& learned) {
   return text.empty() ? "" : "; side by side: " + text;
 }
 
+// What a type's residuals teach the compute: the correction of every count of ranks side by
+// side (c) and, per count, what it adds (ThreadScaling::learned_log_by_ranks).
+struct ComputeLearning {
+  Combined c;
+  bool by_model = false;  // c is the planned model's own history, not the type's correction
+  std::map<int, double> learned;
+};
+
+ComputeLearning LearnCompute(const std::vector<Residual>& residuals, const std::string& key) {
+  ComputeLearning out;
+  // Ranks side by side, learned from models run both ways; every residual is then judged
+  // as if its ranks had run alone, so that the model's (or the type's) factor is one of
+  // the model, not of the shapes it happened to run at.
+  const std::map<int, SharingOffset> offsets = SharingOffsets(residuals);
+  auto alone = [&offsets](const Residual& r) {
+    const auto o = offsets.find(r.sharing);
+    return r.value - (o == offsets.end() ? 0 : o->second.log);
+  };
+  Residuals model, type;
+  std::map<int, Residuals> model_at;  // this model's own residuals, by ranks side by side
+  for (const Residual& r : residuals) {
+    if (r.compute_bound) (r.own ? type.own : type.others).push_back(alone(r));
+    if (r.model != key) continue;
+    (r.own ? model.own : model.others).push_back(alone(r));
+    if (r.sharing > 0)
+      (r.own ? model_at[r.sharing].own : model_at[r.sharing].others).push_back(r.value);
+  }
+  if (!model.own.empty() || !model.others.empty()) {
+    out.c = ModelHistory(model);
+    out.by_model = true;
+  } else if (!type.own.empty() || !type.others.empty()) {
+    out.c = TypeCorrection(type);
+  }
+  if (out.c.runs == 0) return out;
+  // A shape this model ran at is predicted from those runs themselves (a repeat is its
+  // own best predictor); another count of ranks side by side gets the learned offset,
+  // shrunk by the number of models that taught it (CarriedOffsets).
+  out.learned = CarriedOffsets(offsets);
+  for (const auto& [n, at] : model_at)
+    out.learned[n] = ModelHistory(at).log_factor - out.c.log_factor;
+  return out;
+}
+
+// `all` (every record) within kOthersCapLog of `own` (the caller's records alone) at every
+// count of ranks side by side: each of its parts is capped, but a type's correction of +15%
+// and a count's offset of +15%, both from others' records, made one step 32% slower.
+void BoundByOwn(const ComputeLearning& own, ComputeLearning* all) {
+  const double c = std::clamp(all->c.log_factor, own.c.log_factor - kOthersCapLog,
+                              own.c.log_factor + kOthersCapLog);
+  std::map<int, double> counts = all->learned;
+  counts.insert(own.learned.begin(), own.learned.end());
+  std::map<int, double> learned;
+  for (const auto& count : counts) {
+    const int n = count.first;
+    const double mine = own.c.log_factor + LearnedLogAt(own.learned, n);
+    const double total = all->c.log_factor + LearnedLogAt(all->learned, n);
+    const double bounded = std::clamp(total, mine - kOthersCapLog, mine + kOthersCapLog);
+    // Unchanged where within the bound (the same value, not one rounded through c).
+    learned[n] =
+        bounded == total && c == all->c.log_factor ? LearnedLogAt(all->learned, n) : bounded - c;
+  }
+  all->c.log_factor = c;
+  all->learned = learned;
+}
+
 }  // namespace
 
 void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& job,
@@ -305,32 +370,22 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
       if (r.model_key == key && own)
         repeats[RunShape{r.ranks, r.ranks_per_node, r.per_rank_batch}].push_back(&r);
     }
-    // Ranks side by side, learned from models run both ways; every residual is then judged
-    // as if its ranks had run alone, so that the model's (or the type's) factor is one of
-    // the model, not of the shapes it happened to run at.
-    const std::map<int, SharingOffset> offsets = SharingOffsets(residuals);
-    auto alone = [&offsets](const Residual& r) {
-      const auto o = offsets.find(r.sharing);
-      return r.value - (o == offsets.end() ? 0 : o->second.log);
-    };
-    Residuals model, type;
-    std::map<int, Residuals> model_at;  // this model's own residuals, by ranks side by side
-    for (const Residual& r : residuals) {
-      if (r.compute_bound) (r.own ? type.own : type.others).push_back(alone(r));
-      if (r.model != key) continue;
-      (r.own ? model.own : model.others).push_back(alone(r));
-      if (r.sharing > 0)
-        (r.own ? model_at[r.sharing].own : model_at[r.sharing].others).push_back(r.value);
-    }
-    Combined c;
+    // What every record teaches, bounded by what the caller's own teach alone: at any count
+    // of ranks side by side, others' records move the compute by at most kOthersCapLog in all
+    // (a type's correction and a count's offset are each capped, and together they are again).
+    std::vector<Residual> own_residuals;
+    for (const Residual& r : residuals)
+      if (r.own) own_residuals.push_back(r);
+    ComputeLearning learning = LearnCompute(residuals, key);
+    const bool by_model = learning.by_model;
+    BoundByOwn(LearnCompute(own_residuals, key), &learning);
+    const Combined& c = learning.c;
     std::string provenance;
-    if (!model.own.empty() || !model.others.empty()) {
-      c = ModelHistory(model);
+    if (by_model) {
       provenance =
           "from " + Runs(c.runs, "earlier run", "earlier runs") + " of " + what + " on " + gpu;
       if (c.own == 0) provenance += " by other users (" + PercentText(c.log_factor) + ", capped)";
-    } else if (!type.own.empty() || !type.others.empty()) {
-      c = TypeCorrection(type);
+    } else if (c.runs > 0) {
       provenance = base + ", corrected by " + Runs(c.runs, "job", "jobs") + " (" +
                    PercentText(c.log_factor) + ")";
     }
@@ -340,11 +395,7 @@ void ApplyObservationsFrom(const StoreContents& store, uid_t caller, const Job& 
       s.provenance += comm_text;
       continue;
     }
-    // A shape this model ran at is predicted from those runs themselves (a repeat is its
-    // own best predictor); another count of ranks side by side gets the learned offset,
-    // shrunk by the number of models that taught it (CarriedOffsets).
-    std::map<int, double> learned = CarriedOffsets(offsets);
-    for (const auto& [n, at] : model_at) learned[n] = ModelHistory(at).log_factor - c.log_factor;
+    const std::map<int, double>& learned = learning.learned;
     const double f = std::exp(c.log_factor);
     s.fixed_s *= f;
     s.per_sample_s *= f;

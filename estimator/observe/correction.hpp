@@ -24,8 +24,10 @@
 // steps after the first epoch where the record has them, else the mean step): a job takes
 // those, and the first epoch's excess is a fixed cost of the job (phases.hpp's start-up).
 // Records are the caller's own (files the caller owns) or others'; others' move a
-// prediction by at most 15% (robust.hpp). The speed says where it came from
-// (DeviceSpeed::provenance, observed_runs) and its log_sigma gains the observations' spread.
+// prediction by at most 15% (robust.hpp): the compute at each count of ranks side by side,
+// (a)-(c) together, from what the caller's records alone teach. The speed says where it came
+// from (DeviceSpeed::provenance, observed_runs) and its log_sigma gains the observations'
+// spread, others' by at most kOthersCapLog.
 #pragma once
 
 #include <sys/types.h>

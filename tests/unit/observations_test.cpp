@@ -742,6 +742,41 @@ TEST(ObservationCorrectionTest, SideBySideIsLearnedFromAnotherModel) {
   EXPECT_NEAR(PredictedCompute(mine, speeds.at("alpha"), m.cluster, "alpha"), mine.step_s, 1e-12);
 }
 
+// Another user's records of 5 models, each 2.7x its prediction alone and 7.4x at 2 ranks side
+// by side: the type's correction (+15%, capped) and the 2-rank offset (+15%, capped, then
+// shrunk by 5 / (5 + 5)) were each within the cap, but together moved this model's 2-rank
+// step by 23%. Others' records move a count's step by the cap in all.
+TEST(ObservationCorrectionTest, AnotherUsersRecordsMoveEachCountOfRanksByNoMoreThanTheCap) {
+  const Cluster c = SharedCores();
+  const Job job = TinyJob();
+  StoreContents store;
+  for (int units = 8; units < 13; ++units) {
+    std::string text = WiderSpecText();
+    const std::string wide = "\"units\": 64";
+    text.replace(text.find(wide), wide.size(), "\"units\": " + std::to_string(units));
+    Job model = TinyJob();
+    model.spec = ParseSpec(text, "model.json", "");
+    model.features = ComputeFeatures(model.spec);
+    const DeviceSpeed predicted = CpuSpeeds(model).at("alpha");
+    for (int ranks : {1, 2}) {
+      Observation r = AtRanks(Record(JobModelKey(model), 0), ranks, std::exp(ranks), predicted, c);
+      r.spec = nlohmann::json::parse(text);
+      store.records.push_back(Stored(r, getuid() + 4242));
+    }
+  }
+  const DeviceSpeed before = CpuSpeeds().at("alpha");
+  auto speeds = CpuSpeeds();
+  ApplyObservationsFrom(store, getuid(), job, c, &speeds);
+  for (int ranks : {1, 2, 3}) {
+    Observation at = Record(JobModelKey(job), 0);
+    at.ranks = at.ranks_per_node = ranks;
+    const double moved = PredictedCompute(at, speeds.at("alpha"), c, "alpha") /
+                         PredictedCompute(at, before, c, "alpha");
+    EXPECT_LE(moved, std::exp(kOthersCapLog) * (1 + 1e-12)) << ranks << " ranks";
+    EXPECT_GT(moved, 1) << ranks << " ranks";
+  }
+}
+
 // A model whose allreduce was most of its step (the plan predicted twice its compute) ran
 // 1.2x alone and 3x side by side: what crowded ranks cost it is its allreduce's error, not the
 // compute's. Another model's 2-rank job keeps the curves' prediction; the comm-bound model's
