@@ -67,16 +67,19 @@ std::string MisclassifiedGrid(const nlohmann::json& wrong, const nlohmann::json&
                : std::string("?");
   };
   for (const nlohmann::json& m : wrong) {
+    // Not base64: left out (LoadRun says so once); escaped all the same.
     const std::string image = Text(m, "image_bmp_base64");
-    if (image.empty() || !m.contains("index") || !m["index"].is_number_integer()) continue;
+    if (image.empty() || !IsBase64Text(image) || !m.contains("index") ||
+        !m["index"].is_number_integer())
+      continue;
     const std::string caption = name(m.value("true", nlohmann::json())) + " → " +
                                 name(m.value("predicted", nlohmann::json())) + " (" +
                                 Percent(Num(m, "confidence")) + ")";
     h += "<figure style=\"margin:0;text-align:center;font-size:12px\"><img class=\"dlh-sample\" "
          "width=\"84\" height=\"84\" style=\"image-rendering:pixelated\" alt=\"test sample " +
-         std::to_string(m["index"].get<int64_t>()) + "\" src=\"data:image/bmp;base64," + image +
-         "\"><figcaption>#" + std::to_string(m["index"].get<int64_t>()) + "<br>" +
-         svg::Escape(caption) + "</figcaption></figure>";
+         std::to_string(m["index"].get<int64_t>()) + "\" src=\"data:image/bmp;base64," +
+         svg::Escape(image) + "\"><figcaption>#" + std::to_string(m["index"].get<int64_t>()) +
+         "<br>" + svg::Escape(caption) + "</figcaption></figure>";
   }
   return h + "</div>";
 }

@@ -148,7 +148,39 @@ void ReadHeartbeats(const fs::path& dir, RunData* run) {
             [](const Heartbeat& a, const Heartbeat& b) { return a.rank < b.rank; });
 }
 
+// results.json's sample images go into the page as data: URLs; one that is not base64 (a
+// quote would end the attribute and add markup: onerror="...") is left out, with one line.
+void DropImagesNotBase64(RunData* run) {
+  nlohmann::json& results = run->results;
+  if (!results.is_object() || !results.contains("misclassified") ||
+      !results["misclassified"].is_array())
+    return;
+  int dropped = 0;
+  std::string first;
+  nlohmann::json& samples = results["misclassified"];
+  for (size_t i = 0; i < samples.size(); ++i) {
+    nlohmann::json& m = samples[i];
+    if (!m.is_object() || !m.contains("image_bmp_base64")) continue;
+    const nlohmann::json& image = m["image_bmp_base64"];
+    if (image.is_string() && IsBase64Text(image.get<std::string>())) continue;
+    if (dropped++ == 0) first = "misclassified[" + std::to_string(i) + "].image_bmp_base64";
+    m.erase("image_bmp_base64");
+  }
+  if (dropped > 0)
+    run->problems.push_back(
+        "results.json: " + first + ": not base64: " +
+        (dropped == 1 ? std::string("that image is") : std::to_string(dropped) + " images are") +
+        " left out");
+}
+
 }  // namespace
+
+bool IsBase64Text(const std::string& text) {
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/' || c == '=';
+  });
+}
 
 double NumberField(const nlohmann::json& record, const char* key, double fallback) {
   if (!record.is_object()) return fallback;
@@ -216,8 +248,10 @@ RunData LoadRun(const std::string& dir) {
     run.problems.push_back("metrics.jsonl: missing (the run has not logged a step yet)");
   }
   if (has_summary) run.summary = ReadObject(root / "summary.json", "summary.json", &run.problems);
-  if (fs::exists(root / "results.json", ec))
+  if (fs::exists(root / "results.json", ec)) {
     run.results = ReadObject(root / "results.json", "results.json", &run.problems);
+    DropImagesNotBase64(&run);
+  }
   if (has_heartbeats) ReadHeartbeats(root / "heartbeat", &run);
   for (const fs::directory_entry& entry : fs::directory_iterator(root / "checkpoints", ec)) {
     const std::string name = entry.path().filename().string();

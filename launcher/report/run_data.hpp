@@ -83,6 +83,10 @@ int64_t IntField(const nlohmann::json& record, const char* key, int64_t fallback
 // or heartbeat/)" when it holds none of a run's files, or cannot be read as a folder.
 RunData LoadRun(const std::string& dir);
 
+// Whether `text` is base64 (A-Z a-z 0-9 + / =, nothing else): what results.json's
+// misclassified[i].image_bmp_base64 must be to go into the report's <img src>.
+bool IsBase64Text(const std::string& text);
+
 // Whether the run looks finished (summary.json says so, or the last attempt logged an
 // "end" event), still running (a heartbeat or metrics.jsonl younger than `fresh_s` seconds),
 // or neither (stopped: killed, stalled, requeued and waiting).

@@ -209,6 +209,45 @@ TEST_F(RunDataTest, EnergyMeasuredOrSaidNotToBe) {
             std::string::npos);
 }
 
+// Every value of the run's files reaches the page as text: a results.json whose image is not
+// base64 ("x\" onerror=\"alert(1)\" a=\"") put script into report.html's <img>; now that
+// image is left out with one line naming the file and field, and names with markup are
+// escaped wherever they show (run name, classes, the confused pairs, a stop signal).
+TEST_F(RunDataTest, MarkupInTheRunsFilesIsTextOnThePage) {
+  const std::string evil = "<script>alert(1)</script>";
+  Write("metrics.jsonl",
+        "{\"event\":\"start\",\"t\":1000,\"step\":0,\"total_steps\":2,"
+        "\"spec_name\":\"" +
+            evil + "\"}\n" + Step(1, 1001) + Step(2, 1002) +
+            "{\"event\":\"end\",\"t\":1003,\"step\":2,\"finished\":false,"
+            "\"stop_signal\":\"" +
+            evil + "\"}\n");
+  const std::string sample = R"({"index": 7, "true": 0, "predicted": 1, "confidence": 0.9,
+      "image_bmp_base64": )";
+  Write("results.json", R"({"split": "test", "checkpoint": ")" + evil + R"(", "accuracy": 0.5,
+      "class_names": [")" + evil +
+                            R"(", "b"],
+      "confusion": [[1, 1], [0, 2]],
+      "per_class": [{"name": ")" +
+                            evil + R"(", "f1": 0.5}, {"name": "b", "f1": 0.8}],
+      "most_confused": [{"true_name": ")" +
+                            evil + R"(", "predicted_name": "b", "count": 1}],
+      "misclassified": [)" + sample +
+                            R"("x\" onerror=\"alert(1)\" a=\""},
+        )" + sample + R"("Qk0+AAAA"}, )" +
+                            sample + R"(42}]})");
+  const RunData run = LoadRun(dir_);
+  ASSERT_EQ(run.problems.size(), 1u);
+  EXPECT_EQ(run.problems[0],
+            "results.json: misclassified[0].image_bmp_base64: not base64: 2 images are left out");
+  const std::string html = ReportHtml(run, ReportOptions{2000, 0, 1200});
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("onerror"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("src=\"data:image/bmp;base64,Qk0+AAAA\""), std::string::npos);
+  EXPECT_EQ(html.find("<img", html.find("<img") + 1), std::string::npos);  // the good one only
+}
+
 TEST_F(RunDataTest, AFolderWithoutARunIsAnError) {
   EXPECT_THROW(LoadRun(dir_), Error);
   EXPECT_THROW(LoadRun(dir_ + "/missing"), Error);
