@@ -70,7 +70,10 @@ Decision LookUp(const TrainOptions& o, const Context& c) {
                     ", this run's is " + std::to_string(c.batch) + ": finding the rate again");
   }
   StoredLr stored;
-  if (!ReadStoredLr(c.cache_file, c.batch, &stored)) return {};
+  std::string ignored;
+  const bool found = ReadStoredLr(c.cache_file, c.batch, &stored, &ignored);
+  if (!ignored.empty()) Say(c.rank, "warning: " + ignored);
+  if (!found) return {};
   if (!stored.ok) return NoMinimum(c, stored.note);
   if (!stored.note.empty()) Say(c.rank, "note: " + c.cache_file + ": " + stored.note);
   return {stored.lr, "lr-find " + c.cache_file + " (stored)"};

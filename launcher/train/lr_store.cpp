@@ -1,8 +1,14 @@
 // DLH — stored range tests and the run folder's rate record (see lr_store.hpp).
 #include "launcher/train/lr_store.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "common/error.hpp"
@@ -15,17 +21,63 @@ namespace {
 // Both files are small; anything larger is not one of ours.
 constexpr size_t kMaxBytes = 4 << 20;
 
+// Parses `text`, read from `path`. Throws UsageError naming the file.
+void ParseJsonFile(const std::string& path, const std::string& text, nlohmann::json* out) {
+  JsonProblem problem;
+  if (!ParseJsonStrict(text, out, &problem))
+    throw UsageError(path + ": " + (problem.path.empty() ? "" : problem.path + ": ") +
+                     problem.message);
+  if (!out->is_object()) throw UsageError(path + ": must be a JSON object");
+}
+
 // Reads and parses `path`; false when it does not exist. Throws UsageError naming the file.
 bool ReadJson(const std::string& path, nlohmann::json* out) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return false;
   std::string text, why;
   if (!ReadFileText(path, kMaxBytes, &text, &why)) throw UsageError(path + ": cannot read: " + why);
-  JsonProblem problem;
-  if (!ParseJsonStrict(text, out, &problem))
-    throw UsageError(path + ": " + (problem.path.empty() ? "" : problem.path + ": ") +
-                     problem.message);
-  if (!out->is_object()) throw UsageError(path + ": must be a JSON object");
+  ParseJsonFile(path, text, out);
+  return true;
+}
+
+// Reads `path` if this user wrote it (see ReadStoredLr): false when it does not exist, or
+// with `*ignored` set when it is another's, a link, or writable by others. From the file it
+// checked (O_NOFOLLOW, fstat), so that it cannot be swapped between the check and the read.
+bool ReadOwnJson(const std::string& path, nlohmann::json* out, std::string* ignored) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    if (errno == ELOOP) {
+      *ignored = path + ": a symbolic link: ignored";
+      return false;
+    }
+    throw UsageError(path + ": cannot read: " + std::strerror(errno));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw UsageError(path + ": cannot read: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    *ignored = path + ": not a regular file: ignored";
+  else if (st.st_uid != ::geteuid())
+    *ignored = path + ": owned by uid " + std::to_string(st.st_uid) +
+               ", not by this user: ignored (another user may have written it)";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH))
+    *ignored = path + ": writable by its group or others: ignored";
+  if (!ignored->empty()) return false;
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw UsageError(path + ": cannot read: " + std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+    if (text.size() > kMaxBytes) throw UsageError(path + ": cannot read: larger than 4 MiB");
+  }
+  ParseJsonFile(path, text, out);
   return true;
 }
 
@@ -90,9 +142,12 @@ std::string LrCacheFile(const std::string& dir, const std::string& key) {
   return (std::filesystem::path(dir) / (key + ".json")).string();
 }
 
-bool ReadStoredLr(const std::string& path, int64_t batch, StoredLr* out) {
+bool ReadStoredLr(const std::string& path, int64_t batch, StoredLr* out, std::string* ignored) {
   nlohmann::json j;
-  if (!ReadJson(path, &j)) return false;
+  std::string why;
+  const bool read = ReadOwnJson(path, &j, &why);
+  if (ignored) *ignored = why;
+  if (!read) return false;
   Batch(j, path, batch);
   const auto& s = j.value("suggestion", nlohmann::json());
   if (!s.is_object()) throw UsageError(path + ": suggestion: missing (not an lr-find result)");

@@ -38,8 +38,12 @@ struct StoredLr {
 
 // Reads an lr-find result for `batch`. Returns false when `path` does not exist; throws
 // UsageError ("PATH: suggestion.lr: must be a positive number") for a file that exists
-// but is not an lr-find result for this batch.
-bool ReadStoredLr(const std::string& path, int64_t batch, StoredLr* out);
+// but is not an lr-find result for this batch. The cache may be a folder others can write
+// (the runs folder's parent, a shared 1777 one): a file this user does not own, a symbolic
+// link, or one writable by its group or others is not used either (false), and `*ignored`
+// says why in one line ("PATH: owned by uid 65534, not by this user: ignored ...").
+bool ReadStoredLr(const std::string& path, int64_t batch, StoredLr* out,
+                  std::string* ignored = nullptr);
 
 // RUN_DIR/lr.json: {"lr": 0.058, "batch": 128, "source": "lr-find runs/lr-find-...json"}.
 struct RunLr {

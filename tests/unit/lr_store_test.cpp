@@ -3,6 +3,8 @@
 #include "launcher/train/lr_store.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <functional>
@@ -95,6 +97,34 @@ TEST(StoredLrTest, ReadsASuggestionOrItsAbsence) {
   ASSERT_TRUE(ReadStoredLr(dir / "flat.json", 128, &s));
   EXPECT_FALSE(s.ok);
   EXPECT_EQ(s.note, "no clear minimum: flat");
+}
+
+// The cache may sit in a folder others can write (a 1777 runs folder's parent): a result
+// planted there by another user (lr 1000) was used as this run's rate. Another's file, a
+// link, or a file others can write is ignored, with one line saying why.
+TEST(StoredLrTest, OnlyThisUsersOwnFileIsUsed) {
+  test::TempDir dir("dlh-lr-store");
+  const std::string planted = R"({"batch": 128, "suggestion": {"status": "ok", "lr": 1000}})";
+  const std::string path = dir / "lr-find-00-b128.json";
+  Write(path, planted);
+  StoredLr s;
+  std::string ignored;
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  EXPECT_FALSE(ReadStoredLr(path, 128, &s, &ignored));
+  EXPECT_EQ(ignored, path + ": writable by its group or others: ignored");
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  EXPECT_TRUE(ReadStoredLr(path, 128, &s, &ignored));
+  EXPECT_EQ(ignored, "");
+  const std::string link = dir / "link.json";
+  ASSERT_EQ(::symlink(path.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(ReadStoredLr(link, 128, &s, &ignored));
+  EXPECT_EQ(ignored, link + ": a symbolic link: ignored");
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to chown the file to another user";
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(ReadStoredLr(path, 128, &s, &ignored));
+  EXPECT_EQ(ignored, path +
+                         ": owned by uid 65534, not by this user: ignored (another user may have "
+                         "written it)");
 }
 
 TEST(StoredLrTest, ABadFileIsOneLineNamingTheFileAndField) {
