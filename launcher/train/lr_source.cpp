@@ -36,14 +36,22 @@ struct Decision {
   double lr = 0;
   std::string source;
   bool kept = false;  // from the run folder's record, which stays as it is
+  // Where the range test stores its result when the shared cache's file is another user's
+  // (ignored): the run folder, so that the test's write does not fail on their file.
+  std::string sweep_out{};
 };
 
 Decision Broadcast(MPI_Comm comm, int rank, const Decision& d) {
-  const std::string text = mpi::BroadcastString(
-      comm, rank == 0 ? nlohmann::json{{"lr", d.lr}, {"source", d.source}, {"kept", d.kept}}.dump()
-                      : std::string());
+  const std::string text =
+      mpi::BroadcastString(comm, rank == 0 ? nlohmann::json{{"lr", d.lr},
+                                                            {"source", d.source},
+                                                            {"kept", d.kept},
+                                                            {"sweep_out", d.sweep_out}}
+                                                 .dump()
+                                           : std::string());
   const nlohmann::json j = nlohmann::json::parse(text);
-  return {j["lr"].get<double>(), j["source"].get<std::string>(), j["kept"].get<bool>()};
+  return {j["lr"].get<double>(), j["source"].get<std::string>(), j["kept"].get<bool>(),
+          j["sweep_out"].get<std::string>()};
 }
 
 // The job's inputs to the decision, fixed before it.
@@ -72,7 +80,14 @@ Decision LookUp(const TrainOptions& o, const Context& c) {
   StoredLr stored;
   std::string ignored;
   const bool found = ReadStoredLr(c.cache_file, c.batch, &stored, &ignored);
-  if (!ignored.empty()) Say(c.rank, "warning: " + ignored);
+  if (!ignored.empty()) {
+    Decision d;
+    d.sweep_out =
+        (std::filesystem::path(c.run_dir) / std::filesystem::path(c.cache_file).filename())
+            .string();
+    Say(c.rank, "warning: " + ignored + "; the range test's result goes to " + d.sweep_out);
+    return d;
+  }
   if (!found) return {};
   if (!stored.ok) return NoMinimum(c, stored.note);
   if (!stored.note.empty()) Say(c.rank, "note: " + c.cache_file + ": " + stored.note);
@@ -146,6 +161,7 @@ void ResolvePlanLr(TrainOptions* o, MPI_Comm comm) {
   });
   d = Broadcast(comm, c.rank, d);
   const bool ran = d.lr <= 0;
+  if (!d.sweep_out.empty()) c.cache_file = d.sweep_out;
   if (ran) d = Broadcast(comm, c.rank, Sweep(*o, c, comm));
 
   const std::string batch = std::to_string(c.batch);

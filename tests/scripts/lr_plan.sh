@@ -79,6 +79,21 @@ grep -q "^dlh-launch: warning: lr 0.2 from the plan, linear scaling: lr-find ${s
 [[ $(summary_lr runs/j) == 0.2 ]] || fail "not the plan's rate"
 check "lr 0.2 and a warning naming ${stored/-b32/-b48}"
 
+echo "another user's file in a shared runs folder: ignored, and the test's result kept in the run's folder"
+mkdir -m 1777 shared
+planted=shared/$(basename "$stored")
+py "r = json.load(open(sys.argv[1])); r['suggestion']['lr'] = 1000; json.dump(r, open(sys.argv[2], 'w'))" "$stored" "$planted"
+chmod 666 "$planted"  # writable by others: not this user's own (as root, chown would be the same)
+sum=$(md5sum <"$planted")
+train shared/k 32 >k.txt || { cat k.txt; fail "a planted file stopped the job"; }
+grep -q "^dlh-launch: warning: $planted: writable by its group or others: ignored; the range test's result goes to shared/k/$(basename "$stored")$" k.txt ||
+  { cat k.txt; fail "no warning naming the planted file and where the result goes"; }
+grep -q "lr-find tiny on 2 rank(s)" k.txt || fail "the sweep did not run"
+[[ -f shared/k/$(basename "$stored") && $(md5sum <"$planted") == "$sum" ]] || fail "the result was not kept in shared/k, or the planted file changed"
+py "s = json.load(open(sys.argv[1])); assert s['lr'] != 1000 and s['lr_source'] == 'lr-find shared/k/$(basename "$stored")', s" \
+  shared/k/summary.json || fail "trained with the planted rate"
+check "planted lr 1000 ignored; swept, stored in shared/k, trained with its own rate"
+
 echo "no plan key, or linear: linear scaling, no sweep"
 DLH_PLAN=$(plan 32 linear) dlh-launch train spec.json --threads 1 --run-dir runs/e --progress none \
   --no-epoch-checkpoints --checkpoint-seconds 0 >e.txt 2>&1
