@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 #include <set>
 
@@ -59,6 +60,13 @@ void Trainer::write_observation(const nlohmann::json& summary, double wall_s, do
     // them from the spec (the launcher has no feature arithmetic of its own).
     if (!plan_.model_features.empty()) r.features = nlohmann::json::parse(plan_.model_features);
     r.model_key = !plan_.model_key.empty() ? plan_.model_key : ModelKey(r.spec.dump());
+    // The store is readable by every user, and its readers take a model from the spec's
+    // layers: the data set's folder (a user's private path) stays out, its file name stays.
+    if (r.spec.contains("dataset") && r.spec["dataset"].is_string()) {
+      const std::string name =
+          std::filesystem::path(r.spec["dataset"].get<std::string>()).filename().string();
+      r.spec["dataset"] = name.empty() ? "unknown" : name;
+    }
     r.gpu_type = plan_.observations_gpu;
     if (r.gpu_type.empty()) r.gpu_type = o_.gpu_type;
     if (r.gpu_type.empty() && plan_.parts.size() == 1) r.gpu_type = plan_.parts[0].gpu;

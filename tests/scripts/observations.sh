@@ -62,7 +62,13 @@ records=("$WORK"/obs/*.json)
 ((${#records[@]} == 1)) || fail "expected one record, found ${#records[@]}"
 [[ -z $(find "$WORK/obs" -name '.*') ]] || fail "a temporary file was left in the store"
 [[ $(stat -c %a "${records[0]}") == 644 ]] || fail "record mode $(stat -c %a "${records[0]}")"
-check "the run left one whole record, mode 644: $(basename "${records[0]}")"
+python3 - "${records[0]}" "$WORK" <<'PY' || fail "the record holds the data set's folder"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["model"]["spec"]["dataset"] == "data.h5", r["model"]["spec"]["dataset"]
+assert sys.argv[2] not in json.dumps(r["model"]), "the work folder is in the record's model"
+PY
+check "the run left one whole record, mode 644, its spec naming the data set's file, not its folder: $(basename "${records[0]}")"
 
 dlh-estimate observations list --store "$WORK/obs" >"$WORK/list.txt"
 grep -q "alpha .*observed" "$WORK/list.txt" || { cat "$WORK/list.txt"; fail "list"; }
