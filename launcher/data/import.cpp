@@ -195,9 +195,9 @@ int CountClasses(const ImportedData& d) {
 void CheckLabels(const ImportedData& d, const ImportedSplit& s, const char* split, int classes) {
   for (size_t i = 0; i < s.labels.size(); ++i)
     if (s.labels[i] < 0 || s.labels[i] >= classes)
-      throw DataError(d.source_file + ": " + split + " " + SampleText(s, i) + ": label " +
-                      std::to_string(s.labels[i]) + " is outside [0, " + std::to_string(classes) +
-                      ")");
+      throw DataError((s.labels_file.empty() ? d.source_file : s.labels_file) + ": " + split + " " +
+                      SampleText(s, i) + ": label " + std::to_string(s.labels[i]) +
+                      " is outside [0, " + std::to_string(classes) + ")");
 }
 
 void CheckFinite(const ImportedData& d, const ImportedSplit& s, const char* split) {

@@ -202,6 +202,7 @@ int ImportNumpyCommand(const std::vector<std::string>& args) {
     if (!test_images.empty()) {
       SetSplitFromNumpy(ReadNpy(test_images), ReadNpy(test_labels), test_images, test_labels,
                         layout, "test", &d.test);
+      d.test.labels_file = test_labels;
       d.has_test = true;
     }
     d.source = "numpy (" + train_images + ")";
@@ -383,6 +384,7 @@ int ImportCsvCommand(const std::vector<std::string>& args) {
   if (!test_file.empty()) {
     std::vector<std::string> test_names;
     d.test = ReadCsv(test_file, o, &test_names);
+    d.test.labels_file = test_file;
     // Class names are numbered per file; renumber the test file's by the training file's.
     if (!test_names.empty() || !d.class_names.empty()) {
       for (int64_t& l : d.test.labels) {

@@ -182,6 +182,10 @@ expect_failure 1 "$tmp/fortran.npy: Fortran-order arrays are not supported" "$DA
   --out "$tmp/x.h5" --train-images "$tmp/fortran.npy" --train-labels "$tmp/y_train.npy"
 expect_failure 1 "label -1 is outside" "$DATA" import-numpy --out "$tmp/x.h5" \
   --train-images "$tmp/x_train.npy" --train-labels "$tmp/bad_y.npy"
+# A bad test label is the test labels' file's, not the training one's.
+expect_failure 1 "dlh-data: $tmp/bad_y.npy: test sample 17: label -1 is outside" "$DATA" import-numpy \
+  --out "$tmp/x.h5" --train-images "$tmp/x_train.npy" --train-labels "$tmp/y_train.npy" \
+  --test-images "$tmp/x_train.npy" --test-labels "$tmp/bad_y.npy"
 expect_failure 1 "$tmp/bad.csv: row 4, column 'sepal_length': 'abc' is not a number" \
   "$DATA" import-csv "$tmp/bad.csv" --out "$tmp/x.h5"
 # A non-finite image value is the images' file's, not the labels' (which label messages name).
