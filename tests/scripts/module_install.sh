@@ -43,6 +43,8 @@ echo "man-w-system: \$(man -w 1 man 2>/dev/null || echo none)"
 MANWIDTH=80 man dlh-launch >"$WORK/dlh-launch.txt"
 MANWIDTH=80 man 8 spank_dlh >"$WORK/spank_dlh.txt"
 module help dlh 2>"$WORK/help.txt"
+module unload dlh
+echo "after unload: MANPATH \${MANPATH-unset}, PATH \$PATH"
 SH
 env -i HOME="$HOME" PATH=/usr/bin:/bin bash "$WORK/job.sh" >"$WORK/module.txt" 2>&1 || { cat "$WORK/module.txt"; fail "module load failed"; }
 grep -q "DLH_HOME=$WORK/prefix" "$WORK/module.txt" || { cat "$WORK/module.txt"; fail "DLH_HOME not set"; }
@@ -73,6 +75,9 @@ grep -q -- "--comm-timeout S" "$WORK/dlh-launch.txt" || fail "man dlh-launch: no
   { head -8 "$WORK/spank_dlh.txt"; fail "man 8 spank_dlh: no NAME line"; }
 grep -q "cluster=FILE" "$WORK/spank_dlh.txt" || fail "man 8 spank_dlh: no cluster=FILE"
 grep -q "docs/admin-guide.md" "$WORK/help.txt" || { cat "$WORK/help.txt"; fail "module help dlh names no docs"; }
+grep -qx "after unload: MANPATH unset, PATH /usr/bin:/bin" "$WORK/module.txt" ||
+  { cat "$WORK/module.txt"; fail "module unload dlh did not give back MANPATH and PATH as they were"; }
+check "module unload dlh: MANPATH unset and PATH as before"
 check "man dlh-launch and man 8 spank_dlh from the install prefix; module help names the docs"
 
 # Every installed page renders without a warning, both by man and by groff itself.
