@@ -105,8 +105,6 @@ ImportedSplit TakeSamples(const ImportedSplit& from, const std::vector<size_t>& 
   return out;
 }
 
-// A fixed shuffle of the training samples (the same for a seed whatever the library) puts
-// the first `fraction` of them into the test split; both keep the file's order.
 // How many of each class a held-out split of n_test takes: each class its share of n_test
 // (largest remainders, so that the shares add up to n_test), every class of two samples or
 // more at least one, and none all of its samples. Drawn without regard to class, a class of
@@ -143,6 +141,9 @@ std::vector<int64_t> StratifiedQuotas(const std::vector<int64_t>& labels, int64_
   return quota;
 }
 
+// A fixed shuffle of the training samples (the same for a seed whatever the library) puts
+// the first of each class in it, as many as StratifiedQuotas gives the class, into the test
+// split; both keep the file's order.
 void HoldOut(ImportedData* d, const ImportOptions& o) {
   const int64_t n = d->train.count();
   if (!(o.test_fraction > 0 && o.test_fraction < 1))
