@@ -99,16 +99,15 @@ void CheckImportOutput(const std::string& command, const std::string& out,
   }
   struct stat o;
   if (::stat(out.c_str(), &o) != 0) return;  // not there yet: no input it could be
-  // Whether `a` names the same file as `b` (links followed).
-  auto same = [](const std::string& a, const std::string& b) {
-    struct stat x, y;
-    return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev &&
-           x.st_ino == y.st_ino;
+  // Whether `a` (stat'ed) is the file `b` names (links followed).
+  auto same = [](const struct stat& a, const std::string& b) {
+    struct stat y;
+    return ::stat(b.c_str(), &y) == 0 && a.st_dev == y.st_dev && a.st_ino == y.st_ino;
   };
   for (const ImportInput& in : inputs) {
     std::string what;
     if (in.depth == 0) {
-      if (!same(out, in.path)) continue;
+      if (!same(o, in.path)) continue;
       what = "the input " + (in.option.empty() ? "file" : in.option);
       if (!in.option.empty() || in.path != out) what += " " + in.path;
     } else {
@@ -117,7 +116,9 @@ void CheckImportOutput(const std::string& command, const std::string& out,
       std::filesystem::path up = std::filesystem::canonical(out, ec);
       int climbed = 0;
       for (; climbed < in.depth && !ec && up.has_relative_path(); ++climbed) up = up.parent_path();
-      if (ec || climbed != in.depth || !same(up.string(), in.path)) continue;
+      struct stat folder;
+      if (ec || climbed != in.depth || ::stat(up.c_str(), &folder) != 0 || !same(folder, in.path))
+        continue;
       what = "an image of the " + (in.option.empty() ? "input" : in.option) + " folder " + in.path;
     }
     throw Error(command + ": --out " + out + " is " + what + " (write to another file)");

@@ -273,8 +273,9 @@ DataSplit LoadSplit(const std::string& path, hid_t file, const std::string& spli
   const size_t e = size_t(out.shape.elements());
   const float* a = out.load.a.data();
   const float* b = out.load.b.data();
-  for (size_t i = 0; i < out.images.size(); i += e)
-    for (size_t j = 0; j < e; ++j) out.images[i + j] = out.images[i + j] * a[j] + b[j];
+  if (!out.load.identity)
+    for (size_t i = 0; i < out.images.size(); i += e)
+      for (size_t j = 0; j < e; ++j) out.images[i + j] = out.images[i + j] * a[j] + b[j];
   return out;
 }
 

@@ -104,7 +104,8 @@ void FileSource::read(const int64_t* indices, size_t n, float* images) {
             throw DataError(path_ + ": " + images_path_ + " sample " +
                             std::to_string(first + int64_t(r)) +
                             " holds a non-finite value at element " + std::to_string(j));
-        for (size_t j = 0; j < e; ++j) out[j] = out[j] * a[j] + b[j];
+        if (!split_.load.identity)
+          for (size_t j = 0; j < e; ++j) out[j] = out[j] * a[j] + b[j];
       }
     }
     k += run;

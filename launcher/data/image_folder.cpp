@@ -23,6 +23,7 @@
 // clang-format on
 
 #include "common/error.hpp"
+#include "common/short_list.hpp"
 
 namespace dlh {
 namespace {
@@ -470,6 +471,13 @@ ImportedSplit ReadImageFiles(const std::string& folder, const ImageFolderOptions
   split.bytes.reserve(files.size() * size_t(split.shape.elements()));
   for (const ImageFile& file : files) AppendImage(file, options, &split);
   return split;
+}
+
+std::string SkippedFilesNote(const std::string& root, const ImportedSplit& split) {
+  if (split.skipped.empty()) return "";
+  return root + ": left out " + std::to_string(split.skipped.size()) +
+         " file(s) whose names are no image's (not .png, .jpg or .jpeg): " +
+         ShortList(split.skipped);
 }
 
 ImportedSplit ReadImageFolder(const std::string& root, const ImageFolderOptions& options,

@@ -31,6 +31,10 @@ ImportedSplit ReadImageFiles(const std::string& folder, const ImageFolderOptions
 // not empty, fixes the classes (a test folder must use the training folder's classes; a folder
 // not among them is an error). Throws DataError naming the file ("cats/007.png: not a PNG or
 // JPEG image", "dogs/3.jpg: corrupt JPEG data: ...").
+// "ROOT: left out N file(s) whose names are no image's (...): a/notes.txt, ...": the note for
+// a split's `skipped` files; "" when there are none.
+std::string SkippedFilesNote(const std::string& root, const ImportedSplit& split);
+
 ImportedSplit ReadImageFolder(const std::string& root, const ImageFolderOptions& options,
                               const std::vector<std::string>& class_names_in,
                               std::vector<std::string>* class_names);

@@ -205,8 +205,9 @@ void CheckFinite(const ImportedData& d, const ImportedSplit& s, const char* spli
   const size_t e = size_t(s.shape.elements());
   for (size_t i = 0; i < s.floats.size(); ++i)
     if (!std::isfinite(s.floats[i]))
-      throw DataError(d.source_file + ": " + split + " " + SampleText(s, i / e) +
-                      ": holds a non-finite value at element " + std::to_string(i % e));
+      throw DataError((s.images_file.empty() ? d.source_file : s.images_file) + ": " + split + " " +
+                      SampleText(s, i / e) + ": holds a non-finite value at element " +
+                      std::to_string(i % e));
 }
 
 // Means and standard deviations of the training values as they load (bytes scaled to [0, 1]):

@@ -21,9 +21,10 @@ struct ImportedSplit {
   std::vector<int64_t> labels;  // count; checked against the classes in WriteImportedDataset
   // Where sample i came from, for messages ("cats/007.png", "row 12"); may be empty.
   std::vector<std::string> origins;
-  // The file this split's labels came from, for messages about them; empty: the data's
-  // source_file (a test split of its own file names that file, not the training one).
-  std::string labels_file;
+  // The files this split's images and labels came from, for messages about them; empty: the
+  // data's source_file (NumPy keeps images and labels in files of their own, and a test split
+  // of its own file names that file, not the training one).
+  std::string images_file, labels_file;
   // Files of an image folder left out for a name that is no image's (notes.txt, a .csv of
   // labels), relative to the folder: the command says so in one note.
   std::vector<std::string> skipped;

@@ -4,14 +4,12 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <climits>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
-#include "common/short_list.hpp"
 #include "launcher/data/csv_file.hpp"
 #include "launcher/data/data_cli.hpp"
 #include "launcher/data/image_folder.hpp"
@@ -86,20 +84,9 @@ void Finish(ImportedData d, const CommonOptions& common) {
 // ---------------------------------------------------------------------------------------
 // NumPy
 
-// The shared check (WriteImportedDataset) names ImportedData::source_file, the file its
-// label messages need: the labels' .npy. A non-finite image value is the images' file's, so
-// the .npy images are checked here, with the same words, naming it.
-void CheckFiniteImages(const ImportedSplit& s, const std::string& where, const char* split) {
-  const size_t e = size_t(s.shape.elements());
-  for (size_t i = 0; i < s.floats.size(); ++i)
-    if (!std::isfinite(s.floats[i]))
-      throw DataError(where + ": " + split + " sample " + std::to_string(i / e) +
-                      ": holds a non-finite value at element " + std::to_string(i % e));
-}
-
 void SetSplitFromNumpy(const NumpyArray& images, const NumpyArray& labels,
                        const std::string& images_where, const std::string& labels_where,
-                       ImageLayout layout, const char* split_name, ImportedSplit* split) {
+                       ImageLayout layout, ImportedSplit* split) {
   if (!(labels.shape.size() == 1 || (labels.shape.size() == 2 && labels.shape[1] == 1)))
     throw DataError(labels_where + ": labels must be a vector of N (or N x 1), not of rank " +
                     std::to_string(labels.shape.size()));
@@ -112,7 +99,8 @@ void SetSplitFromNumpy(const NumpyArray& images, const NumpyArray& labels,
     SetImages(split, images.shape, layout, images.data, images_where);
   else
     SetImages(split, images.shape, layout, ToFloats(images), images_where);
-  CheckFiniteImages(*split, images_where, split_name);
+  // The shared check of the values (WriteImportedDataset) names it, not source_file.
+  split->images_file = images_where;
   split->labels = ToWholeNumbers(labels, labels_where);
 }
 
@@ -180,13 +168,12 @@ int ImportNumpyCommand(const std::vector<std::string>& args) {
       for (const auto& [name, a] : arrays) have += (have.empty() ? "" : ", ") + name;
       throw DataError(npz + ": no array '" + key + "' (it holds: " + have + "; see --keys)");
     };
-    SetSplitFromNumpy(get(k[0]), get(k[1]), npz + ": " + k[0], npz + ": " + k[1], layout, "train",
-                      &d.train);
+    SetSplitFromNumpy(get(k[0]), get(k[1]), npz + ": " + k[0], npz + ": " + k[1], layout, &d.train);
     // The default keys name a test pair that many archives lack: then it is held out.
     const bool test_named = k.size() == 4 && (arrays.count(k[2]) || arrays.count(k[3]) ||
                                               vm["keys"].defaulted() == false);
     if (test_named) {
-      SetSplitFromNumpy(get(k[2]), get(k[3]), npz + ": " + k[2], npz + ": " + k[3], layout, "test",
+      SetSplitFromNumpy(get(k[2]), get(k[3]), npz + ": " + k[2], npz + ": " + k[3], layout,
                         &d.test);
       d.has_test = true;
     }
@@ -198,10 +185,10 @@ int ImportNumpyCommand(const std::vector<std::string>& args) {
     if (test_images.empty() != test_labels.empty())
       throw UsageError("--test-images and --test-labels go together");
     SetSplitFromNumpy(ReadNpy(train_images), ReadNpy(train_labels), train_images, train_labels,
-                      layout, "train", &d.train);
+                      layout, &d.train);
     if (!test_images.empty()) {
       SetSplitFromNumpy(ReadNpy(test_images), ReadNpy(test_labels), test_images, test_labels,
-                        layout, "test", &d.test);
+                        layout, &d.test);
       d.test.labels_file = test_labels;
       d.has_test = true;
     }
@@ -314,12 +301,9 @@ int ImportImagesCommand(const std::vector<std::string>& args) {
     d.has_test = true;
   }
   for (const ImportedSplit* s : {&d.train, &d.test})
-    if (!s->skipped.empty())
-      std::fprintf(stderr,
-                   "dlh-data: note: %s: left out %zu file(s) whose names are no image's (not .png, "
-                   ".jpg or .jpeg): %s\n",
-                   (s == &d.train ? root : test_root).c_str(), s->skipped.size(),
-                   ShortList(s->skipped).c_str());
+    if (const std::string note = SkippedFilesNote(s == &d.train ? root : test_root, *s);
+        !note.empty())
+      std::fprintf(stderr, "dlh-data: note: %s\n", note.c_str());
   d.source = "images (" + root + ", " + size_text + ", " + channels_text + " channels)";
   d.source_file = root;
   Finish(std::move(d), common);

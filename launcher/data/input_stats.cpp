@@ -39,6 +39,7 @@ LoadTransform MakeLoadTransform(const std::vector<double>& mean, const std::vect
   for (size_t j = 0; j < m.size(); ++j) {
     t.a[j] = float(scale / s[j]);
     t.b[j] = float(-m[j] / s[j]);
+    t.identity = t.identity && t.a[j] == 1.0f && t.b[j] == 0.0f;
   }
   return t;
 }

@@ -29,6 +29,7 @@ std::vector<double> StatsPerValue(const std::vector<double>& stats, const Shape3
 // a[j] = float(scale / std[j]), b[j] = float(-mean[j] / std[j]).
 struct LoadTransform {
   std::vector<float> a, b;
+  bool identity = true;  // every a 1 and b 0: values load as stored, and the pass is skipped
 };
 LoadTransform MakeLoadTransform(const std::vector<double>& mean, const std::vector<double>& stddev,
                                 double scale, const Shape3& shape, const std::string& what);

@@ -14,7 +14,6 @@
 #include "common/cli.hpp"
 #include "common/error.hpp"
 #include "common/exit_codes.hpp"
-#include "common/short_list.hpp"
 #include "common/spec.hpp"
 #include "launcher/data/dataset.hpp"
 #include "launcher/data/dataset_write.hpp"
@@ -157,11 +156,8 @@ Input ReadImages(const std::string& dir, const TrainState& state, const TrainSpe
                       " class folders, the network has " + std::to_string(spec.classes) +
                       " classes (the folders, in sorted order, number them)");
     in.origins = images.origins;
-    if (!images.skipped.empty())
-      std::fprintf(stderr,
-                   "dlh-launch: note: %s: left out %zu file(s) whose names are no image's (not "
-                   ".png, .jpg or .jpeg): %s\n",
-                   dir.c_str(), images.skipped.size(), ShortList(images.skipped).c_str());
+    if (const std::string note = SkippedFilesNote(dir, images); !note.empty())
+      std::fprintf(stderr, "dlh-launch: note: %s\n", note.c_str());
   } else {
     images = ReadImageFiles(dir, o);
     in.labelled = false;
