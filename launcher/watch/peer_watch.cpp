@@ -127,6 +127,10 @@ Heartbeat Mine(Watch& w, const PeerWatchOptions& o, bool finished) {
   h.run_id = o.run_id;
   h.time = UnixNow();
   h.finished = finished;
+  {
+    std::lock_guard<std::mutex> lock(w.mutex);
+    h.checkpoint = w.checkpoint;
+  }
   if (const char* call = w.call.load(std::memory_order_acquire)) {
     h.waiting_in = FunctionName(call);
     h.waiting_s = double(SteadyNs() - w.wait_start_ns.load()) * 1e-9;
@@ -272,6 +276,7 @@ std::string HeartbeatJson(const Heartbeat& h) {
             {"pid", h.pid},   {"step", h.step},     {"run_id", h.run_id},
             {"time", h.time}, {"idle_s", h.idle_s}, {"finished", h.finished}};
   if (!h.waiting_in.empty()) j["waiting"] = {{"in", h.waiting_in}, {"seconds", h.waiting_s}};
+  if (!h.checkpoint.empty()) j["checkpoint"] = h.checkpoint;
   return j.dump() + "\n";
 }
 
@@ -288,6 +293,7 @@ Heartbeat ParseHeartbeat(const std::string& text) {
     h.run_id = j.at("run_id").get<std::string>();
     h.time = j.at("time").get<double>();
     h.finished = j.at("finished").get<bool>();
+    h.checkpoint = j.value("checkpoint", std::string());
     if (j.contains("waiting")) {
       h.waiting_in = j["waiting"].at("in").get<std::string>();
       h.waiting_s = j["waiting"].at("seconds").get<double>();

@@ -62,6 +62,9 @@ struct Heartbeat {
   double time = 0;         // Unix time it wrote this
   std::string run_id;
   bool finished = false;
+  // The newest checkpoint this rank knows is on disk (what its guard or a stall line would
+  // name); empty before the first, and in older heartbeats.
+  std::string checkpoint;
 };
 
 std::string HeartbeatJson(const Heartbeat& h);

@@ -26,9 +26,12 @@ train=(mpirun -np 3 dlh-launch train "$WORK/spec.json" --run-dir "$run" --thread
 
 setsid "${train[@]}" --progress none >"$WORK/out.log" 2>"$WORK/err.log" &
 job=$!
-# Wait for all three heartbeats and a first checkpoint, then freeze rank 2.
-for ((i = 0; i < 600; ++i)); do
-  compgen -G "$run/checkpoints/*.h5" >/dev/null && [[ -f $run/heartbeat/rank-2.json ]] && break
+# Wait until every rank's heartbeat names a checkpoint, then freeze rank 2. A rank learns
+# that a background checkpoint is on disk some steps after the file appears (from a later
+# step's control allreduce), and the verdict names what the judging rank knew.
+knows_checkpoint() { [[ -f $run/heartbeat/rank-$1.json ]] && heartbeat_field "$run/heartbeat/rank-$1.json" checkpoint >/dev/null; }
+for ((i = 0; i < 1200; ++i)); do
+  knows_checkpoint 0 && knows_checkpoint 1 && knows_checkpoint 2 && break
   kill -0 $job 2>/dev/null || { cat "$WORK/err.log" >&2; fail "the run ended before rank 2 was stopped"; }
   sleep 0.1
 done
@@ -86,11 +89,12 @@ check "each rank's last heartbeat says it finished"
 # A rank killed outright (SIGKILL, as the out-of-memory killer does) cannot speak: its guard
 # process (launcher/comm/rank_guard.hpp) says which rank died, where it was and the last
 # good checkpoint, and mpirun ends the job with the guard's exit code, 128 + 9.
+# The guard names the checkpoint its rank knew of: wait for rank 1's heartbeat to name one.
 rm -rf "$run"
 setsid "${train[@]}" --progress none >"$WORK/out3.log" 2>"$WORK/err3.log" &
 job=$!
-for ((i = 0; i < 600; ++i)); do
-  compgen -G "$run/checkpoints/*.h5" >/dev/null && [[ -f $run/heartbeat/rank-1.json ]] && break
+for ((i = 0; i < 1200; ++i)); do
+  knows_checkpoint 1 && break
   kill -0 $job 2>/dev/null || { cat "$WORK/err3.log" >&2; fail "the run ended before rank 1 was killed"; }
   sleep 0.1
 done

@@ -47,6 +47,9 @@ TEST(Heartbeat, RoundTrips) {
   EXPECT_TRUE(ParseHeartbeat(HeartbeatJson(Beat(0, 0))).waiting_in.empty());
   h.idle_s = 12.5;
   EXPECT_DOUBLE_EQ(ParseHeartbeat(HeartbeatJson(h)).idle_s, 12.5);
+  EXPECT_EQ(HeartbeatJson(h).find("checkpoint"), std::string::npos);  // none yet: no field
+  h.checkpoint = "run/checkpoints/ckpt-000000050.h5";
+  EXPECT_EQ(ParseHeartbeat(HeartbeatJson(h)).checkpoint, h.checkpoint);
 }
 
 TEST(Heartbeat, OneWithoutNodeOrIdleTimeStillReads) {
