@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -213,21 +214,36 @@ constexpr double kMinModelledCommS = 20e-6;
 struct CommResiduals {
   Residuals type[4], model[4];
   std::map<std::pair<int, int>, Residuals> type_at, model_at;
-  int runs = 0;  // records that taught any of them
+  std::map<std::pair<int, int>, int> regime_at;  // a shape's regime, as its first record ran
+  int runs = 0;                                  // records that taught any of them
   void add(const Observation& r, int regime, double value, bool own, bool planned_model) {
     const std::pair<int, int> shape{r.ranks, r.ranks_per_node};
     auto push = [&](Residuals& to) { (own ? to.own : to.others).push_back(value); };
     push(type[regime]);
     push(type_at[shape]);
+    regime_at.emplace(shape, regime);
     if (planned_model) {
       push(model[regime]);
       push(model_at[shape]);
     }
     ++runs;
   }
+  // The caller's records alone; a shape only others ran at is left out, so that it falls
+  // back to the regime's factor as it would in a store of the caller's own.
+  CommResiduals OwnOnly() const {
+    CommResiduals own = *this;
+    for (int regime = 0; regime < 4; ++regime) {
+      own.type[regime].others.clear();
+      own.model[regime].others.clear();
+    }
+    for (auto* at : {&own.type_at, &own.model_at})
+      for (auto it = at->begin(); it != at->end();)
+        it = it->second.own.empty() ? at->erase(it) : std::next(it);
+    return own;
+  }
 };
 
-void LearnComm(const CommResiduals& c, DeviceSpeed* s) {
+void LearnCommUnbounded(const CommResiduals& c, DeviceSpeed* s) {
   auto any = [](const Residuals& r) { return !r.own.empty() || !r.others.empty(); };
   for (int regime = 0; regime < 4; ++regime)
     s->comm_log_factor[regime] =
@@ -236,6 +252,27 @@ void LearnComm(const CommResiduals& c, DeviceSpeed* s) {
   for (const auto& [shape, r] : c.type_at) {
     const auto mine = c.model_at.find(shape);
     s->comm_log_at[shape] = ModelHistory(mine != c.model_at.end() ? mine->second : r).log_factor;
+  }
+}
+
+// Every factor within kOthersCapLog of what the caller's own records alone teach. Each part
+// is capped (ModelHistory), but a model's history is preferred to the type's: others' runs
+// of the planned model replaced the caller's own measurement of the link (a measured x3
+// planned at their x1), and others' runs at a shape replaced the caller's regime factor.
+void LearnComm(const CommResiduals& c, DeviceSpeed* s) {
+  DeviceSpeed own;
+  LearnCommUnbounded(c.OwnOnly(), &own);
+  LearnCommUnbounded(c, s);
+  auto bound = [](double all, double mine) {
+    return std::clamp(all, mine - kOthersCapLog, mine + kOthersCapLog);
+  };
+  for (int regime = 0; regime < 4; ++regime)
+    s->comm_log_factor[regime] = bound(s->comm_log_factor[regime], own.comm_log_factor[regime]);
+  for (auto& [shape, log_factor] : s->comm_log_at) {
+    const auto mine = own.comm_log_at.find(shape);
+    log_factor = bound(log_factor, mine != own.comm_log_at.end()
+                                       ? mine->second
+                                       : own.comm_log_factor[c.regime_at.at(shape)]);
   }
 }
 

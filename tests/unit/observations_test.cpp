@@ -865,6 +865,39 @@ TEST(ObservationCorrectionTest, ALinksErrorIsLearnedAsTheLinksNotAsCompute) {
   EXPECT_EQ(other.at("alpha").comm_log_factor[1], 0);
 }
 
+// The caller's own job of one model measured the link across nodes at 3x its model; another
+// user's runs of the planned model say 1x. A model's history is preferred to the type's, but
+// another user's may move the caller's own measurement of the link by the cap at most, for
+// the regime and for the shape alike.
+TEST(ObservationCorrectionTest, OthersRunsOfTheModelMoveTheCallersLinkByAtMostTheCap) {
+  const Cluster c = TwoNodes();
+  const Job wider = WiderJob(), tiny = TinyJob();
+  auto across = [&](const Job& job, double link) {
+    const DeviceSpeed before = CpuSpeeds(job).at("alpha");
+    Observation base = Record(JobModelKey(job), 0);
+    base.threads_per_rank = 1;
+    Observation r = AtRanks(base, 2, 1.0, before, c);
+    r.ranks_per_node = 1;
+    r.spec = nlohmann::json::parse(job.spec.json);
+    r.allreduce_s = link * ModelledComm(r, job.features.param_bytes(), before, c, "alpha");
+    r.step_s += r.allreduce_s;
+    return r;
+  };
+  StoreContents store;
+  store.records.push_back(Stored(across(tiny, 3.0), getuid()));
+  for (int i = 0; i < 5; ++i) store.records.push_back(Stored(across(wider, 1.0), getuid() + 1));
+  auto speeds = CpuSpeeds(wider);
+  ApplyObservationsFrom(store, getuid(), wider, c, &speeds);
+  const DeviceSpeed& s = speeds.at("alpha");
+  EXPECT_NEAR(s.comm_log_factor[CommRegime(2, false)], std::log(3.0) - kOthersCapLog, 1e-9);
+  EXPECT_NEAR(s.comm_log_at.at({2, 1}), std::log(3.0) - kOthersCapLog, 1e-9);
+  // Without the caller's own record, the others' runs count within the cap of none.
+  store.records.erase(store.records.begin());
+  speeds = CpuSpeeds(wider);
+  ApplyObservationsFrom(store, getuid(), wider, c, &speeds);
+  EXPECT_NEAR(speeds.at("alpha").comm_log_factor[CommRegime(2, false)], 0, 1e-9);
+}
+
 // A plan's allreduce is the modelled one times what the store learned: the shape's factor
 // where the model (or type) ran at that shape, else the regime's.
 TEST(ObservationCorrectionTest, APlanTakesTheLearnedLinkFactor) {
