@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -300,7 +301,11 @@ int PostOpt(dlh_log_fn log, dlh_export_fn export_job_env) {
 
   if (dry_run) {
     // stdout, like `dlh-estimate recommend`; nothing is submitted (see spank_entry.c).
-    std::fputs(dlh::plan::DryRunReport(plan, 5).c_str(), stdout);
+    // The plugin runs inside sbatch or salloc (spank_entry.c refuses srun); SPANK's
+    // allocator context is the same for both, the process's name is not.
+    const std::string command =
+        std::strcmp(program_invocation_short_name, "salloc") == 0 ? "salloc" : "sbatch";
+    std::fputs(dlh::plan::DryRunReport(plan, 5, command).c_str(), stdout);
     std::fflush(stdout);
     if (!plan.feasible) {
       Log(log, DLH_LOG_ERROR, dlh::plan::InfeasibleMessage(plan));

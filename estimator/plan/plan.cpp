@@ -618,7 +618,7 @@ std::string InfeasibleMessage(const PlanOutcome& p) {
          " predicted)";
 }
 
-std::string DryRunReport(const PlanOutcome& p, int top) {
+std::string DryRunReport(const PlanOutcome& p, int top, const std::string& command) {
   const Job& job = p.job;
   const Recommendation& rec = p.rec;
   std::string s = "dlh: dry run, nothing submitted\n";
@@ -679,7 +679,7 @@ std::string DryRunReport(const PlanOutcome& p, int top) {
   for (const SlurmSetting& st : p.settings)
     if (st.apply) opts += " --" + st.name + "=" + st.value;
   const std::string kept = KeptText(p.user);
-  s += "sbatch would get:" + (opts.empty() ? std::string(" nothing") : opts) +
+  s += command + " would get:" + (opts.empty() ? std::string(" nothing") : opts) +
        (kept.empty() ? std::string() : " (yours kept: " + kept + ")") + "\n";
   if (!p.time_note.empty()) s += p.time_note + "\n";
   return s;

@@ -187,7 +187,7 @@ std::string SummaryLine(const PlanOutcome& p);
 // 10% margin (3m23s predicted)".
 std::string InfeasibleMessage(const PlanOutcome& p);
 // The dry-run report: job, speeds, availability, the `top` best allocations, the choice and
-// the sbatch options it would set.
-std::string DryRunReport(const PlanOutcome& p, int top);
+// the options it would set, for `command` (sbatch or salloc: "salloc would get: ...").
+std::string DryRunReport(const PlanOutcome& p, int top, const std::string& command = "sbatch");
 
 }  // namespace dlh::plan

@@ -364,6 +364,11 @@ grep -q "^  1  1x$(plan_value "$WORK/expected.json" 'p["allocation"]["parts"][0]
   { cat dry.out dry.err; fail "dry-run report"; }
 ! grep -q "Submitted" dry.out || fail "dry-run submitted a job"
 check "dry-run: exit 0, $(grep -c '^ *[0-9]  ' dry.out) allocations listed, '$(grep '^sbatch would get' dry.out)'"
+salloc -J dlhdry --dlh-auto="$AUTO,deadline=30m,dry-run" true >sdry.out 2>sdry.err ||
+  { cat sdry.out sdry.err; fail "salloc dry-run exited $?"; }
+grep -q "^salloc would get: --gres=${GRES#gres:} --nodes=$NODES --ntasks-per-node=$TPN --time=$LIMIT$" sdry.out ||
+  { cat sdry.out sdry.err; fail "salloc's dry-run report"; }
+check "salloc dry-run: '$(grep '^salloc would get' sdry.out)'"
 
 [[ -z $(scontrol show job 2>/dev/null | grep -E 'JobName=(dlhbad|dlhdry)') ]] || { scontrol show job | grep -E 'JobName=dlh'; fail "a refused job was queued"; }
 check "no refused or dry-run job reached the queue"
