@@ -472,4 +472,18 @@ void WriteSyntheticDataset(const std::string& out_path, const Shape3& shape, int
   });
 }
 
+std::vector<std::string> ReadClassNames(const std::string& data_path, int classes) {
+  h5::File file(data_path, h5::Mode::ReadOnly);
+  if (!h5::Exists(file.id(), "/class_names")) return {};
+  const nlohmann::json j =
+      nlohmann::json::parse(h5::ReadString(file.id(), "/class_names"), nullptr, false);
+  std::vector<std::string> names;
+  if (j.is_array())
+    for (const nlohmann::json& n : j) names.push_back(n.is_string() ? n.get<std::string>() : "");
+  if (names.size() != size_t(classes))
+    throw DataError(data_path + ": /class_names: " + std::to_string(names.size()) + " names for " +
+                    std::to_string(classes) + " classes");
+  return names;
+}
+
 }  // namespace dlh

@@ -51,6 +51,10 @@ struct Dataset {
 // for a loader that reads the samples it needs from the file (file_source.hpp).
 Dataset LoadDataset(const std::string& path, bool with_images = true);
 
+// The classes' names a data set file holds (/class_names, index = label); empty when it
+// holds none. Throws DataError naming the file when they are not `classes` names.
+std::vector<std::string> ReadClassNames(const std::string& path, int classes);
+
 // Reads IDX files (train-images-idx3-ubyte[.gz], ...) from `source_dir` and writes the
 // data set file atomically. Throws DataError.
 void ImportFashionMnist(const std::string& source_dir, const std::string& out_path);

@@ -42,20 +42,6 @@ bool IsDirectory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::vector<std::string> ClassNames(const std::string& data_path, int classes) {
-  h5::File file(data_path, h5::Mode::ReadOnly);
-  if (!h5::Exists(file.id(), "/class_names")) return {};
-  const nlohmann::json j =
-      nlohmann::json::parse(h5::ReadString(file.id(), "/class_names"), nullptr, false);
-  std::vector<std::string> names;
-  if (j.is_array())
-    for (const nlohmann::json& n : j) names.push_back(n.is_string() ? n.get<std::string>() : "");
-  if (names.size() != size_t(classes))
-    throw DataError(data_path + ": /class_names: " + std::to_string(names.size()) + " names for " +
-                    std::to_string(classes) + " classes");
-  return names;
-}
-
 // The loaded images, put on the scale the model was trained with when the data set
 // normalises differently from the checkpoint (a model applied to another file of the same
 // kind); values as loaded when the checkpoint recorded no normalisation (older files).
@@ -110,7 +96,7 @@ Input ReadSplit(const std::string& data_path, const std::string& split_name,
   } catch (const DataError& e) {
     throw DataError(data_path + " and " + checkpoint + ": " + e.what());
   }
-  in.class_names = ClassNames(data_path, spec.classes);
+  in.class_names = ReadClassNames(data_path, spec.classes);
   return in;
 }
 
@@ -215,7 +201,8 @@ int RunPredictCommand(const std::vector<std::string>& args) {
         "without it such an image is refused")
     ("split", po::value(&split_name)->default_value(split_name), "test or train")
     ("out", po::value(&out), "write each sample's class probabilities here: CSV (index, label, "
-        "predicted, confidence, p_0 ... p_K-1), or HDF5 when it ends in .h5 or .hdf5 "
+        "predicted, predicted_class where the classes have names, confidence, p_0 ... p_K-1), "
+        "or HDF5 when it ends in .h5 or .hdf5 "
         "(/probabilities N x K, /predicted, /labels, /confidence, /class_names)")
     ("results", po::value(&results), "write results.json here: accuracy, confusion matrix, "
         "per-class precision/recall/F1, the pairs most confused, the surest mistakes")
@@ -254,6 +241,14 @@ int RunPredictCommand(const std::vector<std::string>& args) {
                     ? ReadImages(images_dir, state, spec, checkpoint, vm.count("resize") > 0)
                     : ReadSplit(data_path, split_name, state, spec, checkpoint);
   DataSplit& split = input.split;
+  // Loose images (or a data set that names no classes): the names the training data gave.
+  if (input.class_names.empty() && !state.class_names.empty()) {
+    if (int(state.class_names.size()) != spec.classes)
+      throw CheckpointError(checkpoint +
+                            ": dataset /class_names: " + std::to_string(state.class_names.size()) +
+                            " names for " + std::to_string(spec.classes) + " classes");
+    input.class_names = state.class_names;
+  }
   if (!results.empty() && !input.labelled)
     throw UsageError(
         "predict: --results needs labels: give --data, or --images with one folder "
@@ -315,7 +310,8 @@ int RunPredictCommand(const std::vector<std::string>& args) {
   } else if (!out.empty()) {
     // Images: each row names its file (quoted as RFC 4180 asks); unlabelled: no label.
     std::string csv = std::string("index") + (input.origins.empty() ? "" : ",file") +
-                      (input.labelled ? ",label" : "") + ",predicted,confidence";
+                      (input.labelled ? ",label" : "") + ",predicted" +
+                      (names.empty() ? "" : ",predicted_class") + ",confidence";
     for (int c = 0; c < k; ++c) csv += ",p_" + std::to_string(c);
     csv += "\n";
     char num[32];
@@ -324,6 +320,7 @@ int RunPredictCommand(const std::vector<std::string>& args) {
       if (!input.origins.empty()) csv += "," + CsvField(input.origins[size_t(s)]);
       if (input.labelled) csv += "," + std::to_string(p.labels[size_t(s)]);
       csv += "," + std::to_string(p.predicted[size_t(s)]);
+      if (!names.empty()) csv += "," + CsvField(names[size_t(p.predicted[size_t(s)])]);
       std::snprintf(num, sizeof num, ",%.7g", double(p.confidence[size_t(s)]));
       csv += num;
       for (int c = 0; c < k; ++c) {

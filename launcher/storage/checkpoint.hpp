@@ -64,6 +64,11 @@ struct TrainState {
   // statistics) per step, <step> its cursor step (9 digits, from 0). `step` counts the steps
   // taken, so step - (their count) updates are in params. Empty otherwise.
   std::vector<NamedArray> in_flight;
+  // The classes' names, index = label, as the data set trained on names them (its
+  // /class_names): a prediction from this file alone names its classes. Empty: none
+  // recorded (the data set names none, or a file from before them; such files are written
+  // byte for byte as before).
+  std::vector<std::string> class_names;
 };
 
 // Writes `state` to `path` atomically: a temporary file beside it, fsync, rename, fsync

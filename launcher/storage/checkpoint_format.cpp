@@ -120,6 +120,11 @@ uint32_t Checksum(const TrainState& s) {
       for (int64_t b : change.batches) c.I64(b);
     }
   }
+  if (!s.class_names.empty()) {
+    c.Text("class_names");
+    c.U64(s.class_names.size());
+    for (const std::string& name : s.class_names) c.Text(name);
+  }
   for (const Section& sec : kSections) {
     const std::vector<NamedArray>& arrays = s.*sec.arrays;
     if (sec.optional && arrays.empty()) continue;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <nlohmann/json.hpp>
 
 #include "launcher/storage/checkpoint.hpp"
 #include "launcher/storage/checkpoint_format.hpp"
@@ -187,6 +188,18 @@ TrainState LoadOpened(const std::string& path, uint64_t file_size) {
       throw CheckpointError(path + ": dataset /split_history: " + why);
     why = SplitHistoryProblem(s);
     if (!why.empty()) throw CheckpointError(path + ": dataset /split_history: " + why);
+  }
+  if (h5::Exists(r.f, "class_names")) {
+    const nlohmann::json names =
+        nlohmann::json::parse(h5::ReadString(r.f, "class_names"), nullptr, false);
+    if (!names.is_array() || names.empty())
+      throw CheckpointError(path + ": dataset /class_names: not a JSON array of names");
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!names[i].is_string())
+        throw CheckpointError(path + ": dataset /class_names: [" + std::to_string(i) +
+                              "] is not a name");
+      s.class_names.push_back(names[i].get<std::string>());
+    }
   }
   for (const Section& sec : kSections) {
     std::string order = std::string("order/") + sec.group;

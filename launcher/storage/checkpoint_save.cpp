@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <system_error>
 
@@ -198,6 +199,8 @@ void WriteContents(hid_t f, const TrainState& s, CpuSeconds* checksum_cpu) {
   h5::WriteString(f, "spec", s.spec_json);
   if (!s.split_history.empty())
     h5::WriteString(f, "split_history", FormatSplitHistory(s.split_history));
+  if (!s.class_names.empty())
+    h5::WriteString(f, "class_names", nlohmann::json(s.class_names).dump());
   CreateGroup(f, "order");
   for (const Section& sec : kSections) {
     const std::vector<NamedArray>& arrays = s.*sec.arrays;

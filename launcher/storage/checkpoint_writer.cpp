@@ -35,6 +35,7 @@ void CheckpointWriter::submit(const std::function<void(TrainState* state)>& fill
   // Outside the lock: the snapshot (a copy of the parameters) is the caller's time, and the
   // thread is idle until it is handed over.
   fill(&state);
+  state.class_names = class_names_;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_ = std::move(state);

@@ -54,6 +54,10 @@ class CheckpointWriter {
   // snapshot into fresh pages costs more than the write saves. Returns at once after that;
   // the write's outcome comes from take_written() or wait().
   void submit(const std::function<void(TrainState* state)>& fill);
+  // What every checkpoint of the run records besides the state `fill` gives: the classes'
+  // names of the data set it trains on (TrainState::class_names). Set before the first
+  // submit().
+  void set_class_names(std::vector<std::string> names) { class_names_ = std::move(names); }
   // Waits until no write runs; throws the failure of one that failed.
   void wait();
   // Waits as wait() does, then frees the state kept for the next snapshot: a run that
@@ -76,8 +80,9 @@ class CheckpointWriter {
   const int keep_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::optional<TrainState> pending_;  // handed over, not yet taken by the thread
-  TrainState spare_;                   // the last written state, to be refilled
+  std::optional<TrainState> pending_;     // handed over, not yet taken by the thread
+  TrainState spare_;                      // the last written state, to be refilled
+  std::vector<std::string> class_names_;  // the caller's, copied into each state
   bool writing_ = false;
   bool stopping_ = false;
   std::exception_ptr failure_;

@@ -315,6 +315,13 @@ void Trainer::open_loop() {
     log_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl",
                                         [this](const std::string& m) { say("warning: " + m); });
     writer_ = std::make_unique<CheckpointWriter>(ckpt_dir_, o_.keep);
+    // Read before the loader's thread starts (HDF5 is serial). A checkpoint then names the
+    // classes wherever it goes (predict on loose images, export); bad names cost a line.
+    try {
+      writer_->set_class_names(ReadClassNames(spec_.dataset, spec_.classes));
+    } catch (const DataError& e) {
+      say(std::string("warning: ") + e.what() + ": the checkpoints record no class names");
+    }
   }
 
   loader_ = make_loader();

@@ -75,7 +75,10 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 assert [r["file"] for r in rows] == ["a, first.png", "b.png"] and "label" not in rows[0], rows
 same = [r for r in csv.DictReader(open(sys.argv[2])) if r["file"] == "class2/000.png"][0]
 assert all(r["p_2"] == same["p_2"] for r in rows), (rows, same)
-print(f"  ok: {len(rows)} files, named (one with a comma, quoted), no label column")
+# No class folders here: the names come from the checkpoint, which recorded the data set's.
+assert all(r["predicted_class"] == f"class{r['predicted']}" for r in rows), rows
+print(f"  ok: {len(rows)} files, named (one with a comma, quoted), no label column; "
+      f"classes named as trained: {[r['predicted_class'] for r in rows]}")
 PY
 check "$(cat "$WORK/pl.txt")"
 dlh-launch predict "$WORK/run" --images "$WORK/big" --resize --out "$WORK/resized.csv" --threads 1 >/dev/null ||

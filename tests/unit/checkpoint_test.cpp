@@ -250,6 +250,37 @@ TEST_F(CheckpointTest, InputNormalisationRoundTripsAndIsOptional) {
             std::string::npos);
 }
 
+// The data set's class names: a JSON array, checksummed, refused when not names; a file
+// without them is written as before (LayoutMatchesDocumentation lists its datasets).
+TEST_F(CheckpointTest, ClassNamesRoundTripAndAreOptional) {
+  TrainState s = SampleState();
+  s.class_names = {"T-shirt/top", "a, \"quoted\" name", "Ankle boot"};
+  SaveCheckpoint(Path("names.h5"), s);
+  EXPECT_EQ(LoadCheckpoint(Path("names.h5")).class_names, s.class_names);
+  {
+    h5::Handle file = OpenReadWrite(Path("names.h5"));
+    H5_CHECK(H5Ldelete(file.id(), "class_names", H5P_DEFAULT));
+    h5::WriteString(file.id(), "class_names", R"(["T-shirt/top", "b", "Ankle boot"])");
+  }
+  EXPECT_NE(ErrorOf([&] { LoadCheckpoint(Path("names.h5")); }).find("checksum mismatch"),
+            std::string::npos);
+  {
+    SaveCheckpoint(Path("names.h5"), s);
+    h5::Handle file = OpenReadWrite(Path("names.h5"));
+    H5_CHECK(H5Ldelete(file.id(), "class_names", H5P_DEFAULT));
+    h5::WriteString(file.id(), "class_names", R"(["a", 2])");
+  }
+  EXPECT_NE(ErrorOf([&] {
+              LoadCheckpoint(Path("names.h5"));
+            }).find("names.h5: dataset /class_names: [1] is not a name"),
+            std::string::npos);
+  EXPECT_TRUE(LoadCheckpoint([&] {
+                SaveCheckpoint(Path("none.h5"), SampleState());
+                return Path("none.h5");
+              }())
+                  .class_names.empty());
+}
+
 TEST_F(CheckpointTest, SeedKeepsAll64Bits) {
   for (uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{INT64_MAX}, uint64_t{1} << 63,
                         UINT64_MAX, uint64_t{0xFEDCBA9876543210ull}}) {
