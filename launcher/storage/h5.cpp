@@ -337,8 +337,11 @@ std::string ReadString(hid_t loc, const std::string& path) {
   RequireOneValue(space.id(), "'" + path + "'");
   size_t size = H5Tget_size(ftype.id());
   RequireFitsFile(dset.id(), size, "'" + path + "'");
-  Handle mtype = StringType(size, H5Tget_cset(ftype.id()));
-  std::string out(size, '\0');
+  // One byte more than the file's: HDF5 converts a null-padded string (h5py's and NumPy's
+  // fixed-length bytes) into a null-terminated one of the same size by dropping its last
+  // character to make room for the terminator.
+  Handle mtype = StringType(size + 1, H5Tget_cset(ftype.id()));
+  std::string out(size + 1, '\0');
   H5_CHECK(H5Dread(dset.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
   out.resize(std::strlen(out.c_str()));
   return out;
@@ -465,8 +468,8 @@ std::string GetStringAttr(hid_t loc, const std::string& obj, const std::string& 
   }
   size_t size = H5Tget_size(type.id());
   RequireFitsFile(attr.id(), size, "attribute '" + name + "'");
-  Handle mtype = StringType(size, H5Tget_cset(type.id()));
-  std::string out(size, '\0');
+  Handle mtype = StringType(size + 1, H5Tget_cset(type.id()));  // as ReadString's
+  std::string out(size + 1, '\0');
   H5_CHECK(H5Aread(attr.id(), mtype.id(), out.data()));
   out.resize(std::strlen(out.c_str()));
   return out;

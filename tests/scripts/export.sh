@@ -24,6 +24,11 @@ PY=/usr/bin/python3
 export PYTHONPATH="$ROOT/share/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
 
 dlh-data synthetic --out "$WORK/data.h5" --shape 2x12x12 --classes 4 --train 960 --test 130 --seed 3 >/dev/null
+# Named classes, as an import from class folders has them: the checkpoints record them and
+# the ONNX file's metadata carries them.
+"$PY" -c 'import h5py, json, numpy as np, sys
+with h5py.File(sys.argv[1], "a") as f:
+    f["class_names"] = np.bytes_(json.dumps(["ant", "bee", "cicada", "dragonfly"]))' "$WORK/data.h5"
 dlh-data synthetic --out "$WORK/other.h5" --shape 1x10x10 --classes 4 --train 96 --test 20 --seed 3 >/dev/null
 cat >"$WORK/spec.json" <<JSON
 {
@@ -135,13 +140,15 @@ onnx.checker.check_model(model, full_check=True)
 import json
 meta = {p.key: json.loads(p.value) for p in model.metadata_props}
 assert {"dlh.input_scale", "dlh.input_mean", "dlh.input_std"} <= set(meta), meta
+assert meta["dlh.class_names"] == ["ant", "bee", "cicada", "dragonfly"], meta
 with h5py.File(sys.argv[5]) as f:
     raw = f["test/images"][()].astype(np.float64)
 mean, std = (np.asarray(meta[k]).reshape(-1, 1, 1) for k in ("dlh.input_mean", "dlh.input_std"))
 fed = (raw * meta["dlh.input_scale"][0] - mean) / std
 assert np.abs(fed - x.numpy()).max() < 1e-5, np.abs(fed - x.numpy()).max()
 print(f"  ok: m.onnx's metadata: inputs x * {meta['dlh.input_scale'][0]:.6g}, then (x - mean) / std, "
-      f"mean {meta['dlh.input_mean']}, std {meta['dlh.input_std']}: the loader's inputs")
+      f"mean {meta['dlh.input_mean']}, std {meta['dlh.input_std']}: the loader's inputs; "
+      f"classes {meta['dlh.class_names']}")
 dims = [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
 assert dims[0] == "batch" and dims[1:] == list(prog.INPUT_SHAPE), dims
 weights = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in model.graph.initializer}

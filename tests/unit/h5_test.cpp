@@ -1,6 +1,7 @@
 // h5_test — large arrays written through the small reused buffer (h5.cpp, WriteInPieces)
 // read back exactly, whatever their shape: rows that do not divide the pieces, one row
-// larger than a piece, one dimension, integers beside floats.
+// larger than a piece, one dimension, integers beside floats; and strings as other writers
+// (h5py, NumPy) pad them.
 #include "launcher/storage/h5.hpp"
 
 #include <gtest/gtest.h>
@@ -67,6 +68,40 @@ TEST_F(H5PiecesTest, LargeArraysReadBackExactly) {
   const std::vector<int32_t> ints = h5::ReadInts(f.id(), "labels");
   ASSERT_EQ(ints.size(), 600000u);
   for (size_t i = 0; i < ints.size(); ++i) ASSERT_EQ(ints[i], int32_t(i) - 300000) << i;
+}
+
+}  // namespace
+}  // namespace dlh
+
+namespace dlh {
+namespace {
+
+// h5py and NumPy write fixed-length bytes null-padded, not null-terminated: every byte of
+// the type is text. Read into a type of the same size, HDF5 dropped the last character
+// ('["ant", "bee"' for '["ant", "bee"]'). Strings as DLH writes them read as before.
+TEST_F(H5PiecesTest, NullPaddedStringsReadWhole) {
+  const std::string path = dir_ + "/strings.h5";
+  const std::string text = R"(["ant", "bee"])";
+  {
+    h5::File f(path, h5::Mode::Create);
+    h5::Handle type(H5Tcopy(H5T_C_S1));
+    H5Tset_size(type.id(), text.size());
+    H5Tset_strpad(type.id(), H5T_STR_NULLPAD);
+    h5::Handle space(H5Screate(H5S_SCALAR));
+    h5::Handle dset(
+        H5Dcreate2(f.id(), "padded", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_GE(H5Dwrite(dset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()), 0);
+    h5::Handle attr(
+        H5Acreate2(f.id(), "padded_attr", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_GE(H5Awrite(attr.id(), type.id(), text.data()), 0);
+    h5::WriteString(f.id(), "own", text);
+    h5::SetAttr(f.id(), ".", "own_attr", text);
+  }
+  h5::File f(path, h5::Mode::ReadOnly);
+  EXPECT_EQ(h5::ReadString(f.id(), "padded"), text);
+  EXPECT_EQ(h5::GetStringAttr(f.id(), ".", "padded_attr"), text);
+  EXPECT_EQ(h5::ReadString(f.id(), "own"), text);
+  EXPECT_EQ(h5::GetStringAttr(f.id(), ".", "own_attr"), text);
 }
 
 }  // namespace
