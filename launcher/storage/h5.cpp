@@ -331,10 +331,19 @@ std::string ReadString(hid_t loc, const std::string& path) {
   Handle dset = OpenDataset(loc, path);
   Handle ftype(H5_CHECK(H5Dget_type(dset.id())));
   if (H5Tget_class(ftype.id()) != H5T_STRING) throw H5Error("'" + path + "' is not a string");
-  if (H5_CHECK(H5Tis_variable_str(ftype.id())) > 0)
-    throw H5Error("'" + path + "' is a variable-length string (expected fixed length)");
   Handle space(H5_CHECK(H5Dget_space(dset.id())));
   RequireOneValue(space.id(), "'" + path + "'");
+  if (H5_CHECK(H5Tis_variable_str(ftype.id())) > 0) {
+    // h5py's own str (f["class_names"] = json.dumps(names)): the library allocates it.
+    char* text = nullptr;
+    Handle mtype(H5_CHECK(H5Tcopy(H5T_C_S1)));
+    H5_CHECK(H5Tset_size(mtype.id(), H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(mtype.id(), H5Tget_cset(ftype.id())));
+    H5_CHECK(H5Dread(dset.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &text));
+    std::string out = text ? text : "";
+    H5free_memory(text);
+    return out;
+  }
   size_t size = H5Tget_size(ftype.id());
   RequireFitsFile(dset.id(), size, "'" + path + "'");
   // One byte more than the file's: HDF5 converts a null-padded string (h5py's and NumPy's
