@@ -263,16 +263,14 @@ void LearnComm(const CommResiduals& c, DeviceSpeed* s) {
   DeviceSpeed own;
   LearnCommUnbounded(c.OwnOnly(), &own);
   LearnCommUnbounded(c, s);
-  auto bound = [](double all, double mine) {
-    return std::clamp(all, mine - kOthersCapLog, mine + kOthersCapLog);
-  };
   for (int regime = 0; regime < 4; ++regime)
-    s->comm_log_factor[regime] = bound(s->comm_log_factor[regime], own.comm_log_factor[regime]);
+    s->comm_log_factor[regime] =
+        WithinCapOf(s->comm_log_factor[regime], own.comm_log_factor[regime]);
   for (auto& [shape, log_factor] : s->comm_log_at) {
     const auto mine = own.comm_log_at.find(shape);
-    log_factor = bound(log_factor, mine != own.comm_log_at.end()
-                                       ? mine->second
-                                       : own.comm_log_factor[c.regime_at.at(shape)]);
+    log_factor = WithinCapOf(log_factor, mine != own.comm_log_at.end()
+                                             ? mine->second
+                                             : own.comm_log_factor[c.regime_at.at(shape)]);
   }
 }
 
@@ -345,8 +343,7 @@ ComputeLearning LearnCompute(const std::vector<Residual>& residuals, const std::
 // count of ranks side by side: each of its parts is capped, but a type's correction of +15%
 // and a count's offset of +15%, both from others' records, made one step 32% slower.
 void BoundByOwn(const ComputeLearning& own, ComputeLearning* all) {
-  const double c = std::clamp(all->c.log_factor, own.c.log_factor - kOthersCapLog,
-                              own.c.log_factor + kOthersCapLog);
+  const double c = WithinCapOf(all->c.log_factor, own.c.log_factor);
   std::map<int, double> counts = all->learned;
   counts.insert(own.learned.begin(), own.learned.end());
   std::map<int, double> learned;
@@ -354,7 +351,7 @@ void BoundByOwn(const ComputeLearning& own, ComputeLearning* all) {
     const int n = count.first;
     const double mine = own.c.log_factor + LearnedLogAt(own.learned, n);
     const double total = all->c.log_factor + LearnedLogAt(all->learned, n);
-    const double bounded = std::clamp(total, mine - kOthersCapLog, mine + kOthersCapLog);
+    const double bounded = WithinCapOf(total, mine);
     // Unchanged where within the bound (the same value, not one rounded through c).
     learned[n] =
         bounded == total && c == all->c.log_factor ? LearnedLogAt(all->learned, n) : bounded - c;

@@ -2,6 +2,7 @@
 // move a prediction. Values are ln(measured / predicted) unless said otherwise.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 namespace dlh {
@@ -17,6 +18,11 @@ std::vector<double> WithoutOutliers(const std::vector<double>& values);
 // How far records of other users may move one user's prediction, in ln: 15%; and the most
 // spread (a robust standard deviation of ln t) their records may give its band.
 constexpr double kOthersCapLog = 0.13976194237515868;  // ln(1.15)
+// `all` (a value learned from every record) within kOthersCapLog of `own` (the same learned
+// from the caller's records alone).
+inline double WithinCapOf(double all, double own) {
+  return std::clamp(all, own - kOthersCapLog, own + kOthersCapLog);
+}
 // Shrinkage of a type's correction toward none: n / (n + kShrinkJobs) of the residuals' median.
 constexpr double kShrinkJobs = 5;
 // `log_factor`, learned from `n` jobs (or models), shrunk toward none by n / (n + kShrinkJobs).

@@ -174,6 +174,32 @@ Handle StringType(size_t length, H5T_cset_t cset = H5T_CSET_UTF8) {
   return type;
 }
 
+// The one string of file type `ftype` in `object` (a dataset or an attribute, `what` naming
+// it), read by `read(memory_type, buffer)`. Variable-length (h5py's own str): the library
+// allocates it. Fixed-length: into one byte more than the file's, since HDF5 converts a
+// null-padded string (h5py's and NumPy's fixed-length bytes) into a null-terminated one of
+// the same size by dropping its last character to make room for the terminator.
+template <typename Read>
+std::string ReadOneString(hid_t object, hid_t ftype, const std::string& what, Read read) {
+  if (H5_CHECK(H5Tis_variable_str(ftype)) > 0) {
+    char* text = nullptr;
+    Handle mtype(H5_CHECK(H5Tcopy(H5T_C_S1)));
+    H5_CHECK(H5Tset_size(mtype.id(), H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(mtype.id(), H5Tget_cset(ftype)));
+    H5_CHECK(read(mtype.id(), static_cast<void*>(&text)));
+    std::string out = text ? text : "";
+    H5free_memory(text);
+    return out;
+  }
+  const size_t size = H5Tget_size(ftype);
+  RequireFitsFile(object, size, what);
+  Handle mtype = StringType(size + 1, H5Tget_cset(ftype));
+  std::string out(size + 1, '\0');
+  H5_CHECK(read(mtype.id(), static_cast<void*>(out.data())));
+  out.resize(std::strlen(out.c_str()));
+  return out;
+}
+
 }  // namespace
 
 std::unique_lock<std::mutex> LockLibrary() {
@@ -333,27 +359,9 @@ std::string ReadString(hid_t loc, const std::string& path) {
   if (H5Tget_class(ftype.id()) != H5T_STRING) throw H5Error("'" + path + "' is not a string");
   Handle space(H5_CHECK(H5Dget_space(dset.id())));
   RequireOneValue(space.id(), "'" + path + "'");
-  if (H5_CHECK(H5Tis_variable_str(ftype.id())) > 0) {
-    // h5py's own str (f["class_names"] = json.dumps(names)): the library allocates it.
-    char* text = nullptr;
-    Handle mtype(H5_CHECK(H5Tcopy(H5T_C_S1)));
-    H5_CHECK(H5Tset_size(mtype.id(), H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(mtype.id(), H5Tget_cset(ftype.id())));
-    H5_CHECK(H5Dread(dset.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &text));
-    std::string out = text ? text : "";
-    H5free_memory(text);
-    return out;
-  }
-  size_t size = H5Tget_size(ftype.id());
-  RequireFitsFile(dset.id(), size, "'" + path + "'");
-  // One byte more than the file's: HDF5 converts a null-padded string (h5py's and NumPy's
-  // fixed-length bytes) into a null-terminated one of the same size by dropping its last
-  // character to make room for the terminator.
-  Handle mtype = StringType(size + 1, H5Tget_cset(ftype.id()));
-  std::string out(size + 1, '\0');
-  H5_CHECK(H5Dread(dset.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
-  out.resize(std::strlen(out.c_str()));
-  return out;
+  return ReadOneString(dset.id(), ftype.id(), "'" + path + "'", [&](hid_t mtype, void* buffer) {
+    return H5Dread(dset.id(), mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer);
+  });
 }
 
 std::vector<float> ReadFloatRows(hid_t loc, const std::string& path, hsize_t first, hsize_t count) {
@@ -466,22 +474,9 @@ std::string GetStringAttr(hid_t loc, const std::string& obj, const std::string& 
     throw H5Error("attribute '" + name + "' is not a string");
   Handle space(H5_CHECK(H5Aget_space(attr.id())));
   RequireOneValue(space.id(), "attribute '" + name + "'");
-  if (H5_CHECK(H5Tis_variable_str(type.id())) > 0) {
-    char* text = nullptr;
-    Handle mtype(H5_CHECK(H5Tcopy(H5T_C_S1)));
-    H5_CHECK(H5Tset_size(mtype.id(), H5T_VARIABLE));
-    H5_CHECK(H5Aread(attr.id(), mtype.id(), &text));
-    std::string out = text ? text : "";
-    H5free_memory(text);
-    return out;
-  }
-  size_t size = H5Tget_size(type.id());
-  RequireFitsFile(attr.id(), size, "attribute '" + name + "'");
-  Handle mtype = StringType(size + 1, H5Tget_cset(type.id()));  // as ReadString's
-  std::string out(size + 1, '\0');
-  H5_CHECK(H5Aread(attr.id(), mtype.id(), out.data()));
-  out.resize(std::strlen(out.c_str()));
-  return out;
+  return ReadOneString(
+      attr.id(), type.id(), "attribute '" + name + "'",
+      [&](hid_t mtype, void* buffer) { return H5Aread(attr.id(), mtype, buffer); });
 }
 
 }  // namespace h5
