@@ -193,15 +193,18 @@ else
 CHECK_JOBS ?= 6
 endif
 CHECK_TIMES = $(BUILDDIR)/check-times.txt
+CHECK_FAILURES = $(BUILDDIR)/check-failures.txt
 # run_side_by_side TARGET: TARGET's tests (and what they need built) CHECK_JOBS at a time,
 # then the leftover check; the exit code is the worst of both.
-run_side_by_side = export DLH_CHECK_RUN=check-$$$$-$$(date +%s) DLH_CHECK_TIMES=$(CHECK_TIMES); \
-  mkdir -p $(BUILDDIR) && : >$(CHECK_TIMES); rc=0; s=$$SECONDS; \
+run_side_by_side = export DLH_CHECK_RUN=check-$$$$-$$(date +%s) DLH_CHECK_TIMES=$(CHECK_TIMES) \
+    DLH_CHECK_FAILURES=$(CHECK_FAILURES); \
+  mkdir -p $(BUILDDIR) && : >$(CHECK_TIMES) && : >$(CHECK_FAILURES); rc=0; s=$$SECONDS; \
   $(MAKE) --no-print-directory -k -j$(CHECK_JOBS) --output-sync=target $1 || rc=$$?; \
   echo "== built and tested in $$((SECONDS - s)) s, $(CHECK_JOBS) at a time, the tests' CPU time \
     $$(awk '{ sub(/.*CPU /, ""); cpu += $$1 } END { print cpu + 0 }' $(CHECK_TIMES)) s; the slowest tests:"; \
   sort -rn $(CHECK_TIMES) | head -5 | sed 's/^/   /'; \
-  bash tests/leftovers.sh "$$DLH_CHECK_RUN" || rc=1
+  bash tests/leftovers.sh "$$DLH_CHECK_RUN" || rc=1; \
+  if [ -s $(CHECK_FAILURES) ]; then echo "== failed:"; sed 's/^/   /' $(CHECK_FAILURES); fi
 # The programs the script and Slurm tests run are built first, all cores on them, so that the
 # longest tests (Slurm jobs, timeouts and faults: mostly waiting) start as early as they can;
 # the unit and MPI test binaries then compile beside them. Sanitized, everything is built

@@ -3,7 +3,8 @@
 # Prints "== NAME", the test's own output, then its time, or "FAILED: NAME" and exits with
 # the test's code; make's --output-sync keeps the lines of one test together. The times go
 # to $DLH_CHECK_TIMES too (one "SECONDS NAME (CPU ...)" line a test) when that is set, so
-# that the slowest tests can be listed and started first.
+# that the slowest tests can be listed and started first, and a failure with its reason to
+# $DLH_CHECK_FAILURES, which make check lists last.
 set -uo pipefail
 name=$1
 shift
@@ -33,9 +34,14 @@ cgroup_cpu_seconds() {  # cgroup v1's cpuacct.usage (ns) or v2's cpu.stat usage_
   fi
 }
 
+# A failing script's reason (common.bash's fail) comes back through this file.
+DLH_TEST_FAIL_FILE=$(mktemp "${TMPDIR:-/tmp}/dlh-test-fail.XXXXXX")
+export DLH_TEST_FAIL_FILE
 echo "== $name"
 "$@"
 rc=$?
+reason=$(head -c 600 "$DLH_TEST_FAIL_FILE" | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+rm -f "$DLH_TEST_FAIL_FILE"
 took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 if [[ -n $cgroup ]]; then
   cpu=$(cgroup_cpu_seconds)
@@ -48,7 +54,9 @@ else
 fi
 [[ -z ${DLH_CHECK_TIMES:-} ]] || echo "$took $name (CPU $cpu s)" >>"$DLH_CHECK_TIMES"
 if ((rc != 0)); then
-  echo "FAILED: $name (exit $rc, $took s, CPU $cpu s)"
+  echo "FAILED: $name (exit $rc, $took s, CPU $cpu s)${reason:+: $reason}"
+  [[ -z ${DLH_CHECK_FAILURES:-} ]] ||
+    echo "$name (exit $rc)${reason:+: $reason}" >>"$DLH_CHECK_FAILURES"
   exit "$rc"
 fi
 echo "   ($took s, CPU $cpu s)"

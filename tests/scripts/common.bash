@@ -14,7 +14,14 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/dlh-test-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 check() { echo "  ok: $*"; }
-fail() { echo "  FAIL: $*" >&2; exit 1; }
+# fail MESSAGE: the test fails with MESSAGE. Under make check (tests/run_test.sh) the message
+# is kept for the FAILED line too: a test that prints logs on its way out (a cluster's slurmd
+# log, a job's output) would otherwise bury it where CI's excerpt of the output leaves it out.
+fail() {
+  echo "  FAIL: $*" >&2
+  [[ -z ${DLH_TEST_FAIL_FILE:-} ]] || echo "$*" >>"$DLH_TEST_FAIL_FILE"
+  exit 1
+}
 
 # expect_fail CODE PATTERN CMD...: CMD must exit with CODE and print PATTERN on stderr.
 expect_fail() {

@@ -5,8 +5,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 failures=0
 check() { echo "  check: $*"; }
-fail() {
+fail() {  # as common.bash's, the reason kept for make check's FAILED line, but not fatal
   echo "  FAIL: $*" >&2
+  [[ -z ${DLH_TEST_FAIL_FILE:-} ]] || echo "$*" >>"$DLH_TEST_FAIL_FILE"
   failures=$((failures + 1))
 }
 

@@ -47,20 +47,23 @@ check "$(cat "$WORK/start.txt")"
 restarts() { scontrol show job "$1" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
 show() { cat "$1" >&2; tail -n 20 "$C"/log/slurmctld.log >&2; }
 
-# 30 epochs of 50 steps, 16-52 ms a step with 4 ranks on 2 cores: the attempt that meets the
-# last fault must not reach its end before Slurm declares host2 down, 11-12 s after it. Each
-# fault waits for its attempt's first checkpoint (every 20 steps), so the last comes by step
-# 120 or so; at the fastest step seen (16 ms) Slurm stops that attempt by step 870, 630 steps
-# (10 s) before the end. The check line says where it stopped. The steps do real work: a
-# rank waiting in MPI yields its core (common.bash), so a step of a network too small (the
-# 1 ms of a single 8-filter convolution) would end the job before the faults.
-# Only that attempt needs the 30 epochs. Once host2 is down, and so before any later attempt
-# can start, the spec is rewritten to end 2-3 epochs after the newest checkpoint (spec_json):
-# the last attempt trains that far, and the uninterrupted reference job, run after the
-# faulted one, trains the same spec. The epoch count only says where training stops (a
-# constant rate, no schedule), so the two must end bit-identical. Training both to step 1500
-# cost the test 125 CPU-s more alone: 284 against 159 (2026-12-06).
-EPOCHS=30 SAMPLES=2400 BATCH=48
+# 200 epochs of 50 steps (10,000), far more than any attempt trains: the attempt that meets
+# the last fault must not reach its end before Slurm declares host2 down, 11-12 s after it
+# (the ranks on host2 go on training without their slurmd). Each fault waits for its
+# attempt's first checkpoint (every 20 steps), so the last comes by step 120 or so. 30 epochs
+# (1,500 steps) held at the 16 ms a step seen on this 2-core host, but CI's host, nearly twice
+# as fast over the whole check, finished them first (2026-12-07: the job COMPLETED before
+# host2 was declared down). At 200 epochs a step would have to take under 1.2 ms, less than a
+# single 8-filter convolution of 48 samples (common.bash), and the check line says where the
+# attempt stopped. The steps do real work: a rank waiting in MPI yields its core
+# (common.bash), so a step of a network too small would end the job before the faults.
+# Only that attempt is planned for the 200 epochs. Once host2 is down, and so before any later
+# attempt can start, the spec is rewritten to end 2-3 epochs after the newest checkpoint
+# (spec_json): the last attempt trains that far, and the uninterrupted reference job, run
+# after the faulted one, trains the same spec. The epoch count only says where training
+# stops (a constant rate, no schedule), so the two must end bit-identical. Training both to
+# step 1500 cost the test 125 CPU-s more alone: 284 against 159 (2026-12-06).
+EPOCHS=200 SAMPLES=2400 BATCH=48
 STEPS=$((EPOCHS * SAMPLES / BATCH))
 dlh-data synthetic --out "$WORK/data.h5" --shape 1x28x28 --classes 4 --train $SAMPLES --test 60 --seed 5 >/dev/null
 spec_json() {  # spec_json EPOCHS: the spec both jobs train, written to $WORK/spec.json
