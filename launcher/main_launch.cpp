@@ -30,6 +30,7 @@
 #include "launcher/engine/device.hpp"
 #include "launcher/export/export_command.hpp"
 #include "launcher/predict/predict_command.hpp"
+#include "launcher/probe/blas_kernels.hpp"
 #include "launcher/probe/probe_cli.hpp"
 #include "launcher/run/run_command.hpp"
 #include "launcher/train/balancer.hpp"
@@ -326,6 +327,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dlh-launch: unknown command '%s'\n%s", args[0].c_str(), kUsage);
     return dlh::kExitBadInput;
   }
+  // Before anything else runs: OpenBLAS's kernels for this CPU, where it took generic ones.
+  dlh::UseBlasKernelsTheCpuSupports(argv);
   const std::string command = args[0];
   args.erase(args.begin());
   // One process, no MPI: the probe measures this node's device as a job records it; predict

@@ -43,6 +43,7 @@
 #include "estimator/cli/slurm_plan_cmd.hpp"
 #include "estimator/cli/suggest_cmd.hpp"
 #include "estimator/model/engine_fingerprint.hpp"
+#include "launcher/probe/blas_kernels.hpp"
 #include "launcher/probe/probe_cli.hpp"
 
 namespace dlh {
@@ -95,6 +96,11 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   const std::string command = args[0];
+  // The commands that time or probe the CPU: OpenBLAS's kernels for it, where it took generic
+  // ones, as dlh-launch's training runs them (a calibration must time the kernels that train).
+  if (command == "calibrate" || command == "validate" || command == "check-calibration" ||
+      command == "probe" || command == "rates" || command == "profile")
+    UseBlasKernelsTheCpuSupports(argv);
   args.erase(args.begin());
   if (command == "features") return FeaturesCommand(args);
   if (command == "calibrate") return CalibrateCommand(args);

@@ -15,6 +15,7 @@
 #include "launcher/data/file_source.hpp"
 #include "launcher/data/stage.hpp"
 #include "launcher/engine/device.hpp"
+#include "launcher/probe/blas_kernels.hpp"
 #include "launcher/train/batch_split.hpp"
 #include "launcher/train/signals.hpp"
 #include "launcher/train/trainer_impl.hpp"
@@ -277,6 +278,8 @@ void Trainer::announce() {
   if (rank_ == 0 && size_ <= 16)
     for (int r = 0; r < size_; ++r)
       say("rank " + std::to_string(r) + " on " + std::string(&all[sizeof mine * size_t(r)]));
+  // Rank 0's own: every rank of a job on one kind of node makes the same choice.
+  if (const std::string note = BlasKernelsNote(); !note.empty() && !device_choice_.gpu) say(note);
   if (plan_.present)
     say("plan: global batch " + std::to_string(spec_.batch_size) + ", lr " +
         std::to_string(spec_.optimizer.lr) + " (" + lr_source() + ")" +
