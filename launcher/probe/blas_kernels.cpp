@@ -7,8 +7,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <system_error>
 
 #include "common/exit_codes.hpp"
 
@@ -95,7 +97,12 @@ void UseBlasKernelsTheCpuSupports(char** argv) {
   setenv(kCoreType, family.c_str(), 1);
   setenv(kTookEnv, core.c_str(), 1);
   setenv(kPidEnv, std::to_string(long(getpid())).c_str(), 1);
-  execv("/proc/self/exe", argv);
+  // The binary's own path, not /proc/self/exe: exec names the process after the path's last
+  // part ("exe" would be what ps, pgrep and top show, and what Slurm's and a user's tools
+  // look for). A binary replaced on disk since it started reads "... (deleted)" and fails.
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) execv(self.c_str(), argv);
   // Not run again (no /proc, the binary replaced on disk): OpenBLAS's own choice stands.
   if (user_set)
     setenv(kCoreType, user.c_str(), 1);

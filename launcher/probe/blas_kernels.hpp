@@ -16,12 +16,12 @@ namespace dlh {
 
 // Where OpenBLAS chose its Prescott kernels on a CPU whose instruction sets carry a better
 // family (AVX-512 with BF16: Cooperlake; AVX-512: SkylakeX; AVX2 and FMA: Haswell), runs this
-// program again (execv of /proc/self/exe with ARGV) with OPENBLAS_CORETYPE set to it; in the
-// program run again, restores the environment as it was, so that what it starts (a user's
-// program, MPI's daemons) sees the user's own. Leaves OpenBLAS's choice alone where
-// OPENBLAS_CORETYPE is set (even empty: the user chose), where DLH_BLAS_KERNELS=openblas, on
-// other CPUs, and where the exec fails. Call first thing in main: before threads, MPI or
-// output.
+// program again (execv of its own binary, as /proc/self/exe names it, with ARGV) with
+// OPENBLAS_CORETYPE set to it; in the program run again, restores the environment as it was, so
+// that what it starts (a user's program, MPI's daemons) sees the user's own. Leaves OpenBLAS's
+// choice alone where OPENBLAS_CORETYPE is set (even empty: the user chose), where
+// DLH_BLAS_KERNELS=openblas, on other CPUs, and where the exec fails. Call first thing in main:
+// before threads, MPI or output.
 void UseBlasKernelsTheCpuSupports(char** argv);
 
 // What UseBlasKernelsTheCpuSupports changed, for a start-up line ("OpenBLAS's Cooperlake
