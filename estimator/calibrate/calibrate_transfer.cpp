@@ -134,6 +134,16 @@ CalibrationCheck CheckCalibrationAgainst(const Calibration& c, const std::string
               " a transfer is trusted for";
     return out;
   }
+  if (const double spread =
+          std::max(out.ratio.flops / out.ratio.bandwidth, out.ratio.bandwidth / out.ratio.flops);
+      cpu && spread > kMaxTransferSpread) {
+    out.why = "this machine is " + RatioText(out.ratio) + " the one measured (" + compared +
+              "): compute and memory x" + Format("%.1f", spread) + " apart, beyond the x" +
+              Format("%g", kMaxTransferSpread) +
+              " a transfer is trusted for (another balance of machine, not the same one at "
+              "another speed)";
+    return out;
+  }
   out.fit = CalibrationFit::kTransfers;
   out.log_sigma = TransferLogSigma(out.ratio);
   out.why = compared;

@@ -12,7 +12,8 @@
 //   is refused another engine, no probe recorded, another OpenBLAS core type (other kernels,
 //              whose speeds do not scale by one ratio), another thread count than the
 //              calibration's (fewer cores than it used, or other than all of them for a
-//              calibration made at all the cores), or ratios outside a sane range.
+//              calibration made at all the cores), ratios outside a sane range, or (a CPU)
+//              ratios far apart: another balance of compute and memory.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,16 @@ struct ProbeTolerance {
 // longer follows two rates. Within it the transfer was measured as far as x0.35 (a CPU quota
 // of 0.3 cores): validation MAPE 8-12% transferred, 61-65% not (BENCHMARKS.md).
 constexpr double kMaxTransferRatio = 3.0;
+
+// A CPU calibration whose probe ratios part by more than this (FLOP/s over bandwidth, or the
+// reverse) is refused too: the transfer takes the host for the calibration's machine at
+// another speed, and a speed change (a quota, a clock, a busier or a quieter host) moves
+// compute and memory together (a CFS quota of 0.75 cores: FLOP/s x0.63, bandwidth x0.76,
+// apart by x1.2; transferred MAPE 6.9%). An Intel Xeon VM carried the shipped Cooperlake
+// calibration of another host at FLOP/s x1.80 and bandwidth x0.45, x4.0 apart: MAPE 103.9%
+// transferred, 50.8% as it was, 12.7% calibrated there (make bench, 2026-12-07): another
+// balance of compute and memory, which no two rates carry. Chosen between those two.
+constexpr double kMaxTransferSpread = 2.5;
 
 // The added uncertainty of a transfer (TransferLogSigma): a base, and a part per unit of
 // |ln ratio|. Measured (2026-11-28, 2 cores, CPU quotas of 0.5 and 0.3 cores, six transfers

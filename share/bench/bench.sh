@@ -31,6 +31,21 @@ cleanup() {
 trap cleanup EXIT
 py=/usr/bin/python3
 bench=$root/share/bench
+# The peers run OpenBLAS's kernels as DLH does. Where OpenBLAS takes its generic Prescott
+# kernels for a CPU it does not know, DLH's programs take the family the CPU's instruction
+# sets carry (docs/reference/dlh-launch.md, "OpenBLAS's kernels"); numpy's sgemm yardstick
+# and PyTorch (Debian's links the system OpenBLAS for its GEMMs) then get the same through
+# OPENBLAS_CORETYPE, or they would be measured at a fraction of their best. pinned: this
+# machine's own OPENBLAS_CORETYPE, which the rows of OpenBLAS's own choice lift.
+pinned=${OPENBLAS_CORETYPE:-}
+if [[ -z ${OPENBLAS_CORETYPE+x} ]]; then
+  probe_core() { dlh-launch probe --seconds 0.2 | $py -c 'import json, sys; print(json.load(sys.stdin)["blas_core"])'; }
+  dlh_core=$(probe_core) openblas_core=$(DLH_BLAS_KERNELS=openblas probe_core)
+  if [[ $dlh_core != "$openblas_core" ]]; then
+    export OPENBLAS_CORETYPE=$dlh_core
+    echo "bench.sh: OpenBLAS takes its $openblas_core kernels here, DLH its $dlh_core ones: the peers too (OPENBLAS_CORETYPE=$dlh_core)" >&2
+  fi
+fi
 # PyTorch at its best keeps the memory it frees (its CPU performance guide: jemalloc or
 # tcmalloc): the glibc tunables dlh-launch run gives a program (docs/reference/run.md, "Memory
 # the program frees stays with it"), asked of dlh-launch itself so that they are typed once.
@@ -287,7 +302,7 @@ for m in "cnn 64" "cnn-deep 64" "cnn-wide 64" "mlp 128"; do
     fi
     # Where this machine's environment pins OpenBLAS to a kernel set (OPENBLAS_CORETYPE), the
     # same round again with OpenBLAS's own choice, for these commands alone: both sides.
-    if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then
+    if [[ -n $pinned ]]; then
       blas_env=("${own_blas[@]}")
       dlh_train 1 2 "$bench/$1.json"
       blas_env=()
@@ -317,7 +332,7 @@ PY
   # Where DLH's step goes and the floor of its design; where this machine's environment pins
   # OpenBLAS to a kernel set, also with OpenBLAS's own choice, for that command alone.
   dlh-estimate profile "$bench/$1.json" --threads 2 --json >"$work/profile-$1.json"
-  if [[ -n ${OPENBLAS_CORETYPE:-} ]]; then
+  if [[ -n $pinned ]]; then
     "${own_blas[@]}" dlh-estimate profile "$bench/$1.json" --threads 2 --json \
       >"$work/profile-auto-$1.json"
   fi

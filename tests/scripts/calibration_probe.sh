@@ -65,6 +65,13 @@ json.dump(damaged, open(work + "/damaged.json", "w"))
 old = json.loads(json.dumps(c))
 del old["probe"]
 json.dump(old, open(work + "/old.json", "w"))
+# Made on a machine of another balance: this host has 1.8 times its sgemm and 0.45 times its
+# cache bandwidth (an Intel VM against the shipped Cooperlake calibration's host, 2026-12-07).
+apart = json.loads(json.dumps(c))
+for key, by in (("sgemm_gflops", 1 / 1.8), ("cache_gbs", 1 / 0.45), ("memory_gbs", 1 / 0.45)):
+    apart["probe"][key] *= by
+    apart["probe"][key + "_by_threads"] = [g * by for g in p[key + "_by_threads"]]
+json.dump(apart, open(work + "/apart.json", "w"))
 PY
 check "the calibration records a probe at its 1 thread"
 
@@ -103,6 +110,14 @@ PY
 check "the transferred calibration: compute terms halved, memory terms kept, this host's probe"
 dlh-estimate predict "$ROOT/share/examples/fashion-mnist.json" --calibration "$WORK/transferred.json" \
   >/dev/null 2>&1 || fail "the transferred calibration does not load for predict"
+
+rc=0
+dlh-estimate check-calibration "$WORK/apart.json" --probe "$WORK/same.json" \
+  --transfer-out "$WORK/apart-transferred.json" >"$WORK/out.txt" || rc=$?
+[[ $rc == 1 ]] && grep -q "FLOP/s x1.80, bandwidth x0.45 .*compute and memory x4.0 apart, beyond the x2.5 a transfer is trusted for.*dlh-estimate calibrate" "$WORK/out.txt" ||
+  { cat "$WORK/out.txt"; fail "compute x1.8 and memory x0.45: exit $rc, expected 1 and the remedy"; }
+[[ ! -e $WORK/apart-transferred.json ]] || fail "a refused transfer wrote --transfer-out"
+check "FLOP/s x1.80 and bandwidth x0.45 (x4.0 apart): refused, nothing written"
 
 rc=0
 dlh-estimate check-calibration "$WORK/stale.json" --probe "$WORK/same.json" >"$WORK/out.txt" || rc=$?
