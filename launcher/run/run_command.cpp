@@ -295,8 +295,12 @@ void WaitForEveryRank(MPI_Comm comm) {
 // MPI_Abort asks the launcher to kill every rank and blocks until it does; when the launcher
 // cannot be reached it blocks for good, so the rank ends itself 10 s later (as the stall
 // watchdog does, launcher/watch/peer_watch.cpp).
+// The line saying why goes first, and a moment with it: srun tears the step's output down with
+// the step, and a line still on its way to it was lost (make check, 2026-12-07: 2 runs in 11
+// of run_torch_test.sh's crash showed the program's last line and not the rank's after it).
 [[noreturn]] void AbortEveryRank(int code) {
   std::fflush(nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::thread([code] {
     std::this_thread::sleep_for(std::chrono::seconds(10));
     std::_Exit(code);
