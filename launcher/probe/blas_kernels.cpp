@@ -49,6 +49,16 @@ std::string FamilyTheCpuSupports() {
   return "";
 }
 
+// OPENBLAS_CORETYPE as the user had it (USER: its value, or null where it was unset), and none
+// of the variables that carried the choice between the two runs.
+void RestoreUserEnvironment(const char* user) {
+  if (user)
+    setenv(kCoreType, user, 1);
+  else
+    unsetenv(kCoreType);
+  for (const char* name : {kTookEnv, kPidEnv, kUserEnv}) unsetenv(name);
+}
+
 }  // namespace
 
 void UseBlasKernelsTheCpuSupports(char** argv) {
@@ -68,12 +78,11 @@ void UseBlasKernelsTheCpuSupports(char** argv) {
                      : "auto: the CPU's instruction sets carry " + asked +
                            "; DLH_BLAS_KERNELS=openblas keeps OpenBLAS's choice") +
              (runs == asked ? "" : ", which this OpenBLAS does not have") + ")";
-    // The user's environment again, for whatever this program starts.
-    if (const char* user = std::getenv(kUserEnv))
-      setenv(kCoreType, user + 1, 1);  // after the '=' that tells set from unset
-    else
-      unsetenv(kCoreType);
-    for (const char* name : {kTookEnv, kPidEnv, kUserEnv}) unsetenv(name);
+    // The user's environment again, for whatever this program starts; the value is after the
+    // '=' that tells set from unset (copied: restoring unsets the variable that holds it).
+    const char* user = std::getenv(kUserEnv);
+    const std::string value = user ? user + 1 : "";
+    RestoreUserEnvironment(user ? value.c_str() : nullptr);
     return;
   }
   const char* policy_env = std::getenv("DLH_BLAS_KERNELS");
@@ -104,11 +113,7 @@ void UseBlasKernelsTheCpuSupports(char** argv) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) execv(self.c_str(), argv);
   // Not run again (no /proc, the binary replaced on disk): OpenBLAS's own choice stands.
-  if (user_set)
-    setenv(kCoreType, user.c_str(), 1);
-  else
-    unsetenv(kCoreType);
-  for (const char* name : {kTookEnv, kPidEnv, kUserEnv}) unsetenv(name);
+  RestoreUserEnvironment(user_set ? user.c_str() : nullptr);
 }
 
 std::string BlasKernelsNote() { return g_note; }

@@ -3,11 +3,12 @@
 // A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels by the CPU's family and model. A model it
 // does not know gets its generic Prescott kernels (SSE3), whatever the CPU can do: Debian 12's
 // OpenBLAS 0.3.21 on a VM of this project's kind (an Intel Xeon of model 207, AVX-512 with BF16,
-// behind a generic "Intel(R) Xeon(R) Processor") ran sgemm at the engine's shapes at 40 GFLOP/s
-// with them and at 153-155 with its Cooperlake or SkylakeX ones (dlh-estimate probe, 2 threads,
-// 2026-12-07). A CPU step of DLH is mostly GEMMs, so such a host trained about that much
-// slower, and no shipped calibration described it. OpenBLAS reads OPENBLAS_CORETYPE once, when
-// it loads, so the program runs itself again with it set.
+// behind a generic "Intel(R) Xeon(R) Processor") ran sgemm at the engine's shapes at 79 GFLOP/s
+// with them and at 309 with its Cooperlake ones (dlh-estimate probe, 2 threads, 2026-12-07; as
+// much faster with its SkylakeX ones, measured beside a busy build). A CPU step of DLH is mostly
+// GEMMs, so such a host trained about that much slower, and no shipped calibration described it.
+// OpenBLAS reads OPENBLAS_CORETYPE once, when it loads, so the program runs itself again with it
+// set.
 #pragma once
 
 #include <string>
