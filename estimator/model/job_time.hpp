@@ -88,8 +88,10 @@ JobPhases PredictJobPhases(const JobWork& work, const StepShape& step, const Run
                            double startup_s);
 
 // How a CPU process's speed grows with its threads, as measured: gflops[t - 1] is the sgemm
-// GFLOP/s and gbs[t - 1] the memory bandwidth at t threads (a calibration's probe,
-// "sgemm_gflops_by_threads" and "memory_gbs_by_threads"); either may be empty (not
+// GFLOP/s and gbs[t - 1] the bandwidth at t threads (a calibration's probe,
+// "sgemm_gflops_by_threads" and "cache_gbs_by_threads": the cache triad sized as a step's
+// activations are, which is what the engine's memory-bound passes run from; the memory
+// triad's "memory_gbs_by_threads" for a probe without it); either may be empty (not
 // measured). compute_fraction: the share of the per-sample time that runs at the GEMM rate
 // (the time model's compute terms, wave_scaling.hpp), the rest at the memory rate.
 struct ThreadScaling {

@@ -113,7 +113,16 @@ ThreadScaling CpuScaling(const Calibration& cal, const std::vector<double>& coef
                          const ModelFeatures& f) {
   ThreadScaling t;
   t.gflops = ProbeByThreads(cal, "sgemm_gflops_by_threads");
-  t.gbs = ProbeByThreads(cal, "memory_gbs_by_threads");
+  // The bandwidth the engine's memory-bound passes get: the cache triad's, sized as a step's
+  // activations and columns are (launcher/probe/host_probe.cpp), where the probe has it, as the
+  // transfer takes it (calibrate_transfer.cpp); the memory triad's for older probes. Replayed
+  // on the 70 whole jobs of seven make bench runs (share/bench/replay_jobs.py, 2026-12-08):
+  // MAPE per run 7.7-12.8% (mean 9.9%) with the memory triad, 7.7-11.9% (9.5%) with the
+  // cache's; the example CNN's first run as 2 ranks of 1 thread, planned from its run alone
+  // at 2 threads, -13.5..+30.9% against -13.5..+9.7% (it ran as fast side by side as alone,
+  // where the memory triad's curve split a bandwidth its passes do not wait on).
+  t.gbs = ProbeByThreads(cal, "cache_gbs_by_threads");
+  if (t.gbs.empty()) t.gbs = ProbeByThreads(cal, "memory_gbs_by_threads");
   t.measured_step_ratio = MeasuredStepRatio(cal);
   const std::vector<double> t0 = TimeTerms(f, 0, true), t1 = TimeTerms(f, 1, true);
   double compute = 0, memory = 0;
